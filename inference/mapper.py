@@ -1,0 +1,58 @@
+"""The variational mapper (thesis Alg. 1) for one partition, with its in-mapper combiner.
+
+``map_block`` runs the E-step kernel over every document of a :class:`DocBlock`
+and returns the partition's *combined* output as keyed records, ready for the
+topic partitioner:
+
+* ``(k, (partition, vocab_ids, values))`` for each topic k: the lambda statistics
+  sum_d w_dv phi_dvk over the block's local vocabulary (Alg. 1 line 15, summed
+  inside the partition before anything is shuffled);
+* ``(ALPHA_KEY, (partition, vector))``: the alpha statistics of eq (3.3) (Alg. 1
+  line 17, key <Delta, k>) followed by the partition totals (document ELBO terms,
+  documents, inner iterations, tokens).
+
+No Spark here: the engine calls it inside ``mapPartitionsWithIndex``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from inference.blocks import DocBlock
+from inference.estep import estep_documents, initial_gamma
+
+ALPHA_KEY = -1  # the reserved key Delta of Alg. 1/2: alpha statistics and global totals
+
+# layout of the tail of the ALPHA_KEY vector, after the K alpha statistics
+TOTALS = ("doc_elbo", "documents", "inner_iterations", "tokens", "restarts_won")
+
+
+@dataclass
+class EStepSettings:
+    tol: float = 1e-3
+    max_iter: int = 100
+    restart: bool = False   # also fit each document from a cold start, keep the better (see estep)
+
+
+def map_block(partition: int, block: DocBlock, gamma: np.ndarray | None, exp_elogbeta: np.ndarray,
+              alpha: np.ndarray, settings: EStepSettings):
+    """E-step over one block; returns ``(new_gamma, records)``.
+
+    ``exp_elogbeta`` is the broadcast V x K matrix exp(E_q[log beta]) (rows by
+    vocabulary id); ``gamma`` the warm start (None -> alpha + N_d / K).
+    """
+    alpha = np.ascontiguousarray(alpha, dtype=np.float64)
+    if gamma is None:
+        gamma = initial_gamma(block.indptr, block.counts, alpha)
+    else:
+        gamma = np.array(gamma, dtype=np.float64, copy=True)
+    eb_local = np.ascontiguousarray(exp_elogbeta[block.vocab_ids])
+    sstats, alpha_stats, doc_elbo, inner, restarts_won = estep_documents(
+        block.indptr, block.local_terms, block.counts, gamma, eb_local, alpha,
+        settings.tol, settings.max_iter, True, settings.restart)
+    records = [(k, (partition, block.vocab_ids, np.ascontiguousarray(sstats[:, k])))
+               for k in range(alpha.shape[0])]
+    totals = np.array([doc_elbo.sum(), block.n_docs, inner.sum(), block.n_tokens, restarts_won])
+    records.append((ALPHA_KEY, (partition, np.concatenate([alpha_stats, totals]))))
+    return gamma, records

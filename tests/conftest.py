@@ -1,0 +1,66 @@
+"""Shared test fixtures. The SparkSession is pytest-spark's ``spark_session`` (one per test run,
+configured in pyproject.toml); helpers here write small corpora in the ``prepare`` format."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("SPARK_TOPICS_SPARK_LOG_LEVEL", "ERROR")
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+
+def write_corpus(spark, directory, docs, terms):
+    """Write a corpus directory from ``docs = [(doc_id, {term_id: count})]`` and a term list."""
+    from pyspark.sql.types import ArrayType, IntegerType, LongType, StringType, StructField, StructType
+
+    os.makedirs(directory, exist_ok=True)
+    rows, df, cf = [], np.zeros(len(terms), dtype=np.int64), np.zeros(len(terms), dtype=np.int64)
+    for doc_id, bag in docs:
+        ids = sorted(int(i) for i, c in bag.items() if c > 0)
+        counts = [int(bag[i]) for i in ids]
+        for i, c in zip(ids, counts):
+            df[i] += 1
+            cf[i] += c
+        rows.append((str(doc_id), ids, counts, int(sum(counts)), 0))
+    schema = StructType([StructField("doc_id", StringType()), StructField("term_ids", ArrayType(IntegerType())),
+                         StructField("counts", ArrayType(IntegerType())), StructField("n_tokens", IntegerType()),
+                         StructField("n_oov", IntegerType())])
+    spark.createDataFrame(rows, schema).coalesce(2).write.mode("overwrite").parquet(f"{directory}/docs.parquet")
+    vschema = StructType([StructField("term", StringType()), StructField("id", IntegerType()),
+                          StructField("df", LongType()), StructField("cf", LongType())])
+    spark.createDataFrame([(t, i, int(df[i]), int(cf[i])) for i, t in enumerate(terms)], vschema) \
+        .coalesce(1).write.mode("overwrite").parquet(f"{directory}/vocab.parquet")
+    meta = {"format_version": 1, "documents": len(rows), "vocab_size": len(terms),
+            "tokens": int(cf.sum()), "oov_tokens": 0, "input_rows": len(rows),
+            "rejected": {"malformed": 0, "invalid_encoding": 0, "duplicate_id": 0, "empty": 0}}
+    with open(f"{directory}/corpus.json", "w") as f:
+        json.dump(meta, f)
+    return directory
+
+
+def sample_lda_corpus(n_docs, n_topics, vocab_size, doc_length, alpha, eta, seed):
+    """Documents drawn from LDA's own generative process; returns (docs, true_beta)."""
+    rng = np.random.default_rng(seed)
+    beta = rng.dirichlet(np.full(vocab_size, eta), size=n_topics)
+    docs = []
+    for d in range(n_docs):
+        theta = rng.dirichlet(np.full(n_topics, alpha))
+        z = rng.choice(n_topics, size=doc_length, p=theta)
+        words = np.array([rng.choice(vocab_size, p=beta[k]) for k in z])
+        ids, counts = np.unique(words, return_counts=True)
+        docs.append((f"d{d:05d}", dict(zip(ids.tolist(), counts.tolist()))))
+    return docs, beta
+
+
+@pytest.fixture(scope="session")
+def synthetic_lda(tmp_path_factory, spark_session):
+    """A corpus drawn from LDA with K=4 well-separated known topics."""
+    docs, beta = sample_lda_corpus(n_docs=400, n_topics=4, vocab_size=60, doc_length=60,
+                                   alpha=0.3, eta=0.05, seed=7)
+    terms = [f"w{i:03d}" for i in range(60)]
+    directory = write_corpus(spark_session, str(tmp_path_factory.mktemp("synthetic") / "corpus"), docs, terms)
+    return directory, beta
