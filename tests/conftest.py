@@ -58,9 +58,31 @@ def sample_lda_corpus(n_docs, n_topics, vocab_size, doc_length, alpha, eta, seed
 
 @pytest.fixture(scope="session")
 def synthetic_lda(tmp_path_factory, spark_session):
-    """A corpus drawn from LDA with K=4 well-separated known topics."""
-    docs, beta = sample_lda_corpus(n_docs=400, n_topics=4, vocab_size=60, doc_length=60,
-                                   alpha=0.3, eta=0.05, seed=7)
-    terms = [f"w{i:03d}" for i in range(60)]
+    """A corpus drawn from LDA with K=4 known topics (alpha 0.2, eta 0.05)."""
+    docs, beta = sample_lda_corpus(n_docs=500, n_topics=4, vocab_size=80, doc_length=80,
+                                   alpha=0.2, eta=0.05, seed=7)
+    terms = [f"w{i:03d}" for i in range(80)]
     directory = write_corpus(spark_session, str(tmp_path_factory.mktemp("synthetic") / "corpus"), docs, terms)
     return directory, beta
+
+
+def train_args(corpus, output, *extra):
+    """Parsed ``spark-topics train`` arguments, as the CLI would build them."""
+    import argparse
+
+    from jobs import train
+    from jobs.spark import add_spark_arguments
+
+    parser = argparse.ArgumentParser()
+    train.add_arguments(parser)
+    add_spark_arguments(parser)
+    return parser.parse_args(["--corpus", str(corpus), "--output", str(output), *map(str, extra)])
+
+
+def hellinger_matched(estimated, truth):
+    """Hellinger distance of each true topic to its match (Hungarian assignment)."""
+    from scipy.optimize import linear_sum_assignment
+
+    h = np.sqrt(0.5 * ((np.sqrt(estimated[:, None, :]) - np.sqrt(truth[None, :, :])) ** 2).sum(-1))
+    rows, cols = linear_sum_assignment(h)
+    return h[rows, cols]

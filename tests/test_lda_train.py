@@ -1,0 +1,126 @@
+"""End-to-end variational LDA on Spark: recovery of known topics, ELBO monotonicity, determinism, resume."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from conftest import hellinger_matched, train_args, write_corpus
+from jobs import train
+from jobs.model_store import load_model
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(scope="module")
+def synthetic_model(spark_session, synthetic_lda, tmp_path_factory):
+    corpus, beta = synthetic_lda
+    out = tmp_path_factory.mktemp("synthetic_model") / "model"
+    meta = train.train_lda(spark_session, train_args(corpus, out, "--topics", 4, "--iterations", 40,
+                                                     "--tol", 0, "--seed", 0))
+    return out, meta, beta
+
+
+def test_recovers_known_topics(synthetic_model):
+    out, meta, beta = synthetic_model
+    model = load_model(str(out))
+    assert model.lambda_.shape == (4, 80)
+    distances = hellinger_matched(model.topic_word(), beta)
+    assert distances.max() < 0.12, distances
+    # alpha was learnt by Newton-Raphson from 1/K towards the generating 0.2
+    assert np.all((model.alpha > 0.1) & (model.alpha < 0.3)), model.alpha
+
+
+def test_elbo_never_decreases_and_model_files(synthetic_model):
+    out, meta, _ = synthetic_model
+    elbo = np.array([r["elbo"] for r in meta["elbo_trace"]])
+    assert len(elbo) == 40
+    assert np.all(np.diff(elbo) >= -1e-9 * np.abs(elbo[1:])), np.diff(elbo)
+    lam = np.load(out / "lambda.npy", allow_pickle=False)
+    assert lam.shape == (4, 80) and np.all(lam > 0)
+    import json
+    saved = json.loads((out / "model.json").read_text())
+    assert saved["model"] == "lda" and saved["topics"] == 4 and len(saved["alpha"]) == 4
+    assert saved["eta"] == pytest.approx(0.25) and saved["seed"] == 0
+    assert (out / "elbo.png").stat().st_size > 1000
+    assert not (out / "_checkpoint").exists()
+    import pandas as pd
+    vocab = pd.read_parquet(out / "vocab.parquet")
+    assert list(vocab["term"][:3]) == ["w000", "w001", "w002"] and list(vocab["id"][:3]) == [0, 1, 2]
+    doc_topics = pd.read_parquet(out / "doc_topics.parquet")
+    assert len(doc_topics) == 500
+    np.testing.assert_allclose(np.stack(doc_topics["theta"]).sum(1), 1.0)
+
+
+def test_same_seed_same_model_and_seed_matters(spark_session, synthetic_lda, synthetic_model, tmp_path):
+    corpus, _ = synthetic_lda
+    first, _, _ = synthetic_model
+    train.train_lda(spark_session, train_args(corpus, tmp_path / "again", "--topics", 4, "--iterations", 40,
+                                              "--tol", 0, "--seed", 0))
+    np.testing.assert_array_equal(np.load(first / "lambda.npy"), np.load(tmp_path / "again" / "lambda.npy"))
+    train.train_lda(spark_session, train_args(corpus, tmp_path / "other", "--topics", 4, "--iterations", 3,
+                                              "--tol", 0, "--seed", 1))
+    short = train.train_lda(spark_session, train_args(corpus, tmp_path / "short", "--topics", 4,
+                                                      "--iterations", 3, "--tol", 0, "--seed", 0))
+    assert not np.array_equal(np.load(tmp_path / "other" / "lambda.npy"), np.load(tmp_path / "short" / "lambda.npy"))
+    assert short["iterations"] == 3
+
+
+def run_cli(*args, **popen):
+    env = dict(os.environ, PYTHONPATH=REPO, SPARK_TOPICS_SPARK_LOG_LEVEL="ERROR")
+    return subprocess.Popen([sys.executable, "-m", "jobs.cli", *map(str, args)], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **popen)
+
+
+def test_local1_matches_local2_and_resume_after_kill(spark_session, synthetic_lda, tmp_path):
+    """A run killed with SIGKILL and resumed ends with the uninterrupted model, on local[1] as on local[2]."""
+    corpus, _ = synthetic_lda
+    common = ["--topics", 4, "--iterations", 12, "--tol", 0, "--seed", 3]
+    reference = tmp_path / "reference"
+    train.train_lda(spark_session, train_args(corpus, reference, *common))   # local[2], uninterrupted
+
+    killed = tmp_path / "killed"
+    proc = run_cli("train", "--corpus", corpus, "--output", killed, *common, "--master", "local[1]",
+                   start_new_session=True)
+    state = killed / "_checkpoint" / "state.json"
+    deadline = time.time() + 180
+    import json
+    while time.time() < deadline:
+        if state.exists():
+            try:
+                if json.loads(state.read_text())["iteration"] >= 4:
+                    break
+            except (ValueError, KeyError):
+                pass
+        assert proc.poll() is None, proc.stdout.read()
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    done = json.loads(state.read_text())["iteration"]
+    assert 4 <= done < 12, "the run must be killed in the middle"
+    assert not (killed / "model.json").exists()
+
+    resumed = run_cli("train", "--corpus", corpus, "--output", killed, *common, "--master", "local[1]", "--resume")
+    output = resumed.communicate(timeout=300)[0]
+    assert resumed.returncode == 0, output
+    assert f"resuming from checkpoint" in output and f"after iteration {done}" in output
+    np.testing.assert_array_equal(np.load(reference / "lambda.npy"), np.load(killed / "lambda.npy"))
+    ref_meta, res_meta = (json.loads((d / "model.json").read_text()) for d in (reference, killed))
+    assert ref_meta["alpha"] == res_meta["alpha"]
+    assert [r["elbo"] for r in ref_meta["elbo_trace"]] == [r["elbo"] for r in res_meta["elbo_trace"]]
+
+
+def test_bad_training_input(spark_session, tmp_path):
+    tiny = write_corpus(spark_session, str(tmp_path / "tiny"), [("a", {0: 2, 1: 1}), ("b", {1: 3, 2: 1})],
+                        ["x", "y", "z"])
+    with pytest.raises(SystemExit, match="larger than the vocabulary"):
+        train.train_lda(spark_session, train_args(tiny, tmp_path / "m", "--topics", 5))
+    with pytest.raises(SystemExit, match="not a prepared corpus"):
+        train.train_lda(spark_session, train_args(tmp_path / "nowhere", tmp_path / "m", "--topics", 2))
+    with pytest.raises(SystemExit, match="positive"):
+        train.train_lda(spark_session, train_args(tiny, tmp_path / "m", "--topics", 2, "--alpha", -1))
