@@ -20,10 +20,12 @@ JOBS = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="spark-topics", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="job", required=True)
     for name, help_text in JOBS.items():
+        if only is not None and name != only:
+            continue
         module = importlib.import_module(f"jobs.{name}")
         p = sub.add_parser(name, help=help_text, description=help_text)
         module.add_arguments(p)
@@ -32,8 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def main(argv: list[str] | None = None, only: str | None = None) -> int:
+    args = build_parser(only).parse_args(argv)
     setup_logging(args.verbose)
     module = importlib.import_module(f"jobs.{args.job}")
     module.run(args)
@@ -42,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def job_main(name: str, argv: list[str] | None = None) -> int:
     """Entry point for ``spark-submit jobs/<name>.py ...`` (same flags as the subcommand)."""
-    return main([name] + list(sys.argv[1:] if argv is None else argv))
+    return main([name] + list(sys.argv[1:] if argv is None else argv), only=name)
 
 
 if __name__ == "__main__":

@@ -105,7 +105,7 @@ def test_train_on_standalone_cluster_matches_local(standalone_cluster, spark_ses
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     assert (tmp_path / "dist" / "spark_topics_code.zip").exists()
     # the job really ran on the cluster's executors, not in local mode
-    app_dirs = [p for w in logs.glob("worker*") for p in w.iterdir() if p.name.startswith("app-")]
+    app_dirs = [p for w in logs.glob("worker*") if w.is_dir() for p in w.iterdir() if p.name.startswith("app-")]
     assert app_dirs, "no application ran on the standalone workers"
     shipped = [f for d in app_dirs for f in d.rglob("spark_topics_code.zip")]
     assert shipped, "the project's code was not shipped to the executors"
