@@ -204,7 +204,7 @@ class VariationalEngine:
                                      float(self.prior.eta) if hasattr(self.prior, "eta") else None,
                                      None if rel is None else float(rel))
             trace.append(record)
-            converged = rel is not None and s.tol > 0 and abs(rel) < s.tol
+            converged = bool(rel is not None and s.tol > 0 and abs(rel) < s.tol)
             log.info("iteration %d/%d  elbo=%.6e  change=%s  seconds=%.2f  mean_inner=%.1f%s  alpha_sum=%.4g",
                      t, s.max_iterations, elbo, "-" if rel is None else f"{rel:.3e}", record.seconds,
                      record.mean_inner_iterations,
