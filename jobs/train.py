@@ -127,6 +127,9 @@ def train_lda(spark, args) -> dict:
     write_doc_topics(spark, corpus.blocks, result.gamma_dir, storage.join(args.output, "doc_topics.parquet"))
     if trace:
         model_store.plot_elbo(storage.join(args.output, "elbo.png"), trace)
+    model = model_store.load_model(args.output)
+    storage.write_bytes(storage.join(args.output, "topics.txt"), (model_store.format_topics(
+        model.topic_names(), model.top_words(args.top_words), args.top_words) + "\n").encode("utf-8"))
     if not args.keep_checkpoint:
         Checkpointer(checkpoint_dir).clear()
     corpus.blocks.unpersist()
@@ -136,8 +139,7 @@ def train_lda(spark, args) -> dict:
 def run(args) -> dict:
     spark = get_spark("spark-topics train", args.master, args.conf)
     meta = train_lda(spark, args)
-    model = model_store.load_model(args.output)
-    print(model_store.format_topics(model.topic_names(), model.top_words(args.top_words), args.top_words))
+    print(storage.read_bytes(storage.join(args.output, "topics.txt")).decode("utf-8"), end="")
     print(f"model written to {args.output} ({meta['iterations']} iterations, ELBO {meta['elbo']:.6e})")
     return meta
 
