@@ -43,14 +43,16 @@ def map_block(partition: int, block: DocBlock, gamma: np.ndarray | None, exp_elo
     vocabulary id); ``gamma`` the warm start (None -> alpha + N_d / K).
     """
     alpha = np.ascontiguousarray(alpha, dtype=np.float64)
-    if gamma is None:
+    restart = settings.restart
+    if gamma is None:  # the cold start itself: nothing to restart from
         gamma = initial_gamma(block.indptr, block.counts, alpha)
+        restart = False
     else:
         gamma = np.array(gamma, dtype=np.float64, copy=True)
     eb_local = np.ascontiguousarray(exp_elogbeta[block.vocab_ids])
     sstats, alpha_stats, doc_elbo, inner, restarts_won = estep_documents(
         block.indptr, block.local_terms, block.counts, gamma, eb_local, alpha,
-        settings.tol, settings.max_iter, True, settings.restart)
+        settings.tol, settings.max_iter, True, restart)
     records = [(k, (partition, block.vocab_ids, np.ascontiguousarray(sstats[:, k])))
                for k in range(alpha.shape[0])]
     totals = np.array([doc_elbo.sum(), block.n_docs, inner.sum(), block.n_tokens, restarts_won])

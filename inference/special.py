@@ -31,15 +31,28 @@ def digamma(x: float) -> float:
     return result
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract", "arcp"})
 def dirichlet_expectation_1d(alpha: np.ndarray, out: np.ndarray) -> None:
-    """out_k = E_Dir(alpha)[log x_k] = Psi(alpha_k) - Psi(sum alpha)."""
+    """out_k = E_Dir(alpha)[log x_k] = Psi(alpha_k) - Psi(sum alpha).
+
+    The per-component digamma is the AS 103 scheme with the recurrence unrolled
+    to a fixed six steps, Psi(x) = Psi(x + 6) - sum_{i<6} 1/(x + i), so the loop
+    over topics has no branches and vectorises; this is the E-step's hottest call.
+    """
     total = 0.0
     for k in range(alpha.shape[0]):
         total += alpha[k]
     psi_total = digamma(total)
     for k in range(alpha.shape[0]):
-        out[k] = digamma(alpha[k]) - psi_total
+        x = alpha[k]
+        shift = 1.0 / x + 1.0 / (x + 1.0) + 1.0 / (x + 2.0) + 1.0 / (x + 3.0) + 1.0 / (x + 4.0) + 1.0 / (x + 5.0)
+        y = x + 6.0
+        r = 1.0 / y
+        r2 = r * r
+        out[k] = (math.log(y) - 0.5 * r
+                  - r2 * ((1.0 / 12.0) - r2 * ((1.0 / 120.0) - r2 * ((1.0 / 252.0)
+                          - r2 * ((1.0 / 240.0) - r2 * (1.0 / 132.0)))))
+                  - shift - psi_total)
 
 
 @numba.njit(cache=True, nogil=True)

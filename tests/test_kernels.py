@@ -122,3 +122,12 @@ def test_topic_terms_match_direct_formula():
     # -Phi(lambda) is the entropy of Dir(lambda): check against scipy
     from scipy.stats import dirichlet
     assert entropy == pytest.approx(dirichlet(lam).entropy(), rel=1e-10)
+
+
+def test_dirichlet_expectation_matches_scipy():
+    from inference.special import dirichlet_expectation_1d
+    rng = np.random.default_rng(1)
+    for a in (rng.gamma(0.3, 1.0, 50) + 1e-6, np.logspace(-7, 4, 40), np.array([1e-9, 3.0])):
+        out = np.empty_like(a)
+        dirichlet_expectation_1d(a, out)
+        np.testing.assert_allclose(out, special.digamma(a) - special.digamma(a.sum()), rtol=1e-10, atol=1e-9)
