@@ -58,6 +58,8 @@ def get_spark(app_name: str, master: str | None = None, conf: list[str] | None =
         key, value = item.split("=", 1)
         builder = builder.config(key.strip(), value.strip())
     builder = builder.config("spark.sql.execution.arrow.pyspark.enabled", "true")
+    # let adaptive execution coalesce the shuffle partitions of cached frames (prepare caches several)
+    builder = builder.config("spark.sql.optimizer.canChangeCachedPlanOutputPartitioning", "true")
     if not any(item.startswith("spark.ui.showConsoleProgress") for item in conf or []):
         builder = builder.config("spark.ui.showConsoleProgress", "false")  # we log our own progress
     spark = builder.getOrCreate()
