@@ -88,7 +88,9 @@ class FitResult:
 def _mapper_task(partition, blocks, bc_params, settings, gamma_in, gamma_out):
     """Spark task: the mapper over one partition (Alg. 1 with in-mapper combining)."""
     exp_elogbeta, alpha = bc_params.value
-    for _, block in blocks:
+    for block_partition, block in blocks:
+        if block_partition != partition:
+            raise RuntimeError(f"block of partition {block_partition} arrived in partition {partition}")
         gamma = storage.load_npy(Checkpointer.gamma_file(gamma_in, partition)) if gamma_in else None
         new_gamma, records = map_block(partition, block, gamma, exp_elogbeta, alpha, settings)
         storage.save_npy(Checkpointer.gamma_file(gamma_out, partition), new_gamma)
@@ -171,6 +173,7 @@ class VariationalEngine:
                        .partitionBy(partitioner.num_reducers, partitioner)
                        .mapPartitions(partial(_reducer_task, bc_prior=bc_prior, num_topics=K))
                        .collect())
+            job_seconds = time.perf_counter() - began
             bc_params.destroy()
             bc_prior.destroy()
 
@@ -212,6 +215,8 @@ class VariationalEngine:
             self.checkpointer.save(t, {
                 "fingerprint": fingerprint, "alpha": alpha.tolist(), "eta": self.prior.to_json(),
                 "trace": [r.__dict__ for r in trace], "converged": converged}, lambda_)
+            log.debug("iteration %d: Spark job %.3f s, driver %.3f s", t, job_seconds,
+                      time.perf_counter() - began - job_seconds)
             if on_iteration is not None:
                 on_iteration(record)
         self.sc.setJobDescription(None)

@@ -198,3 +198,17 @@ def estep_documents(indptr, local_terms, counts, gamma, exp_elogbeta, alpha, tol
             for k in range(n_topics):
                 sstats[u, k] *= exp_elogbeta[u, k]
     return sstats, alpha_stats, doc_elbo, inner_iters, restarts_won
+
+
+def compile_kernels() -> None:
+    """Compile (or load from numba's cache) the E-step on a tiny input.
+
+    The driver calls this before the first Spark job so executors on the same
+    machine load the cached machine code instead of compiling it concurrently.
+    """
+    indptr = np.array([0, 2], dtype=np.int64)
+    terms = np.array([0, 1], dtype=np.int32)
+    counts = np.array([1.0, 2.0])
+    alpha = np.full(2, 0.5)
+    gamma = initial_gamma(indptr, counts, alpha)
+    estep_documents(indptr, terms, counts, gamma, np.full((2, 2), 0.5), alpha, 1e-3, 5, True, True)

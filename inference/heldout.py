@@ -16,6 +16,9 @@ is scored by
 
     perplexity = exp(- sum_d log p(w_d^ho | w_d^obs) / sum_d |w_d^ho|).
 
+Every model is folded in with its own alpha; on short documents (a few observed
+tokens) the perplexity depends noticeably on it, a small alpha giving a peaked theta.
+
 NPMI coherence (Bouma 2009; Lau, Newman & Baldwin 2014): for the top-N words of a
 topic, the mean over the N(N-1)/2 word pairs of
 
@@ -58,7 +61,8 @@ def split_document_completion(counts: np.ndarray, seed: int, doc_id: str) -> tup
     its N tokens, drawn uniformly without replacement (a multivariate
     hypergeometric draw over the term counts), are observed; the other
     ceil(N/2) are held out. The draw depends only on ``(seed, doc_id)`` and the
-    counts, never on time, partitioning or the order documents are processed in.
+    counts (in the corpus' order of terms, ascending ids), never on time,
+    partitioning or the order documents are processed in.
 
     Returns ``(observed_counts, heldout_counts)``, aligned with ``counts``.
     """

@@ -7,7 +7,7 @@ how Spark happened to read the Parquet files or on the number of cores.
 from __future__ import annotations
 
 import math
-import zlib
+import pickle
 from dataclasses import dataclass
 
 import pandas as pd
@@ -35,10 +35,6 @@ class Corpus:
         return int(self.meta["documents"])
 
 
-def stable_partition(doc_id: str, num_partitions: int) -> int:
-    return zlib.crc32(str(doc_id).encode("utf-8")) % num_partitions
-
-
 def default_partitions(num_documents: int) -> int:
     return max(2, math.ceil(num_documents / DOCS_PER_PARTITION))
 
@@ -50,15 +46,34 @@ def read_vocab(spark, path: str) -> pd.DataFrame:
     return vocab
 
 
-def docs_to_blocks(docs_df, num_partitions: int):
-    """DataFrame (doc_id, term_ids, counts) -> cached RDD of (partition, DocBlock)."""
-    def to_block(partition, rows):
-        yield partition, DocBlock.from_documents((doc_id, ids, cts) for _, (doc_id, ids, cts) in rows)
+def _partition_to_block(batches):
+    """mapInArrow function: all Arrow batches of one partition -> one row holding its DocBlock."""
+    import pyarrow as pa
+    from pyspark import TaskContext
 
-    return (docs_df.select("doc_id", "term_ids", "counts").rdd
-            .map(lambda r: (stable_partition(r[0], num_partitions), (r[0], r[1], r[2])))
-            .partitionBy(num_partitions, lambda p: p)
-            .mapPartitionsWithIndex(to_block, preservesPartitioning=True)
+    batches = list(batches)
+    table = pa.Table.from_batches(batches) if batches else pa.table(
+        {"doc_id": pa.array([], pa.string()), "term_ids": pa.array([], pa.list_(pa.int32())),
+         "counts": pa.array([], pa.list_(pa.int32()))})
+    block = DocBlock.from_arrow(table)
+    yield pa.RecordBatch.from_pydict({"partition": pa.array([TaskContext.get().partitionId()], pa.int32()),
+                                      "block": [pickle.dumps(block, protocol=5)]})
+
+
+def docs_to_blocks(docs_df, num_partitions: int):
+    """DataFrame (doc_id, term_ids, counts) -> cached RDD of (partition, DocBlock).
+
+    Documents are hash-partitioned by id (Spark's murmur3, the same on every
+    cluster) and reach Python as Arrow batches, converted to CSR without a
+    Python loop over documents.
+    """
+    from pyspark.sql.types import BinaryType, IntegerType, StructField, StructType
+
+    schema = StructType([StructField("partition", IntegerType()), StructField("block", BinaryType())])
+    return (docs_df.select("doc_id", "term_ids", "counts")
+            .repartition(num_partitions, "doc_id")
+            .mapInArrow(_partition_to_block, schema)
+            .rdd.map(lambda row: (row[0], pickle.loads(row[1])))
             .setName("corpus blocks")
             .cache())
 

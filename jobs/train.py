@@ -15,6 +15,7 @@ import pandas as pd
 from drivers import storage
 from drivers.checkpoint import Checkpointer
 from drivers.variational import EMSettings, VariationalEngine
+from inference.estep import compile_kernels
 from inference.mapper import EStepSettings
 from inference.priors import SymmetricPrior
 from jobs import model_store
@@ -89,6 +90,7 @@ def write_doc_topics(spark, blocks, gamma_dir: str, path: str) -> None:
 def train_lda(spark, args) -> dict:
     corpus = load_corpus(spark, args.corpus, args.partitions)
     validate(args, corpus.vocab_size)
+    compile_kernels()
     K, V = args.topics, corpus.vocab_size
     if storage.exists(storage.join(args.output, "model.json")) and not args.resume:
         log.warning("overwriting the model in %s", args.output)
