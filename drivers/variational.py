@@ -51,14 +51,20 @@ class EMSettings:
     seed: int = 0
     num_reducers: int | None = None
     restarts: str = "auto"            # auto | always | never: cold-start refits in the E-step
-    restart_iterations: int = 3       # auto: always restart in the first iterations ...
-    restart_min_fraction: float = 0.005  # ... then while at least this fraction of documents gains from it
+    restart_iterations: int = 3       # auto: refit every document in the first iterations ...
+    restart_stride: int = 4           # ... then a rotating quarter of them per iteration ...
+    restart_min_fraction: float = 0.005  # ... while at least this fraction of the refits is kept
 
-    def restart_at(self, iteration: int, last_fraction: float | None) -> bool:
-        """Policy for ``EStepSettings.restart``: cold refits where they pay, warm starts elsewhere."""
+    def restart_at(self, iteration: int, last_fraction: float | None, estep: EStepSettings) -> EStepSettings:
+        """E-step settings of an iteration: cold refits where they pay, warm starts elsewhere."""
         if self.restarts in ("always", "never"):
-            return self.restarts == "always"
-        return iteration <= self.restart_iterations or (last_fraction or 0.0) >= self.restart_min_fraction
+            return replace(estep, restart=self.restarts == "always", restart_stride=1, restart_offset=0)
+        if iteration <= self.restart_iterations:
+            return replace(estep, restart=True, restart_stride=1, restart_offset=0)
+        if (last_fraction or 0.0) >= self.restart_min_fraction:
+            return replace(estep, restart=True, restart_stride=self.restart_stride,
+                           restart_offset=iteration % self.restart_stride)
+        return replace(estep, restart=False)
 
 
 @dataclass
@@ -161,8 +167,7 @@ class VariationalEngine:
             began = time.perf_counter()
             self.sc.setJobDescription(f"LDA iteration {t}/{s.max_iterations}: "
                                       f"E-step -> {partitioner!r} -> lambda reducers")
-            restart = s.restart_at(t, trace[-1].restart_fraction if trace else None)
-            estep = replace(s.estep, restart=restart)
+            estep = s.restart_at(t, trace[-1].restart_fraction if trace else None, s.estep)
             bc_params = self.sc.broadcast((exp_elogbeta, alpha))
             bc_prior = self.sc.broadcast(self.prior)
             gamma_in = self.checkpointer.gamma_dir(t - 1) if t > 1 else None
@@ -182,7 +187,7 @@ class VariationalEngine:
             if len(updates) != K:
                 raise RuntimeError(f"reducers returned {len(updates)} topics, expected {K}")
             alpha_stats = totals[:K]
-            doc_elbo, n_docs, inner, _tokens, restarts_won = totals[K:]
+            doc_elbo, n_docs, inner, _tokens, restarts_kept, restarts_tried = totals[K:]
 
             # ELBO (eq 3.4) at the point of this E-step: lambda_t, alpha_t and the new phi, gamma.
             elbo = doc_elbo + alpha_terms(alpha, alpha_stats, n_docs) + prior_terms.sum() + entropy_terms.sum()
@@ -203,7 +208,7 @@ class VariationalEngine:
             rel = None if previous is None else (elbo - previous) / abs(previous)
             record = IterationRecord(t, float(elbo), time.perf_counter() - began,
                                      float(inner / max(n_docs, 1)),
-                                     float(restarts_won / max(n_docs, 1)) if restart else 0.0, float(alpha.sum()),
+                                     float(restarts_kept / restarts_tried) if restarts_tried else 0.0, float(alpha.sum()),
                                      float(self.prior.eta) if hasattr(self.prior, "eta") else None,
                                      None if rel is None else float(rel))
             trace.append(record)
@@ -211,7 +216,8 @@ class VariationalEngine:
             log.info("iteration %d/%d  elbo=%.6e  change=%s  seconds=%.2f  mean_inner=%.1f%s  alpha_sum=%.4g",
                      t, s.max_iterations, elbo, "-" if rel is None else f"{rel:.3e}", record.seconds,
                      record.mean_inner_iterations,
-                     f"  restarts_kept={record.restart_fraction:.1%}" if restart else "", record.alpha_sum)
+                     f"  restarts_kept={record.restart_fraction:.1%} of {int(restarts_tried)}" if restarts_tried else "",
+                     record.alpha_sum)
             self.checkpointer.save(t, {
                 "fingerprint": fingerprint, "alpha": alpha.tolist(), "eta": self.prior.to_json(),
                 "trace": [r.__dict__ for r in trace], "converged": converged}, lambda_)

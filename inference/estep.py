@@ -107,7 +107,7 @@ def _document_terms(local_terms, counts, start, end, exp_elogbeta, g, elogtheta,
 
 @numba.njit(cache=True, nogil=True)
 def estep_documents(indptr, local_terms, counts, gamma, exp_elogbeta, alpha, tol, max_iter,
-                    want_stats, restart=False):
+                    want_stats, restart=False, restart_stride=1, restart_offset=0):
     """Variational E-step over a block of documents.
 
     Parameters
@@ -121,6 +121,8 @@ def estep_documents(indptr, local_terms, counts, gamma, exp_elogbeta, alpha, tol
         whichever of the two fits has the higher ELBO. Warm starts alone can lock
         documents into the topics of the first iterations; keeping the better of
         the two never lowers the ELBO, so EM stays monotone.
+    restart_stride, restart_offset : with ``restart``, refit only documents d with
+        d % stride == offset (a rotating slice, to spread the cost over iterations).
 
     Returns
     -------
@@ -130,7 +132,7 @@ def estep_documents(indptr, local_terms, counts, gamma, exp_elogbeta, alpha, tol
         sum_v w_v log phinorm_v - sum_k gamma_k E[log theta_k] - log B(gamma)
         (the driver adds the alpha part from ``alpha_stats``).
     inner_iters : (D,) number of phi/gamma passes per document.
-    restarts_won : number of documents whose cold-start fit was kept.
+    restarts : (2,) documents whose cold-start fit was kept, and documents refitted.
     """
     n_docs = indptr.shape[0] - 1
     n_topics = alpha.shape[0]
@@ -149,7 +151,7 @@ def estep_documents(indptr, local_terms, counts, gamma, exp_elogbeta, alpha, tol
     for d in range(n_docs):
         max_len = max(max_len, indptr[d + 1] - indptr[d])
     phinorm = np.empty(max_len)
-    restarts_won = 0
+    restarts = np.zeros(2, dtype=np.int64)
 
     for d in range(n_docs):
         start = indptr[d]
@@ -159,7 +161,8 @@ def estep_documents(indptr, local_terms, counts, gamma, exp_elogbeta, alpha, tol
                            elogtheta, exp_elogtheta, scratch)
         terms = _document_terms(local_terms, counts, start, end, exp_elogbeta, g, elogtheta,
                                 exp_elogtheta, phinorm)
-        if restart and end > start:
+        if restart and end > start and d % restart_stride == restart_offset:
+            restarts[1] += 1
             n_d = 0.0
             for j in range(start, end):
                 n_d += counts[j]
@@ -173,7 +176,7 @@ def estep_documents(indptr, local_terms, counts, gamma, exp_elogbeta, alpha, tol
             for k in range(n_topics):
                 gain += alpha[k] * (cold_elog[k] - elogtheta[k])
             if gain > RESTART_MARGIN:
-                restarts_won += 1
+                restarts[0] += 1
                 terms = cold_terms
                 for k in range(n_topics):
                     g[k] = cold[k]
@@ -197,7 +200,7 @@ def estep_documents(indptr, local_terms, counts, gamma, exp_elogbeta, alpha, tol
         for u in range(n_local):
             for k in range(n_topics):
                 sstats[u, k] *= exp_elogbeta[u, k]
-    return sstats, alpha_stats, doc_elbo, inner_iters, restarts_won
+    return sstats, alpha_stats, doc_elbo, inner_iters, restarts
 
 
 def compile_kernels() -> None:

@@ -25,14 +25,16 @@ from inference.estep import estep_documents, initial_gamma
 ALPHA_KEY = -1  # the reserved key Delta of Alg. 1/2: alpha statistics and global totals
 
 # layout of the tail of the ALPHA_KEY vector, after the K alpha statistics
-TOTALS = ("doc_elbo", "documents", "inner_iterations", "tokens", "restarts_won")
+TOTALS = ("doc_elbo", "documents", "inner_iterations", "tokens", "restarts_kept", "restarts_tried")
 
 
 @dataclass
 class EStepSettings:
     tol: float = 1e-3
     max_iter: int = 100
-    restart: bool = False   # also fit each document from a cold start, keep the better (see estep)
+    restart: bool = False   # also fit documents from a cold start, keep the better fit (see estep)
+    restart_stride: int = 1  # ... only every stride-th document, starting at restart_offset
+    restart_offset: int = 0
 
 
 def map_block(partition: int, block: DocBlock, gamma: np.ndarray | None, exp_elogbeta: np.ndarray,
@@ -50,11 +52,12 @@ def map_block(partition: int, block: DocBlock, gamma: np.ndarray | None, exp_elo
     else:
         gamma = np.array(gamma, dtype=np.float64, copy=True)
     eb_local = np.ascontiguousarray(exp_elogbeta[block.vocab_ids])
-    sstats, alpha_stats, doc_elbo, inner, restarts_won = estep_documents(
+    sstats, alpha_stats, doc_elbo, inner, restarts = estep_documents(
         block.indptr, block.local_terms, block.counts, gamma, eb_local, alpha,
-        settings.tol, settings.max_iter, True, restart)
+        settings.tol, settings.max_iter, True, restart,
+        settings.restart_stride, settings.restart_offset)
     records = [(k, (partition, block.vocab_ids, np.ascontiguousarray(sstats[:, k])))
                for k in range(alpha.shape[0])]
-    totals = np.array([doc_elbo.sum(), block.n_docs, inner.sum(), block.n_tokens, restarts_won])
+    totals = np.array([doc_elbo.sum(), block.n_docs, inner.sum(), block.n_tokens, restarts[0], restarts[1]])
     records.append((ALPHA_KEY, (partition, np.concatenate([alpha_stats, totals]))))
     return gamma, records

@@ -107,6 +107,10 @@ def test_estep_cap_and_warm_start(small_problem):
     *_, warm, _ = estep_documents(block.indptr, block.local_terms, block.counts, gamma, eb, alpha, 1e-3, 100, True)
     assert cold.max() > 3
     assert np.all(warm == 1)                        # a converged warm start needs one pass
+    *_, restarted, tried = estep_documents(block.indptr, block.local_terms, block.counts, gamma, eb, alpha,
+                                           1e-3, 100, True, True, 3, 1)
+    assert tried[1] == len(range(1, block.n_docs, 3))   # only the rotating slice is refitted
+    assert np.all(restarted[1::3] > 1) and np.all(np.delete(restarted, np.s_[1::3]) == 1)
 
 
 def test_topic_terms_match_direct_formula():
