@@ -31,13 +31,17 @@ def digamma(x: float) -> float:
     return result
 
 
-@numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract", "arcp"})
+@numba.njit(cache=True, nogil=True)
 def dirichlet_expectation_1d(alpha: np.ndarray, out: np.ndarray) -> None:
     """out_k = E_Dir(alpha)[log x_k] = Psi(alpha_k) - Psi(sum alpha).
 
     The per-component digamma is the AS 103 scheme with the recurrence unrolled
     to a fixed six steps, Psi(x) = Psi(x + 6) - sum_{i<6} 1/(x + i), so the loop
-    over topics has no branches and vectorises; this is the E-step's hottest call.
+    over topics has no branches; this is the E-step's hottest call.
+
+    No kernel uses ``fastmath``: reassociation lets LLVM pick a summation order
+    that depends on inlining decisions, and a cached kernel then gives other bits
+    than a freshly compiled one (e.g. on executors importing a --py-files zip).
     """
     total = 0.0
     for k in range(alpha.shape[0]):
