@@ -1,0 +1,206 @@
+"""``spark-topics evaluate``: held-out perplexity, held-out ELBO and NPMI coherence of a model.
+
+Three Spark jobs over the blocks of the test corpus (each partition's result is
+collected and summed on the driver in partition order, so the numbers do not
+depend on the cluster):
+
+* document-completion perplexity (:mod:`inference.heldout`): each test document's
+  tokens are split in half, theta is folded in from the observed half with the
+  topics' log beta, and perplexity = exp(-sum log p(held-out tokens) / held-out
+  tokens). :func:`score_topic_word` applies the same estimator to any K x V
+  topic-word matrix and alpha (the benchmark scores Spark MLlib and scikit-learn
+  with it);
+* held-out ELBO per token: the per-document terms of eq (3.4) for the whole test
+  documents, fitted by the E-step with E_q[log beta] from the model's lambda, plus
+  the alpha terms (:func:`inference.elbo.alpha_terms`), divided by the test tokens;
+* NPMI coherence of each topic's top words over a reference corpus (default: the
+  test corpus): per partition, the binary document x top-word indicator X gives
+  the co-occurrence counts X^T X, summed over partitions.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+from functools import partial
+
+import numpy as np
+
+from drivers import storage
+from inference.elbo import alpha_terms
+from inference.heldout import (CompletionScore, cooccurrence_counts, distinct_word_ids, fold_in,
+                               npmi_coherence, score_document_completion, top_word_ids)
+from jobs.corpus import Corpus, load_corpus
+from inference.mapper import EStepSettings
+from jobs.infer import exp_elogbeta, open_model_and_corpus
+from jobs.spark import get_spark
+
+log = logging.getLogger("spark_topics.evaluate")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", required=True, help="MODEL_DIR written by `spark-topics train`")
+    parser.add_argument("--corpus", required=True,
+                        help="test CORPUS_DIR prepared with the model's vocabulary "
+                             "(`spark-topics prepare ... --vocab MODEL_DIR/vocab.parquet`)")
+    parser.add_argument("--reference", default=None,
+                        help="CORPUS_DIR whose document co-occurrences define NPMI (default: the test corpus)")
+    parser.add_argument("--top-words", type=int, default=10, help="top words per topic for NPMI")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the observed/held-out token split")
+    parser.add_argument("--output", default=None, help="also write the metrics to this JSON file")
+    parser.add_argument("--partitions", type=int, default=None, help="document partitions (default: by size)")
+    parser.add_argument("--estep-tol", type=float, default=1e-3, help="per-document mean |delta gamma| tolerance")
+    parser.add_argument("--estep-max-iter", type=int, default=100, help="cap on per-document phi/gamma passes")
+
+
+# --------------------------------------------------------------------------- deterministic sums
+
+def sum_over_blocks(blocks, block_fn) -> np.ndarray:
+    """sum over partitions of ``block_fn(block)`` (an array), added on the driver in partition order."""
+    def task(partition, items):
+        for _, block in items:
+            yield partition, block_fn(block)
+
+    parts = sorted(blocks.mapPartitionsWithIndex(task).collect(), key=lambda r: r[0])
+    if not parts:
+        raise ValueError("the corpus has no blocks")
+    total = np.zeros_like(parts[0][1])
+    for _, value in parts:
+        total = total + value
+    return total
+
+
+# --------------------------------------------------------------------------- the three metrics
+
+def _completion_vector(block, bc_params, seed: int, options: EStepSettings) -> np.ndarray:
+    topic_word, alpha = bc_params.value
+    return score_document_completion(block, topic_word, alpha, seed, options.tol, options.max_iter).as_vector()
+
+
+def score_topic_word(spark, corpus: Corpus, topic_word: np.ndarray, alpha, seed: int = 0,
+                     options: EStepSettings | None = None) -> CompletionScore:
+    """Document-completion score of any topic-word matrix (K x V, rows normalised here) and alpha on a corpus."""
+    topic_word = np.asarray(topic_word, dtype=np.float64)
+    if topic_word.shape[1] != corpus.vocab_size or np.any(topic_word < 0):
+        raise ValueError(f"topic_word must be nonnegative K x {corpus.vocab_size}, got shape {topic_word.shape}")
+    topic_word = topic_word / topic_word.sum(axis=1, keepdims=True)
+    alpha = np.broadcast_to(np.asarray(alpha, dtype=np.float64), (topic_word.shape[0],)).copy()
+    sc = spark.sparkContext
+    sc.setJobDescription("evaluate: document-completion perplexity")
+    bc_params = sc.broadcast((topic_word, alpha))
+    try:
+        total = sum_over_blocks(corpus.blocks, partial(_completion_vector, bc_params=bc_params, seed=seed,
+                                                       options=options or EStepSettings()))
+    finally:
+        bc_params.destroy()
+        sc.setJobDescription(None)
+    return CompletionScore.from_vector(total)
+
+
+def _elbo_vector(block, bc_params, options: EStepSettings) -> np.ndarray:
+    eb, alpha = bc_params.value
+    fit = fold_in(block, eb, alpha, options.tol, options.max_iter)
+    return np.concatenate([[fit.doc_elbo.sum(), block.n_docs, block.n_tokens], fit.alpha_stats])
+
+
+def heldout_elbo(spark, corpus: Corpus, lambda_exp_elogbeta: np.ndarray, alpha: np.ndarray,
+                 options: EStepSettings | None = None) -> dict:
+    """sum_d [E_q log p(w_d, theta_d, z_d | alpha, beta) - E_q log q(theta_d, z_d)] over the test documents.
+
+    The per-document part of eq (3.4) with the topics fixed at q(beta) (E_q[log beta]
+    from lambda): the kernel's document terms plus the alpha terms. Returns the total
+    and its value per test token.
+    """
+    sc = spark.sparkContext
+    sc.setJobDescription("evaluate: held-out ELBO")
+    bc_params = sc.broadcast((lambda_exp_elogbeta, alpha))
+    try:
+        total = sum_over_blocks(corpus.blocks, partial(_elbo_vector, bc_params=bc_params,
+                                                       options=options or EStepSettings()))
+    finally:
+        bc_params.destroy()
+        sc.setJobDescription(None)
+    doc_terms, n_docs, n_tokens, alpha_stats = total[0], total[1], total[2], total[3:]
+    elbo = float(doc_terms + alpha_terms(alpha, alpha_stats, n_docs))
+    return {"elbo": elbo, "per_token": elbo / n_tokens, "documents": int(n_docs), "tokens": float(n_tokens)}
+
+
+def reference_word_ids(top_terms: np.ndarray, reference: Corpus) -> np.ndarray:
+    """Reference-corpus ids of the (K x N) top terms; a term the reference lacks gets an id past its vocabulary
+    (it then occurs in no reference document, so its pairs score NPMI -1)."""
+    index = dict(zip(reference.vocab["term"], reference.vocab["id"].astype(np.int64)))
+    missing = {t: reference.vocab_size + i for i, t in enumerate(sorted(set(top_terms.ravel()) - set(index)))}
+    return np.vectorize(lambda t: index.get(t, missing.get(t)), otypes=[np.int64])(top_terms)
+
+
+def coherence(spark, reference: Corpus, top_words: np.ndarray) -> dict:
+    """NPMI coherence of (K x N) top word ids (reference vocabulary ids) over the reference corpus."""
+    word_ids = distinct_word_ids(top_words)
+    sc = spark.sparkContext
+    sc.setJobDescription("evaluate: NPMI co-occurrence counts")
+    counts = sum_over_blocks(reference.blocks, partial(cooccurrence_counts, word_ids=word_ids))
+    sc.setJobDescription(None)
+    result = npmi_coherence(top_words, word_ids, counts, reference.num_documents)
+    return dict(result, top_words=int(top_words.shape[1]), reference_documents=reference.num_documents)
+
+
+# --------------------------------------------------------------------------- the job
+
+def evaluate_model(spark, model_dir: str, corpus_dir: str, reference_dir: str | None = None,
+                   top_words: int = 10, seed: int = 0, options: EStepSettings | None = None,
+                   partitions: int | None = None) -> dict:
+    """All metrics of the model in ``model_dir`` on the test corpus ``corpus_dir``."""
+    options = options or EStepSettings()
+    model, corpus = open_model_and_corpus(spark, model_dir, corpus_dir, partitions)
+    reference = corpus if reference_dir in (None, corpus_dir) else load_corpus(spark, reference_dir, partitions)
+    try:
+        completion = score_topic_word(spark, corpus, model.topic_word(), model.alpha, seed, options)
+        elbo = heldout_elbo(spark, corpus, exp_elogbeta(model), model.alpha, options)
+        terms = model.vocab["term"].to_numpy()[top_word_ids(model.topic_word(), top_words)]
+        npmi = coherence(spark, reference, reference_word_ids(terms, reference))
+    finally:
+        corpus.blocks.unpersist()
+        reference.blocks.unpersist()
+    return {
+        "model": model_dir, "corpus": corpus_dir, "reference": reference.directory, "seed": seed,
+        "topics": model.num_topics, "documents": corpus.num_documents,
+        "perplexity": completion.perplexity,
+        "completion": {"loglik": completion.loglik, "heldout_tokens": completion.heldout_tokens,
+                       "documents": completion.documents, "skipped_short_documents": completion.skipped},
+        "heldout_elbo_per_token": elbo["per_token"], "heldout_elbo": elbo,
+        "npmi": npmi["mean"], "npmi_per_topic": npmi["per_topic"],
+        "npmi_settings": {"top_words": npmi["top_words"], "reference_documents": npmi["reference_documents"]},
+        "estep": {"tol": options.tol, "max_iter": options.max_iter},
+    }
+
+
+def format_metrics(metrics: dict) -> str:
+    c = metrics["completion"]
+    per_topic = " ".join(f"{v:.3f}" for v in metrics["npmi_per_topic"])
+    return "\n".join([
+        f"document-completion perplexity: {metrics['perplexity']:.3f} "
+        f"({c['documents']} documents, {c['heldout_tokens']:.0f} held-out tokens, "
+        f"{c['skipped_short_documents']} documents with < 2 tokens skipped)",
+        f"held-out ELBO per token:        {metrics['heldout_elbo_per_token']:.4f}",
+        f"NPMI coherence (top {metrics['npmi_settings']['top_words']}): {metrics['npmi']:.4f}",
+        f"NPMI per topic: {per_topic}",
+    ])
+
+
+def run(args) -> dict:
+    spark = get_spark("spark-topics evaluate", args.master, args.conf)
+    metrics = evaluate_model(spark, args.model, args.corpus, args.reference, args.top_words, args.seed,
+                             EStepSettings(args.estep_tol, args.estep_max_iter), args.partitions)
+    print(format_metrics(metrics))
+    if args.output:
+        storage.write_bytes(args.output, (json.dumps(metrics, indent=2) + "\n").encode("utf-8"))
+        print(f"metrics written to {args.output}")
+    return metrics
+
+
+if __name__ == "__main__":
+    import os
+    import sys
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from jobs.cli import job_main
+    sys.exit(job_main("evaluate"))

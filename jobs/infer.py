@@ -1,0 +1,202 @@
+"""``spark-topics infer``: topic proportions of new documents under a trained model.
+
+The topics are fixed: every document gets the variational E-step of Alg. 1 (eq
+3.4 with exp E_q[log beta] from the model's lambda and the model's alpha) from the
+cold start gamma_dk = alpha_k + N_d / K, as ``train`` runs it, but without lambda
+statistics (:func:`inference.heldout.fold_in`).
+
+``--input`` is either a prepared corpus directory (it has ``corpus.json``) that
+shares the model's vocabulary, or raw text in any format ``prepare`` reads; raw
+text is first prepared into ``OUT_DIR/corpus`` with the model's vocabulary
+(``prepare --vocab MODEL_DIR/vocab.parquet``), so words the model never saw are
+ignored and counted as unknown.
+
+Output ``OUT_DIR/doc_topics.parquet``: ``doc_id``, ``gamma`` (K), ``theta`` (K,
+gamma normalised), ``n_tokens`` (known tokens), ``n_unknown`` (tokens not in the
+model's vocabulary; null where ``prepare`` did not record it), ``no_known_words``
+(true for documents with no known word: ``prepare`` rejects them as ``empty``;
+they get gamma = alpha, theta = alpha / sum alpha, the prior mean).
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+from functools import partial
+
+import numpy as np
+
+from drivers import storage
+from inference.elbo import dirichlet_expectation
+from inference.heldout import fold_in
+from inference.mapper import EStepSettings
+from jobs.corpus import Corpus, load_corpus
+from jobs.model_store import TopicModel, load_model
+from jobs.spark import get_spark
+
+log = logging.getLogger("spark_topics.infer")
+
+#: ``prepare`` options that decide which words a text yields: reused from the training corpus
+TOKENIZER_OPTIONS = ("language", "stopwords", "min_token_length", "token_pattern")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", required=True, help="MODEL_DIR written by `spark-topics train`")
+    parser.add_argument("--input", required=True, metavar="PATH",
+                        help="a prepared corpus directory with the model's vocabulary, or raw text "
+                             "(any input of `spark-topics prepare`)")
+    parser.add_argument("--output", required=True, metavar="OUT_DIR",
+                        help="writes OUT_DIR/doc_topics.parquet (and OUT_DIR/corpus for raw input)")
+    parser.add_argument("--format", default="auto", help="raw input format, as in `prepare` (default: auto)")
+    parser.add_argument("--id-column", default="id", help="document id column of raw JSON/CSV/Parquet input")
+    parser.add_argument("--text-column", default="text", help="text column of raw JSON/CSV/Parquet input")
+    parser.add_argument("--partitions", type=int, default=None, help="document partitions (default: by size)")
+    parser.add_argument("--estep-tol", type=float, default=1e-3, help="per-document mean |delta gamma| tolerance")
+    parser.add_argument("--estep-max-iter", type=int, default=100, help="cap on per-document phi/gamma passes")
+
+
+# --------------------------------------------------------------------------- model + corpus
+
+def exp_elogbeta(model: TopicModel) -> np.ndarray:
+    """exp(E_q[log beta_kv]) = exp(Psi(lambda_kv) - Psi(sum_v lambda_kv)), K x V."""
+    return np.exp(dirichlet_expectation(model.lambda_))
+
+
+def require_model_vocabulary(model: TopicModel, corpus: Corpus) -> None:
+    """Fail unless the corpus numbers the same terms with the same ids as the model."""
+    ours, theirs = model.vocab["term"].to_numpy(), corpus.vocab["term"].to_numpy()
+    if len(ours) == len(theirs) and np.array_equal(ours, theirs):
+        return
+    differ = int(np.sum(ours[:min(len(ours), len(theirs))] != theirs[:min(len(ours), len(theirs))]))
+    raise SystemExit(
+        f"{corpus.directory} does not share the vocabulary of the model {model.directory} "
+        f"({len(theirs)} terms vs {len(ours)}, {differ} ids naming different terms). Prepare it with the "
+        f"model's vocabulary: spark-topics prepare --input RAW --output DIR "
+        f"--vocab {storage.join(model.directory, 'vocab.parquet')}")
+
+
+def open_model_and_corpus(spark, model_dir: str, corpus_dir: str, partitions: int | None = None):
+    """The model and the corpus as blocks, after checking that they share the vocabulary."""
+    model = load_model(model_dir)
+    corpus = load_corpus(spark, corpus_dir, partitions)
+    require_model_vocabulary(model, corpus)
+    return model, corpus
+
+
+def is_prepared_corpus(path: str) -> bool:
+    return storage.exists(storage.join(path, "corpus.json"))
+
+
+def prepare_with_model_vocabulary(spark, model: TopicModel, input_path: str, corpus_dir: str, **read_options) -> dict:
+    """Run ``prepare`` on raw text with the model's vocabulary (and its training tokenizer, when known)."""
+    from jobs.prepare import PrepareError, prepare_corpus
+
+    options = dict(read_options, vocab=storage.join(model.directory, "vocab.parquet"), overwrite=True)
+    options.update(training_tokenizer(model))
+    try:
+        return prepare_corpus(spark, input_path, corpus_dir, **options)
+    except PrepareError as exc:
+        raise SystemExit(f"spark-topics infer: {exc}") from None
+
+
+def training_tokenizer(model: TopicModel) -> dict:
+    """The tokenizer options the training corpus was prepared with, or {} if its corpus.json is unreadable."""
+    corpus_dir = (model.meta.get("data") or {}).get("corpus")
+    path = storage.join(corpus_dir, "corpus.json") if corpus_dir else None
+    if path and storage.exists(path):
+        options = storage.load_json(path).get("options") or {}
+        return {k: options[k] for k in TOKENIZER_OPTIONS if k in options}
+    log.warning("training corpus %s not found: raw text is tokenised with prepare's defaults", corpus_dir)
+    return {}
+
+
+# --------------------------------------------------------------------------- inference
+
+def _infer_task(items, bc_params, options: EStepSettings):
+    """Spark task: gamma and theta of every document of the partition's block."""
+    topic_word, alpha = bc_params.value
+    for _, block in items:
+        fit = fold_in(block, topic_word, alpha, options.tol, options.max_iter)
+        for doc_id, gamma, theta in zip(block.doc_ids, fit.gamma.tolist(), fit.theta.tolist()):
+            yield str(doc_id), gamma, theta
+
+
+def empty_documents(spark, corpus_dir: str):
+    """Ids of the documents ``prepare`` rejected as ``empty`` (no known word), as a DataFrame."""
+    from pyspark.sql import functions as F
+    from jobs.prepare import REJECTS, REJECTS_SCHEMA
+
+    path = storage.join(corpus_dir, REJECTS)
+    if not storage.exists(path):
+        return spark.createDataFrame([], "doc_id string")
+    return (spark.read.schema(REJECTS_SCHEMA).json(path).where(F.col("reason") == "empty")
+            .select(F.col("id").alias("doc_id")))
+
+
+def infer_documents(spark, model_dir: str, corpus_dir: str, output_dir: str,
+                    options: EStepSettings | None = None, partitions: int | None = None) -> dict:
+    """Topic proportions of every document of a prepared corpus; writes OUT_DIR/doc_topics.parquet.
+
+    Returns the counts printed by the job: documents, known and unknown tokens,
+    documents with no known words.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import ArrayType, DoubleType, StringType, StructField, StructType
+
+    options = options or EStepSettings()
+    model, corpus = open_model_and_corpus(spark, model_dir, corpus_dir, partitions)
+    alpha = model.alpha
+    sc = spark.sparkContext
+    sc.setJobDescription("infer: E-step with the model's topics")
+    bc_params = sc.broadcast((exp_elogbeta(model), alpha))
+    schema = StructType([StructField("doc_id", StringType(), False),
+                         StructField("gamma", ArrayType(DoubleType(), False), False),
+                         StructField("theta", ArrayType(DoubleType(), False), False)])
+    fitted = spark.createDataFrame(corpus.blocks.mapPartitions(partial(_infer_task, bc_params=bc_params,
+                                                                       options=options)), schema)
+    sizes = spark.read.parquet(storage.join(corpus_dir, "docs.parquet")).select(
+        "doc_id", F.col("n_tokens").cast("long"), F.col("n_oov").cast("long").alias("n_unknown"))
+    known = fitted.join(sizes, "doc_id").withColumn("no_known_words", F.lit(False))
+    prior_mean = (alpha / alpha.sum()).tolist()
+    unknown_only = (empty_documents(spark, corpus_dir)
+                    .select("doc_id", F.lit(alpha.tolist()).cast("array<double>").alias("gamma"),
+                            F.lit(prior_mean).cast("array<double>").alias("theta"),
+                            F.lit(0).cast("long").alias("n_tokens"),
+                            F.lit(None).cast("long").alias("n_unknown"),
+                            F.lit(True).alias("no_known_words")))
+    path = storage.join(output_dir, "doc_topics.parquet")
+    known.unionByName(unknown_only).orderBy("doc_id").write.mode("overwrite").parquet(path)
+    bc_params.destroy()
+    corpus.blocks.unpersist()
+    sc.setJobDescription(None)
+
+    written = spark.read.parquet(path).agg(
+        F.count("*").alias("documents"), F.sum("n_tokens").alias("tokens"),
+        F.sum("n_unknown").alias("unknown"), F.sum(F.col("no_known_words").cast("int")).alias("empty")).first()
+    return {"documents": int(written.documents), "known_tokens": int(written.tokens or 0),
+            "unknown_tokens": int(written.unknown or 0), "no_known_words": int(written.empty or 0),
+            "output": path}
+
+
+def run(args) -> dict:
+    spark = get_spark("spark-topics infer", args.master, args.conf)
+    corpus_dir = args.input
+    if not is_prepared_corpus(args.input):
+        corpus_dir = storage.join(args.output, "corpus")
+        log.info("preparing %s with the model's vocabulary into %s", args.input, corpus_dir)
+        prepare_with_model_vocabulary(spark, load_model(args.model), args.input, corpus_dir,
+                                      format=args.format, id_column=args.id_column, text_column=args.text_column)
+    result = infer_documents(spark, args.model, corpus_dir, args.output,
+                             EStepSettings(args.estep_tol, args.estep_max_iter), args.partitions)
+    print(f"inferred topic proportions of {result['documents']} documents -> {result['output']}")
+    print(f"known tokens: {result['known_tokens']}; unknown tokens (not in the model's vocabulary, ignored): "
+          f"{result['unknown_tokens']}; documents with no known words (theta = alpha / sum alpha, "
+          f"flagged no_known_words): {result['no_known_words']}")
+    return result
+
+
+if __name__ == "__main__":
+    import os
+    import sys
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from jobs.cli import job_main
+    sys.exit(job_main("infer"))
