@@ -51,7 +51,7 @@ class EMSettings:
     seed: int = 0
     num_reducers: int | None = None
     restarts: str = "auto"            # auto | always | never: cold-start refits in the E-step
-    restart_iterations: int = 3       # auto: refit every document in the first iterations ...
+    restart_iterations: int = 2       # auto: refit every document up to this iteration ...
     restart_stride: int = 4           # ... then a rotating quarter of them per iteration ...
     restart_min_fraction: float = 0.005  # ... while at least this fraction of the refits is kept
 
@@ -91,14 +91,14 @@ class FitResult:
     num_partitions: int
 
 
-def _mapper_task(partition, blocks, bc_params, settings, gamma_in, gamma_out):
+def _mapper_task(partition, blocks, bc_params, settings, gamma_in, gamma_out, topic_groups):
     """Spark task: the mapper over one partition (Alg. 1 with in-mapper combining)."""
     exp_elogbeta, alpha = bc_params.value
     for block_partition, block in blocks:
         if block_partition != partition:
             raise RuntimeError(f"block of partition {block_partition} arrived in partition {partition}")
         gamma = storage.load_npy(Checkpointer.gamma_file(gamma_in, partition)) if gamma_in else None
-        new_gamma, records = map_block(partition, block, gamma, exp_elogbeta, alpha, settings)
+        new_gamma, records = map_block(partition, block, gamma, exp_elogbeta, alpha, settings, topic_groups)
         storage.save_npy(Checkpointer.gamma_file(gamma_out, partition), new_gamma)
         yield from records
 
@@ -174,7 +174,8 @@ class VariationalEngine:
             results = (blocks
                        .mapPartitionsWithIndex(partial(_mapper_task, bc_params=bc_params, settings=estep,
                                                        gamma_in=gamma_in,
-                                                       gamma_out=self.checkpointer.gamma_dir(t)))
+                                                       gamma_out=self.checkpointer.gamma_dir(t),
+                                                       topic_groups=partitioner.topic_groups()))
                        .partitionBy(partitioner.num_reducers, partitioner)
                        .mapPartitions(partial(_reducer_task, bc_prior=bc_prior, num_topics=K))
                        .collect())

@@ -4,9 +4,12 @@
 and returns the partition's *combined* output as keyed records, ready for the
 topic partitioner:
 
-* ``(k, (partition, vocab_ids, values))`` for each topic k: the lambda statistics
+* ``(k, (partition, topics, vocab_ids, values))``: the lambda statistics
   sum_d w_dv phi_dvk over the block's local vocabulary (Alg. 1 line 15, summed
-  inside the partition before anything is shuffled);
+  inside the partition before anything is shuffled) for the ``topics`` one reducer
+  owns, keyed by the first of them (so the TopicPartitioner still routes by topic;
+  grouping a reducer's topics in one record ships the block's vocabulary once
+  per reducer rather than once per topic);
 * ``(ALPHA_KEY, (partition, vector))``: the alpha statistics of eq (3.3) (Alg. 1
   line 17, key <Delta, k>) followed by the partition totals (document ELBO terms,
   documents, inner iterations, tokens).
@@ -38,11 +41,12 @@ class EStepSettings:
 
 
 def map_block(partition: int, block: DocBlock, gamma: np.ndarray | None, exp_elogbeta: np.ndarray,
-              alpha: np.ndarray, settings: EStepSettings):
+              alpha: np.ndarray, settings: EStepSettings, topic_groups=None):
     """E-step over one block; returns ``(new_gamma, records)``.
 
     ``exp_elogbeta`` is the broadcast V x K matrix exp(E_q[log beta]) (rows by
-    vocabulary id); ``gamma`` the warm start (None -> alpha + N_d / K).
+    vocabulary id); ``gamma`` the warm start (None -> alpha + N_d / K);
+    ``topic_groups`` the topics of each reducer (default: one group per topic).
     """
     alpha = np.ascontiguousarray(alpha, dtype=np.float64)
     restart = settings.restart
@@ -56,8 +60,10 @@ def map_block(partition: int, block: DocBlock, gamma: np.ndarray | None, exp_elo
         block.indptr, block.local_terms, block.counts, gamma, eb_local, alpha,
         settings.tol, settings.max_iter, True, restart,
         settings.restart_stride, settings.restart_offset)
-    records = [(k, (partition, block.vocab_ids, np.ascontiguousarray(sstats[:, k])))
-               for k in range(alpha.shape[0])]
+    groups = topic_groups if topic_groups is not None else [[k] for k in range(alpha.shape[0])]
+    records = [(topics[0], (partition, np.asarray(topics), block.vocab_ids,
+                            np.ascontiguousarray(sstats[:, topics].T)))
+               for topics in groups if len(topics)]
     totals = np.array([doc_elbo.sum(), block.n_docs, inner.sum(), block.n_tokens, restarts[0], restarts[1]])
     records.append((ALPHA_KEY, (partition, np.concatenate([alpha_stats, totals]))))
     return gamma, records

@@ -38,6 +38,15 @@ def sum_in_partition_order(contributions, size: int, start: np.ndarray | None = 
     return total
 
 
+def split_by_topic(grouped_contributions) -> dict[int, list]:
+    """``(partition, topics, ids, values[len(topics), n])`` records -> topic -> [(partition, ids, row)]."""
+    by_topic: dict[int, list] = {}
+    for partition, topics, ids, values in grouped_contributions:
+        for row, topic in enumerate(topics):
+            by_topic.setdefault(int(topic), []).append((partition, ids, values[row]))
+    return by_topic
+
+
 def reduce_topic(topic: int, contributions, eta_row: np.ndarray) -> TopicUpdate:
     """lambda_k = eta_k + sum_d w_dv phi_dvk, and the topic's ELBO terms."""
     lam = sum_in_partition_order(contributions, eta_row.shape[0], start=eta_row)
@@ -48,14 +57,15 @@ def reduce_topic(topic: int, contributions, eta_row: np.ndarray) -> TopicUpdate:
 def reduce_partition(records, eta_row_of, n_alpha_values: int):
     """Reduce every key routed to this reducer partition.
 
-    ``records`` iterates ``(key, contribution)``; ``eta_row_of(k)`` gives topic k's
-    prior row. Yields ``TopicUpdate`` objects and ``(ALPHA_KEY, summed_vector)``.
+    ``records`` iterates ``(key, contribution)`` as emitted by ``map_block``;
+    ``eta_row_of(k)`` gives topic k's prior row. Yields ``(ALPHA_KEY, summed_vector)``
+    and a ``TopicUpdate`` per topic.
     """
-    grouped: dict[int, list] = {}
+    alpha_parts, topic_parts = [], []
     for key, contribution in records:
-        grouped.setdefault(key, []).append(contribution)
-    for key in sorted(grouped):
-        if key == ALPHA_KEY:
-            yield ALPHA_KEY, sum_in_partition_order(grouped[key], n_alpha_values)
-        else:
-            yield reduce_topic(key, grouped[key], eta_row_of(key))
+        (alpha_parts if key == ALPHA_KEY else topic_parts).append(contribution)
+    if alpha_parts:
+        yield ALPHA_KEY, sum_in_partition_order(alpha_parts, n_alpha_values)
+    by_topic = split_by_topic(topic_parts)
+    for topic in sorted(by_topic):
+        yield reduce_topic(topic, by_topic[topic], eta_row_of(topic))

@@ -6,8 +6,10 @@ how Spark happened to read the Parquet files or on the number of cores.
 """
 from __future__ import annotations
 
+import logging
 import math
 import pickle
+import time
 from dataclasses import dataclass
 
 import pandas as pd
@@ -16,6 +18,8 @@ from drivers import storage
 from inference.blocks import DocBlock
 
 DOCS_PER_PARTITION = 25000
+
+log = logging.getLogger("spark_topics.corpus")
 
 
 @dataclass
@@ -40,7 +44,11 @@ def default_partitions(num_documents: int) -> int:
 
 
 def read_vocab(spark, path: str) -> pd.DataFrame:
-    vocab = spark.read.parquet(path).toPandas().sort_values("id").reset_index(drop=True)
+    """The vocabulary (a Spark-written Parquet directory or a single file), read with pyarrow on the driver."""
+    import pyarrow.parquet as pq
+
+    filesystem, p = storage.resolve(path)
+    vocab = pq.read_table(p, filesystem=filesystem).to_pandas().sort_values("id").reset_index(drop=True)
     if len(vocab) and not (vocab["id"].to_numpy() == range(len(vocab))).all():
         raise ValueError(f"{path}: vocabulary ids must be 0..V-1 without gaps")
     return vocab
@@ -90,4 +98,10 @@ def load_corpus(spark, directory: str, num_partitions: int | None = None) -> Cor
                          f"{len(vocab)} terms)")
     P = num_partitions or default_partitions(int(meta["documents"]))
     docs = spark.read.parquet(storage.join(directory, "docs.parquet"))
-    return Corpus(directory, meta, vocab, docs_to_blocks(docs, P), P)
+    started = time.perf_counter()
+    spark.sparkContext.setJobDescription(f"load corpus {directory} into {P} document blocks")
+    blocks = docs_to_blocks(docs, P)
+    n_blocks = blocks.count()  # materialise the cache now, so iteration timings are iterations only
+    spark.sparkContext.setJobDescription(None)
+    log.info("loaded %s documents into %d blocks in %.1f s", meta["documents"], n_blocks, time.perf_counter() - started)
+    return Corpus(directory, meta, vocab, blocks, P)

@@ -36,6 +36,10 @@ class TopicPartitioner:
             raise KeyError(f"topic {topic} outside 0..{self.num_topics - 1}")
         return topic % self.num_reducers
 
+    def topic_groups(self) -> list[list[int]]:
+        """The topics of each reducer, in reducer order (mappers combine one record per group)."""
+        return [list(range(r, self.num_topics, self.num_reducers)) for r in range(self.num_reducers)]
+
     def __eq__(self, other) -> bool:
         return isinstance(other, TopicPartitioner) and \
             (other.num_topics, other.num_reducers) == (self.num_topics, self.num_reducers)

@@ -34,3 +34,11 @@ def test_spark_shuffle_puts_each_topic_on_one_reducer(spark_session):
         topics_on.setdefault(topic, set()).add(reducer)
     assert all(len(r) == 1 for r in topics_on.values())
     assert {t: r.pop() for t, r in topics_on.items()} == {**{k: k % R for k in range(K)}, ALPHA_KEY: 0}
+
+
+def test_topic_groups_follow_the_routing():
+    p = TopicPartitioner(num_topics=7, num_reducers=3)
+    groups = p.topic_groups()
+    assert sorted(t for g in groups for t in g) == list(range(7))
+    for reducer, topics in enumerate(groups):
+        assert all(p(t) == reducer for t in topics)      # a group's record lands where each topic would
