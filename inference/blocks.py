@@ -29,8 +29,8 @@ class DocBlock:
         return float(self.counts.sum())
 
     def doc_lengths(self) -> np.ndarray:
-        return np.add.reduceat(self.counts, self.indptr[:-1]) if self.n_docs and self.counts.size \
-            else np.zeros(self.n_docs)
+        """Tokens per document, N_d = sum_v w_dv (0 for an empty document)."""
+        return np.diff(np.concatenate([[0.0], np.cumsum(self.counts)])[self.indptr])
 
     def global_terms(self) -> np.ndarray:
         """Global vocabulary id of every nonzero entry."""

@@ -88,18 +88,9 @@ class CompletionSplit:
     skipped: int          # documents with fewer than 2 tokens (nothing to split)
 
 
-def document_lengths(block: DocBlock) -> np.ndarray:
-    """Tokens per document, N_d = sum_v w_dv; 0 for an empty document.
-
-    (``DocBlock.doc_lengths`` uses ``np.add.reduceat``, which returns the next
-    document's first count instead of 0 for an empty document.)
-    """
-    return np.diff(np.concatenate([[0.0], np.cumsum(block.counts)])[block.indptr])
-
-
 def split_block(block: DocBlock, seed: int) -> CompletionSplit:
     """Document-completion split of every document of ``block`` with at least 2 tokens."""
-    keep = document_lengths(block) >= 2
+    keep = block.doc_lengths() >= 2
     observed, heldout = np.zeros_like(block.counts), np.zeros_like(block.counts)
     for d in np.flatnonzero(keep):
         s, e = block.indptr[d], block.indptr[d + 1]

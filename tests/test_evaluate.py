@@ -12,7 +12,7 @@ from scipy import special
 
 from conftest import sample_lda_corpus, train_args, write_corpus
 from inference.blocks import DocBlock
-from inference.heldout import (completion_log_likelihood, cooccurrence_counts, distinct_word_ids, document_lengths,
+from inference.heldout import (completion_log_likelihood, cooccurrence_counts, distinct_word_ids,
                                fold_in, npmi_coherence, score_document_completion, split_block,
                                split_document_completion, top_word_ids)
 from inference.mapper import EStepSettings
@@ -60,7 +60,7 @@ def test_split_block_skips_short_documents_and_ignores_block_composition():
     docs = random_docs(rng, 40, 30, 12) + [("one", {4: 1}), ("none", {})]
     block = toy_block(docs)
     split = split_block(block, seed=3)
-    lengths = document_lengths(block)
+    lengths = block.doc_lengths()
     assert split.skipped == int(np.sum(lengths < 2)) >= 2
     assert list(split.observed.doc_ids) == list(split.heldout.doc_ids) == list(block.doc_ids[lengths >= 2])
     assert split.observed.n_tokens + split.heldout.n_tokens == block.n_tokens - lengths[lengths < 2].sum()
