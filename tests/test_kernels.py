@@ -6,9 +6,9 @@ import pytest
 from scipy import special
 
 from inference.blocks import DocBlock
-from inference.elbo import alpha_terms, topic_terms
+from inference.elbo import alpha_terms, log_dirichlet_normaliser, topic_terms
 from inference.estep import estep_documents, initial_gamma
-from inference.special import digamma, log_dirichlet_normaliser
+from inference.special import digamma
 
 
 def test_digamma_matches_scipy():
