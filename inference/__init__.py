@@ -14,22 +14,28 @@ import os
 
 
 def _invalidate_stale_numba_cache() -> None:
+    """Drop numba's cached machine code under ``inference/`` (subpackages included) when any source changed."""
     here = os.path.dirname(os.path.abspath(__file__))
-    cache = os.path.join(here, "__pycache__")
     try:
-        sources = sorted(f for f in os.listdir(here) if f.endswith(".py"))
+        sources, caches = [], []
+        for root, dirs, files in os.walk(here):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            caches.append(os.path.join(root, "__pycache__"))
+            sources += [os.path.join(root, f) for f in sorted(files) if f.endswith(".py")]
         digest = hashlib.sha256()
-        for name in sources:
-            with open(os.path.join(here, name), "rb") as f:
-                digest.update(name.encode() + f.read())
-        stamp = os.path.join(cache, "numba-sources.sha256")
+        for path in sources:
+            with open(path, "rb") as f:
+                digest.update(os.path.relpath(path, here).encode() + f.read())
+        stamp = os.path.join(here, "__pycache__", "numba-sources.sha256")
         current = digest.hexdigest()
         if os.path.exists(stamp) and open(stamp).read() == current:
             return
-        os.makedirs(cache, exist_ok=True)
-        for name in os.listdir(cache):
-            if name.endswith((".nbi", ".nbc")):
-                os.remove(os.path.join(cache, name))
+        for cache in caches:
+            if os.path.isdir(cache):
+                for name in os.listdir(cache):
+                    if name.endswith((".nbi", ".nbc")):
+                        os.remove(os.path.join(cache, name))
+        os.makedirs(os.path.dirname(stamp), exist_ok=True)
         with open(stamp, "w") as f:
             f.write(current)
     except OSError:  # read-only install or a zip import: numba compiles without the cache anyway

@@ -1,0 +1,164 @@
+"""The contract between the Gibbs engine and a model: data layout, state, and plug-in methods.
+
+Data: a :class:`SegmentedBlock` holds one partition's documents as ordered
+segments of tokens (word ids in the *global* vocabulary, one entry per token;
+the order of tokens inside a segment carries no meaning, the order of segments
+inside a document does for SeqLDA and AdaTM).
+
+Global state: only the topic-word counts M_{k,w} (thesis Table 5.2), shared by
+every model, held as ``nwk`` (V x K, int32: row ``w`` is the K counts of word w,
+so sampling a token reads one contiguous row) and ``nk`` (K, int64 totals).
+The engine derives them from the assignments ``state["z"]``, never from deltas:
+after a sweep each partition reports its own counts of (w, z), the reducers sum
+them, so the global counts are exact and independent of partition order.
+
+Per-partition state: a ``dict[str, np.ndarray]`` owned by the model (``"z"``,
+int32 (N,), is required; anything else, e.g. segment-topic customer and table
+counts, is the model's business). The engine stores it as ``.npz`` without
+pickle, so it must be plain numeric arrays.
+
+Sweeps (AD-LDA, Newman et al. 2009): the engine hands a partition a private
+copy of the global ``nwk``/``nk`` snapshot; the kernel updates that copy as it
+moves tokens, so a partition sees its own changes at once and other
+partitions' only at the next iteration.
+
+Frozen topics (held-out estimation, ``infer``): ``frozen_phi`` (V x K float64,
+column k = phi_k) replaces the count-based word factor
+(M_{k,w} + beta) / (M_k + V beta) by ``frozen_phi[w, k]`` and the kernel must
+then leave ``nwk``/``nk`` untouched; use :func:`word_weight` in kernels.
+
+Randomness: ``seed`` is derived by the engine from (run seed, iteration,
+partition) with :func:`task_seed`; kernels seed numba's generator with it
+(``np.random.seed(seed)`` inside the jitted function) and draw nothing else, so
+a retried Spark task reproduces its result bit for bit.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+
+@dataclass
+class SegmentedBlock:
+    doc_ids: np.ndarray   # (D,) object array of str, sorted
+    doc_ptr: np.ndarray   # (D+1,) int64: document d owns segments doc_ptr[d]:doc_ptr[d+1], in layout order
+    seg_ptr: np.ndarray   # (S+1,) int64: segment s owns tokens seg_ptr[s]:seg_ptr[s+1]
+    words: np.ndarray     # (N,) int32 global vocabulary id of every token
+
+    @property
+    def n_docs(self) -> int:
+        return int(self.doc_ids.shape[0])
+
+    @property
+    def n_segments(self) -> int:
+        return int(self.seg_ptr.shape[0] - 1)
+
+    @property
+    def n_tokens(self) -> int:
+        return int(self.words.shape[0])
+
+    def doc_of_segment(self) -> np.ndarray:
+        """(S,) int64 document index of every segment."""
+        return np.repeat(np.arange(self.n_docs, dtype=np.int64), np.diff(self.doc_ptr))
+
+    def token_ptr(self) -> np.ndarray:
+        """(D+1,) int64: document d owns tokens token_ptr[d]:token_ptr[d+1]."""
+        return self.seg_ptr[self.doc_ptr]
+
+    def as_segment_documents(self) -> "SegmentedBlock":
+        """Every segment becomes a one-segment document (LDA_P, the thesis' segment-level LDA)."""
+        S = self.n_segments
+        seg_doc = self.doc_of_segment()
+        seg_index = np.arange(S) - self.doc_ptr[seg_doc]
+        ids = np.array([f"{self.doc_ids[d]}#{j}" for d, j in zip(seg_doc, seg_index)], dtype=object)
+        return SegmentedBlock(ids, np.arange(S + 1, dtype=np.int64), self.seg_ptr.copy(), self.words)
+
+    @classmethod
+    def from_segments(cls, docs) -> "SegmentedBlock":
+        """Build from ``(doc_id, [segment word-id lists in order])``; documents are sorted by id."""
+        docs = sorted(docs, key=lambda d: d[0])
+        doc_ptr, seg_ptr, words = [0], [0], []
+        for _, segments in docs:
+            for seg in segments:
+                words.extend(int(w) for w in seg)
+                seg_ptr.append(len(words))
+            doc_ptr.append(len(seg_ptr) - 1)
+        return cls(np.array([d[0] for d in docs], dtype=object), np.asarray(doc_ptr, dtype=np.int64),
+                   np.asarray(seg_ptr, dtype=np.int64), np.asarray(words, dtype=np.int32))
+
+
+class GibbsModel:
+    """A structured topic model on the Gibbs engine (subclass and implement every method).
+
+    ``hyper`` is a JSON-able dict of hyperparameters (e.g. ``{"alpha": [K floats],
+    "beta": 0.01, "a": 0.0, "b": 10.0}``): the driver owns it, broadcasts it, and
+    writes it to ``model.json``; ``beta`` is the symmetric topic-word prior (the
+    thesis' gamma) and is required for every model.
+    """
+
+    name = "abstract"
+
+    def __init__(self, num_topics: int, vocab_size: int):
+        self.num_topics = int(num_topics)
+        self.vocab_size = int(vocab_size)
+
+    def initial_hyper(self, **overrides) -> dict:
+        raise NotImplementedError
+
+    def prepare_block(self, block: SegmentedBlock) -> SegmentedBlock:
+        """The block as this model sees it (LDA_P: segments as documents). Default: unchanged."""
+        return block
+
+    def init_state(self, block: SegmentedBlock, hyper: dict, nwk: np.ndarray, nk: np.ndarray,
+                   seed: int) -> dict:
+        """Random initial state (thesis §11.1); adds the block's counts into ``nwk``/``nk``."""
+        raise NotImplementedError
+
+    def sweep(self, block: SegmentedBlock, state: dict, hyper: dict, nwk: np.ndarray, nk: np.ndarray,
+              seed: int, frozen_phi: np.ndarray | None = None) -> None:
+        """One Gibbs cycle over every token of the block (documents -> segments -> words), in place."""
+        raise NotImplementedError
+
+    def partition_stats(self, block: SegmentedBlock, state: dict, hyper: dict, seed: int) -> np.ndarray:
+        """Small float vector of aggregates the driver needs to update global hyperparameters
+        (summed over partitions in partition order). Default: nothing."""
+        return np.zeros(0)
+
+    def update_hyper(self, hyper: dict, stats: np.ndarray, num_documents: int, seed: int) -> dict:
+        """Driver-side update of the global hyperparameters from the summed ``partition_stats``."""
+        return hyper
+
+    def local_hyper_update(self, block: SegmentedBlock, state: dict, hyper: dict, seed: int) -> None:
+        """Per-document hyperparameters that live in the state (e.g. SeqLDA's b_i). Default: none."""
+
+    def doc_topic(self, block: SegmentedBlock, state: dict, hyper: dict) -> np.ndarray:
+        """(D, K) posterior-mean document topic proportions (mu-hat)."""
+        raise NotImplementedError
+
+    def segment_topic(self, block: SegmentedBlock, state: dict, hyper: dict) -> np.ndarray:
+        """(S, K) posterior-mean segment topic proportions (nu-hat); LDA: its document's row."""
+        raise NotImplementedError
+
+
+def task_seed(seed: int, iteration: int, partition: int, purpose: int = 0) -> int:
+    """A 31-bit seed for one task, a pure function of (run seed, iteration, partition, purpose)."""
+    ss = np.random.SeedSequence([int(seed) & 0xFFFFFFFF, int(iteration), int(partition), int(purpose)])
+    return int(ss.generate_state(1, dtype=np.uint32)[0] >> 1)
+
+
+def topic_word_counts(block: SegmentedBlock, z: np.ndarray, num_topics: int):
+    """The block's contribution to M_{k,w}: ``(vocab_ids (U,), counts (U, K) int64)``."""
+    vocab_ids, local = np.unique(block.words, return_inverse=True)
+    counts = np.zeros((vocab_ids.shape[0], num_topics), dtype=np.int64)
+    np.add.at(counts, (local.ravel(), z), 1)
+    return vocab_ids.astype(np.int32), counts
+
+
+@numba.njit(inline="always", cache=True)
+def word_weight(nwk, nk, w, k, beta, vbeta, frozen_phi, frozen):
+    """(M_{k,w} + beta) / (M_k + V beta), or phi_{k,w} when the topics are frozen."""
+    if frozen:
+        return frozen_phi[w, k]
+    return (nwk[w, k] + beta) / (nk[k] + vbeta)
