@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from inference.gibbs.model import GibbsModel, SegmentedBlock, task_seed, topic_word_counts
+from inference.gibbs.model import DRIVER_PARTITION, GibbsModel, SegmentedBlock, task_seed, topic_word_counts
 
 
 def global_counts(block: SegmentedBlock, z: np.ndarray, num_topics: int, vocab_size: int):
@@ -39,7 +39,7 @@ def run_local(model: GibbsModel, block: SegmentedBlock, iterations: int, seed: i
         model.sweep(block, state, hyper, nwk, nk, task_seed(seed, it, 0))
         model.local_hyper_update(block, state, hyper, task_seed(seed, it, 0, 1))
         stats = model.partition_stats(block, state, hyper, task_seed(seed, it, 0, 2))
-        hyper = model.update_hyper(hyper, stats, block.n_docs, task_seed(seed, it, -1, 3))
+        hyper = model.update_hyper(hyper, stats, block.n_docs, task_seed(seed, it, DRIVER_PARTITION, 3))
         if on_iteration is not None:
             on_iteration(it, state, hyper)
     nwk, nk = global_counts(block, state["z"], K, V)

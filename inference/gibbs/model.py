@@ -142,6 +142,9 @@ class GibbsModel:
         raise NotImplementedError
 
 
+DRIVER_PARTITION = 1 << 30  # the "partition" number of draws made on the driver
+
+
 def task_seed(seed: int, iteration: int, partition: int, purpose: int = 0) -> int:
     """A 31-bit seed for one task, a pure function of (run seed, iteration, partition, purpose)."""
     ss = np.random.SeedSequence([int(seed) & 0xFFFFFFFF, int(iteration), int(partition), int(purpose)])
