@@ -105,8 +105,8 @@ def _mapper_task(partition, blocks, bc_params, settings, gamma_in, gamma_out, to
 
 def _reducer_task(records, bc_prior, num_topics):
     """Spark task: the reducer for the topics the TopicPartitioner routed here (Alg. 3)."""
-    prior = bc_prior.value
-    return reduce_partition(records, prior.row, num_topics + len(TOTALS))
+    prior, layout = bc_prior.value
+    return reduce_partition(records, prior.row, num_topics + len(TOTALS), layout)
 
 
 def initial_lambda(num_topics: int, vocab_size: int, seed: int) -> np.ndarray:
@@ -114,13 +114,13 @@ def initial_lambda(num_topics: int, vocab_size: int, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).gamma(100.0, 0.01, size=(num_topics, vocab_size))
 
 
-def topic_parameters(lambda_: np.ndarray, prior):
+def topic_parameters(lambda_: np.ndarray, prior, layout=None):
     """exp E[log beta] (V x K) and per-topic ELBO terms, computed as a reducer would."""
     K = lambda_.shape[0]
     eb = np.empty_like(lambda_)
     prior_t, entropy_t, elog_sums = np.empty(K), np.empty(K), np.empty(K)
     for k in range(K):
-        elog, prior_t[k], entropy_t[k] = topic_terms(lambda_[k], prior.row(k))
+        elog, prior_t[k], entropy_t[k] = topic_terms(lambda_[k], prior.row(k), layout)
         eb[k] = np.exp(elog)
         elog_sums[k] = elog.sum()
     return np.ascontiguousarray(eb.T), prior_t, entropy_t, elog_sums
@@ -129,10 +129,11 @@ def topic_parameters(lambda_: np.ndarray, prior):
 class VariationalEngine:
     """Runs variational EM for LDA-family models over an RDD of ``(partition, DocBlock)``."""
 
-    def __init__(self, spark_context, settings: EMSettings, prior, checkpoint_dir: str):
+    def __init__(self, spark_context, settings: EMSettings, prior, checkpoint_dir: str, layout=None):
         self.sc = spark_context
         self.settings = settings
         self.prior = prior
+        self.layout = layout  # VocabLayout of a polylingual model (None: one Dirichlet per topic)
         self.checkpointer = Checkpointer(checkpoint_dir)
 
     def fit(self, blocks, num_partitions: int, vocab_size: int, resume: bool = False,
@@ -149,7 +150,8 @@ class VariationalEngine:
             self._check_fingerprint(state.get("fingerprint", {}), fingerprint)
             start = state["iteration"]
             alpha = np.array(state["alpha"], dtype=np.float64)
-            self.prior = type(self.prior)(state["eta"], V) if state.get("eta") is not None else self.prior
+            if state.get("eta") is not None and getattr(self.prior, "learnable", False):
+                self.prior = type(self.prior)(state["eta"], V)
             trace = [IterationRecord(**r) for r in state["trace"]]
             converged = bool(state.get("converged", False))
             log.info("resuming from checkpoint %s after iteration %d", self.checkpointer.directory, start)
@@ -159,7 +161,7 @@ class VariationalEngine:
             start, trace, converged = 0, [], False
             alpha = self._initial_alpha(K)
             lambda_ = initial_lambda(K, V, s.seed)
-        exp_elogbeta, prior_terms, entropy_terms, _ = topic_parameters(lambda_, self.prior)
+        exp_elogbeta, prior_terms, entropy_terms, _ = topic_parameters(lambda_, self.prior, self.layout)
 
         t = start
         while t < s.max_iterations and not converged:
@@ -169,7 +171,7 @@ class VariationalEngine:
                                       f"E-step -> {partitioner!r} -> lambda reducers")
             estep = s.restart_at(t, trace[-1].restart_fraction if trace else None, s.estep)
             bc_params = self.sc.broadcast((exp_elogbeta, alpha))
-            bc_prior = self.sc.broadcast(self.prior)
+            bc_prior = self.sc.broadcast((self.prior, self.layout))
             gamma_in = self.checkpointer.gamma_dir(t - 1) if t > 1 else None
             results = (blocks
                        .mapPartitionsWithIndex(partial(_mapper_task, bc_params=bc_params, settings=estep,
@@ -200,7 +202,7 @@ class VariationalEngine:
             entropy_terms = np.array([u.entropy_term for u in updates])
             if s.optimize_alpha:
                 alpha = newton_alpha(alpha, alpha_stats, n_docs)
-            if s.optimize_eta and getattr(self.prior, "learnable", False):
+            if s.optimize_eta and getattr(self.prior, "learnable", False) and self.layout is None:
                 elog_sums = np.array([u.elogbeta_sum for u in updates])
                 self.prior = self.prior.optimise(elog_sums)
                 prior_terms = self.prior.prior_terms(elog_sums)

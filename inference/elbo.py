@@ -37,14 +37,21 @@ def dirichlet_prior_term(prior: np.ndarray, elog: np.ndarray) -> float:
     return log_dirichlet_normaliser(prior) + float(np.dot(np.asarray(prior) - 1.0, elog))
 
 
-def topic_terms(lambda_k: np.ndarray, eta_k: np.ndarray):
+def topic_terms(lambda_k: np.ndarray, eta_k: np.ndarray, layout=None):
     """Reducer-side ELBO terms of topic k.
 
     Returns ``(elogbeta_k, prior_term, entropy_term)`` where prior_term =
     E_q[log p(beta_k | eta_k)] and entropy_term = -E_q[log q(beta_k | lambda_k)] = -Phi(lambda_k).
+    With a polylingual ``layout`` (:class:`inference.layout.VocabLayout`) beta_k is one
+    Dirichlet per language slice and both terms are sums over the slices.
     """
-    elog = dirichlet_expectation(lambda_k)
-    return elog, dirichlet_prior_term(eta_k, elog), -neg_entropy(lambda_k, elog)
+    if layout is None or len(layout.languages) == 1:
+        elog = dirichlet_expectation(lambda_k)
+        return elog, dirichlet_prior_term(eta_k, elog), -neg_entropy(lambda_k, elog)
+    elog = layout.dirichlet_expectation(lambda_k)
+    prior_term = sum(dirichlet_prior_term(eta_k[s], elog[s]) for s in layout.slices())
+    entropy_term = -sum(neg_entropy(lambda_k[s], elog[s]) for s in layout.slices())
+    return elog, prior_term, entropy_term
 
 
 def alpha_terms(alpha: np.ndarray, alpha_stats: np.ndarray, n_docs: float) -> float:

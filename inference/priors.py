@@ -38,3 +38,58 @@ class SymmetricPrior:
 
     def to_json(self):
         return self.eta
+
+
+class DirichletPrior:
+    """eta_k as a base row plus sparse per-topic overrides (thesis §3.3.1, informed priors).
+
+    The base row holds one value per word (polylingual models: one value per
+    language slice, see :meth:`per_language`); ``overrides[k] = (word_ids, values)``
+    replaces entries of topic k's row (an informed topic: a high value for its
+    seed words, a low one elsewhere). The reducer asks for ``row(k)`` and forms
+    lambda_k = eta_k + statistics; the ELBO uses the same rows.
+    """
+
+    learnable = False
+
+    def __init__(self, base_row: np.ndarray, overrides: dict | None = None, summary: dict | None = None):
+        base_row = np.asarray(base_row, dtype=np.float64)
+        if base_row.ndim != 1 or not np.all(np.isfinite(base_row)) or np.any(base_row <= 0):
+            raise ValueError("the base prior row must be positive and finite")
+        self.base_row = base_row
+        self.overrides = {}
+        for k, (ids, values) in (overrides or {}).items():
+            ids, values = np.asarray(ids, dtype=np.int64), np.asarray(values, dtype=np.float64)
+            if ids.shape != values.shape or (ids.size and (ids.min() < 0 or ids.max() >= base_row.size)):
+                raise ValueError(f"prior overrides of topic {k}: word ids outside 0..{base_row.size - 1}")
+            if not np.all(np.isfinite(values)) or np.any(values <= 0):
+                raise ValueError(f"prior values of topic {k} must be positive and finite")
+            self.overrides[int(k)] = (ids, values)
+        self.summary = summary or {}
+
+    @classmethod
+    def per_language(cls, etas, layout) -> "DirichletPrior":
+        """Symmetric within each language: eta_l for every word of language l."""
+        base = np.empty(layout.vocab_size)
+        for value, s in zip(etas, layout.slices()):
+            base[s] = value
+        return cls(base, summary={"per_language": {l: float(e) for l, e in zip(layout.languages, etas)}})
+
+    def row(self, topic: int) -> np.ndarray:
+        out = self.base_row.copy()
+        if topic in self.overrides:
+            ids, values = self.overrides[topic]
+            out[ids] = values
+        return out
+
+    def entries(self):
+        """``(topic, word_id, value)`` arrays of every override (the sparse part of the prior)."""
+        topics = [np.full(len(ids), k) for k, (ids, _) in sorted(self.overrides.items())]
+        ids = [ids for _, (ids, _) in sorted(self.overrides.items())]
+        values = [v for _, (_, v) in sorted(self.overrides.items())]
+        cat = lambda parts, dtype: np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype)  # noqa: E731
+        return cat(topics, np.int32), cat(ids, np.int32), cat(values, np.float64)
+
+    def to_json(self):
+        base = np.unique(self.base_row)
+        return float(base[0]) if base.size == 1 else self.summary.get("per_language", None)

@@ -47,14 +47,14 @@ def split_by_topic(grouped_contributions) -> dict[int, list]:
     return by_topic
 
 
-def reduce_topic(topic: int, contributions, eta_row: np.ndarray) -> TopicUpdate:
-    """lambda_k = eta_k + sum_d w_dv phi_dvk, and the topic's ELBO terms."""
+def reduce_topic(topic: int, contributions, eta_row: np.ndarray, layout=None) -> TopicUpdate:
+    """lambda_k = eta_k + sum_d w_dv phi_dvk, and the topic's ELBO terms (per language slice of ``layout``)."""
     lam = sum_in_partition_order(contributions, eta_row.shape[0], start=eta_row)
-    elog, prior_term, entropy_term = topic_terms(lam, eta_row)
+    elog, prior_term, entropy_term = topic_terms(lam, eta_row, layout)
     return TopicUpdate(topic, lam, np.exp(elog), prior_term, entropy_term, float(elog.sum()))
 
 
-def reduce_partition(records, eta_row_of, n_alpha_values: int):
+def reduce_partition(records, eta_row_of, n_alpha_values: int, layout=None):
     """Reduce every key routed to this reducer partition.
 
     ``records`` iterates ``(key, contribution)`` as emitted by ``map_block``;
@@ -68,4 +68,4 @@ def reduce_partition(records, eta_row_of, n_alpha_values: int):
         yield ALPHA_KEY, sum_in_partition_order(alpha_parts, n_alpha_values)
     by_topic = split_by_topic(topic_parts)
     for topic in sorted(by_topic):
-        yield reduce_topic(topic, by_topic[topic], eta_row_of(topic))
+        yield reduce_topic(topic, by_topic[topic], eta_row_of(topic), layout)

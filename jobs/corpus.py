@@ -29,6 +29,7 @@ class Corpus:
     vocab: pd.DataFrame        # term, id (and df, cf when present), sorted by id
     blocks: object             # RDD of (partition, DocBlock), cached
     num_partitions: int
+    layout: object = None      # VocabLayout of an aligned (polylingual) corpus, else None
 
     @property
     def vocab_size(self) -> int:

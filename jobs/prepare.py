@@ -138,6 +138,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                     help="document id column of JSON/CSV/Parquet input (default: %(default)s)")
     io.add_argument("--text-column", default=d.text_column, metavar="NAME",
                     help="text column of JSON/CSV/Parquet input (default: %(default)s)")
+    io.add_argument("--lang-column", default=None, metavar="NAME",
+                    help="aligned multilingual input: rows sharing an id in different languages (this "
+                         "column) form one tuple; one sub-corpus per language (see jobs/aligned.py)")
     io.add_argument("--partitions", type=int, default=None, metavar="N",
                     help="number of docs.parquet files (default: chosen by Spark)")
     io.add_argument("--overwrite", action="store_true",
@@ -190,6 +193,14 @@ def run(args: argparse.Namespace) -> dict:
 
     options = {field.name: getattr(args, field.name) for field in dataclasses.fields(PrepareOptions)}
     spark = get_spark("spark-topics prepare", args.master, args.conf)
+    if getattr(args, "lang_column", None):
+        from jobs import aligned
+        try:
+            corpus = aligned.prepare_aligned(spark, args.input, args.output, args.lang_column, **options)
+        except PrepareError as exc:
+            raise SystemExit(f"spark-topics prepare: {exc}") from None
+        print(aligned.summary_line(corpus, args.output))
+        return corpus
     try:
         corpus = prepare_corpus(spark, args.input, args.output, **options)
     except PrepareError as exc:

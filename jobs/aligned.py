@@ -1,0 +1,219 @@
+"""Aligned multilingual corpora for polylingual LDA (Mimno et al. 2009): prepare and load.
+
+``spark-topics prepare --input PATH --lang-column lang --output CORPUS_DIR``: rows
+sharing an id in different languages form one *tuple*. The input (JSON lines, CSV
+or Parquet) is split by language and every language is prepared as an ordinary
+corpus in ``CORPUS_DIR/<lang>/`` (its own vocabulary, its own stop-word list,
+the same pruning options), so a language's sub-corpus also trains a monolingual
+model as it is. ``CORPUS_DIR/corpus.json`` describes the aligned corpus::
+
+    {"aligned": true, "languages": ["en", "es"], "documents": <tuples>,
+     "vocab_sizes": {...}, "tuples": {"complete": n, "missing": {"es": m, ...}},
+     "per_language": {"en": <that corpus.json>, ...}, "rejected": {...}, ...}
+
+Rows without a language, and rows Spark cannot parse, are written to
+``CORPUS_DIR/rejects/`` with their reason; tuples lacking some languages are
+kept and counted.
+
+Loading (:func:`load_aligned_corpus`) concatenates the vocabularies (language l
+owns global ids ``offsets[l]:offsets[l+1]``, :class:`inference.layout.VocabLayout`)
+and turns every tuple into one document whose terms span its languages, so the
+variational mapper runs unchanged; the per-language Dirichlets live in the layout.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import time
+
+import pandas as pd
+
+from drivers import storage
+from inference.layout import VocabLayout
+from jobs.corpus import Corpus, default_partitions, docs_to_blocks, read_vocab
+
+log = logging.getLogger("spark_topics.prepare")
+
+#: ISO 639-1 codes -> the stop-word lists shipped in jobs/stopwords/
+STOPWORD_LANGUAGES = {"da": "danish", "nl": "dutch", "en": "english", "fi": "finnish", "fr": "french",
+                      "de": "german", "hu": "hungarian", "it": "italian", "no": "norwegian", "nb": "norwegian",
+                      "pt": "portuguese", "ru": "russian", "es": "spanish", "sv": "swedish", "tr": "turkish"}
+SPLIT_DIR = "_split"
+SPLIT_REASONS = ("malformed", "missing_language", "invalid_encoding")
+
+
+def stopword_language(code: str) -> str:
+    from jobs.text import NO_STOPWORDS, available_languages
+
+    if code in STOPWORD_LANGUAGES:
+        return STOPWORD_LANGUAGES[code]
+    if code in available_languages():
+        return code
+    log.warning("no stop-word list for language %r: its words are kept (pass a list with --stopwords)", code)
+    return NO_STOPWORDS
+
+
+def _read_raw(spark, path: str, fmt: str, id_column: str, text_column: str, lang_column: str):
+    """The input as (doc_id, text, lang, reason) with malformed rows flagged (not dropped)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    from jobs.prepare import PrepareError
+
+    columns = [id_column, text_column, lang_column]
+    if fmt == "parquet":
+        df = spark.read.parquet(path)
+        missing = [c for c in columns if c not in df.columns]
+        if missing:
+            raise PrepareError(f"{path} lacks column(s) {', '.join(missing)}; it has {', '.join(df.columns)}")
+        df = df.withColumn("_corrupt_record", F.lit(None).cast("string"))
+    elif fmt in ("jsonl", "csv"):
+        schema = T.StructType([T.StructField(c, T.StringType()) for c in columns]
+                              + [T.StructField("_corrupt_record", T.StringType())])
+        reader = spark.read.schema(schema).option("mode", "PERMISSIVE")
+        df = (reader.json(path) if fmt == "jsonl"
+              else reader.option("header", True).option("multiLine", True).option("escape", '"').csv(path))
+        if fmt == "csv":
+            header = spark.read.option("header", True).csv(path).columns
+            missing = [c for c in columns if c not in header]
+            if missing:
+                raise PrepareError(f"{path} lacks column(s) {', '.join(missing)}; it has {', '.join(header)}")
+    else:
+        raise PrepareError(f"aligned input must be JSON lines, CSV or Parquet (with a {lang_column!r} column), "
+                           f"not {fmt}")
+    doc_id = F.trim(F.col(id_column).cast("string"))
+    text = F.col(text_column).cast("string")
+    lang = F.lower(F.trim(F.col(lang_column).cast("string")))
+    malformed = F.col("_corrupt_record").isNotNull() | doc_id.isNull() | (doc_id == "") | text.isNull()
+    reason = (F.when(malformed, "malformed")
+              .when(lang.isNull() | (lang == ""), "missing_language")
+              .when(F.contains(text, F.lit("\ufffd")) | F.contains(doc_id, F.lit("\ufffd")), "invalid_encoding"))
+    return df.select(doc_id.alias("doc_id"), text.alias("text"), lang.alias("lang"), reason.alias("reason"),
+                     F.coalesce(F.col("_corrupt_record"), F.to_json(F.struct(*[F.col(c) for c in columns])))
+                     .alias("raw"))
+
+
+def prepare_aligned(spark, input_path: str, output_dir: str, lang_column: str = "lang", **options) -> dict:
+    """Prepare an aligned corpus: one sub-corpus per language plus the tuple counts."""
+    from pyspark.sql import functions as F
+
+    from jobs.prepare import PrepareError, prepare_corpus, resolve_format
+
+    fmt = resolve_format(spark, input_path, options.get("format", "auto"))
+    id_column, text_column = options.get("id_column", "id"), options.get("text_column", "text")
+    if storage.exists(output_dir) and storage.list_dir(output_dir) and not options.get("overwrite"):
+        raise PrepareError(f"output directory {output_dir} is not empty; pass --overwrite to replace it")
+    if options.get("vocab"):
+        raise PrepareError("--vocab with --lang-column: pass one vocabulary per language by preparing each "
+                           "language separately, or omit --vocab")
+    rows = _read_raw(spark, input_path, fmt, id_column, text_column, lang_column).cache()
+    try:
+        input_rows = rows.count()
+        if input_rows == 0:
+            raise PrepareError(f"no input rows in {input_path}")
+        languages = sorted(r[0] for r in rows.where(F.col("reason").isNull()).select("lang").distinct().collect())
+        if not languages:
+            raise PrepareError(f"no row of {input_path} has a language in column {lang_column!r}")
+        rejects = rows.where(F.col("reason").isNotNull())
+        rejects.select(F.col("doc_id").alias("id"), "reason", F.col("lang"),
+                       F.substring("raw", 1, 1000).alias("raw")) \
+            .write.mode("overwrite").option("ignoreNullFields", False).json(storage.join(output_dir, "rejects"))
+        split = storage.join(output_dir, SPLIT_DIR)
+        (rows.where(F.col("reason").isNull()).select("doc_id", "text", "lang")
+         .write.mode("overwrite").partitionBy("lang").parquet(split))
+        split_rejected = dict(rejects.groupBy("reason").count().collect())
+    finally:
+        rows.unpersist()
+
+    per_language = {}
+    base = {k: v for k, v in options.items() if k not in ("format", "id_column", "text_column", "language")}
+    for lang in languages:
+        opts = dict(base, format="parquet", id_column="doc_id", text_column="text", overwrite=True)
+        opts["language"] = options.get("language") if options.get("language") not in (None, "english") \
+            else stopword_language(lang)
+        log.info("preparing language %s (stop words: %s)", lang, opts["language"])
+        per_language[lang] = prepare_corpus(spark, storage.join(split, f"lang={lang}"),
+                                            storage.join(output_dir, lang), **opts)
+
+    docs = None
+    for lang in languages:
+        d = spark.read.parquet(storage.join(output_dir, lang, "docs.parquet")).select("doc_id", F.lit(lang).alias("lang"))
+        docs = d if docs is None else docs.unionByName(d)
+    per_tuple = docs.groupBy("doc_id").agg(F.collect_set("lang").alias("langs")).cache()
+    n_tuples = per_tuple.count()
+    complete = per_tuple.where(F.size("langs") == len(languages)).count()
+    missing = {lang: per_tuple.where(~F.array_contains("langs", lang)).count() for lang in languages}
+    per_tuple.unpersist()
+    storage.delete(split)
+    corpus = {
+        "format_version": 1, "aligned": True, "languages": languages, "lang_column": lang_column,
+        "documents": int(n_tuples),
+        "tokens": int(sum(c["tokens"] for c in per_language.values())),
+        "vocab_size": int(sum(c["vocab_size"] for c in per_language.values())),
+        "vocab_sizes": {l: int(c["vocab_size"]) for l, c in per_language.items()},
+        "tuples": {"complete": int(complete), "missing": {l: int(n) for l, n in missing.items()}},
+        "input_rows": int(input_rows),
+        "rejected": {r: int(split_rejected.get(r, 0)) for r in SPLIT_REASONS},
+        "per_language": per_language, "input": input_path,
+    }
+    storage.write_bytes(storage.join(output_dir, "corpus.json"),
+                        (json.dumps(corpus, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+    return corpus
+
+
+def summary_line(corpus: dict, output_dir: str) -> str:
+    langs = ", ".join(f"{l}: {c['documents']} docs/{c['vocab_size']} terms" for l, c in corpus["per_language"].items())
+    missing = " ".join(f"{l}={n}" for l, n in corpus["tuples"]["missing"].items())
+    rejected = " ".join(f"{r}={n}" for r, n in corpus["rejected"].items())
+    return (f"prepared {corpus['documents']} aligned tuples ({corpus['tuples']['complete']} complete; missing "
+            f"{missing}) in {len(corpus['languages'])} languages ({langs}) from {corpus['input_rows']} input rows; "
+            f"rejected before tokenising: {rejected}; per-language rejects in {output_dir}/<lang>/rejects -> {output_dir}")
+
+
+def is_aligned(corpus_dir: str) -> bool:
+    path = storage.join(corpus_dir, "corpus.json")
+    return storage.exists(path) and bool(storage.load_json(path).get("aligned"))
+
+
+def aligned_vocab(spark, corpus_dir: str, languages) -> tuple[pd.DataFrame, VocabLayout]:
+    """The concatenated vocabulary (``term``, ``id`` global, ``lang``, ``local_id``) and its layout."""
+    frames = [read_vocab(spark, storage.join(corpus_dir, lang, "vocab.parquet")) for lang in languages]
+    layout = VocabLayout.from_sizes(languages, [len(f) for f in frames])
+    parts = []
+    for lang, frame, offset in zip(languages, frames, layout.offsets):
+        parts.append(pd.DataFrame({"term": frame["term"].to_numpy(), "id": frame["id"].to_numpy() + offset,
+                                   "lang": lang, "local_id": frame["id"].to_numpy()}))
+    return pd.concat(parts, ignore_index=True), layout
+
+
+def load_aligned_corpus(spark, directory: str, num_partitions: int | None = None,
+                        languages: list | None = None) -> Corpus:
+    """CORPUS_DIR of aligned tuples -> Corpus whose blocks hold one document per tuple (global term ids)."""
+    from pyspark.sql import functions as F
+
+    meta = storage.load_json(storage.join(directory, "corpus.json"))
+    languages = list(languages or meta["languages"])
+    unknown = [l for l in languages if l not in meta["languages"]]
+    if unknown:
+        raise SystemExit(f"{directory} has no language(s) {', '.join(unknown)} (it has {', '.join(meta['languages'])})")
+    vocab, layout = aligned_vocab(spark, directory, languages)
+    docs = None
+    for i, (lang, offset) in enumerate(zip(languages, layout.offsets)):
+        d = (spark.read.parquet(storage.join(directory, lang, "docs.parquet"))
+             .select("doc_id", F.lit(i).alias("lang_index"),
+                     F.transform("term_ids", lambda t: t + F.lit(offset)).alias("term_ids"), "counts"))
+        docs = d if docs is None else docs.unionByName(d)
+    # one row per tuple; languages in layout order keep the term ids ascending
+    tuples = (docs.groupBy("doc_id")
+              .agg(F.array_sort(F.collect_list(F.struct("lang_index", "term_ids", "counts"))).alias("parts"))
+              .select("doc_id", F.flatten(F.col("parts.term_ids")).alias("term_ids"),
+                      F.flatten(F.col("parts.counts")).alias("counts")))
+    P = num_partitions or default_partitions(int(meta["documents"]))
+    started = time.perf_counter()
+    spark.sparkContext.setJobDescription(f"load aligned corpus {directory} into {P} blocks")
+    blocks = docs_to_blocks(tuples, P)
+    blocks.count()
+    spark.sparkContext.setJobDescription(None)
+    log.info("loaded %d aligned tuples (%s) into %d blocks in %.1f s", meta["documents"], ", ".join(languages), P,
+             time.perf_counter() - started)
+    return Corpus(directory, meta, vocab, blocks, P, layout)
