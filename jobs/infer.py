@@ -26,7 +26,6 @@ from functools import partial
 import numpy as np
 
 from drivers import storage
-from inference.elbo import dirichlet_expectation
 from inference.heldout import fold_in
 from inference.mapper import EStepSettings
 from jobs.corpus import Corpus, load_corpus
@@ -57,8 +56,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 # --------------------------------------------------------------------------- model + corpus
 
 def exp_elogbeta(model: TopicModel) -> np.ndarray:
-    """exp(E_q[log beta_kv]) = exp(Psi(lambda_kv) - Psi(sum_v lambda_kv)), K x V."""
-    return np.exp(dirichlet_expectation(model.lambda_))
+    """exp(E_q[log beta_kv]) = exp(Psi(lambda_kv) - Psi(sum_v lambda_kv)), K x V (sums within a language)."""
+    return np.exp(model.layout.dirichlet_expectation(model.lambda_))
 
 
 def require_model_vocabulary(model: TopicModel, corpus: Corpus) -> None:

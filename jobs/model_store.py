@@ -7,6 +7,12 @@ A model directory is readable without this package::
     lambda.npy          K x V variational topic-word parameter (np.load(..., allow_pickle=False))
     doc_topics.parquet  doc_id, gamma (K), theta (K) per training document
     elbo.png            the ELBO curve
+
+A polylingual model (``model == "polylda"``) has, instead of ``vocab.parquet`` and
+``lambda.npy``, one ``vocab.<L>.parquet`` (``term``, ``id``) and one ``lambda.<L>.npy``
+(K x V_L) per language L, and ``languages`` / ``vocab_sizes`` in ``model.json``. A
+model with an informed prior also has ``prior.parquet`` (``topic``, ``name``,
+``id``, ``term``, ``eta``: every prior entry that differs from the symmetric eta).
 """
 from __future__ import annotations
 
@@ -22,6 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from drivers import storage
+from inference.layout import VocabLayout
 
 CODE_VERSION = "0.1.0"
 
@@ -41,9 +48,28 @@ class TopicModel:
     def alpha(self) -> np.ndarray:
         return np.asarray(self.meta["alpha"], dtype=np.float64)
 
+    @property
+    def languages(self) -> list:
+        return list(self.meta.get("languages") or [])
+
+    @property
+    def layout(self) -> VocabLayout:
+        if self.languages:
+            return VocabLayout.from_sizes(self.languages, [self.meta["vocab_sizes"][l] for l in self.languages])
+        return VocabLayout.monolingual(self.lambda_.shape[1])
+
     def topic_word(self) -> np.ndarray:
-        """E_q[beta]: lambda normalised by row (K x V)."""
-        return self.lambda_ / self.lambda_.sum(axis=1, keepdims=True)
+        """E_q[beta]: lambda normalised by row (K x V), within each language for a polylingual model."""
+        return self.layout.normalise(self.lambda_)
+
+    def language_view(self, language: str) -> "TopicModel":
+        """One language of a polylingual model as a monolingual model (same alpha, that language's lambda)."""
+        s = self.layout.slice_of(language)
+        vocab = self.vocab.iloc[s].copy()
+        vocab["id"] = vocab["id"] - s.start
+        meta = {k: v for k, v in self.meta.items() if k not in ("languages", "vocab_sizes")}
+        meta.update(model="lda", language=language, vocab_size=s.stop - s.start, polylingual_model=self.directory)
+        return TopicModel(self.directory, meta, vocab.reset_index(drop=True), self.lambda_[:, s])
 
     def topic_names(self) -> list[str]:
         return self.meta.get("topic_names") or [f"topic {k}" for k in range(self.num_topics)]
@@ -82,12 +108,29 @@ def write_parquet(path: str, frame: pd.DataFrame) -> None:
     pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), p, filesystem=filesystem)
 
 
-def save_model(directory: str, meta: dict, vocab: pd.DataFrame, lambda_: np.ndarray) -> None:
+def save_model(directory: str, meta: dict, vocab: pd.DataFrame, lambda_: np.ndarray, layout=None) -> None:
     storage.makedirs(directory)
-    storage.save_npy(storage.join(directory, "lambda.npy"), np.ascontiguousarray(lambda_, dtype=np.float64))
     cols = [c for c in ("term", "id", "df", "cf") if c in vocab.columns]
-    write_parquet(storage.join(directory, "vocab.parquet"), vocab[cols])
+    if layout is None or not layout.is_polylingual:
+        storage.save_npy(storage.join(directory, "lambda.npy"), np.ascontiguousarray(lambda_, dtype=np.float64))
+        write_parquet(storage.join(directory, "vocab.parquet"), vocab[cols])
+    else:
+        for language, s in zip(layout.languages, layout.slices()):
+            storage.save_npy(storage.join(directory, f"lambda.{language}.npy"),
+                             np.ascontiguousarray(lambda_[:, s], dtype=np.float64))
+            part = vocab.iloc[s][cols].copy()
+            part["id"] = part["id"] - s.start
+            write_parquet(storage.join(directory, f"vocab.{language}.parquet"), part)
     storage.save_json(storage.join(directory, "model.json"), meta)
+
+
+def save_prior(directory: str, prior, topic_names: list, vocab: pd.DataFrame) -> None:
+    """prior.parquet: the entries of an informed prior that differ from the symmetric eta."""
+    topics, ids, values = prior.entries()
+    keep = values != prior.base_row[ids]
+    frame = pd.DataFrame({"topic": topics[keep], "name": np.asarray(topic_names, dtype=object)[topics[keep]],
+                          "id": ids[keep], "term": vocab["term"].to_numpy()[ids[keep]], "eta": values[keep]})
+    write_parquet(storage.join(directory, "prior.parquet"), frame)
 
 
 def load_model(directory: str) -> TopicModel:
@@ -95,10 +138,22 @@ def load_model(directory: str) -> TopicModel:
     if not storage.exists(meta_path):
         raise SystemExit(f"{directory} is not a model directory (no model.json)")
     meta = storage.load_json(meta_path)
-    filesystem, p = storage.resolve(storage.join(directory, "vocab.parquet"))
-    vocab = pq.read_table(p, filesystem=filesystem).to_pandas().sort_values("id").reset_index(drop=True)
+    if meta.get("languages"):  # polylingual: concatenate the languages in model.json's order
+        vocabs, lambdas, offset = [], [], 0
+        for language in meta["languages"]:
+            v = _read_vocab(storage.join(directory, f"vocab.{language}.parquet"))
+            vocabs.append(v.assign(id=v["id"] + offset, lang=language, local_id=v["id"]))
+            lambdas.append(storage.load_npy(storage.join(directory, f"lambda.{language}.npy")))
+            offset += len(v)
+        return TopicModel(directory, meta, pd.concat(vocabs, ignore_index=True), np.hstack(lambdas))
+    vocab = _read_vocab(storage.join(directory, "vocab.parquet"))
     lambda_ = storage.load_npy(storage.join(directory, "lambda.npy"))
     return TopicModel(directory, meta, vocab, lambda_)
+
+
+def _read_vocab(path: str) -> pd.DataFrame:
+    filesystem, p = storage.resolve(path)
+    return pq.read_table(p, filesystem=filesystem).to_pandas().sort_values("id").reset_index(drop=True)
 
 
 def plot_elbo(path: str, trace: list[dict]) -> None:
@@ -124,7 +179,26 @@ def plot_elbo(path: str, trace: list[dict]) -> None:
     storage.write_bytes(path, buffer.getvalue())
 
 
-def format_topics(names: list[str], top_words, n: int) -> str:
+def format_model_topics(model: TopicModel, n: int = 10, weights: bool = False) -> str:
+    """The top words of every topic; a polylingual model shows each topic's languages side by side."""
+    if not model.languages:
+        return format_topics(model.topic_names(), model.top_words(n), n, weights)
+    views = [model.language_view(l) for l in model.languages]
+    tops = [v.top_words(n) for v in views]
+    lines = []
+    for k, name in enumerate(model.topic_names()):
+        for i, language in enumerate(model.languages):
+            label = f"{name} [{language}]" if i == 0 else f"[{language}]"
+            words = tops[i][k]
+            text = ", ".join(f"{w} {p:.4f}" for w, p in words) if weights else " ".join(w for w, _ in words)
+            lines.append(f"{label:>15}: {text}")
+    return "\n".join(lines)
+
+
+def format_topics(names: list[str], top_words, n: int, weights: bool = False) -> str:
+    if weights:
+        return "\n".join(f"{name}: " + ", ".join(f"{w} {p:.4f}" for w, p in words[:n])
+                         for name, words in zip(names, top_words))
     lines = []
     for name, words in zip(names, top_words):
         lines.append(f"{name:>10}: " + " ".join(w for w, _ in words[:n]))

@@ -14,12 +14,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args) -> str:
     model = model_store.load_model(args.model_dir)
-    tops = model.top_words(args.top_words)
-    if args.weights:
-        text = "\n".join(f"{name}: " + ", ".join(f"{w} {p:.4f}" for w, p in words)
-                         for name, words in zip(model.topic_names(), tops))
-    else:
-        text = model_store.format_topics(model.topic_names(), tops, args.top_words)
+    text = model_store.format_model_topics(model, args.top_words, args.weights)
     print(text)
     return text
 

@@ -17,14 +17,17 @@ from drivers.checkpoint import Checkpointer
 from drivers.variational import EMSettings, VariationalEngine
 from inference.estep import compile_kernels
 from inference.mapper import EStepSettings
-from inference.priors import SymmetricPrior
+from inference.priors import DirichletPrior, SymmetricPrior
 from jobs import model_store
+from jobs.aligned import is_aligned, load_aligned_corpus
 from jobs.corpus import load_corpus
+from jobs.informed_prior import PriorError, read_prior
+from jobs.informed_prior import build_prior as build_informed_prior
 from jobs.spark import get_spark
 
 log = logging.getLogger("spark_topics.train")
 
-MODELS = ("lda",)
+MODELS = ("lda", "polylda")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,6 +43,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fixed-alpha", action="store_true", help="do not optimise alpha (Newton-Raphson)")
     parser.add_argument("--eta", type=float, default=None, help="symmetric topic-word prior (default 1/K)")
     parser.add_argument("--optimize-eta", action="store_true", help="learn a symmetric eta by Newton-Raphson")
+    parser.add_argument("--prior", default=None, metavar="FILE",
+                        help="informed prior (--model lda): seed word lists per named topic (JSON, "
+                             "'name: word prefix*' lines, or a LIWC .dic) or a sparse prior "
+                             "(Parquet/CSV with topic, word, value); see jobs/informed_prior.py")
+    parser.add_argument("--prior-high", type=float, default=10.0,
+                        help="eta of a seeded topic for its seed words (default 10, as the thesis)")
+    parser.add_argument("--prior-low", type=float, default=0.01,
+                        help="eta of a seeded topic for every other word (default 0.01, as the thesis)")
+    parser.add_argument("--languages", default=None,
+                        help="polylda: comma-separated languages of the aligned corpus to use (default: all)")
+    parser.add_argument("--eta-per-language", default=None, metavar="L=ETA,...",
+                        help="polylda: topic-word prior per language (default: --eta for every language)")
     parser.add_argument("--estep-tol", type=float, default=1e-3, help="per-document mean |delta gamma| tolerance")
     parser.add_argument("--estep-max-iter", type=int, default=100, help="cap on per-document phi/gamma passes")
     parser.add_argument("--restarts", choices=("auto", "always", "never"), default="auto",
@@ -69,27 +84,91 @@ def validate(args, vocab_size: int) -> None:
             raise SystemExit(f"--{name} must be a positive number, got {value}")
 
 
-def write_doc_topics(spark, blocks, gamma_dir: str, path: str) -> None:
-    """doc_id, gamma, theta for every training document, from the last E-step's gamma files."""
-    from pyspark.sql.types import ArrayType, DoubleType, StringType, StructField, StructType
+def write_doc_topics(spark, blocks, gamma_dir: str, path: str, topic_names: list | None = None) -> None:
+    """doc_id, gamma, theta for every training document, from the last E-step's gamma files.
+
+    With named topics (an informed prior) also ``top_topic`` (the name of the
+    largest proportion) and ``theta_named`` (topic name -> proportion).
+    """
+    from pyspark.sql.types import (ArrayType, DoubleType, MapType, StringType, StructField,
+                                   StructType)
+
+    names = list(topic_names) if topic_names else None
 
     def rows(partition, items):
         for _, block in items:
             gamma = storage.load_npy(Checkpointer.gamma_file(gamma_dir, partition))
             theta = gamma / gamma.sum(axis=1, keepdims=True)
             for doc_id, g, t in zip(block.doc_ids, gamma.tolist(), theta.tolist()):
-                yield doc_id, g, t
+                if names is None:
+                    yield doc_id, g, t
+                else:
+                    yield doc_id, g, t, names[int(np.argmax(t))], dict(zip(names, t))
 
-    schema = StructType([StructField("doc_id", StringType(), False),
-                         StructField("gamma", ArrayType(DoubleType(), False), False),
-                         StructField("theta", ArrayType(DoubleType(), False), False)])
+    fields = [StructField("doc_id", StringType(), False),
+              StructField("gamma", ArrayType(DoubleType(), False), False),
+              StructField("theta", ArrayType(DoubleType(), False), False)]
+    if names is not None:
+        fields += [StructField("top_topic", StringType(), False),
+                   StructField("theta_named", MapType(StringType(), DoubleType(), False), False)]
     spark.sparkContext.setJobDescription("write per-document topic proportions")
-    spark.createDataFrame(blocks.mapPartitionsWithIndex(rows), schema).write.mode("overwrite").parquet(path)
+    spark.createDataFrame(blocks.mapPartitionsWithIndex(rows), StructType(fields)) \
+        .write.mode("overwrite").parquet(path)
+
+
+def topic_word_prior(args, corpus, K: int):
+    """(prior, topic names or None, prior report or None) for the model and flags."""
+    V = corpus.vocab_size
+    eta = args.eta if args.eta is not None else 1.0 / K
+    if args.model == "polylda":
+        if args.prior:
+            raise SystemExit("--prior applies to --model lda; polylingual models take --eta-per-language")
+        if args.optimize_eta:
+            raise SystemExit("--optimize-eta is available for --model lda only")
+        etas = dict.fromkeys(corpus.layout.languages, eta)
+        for item in filter(None, (args.eta_per_language or "").split(",")):
+            lang, _, value = item.partition("=")
+            if lang.strip() not in etas:
+                raise SystemExit(f"--eta-per-language: {lang.strip()!r} is not a language of the corpus "
+                                 f"({', '.join(etas)})")
+            try:
+                etas[lang.strip()] = float(value)
+            except ValueError:
+                raise SystemExit(f"--eta-per-language: {item!r} is not LANG=NUMBER") from None
+            if not np.isfinite(etas[lang.strip()]) or etas[lang.strip()] <= 0:
+                raise SystemExit(f"--eta-per-language: {item!r}: eta must be positive")
+        return DirichletPrior.per_language([etas[l] for l in corpus.layout.languages], corpus.layout), None, None
+    if args.prior:
+        if args.optimize_eta:
+            raise SystemExit("--optimize-eta cannot be combined with --prior (the informed prior is fixed)")
+        try:
+            prior, names, report = build_informed_prior(read_prior(args.prior), corpus.vocab, K, eta,
+                                                        args.prior_high, args.prior_low)
+        except PriorError as exc:
+            raise SystemExit(f"--prior {args.prior}: {exc}") from None
+        report["file"] = args.prior
+        return prior, names, report
+    return SymmetricPrior(eta, V), None, None
+
+
+def open_training_corpus(spark, args):
+    if args.model == "polylda":
+        if not is_aligned(args.corpus):
+            raise SystemExit(f"--model polylda needs an aligned corpus (prepare --lang-column); "
+                             f"{args.corpus} is monolingual")
+        languages = [l.strip() for l in args.languages.split(",")] if args.languages else None
+        return load_aligned_corpus(spark, args.corpus, args.partitions, languages)
+    if is_aligned(args.corpus):
+        langs = storage.load_json(storage.join(args.corpus, "corpus.json"))["languages"]
+        raise SystemExit(f"{args.corpus} is an aligned corpus ({', '.join(langs)}): train --model polylda on it, "
+                         f"or --model lda on one language's sub-corpus, e.g. {storage.join(args.corpus, langs[0])}")
+    return load_corpus(spark, args.corpus, args.partitions)
 
 
 def train_lda(spark, args) -> dict:
-    corpus = load_corpus(spark, args.corpus, args.partitions)
-    validate(args, corpus.vocab_size)
+    """Variational EM for ``lda`` (optionally with an informed prior) and ``polylda``."""
+    corpus = open_training_corpus(spark, args)
+    validate(args, corpus.vocab_size if corpus.layout is None else min(corpus.layout.sizes()))
     compile_kernels()
     K, V = args.topics, corpus.vocab_size
     if storage.exists(storage.join(args.output, "model.json")) and not args.resume:
@@ -100,20 +179,24 @@ def train_lda(spark, args) -> dict:
                           alpha=args.alpha, optimize_alpha=not args.fixed_alpha,
                           optimize_eta=args.optimize_eta, seed=args.seed, num_reducers=args.reducers,
                           restarts=args.restarts)
-    prior = SymmetricPrior(args.eta if args.eta is not None else 1.0 / K, V)
-    engine = VariationalEngine(spark.sparkContext, settings, prior, checkpoint_dir)
-    log.info("training LDA: K=%d, V=%d, %d documents, %d tokens, %d partitions",
-             K, V, corpus.num_documents, corpus.meta.get("tokens", -1), corpus.num_partitions)
+    prior, topic_names, prior_report = topic_word_prior(args, corpus, K)
+    engine = VariationalEngine(spark.sparkContext, settings, prior, checkpoint_dir, corpus.layout)
+    log.info("training %s: K=%d, V=%d%s, %d documents, %d tokens, %d partitions", args.model.upper(),
+             K, V, "" if corpus.layout is None else " (" + ", ".join(
+                 f"{l}: {n}" for l, n in zip(corpus.layout.languages, corpus.layout.sizes())) + ")",
+             corpus.num_documents, corpus.meta.get("tokens", -1), corpus.num_partitions)
     started = time.time()
     fingerprint = {"corpus": model_store.data_version(corpus.meta),
                    "estep": [args.estep_tol, args.estep_max_iter, args.restarts],
                    "optimize": [settings.optimize_alpha, settings.optimize_eta],
-                   "initial_alpha": args.alpha, "initial_eta": args.eta}
+                   "initial_alpha": args.alpha, "initial_eta": args.eta, "model": args.model,
+                   "prior": None if prior_report is None else [args.prior, args.prior_high, args.prior_low],
+                   "languages": None if corpus.layout is None else list(corpus.layout.languages)}
     result = engine.fit(corpus.blocks, corpus.num_partitions, V, resume=args.resume, fingerprint=fingerprint)
 
     trace = [r.__dict__ for r in result.trace]
     meta = {
-        "model": "lda", "topics": K, "vocab_size": V,
+        "model": args.model, "topics": K, "vocab_size": V,
         "alpha": result.alpha.tolist(), "eta": result.prior.to_json(),
         "iterations": result.iterations, "converged": result.converged,
         "elbo": trace[-1]["elbo"] if trace else None, "elbo_trace": trace,
@@ -125,13 +208,22 @@ def train_lda(spark, args) -> dict:
         "code": model_store.code_version(),
         "train_seconds": round(time.time() - started, 3),
     }
-    model_store.save_model(args.output, meta, corpus.vocab, result.lambda_)
-    write_doc_topics(spark, corpus.blocks, result.gamma_dir, storage.join(args.output, "doc_topics.parquet"))
+    if topic_names is not None:
+        meta["topic_names"] = topic_names
+        meta["prior"] = prior_report
+    if corpus.layout is not None:
+        meta["languages"] = list(corpus.layout.languages)
+        meta["vocab_sizes"] = dict(zip(corpus.layout.languages, corpus.layout.sizes()))
+    model_store.save_model(args.output, meta, corpus.vocab, result.lambda_, corpus.layout)
+    if prior_report is not None:
+        model_store.save_prior(args.output, result.prior, topic_names, corpus.vocab)
+    write_doc_topics(spark, corpus.blocks, result.gamma_dir, storage.join(args.output, "doc_topics.parquet"),
+                     topic_names)
     if trace:
         model_store.plot_elbo(storage.join(args.output, "elbo.png"), trace)
     model = model_store.load_model(args.output)
-    storage.write_bytes(storage.join(args.output, "topics.txt"), (model_store.format_topics(
-        model.topic_names(), model.top_words(args.top_words), args.top_words) + "\n").encode("utf-8"))
+    storage.write_bytes(storage.join(args.output, "topics.txt"),
+                        (model_store.format_model_topics(model, args.top_words) + "\n").encode("utf-8"))
     if not args.keep_checkpoint:
         Checkpointer(checkpoint_dir).clear()
     corpus.blocks.unpersist()
