@@ -1,0 +1,657 @@
+"""AdaTM, the adaptive topic model (Du thesis ch.7), sampled by the blocked table-indicator Gibbs sampler.
+
+Model (thesis §7.2, with nu_{i,0} = mu_i)::
+
+    mu_i     ~ Dirichlet_K(alpha)
+    rho_ij   ~ Beta(lambda_T, lambda_S)        weight of the previous-segment edge (see "pairing" below)
+    nu_ij    ~ PYP(a, b, rho_ij nu_{i,j-1} + (1 - rho_ij) mu_i)
+    z_ijl    ~ Discrete(nu_ij),  w_ijl ~ Discrete_W(phi_{z_ijl}),  phi_k ~ Dirichlet_W(beta)
+
+Chinese-restaurant reading: segment j of document i is a restaurant, its
+customers for topic k are its own words n_{i,j,k} plus the proxy tables
+t*_{i,j+1,k} of the next segment; each table is sent either to the previous
+segment (t*_{i,j,k}) or to the document (s*_{i,j,k}); t*_{i,1,k} = 0.
+
+Per-partition state (plain arrays, as the engine's ``.npz``): ``z`` (N,),
+``n``, ``t``, ``s`` (S x K int32, global segment index). Per-document sums
+(N_{i,j}, T_{i,j}, S_{i,j}, sum_j s*_{i,j,k}) are rebuilt by the kernel at the
+start of every document. Hyperparameters ``alpha`` (K), ``beta``, ``a``, ``b``,
+``lambda_s``, ``lambda_t`` are all fixed (the thesis' perplexity runs fix
+alpha = 0.1, a = 0.2, lambda_S = lambda_T = 1, beta = 0.01; b "optimised" in
+the thesis, fixed here at 10, configurable).
+
+Derivation notes (the places where the printed thesis is wrong or silent):
+
+* (7.2) denominator: (b)_{N_ij + T_{i,j+1}} (customers of restaurant j), not
+  (b)_{N_ij + T_ij + 1}.
+* Pairing: (7.2), (7.9), (7.10), (7.12) all pair lambda_S with S (document
+  edge) and lambda_T with T (previous-segment edge); the sampler follows the
+  equations, so rho (weight of nu_{i,j-1}) ~ Beta(lambda_T, lambda_S), and the
+  generator :func:`generate_adatm` draws it that way.
+* Segment 1: nu_{i,1} ~ PYP(a, b, mu_i) has no rho (its two edges both lead
+  to mu_i), so its tables go to mu_i with probability 1 and (7.2) has no Beta
+  factor for j = 1; the (u1=-1, u2=1) term of (7.10) therefore carries no
+  (S_{i,1}+lambda_S)/(S_{i,1}+lambda_S+lambda_T) factor.
+* Algorithm 6: "return" inside the loop means "break" (the decrements after
+  the loop must run). Special cases: a node with one table and more
+  customers keeps its table (thesis §7.3.2 case 2b, pitfall 4); the removal
+  probabilities use the counts *including* the customer being removed
+  (pitfall 9).
+* Algorithm 7's guard "j' <= u' and j' > 1" drops every (7.9) term when
+  u' = -1 (the word's topic already has customers in its segment). Enumerated
+  here instead: (0, j) [(7.8)], (1, j') for 2 <= j' <= j [(7.9)] and
+  (-1, j') for 1 <= j' <= j [(7.10)]; invalid configurations (joining a table
+  in an empty restaurant) get weight exactly 0 from S^1_{0,a} = 0.
+
+Kernel cost per token: O(K j) for a word in segment j (the chain back to the
+first segment), with the chain products accumulated incrementally.
+"""
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from inference.gibbs.model import GibbsModel, SegmentedBlock, word_weight
+from inference.gibbs.pdp import stirling_table
+
+DEFAULT_MAX_TABLES = 256  # column cap M_max of the Stirling cache (thesis §3.3 footnote 4)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Stirling factor tables
+# ---------------------------------------------------------------------------------------------------------------
+
+@numba.njit(cache=True)
+def _btigs_factors(L, rows, cols):
+    """A[c, m, 0] = (c+1-m)/(c+1) S^{c+1}_m / S^c_m (join an existing table, (7.8));
+    A[c, m, 1] = (m+1)/(c+1) S^{c+1}_{m+1} / S^c_m (open a table, (7.9)/(7.10)); both from (3.9)/(7.2).
+    Zero where S^c_m = 0 (invalid state) and, for A[.,.,1], where m+1 is past the column cap."""
+    A = np.zeros((rows, cols, 2))
+    for c in range(rows):
+        for m in range(min(c, cols - 1) + 1):
+            base = L[c, m]
+            if base == -np.inf:
+                continue
+            A[c, m, 0] = (c + 1.0 - m) / (c + 1.0) * math.exp(L[c + 1, m] - base)
+            if m + 1 < cols:
+                A[c, m, 1] = (m + 1.0) / (c + 1.0) * math.exp(L[c + 1, m + 1] - base)
+    return A
+
+
+_FACTOR_CACHE: dict = {}
+
+
+def btigs_factors(a: float, rows: int, cols: int) -> np.ndarray:
+    """(rows, cols, 2) BTIGS Stirling factors for discount ``a`` (cached per process; grown, never shrunk)."""
+    key = float(a)
+    A = _FACTOR_CACHE.get(key)
+    if A is not None and A.shape[0] >= rows and A.shape[1] >= cols:
+        return A
+    if A is not None:
+        rows, cols = max(rows, A.shape[0]), max(cols, A.shape[1])
+    table = stirling_table(key).ensure(rows, cols)
+    A = _btigs_factors(table.log, rows, cols)
+    _FACTOR_CACHE[key] = A
+    return A
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Kernels
+# ---------------------------------------------------------------------------------------------------------------
+
+@numba.njit(cache=True)
+def _doc_sums(sg0, sg1, n, t, s, Nseg, Tseg, Sseg, sd):
+    """N_{i,j}, T_{i,j}, S_{i,j} for the document's segments and sd_k = sum_j s*_{i,j,k}; returns sum_k sd_k."""
+    K = n.shape[1]
+    for k in range(K):
+        sd[k] = 0
+    tot = 0
+    for g in range(sg0, sg1):
+        a_ = 0
+        b_ = 0
+        c_ = 0
+        for k in range(K):
+            a_ += n[g, k]
+            b_ += t[g, k]
+            c_ += s[g, k]
+            sd[k] += s[g, k]
+        Nseg[g] = a_
+        Tseg[g] = b_
+        Sseg[g] = c_
+        tot += c_
+    return tot
+
+
+@numba.njit(cache=True)
+def _sample_removal(g, sg0, sg1, k, n, t, s, exact):
+    """Table indicator (u1, u2) of a word of topic k in segment g, drawn by (7.5)-(7.7) (Algorithm 6, "break").
+
+    Node x has customers c = n_{x,k} + t*_{x+1,k} (counting the one being removed, pitfall 9) and tables
+    m = s*_{x,k} + t*_{x,k}. ``exact=False``: the thesis rule, a node with m = 1 < c keeps its table
+    (§7.3.2 case 2b, pitfall 4). ``exact=True``: no override; a removal that leaves a node with customers but
+    no table is repaired by the restricted re-insertion of :func:`_resample_token`.
+    """
+    u1 = 0
+    u2 = g
+    x = g
+    while x >= sg0:
+        m = s[x, k] + t[x, k]
+        c = n[x, k]
+        if x + 1 < sg1:
+            c += t[x + 1, k]
+        if not exact and m == 1 and c > m:
+            break
+        r = np.random.random() * c
+        if r < s[x, k]:
+            u1 = -1
+            u2 = x
+            break
+        if r < m:
+            u1 = 1
+            u2 = x
+            x -= 1
+            continue
+        break
+    return u1, u2
+
+
+@numba.njit(cache=True)
+def _lowest_broken(g, sg0, sg1, k, n, t, s, u1, u2):
+    """After a removal with indicator (u1, u2): the lowest segment in the chain left with customers of topic k
+    but no table (violating (7.4)), or -1."""
+    if u1 == 0:
+        return -1
+    xb = -1
+    lo = max(sg0, u2 - 1)
+    for x in range(g, lo - 1, -1):
+        c = n[x, k]
+        if x + 1 < sg1:
+            c += t[x + 1, k]
+        if c > 0 and s[x, k] + t[x, k] == 0:
+            xb = x
+    return xb
+
+
+@numba.njit(cache=True)
+def _apply_indicator(g, k, u1, u2, delta, t, s, Tseg, Sseg, sd):
+    """Add (delta=+1) or remove (delta=-1) the tables of indicator (u1, u2) for a word of topic k at segment g;
+    returns the change of sum_k sd_k."""
+    if u1 == 1:
+        for x in range(u2, g + 1):
+            t[x, k] += delta
+            Tseg[x] += delta
+        return 0
+    if u1 == -1:
+        s[u2, k] += delta
+        Sseg[u2] += delta
+        sd[k] += delta
+        for x in range(u2 + 1, g + 1):
+            t[x, k] += delta
+            Tseg[x] += delta
+        return delta
+    return 0
+
+
+@numba.njit(cache=True)
+def _topic_terms(k, g, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, sdk, sdt, alpha_k, alpha_sum,
+                 a, b, lam_s, lam_t, A, buf):
+    """Joint weights of (z=k, u) for a word of segment g, all counts excluding the word, without F_k.
+
+    ``buf[0]`` = (u1=0, u2=g) (7.8); ``buf[1 + 2(x-sg0)]`` = (u1=-1, u2=x) (7.10);
+    ``buf[2 + 2(x-sg0)]`` = (u1=1, u2=x) (7.9), 0 for x = sg0. Returns the sum.
+    The chain product P = prod_{x''=x}^{g} edge_T(x'') g(x'') is accumulated while x walks down to sg0.
+    """
+    x = g
+    c = n[x, k]
+    C = Nseg[x]
+    if x + 1 < sg1:
+        c += t[x + 1, k]
+        C += Tseg[x + 1]
+    m = s[x, k] + t[x, k]
+    inv = 1.0 / (b + C)
+    h = inv * A[c, m, 0]
+    buf[0] = h
+    total = h
+    dk = (alpha_k + sdk) / (alpha_sum + sdt)
+    P = 1.0
+    while True:
+        R = Tseg[x] + Sseg[x]
+        a1 = A[c, m, 1]
+        if m == 0 and c > 0:   # a broken node (exact removal): every admissible chain opens its table here,
+            a1 = 1.0           # so its Stirling factor is a common constant
+        gx = (b + a * R) * inv * a1
+        base = 1 + 2 * (x - sg0)
+        if x == sg0:
+            v = P * gx * dk                       # segment 1: no rho, the table goes to mu_i
+            buf[base] = v
+            buf[base + 1] = 0.0
+            total += v
+            break
+        denom = Sseg[x] + Tseg[x] + lam_s + lam_t
+        v = P * gx * (Sseg[x] + lam_s) / denom * dk
+        buf[base] = v
+        total += v
+        P *= gx * (Tseg[x] + lam_t) / denom
+        x -= 1
+        c = n[x, k] + t[x + 1, k]
+        C = Nseg[x] + Tseg[x + 1]
+        m = s[x, k] + t[x, k]
+        inv = 1.0 / (b + C)
+        v = P * inv * A[c, m, 0]                   # the chain's last proxy joins a table at x
+        buf[base + 1] = v
+        total += v
+        if P == 0.0:                               # underflow: every deeper term is 0 as well
+            for y in range(1, base):
+                buf[y] = 0.0
+            break
+    return total
+
+
+@numba.njit(cache=True)
+def _decode(idx, sg0):
+    """buf index -> (u1, u2) (global segment index u2)."""
+    if idx == 0:
+        return 0, -1
+    x = sg0 + (idx - 1) // 2
+    if (idx - 1) % 2 == 0:
+        return -1, x
+    return 1, x
+
+
+@numba.njit(cache=True)
+def _sample_slot(buf, nb):
+    """Index drawn from the first ``nb`` non-negative weights of ``buf``."""
+    tot = 0.0
+    for q in range(nb):
+        tot += buf[q]
+    r = np.random.random() * tot
+    idx = 0
+    acc = buf[0]
+    while idx < nb - 1 and acc <= r:
+        idx += 1
+        acc += buf[idx]
+    while buf[idx] == 0.0 and idx > 0:   # float round-off past the last positive weight
+        idx -= 1
+    return idx
+
+
+@numba.njit(cache=True)
+def _resample_token(i, g, sg0, sg1, words, z, n, t, s, Nseg, Tseg, Sseg, sd, sdt, nwk, nk, alpha, alpha_sum,
+                    beta, vbeta, a, b, lam_s, lam_t, A, frozen_phi, frozen, exact, buf, p):
+    """Remove token i (Algorithm 6) and draw its (z, u) jointly from (7.8)-(7.10) (Algorithm 7); returns sdt."""
+    K = n.shape[1]
+    w = words[i]
+    k = z[i]
+    u1, u2 = _sample_removal(g, sg0, sg1, k, n, t, s, exact)
+    sdt += _apply_indicator(g, k, u1, u2, -1, t, s, Tseg, Sseg, sd)
+    n[g, k] -= 1
+    Nseg[g] -= 1
+    if not frozen:
+        nwk[w, k] -= 1
+        nk[k] -= 1
+    nb = 1 + 2 * (g - sg0 + 1)
+    xb = _lowest_broken(g, sg0, sg1, k, n, t, s, u1, u2) if exact else -1
+    if xb >= 0:
+        # exact BTIGS: the word must re-open a table at every broken node, so z stays k and u2 <= xb
+        _topic_terms(k, g, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, sd[k], sdt, alpha[k], alpha_sum,
+                     a, b, lam_s, lam_t, A, buf)
+        buf[0] = 0.0
+        for q in range(1 + 2 * (xb + 1 - sg0), nb):
+            buf[q] = 0.0
+    else:
+        tot = 0.0
+        for kk in range(K):
+            f = word_weight(nwk, nk, w, kk, beta, vbeta, frozen_phi, frozen)
+            tot += f * _topic_terms(kk, g, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, sd[kk], sdt, alpha[kk],
+                                    alpha_sum, a, b, lam_s, lam_t, A, buf)
+            p[kk] = tot
+        r = np.random.random() * tot
+        k = 0
+        while k < K - 1 and p[k] <= r:
+            k += 1
+        while k > 0 and p[k] == p[k - 1]:     # round-off pushed r past the last positive weight
+            k -= 1
+        _topic_terms(k, g, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, sd[k], sdt, alpha[k], alpha_sum,
+                     a, b, lam_s, lam_t, A, buf)
+    idx = _sample_slot(buf, nb)
+    u1, u2 = _decode(idx, sg0)
+    sdt += _apply_indicator(g, k, u1, u2, 1, t, s, Tseg, Sseg, sd)
+    n[g, k] += 1
+    Nseg[g] += 1
+    z[i] = k
+    if not frozen:
+        nwk[w, k] += 1
+        nk[k] += 1
+    return sdt
+
+
+@numba.njit(cache=True)
+def _sweep_kernel(doc_ptr, seg_ptr, words, z, n, t, s, nwk, nk, alpha, beta, a, b, lam_s, lam_t, A,
+                  frozen_phi, frozen, exact, seed):
+    """One BTIGS cycle: documents -> segments in order -> words (thesis §11.1 sweep order)."""
+    np.random.seed(seed)
+    K = n.shape[1]
+    V = nwk.shape[0]
+    vbeta = V * beta
+    alpha_sum = 0.0
+    for k in range(K):
+        alpha_sum += alpha[k]
+    S = n.shape[0]
+    Nseg = np.zeros(S, dtype=np.int64)
+    Tseg = np.zeros(S, dtype=np.int64)
+    Sseg = np.zeros(S, dtype=np.int64)
+    sd = np.zeros(K, dtype=np.int64)
+    maxj = 1
+    for d in range(doc_ptr.shape[0] - 1):
+        maxj = max(maxj, doc_ptr[d + 1] - doc_ptr[d])
+    buf = np.zeros(1 + 2 * maxj)
+    p = np.zeros(K)
+    for d in range(doc_ptr.shape[0] - 1):
+        sg0 = doc_ptr[d]
+        sg1 = doc_ptr[d + 1]
+        sdt = _doc_sums(sg0, sg1, n, t, s, Nseg, Tseg, Sseg, sd)
+        for g in range(sg0, sg1):
+            for i in range(seg_ptr[g], seg_ptr[g + 1]):
+                sdt = _resample_token(i, g, sg0, sg1, words, z, n, t, s, Nseg, Tseg, Sseg, sd, sdt, nwk, nk,
+                                      alpha, alpha_sum, beta, vbeta, a, b, lam_s, lam_t, A, frozen_phi, frozen,
+                                      exact, buf, p)
+
+
+@numba.njit(cache=True)
+def _conditional_kernel(doc_ptr, seg_ptr, words, token, n, t, s, nwk, nk, alpha, beta, a, b, lam_s, lam_t, A,
+                        frozen_phi, frozen):
+    """The (K, 1 + 2J) matrix of joint weights p(z=k, u) (incl. F_k) for ``token``, whose counts must already
+    be removed from ``n``/``t``/``s``/``nwk``; same code path as the sweep (for tests)."""
+    K = n.shape[1]
+    V = nwk.shape[0]
+    S = n.shape[0]
+    g = np.searchsorted(seg_ptr, token, side="right") - 1
+    d = np.searchsorted(doc_ptr, g, side="right") - 1
+    sg0 = doc_ptr[d]
+    sg1 = doc_ptr[d + 1]
+    Nseg = np.zeros(S, dtype=np.int64)
+    Tseg = np.zeros(S, dtype=np.int64)
+    Sseg = np.zeros(S, dtype=np.int64)
+    sd = np.zeros(K, dtype=np.int64)
+    sdt = _doc_sums(sg0, sg1, n, t, s, Nseg, Tseg, Sseg, sd)
+    alpha_sum = alpha.sum()
+    J = g - sg0 + 1
+    out = np.zeros((K, 1 + 2 * J))
+    buf = np.zeros(1 + 2 * J)
+    w = words[token]
+    for k in range(K):
+        f = word_weight(nwk, nk, w, k, beta, V * beta, frozen_phi, frozen)
+        _topic_terms(k, g, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, sd[k], sdt, alpha[k], alpha_sum,
+                     a, b, lam_s, lam_t, A, buf)
+        for q in range(1 + 2 * J):
+            out[k, q] = f * buf[q]
+    return out
+
+
+@numba.njit(cache=True)
+def _init_kernel(doc_ptr, seg_ptr, words, K, z, n, t, s, nwk, nk, seed):
+    """Random topics (thesis §11.1); one table wherever a restaurant has customers, sent to the previous
+    segment or to the document with probability 1/2 (always the document in segment 1), built from the
+    last segment down so the proxies are counted; satisfies (7.3)/(7.4)."""
+    np.random.seed(seed)
+    for d in range(doc_ptr.shape[0] - 1):
+        sg0 = doc_ptr[d]
+        sg1 = doc_ptr[d + 1]
+        for g in range(sg0, sg1):
+            for i in range(seg_ptr[g], seg_ptr[g + 1]):
+                k = np.random.randint(0, K)
+                z[i] = k
+                n[g, k] += 1
+                nwk[words[i], k] += 1
+                nk[k] += 1
+        for g in range(sg1 - 1, sg0 - 1, -1):
+            for k in range(K):
+                c = n[g, k]
+                if g + 1 < sg1:
+                    c += t[g + 1, k]
+                if c > 0:
+                    if g > sg0 and np.random.random() < 0.5:
+                        t[g, k] = 1
+                    else:
+                        s[g, k] = 1
+
+
+@numba.njit(cache=True)
+def _segment_topic_kernel(doc_ptr, n, t, s, alpha, a, b, lam_s, lam_t):
+    """mu-hat (7.11) per document and nu-hat (7.12) per segment, recursively from nu_{i,0} = mu_i."""
+    S, K = n.shape
+    D = doc_ptr.shape[0] - 1
+    mu = np.zeros((D, K))
+    nu = np.zeros((S, K))
+    for d in range(D):
+        sg0 = doc_ptr[d]
+        sg1 = doc_ptr[d + 1]
+        tot = 0.0
+        for k in range(K):
+            v = alpha[k]
+            for g in range(sg0, sg1):
+                v += s[g, k]
+            mu[d, k] = v
+            tot += v
+        for k in range(K):
+            mu[d, k] /= tot
+        for g in range(sg0, sg1):
+            Nj = 0.0
+            Tj = 0.0
+            Sj = 0.0
+            Tn = 0.0
+            for k in range(K):
+                Nj += n[g, k]
+                Tj += t[g, k]
+                Sj += s[g, k]
+                if g + 1 < sg1:
+                    Tn += t[g + 1, k]
+            denom = b + Nj + Tn
+            new = (a * (Tj + Sj) + b) / denom
+            for k in range(K):
+                c = n[g, k]
+                if g + 1 < sg1:
+                    c += t[g + 1, k]
+                prev = mu[d, k] if g == sg0 else nu[g - 1, k]
+                base = (mu[d, k] * (Sj + lam_s) + prev * (Tj + lam_t)) / (Tj + Sj + lam_s + lam_t)
+                nu[g, k] = (c - a * (t[g, k] + s[g, k])) / denom + new * base
+    return mu, nu
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The GibbsModel
+# ---------------------------------------------------------------------------------------------------------------
+
+_DUMMY_PHI = np.zeros((1, 1))
+
+
+class AdaTM(GibbsModel):
+    """Adaptive topic model (thesis ch.7) with the BTIGS sampler (§7.3); a, b, alpha, lambdas fixed."""
+
+    name = "adatm"
+
+    def initial_hyper(self, **overrides) -> dict:
+        """Thesis §7.4 perplexity defaults: alpha 0.1, gamma(beta) 0.01, a 0.2, lambda_S = lambda_T = 1; b 10."""
+        K = self.num_topics
+        hyper = {"alpha": [0.1] * K, "beta": 0.01, "a": 0.2, "b": 10.0, "lambda_s": 1.0, "lambda_t": 1.0,
+                 "max_tables": DEFAULT_MAX_TABLES, "btigs_exact": True}
+        for key, value in overrides.items():
+            if value is None:
+                continue
+            if key == "alpha":
+                value = np.broadcast_to(np.asarray(value, dtype=float), (K,)).tolist()
+            elif key == "max_tables":
+                value = int(value)
+            elif key == "btigs_exact":
+                value = bool(value)
+            else:
+                value = float(value)
+            hyper[key] = value
+        if not 0.0 <= hyper["a"] < 1.0 or hyper["b"] <= -hyper["a"]:
+            raise ValueError(f"PDP needs 0 <= a < 1 and b > -a, got a={hyper['a']}, b={hyper['b']}")
+        if hyper["lambda_s"] <= 0 or hyper["lambda_t"] <= 0:
+            raise ValueError("lambda_s and lambda_t must be positive")
+        return hyper
+
+    # -- state ---------------------------------------------------------------------------------------------
+    def init_state(self, block: SegmentedBlock, hyper: dict, nwk: np.ndarray, nk: np.ndarray, seed: int) -> dict:
+        K = self.num_topics
+        S = block.n_segments
+        z = np.zeros(block.n_tokens, dtype=np.int32)
+        n = np.zeros((S, K), dtype=np.int32)
+        t = np.zeros((S, K), dtype=np.int32)
+        s = np.zeros((S, K), dtype=np.int32)
+        _init_kernel(block.doc_ptr, block.seg_ptr, block.words, K, z, n, t, s, nwk, nk, seed)
+        return {"z": z, "n": n, "t": t, "s": s}
+
+    def factors(self, block: SegmentedBlock, state: dict, hyper: dict) -> np.ndarray:
+        """The Stirling factor table sized for this block: c < longest document, m <= max(cap, current max)."""
+        tp = block.token_ptr()
+        longest = int(np.max(np.diff(tp))) if block.n_docs else 0
+        m_now = int((state["t"] + state["s"]).max()) if state["t"].size else 0
+        cols = min(max(int(hyper.get("max_tables", DEFAULT_MAX_TABLES)), m_now + 1), longest + 1) + 1
+        return btigs_factors(hyper["a"], longest + 2, max(cols, 2))
+
+    def _args(self, hyper):
+        K = self.num_topics
+        alpha = np.ascontiguousarray(np.broadcast_to(np.asarray(hyper["alpha"], dtype=np.float64), (K,)))
+        return (alpha, float(hyper["beta"]), float(hyper["a"]), float(hyper["b"]),
+                float(hyper["lambda_s"]), float(hyper["lambda_t"]))
+
+    def sweep(self, block: SegmentedBlock, state: dict, hyper: dict, nwk: np.ndarray, nk: np.ndarray,
+              seed: int, frozen_phi: np.ndarray | None = None) -> None:
+        A = self.factors(block, state, hyper)
+        frozen = frozen_phi is not None
+        phi = np.ascontiguousarray(frozen_phi, dtype=np.float64) if frozen else _DUMMY_PHI
+        _sweep_kernel(block.doc_ptr, block.seg_ptr, block.words, state["z"], state["n"], state["t"], state["s"],
+                      nwk, nk, *self._args(hyper), A, phi, frozen, bool(hyper.get("btigs_exact", True)), int(seed))
+
+    # -- estimates -----------------------------------------------------------------------------------------
+    def doc_topic(self, block: SegmentedBlock, state: dict, hyper: dict) -> np.ndarray:
+        """(7.11)."""
+        return self._estimates(block, state, hyper)[0]
+
+    def segment_topic(self, block: SegmentedBlock, state: dict, hyper: dict) -> np.ndarray:
+        """(7.12), recursive in j with nu_{i,0} = mu-hat_i (7.11)."""
+        return self._estimates(block, state, hyper)[1]
+
+    def _estimates(self, block, state, hyper):
+        alpha, _, a, b, lam_s, lam_t = self._args(hyper)
+        return _segment_topic_kernel(block.doc_ptr, state["n"], state["t"], state["s"], alpha, a, b, lam_s, lam_t)
+
+    # -- test hooks ----------------------------------------------------------------------------------------
+    def remove_token(self, block: SegmentedBlock, state: dict, nwk: np.ndarray, nk: np.ndarray, token: int,
+                     seed: int, frozen: bool = False):
+        """Algorithm 6 (thesis rule, so the state stays valid) for one token; returns the drawn (u1, u2)
+        (u2 a global segment index)."""
+        return _remove_token(block.doc_ptr, block.seg_ptr, block.words, int(token), state["z"], state["n"],
+                             state["t"], state["s"], nwk, nk, frozen, False, int(seed))
+
+    def conditional(self, block: SegmentedBlock, state: dict, hyper: dict, nwk: np.ndarray, nk: np.ndarray,
+                    token: int, frozen_phi: np.ndarray | None = None) -> np.ndarray:
+        """Kernel weights p(z=k, u) for a removed token: (K, 1+2J) with the column layout of :func:`_topic_terms`."""
+        A = self.factors(block, state, hyper)
+        frozen = frozen_phi is not None
+        phi = np.ascontiguousarray(frozen_phi, dtype=np.float64) if frozen else _DUMMY_PHI
+        return _conditional_kernel(block.doc_ptr, block.seg_ptr, block.words, int(token), state["n"], state["t"],
+                                   state["s"], nwk, nk, *self._args(hyper), A, phi, frozen)
+
+
+@numba.njit(cache=True)
+def _remove_token(doc_ptr, seg_ptr, words, token, z, n, t, s, nwk, nk, frozen, exact, seed):
+    np.random.seed(seed)
+    K = n.shape[1]
+    S = n.shape[0]
+    g = np.searchsorted(seg_ptr, token, side="right") - 1
+    d = np.searchsorted(doc_ptr, g, side="right") - 1
+    sg0 = doc_ptr[d]
+    sg1 = doc_ptr[d + 1]
+    Nseg = np.zeros(S, dtype=np.int64)
+    Tseg = np.zeros(S, dtype=np.int64)
+    Sseg = np.zeros(S, dtype=np.int64)
+    sd = np.zeros(K, dtype=np.int64)
+    _doc_sums(sg0, sg1, n, t, s, Nseg, Tseg, Sseg, sd)
+    k = z[token]
+    u1, u2 = _sample_removal(g, sg0, sg1, k, n, t, s, exact)
+    _apply_indicator(g, k, u1, u2, -1, t, s, Tseg, Sseg, sd)
+    n[g, k] -= 1
+    if not frozen:
+        nwk[words[token], k] -= 1
+        nk[k] -= 1
+    return u1, u2
+
+
+@numba.njit(cache=True)
+def _removal_draws(g, sg0, sg1, k, n, t, s, exact, draws, seed):
+    """``draws`` samples of (u1, u2) by Algorithm 6 without applying them (tests of (7.5)-(7.7))."""
+    np.random.seed(seed)
+    out = np.zeros((draws, 2), dtype=np.int64)
+    for r in range(draws):
+        u1, u2 = _sample_removal(g, sg0, sg1, k, n, t, s, exact)
+        out[r, 0] = u1
+        out[r, 1] = u2
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Generator: AdaTM's own generative process (thesis §7.2)
+# ---------------------------------------------------------------------------------------------------------------
+
+def _pyp_discrete(rng, a, b, base, sticks):
+    """nu ~ PYP(a, b, Discrete(base)) by stick-breaking (thesis Def. 2.4), V_i ~ Beta(1-a, b+ia);
+    the mass left after ``sticks`` atoms goes to the base (truncation)."""
+    i = np.arange(1, sticks + 1)
+    v = rng.beta(1.0 - a, b + i * a)
+    w = v * np.concatenate([[1.0], np.cumprod(1.0 - v)[:-1]])
+    atoms = rng.choice(base.shape[0], size=sticks, p=base)
+    nu = np.bincount(atoms, weights=w, minlength=base.shape[0])
+    nu += max(0.0, 1.0 - w.sum()) * base
+    return nu / nu.sum()
+
+
+def generate_adatm(num_docs: int, num_segments, segment_length, num_topics: int, vocab_size: int, *,
+                   alpha=0.1, beta: float = 0.05, a: float = 0.2, b: float = 10.0, lambda_s: float = 1.0,
+                   lambda_t: float = 1.0, phi: np.ndarray | None = None, seed: int = 0, sticks: int = 400):
+    """Documents drawn from AdaTM (thesis §7.2): returns ``(block, truth)``.
+
+    ``num_segments`` / ``segment_length``: ints or callables ``rng -> int``. rho (weight of nu_{i,j-1}) is
+    drawn from Beta(lambda_T, lambda_S), the pairing of (7.2)/(7.9)/(7.10); segment 1 has base mu_i.
+    ``truth``: ``phi`` (K, V), ``mu`` (D, K), ``nu`` (S, K), ``rho`` (S,; 0 for first segments), ``z`` (N,)
+    (in the block's token order: document ids are zero-padded so sorting keeps the generation order).
+    """
+    rng = np.random.default_rng(seed)
+    K, V = num_topics, vocab_size
+    if phi is None:
+        phi = rng.dirichlet(np.full(V, beta), size=K)
+    alpha = np.broadcast_to(np.asarray(alpha, dtype=float), (K,))
+    n_seg = num_segments if callable(num_segments) else (lambda r: int(num_segments))
+    seg_len = segment_length if callable(segment_length) else (lambda r: int(segment_length))
+    docs, mus, nus, rhos, zs = [], [], [], [], []
+    for d in range(num_docs):
+        mu = rng.dirichlet(alpha)
+        prev = mu
+        segments = []
+        for j in range(n_seg(rng)):
+            if j == 0:
+                rho, base = 0.0, mu
+            else:
+                rho = rng.beta(lambda_t, lambda_s)
+                base = rho * prev + (1.0 - rho) * mu
+            nu = _pyp_discrete(rng, a, b, base, sticks)
+            L = seg_len(rng)
+            z = rng.choice(K, size=L, p=nu)
+            cum = np.cumsum(phi[z], axis=1)
+            w = (rng.random(L)[:, None] > cum).sum(axis=1).clip(max=V - 1)
+            segments.append(w.astype(np.int32))
+            zs.append(z)
+            nus.append(nu)
+            rhos.append(rho)
+            prev = nu
+        mus.append(mu)
+        docs.append((f"d{d:06d}", segments))
+    block = SegmentedBlock.from_segments(docs)
+    truth = {"phi": phi, "mu": np.array(mus).reshape(-1, K), "nu": np.array(nus).reshape(-1, K),
+             "rho": np.array(rhos), "z": np.concatenate(zs).astype(np.int32) if zs else np.zeros(0, np.int32)}
+    return block, truth
