@@ -1,0 +1,384 @@
+"""Segmented Topic Model (STM, thesis ch. 5; Du, Buntine & Jin 2010) on the Gibbs engine.
+
+Generative process (thesis §5.3): mu_i ~ Dir(alpha); for every segment j of
+document i, nu_ij ~ PDP(a, b, mu_i); z ~ nu_ij; w ~ phi_z. With nu and mu
+integrated out, the joint in table counts (multiplicities) is (5.2)::
+
+    p(z, w, t | alpha, gamma, a, b) = prod_i Beta_K(alpha + sum_j t_ij) / Beta_K(alpha)
+        prod_j (b|a)_{T_ij} / (b)_{N_ij} prod_k S^{n_ijk}_{t_ijk, a}  x  prod_k Beta_W(gamma + M_k) / Beta_W(gamma)
+
+with 1 <= t_ijk <= n_ijk when n_ijk > 0 and t_ijk = 0 otherwise.
+
+Sampler: the collapsed multiplicity Gibbs sampler (CMGS, thesis Algorithm 4), or its exact variant.
+Per token: remove it (t_ijk' drops by one exactly when the constraint forces
+it), draw the topic from (5.3), add it (opening a table when n_ijk was 0), then
+redraw t_ijk of the new topic from (5.4) over its support [1, min(n_ijk, M_max)]
+(M_max = ``hyper["m_max"]``, the thesis' column cap of the Stirling table).
+
+Hyperparameters: ``alpha`` (K values) and ``a`` fixed; ``b`` fixed, or, when
+a = 0 and ``sample_b``, drawn once per cycle by the auxiliary-variable scheme
+(5.8): every non-empty segment draws q_ij ~ Beta(b, N_ij) in its partition
+(``partition_stats`` returns sum T_ij and sum log 1/q_ij), the driver draws
+b ~ Gamma(shape = sum T_ij, rate = sum log 1/q_ij) (improper prior 1/b).
+
+Per-partition state: ``z`` (N,), ``n`` and ``t`` (S x K int32, customers and
+tables of every segment restaurant); the document sums sum_j t_ijk are rebuilt
+from ``t`` at the start of each document.
+"""
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from inference.gibbs.model import GibbsModel, SegmentedBlock, word_weight
+from inference.gibbs.pdp import stirling_table
+
+DEFAULT_ALPHA = 0.1
+DEFAULT_BETA = 0.01
+DEFAULT_B = 10.0
+DEFAULT_M_MAX = 1000
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# kernels
+
+@numba.njit(cache=True)
+def stm_topic_weights(p, n_s, t_s, tsum, tsum_tot, T_s, alpha, alpha_sum, a, b, ratio, w, nwk, nk, beta, vbeta,
+                      frozen_phi, frozen):
+    """Unnormalised topic conditional (5.3) for one token (all counts without it) into ``p``; returns the sum.
+
+    n_ijk = 0: (alpha_k + sum_j t_ijk) / sum_k(alpha_k + sum_j t_ijk) (b + a T_ij) Phi_kw (a new table draws k
+    from mu_i); n_ijk > 0: S^{n+1}_{t,a} / S^n_{t,a} Phi_kw. The common 1 / (b + N_ij) is dropped.
+    """
+    K = p.shape[0]
+    new_table = (b + a * T_s) / (alpha_sum + tsum_tot)
+    total = 0.0
+    for k in range(K):
+        nn = n_s[k]
+        if nn == 0:
+            g = (alpha[k] + tsum[k]) * new_table
+        else:
+            g = ratio[nn, t_s[k]]
+        g *= word_weight(nwk, nk, w, k, beta, vbeta, frozen_phi, frozen)
+        p[k] = g
+        total += g
+    return total
+
+
+@numba.njit(cache=True)
+def stm_crp_weights(p, pnew, n_s, t_s, tsum, tsum_tot, T_s, alpha, alpha_sum, a, b, w, nwk, nk, beta, vbeta,
+                    frozen_phi, frozen):
+    """Seating-arrangement predictive (thesis (2.10)) for the exact sampler: per topic, join an existing table
+    (n_ijk - a t_ijk) Phi_kw into ``p[k] - pnew[k]``, open a new one (b + a T_ij) mu-pred_k Phi_kw into ``pnew[k]``;
+    ``p[k]`` is their sum. Returns sum_k p[k]."""
+    K = p.shape[0]
+    new_table = (b + a * T_s) / (alpha_sum + tsum_tot)
+    total = 0.0
+    for k in range(K):
+        f = word_weight(nwk, nk, w, k, beta, vbeta, frozen_phi, frozen)
+        g_new = (alpha[k] + tsum[k]) * new_table * f
+        pnew[k] = g_new
+        p[k] = (n_s[k] - a * t_s[k]) * f + g_new
+        total += p[k]
+    return total
+
+
+@numba.njit(cache=True)
+def stm_table_logweights(lw, nn, alpha_k, alpha_sum, rest_k, rest_tot, T_rest, a, b, logS, vmax):
+    """Unnormalised log p(t_ijk = v) by (5.4) for v = 1..vmax into ``lw[v]``.
+
+    log Gamma(alpha_k + R_k + v) - log Gamma(alpha_0 + R + v) + log (b|a)_{T' + v} + log S^n_{v,a}, up to a
+    constant, where R_k, R, T' are sum_j t_ijk, sum_jk t_ijk and T_ij without the current t_ijk (pitfall 6).
+    """
+    c = 0.0
+    for v in range(1, vmax + 1):
+        c += (math.log(alpha_k + rest_k + v - 1) - math.log(alpha_sum + rest_tot + v - 1)
+              + math.log(b + a * (T_rest + v - 1)))
+        lw[v] = c + logS[nn, v]
+
+
+@numba.njit(cache=True)
+def _draw_cumulative(p, total, K):
+    u = np.random.random() * total
+    acc = 0.0
+    for k in range(K - 1):
+        acc += p[k]
+        if u < acc:
+            return k
+    return K - 1
+
+
+@numba.njit(cache=True)
+def draw_log(lw, lo, hi):
+    """One draw from p(v) ∝ exp(lw[v]), v in [lo, hi]."""
+    if lo == hi:
+        return lo
+    m = lw[lo]
+    for v in range(lo + 1, hi + 1):
+        if lw[v] > m:
+            m = lw[v]
+    total = 0.0
+    for v in range(lo, hi + 1):
+        lw[v] = math.exp(lw[v] - m)
+        total += lw[v]
+    u = np.random.random() * total
+    acc = 0.0
+    for v in range(lo, hi):
+        acc += lw[v]
+        if u < acc:
+            return v
+    return hi
+
+
+@numba.njit(cache=True)
+def stm_init(doc_ptr, seg_ptr, words, K, mcap, nwk, nk, seed):
+    """Uniform random topics; t_ijk uniform on [1, min(n_ijk, M_max)] (thesis Algorithm 4, steps 1-2)."""
+    np.random.seed(seed)
+    N = words.shape[0]
+    S = seg_ptr.shape[0] - 1
+    z = np.empty(N, dtype=np.int32)
+    n = np.zeros((S, K), dtype=np.int32)
+    t = np.zeros((S, K), dtype=np.int32)
+    for s in range(S):
+        for i in range(seg_ptr[s], seg_ptr[s + 1]):
+            k = np.random.randint(0, K)
+            z[i] = k
+            n[s, k] += 1
+            nwk[words[i], k] += 1
+            nk[k] += 1
+        for k in range(K):
+            if n[s, k] > 0:
+                t[s, k] = 1 + np.random.randint(0, min(n[s, k], mcap))
+    return z, n, t
+
+
+@numba.njit(cache=True)
+def stm_sweep(doc_ptr, seg_ptr, words, z, n, t, nwk, nk, alpha, beta, a, b, logS, ratio, mcap,
+              frozen_phi, frozen, exact, seed):
+    """One CMGS cycle (thesis Algorithm 4) over documents -> segments -> tokens; state and counts in place.
+
+    ``exact``: the removal drops a table with the probability that the token sat alone, S^{n-1}_{t-1} / S^n_t,
+    and the topic is drawn jointly with "join / open a table" from the seating predictive
+    (:func:`stm_crp_weights`), which makes the cycle leave the posterior (5.2) exactly invariant; the
+    table-count step (5.4) follows as in the thesis.
+    """
+    np.random.seed(seed)
+    K = alpha.shape[0]
+    vbeta = nwk.shape[0] * beta
+    alpha_sum = 0.0
+    for k in range(K):
+        alpha_sum += alpha[k]
+    tsum = np.zeros(K, dtype=np.int64)
+    p = np.empty(K)
+    pnew = np.empty(K)
+    lw = np.empty(mcap + 1)
+    for d in range(doc_ptr.shape[0] - 1):
+        s0, s1 = doc_ptr[d], doc_ptr[d + 1]
+        tsum[:] = 0
+        for s in range(s0, s1):
+            for k in range(K):
+                tsum[k] += t[s, k]
+        tsum_tot = 0
+        for k in range(K):
+            tsum_tot += tsum[k]
+        for s in range(s0, s1):
+            n_s = n[s]
+            t_s = t[s]
+            T_s = 0
+            for k in range(K):
+                T_s += t_s[k]
+            for i in range(seg_ptr[s], seg_ptr[s + 1]):
+                w = words[i]
+                k = z[i]
+                # remove the token; a table goes only when the constraint t <= n forces it (5.3, cases 1-2)
+                n_s[k] -= 1
+                if not frozen:
+                    nwk[w, k] -= 1
+                    nk[k] -= 1
+                if exact:
+                    drop = False
+                    tk = t_s[k]
+                    if tk > n_s[k]:
+                        drop = True
+                    elif tk > 1:  # P(token alone at its table | n, t) = S^{n-1}_{t-1} / S^n_t (n = n_s[k] + 1)
+                        drop = np.random.random() < math.exp(logS[n_s[k], tk - 1] - logS[n_s[k] + 1, tk])
+                else:
+                    drop = t_s[k] > n_s[k]
+                if drop:
+                    t_s[k] -= 1
+                    T_s -= 1
+                    tsum[k] -= 1
+                    tsum_tot -= 1
+                opened = False
+                if exact:
+                    total = stm_crp_weights(p, pnew, n_s, t_s, tsum, tsum_tot, T_s, alpha, alpha_sum, a, b, w,
+                                            nwk, nk, beta, vbeta, frozen_phi, frozen)
+                    k = _draw_cumulative(p, total, K)
+                    opened = n_s[k] == 0 or (t_s[k] < mcap and np.random.random() * p[k] < pnew[k])
+                else:
+                    total = stm_topic_weights(p, n_s, t_s, tsum, tsum_tot, T_s, alpha, alpha_sum, a, b, ratio, w,
+                                              nwk, nk, beta, vbeta, frozen_phi, frozen)
+                    k = _draw_cumulative(p, total, K)
+                    opened = t_s[k] == 0  # case 3: a new table, its proxy customer goes to mu_i
+                z[i] = k
+                n_s[k] += 1
+                if not frozen:
+                    nwk[w, k] += 1
+                    nk[k] += 1
+                if opened:
+                    t_s[k] += 1
+                    T_s += 1
+                    tsum[k] += 1
+                    tsum_tot += 1
+                nn = n_s[k]
+                if nn >= 2:  # table count by (5.4) on [1, min(n, M_max)]
+                    tk = t_s[k]
+                    vmax = min(nn, mcap)
+                    stm_table_logweights(lw, nn, alpha[k], alpha_sum, tsum[k] - tk, tsum_tot - tk, T_s - tk,
+                                         a, b, logS, vmax)
+                    v = draw_log(lw, 1, vmax)
+                    T_s += v - tk
+                    tsum[k] += v - tk
+                    tsum_tot += v - tk
+                    t_s[k] = v
+
+
+@numba.njit(cache=True)
+def stm_b_auxiliary(seg_ptr, t, b, seed):
+    """(sum_ij T_ij, sum_ij log 1/q_ij) with q_ij ~ Beta(b, N_ij) for every non-empty segment (5.8, pitfall 11)."""
+    np.random.seed(seed)
+    S, K = t.shape
+    sum_t = 0.0
+    sum_log = 0.0
+    for s in range(S):
+        Ns = seg_ptr[s + 1] - seg_ptr[s]
+        if Ns == 0:
+            continue
+        for k in range(K):
+            sum_t += t[s, k]
+        q = np.random.beta(b, Ns)
+        sum_log -= math.log(max(q, 1e-300))
+    return sum_t, sum_log
+
+
+def _vector(value, K, name) -> list:
+    arr = np.broadcast_to(np.asarray(value, dtype=np.float64), (K,)).copy()
+    if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
+        raise ValueError(f"{name} must be a positive number or {K} positive numbers")
+    return arr.tolist()
+
+
+def check_pdp(a: float, b: float) -> None:
+    if not 0.0 <= a < 1.0:
+        raise ValueError(f"discount a must be in [0, 1), got {a}")
+    if not (np.isfinite(b) and b > 0):
+        raise ValueError(f"concentration b must be > 0, got {b}")
+
+
+def stirling_arrays(a: float, max_customers: int, m_max: int):
+    """(log S, ratio) arrays covering N <= max_customers + 1 and M <= min(max_customers, m_max)."""
+    cols = max(1, min(int(max_customers), int(m_max)))
+    table = stirling_table(a).ensure(int(max_customers) + 1, cols)
+    return table.log, table.ratio
+
+
+class STM(GibbsModel):
+    """Segmented Topic Model with the collapsed multiplicity Gibbs sampler (thesis ch. 5)."""
+
+    name = "stm"
+
+    def initial_hyper(self, **overrides) -> dict:
+        """Defaults alpha = 0.1, beta = 0.01, a = 0, b = 10 (sampled by (5.8) when a = 0), m_max = 1000.
+
+        Overrides (``None`` = default): ``alpha`` (scalar or K values), ``beta``, ``a``, ``b``, ``sample_b``,
+        ``b_burn_in`` (cycles before b is sampled), ``m_max`` (cap on a table count), ``sampler``: ``"cmgs"``
+        (thesis Algorithm 4, default) or ``"exact"`` (stochastic table removal + seating predictive, see
+        :func:`stm_sweep`; the thesis' deterministic removal is not exactly invariant, see tests/test_stm.py).
+        """
+        o = {k: v for k, v in overrides.items() if v is not None}
+        K = self.num_topics
+        hyper = {
+            "alpha": _vector(o.pop("alpha", DEFAULT_ALPHA), K, "alpha"),
+            "beta": float(o.pop("beta", DEFAULT_BETA)),
+            "a": float(o.pop("a", 0.0)),
+            "b": float(o.pop("b", DEFAULT_B)),
+            "sample_b": bool(o.pop("sample_b", True)),
+            "b_burn_in": int(o.pop("b_burn_in", 0)),
+            "m_max": int(o.pop("m_max", DEFAULT_M_MAX)),
+            "sampler": str(o.pop("sampler", "cmgs")),
+            "cycles": 0,
+        }
+        hyper.update(o)  # engine-level extras pass through untouched
+        if not (np.isfinite(hyper["beta"]) and hyper["beta"] > 0):
+            raise ValueError(f"beta must be > 0, got {hyper['beta']}")
+        check_pdp(hyper["a"], hyper["b"])
+        if hyper["m_max"] < 1:
+            raise ValueError("m_max must be >= 1")
+        if hyper["sampler"] not in ("cmgs", "exact"):
+            raise ValueError(f"sampler must be 'cmgs' or 'exact', got {hyper['sampler']!r}")
+        return hyper
+
+    @staticmethod
+    def _exact(hyper) -> bool:
+        return hyper.get("sampler", "cmgs") == "exact"
+
+    def samples_b(self, hyper) -> bool:
+        return bool(hyper.get("sample_b", True)) and float(hyper["a"]) == 0.0
+
+    @staticmethod
+    def _mcap(block: SegmentedBlock, hyper) -> int:
+        lengths = np.diff(block.seg_ptr)
+        lmax = int(lengths.max()) if lengths.size else 1
+        return max(1, min(lmax, int(hyper.get("m_max", DEFAULT_M_MAX))))
+
+    def init_state(self, block, hyper, nwk, nk, seed) -> dict:
+        z, n, t = stm_init(block.doc_ptr, block.seg_ptr, block.words, self.num_topics, self._mcap(block, hyper),
+                           nwk, nk, seed)
+        return {"z": z, "n": n, "t": t}
+
+    def sweep(self, block, state, hyper, nwk, nk, seed, frozen_phi=None) -> None:
+        a, b = float(hyper["a"]), float(hyper["b"])
+        check_pdp(a, b)
+        mcap = self._mcap(block, hyper)
+        lengths = np.diff(block.seg_ptr)
+        logS, ratio = stirling_arrays(a, int(lengths.max()) if lengths.size else 1, mcap)
+        frozen = frozen_phi is not None
+        phi = np.ascontiguousarray(frozen_phi, dtype=np.float64) if frozen else np.zeros((1, 1))
+        stm_sweep(block.doc_ptr, block.seg_ptr, block.words, state["z"], state["n"], state["t"], nwk, nk,
+                  np.asarray(hyper["alpha"], dtype=np.float64), float(hyper["beta"]), a, b, logS, ratio, mcap,
+                  phi, frozen, self._exact(hyper), seed)
+
+    def partition_stats(self, block, state, hyper, seed) -> np.ndarray:
+        """[sum_ij T_ij, sum_ij log 1/q_ij] with q_ij ~ Beta(b, N_ij) drawn here (5.8); zeros when b is fixed."""
+        if not self.samples_b(hyper):
+            return np.zeros(2)
+        return np.array(stm_b_auxiliary(block.seg_ptr, state["t"], float(hyper["b"]), seed))
+
+    def update_hyper(self, hyper, stats, num_documents, seed) -> dict:
+        """b ~ Gamma(shape = sum T, rate = sum log 1/q) (5.8; numpy's scale is 1/rate, pitfall 10)."""
+        hyper = dict(hyper, cycles=int(hyper.get("cycles", 0)) + 1)
+        if self.samples_b(hyper) and hyper["cycles"] > int(hyper.get("b_burn_in", 0)):
+            shape, rate = float(stats[0]), float(stats[1])
+            if shape > 0 and rate > 0:
+                hyper["b"] = float(np.random.default_rng(seed).gamma(shape, 1.0 / rate))
+        return hyper
+
+    def doc_topic(self, block, state, hyper) -> np.ndarray:
+        """(D, K) mu-hat_ik = (alpha_k + sum_j t_ijk) / sum_k (alpha_k + sum_j t_ijk) (5.5)."""
+        alpha = np.asarray(hyper["alpha"], dtype=np.float64)
+        tsum = np.zeros((block.n_docs, self.num_topics))
+        np.add.at(tsum, block.doc_of_segment(), state["t"])
+        theta = tsum + alpha
+        return theta / theta.sum(axis=1, keepdims=True)
+
+    def segment_topic(self, block, state, hyper) -> np.ndarray:
+        """(S, K) nu-hat_ijk = (n_ijk - a t_ijk) / (b + N_ij) + mu_ik (a T_ij + b) / (b + N_ij) (5.6)."""
+        a, b = float(hyper["a"]), float(hyper["b"])
+        mu = self.doc_topic(block, state, hyper)[block.doc_of_segment()]
+        n = state["n"].astype(np.float64)
+        t = state["t"].astype(np.float64)
+        N = n.sum(axis=1, keepdims=True)
+        T = t.sum(axis=1, keepdims=True)
+        return (n - a * t) / (b + N) + mu * (a * T + b) / (b + N)
