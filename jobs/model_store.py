@@ -13,6 +13,10 @@ A polylingual model (``model == "polylda"``) has, instead of ``vocab.parquet`` a
 (K x V_L) per language L, and ``languages`` / ``vocab_sizes`` in ``model.json``. A
 model with an informed prior also has ``prior.parquet`` (``topic``, ``name``,
 ``id``, ``term``, ``eta``: every prior entry that differs from the symmetric eta).
+
+A Gibbs model (``lda-gibbs``, ``stm``, ``seqlda``, ``adatm``; written by
+``jobs/train_gibbs.py``) has ``topic_word.npy`` (K x V posterior-mean probabilities,
+rows sum to 1) instead of ``lambda.npy``; :func:`load_model` puts it in ``lambda_``.
 """
 from __future__ import annotations
 
@@ -147,6 +151,10 @@ def load_model(directory: str) -> TopicModel:
             offset += len(v)
         return TopicModel(directory, meta, pd.concat(vocabs, ignore_index=True), np.hstack(lambdas))
     vocab = _read_vocab(storage.join(directory, "vocab.parquet"))
+    if not storage.exists(storage.join(directory, "lambda.npy")) and \
+            storage.exists(storage.join(directory, "topic_word.npy")):
+        # a Gibbs model: the K x V posterior-mean topic-word matrix (rows sum to 1) stands in for lambda
+        return TopicModel(directory, meta, vocab, storage.load_npy(storage.join(directory, "topic_word.npy")))
     lambda_ = storage.load_npy(storage.join(directory, "lambda.npy"))
     return TopicModel(directory, meta, vocab, lambda_)
 

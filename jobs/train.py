@@ -24,10 +24,12 @@ from jobs.corpus import load_corpus
 from jobs.informed_prior import PriorError, read_prior
 from jobs.informed_prior import build_prior as build_informed_prior
 from jobs.spark import get_spark
+from jobs.train_gibbs import REGISTRY as GIBBS_MODELS
+from jobs.train_gibbs import add_gibbs_arguments
 
 log = logging.getLogger("spark_topics.train")
 
-MODELS = ("lda", "polylda")
+MODELS = ("lda", "polylda") + tuple(GIBBS_MODELS)  # Gibbs models: jobs/train_gibbs.py
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -68,6 +70,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resume", action="store_true", help="continue from the last checkpoint")
     parser.add_argument("--keep-checkpoint", action="store_true", help="keep the checkpoint after success")
     parser.add_argument("--top-words", type=int, default=10, help="words per topic in the printed summary")
+    add_gibbs_arguments(parser)
 
 
 def validate(args, vocab_size: int) -> None:
@@ -231,6 +234,9 @@ def train_lda(spark, args) -> dict:
 
 
 def run(args) -> dict:
+    if args.model in GIBBS_MODELS:
+        from jobs.train_gibbs import run as run_gibbs
+        return run_gibbs(args)
     spark = get_spark("spark-topics train", args.master, args.conf)
     meta = train_lda(spark, args)
     print(storage.read_bytes(storage.join(args.output, "topics.txt")).decode("utf-8"), end="")

@@ -1,0 +1,99 @@
+"""Held-out perplexity of any Gibbs model (thesis eq 5.10, extract §9.1), the same estimator for every model.
+
+Protocol (document-level estimation, as the extract's note spells out): the
+topics are fixed to the trained posterior mean phi-hat (``frozen_phi``); the
+model's OWN sampler runs on each test document with only document-local counts
+(``z``, table counts, ...) updated; at each retained sample the segment topic
+proportions nu-hat (eqs 5.6 / 6.9 / 7.12; LDA: mu-hat) give every token
+
+    p(w_ijl) = sum_k nu-hat_ijk phi-hat_k,w_ijl,
+
+which is averaged over the samples, and
+
+    perplexity = exp(- sum_tokens log mean_s p_s(w) / number of tokens).
+
+The same words fit nu and are scored (no document-completion split), as in the
+thesis, so the numbers are optimistic relative to document completion but
+comparable across LDA_D, LDA_P, STM, SeqLDA and AdaTM.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from inference.gibbs.model import GibbsModel, SegmentedBlock, task_seed
+
+
+@dataclass
+class HeldoutSchedule:
+    """Sweeps per test document: ``iterations`` in all; samples at burn_in + j * lag, j = 1..samples."""
+    iterations: int = 50
+    burn_in: int = 25
+    lag: int = 5
+    samples: int = 5
+
+    def __post_init__(self):
+        if min(self.iterations, self.lag, self.samples) < 1 or self.burn_in < 0 \
+                or self.burn_in + self.samples * self.lag > self.iterations:
+            raise ValueError(f"held-out schedule: burn-in {self.burn_in} + {self.samples} samples x lag "
+                             f"{self.lag} must fit in {self.iterations} iterations")
+
+    @classmethod
+    def default(cls, iterations: int = 50, samples: int = 5) -> "HeldoutSchedule":
+        """Samples spread evenly over the second half of ``iterations``."""
+        samples = max(1, min(samples, iterations))
+        lag = max(1, (iterations - iterations // 2) // samples)
+        return cls(iterations, iterations - samples * lag, lag, samples)
+
+    def is_sample(self, t: int) -> bool:
+        return t > self.burn_in and (t - self.burn_in) % self.lag == 0 and \
+            (t - self.burn_in) // self.lag <= self.samples
+
+
+@numba.njit(cache=True)
+def add_word_probabilities(seg_ptr, words, nu, phi_vk, out):
+    """out_i += sum_k nu[s(i), k] phi_vk[w_i, k] for every token i of segment s(i)."""
+    K = nu.shape[1]
+    for s in range(seg_ptr.shape[0] - 1):
+        for i in range(seg_ptr[s], seg_ptr[s + 1]):
+            w = words[i]
+            p = 0.0
+            for k in range(K):
+                p += nu[s, k] * phi_vk[w, k]
+            out[i] += p
+
+
+def heldout_loglik(model: GibbsModel, block: SegmentedBlock, hyper: dict, phi_vk: np.ndarray,
+                   schedule: HeldoutSchedule, seed: int, partition: int) -> np.ndarray:
+    """``[sum_tokens log mean_s p_s(w), tokens, documents]`` of one block (as it comes from the corpus).
+
+    ``phi_vk`` is V x K (column k = phi-hat_k). Draws are seeded by
+    ``task_seed(seed, iteration, partition, 10 + purpose)``, so a retried task
+    gives the same number.
+    """
+    n_docs = float(block.n_docs)
+    block = model.prepare_block(block)
+    if block.n_tokens == 0:
+        return np.array([0.0, 0.0, n_docs])
+    phi_vk = np.ascontiguousarray(phi_vk, dtype=np.float64)
+    V, K = phi_vk.shape
+    nwk = np.zeros((V, K), dtype=np.int32)   # init_state adds into these; frozen sweeps never read them
+    nk = np.zeros(K, dtype=np.int64)
+    state = model.init_state(block, hyper, nwk, nk, task_seed(seed, 0, partition, 10))
+    prob = np.zeros(block.n_tokens)
+    taken = 0
+    for t in range(1, schedule.iterations + 1):
+        model.sweep(block, state, hyper, nwk, nk, task_seed(seed, t, partition, 10), frozen_phi=phi_vk)
+        model.local_hyper_update(block, state, hyper, task_seed(seed, t, partition, 11))
+        if schedule.is_sample(t):
+            nu = np.ascontiguousarray(model.segment_topic(block, state, hyper), dtype=np.float64)
+            add_word_probabilities(block.seg_ptr, block.words, nu, phi_vk, prob)
+            taken += 1
+    return np.array([float(np.log(prob / taken).sum()), float(block.n_tokens), n_docs])
+
+
+def perplexity(loglik: float, tokens: float) -> float:
+    """exp(- loglik / tokens) (eq 5.10)."""
+    return float(np.exp(-loglik / tokens))

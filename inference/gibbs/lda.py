@@ -1,0 +1,202 @@
+"""Collapsed Gibbs LDA (thesis ch. 4, Griffiths & Steyvers 2004) on the Gibbs engine: LDA_D and LDA_P.
+
+Conditional (4.3), with all counts excluding the token being resampled:
+
+    p(z_il = k | .) ∝ (m_ik + alpha_k) (n_kw + beta) / (n_k + V beta)
+
+``LdaGibbs`` samples at document level (LDA_D); ``LdaGibbs(segment_level=True)``
+treats every segment as a document (LDA_P / LDA_S of the thesis, via
+:meth:`SegmentedBlock.as_segment_documents`). The per-partition state is only
+``z``: the document-topic counts m_ik are rebuilt from ``z`` at the start of
+each document, so nothing else needs storing or checkpointing.
+
+Asymmetric alpha is learnt by Minka's (2000) fixed-point iteration
+(thesis §8: "fastfit" for the LDA baselines),
+
+    alpha_k <- alpha_k * sum_i [Psi(m_ik + alpha_k) - Psi(alpha_k)]
+                        / sum_i [Psi(m_i + alpha_0) - Psi(alpha_0)],
+
+one step per Gibbs cycle: each partition returns the two digamma sums at the
+broadcast alpha (``partition_stats``, exact), the driver sums them and steps.
+beta (the thesis' gamma) is fixed.
+"""
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from inference.gibbs.model import GibbsModel, SegmentedBlock, word_weight
+from inference.special import digamma
+
+DEFAULT_ALPHA = 0.1
+DEFAULT_BETA = 0.01
+ALPHA_FLOOR = 1e-6  # Minka's step keeps alpha_k > 0 except for a topic no document uses
+
+
+@numba.njit(cache=True)
+def lda_init(words, num_topics, nwk, nk, seed):
+    """Uniformly random z (thesis §11.1); adds the counts into ``nwk``/``nk``."""
+    np.random.seed(seed)
+    z = np.empty(words.shape[0], dtype=np.int32)
+    for i in range(words.shape[0]):
+        k = np.random.randint(0, num_topics)
+        z[i] = k
+        nwk[words[i], k] += 1
+        nk[k] += 1
+    return z
+
+
+@numba.njit(cache=True)
+def lda_sweep(token_ptr, words, z, nwk, nk, alpha, beta, frozen_phi, frozen, seed):
+    """One Gibbs cycle of eq (4.3) over every token, documents in order; ``z``, ``nwk``, ``nk`` in place.
+
+    A tight O(K) loop: the document's topic counts are a dense K vector and the
+    word's counts one contiguous row of ``nwk``; 1 / (n_k + V beta) is kept per
+    topic and refreshed for the two topics a move touches. With ``frozen`` the
+    word factor is ``frozen_phi[w, k]`` and ``nwk``/``nk`` are not touched.
+    """
+    np.random.seed(seed)
+    K = alpha.shape[0]
+    vbeta = nwk.shape[0] * beta
+    ndk = np.zeros(K, dtype=np.int64)
+    cum = np.empty(K, dtype=np.float64)
+    inv = np.empty(K, dtype=np.float64)
+    if not frozen:
+        for k in range(K):
+            inv[k] = 1.0 / (nk[k] + vbeta)
+    for d in range(token_ptr.shape[0] - 1):
+        start, end = token_ptr[d], token_ptr[d + 1]
+        ndk[:] = 0
+        for i in range(start, end):
+            ndk[z[i]] += 1
+        for i in range(start, end):
+            w = words[i]
+            old = z[i]
+            ndk[old] -= 1
+            total = 0.0
+            if frozen:
+                for k in range(K):
+                    total += (ndk[k] + alpha[k]) * word_weight(nwk, nk, w, k, beta, vbeta, frozen_phi, True)
+                    cum[k] = total
+            else:
+                nwk[w, old] -= 1
+                nk[old] -= 1
+                inv[old] = 1.0 / (nk[old] + vbeta)
+                for k in range(K):
+                    total += (ndk[k] + alpha[k]) * (nwk[w, k] + beta) * inv[k]
+                    cum[k] = total
+            u = np.random.random() * total
+            new = 0
+            while new < K - 1 and cum[new] <= u:
+                new += 1
+            z[i] = new
+            ndk[new] += 1
+            if not frozen:
+                nwk[w, new] += 1
+                nk[new] += 1
+                inv[new] = 1.0 / (nk[new] + vbeta)
+
+
+@numba.njit(cache=True)
+def doc_topic_counts(token_ptr, z, num_topics):
+    """(D, K) int64 m_ik: tokens of document i assigned to topic k."""
+    D = token_ptr.shape[0] - 1
+    ndk = np.zeros((D, num_topics), dtype=np.int64)
+    for d in range(D):
+        for i in range(token_ptr[d], token_ptr[d + 1]):
+            ndk[d, z[i]] += 1
+    return ndk
+
+
+@numba.njit(cache=True)
+def minka_statistics(ndk, alpha):
+    """(K + 2,) sum_i [Psi(m_ik + alpha_k) - Psi(alpha_k)] per k, sum_i [Psi(m_i + alpha_0) - Psi(alpha_0)],
+    and the number of documents with at least one token."""
+    D, K = ndk.shape
+    out = np.zeros(K + 2)
+    alpha0 = 0.0
+    for k in range(K):
+        alpha0 += alpha[k]
+    psi_alpha = np.empty(K)
+    for k in range(K):
+        psi_alpha[k] = digamma(alpha[k])
+    psi_alpha0 = digamma(alpha0)
+    for d in range(D):
+        n = 0
+        for k in range(K):
+            c = ndk[d, k]
+            if c > 0:
+                out[k] += digamma(c + alpha[k]) - psi_alpha[k]
+                n += c
+        if n > 0:
+            out[K] += digamma(n + alpha0) - psi_alpha0
+            out[K + 1] += 1.0
+    return out
+
+
+def minka_step(alpha: np.ndarray, stats: np.ndarray) -> np.ndarray:
+    """One fixed-point step alpha_k <- alpha_k S_k / S_0 (Minka 2000, eq. 55) from :func:`minka_statistics`."""
+    K = alpha.shape[0]
+    numer, denom = stats[:K], stats[K]
+    if not denom > 0:  # no tokens anywhere: nothing to learn from
+        return alpha.copy()
+    return np.maximum(alpha * numer / denom, ALPHA_FLOOR)
+
+
+class LdaGibbs(GibbsModel):
+    """Collapsed Gibbs LDA; ``segment_level=True`` gives LDA_P (every segment a document)."""
+
+    name = "lda-gibbs"
+
+    def __init__(self, num_topics: int, vocab_size: int, segment_level: bool = False):
+        super().__init__(num_topics, vocab_size)
+        self.segment_level = bool(segment_level)
+
+    def initial_hyper(self, alpha=None, beta=None, optimize_alpha=True, alpha_burn_in=0) -> dict:
+        """``alpha``: a positive scalar (symmetric start) or K values; ``beta`` > 0 symmetric and fixed;
+        alpha is optimised after ``alpha_burn_in`` cycles unless ``optimize_alpha`` is false."""
+        K = self.num_topics
+        a = np.full(K, DEFAULT_ALPHA) if alpha is None else np.broadcast_to(
+            np.asarray(alpha, dtype=np.float64), (K,)).copy()
+        b = DEFAULT_BETA if beta is None else float(beta)
+        if a.shape != (K,) or not np.all(np.isfinite(a)) or np.any(a <= 0):
+            raise ValueError(f"alpha must be a positive number or {K} positive numbers")
+        if not np.isfinite(b) or b <= 0:
+            raise ValueError(f"beta must be a positive number, got {beta}")
+        if int(alpha_burn_in) < 0:
+            raise ValueError("alpha_burn_in must be >= 0")
+        return {"alpha": a.tolist(), "beta": b, "optimize_alpha": bool(optimize_alpha),
+                "alpha_burn_in": int(alpha_burn_in), "cycles": 0}
+
+    def prepare_block(self, block: SegmentedBlock) -> SegmentedBlock:
+        return block.as_segment_documents() if self.segment_level else block
+
+    def init_state(self, block, hyper, nwk, nk, seed) -> dict:
+        return {"z": lda_init(block.words, self.num_topics, nwk, nk, seed)}
+
+    def sweep(self, block, state, hyper, nwk, nk, seed, frozen_phi=None) -> None:
+        frozen = frozen_phi is not None
+        phi = frozen_phi if frozen else np.zeros((1, 1))
+        lda_sweep(block.token_ptr(), block.words, state["z"], nwk, nk,
+                  np.asarray(hyper["alpha"], dtype=np.float64), float(hyper["beta"]), phi, frozen, seed)
+
+    def partition_stats(self, block, state, hyper, seed) -> np.ndarray:
+        ndk = doc_topic_counts(block.token_ptr(), state["z"], self.num_topics)
+        return minka_statistics(ndk, np.asarray(hyper["alpha"], dtype=np.float64))
+
+    def update_hyper(self, hyper, stats, num_documents, seed) -> dict:
+        hyper = dict(hyper, cycles=int(hyper.get("cycles", 0)) + 1)
+        if hyper.get("optimize_alpha", True) and hyper["cycles"] > hyper.get("alpha_burn_in", 0):
+            hyper["alpha"] = minka_step(np.asarray(hyper["alpha"], dtype=np.float64), stats).tolist()
+        return hyper
+
+    def doc_topic(self, block, state, hyper) -> np.ndarray:
+        """(D, K) mu-hat_ik = (m_ik + alpha_k) / (m_i + alpha_0) (thesis ch. 4)."""
+        alpha = np.asarray(hyper["alpha"], dtype=np.float64)
+        ndk = doc_topic_counts(block.token_ptr(), state["z"], self.num_topics)
+        theta = ndk + alpha
+        return theta / theta.sum(axis=1, keepdims=True)
+
+    def segment_topic(self, block, state, hyper) -> np.ndarray:
+        """(S, K): every segment gets its document's row."""
+        return self.doc_topic(block, state, hyper)[block.doc_of_segment()]

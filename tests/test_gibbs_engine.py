@@ -1,0 +1,214 @@
+"""The Gibbs engine on Spark: equal to the single-process reference, deterministic across partitions,
+recomputation, masters and a killed-and-resumed run; every registered model runs on it."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import train_args
+from drivers.gibbs import GibbsEngine, GibbsSettings, SampleSchedule
+from gibbs_corpus import sample_segmented_lda, terms, write_segmented_corpus
+from inference.gibbs.local import run_local, topic_word_estimate
+from inference.gibbs.model import SegmentedBlock
+from jobs import train_gibbs
+from jobs.segments import load_segmented_corpus
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(scope="module")
+def small_corpus(tmp_path_factory):
+    docs, beta = sample_segmented_lda(n_docs=60, n_segments=3, seg_length=12, n_topics=3, vocab_size=40,
+                                      alpha=0.3, eta=0.1, seed=11, segment_alpha=5.0)
+    directory = write_segmented_corpus(tmp_path_factory.mktemp("gibbs_small") / "corpus", docs, terms(40))
+    return directory, docs
+
+
+def _theta(path, columns=("doc_id",)):
+    frame = pd.read_parquet(path).sort_values(list(columns))
+    return np.stack(frame["theta"].to_numpy())
+
+
+# --------------------------------------------------------------------------- schedule
+
+def test_sample_schedule():
+    s = SampleSchedule.resolve(1000)
+    assert (s.burn_in, s.lag, s.samples) == (500, 100, 5)           # the thesis' STM schedule
+    assert [t for t in range(1, 1001) if s.is_sample(t)] == [600, 700, 800, 900, 1000]
+    s = SampleSchedule.resolve(2000, burn_in=1500, lag=100)
+    assert [t for t in range(1, 2001) if s.is_sample(t)] == [1600, 1700, 1800, 1900, 2000]
+    s = SampleSchedule.resolve(3)
+    assert s.samples == 3 and s.burn_in == 0 and s.lag == 1
+    with pytest.raises(ValueError, match="more than --iterations"):
+        SampleSchedule.resolve(10, burn_in=8, lag=2, samples=2)
+
+
+# --------------------------------------------------------------------------- equal to run_local
+
+@pytest.mark.parametrize("segment_level", [False, True], ids=["LDA_D", "LDA_P"])
+def test_single_partition_equals_run_local(spark_session, small_corpus, tmp_path, segment_level):
+    """One partition on Spark (with a checkpoint reload in the middle) = run_local, bit for bit."""
+    corpus, docs = small_corpus
+    extra = ["--segment-level"] if segment_level else []
+    meta = train_gibbs.train_gibbs(spark_session, train_args(
+        corpus, tmp_path / "m", "--model", "lda-gibbs", "--topics", 3, "--iterations", 8, "--burn-in", 7,
+        "--lag", 1, "--samples", 1, "--partitions", 1, "--checkpoint-every", 3, "--seed", 5, *extra))
+
+    model = train_gibbs.make_model("lda-gibbs", 3, 40, segment_level)
+    block = SegmentedBlock.from_segments(docs)
+    hypers = {}
+    prepared, state, hyper, nwk, nk = run_local(model, block, 8, seed=5,
+                                                on_iteration=lambda t, s, h: hypers.__setitem__(t, h))
+    assert meta["alpha"] == hyper["alpha"]                      # JSON keeps floats exactly
+    np.testing.assert_array_equal(np.load(tmp_path / "m" / "topic_word.npy"),
+                                  topic_word_estimate(nwk, nk, hyper["beta"]))
+    # proportions of the one sample (iteration 8) use the alpha broadcast for it: after iteration 7's update
+    seg = model.segment_topic(prepared, state, hypers[7])
+    np.testing.assert_array_equal(_theta(tmp_path / "m" / "segment_topics.parquet", ("doc_id", "segment")), seg)
+    if not segment_level:
+        np.testing.assert_array_equal(_theta(tmp_path / "m" / "doc_topics.parquet"),
+                                      model.doc_topic(prepared, state, hypers[7]))
+    else:  # LDA_P: a document's proportions are the token-weighted mean of its segments'
+        lengths = np.diff(block.seg_ptr)
+        expected = np.add.reduceat(seg * lengths[:, None], block.doc_ptr[:-1], axis=0)
+        np.testing.assert_allclose(_theta(tmp_path / "m" / "doc_topics.parquet"),
+                                   expected / expected.sum(1, keepdims=True), rtol=1e-12)
+    assert meta["samples_taken"] == 1 and len(meta["trace"]) == 8
+    assert not (tmp_path / "m" / "_checkpoint").exists()
+
+
+# --------------------------------------------------------------------------- recomputation = retries
+
+def test_recomputed_partitions_give_the_same_model(spark_session, small_corpus, tmp_path):
+    """Dropping the cached state mid-run makes Spark re-run earlier sweep tasks (as a retry would): same model."""
+    corpus, _ = small_corpus
+    loaded = load_segmented_corpus(spark_session, corpus, 3)
+    try:
+        results = []
+        for drop in (False, True):
+            model = train_gibbs.make_model("lda-gibbs", 3, 40)
+            engine = GibbsEngine(spark_session.sparkContext, model,
+                                 GibbsSettings(SampleSchedule.resolve(9, 5, 2, 2), seed=1, checkpoint_every=4),
+                                 str(tmp_path / f"ckpt{drop}"))
+
+            def on_iteration(record, engine=engine, drop=drop):
+                if drop and record.iteration in (3, 6):
+                    engine._states.unpersist()   # lost executor: recompute from the lineage
+
+            result = engine.fit(loaded.blocks, 3, model.initial_hyper(), on_iteration=on_iteration)
+            results.append((result.topic_word, result.hyper, [r.loglik for r in result.trace]))
+            engine.release()
+        (tw0, h0, l0), (tw1, h1, l1) = results
+        np.testing.assert_array_equal(tw0, tw1)
+        assert h0 == h1 and l0 == l1
+    finally:
+        loaded.blocks.unpersist()
+
+
+# --------------------------------------------------------------------------- masters and resume
+
+def run_cli(*args, **popen):
+    env = dict(os.environ, PYTHONPATH=REPO, SPARK_TOPICS_SPARK_LOG_LEVEL="ERROR")
+    return subprocess.Popen([sys.executable, "-m", "jobs.cli", *map(str, args)], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **popen)
+
+
+def test_local1_killed_and_resumed_equals_local2(spark_session, tmp_path_factory, tmp_path):
+    """A local[1] run SIGKILLed mid-way and resumed ends with the uninterrupted local[2] model."""
+    docs, _ = sample_segmented_lda(n_docs=300, n_segments=4, seg_length=20, n_topics=5, vocab_size=200,
+                                   alpha=0.2, eta=0.05, seed=3)
+    corpus = write_segmented_corpus(tmp_path_factory.mktemp("gibbs_resume") / "corpus", docs, terms(200))
+    common = ["--model", "lda-gibbs", "--topics", 5, "--iterations", 30, "--burn-in", 20, "--lag", 5,
+              "--samples", 2, "--partitions", 3, "--checkpoint-every", 2, "--seed", 9]
+    reference = tmp_path / "reference"
+    train_gibbs.train_gibbs(spark_session, train_args(corpus, reference, *common))
+
+    killed = tmp_path / "killed"
+    proc = run_cli("train", "--corpus", corpus, "--output", killed, *common, "--master", "local[1]",
+                   start_new_session=True)
+    state = killed / "_checkpoint" / "state.json"
+    deadline = time.time() + 180
+    while time.time() < deadline:
+        if state.exists():
+            try:
+                if json.loads(state.read_text())["iteration"] >= 22:   # after the first sample
+                    break
+            except (ValueError, KeyError):
+                pass
+        assert proc.poll() is None, proc.stdout.read()
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    done = json.loads(state.read_text())["iteration"]
+    assert 22 <= done < 30, "the run must be killed in the middle"
+    assert not (killed / "model.json").exists()
+
+    resumed = run_cli("train", "--corpus", corpus, "--output", killed, *common, "--master", "local[1]", "--resume")
+    output = resumed.communicate(timeout=300)[0]
+    assert resumed.returncode == 0, output
+    assert "resuming from checkpoint" in output and f"after iteration {done}" in output
+    np.testing.assert_array_equal(np.load(reference / "topic_word.npy"), np.load(killed / "topic_word.npy"))
+    ref, res = (json.loads((d / "model.json").read_text()) for d in (reference, killed))
+    assert ref["hyper"] == res["hyper"]
+    assert [r["loglik"] for r in ref["trace"]] == [r["loglik"] for r in res["trace"]]
+    np.testing.assert_array_equal(_theta(reference / "segment_topics.parquet", ("doc_id", "segment")),
+                                  _theta(killed / "segment_topics.parquet", ("doc_id", "segment")))
+
+
+# --------------------------------------------------------------------------- every registered model
+
+@pytest.mark.parametrize("name", sorted(train_gibbs.REGISTRY))
+def test_registered_model_on_spark_equals_run_local(spark_session, small_corpus, tmp_path, name):
+    """Each registered model trains on Spark (one partition) exactly as run_local runs it; rows sum to 1."""
+    try:
+        train_gibbs.model_class(name)
+    except SystemExit as exc:
+        pytest.skip(f"{name} not available yet: {exc}")
+    corpus, docs = small_corpus
+    meta = train_gibbs.train_gibbs(spark_session, train_args(
+        corpus, tmp_path / name, "--model", name, "--topics", 3, "--iterations", 4, "--burn-in", 3,
+        "--lag", 1, "--samples", 1, "--partitions", 1, "--seed", 2))
+    topic_word = np.load(tmp_path / name / "topic_word.npy", allow_pickle=False)
+    assert topic_word.shape == (3, 40)
+    np.testing.assert_allclose(topic_word.sum(axis=1), 1.0, rtol=1e-12)
+    model = train_gibbs.make_model(name, 3, 40)
+    _, _, hyper, nwk, nk = run_local(model, SegmentedBlock.from_segments(docs), 4, seed=2)
+    np.testing.assert_array_equal(topic_word, topic_word_estimate(nwk, nk, hyper["beta"]))
+    assert json.dumps(meta["hyper"], sort_keys=True) == json.dumps(hyper, sort_keys=True)
+    seg = _theta(tmp_path / name / "segment_topics.parquet", ("doc_id", "segment"))
+    assert seg.shape == (sum(len(s) for _, s in docs), 3)
+    np.testing.assert_allclose(seg.sum(axis=1), 1.0, rtol=1e-9)
+
+
+# --------------------------------------------------------------------------- bad input
+
+def test_bad_input(spark_session, small_corpus, tmp_path):
+    corpus, docs = small_corpus
+    plain = write_segmented_corpus(tmp_path / "plain", docs, terms(40), segmented=False)
+    if "stm" in train_gibbs.REGISTRY:
+        with pytest.raises(SystemExit, match="no segments"):
+            train_gibbs.train_gibbs(spark_session, train_args(plain, tmp_path / "m", "--model", "stm",
+                                                              "--topics", 3))
+    with pytest.raises(SystemExit, match="more than --iterations"):
+        train_gibbs.train_gibbs(spark_session, train_args(corpus, tmp_path / "m", "--model", "lda-gibbs",
+                                                          "--topics", 3, "--iterations", 5, "--burn-in", 4,
+                                                          "--samples", 2))
+    with pytest.raises(SystemExit, match="does not take"):
+        train_gibbs.train_gibbs(spark_session, train_args(corpus, tmp_path / "m", "--model", "lda-gibbs",
+                                                          "--topics", 3, "--lambda-s", 1.0))
+    with pytest.raises(SystemExit, match="beta must be a positive"):
+        train_gibbs.train_gibbs(spark_session, train_args(corpus, tmp_path / "m", "--model", "lda-gibbs",
+                                                          "--topics", 3, "--beta", -1))
+    with pytest.raises(SystemExit, match="larger than the vocabulary"):
+        train_gibbs.train_gibbs(spark_session, train_args(corpus, tmp_path / "m", "--model", "lda-gibbs",
+                                                          "--topics", 41))
+    with pytest.raises(SystemExit, match="segment-level applies"):
+        train_gibbs.make_model("stm", 3, 40, segment_level=True)
