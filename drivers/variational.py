@@ -161,6 +161,8 @@ class VariationalEngine:
             start, trace, converged = 0, [], False
             alpha = self._initial_alpha(K)
             lambda_ = initial_lambda(K, V, s.seed)
+            if hasattr(self.prior, "shape_initial_lambda"):
+                lambda_ = self.prior.shape_initial_lambda(lambda_)
         exp_elogbeta, prior_terms, entropy_terms, _ = topic_parameters(lambda_, self.prior, self.layout)
 
         t = start

@@ -82,6 +82,16 @@ class DirichletPrior:
             out[ids] = values
         return out
 
+    def shape_initial_lambda(self, lambda0: np.ndarray) -> np.ndarray:
+        """Seed the random lambda^(0) of informed topics with their prior's shape (thesis §3.2.4: "lambda
+        is randomly initialized or otherwise seeded"): lambda0_k * eta_k / mean(eta_k), so the first E-step
+        already sees seed words as likely under their topic and the total mass of the row is unchanged."""
+        out = np.array(lambda0, dtype=np.float64, copy=True)
+        for k in self.overrides:
+            row = self.row(k)
+            out[k] *= row / row.mean()
+        return out
+
     def entries(self):
         """``(topic, word_id, value)`` arrays of every override (the sparse part of the prior)."""
         topics = [np.full(len(ids), k) for k, (ids, _) in sorted(self.overrides.items())]

@@ -90,3 +90,27 @@ def hellinger_matched(estimated, truth):
     h = np.sqrt(0.5 * ((np.sqrt(estimated[:, None, :]) - np.sqrt(truth[None, :, :])) ** 2).sum(-1))
     rows, cols = linear_sum_assignment(h)
     return h[rows, cols]
+
+
+SAMPLE_DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "sample_data")
+
+
+@pytest.fixture(scope="session")
+def sample_corpus(spark_session, tmp_path_factory):
+    """sample_data/web_chapters.jsonl.gz prepared with the default options: (directory, corpus.json)."""
+    from jobs.prepare import prepare_corpus
+
+    out = str(tmp_path_factory.mktemp("sample") / "corpus")
+    meta = prepare_corpus(spark_session, os.path.join(SAMPLE_DATA, "web_chapters.jsonl.gz"), out)
+    return out, meta
+
+
+@pytest.fixture(scope="session")
+def sample_model(spark_session, sample_corpus, tmp_path_factory):
+    from jobs.train import train_lda
+
+    corpus, _ = sample_corpus
+    out = tmp_path_factory.mktemp("sample_model") / "model"
+    meta = train_lda(spark_session, train_args(corpus, out, "--topics", 12, "--iterations", 15,
+                                                     "--tol", 0, "--seed", 1, "--optimize-eta"))
+    return out, meta

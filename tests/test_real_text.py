@@ -1,33 +1,11 @@
 """The README's main path on real text: prepare sample_data, train LDA, read the topics back."""
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 
-from conftest import train_args
-from jobs import model_store, train
-from jobs.prepare import prepare_corpus
+from jobs import model_store
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SAMPLE = os.path.join(REPO, "sample_data", "web_chapters.jsonl.gz")
-
-
-@pytest.fixture(scope="module")
-def sample_corpus(spark_session, tmp_path_factory):
-    out = str(tmp_path_factory.mktemp("sample") / "corpus")
-    meta = prepare_corpus(spark_session, SAMPLE, out)
-    return out, meta
-
-
-@pytest.fixture(scope="module")
-def sample_model(spark_session, sample_corpus, tmp_path_factory):
-    corpus, _ = sample_corpus
-    out = tmp_path_factory.mktemp("sample_model") / "model"
-    meta = train.train_lda(spark_session, train_args(corpus, out, "--topics", 12, "--iterations", 15,
-                                                     "--tol", 0, "--seed", 1, "--optimize-eta"))
-    return out, meta
 
 
 def test_elbo_non_decreasing_on_real_text(sample_model):
