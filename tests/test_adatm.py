@@ -184,7 +184,8 @@ def test_conditional_matches_joint_likelihood(a, frozen):
         st = {k: v.copy() for k, v in state.items()}
         nw, n_k = nwk.copy(), nk.copy()
         model.remove_token(block, st, nw, n_k, token, seed=token)
-        fast = model.conditional(block, st, hyper, nw, n_k, token, frozen_phi=phi)
+        fast, totals = model.conditional(block, st, hyper, nw, n_k, token, frozen_phi=phi)
+        np.testing.assert_allclose(totals, fast.sum(1), rtol=1e-12)   # topic pass == sum over u
         fast = fast / fast.sum()
         slow = slow_conditional(block, st, hyper, nw, token, frozen_phi=phi)
         np.testing.assert_allclose(fast, slow, rtol=1e-9, atol=1e-13)
@@ -211,7 +212,7 @@ def test_conditional_enumerates_backward_chains_when_topic_present():
         st = {k: v.copy() for k, v in state.items()}
         nw, n_k = nwk.copy(), nk.copy()
         model.remove_token(block, st, nw, n_k, token, seed=token)
-        p = model.conditional(block, st, hyper, nw, n_k, token)
+        p = model.conditional(block, st, hyper, nw, n_k, token)[0]
         j = g - block.doc_ptr[np.searchsorted(block.doc_ptr, g, side="right") - 1]
         for k in range(K):
             c_prev = st["n"][g - 1, k] + st["t"][g, k]

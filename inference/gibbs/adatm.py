@@ -250,6 +250,53 @@ def _topic_terms(k, g, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, sdk, sdt, alpha_k, a
 
 
 @numba.njit(cache=True)
+def _topic_totals(g, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, dk, a, b, lam_s, lam_t, A, P, total):
+    """sum_u p(z=k, u) for every k at once (the row sums of :func:`_topic_terms`, without F_k).
+
+    Walks the nodes x = g..sg0 once with k innermost (contiguous rows of n, t, s): at node x,
+    total_k += P_k (H_x a0 + E_x a1 dk_k) adds the chain (1, x+1) joining at x [(7.9); (7.8) at x = g, P = 1]
+    and the chain (-1, x) [(7.10)]; then P_k *= G_x a1 extends the chain of t-tables through x. Per node:
+    H = 1/(b + N_x + T_{x+1}), E = (b + a(T_x+S_x)) H (S_x+lambda_S)/(S_x+T_x+lambda_S+lambda_T) (no edge
+    factor at the first segment), G = the same with (T_x+lambda_T).
+    """
+    K = n.shape[1]
+    for k in range(K):
+        P[k] = 1.0
+        total[k] = 0.0
+    for x in range(g, sg0 - 1, -1):
+        C = Nseg[x]
+        if x + 1 < sg1:
+            C += Tseg[x + 1]
+        H = 1.0 / (b + C)
+        newt = (b + a * (Tseg[x] + Sseg[x])) * H
+        if x == sg0:
+            E = newt
+            G = 0.0
+        else:
+            denom = Sseg[x] + Tseg[x] + lam_s + lam_t
+            E = newt * (Sseg[x] + lam_s) / denom
+            G = newt * (Tseg[x] + lam_t) / denom
+        if x + 1 < sg1:
+            for k in range(K):
+                c = n[x, k] + t[x + 1, k]
+                m = s[x, k] + t[x, k]
+                a0 = A[c, m, 0]
+                a1 = A[c, m, 1]
+                pk = P[k]
+                total[k] += pk * (H * a0 + E * a1 * dk[k])
+                P[k] = pk * G * a1
+        else:
+            for k in range(K):
+                c = n[x, k]
+                m = s[x, k] + t[x, k]
+                a0 = A[c, m, 0]
+                a1 = A[c, m, 1]
+                pk = P[k]
+                total[k] += pk * (H * a0 + E * a1 * dk[k])
+                P[k] = pk * G * a1
+
+
+@numba.njit(cache=True)
 def _decode(idx, sg0):
     """buf index -> (u1, u2) (global segment index u2)."""
     if idx == 0:
@@ -279,7 +326,7 @@ def _sample_slot(buf, nb):
 
 @numba.njit(cache=True)
 def _resample_token(i, g, sg0, sg1, words, z, n, t, s, Nseg, Tseg, Sseg, sd, sdt, nwk, nk, alpha, alpha_sum,
-                    beta, vbeta, a, b, lam_s, lam_t, A, frozen_phi, frozen, exact, buf, p):
+                    beta, vbeta, a, b, lam_s, lam_t, A, frozen_phi, frozen, exact, buf, p, P, dk):
     """Remove token i (Algorithm 6) and draw its (z, u) jointly from (7.8)-(7.10) (Algorithm 7); returns sdt."""
     K = n.shape[1]
     w = words[i]
@@ -301,11 +348,13 @@ def _resample_token(i, g, sg0, sg1, words, z, n, t, s, Nseg, Tseg, Sseg, sd, sdt
         for q in range(1 + 2 * (xb + 1 - sg0), nb):
             buf[q] = 0.0
     else:
+        inv_doc = 1.0 / (alpha_sum + sdt)
+        for kk in range(K):
+            dk[kk] = (alpha[kk] + sd[kk]) * inv_doc
+        _topic_totals(g, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, dk, a, b, lam_s, lam_t, A, P, p)
         tot = 0.0
         for kk in range(K):
-            f = word_weight(nwk, nk, w, kk, beta, vbeta, frozen_phi, frozen)
-            tot += f * _topic_terms(kk, g, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, sd[kk], sdt, alpha[kk],
-                                    alpha_sum, a, b, lam_s, lam_t, A, buf)
+            tot += word_weight(nwk, nk, w, kk, beta, vbeta, frozen_phi, frozen) * p[kk]
             p[kk] = tot
         r = np.random.random() * tot
         k = 0
@@ -348,6 +397,8 @@ def _sweep_kernel(doc_ptr, seg_ptr, words, z, n, t, s, nwk, nk, alpha, beta, a, 
         maxj = max(maxj, doc_ptr[d + 1] - doc_ptr[d])
     buf = np.zeros(1 + 2 * maxj)
     p = np.zeros(K)
+    P = np.zeros(K)
+    dk = np.zeros(K)
     for d in range(doc_ptr.shape[0] - 1):
         sg0 = doc_ptr[d]
         sg1 = doc_ptr[d + 1]
@@ -356,14 +407,14 @@ def _sweep_kernel(doc_ptr, seg_ptr, words, z, n, t, s, nwk, nk, alpha, beta, a, 
             for i in range(seg_ptr[g], seg_ptr[g + 1]):
                 sdt = _resample_token(i, g, sg0, sg1, words, z, n, t, s, Nseg, Tseg, Sseg, sd, sdt, nwk, nk,
                                       alpha, alpha_sum, beta, vbeta, a, b, lam_s, lam_t, A, frozen_phi, frozen,
-                                      exact, buf, p)
+                                      exact, buf, p, P, dk)
 
 
 @numba.njit(cache=True)
 def _conditional_kernel(doc_ptr, seg_ptr, words, token, n, t, s, nwk, nk, alpha, beta, a, b, lam_s, lam_t, A,
                         frozen_phi, frozen):
-    """The (K, 1 + 2J) matrix of joint weights p(z=k, u) (incl. F_k) for ``token``, whose counts must already
-    be removed from ``n``/``t``/``s``/``nwk``; same code path as the sweep (for tests)."""
+    """The (K, 1 + 2J) joint weights p(z=k, u) (incl. F_k) for ``token``, whose counts must already be removed
+    from ``n``/``t``/``s``/``nwk``, and the (K,) topic totals; the sweep's code paths (for tests)."""
     K = n.shape[1]
     V = nwk.shape[0]
     S = n.shape[0]
@@ -381,13 +432,19 @@ def _conditional_kernel(doc_ptr, seg_ptr, words, token, n, t, s, nwk, nk, alpha,
     out = np.zeros((K, 1 + 2 * J))
     buf = np.zeros(1 + 2 * J)
     w = words[token]
+    dk = np.zeros(K)
+    for k in range(K):
+        dk[k] = (alpha[k] + sd[k]) / (alpha_sum + sdt)
+    totals = np.zeros(K)
+    _topic_totals(g, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, dk, a, b, lam_s, lam_t, A, np.zeros(K), totals)
     for k in range(K):
         f = word_weight(nwk, nk, w, k, beta, V * beta, frozen_phi, frozen)
         _topic_terms(k, g, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, sd[k], sdt, alpha[k], alpha_sum,
                      a, b, lam_s, lam_t, A, buf)
         for q in range(1 + 2 * J):
             out[k, q] = f * buf[q]
-    return out
+        totals[k] *= f
+    return out, totals
 
 
 @numba.njit(cache=True)
@@ -551,7 +608,8 @@ class AdaTM(GibbsModel):
 
     def conditional(self, block: SegmentedBlock, state: dict, hyper: dict, nwk: np.ndarray, nk: np.ndarray,
                     token: int, frozen_phi: np.ndarray | None = None) -> np.ndarray:
-        """Kernel weights p(z=k, u) for a removed token: (K, 1+2J) with the column layout of :func:`_topic_terms`."""
+        """Kernel weights for a removed token: ``(terms, totals)``, terms (K, 1+2J) p(z=k, u) in the column
+        layout of :func:`_topic_terms` (used to draw u), totals (K,) from :func:`_topic_totals` (used to draw z)."""
         A = self.factors(block, state, hyper)
         frozen = frozen_phi is not None
         phi = np.ascontiguousarray(frozen_phi, dtype=np.float64) if frozen else _DUMMY_PHI
