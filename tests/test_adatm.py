@@ -499,6 +499,31 @@ def test_initial_hyper_overrides():
     assert model.initial_hyper()["a"] == 0.2 and model.initial_hyper()["btigs_exact"] is True
     with pytest.raises(ValueError):
         model.initial_hyper(a=1.0)
+    with pytest.raises(TypeError):
+        model.initial_hyper(sample_b=True)
+    assert "optimize_alpha" not in model.initial_hyper(optimize_alpha=False)
+
+
+def test_crp_generator_state_is_valid_and_sampler_keeps_it():
+    """synthetic.adatm_corpus (exact multi-floor CRP) returns a true (z, t, s) satisfying (7.3)/(7.4) and
+    t*_{i,1} = 0; sweeps started from it stay valid and keep the topics (phi from z stays near the truth)."""
+    from inference.gibbs.synthetic import adatm_corpus
+
+    K, V = 4, 40
+    block, truth = adatm_corpus(num_docs=30, num_topics=K, vocab_size=V, seg_range=(3, 8), len_range=(0, 15),
+                                lambda_s=1.0, lambda_t=4.0, seed=2)
+    state = {key: truth[key].copy() for key in ("z", "n", "t", "s")}
+    check_invariants(block, state, K)
+    first = block.doc_ptr[:-1]
+    assert abs(np.delete(truth["rho"], first).mean() - 0.8) < 0.08   # Beta(4, 1) mean
+    model = AdaTM(K, V)
+    hyper = model.initial_hyper(alpha=0.5, beta=0.05, a=0.2, b=10.0, lambda_s=1.0, lambda_t=4.0)
+    nwk, nk = global_counts(block, state["z"], K, V)
+    for it in range(20):
+        model.sweep(block, state, hyper, nwk, nk, seed=it)
+    check_invariants(block, state, K)
+    h, _ = matched_hellinger(topic_word_estimate(nwk, nk, 0.05), truth["phi"])
+    assert h.max() < 0.3, h
 
 
 # ---------------------------------------------------------------------------------------------------------------

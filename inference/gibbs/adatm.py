@@ -537,6 +537,12 @@ class AdaTM(GibbsModel):
         for key, value in overrides.items():
             if value is None:
                 continue
+            if key not in hyper and key != "optimize_alpha":
+                raise TypeError(f"AdaTM has no hyperparameter {key!r} (known: {', '.join(sorted(hyper))})")
+            if key == "optimize_alpha":          # the engine's --fixed-alpha; alpha is always fixed here
+                if value:
+                    raise ValueError("AdaTM keeps alpha fixed (thesis §7.4 perplexity runs: alpha = 0.1)")
+                continue
             if key == "alpha":
                 value = np.broadcast_to(np.asarray(value, dtype=float), (K,)).tolist()
             elif key == "max_tables":

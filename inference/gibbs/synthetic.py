@@ -154,3 +154,58 @@ def matched_hellinger(true_phi: np.ndarray, est_phi: np.ndarray):
     perm = np.empty(true_phi.shape[0], dtype=np.int64)
     perm[rows] = cols
     return cost[rows, cols][np.argsort(rows)], perm
+
+
+def adatm_corpus(num_docs=50, num_topics=4, vocab_size=60, seg_range=(5, 10), len_range=(10, 30), alpha=0.5,
+                 beta=0.05, a=0.2, b=10.0, lambda_s=1.0, lambda_t=1.0, seed=0, phi=None):
+    """Documents from AdaTM (thesis §7.2): mu_i ~ Dir(alpha), rho_ij ~ Beta(lambda_T, lambda_S) (weight of
+    nu_{i,j-1}; the pairing of (7.2)/(7.9)/(7.10)), nu_ij ~ PDP(a, b, rho_ij nu_{i,j-1} + (1 - rho_ij) mu_i),
+    nu_i1 ~ PDP(a, b, mu_i), z ~ nu_ij, w ~ phi_z.
+
+    A new table at segment j > 1 is sent to segment j-1 (a customer there) with probability rho_ij, else its
+    dish is drawn from mu_i (the multi-floor restaurant of thesis §2.4). truth: phi, alpha, a, b, lambda_s,
+    lambda_t, mu (D x K), rho (S,; 0 for first segments), z, n, t (S x K tables sent to the previous segment),
+    s (S x K tables sent to the document).
+    """
+    rng = np.random.default_rng(seed)
+    K = num_topics
+    alpha_v = np.broadcast_to(np.asarray(alpha, dtype=np.float64), (K,)).copy()
+    phi = draw_topics(rng, K, vocab_size, beta) if phi is None else np.asarray(phi)
+    layout = _layout(rng, num_docs, seg_range, len_range)
+    mu = rng.dirichlet(alpha_v, size=num_docs)
+    doc_words, zs, ns, ts, ss, rhos = [], [], [], [], [], []
+    for d, lengths in enumerate(layout):
+        chain: list[_Restaurant] = []
+        rho = [0.0] + [float(rng.beta(lambda_t, lambda_s)) for _ in range(len(lengths) - 1)]
+        t_cnt = np.zeros((len(lengths), K), dtype=np.int32)
+        s_cnt = np.zeros((len(lengths), K), dtype=np.int32)
+
+        def seat(j):  # a customer at restaurant j (0-based); a new table goes to j-1 (prob rho_j) or to mu_i
+            def base():
+                if j > 0 and rng.random() < rho[j]:
+                    k = seat(j - 1)
+                    t_cnt[j, k] += 1
+                else:
+                    k = int(rng.choice(K, p=mu[d]))
+                    s_cnt[j, k] += 1
+                return k
+            return chain[j].seat(rng, a, b, base)
+
+        segs = []
+        for j, L in enumerate(lengths):
+            chain.append(_Restaurant())
+            z = np.array([seat(j) for _ in range(int(L))], dtype=np.int32)
+            segs.append(np.array([rng.choice(vocab_size, p=phi[k]) for k in z], dtype=np.int32))
+            zs.append(z)
+            ns.append(np.bincount(z, minlength=K).astype(np.int32))
+        ts.extend(t_cnt)
+        ss.extend(s_cnt)
+        rhos.extend(rho)
+        doc_words.append(segs)
+    block = _block(doc_words, num_docs)
+    truth = {"phi": phi, "alpha": alpha_v, "a": float(a), "b": float(b), "lambda_s": float(lambda_s),
+             "lambda_t": float(lambda_t), "mu": mu, "rho": np.array(rhos),
+             "z": np.concatenate(zs) if zs else np.zeros(0, np.int32),
+             "n": np.array(ns, dtype=np.int32).reshape(-1, K), "t": np.array(ts, dtype=np.int32).reshape(-1, K),
+             "s": np.array(ss, dtype=np.int32).reshape(-1, K)}
+    return block, truth
