@@ -1,0 +1,529 @@
+"""Sequential LDA (SeqLDA, thesis ch. 6; Du, Buntine & Jin, ICDM 2010) on the Gibbs engine.
+
+Generative process (thesis §6.3): mu_i0 ~ Dir(alpha); for the segments j = 1..J_i
+of document i in layout order, mu_ij ~ PDP(a, b_i, mu_i,j-1); z ~ mu_ij;
+w ~ phi_z. Restaurant j's tables are proxy customers of restaurant j-1, so its
+customers for topic k number n_ijk + t_i,j+1,k. Joint with mu and phi
+integrated out (6.3)::
+
+    prod_i Beta_K(alpha + t_i1) / Beta_K(alpha)
+        prod_j (b_i|a)_{T_ij} / (b_i)_{N_ij + T_i,j+1} prod_k S^{n_ijk + t_i,j+1,k}_{t_ijk, a}
+    x prod_k Beta_W(gamma + M_k) / Beta_W(gamma)
+
+subject to t_ijk = 0 iff n_ijk + t_i,j+1,k = 0 and t_ijk <= n_ijk + t_i,j+1,k;
+the zeros of t_i.k form a suffix starting at u_ik.
+
+Sampler (thesis Algorithm 5, collapsed multiplicity Gibbs): per token remove it
+with the cascade of forced table removals towards j = 1 (pitfall 3), draw its
+topic from the three cases (6.4)-(6.6) by u_ik (proportionalities: the common
+1/(b + N_ij + T_i,j+1) is dropped), add it (tables at u_ik..j when u_ik <= j),
+then redraw t_ijk of the new topic from (6.7) on its support
+[max(1, t_i,j-1,k - n_i,j-1,k), min(n_ijk + t_i,j+1,k, M_max)] (pitfall 5).
+Optional (``table_sweep``, default on): after each document, the table counts of
+pass-through restaurants (n_ijk = 0, t_i,j+1,k >= 2), which no token move ever
+redraws, are redrawn from (6.7) too (a valid extra Gibbs step).
+
+Hyperparameters: ``a`` fixed (global). ``b_i`` per document, state-resident
+(``state["b"]``), drawn in ``local_hyper_update`` with the auxiliaries
+q_ij ~ Beta(b_i, N_ij + T_i,j+1) (6.11): for a = 0 from
+Gamma(sum_j T_ij, rate sum_j log 1/q_ij); for a > 0 from (6.12) with the same
+1/b prior by an exact slice sampler on log b. ``alpha`` by Newton-Raphson
+(thesis §6.5, Minka's O(K) Hessian inverse) on the driver from the first
+segments' table counts t_i1k ((6.8) corrected: t*_{i,0,k} -> t*_{i,1,k}): each
+partition returns gradient and Hessian terms at the broadcast alpha, the driver
+takes one Newton step per cycle (a fixed-point step when Newton would leave
+alpha > 0).
+"""
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from inference.gibbs.model import GibbsModel, SegmentedBlock, word_weight
+from inference.gibbs.pdp import log_poch_incr, stirling_table
+from inference.gibbs.stm import _draw_cumulative, _vector, check_pdp, draw_log
+from inference.special import digamma
+
+DEFAULT_ALPHA = 0.1
+DEFAULT_BETA = 0.01
+DEFAULT_A = 0.0
+DEFAULT_B = 10.0
+DEFAULT_M_MAX = 1000
+ALPHA_FLOOR = 1e-6
+B_MIN, B_MAX = 1e-3, 1e6
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# kernels (one document's restaurants are rows s0..s0+J-1 of n and t; j below is the 0-based position)
+
+@numba.njit(cache=True)
+def seqlda_topic_weights(p, Q, j, n_d, t_d, N, T, u, alpha, alpha_sum, a, b, ratio, w, nwk, nk, beta, vbeta,
+                         frozen_phi, frozen):
+    """Unnormalised topic conditional (6.4)-(6.6) of a token in segment j (all counts without it) into ``p``.
+
+    u_k > j (6.6): S^{c+1}_{t} / S^c_{t} with c = n_jk + t_j+1,k; 0 < u_k <= j (6.5):
+    prod_{j'=u_k..j} G_j' S^{n+1}_{t} / S^n_{t} at u_k - 1; u_k = 0 (6.4): prod_{j'=0..j} G_j' alpha_k; where
+    G_j' = (b + a T_j') / (b + N_j'-1 + T_j') and G_0 = (b + a T_0) / (sum alpha + T_0) (the Dirichlet
+    predictive of mu_i0, with t_0k = 0 when u_k = 0). Everything is times Phi_kw. Returns the sum.
+    """
+    K = p.shape[0]
+    J = n_d.shape[0]
+    umin = j + 1
+    for k in range(K):
+        if u[k] < umin:
+            umin = u[k]
+    if umin <= j:  # Q[v] = prod_{j'=v..j} G_j'
+        q = 1.0
+        for jj in range(j, umin - 1, -1):
+            if jj >= 1:
+                q *= (b + a * T[jj]) / (b + N[jj - 1] + T[jj])
+            else:
+                q *= (b + a * T[0]) / (alpha_sum + T[0])
+            Q[jj] = q
+    total = 0.0
+    for k in range(K):
+        uk = u[k]
+        if uk > j:
+            c = n_d[j, k]
+            if j + 1 < J:
+                c += t_d[j + 1, k]
+            g = ratio[c, t_d[j, k]]
+        elif uk == 0:
+            g = Q[0] * alpha[k]
+        else:
+            g = Q[uk] * ratio[n_d[uk - 1, k], t_d[uk - 1, k]]
+        g *= word_weight(nwk, nk, w, k, beta, vbeta, frozen_phi, frozen)
+        p[k] = g
+        total += g
+    return total
+
+
+@numba.njit(cache=True)
+def seqlda_table_support(j, k, n_d, t_d, mcap):
+    """(lo, hi) of t_jk by (6.7): [max(1, t_j-1,k - n_j-1,k), min(n_jk + t_j+1,k, M_max)]; (0, 0) if no customers."""
+    J = n_d.shape[0]
+    c = n_d[j, k]
+    if j + 1 < J:
+        c += t_d[j + 1, k]
+    if c == 0:
+        return 0, 0
+    lo = 1
+    if j >= 1:
+        lo = max(1, t_d[j - 1, k] - n_d[j - 1, k])
+    return lo, min(c, mcap)
+
+
+@numba.njit(cache=True)
+def seqlda_table_logweights(lw, j, k, lo, hi, n_d, t_d, N, T, alpha, alpha_sum, a, b, logS):
+    """Unnormalised log p(t_jk = v) by (6.7) for v in [lo, hi] into ``lw[v]`` (T_j includes the candidate).
+
+    j = 0: log Gamma(alpha_k + v) - log Gamma(sum alpha + T'_0 + v) + log (b|a)_{T'_0+v} + log S^{c}_{v};
+    j > 0: log S^{n_j-1,k + v}_{t_j-1,k} - log (b)_{N_j-1 + T'_j + v} + log (b|a)_{T'_j+v} + log S^{c}_{v};
+    T'_j = T_j - t_jk, c = n_jk + t_j+1,k. Up to a constant in v.
+    """
+    J = n_d.shape[0]
+    c = n_d[j, k]
+    if j + 1 < J:
+        c += t_d[j + 1, k]
+    Tr = T[j] - t_d[j, k]
+    acc = 0.0
+    for v in range(lo, hi + 1):
+        if v > lo:
+            x = Tr + v - 1
+            acc += math.log(b + a * x)
+            if j == 0:
+                acc += math.log(alpha[k] + v - 1) - math.log(alpha_sum + x)
+            else:
+                acc -= math.log(b + N[j - 1] + x)
+        lw[v] = acc + logS[c, v]
+        if j >= 1:
+            lw[v] += logS[n_d[j - 1, k] + v, t_d[j - 1, k]]
+
+
+@numba.njit(cache=True)
+def seqlda_init(doc_ptr, seg_ptr, words, K, nwk, nk, seed):
+    """Uniform random topics; t_ijk = 1 wherever n_ijk + t_i,j+1,k > 0, set from the last segment backwards
+    (thesis Algorithm 5, step 2 and the prose of §6.4.2)."""
+    np.random.seed(seed)
+    N = words.shape[0]
+    S = seg_ptr.shape[0] - 1
+    z = np.empty(N, dtype=np.int32)
+    n = np.zeros((S, K), dtype=np.int32)
+    t = np.zeros((S, K), dtype=np.int32)
+    for s in range(S):
+        for i in range(seg_ptr[s], seg_ptr[s + 1]):
+            k = np.random.randint(0, K)
+            z[i] = k
+            n[s, k] += 1
+            nwk[words[i], k] += 1
+            nk[k] += 1
+    for d in range(doc_ptr.shape[0] - 1):
+        for s in range(doc_ptr[d + 1] - 1, doc_ptr[d] - 1, -1):
+            for k in range(K):
+                nxt = t[s + 1, k] if s + 1 < doc_ptr[d + 1] else 0
+                if n[s, k] + nxt > 0:
+                    t[s, k] = 1
+    return z, n, t
+
+
+@numba.njit(cache=True)
+def _resample_table(lw, j, k, n_d, t_d, N, T, alpha, alpha_sum, a, b, logS, mcap):
+    lo, hi = seqlda_table_support(j, k, n_d, t_d, mcap)
+    if hi <= lo:
+        return
+    seqlda_table_logweights(lw, j, k, lo, hi, n_d, t_d, N, T, alpha, alpha_sum, a, b, logS)
+    v = draw_log(lw, lo, hi)
+    T[j] += v - t_d[j, k]
+    t_d[j, k] = v
+
+
+@numba.njit(cache=True)
+def seqlda_sweep(doc_ptr, seg_ptr, words, z, n, t, bdoc, nwk, nk, alpha, beta, a, logS, ratio, mcap,
+                 frozen_phi, frozen, table_sweep, seed):
+    """One cycle of thesis Algorithm 5 (documents -> segments in layout order -> tokens); state in place."""
+    np.random.seed(seed)
+    K = alpha.shape[0]
+    vbeta = nwk.shape[0] * beta
+    alpha_sum = 0.0
+    for k in range(K):
+        alpha_sum += alpha[k]
+    jmax = 1
+    for d in range(doc_ptr.shape[0] - 1):
+        jmax = max(jmax, doc_ptr[d + 1] - doc_ptr[d])
+    N = np.zeros(jmax, dtype=np.int64)
+    T = np.zeros(jmax, dtype=np.int64)
+    Q = np.empty(jmax)
+    u = np.empty(K, dtype=np.int64)
+    p = np.empty(K)
+    lw = np.empty(mcap + 1)
+    for d in range(doc_ptr.shape[0] - 1):
+        s0, s1 = doc_ptr[d], doc_ptr[d + 1]
+        J = s1 - s0
+        if J == 0:
+            continue
+        n_d = n[s0:s1]
+        t_d = t[s0:s1]
+        b = bdoc[d]
+        for j in range(J):
+            N[j] = 0
+            T[j] = 0
+            for k in range(K):
+                N[j] += n_d[j, k]
+                T[j] += t_d[j, k]
+        for k in range(K):
+            u[k] = J
+            for j in range(J):
+                if t_d[j, k] == 0:
+                    u[k] = j
+                    break
+        for j in range(J):
+            for i in range(seg_ptr[s0 + j], seg_ptr[s0 + j + 1]):
+                w = words[i]
+                k = z[i]
+                # remove; cascade forced table removals towards the first segment (§6.4.2, pitfall 3)
+                n_d[j, k] -= 1
+                N[j] -= 1
+                if not frozen:
+                    nwk[w, k] -= 1
+                    nk[k] -= 1
+                jj = j
+                while jj >= 0:
+                    c = n_d[jj, k]
+                    if jj + 1 < J:
+                        c += t_d[jj + 1, k]
+                    if t_d[jj, k] <= c:
+                        break
+                    t_d[jj, k] -= 1
+                    T[jj] -= 1
+                    jj -= 1
+                while u[k] > 0 and t_d[u[k] - 1, k] == 0:
+                    u[k] -= 1
+                total = seqlda_topic_weights(p, Q, j, n_d, t_d, N, T, u, alpha, alpha_sum, a, b, ratio, w,
+                                             nwk, nk, beta, vbeta, frozen_phi, frozen)
+                k = _draw_cumulative(p, total, K)
+                z[i] = k
+                n_d[j, k] += 1
+                N[j] += 1
+                if not frozen:
+                    nwk[w, k] += 1
+                    nk[k] += 1
+                if u[k] <= j:  # new tables in restaurants u..j; restaurant u-1 gains a customer
+                    for jj in range(u[k], j + 1):
+                        t_d[jj, k] = 1
+                        T[jj] += 1
+                    u[k] = j + 1
+                _resample_table(lw, j, k, n_d, t_d, N, T, alpha, alpha_sum, a, b, logS, mcap)
+        if table_sweep:  # pass-through restaurants: no own customer of k, >= 2 tables from the next segment
+            for j in range(J - 1):
+                for k in range(K):
+                    if n_d[j, k] == 0 and t_d[j + 1, k] >= 2:
+                        _resample_table(lw, j, k, n_d, t_d, N, T, alpha, alpha_sum, a, b, logS, mcap)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# hyperparameters
+
+@numba.njit(cache=True)
+def _log_b_density(x, a, Tj, nseg, sum_log_q):
+    """log density of x = log b under (6.12) with prior 1/b: sum_j log (b|a)_{T_j} + b sum_j log q_j."""
+    b = math.exp(x)
+    s = b * sum_log_q
+    for j in range(nseg):
+        s += log_poch_incr(b, a, Tj[j])
+    return s
+
+
+@numba.njit(cache=True)
+def seqlda_sample_b(doc_ptr, seg_ptr, t, bdoc, a, seed):
+    """Per-document b_i (thesis §6.5): q_ij ~ Beta(b_i, N_ij + T_i,j+1) for restaurants with customers, then
+    a = 0: b_i ~ Gamma(sum_j T_ij, rate sum_j log 1/q_ij) (6.11); a > 0: one slice-sampling update (Neal 2003,
+    stepping out + shrinkage, exact) of log b_i under (6.12) with the same 1/b prior."""
+    np.random.seed(seed)
+    K = t.shape[1]
+    jmax = 1
+    for d in range(doc_ptr.shape[0] - 1):
+        jmax = max(jmax, doc_ptr[d + 1] - doc_ptr[d])
+    Tj = np.zeros(jmax, dtype=np.int64)
+    for d in range(doc_ptr.shape[0] - 1):
+        s0, s1 = doc_ptr[d], doc_ptr[d + 1]
+        b = bdoc[d]
+        nseg = 0
+        sum_t = 0
+        sum_log_q = 0.0
+        for s in range(s0, s1):
+            Ts = 0
+            for k in range(K):
+                Ts += t[s, k]
+            cust = seg_ptr[s + 1] - seg_ptr[s]
+            if s + 1 < s1:
+                for k in range(K):
+                    cust += t[s + 1, k]
+            if cust == 0:
+                continue
+            q = np.random.beta(b, cust)
+            sum_log_q += math.log(max(q, 1e-300))
+            Tj[nseg] = Ts
+            nseg += 1
+            sum_t += Ts
+        if sum_t == 0:
+            continue
+        if a == 0.0:
+            b = np.random.gamma(sum_t, 1.0 / max(-sum_log_q, 1e-300))
+        else:
+            x0 = math.log(b)
+            logy = _log_b_density(x0, a, Tj, nseg, sum_log_q) + math.log(1.0 - np.random.random())
+            width = 1.0
+            left = x0 - width * np.random.random()
+            right = left + width
+            lo_lim, hi_lim = math.log(B_MIN), math.log(B_MAX)
+            steps = 0
+            while left > lo_lim and steps < 50 and _log_b_density(left, a, Tj, nseg, sum_log_q) > logy:
+                left -= width
+                steps += 1
+            steps = 0
+            while right < hi_lim and steps < 50 and _log_b_density(right, a, Tj, nseg, sum_log_q) > logy:
+                right += width
+                steps += 1
+            left = max(left, lo_lim)
+            right = min(right, hi_lim)
+            x_new = x0
+            for _ in range(200):
+                x = left + (right - left) * np.random.random()
+                if _log_b_density(x, a, Tj, nseg, sum_log_q) > logy:
+                    x_new = x
+                    break
+                if x < x0:
+                    left = x
+                else:
+                    right = x
+            b = math.exp(x_new)
+        bdoc[d] = min(max(b, B_MIN), B_MAX)
+
+
+@numba.njit(cache=True)
+def trigamma(x):
+    """Psi'(x) for x > 0: recurrence to x >= 10, then the asymptotic series (error < 1e-12)."""
+    r = 0.0
+    while x < 10.0:
+        r += 1.0 / (x * x)
+        x += 1.0
+    x2 = 1.0 / (x * x)
+    return r + 1.0 / x + x2 / 2.0 + (1.0 / x) * x2 * (1.0 / 6.0 - x2 * (1.0 / 30.0 - x2 * (1.0 / 42.0 - x2 / 30.0)))
+
+
+@numba.njit(cache=True)
+def alpha_newton_terms(doc_ptr, t, alpha):
+    """(2K + 3,) terms of the gradient and Hessian of sum_i log Beta_K(alpha + t_i1) / Beta_K(alpha) (§6.5) at
+    ``alpha``: [sum_i Psi(alpha_k + t_i1k) - Psi(alpha_k)] (K), sum_i Psi(A + T_i1) - Psi(A),
+    [sum_i Psi'(alpha_k + t_i1k) - Psi'(alpha_k)] (K), sum_i Psi'(A) - Psi'(A + T_i1), documents counted."""
+    K = alpha.shape[0]
+    out = np.zeros(2 * K + 3)
+    A = 0.0
+    for k in range(K):
+        A += alpha[k]
+    for d in range(doc_ptr.shape[0] - 1):
+        if doc_ptr[d + 1] == doc_ptr[d]:
+            continue
+        s = doc_ptr[d]
+        T1 = 0
+        for k in range(K):
+            c = t[s, k]
+            if c > 0:
+                out[k] += digamma(alpha[k] + c) - digamma(alpha[k])
+                out[K + 1 + k] += trigamma(alpha[k] + c) - trigamma(alpha[k])
+                T1 += c
+        if T1 > 0:
+            out[K] += digamma(A + T1) - digamma(A)
+            out[2 * K + 1] += trigamma(A) - trigamma(A + T1)
+            out[2 * K + 2] += 1.0
+    return out
+
+
+def alpha_newton_step(alpha: np.ndarray, stats: np.ndarray) -> np.ndarray:
+    """One Newton-Raphson step on alpha (thesis §6.5) with Minka's inverse of diag(q) + z 11^T.
+
+    The step is halved until alpha stays positive (at most 10 times); otherwise (or when a topic has no table in
+    any first segment, q_k = 0) Minka's fixed-point step alpha_k <- alpha_k S_k / S_0 is taken.
+    """
+    K = alpha.shape[0]
+    num, den = stats[:K], stats[K]
+    q, zc = stats[K + 1:2 * K + 1], stats[2 * K + 1]
+    if not den > 0:
+        return alpha.copy()
+    g = num - den
+    if np.all(q < 0) and zc > 0:
+        c = np.sum(g / q) / (1.0 / zc + np.sum(1.0 / q))
+        step = (g - c) / q
+        for _ in range(10):
+            new = alpha - step
+            if np.all(new > 0) and np.all(np.isfinite(new)):
+                return np.maximum(new, ALPHA_FLOOR)
+            step = step / 2
+    return np.maximum(alpha * num / den, ALPHA_FLOOR)
+
+
+class SeqLDA(GibbsModel):
+    """Sequential LDA with the collapsed multiplicity Gibbs sampler on the segment chain (thesis ch. 6)."""
+
+    name = "seqlda"
+
+    def initial_hyper(self, **overrides) -> dict:
+        """Defaults alpha = 0.1 (optimised), beta = 0.01, a = 0, b = 10 (initial b_i, sampled), m_max = 1000.
+
+        Overrides (``None`` = default): ``alpha``, ``beta``, ``a``, ``b``, ``sample_b``, ``optimize_alpha``,
+        ``alpha_burn_in`` / ``b_burn_in`` (cycles before updating), ``m_max`` (cap on a table count),
+        ``table_sweep`` (redraw pass-through table counts after each document).
+        """
+        o = {k: v for k, v in overrides.items() if v is not None}
+        K = self.num_topics
+        hyper = {
+            "alpha": _vector(o.pop("alpha", DEFAULT_ALPHA), K, "alpha"),
+            "beta": float(o.pop("beta", DEFAULT_BETA)),
+            "a": float(o.pop("a", DEFAULT_A)),
+            "b": float(o.pop("b", DEFAULT_B)),
+            "sample_b": bool(o.pop("sample_b", True)),
+            "optimize_alpha": bool(o.pop("optimize_alpha", True)),
+            "alpha_burn_in": int(o.pop("alpha_burn_in", 0)),
+            "b_burn_in": int(o.pop("b_burn_in", 0)),
+            "m_max": int(o.pop("m_max", DEFAULT_M_MAX)),
+            "table_sweep": bool(o.pop("table_sweep", True)),
+            "cycles": 0,
+        }
+        hyper.update(o)
+        if not (np.isfinite(hyper["beta"]) and hyper["beta"] > 0):
+            raise ValueError(f"beta must be > 0, got {hyper['beta']}")
+        check_pdp(hyper["a"], hyper["b"])
+        if hyper["m_max"] < 1:
+            raise ValueError("m_max must be >= 1")
+        return hyper
+
+    @staticmethod
+    def _sizes(block: SegmentedBlock, hyper) -> tuple[int, int]:
+        """(M_max cap on a table count, largest customer count + 1 the kernels may look up)."""
+        lengths = np.diff(block.seg_ptr)
+        lmax = int(lengths.max()) if lengths.size else 1
+        doc_len = np.diff(block.token_ptr())
+        dmax = int(doc_len.max()) if doc_len.size else 1
+        mcap = max(1, min(dmax, int(hyper.get("m_max", DEFAULT_M_MAX))))
+        return mcap, lmax + mcap + 1
+
+    def init_state(self, block, hyper, nwk, nk, seed) -> dict:
+        z, n, t = seqlda_init(block.doc_ptr, block.seg_ptr, block.words, self.num_topics, nwk, nk, seed)
+        return {"z": z, "n": n, "t": t, "b": np.full(block.n_docs, float(hyper["b"]))}
+
+    def _bdoc(self, block, state, hyper) -> np.ndarray:
+        if hyper.get("sample_b", True) and "b" in state:
+            return state["b"]
+        return np.full(block.n_docs, float(hyper["b"]))
+
+    def sweep(self, block, state, hyper, nwk, nk, seed, frozen_phi=None) -> None:
+        a = float(hyper["a"])
+        check_pdp(a, float(hyper["b"]))
+        mcap, rows = self._sizes(block, hyper)
+        table = stirling_table(a).ensure(rows + 1, mcap)
+        frozen = frozen_phi is not None
+        phi = np.ascontiguousarray(frozen_phi, dtype=np.float64) if frozen else np.zeros((1, 1))
+        seqlda_sweep(block.doc_ptr, block.seg_ptr, block.words, state["z"], state["n"], state["t"],
+                     self._bdoc(block, state, hyper), nwk, nk, np.asarray(hyper["alpha"], dtype=np.float64),
+                     float(hyper["beta"]), a, table.log, table.ratio, mcap, phi, frozen,
+                     bool(hyper.get("table_sweep", True)), seed)
+
+    def local_hyper_update(self, block, state, hyper, seed) -> None:
+        """b_i per document (6.11)/(6.12), in the state."""
+        if not hyper.get("sample_b", True) or int(hyper.get("cycles", 0)) < int(hyper.get("b_burn_in", 0)):
+            return
+        if "b" not in state:
+            state["b"] = np.full(block.n_docs, float(hyper["b"]))
+        seqlda_sample_b(block.doc_ptr, block.seg_ptr, state["t"], state["b"], float(hyper["a"]), seed)
+
+    def partition_stats(self, block, state, hyper, seed) -> np.ndarray:
+        """Newton terms of alpha at the broadcast alpha (:func:`alpha_newton_terms`), then [sum_i b_i, D]."""
+        K = self.num_topics
+        out = np.zeros(2 * K + 5)
+        if hyper.get("optimize_alpha", True):
+            out[:2 * K + 3] = alpha_newton_terms(block.doc_ptr, state["t"], np.asarray(hyper["alpha"], np.float64))
+        b = self._bdoc(block, state, hyper)
+        out[2 * K + 3] = float(np.sum(b))
+        out[2 * K + 4] = float(block.n_docs)
+        return out
+
+    def update_hyper(self, hyper, stats, num_documents, seed) -> dict:
+        """One Newton step on alpha; ``b_mean`` (mean of the b_i) for the record."""
+        K = self.num_topics
+        hyper = dict(hyper, cycles=int(hyper.get("cycles", 0)) + 1)
+        stats = np.asarray(stats, dtype=np.float64)
+        if hyper.get("optimize_alpha", True) and hyper["cycles"] > int(hyper.get("alpha_burn_in", 0)):
+            hyper["alpha"] = alpha_newton_step(np.asarray(hyper["alpha"], np.float64), stats[:2 * K + 3]).tolist()
+        if stats.shape[0] >= 2 * K + 5 and stats[2 * K + 4] > 0:
+            hyper["b_mean"] = float(stats[2 * K + 3] / stats[2 * K + 4])
+        return hyper
+
+    def doc_topic(self, block, state, hyper) -> np.ndarray:
+        """(D, K) mu-hat_i0k = (alpha_k + t_i1k) / sum_k (alpha_k + t_i1k) ((6.8), t of the first segment)."""
+        alpha = np.asarray(hyper["alpha"], dtype=np.float64)
+        t1 = np.zeros((block.n_docs, self.num_topics))
+        has = np.diff(block.doc_ptr) > 0
+        t1[has] = state["t"][block.doc_ptr[:-1][has]]
+        theta = t1 + alpha
+        return theta / theta.sum(axis=1, keepdims=True)
+
+    def segment_topic(self, block, state, hyper) -> np.ndarray:
+        """(S, K) mu-hat_ij (6.9), recursively from mu-hat_i0:
+        [(a T_ij + b_i) mu_i,j-1 + n_ijk + t_i,j+1,k - a t_ijk] / (b_i + N_ij + T_i,j+1)."""
+        a = float(hyper["a"])
+        b = self._bdoc(block, state, hyper)
+        mu0 = self.doc_topic(block, state, hyper)
+        n = state["n"].astype(np.float64)
+        t = state["t"].astype(np.float64)
+        out = np.empty_like(n)
+        for d in range(block.n_docs):
+            s0, s1 = int(block.doc_ptr[d]), int(block.doc_ptr[d + 1])
+            prev = mu0[d]
+            for s in range(s0, s1):
+                cust = n[s] + (t[s + 1] if s + 1 < s1 else 0.0)
+                T = t[s].sum()
+                prev = ((a * T + b[d]) * prev + cust - a * t[s]) / (b[d] + cust.sum())
+                out[s] = prev
+        return out
