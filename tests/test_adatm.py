@@ -592,3 +592,14 @@ def test_benchmark_tokens_per_second():
     print(f"\nAdaTM BTIGS: {block.n_tokens} tokens, K={K}, 10 segments/doc: {ada:,.0f} tokens/s; "
           f"plain LDA sweep {lda:,.0f} tokens/s; ratio {lda / ada:.1f}x")
     assert ada > 0
+
+
+def test_max_tables_cap_is_respected():
+    """With max_tables = 2 no (segment, topic) ever holds more than 2 tables; the state stays valid."""
+    K, V = 3, 10
+    block, _ = generate_adatm(10, 4, 12, K, V, alpha=0.5, beta=0.3, b=50.0, seed=6)
+    model = AdaTM(K, V)
+    hyper = model.initial_hyper(**{**HYPER, "b": 50.0}, max_tables=2)
+    _, state, _, _, _ = run_local(model, block, 10, seed=0, hyper=hyper)
+    check_invariants(block, state, K)
+    assert (state["t"] + state["s"]).max() == 2

@@ -94,14 +94,15 @@ _FACTOR_CACHE: dict = {}
 
 
 def btigs_factors(a: float, rows: int, cols: int) -> np.ndarray:
-    """(rows, cols, 2) BTIGS Stirling factors for discount ``a`` (cached per process; grown, never shrunk)."""
-    key = float(a)
+    """(>= rows, cols, 2) BTIGS Stirling factors for discount ``a``; exactly ``cols`` columns, since the last
+    one enforces the table cap (A[., cols-1, 1] = 0). Cached per (a, cols) per process, rows grown on demand."""
+    key = (float(a), int(cols))
     A = _FACTOR_CACHE.get(key)
-    if A is not None and A.shape[0] >= rows and A.shape[1] >= cols:
+    if A is not None and A.shape[0] >= rows:
         return A
     if A is not None:
-        rows, cols = max(rows, A.shape[0]), max(cols, A.shape[1])
-    table = stirling_table(key).ensure(rows, cols)
+        rows = max(rows, int(A.shape[0] * 1.5))
+    table = stirling_table(key[0]).ensure(rows, cols)
     A = _btigs_factors(table.log, rows, cols)
     _FACTOR_CACHE[key] = A
     return A
@@ -584,7 +585,7 @@ class AdaTM(GibbsModel):
         tp = block.token_ptr()
         longest = int(np.max(np.diff(tp))) if block.n_docs else 0
         m_now = int((state["t"] + state["s"]).max()) if state["t"].size else 0
-        cols = min(max(int(hyper.get("max_tables", DEFAULT_MAX_TABLES)), m_now + 1), longest + 1) + 1
+        cols = min(max(int(hyper.get("max_tables", DEFAULT_MAX_TABLES)), m_now), longest + 1) + 1
         return btigs_factors(hyper["a"], longest + 2, max(cols, 2))
 
     def _args(self, hyper):
