@@ -75,6 +75,18 @@ def test_growth_equals_big_table(a):
         expected = np.exp(big[1:, :] - big[:-1, :])
     expected[~np.isfinite(big[:-1])] = 0.0
     np.testing.assert_array_equal(t.ratio[:299, :120], expected)
+    np.testing.assert_array_equal(t.cratio[:300, :120], StirlingTable(a, 300, 120).cratio)
+
+
+def test_column_ratio():
+    S = exact_stirling(25, Fraction(1, 4))
+    t = StirlingTable(0.25, 26, 26)
+    for n in range(26):
+        for m in range(26):
+            if 2 <= m <= n:
+                assert t.cratio[n, m] == pytest.approx(float(S[n][m] / S[n][m - 1]), rel=1e-12)
+            else:
+                assert t.cratio[n, m] == 0.0
 
 
 def test_lookup_raises_outside_table():

@@ -14,7 +14,7 @@ from inference.gibbs.local import global_counts, run_local, topic_word_estimate
 from inference.gibbs.model import SegmentedBlock
 from inference.gibbs.pdp import log_stirling_table, stirling_table
 from inference.gibbs.seqlda import (SeqLDA, alpha_newton_step, alpha_newton_terms, seqlda_sample_b, seqlda_sweep,
-                                    seqlda_table_logweights, seqlda_table_support, seqlda_topic_weights, trigamma)
+                                    seqlda_table_support, seqlda_table_weights, seqlda_topic_weights, trigamma)
 from inference.gibbs.synthetic import matched_hellinger, seqlda_corpus
 
 
@@ -114,8 +114,8 @@ def test_topic_and_table_conditionals_match_joint(a_frac):
             Mk[k0] -= 1
             p, Q = np.empty(K), np.empty(J)
             seqlda_topic_weights(p, Q, j, n_d, t_d, n_d.sum(1).astype(np.int64), t_d.sum(1).astype(np.int64), u,
-                                 alpha, alpha.sum(), a, b, table.ratio, w, M, Mk, beta, V * beta, np.zeros((1, 1)),
-                                 False)
+                                 alpha, alpha.sum(), a, b, table.ratio, w, M, 1.0 / (Mk + V * beta), beta,
+                                 np.zeros((1, 1)), False)
             direct = np.empty(K)
             for k in range(K):
                 cases.add("6.4" if u[k] == 0 else "6.5" if u[k] <= j else "6.6")
@@ -148,10 +148,12 @@ def test_topic_and_table_conditionals_match_joint(a_frac):
                         except AssertionError:
                             pass
                     assert valid == list(range(lo, hi + 1))  # the support is exactly the valid values (pitfall 5)
-                    lw = np.empty(hi + 1)
-                    seqlda_table_logweights(lw, j, k, lo, hi, n_d, t_d, n_d.sum(1).astype(np.int64),
-                                            t_d.sum(1).astype(np.int64), alpha, alpha.sum(), a, b, table.log)
-                    got = np.exp(lw[lo:] - lw[lo:].max())
+                    wt = np.empty(hi + 1)
+                    total = seqlda_table_weights(wt, j, k, lo, hi, n_d, t_d, n_d.sum(1).astype(np.int64),
+                                                 t_d.sum(1).astype(np.int64), alpha, alpha.sum(), a, b, table.ratio,
+                                                 table.cratio)
+                    got = wt[lo:]
+                    assert total == pytest.approx(got.sum(), rel=1e-12)
                     direct = np.exp(np.asarray(direct) - max(direct))
                     np.testing.assert_allclose(got / got.sum(), direct / direct.sum(), rtol=1e-9)
                     checked_t += hi > lo

@@ -11,7 +11,7 @@ from scipy.special import gammaln
 from inference.gibbs.local import global_counts, run_local, topic_word_estimate
 from inference.gibbs.model import SegmentedBlock
 from inference.gibbs.pdp import log_stirling_table
-from inference.gibbs.stm import STM, stirling_arrays, stm_sweep, stm_table_logweights, stm_topic_weights
+from inference.gibbs.stm import STM, stirling_arrays, stm_sweep, stm_table_weights, stm_topic_weights
 from inference.gibbs.synthetic import matched_hellinger, stm_corpus
 
 
@@ -66,7 +66,7 @@ def test_topic_and_table_conditionals_match_joint(a_frac):
     """(5.3) and (5.4) from the kernel helpers equal normalised ratios of the joint (5.2) with exact Stirling numbers."""
     a = float(a_frac)
     exact = exact_log_stirling(12, a_frac)
-    logS, ratio = stirling_arrays(a, 12, 12)
+    logS, ratio, cratio = stirling_arrays(a, 12, 12)
     checked_t = 0
     for seed in range(3):
         block, model, hyper, state, nwk, nk = small_state(a, seed)
@@ -88,7 +88,7 @@ def test_topic_and_table_conditionals_match_joint(a_frac):
             tsum = t[block.doc_ptr[d]:block.doc_ptr[d + 1]].sum(axis=0).astype(np.int64)
             p = np.empty(K)
             stm_topic_weights(p, n[s], t[s], tsum, int(tsum.sum()), int(t[s].sum()), alpha, alpha.sum(), a, b, ratio,
-                              w, M, Mk, beta, V * beta, np.zeros((1, 1)), False)
+                              w, M, 1.0 / (Mk + V * beta), beta, np.zeros((1, 1)), False)
             direct = np.empty(K)
             for k in range(K):
                 z2, t2 = z.copy(), t.copy()
@@ -105,15 +105,16 @@ def test_topic_and_table_conditionals_match_joint(a_frac):
                     continue
                 tk = int(t_full[s, k])
                 tsum = t_full[block.doc_ptr[d]:block.doc_ptr[d + 1]].sum(axis=0)
-                lw = np.empty(nn + 1)
-                stm_table_logweights(lw, nn, alpha[k], alpha.sum(), int(tsum[k]) - tk, int(tsum.sum()) - tk,
-                                     int(t_full[s].sum()) - tk, a, b, logS, nn)
+                wt = np.empty(nn + 1)
+                total = stm_table_weights(wt, nn, alpha[k], alpha.sum(), int(tsum[k]) - tk, int(tsum.sum()) - tk,
+                                          int(t_full[s].sum()) - tk, a, b, cratio, nn)
+                assert total == pytest.approx(wt[1:].sum(), rel=1e-12)
                 direct = np.empty(nn)
                 for v in range(1, nn + 1):
                     t2 = t_full.copy()
                     t2[s, k] = v
                     direct[v - 1] = log_joint_stm(block, state["z"], t2, alpha, beta, a, b, V, exact)
-                got = np.exp(lw[1:] - lw[1:].max())
+                got = wt[1:]
                 direct = np.exp(direct - direct.max())
                 np.testing.assert_allclose(got / got.sum(), direct / direct.sum(), rtol=1e-9)
                 checked_t += 1
@@ -156,11 +157,11 @@ def stationary_tv(sampler, a, iterations=60000, segments=([0, 1, 0], [1, 1, 0, 0
     hyper = model.initial_hyper(alpha=alpha.tolist(), a=a, b=b, sample_b=False, sampler=sampler)
     nwk, nk = np.zeros((2, K), np.int32), np.zeros(K, np.int64)
     st = model.init_state(block, hyper, nwk, nk, 1)
-    logS, ratio = stirling_arrays(a, 8, 8)
+    logS, ratio, cratio = stirling_arrays(a, 8, 8)
     counts = np.zeros(len(p))
     for it in range(iterations):
         stm_sweep(block.doc_ptr, block.seg_ptr, block.words, st["z"], st["n"], st["t"], nwk, nk, alpha, 0.1, a, b,
-                  logS, ratio, 8, phi, True, sampler == "exact", it + 11)
+                  logS, ratio, cratio, 8, phi, True, sampler == "exact", it + 11)
         counts[index[tuple(st["z"]) + tuple(st["t"].ravel())]] += 1
     zkey = np.array([hash(k[:block.n_tokens]) for k in index])
     _, inv = np.unique(zkey, return_inverse=True)

@@ -15,7 +15,10 @@ per ``a`` per process.
 
 Kernels read the arrays directly: ``table.log`` (``log S``, ``-inf`` where
 S = 0) and ``table.ratio`` (``ratio[N, M] = S^{N+1}_{M,a} / S^N_{M,a}``, the
-factor of a CMGS "join an existing table" move; 0 where S^N_M = 0). The jitted
+factor of a CMGS "join an existing table" move; 0 where S^N_M = 0) and
+``table.cratio`` (``cratio[N, M] = S^N_M / S^N_{M-1}`` for 2 <= M <= N, else 0:
+the step between neighbouring table counts, so table-count conditionals can be
+accumulated as products without logs). The jitted
 lookups :func:`log_stirling` / :func:`log_stirling_ratio` raise ``IndexError``
 for a cell with ``M <= N`` that is not in the table (never a silent zero);
 ``M > N`` is a true zero and gives ``-inf``.
@@ -87,6 +90,16 @@ def _ratio_from_log(L: np.ndarray) -> np.ndarray:
     return r
 
 
+def _column_ratio_from_log(L: np.ndarray) -> np.ndarray:
+    """cratio[N, M] = S^N_M / S^N_{M-1} for 2 <= M <= N (0 elsewhere: column 0, column 1, M > N)."""
+    out = np.zeros_like(L)
+    with np.errstate(invalid="ignore", over="ignore"):
+        r = np.exp(L[:, 1:] - L[:, :-1])
+    ok = np.isfinite(L[:, 1:]) & np.isfinite(L[:, :-1])
+    out[:, 1:][ok] = r[ok]
+    return out
+
+
 class StirlingTable:
     """log S^N_{M,a} for one discount ``a``, grown on demand (thesis §3.3; extract §3).
 
@@ -103,6 +116,7 @@ class StirlingTable:
         self._lock = threading.Lock()
         self.log = log_stirling_table(self.a, rows, cols)
         self.ratio = _ratio_from_log(self.log)
+        self.cratio = _column_ratio_from_log(self.log)
 
     @property
     def rows(self) -> int:
@@ -130,6 +144,7 @@ class StirlingTable:
             L[:r0, :c0] = self.log
             _fill_log_stirling(L, r0, c0, self.a)
             self.ratio = _ratio_from_log(L)
+            self.cratio = _column_ratio_from_log(L)
             self.log = L
         return self
 

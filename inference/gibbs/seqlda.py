@@ -41,9 +41,9 @@ import math
 import numba
 import numpy as np
 
-from inference.gibbs.model import GibbsModel, SegmentedBlock, word_weight
+from inference.gibbs.model import GibbsModel, SegmentedBlock
 from inference.gibbs.pdp import log_poch_incr, stirling_table
-from inference.gibbs.stm import _draw_cumulative, _vector, check_pdp, draw_log
+from inference.gibbs.stm import BIG, _draw_cumulative, _vector, check_pdp, draw_linear, word_factor
 from inference.special import digamma
 
 DEFAULT_ALPHA = 0.1
@@ -59,7 +59,7 @@ B_MIN, B_MAX = 1e-3, 1e6
 # kernels (one document's restaurants are rows s0..s0+J-1 of n and t; j below is the 0-based position)
 
 @numba.njit(cache=True)
-def seqlda_topic_weights(p, Q, j, n_d, t_d, N, T, u, alpha, alpha_sum, a, b, ratio, w, nwk, nk, beta, vbeta,
+def seqlda_topic_weights(p, Q, j, n_d, t_d, N, T, u, alpha, alpha_sum, a, b, ratio, w, nwk, inv, beta,
                          frozen_phi, frozen):
     """Unnormalised topic conditional (6.4)-(6.6) of a token in segment j (all counts without it) into ``p``.
 
@@ -94,7 +94,7 @@ def seqlda_topic_weights(p, Q, j, n_d, t_d, N, T, u, alpha, alpha_sum, a, b, rat
             g = Q[0] * alpha[k]
         else:
             g = Q[uk] * ratio[n_d[uk - 1, k], t_d[uk - 1, k]]
-        g *= word_weight(nwk, nk, w, k, beta, vbeta, frozen_phi, frozen)
+        g *= word_factor(nwk, inv, w, k, beta, frozen_phi, frozen)
         p[k] = g
         total += g
     return total
@@ -116,30 +116,37 @@ def seqlda_table_support(j, k, n_d, t_d, mcap):
 
 
 @numba.njit(cache=True)
-def seqlda_table_logweights(lw, j, k, lo, hi, n_d, t_d, N, T, alpha, alpha_sum, a, b, logS):
-    """Unnormalised log p(t_jk = v) by (6.7) for v in [lo, hi] into ``lw[v]`` (T_j includes the candidate).
-
-    j = 0: log Gamma(alpha_k + v) - log Gamma(sum alpha + T'_0 + v) + log (b|a)_{T'_0+v} + log S^{c}_{v};
-    j > 0: log S^{n_j-1,k + v}_{t_j-1,k} - log (b)_{N_j-1 + T'_j + v} + log (b|a)_{T'_j+v} + log S^{c}_{v};
-    T'_j = T_j - t_jk, c = n_jk + t_j+1,k. Up to a constant in v.
+def seqlda_table_weights(wt, j, k, lo, hi, n_d, t_d, N, T, alpha, alpha_sum, a, b, ratio, cratio):
+    """Unnormalised p(t_jk = v) by (6.7) for v in [lo, hi] into ``wt[v]`` (T_j includes the candidate); returns
+    the sum. With T'_j = T_j - t_jk and c = n_jk + t_j+1,k, the factors in v are
+    j = 0: Gamma(alpha_k + v) / Gamma(sum alpha + T'_0 + v) (b|a)_{T'_0+v} S^c_v;
+    j > 0: S^{n_j-1,k + v}_{t_j-1,k} / (b)_{N_j-1 + T'_j + v} (b|a)_{T'_j+v} S^c_v,
+    accumulated as a running product of neighbour ratios (no logs; rescaled before overflow).
     """
     J = n_d.shape[0]
     c = n_d[j, k]
     if j + 1 < J:
         c += t_d[j + 1, k]
     Tr = T[j] - t_d[j, k]
-    acc = 0.0
-    for v in range(lo, hi + 1):
-        if v > lo:
-            x = Tr + v - 1
-            acc += math.log(b + a * x)
-            if j == 0:
-                acc += math.log(alpha[k] + v - 1) - math.log(alpha_sum + x)
-            else:
-                acc -= math.log(b + N[j - 1] + x)
-        lw[v] = acc + logS[c, v]
-        if j >= 1:
-            lw[v] += logS[n_d[j - 1, k] + v, t_d[j - 1, k]]
+    x = 1.0
+    wt[lo] = 1.0
+    total = 1.0
+    for v in range(lo + 1, hi + 1):
+        y = Tr + v - 1
+        f = (b + a * y) * cratio[c, v]
+        if j == 0:
+            f *= (alpha[k] + v - 1) / (alpha_sum + y)
+        else:
+            f *= ratio[n_d[j - 1, k] + v - 1, t_d[j - 1, k]] / (b + N[j - 1] + y)
+        x *= f
+        if x > BIG:
+            for u in range(lo, v):
+                wt[u] /= BIG
+            total /= BIG
+            x /= BIG
+        wt[v] = x
+        total += x
+    return total
 
 
 @numba.njit(cache=True)
@@ -169,18 +176,18 @@ def seqlda_init(doc_ptr, seg_ptr, words, K, nwk, nk, seed):
 
 
 @numba.njit(cache=True)
-def _resample_table(lw, j, k, n_d, t_d, N, T, alpha, alpha_sum, a, b, logS, mcap):
+def _resample_table(wt, j, k, n_d, t_d, N, T, alpha, alpha_sum, a, b, ratio, cratio, mcap):
     lo, hi = seqlda_table_support(j, k, n_d, t_d, mcap)
     if hi <= lo:
         return
-    seqlda_table_logweights(lw, j, k, lo, hi, n_d, t_d, N, T, alpha, alpha_sum, a, b, logS)
-    v = draw_log(lw, lo, hi)
+    total = seqlda_table_weights(wt, j, k, lo, hi, n_d, t_d, N, T, alpha, alpha_sum, a, b, ratio, cratio)
+    v = draw_linear(wt, lo, hi, total)
     T[j] += v - t_d[j, k]
     t_d[j, k] = v
 
 
 @numba.njit(cache=True)
-def seqlda_sweep(doc_ptr, seg_ptr, words, z, n, t, bdoc, nwk, nk, alpha, beta, a, logS, ratio, mcap,
+def seqlda_sweep(doc_ptr, seg_ptr, words, z, n, t, bdoc, nwk, nk, alpha, beta, a, ratio, cratio, mcap,
                  frozen_phi, frozen, table_sweep, seed):
     """One cycle of thesis Algorithm 5 (documents -> segments in layout order -> tokens); state in place."""
     np.random.seed(seed)
@@ -197,7 +204,10 @@ def seqlda_sweep(doc_ptr, seg_ptr, words, z, n, t, bdoc, nwk, nk, alpha, beta, a
     Q = np.empty(jmax)
     u = np.empty(K, dtype=np.int64)
     p = np.empty(K)
-    lw = np.empty(mcap + 1)
+    wt = np.empty(mcap + 1)
+    inv = np.empty(K)
+    for k in range(K):
+        inv[k] = 1.0 / (nk[k] + vbeta)
     for d in range(doc_ptr.shape[0] - 1):
         s0, s1 = doc_ptr[d], doc_ptr[d + 1]
         J = s1 - s0
@@ -228,6 +238,7 @@ def seqlda_sweep(doc_ptr, seg_ptr, words, z, n, t, bdoc, nwk, nk, alpha, beta, a
                 if not frozen:
                     nwk[w, k] -= 1
                     nk[k] -= 1
+                    inv[k] = 1.0 / (nk[k] + vbeta)
                 jj = j
                 while jj >= 0:
                     c = n_d[jj, k]
@@ -241,7 +252,7 @@ def seqlda_sweep(doc_ptr, seg_ptr, words, z, n, t, bdoc, nwk, nk, alpha, beta, a
                 while u[k] > 0 and t_d[u[k] - 1, k] == 0:
                     u[k] -= 1
                 total = seqlda_topic_weights(p, Q, j, n_d, t_d, N, T, u, alpha, alpha_sum, a, b, ratio, w,
-                                             nwk, nk, beta, vbeta, frozen_phi, frozen)
+                                             nwk, inv, beta, frozen_phi, frozen)
                 k = _draw_cumulative(p, total, K)
                 z[i] = k
                 n_d[j, k] += 1
@@ -249,17 +260,18 @@ def seqlda_sweep(doc_ptr, seg_ptr, words, z, n, t, bdoc, nwk, nk, alpha, beta, a
                 if not frozen:
                     nwk[w, k] += 1
                     nk[k] += 1
+                    inv[k] = 1.0 / (nk[k] + vbeta)
                 if u[k] <= j:  # new tables in restaurants u..j; restaurant u-1 gains a customer
                     for jj in range(u[k], j + 1):
                         t_d[jj, k] = 1
                         T[jj] += 1
                     u[k] = j + 1
-                _resample_table(lw, j, k, n_d, t_d, N, T, alpha, alpha_sum, a, b, logS, mcap)
+                _resample_table(wt, j, k, n_d, t_d, N, T, alpha, alpha_sum, a, b, ratio, cratio, mcap)
         if table_sweep:  # pass-through restaurants: no own customer of k, >= 2 tables from the next segment
             for j in range(J - 1):
                 for k in range(K):
                     if n_d[j, k] == 0 and t_d[j + 1, k] >= 2:
-                        _resample_table(lw, j, k, n_d, t_d, N, T, alpha, alpha_sum, a, b, logS, mcap)
+                        _resample_table(wt, j, k, n_d, t_d, N, T, alpha, alpha_sum, a, b, ratio, cratio, mcap)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -467,7 +479,7 @@ class SeqLDA(GibbsModel):
         phi = np.ascontiguousarray(frozen_phi, dtype=np.float64) if frozen else np.zeros((1, 1))
         seqlda_sweep(block.doc_ptr, block.seg_ptr, block.words, state["z"], state["n"], state["t"],
                      self._bdoc(block, state, hyper), nwk, nk, np.asarray(hyper["alpha"], dtype=np.float64),
-                     float(hyper["beta"]), a, table.log, table.ratio, mcap, phi, frozen,
+                     float(hyper["beta"]), a, table.ratio, table.cratio, mcap, phi, frozen,
                      bool(hyper.get("table_sweep", True)), seed)
 
     def local_hyper_update(self, block, state, hyper, seed) -> None:

@@ -32,7 +32,7 @@ import math
 import numba
 import numpy as np
 
-from inference.gibbs.model import GibbsModel, SegmentedBlock, word_weight
+from inference.gibbs.model import GibbsModel, SegmentedBlock
 from inference.gibbs.pdp import stirling_table
 
 DEFAULT_ALPHA = 0.1
@@ -44,8 +44,17 @@ DEFAULT_M_MAX = 1000
 # ----------------------------------------------------------------------------------------------------------------
 # kernels
 
+@numba.njit(inline="always", cache=True)
+def word_factor(nwk, inv, w, k, beta, frozen_phi, frozen):
+    """(M_kw + beta) / (M_k + V beta) with inv[k] = 1 / (M_k + V beta) kept by the sweep (the value of
+    :func:`inference.gibbs.model.word_weight` without a division), or phi_kw when the topics are frozen."""
+    if frozen:
+        return frozen_phi[w, k]
+    return (nwk[w, k] + beta) * inv[k]
+
+
 @numba.njit(cache=True)
-def stm_topic_weights(p, n_s, t_s, tsum, tsum_tot, T_s, alpha, alpha_sum, a, b, ratio, w, nwk, nk, beta, vbeta,
+def stm_topic_weights(p, n_s, t_s, tsum, tsum_tot, T_s, alpha, alpha_sum, a, b, ratio, w, nwk, inv, beta,
                       frozen_phi, frozen):
     """Unnormalised topic conditional (5.3) for one token (all counts without it) into ``p``; returns the sum.
 
@@ -61,14 +70,14 @@ def stm_topic_weights(p, n_s, t_s, tsum, tsum_tot, T_s, alpha, alpha_sum, a, b, 
             g = (alpha[k] + tsum[k]) * new_table
         else:
             g = ratio[nn, t_s[k]]
-        g *= word_weight(nwk, nk, w, k, beta, vbeta, frozen_phi, frozen)
+        g *= word_factor(nwk, inv, w, k, beta, frozen_phi, frozen)
         p[k] = g
         total += g
     return total
 
 
 @numba.njit(cache=True)
-def stm_crp_weights(p, pnew, n_s, t_s, tsum, tsum_tot, T_s, alpha, alpha_sum, a, b, w, nwk, nk, beta, vbeta,
+def stm_crp_weights(p, pnew, n_s, t_s, tsum, tsum_tot, T_s, alpha, alpha_sum, a, b, w, nwk, inv, beta,
                     frozen_phi, frozen):
     """Seating-arrangement predictive (thesis (2.10)) for the exact sampler: per topic, join an existing table
     (n_ijk - a t_ijk) Phi_kw into ``p[k] - pnew[k]``, open a new one (b + a T_ij) mu-pred_k Phi_kw into ``pnew[k]``;
@@ -77,7 +86,7 @@ def stm_crp_weights(p, pnew, n_s, t_s, tsum, tsum_tot, T_s, alpha, alpha_sum, a,
     new_table = (b + a * T_s) / (alpha_sum + tsum_tot)
     total = 0.0
     for k in range(K):
-        f = word_weight(nwk, nk, w, k, beta, vbeta, frozen_phi, frozen)
+        f = word_factor(nwk, inv, w, k, beta, frozen_phi, frozen)
         g_new = (alpha[k] + tsum[k]) * new_table * f
         pnew[k] = g_new
         p[k] = (n_s[k] - a * t_s[k]) * f + g_new
@@ -85,18 +94,31 @@ def stm_crp_weights(p, pnew, n_s, t_s, tsum, tsum_tot, T_s, alpha, alpha_sum, a,
     return total
 
 
-@numba.njit(cache=True)
-def stm_table_logweights(lw, nn, alpha_k, alpha_sum, rest_k, rest_tot, T_rest, a, b, logS, vmax):
-    """Unnormalised log p(t_ijk = v) by (5.4) for v = 1..vmax into ``lw[v]``.
+BIG = 1e250
 
-    log Gamma(alpha_k + R_k + v) - log Gamma(alpha_0 + R + v) + log (b|a)_{T' + v} + log S^n_{v,a}, up to a
-    constant, where R_k, R, T' are sum_j t_ijk, sum_jk t_ijk and T_ij without the current t_ijk (pitfall 6).
+
+@numba.njit(cache=True)
+def stm_table_weights(wt, nn, alpha_k, alpha_sum, rest_k, rest_tot, T_rest, a, b, cratio, vmax):
+    """Unnormalised p(t_ijk = v) by (5.4) for v = 1..vmax into ``wt[v]``; returns their sum.
+
+    Gamma(alpha_k + R_k + v) / Gamma(alpha_0 + R + v) (b|a)_{T' + v} S^n_{v,a}, where R_k, R, T' are
+    sum_j t_ijk, sum_jk t_ijk and T_ij without the current t_ijk (pitfall 6), as a running product of the
+    neighbour ratios (alpha_k + R_k + v-1) (b + a (T' + v-1)) / (alpha_0 + R + v-1) S^n_v / S^n_{v-1}
+    (no logs; rescaled before overflow; the conditional is unimodal in v, so underflow only drops a tail).
     """
-    c = 0.0
-    for v in range(1, vmax + 1):
-        c += (math.log(alpha_k + rest_k + v - 1) - math.log(alpha_sum + rest_tot + v - 1)
-              + math.log(b + a * (T_rest + v - 1)))
-        lw[v] = c + logS[nn, v]
+    x = 1.0
+    wt[1] = 1.0
+    total = 1.0
+    for v in range(2, vmax + 1):
+        x *= (alpha_k + rest_k + v - 1) * (b + a * (T_rest + v - 1)) / (alpha_sum + rest_tot + v - 1) * cratio[nn, v]
+        if x > BIG:
+            for u in range(1, v):
+                wt[u] /= BIG
+            total /= BIG
+            x /= BIG
+        wt[v] = x
+        total += x
+    return total
 
 
 @numba.njit(cache=True)
@@ -133,6 +155,20 @@ def draw_log(lw, lo, hi):
 
 
 @numba.njit(cache=True)
+def draw_linear(wt, lo, hi, total):
+    """One draw from p(v) ∝ wt[v], v in [lo, hi], with ``total`` = sum of those weights."""
+    if lo == hi:
+        return lo
+    u = np.random.random() * total
+    acc = 0.0
+    for v in range(lo, hi):
+        acc += wt[v]
+        if u < acc:
+            return v
+    return hi
+
+
+@numba.njit(cache=True)
 def stm_init(doc_ptr, seg_ptr, words, K, mcap, nwk, nk, seed):
     """Uniform random topics; t_ijk uniform on [1, min(n_ijk, M_max)] (thesis Algorithm 4, steps 1-2)."""
     np.random.seed(seed)
@@ -155,7 +191,7 @@ def stm_init(doc_ptr, seg_ptr, words, K, mcap, nwk, nk, seed):
 
 
 @numba.njit(cache=True)
-def stm_sweep(doc_ptr, seg_ptr, words, z, n, t, nwk, nk, alpha, beta, a, b, logS, ratio, mcap,
+def stm_sweep(doc_ptr, seg_ptr, words, z, n, t, nwk, nk, alpha, beta, a, b, logS, ratio, cratio, mcap,
               frozen_phi, frozen, exact, seed):
     """One CMGS cycle (thesis Algorithm 4) over documents -> segments -> tokens; state and counts in place.
 
@@ -173,7 +209,10 @@ def stm_sweep(doc_ptr, seg_ptr, words, z, n, t, nwk, nk, alpha, beta, a, b, logS
     tsum = np.zeros(K, dtype=np.int64)
     p = np.empty(K)
     pnew = np.empty(K)
-    lw = np.empty(mcap + 1)
+    wt = np.empty(mcap + 1)
+    inv = np.empty(K)
+    for k in range(K):
+        inv[k] = 1.0 / (nk[k] + vbeta)
     for d in range(doc_ptr.shape[0] - 1):
         s0, s1 = doc_ptr[d], doc_ptr[d + 1]
         tsum[:] = 0
@@ -197,6 +236,7 @@ def stm_sweep(doc_ptr, seg_ptr, words, z, n, t, nwk, nk, alpha, beta, a, b, logS
                 if not frozen:
                     nwk[w, k] -= 1
                     nk[k] -= 1
+                    inv[k] = 1.0 / (nk[k] + vbeta)
                 if exact:
                     drop = False
                     tk = t_s[k]
@@ -214,12 +254,12 @@ def stm_sweep(doc_ptr, seg_ptr, words, z, n, t, nwk, nk, alpha, beta, a, b, logS
                 opened = False
                 if exact:
                     total = stm_crp_weights(p, pnew, n_s, t_s, tsum, tsum_tot, T_s, alpha, alpha_sum, a, b, w,
-                                            nwk, nk, beta, vbeta, frozen_phi, frozen)
+                                            nwk, inv, beta, frozen_phi, frozen)
                     k = _draw_cumulative(p, total, K)
                     opened = n_s[k] == 0 or (t_s[k] < mcap and np.random.random() * p[k] < pnew[k])
                 else:
                     total = stm_topic_weights(p, n_s, t_s, tsum, tsum_tot, T_s, alpha, alpha_sum, a, b, ratio, w,
-                                              nwk, nk, beta, vbeta, frozen_phi, frozen)
+                                              nwk, inv, beta, frozen_phi, frozen)
                     k = _draw_cumulative(p, total, K)
                     opened = t_s[k] == 0  # case 3: a new table, its proxy customer goes to mu_i
                 z[i] = k
@@ -227,6 +267,7 @@ def stm_sweep(doc_ptr, seg_ptr, words, z, n, t, nwk, nk, alpha, beta, a, b, logS
                 if not frozen:
                     nwk[w, k] += 1
                     nk[k] += 1
+                    inv[k] = 1.0 / (nk[k] + vbeta)
                 if opened:
                     t_s[k] += 1
                     T_s += 1
@@ -236,9 +277,9 @@ def stm_sweep(doc_ptr, seg_ptr, words, z, n, t, nwk, nk, alpha, beta, a, b, logS
                 if nn >= 2:  # table count by (5.4) on [1, min(n, M_max)]
                     tk = t_s[k]
                     vmax = min(nn, mcap)
-                    stm_table_logweights(lw, nn, alpha[k], alpha_sum, tsum[k] - tk, tsum_tot - tk, T_s - tk,
-                                         a, b, logS, vmax)
-                    v = draw_log(lw, 1, vmax)
+                    total = stm_table_weights(wt, nn, alpha[k], alpha_sum, tsum[k] - tk, tsum_tot - tk, T_s - tk,
+                                              a, b, cratio, vmax)
+                    v = draw_linear(wt, 1, vmax, total)
                     T_s += v - tk
                     tsum[k] += v - tk
                     tsum_tot += v - tk
@@ -278,10 +319,10 @@ def check_pdp(a: float, b: float) -> None:
 
 
 def stirling_arrays(a: float, max_customers: int, m_max: int):
-    """(log S, ratio) arrays covering N <= max_customers + 1 and M <= min(max_customers, m_max)."""
+    """(log S, ratio, cratio) arrays covering N <= max_customers + 1 and M <= min(max_customers, m_max)."""
     cols = max(1, min(int(max_customers), int(m_max)))
     table = stirling_table(a).ensure(int(max_customers) + 1, cols)
-    return table.log, table.ratio
+    return table.log, table.ratio, table.cratio
 
 
 class STM(GibbsModel):
@@ -343,11 +384,11 @@ class STM(GibbsModel):
         check_pdp(a, b)
         mcap = self._mcap(block, hyper)
         lengths = np.diff(block.seg_ptr)
-        logS, ratio = stirling_arrays(a, int(lengths.max()) if lengths.size else 1, mcap)
+        logS, ratio, cratio = stirling_arrays(a, int(lengths.max()) if lengths.size else 1, mcap)
         frozen = frozen_phi is not None
         phi = np.ascontiguousarray(frozen_phi, dtype=np.float64) if frozen else np.zeros((1, 1))
         stm_sweep(block.doc_ptr, block.seg_ptr, block.words, state["z"], state["n"], state["t"], nwk, nk,
-                  np.asarray(hyper["alpha"], dtype=np.float64), float(hyper["beta"]), a, b, logS, ratio, mcap,
+                  np.asarray(hyper["alpha"], dtype=np.float64), float(hyper["beta"]), a, b, logS, ratio, cratio, mcap,
                   phi, frozen, self._exact(hyper), seed)
 
     def partition_stats(self, block, state, hyper, seed) -> np.ndarray:
