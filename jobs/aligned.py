@@ -93,19 +93,26 @@ def _read_raw(spark, path: str, fmt: str, id_column: str, text_column: str, lang
                      .alias("raw"))
 
 
-def prepare_aligned(spark, input_path: str, output_dir: str, lang_column: str = "lang", **options) -> dict:
-    """Prepare an aligned corpus: one sub-corpus per language plus the tuple counts."""
+def prepare_aligned(spark, input_path: str, output_dir: str, lang_column: str = "lang",
+                    holdout_fraction: float = 0.0, **options) -> dict:
+    """Prepare an aligned corpus: one sub-corpus per language plus the tuple counts.
+
+    ``holdout_fraction`` > 0 moves that fraction of the tuples (chosen by a hash of
+    the id, so the split is the same everywhere) into ``CORPUS_DIR/heldout/``, an
+    aligned corpus prepared with the training vocabularies (for ``evaluate``).
+    ``options["vocab"]`` may name a polylingual model directory (``vocab.<L>.parquet``)
+    or an aligned corpus (``<L>/vocab.parquet``) whose vocabularies are reused.
+    """
     from pyspark.sql import functions as F
 
-    from jobs.prepare import PrepareError, prepare_corpus, resolve_format
+    from jobs.prepare import PrepareError, resolve_format
 
     fmt = resolve_format(spark, input_path, options.get("format", "auto"))
     id_column, text_column = options.get("id_column", "id"), options.get("text_column", "text")
     if storage.exists(output_dir) and storage.list_dir(output_dir) and not options.get("overwrite"):
         raise PrepareError(f"output directory {output_dir} is not empty; pass --overwrite to replace it")
-    if options.get("vocab"):
-        raise PrepareError("--vocab with --lang-column: pass one vocabulary per language by preparing each "
-                           "language separately, or omit --vocab")
+    if not 0.0 <= holdout_fraction < 1.0:
+        raise PrepareError(f"--holdout-fraction must be in [0, 1), got {holdout_fraction}")
     rows = _read_raw(spark, input_path, fmt, id_column, text_column, lang_column).cache()
     try:
         input_rows = rows.count()
@@ -114,26 +121,80 @@ def prepare_aligned(spark, input_path: str, output_dir: str, lang_column: str = 
         languages = sorted(r[0] for r in rows.where(F.col("reason").isNull()).select("lang").distinct().collect())
         if not languages:
             raise PrepareError(f"no row of {input_path} has a language in column {lang_column!r}")
+        vocab_of = _vocabularies(options.pop("vocab", None), languages)
         rejects = rows.where(F.col("reason").isNotNull())
         rejects.select(F.col("doc_id").alias("id"), "reason", F.col("lang"),
                        F.substring("raw", 1, 1000).alias("raw")) \
             .write.mode("overwrite").option("ignoreNullFields", False).json(storage.join(output_dir, "rejects"))
-        split = storage.join(output_dir, SPLIT_DIR)
-        (rows.where(F.col("reason").isNull()).select("doc_id", "text", "lang")
-         .write.mode("overwrite").partitionBy("lang").parquet(split))
+        valid = rows.where(F.col("reason").isNull()).select("doc_id", "text", "lang")
+        heldout = (F.pmod(F.xxhash64("doc_id"), F.lit(1_000_000)) < F.lit(int(round(holdout_fraction * 1_000_000))))
+        valid.where(~heldout).write.mode("overwrite").partitionBy("lang").parquet(storage.join(output_dir, SPLIT_DIR))
+        if holdout_fraction > 0:
+            valid.where(heldout).write.mode("overwrite").partitionBy("lang") \
+                .parquet(storage.join(output_dir, SPLIT_DIR + "_heldout"))
         split_rejected = dict(rejects.groupBy("reason").count().collect())
     finally:
         rows.unpersist()
 
-    per_language = {}
     base = {k: v for k, v in options.items() if k not in ("format", "id_column", "text_column", "language")}
+    stop_words = {lang: (options.get("language") if options.get("language") not in (None, "english")
+                         else stopword_language(lang)) for lang in languages}
+    per_language = _prepare_languages(spark, storage.join(output_dir, SPLIT_DIR), output_dir, languages,
+                                      base, stop_words, vocab_of)
+    rejected = {r: int(split_rejected.get(r, 0)) for r in SPLIT_REASONS}
+    corpus = _write_summary(spark, output_dir, languages, per_language, lang_column, input_path,
+                            input_rows=int(input_rows), rejected=rejected)
+    if holdout_fraction > 0:
+        test_dir = storage.join(output_dir, "heldout")
+        split = storage.join(output_dir, SPLIT_DIR + "_heldout")
+        present = [l for l in languages if storage.exists(storage.join(split, f"lang={l}"))]
+        train_vocab = {l: storage.join(output_dir, l, "vocab.parquet") for l in present}
+        test = _prepare_languages(spark, split, test_dir, present, base, stop_words, train_vocab)
+        corpus["heldout"] = _write_summary(spark, test_dir, present, test, lang_column, input_path,
+                                           holdout_of=output_dir)["documents"]
+        storage.write_bytes(storage.join(output_dir, "corpus.json"),
+                            (json.dumps(corpus, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+        storage.delete(split)
+    return corpus
+
+
+def _vocabularies(vocab: str | None, languages) -> dict:
+    """language -> vocabulary to reuse (``--vocab`` naming a polylingual model or an aligned corpus)."""
+    if not vocab:
+        return {}
+    from jobs.prepare import PrepareError
+
+    found = {}
     for lang in languages:
-        opts = dict(base, format="parquet", id_column="doc_id", text_column="text", overwrite=True)
-        opts["language"] = options.get("language") if options.get("language") not in (None, "english") \
-            else stopword_language(lang)
+        for candidate in (storage.join(vocab, f"vocab.{lang}.parquet"), storage.join(vocab, lang, "vocab.parquet")):
+            if storage.exists(candidate):
+                found[lang] = candidate
+                break
+        else:
+            raise PrepareError(f"--vocab {vocab}: no vocabulary for language {lang!r} "
+                               f"(looked for vocab.{lang}.parquet and {lang}/vocab.parquet)")
+    return found
+
+
+def _prepare_languages(spark, split_dir: str, output_dir: str, languages, base: dict, stop_words: dict,
+                       vocab_of: dict) -> dict:
+    from jobs.prepare import prepare_corpus
+
+    per_language = {}
+    for lang in languages:
+        opts = dict(base, format="parquet", id_column="doc_id", text_column="text", overwrite=True,
+                    language=stop_words[lang], vocab=vocab_of.get(lang))
         log.info("preparing language %s (stop words: %s)", lang, opts["language"])
-        per_language[lang] = prepare_corpus(spark, storage.join(split, f"lang={lang}"),
+        per_language[lang] = prepare_corpus(spark, storage.join(split_dir, f"lang={lang}"),
                                             storage.join(output_dir, lang), **opts)
+    storage.delete(split_dir)
+    return per_language
+
+
+def _write_summary(spark, output_dir: str, languages, per_language: dict, lang_column: str, input_path: str,
+                   input_rows: int | None = None, rejected: dict | None = None, holdout_of: str | None = None) -> dict:
+    """Count the tuples of the prepared languages and write the aligned ``corpus.json``."""
+    from pyspark.sql import functions as F
 
     docs = None
     for lang in languages:
@@ -144,18 +205,20 @@ def prepare_aligned(spark, input_path: str, output_dir: str, lang_column: str = 
     complete = per_tuple.where(F.size("langs") == len(languages)).count()
     missing = {lang: per_tuple.where(~F.array_contains("langs", lang)).count() for lang in languages}
     per_tuple.unpersist()
-    storage.delete(split)
     corpus = {
-        "format_version": 1, "aligned": True, "languages": languages, "lang_column": lang_column,
+        "format_version": 1, "aligned": True, "languages": list(languages), "lang_column": lang_column,
         "documents": int(n_tuples),
         "tokens": int(sum(c["tokens"] for c in per_language.values())),
         "vocab_size": int(sum(c["vocab_size"] for c in per_language.values())),
         "vocab_sizes": {l: int(c["vocab_size"]) for l, c in per_language.items()},
         "tuples": {"complete": int(complete), "missing": {l: int(n) for l, n in missing.items()}},
-        "input_rows": int(input_rows),
-        "rejected": {r: int(split_rejected.get(r, 0)) for r in SPLIT_REASONS},
+        "input_rows": int(input_rows if input_rows is not None
+                          else sum(c["input_rows"] for c in per_language.values())),
+        "rejected": rejected or {r: 0 for r in SPLIT_REASONS},
         "per_language": per_language, "input": input_path,
     }
+    if holdout_of:
+        corpus["heldout_of"] = holdout_of
     storage.write_bytes(storage.join(output_dir, "corpus.json"),
                         (json.dumps(corpus, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
     return corpus

@@ -32,14 +32,19 @@ from inference.heldout import (CompletionScore, cooccurrence_counts, distinct_wo
                                npmi_coherence, score_document_completion, top_word_ids)
 from jobs.corpus import Corpus, load_corpus
 from inference.mapper import EStepSettings
-from jobs.infer import exp_elogbeta, open_model_and_corpus
+from jobs.aligned import is_aligned
+from jobs.infer import exp_elogbeta, open_model_and_corpus, require_model_vocabulary
+from jobs.model_store import load_model
 from jobs.spark import get_spark
 
 log = logging.getLogger("spark_topics.evaluate")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", required=True, help="MODEL_DIR written by `spark-topics train`")
+    parser.add_argument("--model", default=None, help="MODEL_DIR written by `spark-topics train`")
+    parser.add_argument("--language-models", default=None, metavar="L=DIR,...",
+                        help="aligned test corpus only: one monolingual model per language (the baseline of "
+                             "cross-language retrieval) instead of one polylingual --model")
     parser.add_argument("--corpus", required=True,
                         help="test CORPUS_DIR prepared with the model's vocabulary "
                              "(`spark-topics prepare ... --vocab MODEL_DIR/vocab.parquet`)")
@@ -151,18 +156,31 @@ def evaluate_model(spark, model_dir: str, corpus_dir: str, reference_dir: str | 
                    partitions: int | None = None) -> dict:
     """All metrics of the model in ``model_dir`` on the test corpus ``corpus_dir``."""
     options = options or EStepSettings()
+    if is_aligned(corpus_dir):
+        return evaluate_aligned(spark, language_models(model_dir, None), corpus_dir, top_words, seed,
+                                options, partitions)
     model, corpus = open_model_and_corpus(spark, model_dir, corpus_dir, partitions)
+    if model.languages:
+        raise SystemExit(f"{model_dir} is a polylingual model: evaluate it on an aligned test corpus "
+                         f"(prepare --lang-column ... --vocab {model_dir}, or the heldout/ of --holdout-fraction)")
     reference = corpus if reference_dir in (None, corpus_dir) else load_corpus(spark, reference_dir, partitions)
     try:
-        completion = score_topic_word(spark, corpus, model.topic_word(), model.alpha, seed, options)
-        elbo = heldout_elbo(spark, corpus, exp_elogbeta(model), model.alpha, options)
-        terms = model.vocab["term"].to_numpy()[top_word_ids(model.topic_word(), top_words)]
-        npmi = coherence(spark, reference, reference_word_ids(terms, reference))
+        metrics = topic_model_metrics(spark, model, corpus, reference, top_words, seed, options)
     finally:
         corpus.blocks.unpersist()
         reference.blocks.unpersist()
+    return dict(metrics, model=model_dir, corpus=corpus_dir)
+
+
+def topic_model_metrics(spark, model, corpus: Corpus, reference: Corpus, top_words: int, seed: int,
+                        options: EStepSettings) -> dict:
+    """Document-completion perplexity, held-out ELBO and NPMI of a (monolingual view of a) model."""
+    completion = score_topic_word(spark, corpus, model.topic_word(), model.alpha, seed, options)
+    elbo = heldout_elbo(spark, corpus, exp_elogbeta(model), model.alpha, options)
+    terms = model.vocab["term"].to_numpy()[top_word_ids(model.topic_word(), top_words)]
+    npmi = coherence(spark, reference, reference_word_ids(terms, reference))
     return {
-        "model": model_dir, "corpus": corpus_dir, "reference": reference.directory, "seed": seed,
+        "model": model.directory, "corpus": corpus.directory, "reference": reference.directory, "seed": seed,
         "topics": model.num_topics, "documents": corpus.num_documents,
         "perplexity": completion.perplexity,
         "completion": {"loglik": completion.loglik, "heldout_tokens": completion.heldout_tokens,
@@ -172,6 +190,93 @@ def evaluate_model(spark, model_dir: str, corpus_dir: str, reference_dir: str | 
         "npmi_settings": {"top_words": npmi["top_words"], "reference_documents": npmi["reference_documents"]},
         "estep": {"tol": options.tol, "max_iter": options.max_iter},
     }
+
+
+def language_models(model_dir: str | None, language_dirs: str | None) -> dict:
+    """language -> monolingual model: the views of one polylingual model, or one model per language."""
+    if language_dirs:
+        models = {}
+        for item in language_dirs.split(","):
+            lang, _, directory = item.partition("=")
+            if not directory:
+                raise SystemExit(f"--language-models: {item!r} is not LANG=MODEL_DIR")
+            models[lang.strip()] = load_model(directory.strip())
+        return models
+    if model_dir is None:
+        raise SystemExit("evaluate needs --model (or --language-models for an aligned test corpus)")
+    model = load_model(model_dir)
+    if not model.languages:
+        raise SystemExit(f"{model_dir} is monolingual: on an aligned test corpus evaluate a polylingual model, "
+                         f"or give one model per language with --language-models, or evaluate one "
+                         f"language's sub-corpus (CORPUS_DIR/<lang>)")
+    return {language: model.language_view(language) for language in model.languages}
+
+
+def document_thetas(spark, model, corpus: Corpus, options: EStepSettings) -> dict:
+    """doc_id -> theta (posterior mean of the fold-in) for every document of the corpus."""
+    from jobs.infer import _infer_task
+
+    sc = spark.sparkContext
+    bc_params = sc.broadcast((exp_elogbeta(model), model.alpha))
+    try:
+        rows = corpus.blocks.mapPartitions(partial(_infer_task, bc_params=bc_params, options=options)).collect()
+    finally:
+        bc_params.destroy()
+    return {doc_id: np.asarray(theta) for doc_id, _, theta in rows}
+
+
+def evaluate_aligned(spark, models: dict, corpus_dir: str, top_words: int = 10, seed: int = 0,
+                     options: EStepSettings | None = None, partitions: int | None = None) -> dict:
+    """Per-language document completion (each language of a tuple alone) and cross-language retrieval.
+
+    Retrieval: theta from each language alone; for every ordered language pair (A, B) and
+    every tuple present in both, is the tuple's B document the nearest (Hellinger) to its
+    A document among all B documents? (precision at 1, mean rank, mean aligned divergence.)
+    """
+    from itertools import permutations
+
+    from inference.retrieval import retrieval_scores
+
+    options = options or EStepSettings()
+    corpus_langs = storage.load_json(storage.join(corpus_dir, "corpus.json"))["languages"]
+    languages = [l for l in models if l in corpus_langs]
+    if not languages:
+        raise SystemExit(f"no language of the model(s) ({', '.join(models)}) is in {corpus_dir} "
+                         f"({', '.join(corpus_langs)})")
+    per_language, thetas = {}, {}
+    for language in languages:
+        model = models[language]
+        corpus = load_corpus(spark, storage.join(corpus_dir, language), partitions)
+        require_model_vocabulary(model, corpus)
+        try:
+            spark.sparkContext.setJobDescription(f"evaluate language {language}")
+            per_language[language] = topic_model_metrics(spark, model, corpus, corpus, top_words, seed, options)
+            thetas[language] = document_thetas(spark, model, corpus, options)
+        finally:
+            corpus.blocks.unpersist()
+    retrieval = {}
+    for a, b in permutations(languages, 2):
+        ids = sorted(set(thetas[a]) & set(thetas[b]))
+        if len(ids) >= 2:
+            retrieval[f"{a}->{b}"] = retrieval_scores(np.stack([thetas[a][i] for i in ids]),
+                                                      np.stack([thetas[b][i] for i in ids]))
+    spark.sparkContext.setJobDescription(None)
+    return {"corpus": corpus_dir, "aligned": True, "languages": languages,
+            "models": {l: m.meta.get("polylingual_model", m.directory) for l, m in models.items()},
+            "per_language": per_language, "retrieval": retrieval}
+
+
+def format_aligned_metrics(metrics: dict) -> str:
+    lines = []
+    for language, m in metrics["per_language"].items():
+        lines.append(f"[{language}] document-completion perplexity {m['perplexity']:.3f} "
+                     f"({m['completion']['documents']} documents), held-out ELBO/token "
+                     f"{m['heldout_elbo_per_token']:.4f}, NPMI {m['npmi']:.4f}")
+    for pair, r in metrics["retrieval"].items():
+        lines.append(f"retrieval {pair}: precision@1 {r['precision_at_1']:.3f} (chance {r['chance_precision']:.3f}), "
+                     f"mean rank {r['mean_rank']:.1f} of {r['documents']}, Hellinger aligned "
+                     f"{r['mean_aligned_divergence']:.3f} vs all pairs {r['mean_divergence_all_pairs']:.3f}")
+    return "\n".join(lines)
 
 
 def format_metrics(metrics: dict) -> str:
@@ -189,9 +294,18 @@ def format_metrics(metrics: dict) -> str:
 
 def run(args) -> dict:
     spark = get_spark("spark-topics evaluate", args.master, args.conf)
-    metrics = evaluate_model(spark, args.model, args.corpus, args.reference, args.top_words, args.seed,
-                             EStepSettings(args.estep_tol, args.estep_max_iter), args.partitions)
-    print(format_metrics(metrics))
+    options = EStepSettings(args.estep_tol, args.estep_max_iter)
+    if args.language_models:
+        if not is_aligned(args.corpus):
+            raise SystemExit("--language-models needs an aligned test corpus (prepare --lang-column)")
+        metrics = evaluate_aligned(spark, language_models(None, args.language_models), args.corpus,
+                                   args.top_words, args.seed, options, args.partitions)
+    elif args.model is None:
+        raise SystemExit("evaluate needs --model MODEL_DIR")
+    else:
+        metrics = evaluate_model(spark, args.model, args.corpus, args.reference, args.top_words, args.seed,
+                                 options, args.partitions)
+    print(format_aligned_metrics(metrics) if metrics.get("aligned") else format_metrics(metrics))
     if args.output:
         storage.write_bytes(args.output, (json.dumps(metrics, indent=2) + "\n").encode("utf-8"))
         print(f"metrics written to {args.output}")

@@ -48,6 +48,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", default="auto", help="raw input format, as in `prepare` (default: auto)")
     parser.add_argument("--id-column", default="id", help="document id column of raw JSON/CSV/Parquet input")
     parser.add_argument("--text-column", default="text", help="text column of raw JSON/CSV/Parquet input")
+    parser.add_argument("--lang", default=None,
+                        help="polylingual model: the language of the input documents (a new document in one "
+                             "language); an aligned corpus (prepare --lang-column) as input uses every language "
+                             "of each tuple")
     parser.add_argument("--partitions", type=int, default=None, help="document partitions (default: by size)")
     parser.add_argument("--estep-tol", type=float, default=1e-3, help="per-document mean |delta gamma| tolerance")
     parser.add_argument("--estep-max-iter", type=int, default=100, help="cap on per-document phi/gamma passes")
@@ -73,12 +77,44 @@ def require_model_vocabulary(model: TopicModel, corpus: Corpus) -> None:
         f"--vocab {storage.join(model.directory, 'vocab.parquet')}")
 
 
-def open_model_and_corpus(spark, model_dir: str, corpus_dir: str, partitions: int | None = None):
-    """The model and the corpus as blocks, after checking that they share the vocabulary."""
+def open_model_and_corpus(spark, model_dir: str, corpus_dir: str, partitions: int | None = None,
+                          lang: str | None = None):
+    """The model and the corpus as blocks, after checking that they share the vocabulary.
+
+    A polylingual model reads either one language (``lang``: the model's view of that
+    language, a monolingual corpus) or an aligned corpus (every language of a tuple).
+    """
+    from jobs.aligned import is_aligned, load_aligned_corpus
+
     model = load_model(model_dir)
+    if model.languages and lang is None and is_aligned(corpus_dir):
+        corpus_langs = storage.load_json(storage.join(corpus_dir, "corpus.json"))["languages"]
+        corpus = load_aligned_corpus(spark, corpus_dir, partitions, [l for l in model.languages if l in corpus_langs])
+        for language in corpus.layout.languages:
+            require_model_vocabulary(model.language_view(language), load_vocab_only(corpus, language))
+        if corpus.layout.languages != tuple(model.languages):  # a subset: the model's columns of those languages
+            keep = np.concatenate([np.arange(model.layout.slice_of(l).start, model.layout.slice_of(l).stop)
+                                   for l in corpus.layout.languages])
+            model = type(model)(model.directory, dict(model.meta, languages=list(corpus.layout.languages)),
+                                model.vocab.iloc[keep].reset_index(drop=True), model.lambda_[:, keep])
+        return model, corpus
+    if model.languages:
+        if lang is None:
+            raise SystemExit(f"{model_dir} is polylingual ({', '.join(model.languages)}): pass --lang for "
+                             f"documents in one language, or an aligned corpus (prepare --lang-column)")
+        model = model.language_view(lang)
+    elif lang is not None:
+        raise SystemExit(f"--lang applies to polylingual models; {model_dir} is monolingual")
     corpus = load_corpus(spark, corpus_dir, partitions)
     require_model_vocabulary(model, corpus)
     return model, corpus
+
+
+def load_vocab_only(corpus: Corpus, language: str) -> Corpus:
+    """A Corpus shell with one language's vocabulary of an aligned corpus (for vocabulary checks)."""
+    part = corpus.vocab[corpus.vocab["lang"] == language]
+    vocab = part.assign(id=part["local_id"]).reset_index(drop=True)
+    return Corpus(storage.join(corpus.directory, language), {}, vocab, None, 0)
 
 
 def is_prepared_corpus(path: str) -> bool:
@@ -89,7 +125,9 @@ def prepare_with_model_vocabulary(spark, model: TopicModel, input_path: str, cor
     """Run ``prepare`` on raw text with the model's vocabulary (and its training tokenizer, when known)."""
     from jobs.prepare import PrepareError, prepare_corpus
 
-    options = dict(read_options, vocab=storage.join(model.directory, "vocab.parquet"), overwrite=True)
+    language = model.meta.get("language")  # a language view of a polylingual model
+    vocab = f"vocab.{language}.parquet" if language else "vocab.parquet"
+    options = dict(read_options, vocab=storage.join(model.directory, vocab), overwrite=True)
     options.update(training_tokenizer(model))
     try:
         return prepare_corpus(spark, input_path, corpus_dir, **options)
@@ -100,6 +138,8 @@ def prepare_with_model_vocabulary(spark, model: TopicModel, input_path: str, cor
 def training_tokenizer(model: TopicModel) -> dict:
     """The tokenizer options the training corpus was prepared with, or {} if its corpus.json is unreadable."""
     corpus_dir = (model.meta.get("data") or {}).get("corpus")
+    if corpus_dir and model.meta.get("language"):
+        corpus_dir = storage.join(corpus_dir, model.meta["language"])
     path = storage.join(corpus_dir, "corpus.json") if corpus_dir else None
     if path and storage.exists(path):
         options = storage.load_json(path).get("options") or {}
@@ -132,7 +172,8 @@ def empty_documents(spark, corpus_dir: str):
 
 
 def infer_documents(spark, model_dir: str, corpus_dir: str, output_dir: str,
-                    options: EStepSettings | None = None, partitions: int | None = None) -> dict:
+                    options: EStepSettings | None = None, partitions: int | None = None,
+                    lang: str | None = None) -> dict:
     """Topic proportions of every document of a prepared corpus; writes OUT_DIR/doc_topics.parquet.
 
     Returns the counts printed by the job: documents, known and unknown tokens,
@@ -142,7 +183,7 @@ def infer_documents(spark, model_dir: str, corpus_dir: str, output_dir: str,
     from pyspark.sql.types import ArrayType, DoubleType, StringType, StructField, StructType
 
     options = options or EStepSettings()
-    model, corpus = open_model_and_corpus(spark, model_dir, corpus_dir, partitions)
+    model, corpus = open_model_and_corpus(spark, model_dir, corpus_dir, partitions, lang)
     alpha = model.alpha
     sc = spark.sparkContext
     sc.setJobDescription("infer: E-step with the model's topics")
@@ -152,11 +193,21 @@ def infer_documents(spark, model_dir: str, corpus_dir: str, output_dir: str,
                          StructField("theta", ArrayType(DoubleType(), False), False)])
     fitted = spark.createDataFrame(corpus.blocks.mapPartitions(partial(_infer_task, bc_params=bc_params,
                                                                        options=options)), schema)
-    sizes = spark.read.parquet(storage.join(corpus_dir, "docs.parquet")).select(
-        "doc_id", F.col("n_tokens").cast("long"), F.col("n_oov").cast("long").alias("n_unknown"))
+    parts = ([storage.join(corpus_dir, l) for l in corpus.layout.languages] if corpus.layout is not None
+             else [corpus_dir])
+    sizes = None
+    for part in parts:  # an aligned corpus: a tuple's tokens are summed over its languages
+        s = spark.read.parquet(storage.join(part, "docs.parquet")).select(
+            "doc_id", F.col("n_tokens").cast("long"), F.col("n_oov").cast("long").alias("n_unknown"))
+        sizes = s if sizes is None else sizes.unionByName(s)
+    sizes = sizes.groupBy("doc_id").agg(F.sum("n_tokens").alias("n_tokens"), F.sum("n_unknown").alias("n_unknown"))
     known = fitted.join(sizes, "doc_id").withColumn("no_known_words", F.lit(False))
     prior_mean = (alpha / alpha.sum()).tolist()
-    unknown_only = (empty_documents(spark, corpus_dir)
+    empty = None
+    for part in parts:
+        e = empty_documents(spark, part)
+        empty = e if empty is None else empty.unionByName(e)
+    unknown_only = (empty.distinct().join(sizes.select("doc_id"), "doc_id", "left_anti")
                     .select("doc_id", F.lit(alpha.tolist()).cast("array<double>").alias("gamma"),
                             F.lit(prior_mean).cast("array<double>").alias("theta"),
                             F.lit(0).cast("long").alias("n_tokens"),
@@ -182,10 +233,17 @@ def run(args) -> dict:
     if not is_prepared_corpus(args.input):
         corpus_dir = storage.join(args.output, "corpus")
         log.info("preparing %s with the model's vocabulary into %s", args.input, corpus_dir)
-        prepare_with_model_vocabulary(spark, load_model(args.model), args.input, corpus_dir,
+        model = load_model(args.model)
+        if model.languages:
+            if not args.lang:
+                raise SystemExit(f"{args.model} is polylingual ({', '.join(model.languages)}): pass --lang for raw "
+                                 f"text in one language, or prepare aligned input with --lang-column and "
+                                 f"--vocab {args.model} first")
+            model = model.language_view(args.lang)
+        prepare_with_model_vocabulary(spark, model, args.input, corpus_dir,
                                       format=args.format, id_column=args.id_column, text_column=args.text_column)
     result = infer_documents(spark, args.model, corpus_dir, args.output,
-                             EStepSettings(args.estep_tol, args.estep_max_iter), args.partitions)
+                             EStepSettings(args.estep_tol, args.estep_max_iter), args.partitions, args.lang)
     print(f"inferred topic proportions of {result['documents']} documents -> {result['output']}")
     print(f"known tokens: {result['known_tokens']}; unknown tokens (not in the model's vocabulary, ignored): "
           f"{result['unknown_tokens']}; documents with no known words (theta = alpha / sum alpha, "

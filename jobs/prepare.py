@@ -141,6 +141,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     io.add_argument("--lang-column", default=None, metavar="NAME",
                     help="aligned multilingual input: rows sharing an id in different languages (this "
                          "column) form one tuple; one sub-corpus per language (see jobs/aligned.py)")
+    io.add_argument("--holdout-fraction", type=float, default=0.0, metavar="F",
+                    help="with --lang-column: hold out this fraction of the tuples (by a hash of the id) "
+                         "into CORPUS_DIR/heldout, prepared with the training vocabularies")
     io.add_argument("--partitions", type=int, default=None, metavar="N",
                     help="number of docs.parquet files (default: chosen by Spark)")
     io.add_argument("--overwrite", action="store_true",
@@ -196,7 +199,8 @@ def run(args: argparse.Namespace) -> dict:
     if getattr(args, "lang_column", None):
         from jobs import aligned
         try:
-            corpus = aligned.prepare_aligned(spark, args.input, args.output, args.lang_column, **options)
+            corpus = aligned.prepare_aligned(spark, args.input, args.output, args.lang_column,
+                                             args.holdout_fraction, **options)
         except PrepareError as exc:
             raise SystemExit(f"spark-topics prepare: {exc}") from None
         print(aligned.summary_line(corpus, args.output))
