@@ -160,11 +160,12 @@ def test_topic_and_table_conditionals_match_joint(a_frac):
     assert cases == {"6.4", "6.5", "6.6"} and checked_t > 3
 
 
-@pytest.mark.parametrize("a,table_sweep", [(0.0, True), (0.3, False), (0.3, True)])
-def test_chain_invariants_after_sweeps(a, table_sweep):
+@pytest.mark.parametrize("a,table_sweep,sampler", [(0.0, True, "cmgs"), (0.3, False, "cmgs"), (0.3, True, "cmgs"),
+                                                   (0.3, True, "exact"), (0.0, False, "exact")])
+def test_chain_invariants_after_sweeps(a, table_sweep, sampler):
     block, _ = seqlda_corpus(num_docs=10, num_topics=5, vocab_size=30, a=a, b=2.0, seed=7)
     model = SeqLDA(5, 30)
-    hyper = model.initial_hyper(a=a, b=2.0, m_max=6, table_sweep=table_sweep)
+    hyper = model.initial_hyper(a=a, b=2.0, m_max=6, table_sweep=table_sweep, sampler=sampler)
     _, state, hyper, nwk, nk = run_local(model, block, 8, seed=4, hyper=hyper)
     z, n, t = state["z"], state["n"], state["t"]
     np.testing.assert_array_equal(n, seg_counts(block, z, 5))
@@ -203,10 +204,12 @@ def test_point_estimates():
         np.testing.assert_allclose(nu[s], prev)
 
 
-def test_determinism():
+@pytest.mark.parametrize("sampler", ["cmgs", "exact"])
+def test_determinism(sampler):
     block, _ = seqlda_corpus(num_docs=8, num_topics=4, vocab_size=30, a=0.2, seed=3)
     model = SeqLDA(4, 30)
-    runs = [run_local(model, block, 4, seed=s, hyper=model.initial_hyper(a=0.2, b=3.0))[1:3] for s in (7, 7, 8)]
+    hyper = model.initial_hyper(a=0.2, b=3.0, sampler=sampler, alpha_burn_in=0)
+    runs = [run_local(model, block, 4, seed=s, hyper=hyper)[1:3] for s in (7, 7, 8)]
     for key in ("z", "n", "t", "b"):
         np.testing.assert_array_equal(runs[0][0][key], runs[1][0][key])
     assert runs[0][1]["alpha"] == runs[1][1]["alpha"]
@@ -275,19 +278,22 @@ def test_alpha_newton_reaches_the_optimum():
 
 
 # Recovery: 60 documents x 5-10 segments x 10-30 words (~9k tokens), K = 4, V = 60, a = 0.2, b = 5, alpha = 0.5.
-def test_recovery():
+# Measured (data seeds 2, 5; 400 cycles): matched Hellinger 0.04-0.06, mean b_i 6.3-9.2 (a per-document posterior
+# from ~7 restaurants, prior 1/b), mean alpha 0.62-0.87.
+@pytest.mark.parametrize("sampler", ["cmgs", "exact"])
+def test_recovery(sampler):
     block, truth = seqlda_corpus(num_docs=60, num_topics=4, vocab_size=60, a=0.2, b=5.0, alpha=0.5, beta=0.05,
                                  seed=2)
     model = SeqLDA(4, 60)
-    hyper = model.initial_hyper(alpha=0.5, beta=0.05, a=0.2, b=1.0)
+    hyper = model.initial_hyper(alpha=0.5, beta=0.05, a=0.2, b=1.0, sampler=sampler)
     trace = []
     _, state, hyper, nwk, nk = run_local(model, block, 300, seed=3, hyper=hyper,
                                          on_iteration=lambda it, s, h: trace.append((h["b_mean"], np.mean(h["alpha"]))))
     dist, _ = matched_hellinger(truth["phi"], topic_word_estimate(nwk, nk, hyper["beta"]))
     assert dist.max() < 0.15, dist
     trace = np.array(trace[150:])
-    assert 2.5 < trace[:, 0].mean() < 10.0, trace[:, 0].mean()     # mean of the b_i (true 5)
-    assert 0.25 < trace[:, 1].mean() < 1.0, trace[:, 1].mean()     # mean alpha (true 0.5)
+    assert 2.5 < trace[:, 0].mean() < 12.0, trace[:, 0].mean()     # mean of the b_i (true 5)
+    assert 0.25 < trace[:, 1].mean() < 1.2, trace[:, 1].mean()     # mean alpha (true 0.5)
 
 
 def test_true_segment_order_beats_permuted():
@@ -319,3 +325,74 @@ def test_true_segment_order_beats_permuted():
     ordered = SegmentedBlock.from_segments([(block.doc_ids[d], segs[d]) for d in range(block.n_docs)])
     p_true, p_perm = perplexity(ordered), perplexity(permuted)
     assert p_true < 0.98 * p_perm, (p_true, p_perm)
+
+
+def enumerate_chain_posterior(block, phi, alpha, a, b):
+    """Exact p(z, t | w) ∝ (6.3) with frozen phi over every (z, t) of a one-document block satisfying §6.4.2."""
+    K, S = phi.shape[1], block.n_segments
+    logS = log_stirling_table(a, 16, 16)
+    seg_of = np.repeat(np.arange(S), np.diff(block.seg_ptr))
+    index, logp = {}, []
+    for z in itertools.product(range(K), repeat=block.n_tokens):
+        z = np.asarray(z)
+        n = np.zeros((S, K), dtype=np.int64)
+        np.add.at(n, (seg_of, z), 1)
+
+        def tables(s, t):  # t filled from the last segment backwards
+            if s < 0:
+                yield t
+                return
+            nxt = t[s + 1] if s + 1 < S else np.zeros(K, dtype=np.int64)
+            for tv in itertools.product(*[range(1, c + 1) if c else range(1) for c in n[s] + nxt]):
+                t[s] = tv
+                yield from tables(s - 1, t)
+
+        for t in tables(S - 1, np.zeros((S, K), dtype=np.int64)):
+            lp = np.sum(gammaln(alpha + t[0])) - gammaln(np.sum(alpha + t[0])) + np.sum(np.log(phi[block.words, z]))
+            for s in range(S):
+                nxt = t[s + 1] if s + 1 < S else np.zeros(K, dtype=np.int64)
+                lp += sum(math.log(b + i * a) for i in range(int(t[s].sum()))) - gammaln(b + n[s].sum() + nxt.sum())
+                lp += sum(logS[n[s, k] + nxt[k], t[s, k]] for k in range(K))
+            index[tuple(z) + tuple(t.ravel())] = len(logp)
+            logp.append(lp)
+    p = np.exp(np.asarray(logp) - max(logp))
+    return index, p / p.sum()
+
+
+def chain_stationary_tv(sampler, a, segments, b=1.5, iterations=60000):
+    """(z-marginal TV, joint TV) between the sampler's visits (frozen phi) and the enumerated posterior."""
+    block = SegmentedBlock.from_segments([("d", [list(s) for s in segments])])
+    phi, alpha = np.array([[0.8, 0.3], [0.2, 0.7]]), np.array([0.7, 0.4])
+    index, p = enumerate_chain_posterior(block, phi, alpha, a, b)
+    model = SeqLDA(2, 2)
+    hyper = model.initial_hyper(alpha=alpha.tolist(), a=a, b=b, sample_b=False, optimize_alpha=False, sampler=sampler)
+    nwk, nk = np.zeros((2, 2), np.int32), np.zeros(2, np.int64)
+    st = model.init_state(block, hyper, nwk, nk, 1)
+    tab = stirling_table(a).ensure(30, 20)
+    counts = np.zeros(len(p))
+    for it in range(iterations):
+        seqlda_sweep(block.doc_ptr, block.seg_ptr, block.words, st["z"], st["n"], st["t"], np.array([b]), nwk, nk,
+                     alpha, 0.1, a, tab.log, tab.ratio, tab.cratio, 20, phi, True, True, sampler == "exact", it + 5)
+        counts[index[tuple(st["z"]) + tuple(st["t"].ravel())]] += 1
+    _, inv = np.unique(np.array([hash(k[:block.n_tokens]) for k in index]), return_inverse=True)
+    emp = counts / counts.sum()
+    return 0.5 * np.abs(np.bincount(inv, weights=p) - np.bincount(inv, weights=emp)).sum(), 0.5 * np.abs(p - emp).sum()
+
+
+@pytest.mark.parametrize("a,segments", [(0.0, ([0, 1], [1, 0, 0])), (0.4, ([0, 1], [1, 0], [0, 0])),
+                                        (0.3, ([0], [1, 0], [], [0, 1]))])
+def test_exact_sampler_is_invariant_for_the_chain_posterior(a, segments):
+    """The exact variant visits (z, t) with the enumerated posterior (6.3) (60k cycles: TV at Monte Carlo noise).
+
+    Measured: z-marginal TV 0.008-0.017, joint 0.02-0.04. The thesis CMGS on the same set-ups: z-marginal TV
+    0.047 (a = 0), 0.15 (a = 0.4), 0.19 (a = 0.3, four segments with an empty one).
+    """
+    tv_z, tv_joint = chain_stationary_tv("exact", a, segments, b=1.0 if len(segments) == 4 else 1.5)
+    assert tv_z < 0.03 and tv_joint < 0.05, (tv_z, tv_joint)
+
+
+@pytest.mark.benchmark
+def test_cmgs_chain_stationary_bias_documented():
+    tv = chain_stationary_tv("cmgs", 0.4, ([0, 1], [1, 0], [0, 0]), iterations=200000)[0]
+    print(f"SeqLDA CMGS z-marginal TV {tv:.3f}")
+    assert tv > 0.05

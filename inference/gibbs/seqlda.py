@@ -32,7 +32,7 @@ Gamma(sum_j T_ij, rate sum_j log 1/q_ij); for a > 0 from (6.12) with the same
 segments' table counts t_i1k ((6.8) corrected: t*_{i,0,k} -> t*_{i,1,k}): each
 partition returns gradient and Hessian terms at the broadcast alpha, the driver
 takes one Newton step per cycle (a fixed-point step when Newton would leave
-alpha > 0).
+alpha > 0), limited to a factor 2 per cycle, after ``alpha_burn_in`` cycles.
 """
 from __future__ import annotations
 
@@ -51,7 +51,10 @@ DEFAULT_BETA = 0.01
 DEFAULT_A = 0.0
 DEFAULT_B = 10.0
 DEFAULT_M_MAX = 1000
+DEFAULT_ALPHA_BURN_IN = 20
 ALPHA_FLOOR = 1e-6
+ALPHA_CEIL = 1e3
+ALPHA_MAX_FACTOR = 2.0
 B_MIN, B_MAX = 1e-3, 1e6
 
 
@@ -98,6 +101,73 @@ def seqlda_topic_weights(p, Q, j, n_d, t_d, N, T, u, alpha, alpha_sum, a, b, rat
         p[k] = g
         total += g
     return total
+
+
+@numba.njit(cache=True)
+def seqlda_chain_below(Vx, j, n_d, t_d, N, T, alpha, alpha_sum, a, b):
+    """Exact sampler: Vx[k] = V_{j-1,k} - t_{j,k} for every k (j >= 1), where the seating predictive of a
+    customer of dish k arriving at restaurant l is V_lk / (b + N_l + T_l+1) with (thesis (2.10) down the chain)
+    V_lk = (n_lk + t_l+1,k - a t_lk) + (b + a T_l) V_l-1,k / (b + N_l-1 + T_l) and, at the top,
+    V_0k = (n_0k + t_1k - a t_0k) + (b + a T_0) (alpha_k + t_0k) / (sum alpha + T_0). Vx depends only on the
+    restaurants above j (t_jk is added back per token)."""
+    K = Vx.shape[0]
+    for k in range(K):
+        P = (alpha[k] + t_d[0, k]) / (alpha_sum + T[0])
+        V = 0.0
+        for lev in range(j):
+            c = n_d[lev, k]
+            if lev + 1 < j:
+                c += t_d[lev + 1, k]
+            V = (c - a * t_d[lev, k]) + (b + a * T[lev]) * P
+            if lev + 1 < j:
+                P = V / (b + N[lev] + T[lev + 1])
+        Vx[k] = V
+
+
+@numba.njit(cache=True)
+def seqlda_crp_weights(p, Vx, j, n_d, t_d, N, T, alpha, alpha_sum, a, b, w, nwk, inv, beta, frozen_phi, frozen):
+    """Exact sampler: p[k] = V_jk Phi_kw, the seating predictive of a customer at restaurant j (join one of its
+    tables, or open one and send a proxy up the chain; common 1/(b + N_j + T_j+1) dropped). Returns the sum."""
+    K = p.shape[0]
+    J = n_d.shape[0]
+    total = 0.0
+    for k in range(K):
+        c = n_d[j, k]
+        if j + 1 < J:
+            c += t_d[j + 1, k]
+        if j == 0:
+            P = (alpha[k] + t_d[0, k]) / (alpha_sum + T[0])
+        else:
+            P = (Vx[k] + t_d[j, k]) / (b + N[j - 1] + T[j])
+        g = ((c - a * t_d[j, k]) + (b + a * T[j]) * P) * word_factor(nwk, inv, w, k, beta, frozen_phi, frozen)
+        p[k] = g
+        total += g
+    return total
+
+
+@numba.njit(cache=True)
+def _seqlda_open_path(Vk, j, k, n_d, t_d, N, T, alpha, alpha_sum, a, b):
+    """Exact sampler: after topic k is drawn for a token at j, the lowest restaurant that opens a new table
+    (the token, then each proxy, joins an existing table with weight c - a t or opens one with weight
+    (b + a T) x predictive above); returns m such that tables open at m..j (m = j + 1: none)."""
+    J = n_d.shape[0]
+    P = (alpha[k] + t_d[0, k]) / (alpha_sum + T[0])
+    for lev in range(j + 1):  # V_lev,k with the state before the new customer, Vk[lev] = V, P kept implicitly
+        c = n_d[lev, k]
+        if lev + 1 < J:
+            c += t_d[lev + 1, k]
+        Vk[lev] = (c - a * t_d[lev, k]) + (b + a * T[lev]) * P
+        if lev + 1 <= j:
+            P = Vk[lev] / (b + N[lev] + T[lev + 1])
+    lev = j
+    while lev >= 0:
+        c = n_d[lev, k]
+        if lev + 1 < J:
+            c += t_d[lev + 1, k]
+        if np.random.random() * Vk[lev] < c - a * t_d[lev, k]:
+            return lev + 1
+        lev -= 1
+    return 0
 
 
 @numba.njit(cache=True)
@@ -187,9 +257,16 @@ def _resample_table(wt, j, k, n_d, t_d, N, T, alpha, alpha_sum, a, b, ratio, cra
 
 
 @numba.njit(cache=True)
-def seqlda_sweep(doc_ptr, seg_ptr, words, z, n, t, bdoc, nwk, nk, alpha, beta, a, ratio, cratio, mcap,
-                 frozen_phi, frozen, table_sweep, seed):
-    """One cycle of thesis Algorithm 5 (documents -> segments in layout order -> tokens); state in place."""
+def seqlda_sweep(doc_ptr, seg_ptr, words, z, n, t, bdoc, nwk, nk, alpha, beta, a, logS, ratio, cratio, mcap,
+                 frozen_phi, frozen, table_sweep, exact, seed):
+    """One cycle of thesis Algorithm 5 (documents -> segments in layout order -> tokens); state in place.
+
+    ``exact``: the removal drops the token's table with the probability that it sat alone,
+    S^{c-1}_{t-1} / S^c_t, and so on up the chain for each dropped table's proxy; the topic and the restaurants
+    that open tables are drawn from the seating predictive (:func:`seqlda_crp_weights`,
+    :func:`_seqlda_open_path`). This leaves the posterior (6.3) exactly invariant, which the thesis' forced-only
+    removal does not (tests/test_seqlda.py); the (6.7) table step follows in both.
+    """
     np.random.seed(seed)
     K = alpha.shape[0]
     vbeta = nwk.shape[0] * beta
@@ -204,6 +281,8 @@ def seqlda_sweep(doc_ptr, seg_ptr, words, z, n, t, bdoc, nwk, nk, alpha, beta, a
     Q = np.empty(jmax)
     u = np.empty(K, dtype=np.int64)
     p = np.empty(K)
+    Vx = np.empty(K)
+    Vk = np.empty(jmax)
     wt = np.empty(mcap + 1)
     inv = np.empty(K)
     for k in range(K):
@@ -229,31 +308,77 @@ def seqlda_sweep(doc_ptr, seg_ptr, words, z, n, t, bdoc, nwk, nk, alpha, beta, a
                     u[k] = j
                     break
         for j in range(J):
+            dirty = True
             for i in range(seg_ptr[s0 + j], seg_ptr[s0 + j + 1]):
                 w = words[i]
                 k = z[i]
-                # remove; cascade forced table removals towards the first segment (§6.4.2, pitfall 3)
-                n_d[j, k] -= 1
-                N[j] -= 1
+                if exact:
+                    # remove: the token (then each removed table's proxy) sat alone w.p. S^{c-1}_{t-1} / S^c_t
+                    jj = j
+                    while jj >= 0:
+                        c = n_d[jj, k]          # customers including the one leaving (token, or proxy of
+                        if jj + 1 < J:           # the table just removed at jj + 1)
+                            c += t_d[jj + 1, k]
+                        if jj < j:
+                            c += 1
+                        tt = t_d[jj, k]
+                        if tt < c and (tt == 1 or np.random.random() >= math.exp(logS[c - 1, tt - 1] - logS[c, tt])):
+                            break
+                        t_d[jj, k] -= 1
+                        T[jj] -= 1
+                        if jj < j:
+                            dirty = True
+                        jj -= 1
+                    n_d[j, k] -= 1
+                    N[j] -= 1
+                else:
+                    # remove; cascade forced table removals towards the first segment (§6.4.2, pitfall 3)
+                    n_d[j, k] -= 1
+                    N[j] -= 1
+                    jj = j
+                    while jj >= 0:
+                        c = n_d[jj, k]
+                        if jj + 1 < J:
+                            c += t_d[jj + 1, k]
+                        if t_d[jj, k] <= c:
+                            break
+                        t_d[jj, k] -= 1
+                        T[jj] -= 1
+                        jj -= 1
                 if not frozen:
                     nwk[w, k] -= 1
                     nk[k] -= 1
                     inv[k] = 1.0 / (nk[k] + vbeta)
-                jj = j
-                while jj >= 0:
-                    c = n_d[jj, k]
-                    if jj + 1 < J:
-                        c += t_d[jj + 1, k]
-                    if t_d[jj, k] <= c:
-                        break
-                    t_d[jj, k] -= 1
-                    T[jj] -= 1
-                    jj -= 1
                 while u[k] > 0 and t_d[u[k] - 1, k] == 0:
                     u[k] -= 1
-                total = seqlda_topic_weights(p, Q, j, n_d, t_d, N, T, u, alpha, alpha_sum, a, b, ratio, w,
-                                             nwk, inv, beta, frozen_phi, frozen)
-                k = _draw_cumulative(p, total, K)
+                if exact:
+                    if dirty and j > 0:
+                        seqlda_chain_below(Vx, j, n_d, t_d, N, T, alpha, alpha_sum, a, b)
+                        dirty = False
+                    total = seqlda_crp_weights(p, Vx, j, n_d, t_d, N, T, alpha, alpha_sum, a, b, w, nwk, inv, beta,
+                                               frozen_phi, frozen)
+                    k = _draw_cumulative(p, total, K)
+                    m = _seqlda_open_path(Vk, j, k, n_d, t_d, N, T, alpha, alpha_sum, a, b)
+                    for jj in range(j, m - 1, -1):  # M_max truncation: join where a restaurant is at the cap
+                        if t_d[jj, k] >= mcap:
+                            m = jj + 1
+                            break
+                    for jj in range(m, j + 1):
+                        t_d[jj, k] += 1
+                        T[jj] += 1
+                    if m < j:
+                        dirty = True
+                    if u[k] <= j:
+                        u[k] = j + 1
+                else:
+                    total = seqlda_topic_weights(p, Q, j, n_d, t_d, N, T, u, alpha, alpha_sum, a, b, ratio, w,
+                                                 nwk, inv, beta, frozen_phi, frozen)
+                    k = _draw_cumulative(p, total, K)
+                    if u[k] <= j:  # new tables in restaurants u..j; restaurant u-1 gains a customer
+                        for jj in range(u[k], j + 1):
+                            t_d[jj, k] = 1
+                            T[jj] += 1
+                        u[k] = j + 1
                 z[i] = k
                 n_d[j, k] += 1
                 N[j] += 1
@@ -261,11 +386,6 @@ def seqlda_sweep(doc_ptr, seg_ptr, words, z, n, t, bdoc, nwk, nk, alpha, beta, a
                     nwk[w, k] += 1
                     nk[k] += 1
                     inv[k] = 1.0 / (nk[k] + vbeta)
-                if u[k] <= j:  # new tables in restaurants u..j; restaurant u-1 gains a customer
-                    for jj in range(u[k], j + 1):
-                        t_d[jj, k] = 1
-                        T[jj] += 1
-                    u[k] = j + 1
                 _resample_table(wt, j, k, n_d, t_d, N, T, alpha, alpha_sum, a, b, ratio, cratio, mcap)
         if table_sweep:  # pass-through restaurants: no own customer of k, >= 2 tables from the next segment
             for j in range(J - 1):
@@ -393,11 +513,14 @@ def alpha_newton_terms(doc_ptr, t, alpha):
     return out
 
 
-def alpha_newton_step(alpha: np.ndarray, stats: np.ndarray) -> np.ndarray:
+def alpha_newton_step(alpha: np.ndarray, stats: np.ndarray, max_factor: float = ALPHA_MAX_FACTOR) -> np.ndarray:
     """One Newton-Raphson step on alpha (thesis §6.5) with Minka's inverse of diag(q) + z 11^T.
 
     The step is halved until alpha stays positive (at most 10 times); otherwise (or when a topic has no table in
-    any first segment, q_k = 0) Minka's fixed-point step alpha_k <- alpha_k S_k / S_0 is taken.
+    any first segment, q_k = 0) Minka's fixed-point step alpha_k <- alpha_k S_k / S_0 is taken. Each component
+    then moves by at most a factor ``max_factor`` per cycle and stays in [ALPHA_FLOOR, ALPHA_CEIL]: one step per
+    Gibbs cycle follows a moving target, and a state without overdispersion in t_i1 (e.g. the initial t = 1
+    everywhere) has its maximum at alpha = infinity, where a full Newton step would leave the chain stuck.
     """
     K = alpha.shape[0]
     num, den = stats[:K], stats[K]
@@ -405,15 +528,20 @@ def alpha_newton_step(alpha: np.ndarray, stats: np.ndarray) -> np.ndarray:
     if not den > 0:
         return alpha.copy()
     g = num - den
+    new = None
     if np.all(q < 0) and zc > 0:
         c = np.sum(g / q) / (1.0 / zc + np.sum(1.0 / q))
         step = (g - c) / q
         for _ in range(10):
-            new = alpha - step
-            if np.all(new > 0) and np.all(np.isfinite(new)):
-                return np.maximum(new, ALPHA_FLOOR)
+            cand = alpha - step
+            if np.all(cand > 0) and np.all(np.isfinite(cand)):
+                new = cand
+                break
             step = step / 2
-    return np.maximum(alpha * num / den, ALPHA_FLOOR)
+    if new is None:
+        new = alpha * num / den
+    new = np.clip(new, alpha / max_factor, alpha * max_factor)
+    return np.clip(new, ALPHA_FLOOR, ALPHA_CEIL)
 
 
 class SeqLDA(GibbsModel):
@@ -422,11 +550,14 @@ class SeqLDA(GibbsModel):
     name = "seqlda"
 
     def initial_hyper(self, **overrides) -> dict:
-        """Defaults alpha = 0.1 (optimised), beta = 0.01, a = 0, b = 10 (initial b_i, sampled), m_max = 1000.
+        """Defaults alpha = 0.1 (optimised after 20 cycles), beta = 0.01, a = 0, b = 10 (initial b_i, sampled),
+        m_max = 1000.
 
         Overrides (``None`` = default): ``alpha``, ``beta``, ``a``, ``b``, ``sample_b``, ``optimize_alpha``,
         ``alpha_burn_in`` / ``b_burn_in`` (cycles before updating), ``m_max`` (cap on a table count),
-        ``table_sweep`` (redraw pass-through table counts after each document).
+        ``table_sweep`` (redraw pass-through table counts after each document), ``sampler``: ``"cmgs"`` (thesis
+        Algorithm 5, default) or ``"exact"`` (stochastic table removal + seating predictive, see
+        :func:`seqlda_sweep`).
         """
         o = {k: v for k, v in overrides.items() if v is not None}
         K = self.num_topics
@@ -437,10 +568,11 @@ class SeqLDA(GibbsModel):
             "b": float(o.pop("b", DEFAULT_B)),
             "sample_b": bool(o.pop("sample_b", True)),
             "optimize_alpha": bool(o.pop("optimize_alpha", True)),
-            "alpha_burn_in": int(o.pop("alpha_burn_in", 0)),
+            "alpha_burn_in": int(o.pop("alpha_burn_in", DEFAULT_ALPHA_BURN_IN)),
             "b_burn_in": int(o.pop("b_burn_in", 0)),
             "m_max": int(o.pop("m_max", DEFAULT_M_MAX)),
             "table_sweep": bool(o.pop("table_sweep", True)),
+            "sampler": str(o.pop("sampler", "cmgs")),
             "cycles": 0,
         }
         hyper.update(o)
@@ -449,6 +581,8 @@ class SeqLDA(GibbsModel):
         check_pdp(hyper["a"], hyper["b"])
         if hyper["m_max"] < 1:
             raise ValueError("m_max must be >= 1")
+        if hyper["sampler"] not in ("cmgs", "exact"):
+            raise ValueError(f"sampler must be 'cmgs' or 'exact', got {hyper['sampler']!r}")
         return hyper
 
     @staticmethod
@@ -479,8 +613,8 @@ class SeqLDA(GibbsModel):
         phi = np.ascontiguousarray(frozen_phi, dtype=np.float64) if frozen else np.zeros((1, 1))
         seqlda_sweep(block.doc_ptr, block.seg_ptr, block.words, state["z"], state["n"], state["t"],
                      self._bdoc(block, state, hyper), nwk, nk, np.asarray(hyper["alpha"], dtype=np.float64),
-                     float(hyper["beta"]), a, table.ratio, table.cratio, mcap, phi, frozen,
-                     bool(hyper.get("table_sweep", True)), seed)
+                     float(hyper["beta"]), a, table.log, table.ratio, table.cratio, mcap, phi, frozen,
+                     bool(hyper.get("table_sweep", True)), hyper.get("sampler", "cmgs") == "exact", seed)
 
     def local_hyper_update(self, block, state, hyper, seed) -> None:
         """b_i per document (6.11)/(6.12), in the state."""
