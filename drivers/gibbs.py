@@ -22,6 +22,11 @@ partition per block:
    order, calls ``model.update_hyper``, logs a line and, on sample
    iterations, adds the topic-word point estimate to the running average.
 
+With ``sweeps_per_sync`` = m > 1 every partition runs m sweeps (iterations
+t+1..t+m, each seeded by its own iteration number) on its private counts
+before the next synchronisation, which amortises the per-job cost of Spark;
+hyperparameters are then updated once per synchronisation.
+
 Samples: after ``burn_in`` iterations, every ``lag``-th iteration is a sample
 (``samples`` of them, thesis §11.1); the topic-word matrix and each
 partition's document and segment topic proportions are averaged over them.
@@ -47,7 +52,8 @@ import numpy as np
 from scipy.special import gammaln
 
 from drivers import storage
-from inference.gibbs.model import DRIVER_PARTITION, GibbsModel, SegmentedBlock, task_seed, topic_word_counts
+from inference.gibbs.counts import count_local, local_vocabulary
+from inference.gibbs.model import DRIVER_PARTITION, GibbsModel, SegmentedBlock, task_seed
 from inference.mapper import ALPHA_KEY
 from partitioners.topic import TopicPartitioner
 
@@ -100,6 +106,19 @@ class GibbsSettings:
     seed: int = 0
     num_reducers: int | None = None
     checkpoint_every: int = 10
+    sweeps_per_sync: int = 1          # local sweeps between two synchronisations of the counts (AD-LDA: 1)
+
+    def __post_init__(self):
+        m, sched = int(self.sweeps_per_sync), self.schedule
+        if m < 1:
+            raise ValueError("--sweeps-per-sync must be at least 1")
+        bad = [f"{name} {value}" for name, value in (("iterations", sched.iterations), ("burn-in", sched.burn_in),
+                                                      ("lag", sched.lag), ("checkpoint-every", self.checkpoint_every))
+               if value % m]
+        if bad:
+            raise ValueError(f"with --sweeps-per-sync {m}, iterations, burn-in, lag and checkpoint-every must be "
+                             f"multiples of {m} (samples and checkpoints fall on synchronisations): "
+                             + ", ".join(bad))
 
 
 @dataclass
@@ -180,7 +199,8 @@ def _new_item(model: GibbsModel, orig: SegmentedBlock) -> dict:
     block = model.prepare_block(orig)
     if not np.array_equal(block.seg_ptr, orig.seg_ptr):
         raise ValueError(f"{model.name}.prepare_block must keep the segments (seg_ptr) of the block")
-    return {"orig": orig, "block": block, "state": None, "stats": None,
+    vocab_ids, local = local_vocabulary(block.words)
+    return {"orig": orig, "block": block, "vocab_ids": vocab_ids, "local": local, "state": None, "stats": None,
             "acc": {"samples": np.zeros(1, dtype=np.int64)}, "sweep_seconds": 0.0}
 
 
@@ -225,16 +245,20 @@ def _load_task(partition, items, model, state_dir):
         yield partition, item
 
 
-def _sweep_task(partition, items, model, bc_global, seed, iteration, sample, state_dir):
+def _sweep_task(partition, items, model, bc_global, seed, iterations, sample, state_dir):
+    """Sweeps ``iterations`` (consecutive iteration numbers) on a private copy of the counts, then the
+    partition statistics of the last one."""
     nwk_global, nk_global, hyper = bc_global.value
+    iteration = iterations[-1]
     for p, item in items:
         if p != partition:
             raise RuntimeError(f"state of partition {p} arrived in partition {partition}")
         block, state = item["block"], item["state"]
         nwk, nk = nwk_global.copy(), nk_global.copy()   # private copy (AD-LDA)
         began = time.perf_counter()
-        model.sweep(block, state, hyper, nwk, nk, task_seed(seed, iteration, partition))
-        model.local_hyper_update(block, state, hyper, task_seed(seed, iteration, partition, 1))
+        for t in iterations:
+            model.sweep(block, state, hyper, nwk, nk, task_seed(seed, t, partition))
+            model.local_hyper_update(block, state, hyper, task_seed(seed, t, partition, 1))
         item["sweep_seconds"] = time.perf_counter() - began
         item["stats"] = np.asarray(model.partition_stats(block, state, hyper,
                                                          task_seed(seed, iteration, partition, 2)),
@@ -249,10 +273,10 @@ def _sweep_task(partition, items, model, bc_global, seed, iteration, sample, sta
 def _emit_task(partition, items, num_topics, topic_groups):
     """One record per (partition, reducer): the partition's counts of (w, z) for the reducer's topics."""
     for p, item in items:
-        block = item["block"]
-        vocab_ids, counts = topic_word_counts(block, item["state"]["z"], num_topics)
+        block, vocab_ids = item["block"], item["vocab_ids"]
+        counts = count_local(item["local"], item["state"]["z"], vocab_ids.shape[0], num_topics)
         for topics in topic_groups:
-            yield topics[0], (p, vocab_ids, np.ascontiguousarray(counts[:, topics], dtype=np.int32))
+            yield topics[0], (p, vocab_ids, np.ascontiguousarray(counts[:, topics]))
         stats = item["stats"] if item["stats"] is not None else np.zeros(0)
         yield ALPHA_KEY, (p, stats, block.n_docs, block.n_tokens, item["sweep_seconds"])
 
@@ -393,7 +417,8 @@ class GibbsEngine:
         R = s.num_reducers or TopicPartitioner.default_reducers(K, self.sc.defaultParallelism)
         partitioner = TopicPartitioner(K, R)
         fingerprint = dict(fingerprint or {}, model=model.name, topics=K, vocab_size=V,
-                           partitions=num_partitions, seed=s.seed, schedule=sched.to_json())
+                           partitions=num_partitions, seed=s.seed, schedule=sched.to_json(),
+                           sweeps_per_sync=s.sweeps_per_sync)
         every = max(1, int(s.checkpoint_every))
 
         restored = self._load_checkpoint() if resume else None
@@ -427,8 +452,9 @@ class GibbsEngine:
                      num_docs, num_tokens, time.perf_counter() - began, sched.burn_in, sched.samples,
                      sched.lag, sched.iterations)
 
+        m = s.sweeps_per_sync
         while t < sched.iterations:
-            t += 1
+            first, t = t + 1, t + m
             began = time.perf_counter()
             sample = sched.is_sample(t)
             checkpoint = t % every == 0 or t == sched.iterations
@@ -436,12 +462,15 @@ class GibbsEngine:
             bc = self.sc.broadcast((nwk, nk, hyper))
             self._broadcasts.append(bc)
             state_dir = self._state_dir(t) if checkpoint else None
+            job_began = time.perf_counter()
             previous = self._set_states(self._states.mapPartitionsWithIndex(
-                partial(_sweep_task, model=model, bc_global=bc, seed=s.seed, iteration=t, sample=sample,
-                        state_dir=state_dir)).setName(f"gibbs state {t}"))
+                partial(_sweep_task, model=model, bc_global=bc, seed=s.seed, iterations=list(range(first, t + 1)),
+                        sample=sample, state_dir=state_dir)).setName(f"gibbs state {t}"))
+            label = f"iteration {t}" if m == 1 else f"iterations {first}-{t}"
             nwk, nk, parts = self._run_job(
-                f"{model.name} iteration {t}/{sched.iterations}: sweep (AD-LDA) -> {partitioner!r} -> "
+                f"{model.name} {label}/{sched.iterations}: sweep (AD-LDA) -> {partitioner!r} -> "
                 f"topic-word reducers", partitioner, V)
+            job_seconds = time.perf_counter() - job_began
             previous.unpersist()
             stats = self._sum_stats(parts)
             hyper = model.update_hyper(hyper, stats, num_docs, task_seed(s.seed, t, DRIVER_PARTITION, 3))
@@ -451,8 +480,8 @@ class GibbsEngine:
             loglik = word_loglik(nwk, nk, float(hyper["beta"]))
             seconds = time.perf_counter() - began
             sweep_seconds = sum(r[4] for r in parts)
-            record = GibbsRecord(t, seconds, num_tokens / seconds,
-                                 num_tokens / sweep_seconds if sweep_seconds > 0 else 0.0,
+            record = GibbsRecord(t, seconds, m * num_tokens / seconds,
+                                 m * num_tokens / sweep_seconds if sweep_seconds > 0 else 0.0,
                                  loglik, loglik / max(num_tokens, 1), sample, hyper_summary(hyper))
             trace.append(record)
             log.info("iteration %d/%d  loglik=%.6e  per_token=%.4f  seconds=%.2f  tokens/s=%.3g  "
@@ -467,6 +496,9 @@ class GibbsEngine:
                 # the state now lives in files: re-read it from there (truncates the lineage)
                 self._truncate(blocks.mapPartitionsWithIndex(
                     partial(_load_task, model=model, state_dir=self._state_dir(t))).setName(f"gibbs state {t}"))
+            log.debug("iteration %d: broadcast %.3f s, Spark job %.3f s, driver %.3f s, summed sweep %.3f s",
+                      t, job_began - began, job_seconds, time.perf_counter() - job_began - job_seconds,
+                      sweep_seconds)
             if on_iteration is not None:
                 on_iteration(record)
         self.sc.setJobDescription(None)

@@ -89,6 +89,9 @@ def add_gibbs_arguments(parser: argparse.ArgumentParser) -> None:
                    help="any other hyperparameter of the model's initial_hyper, e.g. --hyper sample_b=false")
     g.add_argument("--checkpoint-every", type=int, default=10,
                    help="write the sampler state every N iterations (also truncates the RDD lineage)")
+    g.add_argument("--sweeps-per-sync", type=int, default=1,
+                   help="local sweeps of every partition between two synchronisations of the topic-word "
+                        "counts (default 1: AD-LDA; more amortises Spark's per-job cost, with staler counts)")
     g.add_argument("--heldout-fraction", type=float, default=0.0,
                    help="hold out this fraction of documents (by a hash of doc_id) and report their "
                         "perplexity (thesis: 0.2)")
@@ -255,8 +258,11 @@ def _train(spark, args, corpus, heldout: float, started: float) -> dict:
     if storage.exists(storage.join(args.output, "model.json")) and not args.resume:
         log.warning("overwriting the model in %s", args.output)
     checkpoint_dir = args.checkpoint_dir or storage.join(args.output, "_checkpoint")
-    settings = GibbsSettings(schedule, seed=args.seed, num_reducers=args.reducers,
-                             checkpoint_every=args.checkpoint_every)
+    try:
+        settings = GibbsSettings(schedule, seed=args.seed, num_reducers=args.reducers,
+                                 checkpoint_every=args.checkpoint_every, sweeps_per_sync=args.sweeps_per_sync)
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from None
     engine = GibbsEngine(spark.sparkContext, model, settings, checkpoint_dir)
     fingerprint = {"corpus": model_store.data_version(corpus.meta), "heldout_fraction": heldout,
                    "segment_level": bool(args.segment_level), "initial_hyper": hyper0}
@@ -284,6 +290,7 @@ def _train(spark, args, corpus, heldout: float, started: float) -> dict:
         "initial_hyper": hyper0, **settings.schedule.to_json(), "samples_taken": result.samples,
         "loglik": trace[-1]["loglik"] if trace else None, "trace": trace,
         "seed": args.seed, "partitions": result.num_partitions, "checkpoint_every": args.checkpoint_every,
+        "sweeps_per_sync": args.sweeps_per_sync,
         "data": {"corpus": args.corpus, "version": model_store.data_version(corpus.meta),
                  "documents": corpus.num_documents, "segments": corpus.num_segments, "tokens": corpus.num_tokens,
                  "segmented": corpus.segmented, "split": corpus.split, "heldout_fraction": heldout},

@@ -85,6 +85,38 @@ def test_single_partition_equals_run_local(spark_session, small_corpus, tmp_path
     assert not (tmp_path / "m" / "_checkpoint").exists()
 
 
+def test_sweeps_per_sync(spark_session, small_corpus, tmp_path):
+    """Two sweeps per synchronisation: with one partition (whose private counts are the global ones) and a
+    fixed alpha it is the same chain as run_local; bad multiples are refused."""
+    corpus, docs = small_corpus
+    meta = train_gibbs.train_gibbs(spark_session, train_args(
+        corpus, tmp_path / "m", "--model", "lda-gibbs", "--topics", 3, "--iterations", 8, "--burn-in", 6,
+        "--lag", 2, "--samples", 1, "--partitions", 1, "--checkpoint-every", 4, "--sweeps-per-sync", 2,
+        "--fixed-alpha", "--seed", 5))
+    assert [r["iteration"] for r in meta["trace"]] == [2, 4, 6, 8]
+    model = train_gibbs.make_model("lda-gibbs", 3, 40)
+    _, _, hyper, nwk, nk = run_local(model, SegmentedBlock.from_segments(docs), 8, seed=5,
+                                     hyper=model.initial_hyper(optimize_alpha=False))
+    np.testing.assert_array_equal(np.load(tmp_path / "m" / "topic_word.npy"),
+                                  topic_word_estimate(nwk, nk, hyper["beta"]))
+    with pytest.raises(SystemExit, match="multiples of 2"):
+        train_gibbs.train_gibbs(spark_session, train_args(
+            corpus, tmp_path / "x", "--model", "lda-gibbs", "--topics", 3, "--iterations", 9,
+            "--sweeps-per-sync", 2))
+
+
+def test_local_counts_equal_topic_word_counts():
+    from inference.gibbs.counts import count_local, local_vocabulary
+    from inference.gibbs.model import topic_word_counts
+    rng = np.random.default_rng(0)
+    block = SegmentedBlock.from_segments([("a", [rng.integers(0, 50, 30).tolist()]), ("b", [[7, 7, 3]])])
+    z = rng.integers(0, 4, block.n_tokens).astype(np.int32)
+    vocab_ids, local = local_vocabulary(block.words)
+    expected_ids, expected = topic_word_counts(block, z, 4)
+    np.testing.assert_array_equal(vocab_ids, expected_ids)
+    np.testing.assert_array_equal(count_local(local, z, vocab_ids.shape[0], 4), expected)
+
+
 # --------------------------------------------------------------------------- recomputation = retries
 
 def test_recomputed_partitions_give_the_same_model(spark_session, small_corpus, tmp_path):
@@ -96,11 +128,11 @@ def test_recomputed_partitions_give_the_same_model(spark_session, small_corpus, 
         for drop in (False, True):
             model = train_gibbs.make_model("lda-gibbs", 3, 40)
             engine = GibbsEngine(spark_session.sparkContext, model,
-                                 GibbsSettings(SampleSchedule.resolve(9, 5, 2, 2), seed=1, checkpoint_every=4),
+                                 GibbsSettings(SampleSchedule.resolve(7, 3, 2, 2), seed=1, checkpoint_every=4),
                                  str(tmp_path / f"ckpt{drop}"))
 
             def on_iteration(record, engine=engine, drop=drop):
-                if drop and record.iteration in (3, 6):
+                if drop and record.iteration in (2, 6):
                     engine._states.unpersist()   # lost executor: recompute from the lineage
 
             result = engine.fit(loaded.blocks, 3, model.initial_hyper(), on_iteration=on_iteration)
@@ -123,10 +155,10 @@ def run_cli(*args, **popen):
 
 def test_local1_killed_and_resumed_equals_local2(spark_session, tmp_path_factory, tmp_path):
     """A local[1] run SIGKILLed mid-way and resumed ends with the uninterrupted local[2] model."""
-    docs, _ = sample_segmented_lda(n_docs=300, n_segments=4, seg_length=20, n_topics=5, vocab_size=200,
+    docs, _ = sample_segmented_lda(n_docs=150, n_segments=4, seg_length=20, n_topics=5, vocab_size=200,
                                    alpha=0.2, eta=0.05, seed=3)
     corpus = write_segmented_corpus(tmp_path_factory.mktemp("gibbs_resume") / "corpus", docs, terms(200))
-    common = ["--model", "lda-gibbs", "--topics", 5, "--iterations", 30, "--burn-in", 20, "--lag", 5,
+    common = ["--model", "lda-gibbs", "--topics", 5, "--iterations", 14, "--burn-in", 6, "--lag", 4,
               "--samples", 2, "--partitions", 3, "--checkpoint-every", 2, "--seed", 9]
     reference = tmp_path / "reference"
     train_gibbs.train_gibbs(spark_session, train_args(corpus, reference, *common))
@@ -139,7 +171,7 @@ def test_local1_killed_and_resumed_equals_local2(spark_session, tmp_path_factory
     while time.time() < deadline:
         if state.exists():
             try:
-                if json.loads(state.read_text())["iteration"] >= 22:   # after the first sample
+                if json.loads(state.read_text())["iteration"] >= 10:   # after the first sample
                     break
             except (ValueError, KeyError):
                 pass
@@ -148,7 +180,7 @@ def test_local1_killed_and_resumed_equals_local2(spark_session, tmp_path_factory
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     done = json.loads(state.read_text())["iteration"]
-    assert 22 <= done < 30, "the run must be killed in the middle"
+    assert 10 <= done < 14, "the run must be killed in the middle"
     assert not (killed / "model.json").exists()
 
     resumed = run_cli("train", "--corpus", corpus, "--output", killed, *common, "--master", "local[1]", "--resume")
