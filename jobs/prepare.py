@@ -15,6 +15,9 @@ Output, in ``CORPUS_DIR`` (the contract the trainer reads):
 ``vocab.parquet/``
     ``term`` string, ``id`` int (0..V-1, by ``cf`` descending then ``term``),
     ``df`` long (documents containing the term), ``cf`` long (occurrences).
+``segments.parquet/`` (with ``--segments``)
+    ``doc_id``, ``segments`` array<array<int>> (ordered segments, word ids in text
+    order), ``segment_index`` array<int>; see :mod:`jobs.segments`.
 ``rejects/``
     JSON lines, one per rejected input row: ``id``, ``reason`` (one of
     :data:`REJECT_REASONS`), ``source``, ``raw`` (at most 1000 characters).
@@ -36,6 +39,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from jobs import segments as segments_mod
 from jobs.text import DEFAULT_TOKEN_PATTERN, NO_STOPWORDS, available_languages, stopword_list, tokenize
 
 log = logging.getLogger("spark_topics.prepare")
@@ -46,7 +50,8 @@ REJECT_REASONS = ("malformed", "invalid_encoding", "duplicate_id", "empty")
 RAW_MAX_CHARS = 1000
 
 DOCS, VOCAB, REJECTS, CORPUS_JSON = "docs.parquet", "vocab.parquet", "rejects", "corpus.json"
-OUTPUTS = (DOCS, VOCAB, REJECTS, CORPUS_JSON)
+SEGMENTS = "segments.parquet"  # with --segments (jobs/segments.py)
+OUTPUTS = (DOCS, VOCAB, REJECTS, CORPUS_JSON, SEGMENTS)
 
 #: File name endings of each format, used to detect it and to filter directories.
 EXTENSIONS = {
@@ -102,8 +107,12 @@ class PrepareOptions:
     vocab: str | None = None
     partitions: int | None = None
     overwrite: bool = False
+    segments: str | None = None   # paragraph | sentence | COLUMN: also write segments.parquet
 
     def __post_init__(self):
+        if self.segments is not None and (not str(self.segments).strip() or self.segments == self.id_column):
+            raise PrepareError(f"--segments must be paragraph, sentence or a column other than the id, "
+                               f"got {self.segments!r}")
         if self.format not in ("auto",) + FORMATS:
             raise PrepareError(f"unknown format {self.format!r}; "
                                f"choose one of auto, {', '.join(FORMATS)}")
@@ -148,6 +157,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                     help="number of docs.parquet files (default: chosen by Spark)")
     io.add_argument("--overwrite", action="store_true",
                     help="replace the corpus files of an existing non-empty CORPUS_DIR")
+    io.add_argument("--segments", default=None, metavar="paragraph|sentence|COLUMN",
+                    help="also write segments.parquet: each document's ordered segments, split at blank "
+                         "lines (paragraph), at sentence ends (sentence), or given as a list of strings in "
+                         "COLUMN (then the text is that column); see jobs/segments.py")
 
     tok = parser.add_argument_group("tokens")
     tok.add_argument("--language", default=d.language, metavar="NAME",
@@ -231,7 +244,12 @@ def prepare_corpus(spark: SparkSession, input_path: str, output_dir: str, **opti
     path = _join(output_dir)
 
     with _session_conf(spark, _SQL_CONF), PersistedFrames() as cache:
-        rows = cache.add(_flag_duplicates(read_input(spark, input_path, fmt, opts)))
+        if segments_mod.is_column_mode(opts.segments):   # the text is the segment column's pieces
+            read_opts = dataclasses.replace(opts, text_column=opts.segments)
+            rows = cache.add(_flag_duplicates(segments_mod.join_segment_column(
+                read_input(spark, input_path, fmt, read_opts))))
+        else:
+            rows = cache.add(_flag_duplicates(read_input(spark, input_path, fmt, opts)))
         input_rows = rows.count()
         if input_rows == 0:
             raise PrepareError(f"no input rows in {input_path} (read as {fmt})")
@@ -257,6 +275,11 @@ def prepare_corpus(spark: SparkSession, input_path: str, output_dir: str, **opti
         _write_rejects(rows, docs, path(REJECTS))
         log.debug("wrote %s", path(REJECTS))
         corpus = _corpus_summary(spark, output_dir, input_path, input_rows, fmt, opts)
+        if opts.segments and corpus["documents"]:
+            corpus["segmentation"] = segments_mod.write_segments(
+                spark, candidates.select("doc_id", "text"), vocab, path(DOCS), path(SEGMENTS), opts.segments,
+                {"pattern": opts.token_pattern, "min_token_length": opts.min_token_length, "stopwords": stopwords})
+            log.debug("wrote %s", path(SEGMENTS))
 
     if corpus["documents"] == 0:
         raise PrepareError(_no_documents_message(corpus, path(REJECTS)))
@@ -382,6 +405,9 @@ def _read_parquet(spark: SparkSession, path: str, opts: PrepareOptions) -> DataF
     df = spark.read.parquet(path)
     _check_columns(df.columns, opts, path)
     text_type = df.schema[opts.text_column].dataType
+    if opts.text_column == opts.segments and isinstance(text_type, T.ArrayType):   # --segments COLUMN
+        return _classify(df.withColumn(_CORRUPT, F.lit(None).cast("string")), opts,
+                         text=F.to_json(_col(opts.text_column)), replacement_char=False)
     if not isinstance(text_type, (T.StringType, T.BinaryType)):
         raise PrepareError(f"text column {opts.text_column!r} of {path} is "
                            f"{text_type.simpleString()}, expected a string")

@@ -168,7 +168,7 @@ def synthetic_gibbs_model(spark_session, tmp_path_factory):
     corpus = write_segmented_corpus(root / "corpus", docs, terms(80))
     out = root / "model"
     meta = train_gibbs.train_gibbs(spark_session, train_args(
-        corpus, out, "--model", "lda-gibbs", "--topics", 4, "--iterations", 30, "--burn-in", 20, "--lag", 2,
+        corpus, out, "--model", "lda-gibbs", "--topics", 4, "--iterations", 40, "--burn-in", 30, "--lag", 2,
         "--samples", 5, "--partitions", 2, "--seed", 0, "--heldout-fraction", 0.2, "--heldout-iterations", 20))
     return corpus, out, meta, beta
 
@@ -186,8 +186,8 @@ def test_model_directory(synthetic_gibbs_model, capsys):
     corpus, out, meta, beta = synthetic_gibbs_model
     saved = json.loads((out / "model.json").read_text())
     assert saved["model"] == "lda-gibbs" and saved["topics"] == 4 and len(saved["alpha"]) == 4
-    assert (saved["burn_in"], saved["lag"], saved["samples"], saved["samples_taken"]) == (20, 2, 5, 5)
-    assert len(saved["trace"]) == 30 and sum(r["sample"] for r in saved["trace"]) == 5
+    assert (saved["burn_in"], saved["lag"], saved["samples"], saved["samples_taken"]) == (30, 2, 5, 5)
+    assert len(saved["trace"]) == 40 and sum(r["sample"] for r in saved["trace"]) == 5
     assert saved["data"]["split"] == "train" and saved["seed"] == 0
     # 20% of the documents are held out by a hash of their id, and scored
     held = saved["heldout"]
