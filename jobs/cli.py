@@ -17,6 +17,7 @@ JOBS = {
     "infer": "topic proportions for new documents with a trained model",
     "evaluate": "held-out perplexity, held-out ELBO and NPMI coherence",
     "topics": "print the top words of every topic of a trained model",
+    "evolution": "per-segment topic proportions of one document and their changes (Gibbs models), with a plot",
 }
 
 

@@ -156,6 +156,9 @@ def evaluate_model(spark, model_dir: str, corpus_dir: str, reference_dir: str | 
                    partitions: int | None = None) -> dict:
     """All metrics of the model in ``model_dir`` on the test corpus ``corpus_dir``."""
     options = options or EStepSettings()
+    from jobs import evaluate_gibbs
+    if evaluate_gibbs.is_gibbs_model(model_dir):   # lda-gibbs, stm, seqlda, adatm: jobs/evaluate_gibbs.py
+        return evaluate_gibbs.evaluate(spark, model_dir, corpus_dir, reference_dir, top_words, seed, partitions)
     if is_aligned(corpus_dir):
         return evaluate_aligned(spark, language_models(model_dir, None), corpus_dir, top_words, seed,
                                 options, partitions)
@@ -280,6 +283,9 @@ def format_aligned_metrics(metrics: dict) -> str:
 
 
 def format_metrics(metrics: dict) -> str:
+    if metrics.get("gibbs"):
+        from jobs import evaluate_gibbs
+        return evaluate_gibbs.format_metrics(metrics)
     c = metrics["completion"]
     per_topic = " ".join(f"{v:.3f}" for v in metrics["npmi_per_topic"])
     return "\n".join([

@@ -219,3 +219,33 @@ def _random_topics_perplexity(out, corpus, shape):
                                          HeldoutSchedule.default(20))["perplexity"]
     finally:
         test.blocks.unpersist()
+
+
+def test_evaluate_job_reuses_the_heldout_split(spark_session, synthetic_gibbs_model):
+    """`evaluate` on the training corpus scores the same held-out documents with the same estimator and seed."""
+    from jobs.evaluate import evaluate_model, format_metrics
+    corpus, out, meta, _ = synthetic_gibbs_model
+    metrics = evaluate_model(spark_session, str(out), corpus)
+    assert metrics["test_documents"].startswith("held-out split")
+    assert metrics["heldout"]["documents"] == meta["heldout"]["documents"]
+    assert metrics["perplexity"] == pytest.approx(meta["heldout"]["perplexity"], rel=1e-12)
+    assert -1 <= metrics["npmi"] <= 1 and "held-out perplexity (lda-gibbs" in format_metrics(metrics)
+
+
+def test_topic_evolution_of_one_document(synthetic_gibbs_model, tmp_path, capsys):
+    import argparse
+    from jobs import evolution
+    _, out, _, _ = synthetic_gibbs_model
+    doc_id = pd.read_parquet(out / "doc_topics.parquet")["doc_id"].iloc[0]
+    result = evolution.run(argparse.Namespace(model_dir=str(out), doc_id=doc_id, output=str(tmp_path / "evo"),
+                                              top_topics=3, top_words=3))
+    theta = np.asarray(result["theta"])
+    assert result["segments"] == [0, 1, 2, 3] and theta.shape == (4, 4)
+    expected = np.sqrt(1 - np.sqrt(theta[1:] * theta[:-1]).sum(1))
+    np.testing.assert_allclose(result["hellinger"], expected, atol=1e-12)
+    assert evolution.hellinger(np.array([1.0, 0.0]), np.array([0.0, 1.0])) == 1.0
+    assert (tmp_path / "evo" / "evolution.png").stat().st_size > 1000
+    saved = json.loads((tmp_path / "evo" / "evolution.json").read_text())
+    assert saved["doc_id"] == doc_id and len(saved["topic_words"]) == 4
+    with pytest.raises(SystemExit, match="not among"):
+        evolution.evolution(str(out), "no-such-document")
