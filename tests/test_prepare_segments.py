@@ -51,49 +51,49 @@ def test_paragraphs_keep_order_and_match_the_bag_of_words(spark_session, tmp_pat
         assert bag == dict(zip(ids.tolist(), counts.tolist()))
 
 
-def test_sentences_unicode_and_column_mode(spark_session, tmp_path):
-    docs = [
-        {"id": "en", "text": "First one here. «Second one!» Third?\nStill third, 3.5 apples… Fourth"},
-        {"id": "ja", "text": "日本語です。次の文です！最後"},
-        {"id": "hi", "text": "नमस्ते दुनिया। दूसरा वाक्य"},
-    ]
-    src = tmp_path / "in.jsonl"
-    src.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs))
-    out = str(tmp_path / "sent")
-    prepare_corpus(spark_session, str(src), out, segments="sentence", **OPTS)
-    segs = _segments(out)
-    assert segs["en"][0] == [["first", "one", "here"], ["second", "one"], ["third", "still", "third", "apples"],
-                             ["fourth"]] or segs["en"][0] == [["first", "one", "here"], ["second", "one"],
-                                                              ["third"], ["still", "third", "apples"], ["fourth"]]
-    assert segs["ja"][0] == [["日本語です"], ["次の文です"], ["最後"]]
-    assert segs["hi"][0] == [["नमस्ते", "दुनिया"], ["दूसरा", "वाक्य"]]
+def test_split_rules_and_segment_column(spark_session):
+    """The sentence rule (Unicode terminators, closing quotes, no split inside 3.5) and the column parser."""
+    from pyspark.sql import functions as F
+    from jobs.segments import join_segment_column, split_pattern
 
-    rows = [{"id": "x", "paras": ["red green", "blue", "", "green red red"]},
-            {"id": "y", "paras": "not a list"},
-            {"id": "z", "paras": ["solo"]}]
-    src = tmp_path / "cols.jsonl"
-    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    out = str(tmp_path / "cols")
-    meta = prepare_corpus(spark_session, str(src), out, segments="paras", **OPTS)
-    segs = _segments(out)
-    assert segs["x"] == ([["red", "green"], ["blue"], ["green", "red", "red"]], [0, 1, 2])
-    assert segs["z"] == ([["solo"]], [0])
-    assert meta["rejected"]["malformed"] == 1 and meta["documents"] == 2
-    assert meta["segmentation"]["mode"] == "column" and meta["segmentation"]["column"] == "paras"
-    with pytest.raises(PrepareError, match="--segments"):
-        prepare_corpus(spark_session, str(src), str(tmp_path / "bad"), segments="id", **OPTS)
+    texts = ["First one here. «Second one!» Third?\nStill third, 3.5 apples… Fourth",
+             "日本語です。次の文です！最後", "नमस्ते दुनिया। दूसरा वाक्य", "a b\n\n\n  \n c d\r\n\r\ne"]
+    frame = spark_session.createDataFrame([(t,) for t in texts], "text string")
+    rows = frame.select(F.split("text", split_pattern("sentence"), -1).alias("s"),
+                        F.split("text", split_pattern("paragraph"), -1).alias("p")).collect()
+    clean = [[x.strip() for x in r.s if x.strip()] for r in rows]
+    assert clean[0] == ["First one here.", "«Second one!", "Third?", "Still third, 3.5 apples…", "Fourth"]
+    assert clean[1] == ["日本語です。", "次の文です！", "最後"]
+    assert clean[2] == ["नमस्ते दुनिया।", "दूसरा वाक्य"]
+    assert [x.strip() for x in rows[3].p] == ["a b", "c d", "e"]
+    assert len(rows[0].p) == 1
+
+    raw = spark_session.createDataFrame(
+        [("x", '["red green", "blue"]', None, None), ("y", '"not a list"', None, None),
+         ("z", "[]", None, None), ("w", '["a", null]', None, None)],
+        "doc_id string, text string, raw string, reason string")
+    raw = raw.withColumn("source", F.lit("s")).withColumn("order", F.lit(0))
+    out = {r.doc_id: r for r in join_segment_column(raw).collect()}
+    assert out["x"].text == "red green\u2029blue" and out["x"].reason is None
+    assert all(out[d].reason == "malformed" and out[d].raw for d in "yzw")
 
 
 def test_parquet_segment_column_and_loading_blocks(spark_session, tmp_path):
     w = ["red", "green", "blue", "cyan", "pink", "gold", "gray"]
     frame = pd.DataFrame({"doc": [f"d{i}" for i in range(40)],
-                          "parts": [[f"{w[i % 7]} {w[(i + 1) % 7]}", w[(i + 2) % 7], f"{w[i % 5]} {w[i % 3]}"]
+                          "parts": [[f"{w[i % 7]} {w[(i + 1) % 7]}", w[(i + 2) % 7], "  ", f"{w[i % 5]} {w[i % 3]}"]
                                     for i in range(40)]})
+    frame.loc[40] = ["bad", None]                       # no segment list: malformed
     src = tmp_path / "in.parquet"
     frame.to_parquet(src)
     out = str(tmp_path / "pq")
     meta = prepare_corpus(spark_session, str(src), out, segments="parts", id_column="doc", **OPTS)
-    assert meta["documents"] == 40 and meta["segmentation"]["segments"] == 120
+    assert meta["documents"] == 40 and meta["rejected"]["malformed"] == 1
+    assert meta["segmentation"] == dict(meta["segmentation"], mode="column", column="parts", segments=120,
+                                        empty_segments_dropped=0)
+    assert sorted(_segments(out)["d3"][1]) == [0, 1, 2]      # the blank piece is not a segment
+    frame = frame.iloc[:40]
+    frame["parts"] = [[p for p in parts if p.strip()] for parts in frame["parts"]]
     corpus = load_segmented_corpus(spark_session, out, 3)
     try:
         blocks = dict(corpus.blocks.collect())
@@ -111,9 +111,14 @@ def test_parquet_segment_column_and_loading_blocks(spark_session, tmp_path):
         corpus.blocks.unpersist()
     # a deterministic held-out split by a hash of the id: disjoint, complete, the same every time
     ids = {}
-    for split in ("train", "test", "test"):
+    for split in ("train", "test"):
         part = load_segmented_corpus(spark_session, out, 2, heldout_fraction=0.3, split=split)
-        ids.setdefault(split, []).append(sorted(i for _, b in part.blocks.collect() for i in b.doc_ids))
+        ids[split] = sorted(i for _, b in part.blocks.collect() for i in b.doc_ids)
         part.blocks.unpersist()
-    assert ids["test"][0] == ids["test"][1] and 4 <= len(ids["test"][0]) <= 20
-    assert sorted(ids["train"][0] + ids["test"][0]) == sorted(frame["doc"])
+    assert 4 <= len(ids["test"]) <= 20
+    assert sorted(ids["train"] + ids["test"]) == sorted(frame["doc"])
+    from pyspark.sql import functions as F
+    from jobs.segments import heldout_condition
+    again = spark_session.createDataFrame([(d,) for d in frame["doc"]], "doc_id string").where(
+        heldout_condition(0.3)).select("doc_id").collect()
+    assert sorted(r.doc_id for r in again) == ids["test"]     # a pure function of the id
