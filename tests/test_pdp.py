@@ -7,23 +7,9 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from gibbs_helpers import exact_log, exact_stirling
 from inference.gibbs.pdp import (StirlingTable, log_poch, log_poch_incr, log_stirling, log_stirling_ratio,
                                  log_stirling_ratio_new_table, log_stirling_table, stirling_table)
-
-
-def exact_stirling(n_max, a):
-    """S^N_{M,a} for N <= n_max by the recursion (3.4) in exact arithmetic (a an int or Fraction)."""
-    S = [[Fraction(0)] * (n_max + 2) for _ in range(n_max + 1)]
-    S[0][0] = Fraction(1)
-    for n in range(n_max):
-        for m in range(1, n + 2):
-            S[n + 1][m] = S[n][m - 1] + (n - m * a) * S[n][m]
-    return S
-
-
-def exact_log(x: Fraction) -> float:
-    """log of a positive Fraction without float overflow."""
-    return math.log(x.numerator) - math.log(x.denominator)
 
 
 def test_unsigned_stirling_first_kind_a0():

@@ -10,26 +10,13 @@ import numpy as np
 import pytest
 from scipy.special import gammaln, polygamma
 
+from gibbs_helpers import exact_log_stirling, stationary_tvs
 from inference.gibbs.local import global_counts, run_local, topic_word_estimate
 from inference.gibbs.model import SegmentedBlock
 from inference.gibbs.pdp import log_stirling_table, stirling_table
 from inference.gibbs.seqlda import (SeqLDA, alpha_newton_step, alpha_newton_terms, seqlda_sample_b, seqlda_sweep,
                                     seqlda_table_support, seqlda_table_weights, seqlda_topic_weights, trigamma)
 from inference.gibbs.synthetic import matched_hellinger, seqlda_corpus
-
-
-def exact_log_stirling(n_max, a: Fraction):
-    S = [[Fraction(0)] * (n_max + 2) for _ in range(n_max + 2)]
-    S[0][0] = Fraction(1)
-    for n in range(n_max + 1):
-        for m in range(1, n + 2):
-            S[n + 1][m] = S[n][m - 1] + (n - m * a) * S[n][m]
-    out = np.full((n_max + 2, n_max + 2), -np.inf)
-    for n in range(n_max + 2):
-        for m in range(n_max + 2):
-            if S[n][m] > 0:
-                out[n, m] = math.log(S[n][m].numerator) - math.log(S[n][m].denominator)
-    return out
 
 
 def seg_counts(block, z, K):
@@ -377,9 +364,7 @@ def chain_stationary_tv(sampler, a, segments, b=1.5, iterations=60000):
         seqlda_sweep(block.doc_ptr, block.seg_ptr, block.words, st["z"], st["n"], st["t"], np.array([b]), nwk, nk,
                      alpha, 0.1, a, tab.log, tab.ratio, tab.cratio, 20, phi, True, True, sampler == "exact", it + 5)
         counts[index[tuple(st["z"]) + tuple(st["t"].ravel())]] += 1
-    _, inv = np.unique(np.array([hash(k[:block.n_tokens]) for k in index]), return_inverse=True)
-    emp = counts / counts.sum()
-    return 0.5 * np.abs(np.bincount(inv, weights=p) - np.bincount(inv, weights=emp)).sum(), 0.5 * np.abs(p - emp).sum()
+    return stationary_tvs(index, p, counts, block.n_tokens)
 
 
 @pytest.mark.parametrize("a,segments", [(0.0, ([0, 1], [1, 0, 0])), (0.4, ([0, 1], [1, 0], [0, 0])),

@@ -8,26 +8,12 @@ import numpy as np
 import pytest
 from scipy.special import gammaln
 
+from gibbs_helpers import exact_log_stirling, stationary_tvs
 from inference.gibbs.local import global_counts, run_local, topic_word_estimate
 from inference.gibbs.model import SegmentedBlock
 from inference.gibbs.pdp import log_stirling_table
 from inference.gibbs.stm import STM, stirling_arrays, stm_sweep, stm_table_weights, stm_topic_weights
 from inference.gibbs.synthetic import matched_hellinger, stm_corpus
-
-
-def exact_log_stirling(n_max, a: Fraction):
-    """log S^N_{M,a} from the recursion (3.4) in exact rational arithmetic (-inf where S = 0)."""
-    S = [[Fraction(0)] * (n_max + 2) for _ in range(n_max + 2)]
-    S[0][0] = Fraction(1)
-    for n in range(n_max + 1):
-        for m in range(1, n + 2):
-            S[n + 1][m] = S[n][m - 1] + (n - m * a) * S[n][m]
-    out = np.full((n_max + 2, n_max + 2), -np.inf)
-    for n in range(n_max + 2):
-        for m in range(n_max + 2):
-            if S[n][m] > 0:
-                out[n, m] = math.log(S[n][m].numerator) - math.log(S[n][m].denominator)
-    return out
 
 
 def log_joint_stm(block, z, t, alpha, beta, a, b, V, logS):
@@ -163,11 +149,7 @@ def stationary_tv(sampler, a, iterations=60000, segments=([0, 1, 0], [1, 1, 0, 0
         stm_sweep(block.doc_ptr, block.seg_ptr, block.words, st["z"], st["n"], st["t"], nwk, nk, alpha, 0.1, a, b,
                   logS, ratio, cratio, 8, phi, True, sampler == "exact", it + 11)
         counts[index[tuple(st["z"]) + tuple(st["t"].ravel())]] += 1
-    zkey = np.array([hash(k[:block.n_tokens]) for k in index])
-    _, inv = np.unique(zkey, return_inverse=True)
-    pz = np.bincount(inv, weights=p)
-    ez = np.bincount(inv, weights=counts / counts.sum())
-    return 0.5 * np.abs(pz - ez).sum(), 0.5 * np.abs(p - counts / counts.sum()).sum()
+    return stationary_tvs(index, p, counts, block.n_tokens)
 
 
 @pytest.mark.parametrize("a", [0.0, 0.4])

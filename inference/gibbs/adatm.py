@@ -63,6 +63,7 @@ import math
 import numba
 import numpy as np
 
+from inference.gibbs.common import customers, frozen_args, longest_span, max_doc_segments, random_segment_topics
 from inference.gibbs.model import GibbsModel, SegmentedBlock, word_weight
 from inference.gibbs.pdp import stirling_table
 
@@ -335,6 +336,38 @@ def _sample_slot(buf, nb):
     return idx
 
 
+@numba.njit(inline="always", cache=True)
+def _take_out(g, sg0, sg1, k, w, n, t, s, Nseg, Tseg, Sseg, sd, nwk, nk, frozen, exact):
+    """Remove a word of topic k from segment g (Algorithm 6): draw its indicator (u1, u2) by (7.5)-(7.7), take
+    its tables away, then the word itself; returns (u1, u2, change of sum_k sd_k)."""
+    u1, u2 = _sample_removal(g, sg0, sg1, k, n, t, s, exact)
+    dsdt = _apply_indicator(g, k, u1, u2, -1, t, s, Tseg, Sseg, sd)
+    n[g, k] -= 1
+    Nseg[g] -= 1
+    if not frozen:
+        nwk[w, k] -= 1
+        nk[k] -= 1
+    return u1, u2, dsdt
+
+
+@numba.njit(cache=True)
+def _token_context(doc_ptr, seg_ptr, token, n, t, s):
+    """Segment g and document range [sg0, sg1) of ``token`` with the document sums of :func:`_doc_sums` (arrays
+    over all S segments): ``(g, sg0, sg1, Nseg, Tseg, Sseg, sd, sum_k sd_k)``; for the single-token test hooks."""
+    K = n.shape[1]
+    S = n.shape[0]
+    g = np.searchsorted(seg_ptr, token, side="right") - 1
+    d = np.searchsorted(doc_ptr, g, side="right") - 1
+    sg0 = doc_ptr[d]
+    sg1 = doc_ptr[d + 1]
+    Nseg = np.zeros(S, dtype=np.int64)
+    Tseg = np.zeros(S, dtype=np.int64)
+    Sseg = np.zeros(S, dtype=np.int64)
+    sd = np.zeros(K, dtype=np.int64)
+    sdt = _doc_sums(sg0, sg1, n, t, s, Nseg, Tseg, Sseg, sd)
+    return g, sg0, sg1, Nseg, Tseg, Sseg, sd, sdt
+
+
 @numba.njit(cache=True)
 def _resample_token(i, g, sg0, sg1, words, z, n, t, s, Nseg, Tseg, Sseg, sd, sdt, nwk, nk, alpha, alpha_sum,
                     beta, vbeta, a, b, lam_s, lam_t, A, frozen_phi, frozen, exact, buf, p, P, dk):
@@ -342,13 +375,8 @@ def _resample_token(i, g, sg0, sg1, words, z, n, t, s, Nseg, Tseg, Sseg, sd, sdt
     K = n.shape[1]
     w = words[i]
     k = z[i]
-    u1, u2 = _sample_removal(g, sg0, sg1, k, n, t, s, exact)
-    sdt += _apply_indicator(g, k, u1, u2, -1, t, s, Tseg, Sseg, sd)
-    n[g, k] -= 1
-    Nseg[g] -= 1
-    if not frozen:
-        nwk[w, k] -= 1
-        nk[k] -= 1
+    u1, u2, dsdt = _take_out(g, sg0, sg1, k, w, n, t, s, Nseg, Tseg, Sseg, sd, nwk, nk, frozen, exact)
+    sdt += dsdt
     nb = 1 + 2 * (g - sg0 + 1)
     xb = _lowest_broken(g, sg0, sg1, k, n, t, s, u1, u2) if exact else -1
     if xb >= 0:
@@ -403,10 +431,7 @@ def _sweep_kernel(doc_ptr, seg_ptr, words, z, n, t, s, nwk, nk, alpha, beta, a, 
     Tseg = np.zeros(S, dtype=np.int64)
     Sseg = np.zeros(S, dtype=np.int64)
     sd = np.zeros(K, dtype=np.int64)
-    maxj = 1
-    for d in range(doc_ptr.shape[0] - 1):
-        maxj = max(maxj, doc_ptr[d + 1] - doc_ptr[d])
-    buf = np.zeros(1 + 2 * maxj)
+    buf = np.zeros(1 + 2 * max_doc_segments(doc_ptr))
     p = np.zeros(K)
     P = np.zeros(K)
     dk = np.zeros(K)
@@ -428,16 +453,7 @@ def _conditional_kernel(doc_ptr, seg_ptr, words, token, n, t, s, nwk, nk, alpha,
     from ``n``/``t``/``s``/``nwk``, and the (K,) topic totals; the sweep's code paths (for tests)."""
     K = n.shape[1]
     V = nwk.shape[0]
-    S = n.shape[0]
-    g = np.searchsorted(seg_ptr, token, side="right") - 1
-    d = np.searchsorted(doc_ptr, g, side="right") - 1
-    sg0 = doc_ptr[d]
-    sg1 = doc_ptr[d + 1]
-    Nseg = np.zeros(S, dtype=np.int64)
-    Tseg = np.zeros(S, dtype=np.int64)
-    Sseg = np.zeros(S, dtype=np.int64)
-    sd = np.zeros(K, dtype=np.int64)
-    sdt = _doc_sums(sg0, sg1, n, t, s, Nseg, Tseg, Sseg, sd)
+    g, sg0, sg1, Nseg, Tseg, Sseg, sd, sdt = _token_context(doc_ptr, seg_ptr, token, n, t, s)
     alpha_sum = alpha.sum()
     J = g - sg0 + 1
     out = np.zeros((K, 1 + 2 * J))
@@ -468,18 +484,10 @@ def _init_kernel(doc_ptr, seg_ptr, words, K, z, n, t, s, nwk, nk, seed):
         sg0 = doc_ptr[d]
         sg1 = doc_ptr[d + 1]
         for g in range(sg0, sg1):
-            for i in range(seg_ptr[g], seg_ptr[g + 1]):
-                k = np.random.randint(0, K)
-                z[i] = k
-                n[g, k] += 1
-                nwk[words[i], k] += 1
-                nk[k] += 1
+            random_segment_topics(seg_ptr[g], seg_ptr[g + 1], words, K, z, n[g], nwk, nk)
         for g in range(sg1 - 1, sg0 - 1, -1):
             for k in range(K):
-                c = n[g, k]
-                if g + 1 < sg1:
-                    c += t[g + 1, k]
-                if c > 0:
+                if customers(n, t, g, k, sg1) > 0:
                     if g > sg0 and np.random.random() < 0.5:
                         t[g, k] = 1
                     else:
@@ -519,9 +527,7 @@ def _segment_topic_kernel(doc_ptr, n, t, s, alpha, a, b, lam_s, lam_t):
             denom = b + Nj + Tn
             new = (a * (Tj + Sj) + b) / denom
             for k in range(K):
-                c = n[g, k]
-                if g + 1 < sg1:
-                    c += t[g + 1, k]
+                c = customers(n, t, g, k, sg1)
                 prev = mu[d, k] if g == sg0 else nu[g - 1, k]
                 base = (mu[d, k] * (Sj + lam_s) + prev * (Tj + lam_t)) / (Tj + Sj + lam_s + lam_t)
                 nu[g, k] = (c - a * (t[g, k] + s[g, k])) / denom + new * base
@@ -583,7 +589,7 @@ class AdaTM(GibbsModel):
     def factors(self, block: SegmentedBlock, state: dict, hyper: dict) -> np.ndarray:
         """The Stirling factor table sized for this block: c < longest document, m <= max(cap, current max)."""
         tp = block.token_ptr()
-        longest = int(np.max(np.diff(tp))) if block.n_docs else 0
+        longest = longest_span(tp, 0)
         m_now = int((state["t"] + state["s"]).max()) if state["t"].size else 0
         cols = min(max(int(hyper.get("max_tables", DEFAULT_MAX_TABLES)), m_now), longest + 1) + 1
         return btigs_factors(hyper["a"], longest + 2, max(cols, 2))
@@ -597,8 +603,7 @@ class AdaTM(GibbsModel):
     def sweep(self, block: SegmentedBlock, state: dict, hyper: dict, nwk: np.ndarray, nk: np.ndarray,
               seed: int, frozen_phi: np.ndarray | None = None) -> None:
         A = self.factors(block, state, hyper)
-        frozen = frozen_phi is not None
-        phi = np.ascontiguousarray(frozen_phi, dtype=np.float64) if frozen else _DUMMY_PHI
+        phi, frozen = frozen_args(frozen_phi, _DUMMY_PHI)
         _sweep_kernel(block.doc_ptr, block.seg_ptr, block.words, state["z"], state["n"], state["t"], state["s"],
                       nwk, nk, *self._args(hyper), A, phi, frozen, bool(hyper.get("btigs_exact", True)), int(seed))
 
@@ -628,8 +633,7 @@ class AdaTM(GibbsModel):
         """Kernel weights for a removed token: ``(terms, totals)``, terms (K, 1+2J) p(z=k, u) in the column
         layout of :func:`_topic_terms` (used to draw u), totals (K,) from :func:`_topic_totals` (used to draw z)."""
         A = self.factors(block, state, hyper)
-        frozen = frozen_phi is not None
-        phi = np.ascontiguousarray(frozen_phi, dtype=np.float64) if frozen else _DUMMY_PHI
+        phi, frozen = frozen_args(frozen_phi, _DUMMY_PHI)
         return _conditional_kernel(block.doc_ptr, block.seg_ptr, block.words, int(token), state["n"], state["t"],
                                    state["s"], nwk, nk, *self._args(hyper), A, phi, frozen)
 
@@ -637,24 +641,8 @@ class AdaTM(GibbsModel):
 @numba.njit(cache=True)
 def _remove_token(doc_ptr, seg_ptr, words, token, z, n, t, s, nwk, nk, frozen, exact, seed):
     np.random.seed(seed)
-    K = n.shape[1]
-    S = n.shape[0]
-    g = np.searchsorted(seg_ptr, token, side="right") - 1
-    d = np.searchsorted(doc_ptr, g, side="right") - 1
-    sg0 = doc_ptr[d]
-    sg1 = doc_ptr[d + 1]
-    Nseg = np.zeros(S, dtype=np.int64)
-    Tseg = np.zeros(S, dtype=np.int64)
-    Sseg = np.zeros(S, dtype=np.int64)
-    sd = np.zeros(K, dtype=np.int64)
-    _doc_sums(sg0, sg1, n, t, s, Nseg, Tseg, Sseg, sd)
-    k = z[token]
-    u1, u2 = _sample_removal(g, sg0, sg1, k, n, t, s, exact)
-    _apply_indicator(g, k, u1, u2, -1, t, s, Tseg, Sseg, sd)
-    n[g, k] -= 1
-    if not frozen:
-        nwk[words[token], k] -= 1
-        nk[k] -= 1
+    g, sg0, sg1, Nseg, Tseg, Sseg, sd, _ = _token_context(doc_ptr, seg_ptr, token, n, t, s)
+    u1, u2, _ = _take_out(g, sg0, sg1, z[token], words[token], n, t, s, Nseg, Tseg, Sseg, sd, nwk, nk, frozen, exact)
     return u1, u2
 
 

@@ -46,9 +46,12 @@ import math
 import numba
 import numpy as np
 
+from inference.gibbs.common import (BIG, check_cmgs_hyper, check_pdp, customers, dirichlet_mean, draw_cumulative,
+                                    draw_linear, frozen_args, inverse_topic_totals, longest_span, max_doc_segments,
+                                    move_word, parse_hyper, positive_vector, random_segment_topics, rescale_weights,
+                                    word_factor)
 from inference.gibbs.model import GibbsModel, SegmentedBlock
 from inference.gibbs.pdp import log_poch_incr, stirling_table
-from inference.gibbs.stm import BIG, _draw_cumulative, _vector, check_pdp, draw_linear, word_factor
 from inference.special import digamma
 
 DEFAULT_ALPHA = 0.1
@@ -215,10 +218,7 @@ def seqlda_table_weights(wt, j, k, lo, hi, n_d, t_d, N, T, alpha, alpha_sum, a, 
             f *= ratio[n_d[j - 1, k] + v - 1, t_d[j - 1, k]] / (b + N[j - 1] + y)
         x *= f
         if x > BIG:
-            for u in range(lo, v):
-                wt[u] /= BIG
-            total /= BIG
-            x /= BIG
+            total, x = rescale_weights(wt, lo, v, total, x)
         wt[v] = x
         total += x
     return total
@@ -235,17 +235,11 @@ def seqlda_init(doc_ptr, seg_ptr, words, K, nwk, nk, seed):
     n = np.zeros((S, K), dtype=np.int32)
     t = np.zeros((S, K), dtype=np.int32)
     for s in range(S):
-        for i in range(seg_ptr[s], seg_ptr[s + 1]):
-            k = np.random.randint(0, K)
-            z[i] = k
-            n[s, k] += 1
-            nwk[words[i], k] += 1
-            nk[k] += 1
+        random_segment_topics(seg_ptr[s], seg_ptr[s + 1], words, K, z, n[s], nwk, nk)
     for d in range(doc_ptr.shape[0] - 1):
         for s in range(doc_ptr[d + 1] - 1, doc_ptr[d] - 1, -1):
             for k in range(K):
-                nxt = t[s + 1, k] if s + 1 < doc_ptr[d + 1] else 0
-                if n[s, k] + nxt > 0:
+                if customers(n, t, s, k, doc_ptr[d + 1]) > 0:
                     t[s, k] = 1
     return z, n, t
 
@@ -278,9 +272,7 @@ def seqlda_sweep(doc_ptr, seg_ptr, words, z, n, t, bdoc, nwk, nk, alpha, beta, a
     alpha_sum = 0.0
     for k in range(K):
         alpha_sum += alpha[k]
-    jmax = 1
-    for d in range(doc_ptr.shape[0] - 1):
-        jmax = max(jmax, doc_ptr[d + 1] - doc_ptr[d])
+    jmax = max_doc_segments(doc_ptr)
     N = np.zeros(jmax, dtype=np.int64)
     T = np.zeros(jmax, dtype=np.int64)
     Q = np.empty(jmax)
@@ -289,9 +281,7 @@ def seqlda_sweep(doc_ptr, seg_ptr, words, z, n, t, bdoc, nwk, nk, alpha, beta, a
     Vx = np.empty(K)
     Vk = np.empty(jmax)
     wt = np.empty(mcap + 1)
-    inv = np.empty(K)
-    for k in range(K):
-        inv[k] = 1.0 / (nk[k] + vbeta)
+    inv = inverse_topic_totals(nk, vbeta)
     for d in range(doc_ptr.shape[0] - 1):
         s0, s1 = doc_ptr[d], doc_ptr[d + 1]
         J = s1 - s0
@@ -350,10 +340,7 @@ def seqlda_sweep(doc_ptr, seg_ptr, words, z, n, t, bdoc, nwk, nk, alpha, beta, a
                         t_d[jj, k] -= 1
                         T[jj] -= 1
                         jj -= 1
-                if not frozen:
-                    nwk[w, k] -= 1
-                    nk[k] -= 1
-                    inv[k] = 1.0 / (nk[k] + vbeta)
+                move_word(nwk, nk, inv, w, k, -1, vbeta, frozen)
                 while u[k] > 0 and t_d[u[k] - 1, k] == 0:
                     u[k] -= 1
                 if exact:
@@ -362,7 +349,7 @@ def seqlda_sweep(doc_ptr, seg_ptr, words, z, n, t, bdoc, nwk, nk, alpha, beta, a
                         dirty = False
                     total = seqlda_crp_weights(p, Vx, j, n_d, t_d, N, T, alpha, alpha_sum, a, b, w, nwk, inv, beta,
                                                frozen_phi, frozen)
-                    k = _draw_cumulative(p, total, K)
+                    k = draw_cumulative(p, total, K)
                     m = _seqlda_open_path(Vk, j, k, n_d, t_d, N, T, alpha, alpha_sum, a, b)
                     for jj in range(j, m - 1, -1):  # M_max truncation: join where a restaurant is at the cap
                         if t_d[jj, k] >= mcap:
@@ -378,7 +365,7 @@ def seqlda_sweep(doc_ptr, seg_ptr, words, z, n, t, bdoc, nwk, nk, alpha, beta, a
                 else:
                     total = seqlda_topic_weights(p, Q, j, n_d, t_d, N, T, u, alpha, alpha_sum, a, b, ratio, w,
                                                  nwk, inv, beta, frozen_phi, frozen)
-                    k = _draw_cumulative(p, total, K)
+                    k = draw_cumulative(p, total, K)
                     if u[k] <= j:  # new tables in restaurants u..j; restaurant u-1 gains a customer
                         for jj in range(u[k], j + 1):
                             t_d[jj, k] = 1
@@ -387,10 +374,7 @@ def seqlda_sweep(doc_ptr, seg_ptr, words, z, n, t, bdoc, nwk, nk, alpha, beta, a
                 z[i] = k
                 n_d[j, k] += 1
                 N[j] += 1
-                if not frozen:
-                    nwk[w, k] += 1
-                    nk[k] += 1
-                    inv[k] = 1.0 / (nk[k] + vbeta)
+                move_word(nwk, nk, inv, w, k, 1, vbeta, frozen)
                 _resample_table(wt, j, k, n_d, t_d, N, T, alpha, alpha_sum, a, b, ratio, cratio, mcap)
         if table_sweep:  # pass-through restaurants: no own customer of k, >= 2 tables from the next segment
             for j in range(J - 1):
@@ -419,10 +403,7 @@ def seqlda_sample_b(doc_ptr, seg_ptr, t, bdoc, a, seed):
     stepping out + shrinkage, exact) of log b_i under (6.12) with the same 1/b prior."""
     np.random.seed(seed)
     K = t.shape[1]
-    jmax = 1
-    for d in range(doc_ptr.shape[0] - 1):
-        jmax = max(jmax, doc_ptr[d + 1] - doc_ptr[d])
-    Tj = np.zeros(jmax, dtype=np.int64)
+    Tj = np.zeros(max_doc_segments(doc_ptr), dtype=np.int64)
     for d in range(doc_ptr.shape[0] - 1):
         s0, s1 = doc_ptr[d], doc_ptr[d + 1]
         b = bdoc[d]
@@ -564,41 +545,28 @@ class SeqLDA(GibbsModel):
         Algorithm 5, default) or ``"exact"`` (stochastic table removal + seating predictive, see
         :func:`seqlda_sweep`).
         """
-        o = {k: v for k, v in overrides.items() if v is not None}
         K = self.num_topics
-        hyper = {
-            "alpha": _vector(o.pop("alpha", DEFAULT_ALPHA), K, "alpha"),
-            "beta": float(o.pop("beta", DEFAULT_BETA)),
-            "a": float(o.pop("a", DEFAULT_A)),
-            "b": float(o.pop("b", DEFAULT_B)),
-            "sample_b": bool(o.pop("sample_b", True)),
-            "optimize_alpha": bool(o.pop("optimize_alpha", True)),
-            "alpha_burn_in": int(o.pop("alpha_burn_in", DEFAULT_ALPHA_BURN_IN)),
-            "b_burn_in": int(o.pop("b_burn_in", 0)),
-            "m_max": int(o.pop("m_max", DEFAULT_M_MAX)),
-            "table_sweep": bool(o.pop("table_sweep", True)),
-            "sampler": str(o.pop("sampler", "cmgs")),
-            "cycles": 0,
-        }
-        hyper.update(o)
-        if not (np.isfinite(hyper["beta"]) and hyper["beta"] > 0):
-            raise ValueError(f"beta must be > 0, got {hyper['beta']}")
-        check_pdp(hyper["a"], hyper["b"])
-        if hyper["m_max"] < 1:
-            raise ValueError("m_max must be >= 1")
-        if hyper["sampler"] not in ("cmgs", "exact"):
-            raise ValueError(f"sampler must be 'cmgs' or 'exact', got {hyper['sampler']!r}")
+        hyper = parse_hyper(overrides, [
+            ("alpha", DEFAULT_ALPHA, lambda v: positive_vector(v, K, "alpha")),
+            ("beta", DEFAULT_BETA, float),
+            ("a", DEFAULT_A, float),
+            ("b", DEFAULT_B, float),
+            ("sample_b", True, bool),
+            ("optimize_alpha", True, bool),
+            ("alpha_burn_in", DEFAULT_ALPHA_BURN_IN, int),
+            ("b_burn_in", 0, int),
+            ("m_max", DEFAULT_M_MAX, int),
+            ("table_sweep", True, bool),
+            ("sampler", "cmgs", str),
+        ])
+        check_cmgs_hyper(hyper)
         return hyper
 
     @staticmethod
     def _sizes(block: SegmentedBlock, hyper) -> tuple[int, int]:
         """(M_max cap on a table count, largest customer count + 1 the kernels may look up)."""
-        lengths = np.diff(block.seg_ptr)
-        lmax = int(lengths.max()) if lengths.size else 1
-        doc_len = np.diff(block.token_ptr())
-        dmax = int(doc_len.max()) if doc_len.size else 1
-        mcap = max(1, min(dmax, int(hyper.get("m_max", DEFAULT_M_MAX))))
-        return mcap, lmax + mcap + 1
+        mcap = max(1, min(longest_span(block.token_ptr()), int(hyper.get("m_max", DEFAULT_M_MAX))))
+        return mcap, longest_span(block.seg_ptr) + mcap + 1
 
     def init_state(self, block, hyper, nwk, nk, seed) -> dict:
         z, n, t = seqlda_init(block.doc_ptr, block.seg_ptr, block.words, self.num_topics, nwk, nk, seed)
@@ -614,8 +582,7 @@ class SeqLDA(GibbsModel):
         check_pdp(a, float(hyper["b"]))
         mcap, rows = self._sizes(block, hyper)
         table = stirling_table(a).ensure(rows + 1, mcap)
-        frozen = frozen_phi is not None
-        phi = np.ascontiguousarray(frozen_phi, dtype=np.float64) if frozen else np.zeros((1, 1))
+        phi, frozen = frozen_args(frozen_phi)
         seqlda_sweep(block.doc_ptr, block.seg_ptr, block.words, state["z"], state["n"], state["t"],
                      self._bdoc(block, state, hyper), nwk, nk, np.asarray(hyper["alpha"], dtype=np.float64),
                      float(hyper["beta"]), a, table.log, table.ratio, table.cratio, mcap, phi, frozen,
@@ -653,12 +620,10 @@ class SeqLDA(GibbsModel):
 
     def doc_topic(self, block, state, hyper) -> np.ndarray:
         """(D, K) mu-hat_i0k = (alpha_k + t_i1k) / sum_k (alpha_k + t_i1k) ((6.8), t of the first segment)."""
-        alpha = np.asarray(hyper["alpha"], dtype=np.float64)
         t1 = np.zeros((block.n_docs, self.num_topics))
         has = np.diff(block.doc_ptr) > 0
         t1[has] = state["t"][block.doc_ptr[:-1][has]]
-        theta = t1 + alpha
-        return theta / theta.sum(axis=1, keepdims=True)
+        return dirichlet_mean(t1, hyper["alpha"])
 
     def segment_topic(self, block, state, hyper) -> np.ndarray:
         """(S, K) mu-hat_ij (6.9), recursively from mu-hat_i0:

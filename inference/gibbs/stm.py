@@ -42,6 +42,9 @@ import math
 import numba
 import numpy as np
 
+from inference.gibbs.common import (BIG, check_cmgs_hyper, check_pdp, dirichlet_mean, draw_cumulative, draw_linear,
+                                    frozen_args, inverse_topic_totals, longest_span, move_word, parse_hyper,
+                                    positive_vector, random_segment_topics, rescale_weights, word_factor)
 from inference.gibbs.model import GibbsModel, SegmentedBlock
 from inference.gibbs.pdp import stirling_table
 
@@ -53,15 +56,6 @@ DEFAULT_M_MAX = 1000
 
 # ----------------------------------------------------------------------------------------------------------------
 # kernels
-
-@numba.njit(inline="always", cache=True)
-def word_factor(nwk, inv, w, k, beta, frozen_phi, frozen):
-    """(M_kw + beta) / (M_k + V beta) with inv[k] = 1 / (M_k + V beta) kept by the sweep (the value of
-    :func:`inference.gibbs.model.word_weight` without a division), or phi_kw when the topics are frozen."""
-    if frozen:
-        return frozen_phi[w, k]
-    return (nwk[w, k] + beta) * inv[k]
-
 
 @numba.njit(cache=True)
 def stm_topic_weights(p, n_s, t_s, tsum, tsum_tot, T_s, alpha, alpha_sum, a, b, ratio, w, nwk, inv, beta,
@@ -104,9 +98,6 @@ def stm_crp_weights(p, pnew, n_s, t_s, tsum, tsum_tot, T_s, alpha, alpha_sum, a,
     return total
 
 
-BIG = 1e250
-
-
 @numba.njit(cache=True)
 def stm_table_weights(wt, nn, alpha_k, alpha_sum, rest_k, rest_tot, T_rest, a, b, cratio, vmax):
     """Unnormalised p(t_ijk = v) by (5.4) for v = 1..vmax into ``wt[v]``; returns their sum.
@@ -122,60 +113,10 @@ def stm_table_weights(wt, nn, alpha_k, alpha_sum, rest_k, rest_tot, T_rest, a, b
     for v in range(2, vmax + 1):
         x *= (alpha_k + rest_k + v - 1) * (b + a * (T_rest + v - 1)) / (alpha_sum + rest_tot + v - 1) * cratio[nn, v]
         if x > BIG:
-            for u in range(1, v):
-                wt[u] /= BIG
-            total /= BIG
-            x /= BIG
+            total, x = rescale_weights(wt, 1, v, total, x)
         wt[v] = x
         total += x
     return total
-
-
-@numba.njit(cache=True)
-def _draw_cumulative(p, total, K):
-    u = np.random.random() * total
-    acc = 0.0
-    for k in range(K - 1):
-        acc += p[k]
-        if u < acc:
-            return k
-    return K - 1
-
-
-@numba.njit(cache=True)
-def draw_log(lw, lo, hi):
-    """One draw from p(v) ∝ exp(lw[v]), v in [lo, hi]."""
-    if lo == hi:
-        return lo
-    m = lw[lo]
-    for v in range(lo + 1, hi + 1):
-        if lw[v] > m:
-            m = lw[v]
-    total = 0.0
-    for v in range(lo, hi + 1):
-        lw[v] = math.exp(lw[v] - m)
-        total += lw[v]
-    u = np.random.random() * total
-    acc = 0.0
-    for v in range(lo, hi):
-        acc += lw[v]
-        if u < acc:
-            return v
-    return hi
-
-
-@numba.njit(cache=True)
-def draw_linear(wt, lo, hi, total):
-    """One draw from p(v) ∝ wt[v], v in [lo, hi], with ``total`` = sum of those weights."""
-    if lo == hi:
-        return lo
-    u = np.random.random() * total
-    acc = 0.0
-    for v in range(lo, hi):
-        acc += wt[v]
-        if u < acc:
-            return v
-    return hi
 
 
 @numba.njit(cache=True)
@@ -188,12 +129,7 @@ def stm_init(doc_ptr, seg_ptr, words, K, mcap, nwk, nk, seed):
     n = np.zeros((S, K), dtype=np.int32)
     t = np.zeros((S, K), dtype=np.int32)
     for s in range(S):
-        for i in range(seg_ptr[s], seg_ptr[s + 1]):
-            k = np.random.randint(0, K)
-            z[i] = k
-            n[s, k] += 1
-            nwk[words[i], k] += 1
-            nk[k] += 1
+        random_segment_topics(seg_ptr[s], seg_ptr[s + 1], words, K, z, n[s], nwk, nk)
         for k in range(K):
             if n[s, k] > 0:
                 t[s, k] = 1 + np.random.randint(0, min(n[s, k], mcap))
@@ -220,9 +156,7 @@ def stm_sweep(doc_ptr, seg_ptr, words, z, n, t, nwk, nk, alpha, beta, a, b, logS
     p = np.empty(K)
     pnew = np.empty(K)
     wt = np.empty(mcap + 1)
-    inv = np.empty(K)
-    for k in range(K):
-        inv[k] = 1.0 / (nk[k] + vbeta)
+    inv = inverse_topic_totals(nk, vbeta)
     for d in range(doc_ptr.shape[0] - 1):
         s0, s1 = doc_ptr[d], doc_ptr[d + 1]
         tsum[:] = 0
@@ -243,10 +177,7 @@ def stm_sweep(doc_ptr, seg_ptr, words, z, n, t, nwk, nk, alpha, beta, a, b, logS
                 k = z[i]
                 # remove the token; a table goes only when the constraint t <= n forces it (5.3, cases 1-2)
                 n_s[k] -= 1
-                if not frozen:
-                    nwk[w, k] -= 1
-                    nk[k] -= 1
-                    inv[k] = 1.0 / (nk[k] + vbeta)
+                move_word(nwk, nk, inv, w, k, -1, vbeta, frozen)
                 if exact:
                     drop = False
                     tk = t_s[k]
@@ -265,19 +196,16 @@ def stm_sweep(doc_ptr, seg_ptr, words, z, n, t, nwk, nk, alpha, beta, a, b, logS
                 if exact:
                     total = stm_crp_weights(p, pnew, n_s, t_s, tsum, tsum_tot, T_s, alpha, alpha_sum, a, b, w,
                                             nwk, inv, beta, frozen_phi, frozen)
-                    k = _draw_cumulative(p, total, K)
+                    k = draw_cumulative(p, total, K)
                     opened = n_s[k] == 0 or (t_s[k] < mcap and np.random.random() * p[k] < pnew[k])
                 else:
                     total = stm_topic_weights(p, n_s, t_s, tsum, tsum_tot, T_s, alpha, alpha_sum, a, b, ratio, w,
                                               nwk, inv, beta, frozen_phi, frozen)
-                    k = _draw_cumulative(p, total, K)
+                    k = draw_cumulative(p, total, K)
                     opened = t_s[k] == 0  # case 3: a new table, its proxy customer goes to mu_i
                 z[i] = k
                 n_s[k] += 1
-                if not frozen:
-                    nwk[w, k] += 1
-                    nk[k] += 1
-                    inv[k] = 1.0 / (nk[k] + vbeta)
+                move_word(nwk, nk, inv, w, k, 1, vbeta, frozen)
                 if opened:
                     t_s[k] += 1
                     T_s += 1
@@ -314,20 +242,6 @@ def stm_b_auxiliary(seg_ptr, t, b, seed):
     return sum_t, sum_log
 
 
-def _vector(value, K, name) -> list:
-    arr = np.broadcast_to(np.asarray(value, dtype=np.float64), (K,)).copy()
-    if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
-        raise ValueError(f"{name} must be a positive number or {K} positive numbers")
-    return arr.tolist()
-
-
-def check_pdp(a: float, b: float) -> None:
-    if not 0.0 <= a < 1.0:
-        raise ValueError(f"discount a must be in [0, 1), got {a}")
-    if not (np.isfinite(b) and b > 0):
-        raise ValueError(f"concentration b must be > 0, got {b}")
-
-
 def stirling_arrays(a: float, max_customers: int, m_max: int):
     """(log S, ratio, cratio) arrays covering N <= max_customers + 1 and M <= min(max_customers, m_max)."""
     cols = max(1, min(int(max_customers), int(m_max)))
@@ -348,27 +262,18 @@ class STM(GibbsModel):
         (thesis Algorithm 4, default) or ``"exact"`` (stochastic table removal + seating predictive, see
         :func:`stm_sweep`; the thesis' deterministic removal is not exactly invariant, see tests/test_stm.py).
         """
-        o = {k: v for k, v in overrides.items() if v is not None}
         K = self.num_topics
-        hyper = {
-            "alpha": _vector(o.pop("alpha", DEFAULT_ALPHA), K, "alpha"),
-            "beta": float(o.pop("beta", DEFAULT_BETA)),
-            "a": float(o.pop("a", 0.0)),
-            "b": float(o.pop("b", DEFAULT_B)),
-            "sample_b": bool(o.pop("sample_b", True)),
-            "b_burn_in": int(o.pop("b_burn_in", 0)),
-            "m_max": int(o.pop("m_max", DEFAULT_M_MAX)),
-            "sampler": str(o.pop("sampler", "cmgs")),
-            "cycles": 0,
-        }
-        hyper.update(o)  # engine-level extras pass through untouched
-        if not (np.isfinite(hyper["beta"]) and hyper["beta"] > 0):
-            raise ValueError(f"beta must be > 0, got {hyper['beta']}")
-        check_pdp(hyper["a"], hyper["b"])
-        if hyper["m_max"] < 1:
-            raise ValueError("m_max must be >= 1")
-        if hyper["sampler"] not in ("cmgs", "exact"):
-            raise ValueError(f"sampler must be 'cmgs' or 'exact', got {hyper['sampler']!r}")
+        hyper = parse_hyper(overrides, [
+            ("alpha", DEFAULT_ALPHA, lambda v: positive_vector(v, K, "alpha")),
+            ("beta", DEFAULT_BETA, float),
+            ("a", 0.0, float),
+            ("b", DEFAULT_B, float),
+            ("sample_b", True, bool),
+            ("b_burn_in", 0, int),
+            ("m_max", DEFAULT_M_MAX, int),
+            ("sampler", "cmgs", str),
+        ])
+        check_cmgs_hyper(hyper)
         return hyper
 
     @staticmethod
@@ -380,9 +285,7 @@ class STM(GibbsModel):
 
     @staticmethod
     def _mcap(block: SegmentedBlock, hyper) -> int:
-        lengths = np.diff(block.seg_ptr)
-        lmax = int(lengths.max()) if lengths.size else 1
-        return max(1, min(lmax, int(hyper.get("m_max", DEFAULT_M_MAX))))
+        return max(1, min(longest_span(block.seg_ptr), int(hyper.get("m_max", DEFAULT_M_MAX))))
 
     def init_state(self, block, hyper, nwk, nk, seed) -> dict:
         z, n, t = stm_init(block.doc_ptr, block.seg_ptr, block.words, self.num_topics, self._mcap(block, hyper),
@@ -393,10 +296,8 @@ class STM(GibbsModel):
         a, b = float(hyper["a"]), float(hyper["b"])
         check_pdp(a, b)
         mcap = self._mcap(block, hyper)
-        lengths = np.diff(block.seg_ptr)
-        logS, ratio, cratio = stirling_arrays(a, int(lengths.max()) if lengths.size else 1, mcap)
-        frozen = frozen_phi is not None
-        phi = np.ascontiguousarray(frozen_phi, dtype=np.float64) if frozen else np.zeros((1, 1))
+        logS, ratio, cratio = stirling_arrays(a, longest_span(block.seg_ptr), mcap)
+        phi, frozen = frozen_args(frozen_phi)
         stm_sweep(block.doc_ptr, block.seg_ptr, block.words, state["z"], state["n"], state["t"], nwk, nk,
                   np.asarray(hyper["alpha"], dtype=np.float64), float(hyper["beta"]), a, b, logS, ratio, cratio, mcap,
                   phi, frozen, self._exact(hyper), seed)
@@ -418,11 +319,9 @@ class STM(GibbsModel):
 
     def doc_topic(self, block, state, hyper) -> np.ndarray:
         """(D, K) mu-hat_ik = (alpha_k + sum_j t_ijk) / sum_k (alpha_k + sum_j t_ijk) (5.5)."""
-        alpha = np.asarray(hyper["alpha"], dtype=np.float64)
         tsum = np.zeros((block.n_docs, self.num_topics))
         np.add.at(tsum, block.doc_of_segment(), state["t"])
-        theta = tsum + alpha
-        return theta / theta.sum(axis=1, keepdims=True)
+        return dirichlet_mean(tsum, hyper["alpha"])
 
     def segment_topic(self, block, state, hyper) -> np.ndarray:
         """(S, K) nu-hat_ijk = (n_ijk - a t_ijk) / (b + N_ij) + mu_ik (a T_ij + b) / (b + N_ij) (5.6)."""

@@ -67,34 +67,53 @@ def _block(doc_words, num_docs):
     return SegmentedBlock.from_segments(docs)
 
 
+def _start(seed, num_docs, num_topics, vocab_size, seg_range, len_range, alpha, beta, phi):
+    """The draws every generator makes first, in this order: phi_k ~ Dir(beta) (unless given), the layout,
+    the document-level proportions ~ Dir(alpha) (mu_i, SeqLDA's mu_i0). Returns (rng, alpha_v, phi, layout, mu)."""
+    rng = np.random.default_rng(seed)
+    alpha_v = np.broadcast_to(np.asarray(alpha, dtype=np.float64), (num_topics,)).copy()
+    phi = draw_topics(rng, num_topics, vocab_size, beta) if phi is None else np.asarray(phi)
+    layout = _layout(rng, num_docs, seg_range, len_range)
+    mu = rng.dirichlet(alpha_v, size=num_docs)
+    return rng, alpha_v, phi, layout, mu
+
+
+def _segment(rng, L, seat, phi, vocab_size, K, zs, ns):
+    """One segment of L customers seated by ``seat()`` (returns a topic), then its words w ~ phi_z; appends z and
+    the topic counts n to ``zs`` / ``ns`` and returns the words."""
+    z = np.array([seat() for _ in range(int(L))], dtype=np.int32)
+    w = np.array([rng.choice(vocab_size, p=phi[k]) for k in z], dtype=np.int32)
+    zs.append(z)
+    ns.append(np.bincount(z, minlength=K).astype(np.int32))
+    return w
+
+
+def _truth(zs, K, **counts):
+    """``z`` (all tokens, layout order) and every (S x K) int32 count array of ``counts`` (lists of rows)."""
+    out = {"z": np.concatenate(zs) if zs else np.zeros(0, np.int32)}
+    out.update({key: np.array(rows, dtype=np.int32).reshape(-1, K) for key, rows in counts.items()})
+    return out
+
+
 def stm_corpus(num_docs=50, num_topics=4, vocab_size=60, seg_range=(5, 10), len_range=(10, 30), alpha=0.5,
                beta=0.05, a=0.0, b=5.0, seed=0, phi=None):
     """Documents from STM (thesis §5.3): mu_i ~ Dir(alpha), nu_ij ~ PDP(a, b, mu_i), z ~ nu_ij, w ~ phi_z.
 
     truth: phi, alpha, a, b, mu (D x K), nu (S x K, the empirical topic shares are in n/N), z, n, t (S x K).
     """
-    rng = np.random.default_rng(seed)
     K = num_topics
-    alpha_v = np.broadcast_to(np.asarray(alpha, dtype=np.float64), (K,)).copy()
-    phi = draw_topics(rng, K, vocab_size, beta) if phi is None else np.asarray(phi)
-    layout = _layout(rng, num_docs, seg_range, len_range)
-    mu = rng.dirichlet(alpha_v, size=num_docs)
+    rng, alpha_v, phi, layout, mu = _start(seed, num_docs, K, vocab_size, seg_range, len_range, alpha, beta, phi)
     doc_words, zs, ts, ns = [], [], [], []
     for d, lengths in enumerate(layout):
         segs = []
         for L in lengths:
             r = _Restaurant()
-            z = np.array([r.seat(rng, a, b, lambda: rng.choice(K, p=mu[d])) for _ in range(int(L))], dtype=np.int32)
-            w = np.array([rng.choice(vocab_size, p=phi[k]) for k in z], dtype=np.int32)
-            segs.append(w)
-            zs.append(z)
+            segs.append(_segment(rng, L, lambda: r.seat(rng, a, b, lambda: rng.choice(K, p=mu[d])), phi, vocab_size,
+                                 K, zs, ns))
             ts.append(r.table_counts(K))
-            ns.append(np.bincount(z, minlength=K).astype(np.int32))
         doc_words.append(segs)
     block = _block(doc_words, num_docs)
-    truth = {"phi": phi, "alpha": alpha_v, "a": float(a), "b": float(b), "mu": mu,
-             "z": np.concatenate(zs) if zs else np.zeros(0, np.int32),
-             "n": np.array(ns, dtype=np.int32).reshape(-1, K), "t": np.array(ts, dtype=np.int32).reshape(-1, K)}
+    truth = {"phi": phi, "alpha": alpha_v, "a": float(a), "b": float(b), "mu": mu, **_truth(zs, K, n=ns, t=ts)}
     return block, truth
 
 
@@ -106,12 +125,8 @@ def seqlda_corpus(num_docs=50, num_topics=4, vocab_size=60, seg_range=(5, 10), l
     segment j-1 (exchangeability makes the arrival order irrelevant). truth: phi, alpha, a, b, mu0 (D x K),
     z, n, t (S x K, t[s] = tables of segment s, the proxy customers it sends to its predecessor).
     """
-    rng = np.random.default_rng(seed)
     K = num_topics
-    alpha_v = np.broadcast_to(np.asarray(alpha, dtype=np.float64), (K,)).copy()
-    phi = draw_topics(rng, K, vocab_size, beta) if phi is None else np.asarray(phi)
-    layout = _layout(rng, num_docs, seg_range, len_range)
-    mu0 = rng.dirichlet(alpha_v, size=num_docs)
+    rng, alpha_v, phi, layout, mu0 = _start(seed, num_docs, K, vocab_size, seg_range, len_range, alpha, beta, phi)
     doc_words, zs, ts, ns = [], [], [], []
     for d, lengths in enumerate(layout):
         chain: list[_Restaurant] = []
@@ -123,16 +138,11 @@ def seqlda_corpus(num_docs=50, num_topics=4, vocab_size=60, seg_range=(5, 10), l
         segs = []
         for j, L in enumerate(lengths):
             chain.append(_Restaurant())
-            z = np.array([seat(j) for _ in range(int(L))], dtype=np.int32)
-            segs.append(np.array([rng.choice(vocab_size, p=phi[k]) for k in z], dtype=np.int32))
-            zs.append(z)
-            ns.append(np.bincount(z, minlength=K).astype(np.int32))
+            segs.append(_segment(rng, L, lambda: seat(j), phi, vocab_size, K, zs, ns))
         ts.extend(r.table_counts(K) for r in chain)
         doc_words.append(segs)
     block = _block(doc_words, num_docs)
-    truth = {"phi": phi, "alpha": alpha_v, "a": float(a), "b": float(b), "mu0": mu0,
-             "z": np.concatenate(zs) if zs else np.zeros(0, np.int32),
-             "n": np.array(ns, dtype=np.int32).reshape(-1, K), "t": np.array(ts, dtype=np.int32).reshape(-1, K)}
+    truth = {"phi": phi, "alpha": alpha_v, "a": float(a), "b": float(b), "mu0": mu0, **_truth(zs, K, n=ns, t=ts)}
     return block, truth
 
 
@@ -167,12 +177,8 @@ def adatm_corpus(num_docs=50, num_topics=4, vocab_size=60, seg_range=(5, 10), le
     lambda_t, mu (D x K), rho (S,; 0 for first segments), z, n, t (S x K tables sent to the previous segment),
     s (S x K tables sent to the document).
     """
-    rng = np.random.default_rng(seed)
     K = num_topics
-    alpha_v = np.broadcast_to(np.asarray(alpha, dtype=np.float64), (K,)).copy()
-    phi = draw_topics(rng, K, vocab_size, beta) if phi is None else np.asarray(phi)
-    layout = _layout(rng, num_docs, seg_range, len_range)
-    mu = rng.dirichlet(alpha_v, size=num_docs)
+    rng, alpha_v, phi, layout, mu = _start(seed, num_docs, K, vocab_size, seg_range, len_range, alpha, beta, phi)
     doc_words, zs, ns, ts, ss, rhos = [], [], [], [], [], []
     for d, lengths in enumerate(layout):
         chain: list[_Restaurant] = []
@@ -194,18 +200,12 @@ def adatm_corpus(num_docs=50, num_topics=4, vocab_size=60, seg_range=(5, 10), le
         segs = []
         for j, L in enumerate(lengths):
             chain.append(_Restaurant())
-            z = np.array([seat(j) for _ in range(int(L))], dtype=np.int32)
-            segs.append(np.array([rng.choice(vocab_size, p=phi[k]) for k in z], dtype=np.int32))
-            zs.append(z)
-            ns.append(np.bincount(z, minlength=K).astype(np.int32))
+            segs.append(_segment(rng, L, lambda: seat(j), phi, vocab_size, K, zs, ns))
         ts.extend(t_cnt)
         ss.extend(s_cnt)
         rhos.extend(rho)
         doc_words.append(segs)
     block = _block(doc_words, num_docs)
     truth = {"phi": phi, "alpha": alpha_v, "a": float(a), "b": float(b), "lambda_s": float(lambda_s),
-             "lambda_t": float(lambda_t), "mu": mu, "rho": np.array(rhos),
-             "z": np.concatenate(zs) if zs else np.zeros(0, np.int32),
-             "n": np.array(ns, dtype=np.int32).reshape(-1, K), "t": np.array(ts, dtype=np.int32).reshape(-1, K),
-             "s": np.array(ss, dtype=np.int32).reshape(-1, K)}
+             "lambda_t": float(lambda_t), "mu": mu, "rho": np.array(rhos), **_truth(zs, K, n=ns, t=ts, s=ss)}
     return block, truth
