@@ -255,6 +255,7 @@ def _sweep_task(partition, items, model, bc_global, seed, iterations, sample, st
             raise RuntimeError(f"state of partition {p} arrived in partition {partition}")
         block, state = item["block"], item["state"]
         nwk, nk = nwk_global.copy(), nk_global.copy()   # private copy (AD-LDA)
+        item["wall"] = [time.time()]
         began = time.perf_counter()
         for t in iterations:
             model.sweep(block, state, hyper, nwk, nk, task_seed(seed, t, partition))
@@ -267,6 +268,7 @@ def _sweep_task(partition, items, model, bc_global, seed, iterations, sample, st
             _accumulate(model, item, hyper)
         if state_dir is not None:
             storage.write_bytes(_state_file(state_dir, partition), _state_bytes(item))
+        item["wall"].append(time.time())
         yield p, item
 
 
@@ -278,7 +280,8 @@ def _emit_task(partition, items, num_topics, topic_groups):
         for topics in topic_groups:
             yield topics[0], (p, vocab_ids, np.ascontiguousarray(counts[:, topics]))
         stats = item["stats"] if item["stats"] is not None else np.zeros(0)
-        yield ALPHA_KEY, (p, stats, block.n_docs, block.n_tokens, item["sweep_seconds"])
+        yield ALPHA_KEY, (p, stats, block.n_docs, block.n_tokens, item["sweep_seconds"],
+                          item.get("wall", []) + [time.time()])
 
 
 def _reduce_task(records, vocab_size, topic_groups):
@@ -299,7 +302,7 @@ def _reduce_task(records, vocab_size, topic_groups):
             raise OverflowError("a topic-word count exceeds int32")
         yield "counts", (groups[key], total.astype(np.int32))
     for value in passthrough:
-        yield "partition", value
+        yield "partition", value[:5] + (value[5] + [time.time()],)
 
 
 def _state_file(state_dir: str, partition: int) -> str:
@@ -471,6 +474,13 @@ class GibbsEngine:
                 f"{model.name} {label}/{sched.iterations}: sweep (AD-LDA) -> {partitioner!r} -> "
                 f"topic-word reducers", partitioner, V)
             job_seconds = time.perf_counter() - job_began
+            t_end = time.time()
+            for r in parts:
+                w = r[5]
+                if len(w) == 4:
+                    log.debug("  partition %d: start +%.3f, sweep+stats %.3f, to emit %.3f, to reduce end %.3f, "
+                              "to collect %.3f", r[0], w[0] - (t_end - job_seconds), w[1] - w[0], w[2] - w[1],
+                              w[3] - w[2], t_end - w[3])
             previous.unpersist()
             stats = self._sum_stats(parts)
             hyper = model.update_hyper(hyper, stats, num_docs, task_seed(s.seed, t, DRIVER_PARTITION, 3))
