@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 from conftest import train_args
+from test_cluster import standalone_cluster  # noqa: F401  (a module-scoped fixture: the real cluster)
 from drivers.gibbs import GibbsEngine, GibbsSettings, SampleSchedule
 from gibbs_corpus import sample_segmented_lda, terms, write_segmented_corpus
 from inference.gibbs.local import run_local, topic_word_estimate
@@ -53,7 +54,7 @@ def test_sample_schedule():
 
 # --------------------------------------------------------------------------- equal to run_local
 
-@pytest.mark.parametrize("segment_level", [False, True], ids=["LDA_D", "LDA_P"])
+@pytest.mark.parametrize("segment_level", [True], ids=["LDA_P"])   # LDA_D: test_registered_model_...
 def test_single_partition_equals_run_local(spark_session, small_corpus, tmp_path, segment_level):
     """One partition on Spark (with a checkpoint reload in the middle) = run_local, bit for bit."""
     corpus, docs = small_corpus
@@ -147,15 +148,13 @@ def test_recomputed_partitions_give_the_same_model(spark_session, small_corpus, 
 
 # --------------------------------------------------------------------------- masters and resume
 
-def run_cli(*args, **popen):
-    env = dict(os.environ, PYTHONPATH=REPO, SPARK_TOPICS_SPARK_LOG_LEVEL="ERROR")
-    return subprocess.Popen([sys.executable, "-m", "jobs.cli", *map(str, args)], cwd=REPO, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **popen)
-
-
-def test_local1_killed_then_resumed_on_local2_equals_uninterrupted(spark_session, tmp_path_factory, tmp_path):
-    """A local[1] run SIGKILLed mid-way (after a sample) and resumed on local[2] ends with the uninterrupted
-    local[2] model: the result depends neither on the master nor on the crash."""
+@pytest.mark.cluster
+def test_killed_on_a_standalone_cluster_then_resumed_locally_equals_uninterrupted(
+        standalone_cluster, spark_session, tmp_path_factory, tmp_path):
+    """train through deploy/submit.sh on a real standalone cluster (2 workers, the code shipped with
+    --py-files), SIGKILLed after a sample, resumed on local[2]: the uninterrupted local[2] model, bit for bit.
+    The result depends neither on the master nor on the crash."""
+    url, logs = standalone_cluster
     docs, _ = sample_segmented_lda(n_docs=150, n_segments=4, seg_length=20, n_topics=5, vocab_size=200,
                                    alpha=0.2, eta=0.05, seed=3)
     corpus = write_segmented_corpus(tmp_path_factory.mktemp("gibbs_resume") / "corpus", docs, terms(200))
@@ -165,10 +164,19 @@ def test_local1_killed_then_resumed_on_local2_equals_uninterrupted(spark_session
     train_gibbs.train_gibbs(spark_session, train_args(corpus, reference, *common))
 
     killed = tmp_path / "killed"
-    proc = run_cli("train", "--corpus", corpus, "--output", killed, *common, "--master", "local[1]",
-                   start_new_session=True)
+    env = dict(os.environ, PYTHON=sys.executable, PYSPARK_PYTHON=sys.executable,
+               SPARK_TOPICS_DIST=str(tmp_path / "dist"), SPARK_LOCAL_IP="127.0.0.1",
+               SPARK_TOPICS_SPARK_LOG_LEVEL="WARN")
+    env.pop("PYSPARK_GATEWAY_PORT", None)
+    env.pop("PYTHONPATH", None)
+    proc = subprocess.Popen(
+        [os.path.join(REPO, "deploy", "submit.sh"), "--master", url,
+         "--spark-arg", "--conf=spark.cores.max=2", "--spark-arg", "--conf=spark.executor.memory=512m",
+         "train", "--corpus", str(corpus), "--output", str(killed), *map(str, common)],
+        cwd=str(tmp_path), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True)
     state = killed / "_checkpoint" / "state.json"
-    deadline = time.time() + 180
+    deadline = time.time() + 300
     while time.time() < deadline:
         if state.exists():
             try:
@@ -176,13 +184,15 @@ def test_local1_killed_then_resumed_on_local2_equals_uninterrupted(spark_session
                     break
             except (ValueError, KeyError):
                 pass
-        assert proc.poll() is None, proc.stdout.read()
+        assert proc.poll() is None, proc.stdout.read()[-4000:]
         time.sleep(0.02)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     done = json.loads(state.read_text())["iteration"]
     assert 10 <= done < 12, "the run must be killed in the middle"
     assert not (killed / "model.json").exists()
+    apps = [p for w in logs.glob("worker*") if w.is_dir() for p in w.iterdir() if p.name.startswith("app-")]
+    assert any(p.rglob("spark_topics_code.zip") for p in apps), "the run did not use the cluster's executors"
 
     train_gibbs.train_gibbs(spark_session, train_args(corpus, killed, *common, "--resume",  # on local[2]
                                                       "--keep-checkpoint"))
@@ -213,11 +223,16 @@ def test_registered_model_on_spark_equals_run_local(spark_session, small_corpus,
     assert topic_word.shape == (3, 40)
     np.testing.assert_allclose(topic_word.sum(axis=1), 1.0, rtol=1e-12)
     model = train_gibbs.make_model(name, 3, 40)
-    _, _, hyper, nwk, nk = run_local(model, SegmentedBlock.from_segments(docs), 4, seed=2)
+    hypers = {}
+    block, state, hyper, nwk, nk = run_local(model, SegmentedBlock.from_segments(docs), 4, seed=2,
+                                             on_iteration=lambda t, s, h: hypers.__setitem__(t, h))
     np.testing.assert_array_equal(topic_word, topic_word_estimate(nwk, nk, hyper["beta"]))
     assert json.dumps(meta["hyper"], sort_keys=True) == json.dumps(hyper, sort_keys=True)
+    # the one sample (iteration 4) of the proportions, with the hyperparameters broadcast for it
     seg = _theta(tmp_path / name / "segment_topics.parquet", ("doc_id", "segment"))
-    assert seg.shape == (sum(len(s) for _, s in docs), 3)
+    np.testing.assert_array_equal(seg, model.segment_topic(block, state, hypers[3]))
+    np.testing.assert_array_equal(_theta(tmp_path / name / "doc_topics.parquet"),
+                                  model.doc_topic(block, state, hypers[3]))
     np.testing.assert_allclose(seg.sum(axis=1), 1.0, rtol=1e-9)
 
 
