@@ -440,6 +440,7 @@ class GibbsEngine:
         else:
             if resume:
                 log.warning("--resume: no checkpoint in %s, starting from scratch", self.checkpoint_dir)
+            self.clear_checkpoint()   # files of an earlier run must not mix with this one's
             t, trace, samples_taken = 0, [], 0
             topic_word_sum = np.zeros((K, V))
             bc_hyper = self.sc.broadcast(hyper)
