@@ -131,7 +131,16 @@ def initial_hyper(model: GibbsModel, overrides: dict) -> dict:
     return hyper
 
 
+#: variational-only flags of `train` (attribute, unset value): a Gibbs model refuses them rather than ignore them
+VARIATIONAL_FLAGS = {"eta": None, "optimize_eta": False, "prior": None, "languages": None,
+                     "eta_per_language": None}
+
+
 def validate(args, vocab_size: int) -> SampleSchedule:
+    given = [name for name, unset in VARIATIONAL_FLAGS.items() if getattr(args, name, unset) != unset]
+    if given:
+        raise SystemExit(f"--model {args.model} is sampled: {', '.join('--' + g.replace('_', '-') for g in given)} "
+                         f"only apply to the variational models (the topic-word prior here is --beta)")
     if args.topics < 2:
         raise SystemExit(f"--topics must be at least 2, got {args.topics}")
     if args.topics > vocab_size:

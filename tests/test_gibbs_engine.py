@@ -258,5 +258,8 @@ def test_bad_input(spark_session, small_corpus, tmp_path):
     with pytest.raises(SystemExit, match="larger than the vocabulary"):
         train_gibbs.train_gibbs(spark_session, train_args(corpus, tmp_path / "m", "--model", "lda-gibbs",
                                                           "--topics", 41))
+    with pytest.raises(SystemExit, match="--eta only apply to the variational"):
+        train_gibbs.train_gibbs(spark_session, train_args(corpus, tmp_path / "m", "--model", "lda-gibbs",
+                                                          "--topics", 3, "--eta", 0.1))
     with pytest.raises(SystemExit, match="segment-level applies"):
         train_gibbs.make_model("stm", 3, 40, segment_level=True)
