@@ -319,7 +319,7 @@ class GibbsEngine:
         self.model = model
         self.settings = settings
         self.checkpoint_dir = checkpoint_dir
-        self._broadcasts = []   # broadcasts the current state RDD's lineage still needs
+        self._broadcasts = []   # broadcasts the state RDD's lineage still needs (until the next checkpoint)
         self._states = None
 
     # ---- checkpoint files
@@ -483,6 +483,7 @@ class GibbsEngine:
                               "to collect %.3f", r[0], w[0] - (t_end - job_seconds), w[1] - w[0], w[2] - w[1],
                               w[3] - w[2], t_end - w[3])
             previous.unpersist()
+            bc.unpersist()   # executors drop their copy; a recomputation from the lineage fetches it again
             stats = self._sum_stats(parts)
             hyper = model.update_hyper(hyper, stats, num_docs, task_seed(s.seed, t, DRIVER_PARTITION, 3))
             if sample:
