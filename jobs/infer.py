@@ -87,6 +87,10 @@ def open_model_and_corpus(spark, model_dir: str, corpus_dir: str, partitions: in
     from jobs.aligned import is_aligned, load_aligned_corpus
 
     model = load_model(model_dir)
+    if model.meta.get("model") not in ("lda", "polylda"):
+        raise SystemExit(f"{model_dir} is a {model.meta.get('model')!r} model: infer folds documents in with the "
+                         f"variational E-step of lda/polylda models; for Gibbs models use `spark-topics evaluate` "
+                         f"(held-out estimation) or `spark-topics evolution`")
     if model.languages and lang is None and is_aligned(corpus_dir):
         corpus_langs = storage.load_json(storage.join(corpus_dir, "corpus.json"))["languages"]
         corpus = load_aligned_corpus(spark, corpus_dir, partitions, [l for l in model.languages if l in corpus_langs])
