@@ -58,3 +58,12 @@ class Checkpointer:
 
     def clear(self) -> None:
         storage.delete(self.directory)
+
+
+def check_fingerprint(saved: dict, current: dict) -> None:
+    """Refuse ``--resume`` when the checkpoint was made with other settings than the current run."""
+    diff = {k: (saved.get(k), v) for k, v in current.items() if saved.get(k) != v}
+    if diff:
+        raise SystemExit("cannot resume: the checkpoint was made with different settings "
+                         + ", ".join(f"{k}: checkpoint {a!r} vs now {b!r}" for k, (a, b) in diff.items())
+                         + ". Remove the checkpoint directory or drop --resume.")

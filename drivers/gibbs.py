@@ -52,6 +52,7 @@ import numpy as np
 from scipy.special import gammaln
 
 from drivers import storage
+from drivers.checkpoint import check_fingerprint
 from inference.gibbs.counts import count_local, local_vocabulary
 from inference.gibbs.model import DRIVER_PARTITION, GibbsModel, SegmentedBlock, task_seed
 from inference.mapper import ALPHA_KEY
@@ -427,7 +428,7 @@ class GibbsEngine:
         restored = self._load_checkpoint() if resume else None
         if restored is not None:
             meta, nwk, topic_word_sum = restored
-            _check_fingerprint(meta.get("fingerprint", {}), fingerprint)
+            check_fingerprint(meta.get("fingerprint", {}), fingerprint)
             t = int(meta["iteration"])
             hyper = meta["hyper"]
             trace = [GibbsRecord(**r) for r in meta["trace"]]
@@ -528,14 +529,6 @@ class GibbsEngine:
         for bc in self._broadcasts:
             bc.destroy()
         self._broadcasts = []
-
-
-def _check_fingerprint(saved: dict, current: dict) -> None:
-    diff = {k: (saved.get(k), v) for k, v in current.items() if saved.get(k) != v}
-    if diff:
-        raise SystemExit("cannot resume: the checkpoint was made with different settings "
-                         + ", ".join(f"{k}: checkpoint {a!r} vs now {b!r}" for k, (a, b) in diff.items())
-                         + ". Remove the checkpoint directory or drop --resume.")
 
 
 # --------------------------------------------------------------------------- outputs

@@ -27,7 +27,7 @@ from functools import partial
 import numpy as np
 
 from drivers import storage
-from drivers.checkpoint import Checkpointer
+from drivers.checkpoint import Checkpointer, check_fingerprint
 from drivers.newton import newton_alpha
 from inference.elbo import alpha_terms, topic_terms
 from dataclasses import replace
@@ -147,7 +147,7 @@ class VariationalEngine:
         restored = self.checkpointer.load() if resume else None
         if restored is not None:
             state, lambda_ = restored
-            self._check_fingerprint(state.get("fingerprint", {}), fingerprint)
+            check_fingerprint(state.get("fingerprint", {}), fingerprint)
             start = state["iteration"]
             alpha = np.array(state["alpha"], dtype=np.float64)
             if state.get("eta") is not None and getattr(self.prior, "learnable", False):
@@ -244,11 +244,3 @@ class VariationalEngine:
         if alpha.shape != (K,) or not np.all(np.isfinite(alpha)) or np.any(alpha <= 0):
             raise ValueError(f"alpha must be a positive scalar or {K} positive values")
         return alpha
-
-    @staticmethod
-    def _check_fingerprint(saved: dict, current: dict) -> None:
-        diff = {k: (saved.get(k), v) for k, v in current.items() if saved.get(k) != v}
-        if diff:
-            raise SystemExit("cannot resume: the checkpoint was made with different settings "
-                             + ", ".join(f"{k}: checkpoint {a!r} vs now {b!r}" for k, (a, b) in diff.items())
-                             + ". Remove the checkpoint directory or drop --resume.")

@@ -87,8 +87,8 @@ def docs_to_blocks(docs_df, num_partitions: int):
             .cache())
 
 
-def load_corpus(spark, directory: str, num_partitions: int | None = None) -> Corpus:
-    """Open CORPUS_DIR: ``corpus.json``, ``vocab.parquet`` and ``docs.parquet`` as blocks."""
+def open_corpus_meta(spark, directory: str) -> tuple[dict, pd.DataFrame]:
+    """``corpus.json`` and the vocabulary of CORPUS_DIR, refusing a missing or empty corpus."""
     meta_path = storage.join(directory, "corpus.json")
     if not storage.exists(meta_path):
         raise SystemExit(f"{directory} is not a prepared corpus (no corpus.json); run `spark-topics prepare` first")
@@ -97,6 +97,12 @@ def load_corpus(spark, directory: str, num_partitions: int | None = None) -> Cor
     if meta.get("documents", 0) == 0 or len(vocab) == 0:
         raise SystemExit(f"{directory}: the corpus is empty ({meta.get('documents', 0)} documents, "
                          f"{len(vocab)} terms)")
+    return meta, vocab
+
+
+def load_corpus(spark, directory: str, num_partitions: int | None = None) -> Corpus:
+    """Open CORPUS_DIR: ``corpus.json``, ``vocab.parquet`` and ``docs.parquet`` as blocks."""
+    meta, vocab = open_corpus_meta(spark, directory)
     P = num_partitions or default_partitions(int(meta["documents"]))
     docs = spark.read.parquet(storage.join(directory, "docs.parquet"))
     started = time.perf_counter()

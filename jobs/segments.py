@@ -35,7 +35,7 @@ import pandas as pd
 
 from drivers import storage
 from inference.gibbs.model import SegmentedBlock
-from jobs.corpus import default_partitions, read_vocab
+from jobs.corpus import default_partitions, open_corpus_meta
 
 log = logging.getLogger("spark_topics.segments")
 
@@ -263,14 +263,7 @@ def load_segmented_corpus(spark, directory: str, num_partitions: int | None = No
     """
     from pyspark.sql.types import BinaryType, IntegerType, StructField, StructType
 
-    meta_path = storage.join(directory, "corpus.json")
-    if not storage.exists(meta_path):
-        raise SystemExit(f"{directory} is not a prepared corpus (no corpus.json); run `spark-topics prepare` first")
-    meta = storage.load_json(meta_path)
-    vocab = read_vocab(spark, storage.join(directory, "vocab.parquet"))
-    if meta.get("documents", 0) == 0 or len(vocab) == 0:
-        raise SystemExit(f"{directory}: the corpus is empty ({meta.get('documents', 0)} documents, "
-                         f"{len(vocab)} terms)")
+    meta, vocab = open_corpus_meta(spark, directory)
     if split not in ("all", "train", "test"):
         raise ValueError(f"split must be all, train or test, got {split!r}")
     if not 0.0 <= heldout_fraction < 1.0:
