@@ -245,6 +245,40 @@ def _to_block_rows(batches, source: str, vocab_size: int):
                                       "block": [pickle.dumps(block, protocol=5)]})
 
 
+def permute_block_segments(block: SegmentedBlock, seed: int) -> SegmentedBlock:
+    """Randomly permute the segment order of every document of ``block`` (the thesis' PTrTe setting).
+
+    Document ``d``'s permutation is drawn from ``document_seed(seed, doc_id)``
+    (BLAKE2b of the seed and the id), so it is the same on any cluster, in any
+    partition and in the training and the test split. Every document keeps its
+    multiset of segments (each segment's tokens in their order); only the order
+    of its segments changes.
+    """
+    from inference.heldout import document_seed
+
+    if block.n_docs == 0:
+        return block
+    counts = np.diff(block.doc_ptr)
+    order = np.empty(block.n_segments, dtype=np.int64)
+    for d, doc_id in enumerate(block.doc_ids):
+        start, n = int(block.doc_ptr[d]), int(counts[d])
+        rng = np.random.default_rng(document_seed(seed, str(doc_id)))
+        order[start:start + n] = start + rng.permutation(n)
+    lengths = np.diff(block.seg_ptr)[order]
+    seg_ptr = np.zeros(block.n_segments + 1, dtype=np.int64)
+    np.cumsum(lengths, out=seg_ptr[1:])
+    # token index of every token of the new layout: segment order[s]'s tokens, in their order
+    starts = block.seg_ptr[:-1][order]
+    gather = np.repeat(starts - seg_ptr[:-1], lengths) + np.arange(seg_ptr[-1], dtype=np.int64)
+    return SegmentedBlock(block.doc_ids, block.doc_ptr.copy(), seg_ptr,
+                          np.ascontiguousarray(block.words[gather], dtype=np.int32))
+
+
+def _loaded_block(data: bytes, permute_seed: int | None) -> SegmentedBlock:
+    block = pickle.loads(data)
+    return block if permute_seed is None else permute_block_segments(block, permute_seed)
+
+
 def heldout_condition(fraction: float):
     """Spark Column: true for the documents of the held-out (test) split, by a salted xxhash64 of the id."""
     from pyspark.sql import functions as F
@@ -255,11 +289,14 @@ def heldout_condition(fraction: float):
 
 def load_segmented_corpus(spark, directory: str, num_partitions: int | None = None,
                           heldout_fraction: float = 0.0, split: str = "all",
-                          require_segments: bool = False) -> SegmentedCorpus:
+                          require_segments: bool = False,
+                          permute_seed: int | None = None) -> SegmentedCorpus:
     """Open CORPUS_DIR as a cached RDD of ``(partition, SegmentedBlock)``.
 
     ``split``: ``"all"`` documents, or with ``heldout_fraction`` > 0 the
     ``"train"`` documents or the ``"test"`` ones (a fixed function of the id).
+    ``permute_seed``: randomly permute every document's segments
+    (:func:`permute_block_segments`, deterministic per document id).
     """
     from pyspark.sql.types import BinaryType, IntegerType, StructField, StructType
 
@@ -292,7 +329,7 @@ def load_segmented_corpus(spark, directory: str, num_partitions: int | None = No
                                          f"({split}) into {P} blocks")
     blocks = (frame.repartition(P, "doc_id")
               .mapInArrow(lambda batches: _to_block_rows(batches, source, V), schema)
-              .rdd.map(lambda row: (row[0], pickle.loads(row[1])))
+              .rdd.map(lambda row: (row[0], _loaded_block(row[1], permute_seed)))
               .setName(f"segmented blocks {directory} ({split})")
               .cache())
     sizes = blocks.map(lambda pb: (pb[0], pb[1].n_docs, pb[1].n_segments, pb[1].n_tokens)).collect()
@@ -302,6 +339,7 @@ def load_segmented_corpus(spark, directory: str, num_partitions: int | None = No
     n_docs, n_segs, n_tokens = (int(sum(s[i] for s in sizes)) for i in (1, 2, 3))
     if n_docs == 0:
         raise SystemExit(f"{directory}: no documents in the {split} split")
-    log.info("loaded %d documents (%s), %d segments, %d tokens into %d blocks in %.1f s", n_docs, split,
-             n_segs, n_tokens, P, time.perf_counter() - started)
+    log.info("loaded %d documents (%s), %d segments, %d tokens into %d blocks in %.1f s%s", n_docs, split,
+             n_segs, n_tokens, P, time.perf_counter() - started,
+             "" if permute_seed is None else f", segments permuted (seed {permute_seed})")
     return SegmentedCorpus(directory, meta, vocab, blocks, P, segmented, n_docs, n_segs, n_tokens, split)

@@ -10,7 +10,8 @@ is loaded as segmented blocks (``jobs/segments.py``), the model runs on
     vocab.parquet           term, id (+ df, cf)
     topic_word.npy          K x V posterior-mean topic-word probabilities (rows sum to 1)
     doc_topics.parquet      doc_id, theta (K): document topic proportions averaged over the samples
-    segment_topics.parquet  doc_id, segment (position among the document's kept segments), theta (K)
+    segment_topics.parquet  doc_id, segment (position among the document's kept segments, after
+                            --permute-segments when given), theta (K)
     loglik.png              log p(w | z) per token against iteration
     topics.txt              the top words of every topic
 """
@@ -75,6 +76,9 @@ def add_gibbs_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("Gibbs models (lda-gibbs, stm, seqlda, adatm)")
     g.add_argument("--segment-level", action="store_true",
                    help="lda-gibbs: every segment is a document (LDA_P of the thesis)")
+    g.add_argument("--permute-segments", type=int, default=None, metavar="SEED",
+                   help="randomly permute the segment order of every document, in training and in the "
+                        "held-out split (thesis PTrTe); the permutation is a fixed function of (SEED, doc_id)")
     g.add_argument("--burn-in", type=int, default=None,
                    help="iterations before the first sample (default: iterations - samples x lag)")
     g.add_argument("--lag", type=int, default=None, help="iterations between samples (default: iterations/10)")
@@ -251,7 +255,8 @@ def train_gibbs(spark, args) -> dict:
     heldout = float(getattr(args, "heldout_fraction", 0.0) or 0.0)
     corpus = load_segmented_corpus(spark, args.corpus, args.partitions, heldout_fraction=heldout,
                                    split="train" if heldout > 0 else "all",
-                                   require_segments=args.model in NEEDS_SEGMENTS)
+                                   require_segments=args.model in NEEDS_SEGMENTS,
+                                   permute_seed=getattr(args, "permute_segments", None))
     try:
         return _train(spark, args, corpus, heldout, started)
     finally:
@@ -275,6 +280,9 @@ def _train(spark, args, corpus, heldout: float, started: float) -> dict:
     engine = GibbsEngine(spark.sparkContext, model, settings, checkpoint_dir)
     fingerprint = {"corpus": model_store.data_version(corpus.meta), "heldout_fraction": heldout,
                    "segment_level": bool(args.segment_level), "initial_hyper": hyper0}
+    permute = getattr(args, "permute_segments", None)
+    if permute is not None:
+        fingerprint["permute_segments"] = permute
     display = "lda-gibbs (LDA_P, segments as documents)" if args.segment_level else model.name
     log.info("training %s: K=%d, V=%d, %d documents, %d segments, %d tokens, %d partitions, hyper %s",
              display, K, V, corpus.num_documents, corpus.num_segments, corpus.num_tokens,
@@ -294,7 +302,8 @@ def _train(spark, args, corpus, heldout: float, started: float) -> dict:
         engine.release()
     trace = [r.__dict__ for r in result.trace]
     meta = {
-        "model": model.name, "segment_level": bool(args.segment_level), "topics": K, "vocab_size": V,
+        "model": model.name, "segment_level": bool(args.segment_level),
+        "permute_segments": getattr(args, "permute_segments", None), "topics": K, "vocab_size": V,
         "alpha": result.hyper.get("alpha"), "beta": result.hyper.get("beta"), "hyper": result.hyper,
         "initial_hyper": hyper0, **settings.schedule.to_json(), "samples_taken": result.samples,
         "loglik": trace[-1]["loglik"] if trace else None, "trace": trace,
@@ -323,7 +332,8 @@ def _train(spark, args, corpus, heldout: float, started: float) -> dict:
 
 def evaluate_split(spark, model, hyper, topic_word, args, fraction: float) -> dict:
     test = load_segmented_corpus(spark, args.corpus, None, heldout_fraction=fraction, split="test",
-                                 require_segments=args.model in NEEDS_SEGMENTS)
+                                 require_segments=args.model in NEEDS_SEGMENTS,
+                                 permute_seed=getattr(args, "permute_segments", None))
     try:
         schedule = HeldoutSchedule.default(args.heldout_iterations, args.heldout_samples)
         score = score_heldout(spark, model, hyper, topic_word, test.blocks, schedule, seed=args.seed)
