@@ -1,0 +1,198 @@
+"""Benchmark: the thesis' orderings of held-out perplexity on real segmented text (issue 4).
+
+On the 1,189 chapters of the World English Bible (``sample_data/web_chapters.jsonl.gz``, one verse per line),
+every chapter is cut into segments of ``--verses-per-segment`` consecutive verses (a list column, prepared
+with ``prepare --segments segments``; ``--verses-per-segment 0`` uses ``prepare --segments sentence``
+instead). The corpus is prepared once and cached under ``out/bench/``. Then, with the same K, seed,
+iterations, sample schedule and the same 20% held-out documents (hash of the id), it trains
+
+    LDA_D        lda-gibbs                    (documents)
+    LDA_P        lda-gibbs --segment-level    (segments as documents)
+    STM          stm
+    SeqLDA       seqlda                       (original segment order)
+    SeqLDA-perm  seqlda --permute-segments S  (every document's segments randomly permuted, train and test:
+                                               the thesis' PTrTe)
+    AdaTM        adatm
+
+and scores each by the same held-out estimator (``jobs.train_gibbs.score_heldout``, thesis eq 5.10: the
+model's own sampler on each test document with the topics fixed; what ``spark-topics evaluate`` reports).
+It prints model, held-out perplexity, seconds and training tokens/s, and whether each ordering holds:
+STM < LDA_D, SeqLDA < SeqLDA-perm, AdaTM <= STM. Same settings for every model: nothing is tuned per model.
+
+Not part of the default test run::
+
+    python tests/bench_orderings.py --topics 20 --iterations 200
+    pytest tests/bench_orderings.py -m benchmark      # reduced size
+
+Results: the table on stdout and ``out/bench/orderings-v{verses}-K{topics}-I{iterations}-s{seed}.json``.
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+log = logging.getLogger("spark_topics.bench")
+CORES = 2
+CACHE = REPO / "out" / "bench"
+SOURCE = REPO / "sample_data" / "web_chapters.jsonl.gz"
+
+#: label, model, extra train flags ("{permute}" is replaced by the permutation seed)
+RUNS = [
+    ("LDA_D", "lda-gibbs", ()),
+    ("LDA_P", "lda-gibbs", ("--segment-level",)),
+    ("STM", "stm", ()),
+    ("SeqLDA", "seqlda", ()),
+    ("SeqLDA-perm", "seqlda", ("--permute-segments", "{permute}")),
+    ("AdaTM", "adatm", ()),
+]
+#: (better, worse, strict): the thesis' orderings of held-out perplexity
+ORDERINGS = [("STM", "LDA_D", True), ("SeqLDA", "SeqLDA-perm", True), ("AdaTM", "STM", False)]
+
+
+def segmented_corpus(spark, verses_per_segment: int) -> str:
+    """The WEB chapters cut into segments of N verses (N = 0: sentences), prepared once under out/bench/."""
+    from jobs.prepare import prepare_corpus
+
+    if verses_per_segment <= 0:
+        out = CACHE / "web-chapters-sentences"
+        if not (out / "corpus.json").exists():
+            prepare_corpus(spark, str(SOURCE), str(out), segments="sentence", overwrite=True)
+        return str(out)
+    out = CACHE / f"web-chapters-{verses_per_segment}verses"
+    if not (out / "corpus.json").exists():
+        CACHE.mkdir(parents=True, exist_ok=True)
+        grouped = CACHE / f"web-chapters-{verses_per_segment}verses.jsonl.gz"
+        with gzip.open(SOURCE, "rt", encoding="utf-8") as src, gzip.open(grouped, "wt", encoding="utf-8") as dst:
+            for line in src:
+                row = json.loads(line)
+                verses = [v for v in row["text"].split("\n") if v.strip()]
+                segments = ["\n".join(verses[i:i + verses_per_segment])
+                            for i in range(0, len(verses), verses_per_segment)]
+                dst.write(json.dumps({"id": row["id"], "segments": segments}, ensure_ascii=False) + "\n")
+        prepare_corpus(spark, str(grouped), str(out), segments="segments", overwrite=True)
+    return str(out)
+
+
+def train_one(spark, corpus: str, label: str, model: str, extra, topics: int, iterations: int, seed: int,
+              permute: int, heldout_iterations: int, out: Path) -> dict:
+    from conftest import train_args
+    from jobs import train_gibbs
+
+    samples, lag = min(5, max(1, iterations // 4)), max(1, iterations // 20)
+    extra = [permute if e == "{permute}" else e for e in extra]
+    args = train_args(corpus, out / label, "--model", model, "--topics", topics, "--iterations", iterations,
+                      "--seed", seed, "--samples", samples, "--lag", lag, "--burn-in", iterations - samples * lag,
+                      "--checkpoint-every", iterations, "--heldout-fraction", 0.2,
+                      "--heldout-iterations", heldout_iterations, *extra)
+    started = time.perf_counter()
+    meta = train_gibbs.train_gibbs(spark, args)
+    wall = time.perf_counter() - started
+    trace = meta["trace"]
+    sampling = sum(r["seconds"] for r in trace)
+    tokens = meta["data"]["tokens"]
+    return {"label": label, "model": model, "flags": [str(e) for e in extra],
+            "perplexity": meta["heldout"]["perplexity"], "heldout_documents": meta["heldout"]["documents"],
+            "heldout_tokens": meta["heldout"]["tokens"], "seconds": wall, "sampling_seconds": sampling,
+            "train_tokens": tokens, "train_documents": meta["data"]["documents"],
+            "train_segments": meta["data"]["segments"],
+            "tokens_per_second": tokens * len(trace) / sampling if sampling else None,
+            "loglik_per_token": trace[-1]["loglik_per_token"], "out": str(out / label)}
+
+
+def run_benchmark(spark, topics: int = 20, iterations: int = 200, seed: int = 0, permute: int = 1,
+                  verses_per_segment: int = 3, heldout_iterations: int = 50, labels=None) -> dict:
+    corpus = segmented_corpus(spark, verses_per_segment)
+    out = CACHE / f"orderings-run-v{verses_per_segment}-K{topics}-I{iterations}-s{seed}"
+    rows = []
+    for label, model, extra in RUNS:
+        if labels and label not in labels:
+            continue
+        log.info("=== %s", label)
+        rows.append(train_one(spark, corpus, label, model, extra, topics, iterations, seed, permute,
+                              heldout_iterations, out))
+    by = {r["label"]: r["perplexity"] for r in rows}
+    orderings = [{"better": a, "worse": b, "strict": strict,
+                  "holds": (by[a] < by[b] if strict else by[a] <= by[b]) if a in by and b in by else None}
+                 for a, b, strict in ORDERINGS]
+    corpus_meta = json.loads((Path(corpus) / "corpus.json").read_text())
+    return {"corpus": corpus, "verses_per_segment": verses_per_segment, "documents": corpus_meta["documents"],
+            "segments": corpus_meta["segmentation"]["segments"], "tokens": corpus_meta["tokens"],
+            "vocab_size": corpus_meta["vocab_size"], "topics": topics, "iterations": iterations, "seed": seed,
+            "permute_seed": permute, "heldout_fraction": 0.2, "heldout_iterations": heldout_iterations,
+            "cores": CORES, "rows": rows, "orderings": orderings, "load_average": os.getloadavg()[0],
+            "date": time.strftime("%Y-%m-%d")}
+
+
+def format_table(report: dict) -> str:
+    seg = "sentences" if report["verses_per_segment"] <= 0 else f"{report['verses_per_segment']} verses"
+    lines = [f"{report['corpus']}: {report['documents']} documents, {report['segments']} segments ({seg}), "
+             f"{report['tokens']} tokens, V={report['vocab_size']}; K={report['topics']}, "
+             f"{report['iterations']} iterations, seed {report['seed']}, 20% held out "
+             f"({report['rows'][0]['heldout_documents']} documents, {report['rows'][0]['heldout_tokens']} tokens), "
+             f"local[{report['cores']}]",
+             f"{'model':12} {'perplexity':>10} {'seconds':>8} {'tokens/s':>9}"]
+    for r in report["rows"]:
+        lines.append(f"{r['label']:12} {r['perplexity']:10.1f} {r['seconds']:8.1f} {r['tokens_per_second']:9.3g}")
+    for o in report["orderings"]:
+        op = "<" if o["strict"] else "<="
+        verdict = "n/a" if o["holds"] is None else ("holds" if o["holds"] else "does NOT hold")
+        lines.append(f"{o['better']} {op} {o['worse']}: {verdict}")
+    lines.append(f"(tokens/s: training tokens x iterations / sampling seconds; seconds: the whole train call "
+                 f"including held-out scoring; 1-minute load average at the end: {report['load_average']:.1f})")
+    return "\n".join(lines)
+
+
+def write_report(report: dict) -> Path:
+    path = CACHE / (f"orderings-v{report['verses_per_segment']}-K{report['topics']}-I{report['iterations']}"
+                    f"-s{report['seed']}.json")
+    path.write_text(json.dumps(report, indent=2, default=float))
+    return path
+
+
+@pytest.mark.benchmark
+def test_benchmark(spark_session):
+    report = run_benchmark(spark_session, topics=int(os.environ.get("BENCH_TOPICS", 10)),
+                           iterations=int(os.environ.get("BENCH_ITERATIONS", 20)), heldout_iterations=20)
+    print(format_table(report))
+    assert len(report["rows"]) == len(RUNS)
+    assert all(r["perplexity"] > 1 for r in report["rows"])
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--topics", type=int, default=20)
+    parser.add_argument("--iterations", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--permute-seed", type=int, default=1)
+    parser.add_argument("--verses-per-segment", type=int, default=3,
+                        help="verses per segment (0: split the chapters into sentences)")
+    parser.add_argument("--heldout-iterations", type=int, default=50)
+    parser.add_argument("--only", default=None, help="comma-separated labels to run (default: all)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+                        datefmt="%H:%M:%S")
+    from jobs.spark import get_spark
+    spark = get_spark("spark-topics orderings benchmark", f"local[{CORES}]",
+                      ["spark.driver.memory=4g", "spark.ui.enabled=false"])
+    report = run_benchmark(spark, args.topics, args.iterations, args.seed, args.permute_seed,
+                           args.verses_per_segment, args.heldout_iterations,
+                           args.only.split(",") if args.only else None)
+    print(format_table(report))
+    print(f"results written to {write_report(report)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
