@@ -49,7 +49,8 @@ def evaluate(spark, model_dir: str, corpus_dir: str, reference_dir: str | None =
         model_store.data_version(storage.load_json(corpus_meta_path)) == data.get("version")
     test = load_segmented_corpus(spark, corpus_dir, partitions, heldout_fraction=fraction if same_corpus else 0.0,
                                  split="test" if same_corpus else "all",
-                                 require_segments=meta["model"] in NEEDS_SEGMENTS)
+                                 require_segments=meta["model"] in NEEDS_SEGMENTS,
+                                 permute_seed=meta.get("permute_segments"))
     reference = None
     try:
         require_model_vocabulary(saved, test)
