@@ -114,3 +114,11 @@ def sample_model(spark_session, sample_corpus, tmp_path_factory):
     meta = train_lda(spark_session, train_args(corpus, out, "--topics", 12, "--iterations", 15,
                                                      "--tol", 0, "--seed", 1, "--optimize-eta"))
     return out, meta
+
+
+@pytest.fixture(scope="session")
+def standalone_cluster(tmp_path_factory):
+    """One real standalone cluster for the whole run: ``(master url, log directory)``."""
+    from standalone import start_cluster
+
+    yield from start_cluster(tmp_path_factory)

@@ -6,7 +6,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import numpy as np
@@ -14,7 +13,7 @@ import pandas as pd
 import pytest
 
 from conftest import train_args
-from test_cluster import standalone_cluster  # noqa: F401  (a module-scoped fixture: the real cluster)
+from standalone import cluster_apps, submit_train
 from drivers.gibbs import GibbsEngine, GibbsSettings, SampleSchedule
 from gibbs_corpus import sample_segmented_lda, terms, write_segmented_corpus
 from inference.gibbs.local import run_local, topic_word_estimate
@@ -22,7 +21,6 @@ from inference.gibbs.model import SegmentedBlock
 from jobs import train_gibbs
 from jobs.segments import load_segmented_corpus
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.fixture(scope="module")
@@ -164,17 +162,9 @@ def test_killed_on_a_standalone_cluster_then_resumed_locally_equals_uninterrupte
     train_gibbs.train_gibbs(spark_session, train_args(corpus, reference, *common))
 
     killed = tmp_path / "killed"
-    env = dict(os.environ, PYTHON=sys.executable, PYSPARK_PYTHON=sys.executable,
-               SPARK_TOPICS_DIST=str(tmp_path / "dist"), SPARK_LOCAL_IP="127.0.0.1",
-               SPARK_TOPICS_SPARK_LOG_LEVEL="WARN")
-    env.pop("PYSPARK_GATEWAY_PORT", None)
-    env.pop("PYTHONPATH", None)
-    proc = subprocess.Popen(
-        [os.path.join(REPO, "deploy", "submit.sh"), "--master", url,
-         "--spark-arg", "--conf=spark.cores.max=2", "--spark-arg", "--conf=spark.executor.memory=512m",
-         "train", "--corpus", str(corpus), "--output", str(killed), *map(str, common)],
-        cwd=str(tmp_path), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        start_new_session=True)
+    apps_before = set(cluster_apps(logs))
+    proc = submit_train(url, tmp_path, corpus, killed, common, stdout=subprocess.PIPE,
+                        stderr=subprocess.STDOUT, text=True, start_new_session=True)
     state = killed / "_checkpoint" / "state.json"
     deadline = time.time() + 300
     while time.time() < deadline:
@@ -191,8 +181,8 @@ def test_killed_on_a_standalone_cluster_then_resumed_locally_equals_uninterrupte
     done = json.loads(state.read_text())["iteration"]
     assert 10 <= done < 12, "the run must be killed in the middle"
     assert not (killed / "model.json").exists()
-    apps = [p for w in logs.glob("worker*") if w.is_dir() for p in w.iterdir() if p.name.startswith("app-")]
-    assert any(p.rglob("spark_topics_code.zip") for p in apps), "the run did not use the cluster's executors"
+    apps = [p for p in cluster_apps(logs) if p not in apps_before]   # the cluster is shared with test_cluster
+    assert any(list(p.rglob("spark_topics_code.zip")) for p in apps), "the run did not use the cluster's executors"
 
     train_gibbs.train_gibbs(spark_session, train_args(corpus, killed, *common, "--resume",  # on local[2]
                                                       "--keep-checkpoint"))
