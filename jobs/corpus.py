@@ -40,6 +40,15 @@ class Corpus:
         return int(self.meta["documents"])
 
 
+def check_topics(num_topics: int, vocab_size: int) -> None:
+    """Refuse fewer than 2 topics or more topics than vocabulary terms (every trainer)."""
+    if num_topics < 2:
+        raise SystemExit(f"--topics must be at least 2, got {num_topics}")
+    if num_topics > vocab_size:
+        raise SystemExit(f"--topics {num_topics} is larger than the vocabulary ({vocab_size} terms): "
+                         "use fewer topics or a larger vocabulary")
+
+
 def default_partitions(num_documents: int) -> int:
     return max(2, math.ceil(num_documents / DOCS_PER_PARTITION))
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -164,8 +163,9 @@ def _read_sparse(path: str) -> PriorSpec:
 
 # --------------------------------------------------------------------------- matching
 
-def match_pattern(pattern: str, terms: np.ndarray, sorted_terms: np.ndarray, order: np.ndarray) -> np.ndarray:
-    """Vocabulary ids matched by a word (exact) or a LIWC prefix pattern ``prefix*``."""
+def match_pattern(pattern: str, sorted_terms: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """Vocabulary ids matched by a word (exact) or a LIWC prefix pattern ``prefix*``
+    (``sorted_terms`` = terms[order], ``order`` the argsort of the vocabulary terms)."""
     pattern = pattern.strip().lower()
     if pattern.endswith("*"):
         prefix = pattern.rstrip("*")
@@ -193,7 +193,7 @@ def build_prior(spec: PriorSpec, vocab: pd.DataFrame, num_topics: int, eta: floa
         if len(spec.names) > num_topics:
             raise PriorError(f"the prior names {len(spec.names)} topics but --topics is {num_topics}")
         for k, name in enumerate(spec.names):
-            ids = [match_pattern(w, terms, sorted_terms, order) for w in spec.words[name]]
+            ids = [match_pattern(w, sorted_terms, order) for w in spec.words[name]]
             gone = [w for w, i in zip(spec.words[name], ids) if i.size == 0]
             if gone:
                 missing[name] = gone
@@ -211,7 +211,7 @@ def build_prior(spec: PriorSpec, vocab: pd.DataFrame, num_topics: int, eta: floa
         if int(entries["topic"].max()) >= num_topics:
             raise PriorError(f"the prior refers to topic index {int(entries['topic'].max())}, "
                              f"but --topics is {num_topics} (indices 0..{num_topics - 1})")
-        ids = np.array([match_pattern(w, terms, sorted_terms, order)[:1].tolist() or [-1]
+        ids = np.array([match_pattern(w, sorted_terms, order)[:1].tolist() or [-1]
                         for w in entries["word"]]).ravel()
         unknown = entries.loc[ids < 0]
         for topic, group in unknown.groupby("topic"):

@@ -10,7 +10,6 @@ import logging
 import time
 
 import numpy as np
-import pandas as pd
 
 from drivers import storage
 from drivers.checkpoint import Checkpointer
@@ -20,7 +19,7 @@ from inference.mapper import EStepSettings
 from inference.priors import DirichletPrior, SymmetricPrior
 from jobs import model_store
 from jobs.aligned import is_aligned, load_aligned_corpus
-from jobs.corpus import load_corpus
+from jobs.corpus import check_topics, load_corpus
 from jobs.informed_prior import PriorError, read_prior
 from jobs.informed_prior import build_prior as build_informed_prior
 from jobs.spark import get_spark
@@ -74,11 +73,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def validate(args, vocab_size: int) -> None:
-    if args.topics < 2:
-        raise SystemExit(f"--topics must be at least 2, got {args.topics}")
-    if args.topics > vocab_size:
-        raise SystemExit(f"--topics {args.topics} is larger than the vocabulary ({vocab_size} terms): "
-                         "use fewer topics or a larger vocabulary")
+    check_topics(args.topics, vocab_size)
     if args.iterations < 1:
         raise SystemExit("--iterations must be at least 1")
     for name in ("alpha", "eta"):

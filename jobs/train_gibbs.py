@@ -32,6 +32,7 @@ from inference.gibbs.heldout import HeldoutSchedule, heldout_loglik, perplexity
 from inference.gibbs.lda import LdaGibbs
 from inference.gibbs.model import GibbsModel
 from jobs import model_store
+from jobs.corpus import check_topics
 from jobs.segments import load_segmented_corpus
 
 log = logging.getLogger("spark_topics.train")
@@ -145,11 +146,7 @@ def validate(args, vocab_size: int) -> SampleSchedule:
     if given:
         raise SystemExit(f"--model {args.model} is sampled: {', '.join('--' + g.replace('_', '-') for g in given)} "
                          f"only apply to the variational models (the topic-word prior here is --beta)")
-    if args.topics < 2:
-        raise SystemExit(f"--topics must be at least 2, got {args.topics}")
-    if args.topics > vocab_size:
-        raise SystemExit(f"--topics {args.topics} is larger than the vocabulary ({vocab_size} terms): "
-                         "use fewer topics or a larger vocabulary")
+    check_topics(args.topics, vocab_size)
     if args.checkpoint_every < 1:
         raise SystemExit("--checkpoint-every must be at least 1")
     try:

@@ -80,7 +80,7 @@ def seed_words_in(words, spec_words, vocab_terms):
     order = np.argsort(terms, kind="stable")
     matched = set()
     for w in spec_words:
-        matched |= set(terms[match_pattern(w, terms, terms[order], order)].tolist())
+        matched |= set(terms[match_pattern(w, terms[order], order)].tolist())
     return [w for w in words if w in matched]
 
 
