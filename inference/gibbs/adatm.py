@@ -63,7 +63,8 @@ import math
 import numba
 import numpy as np
 
-from inference.gibbs.common import customers, frozen_args, longest_span, max_doc_segments, random_segment_topics
+from inference.gibbs.common import (customers, draw_cumulative, frozen_args, inverse_topic_totals, longest_span,
+                                    max_doc_segments, move_word, random_segment_topics, word_factor)
 from inference.gibbs.model import GibbsModel, SegmentedBlock, word_weight
 from inference.gibbs.pdp import stirling_table
 
@@ -206,106 +207,116 @@ def _apply_indicator(g, k, u1, u2, delta, t, s, Tseg, Sseg, sd):
     return 0
 
 
-@numba.njit(cache=True)
-def _topic_terms(k, g, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, sdk, sdt, alpha_k, alpha_sum,
-                 a, b, lam_s, lam_t, A, buf):
-    """Joint weights of (z=k, u) for a word of segment g, all counts excluding the word, without F_k.
+@numba.njit(inline="always", cache=True)
+def _stale_from(g, u1, u2):
+    """The lowest restaurant whose arrival weights (:func:`_arrival_weights`) change when the tables of indicator
+    (u1, u2) and the word at g are added or removed: row x reads n_x, t*_x, s*_x and t*_{x+1}."""
+    if u1 == 1:
+        return u2 - 1
+    if u1 == -1:
+        return u2
+    return g
 
-    ``buf[0]`` = (u1=0, u2=g) (7.8); ``buf[1 + 2(x-sg0)]`` = (u1=-1, u2=x) (7.10);
-    ``buf[2 + 2(x-sg0)]`` = (u1=1, u2=x) (7.9), 0 for x = sg0. Returns the sum.
-    The chain product P = prod_{x''=x}^{g} edge_T(x'') g(x'') is accumulated while x walks down to sg0.
-    """
-    x = g
-    c = n[x, k]
+
+@numba.njit(inline="always", cache=True)
+def _node_factors(x, sg0, sg1, Nseg, Tseg, Sseg, a, b, lam_s, lam_t):
+    """Topic-free factors of restaurant x in (7.8)-(7.10): ``H`` = 1/(b + N_x + T_{x+1}) (a customer arrives),
+    ``E`` = (b + a(T_x+S_x)) H (S_x+lambda_S)/(S_x+T_x+lambda_S+lambda_T) (it opens a table sent to the document),
+    ``G`` = the same with (T_x+lambda_T) (a table sent to restaurant x-1). At the first segment E has no Beta
+    factor and G = 0: its tables all go to mu_i (module notes)."""
     C = Nseg[x]
     if x + 1 < sg1:
-        c += t[x + 1, k]
         C += Tseg[x + 1]
+    H = 1.0 / (b + C)
+    new = (b + a * (Tseg[x] + Sseg[x])) * H
+    if x == sg0:
+        return H, new, 0.0
+    denom = Sseg[x] + Tseg[x] + lam_s + lam_t
+    return H, new * (Sseg[x] + lam_s) / denom, new * (Tseg[x] + lam_t) / denom
+
+
+@numba.njit(inline="always", cache=True)
+def _arrive(n, t, s, x, k, last, A, H, E, G, w0, w1):
+    """One topic of :func:`_arrival_weights`: (W0, W1) of topic k at restaurant x from its previous row's
+    (w0, w1), with a0, a1 = A[c, m] at c = n_xk + t*_{x+1,k} (``last``: x is the document's last segment),
+    m = t*_xk + s*_xk."""
+    c = n[x, k]
+    if not last:
+        c += t[x + 1, k]
     m = s[x, k] + t[x, k]
-    inv = 1.0 / (b + C)
-    h = inv * A[c, m, 0]
-    buf[0] = h
-    total = h
-    dk = (alpha_k + sdk) / (alpha_sum + sdt)
+    a1 = A[c, m, 1]
+    ga = G * a1
+    return H * A[c, m, 0] + ga * w0, E * a1 + ga * w1
+
+
+@numba.njit(cache=True)
+def _arrival_weights(x, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, a, b, lam_s, lam_t, A, W0, W1):
+    """Row r = x - sg0 of the arrival weights, from row r - 1: (7.8)-(7.10) summed over the indicator.
+
+    W0[r, k] + dk_k W1[r, k] (dk_k = (alpha_k + sum_j s*_jk) / (sum alpha + sum_jk s*_jk), the document factor
+    of (7.10)) is the weight, without F_k, of one new customer of topic k arriving at restaurant x: it joins a
+    table there (H a0, (7.8)), or opens one (a1) sent to the document (E dk_k, (7.10)) or to restaurant x-1,
+    where it arrives in turn (G W[r-1], (7.9)); a0, a1 = A[c, m] (:func:`_arrive`). For a word of segment g
+    (its counts removed) row g holds Algorithm 7's topic totals. Row x reads the counts of restaurants <= x
+    and t*_{x+1} only, so the sweep keeps the rows below the word's segment and recomputes them from the lowest
+    one a move touched (:func:`_stale_from`): O(K) per token unless a move's chain leaves the segment.
+    """
+    K = n.shape[1]
+    H, E, G = _node_factors(x, sg0, sg1, Nseg, Tseg, Sseg, a, b, lam_s, lam_t)
+    r = x - sg0
+    last = x + 1 == sg1
+    if r == 0:
+        for k in range(K):
+            W0[r, k], W1[r, k] = _arrive(n, t, s, x, k, last, A, H, E, G, 0.0, 0.0)
+    else:
+        for k in range(K):
+            W0[r, k], W1[r, k] = _arrive(n, t, s, x, k, last, A, H, E, G, W0[r - 1, k], W1[r - 1, k])
+
+
+@numba.njit(cache=True)
+def _topic_terms(k, g, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, dk, a, b, lam_s, lam_t, A, buf, stop):
+    """Joint weights of (z=k, u) for a word of segment g, counts excluding the word, without F_k: the recursion
+    of :func:`_arrival_weights` unrolled for one topic, P the product of G a1 along the chain.
+
+    Slots: ``buf[0]`` = (u1=0, u2=g) (7.8); ``buf[1 + 2(x-sg0)]`` = (u1=-1, u2=x) (7.10); ``buf[2 + 2(x-sg0)]``
+    = (u1=1, u2=x) (7.9). Written in chain order (0, g), (-1, g), (1, g), (-1, g-1), ... until the running sum
+    exceeds ``stop`` (``inf``: every slot; the caller zeroes ``buf`` if it reads unwritten ones). Returns
+    (running sum, slot of the last positive term written, -1 if none). ``dk``: the document factor of topic k.
+    """
+    c = n[g, k]
+    if g + 1 < sg1:
+        c += t[g + 1, k]
+    m = s[g, k] + t[g, k]
+    H, E, G = _node_factors(g, sg0, sg1, Nseg, Tseg, Sseg, a, b, lam_s, lam_t)
+    v = H * A[c, m, 0]
+    buf[0] = v
+    total = v
+    last = 0 if v > 0.0 else -1
     P = 1.0
-    while True:
-        R = Tseg[x] + Sseg[x]
+    x = g
+    while total <= stop:
         a1 = A[c, m, 1]
         if m == 0 and c > 0:   # a broken node (exact removal): every admissible chain opens its table here,
             a1 = 1.0           # so its Stirling factor is a common constant
-        gx = (b + a * R) * inv * a1
-        base = 1 + 2 * (x - sg0)
-        if x == sg0:
-            v = P * gx * dk                       # segment 1: no rho, the table goes to mu_i
-            buf[base] = v
-            buf[base + 1] = 0.0
-            total += v
-            break
-        denom = Sseg[x] + Tseg[x] + lam_s + lam_t
-        v = P * gx * (Sseg[x] + lam_s) / denom * dk
-        buf[base] = v
+        q = 1 + 2 * (x - sg0)
+        v = P * E * a1 * dk
+        buf[q] = v
         total += v
-        P *= gx * (Tseg[x] + lam_t) / denom
+        if v > 0.0:
+            last = q
+        P *= G * a1
+        if x == sg0 or P == 0.0 or total > stop:   # P underflowed: every deeper term is 0 as well
+            break
         x -= 1
         c = n[x, k] + t[x + 1, k]
-        C = Nseg[x] + Tseg[x + 1]
         m = s[x, k] + t[x, k]
-        inv = 1.0 / (b + C)
-        v = P * inv * A[c, m, 0]                   # the chain's last proxy joins a table at x
-        buf[base + 1] = v
+        H, E, G = _node_factors(x, sg0, sg1, Nseg, Tseg, Sseg, a, b, lam_s, lam_t)
+        v = P * H * A[c, m, 0]                      # the chain's last proxy joins a table at x
+        buf[q + 1] = v
         total += v
-        if P == 0.0:                               # underflow: every deeper term is 0 as well
-            for y in range(1, base):
-                buf[y] = 0.0
-            break
-    return total
-
-
-@numba.njit(cache=True)
-def _topic_totals(g, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, dk, a, b, lam_s, lam_t, A, P, total):
-    """sum_u p(z=k, u) for every k at once (the row sums of :func:`_topic_terms`, without F_k).
-
-    Walks the nodes x = g..sg0 once with k innermost (contiguous rows of n, t, s): at node x,
-    total_k += P_k (H_x a0 + E_x a1 dk_k) adds the chain (1, x+1) joining at x [(7.9); (7.8) at x = g, P = 1]
-    and the chain (-1, x) [(7.10)]; then P_k *= G_x a1 extends the chain of t-tables through x. Per node:
-    H = 1/(b + N_x + T_{x+1}), E = (b + a(T_x+S_x)) H (S_x+lambda_S)/(S_x+T_x+lambda_S+lambda_T) (no edge
-    factor at the first segment), G = the same with (T_x+lambda_T).
-    """
-    K = n.shape[1]
-    for k in range(K):
-        P[k] = 1.0
-        total[k] = 0.0
-    for x in range(g, sg0 - 1, -1):
-        C = Nseg[x]
-        if x + 1 < sg1:
-            C += Tseg[x + 1]
-        H = 1.0 / (b + C)
-        newt = (b + a * (Tseg[x] + Sseg[x])) * H
-        if x == sg0:
-            E = newt
-            G = 0.0
-        else:
-            denom = Sseg[x] + Tseg[x] + lam_s + lam_t
-            E = newt * (Sseg[x] + lam_s) / denom
-            G = newt * (Tseg[x] + lam_t) / denom
-        if x + 1 < sg1:
-            for k in range(K):
-                c = n[x, k] + t[x + 1, k]
-                m = s[x, k] + t[x, k]
-                a0 = A[c, m, 0]
-                a1 = A[c, m, 1]
-                pk = P[k]
-                total[k] += pk * (H * a0 + E * a1 * dk[k])
-                P[k] = pk * G * a1
-        else:
-            for k in range(K):
-                c = n[x, k]
-                m = s[x, k] + t[x, k]
-                a0 = A[c, m, 0]
-                a1 = A[c, m, 1]
-                pk = P[k]
-                total[k] += pk * (H * a0 + E * a1 * dk[k])
-                P[k] = pk * G * a1
+        if v > 0.0:
+            last = q + 1
+    return total, last
 
 
 @numba.njit(cache=True)
@@ -337,16 +348,14 @@ def _sample_slot(buf, nb):
 
 
 @numba.njit(inline="always", cache=True)
-def _take_out(g, sg0, sg1, k, w, n, t, s, Nseg, Tseg, Sseg, sd, nwk, nk, frozen, exact):
-    """Remove a word of topic k from segment g (Algorithm 6): draw its indicator (u1, u2) by (7.5)-(7.7), take
-    its tables away, then the word itself; returns (u1, u2, change of sum_k sd_k)."""
+def _take_out(g, sg0, sg1, k, n, t, s, Nseg, Tseg, Sseg, sd, exact):
+    """Remove a word of topic k from segment g's restaurants (Algorithm 6): draw its indicator (u1, u2) by
+    (7.5)-(7.7), take its tables away, then the word itself; returns (u1, u2, change of sum_k sd_k). The
+    topic-word counts are the caller's."""
     u1, u2 = _sample_removal(g, sg0, sg1, k, n, t, s, exact)
     dsdt = _apply_indicator(g, k, u1, u2, -1, t, s, Tseg, Sseg, sd)
     n[g, k] -= 1
     Nseg[g] -= 1
-    if not frozen:
-        nwk[w, k] -= 1
-        nk[k] -= 1
     return u1, u2, dsdt
 
 
@@ -369,60 +378,34 @@ def _token_context(doc_ptr, seg_ptr, token, n, t, s):
 
 
 @numba.njit(cache=True)
-def _resample_token(i, g, sg0, sg1, words, z, n, t, s, Nseg, Tseg, Sseg, sd, sdt, nwk, nk, alpha, alpha_sum,
-                    beta, vbeta, a, b, lam_s, lam_t, A, frozen_phi, frozen, exact, buf, p, P, dk):
-    """Remove token i (Algorithm 6) and draw its (z, u) jointly from (7.8)-(7.10) (Algorithm 7); returns sdt."""
+def _cache_drift(g, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, a, b, lam_s, lam_t, A, W0, W1):
+    """Largest |difference| between the kept arrival weights of rows sg0..g (none if g < sg0) and a
+    recomputation from scratch (the sweep's self-check, ``check=True``): 0 exactly when the stale-row
+    bookkeeping is right, since both run the same arithmetic."""
     K = n.shape[1]
-    w = words[i]
-    k = z[i]
-    u1, u2, dsdt = _take_out(g, sg0, sg1, k, w, n, t, s, Nseg, Tseg, Sseg, sd, nwk, nk, frozen, exact)
-    sdt += dsdt
-    nb = 1 + 2 * (g - sg0 + 1)
-    xb = _lowest_broken(g, sg0, sg1, k, n, t, s, u1, u2) if exact else -1
-    if xb >= 0:
-        # exact BTIGS: the word must re-open a table at every broken node, so z stays k and u2 <= xb
-        _topic_terms(k, g, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, sd[k], sdt, alpha[k], alpha_sum,
-                     a, b, lam_s, lam_t, A, buf)
-        buf[0] = 0.0
-        for q in range(1 + 2 * (xb + 1 - sg0), nb):
-            buf[q] = 0.0
-    else:
-        inv_doc = 1.0 / (alpha_sum + sdt)
-        for kk in range(K):
-            dk[kk] = (alpha[kk] + sd[kk]) * inv_doc
-        _topic_totals(g, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, dk, a, b, lam_s, lam_t, A, P, p)
-        tot = 0.0
-        for kk in range(K):
-            tot += word_weight(nwk, nk, w, kk, beta, vbeta, frozen_phi, frozen) * p[kk]
-            p[kk] = tot
-        r = np.random.random() * tot
-        k = 0
-        while k < K - 1 and p[k] <= r:
-            k += 1
-        while k > 0 and p[k] == p[k - 1]:     # round-off pushed r past the last positive weight
-            k -= 1
-        _topic_terms(k, g, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, sd[k], sdt, alpha[k], alpha_sum,
-                     a, b, lam_s, lam_t, A, buf)
-    idx = _sample_slot(buf, nb)
-    u1, u2 = _decode(idx, sg0)
-    sdt += _apply_indicator(g, k, u1, u2, 1, t, s, Tseg, Sseg, sd)
-    n[g, k] += 1
-    Nseg[g] += 1
-    z[i] = k
-    if not frozen:
-        nwk[w, k] += 1
-        nk[k] += 1
-    return sdt
+    R = g - sg0 + 1
+    F0 = np.zeros((R, K))
+    F1 = np.zeros((R, K))
+    for x in range(sg0, g + 1):
+        _arrival_weights(x, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, a, b, lam_s, lam_t, A, F0, F1)
+    drift = 0.0
+    for r in range(R):
+        for k in range(K):
+            drift = max(drift, abs(F0[r, k] - W0[r, k]), abs(F1[r, k] - W1[r, k]))
+    return drift
 
 
 @numba.njit(cache=True)
 def _sweep_kernel(doc_ptr, seg_ptr, words, z, n, t, s, nwk, nk, alpha, beta, a, b, lam_s, lam_t, A,
-                  frozen_phi, frozen, exact, seed):
-    """One BTIGS cycle: documents -> segments in order -> words (thesis §11.1 sweep order)."""
+                  frozen_phi, frozen, exact, seed, check=False):
+    """One BTIGS cycle: documents -> segments in order -> words (thesis §11.1 sweep order). Per token: remove it
+    (Algorithm 6), draw z from the topic totals (Algorithm 7) kept as arrival weights (:func:`_arrival_weights`),
+    then u given z by walking the chain of :func:`_topic_terms` only as far as the draw needs, and add it back.
+    ``check``: compare the kept weights with a recomputation at every token; returns the largest difference."""
     np.random.seed(seed)
     K = n.shape[1]
-    V = nwk.shape[0]
-    vbeta = V * beta
+    vbeta = nwk.shape[0] * beta
+    inv = inverse_topic_totals(nk, vbeta)
     alpha_sum = 0.0
     for k in range(K):
         alpha_sum += alpha[k]
@@ -431,46 +414,96 @@ def _sweep_kernel(doc_ptr, seg_ptr, words, z, n, t, s, nwk, nk, alpha, beta, a, 
     Tseg = np.zeros(S, dtype=np.int64)
     Sseg = np.zeros(S, dtype=np.int64)
     sd = np.zeros(K, dtype=np.int64)
-    buf = np.zeros(1 + 2 * max_doc_segments(doc_ptr))
+    jmax = max_doc_segments(doc_ptr)
+    buf = np.zeros(1 + 2 * jmax)
+    W0 = np.zeros((jmax, K))
+    W1 = np.zeros((jmax, K))
     p = np.zeros(K)
-    P = np.zeros(K)
-    dk = np.zeros(K)
+    drift = 0.0
     for d in range(doc_ptr.shape[0] - 1):
         sg0 = doc_ptr[d]
         sg1 = doc_ptr[d + 1]
         sdt = _doc_sums(sg0, sg1, n, t, s, Nseg, Tseg, Sseg, sd)
+        stale = sg0                      # rows sg0..stale-1 of W0/W1 are current
         for g in range(sg0, sg1):
             for i in range(seg_ptr[g], seg_ptr[g + 1]):
-                sdt = _resample_token(i, g, sg0, sg1, words, z, n, t, s, Nseg, Tseg, Sseg, sd, sdt, nwk, nk,
-                                      alpha, alpha_sum, beta, vbeta, a, b, lam_s, lam_t, A, frozen_phi, frozen,
-                                      exact, buf, p, P, dk)
+                w = words[i]
+                k = z[i]
+                u1, u2, dsdt = _take_out(g, sg0, sg1, k, n, t, s, Nseg, Tseg, Sseg, sd, exact)
+                move_word(nwk, nk, inv, w, k, -1, vbeta, frozen)
+                sdt += dsdt
+                stale = min(stale, _stale_from(g, u1, u2))
+                xb = _lowest_broken(g, sg0, sg1, k, n, t, s, u1, u2) if exact else -1
+                inv_doc = 1.0 / (alpha_sum + sdt)
+                if xb >= 0:
+                    # exact BTIGS: the word must re-open a table at every broken node, so z stays k and u2 <= xb
+                    nb = 1 + 2 * (g - sg0 + 1)
+                    buf[:nb] = 0.0
+                    _topic_terms(k, g, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, (alpha[k] + sd[k]) * inv_doc,
+                                 a, b, lam_s, lam_t, A, buf, np.inf)
+                    buf[0] = 0.0
+                    buf[1 + 2 * (xb + 1 - sg0):nb] = 0.0
+                    idx = _sample_slot(buf, nb)
+                else:
+                    for x in range(stale, g):
+                        _arrival_weights(x, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, a, b, lam_s, lam_t, A, W0, W1)
+                    stale = g
+                    if check:
+                        drift = max(drift, _cache_drift(g - 1, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, a, b, lam_s,
+                                                        lam_t, A, W0, W1))
+                    # row g, the topic totals, is used once: computed here with the word factors, not kept
+                    H, E, G = _node_factors(g, sg0, sg1, Nseg, Tseg, Sseg, a, b, lam_s, lam_t)
+                    r = g - sg0 - 1
+                    last = g + 1 == sg1
+                    tot = 0.0
+                    for kk in range(K):
+                        w0, w1 = _arrive(n, t, s, g, kk, last, A, H, E, G, W0[r, kk] if r >= 0 else 0.0,
+                                         W1[r, kk] if r >= 0 else 0.0)
+                        v = (w0 + (alpha[kk] + sd[kk]) * inv_doc * w1) * word_factor(nwk, inv, w, kk, beta,
+                                                                                      frozen_phi, frozen)
+                        p[kk] = v
+                        tot += v
+                    k = draw_cumulative(p, tot, K)
+                    w0, w1 = _arrive(n, t, s, g, k, last, A, H, E, G, W0[r, k] if r >= 0 else 0.0,
+                                     W1[r, k] if r >= 0 else 0.0)
+                    dk = (alpha[k] + sd[k]) * inv_doc
+                    idx = _topic_terms(k, g, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, dk, a, b, lam_s, lam_t, A, buf,
+                                       np.random.random() * (w0 + dk * w1))[1]
+                u1, u2 = _decode(idx, sg0)
+                sdt += _apply_indicator(g, k, u1, u2, 1, t, s, Tseg, Sseg, sd)
+                n[g, k] += 1
+                Nseg[g] += 1
+                z[i] = k
+                move_word(nwk, nk, inv, w, k, 1, vbeta, frozen)
+                stale = min(stale, _stale_from(g, u1, u2))
+    return drift
 
 
 @numba.njit(cache=True)
 def _conditional_kernel(doc_ptr, seg_ptr, words, token, n, t, s, nwk, nk, alpha, beta, a, b, lam_s, lam_t, A,
                         frozen_phi, frozen):
     """The (K, 1 + 2J) joint weights p(z=k, u) (incl. F_k) for ``token``, whose counts must already be removed
-    from ``n``/``t``/``s``/``nwk``, and the (K,) topic totals; the sweep's code paths (for tests)."""
+    from ``n``/``t``/``s``/``nwk``, and the (K,) topic totals (arrival weights); the sweep's code paths (for
+    tests)."""
     K = n.shape[1]
     V = nwk.shape[0]
     g, sg0, sg1, Nseg, Tseg, Sseg, sd, sdt = _token_context(doc_ptr, seg_ptr, token, n, t, s)
     alpha_sum = alpha.sum()
     J = g - sg0 + 1
     out = np.zeros((K, 1 + 2 * J))
-    buf = np.zeros(1 + 2 * J)
+    W0 = np.zeros((J, K))
+    W1 = np.zeros((J, K))
+    for x in range(sg0, g + 1):
+        _arrival_weights(x, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, a, b, lam_s, lam_t, A, W0, W1)
     w = words[token]
-    dk = np.zeros(K)
-    for k in range(K):
-        dk[k] = (alpha[k] + sd[k]) / (alpha_sum + sdt)
     totals = np.zeros(K)
-    _topic_totals(g, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, dk, a, b, lam_s, lam_t, A, np.zeros(K), totals)
     for k in range(K):
         f = word_weight(nwk, nk, w, k, beta, V * beta, frozen_phi, frozen)
-        _topic_terms(k, g, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, sd[k], sdt, alpha[k], alpha_sum,
-                     a, b, lam_s, lam_t, A, buf)
-        for q in range(1 + 2 * J):
-            out[k, q] = f * buf[q]
-        totals[k] *= f
+        dk = (alpha[k] + sd[k]) / (alpha_sum + sdt)
+        buf = np.zeros(1 + 2 * J)
+        _topic_terms(k, g, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, dk, a, b, lam_s, lam_t, A, buf, np.inf)
+        out[k] = f * buf
+        totals[k] = f * (W0[J - 1, k] + dk * W1[J - 1, k])
     return out, totals
 
 
@@ -642,7 +675,11 @@ class AdaTM(GibbsModel):
 def _remove_token(doc_ptr, seg_ptr, words, token, z, n, t, s, nwk, nk, frozen, exact, seed):
     np.random.seed(seed)
     g, sg0, sg1, Nseg, Tseg, Sseg, sd, _ = _token_context(doc_ptr, seg_ptr, token, n, t, s)
-    u1, u2, _ = _take_out(g, sg0, sg1, z[token], words[token], n, t, s, Nseg, Tseg, Sseg, sd, nwk, nk, frozen, exact)
+    k = z[token]
+    u1, u2, _ = _take_out(g, sg0, sg1, k, n, t, s, Nseg, Tseg, Sseg, sd, exact)
+    if not frozen:
+        nwk[words[token], k] -= 1
+        nk[k] -= 1
     return u1, u2
 
 
