@@ -2,21 +2,23 @@
 
 Any :class:`inference.gibbs.model.GibbsModel` runs on it; per iteration it
 performs exactly the steps of :func:`inference.gibbs.local.run_local`, with one
-partition per block:
+partition per block, in one Spark job of two stages:
 
 1. the driver broadcasts the global topic-word counts ``nwk`` (V x K int32),
    ``nk`` and the hyperparameters;
-2. ``mapPartitionsWithIndex`` runs, per partition, ``model.sweep`` on a private
-   copy of the counts (AD-LDA, Newman et al. 2009), then
-   ``local_hyper_update`` and ``partition_stats``, seeded by
-   ``task_seed(seed, iteration, partition, purpose)``; the partition's state
-   (``z`` and whatever else the model keeps) stays in the executors as a
-   persisted RDD of ``(partition, item)`` built from the previous iteration's;
-3. each partition emits its counts of (w, z) per topic group, keyed by the
-   group's first topic, and ``partitionBy(R, TopicPartitioner)`` (the same
-   partitioner as the variational jobs) routes them to R reducers that sum
-   them into dense V x |group| columns; the partition statistics travel under
-   the reserved key to reducer 0;
+2. one Python task per partition (``mapPartitionsWithIndex`` over the cached
+   blocks) takes the partition's state of the previous iteration (kept by the
+   Python worker that wrote it, else read from its files:
+   :mod:`drivers.gibbs_state`), runs ``model.sweep`` on a private copy of the
+   counts (AD-LDA, Newman et al. 2009), then ``local_hyper_update`` and
+   ``partition_stats``, seeded by ``task_seed(seed, iteration, partition,
+   purpose)``, writes the new state to files of this iteration, and emits its
+   nonzero counts of (w, z) per topic group (sparse: flat indices and int32
+   counts), keyed by the group's first topic, and its statistics under the
+   reserved key;
+3. ``partitionBy(R, TopicPartitioner)`` (the same partitioner as the
+   variational jobs) routes them to R reducers that sum them into dense
+   V x |group| int32 columns; the partition records pass through reducer 0;
 4. the driver rebuilds ``nwk``/``nk`` from the reducers (exact integer sums,
    so independent of partition order), sums ``partition_stats`` in partition
    order, calls ``model.update_hyper``, logs a line and, on sample
@@ -29,31 +31,37 @@ hyperparameters are then updated once per synchronisation.
 
 Samples: after ``burn_in`` iterations, every ``lag``-th iteration is a sample
 (``samples`` of them, thesis §11.1); the topic-word matrix and each
-partition's document and segment topic proportions are averaged over them.
+partition's document and segment topic proportions are averaged over them (the
+tasks add a sample's proportions to the sums of the previous one and write
+them to files of the sample's iteration).
 
-Checkpoints (every ``checkpoint_every`` iterations and at the end): the
-executors write each partition's state and sample sums as ``.npz`` (no
-pickle), the driver ``nwk``, the topic-word sum and ``state.json`` (last,
-atomically). The state RDD is then re-read from those files, which truncates
-its lineage; ``resume`` continues from the last checkpoint and ends with the
-model an uninterrupted run gives. Every draw is a function of (seed,
-iteration, partition) and every sum runs in a fixed order, so a seed gives the
-same model on any master and after task retries.
+State and checkpoints: every task writes its partition's state after each
+iteration under a name of that iteration (``.npz``, no pickle), so a retried
+task never reads what it wrote and reproduces its result; no RDD lineage grows
+and no broadcast outlives its job. Every ``checkpoint_every`` iterations and at
+the end the driver writes ``nwk``, the topic-word sum and ``state.json``
+(last, atomically); the state files of the last KEEP_CHECKPOINTS checkpoints
+stay, other iterations' go once no task needs them. ``resume`` continues from
+the last checkpoint and ends with the model an uninterrupted run gives. Every
+draw is a function of (seed, iteration, partition) and every sum runs in a
+fixed order, so a seed gives the same model on any master and after task
+retries.
 """
 from __future__ import annotations
 
-import io
 import logging
 import time
+import uuid
 from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
 from scipy.special import gammaln
 
-from drivers import storage
+from drivers import gibbs_state, storage
 from drivers.checkpoint import check_fingerprint
-from inference.gibbs.counts import count_local, local_vocabulary
+from drivers.gibbs_state import check_state
+from inference.gibbs.counts import count_local
 from inference.gibbs.model import DRIVER_PARTITION, GibbsModel, SegmentedBlock, task_seed
 from inference.mapper import ALPHA_KEY
 from partitioners.topic import TopicPartitioner
@@ -61,6 +69,7 @@ from partitioners.topic import TopicPartitioner
 log = logging.getLogger("spark_topics.train")
 
 KEEP_CHECKPOINTS = 2
+STATE_FORMAT = 2   # layout of the per-partition files (drivers.gibbs_state); a checkpoint of another is refused
 
 
 # --------------------------------------------------------------------------- settings and results
@@ -96,6 +105,11 @@ class SampleSchedule:
 
     def is_sample(self, t: int) -> bool:
         return t > self.burn_in and (t - self.burn_in) % self.lag == 0 and (t - self.burn_in) // self.lag <= self.samples
+
+    def last_sample(self, t: int) -> int | None:
+        """The last sample iteration up to ``t`` (None before the first)."""
+        j = min(self.samples, (t - self.burn_in) // self.lag) if t > self.burn_in else 0
+        return self.burn_in + j * self.lag if j >= 1 else None
 
     def to_json(self) -> dict:
         return {"iterations": self.iterations, "burn_in": self.burn_in, "lag": self.lag, "samples": self.samples}
@@ -141,7 +155,7 @@ class GibbsResult:
     trace: list
     iterations: int
     samples: int
-    states: object                  # RDD of (partition, item) after the last iteration (persisted)
+    states: object                  # RDD of (partition, item) after the last iteration, read on demand
     num_partitions: int
     num_tokens: int
     num_documents: int              # documents as the model sees them (LDA_P: segments)
@@ -151,10 +165,10 @@ def word_loglik(nwk: np.ndarray, nk: np.ndarray, beta: float) -> float:
     """log p(w | z, beta) = sum_k [log Gamma(V beta) - log Gamma(n_k + V beta) + sum_w log Gamma(n_kw + beta)
     - V log Gamma(beta)] (the Phi factor of eqs 4.2 and 5.2)."""
     V, K = nwk.shape
-    nonzero = nwk[nwk > 0].astype(np.float64)
-    zeros = V * K - nonzero.shape[0]
+    histogram = np.bincount(nwk.ravel())          # cells holding each count: one log Gamma per distinct count
+    counts = np.flatnonzero(histogram[1:]) + 1
     return float(K * gammaln(V * beta) - gammaln(nk + V * beta).sum()
-                 + gammaln(nonzero + beta).sum() + (zeros - V * K) * gammaln(beta))
+                 + histogram[counts] @ gammaln(counts + beta) - (V * K - histogram[0]) * gammaln(beta))
 
 
 def topic_word_point(nwk: np.ndarray, nk: np.ndarray, beta: float) -> np.ndarray:
@@ -176,138 +190,119 @@ def hyper_summary(hyper: dict) -> dict:
     return out
 
 
-# --------------------------------------------------------------------------- per-partition state
+# --------------------------------------------------------------------------- the tasks
 
-def _state_bytes(item: dict) -> bytes:
-    arrays = {f"state/{k}": np.asarray(v) for k, v in item["state"].items()}
-    arrays.update({f"acc/{k}": np.asarray(v) for k, v in item["acc"].items()})
-    for key, value in arrays.items():
-        if value.dtype == object:
-            raise TypeError(f"model state {key} is an object array: the state must be plain numeric arrays")
-    buffer = io.BytesIO()
-    np.savez(buffer, **arrays)
-    return buffer.getvalue()
+@dataclass(frozen=True)
+class SyncPlan:
+    """What every partition does in one synchronisation (one Spark job)."""
+    iterations: tuple               # iteration numbers to sweep, consecutive; () initialises instead
+    sample: bool = False            # the last one is a sample: add the proportions to the sums
+    previous_sample: int | None = None   # the sample iteration whose sums this sample adds to
 
-
-def _state_from_bytes(data: bytes) -> tuple[dict, dict]:
-    with np.load(io.BytesIO(data), allow_pickle=False) as npz:
-        state = {k[6:]: npz[k] for k in npz.files if k.startswith("state/")}
-        acc = {k[4:]: npz[k] for k in npz.files if k.startswith("acc/")}
-    return state, acc
+    @property
+    def last(self) -> int:
+        return self.iterations[-1] if self.iterations else 0
 
 
-def _new_item(model: GibbsModel, orig: SegmentedBlock) -> dict:
-    block = model.prepare_block(orig)
-    if not np.array_equal(block.seg_ptr, orig.seg_ptr):
-        raise ValueError(f"{model.name}.prepare_block must keep the segments (seg_ptr) of the block")
-    vocab_ids, local = local_vocabulary(block.words)
-    return {"orig": orig, "block": block, "vocab_ids": vocab_ids, "local": local, "state": None, "stats": None,
-            "acc": {"samples": np.zeros(1, dtype=np.int64)}, "sweep_seconds": 0.0}
-
-
-def _check_state(model: GibbsModel, block: SegmentedBlock, state: dict) -> None:
-    z = state.get("z") if isinstance(state, dict) else None
-    if z is None or z.shape != (block.n_tokens,) or z.dtype != np.int32:
-        raise TypeError(f"{model.name}: the state needs 'z', int32 of shape ({block.n_tokens},)")
-    if block.n_tokens and (z.min() < 0 or z.max() >= model.num_topics):
-        raise ValueError(f"{model.name}: topic assignments outside 0..{model.num_topics - 1}")
-
-
-def _accumulate(model: GibbsModel, item: dict, hyper: dict) -> None:
-    """Add this sample's document and segment topic proportions to the partition's sums."""
-    block, state, acc = item["block"], item["state"], item["acc"]
+def _accumulate(model: GibbsModel, item: dict, acc: dict, hyper: dict) -> dict:
+    """``acc`` plus this sample's document and segment topic proportions."""
+    block, state = item["block"], item["state"]
     doc = model.doc_topic(block, state, hyper)
     seg = model.segment_topic(block, state, hyper)
-    acc["doc"] = doc if "doc" not in acc else acc["doc"] + doc
-    acc["seg"] = seg if "seg" not in acc else acc["seg"] + seg
-    acc["samples"] = acc["samples"] + 1
+    return dict(acc, doc=doc if "doc" not in acc else acc["doc"] + doc,
+                seg=seg if "seg" not in acc else acc["seg"] + seg, samples=acc["samples"] + 1)
 
 
-def _init_task(partition, items, model, bc_hyper, seed):
-    hyper = bc_hyper.value
-    V, K = model.vocab_size, model.num_topics
-    for block_partition, orig in items:
-        if block_partition != partition:
-            raise RuntimeError(f"block of partition {block_partition} arrived in partition {partition}")
-        item = _new_item(model, orig)
-        nwk, nk = np.zeros((V, K), dtype=np.int32), np.zeros(K, dtype=np.int64)
-        item["state"] = model.init_state(item["block"], hyper, nwk, nk, task_seed(seed, 0, partition))
-        _check_state(model, item["block"], item["state"])
-        yield partition, item
+def _only_block(partition: int, items) -> SegmentedBlock:
+    """The one block of the partition (the whole input is read: Spark reuses a worker only then)."""
+    blocks = list(items)
+    if len(blocks) != 1 or blocks[0][0] != partition:
+        raise RuntimeError(f"partition {partition} expects its one block, got {[p for p, _ in blocks]}")
+    return blocks[0][1]
 
 
-def _load_task(partition, items, model, state_dir):
-    for block_partition, orig in items:
-        if block_partition != partition:
-            raise RuntimeError(f"block of partition {block_partition} arrived in partition {partition}")
-        item = _new_item(model, orig)
-        item["state"], item["acc"] = _state_from_bytes(storage.read_bytes(_state_file(state_dir, partition)))
-        _check_state(model, item["block"], item["state"])
-        yield partition, item
-
-
-def _sweep_task(partition, items, model, bc_global, seed, iterations, sample, state_dir):
-    """Sweeps ``iterations`` (consecutive iteration numbers) on a private copy of the counts, then the
-    partition statistics of the last one."""
+def _sweep(model: GibbsModel, item: dict, bc_global, seed: int, partition: int, plan: SyncPlan) -> tuple:
+    """Sweeps (or initialises) the item's state in place on a private copy of the counts (AD-LDA); returns
+    (partition statistics, sweep seconds)."""
     nwk_global, nk_global, hyper = bc_global.value
-    iteration = iterations[-1]
-    for p, item in items:
-        if p != partition:
-            raise RuntimeError(f"state of partition {p} arrived in partition {partition}")
-        block, state = item["block"], item["state"]
-        nwk, nk = nwk_global.copy(), nk_global.copy()   # private copy (AD-LDA)
-        item["wall"] = [time.time()]
-        began = time.perf_counter()
-        for t in iterations:
-            model.sweep(block, state, hyper, nwk, nk, task_seed(seed, t, partition))
-            model.local_hyper_update(block, state, hyper, task_seed(seed, t, partition, 1))
-        item["sweep_seconds"] = time.perf_counter() - began
-        item["stats"] = np.asarray(model.partition_stats(block, state, hyper,
-                                                         task_seed(seed, iteration, partition, 2)),
-                                   dtype=np.float64)
-        if sample:
-            _accumulate(model, item, hyper)
-        if state_dir is not None:
-            storage.write_bytes(_state_file(state_dir, partition), _state_bytes(item))
-        item["wall"].append(time.time())
-        yield p, item
+    block = item["block"]
+    began = time.perf_counter()
+    if not plan.iterations:
+        V, K = model.vocab_size, model.num_topics
+        nwk, nk = np.zeros((V, K), dtype=np.int32), np.zeros(K, dtype=np.int64)
+        item["state"] = model.init_state(block, hyper, nwk, nk, task_seed(seed, 0, partition))
+        check_state(model, block, item["state"])
+        return np.zeros(0), 0.0
+    nwk, nk = nwk_global.copy(), nk_global.copy()
+    for t in plan.iterations:
+        model.sweep(block, item["state"], hyper, nwk, nk, task_seed(seed, t, partition))
+        model.local_hyper_update(block, item["state"], hyper, task_seed(seed, t, partition, 1))
+    seconds = time.perf_counter() - began
+    stats = model.partition_stats(block, item["state"], hyper, task_seed(seed, plan.last, partition, 2))
+    return np.asarray(stats, dtype=np.float64), seconds
 
 
-def _emit_task(partition, items, num_topics, topic_groups):
-    """One record per (partition, reducer): the partition's counts of (w, z) for the reducer's topics."""
-    for p, item in items:
-        block, vocab_ids = item["block"], item["vocab_ids"]
-        counts = count_local(item["local"], item["state"]["z"], vocab_ids.shape[0], num_topics)
-        for topics in topic_groups:
-            yield topics[0], (p, vocab_ids, np.ascontiguousarray(counts[:, topics]))
-        stats = item["stats"] if item["stats"] is not None else np.zeros(0)
-        yield ALPHA_KEY, (p, stats, block.n_docs, block.n_tokens, item["sweep_seconds"],
-                          item.get("wall", []) + [time.time()])
+def _count_records(partition: int, item: dict, model: GibbsModel, topic_groups):
+    """One record per topic group: the partition's nonzero counts of (w, z) for the group's topics, as flat
+    indices w * |group| + j (int32 where every index fits) and int32 counts."""
+    counts = count_local(item["local"], item["state"]["z"], item["vocab_ids"].shape[0], model.num_topics)
+    vocab_ids = item["vocab_ids"].astype(np.int64)
+    for topics in topic_groups:
+        dtype = np.int32 if model.vocab_size * len(topics) <= np.iinfo(np.int32).max else np.int64
+        group = counts[:, topics]
+        rows, cols = np.nonzero(group)
+        yield topics[0], (partition, (vocab_ids[rows] * len(topics) + cols).astype(dtype), group[rows, cols])
+
+
+def _partition_task(partition, items, model, run, directory, bc_global, seed, plan, topic_groups):
+    """One partition's share of a synchronisation: its state (this worker's or the files), the sweeps, the
+    state's files, then its counts by topic group and its record (statistics, sizes, timings)."""
+    wall = [time.time()]
+    orig = _only_block(partition, items)
+    previous = plan.iterations[0] - 1 if plan.iterations else None
+    item = gibbs_state.checkout(run, partition, model, orig, directory, previous)
+    wall.append(time.time())
+    stats, sweep_seconds = _sweep(model, item, bc_global, seed, partition, plan)
+    acc = None
+    if plan.sample:
+        acc = _accumulate(model, item, gibbs_state.sample_sums(item, directory, partition, plan.previous_sample),
+                          bc_global.value[2])
+    wall.append(time.time())
+    gibbs_state.checkin(run, partition, item, directory, plan.last, acc)
+    wall.append(time.time())
+    yield from _count_records(partition, item, model, topic_groups)
+    block = item["block"]
+    yield ALPHA_KEY, (partition, stats, block.n_docs, block.n_tokens, sweep_seconds, wall + [time.time()])
 
 
 def _reduce_task(records, vocab_size, topic_groups):
-    """Dense V x |group| counts of each topic group routed here; partition records pass through."""
+    """Dense V x |group| int32 counts of each topic group routed here (the sum of the partitions' sparse
+    counts); partition records pass through."""
+    began = time.time()
     groups = {topics[0]: topics for topics in topic_groups}
-    sums, passthrough = {}, []
+    sparse, passthrough = {}, []
     for key, value in records:
         if key == ALPHA_KEY:
             passthrough.append(value)
-            continue
-        _, vocab_ids, counts = value
-        if key not in sums:
-            sums[key] = np.zeros((vocab_size, len(groups[key])), dtype=np.int64)
-        sums[key][vocab_ids] += counts
-    for key in sorted(sums):
-        total = sums[key]
+        else:
+            sparse.setdefault(key, []).append(value[1:])
+    for key in sorted(sparse):
+        size = len(groups[key])
+        flat = np.concatenate([f for f, _ in sparse[key]])
+        counts = np.concatenate([c for _, c in sparse[key]]).astype(np.float64)   # exact below 2**53
+        total = np.bincount(flat, weights=counts, minlength=vocab_size * size)
         if total.size and total.max() > np.iinfo(np.int32).max:
             raise OverflowError("a topic-word count exceeds int32")
-        yield "counts", (groups[key], total.astype(np.int32))
+        yield "counts", (groups[key], total.astype(np.int32).reshape(vocab_size, size))
     for value in passthrough:
-        yield "partition", value[:5] + (value[5] + [time.time()],)
+        yield "partition", value[:5] + (value[5] + [began, time.time()],)
 
 
-def _state_file(state_dir: str, partition: int) -> str:
-    return storage.join(state_dir, f"part-{partition:05d}.npz")
+def _output_task(partition, items, model, run, directory, iteration, acc_iteration):
+    """(partition, item) after ``iteration`` with the sums of the samples up to ``acc_iteration``."""
+    orig = _only_block(partition, items)
+    item = gibbs_state.checkout(run, partition, model, orig, directory, iteration, update=False)
+    yield partition, dict(item, acc=gibbs_state.sample_sums(item, directory, partition, acc_iteration))
 
 
 # --------------------------------------------------------------------------- the engine
@@ -320,27 +315,36 @@ class GibbsEngine:
         self.model = model
         self.settings = settings
         self.checkpoint_dir = checkpoint_dir
-        self._broadcasts = []   # broadcasts the state RDD's lineage still needs (until the next checkpoint)
-        self._states = None
+        self._run = uuid.uuid4().hex   # names this run's items in the Python workers' caches
 
     # ---- checkpoint files
-    def _state_dir(self, t: int) -> str:
-        return storage.join(self.checkpoint_dir, "state", f"iter-{t:05d}")
-
     def _driver_file(self, name: str, t: int) -> str:
         return storage.join(self.checkpoint_dir, f"{name}-{t:05d}.npy")
+
+    def _is_checkpoint(self, t: int) -> bool:
+        return t > 0 and (t % max(1, int(self.settings.checkpoint_every)) == 0
+                          or t == self.settings.schedule.iterations)
 
     def _save_driver(self, t: int, meta: dict, nwk, topic_word_sum) -> None:
         storage.save_npy(self._driver_file("nwk", t), nwk)
         storage.save_npy(self._driver_file("topic_word_sum", t), topic_word_sum)
         storage.save_json(storage.join(self.checkpoint_dir, "state.json"), dict(meta, iteration=t))
-        stale = t - KEEP_CHECKPOINTS * self.settings.checkpoint_every
+
+    def _prune(self, t: int, last_checkpoint: int) -> None:
+        """Delete the files that neither a task after iteration ``t`` nor a retained checkpoint (the last
+        KEEP_CHECKPOINTS) needs."""
+        stale = last_checkpoint - KEEP_CHECKPOINTS * self.settings.checkpoint_every
+        keep = {t} | {c for c in range(stale + 1, last_checkpoint + 1) if self._is_checkpoint(c)}
+        for u, folder in gibbs_state.iteration_dirs(self.checkpoint_dir, "state").items():
+            if u < t and u not in keep:
+                storage.delete(folder)
+        sums = {self.settings.schedule.last_sample(u) for u in keep}
+        for u, folder in gibbs_state.iteration_dirs(self.checkpoint_dir, "samples").items():
+            if u < t and u not in sums:
+                storage.delete(folder)
         for name in storage.list_dir(self.checkpoint_dir):
             if name.endswith(".npy") and "-" in name and int(name.rsplit("-", 1)[1][:5]) <= stale:
                 storage.delete(storage.join(self.checkpoint_dir, name))
-        for name in storage.list_dir(storage.join(self.checkpoint_dir, "state")):
-            if name.startswith("iter-") and int(name[5:]) <= stale:
-                storage.delete(storage.join(self.checkpoint_dir, "state", name))
 
     def _load_checkpoint(self):
         path = storage.join(self.checkpoint_dir, "state.json")
@@ -354,34 +358,21 @@ class GibbsEngine:
     def clear_checkpoint(self) -> None:
         storage.delete(self.checkpoint_dir)
 
-    # ---- state RDD
-    def _set_states(self, rdd):
-        """Persist ``rdd`` as the current state; returns the previous one (unpersist it after the next job)."""
-        from pyspark import StorageLevel
-
-        rdd.persist(StorageLevel.MEMORY_AND_DISK)
-        old, self._states = self._states, rdd
-        return old
-
-    def _truncate(self, rdd) -> None:
-        """Replace the state by ``rdd`` read from checkpoint files: the old lineage and its broadcasts go."""
-        old = self._set_states(rdd)
-        if old is not None:
-            old.unpersist()
-        for bc in self._broadcasts:
-            bc.destroy()
-        self._broadcasts = []
-
-    def _run_job(self, description: str, partitioner: TopicPartitioner, V: int):
-        """Emit -> TopicPartitioner -> reducers -> collect; returns (nwk, nk, partition records by partition)."""
-        K = self.model.num_topics
+    # ---- one synchronisation
+    def _run_job(self, blocks, description: str, plan: SyncPlan, bc_global, partitioner: TopicPartitioner):
+        """Partition tasks -> TopicPartitioner -> reducers -> collect; returns (nwk, nk, partition records
+        by partition)."""
+        K, V = self.model.num_topics, self.model.vocab_size
         groups = partitioner.topic_groups()
         self.sc.setJobDescription(description)
-        results = (self._states
-                   .mapPartitionsWithIndex(partial(_emit_task, num_topics=K, topic_groups=groups))
+        results = (blocks
+                   .mapPartitionsWithIndex(partial(_partition_task, model=self.model, run=self._run,
+                                                   directory=self.checkpoint_dir, bc_global=bc_global,
+                                                   seed=self.settings.seed, plan=plan, topic_groups=groups))
                    .partitionBy(partitioner.num_reducers, partitioner)
                    .mapPartitions(partial(_reduce_task, vocab_size=V, topic_groups=groups))
                    .collect())
+        self._collected_at = time.time()
         nwk = np.zeros((V, K), dtype=np.int32)
         seen = []
         parts = []
@@ -398,9 +389,21 @@ class GibbsEngine:
                                f"got {[r[0] for r in parts]}")
         missing = set(range(K)) - set(seen)
         if missing and sum(r[3] for r in parts) > 0:
-            # a group whose topics no token uses in any partition still produced its record, so this is a bug
+            # every partition emits a record for every group, even an empty one, so this is a bug
             raise RuntimeError(f"reducers returned no counts for topics {sorted(missing)}")
         return nwk, nwk.sum(axis=0, dtype=np.int64), parts
+
+    def _log_timeline(self, parts, job_began: float) -> None:
+        """Debug: when each partition's task started, how long each of its steps took, when its reducer
+        started and ended, when the driver had the results and when it had the counts."""
+        now = time.time()
+        for r in parts:
+            w = r[5]
+            if len(w) == 7:
+                log.debug("  partition %d: start +%.3f, state %.3f, sweep+stats %.3f, write %.3f, emit %.3f, "
+                          "reducer start +%.3f, reduce %.3f, collected +%.3f, counts +%.3f", r[0],
+                          w[0] - job_began, w[1] - w[0], w[2] - w[1], w[3] - w[2], w[4] - w[3], w[5] - job_began,
+                          w[6] - w[5], self._collected_at - job_began, now - job_began)
 
     @staticmethod
     def _sum_stats(parts) -> np.ndarray:
@@ -422,8 +425,8 @@ class GibbsEngine:
         partitioner = TopicPartitioner(K, R)
         fingerprint = dict(fingerprint or {}, model=model.name, topics=K, vocab_size=V,
                            partitions=num_partitions, seed=s.seed, schedule=sched.to_json(),
-                           sweeps_per_sync=s.sweeps_per_sync)
-        every = max(1, int(s.checkpoint_every))
+                           sweeps_per_sync=s.sweeps_per_sync, state_format=STATE_FORMAT)
+        job = f"-> {partitioner!r} -> topic-word reducers"
 
         restored = self._load_checkpoint() if resume else None
         if restored is not None:
@@ -435,22 +438,19 @@ class GibbsEngine:
             samples_taken = int(meta["samples"])
             nk = nwk.sum(axis=0, dtype=np.int64)
             num_docs, num_tokens = int(meta["documents"]), int(meta["tokens"])
-            self._truncate(blocks.mapPartitionsWithIndex(
-                partial(_load_task, model=model, state_dir=self._state_dir(t))).setName("gibbs state (resumed)"))
+            last_checkpoint = t
             log.info("resuming from checkpoint %s after iteration %d", self.checkpoint_dir, t)
         else:
             if resume:
                 log.warning("--resume: no checkpoint in %s, starting from scratch", self.checkpoint_dir)
             self.clear_checkpoint()   # files of an earlier run must not mix with this one's
-            t, trace, samples_taken = 0, [], 0
+            t, trace, samples_taken, last_checkpoint = 0, [], 0, 0
             topic_word_sum = np.zeros((K, V))
-            bc_hyper = self.sc.broadcast(hyper)
-            self._truncate(blocks.mapPartitionsWithIndex(
-                partial(_init_task, model=model, bc_hyper=bc_hyper, seed=s.seed)).setName("gibbs state 0"))
-            self._broadcasts.append(bc_hyper)
             began = time.perf_counter()
-            nwk, nk, parts = self._run_job(f"{model.name}: random initial topics -> {partitioner!r} -> "
-                                           f"topic-word reducers", partitioner, V)
+            bc = self.sc.broadcast((None, None, hyper))
+            nwk, nk, parts = self._run_job(blocks, f"{model.name}: random initial topics {job}", SyncPlan(()),
+                                           bc, partitioner)
+            bc.destroy()
             num_docs, num_tokens = sum(r[2] for r in parts), sum(r[3] for r in parts)
             log.info("%s: K=%d, %d partitions, %d documents, %d tokens; initialised in %.2f s "
                      "(burn-in %d, %d samples at lag %d, %d iterations)", model.name, K, num_partitions,
@@ -461,33 +461,20 @@ class GibbsEngine:
         while t < sched.iterations:
             first, t = t + 1, t + m
             began = time.perf_counter()
-            sample = sched.is_sample(t)
-            checkpoint = t % every == 0 or t == sched.iterations
+            plan = SyncPlan(tuple(range(first, t + 1)), sched.is_sample(t), sched.last_sample(first - 1))
             used_hyper = hyper
             bc = self.sc.broadcast((nwk, nk, hyper))
-            self._broadcasts.append(bc)
-            state_dir = self._state_dir(t) if checkpoint else None
             job_began = time.perf_counter()
-            previous = self._set_states(self._states.mapPartitionsWithIndex(
-                partial(_sweep_task, model=model, bc_global=bc, seed=s.seed, iterations=list(range(first, t + 1)),
-                        sample=sample, state_dir=state_dir)).setName(f"gibbs state {t}"))
+            wall_began = time.time()
             label = f"iteration {t}" if m == 1 else f"iterations {first}-{t}"
-            nwk, nk, parts = self._run_job(
-                f"{model.name} {label}/{sched.iterations}: sweep (AD-LDA) -> {partitioner!r} -> "
-                f"topic-word reducers", partitioner, V)
+            nwk, nk, parts = self._run_job(blocks, f"{model.name} {label}/{sched.iterations}: sweep (AD-LDA) {job}",
+                                           plan, bc, partitioner)
             job_seconds = time.perf_counter() - job_began
-            t_end = time.time()
-            for r in parts:
-                w = r[5]
-                if len(w) == 4:
-                    log.debug("  partition %d: start +%.3f, sweep+stats %.3f, to emit %.3f, to reduce end %.3f, "
-                              "to collect %.3f", r[0], w[0] - (t_end - job_seconds), w[1] - w[0], w[2] - w[1],
-                              w[3] - w[2], t_end - w[3])
-            previous.unpersist()
-            bc.unpersist()   # executors drop their copy; a recomputation from the lineage fetches it again
+            self._log_timeline(parts, wall_began)
+            bc.destroy()   # no task of a later job reads it: the state is in files
             stats = self._sum_stats(parts)
             hyper = model.update_hyper(hyper, stats, num_docs, task_seed(s.seed, t, DRIVER_PARTITION, 3))
-            if sample:
+            if plan.sample:
                 topic_word_sum += topic_word_point(nwk, nk, float(used_hyper["beta"]))
                 samples_taken += 1
             loglik = word_loglik(nwk, nk, float(hyper["beta"]))
@@ -495,20 +482,19 @@ class GibbsEngine:
             sweep_seconds = sum(r[4] for r in parts)
             record = GibbsRecord(t, seconds, m * num_tokens / seconds,
                                  m * num_tokens / sweep_seconds if sweep_seconds > 0 else 0.0,
-                                 loglik, loglik / max(num_tokens, 1), sample, hyper_summary(hyper))
+                                 loglik, loglik / max(num_tokens, 1), plan.sample, hyper_summary(hyper))
             trace.append(record)
             log.info("iteration %d/%d  loglik=%.6e  per_token=%.4f  seconds=%.2f  tokens/s=%.3g  "
                      "sweep_tokens/s/core=%.3g%s%s", t, sched.iterations, loglik, record.loglik_per_token,
                      seconds, record.tokens_per_second, record.sweep_tokens_per_second,
                      "".join(f"  {k}={v:.4g}" for k, v in record.hyper.items()),
-                     f"  [sample {samples_taken}/{sched.samples}]" if sample else "")
-            if checkpoint:
+                     f"  [sample {samples_taken}/{sched.samples}]" if plan.sample else "")
+            if self._is_checkpoint(t):
                 self._save_driver(t, {"fingerprint": fingerprint, "hyper": hyper,
                                       "trace": [r.__dict__ for r in trace], "samples": samples_taken,
                                       "documents": num_docs, "tokens": num_tokens}, nwk, topic_word_sum)
-                # the state now lives in files: re-read it from there (truncates the lineage)
-                self._truncate(blocks.mapPartitionsWithIndex(
-                    partial(_load_task, model=model, state_dir=self._state_dir(t))).setName(f"gibbs state {t}"))
+                last_checkpoint = t
+            self._prune(t, last_checkpoint)
             log.debug("iteration %d: broadcast %.3f s, Spark job %.3f s, driver %.3f s, summed sweep %.3f s",
                       t, job_began - began, job_seconds, time.perf_counter() - job_began - job_seconds,
                       sweep_seconds)
@@ -518,17 +504,14 @@ class GibbsEngine:
         if samples_taken == 0:
             raise RuntimeError("no sample was taken (check --burn-in, --lag, --samples)")
         topic_word = topic_word_sum / samples_taken
-        return GibbsResult(topic_word, hyper, trace, t, samples_taken, self._states, num_partitions,
+        states = blocks.mapPartitionsWithIndex(partial(
+            _output_task, model=model, run=self._run, directory=self.checkpoint_dir, iteration=t,
+            acc_iteration=sched.last_sample(t))).setName(f"gibbs state {t}")
+        return GibbsResult(topic_word, hyper, trace, t, samples_taken, states, num_partitions,
                            num_tokens, num_docs)
 
     def release(self) -> None:
-        """Unpersist the state RDD and destroy the broadcasts it needed."""
-        if self._states is not None:
-            self._states.unpersist()
-            self._states = None
-        for bc in self._broadcasts:
-            bc.destroy()
-        self._broadcasts = []
+        """Nothing is held on the executors beyond the workers' caches, which the next run replaces."""
 
 
 # --------------------------------------------------------------------------- outputs

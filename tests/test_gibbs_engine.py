@@ -1,5 +1,5 @@
 """The Gibbs engine on Spark: equal to the single-process reference, deterministic across partitions,
-recomputation, masters and a killed-and-resumed run; every registered model runs on it."""
+lost worker state, retried tasks, masters and a killed-and-resumed run; every registered model runs on it."""
 from __future__ import annotations
 
 import json
@@ -116,32 +116,75 @@ def test_local_counts_equal_topic_word_counts():
     np.testing.assert_array_equal(count_local(local, z, vocab_ids.shape[0], 4), expected)
 
 
-# --------------------------------------------------------------------------- recomputation = retries
+# --------------------------------------------------------------------------- lost worker state, retries
 
-def test_recomputed_partitions_give_the_same_model(spark_session, small_corpus, tmp_path):
-    """Dropping the cached state mid-run makes Spark re-run earlier sweep tasks (as a retry would): same model."""
+def test_lost_worker_state_gives_the_same_model(spark_session, small_corpus, tmp_path):
+    """Partitions whose state the Python workers no longer hold (a new executor) read it from the files:
+    same model as a run that keeps it, and as one that never keeps it."""
     corpus, _ = small_corpus
     loaded = load_segmented_corpus(spark_session, corpus, 3)
     try:
         results = []
-        for drop in (False, True):
+        for lose in ((), (2, 6), tuple(range(8))):
             model = train_gibbs.make_model("lda-gibbs", 3, 40)
             engine = GibbsEngine(spark_session.sparkContext, model,
                                  GibbsSettings(SampleSchedule.resolve(7, 3, 2, 2), seed=1, checkpoint_every=4),
-                                 str(tmp_path / f"ckpt{drop}"))
+                                 str(tmp_path / f"ckpt{len(lose)}"))
 
-            def on_iteration(record, engine=engine, drop=drop):
-                if drop and record.iteration in (2, 6):
-                    engine._states.unpersist()   # lost executor: recompute from the lineage
+            def on_iteration(record, engine=engine, lose=lose):
+                if record.iteration in lose:
+                    engine._run = f"{engine._run}+"   # the workers' cached items belong to another run now
 
             result = engine.fit(loaded.blocks, 3, model.initial_hyper(), on_iteration=on_iteration)
-            results.append((result.topic_word, result.hyper, [r.loglik for r in result.trace]))
+            props = dict(result.states.map(lambda pi: (pi[0], pi[1]["acc"]["seg"])).collect())
+            results.append((result.topic_word, result.hyper, [r.loglik for r in result.trace], props))
             engine.release()
-        (tw0, h0, l0), (tw1, h1, l1) = results
-        np.testing.assert_array_equal(tw0, tw1)
-        assert h0 == h1 and l0 == l1
+        for tw, h, ll, props in results[1:]:
+            np.testing.assert_array_equal(tw, results[0][0])
+            assert h == results[0][1] and ll == results[0][2]
+            for p in range(3):
+                np.testing.assert_array_equal(props[p], results[0][3][p])
     finally:
         loaded.blocks.unpersist()
+
+
+def test_retried_task_reproduces_its_result(tmp_path):
+    """A partition task run again (a retry, after a failure half-way or a lost shuffle output) reads the
+    files of the previous iteration, never its own: same records, same files."""
+    from drivers import gibbs_state
+    from drivers.gibbs import SyncPlan, _partition_task
+
+    class Broadcast:
+        def __init__(self, value):
+            self.value = value
+
+    rng = np.random.default_rng(4)
+    block = SegmentedBlock.from_segments([(f"d{i}", [rng.integers(0, 30, 25).tolist()]) for i in range(20)])
+    model = train_gibbs.make_model("lda-gibbs", 4, 30)
+    hyper, groups = model.initial_hyper(), [[0, 2], [1, 3]]
+    directory = str(tmp_path / "ckpt")
+
+    def run(plan, nwk=None, nk=None, run_id="r"):
+        records = list(_partition_task(0, [(0, block)], model, run_id, directory, Broadcast((nwk, nk, hyper)),
+                                       7, plan, groups))
+        return records[:-1], records[-1][1][1]
+
+    counts, _ = run(SyncPlan(()))
+    nwk = np.zeros((30, 4), dtype=np.int32)
+    for key, (_, flat, c) in counts:
+        nwk[:, groups[key]] += np.bincount(flat, c, minlength=60).astype(np.int32).reshape(30, 2)
+    plan = SyncPlan((1,), sample=True)
+    first, stats = run(plan, nwk, nwk.sum(0))
+    written = (tmp_path / "ckpt" / "state" / "iter-00001" / "part-00000.npz").read_bytes()
+    item = gibbs_state._CACHE[("r", 0)]
+    item["state"]["z"][:] = 0; item["iteration"] = None   # an attempt that failed half-way in this worker
+    for run_id in ("r", "r", "other worker"):
+        again, stats_again = run(plan, nwk, nwk.sum(0), run_id)
+        assert len(again) == len(first) and all(
+            a[0] == b[0] and np.array_equal(a[1][1], b[1][1]) and np.array_equal(a[1][2], b[1][2])
+            for a, b in zip(first, again))
+        np.testing.assert_array_equal(stats_again, stats)
+        assert (tmp_path / "ckpt" / "state" / "iter-00001" / "part-00000.npz").read_bytes() == written
 
 
 # --------------------------------------------------------------------------- masters and resume

@@ -12,9 +12,16 @@ import numpy as np
 
 
 def local_vocabulary(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(vocab_ids (U,) int32 ascending, local (N,) int32)`` with ``vocab_ids[local] == words``."""
-    vocab_ids, local = np.unique(words, return_inverse=True)
-    return vocab_ids.astype(np.int32), local.ravel().astype(np.int32)
+    """``(vocab_ids (U,) int32 ascending, local (N,) int32)`` with ``vocab_ids[local] == words``; O(N + V),
+    no sort."""
+    if words.size == 0:
+        return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32)
+    present = np.zeros(int(words.max()) + 1, dtype=bool)
+    present[words] = True
+    vocab_ids = np.flatnonzero(present).astype(np.int32)
+    index = np.zeros(present.shape[0], dtype=np.int32)
+    index[vocab_ids] = np.arange(vocab_ids.shape[0], dtype=np.int32)
+    return vocab_ids, index[words]
 
 
 @numba.njit(cache=True)

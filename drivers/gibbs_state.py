@@ -1,0 +1,139 @@
+"""A partition's sampler state between two iterations of the Gibbs engine: files by iteration, kept in memory
+by the Python worker that wrote them.
+
+The task that sweeps partition p to iteration t writes the partition's state (``z`` and whatever else the
+model keeps) to ``state/iter-<t>/part-<p>.npz`` under the checkpoint directory and, on a sample iteration,
+its sums of sampled topic proportions to ``samples/iter-<t>/part-<p>.npz`` (``.npz`` without pickle). The
+task of the next iteration reads those and writes files of its own iteration: no task ever reads what it
+(or an earlier attempt of it) has written, so a retried task, or one re-run after a lost executor or shuffle
+output, reproduces its first result exactly. The driver deletes files that no later task and no retained
+checkpoint needs (:meth:`GibbsEngine._prune`).
+
+Reading is usually skipped: Spark reuses its Python workers between tasks, and the worker that ran a
+partition keeps the partition's prepared block and its state in :data:`_CACHE`, keyed by the run and
+the partition and tagged with the iteration of the state. A task that finds there the iteration it needs
+uses it; any other (another worker, a new executor, a retry after a failure half-way) reads the files. A
+task invalidates the tag before it changes the state and sets it when its files are written.
+
+An item, as the engine's tasks and the job's outputs see it, is a dict: ``orig`` (the block as loaded),
+``block`` (as the model sees it, ``model.prepare_block``), ``vocab_ids``/``local`` (the block's words
+in a local vocabulary), ``state``, ``iteration`` (of the state), ``acc`` (sums over the samples) and
+``acc_iteration`` (the sample iteration the sums end at, None before the first).
+"""
+from __future__ import annotations
+
+import io
+
+import numpy as np
+
+from drivers import storage
+from inference.gibbs.counts import local_vocabulary
+from inference.gibbs.model import GibbsModel, SegmentedBlock
+
+_CACHE: dict = {}   # (run, partition) -> item, in each Python worker
+
+
+# --------------------------------------------------------------------------- files
+
+def state_dir(directory: str, iteration: int) -> str:
+    return storage.join(directory, "state", f"iter-{iteration:05d}")
+
+
+def samples_dir(directory: str, iteration: int) -> str:
+    return storage.join(directory, "samples", f"iter-{iteration:05d}")
+
+
+def _part(folder: str, partition: int) -> str:
+    return storage.join(folder, f"part-{partition:05d}.npz")
+
+
+def _save_arrays(path: str, arrays: dict) -> None:
+    arrays = {k: np.asarray(v) for k, v in arrays.items()}
+    for key, value in arrays.items():
+        if value.dtype == object:
+            raise TypeError(f"model state {key} is an object array: the state must be plain numeric arrays")
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    storage.write_bytes(path, buffer.getvalue())
+
+
+def _load_arrays(path: str) -> dict:
+    with np.load(io.BytesIO(storage.read_bytes(path)), allow_pickle=False) as npz:
+        return {k: npz[k] for k in npz.files}
+
+
+def iteration_dirs(directory: str, kind: str) -> dict[int, str]:
+    """Iteration -> folder of every ``state`` or ``samples`` iteration under ``directory``."""
+    parent = storage.join(directory, kind)
+    return {int(name[5:]): storage.join(parent, name) for name in storage.list_dir(parent)
+            if name.startswith("iter-")}
+
+
+# --------------------------------------------------------------------------- items
+
+def new_item(model: GibbsModel, orig: SegmentedBlock) -> dict:
+    """An item without state: the block as the model sees it and its local vocabulary."""
+    block = model.prepare_block(orig)
+    if not np.array_equal(block.seg_ptr, orig.seg_ptr):
+        raise ValueError(f"{model.name}.prepare_block must keep the segments (seg_ptr) of the block")
+    vocab_ids, local = local_vocabulary(block.words)
+    return {"orig": orig, "block": block, "vocab_ids": vocab_ids, "local": local,
+            "state": None, "iteration": None, "acc": None, "acc_iteration": None}
+
+
+def check_state(model: GibbsModel, block: SegmentedBlock, state: dict) -> None:
+    z = state.get("z") if isinstance(state, dict) else None
+    if z is None or z.shape != (block.n_tokens,) or z.dtype != np.int32:
+        raise TypeError(f"{model.name}: the state needs 'z', int32 of shape ({block.n_tokens},)")
+    if block.n_tokens and (z.min() < 0 or z.max() >= model.num_topics):
+        raise ValueError(f"{model.name}: topic assignments outside 0..{model.num_topics - 1}")
+
+
+def checkout(run: str, partition: int, model: GibbsModel, orig: SegmentedBlock, directory: str,
+             iteration: int | None, update: bool = True) -> dict:
+    """The partition's item with the state of ``iteration`` (None: no state, for initialisation), from this
+    worker's cache or the files. With ``update`` the cached tag is cleared: the caller changes the state."""
+    _forget_stale(run, partition, iteration)
+    item = _CACHE.get((run, partition))
+    if item is None or item["orig"].n_tokens != orig.n_tokens:
+        item = _CACHE[(run, partition)] = new_item(model, orig)
+    if iteration is not None and item["iteration"] != iteration:
+        item["iteration"] = None
+        item["state"] = _load_arrays(_part(state_dir(directory, iteration), partition))
+        check_state(model, item["block"], item["state"])
+        item["iteration"] = iteration
+    if update:
+        item["iteration"] = None
+    return item
+
+
+def sample_sums(item: dict, directory: str, partition: int, acc_iteration: int | None) -> dict:
+    """The sums over the samples up to ``acc_iteration`` (None: before the first sample), cached or read;
+    a new dict (add to it without touching the cached one)."""
+    if acc_iteration is None:
+        return {"samples": np.zeros(1, dtype=np.int64)}
+    if item["acc_iteration"] != acc_iteration:
+        item["acc_iteration"] = None
+        item["acc"] = _load_arrays(_part(samples_dir(directory, acc_iteration), partition))
+        item["acc_iteration"] = acc_iteration
+    return dict(item["acc"])
+
+
+def checkin(run: str, partition: int, item: dict, directory: str, iteration: int,
+            acc: dict | None = None) -> None:
+    """Write the state of ``iteration`` (and the sums ``acc`` of a sample iteration); tag the cached item."""
+    if acc is not None:
+        _save_arrays(_part(samples_dir(directory, iteration), partition), acc)
+        item["acc"], item["acc_iteration"] = acc, iteration
+    _save_arrays(_part(state_dir(directory, iteration), partition), item["state"])
+    item["iteration"] = iteration
+    _CACHE[(run, partition)] = item
+
+
+def _forget_stale(run: str, partition: int, iteration: int | None) -> None:
+    """Drop what no task will use: other runs' items, and this run's other partitions whose state is older
+    than ``iteration`` (their next iteration has run elsewhere) or was left half-changed."""
+    for key, item in list(_CACHE.items()):
+        if key[0] != run or (iteration is not None and key[1] != partition
+                             and (item["iteration"] is None or item["iteration"] < iteration)):
+            del _CACHE[key]
