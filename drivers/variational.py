@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 import numpy as np
@@ -30,8 +30,6 @@ from drivers import storage
 from drivers.checkpoint import Checkpointer, check_fingerprint
 from drivers.newton import newton_alpha
 from inference.elbo import alpha_terms, topic_terms
-from dataclasses import replace
-
 from inference.mapper import ALPHA_KEY, TOTALS, EStepSettings, map_block
 from inference.reducer import reduce_partition
 from partitioners.topic import TopicPartitioner
@@ -54,14 +52,41 @@ class EMSettings:
     restart_iterations: int = 2       # auto: refit every document up to this iteration ...
     restart_stride: int = 4           # ... then a rotating quarter of them per iteration ...
     restart_min_fraction: float = 0.005  # ... while at least this fraction of the refits is kept
+    schedule: str = "auto"            # auto | fixed: E-step effort follows the EM progress (see estep_at)
+    first_max_iter: int = 5           # auto: passes of the first E-step, from random topics
+    loose_tol_factor: float = 10.0    # auto: the E-step tolerance starts at this multiple of estep.tol
 
-    def restart_at(self, iteration: int, last_fraction: float | None, estep: EStepSettings) -> EStepSettings:
-        """E-step settings of an iteration: cold refits where they pay, warm starts elsewhere."""
+    def estep_at(self, iteration: int, trace: list) -> EStepSettings:
+        """E-step settings of an iteration: how hard to fit each document, and which ones to refit cold.
+
+        ``schedule="auto"`` (inexact EM: every partial E-step still raises the ELBO):
+
+        * iteration 1 fits documents to random topics, which carries little
+          information, so it runs at most ``first_max_iter`` passes;
+        * the per-document tolerance is |relative ELBO change| of the previous
+          iteration, clipped to [tol, loose_tol_factor * tol]: loose while EM makes
+          large steps, the requested ``estep.tol`` once it converges;
+        * restarts (``restarts="auto"``): iteration 2 refits every document from the
+          cold start and compares it with the warm start itself (not a warm fit:
+          the warm start comes from the rough first E-step); later iterations fit
+          warm and refit a rotating ``1/restart_stride`` of the documents cold while
+          at least ``restart_min_fraction`` of those refits are kept.
+        """
+        estep = self.estep
+        last = trace[-1] if trace else None
+        if self.schedule == "auto":
+            loose = estep.tol * self.loose_tol_factor
+            change = None if last is None or last.relative_change is None else abs(last.relative_change)
+            tol = loose if change is None else min(loose, max(estep.tol, change))
+            estep = replace(estep, tol=tol,
+                            max_iter=min(estep.max_iter, self.first_max_iter) if iteration == 1 else estep.max_iter)
         if self.restarts in ("always", "never"):
             return replace(estep, restart=self.restarts == "always", restart_stride=1, restart_offset=0)
         if iteration <= self.restart_iterations:
-            return replace(estep, restart=True, restart_stride=1, restart_offset=0)
-        if (last_fraction or 0.0) >= self.restart_min_fraction:
+            first_refit = iteration == 2 and self.schedule == "auto"
+            return replace(estep, restart=True, restart_stride=1, restart_offset=0,
+                           warm_max_iter=0 if first_refit else -1)
+        if last is not None and last.restart_fraction >= self.restart_min_fraction:
             return replace(estep, restart=True, restart_stride=self.restart_stride,
                            restart_offset=iteration % self.restart_stride)
         return replace(estep, restart=False)
@@ -77,6 +102,7 @@ class IterationRecord:
     alpha_sum: float
     eta: float | None
     relative_change: float | None
+    estep_tol: float | None = None   # the per-document tolerance this iteration's E-step used
 
 
 @dataclass
@@ -171,7 +197,7 @@ class VariationalEngine:
             began = time.perf_counter()
             self.sc.setJobDescription(f"LDA iteration {t}/{s.max_iterations}: "
                                       f"E-step -> {partitioner!r} -> lambda reducers")
-            estep = s.restart_at(t, trace[-1].restart_fraction if trace else None, s.estep)
+            estep = s.estep_at(t, trace)
             bc_params = self.sc.broadcast((exp_elogbeta, alpha))
             bc_prior = self.sc.broadcast((self.prior, self.layout))
             gamma_in = self.checkpointer.gamma_dir(t - 1) if t > 1 else None
@@ -215,12 +241,12 @@ class VariationalEngine:
                                      float(inner / max(n_docs, 1)),
                                      float(restarts_kept / restarts_tried) if restarts_tried else 0.0, float(alpha.sum()),
                                      float(self.prior.eta) if hasattr(self.prior, "eta") else None,
-                                     None if rel is None else float(rel))
+                                     None if rel is None else float(rel), float(estep.tol))
             trace.append(record)
             converged = bool(rel is not None and s.tol > 0 and abs(rel) < s.tol)
-            log.info("iteration %d/%d  elbo=%.6e  change=%s  seconds=%.2f  mean_inner=%.1f%s  alpha_sum=%.4g",
-                     t, s.max_iterations, elbo, "-" if rel is None else f"{rel:.3e}", record.seconds,
-                     record.mean_inner_iterations,
+            log.info("iteration %d/%d  elbo=%.6e  change=%s  seconds=%.2f  mean_inner=%.1f  estep_tol=%.1e%s  "
+                     "alpha_sum=%.4g", t, s.max_iterations, elbo, "-" if rel is None else f"{rel:.3e}", record.seconds,
+                     record.mean_inner_iterations, estep.tol,
                      f"  restarts_kept={record.restart_fraction:.1%} of {int(restarts_tried)}" if restarts_tried else "",
                      record.alpha_sum)
             self.checkpointer.save(t, {

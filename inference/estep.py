@@ -20,7 +20,7 @@ import math
 import numba
 import numpy as np
 
-from inference.special import digamma, dirichlet_expectation_1d
+from inference.special import dirichlet_expectation_1d, exp_digamma
 
 PHINORM_FLOOR = 1e-100
 # a cold-start fit replaces the warm one only if it raises the document's ELBO by more than this (nats):
@@ -28,7 +28,7 @@ PHINORM_FLOOR = 1e-100
 RESTART_MARGIN = 1e-2
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def initial_gamma(indptr: np.ndarray, counts: np.ndarray, alpha: np.ndarray) -> np.ndarray:
     """gamma_dk = alpha_k + N_d / K (Mr. LDA's deterministic initialisation)."""
     n_docs = indptr.shape[0] - 1
@@ -43,7 +43,7 @@ def initial_gamma(indptr: np.ndarray, counts: np.ndarray, alpha: np.ndarray) -> 
     return gamma
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True, inline="always", error_model="numpy")
 def _dot(a, b):
     """sum_k a_k b_k with four fixed partial sums: SIMD-friendly, and the same bits however it is compiled."""
     n = a.shape[0]
@@ -62,40 +62,42 @@ def _dot(a, b):
     return (s0 + s1) + (s2 + s3)
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _fit_gamma(local_terms, counts, start, end, exp_elogbeta, alpha, g, tol, max_iter,
                elogtheta, exp_elogtheta, scratch):
-    """Alternate phi and gamma for one document until mean |delta gamma| < tol; returns passes."""
+    """Alternate phi and gamma for one document until mean |delta gamma| < tol; returns passes.
+
+    The passes weight topics by exp(Psi(gamma_k)), which is exp(E[log theta_k]) up
+    to the factor exp(Psi(sum gamma)) that the gamma update cancels; on return
+    ``elogtheta`` and ``exp_elogtheta`` hold the exact E[log theta] of the final gamma.
+    """
     n_topics = alpha.shape[0]
+    iters = 0
+    if end > start:
+        for it in range(max_iter):
+            iters += 1
+            exp_digamma(g, elogtheta, exp_elogtheta)
+            for k in range(n_topics):
+                scratch[k] = 0.0
+            for j in range(start, end):
+                row = exp_elogbeta[local_terms[j]]
+                w = counts[j] / (_dot(exp_elogtheta, row) + PHINORM_FLOOR)
+                for k in range(n_topics):
+                    scratch[k] += w * row[k]
+            change = 0.0
+            for k in range(n_topics):
+                val = alpha[k] + exp_elogtheta[k] * scratch[k]
+                change += abs(val - g[k])
+                g[k] = val
+            if change / n_topics < tol:
+                break
     dirichlet_expectation_1d(g, elogtheta)
     for k in range(n_topics):
         exp_elogtheta[k] = math.exp(elogtheta[k])
-    if end == start:
-        return 0
-    iters = 0
-    for it in range(max_iter):
-        iters += 1
-        for k in range(n_topics):
-            scratch[k] = 0.0
-        for j in range(start, end):
-            row = exp_elogbeta[local_terms[j]]
-            w = counts[j] / (_dot(exp_elogtheta, row) + PHINORM_FLOOR)
-            for k in range(n_topics):
-                scratch[k] += w * row[k]
-        change = 0.0
-        for k in range(n_topics):
-            val = alpha[k] + exp_elogtheta[k] * scratch[k]
-            change += abs(val - g[k])
-            g[k] = val
-        dirichlet_expectation_1d(g, elogtheta)
-        for k in range(n_topics):
-            exp_elogtheta[k] = math.exp(elogtheta[k])
-        if change / n_topics < tol:
-            break
     return iters
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _document_terms(local_terms, counts, start, end, exp_elogbeta, g, elogtheta, exp_elogtheta, phinorm):
     """ELBO terms of one document at (phi implied by gamma, gamma), without the alpha parts.
 
@@ -116,9 +118,9 @@ def _document_terms(local_terms, counts, start, end, exp_elogbeta, g, elogtheta,
     return loglik + theta_term - math.lgamma(gamma_sum)
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def estep_documents(indptr, local_terms, counts, gamma, exp_elogbeta, alpha, tol, max_iter,
-                    want_stats, restart=False, restart_stride=1, restart_offset=0):
+                    want_stats, restart=False, restart_stride=1, restart_offset=0, warm_max_iter=-1):
     """Variational E-step over a block of documents.
 
     Parameters
@@ -134,6 +136,9 @@ def estep_documents(indptr, local_terms, counts, gamma, exp_elogbeta, alpha, tol
         the two never lowers the ELBO, so EM stays monotone.
     restart_stride, restart_offset : with ``restart``, refit only documents d with
         d % stride == offset (a rotating slice, to spread the cost over iterations).
+    warm_max_iter : passes of the warm fit (-1: ``max_iter``). 0 skips it: the cold
+        fit then competes with the warm start itself, which still keeps EM monotone
+        (used when the warm start comes from a rough initialisation E-step).
 
     Returns
     -------
@@ -168,7 +173,8 @@ def estep_documents(indptr, local_terms, counts, gamma, exp_elogbeta, alpha, tol
         start = indptr[d]
         end = indptr[d + 1]
         g = gamma[d]
-        iters = _fit_gamma(local_terms, counts, start, end, exp_elogbeta, alpha, g, tol, max_iter,
+        iters = _fit_gamma(local_terms, counts, start, end, exp_elogbeta, alpha, g, tol,
+                           max_iter if warm_max_iter < 0 else warm_max_iter,
                            elogtheta, exp_elogtheta, scratch)
         terms = _document_terms(local_terms, counts, start, end, exp_elogbeta, g, elogtheta,
                                 exp_elogtheta, phinorm)

@@ -38,6 +38,7 @@ class EStepSettings:
     restart: bool = False   # also fit documents from a cold start, keep the better fit (see estep)
     restart_stride: int = 1  # ... only every stride-th document, starting at restart_offset
     restart_offset: int = 0
+    warm_max_iter: int = -1  # passes of the warm fit when restarting (-1: max_iter; 0: compare the start)
 
 
 def map_block(partition: int, block: DocBlock, gamma: np.ndarray | None, exp_elogbeta: np.ndarray,
@@ -59,7 +60,7 @@ def map_block(partition: int, block: DocBlock, gamma: np.ndarray | None, exp_elo
     sstats, alpha_stats, doc_elbo, inner, restarts = estep_documents(
         block.indptr, block.local_terms, block.counts, gamma, eb_local, alpha,
         settings.tol, settings.max_iter, True, restart,
-        settings.restart_stride, settings.restart_offset)
+        settings.restart_stride, settings.restart_offset, settings.warm_max_iter)
     groups = topic_groups if topic_groups is not None else [[k] for k in range(alpha.shape[0])]
     records = [(topics[0], (partition, np.asarray(topics), block.vocab_ids,
                             np.ascontiguousarray(sstats[:, topics].T)))

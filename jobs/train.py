@@ -56,8 +56,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="polylda: comma-separated languages of the aligned corpus to use (default: all)")
     parser.add_argument("--eta-per-language", default=None, metavar="L=ETA,...",
                         help="polylda: topic-word prior per language (default: --eta for every language)")
-    parser.add_argument("--estep-tol", type=float, default=1e-3, help="per-document mean |delta gamma| tolerance")
+    parser.add_argument("--estep-tol", type=float, default=1e-3,
+                        help="per-document mean |delta gamma| tolerance (reached once EM converges, see "
+                             "--estep-schedule)")
     parser.add_argument("--estep-max-iter", type=int, default=100, help="cap on per-document phi/gamma passes")
+    parser.add_argument("--estep-schedule", choices=("auto", "fixed"), default="auto",
+                        help="auto: a short first E-step from the random topics, then a per-document tolerance "
+                             "that follows the EM progress (|relative ELBO change|, between --estep-tol and "
+                             "10x it); fixed: --estep-tol and --estep-max-iter every iteration")
     parser.add_argument("--restarts", choices=("auto", "always", "never"), default="auto",
                         help="also fit documents from a cold start and keep the better fit: in the first "
                              "iterations and while it pays (auto), every iteration, or never")
@@ -176,7 +182,7 @@ def train_lda(spark, args) -> dict:
                           estep=EStepSettings(args.estep_tol, args.estep_max_iter),
                           alpha=args.alpha, optimize_alpha=not args.fixed_alpha,
                           optimize_eta=args.optimize_eta, seed=args.seed, num_reducers=args.reducers,
-                          restarts=args.restarts)
+                          restarts=args.restarts, schedule=args.estep_schedule)
     prior, topic_names, prior_report = topic_word_prior(args, corpus, K)
     engine = VariationalEngine(spark.sparkContext, settings, prior, checkpoint_dir, corpus.layout)
     log.info("training %s: K=%d, V=%d%s, %d documents, %d tokens, %d partitions", args.model.upper(),
@@ -185,7 +191,7 @@ def train_lda(spark, args) -> dict:
              corpus.num_documents, corpus.meta.get("tokens", -1), corpus.num_partitions)
     started = time.time()
     fingerprint = {"corpus": model_store.data_version(corpus.meta),
-                   "estep": [args.estep_tol, args.estep_max_iter, args.restarts],
+                   "estep": [args.estep_tol, args.estep_max_iter, args.restarts, args.estep_schedule],
                    "optimize": [settings.optimize_alpha, settings.optimize_eta],
                    "initial_alpha": args.alpha, "initial_eta": args.eta, "model": args.model,
                    "prior": None if prior_report is None else [args.prior, args.prior_high, args.prior_low],
@@ -200,6 +206,7 @@ def train_lda(spark, args) -> dict:
         "elbo": trace[-1]["elbo"] if trace else None, "elbo_trace": trace,
         "seed": args.seed, "partitions": result.num_partitions,
         "settings": {"tol": args.tol, "estep_tol": args.estep_tol, "estep_max_iter": args.estep_max_iter,
+                     "estep_schedule": args.estep_schedule, "restarts": args.restarts,
                      "optimize_alpha": settings.optimize_alpha, "optimize_eta": settings.optimize_eta},
         "data": {"corpus": args.corpus, "version": model_store.data_version(corpus.meta),
                  "documents": corpus.num_documents, "tokens": corpus.meta.get("tokens")},

@@ -135,3 +135,53 @@ def test_dirichlet_expectation_matches_scipy():
         out = np.empty_like(a)
         dirichlet_expectation_1d(a, out)
         np.testing.assert_allclose(out, special.digamma(a) - special.digamma(a.sum()), rtol=1e-10, atol=1e-9)
+
+
+def test_exp_digamma_matches_scipy():
+    from inference.special import exp_digamma
+    x = np.concatenate([np.logspace(-3, 6, 500), np.random.default_rng(2).gamma(0.5, 2.0, 500) + 1e-3])
+    out, scratch = np.empty_like(x), np.empty_like(x)
+    exp_digamma(x, scratch, out)
+    # relative error of exp(Psi) is the absolute error of Psi (~1e-14 |Psi|, Psi ~ -1/x for small x)
+    np.testing.assert_allclose(out, np.exp(special.digamma(x)), rtol=1e-11)
+
+
+def test_cold_refit_against_the_warm_start(small_problem):
+    """warm_max_iter=0: each document keeps the better of its cold fit and its (unfitted) warm start."""
+    K, V, lam, alpha, block, _ = small_problem
+    eb = np.ascontiguousarray(np.exp(special.digamma(lam) - special.digamma(lam.sum(1, keepdims=True))).T
+                              [block.vocab_ids])
+    rng = np.random.default_rng(5)
+    warm = initial_gamma(block.indptr, block.counts, alpha) * rng.uniform(0.2, 3.0, size=(block.n_docs, K))
+    warm[0] = initial_gamma(block.indptr, block.counts, alpha)[0]
+    args = (block.indptr, block.local_terms, block.counts)
+    _, _, at_start, passes, _ = estep_documents(*args, warm.copy(), eb, alpha, 1e-6, 0, True)
+    assert np.all(passes == 0)
+    cold = initial_gamma(block.indptr, block.counts, alpha)
+    _, _, cold_fit, _, _ = estep_documents(*args, cold, eb, alpha, 1e-6, 500, True)
+    gamma = warm.copy()
+    _, astats, refit, _, kept = estep_documents(*args, gamma, eb, alpha, 1e-6, 500, True, True, 1, 0, 0)
+    doc_alpha = lambda g: np.array([np.dot(alpha - 1.0, special.digamma(r) - special.digamma(r.sum())) for r in g])
+    best = np.maximum(at_start + doc_alpha(warm), cold_fit + doc_alpha(cold))
+    np.testing.assert_allclose(refit + doc_alpha(gamma), best, rtol=1e-9)
+    assert kept[1] == block.n_docs and 0 < kept[0] <= block.n_docs
+
+
+def test_estep_schedule():
+    from drivers.variational import EMSettings, IterationRecord
+    from inference.mapper import EStepSettings
+
+    s = EMSettings(num_topics=5, estep=EStepSettings(tol=1e-3, max_iter=100))
+    first = s.estep_at(1, [])
+    assert first.max_iter == s.first_max_iter and first.tol == pytest.approx(1e-2)
+    record = lambda change, kept: IterationRecord(1, -1.0, 0.1, 3.0, kept, 1.0, None, change)
+    second = s.estep_at(2, [record(None, 0.0)])
+    assert second.restart and second.warm_max_iter == 0 and second.restart_stride == 1
+    assert second.max_iter == 100 and second.tol == pytest.approx(1e-2)
+    later = s.estep_at(7, [record(-4e-3, 0.2)])
+    assert later.tol == pytest.approx(4e-3) and later.restart and later.restart_stride == 4
+    assert later.restart_offset == 3 and later.warm_max_iter == -1
+    assert s.estep_at(30, [record(1e-6, 0.001)]).tol == pytest.approx(1e-3)
+    assert not s.estep_at(30, [record(1e-6, 0.001)]).restart      # refits stopped paying
+    fixed = EMSettings(num_topics=5, schedule="fixed", restarts="never").estep_at(1, [])
+    assert fixed.tol == 1e-3 and fixed.max_iter == 100 and not fixed.restart
