@@ -137,7 +137,7 @@ def _doc_sums(sg0, sg1, n, t, s, Nseg, Tseg, Sseg, sd):
     return tot
 
 
-@numba.njit(cache=True)
+@numba.njit(inline="always", cache=True)
 def _sample_removal(g, sg0, sg1, k, n, t, s, exact):
     """Table indicator (u1, u2) of a word of topic k in segment g, drawn by (7.5)-(7.7) (Algorithm 6, "break").
 
@@ -170,7 +170,7 @@ def _sample_removal(g, sg0, sg1, k, n, t, s, exact):
     return u1, u2
 
 
-@numba.njit(cache=True)
+@numba.njit(inline="always", cache=True)
 def _lowest_broken(g, sg0, sg1, k, n, t, s, u1, u2):
     """After a removal with indicator (u1, u2): the lowest segment in the chain left with customers of topic k
     but no table (violating (7.4)), or -1."""
@@ -187,7 +187,7 @@ def _lowest_broken(g, sg0, sg1, k, n, t, s, u1, u2):
     return xb
 
 
-@numba.njit(cache=True)
+@numba.njit(inline="always", cache=True)
 def _apply_indicator(g, k, u1, u2, delta, t, s, Tseg, Sseg, sd):
     """Add (delta=+1) or remove (delta=-1) the tables of indicator (u1, u2) for a word of topic k at segment g;
     returns the change of sum_k sd_k."""
@@ -231,75 +231,88 @@ def _node_factors(x, sg0, sg1, Nseg, Tseg, Sseg, a, b, lam_s, lam_t):
     new = (b + a * (Tseg[x] + Sseg[x])) * H
     if x == sg0:
         return H, new, 0.0
-    denom = Sseg[x] + Tseg[x] + lam_s + lam_t
-    return H, new * (Sseg[x] + lam_s) / denom, new * (Tseg[x] + lam_t) / denom
+    new /= Sseg[x] + Tseg[x] + lam_s + lam_t
+    return H, new * (Sseg[x] + lam_s), new * (Tseg[x] + lam_t)
 
 
 @numba.njit(inline="always", cache=True)
-def _arrive(n, t, s, x, k, last, A, H, E, G, w0, w1):
-    """One topic of :func:`_arrival_weights`: (W0, W1) of topic k at restaurant x from its previous row's
-    (w0, w1), with a0, a1 = A[c, m] at c = n_xk + t*_{x+1,k} (``last``: x is the document's last segment),
-    m = t*_xk + s*_xk."""
-    c = n[x, k]
-    if not last:
-        c += t[x + 1, k]
+def _arrive(n, t, s, x, tn, k, A, H, E, G, prev):
+    """One topic of :func:`_arrival_weights`: (W0, W1) of topic k at restaurant x, whose next restaurant has
+    tables ``tn`` (a row of t*), from its previous row ``prev`` = W[r-1, k]; a0, a1 = A[c, m] at
+    c = n_xk + t*_{x+1,k}, m = t*_xk + s*_xk."""
+    c = n[x, k] + tn[k]
     m = s[x, k] + t[x, k]
     a1 = A[c, m, 1]
     ga = G * a1
-    return H * A[c, m, 0] + ga * w0, E * a1 + ga * w1
+    return H * A[c, m, 0] + ga * prev[0], E * a1 + ga * prev[1]
 
 
-@numba.njit(cache=True)
-def _arrival_weights(x, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, a, b, lam_s, lam_t, A, W0, W1):
-    """Row r = x - sg0 of the arrival weights, from row r - 1: (7.8)-(7.10) summed over the indicator.
+@numba.njit(inline="always", cache=True)
+def _next_tables(t, x, sg1, zero):
+    """t*_{x+1} of restaurant x's chain: the next segment's row of t, or ``zero`` at the document's end."""
+    return t[x + 1] if x + 1 < sg1 else zero
 
-    W0[r, k] + dk_k W1[r, k] (dk_k = (alpha_k + sum_j s*_jk) / (sum alpha + sum_jk s*_jk), the document factor
-    of (7.10)) is the weight, without F_k, of one new customer of topic k arriving at restaurant x: it joins a
-    table there (H a0, (7.8)), or opens one (a1) sent to the document (E dk_k, (7.10)) or to restaurant x-1,
-    where it arrives in turn (G W[r-1], (7.9)); a0, a1 = A[c, m] (:func:`_arrive`). For a word of segment g
-    (its counts removed) row g holds Algorithm 7's topic totals. Row x reads the counts of restaurants <= x
-    and t*_{x+1} only, so the sweep keeps the rows below the word's segment and recomputes them from the lowest
-    one a move touched (:func:`_stale_from`): O(K) per token unless a move's chain leaves the segment.
+
+@numba.njit(inline="always", cache=True)
+def _arrival_weights(x, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, a, b, lam_s, lam_t, A, W, zero):
+    """Row r = x - sg0 + 1 of the arrival weights W (rows x K x 2, row 0 zeros), from row r - 1: (7.8)-(7.10)
+    summed over the indicator.
+
+    W[r, k, 0] + dk_k W[r, k, 1] (dk_k = (alpha_k + sum_j s*_jk) / (sum alpha + sum_jk s*_jk), the document
+    factor of (7.10)) is the weight, without F_k, of one new customer of topic k arriving at restaurant x: it
+    joins a table there (H a0, (7.8)), or opens one (a1) sent to the document (E dk_k, (7.10)) or to
+    restaurant x-1, where it arrives in turn (G W[r-1], (7.9)); a0, a1 = A[c, m] (:func:`_arrive`). For a word
+    of segment g (its counts removed) row g's weights are Algorithm 7's topic totals. Row x reads the counts of
+    restaurants <= x and t*_{x+1} only, so the sweep keeps the rows below the word's segment and recomputes
+    them from the lowest one a move touched (:func:`_stale_from`): O(K) per token unless a chain leaves the
+    segment. ``zero``: K zeros (t*_{J+1}).
     """
     K = n.shape[1]
     H, E, G = _node_factors(x, sg0, sg1, Nseg, Tseg, Sseg, a, b, lam_s, lam_t)
-    r = x - sg0
-    last = x + 1 == sg1
-    if r == 0:
-        for k in range(K):
-            W0[r, k], W1[r, k] = _arrive(n, t, s, x, k, last, A, H, E, G, 0.0, 0.0)
-    else:
-        for k in range(K):
-            W0[r, k], W1[r, k] = _arrive(n, t, s, x, k, last, A, H, E, G, W0[r - 1, k], W1[r - 1, k])
+    r = x - sg0 + 1
+    tn = _next_tables(t, x, sg1, zero)
+    prev, row = W[r - 1], W[r]
+    for k in range(K):
+        row[k, 0], row[k, 1] = _arrive(n, t, s, x, tn, k, A, H, E, G, prev[k])
 
 
-@numba.njit(cache=True)
-def _topic_terms(k, g, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, dk, a, b, lam_s, lam_t, A, buf, stop):
+@numba.njit(inline="always", cache=True)
+def _topic_terms(k, g, xb, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, dk, a, b, lam_s, lam_t, A, W, buf, u):
     """Joint weights of (z=k, u) for a word of segment g, counts excluding the word, without F_k: the recursion
-    of :func:`_arrival_weights` unrolled for one topic, P the product of G a1 along the chain.
+    of :func:`_arrival_weights` unrolled for one topic along the chain, P the product of G a1; ``dk`` the
+    document factor of topic k, ``W`` the arrival weights, current for the restaurants below min(xb, g).
 
     Slots: ``buf[0]`` = (u1=0, u2=g) (7.8); ``buf[1 + 2(x-sg0)]`` = (u1=-1, u2=x) (7.10); ``buf[2 + 2(x-sg0)]``
-    = (u1=1, u2=x) (7.9). Written in chain order (0, g), (-1, g), (1, g), (-1, g-1), ... until the running sum
-    exceeds ``stop`` (``inf``: every slot; the caller zeroes ``buf`` if it reads unwritten ones). Returns
-    (running sum, slot of the last positive term written, -1 if none). ``dk``: the document factor of topic k.
+    = (u1=1, u2=x) (7.9). ``xb`` <= g: exact BTIGS after a removal that left restaurant xb (the lowest such)
+    with customers but no table: only chains that open a table at xb complete the state, every other slot is 0
+    (``xb`` = g + 1: no restriction). Written in chain order (0, g), (-1, g), (1, g), (-1, g-1), ...; with a
+    uniform ``u`` only until their running sum exceeds u times the admissible total, which is known on reaching
+    restaurant min(xb, g) from W of the restaurant below (u < 0: every slot). Returns the last positive slot
+    written: the draw of u given z = k.
     """
     c = n[g, k]
     if g + 1 < sg1:
         c += t[g + 1, k]
     m = s[g, k] + t[g, k]
     H, E, G = _node_factors(g, sg0, sg1, Nseg, Tseg, Sseg, a, b, lam_s, lam_t)
-    v = H * A[c, m, 0]
+    v = H * A[c, m, 0] if xb > g else 0.0
     buf[0] = v
     total = v
     last = 0 if v > 0.0 else -1
+    stop = np.inf
     P = 1.0
     x = g
-    while total <= stop:
+    while True:
         a1 = A[c, m, 1]
         if m == 0 and c > 0:   # a broken node (exact removal): every admissible chain opens its table here,
             a1 = 1.0           # so its Stirling factor is a common constant
+        if x == min(xb, g) and u >= 0.0:
+            w = W[x - sg0, k]   # the restaurant below
+            stop = u * (total + P * a1 * (E * dk + G * (w[0] + dk * w[1])))
+            if total > stop:       # drawn: (0, g)
+                break
         q = 1 + 2 * (x - sg0)
-        v = P * E * a1 * dk
+        v = P * E * a1 * dk if x <= xb else 0.0
         buf[q] = v
         total += v
         if v > 0.0:
@@ -311,15 +324,17 @@ def _topic_terms(k, g, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, dk, a, b, lam_s, lam
         c = n[x, k] + t[x + 1, k]
         m = s[x, k] + t[x, k]
         H, E, G = _node_factors(x, sg0, sg1, Nseg, Tseg, Sseg, a, b, lam_s, lam_t)
-        v = P * H * A[c, m, 0]                      # the chain's last proxy joins a table at x
+        v = P * H * A[c, m, 0] if x < xb else 0.0   # the chain's last proxy joins a table at x
         buf[q + 1] = v
         total += v
         if v > 0.0:
             last = q + 1
-    return total, last
+        if total > stop:
+            break
+    return last
 
 
-@numba.njit(cache=True)
+@numba.njit(inline="always", cache=True)
 def _decode(idx, sg0):
     """buf index -> (u1, u2) (global segment index u2)."""
     if idx == 0:
@@ -328,23 +343,6 @@ def _decode(idx, sg0):
     if (idx - 1) % 2 == 0:
         return -1, x
     return 1, x
-
-
-@numba.njit(cache=True)
-def _sample_slot(buf, nb):
-    """Index drawn from the first ``nb`` non-negative weights of ``buf``."""
-    tot = 0.0
-    for q in range(nb):
-        tot += buf[q]
-    r = np.random.random() * tot
-    idx = 0
-    acc = buf[0]
-    while idx < nb - 1 and acc <= r:
-        idx += 1
-        acc += buf[idx]
-    while buf[idx] == 0.0 and idx > 0:   # float round-off past the last positive weight
-        idx -= 1
-    return idx
 
 
 @numba.njit(inline="always", cache=True)
@@ -378,30 +376,24 @@ def _token_context(doc_ptr, seg_ptr, token, n, t, s):
 
 
 @numba.njit(cache=True)
-def _cache_drift(g, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, a, b, lam_s, lam_t, A, W0, W1):
-    """Largest |difference| between the kept arrival weights of rows sg0..g (none if g < sg0) and a
-    recomputation from scratch (the sweep's self-check, ``check=True``): 0 exactly when the stale-row
-    bookkeeping is right, since both run the same arithmetic."""
-    K = n.shape[1]
-    R = g - sg0 + 1
-    F0 = np.zeros((R, K))
-    F1 = np.zeros((R, K))
-    for x in range(sg0, g + 1):
-        _arrival_weights(x, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, a, b, lam_s, lam_t, A, F0, F1)
-    drift = 0.0
-    for r in range(R):
-        for k in range(K):
-            drift = max(drift, abs(F0[r, k] - W0[r, k]), abs(F1[r, k] - W1[r, k]))
-    return drift
+def _cache_drift(g, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, a, b, lam_s, lam_t, A, W, zero):
+    """Largest |difference| between the kept arrival weights of restaurants sg0..g-1 and a recomputation from
+    scratch (the sweep's self-check, ``check=True``): 0 exactly when the stale-row bookkeeping is right, since
+    both run the same arithmetic."""
+    F = np.zeros_like(W)
+    for x in range(sg0, g):
+        _arrival_weights(x, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, a, b, lam_s, lam_t, A, F, zero)
+    return np.abs(F[:g - sg0 + 1] - W[:g - sg0 + 1]).max()
 
 
 @numba.njit(cache=True)
 def _sweep_kernel(doc_ptr, seg_ptr, words, z, n, t, s, nwk, nk, alpha, beta, a, b, lam_s, lam_t, A,
                   frozen_phi, frozen, exact, seed, check=False):
     """One BTIGS cycle: documents -> segments in order -> words (thesis §11.1 sweep order). Per token: remove it
-    (Algorithm 6), draw z from the topic totals (Algorithm 7) kept as arrival weights (:func:`_arrival_weights`),
-    then u given z by walking the chain of :func:`_topic_terms` only as far as the draw needs, and add it back.
-    ``check``: compare the kept weights with a recomputation at every token; returns the largest difference."""
+    (Algorithm 6), draw z from the topic totals (Algorithm 7), i.e. the arrival weights at its segment from the
+    kept rows below (:func:`_arrival_weights`), then u given z by walking the chain of :func:`_topic_terms`
+    only as far as the draw needs, and add it back. ``check``: compare the kept rows with a recomputation at
+    every token; returns the largest difference."""
     np.random.seed(seed)
     K = n.shape[1]
     vbeta = nwk.shape[0] * beta
@@ -416,15 +408,15 @@ def _sweep_kernel(doc_ptr, seg_ptr, words, z, n, t, s, nwk, nk, alpha, beta, a, 
     sd = np.zeros(K, dtype=np.int64)
     jmax = max_doc_segments(doc_ptr)
     buf = np.zeros(1 + 2 * jmax)
-    W0 = np.zeros((jmax, K))
-    W1 = np.zeros((jmax, K))
+    W = np.zeros((jmax + 1, K, 2))
+    zero = np.zeros(K, dtype=t.dtype)
     p = np.zeros(K)
     drift = 0.0
     for d in range(doc_ptr.shape[0] - 1):
         sg0 = doc_ptr[d]
         sg1 = doc_ptr[d + 1]
         sdt = _doc_sums(sg0, sg1, n, t, s, Nseg, Tseg, Sseg, sd)
-        stale = sg0                      # rows sg0..stale-1 of W0/W1 are current
+        stale = sg0                      # the arrival weights of restaurants sg0..stale-1 are current
         for g in range(sg0, sg1):
             for i in range(seg_ptr[g], seg_ptr[g + 1]):
                 w = words[i]
@@ -433,42 +425,33 @@ def _sweep_kernel(doc_ptr, seg_ptr, words, z, n, t, s, nwk, nk, alpha, beta, a, 
                 move_word(nwk, nk, inv, w, k, -1, vbeta, frozen)
                 sdt += dsdt
                 stale = min(stale, _stale_from(g, u1, u2))
+                # exact BTIGS: a removal that left restaurants with customers but no table (the lowest xb) is
+                # completed by re-adding the word with z = k and a chain reaching xb (see _topic_terms)
                 xb = _lowest_broken(g, sg0, sg1, k, n, t, s, u1, u2) if exact else -1
+                if xb < 0:
+                    xb = g + 1
+                for x in range(stale, min(xb, g)):
+                    _arrival_weights(x, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, a, b, lam_s, lam_t, A, W, zero)
+                stale = max(stale, min(xb, g))
+                if check:
+                    drift = max(drift, _cache_drift(min(xb, g), sg0, sg1, n, t, s, Nseg, Tseg, Sseg, a, b, lam_s,
+                                                    lam_t, A, W, zero))
                 inv_doc = 1.0 / (alpha_sum + sdt)
-                if xb >= 0:
-                    # exact BTIGS: the word must re-open a table at every broken node, so z stays k and u2 <= xb
-                    nb = 1 + 2 * (g - sg0 + 1)
-                    buf[:nb] = 0.0
-                    _topic_terms(k, g, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, (alpha[k] + sd[k]) * inv_doc,
-                                 a, b, lam_s, lam_t, A, buf, np.inf)
-                    buf[0] = 0.0
-                    buf[1 + 2 * (xb + 1 - sg0):nb] = 0.0
-                    idx = _sample_slot(buf, nb)
-                else:
-                    for x in range(stale, g):
-                        _arrival_weights(x, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, a, b, lam_s, lam_t, A, W0, W1)
-                    stale = g
-                    if check:
-                        drift = max(drift, _cache_drift(g - 1, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, a, b, lam_s,
-                                                        lam_t, A, W0, W1))
-                    # row g, the topic totals, is used once: computed here with the word factors, not kept
+                if xb > g:
+                    # z from the topic totals: row g of the arrival weights, used once (not kept) with F_k
                     H, E, G = _node_factors(g, sg0, sg1, Nseg, Tseg, Sseg, a, b, lam_s, lam_t)
-                    r = g - sg0 - 1
-                    last = g + 1 == sg1
+                    tn = _next_tables(t, g, sg1, zero)
+                    prev = W[g - sg0]
                     tot = 0.0
                     for kk in range(K):
-                        w0, w1 = _arrive(n, t, s, g, kk, last, A, H, E, G, W0[r, kk] if r >= 0 else 0.0,
-                                         W1[r, kk] if r >= 0 else 0.0)
+                        w0, w1 = _arrive(n, t, s, g, tn, kk, A, H, E, G, prev[kk])
                         v = (w0 + (alpha[kk] + sd[kk]) * inv_doc * w1) * word_factor(nwk, inv, w, kk, beta,
                                                                                       frozen_phi, frozen)
                         p[kk] = v
                         tot += v
                     k = draw_cumulative(p, tot, K)
-                    w0, w1 = _arrive(n, t, s, g, k, last, A, H, E, G, W0[r, k] if r >= 0 else 0.0,
-                                     W1[r, k] if r >= 0 else 0.0)
-                    dk = (alpha[k] + sd[k]) * inv_doc
-                    idx = _topic_terms(k, g, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, dk, a, b, lam_s, lam_t, A, buf,
-                                       np.random.random() * (w0 + dk * w1))[1]
+                idx = _topic_terms(k, g, xb, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, (alpha[k] + sd[k]) * inv_doc, a, b,
+                                   lam_s, lam_t, A, W, buf, np.random.random())
                 u1, u2 = _decode(idx, sg0)
                 sdt += _apply_indicator(g, k, u1, u2, 1, t, s, Tseg, Sseg, sd)
                 n[g, k] += 1
@@ -491,19 +474,19 @@ def _conditional_kernel(doc_ptr, seg_ptr, words, token, n, t, s, nwk, nk, alpha,
     alpha_sum = alpha.sum()
     J = g - sg0 + 1
     out = np.zeros((K, 1 + 2 * J))
-    W0 = np.zeros((J, K))
-    W1 = np.zeros((J, K))
+    W = np.zeros((J + 1, K, 2))
+    zero = np.zeros(K, dtype=t.dtype)
     for x in range(sg0, g + 1):
-        _arrival_weights(x, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, a, b, lam_s, lam_t, A, W0, W1)
+        _arrival_weights(x, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, a, b, lam_s, lam_t, A, W, zero)
     w = words[token]
     totals = np.zeros(K)
     for k in range(K):
         f = word_weight(nwk, nk, w, k, beta, V * beta, frozen_phi, frozen)
         dk = (alpha[k] + sd[k]) / (alpha_sum + sdt)
         buf = np.zeros(1 + 2 * J)
-        _topic_terms(k, g, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, dk, a, b, lam_s, lam_t, A, buf, np.inf)
+        _topic_terms(k, g, g + 1, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, dk, a, b, lam_s, lam_t, A, W, buf, -1.0)
         out[k] = f * buf
-        totals[k] = f * (W0[J - 1, k] + dk * W1[J - 1, k])
+        totals[k] = f * (W[J, k, 0] + dk * W[J, k, 1])
     return out, totals
 
 
