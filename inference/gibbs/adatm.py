@@ -236,25 +236,21 @@ def _node_factors(x, sg0, sg1, Nseg, Tseg, Sseg, a, b, lam_s, lam_t):
 
 
 @numba.njit(inline="always", cache=True)
-def _arrive(n, t, s, x, tn, k, A, H, E, G, prev):
-    """One topic of :func:`_arrival_weights`: (W0, W1) of topic k at restaurant x, whose next restaurant has
-    tables ``tn`` (a row of t*), from its previous row ``prev`` = W[r-1, k]; a0, a1 = A[c, m] at
-    c = n_xk + t*_{x+1,k}, m = t*_xk + s*_xk."""
-    c = n[x, k] + tn[k]
+def _arrive(n, t, s, x, sg1, k, A, H, E, G, W, r):
+    """One topic of :func:`_arrival_weights`: (W0, W1) of topic k at restaurant x from row r - 1 of W, with
+    a0, a1 = A[c, m] at c = n_xk + t*_{x+1,k} (t*_{J+1} = 0), m = t*_xk + s*_xk. (No array views: their
+    reference counting costs more than the arithmetic here.)"""
+    c = n[x, k]
+    if x + 1 < sg1:
+        c += t[x + 1, k]
     m = s[x, k] + t[x, k]
     a1 = A[c, m, 1]
     ga = G * a1
-    return H * A[c, m, 0] + ga * prev[0], E * a1 + ga * prev[1]
+    return H * A[c, m, 0] + ga * W[r - 1, k, 0], E * a1 + ga * W[r - 1, k, 1]
 
 
 @numba.njit(inline="always", cache=True)
-def _next_tables(t, x, sg1, zero):
-    """t*_{x+1} of restaurant x's chain: the next segment's row of t, or ``zero`` at the document's end."""
-    return t[x + 1] if x + 1 < sg1 else zero
-
-
-@numba.njit(inline="always", cache=True)
-def _arrival_weights(x, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, a, b, lam_s, lam_t, A, W, zero):
+def _arrival_weights(x, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, a, b, lam_s, lam_t, A, W):
     """Row r = x - sg0 + 1 of the arrival weights W (rows x K x 2, row 0 zeros), from row r - 1: (7.8)-(7.10)
     summed over the indicator.
 
@@ -265,15 +261,13 @@ def _arrival_weights(x, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, a, b, lam_s, lam_t,
     of segment g (its counts removed) row g's weights are Algorithm 7's topic totals. Row x reads the counts of
     restaurants <= x and t*_{x+1} only, so the sweep keeps the rows below the word's segment and recomputes
     them from the lowest one a move touched (:func:`_stale_from`): O(K) per token unless a chain leaves the
-    segment. ``zero``: K zeros (t*_{J+1}).
+    segment.
     """
     K = n.shape[1]
     H, E, G = _node_factors(x, sg0, sg1, Nseg, Tseg, Sseg, a, b, lam_s, lam_t)
     r = x - sg0 + 1
-    tn = _next_tables(t, x, sg1, zero)
-    prev, row = W[r - 1], W[r]
     for k in range(K):
-        row[k, 0], row[k, 1] = _arrive(n, t, s, x, tn, k, A, H, E, G, prev[k])
+        W[r, k, 0], W[r, k, 1] = _arrive(n, t, s, x, sg1, k, A, H, E, G, W, r)
 
 
 @numba.njit(inline="always", cache=True)
@@ -307,8 +301,8 @@ def _topic_terms(k, g, xb, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, dk, a, b, lam_s,
         if m == 0 and c > 0:   # a broken node (exact removal): every admissible chain opens its table here,
             a1 = 1.0           # so its Stirling factor is a common constant
         if x == min(xb, g) and u >= 0.0:
-            w = W[x - sg0, k]   # the restaurant below
-            stop = u * (total + P * a1 * (E * dk + G * (w[0] + dk * w[1])))
+            r = x - sg0        # W's row of the restaurant below
+            stop = u * (total + P * a1 * (E * dk + G * (W[r, k, 0] + dk * W[r, k, 1])))
             if total > stop:       # drawn: (0, g)
                 break
         q = 1 + 2 * (x - sg0)
@@ -376,13 +370,13 @@ def _token_context(doc_ptr, seg_ptr, token, n, t, s):
 
 
 @numba.njit(cache=True)
-def _cache_drift(g, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, a, b, lam_s, lam_t, A, W, zero):
+def _cache_drift(g, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, a, b, lam_s, lam_t, A, W):
     """Largest |difference| between the kept arrival weights of restaurants sg0..g-1 and a recomputation from
     scratch (the sweep's self-check, ``check=True``): 0 exactly when the stale-row bookkeeping is right, since
     both run the same arithmetic."""
     F = np.zeros_like(W)
     for x in range(sg0, g):
-        _arrival_weights(x, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, a, b, lam_s, lam_t, A, F, zero)
+        _arrival_weights(x, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, a, b, lam_s, lam_t, A, F)
     return np.abs(F[:g - sg0 + 1] - W[:g - sg0 + 1]).max()
 
 
@@ -409,7 +403,6 @@ def _sweep_kernel(doc_ptr, seg_ptr, words, z, n, t, s, nwk, nk, alpha, beta, a, 
     jmax = max_doc_segments(doc_ptr)
     buf = np.zeros(1 + 2 * jmax)
     W = np.zeros((jmax + 1, K, 2))
-    zero = np.zeros(K, dtype=t.dtype)
     p = np.zeros(K)
     drift = 0.0
     for d in range(doc_ptr.shape[0] - 1):
@@ -431,20 +424,18 @@ def _sweep_kernel(doc_ptr, seg_ptr, words, z, n, t, s, nwk, nk, alpha, beta, a, 
                 if xb < 0:
                     xb = g + 1
                 for x in range(stale, min(xb, g)):
-                    _arrival_weights(x, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, a, b, lam_s, lam_t, A, W, zero)
+                    _arrival_weights(x, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, a, b, lam_s, lam_t, A, W)
                 stale = max(stale, min(xb, g))
                 if check:
                     drift = max(drift, _cache_drift(min(xb, g), sg0, sg1, n, t, s, Nseg, Tseg, Sseg, a, b, lam_s,
-                                                    lam_t, A, W, zero))
+                                                    lam_t, A, W))
                 inv_doc = 1.0 / (alpha_sum + sdt)
                 if xb > g:
                     # z from the topic totals: row g of the arrival weights, used once (not kept) with F_k
                     H, E, G = _node_factors(g, sg0, sg1, Nseg, Tseg, Sseg, a, b, lam_s, lam_t)
-                    tn = _next_tables(t, g, sg1, zero)
-                    prev = W[g - sg0]
                     tot = 0.0
                     for kk in range(K):
-                        w0, w1 = _arrive(n, t, s, g, tn, kk, A, H, E, G, prev[kk])
+                        w0, w1 = _arrive(n, t, s, g, sg1, kk, A, H, E, G, W, g - sg0 + 1)
                         v = (w0 + (alpha[kk] + sd[kk]) * inv_doc * w1) * word_factor(nwk, inv, w, kk, beta,
                                                                                       frozen_phi, frozen)
                         p[kk] = v
@@ -475,9 +466,8 @@ def _conditional_kernel(doc_ptr, seg_ptr, words, token, n, t, s, nwk, nk, alpha,
     J = g - sg0 + 1
     out = np.zeros((K, 1 + 2 * J))
     W = np.zeros((J + 1, K, 2))
-    zero = np.zeros(K, dtype=t.dtype)
     for x in range(sg0, g + 1):
-        _arrival_weights(x, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, a, b, lam_s, lam_t, A, W, zero)
+        _arrival_weights(x, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, a, b, lam_s, lam_t, A, W)
     w = words[token]
     totals = np.zeros(K)
     for k in range(K):
