@@ -53,8 +53,16 @@ Derivation notes (the places where the printed thesis is wrong or silent):
   (-1, j') for 1 <= j' <= j [(7.10)]; invalid configurations (joining a table
   in an empty restaurant) get weight exactly 0 from S^1_{0,a} = 0.
 
-Kernel cost per token: O(K j) for a word in segment j (the chain back to the
-first segment), with the chain products accumulated incrementally.
+Kernel cost per token (extract §11.2 asks for cached prefix products): summed
+over the indicator, (7.8)-(7.10) obey a recursion along the chain, the
+"arrival weights" W[x, k] of one new customer of topic k at restaurant x
+(:func:`_arrival_weights`); row g gives Algorithm 7's topic totals. The sweep
+keeps the rows below the current segment for the whole document and
+recomputes only those a move made stale (a chain that leaves the segment), so
+a token costs O(K) plus O(K) per stale row instead of O(K j); u given z is
+then drawn by walking the chain only as far as the draw needs. On the WEB
+chapters split into sentences (K = 20, about 36 segments per document) that
+is about 8x LDA-Gibbs's kernel, down from 33x.
 """
 from __future__ import annotations
 
