@@ -79,6 +79,15 @@ def load_npy(path: str) -> np.ndarray:
     return np.load(io.BytesIO(read_bytes(path)), allow_pickle=False)
 
 
+def write_parquet(path: str, table) -> None:
+    """Write an Arrow table as one Parquet file, atomically (executors write their part of a dataset)."""
+    import pyarrow.parquet as pq
+
+    buffer = io.BytesIO()
+    pq.write_table(table, buffer)
+    write_bytes(path, buffer.getvalue())
+
+
 def save_json(path: str, obj) -> None:
     write_bytes(path, json.dumps(obj, indent=2, sort_keys=False).encode("utf-8"))
 

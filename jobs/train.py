@@ -88,36 +88,47 @@ def validate(args, vocab_size: int) -> None:
             raise SystemExit(f"--{name} must be a positive number, got {value}")
 
 
-def write_doc_topics(spark, blocks, gamma_dir: str, path: str, topic_names: list | None = None) -> None:
+def doc_topics_table(doc_ids, gamma: np.ndarray, topic_names: list | None = None):
+    """Arrow table doc_id, gamma, theta (lists of K doubles) [, top_topic, theta_named] for a block."""
+    import pyarrow as pa
+
+    n, K = gamma.shape
+    theta = gamma / gamma.sum(axis=1, keepdims=True)
+    offsets = pa.array(np.arange(0, (n + 1) * K, K, dtype=np.int32))
+    columns = {"doc_id": pa.array(list(doc_ids), pa.string()),
+               "gamma": pa.ListArray.from_arrays(offsets, pa.array(gamma.ravel())),
+               "theta": pa.ListArray.from_arrays(offsets, pa.array(theta.ravel()))}
+    if topic_names is not None:
+        names = np.asarray(topic_names, dtype=object)
+        columns["top_topic"] = pa.array(names[np.argmax(theta, axis=1)].tolist(), pa.string())
+        columns["theta_named"] = pa.MapArray.from_arrays(offsets, pa.array(np.tile(names, n).tolist(), pa.string()),
+                                                         pa.array(theta.ravel()))
+    return pa.table(columns)
+
+
+def write_doc_topics(spark, blocks, gamma_dir: str, path: str, topic_names: list | None = None) -> int:
     """doc_id, gamma, theta for every training document, from the last E-step's gamma files.
 
     With named topics (an informed prior) also ``top_topic`` (the name of the
-    largest proportion) and ``theta_named`` (topic name -> proportion).
+    largest proportion) and ``theta_named`` (topic name -> proportion). Each task
+    writes its partition as one Parquet file of the ``path`` directory (Arrow
+    columns, no per-row conversion); returns the number of rows written.
     """
-    from pyspark.sql.types import (ArrayType, DoubleType, MapType, StringType, StructField,
-                                   StructType)
-
     names = list(topic_names) if topic_names else None
 
-    def rows(partition, items):
+    def write_part(partition, items):
         for _, block in items:
             gamma = storage.load_npy(Checkpointer.gamma_file(gamma_dir, partition))
-            theta = gamma / gamma.sum(axis=1, keepdims=True)
-            for doc_id, g, t in zip(block.doc_ids, gamma.tolist(), theta.tolist()):
-                if names is None:
-                    yield doc_id, g, t
-                else:
-                    yield doc_id, g, t, names[int(np.argmax(t))], dict(zip(names, t))
+            storage.write_parquet(storage.join(path, f"part-{partition:05d}.parquet"),
+                                  doc_topics_table(block.doc_ids, gamma, names))
+            yield block.n_docs
 
-    fields = [StructField("doc_id", StringType(), False),
-              StructField("gamma", ArrayType(DoubleType(), False), False),
-              StructField("theta", ArrayType(DoubleType(), False), False)]
-    if names is not None:
-        fields += [StructField("top_topic", StringType(), False),
-                   StructField("theta_named", MapType(StringType(), DoubleType(), False), False)]
+    if storage.exists(path):
+        storage.delete(path)
     spark.sparkContext.setJobDescription("write per-document topic proportions")
-    spark.createDataFrame(blocks.mapPartitionsWithIndex(rows), StructType(fields)) \
-        .write.mode("overwrite").parquet(path)
+    rows = sum(blocks.mapPartitionsWithIndex(write_part).collect())
+    spark.sparkContext.setJobDescription(None)
+    return rows
 
 
 def topic_word_prior(args, corpus, K: int):
