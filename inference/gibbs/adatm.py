@@ -15,12 +15,20 @@ segment (t*_{i,j,k}) or to the document (s*_{i,j,k}); t*_{i,1,k} = 0.
 Per-partition state (plain arrays, as the engine's ``.npz``): ``z`` (N,),
 ``n``, ``t``, ``s`` (S x K int32, global segment index). Per-document sums
 (N_{i,j}, T_{i,j}, S_{i,j}, sum_j s*_{i,j,k}) are rebuilt by the kernel at the
-start of every document. Hyperparameters ``alpha`` (K), ``beta``, ``a``, ``b``,
-``lambda_s``, ``lambda_t`` are all fixed (the thesis' perplexity runs fix
-alpha = 0.1, a = 0.2, lambda_S = lambda_T = 1, beta = 0.01; b "optimised" in
-the thesis, fixed here at 10, configurable); ``max_tables`` caps the tables
-per (segment, topic) (the Stirling cache's columns, thesis §3.3: a node at
-the cap cannot open another table); ``btigs_exact`` see below.
+start of every document. Hyperparameters ``alpha`` (K), ``beta``, ``a``,
+``lambda_s``, ``lambda_t`` are fixed (the thesis' perplexity runs: alpha = 0.1,
+lambda_S = lambda_T = 1, beta = 0.01, a = 0.2); ``b`` is "optimised
+automatically" in the thesis (§7.4.3, the scheme of ch. 6, details not given):
+here, with a = 0 (default; the thesis finds AdaTM's perplexity insensitive to
+a), b is drawn once per cycle by the auxiliary-variable step of STM's (5.8)
+applied to (7.2), whose b-terms are prod_ij b^{T_ij+S_ij} Gamma(b) /
+Gamma(b + N_ij + T_{i,j+1}): q_ij ~ Beta(b, N_ij + T_{i,j+1}) per restaurant
+with customers (``partition_stats``), b ~ Gamma(sum (T+S), rate sum log 1/q)
+on the driver (improper prior 1/b) -- the same a and b treatment as STM and
+SeqLDA, so the orderings compare the models, not their settings
+(``sample_b=False`` or a > 0: b fixed, default 10). ``max_tables`` caps the
+tables per (segment, topic) (the Stirling cache's columns, thesis §3.3: a
+node at the cap cannot open another table); ``btigs_exact`` see below.
 
 Derivation notes (the places where the printed thesis is wrong or silent):
 
@@ -509,6 +517,33 @@ def _init_kernel(doc_ptr, seg_ptr, words, K, z, n, t, s, nwk, nk, seed):
 
 
 @numba.njit(cache=True)
+def _b_auxiliary(doc_ptr, n, t, s, b, seed):
+    """(sum_ij (T_ij + S_ij), sum_ij log 1/q_ij) with q_ij ~ Beta(b, N_ij + T_{i,j+1}) for every restaurant with
+    customers: the auxiliary-variable scheme of (5.8)/(6.11) applied to (7.2) with a = 0, where b enters as
+    prod_ij b^{T_ij + S_ij} Gamma(b) / Gamma(b + N_ij + T_{i,j+1}) (tables, customers of restaurant j)."""
+    np.random.seed(seed)
+    K = n.shape[1]
+    sum_tables = 0.0
+    sum_log = 0.0
+    for d in range(doc_ptr.shape[0] - 1):
+        sg1 = doc_ptr[d + 1]
+        for g in range(doc_ptr[d], sg1):
+            c = 0
+            m = 0
+            for k in range(K):
+                c += n[g, k]
+                m += t[g, k] + s[g, k]
+                if g + 1 < sg1:
+                    c += t[g + 1, k]
+            if c == 0:
+                continue
+            sum_tables += m
+            q = np.random.beta(b, c)
+            sum_log -= math.log(max(q, 1e-300))
+    return sum_tables, sum_log
+
+
+@numba.njit(cache=True)
 def _segment_topic_kernel(doc_ptr, n, t, s, alpha, a, b, lam_s, lam_t):
     """mu-hat (7.11) per document and nu-hat (7.12) per segment, recursively from nu_{i,0} = mu_i."""
     S, K = n.shape
@@ -556,15 +591,19 @@ _DUMMY_PHI = np.zeros((1, 1))
 
 
 class AdaTM(GibbsModel):
-    """Adaptive topic model (thesis ch.7) with the BTIGS sampler (§7.3); a, b, alpha, lambdas fixed."""
+    """Adaptive topic model (thesis ch.7) with the BTIGS sampler (§7.3); alpha, a, lambdas fixed, b sampled
+    (a = 0) or fixed."""
 
     name = "adatm"
 
     def initial_hyper(self, **overrides) -> dict:
-        """Thesis §7.4 perplexity defaults: alpha 0.1, gamma(beta) 0.01, a 0.2, lambda_S = lambda_T = 1; b 10."""
+        """Thesis §7.4 perplexity defaults alpha 0.1, gamma(beta) 0.01, lambda_S = lambda_T = 1, b optimised;
+        here b is sampled as STM's (5.8) (``sample_b``, from b = 10, after ``b_burn_in`` cycles), which needs
+        a = 0 (the thesis' AdaTM runs use a = 0.2, its perplexity is insensitive to a in [0, 0.5]); with a > 0 or
+        ``sample_b=False`` b stays fixed. The same a and b treatment as STM and SeqLDA here."""
         K = self.num_topics
-        hyper = {"alpha": [0.1] * K, "beta": 0.01, "a": 0.2, "b": 10.0, "lambda_s": 1.0, "lambda_t": 1.0,
-                 "max_tables": DEFAULT_MAX_TABLES, "btigs_exact": True}
+        hyper = {"alpha": [0.1] * K, "beta": 0.01, "a": 0.0, "b": 10.0, "lambda_s": 1.0, "lambda_t": 1.0,
+                 "max_tables": DEFAULT_MAX_TABLES, "btigs_exact": True, "sample_b": True, "b_burn_in": 0}
         for key, value in overrides.items():
             if value is None:
                 continue
@@ -576,9 +615,9 @@ class AdaTM(GibbsModel):
                 continue
             if key == "alpha":
                 value = np.broadcast_to(np.asarray(value, dtype=float), (K,)).tolist()
-            elif key == "max_tables":
+            elif key in ("max_tables", "b_burn_in"):
                 value = int(value)
-            elif key == "btigs_exact":
+            elif key in ("btigs_exact", "sample_b"):
                 value = bool(value)
             else:
                 value = float(value)
@@ -620,6 +659,27 @@ class AdaTM(GibbsModel):
         phi, frozen = frozen_args(frozen_phi, _DUMMY_PHI)
         _sweep_kernel(block.doc_ptr, block.seg_ptr, block.words, state["z"], state["n"], state["t"], state["s"],
                       nwk, nk, *self._args(hyper), A, phi, frozen, bool(hyper.get("btigs_exact", True)), int(seed))
+
+    # -- b (thesis §7.4.3: "optimised automatically using the scheme of Chapter 6"; (5.8) with a = 0) ---------
+    def samples_b(self, hyper) -> bool:
+        return bool(hyper.get("sample_b", False)) and float(hyper["a"]) == 0.0
+
+    def partition_stats(self, block: SegmentedBlock, state: dict, hyper: dict, seed: int) -> np.ndarray:
+        """[sum_ij (T_ij + S_ij), sum_ij log 1/q_ij], q_ij ~ Beta(b, N_ij + T_{i,j+1}) drawn here; zeros when b is
+        fixed."""
+        if not self.samples_b(hyper):
+            return np.zeros(2)
+        return np.array(_b_auxiliary(block.doc_ptr, state["n"], state["t"], state["s"], float(hyper["b"]),
+                                     int(seed)))
+
+    def update_hyper(self, hyper: dict, stats: np.ndarray, num_documents: int, seed: int) -> dict:
+        """b ~ Gamma(shape = sum (T + S), rate = sum log 1/q) (improper prior 1/b, as STM's (5.8))."""
+        hyper = dict(hyper, cycles=int(hyper.get("cycles", 0)) + 1)
+        if self.samples_b(hyper) and hyper["cycles"] > int(hyper.get("b_burn_in", 0)):
+            shape, rate = float(stats[0]), float(stats[1])
+            if shape > 0 and rate > 0:
+                hyper["b"] = float(np.random.default_rng(seed).gamma(shape, 1.0 / rate))
+        return hyper
 
     # -- estimates -----------------------------------------------------------------------------------------
     def doc_topic(self, block: SegmentedBlock, state: dict, hyper: dict) -> np.ndarray:
