@@ -8,7 +8,8 @@ Kernel helpers (all ``@numba.njit(cache=True)``; the small per-token ones ``inli
   1 / (M_k + V beta) current; :func:`word_factor` reads (M_kw + beta) / (M_k + V beta) through it;
 * :func:`customers`: the customers n_jk + t_j+1,k of restaurant j on a segment chain (SeqLDA (6.3),
   AdaTM (7.2)), whose next restaurant's tables are its proxy customers (initialisation and estimates);
-* :func:`draw_cumulative`, :func:`draw_linear`, :func:`draw_log`: one draw from unnormalised weights;
+* :func:`draw_cumulative`, :func:`draw_linear`, :func:`draw_log`: one draw from unnormalised weights
+  (:func:`draw_scan`, their inlined scan, for per-token loops that should not pay a call);
 * :func:`rescale_weights`: the overflow guard of the table-count conditionals ((5.4), (6.7)) kept as running
   products of neighbour ratios;
 * :func:`max_doc_segments`: the largest number of segments in a document.
@@ -86,7 +87,9 @@ def customers(n, t, j, k, end):
 
 
 @numba.njit(inline="always", cache=True)
-def _draw_scan(wt, lo, hi, total):
+def draw_scan(wt, lo, hi, total):
+    """One draw from p(v) ∝ wt[v], v in [lo, hi], with ``total`` = sum of those weights (one uniform draw,
+    also when lo == hi)."""
     u = np.random.random() * total
     acc = 0.0
     for v in range(lo, hi):
@@ -99,7 +102,7 @@ def _draw_scan(wt, lo, hi, total):
 @numba.njit(cache=True)
 def draw_cumulative(p, total, K):
     """One topic from p(k) ∝ p[k], k < K, with ``total`` = sum_k p[k] (always one uniform draw)."""
-    return _draw_scan(p, 0, K - 1, total)
+    return draw_scan(p, 0, K - 1, total)
 
 
 @numba.njit(cache=True)
@@ -107,7 +110,7 @@ def draw_linear(wt, lo, hi, total):
     """One draw from p(v) ∝ wt[v], v in [lo, hi], with ``total`` = sum of those weights (no draw when lo == hi)."""
     if lo == hi:
         return lo
-    return _draw_scan(wt, lo, hi, total)
+    return draw_scan(wt, lo, hi, total)
 
 
 @numba.njit(cache=True)
@@ -123,7 +126,7 @@ def draw_log(lw, lo, hi):
     for v in range(lo, hi + 1):
         lw[v] = math.exp(lw[v] - m)
         total += lw[v]
-    return _draw_scan(lw, lo, hi, total)
+    return draw_scan(lw, lo, hi, total)
 
 
 @numba.njit(cache=True)

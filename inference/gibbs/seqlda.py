@@ -46,10 +46,9 @@ import math
 import numba
 import numpy as np
 
-from inference.gibbs.common import (BIG, check_cmgs_hyper, check_pdp, customers, dirichlet_mean, draw_cumulative,
-                                    draw_linear, frozen_args, inverse_topic_totals, longest_span, max_doc_segments,
-                                    move_word, parse_hyper, positive_vector, random_segment_topics, rescale_weights,
-                                    word_factor)
+from inference.gibbs.common import (BIG, check_cmgs_hyper, check_pdp, customers, dirichlet_mean, draw_scan,
+                                    frozen_args, inverse_topic_totals, longest_span, max_doc_segments, move_word,
+                                    parse_hyper, positive_vector, random_segment_topics, rescale_weights, word_factor)
 from inference.gibbs.model import GibbsModel, SegmentedBlock
 from inference.gibbs.pdp import log_poch_incr, stirling_table
 from inference.special import digamma
@@ -68,11 +67,68 @@ B_MIN, B_MAX = 1e-3, 1e6
 
 # ----------------------------------------------------------------------------------------------------------------
 # kernels (one document's restaurants are rows s0..s0+J-1 of n and t; j below is the 0-based position)
+#
+# The per-token helpers are compiled without numba's reference-counting runtime (``_nrt=False``: they allocate
+# nothing, and the incref/decref pair numba otherwise puts around every array argument of a call or an inlined
+# helper cost more than a token's arithmetic) and inlined by LLVM (``forceinline``). All kernels use the "numpy"
+# error model: no zero-division branch on every float division (same arithmetic and results).
+_token_kernel = numba.njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 
-@numba.njit(cache=True)
+@_token_kernel
+def seqlda_chain_factor(j, N, T, alpha_sum, a, b):
+    """G_j = (b + a T_j) / (b + N_j-1 + T_j), G_0 = (b + a T_0) / (sum alpha + T_0): one restaurant's factor of
+    the products in (6.4)/(6.5) (G_0 is the Dirichlet predictive of mu_i0)."""
+    if j >= 1:
+        return (b + a * T[j]) / (b + N[j - 1] + T[j])
+    return (b + a * T[0]) / (alpha_sum + T[0])
+
+
+@_token_kernel
+def seqlda_chain_products(S, j, umin, N, T, alpha_sum, a, b):
+    """S[v] = prod_{j'=v..j-1} G_j' for umin <= v <= j (S[j] = 1): the part of the products of (6.4)/(6.5) above
+    segment j, which a token move there changes only when it adds or removes a table above j."""
+    q = 1.0
+    S[j] = 1.0
+    for jj in range(j - 1, umin - 1, -1):
+        q *= seqlda_chain_factor(jj, N, T, alpha_sum, a, b)
+        S[jj] = q
+
+
+@_token_kernel
+def seqlda_topic_factor(k, j, u, S, n_d, t_d, alpha, ratio):
+    """Topic k's factor of (6.4)-(6.6) without Phi_kw and, when u_k <= j, without G_j (see
+    :func:`seqlda_topic_weights`): u_k > j: S^{c+1}_t / S^c_t at j; 0 < u_k <= j: S[u_k] S^{n+1}_t / S^n_t at
+    u_k - 1; u_k = 0: S[0] alpha_k. Changes only with topic k's own counts, u_k, or a table change above j."""
+    uk = u[k]
+    if uk > j:
+        c = n_d[j, k]
+        if j + 1 < n_d.shape[0]:
+            c += t_d[j + 1, k]
+        return ratio[c, t_d[j, k]]
+    if uk == 0:
+        return S[0] * alpha[k]
+    return S[uk] * ratio[n_d[uk - 1, k], t_d[uk - 1, k]]
+
+
+@_token_kernel
+def seqlda_cmgs_weights(p, F, j, u, gj, w, nwk, inv, beta, frozen_phi, frozen):
+    """p[k] = F[k] Phi_kw (times G_j when u_k <= j) from the topic factors F (:func:`seqlda_topic_factor`) and
+    G_j (:func:`seqlda_chain_factor`). Returns the sum."""
+    total = 0.0
+    for k in range(p.shape[0]):
+        g = F[k] * word_factor(nwk, inv, w, k, beta, frozen_phi, frozen)
+        if u[k] <= j:
+            g *= gj
+        p[k] = g
+        total += g
+    return total
+
+
+@numba.njit(cache=True, error_model="numpy")
 def seqlda_topic_weights(p, Q, j, n_d, t_d, N, T, u, alpha, alpha_sum, a, b, ratio, w, nwk, inv, beta,
                          frozen_phi, frozen):
-    """Unnormalised topic conditional (6.4)-(6.6) of a token in segment j (all counts without it) into ``p``.
+    """Unnormalised topic conditional (6.4)-(6.6) of a token in segment j (all counts without it) into ``p``,
+    from scratch (the sweep keeps its pieces; ``Q`` is scratch for the chain products).
 
     u_k > j (6.6): S^{c+1}_{t} / S^c_{t} with c = n_jk + t_j+1,k; 0 < u_k <= j (6.5):
     prod_{j'=u_k..j} G_j' S^{n+1}_{t} / S^n_{t} at u_k - 1; u_k = 0 (6.4): prod_{j'=0..j} G_j' alpha_k; where
@@ -80,38 +136,59 @@ def seqlda_topic_weights(p, Q, j, n_d, t_d, N, T, u, alpha, alpha_sum, a, b, rat
     predictive of mu_i0, with t_0k = 0 when u_k = 0). Everything is times Phi_kw. Returns the sum.
     """
     K = p.shape[0]
-    J = n_d.shape[0]
-    umin = j + 1
+    umin = j
     for k in range(K):
-        if u[k] < umin:
-            umin = u[k]
-    if umin <= j:  # Q[v] = prod_{j'=v..j} G_j'
-        q = 1.0
-        for jj in range(j, umin - 1, -1):
-            if jj >= 1:
-                q *= (b + a * T[jj]) / (b + N[jj - 1] + T[jj])
-            else:
-                q *= (b + a * T[0]) / (alpha_sum + T[0])
-            Q[jj] = q
-    total = 0.0
+        umin = min(umin, u[k])
+    seqlda_chain_products(Q, j, umin, N, T, alpha_sum, a, b)
     for k in range(K):
-        uk = u[k]
-        if uk > j:
-            c = n_d[j, k]
-            if j + 1 < J:
-                c += t_d[j + 1, k]
-            g = ratio[c, t_d[j, k]]
-        elif uk == 0:
-            g = Q[0] * alpha[k]
-        else:
-            g = Q[uk] * ratio[n_d[uk - 1, k], t_d[uk - 1, k]]
-        g *= word_factor(nwk, inv, w, k, beta, frozen_phi, frozen)
-        p[k] = g
-        total += g
-    return total
+        p[k] = seqlda_topic_factor(k, j, u, Q, n_d, t_d, alpha, ratio)
+    return seqlda_cmgs_weights(p, p, j, u, seqlda_chain_factor(j, N, T, alpha_sum, a, b), w, nwk, inv, beta,
+                               frozen_phi, frozen)
 
 
-@numba.njit(cache=True)
+@_token_kernel
+def seqlda_remove_cmgs(j, k, n_d, t_d, N, T):
+    """Thesis removal of a token of topic k from restaurant j: then the cascade of forced table removals towards
+    the first segment (§6.4.2, pitfall 3). Returns whether a restaurant above j lost a table."""
+    n_d[j, k] -= 1
+    N[j] -= 1
+    jj = j
+    while jj >= 0:
+        c = n_d[jj, k]
+        if jj + 1 < n_d.shape[0]:
+            c += t_d[jj + 1, k]
+        if t_d[jj, k] <= c:
+            break
+        t_d[jj, k] -= 1
+        T[jj] -= 1
+        jj -= 1
+    return jj < j - 1
+
+
+@_token_kernel
+def seqlda_remove_exact(j, k, n_d, t_d, N, T, logS):
+    """Exact removal of a token of topic k from restaurant j: the token (then each removed table's proxy) sat
+    alone with probability S^{c-1}_{t-1} / S^c_t, c the customers including the one leaving. Returns whether a
+    restaurant above j lost a table."""
+    jj = j
+    while jj >= 0:
+        c = n_d[jj, k]
+        if jj + 1 < n_d.shape[0]:
+            c += t_d[jj + 1, k]
+        if jj < j:
+            c += 1              # the proxy of the table just removed at jj + 1
+        tt = t_d[jj, k]
+        if tt < c and (tt == 1 or np.random.random() >= math.exp(logS[c - 1, tt - 1] - logS[c, tt])):
+            break
+        t_d[jj, k] -= 1
+        T[jj] -= 1
+        jj -= 1
+    n_d[j, k] -= 1
+    N[j] -= 1
+    return jj < j - 1
+
+
+@_token_kernel
 def seqlda_chain_below(Vx, j, n_d, t_d, N, T, alpha, alpha_sum, a, b):
     """Exact sampler: Vx[k] = V_{j-1,k} - t_{j,k} for every k (j >= 1), where the seating predictive of a
     customer of dish k arriving at restaurant l is V_lk / (b + N_l + T_l+1) with (thesis (2.10) down the chain)
@@ -132,7 +209,7 @@ def seqlda_chain_below(Vx, j, n_d, t_d, N, T, alpha, alpha_sum, a, b):
         Vx[k] = V
 
 
-@numba.njit(cache=True)
+@_token_kernel
 def seqlda_crp_weights(p, Vx, j, n_d, t_d, N, T, alpha, alpha_sum, a, b, w, nwk, inv, beta, frozen_phi, frozen):
     """Exact sampler: p[k] = V_jk Phi_kw, the seating predictive of a customer at restaurant j (join one of its
     tables, or open one and send a proxy up the chain; common 1/(b + N_j + T_j+1) dropped). Returns the sum."""
@@ -153,8 +230,8 @@ def seqlda_crp_weights(p, Vx, j, n_d, t_d, N, T, alpha, alpha_sum, a, b, w, nwk,
     return total
 
 
-@numba.njit(cache=True)
-def _seqlda_open_path(Vk, j, k, n_d, t_d, N, T, alpha, alpha_sum, a, b):
+@_token_kernel
+def seqlda_open_path(Vk, j, k, n_d, t_d, N, T, alpha, alpha_sum, a, b):
     """Exact sampler: after topic k is drawn for a token at j, the lowest restaurant that opens a new table
     (the token, then each proxy, joins an existing table with weight c - a t or opens one with weight
     (b + a T) x predictive above); returns m such that tables open at m..j (m = j + 1: none)."""
@@ -178,7 +255,7 @@ def _seqlda_open_path(Vk, j, k, n_d, t_d, N, T, alpha, alpha_sum, a, b):
     return 0
 
 
-@numba.njit(cache=True)
+@_token_kernel
 def seqlda_table_support(j, k, n_d, t_d, mcap):
     """(lo, hi) of t_jk by (6.7): [max(1, t_j-1,k - n_j-1,k), min(n_jk + t_j+1,k, M_max)]; (0, 0) if no customers."""
     J = n_d.shape[0]
@@ -193,7 +270,7 @@ def seqlda_table_support(j, k, n_d, t_d, mcap):
     return lo, min(c, mcap)
 
 
-@numba.njit(cache=True)
+@_token_kernel
 def seqlda_table_weights(wt, j, k, lo, hi, n_d, t_d, N, T, alpha, alpha_sum, a, b, ratio, cratio):
     """Unnormalised p(t_jk = v) by (6.7) for v in [lo, hi] into ``wt[v]`` (T_j includes the candidate); returns
     the sum. With T'_j = T_j - t_jk and c = n_jk + t_j+1,k, the factors in v are
@@ -224,6 +301,18 @@ def seqlda_table_weights(wt, j, k, lo, hi, n_d, t_d, N, T, alpha, alpha_sum, a, 
     return total
 
 
+@_token_kernel
+def seqlda_resample_table(wt, j, k, n_d, t_d, N, T, alpha, alpha_sum, a, b, ratio, cratio, mcap):
+    """Redraw t_jk from (6.7) on its support (pitfall 5); T_j follows."""
+    lo, hi = seqlda_table_support(j, k, n_d, t_d, mcap)
+    if hi <= lo:
+        return
+    total = seqlda_table_weights(wt, j, k, lo, hi, n_d, t_d, N, T, alpha, alpha_sum, a, b, ratio, cratio)
+    v = draw_scan(wt, lo, hi, total)
+    T[j] += v - t_d[j, k]
+    t_d[j, k] = v
+
+
 @numba.njit(cache=True)
 def seqlda_init(doc_ptr, seg_ptr, words, K, nwk, nk, seed):
     """Uniform random topics; t_ijk = 1 wherever n_ijk + t_i,j+1,k > 0, set from the last segment backwards
@@ -244,27 +333,113 @@ def seqlda_init(doc_ptr, seg_ptr, words, K, nwk, nk, seed):
     return z, n, t
 
 
-@numba.njit(cache=True)
-def _resample_table(wt, j, k, n_d, t_d, N, T, alpha, alpha_sum, a, b, ratio, cratio, mcap):
-    lo, hi = seqlda_table_support(j, k, n_d, t_d, mcap)
-    if hi <= lo:
-        return
-    total = seqlda_table_weights(wt, j, k, lo, hi, n_d, t_d, N, T, alpha, alpha_sum, a, b, ratio, cratio)
-    v = draw_linear(wt, lo, hi, total)
-    T[j] += v - t_d[j, k]
-    t_d[j, k] = v
+@_token_kernel
+def seqlda_remove(j, k, w, n_d, t_d, N, T, u, nwk, nk, inv, vbeta, frozen, logS, exact):
+    """Take a token (topic k, word w) out of restaurant j by :func:`seqlda_remove_exact` or
+    :func:`seqlda_remove_cmgs`, and out of the topic-word counts; u_k follows. Returns whether a restaurant above
+    j lost a table."""
+    if exact:
+        above = seqlda_remove_exact(j, k, n_d, t_d, N, T, logS)
+    else:
+        above = seqlda_remove_cmgs(j, k, n_d, t_d, N, T)
+    move_word(nwk, nk, inv, w, k, -1, vbeta, frozen)
+    while u[k] > 0 and t_d[u[k] - 1, k] == 0:
+        u[k] -= 1
+    return above
 
 
-@numba.njit(cache=True)
+@_token_kernel
+def seqlda_cmgs_kept_weights(p, F, S, above, j, k, n_d, t_d, N, T, u, alpha, alpha_sum, a, b, ratio, w, nwk, inv,
+                             beta, frozen_phi, frozen):
+    """(6.4)-(6.6) into ``p`` (returns the sum) from the kept chain products S and topic factors F after the
+    removal of a token of topic k: F_k alone is refreshed, or S and every F when a restaurant above j changed
+    (``above``). Equals :func:`seqlda_topic_weights` bit for bit."""
+    if above:
+        umin = j
+        for kk in range(p.shape[0]):
+            umin = min(umin, u[kk])
+        seqlda_chain_products(S, j, umin, N, T, alpha_sum, a, b)
+        for kk in range(p.shape[0]):
+            F[kk] = seqlda_topic_factor(kk, j, u, S, n_d, t_d, alpha, ratio)
+    else:
+        F[k] = seqlda_topic_factor(k, j, u, S, n_d, t_d, alpha, ratio)
+    return seqlda_cmgs_weights(p, F, j, u, seqlda_chain_factor(j, N, T, alpha_sum, a, b), w, nwk, inv, beta,
+                               frozen_phi, frozen)
+
+
+@_token_kernel
+def seqlda_cmgs_open(p, total, j, t_d, T, u):
+    """CMGS: a topic k ~ p, then new tables in restaurants u_k..j when u_k <= j (restaurant u_k - 1 gains a
+    customer). Returns (k, whether a restaurant above j gained a table)."""
+    k = draw_scan(p, 0, p.shape[0] - 1, total)
+    above = False
+    if u[k] <= j:
+        for jj in range(u[k], j + 1):
+            t_d[jj, k] = 1
+            T[jj] += 1
+        above = u[k] < j
+        u[k] = j + 1
+    return k, above
+
+
+@_token_kernel
+def seqlda_exact_open(p, total, Vk, j, n_d, t_d, N, T, u, alpha, alpha_sum, a, b, mcap):
+    """Exact sampler: a topic k ~ p (:func:`seqlda_crp_weights`), then new tables in restaurants m..j by
+    :func:`seqlda_open_path`, joining where a restaurant is at the M_max cap. Returns (k, whether a restaurant
+    above j gained a table)."""
+    k = draw_scan(p, 0, p.shape[0] - 1, total)
+    m = seqlda_open_path(Vk, j, k, n_d, t_d, N, T, alpha, alpha_sum, a, b)
+    for jj in range(j, m - 1, -1):
+        if t_d[jj, k] >= mcap:
+            m = jj + 1
+            break
+    for jj in range(m, j + 1):
+        t_d[jj, k] += 1
+        T[jj] += 1
+    if u[k] <= j:
+        u[k] = j + 1
+    return k, m < j
+
+
+@_token_kernel
+def seqlda_add(i, j, k, w, z, n_d, t_d, N, T, u, S, F, wt, nwk, nk, inv, vbeta, frozen, alpha, alpha_sum, a, b,
+               ratio, cratio, mcap, exact):
+    """Seat token i (word w) with topic k in restaurant j (its tables already opened), count it in the
+    topic-word counts, redraw t_jk by (6.7) and refresh the kept factor F_k (CMGS)."""
+    z[i] = k
+    n_d[j, k] += 1
+    N[j] += 1
+    move_word(nwk, nk, inv, w, k, 1, vbeta, frozen)
+    seqlda_resample_table(wt, j, k, n_d, t_d, N, T, alpha, alpha_sum, a, b, ratio, cratio, mcap)
+    if not exact:
+        F[k] = seqlda_topic_factor(k, j, u, S, n_d, t_d, alpha, ratio)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _max_relative_difference(x, y, dev):
+    """max(dev, max_k |x_k - y_k| / |y_k|): the cache check of :func:`seqlda_sweep`."""
+    for k in range(x.shape[0]):
+        if x[k] != y[k]:
+            dev = max(dev, abs(x[k] - y[k]) / max(abs(y[k]), 1e-300))
+    return dev
+
+
+@numba.njit(cache=True, error_model="numpy")
 def seqlda_sweep(doc_ptr, seg_ptr, words, z, n, t, bdoc, nwk, nk, alpha, beta, a, logS, ratio, cratio, mcap,
-                 frozen_phi, frozen, table_sweep, exact, seed):
+                 frozen_phi, frozen, table_sweep, exact, seed, check=False):
     """One cycle of thesis Algorithm 5 (documents -> segments in layout order -> tokens); state in place.
 
     ``exact``: the removal drops the token's table with the probability that it sat alone,
     S^{c-1}_{t-1} / S^c_t, and so on up the chain for each dropped table's proxy; the topic and the restaurants
     that open tables are drawn from the seating predictive (:func:`seqlda_crp_weights`,
-    :func:`_seqlda_open_path`). This leaves the posterior (6.3) exactly invariant, which the thesis' forced-only
+    :func:`seqlda_open_path`). This leaves the posterior (6.3) exactly invariant, which the thesis' forced-only
     removal does not (tests/test_seqlda.py); the (6.7) table step follows in both.
+
+    Kept along a segment (thesis §11.2: O(K) per token plus the product over j' = u_k..j): CMGS keeps the chain
+    products above j and every topic's factor (:func:`seqlda_cmgs_kept_weights`); a token refreshes the factors
+    of its old and new topic and G_j, and everything only when a table above j was added or removed. The exact
+    sampler keeps V_{j-1} (:func:`seqlda_chain_below`) the same way. ``check``: recompute the kept values from
+    scratch at every token; returns the largest relative difference (0.0: they are exact).
     """
     np.random.seed(seed)
     K = alpha.shape[0]
@@ -275,13 +450,16 @@ def seqlda_sweep(doc_ptr, seg_ptr, words, z, n, t, bdoc, nwk, nk, alpha, beta, a
     jmax = max_doc_segments(doc_ptr)
     N = np.zeros(jmax, dtype=np.int64)
     T = np.zeros(jmax, dtype=np.int64)
-    Q = np.empty(jmax)
+    S = np.empty(jmax)
     u = np.empty(K, dtype=np.int64)
     p = np.empty(K)
+    F = np.empty(K)
     Vx = np.empty(K)
     Vk = np.empty(jmax)
     wt = np.empty(mcap + 1)
+    p2 = np.empty(K)
     inv = inverse_topic_totals(nk, vbeta)
+    dev = 0.0
     for d in range(doc_ptr.shape[0] - 1):
         s0, s1 = doc_ptr[d], doc_ptr[d + 1]
         J = s1 - s0
@@ -303,84 +481,38 @@ def seqlda_sweep(doc_ptr, seg_ptr, words, z, n, t, bdoc, nwk, nk, alpha, beta, a
                     u[k] = j
                     break
         for j in range(J):
-            dirty = True
+            above = True  # a restaurant above j changed since the kept values were computed
             for i in range(seg_ptr[s0 + j], seg_ptr[s0 + j + 1]):
                 w = words[i]
                 k = z[i]
+                above |= seqlda_remove(j, k, w, n_d, t_d, N, T, u, nwk, nk, inv, vbeta, frozen, logS, exact)
                 if exact:
-                    # remove: the token (then each removed table's proxy) sat alone w.p. S^{c-1}_{t-1} / S^c_t
-                    jj = j
-                    while jj >= 0:
-                        c = n_d[jj, k]          # customers including the one leaving (token, or proxy of
-                        if jj + 1 < J:           # the table just removed at jj + 1)
-                            c += t_d[jj + 1, k]
-                        if jj < j:
-                            c += 1
-                        tt = t_d[jj, k]
-                        if tt < c and (tt == 1 or np.random.random() >= math.exp(logS[c - 1, tt - 1] - logS[c, tt])):
-                            break
-                        t_d[jj, k] -= 1
-                        T[jj] -= 1
-                        if jj < j:
-                            dirty = True
-                        jj -= 1
-                    n_d[j, k] -= 1
-                    N[j] -= 1
-                else:
-                    # remove; cascade forced table removals towards the first segment (§6.4.2, pitfall 3)
-                    n_d[j, k] -= 1
-                    N[j] -= 1
-                    jj = j
-                    while jj >= 0:
-                        c = n_d[jj, k]
-                        if jj + 1 < J:
-                            c += t_d[jj + 1, k]
-                        if t_d[jj, k] <= c:
-                            break
-                        t_d[jj, k] -= 1
-                        T[jj] -= 1
-                        jj -= 1
-                move_word(nwk, nk, inv, w, k, -1, vbeta, frozen)
-                while u[k] > 0 and t_d[u[k] - 1, k] == 0:
-                    u[k] -= 1
-                if exact:
-                    if dirty and j > 0:
+                    if above and j > 0:
                         seqlda_chain_below(Vx, j, n_d, t_d, N, T, alpha, alpha_sum, a, b)
-                        dirty = False
+                        above = False
+                    if check and j > 0:
+                        seqlda_chain_below(p2, j, n_d, t_d, N, T, alpha, alpha_sum, a, b)
+                        dev = _max_relative_difference(Vx, p2, dev)
                     total = seqlda_crp_weights(p, Vx, j, n_d, t_d, N, T, alpha, alpha_sum, a, b, w, nwk, inv, beta,
                                                frozen_phi, frozen)
-                    k = draw_cumulative(p, total, K)
-                    m = _seqlda_open_path(Vk, j, k, n_d, t_d, N, T, alpha, alpha_sum, a, b)
-                    for jj in range(j, m - 1, -1):  # M_max truncation: join where a restaurant is at the cap
-                        if t_d[jj, k] >= mcap:
-                            m = jj + 1
-                            break
-                    for jj in range(m, j + 1):
-                        t_d[jj, k] += 1
-                        T[jj] += 1
-                    if m < j:
-                        dirty = True
-                    if u[k] <= j:
-                        u[k] = j + 1
+                    k, opened = seqlda_exact_open(p, total, Vk, j, n_d, t_d, N, T, u, alpha, alpha_sum, a, b, mcap)
                 else:
-                    total = seqlda_topic_weights(p, Q, j, n_d, t_d, N, T, u, alpha, alpha_sum, a, b, ratio, w,
-                                                 nwk, inv, beta, frozen_phi, frozen)
-                    k = draw_cumulative(p, total, K)
-                    if u[k] <= j:  # new tables in restaurants u..j; restaurant u-1 gains a customer
-                        for jj in range(u[k], j + 1):
-                            t_d[jj, k] = 1
-                            T[jj] += 1
-                        u[k] = j + 1
-                z[i] = k
-                n_d[j, k] += 1
-                N[j] += 1
-                move_word(nwk, nk, inv, w, k, 1, vbeta, frozen)
-                _resample_table(wt, j, k, n_d, t_d, N, T, alpha, alpha_sum, a, b, ratio, cratio, mcap)
+                    total = seqlda_cmgs_kept_weights(p, F, S, above, j, k, n_d, t_d, N, T, u, alpha, alpha_sum, a, b,
+                                                     ratio, w, nwk, inv, beta, frozen_phi, frozen)
+                    if check:
+                        seqlda_topic_weights(p2, Vk, j, n_d, t_d, N, T, u, alpha, alpha_sum, a, b, ratio, w, nwk,
+                                             inv, beta, frozen_phi, frozen)
+                        dev = _max_relative_difference(p, p2, dev)
+                    k, opened = seqlda_cmgs_open(p, total, j, t_d, T, u)
+                above = opened
+                seqlda_add(i, j, k, w, z, n_d, t_d, N, T, u, S, F, wt, nwk, nk, inv, vbeta, frozen, alpha, alpha_sum,
+                           a, b, ratio, cratio, mcap, exact)
         if table_sweep:  # pass-through restaurants: no own customer of k, >= 2 tables from the next segment
             for j in range(J - 1):
                 for k in range(K):
                     if n_d[j, k] == 0 and t_d[j + 1, k] >= 2:
-                        _resample_table(wt, j, k, n_d, t_d, N, T, alpha, alpha_sum, a, b, ratio, cratio, mcap)
+                        seqlda_resample_table(wt, j, k, n_d, t_d, N, T, alpha, alpha_sum, a, b, ratio, cratio, mcap)
+    return dev
 
 
 # ----------------------------------------------------------------------------------------------------------------
