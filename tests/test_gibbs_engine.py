@@ -136,6 +136,9 @@ def test_lost_worker_state_gives_the_same_model(spark_session, small_corpus, tmp
                     engine._run = f"{engine._run}+"   # the workers' cached items belong to another run now
 
             result = engine.fit(loaded.blocks, 3, model.initial_hyper(), on_iteration=on_iteration)
+            # what stays: the state of the checkpoints (4, 7) and the sums of the last sample (7)
+            assert sorted(os.listdir(tmp_path / f"ckpt{len(lose)}" / "state")) == ["iter-00004", "iter-00007"]
+            assert sorted(os.listdir(tmp_path / f"ckpt{len(lose)}" / "samples")) == ["iter-00007"]
             props = dict(result.states.map(lambda pi: (pi[0], pi[1]["acc"]["seg"])).collect())
             results.append((result.topic_word, result.hyper, [r.loglik for r in result.trace], props))
             engine.release()
