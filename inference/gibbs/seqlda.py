@@ -149,7 +149,7 @@ def seqlda_topic_weights(p, Q, j, n_d, t_d, N, T, u, alpha, alpha_sum, a, b, rat
 @_token_kernel
 def seqlda_remove_cmgs(j, k, n_d, t_d, N, T):
     """Thesis removal of a token of topic k from restaurant j: then the cascade of forced table removals towards
-    the first segment (§6.4.2, pitfall 3). Returns whether a restaurant above j lost a table."""
+    the first segment (§6.4.2, pitfall 3). Returns the lowest restaurant that lost a table (j + 1: none)."""
     n_d[j, k] -= 1
     N[j] -= 1
     jj = j
@@ -162,14 +162,14 @@ def seqlda_remove_cmgs(j, k, n_d, t_d, N, T):
         t_d[jj, k] -= 1
         T[jj] -= 1
         jj -= 1
-    return jj < j - 1
+    return jj + 1
 
 
 @_token_kernel
 def seqlda_remove_exact(j, k, n_d, t_d, N, T, logS):
     """Exact removal of a token of topic k from restaurant j: the token (then each removed table's proxy) sat
-    alone with probability S^{c-1}_{t-1} / S^c_t, c the customers including the one leaving. Returns whether a
-    restaurant above j lost a table."""
+    alone with probability S^{c-1}_{t-1} / S^c_t, c the customers including the one leaving. Returns the lowest
+    restaurant that lost a table (j + 1: none)."""
     jj = j
     while jj >= 0:
         c = n_d[jj, k]
@@ -185,45 +185,49 @@ def seqlda_remove_exact(j, k, n_d, t_d, N, T, logS):
         jj -= 1
     n_d[j, k] -= 1
     N[j] -= 1
-    return jj < j - 1
+    return jj + 1
 
 
 @_token_kernel
-def seqlda_chain_below(Vx, j, n_d, t_d, N, T, alpha, alpha_sum, a, b):
-    """Exact sampler: Vx[k] = V_{j-1,k} - t_{j,k} for every k (j >= 1), where the seating predictive of a
-    customer of dish k arriving at restaurant l is V_lk / (b + N_l + T_l+1) with (thesis (2.10) down the chain)
+def seqlda_chain_rows(R, lo, j, n_d, t_d, N, T, alpha, alpha_sum, a, b):
+    """Exact sampler: rows lo..j-1 of R from row lo - 1, where R[l, k] = V_lk for l < j - 1 and
+    R[j-1, k] = V_{j-1,k} - t_jk. The seating predictive of a customer of dish k arriving at restaurant l is
+    V_lk / (b + N_l + T_l+1) with (thesis (2.10) down the chain)
     V_lk = (n_lk + t_l+1,k - a t_lk) + (b + a T_l) V_l-1,k / (b + N_l-1 + T_l) and, at the top,
-    V_0k = (n_0k + t_1k - a t_0k) + (b + a T_0) (alpha_k + t_0k) / (sum alpha + T_0). Vx depends only on the
-    restaurants above j (t_jk is added back per token)."""
-    K = Vx.shape[0]
-    for k in range(K):
-        P = (alpha[k] + t_d[0, k]) / (alpha_sum + T[0])
-        V = 0.0
-        for lev in range(j):
+    V_0k = (n_0k + t_1k - a t_0k) + (b + a T_0) (alpha_k + t_0k) / (sum alpha + T_0). Row l reads the
+    restaurants <= l and t_l+1 (not t_j: that changes with every token at j)."""
+    for lev in range(lo, j):
+        for k in range(R.shape[1]):
+            if lev == 0:
+                P = (alpha[k] + t_d[0, k]) / (alpha_sum + T[0])
+            else:
+                P = R[lev - 1, k] / (b + N[lev - 1] + T[lev])
             c = n_d[lev, k]
             if lev + 1 < j:
                 c += t_d[lev + 1, k]
-            V = (c - a * t_d[lev, k]) + (b + a * T[lev]) * P
-            if lev + 1 < j:
-                P = V / (b + N[lev] + T[lev + 1])
-        Vx[k] = V
+            R[lev, k] = (c - a * t_d[lev, k]) + (b + a * T[lev]) * P
 
 
 @_token_kernel
-def seqlda_crp_weights(p, Vx, j, n_d, t_d, N, T, alpha, alpha_sum, a, b, w, nwk, inv, beta, frozen_phi, frozen):
+def seqlda_arrival_predictive(R, j, k, t_d, N, T, alpha, alpha_sum, b):
+    """Exact sampler: V_{j-1,k} / (b + N_j-1 + T_j) (the top's predictive (alpha_k + t_0k) / (sum alpha + T_0) at
+    j = 0) from the rows of :func:`seqlda_chain_rows`: the weight of opening a table at j, per (b + a T_j)."""
+    if j == 0:
+        return (alpha[k] + t_d[0, k]) / (alpha_sum + T[0])
+    return (R[j - 1, k] + t_d[j, k]) / (b + N[j - 1] + T[j])
+
+
+@_token_kernel
+def seqlda_crp_weights(p, R, j, n_d, t_d, N, T, alpha, alpha_sum, a, b, w, nwk, inv, beta, frozen_phi, frozen):
     """Exact sampler: p[k] = V_jk Phi_kw, the seating predictive of a customer at restaurant j (join one of its
     tables, or open one and send a proxy up the chain; common 1/(b + N_j + T_j+1) dropped). Returns the sum."""
-    K = p.shape[0]
     J = n_d.shape[0]
     total = 0.0
-    for k in range(K):
+    for k in range(p.shape[0]):
         c = n_d[j, k]
         if j + 1 < J:
             c += t_d[j + 1, k]
-        if j == 0:
-            P = (alpha[k] + t_d[0, k]) / (alpha_sum + T[0])
-        else:
-            P = (Vx[k] + t_d[j, k]) / (b + N[j - 1] + T[j])
+        P = seqlda_arrival_predictive(R, j, k, t_d, N, T, alpha, alpha_sum, b)
         g = ((c - a * t_d[j, k]) + (b + a * T[j]) * P) * word_factor(nwk, inv, w, k, beta, frozen_phi, frozen)
         p[k] = g
         total += g
@@ -231,25 +235,25 @@ def seqlda_crp_weights(p, Vx, j, n_d, t_d, N, T, alpha, alpha_sum, a, b, w, nwk,
 
 
 @_token_kernel
-def seqlda_open_path(Vk, j, k, n_d, t_d, N, T, alpha, alpha_sum, a, b):
+def seqlda_open_path(R, j, k, n_d, t_d, N, T, alpha, alpha_sum, a, b):
     """Exact sampler: after topic k is drawn for a token at j, the lowest restaurant that opens a new table
     (the token, then each proxy, joins an existing table with weight c - a t or opens one with weight
-    (b + a T) x predictive above); returns m such that tables open at m..j (m = j + 1: none)."""
+    (b + a T) x predictive above, i.e. joins with probability (c - a t) / V); returns m such that tables open
+    at m..j (m = j + 1: none). V from the rows of :func:`seqlda_chain_rows`, walked only as far as needed."""
     J = n_d.shape[0]
-    P = (alpha[k] + t_d[0, k]) / (alpha_sum + T[0])
-    for lev in range(j + 1):  # V_lev,k with the state before the new customer, Vk[lev] = V, P kept implicitly
-        c = n_d[lev, k]
-        if lev + 1 < J:
-            c += t_d[lev + 1, k]
-        Vk[lev] = (c - a * t_d[lev, k]) + (b + a * T[lev]) * P
-        if lev + 1 <= j:
-            P = Vk[lev] / (b + N[lev] + T[lev + 1])
     lev = j
     while lev >= 0:
         c = n_d[lev, k]
         if lev + 1 < J:
             c += t_d[lev + 1, k]
-        if np.random.random() * Vk[lev] < c - a * t_d[lev, k]:
+        if lev == j:
+            V = (c - a * t_d[j, k]) + (b + a * T[j]) * seqlda_arrival_predictive(R, j, k, t_d, N, T, alpha,
+                                                                                 alpha_sum, b)
+        elif lev == j - 1:
+            V = R[lev, k] + t_d[j, k]
+        else:
+            V = R[lev, k]
+        if np.random.random() * V < c - a * t_d[lev, k]:
             return lev + 1
         lev -= 1
     return 0
@@ -336,16 +340,16 @@ def seqlda_init(doc_ptr, seg_ptr, words, K, nwk, nk, seed):
 @_token_kernel
 def seqlda_remove(j, k, w, n_d, t_d, N, T, u, nwk, nk, inv, vbeta, frozen, logS, exact):
     """Take a token (topic k, word w) out of restaurant j by :func:`seqlda_remove_exact` or
-    :func:`seqlda_remove_cmgs`, and out of the topic-word counts; u_k follows. Returns whether a restaurant above
-    j lost a table."""
+    :func:`seqlda_remove_cmgs`, and out of the topic-word counts; u_k follows. Returns the lowest restaurant
+    that lost a table (j + 1: none)."""
     if exact:
-        above = seqlda_remove_exact(j, k, n_d, t_d, N, T, logS)
+        low = seqlda_remove_exact(j, k, n_d, t_d, N, T, logS)
     else:
-        above = seqlda_remove_cmgs(j, k, n_d, t_d, N, T)
+        low = seqlda_remove_cmgs(j, k, n_d, t_d, N, T)
     move_word(nwk, nk, inv, w, k, -1, vbeta, frozen)
     while u[k] > 0 and t_d[u[k] - 1, k] == 0:
         u[k] -= 1
-    return above
+    return low
 
 
 @_token_kernel
@@ -370,25 +374,24 @@ def seqlda_cmgs_kept_weights(p, F, S, above, j, k, n_d, t_d, N, T, u, alpha, alp
 @_token_kernel
 def seqlda_cmgs_open(p, total, j, t_d, T, u):
     """CMGS: a topic k ~ p, then new tables in restaurants u_k..j when u_k <= j (restaurant u_k - 1 gains a
-    customer). Returns (k, whether a restaurant above j gained a table)."""
+    customer). Returns (k, the lowest restaurant that gained a table (j + 1: none))."""
     k = draw_scan(p, 0, p.shape[0] - 1, total)
-    above = False
-    if u[k] <= j:
-        for jj in range(u[k], j + 1):
+    low = u[k]
+    if low <= j:
+        for jj in range(low, j + 1):
             t_d[jj, k] = 1
             T[jj] += 1
-        above = u[k] < j
         u[k] = j + 1
-    return k, above
+    return k, low
 
 
 @_token_kernel
-def seqlda_exact_open(p, total, Vk, j, n_d, t_d, N, T, u, alpha, alpha_sum, a, b, mcap):
+def seqlda_exact_open(p, total, R, j, n_d, t_d, N, T, u, alpha, alpha_sum, a, b, mcap):
     """Exact sampler: a topic k ~ p (:func:`seqlda_crp_weights`), then new tables in restaurants m..j by
-    :func:`seqlda_open_path`, joining where a restaurant is at the M_max cap. Returns (k, whether a restaurant
-    above j gained a table)."""
+    :func:`seqlda_open_path`, joining where a restaurant is at the M_max cap. Returns (k, the lowest restaurant
+    that gained a table (j + 1: none))."""
     k = draw_scan(p, 0, p.shape[0] - 1, total)
-    m = seqlda_open_path(Vk, j, k, n_d, t_d, N, T, alpha, alpha_sum, a, b)
+    m = seqlda_open_path(R, j, k, n_d, t_d, N, T, alpha, alpha_sum, a, b)
     for jj in range(j, m - 1, -1):
         if t_d[jj, k] >= mcap:
             m = jj + 1
@@ -398,7 +401,7 @@ def seqlda_exact_open(p, total, Vk, j, n_d, t_d, N, T, u, alpha, alpha_sum, a, b
         T[jj] += 1
     if u[k] <= j:
         u[k] = j + 1
-    return k, m < j
+    return k, m
 
 
 @_token_kernel
@@ -417,10 +420,10 @@ def seqlda_add(i, j, k, w, z, n_d, t_d, N, T, u, S, F, wt, nwk, nk, inv, vbeta, 
 
 @numba.njit(cache=True, error_model="numpy")
 def _max_relative_difference(x, y, dev):
-    """max(dev, max_k |x_k - y_k| / |y_k|): the cache check of :func:`seqlda_sweep`."""
-    for k in range(x.shape[0]):
-        if x[k] != y[k]:
-            dev = max(dev, abs(x[k] - y[k]) / max(abs(y[k]), 1e-300))
+    """max(dev, max_i |x_i - y_i| / |y_i|) over 1-d arrays: the self-check of :func:`seqlda_sweep`."""
+    for i in range(x.shape[0]):
+        if x[i] != y[i]:
+            dev = max(dev, abs(x[i] - y[i]) / max(abs(y[i]), 1e-300))
     return dev
 
 
@@ -435,11 +438,12 @@ def seqlda_sweep(doc_ptr, seg_ptr, words, z, n, t, bdoc, nwk, nk, alpha, beta, a
     :func:`seqlda_open_path`). This leaves the posterior (6.3) exactly invariant, which the thesis' forced-only
     removal does not (tests/test_seqlda.py); the (6.7) table step follows in both.
 
-    Kept along a segment (thesis §11.2: O(K) per token plus the product over j' = u_k..j): CMGS keeps the chain
-    products above j and every topic's factor (:func:`seqlda_cmgs_kept_weights`); a token refreshes the factors
-    of its old and new topic and G_j, and everything only when a table above j was added or removed. The exact
-    sampler keeps V_{j-1} (:func:`seqlda_chain_below`) the same way. ``check``: recompute the kept values from
-    scratch at every token; returns the largest relative difference (0.0: they are exact).
+    Kept along a document (thesis §11.2: O(K) per token plus the product over j' = u_k..j): CMGS keeps the
+    chain products above j and every topic's factor (:func:`seqlda_cmgs_kept_weights`); a token refreshes the
+    factors of its old and new topic and G_j, and everything only when a table above j was added or removed. The
+    exact sampler keeps the rows V_l of :func:`seqlda_chain_rows` for l < j and recomputes them from the lowest
+    one a table change made stale (``stale``: rows >= stale are out of date). ``check``: recompute the kept
+    values from scratch at every token; returns the largest relative difference (0.0: they are exact).
     """
     np.random.seed(seed)
     K = alpha.shape[0]
@@ -454,10 +458,11 @@ def seqlda_sweep(doc_ptr, seg_ptr, words, z, n, t, bdoc, nwk, nk, alpha, beta, a
     u = np.empty(K, dtype=np.int64)
     p = np.empty(K)
     F = np.empty(K)
-    Vx = np.empty(K)
-    Vk = np.empty(jmax)
+    R = np.empty((jmax, K))
     wt = np.empty(mcap + 1)
     p2 = np.empty(K)
+    R2 = np.empty((jmax, K))  # scratch of the self-check
+    Q2 = np.empty(jmax)
     inv = inverse_topic_totals(nk, vbeta)
     dev = 0.0
     for d in range(doc_ptr.shape[0] - 1):
@@ -480,31 +485,35 @@ def seqlda_sweep(doc_ptr, seg_ptr, words, z, n, t, bdoc, nwk, nk, alpha, beta, a
                 if t_d[j, k] == 0:
                     u[k] = j
                     break
+        stale = 0
         for j in range(J):
-            above = True  # a restaurant above j changed since the kept values were computed
+            stale = min(stale, j - 2)  # row j - 2 now counts t_j-1, row j - 1 is new; CMGS: all from scratch
             for i in range(seg_ptr[s0 + j], seg_ptr[s0 + j + 1]):
                 w = words[i]
                 k = z[i]
-                above |= seqlda_remove(j, k, w, n_d, t_d, N, T, u, nwk, nk, inv, vbeta, frozen, logS, exact)
+                low = seqlda_remove(j, k, w, n_d, t_d, N, T, u, nwk, nk, inv, vbeta, frozen, logS, exact)
+                if low < j:
+                    stale = min(stale, low - 1)
                 if exact:
-                    if above and j > 0:
-                        seqlda_chain_below(Vx, j, n_d, t_d, N, T, alpha, alpha_sum, a, b)
-                        above = False
-                    if check and j > 0:
-                        seqlda_chain_below(p2, j, n_d, t_d, N, T, alpha, alpha_sum, a, b)
-                        dev = _max_relative_difference(Vx, p2, dev)
-                    total = seqlda_crp_weights(p, Vx, j, n_d, t_d, N, T, alpha, alpha_sum, a, b, w, nwk, inv, beta,
-                                               frozen_phi, frozen)
-                    k, opened = seqlda_exact_open(p, total, Vk, j, n_d, t_d, N, T, u, alpha, alpha_sum, a, b, mcap)
-                else:
-                    total = seqlda_cmgs_kept_weights(p, F, S, above, j, k, n_d, t_d, N, T, u, alpha, alpha_sum, a, b,
-                                                     ratio, w, nwk, inv, beta, frozen_phi, frozen)
+                    if stale < j:
+                        seqlda_chain_rows(R, max(stale, 0), j, n_d, t_d, N, T, alpha, alpha_sum, a, b)
                     if check:
-                        seqlda_topic_weights(p2, Vk, j, n_d, t_d, N, T, u, alpha, alpha_sum, a, b, ratio, w, nwk,
-                                             inv, beta, frozen_phi, frozen)
+                        seqlda_chain_rows(R2, 0, j, n_d, t_d, N, T, alpha, alpha_sum, a, b)
+                        dev = _max_relative_difference(R[:j].ravel(), R2[:j].ravel(), dev)
+                    total = seqlda_crp_weights(p, R, j, n_d, t_d, N, T, alpha, alpha_sum, a, b, w, nwk, inv, beta,
+                                               frozen_phi, frozen)
+                    k, low = seqlda_exact_open(p, total, R, j, n_d, t_d, N, T, u, alpha, alpha_sum, a, b, mcap)
+                else:
+                    total = seqlda_cmgs_kept_weights(p, F, S, stale < j, j, k, n_d, t_d, N, T, u, alpha, alpha_sum,
+                                                     a, b, ratio, w, nwk, inv, beta, frozen_phi, frozen)
+                    if check:
+                        seqlda_topic_weights(p2, Q2, j, n_d, t_d, N, T, u, alpha, alpha_sum, a, b, ratio, w,
+                                             nwk, inv, beta, frozen_phi, frozen)
                         dev = _max_relative_difference(p, p2, dev)
-                    k, opened = seqlda_cmgs_open(p, total, j, t_d, T, u)
-                above = opened
+                    k, low = seqlda_cmgs_open(p, total, j, t_d, T, u)
+                stale = j
+                if low < j:
+                    stale = low - 1
                 seqlda_add(i, j, k, w, z, n_d, t_d, N, T, u, S, F, wt, nwk, nk, inv, vbeta, frozen, alpha, alpha_sum,
                            a, b, ratio, cratio, mcap, exact)
         if table_sweep:  # pass-through restaurants: no own customer of k, >= 2 tables from the next segment
