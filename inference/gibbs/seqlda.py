@@ -28,6 +28,18 @@ Optional (``table_sweep``, default on): after each document, the table counts of
 pass-through restaurants (n_ijk = 0, t_i,j+1,k >= 2), which no token move ever
 redraws, are redrawn from (6.7) too (a valid extra Gibbs step).
 
+Kernel cost per token (thesis §11.2: O(K) plus the product over j' = u_ik..j
+plus O(n) for (6.7)): the products of G_j' over the restaurants above j and
+each topic's factor of (6.4)-(6.6) are kept along a segment and refreshed for
+the token's old and new topic only, in full only when a move adds or removes a
+table above j (a few percent of tokens after burn-in); the exact sampler keeps
+its chain rows V_l the same way, recomputed from the lowest stale row, and walks
+them for the new-table path only as far as the draw needs. The per-token helpers
+run without numba's reference counting (see ``_token_kernel``). On the WEB
+chapters split into sentences (K = 20, about 36 segments per document) a CMGS
+sweep costs about 2.7x an LDA-Gibbs sweep in CPU time (6.3x before), the exact
+sampler about 4x (19x before).
+
 Hyperparameters: ``a`` fixed (global). ``b_i`` per document, state-resident
 (``state["b"]``), drawn in ``local_hyper_update`` with the auxiliaries
 q_ij ~ Beta(b_i, N_ij + T_i,j+1) (6.11): for a = 0 from
@@ -73,6 +85,7 @@ B_MIN, B_MAX = 1e-3, 1e6
 # helper cost more than a token's arithmetic) and inlined by LLVM (``forceinline``). All kernels use the "numpy"
 # error model: no zero-division branch on every float division (same arithmetic and results).
 _token_kernel = numba.njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
+
 
 @_token_kernel
 def seqlda_chain_factor(j, N, T, alpha_sum, a, b):
