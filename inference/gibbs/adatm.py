@@ -68,9 +68,11 @@ over the indicator, (7.8)-(7.10) obey a recursion along the chain, the
 keeps the rows below the current segment for the whole document and
 recomputes only those a move made stale (a chain that leaves the segment), so
 a token costs O(K) plus O(K) per stale row instead of O(K j); u given z is
-then drawn by walking the chain only as far as the draw needs. On the WEB
-chapters split into sentences (K = 20, about 36 segments per document) that
-is about 8x LDA-Gibbs's kernel, down from 33x.
+then drawn by walking the chain only as far as the draw needs; the per-token
+helpers run without numba's reference counting (``common.token_kernel``). On
+the WEB chapters split into sentences (K = 20, about 36 segments per document)
+a sweep costs about 4x LDA-Gibbs's in CPU time (8x with reference counting,
+33x before the kept rows).
 """
 from __future__ import annotations
 
@@ -79,8 +81,8 @@ import math
 import numba
 import numpy as np
 
-from inference.gibbs.common import (customers, draw_cumulative, frozen_args, inverse_topic_totals, longest_span,
-                                    max_doc_segments, move_word, random_segment_topics, word_factor)
+from inference.gibbs.common import (customers, draw_scan, frozen_args, inverse_topic_totals, longest_span,
+                                    max_doc_segments, move_word, random_segment_topics, token_kernel, word_factor)
 from inference.gibbs.model import GibbsModel, SegmentedBlock, word_weight
 from inference.gibbs.pdp import stirling_table
 
@@ -127,10 +129,10 @@ def btigs_factors(a: float, rows: int, cols: int) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Kernels
+# Kernels (the per-token helpers are ``@token_kernel``: no reference counting, LLVM-inlined, see common.py)
 # ---------------------------------------------------------------------------------------------------------------
 
-@numba.njit(cache=True)
+@token_kernel
 def _doc_sums(sg0, sg1, n, t, s, Nseg, Tseg, Sseg, sd):
     """N_{i,j}, T_{i,j}, S_{i,j} for the document's segments and sd_k = sum_j s*_{i,j,k}; returns sum_k sd_k."""
     K = n.shape[1]
@@ -153,7 +155,7 @@ def _doc_sums(sg0, sg1, n, t, s, Nseg, Tseg, Sseg, sd):
     return tot
 
 
-@numba.njit(inline="always", cache=True)
+@token_kernel
 def _sample_removal(g, sg0, sg1, k, n, t, s, exact):
     """Table indicator (u1, u2) of a word of topic k in segment g, drawn by (7.5)-(7.7) (Algorithm 6, "break").
 
@@ -186,7 +188,7 @@ def _sample_removal(g, sg0, sg1, k, n, t, s, exact):
     return u1, u2
 
 
-@numba.njit(inline="always", cache=True)
+@token_kernel
 def _lowest_broken(g, sg0, sg1, k, n, t, s, u1, u2):
     """After a removal with indicator (u1, u2): the lowest segment in the chain left with customers of topic k
     but no table (violating (7.4)), or -1."""
@@ -203,7 +205,7 @@ def _lowest_broken(g, sg0, sg1, k, n, t, s, u1, u2):
     return xb
 
 
-@numba.njit(inline="always", cache=True)
+@token_kernel
 def _apply_indicator(g, k, u1, u2, delta, t, s, Tseg, Sseg, sd):
     """Add (delta=+1) or remove (delta=-1) the tables of indicator (u1, u2) for a word of topic k at segment g;
     returns the change of sum_k sd_k."""
@@ -223,7 +225,7 @@ def _apply_indicator(g, k, u1, u2, delta, t, s, Tseg, Sseg, sd):
     return 0
 
 
-@numba.njit(inline="always", cache=True)
+@token_kernel
 def _stale_from(g, u1, u2):
     """The lowest restaurant whose arrival weights (:func:`_arrival_weights`) change when the tables of indicator
     (u1, u2) and the word at g are added or removed: row x reads n_x, t*_x, s*_x and t*_{x+1}."""
@@ -234,7 +236,7 @@ def _stale_from(g, u1, u2):
     return g
 
 
-@numba.njit(inline="always", cache=True)
+@token_kernel
 def _node_factors(x, sg0, sg1, Nseg, Tseg, Sseg, a, b, lam_s, lam_t):
     """Topic-free factors of restaurant x in (7.8)-(7.10): ``H`` = 1/(b + N_x + T_{x+1}) (a customer arrives),
     ``E`` = (b + a(T_x+S_x)) H (S_x+lambda_S)/(S_x+T_x+lambda_S+lambda_T) (it opens a table sent to the document),
@@ -251,7 +253,7 @@ def _node_factors(x, sg0, sg1, Nseg, Tseg, Sseg, a, b, lam_s, lam_t):
     return H, new * (Sseg[x] + lam_s), new * (Tseg[x] + lam_t)
 
 
-@numba.njit(inline="always", cache=True)
+@token_kernel
 def _arrive(n, t, s, x, sg1, k, A, H, E, G, W, r):
     """One topic of :func:`_arrival_weights`: (W0, W1) of topic k at restaurant x from row r - 1 of W, with
     a0, a1 = A[c, m] at c = n_xk + t*_{x+1,k} (t*_{J+1} = 0), m = t*_xk + s*_xk. (No array views: their
@@ -265,7 +267,7 @@ def _arrive(n, t, s, x, sg1, k, A, H, E, G, W, r):
     return H * A[c, m, 0] + ga * W[r - 1, k, 0], E * a1 + ga * W[r - 1, k, 1]
 
 
-@numba.njit(inline="always", cache=True)
+@token_kernel
 def _arrival_weights(x, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, a, b, lam_s, lam_t, A, W):
     """Row r = x - sg0 + 1 of the arrival weights W (rows x K x 2, row 0 zeros), from row r - 1: (7.8)-(7.10)
     summed over the indicator.
@@ -286,7 +288,7 @@ def _arrival_weights(x, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, a, b, lam_s, lam_t,
         W[r, k, 0], W[r, k, 1] = _arrive(n, t, s, x, sg1, k, A, H, E, G, W, r)
 
 
-@numba.njit(inline="always", cache=True)
+@token_kernel
 def _topic_terms(k, g, xb, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, dk, a, b, lam_s, lam_t, A, W, buf, u):
     """Joint weights of (z=k, u) for a word of segment g, counts excluding the word, without F_k: the recursion
     of :func:`_arrival_weights` unrolled for one topic along the chain, P the product of G a1; ``dk`` the
@@ -344,7 +346,7 @@ def _topic_terms(k, g, xb, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, dk, a, b, lam_s,
     return last
 
 
-@numba.njit(inline="always", cache=True)
+@token_kernel
 def _decode(idx, sg0):
     """buf index -> (u1, u2) (global segment index u2)."""
     if idx == 0:
@@ -355,16 +357,44 @@ def _decode(idx, sg0):
     return 1, x
 
 
-@numba.njit(inline="always", cache=True)
-def _take_out(g, sg0, sg1, k, n, t, s, Nseg, Tseg, Sseg, sd, exact):
-    """Remove a word of topic k from segment g's restaurants (Algorithm 6): draw its indicator (u1, u2) by
-    (7.5)-(7.7), take its tables away, then the word itself; returns (u1, u2, change of sum_k sd_k). The
-    topic-word counts are the caller's."""
+@token_kernel
+def _take_out(g, sg0, sg1, k, w, n, t, s, Nseg, Tseg, Sseg, sd, nwk, nk, inv, vbeta, frozen, exact):
+    """Remove word w of topic k from segment g's restaurants (Algorithm 6): draw its indicator (u1, u2) by
+    (7.5)-(7.7), take its tables away, then the word itself (also from the topic-word counts, see
+    :func:`inference.gibbs.common.move_word`); returns (u1, u2, change of sum_k sd_k)."""
     u1, u2 = _sample_removal(g, sg0, sg1, k, n, t, s, exact)
     dsdt = _apply_indicator(g, k, u1, u2, -1, t, s, Tseg, Sseg, sd)
     n[g, k] -= 1
     Nseg[g] -= 1
+    move_word(nwk, nk, inv, w, k, -1, vbeta, frozen)
     return u1, u2, dsdt
+
+
+@token_kernel
+def _put_back(i, g, k, u1, u2, w, z, n, t, s, Nseg, Tseg, Sseg, sd, nwk, nk, inv, vbeta, frozen):
+    """Add word i (w) of segment g back with topic k and indicator (u1, u2): the reverse of :func:`_take_out`;
+    returns the change of sum_k sd_k."""
+    dsdt = _apply_indicator(g, k, u1, u2, 1, t, s, Tseg, Sseg, sd)
+    n[g, k] += 1
+    Nseg[g] += 1
+    z[i] = k
+    move_word(nwk, nk, inv, w, k, 1, vbeta, frozen)
+    return dsdt
+
+
+@token_kernel
+def _draw_topic(p, g, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, sd, inv_doc, alpha, a, b, lam_s, lam_t, A, W, w, nwk,
+                inv, beta, frozen_phi, frozen):
+    """z of a removed word of segment g (Algorithm 7's topic totals): row g of the arrival weights from the kept
+    row below, used once (not kept), times F_k, into ``p``; ``inv_doc`` = 1 / (sum alpha + sum_jk s*_jk)."""
+    H, E, G = _node_factors(g, sg0, sg1, Nseg, Tseg, Sseg, a, b, lam_s, lam_t)
+    tot = 0.0
+    for k in range(p.shape[0]):
+        w0, w1 = _arrive(n, t, s, g, sg1, k, A, H, E, G, W, g - sg0 + 1)
+        v = (w0 + (alpha[k] + sd[k]) * inv_doc * w1) * word_factor(nwk, inv, w, k, beta, frozen_phi, frozen)
+        p[k] = v
+        tot += v
+    return draw_scan(p, 0, p.shape[0] - 1, tot)
 
 
 @numba.njit(cache=True)
@@ -396,7 +426,7 @@ def _cache_drift(g, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, a, b, lam_s, lam_t, A, 
     return np.abs(F[:g - sg0 + 1] - W[:g - sg0 + 1]).max()
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def _sweep_kernel(doc_ptr, seg_ptr, words, z, n, t, s, nwk, nk, alpha, beta, a, b, lam_s, lam_t, A,
                   frozen_phi, frozen, exact, seed, check=False):
     """One BTIGS cycle: documents -> segments in order -> words (thesis §11.1 sweep order). Per token: remove it
@@ -430,8 +460,8 @@ def _sweep_kernel(doc_ptr, seg_ptr, words, z, n, t, s, nwk, nk, alpha, beta, a, 
             for i in range(seg_ptr[g], seg_ptr[g + 1]):
                 w = words[i]
                 k = z[i]
-                u1, u2, dsdt = _take_out(g, sg0, sg1, k, n, t, s, Nseg, Tseg, Sseg, sd, exact)
-                move_word(nwk, nk, inv, w, k, -1, vbeta, frozen)
+                u1, u2, dsdt = _take_out(g, sg0, sg1, k, w, n, t, s, Nseg, Tseg, Sseg, sd, nwk, nk, inv, vbeta, frozen,
+                                         exact)
                 sdt += dsdt
                 stale = min(stale, _stale_from(g, u1, u2))
                 # exact BTIGS: a removal that left restaurants with customers but no table (the lowest xb) is
@@ -447,24 +477,12 @@ def _sweep_kernel(doc_ptr, seg_ptr, words, z, n, t, s, nwk, nk, alpha, beta, a, 
                                                     lam_t, A, W))
                 inv_doc = 1.0 / (alpha_sum + sdt)
                 if xb > g:
-                    # z from the topic totals: row g of the arrival weights, used once (not kept) with F_k
-                    H, E, G = _node_factors(g, sg0, sg1, Nseg, Tseg, Sseg, a, b, lam_s, lam_t)
-                    tot = 0.0
-                    for kk in range(K):
-                        w0, w1 = _arrive(n, t, s, g, sg1, kk, A, H, E, G, W, g - sg0 + 1)
-                        v = (w0 + (alpha[kk] + sd[kk]) * inv_doc * w1) * word_factor(nwk, inv, w, kk, beta,
-                                                                                      frozen_phi, frozen)
-                        p[kk] = v
-                        tot += v
-                    k = draw_cumulative(p, tot, K)
+                    k = _draw_topic(p, g, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, sd, inv_doc, alpha, a, b, lam_s, lam_t,
+                                    A, W, w, nwk, inv, beta, frozen_phi, frozen)
                 idx = _topic_terms(k, g, xb, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, (alpha[k] + sd[k]) * inv_doc, a, b,
                                    lam_s, lam_t, A, W, buf, np.random.random())
                 u1, u2 = _decode(idx, sg0)
-                sdt += _apply_indicator(g, k, u1, u2, 1, t, s, Tseg, Sseg, sd)
-                n[g, k] += 1
-                Nseg[g] += 1
-                z[i] = k
-                move_word(nwk, nk, inv, w, k, 1, vbeta, frozen)
+                sdt += _put_back(i, g, k, u1, u2, w, z, n, t, s, Nseg, Tseg, Sseg, sd, nwk, nk, inv, vbeta, frozen)
                 stale = min(stale, _stale_from(g, u1, u2))
     return drift
 
@@ -705,7 +723,7 @@ class AdaTM(GibbsModel):
     def conditional(self, block: SegmentedBlock, state: dict, hyper: dict, nwk: np.ndarray, nk: np.ndarray,
                     token: int, frozen_phi: np.ndarray | None = None) -> np.ndarray:
         """Kernel weights for a removed token: ``(terms, totals)``, terms (K, 1+2J) p(z=k, u) in the column
-        layout of :func:`_topic_terms` (used to draw u), totals (K,) from :func:`_topic_totals` (used to draw z)."""
+        layout of :func:`_topic_terms` (used to draw u), totals (K,) from :func:`_arrival_weights` (used to draw z)."""
         A = self.factors(block, state, hyper)
         phi, frozen = frozen_args(frozen_phi, _DUMMY_PHI)
         return _conditional_kernel(block.doc_ptr, block.seg_ptr, block.words, int(token), state["n"], state["t"],
@@ -716,11 +734,9 @@ class AdaTM(GibbsModel):
 def _remove_token(doc_ptr, seg_ptr, words, token, z, n, t, s, nwk, nk, frozen, exact, seed):
     np.random.seed(seed)
     g, sg0, sg1, Nseg, Tseg, Sseg, sd, _ = _token_context(doc_ptr, seg_ptr, token, n, t, s)
-    k = z[token]
-    u1, u2, _ = _take_out(g, sg0, sg1, k, n, t, s, Nseg, Tseg, Sseg, sd, exact)
-    if not frozen:
-        nwk[words[token], k] -= 1
-        nk[k] -= 1
+    inv = np.zeros(nk.shape[0])  # kept by move_word, not used here
+    u1, u2, _ = _take_out(g, sg0, sg1, z[token], words[token], n, t, s, Nseg, Tseg, Sseg, sd, nwk, nk, inv, 1.0,
+                          frozen, exact)
     return u1, u2
 
 

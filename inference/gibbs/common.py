@@ -1,6 +1,7 @@
 """Pieces shared by the structured Gibbs models (STM, SeqLDA, AdaTM): numba helpers, hyperparameter parsing, sizes.
 
-Kernel helpers (all ``@numba.njit(cache=True)``; the small per-token ones ``inline="always"``):
+Kernel helpers (all ``@numba.njit(cache=True)``; the small per-token ones ``inline="always"``), and
+:data:`token_kernel`, the decorator of the models' own per-token helpers:
 
 * :func:`random_segment_topics`: uniform random topics for one segment's tokens (thesis §11.1), counted into
   the segment's topic counts and ``nwk``/``nk``;
@@ -29,6 +30,13 @@ import numba
 import numpy as np
 
 BIG = 1e250  # rescaling threshold of the running products in the table-count conditionals
+
+# The models' per-token helpers are compiled without numba's reference-counting runtime (``_nrt=False``: they
+# allocate nothing, and the incref/decref pair numba otherwise puts around every array argument of a call or an
+# inlined helper cost more than a token's arithmetic) and inlined by LLVM (``forceinline``). They and the kernels
+# that call them use the "numpy" error model: no zero-division branch on every float division (same arithmetic
+# and results).
+token_kernel = numba.njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 
 
 # ----------------------------------------------------------------------------------------------------------------

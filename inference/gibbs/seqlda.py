@@ -35,7 +35,7 @@ the token's old and new topic only, in full only when a move adds or removes a
 table above j (a few percent of tokens after burn-in); the exact sampler keeps
 its chain rows V_l the same way, recomputed from the lowest stale row, and walks
 them for the new-table path only as far as the draw needs. The per-token helpers
-run without numba's reference counting (see ``_token_kernel``). On the WEB
+run without numba's reference counting (see ``common.token_kernel``). On the WEB
 chapters split into sentences (K = 20, about 36 segments per document) a CMGS
 sweep costs about 2.7x an LDA-Gibbs sweep in CPU time (6.3x before), the exact
 sampler about 4x (19x before).
@@ -60,7 +60,8 @@ import numpy as np
 
 from inference.gibbs.common import (BIG, check_cmgs_hyper, check_pdp, customers, dirichlet_mean, draw_scan,
                                     frozen_args, inverse_topic_totals, longest_span, max_doc_segments, move_word,
-                                    parse_hyper, positive_vector, random_segment_topics, rescale_weights, word_factor)
+                                    parse_hyper, positive_vector, random_segment_topics, rescale_weights, token_kernel,
+                                    word_factor)
 from inference.gibbs.model import GibbsModel, SegmentedBlock
 from inference.gibbs.pdp import log_poch_incr, stirling_table
 from inference.special import digamma
@@ -80,14 +81,11 @@ B_MIN, B_MAX = 1e-3, 1e6
 # ----------------------------------------------------------------------------------------------------------------
 # kernels (one document's restaurants are rows s0..s0+J-1 of n and t; j below is the 0-based position)
 #
-# The per-token helpers are compiled without numba's reference-counting runtime (``_nrt=False``: they allocate
-# nothing, and the incref/decref pair numba otherwise puts around every array argument of a call or an inlined
-# helper cost more than a token's arithmetic) and inlined by LLVM (``forceinline``). All kernels use the "numpy"
-# error model: no zero-division branch on every float division (same arithmetic and results).
-_token_kernel = numba.njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
+# The per-token helpers are ``@token_kernel`` (common.py: no reference counting, LLVM-inlined); all kernels use
+# the "numpy" error model.
 
 
-@_token_kernel
+@token_kernel
 def seqlda_chain_factor(j, N, T, alpha_sum, a, b):
     """G_j = (b + a T_j) / (b + N_j-1 + T_j), G_0 = (b + a T_0) / (sum alpha + T_0): one restaurant's factor of
     the products in (6.4)/(6.5) (G_0 is the Dirichlet predictive of mu_i0)."""
@@ -96,7 +94,7 @@ def seqlda_chain_factor(j, N, T, alpha_sum, a, b):
     return (b + a * T[0]) / (alpha_sum + T[0])
 
 
-@_token_kernel
+@token_kernel
 def seqlda_chain_products(S, j, umin, N, T, alpha_sum, a, b):
     """S[v] = prod_{j'=v..j-1} G_j' for umin <= v <= j (S[j] = 1): the part of the products of (6.4)/(6.5) above
     segment j, which a token move there changes only when it adds or removes a table above j."""
@@ -107,7 +105,7 @@ def seqlda_chain_products(S, j, umin, N, T, alpha_sum, a, b):
         S[jj] = q
 
 
-@_token_kernel
+@token_kernel
 def seqlda_topic_factor(k, j, u, S, n_d, t_d, alpha, ratio):
     """Topic k's factor of (6.4)-(6.6) without Phi_kw and, when u_k <= j, without G_j (see
     :func:`seqlda_topic_weights`): u_k > j: S^{c+1}_t / S^c_t at j; 0 < u_k <= j: S[u_k] S^{n+1}_t / S^n_t at
@@ -123,7 +121,7 @@ def seqlda_topic_factor(k, j, u, S, n_d, t_d, alpha, ratio):
     return S[uk] * ratio[n_d[uk - 1, k], t_d[uk - 1, k]]
 
 
-@_token_kernel
+@token_kernel
 def seqlda_cmgs_weights(p, F, j, u, gj, w, nwk, inv, beta, frozen_phi, frozen):
     """p[k] = F[k] Phi_kw (times G_j when u_k <= j) from the topic factors F (:func:`seqlda_topic_factor`) and
     G_j (:func:`seqlda_chain_factor`). Returns the sum."""
@@ -159,7 +157,7 @@ def seqlda_topic_weights(p, Q, j, n_d, t_d, N, T, u, alpha, alpha_sum, a, b, rat
                                frozen_phi, frozen)
 
 
-@_token_kernel
+@token_kernel
 def seqlda_remove_cmgs(j, k, n_d, t_d, N, T):
     """Thesis removal of a token of topic k from restaurant j: then the cascade of forced table removals towards
     the first segment (§6.4.2, pitfall 3). Returns the lowest restaurant that lost a table (j + 1: none)."""
@@ -178,7 +176,7 @@ def seqlda_remove_cmgs(j, k, n_d, t_d, N, T):
     return jj + 1
 
 
-@_token_kernel
+@token_kernel
 def seqlda_remove_exact(j, k, n_d, t_d, N, T, logS):
     """Exact removal of a token of topic k from restaurant j: the token (then each removed table's proxy) sat
     alone with probability S^{c-1}_{t-1} / S^c_t, c the customers including the one leaving. Returns the lowest
@@ -201,7 +199,7 @@ def seqlda_remove_exact(j, k, n_d, t_d, N, T, logS):
     return jj + 1
 
 
-@_token_kernel
+@token_kernel
 def seqlda_chain_rows(R, lo, j, n_d, t_d, N, T, alpha, alpha_sum, a, b):
     """Exact sampler: rows lo..j-1 of R from row lo - 1, where R[l, k] = V_lk for l < j - 1 and
     R[j-1, k] = V_{j-1,k} - t_jk. The seating predictive of a customer of dish k arriving at restaurant l is
@@ -221,7 +219,7 @@ def seqlda_chain_rows(R, lo, j, n_d, t_d, N, T, alpha, alpha_sum, a, b):
             R[lev, k] = (c - a * t_d[lev, k]) + (b + a * T[lev]) * P
 
 
-@_token_kernel
+@token_kernel
 def seqlda_arrival_predictive(R, j, k, t_d, N, T, alpha, alpha_sum, b):
     """Exact sampler: V_{j-1,k} / (b + N_j-1 + T_j) (the top's predictive (alpha_k + t_0k) / (sum alpha + T_0) at
     j = 0) from the rows of :func:`seqlda_chain_rows`: the weight of opening a table at j, per (b + a T_j)."""
@@ -230,7 +228,7 @@ def seqlda_arrival_predictive(R, j, k, t_d, N, T, alpha, alpha_sum, b):
     return (R[j - 1, k] + t_d[j, k]) / (b + N[j - 1] + T[j])
 
 
-@_token_kernel
+@token_kernel
 def seqlda_crp_weights(p, R, j, n_d, t_d, N, T, alpha, alpha_sum, a, b, w, nwk, inv, beta, frozen_phi, frozen):
     """Exact sampler: p[k] = V_jk Phi_kw, the seating predictive of a customer at restaurant j (join one of its
     tables, or open one and send a proxy up the chain; common 1/(b + N_j + T_j+1) dropped). Returns the sum."""
@@ -247,7 +245,7 @@ def seqlda_crp_weights(p, R, j, n_d, t_d, N, T, alpha, alpha_sum, a, b, w, nwk, 
     return total
 
 
-@_token_kernel
+@token_kernel
 def seqlda_open_path(R, j, k, n_d, t_d, N, T, alpha, alpha_sum, a, b):
     """Exact sampler: after topic k is drawn for a token at j, the lowest restaurant that opens a new table
     (the token, then each proxy, joins an existing table with weight c - a t or opens one with weight
@@ -272,7 +270,7 @@ def seqlda_open_path(R, j, k, n_d, t_d, N, T, alpha, alpha_sum, a, b):
     return 0
 
 
-@_token_kernel
+@token_kernel
 def seqlda_table_support(j, k, n_d, t_d, mcap):
     """(lo, hi) of t_jk by (6.7): [max(1, t_j-1,k - n_j-1,k), min(n_jk + t_j+1,k, M_max)]; (0, 0) if no customers."""
     J = n_d.shape[0]
@@ -287,7 +285,7 @@ def seqlda_table_support(j, k, n_d, t_d, mcap):
     return lo, min(c, mcap)
 
 
-@_token_kernel
+@token_kernel
 def seqlda_table_weights(wt, j, k, lo, hi, n_d, t_d, N, T, alpha, alpha_sum, a, b, ratio, cratio):
     """Unnormalised p(t_jk = v) by (6.7) for v in [lo, hi] into ``wt[v]`` (T_j includes the candidate); returns
     the sum. With T'_j = T_j - t_jk and c = n_jk + t_j+1,k, the factors in v are
@@ -318,7 +316,7 @@ def seqlda_table_weights(wt, j, k, lo, hi, n_d, t_d, N, T, alpha, alpha_sum, a, 
     return total
 
 
-@_token_kernel
+@token_kernel
 def seqlda_resample_table(wt, j, k, n_d, t_d, N, T, alpha, alpha_sum, a, b, ratio, cratio, mcap):
     """Redraw t_jk from (6.7) on its support (pitfall 5); T_j follows."""
     lo, hi = seqlda_table_support(j, k, n_d, t_d, mcap)
@@ -350,7 +348,7 @@ def seqlda_init(doc_ptr, seg_ptr, words, K, nwk, nk, seed):
     return z, n, t
 
 
-@_token_kernel
+@token_kernel
 def seqlda_remove(j, k, w, n_d, t_d, N, T, u, nwk, nk, inv, vbeta, frozen, logS, exact):
     """Take a token (topic k, word w) out of restaurant j by :func:`seqlda_remove_exact` or
     :func:`seqlda_remove_cmgs`, and out of the topic-word counts; u_k follows. Returns the lowest restaurant
@@ -365,7 +363,7 @@ def seqlda_remove(j, k, w, n_d, t_d, N, T, u, nwk, nk, inv, vbeta, frozen, logS,
     return low
 
 
-@_token_kernel
+@token_kernel
 def seqlda_cmgs_kept_weights(p, F, S, above, j, k, n_d, t_d, N, T, u, alpha, alpha_sum, a, b, ratio, w, nwk, inv,
                              beta, frozen_phi, frozen):
     """(6.4)-(6.6) into ``p`` (returns the sum) from the kept chain products S and topic factors F after the
@@ -384,7 +382,7 @@ def seqlda_cmgs_kept_weights(p, F, S, above, j, k, n_d, t_d, N, T, u, alpha, alp
                                frozen_phi, frozen)
 
 
-@_token_kernel
+@token_kernel
 def seqlda_cmgs_open(p, total, j, t_d, T, u):
     """CMGS: a topic k ~ p, then new tables in restaurants u_k..j when u_k <= j (restaurant u_k - 1 gains a
     customer). Returns (k, the lowest restaurant that gained a table (j + 1: none))."""
@@ -398,7 +396,7 @@ def seqlda_cmgs_open(p, total, j, t_d, T, u):
     return k, low
 
 
-@_token_kernel
+@token_kernel
 def seqlda_exact_open(p, total, R, j, n_d, t_d, N, T, u, alpha, alpha_sum, a, b, mcap):
     """Exact sampler: a topic k ~ p (:func:`seqlda_crp_weights`), then new tables in restaurants m..j by
     :func:`seqlda_open_path`, joining where a restaurant is at the M_max cap. Returns (k, the lowest restaurant
@@ -417,7 +415,7 @@ def seqlda_exact_open(p, total, R, j, n_d, t_d, N, T, u, alpha, alpha_sum, a, b,
     return k, m
 
 
-@_token_kernel
+@token_kernel
 def seqlda_add(i, j, k, w, z, n_d, t_d, N, T, u, S, F, wt, nwk, nk, inv, vbeta, frozen, alpha, alpha_sum, a, b,
                ratio, cratio, mcap, exact):
     """Seat token i (word w) with topic k in restaurant j (its tables already opened), count it in the

@@ -42,9 +42,9 @@ import math
 import numba
 import numpy as np
 
-from inference.gibbs.common import (BIG, check_cmgs_hyper, check_pdp, dirichlet_mean, draw_cumulative, draw_linear,
-                                    frozen_args, inverse_topic_totals, longest_span, move_word, parse_hyper,
-                                    positive_vector, random_segment_topics, rescale_weights, word_factor)
+from inference.gibbs.common import (BIG, check_cmgs_hyper, check_pdp, dirichlet_mean, draw_scan, frozen_args,
+                                    inverse_topic_totals, longest_span, move_word, parse_hyper, positive_vector,
+                                    random_segment_topics, rescale_weights, token_kernel, word_factor)
 from inference.gibbs.model import GibbsModel, SegmentedBlock
 from inference.gibbs.pdp import stirling_table
 
@@ -55,9 +55,9 @@ DEFAULT_M_MAX = 1000
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# kernels
+# kernels (the per-token helpers are ``@token_kernel``: no reference counting, LLVM-inlined, see common.py)
 
-@numba.njit(cache=True)
+@token_kernel
 def stm_topic_weights(p, n_s, t_s, tsum, tsum_tot, T_s, alpha, alpha_sum, a, b, ratio, w, nwk, inv, beta,
                       frozen_phi, frozen):
     """Unnormalised topic conditional (5.3) for one token (all counts without it) into ``p``; returns the sum.
@@ -80,7 +80,7 @@ def stm_topic_weights(p, n_s, t_s, tsum, tsum_tot, T_s, alpha, alpha_sum, a, b, 
     return total
 
 
-@numba.njit(cache=True)
+@token_kernel
 def stm_crp_weights(p, pnew, n_s, t_s, tsum, tsum_tot, T_s, alpha, alpha_sum, a, b, w, nwk, inv, beta,
                     frozen_phi, frozen):
     """Seating-arrangement predictive (thesis (2.10)) for the exact sampler: per topic, join an existing table
@@ -98,7 +98,7 @@ def stm_crp_weights(p, pnew, n_s, t_s, tsum, tsum_tot, T_s, alpha, alpha_sum, a,
     return total
 
 
-@numba.njit(cache=True)
+@token_kernel
 def stm_table_weights(wt, nn, alpha_k, alpha_sum, rest_k, rest_tot, T_rest, a, b, cratio, vmax):
     """Unnormalised p(t_ijk = v) by (5.4) for v = 1..vmax into ``wt[v]``; returns their sum.
 
@@ -119,6 +119,69 @@ def stm_table_weights(wt, nn, alpha_k, alpha_sum, rest_k, rest_tot, T_rest, a, b
     return total
 
 
+@token_kernel
+def stm_remove(k, w, n_s, t_s, tsum, nwk, nk, inv, vbeta, frozen, logS, exact):
+    """Take a token of topic k out of its segment: n_ijk and M_kw drop by one, t_ijk too when the constraint
+    t <= n forces it (5.3, cases 1-2) or, ``exact``, with the probability that the token sat alone,
+    S^{n-1}_{t-1} / S^n_t (n = n_ijk with the token). Returns the number of tables removed (0 or 1)."""
+    n_s[k] -= 1
+    move_word(nwk, nk, inv, w, k, -1, vbeta, frozen)
+    tk = t_s[k]
+    if tk > n_s[k]:
+        drop = True
+    elif exact and tk > 1:
+        drop = np.random.random() < math.exp(logS[n_s[k], tk - 1] - logS[n_s[k] + 1, tk])
+    else:
+        drop = False
+    if not drop:
+        return 0
+    t_s[k] -= 1
+    tsum[k] -= 1
+    return 1
+
+
+@token_kernel
+def stm_draw_topic(p, pnew, n_s, t_s, tsum, tsum_tot, T_s, alpha, alpha_sum, a, b, ratio, w, nwk, inv, beta,
+                   frozen_phi, frozen, mcap, exact):
+    """The topic of a removed token from (5.3) (case 3, a new table, when t_ijk = 0) or, ``exact``, topic and
+    "open a table" jointly from the seating predictive (:func:`stm_crp_weights`). Returns (k, opened)."""
+    if exact:
+        total = stm_crp_weights(p, pnew, n_s, t_s, tsum, tsum_tot, T_s, alpha, alpha_sum, a, b, w, nwk, inv, beta,
+                                frozen_phi, frozen)
+        k = draw_scan(p, 0, p.shape[0] - 1, total)
+        return k, n_s[k] == 0 or (t_s[k] < mcap and np.random.random() * p[k] < pnew[k])
+    total = stm_topic_weights(p, n_s, t_s, tsum, tsum_tot, T_s, alpha, alpha_sum, a, b, ratio, w, nwk, inv, beta,
+                              frozen_phi, frozen)
+    k = draw_scan(p, 0, p.shape[0] - 1, total)
+    return k, t_s[k] == 0
+
+
+@token_kernel
+def stm_add(i, k, w, opened, z, n_s, t_s, tsum, tsum_tot, T_s, nwk, nk, inv, vbeta, frozen, wt, alpha, alpha_sum,
+            a, b, cratio, mcap):
+    """Put token i back with topic k (and a new table when ``opened``, whose proxy customer goes to mu_i), then
+    redraw t_ijk by (5.4) on [1, min(n_ijk, M_max)]. Returns the change of the segment's table count T_ij."""
+    z[i] = k
+    n_s[k] += 1
+    move_word(nwk, nk, inv, w, k, 1, vbeta, frozen)
+    dt = 0
+    if opened:
+        t_s[k] += 1
+        tsum[k] += 1
+        dt = 1
+    nn = n_s[k]
+    if nn >= 2:
+        tk = t_s[k]
+        vmax = min(nn, mcap)
+        total = stm_table_weights(wt, nn, alpha[k], alpha_sum, tsum[k] - tk, tsum_tot + dt - tk, T_s + dt - tk, a,
+                                  b, cratio, vmax)
+        v = draw_scan(wt, 1, vmax, total) if vmax > 1 else 1
+        tsum[k] += v - tk
+        t_s[k] = v
+        dt += v - tk
+    return dt
+
+
 @numba.njit(cache=True)
 def stm_init(doc_ptr, seg_ptr, words, K, mcap, nwk, nk, seed):
     """Uniform random topics; t_ijk uniform on [1, min(n_ijk, M_max)] (thesis Algorithm 4, steps 1-2)."""
@@ -136,10 +199,11 @@ def stm_init(doc_ptr, seg_ptr, words, K, mcap, nwk, nk, seed):
     return z, n, t
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def stm_sweep(doc_ptr, seg_ptr, words, z, n, t, nwk, nk, alpha, beta, a, b, logS, ratio, cratio, mcap,
               frozen_phi, frozen, exact, seed):
-    """One CMGS cycle (thesis Algorithm 4) over documents -> segments -> tokens; state and counts in place.
+    """One CMGS cycle (thesis Algorithm 4) over documents -> segments -> tokens; state and counts in place. Per
+    token: :func:`stm_remove`, :func:`stm_draw_topic`, :func:`stm_add`.
 
     ``exact``: the removal drops a table with the probability that the token sat alone, S^{n-1}_{t-1} / S^n_t,
     and the topic is drawn jointly with "join / open a table" from the seating predictive
@@ -174,54 +238,15 @@ def stm_sweep(doc_ptr, seg_ptr, words, z, n, t, nwk, nk, alpha, beta, a, b, logS
                 T_s += t_s[k]
             for i in range(seg_ptr[s], seg_ptr[s + 1]):
                 w = words[i]
-                k = z[i]
-                # remove the token; a table goes only when the constraint t <= n forces it (5.3, cases 1-2)
-                n_s[k] -= 1
-                move_word(nwk, nk, inv, w, k, -1, vbeta, frozen)
-                if exact:
-                    drop = False
-                    tk = t_s[k]
-                    if tk > n_s[k]:
-                        drop = True
-                    elif tk > 1:  # P(token alone at its table | n, t) = S^{n-1}_{t-1} / S^n_t (n = n_s[k] + 1)
-                        drop = np.random.random() < math.exp(logS[n_s[k], tk - 1] - logS[n_s[k] + 1, tk])
-                else:
-                    drop = t_s[k] > n_s[k]
-                if drop:
-                    t_s[k] -= 1
-                    T_s -= 1
-                    tsum[k] -= 1
-                    tsum_tot -= 1
-                opened = False
-                if exact:
-                    total = stm_crp_weights(p, pnew, n_s, t_s, tsum, tsum_tot, T_s, alpha, alpha_sum, a, b, w,
-                                            nwk, inv, beta, frozen_phi, frozen)
-                    k = draw_cumulative(p, total, K)
-                    opened = n_s[k] == 0 or (t_s[k] < mcap and np.random.random() * p[k] < pnew[k])
-                else:
-                    total = stm_topic_weights(p, n_s, t_s, tsum, tsum_tot, T_s, alpha, alpha_sum, a, b, ratio, w,
-                                              nwk, inv, beta, frozen_phi, frozen)
-                    k = draw_cumulative(p, total, K)
-                    opened = t_s[k] == 0  # case 3: a new table, its proxy customer goes to mu_i
-                z[i] = k
-                n_s[k] += 1
-                move_word(nwk, nk, inv, w, k, 1, vbeta, frozen)
-                if opened:
-                    t_s[k] += 1
-                    T_s += 1
-                    tsum[k] += 1
-                    tsum_tot += 1
-                nn = n_s[k]
-                if nn >= 2:  # table count by (5.4) on [1, min(n, M_max)]
-                    tk = t_s[k]
-                    vmax = min(nn, mcap)
-                    total = stm_table_weights(wt, nn, alpha[k], alpha_sum, tsum[k] - tk, tsum_tot - tk, T_s - tk,
-                                              a, b, cratio, vmax)
-                    v = draw_linear(wt, 1, vmax, total)
-                    T_s += v - tk
-                    tsum[k] += v - tk
-                    tsum_tot += v - tk
-                    t_s[k] = v
+                dropped = stm_remove(z[i], w, n_s, t_s, tsum, nwk, nk, inv, vbeta, frozen, logS, exact)
+                T_s -= dropped
+                tsum_tot -= dropped
+                k, opened = stm_draw_topic(p, pnew, n_s, t_s, tsum, tsum_tot, T_s, alpha, alpha_sum, a, b, ratio, w,
+                                           nwk, inv, beta, frozen_phi, frozen, mcap, exact)
+                dt = stm_add(i, k, w, opened, z, n_s, t_s, tsum, tsum_tot, T_s, nwk, nk, inv, vbeta, frozen, wt,
+                             alpha, alpha_sum, a, b, cratio, mcap)
+                T_s += dt
+                tsum_tot += dt
 
 
 @numba.njit(cache=True)
