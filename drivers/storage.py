@@ -79,6 +79,15 @@ def load_npy(path: str) -> np.ndarray:
     return np.load(io.BytesIO(read_bytes(path)), allow_pickle=False)
 
 
+def list_column(matrix: np.ndarray):
+    """An (n, K) float array as an Arrow list<double> column of n rows (Spark reads it as array<double>)."""
+    import pyarrow as pa
+
+    n, k = matrix.shape
+    offsets = pa.array(np.arange(0, (n + 1) * k, k, dtype=np.int32))
+    return pa.ListArray.from_arrays(offsets, pa.array(np.ascontiguousarray(matrix, dtype=np.float64).ravel()))
+
+
 def write_parquet(path: str, table) -> None:
     """Write an Arrow table as one Parquet file, atomically (executors write their part of a dataset)."""
     import pyarrow.parquet as pq

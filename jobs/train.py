@@ -94,12 +94,11 @@ def doc_topics_table(doc_ids, gamma: np.ndarray, topic_names: list | None = None
 
     n, K = gamma.shape
     theta = gamma / gamma.sum(axis=1, keepdims=True)
-    offsets = pa.array(np.arange(0, (n + 1) * K, K, dtype=np.int32))
     columns = {"doc_id": pa.array(list(doc_ids), pa.string()),
-               "gamma": pa.ListArray.from_arrays(offsets, pa.array(gamma.ravel())),
-               "theta": pa.ListArray.from_arrays(offsets, pa.array(theta.ravel()))}
+               "gamma": storage.list_column(gamma), "theta": storage.list_column(theta)}
     if topic_names is not None:
         names = np.asarray(topic_names, dtype=object)
+        offsets = pa.array(np.arange(0, (n + 1) * K, K, dtype=np.int32))
         columns["top_topic"] = pa.array(names[np.argmax(theta, axis=1)].tolist(), pa.string())
         columns["theta_named"] = pa.MapArray.from_arrays(offsets, pa.array(np.tile(names, n).tolist(), pa.string()),
                                                          pa.array(theta.ravel()))

@@ -188,36 +188,42 @@ def score_heldout(spark, model: GibbsModel, hyper: dict, topic_word: np.ndarray,
 
 # --------------------------------------------------------------------------- outputs
 
-def _proportion_rows(items, model):
-    for _, item in items:
-        doc, seg = topic_proportions(model, item)
-        orig = item["orig"]
-        for doc_id, theta in zip(orig.doc_ids, doc.tolist()):
-            yield "doc", str(doc_id), -1, theta
-        seg_doc = orig.doc_of_segment()
-        position = np.arange(orig.n_segments) - orig.doc_ptr[seg_doc]
-        for d, j, theta in zip(seg_doc.tolist(), position.tolist(), seg.tolist()):
-            yield "seg", str(orig.doc_ids[d]), j, theta
+def proportion_tables(model: GibbsModel, item: dict):
+    """Arrow tables (doc_id, theta) and (doc_id, segment, theta) of one partition's sample averages."""
+    import pyarrow as pa
+
+    doc, seg = topic_proportions(model, item)
+    orig = item["orig"]
+    doc_ids = np.asarray(orig.doc_ids, dtype=object)
+    seg_doc = orig.doc_of_segment()
+    position = (np.arange(orig.n_segments) - orig.doc_ptr[seg_doc]).astype(np.int32)
+    docs = pa.table({"doc_id": pa.array([str(d) for d in doc_ids], pa.string()),
+                     "theta": storage.list_column(doc)})
+    segments = pa.table({"doc_id": pa.array([str(d) for d in doc_ids[seg_doc]], pa.string()),
+                         "segment": pa.array(position, pa.int32()), "theta": storage.list_column(seg)})
+    return docs, segments
 
 
 def write_proportions(spark, model: GibbsModel, states, directory: str) -> None:
-    """doc_topics.parquet (doc_id, theta) and segment_topics.parquet (doc_id, segment, theta)."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import ArrayType, DoubleType, IntegerType, StringType, StructField, StructType
+    """doc_topics.parquet (doc_id, theta) and segment_topics.parquet (doc_id, segment, theta).
 
-    schema = StructType([StructField("kind", StringType(), False), StructField("doc_id", StringType(), False),
-                         StructField("segment", IntegerType(), False),
-                         StructField("theta", ArrayType(DoubleType(), False), False)])
+    Each task writes its partition's rows (sorted by document, segments in order)
+    as one Parquet part of each directory: Arrow columns, no per-row conversion.
+    """
+    paths = [storage.join(directory, name) for name in ("doc_topics.parquet", "segment_topics.parquet")]
+    for path in paths:
+        if storage.exists(path):
+            storage.delete(path)
+
+    def write_part(partition, items):
+        for _, item in items:
+            for path, table in zip(paths, proportion_tables(model, item)):
+                storage.write_parquet(storage.join(path, f"part-{partition:05d}.parquet"), table)
+            yield partition
+
     spark.sparkContext.setJobDescription("write document and segment topic proportions")
-    rows = spark.createDataFrame(states.mapPartitions(partial(_proportion_rows, model=model)), schema).cache()
-    try:
-        (rows.where(F.col("kind") == "doc").select("doc_id", "theta").orderBy("doc_id")
-         .write.mode("overwrite").parquet(storage.join(directory, "doc_topics.parquet")))
-        (rows.where(F.col("kind") == "seg").select("doc_id", "segment", "theta").orderBy("doc_id", "segment")
-         .write.mode("overwrite").parquet(storage.join(directory, "segment_topics.parquet")))
-    finally:
-        rows.unpersist()
-        spark.sparkContext.setJobDescription(None)
+    states.mapPartitionsWithIndex(write_part).collect()
+    spark.sparkContext.setJobDescription(None)
 
 
 def plot_trace(path: str, trace: list[dict], title: str) -> None:
