@@ -271,7 +271,7 @@ def load_aligned_corpus(spark, directory: str, num_partitions: int | None = None
               .agg(F.array_sort(F.collect_list(F.struct("lang_index", "term_ids", "counts"))).alias("parts"))
               .select("doc_id", F.flatten(F.col("parts.term_ids")).alias("term_ids"),
                       F.flatten(F.col("parts.counts")).alias("counts")))
-    P = num_partitions or default_partitions(int(meta["documents"]))
+    P = num_partitions or default_partitions(int(meta["documents"]), meta.get("tokens"))
     started = time.perf_counter()
     spark.sparkContext.setJobDescription(f"load aligned corpus {directory} into {P} blocks")
     blocks = docs_to_blocks(tuples, P)

@@ -17,6 +17,9 @@ import pandas as pd
 from drivers import storage
 from inference.blocks import DocBlock
 
+#: default partition size: about a million tokens (a partition's E-step pass or Gibbs sweep takes ~0.1-0.5 s
+#: on one core, so Spark's per-task cost stays small); by documents when a corpus does not record its tokens
+TOKENS_PER_PARTITION = 1_000_000
 DOCS_PER_PARTITION = 25000
 
 log = logging.getLogger("spark_topics.corpus")
@@ -49,7 +52,10 @@ def check_topics(num_topics: int, vocab_size: int) -> None:
                          "use fewer topics or a larger vocabulary")
 
 
-def default_partitions(num_documents: int) -> int:
+def default_partitions(num_documents: int, num_tokens: int | None = None) -> int:
+    """At least 2; a function of the data only (never of the cluster), so results are reproducible anywhere."""
+    if num_tokens:
+        return max(2, math.ceil(num_tokens / TOKENS_PER_PARTITION))
     return max(2, math.ceil(num_documents / DOCS_PER_PARTITION))
 
 
@@ -112,7 +118,7 @@ def open_corpus_meta(spark, directory: str) -> tuple[dict, pd.DataFrame]:
 def load_corpus(spark, directory: str, num_partitions: int | None = None) -> Corpus:
     """Open CORPUS_DIR: ``corpus.json``, ``vocab.parquet`` and ``docs.parquet`` as blocks."""
     meta, vocab = open_corpus_meta(spark, directory)
-    P = num_partitions or default_partitions(int(meta["documents"]))
+    P = num_partitions or default_partitions(int(meta["documents"]), meta.get("tokens"))
     docs = spark.read.parquet(storage.join(directory, "docs.parquet"))
     started = time.perf_counter()
     spark.sparkContext.setJobDescription(f"load corpus {directory} into {P} document blocks")

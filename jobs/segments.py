@@ -319,9 +319,9 @@ def load_segmented_corpus(spark, directory: str, num_partitions: int | None = No
         test = heldout_condition(heldout_fraction)
         frame = frame.where(test if split == "test" else ~test)
     docs = int(meta["documents"])
-    P = num_partitions or default_partitions(docs if split == "all" else
-                                             math.ceil(docs * (heldout_fraction if split == "test"
-                                                               else 1 - heldout_fraction)))
+    share = 1.0 if split == "all" else heldout_fraction if split == "test" else 1 - heldout_fraction
+    tokens = meta.get("tokens")
+    P = num_partitions or default_partitions(math.ceil(docs * share), tokens and math.ceil(tokens * share))
     schema = StructType([StructField("partition", IntegerType()), StructField("block", BinaryType())])
     source, V = ("segments" if segmented else "docs"), len(vocab)
     started = time.perf_counter()
