@@ -3,7 +3,12 @@
 On the 1,189 chapters of the World English Bible (``sample_data/web_chapters.jsonl.gz``, one verse per line),
 every chapter is cut into segments of ``--verses-per-segment`` consecutive verses (a list column, prepared
 with ``prepare --segments segments``; ``--verses-per-segment 0`` uses ``prepare --segments sentence``
-instead). The corpus is prepared once and cached under ``out/bench/``. Then, with the same K, seed,
+instead). With ``--unit book`` the documents are the 66 books instead (chapters grouped by book in canonical
+order, verses in order) and the segments are runs of N consecutive verses through the book, across chapter
+boundaries (``--verses-per-segment 0``: whole chapters); the book corpus reuses the chapter corpus'
+vocabulary (``prepare --vocab``), so both hold the same tokens and only the grouping differs (a vocabulary
+pruned over 66 books, ``max_df`` 0.5, would drop every word used in more than 33 of them). The corpus is
+prepared once and cached under ``out/bench/``. Then, with the same K, seed,
 iterations, sample schedule and the same 20% held-out documents (hash of the id), it trains
 
     LDA_D        lda-gibbs                    (documents)
@@ -22,9 +27,11 @@ STM < LDA_D, SeqLDA < SeqLDA-perm, AdaTM <= STM. Same settings for every model: 
 Not part of the default test run::
 
     python tests/bench_orderings.py --topics 20 --iterations 200
+    python tests/bench_orderings.py --unit book --verses-per-segment 5 --topics 20 --iterations 150
     pytest tests/bench_orderings.py -m benchmark      # reduced size
 
-Results: the table on stdout and ``out/bench/orderings-v{verses}-K{topics}-I{iterations}-s{seed}.json``.
+Results: the table on stdout and ``out/bench/orderings-v{verses}-K{topics}-I{iterations}-s{seed}.json``
+(``orderings-book-v...`` with ``--unit book``).
 """
 from __future__ import annotations
 
@@ -85,6 +92,51 @@ def segmented_corpus(spark, verses_per_segment: int) -> str:
     return str(out)
 
 
+def book_corpus(spark, verses_per_segment: int) -> str:
+    """The WEB books as documents: chapters grouped by book (ids ``Book.chapter``) in chapter order, cut into
+    segments of N consecutive verses running across chapter boundaries (N = 0: one segment per chapter);
+    prepared once under out/bench/ with the vocabulary of the chapter corpus (the same tokens)."""
+    from jobs.prepare import prepare_corpus
+
+    name = "chapters" if verses_per_segment <= 0 else f"{verses_per_segment}verses"
+    out = CACHE / f"web-books-{name}"
+    if not (out / "corpus.json").exists():
+        vocab = segmented_corpus(spark, 3)   # any chapter-level corpus: the vocabulary is the same
+        CACHE.mkdir(parents=True, exist_ok=True)
+        books: dict[str, list] = {}          # book -> [(chapter, verses)], books in first-seen order
+        with gzip.open(SOURCE, "rt", encoding="utf-8") as src:
+            for line in src:
+                row = json.loads(line)
+                book, chapter = row["id"].rsplit(".", 1)
+                books.setdefault(book, []).append(
+                    (int(chapter), [v for v in row["text"].split("\n") if v.strip()]))
+        grouped = CACHE / f"web-books-{name}.jsonl.gz"
+        with gzip.open(grouped, "wt", encoding="utf-8") as dst:
+            for book, chapters in books.items():
+                chapters.sort(key=lambda c: c[0])
+                if verses_per_segment <= 0:
+                    segments = ["\n".join(verses) for _, verses in chapters]
+                else:
+                    verses = [v for _, vs in chapters for v in vs]
+                    segments = ["\n".join(verses[i:i + verses_per_segment])
+                                for i in range(0, len(verses), verses_per_segment)]
+                dst.write(json.dumps({"id": book, "segments": segments}, ensure_ascii=False) + "\n")
+        prepare_corpus(spark, str(grouped), str(out), segments="segments", vocab=vocab, overwrite=True)
+    return str(out)
+
+
+def segment_stats(spark, corpus: str) -> dict:
+    """Segments per document and tokens per segment (min, median, mean, max) of a segmented corpus."""
+    import numpy as np
+
+    rows = spark.read.parquet(str(Path(corpus) / "segments.parquet")).select("segments").collect()
+    per_doc = np.array([len(r["segments"]) for r in rows])
+    per_seg = np.array([len(s) for r in rows for s in r["segments"]])
+    summary = lambda a: {"min": int(a.min()), "median": float(np.median(a)), "mean": float(a.mean()),
+                         "max": int(a.max())}
+    return {"segments_per_document": summary(per_doc), "tokens_per_segment": summary(per_seg)}
+
+
 def train_one(spark, corpus: str, label: str, model: str, extra, topics: int, iterations: int, seed: int,
               permute: int, heldout_iterations: int, out: Path) -> dict:
     from conftest import train_args
@@ -112,9 +164,15 @@ def train_one(spark, corpus: str, label: str, model: str, extra, topics: int, it
 
 
 def run_benchmark(spark, topics: int = 20, iterations: int = 200, seed: int = 0, permute: int = 1,
-                  verses_per_segment: int = 3, heldout_iterations: int = 50, labels=None) -> dict:
-    corpus = segmented_corpus(spark, verses_per_segment)
-    out = CACHE / f"orderings-run-v{verses_per_segment}-K{topics}-I{iterations}-s{seed}"
+                  verses_per_segment: int = 3, heldout_iterations: int = 50, labels=None,
+                  unit: str = "chapter") -> dict:
+    if unit == "book":
+        corpus = book_corpus(spark, verses_per_segment)
+    else:
+        corpus = segmented_corpus(spark, verses_per_segment)
+    stats = segment_stats(spark, corpus)
+    prefix = "book-" if unit == "book" else ""
+    out = CACHE / f"orderings-run-{prefix}v{verses_per_segment}-K{topics}-I{iterations}-s{seed}"
     rows = []
     for label, model, extra in RUNS:
         if labels and label not in labels:
@@ -127,7 +185,8 @@ def run_benchmark(spark, topics: int = 20, iterations: int = 200, seed: int = 0,
                   "holds": (by[a] < by[b] if strict else by[a] <= by[b]) if a in by and b in by else None}
                  for a, b, strict in ORDERINGS]
     corpus_meta = json.loads((Path(corpus) / "corpus.json").read_text())
-    return {"corpus": corpus, "verses_per_segment": verses_per_segment, "documents": corpus_meta["documents"],
+    return {"corpus": corpus, "unit": unit, "verses_per_segment": verses_per_segment, **stats,
+            "documents": corpus_meta["documents"],
             "segments": corpus_meta["segmentation"]["segments"], "tokens": corpus_meta["tokens"],
             "vocab_size": corpus_meta["vocab_size"], "topics": topics, "iterations": iterations, "seed": seed,
             "permute_seed": permute, "heldout_fraction": 0.2, "heldout_iterations": heldout_iterations,
@@ -136,12 +195,21 @@ def run_benchmark(spark, topics: int = 20, iterations: int = 200, seed: int = 0,
 
 
 def format_table(report: dict) -> str:
-    seg = "sentences" if report["verses_per_segment"] <= 0 else f"{report['verses_per_segment']} verses"
-    lines = [f"{report['corpus']}: {report['documents']} documents, {report['segments']} segments ({seg}), "
+    book = report.get("unit") == "book"
+    if report["verses_per_segment"] <= 0:
+        seg = "chapters" if book else "sentences"
+    else:
+        seg = f"{report['verses_per_segment']} verses"
+    spd, tps = report["segments_per_document"], report["tokens_per_segment"]
+    lines = [f"{report['corpus']}: {report['documents']} {'books' if book else 'chapters'} as documents, "
+             f"{report['segments']} segments ({seg}), "
              f"{report['tokens']} tokens, V={report['vocab_size']}; K={report['topics']}, "
              f"{report['iterations']} iterations, seed {report['seed']}, 20% held out "
              f"({report['rows'][0]['heldout_documents']} documents, {report['rows'][0]['heldout_tokens']} tokens), "
              f"local[{report['cores']}]",
+             f"segments per document: min {spd['min']}, median {spd['median']:g}, mean {spd['mean']:.1f}, "
+             f"max {spd['max']}; tokens per segment: min {tps['min']}, median {tps['median']:g}, "
+             f"mean {tps['mean']:.1f}, max {tps['max']}",
              f"{'model':12} {'perplexity':>10} {'seconds':>8} {'tokens/s':>9}"]
     for r in report["rows"]:
         lines.append(f"{r['label']:12} {r['perplexity']:10.1f} {r['seconds']:8.1f} {r['tokens_per_second']:9.3g}")
@@ -155,7 +223,8 @@ def format_table(report: dict) -> str:
 
 
 def write_report(report: dict) -> Path:
-    path = CACHE / (f"orderings-v{report['verses_per_segment']}-K{report['topics']}-I{report['iterations']}"
+    prefix = "book-" if report.get("unit") == "book" else ""
+    path = CACHE / (f"orderings-{prefix}v{report['verses_per_segment']}-K{report['topics']}-I{report['iterations']}"
                     f"-s{report['seed']}.json")
     path.write_text(json.dumps(report, indent=2, default=float))
     return path
@@ -176,8 +245,12 @@ def main(argv=None) -> int:
     parser.add_argument("--iterations", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--permute-seed", type=int, default=1)
-    parser.add_argument("--verses-per-segment", type=int, default=3,
-                        help="verses per segment (0: split the chapters into sentences)")
+    parser.add_argument("--unit", choices=("chapter", "book"), default="chapter",
+                        help="documents: the 1,189 chapters (default) or the 66 books")
+    parser.add_argument("--verses-per-segment", type=int, default=None,
+                        help="verses per segment (default 3 with --unit chapter, 5 with --unit book); 0: "
+                             "split the chapters into sentences (--unit chapter) or one segment per chapter "
+                             "(--unit book)")
     parser.add_argument("--heldout-iterations", type=int, default=50)
     parser.add_argument("--only", default=None, help="comma-separated labels to run (default: all)")
     args = parser.parse_args(argv)
@@ -186,9 +259,12 @@ def main(argv=None) -> int:
     from jobs.spark import get_spark
     spark = get_spark("spark-topics orderings benchmark", f"local[{CORES}]",
                       ["spark.driver.memory=4g", "spark.ui.enabled=false"])
+    verses = args.verses_per_segment
+    if verses is None:
+        verses = 5 if args.unit == "book" else 3
     report = run_benchmark(spark, args.topics, args.iterations, args.seed, args.permute_seed,
-                           args.verses_per_segment, args.heldout_iterations,
-                           args.only.split(",") if args.only else None)
+                           verses, args.heldout_iterations,
+                           args.only.split(",") if args.only else None, args.unit)
     print(format_table(report))
     print(f"results written to {write_report(report)}")
     return 0
