@@ -44,6 +44,9 @@ TAG = re.compile(r"<[^>]+>")
 SPACES = re.compile(r"\s+")
 
 
+GLOSSARY = "World English Bible Glossary"
+
+
 def dump_module(module: str = MODULE) -> str:
     """Return the raw imp dump of a SWORD module (needs ``mod2imp`` on PATH)."""
     result = subprocess.run(["mod2imp", module], check=True, capture_output=True)
@@ -83,7 +86,7 @@ def chapters(imp: str) -> list[dict]:
         tag = CHAPTER_TAG.search(markup)
         if tag:
             osis_of_book.setdefault(book, tag["osis"])
-        text = plain_text(markup)
+        text = plain_text(markup).split(GLOSSARY)[0].strip()  # the module appends its glossary to Rev 22:21
         if text:
             verses.setdefault((book, chapter), []).append(text)
     docs = []
