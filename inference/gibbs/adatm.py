@@ -81,8 +81,9 @@ import math
 import numba
 import numpy as np
 
-from inference.gibbs.common import (customers, draw_scan, frozen_args, inverse_topic_totals, longest_span,
-                                    max_doc_segments, move_word, random_segment_topics, token_kernel, word_factor)
+from inference.gibbs.common import (customers, draw_scan, frozen_args, gamma_concentration_step, inverse_topic_totals,
+                                    longest_span, max_doc_segments, move_word, random_segment_topics, token_kernel,
+                                    word_factor)
 from inference.gibbs.model import GibbsModel, SegmentedBlock, word_weight
 from inference.gibbs.pdp import stirling_table
 
@@ -692,12 +693,7 @@ class AdaTM(GibbsModel):
 
     def update_hyper(self, hyper: dict, stats: np.ndarray, num_documents: int, seed: int) -> dict:
         """b ~ Gamma(shape = sum (T + S), rate = sum log 1/q) (improper prior 1/b, as STM's (5.8))."""
-        hyper = dict(hyper, cycles=int(hyper.get("cycles", 0)) + 1)
-        if self.samples_b(hyper) and hyper["cycles"] > int(hyper.get("b_burn_in", 0)):
-            shape, rate = float(stats[0]), float(stats[1])
-            if shape > 0 and rate > 0:
-                hyper["b"] = float(np.random.default_rng(seed).gamma(shape, 1.0 / rate))
-        return hyper
+        return gamma_concentration_step(hyper, stats, self.samples_b(hyper), seed)
 
     # -- estimates -----------------------------------------------------------------------------------------
     def doc_topic(self, block: SegmentedBlock, state: dict, hyper: dict) -> np.ndarray:

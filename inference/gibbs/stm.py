@@ -43,6 +43,7 @@ import numba
 import numpy as np
 
 from inference.gibbs.common import (BIG, check_cmgs_hyper, check_pdp, dirichlet_mean, draw_scan, frozen_args,
+                                    gamma_concentration_step,
                                     inverse_topic_totals, longest_span, move_word, parse_hyper, positive_vector,
                                     random_segment_topics, rescale_weights, token_kernel, word_factor)
 from inference.gibbs.model import GibbsModel, SegmentedBlock
@@ -335,12 +336,7 @@ class STM(GibbsModel):
 
     def update_hyper(self, hyper, stats, num_documents, seed) -> dict:
         """b ~ Gamma(shape = sum T, rate = sum log 1/q) (5.8; numpy's scale is 1/rate, pitfall 10)."""
-        hyper = dict(hyper, cycles=int(hyper.get("cycles", 0)) + 1)
-        if self.samples_b(hyper) and hyper["cycles"] > int(hyper.get("b_burn_in", 0)):
-            shape, rate = float(stats[0]), float(stats[1])
-            if shape > 0 and rate > 0:
-                hyper["b"] = float(np.random.default_rng(seed).gamma(shape, 1.0 / rate))
-        return hyper
+        return gamma_concentration_step(hyper, stats, self.samples_b(hyper), seed)
 
     def doc_topic(self, block, state, hyper) -> np.ndarray:
         """(D, K) mu-hat_ik = (alpha_k + sum_j t_ijk) / sum_k (alpha_k + sum_j t_ijk) (5.5)."""
