@@ -6,8 +6,10 @@ partition per block, in one Spark job of two stages:
 
 1. the driver broadcasts the global topic-word counts ``nwk`` (V x K int32),
    ``nk`` and the hyperparameters;
-2. one Python task per partition (``mapPartitionsWithIndex`` over the cached
-   blocks) takes the partition's state of the previous iteration (kept by the
+2. one Python task per partition (``mapPartitionsWithIndex`` over a cached RDD
+   of small handles: each block is staged once, to a file and the Python
+   worker's memory, so an iteration ships no corpus data) takes the
+   partition's block and its state of the previous iteration (kept by the
    Python worker that wrote it, else read from its files:
    :mod:`drivers.gibbs_state`), runs ``model.sweep`` on a private copy of the
    counts (AD-LDA, Newman et al. 2009), then ``local_hyper_update`` and
@@ -56,6 +58,7 @@ from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
+from pyspark import StorageLevel
 from scipy.special import gammaln
 
 from drivers import gibbs_state, storage
@@ -213,12 +216,18 @@ def _accumulate(model: GibbsModel, item: dict, acc: dict, hyper: dict) -> dict:
                 seg=seg if "seg" not in acc else acc["seg"] + seg, samples=acc["samples"] + 1)
 
 
-def _only_block(partition: int, items) -> SegmentedBlock:
-    """The one block of the partition (the whole input is read: Spark reuses a worker only then)."""
-    blocks = list(items)
-    if len(blocks) != 1 or blocks[0][0] != partition:
-        raise RuntimeError(f"partition {partition} expects its one block, got {[p for p, _ in blocks]}")
-    return blocks[0][1]
+def _only_one(partition: int, items):
+    """The one (partition, value) record of the partition (the whole input is read: Spark reuses a worker
+    only then)."""
+    records = list(items)
+    if len(records) != 1 or records[0][0] != partition:
+        raise RuntimeError(f"partition {partition} expects its one record, got {[p for p, _ in records]}")
+    return records[0][1]
+
+
+def _stage_task(partition, items, model, run, directory):
+    """The block of the partition staged (:func:`drivers.gibbs_state.stage`): its handle."""
+    yield gibbs_state.stage(run, partition, model, _only_one(partition, items), directory)
 
 
 def _sweep(model: GibbsModel, item: dict, bc_global, seed: int, partition: int, plan: SyncPlan) -> tuple:
@@ -258,9 +267,9 @@ def _partition_task(partition, items, model, run, directory, bc_global, seed, pl
     """One partition's share of a synchronisation: its state (this worker's or the files), the sweeps, the
     state's files, then its counts by topic group and its record (statistics, sizes, timings)."""
     wall = [time.time()]
-    orig = _only_block(partition, items)
+    _only_one(partition, items)
     previous = plan.iterations[0] - 1 if plan.iterations else None
-    item = gibbs_state.checkout(run, partition, model, orig, directory, previous)
+    item = gibbs_state.checkout(run, partition, model, directory, previous)
     wall.append(time.time())
     stats, sweep_seconds = _sweep(model, item, bc_global, seed, partition, plan)
     acc = None
@@ -300,8 +309,8 @@ def _reduce_task(records, vocab_size, topic_groups):
 
 def _output_task(partition, items, model, run, directory, iteration, acc_iteration):
     """(partition, item) after ``iteration`` with the sums of the samples up to ``acc_iteration``."""
-    orig = _only_block(partition, items)
-    item = gibbs_state.checkout(run, partition, model, orig, directory, iteration, update=False)
+    _only_one(partition, items)
+    item = gibbs_state.checkout(run, partition, model, directory, iteration, update=False)
     yield partition, dict(item, acc=gibbs_state.sample_sums(item, directory, partition, acc_iteration))
 
 
@@ -359,13 +368,13 @@ class GibbsEngine:
         storage.delete(self.checkpoint_dir)
 
     # ---- one synchronisation
-    def _run_job(self, blocks, description: str, plan: SyncPlan, bc_global, partitioner: TopicPartitioner):
+    def _run_job(self, handles, description: str, plan: SyncPlan, bc_global, partitioner: TopicPartitioner):
         """Partition tasks -> TopicPartitioner -> reducers -> collect; returns (nwk, nk, partition records
         by partition)."""
         K, V = self.model.num_topics, self.model.vocab_size
         groups = partitioner.topic_groups()
         self.sc.setJobDescription(description)
-        results = (blocks
+        results = (handles
                    .mapPartitionsWithIndex(partial(_partition_task, model=self.model, run=self._run,
                                                    directory=self.checkpoint_dir, bc_global=bc_global,
                                                    seed=self.settings.seed, plan=plan, topic_groups=groups))
@@ -440,7 +449,11 @@ class GibbsEngine:
             num_docs, num_tokens = int(meta["documents"]), int(meta["tokens"])
             last_checkpoint = t
             log.info("resuming from checkpoint %s after iteration %d", self.checkpoint_dir, t)
-        else:
+        self._handles = blocks.mapPartitionsWithIndex(partial(
+            _stage_task, model=model, run=self._run, directory=self.checkpoint_dir)).setName(
+            f"{model.name} staged blocks").persist(StorageLevel.MEMORY_ONLY)
+        handles = self._handles
+        if restored is None:
             if resume:
                 log.warning("--resume: no checkpoint in %s, starting from scratch", self.checkpoint_dir)
             self.clear_checkpoint()   # files of an earlier run must not mix with this one's
@@ -448,7 +461,7 @@ class GibbsEngine:
             topic_word_sum = np.zeros((K, V))
             began = time.perf_counter()
             bc = self.sc.broadcast((None, None, hyper))
-            nwk, nk, parts = self._run_job(blocks, f"{model.name}: random initial topics {job}", SyncPlan(()),
+            nwk, nk, parts = self._run_job(handles, f"{model.name}: random initial topics {job}", SyncPlan(()),
                                            bc, partitioner)
             bc.destroy()
             num_docs, num_tokens = sum(r[2] for r in parts), sum(r[3] for r in parts)
@@ -467,7 +480,7 @@ class GibbsEngine:
             job_began = time.perf_counter()
             wall_began = time.time()
             label = f"iteration {t}" if m == 1 else f"iterations {first}-{t}"
-            nwk, nk, parts = self._run_job(blocks, f"{model.name} {label}/{sched.iterations}: sweep (AD-LDA) {job}",
+            nwk, nk, parts = self._run_job(handles, f"{model.name} {label}/{sched.iterations}: sweep (AD-LDA) {job}",
                                            plan, bc, partitioner)
             job_seconds = time.perf_counter() - job_began
             self._log_timeline(parts, wall_began)
@@ -504,14 +517,17 @@ class GibbsEngine:
         if samples_taken == 0:
             raise RuntimeError("no sample was taken (check --burn-in, --lag, --samples)")
         topic_word = topic_word_sum / samples_taken
-        states = blocks.mapPartitionsWithIndex(partial(
+        states = handles.mapPartitionsWithIndex(partial(
             _output_task, model=model, run=self._run, directory=self.checkpoint_dir, iteration=t,
             acc_iteration=sched.last_sample(t))).setName(f"gibbs state {t}")
         return GibbsResult(topic_word, hyper, trace, t, samples_taken, states, num_partitions,
                            num_tokens, num_docs)
 
     def release(self) -> None:
-        """Nothing is held on the executors beyond the workers' caches, which the next run replaces."""
+        """Unpersist the staged handles (the workers' caches are replaced by the next run)."""
+        if getattr(self, "_handles", None) is not None:
+            self._handles.unpersist()
+            self._handles = None
 
 
 # --------------------------------------------------------------------------- outputs

@@ -1,7 +1,10 @@
 """A partition's sampler state between two iterations of the Gibbs engine: files by iteration, kept in memory
 by the Python worker that wrote them.
 
-The task that sweeps partition p to iteration t writes the partition's state (``z`` and whatever else the
+The engine first stages every partition's block: ``blocks/part-<p>.npz`` under the checkpoint directory
+(:func:`stage`), and from then on its tasks run over a cached RDD of small handles ``(p, tokens)`` instead of
+the blocks, so an iteration ships no corpus data from the JVM to Python. The task that sweeps partition p to
+iteration t writes the partition's state (``z`` and whatever else the
 model keeps) to ``state/iter-<t>/part-<p>.npz`` under the checkpoint directory and, on a sample iteration,
 its sums of sampled topic proportions to ``samples/iter-<t>/part-<p>.npz`` (``.npz`` without pickle). The
 task of the next iteration reads those and writes files of its own iteration: no task ever reads what it
@@ -9,7 +12,8 @@ task of the next iteration reads those and writes files of its own iteration: no
 output, reproduces its first result exactly. The driver deletes files that no later task and no retained
 checkpoint needs (:meth:`GibbsEngine._prune`).
 
-Reading is usually skipped: Spark reuses its Python workers between tasks, and the worker that ran a
+Reading is usually skipped: Spark reuses its Python workers between tasks (and schedules a handle's task
+where the handle is cached, the executor that staged it), and the worker that ran a
 partition keeps the partition's prepared block and its state in :data:`_CACHE`, keyed by the run and
 the partition and tagged with the iteration of the state. A task that finds there the iteration it needs
 uses it; any other (another worker, a new executor, a retry after a failure half-way) reads the files. A
@@ -34,6 +38,10 @@ _CACHE: dict = {}   # (run, partition) -> item, in each Python worker
 
 
 # --------------------------------------------------------------------------- files
+
+def blocks_dir(directory: str) -> str:
+    return storage.join(directory, "blocks")
+
 
 def state_dir(directory: str, iteration: int) -> str:
     return storage.join(directory, "state", f"iter-{iteration:05d}")
@@ -60,6 +68,17 @@ def _save_arrays(path: str, arrays: dict) -> None:
 def _load_arrays(path: str) -> dict:
     with np.load(io.BytesIO(storage.read_bytes(path)), allow_pickle=False) as npz:
         return {k: npz[k] for k in npz.files}
+
+
+def save_block(directory: str, partition: int, block: SegmentedBlock) -> None:
+    _save_arrays(_part(blocks_dir(directory), partition),
+                 {"doc_ids": np.array([str(d) for d in block.doc_ids], dtype=str), "doc_ptr": block.doc_ptr,
+                  "seg_ptr": block.seg_ptr, "words": block.words})
+
+
+def load_block(directory: str, partition: int) -> SegmentedBlock:
+    a = _load_arrays(_part(blocks_dir(directory), partition))
+    return SegmentedBlock(a["doc_ids"].astype(object), a["doc_ptr"], a["seg_ptr"], a["words"])
 
 
 def iteration_dirs(directory: str, kind: str) -> dict[int, str]:
@@ -89,14 +108,23 @@ def check_state(model: GibbsModel, block: SegmentedBlock, state: dict) -> None:
         raise ValueError(f"{model.name}: topic assignments outside 0..{model.num_topics - 1}")
 
 
-def checkout(run: str, partition: int, model: GibbsModel, orig: SegmentedBlock, directory: str,
-             iteration: int | None, update: bool = True) -> dict:
+def stage(run: str, partition: int, model: GibbsModel, orig: SegmentedBlock, directory: str) -> tuple:
+    """Write the partition's block file and keep its item (without state) in this worker; returns the handle
+    ``(partition, tokens)`` the engine's tasks run over. Running it again (a recomputed handle) rewrites the
+    same file and forgets the cached state (the files hold it)."""
+    save_block(directory, partition, orig)
+    _CACHE[(run, partition)] = new_item(model, orig)
+    return partition, orig.n_tokens
+
+
+def checkout(run: str, partition: int, model: GibbsModel, directory: str, iteration: int | None,
+             update: bool = True) -> dict:
     """The partition's item with the state of ``iteration`` (None: no state, for initialisation), from this
     worker's cache or the files. With ``update`` the cached tag is cleared: the caller changes the state."""
     _forget_stale(run, partition, iteration)
     item = _CACHE.get((run, partition))
-    if item is None or item["orig"].n_tokens != orig.n_tokens:
-        item = _CACHE[(run, partition)] = new_item(model, orig)
+    if item is None:
+        item = _CACHE[(run, partition)] = new_item(model, load_block(directory, partition))
     if iteration is not None and item["iteration"] != iteration:
         item["iteration"] = None
         item["state"] = _load_arrays(_part(state_dir(directory, iteration), partition))

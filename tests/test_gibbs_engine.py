@@ -167,8 +167,10 @@ def test_retried_task_reproduces_its_result(tmp_path):
     hyper, groups = model.initial_hyper(), [[0, 2], [1, 3]]
     directory = str(tmp_path / "ckpt")
 
+    handle = gibbs_state.stage("r", 0, model, block, directory)
+
     def run(plan, nwk=None, nk=None, run_id="r"):
-        records = list(_partition_task(0, [(0, block)], model, run_id, directory, Broadcast((nwk, nk, hyper)),
+        records = list(_partition_task(0, [handle], model, run_id, directory, Broadcast((nwk, nk, hyper)),
                                        7, plan, groups))
         return records[:-1], records[-1][1][1]
 
