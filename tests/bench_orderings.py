@@ -138,12 +138,14 @@ def segment_stats(spark, corpus: str) -> dict:
 
 
 def train_one(spark, corpus: str, label: str, model: str, extra, topics: int, iterations: int, seed: int,
-              permute: int, heldout_iterations: int, out: Path) -> dict:
+              permute: int, heldout_iterations: int, out: Path, hyper=()) -> dict:
+    """Train one model (``hyper``: ``--hyper KEY=JSON`` values for it) and score its held-out split."""
     from conftest import train_args
     from jobs import train_gibbs
 
     samples, lag = min(5, max(1, iterations // 4)), max(1, iterations // 20)
     extra = [permute if e == "{permute}" else e for e in extra]
+    extra += [flag for item in hyper for flag in ("--hyper", item)]
     args = train_args(corpus, out / label, "--model", model, "--topics", topics, "--iterations", iterations,
                       "--seed", seed, "--samples", samples, "--lag", lag, "--burn-in", iterations - samples * lag,
                       "--checkpoint-every", iterations, "--heldout-fraction", 0.2,
@@ -154,7 +156,7 @@ def train_one(spark, corpus: str, label: str, model: str, extra, topics: int, it
     trace = meta["trace"]
     sampling = sum(r["seconds"] for r in trace)
     tokens = meta["data"]["tokens"]
-    return {"label": label, "model": model, "flags": [str(e) for e in extra],
+    return {"label": label, "model": model, "flags": [str(e) for e in extra], "hyper": meta["hyper"],
             "perplexity": meta["heldout"]["perplexity"], "heldout_documents": meta["heldout"]["documents"],
             "heldout_tokens": meta["heldout"]["tokens"], "seconds": wall, "sampling_seconds": sampling,
             "train_tokens": tokens, "train_documents": meta["data"]["documents"],
@@ -165,21 +167,24 @@ def train_one(spark, corpus: str, label: str, model: str, extra, topics: int, it
 
 def run_benchmark(spark, topics: int = 20, iterations: int = 200, seed: int = 0, permute: int = 1,
                   verses_per_segment: int = 3, heldout_iterations: int = 50, labels=None,
-                  unit: str = "chapter") -> dict:
+                  unit: str = "chapter", hyper: dict | None = None) -> dict:
+    """One K: every run of RUNS (or of ``labels``) on the same corpus, split and schedule; ``hyper`` maps a
+    model name to its ``--hyper KEY=JSON`` values (the same for every run of that model)."""
+    hyper = hyper or {}
     if unit == "book":
         corpus = book_corpus(spark, verses_per_segment)
     else:
         corpus = segmented_corpus(spark, verses_per_segment)
     stats = segment_stats(spark, corpus)
     prefix = "book-" if unit == "book" else ""
-    out = CACHE / f"orderings-run-{prefix}v{verses_per_segment}-K{topics}-I{iterations}-s{seed}"
+    out = CACHE / f"orderings-run-{prefix}v{verses_per_segment}-K{topics}-I{iterations}-s{seed}{hyper_tag(hyper)}"
     rows = []
     for label, model, extra in RUNS:
         if labels and label not in labels:
             continue
         log.info("=== %s", label)
         rows.append(train_one(spark, corpus, label, model, extra, topics, iterations, seed, permute,
-                              heldout_iterations, out))
+                              heldout_iterations, out, hyper.get(model, ())))
     by = {r["label"]: r["perplexity"] for r in rows}
     orderings = [{"better": a, "worse": b, "strict": strict,
                   "holds": (by[a] < by[b] if strict else by[a] <= by[b]) if a in by and b in by else None}
@@ -191,7 +196,46 @@ def run_benchmark(spark, topics: int = 20, iterations: int = 200, seed: int = 0,
             "vocab_size": corpus_meta["vocab_size"], "topics": topics, "iterations": iterations, "seed": seed,
             "permute_seed": permute, "heldout_fraction": 0.2, "heldout_iterations": heldout_iterations,
             "cores": CORES, "rows": rows, "orderings": orderings, "load_average": os.getloadavg()[0],
-            "date": time.strftime("%Y-%m-%d")}
+            "date": time.strftime("%Y-%m-%d"), "hyper": hyper}
+
+
+def hyper_tag(hyper: dict) -> str:
+    """``-adatm.lambda_t0.1`` for ``{"adatm": ["lambda_t=0.1"]}``: names the outputs of a run with overrides."""
+    return "".join(f"-{m}.{v}" for m, vs in sorted(hyper.items()) for v in vs).replace("=", "")
+
+
+def paired_tests(reports: list) -> list:
+    """The thesis' test of an ordering over several K (Tables 5.4, 7.3): the per-K perplexities of the two
+    models paired, one-tail paired t-test of "better < worse" (p small: significantly better) and of the
+    reverse (p small: significantly worse); ``mean_difference`` = mean(better - worse)."""
+    import numpy as np
+    from scipy.stats import ttest_rel
+
+    out = []
+    for a, b, strict in ORDERINGS:
+        pairs = [(r["rows"], r["topics"]) for r in reports]
+        x = [next((row["perplexity"] for row in rows if row["label"] == a), None) for rows, _ in pairs]
+        y = [next((row["perplexity"] for row in rows if row["label"] == b), None) for rows, _ in pairs]
+        if None in x or None in y or len(x) < 2:
+            continue
+        x, y = np.array(x), np.array(y)
+        out.append({"better": a, "worse": b, "topics": [k for _, k in pairs], "mean_difference": float((x - y).mean()),
+                    "relative": float(((x - y) / y).mean()), "wins": int((x < y).sum()),
+                    "p_better": float(ttest_rel(x, y, alternative="less").pvalue),
+                    "p_worse": float(ttest_rel(x, y, alternative="greater").pvalue)})
+    return out
+
+
+def format_paired(tests: list) -> str:
+    lines = ["paired over K (one-tail paired t-tests, thesis Table 7.3):"]
+    for t in tests:
+        verdict = ("significantly better" if t["p_better"] < 0.05 else
+                   "significantly worse" if t["p_worse"] < 0.05 else "comparable")
+        lines.append(f"{t['better']} vs {t['worse']} over K={t['topics']}: mean difference "
+                     f"{t['mean_difference']:+.1f} ({100 * t['relative']:+.1f}%), lower at {t['wins']} of "
+                     f"{len(t['topics'])} K; p(better) = {t['p_better']:.3g}, p(worse) = {t['p_worse']:.3g}: "
+                     f"{t['better']} is {verdict}")
+    return "\n".join(lines)
 
 
 def format_table(report: dict) -> str:
@@ -225,7 +269,7 @@ def format_table(report: dict) -> str:
 def write_report(report: dict) -> Path:
     prefix = "book-" if report.get("unit") == "book" else ""
     path = CACHE / (f"orderings-{prefix}v{report['verses_per_segment']}-K{report['topics']}-I{report['iterations']}"
-                    f"-s{report['seed']}.json")
+                    f"-s{report['seed']}{hyper_tag(report.get('hyper') or {})}.json")
     path.write_text(json.dumps(report, indent=2, default=float))
     return path
 
@@ -241,7 +285,9 @@ def test_benchmark(spark_session):
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--topics", type=int, default=20)
+    parser.add_argument("--topics", default="20",
+                        help="K, or several comma-separated K: then every ordering is also tested by a one-tail "
+                             "paired t-test over the K (the thesis' protocol)")
     parser.add_argument("--iterations", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--permute-seed", type=int, default=1)
@@ -253,6 +299,8 @@ def main(argv=None) -> int:
                              "(--unit book)")
     parser.add_argument("--heldout-iterations", type=int, default=50)
     parser.add_argument("--only", default=None, help="comma-separated labels to run (default: all)")
+    parser.add_argument("--hyper", action="append", default=[], metavar="MODEL:KEY=JSON",
+                        help="a hyperparameter for every run of MODEL, e.g. adatm:lambda_t=0.1 (repeatable)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
                         datefmt="%H:%M:%S")
@@ -262,11 +310,27 @@ def main(argv=None) -> int:
     verses = args.verses_per_segment
     if verses is None:
         verses = 5 if args.unit == "book" else 3
-    report = run_benchmark(spark, args.topics, args.iterations, args.seed, args.permute_seed,
-                           verses, args.heldout_iterations,
-                           args.only.split(",") if args.only else None, args.unit)
-    print(format_table(report))
-    print(f"results written to {write_report(report)}")
+    hyper: dict = {}
+    for item in args.hyper:
+        model, _, value = item.partition(":")
+        if "=" not in value:
+            parser.error(f"--hyper expects MODEL:KEY=JSON, got {item!r}")
+        hyper.setdefault(model, []).append(value)
+    reports = []
+    for topics in [int(k) for k in args.topics.split(",")]:
+        report = run_benchmark(spark, topics, args.iterations, args.seed, args.permute_seed,
+                               verses, args.heldout_iterations,
+                               args.only.split(",") if args.only else None, args.unit, hyper)
+        print(format_table(report), flush=True)
+        print(f"results written to {write_report(report)}", flush=True)
+        reports.append(report)
+    if len(reports) > 1:
+        tests = paired_tests(reports)
+        print(format_paired(tests))
+        path = CACHE / (f"orderings-paired-{'book-' if args.unit == 'book' else ''}v{verses}"
+                        f"-K{args.topics.replace(',', '_')}-I{args.iterations}-s{args.seed}{hyper_tag(hyper)}.json")
+        path.write_text(json.dumps({"reports": reports, "paired": tests}, indent=2, default=float))
+        print(f"paired results written to {path}")
     return 0
 
 
