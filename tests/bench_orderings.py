@@ -226,6 +226,16 @@ def paired_tests(reports: list) -> list:
     return out
 
 
+def format_over_k(reports: list) -> str:
+    """Held-out perplexity of every run (columns) at every K (rows)."""
+    labels = [r["label"] for r in reports[0]["rows"]]
+    lines = ["K     " + " ".join(f"{label:>11}" for label in labels)]
+    for report in reports:
+        by = {r["label"]: r["perplexity"] for r in report["rows"]}
+        lines.append(f"{report['topics']:<5} " + " ".join(f"{by[label]:11.1f}" for label in labels))
+    return "\n".join(lines)
+
+
 def format_paired(tests: list) -> str:
     lines = ["paired over K (one-tail paired t-tests, thesis Table 7.3):"]
     for t in tests:
@@ -326,6 +336,7 @@ def main(argv=None) -> int:
         reports.append(report)
     if len(reports) > 1:
         tests = paired_tests(reports)
+        print(format_over_k(reports))
         print(format_paired(tests))
         path = CACHE / (f"orderings-paired-{'book-' if args.unit == 'book' else ''}v{verses}"
                         f"-K{args.topics.replace(',', '_')}-I{args.iterations}-s{args.seed}{hyper_tag(hyper)}.json")
