@@ -39,7 +39,10 @@ if [[ ! -f "$code" ]] || [[ -n "$(find "$here/jobs" "$here/inference" "$here/dri
   PYTHON="$python" "$here/deploy/package.sh" >&2
 fi
 
-args=(--master "$master" --py-files "$code" --conf spark.pyspark.driver.python="$python")
+# Unix domain sockets between the JVM and the Python workers (see jobs/spark.py UDS_KEY); a later
+# --spark-arg --conf=spark.python.unix.domain.socket.enabled=false overrides it.
+args=(--master "$master" --py-files "$code" --conf spark.pyspark.driver.python="$python"
+      --conf spark.python.unix.domain.socket.enabled=true)
 if [[ $use_env == 1 ]]; then
   [[ -f "$dist/spark_topics_env.tar.gz" ]] || PYTHON="$python" "$here/deploy/package.sh" --with-env >&2
   args+=(--archives "$dist/spark_topics_env.tar.gz#env" --conf spark.pyspark.python=./env/bin/python)

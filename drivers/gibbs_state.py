@@ -159,9 +159,14 @@ def checkin(run: str, partition: int, item: dict, directory: str, iteration: int
 
 
 def _forget_stale(run: str, partition: int, iteration: int | None) -> None:
-    """Drop what no task will use: other runs' items, and this run's other partitions whose state is older
-    than ``iteration`` (their next iteration has run elsewhere) or was left half-changed."""
+    """Drop what no task will use: other runs' items, and the state and sample sums of this run's other
+    partitions whose state is older than ``iteration`` (their next iteration has run in another worker) or was
+    left half-changed. Their blocks stay: when a partition's task comes back to this worker (Spark hands tasks
+    to its idle Python workers in no fixed order) it reads only the state file. A worker thus holds at most
+    the blocks of the partitions its executor runs."""
     for key, item in list(_CACHE.items()):
-        if key[0] != run or (iteration is not None and key[1] != partition
-                             and (item["iteration"] is None or item["iteration"] < iteration)):
+        if key[0] != run:
             del _CACHE[key]
+        elif iteration is not None and key[1] != partition \
+                and (item["iteration"] is None or item["iteration"] < iteration):
+            item.update(state=None, iteration=None, acc=None, acc_iteration=None)

@@ -22,12 +22,16 @@ iterations, sample schedule and the same 20% held-out documents (hash of the id)
 and scores each by the same held-out estimator (``jobs.train_gibbs.score_heldout``, thesis eq 5.10: the
 model's own sampler on each test document with the topics fixed; what ``spark-topics evaluate`` reports).
 It prints model, held-out perplexity, seconds and training tokens/s, and whether each ordering holds:
-STM < LDA_D, SeqLDA < SeqLDA-perm, AdaTM <= STM. Same settings for every model: nothing is tuned per model.
+STM < LDA_D, SeqLDA < SeqLDA-perm, AdaTM <= STM. Same settings for every model: nothing is tuned per model
+(``--hyper MODEL:KEY=JSON`` sets a hyperparameter of every run of one model). With several K
+(``--topics 10,20,30``) every ordering is also judged as in the thesis (Tables 5.4, 7.3): the per-K
+perplexities paired, one-tail paired t-tests both ways.
 
 Not part of the default test run::
 
     python tests/bench_orderings.py --topics 20 --iterations 200
     python tests/bench_orderings.py --unit book --verses-per-segment 5 --topics 20 --iterations 150
+    python tests/bench_orderings.py --unit book --verses-per-segment 5 --topics 10,20,30,40,50 --iterations 150
     pytest tests/bench_orderings.py -m benchmark      # reduced size
 
 Results: the table on stdout and ``out/bench/orderings-v{verses}-K{topics}-I{iterations}-s{seed}.json``
@@ -125,6 +129,71 @@ def book_corpus(spark, verses_per_segment: int) -> str:
     return str(out)
 
 
+PYDOC = "/usr/share/doc/python3*/html/library/*.html"
+
+
+def python_docs_source() -> str:
+    """The Python library reference (Debian's ``python3-doc``, PSF licence) as documents with segments: one
+    document per page with at least 10 paragraphs, its ``<p>`` paragraphs of 5 words or more in page order
+    (code, ``pre`` and inline ``code`` left out). Technical prose in long documents of many short paragraphs:
+    the nearest freely available relative of the thesis' patents. Written once to out/bench/."""
+    import glob
+    import re
+    from html.parser import HTMLParser
+
+    out = CACHE / "python-library.jsonl.gz"
+    if out.exists():
+        return str(out)
+    pages = sorted({Path(p).stem: Path(p).resolve() for p in sorted(glob.glob(PYDOC))}.values())  # symlinked dirs
+    if not pages:
+        raise SystemExit(f"no {PYDOC}: install Debian's python3-doc (apt-get install python3-doc)")
+
+    class Paragraphs(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.open, self.skip, self.text, self.found = 0, 0, [], []
+
+        def handle_starttag(self, tag, attrs):
+            if tag == "p":
+                self.open, self.text = self.open + 1, []
+            elif tag in ("pre", "code", "script", "style"):
+                self.skip += 1
+
+        def handle_endtag(self, tag):
+            if tag in ("pre", "code", "script", "style") and self.skip:
+                self.skip -= 1
+            elif tag == "p" and self.open:
+                self.open -= 1
+                text = re.sub(r"\s+", " ", "".join(self.text)).strip()
+                if len(text.split()) >= 5:
+                    self.found.append(text)
+
+        def handle_data(self, data):
+            if self.open and not self.skip:
+                self.text.append(data)
+
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with gzip.open(out, "wt", encoding="utf-8") as dst:
+        for page in pages:
+            parser = Paragraphs()
+            parser.feed(Path(page).read_text(encoding="utf-8"))
+            if len(parser.found) >= 10:
+                dst.write(json.dumps({"id": Path(page).stem, "segments": parser.found}) + "\n")
+    return str(out)
+
+
+def source_corpus(spark, source: str) -> str:
+    """Any JSON-lines file of documents with an ``id`` and a ``segments`` list (in order), prepared once under
+    out/bench/ with the default vocabulary pruning."""
+    from jobs.prepare import prepare_corpus
+
+    name = Path(source).name.split(".")[0]
+    out = CACHE / f"source-{name}"
+    if not (out / "corpus.json").exists():
+        prepare_corpus(spark, str(source), str(out), segments="segments", overwrite=True)
+    return str(out)
+
+
 def segment_stats(spark, corpus: str) -> dict:
     """Segments per document and tokens per segment (min, median, mean, max) of a segmented corpus."""
     import numpy as np
@@ -167,16 +236,20 @@ def train_one(spark, corpus: str, label: str, model: str, extra, topics: int, it
 
 def run_benchmark(spark, topics: int = 20, iterations: int = 200, seed: int = 0, permute: int = 1,
                   verses_per_segment: int = 3, heldout_iterations: int = 50, labels=None,
-                  unit: str = "chapter", hyper: dict | None = None) -> dict:
+                  unit: str = "chapter", hyper: dict | None = None, source: str | None = None) -> dict:
     """One K: every run of RUNS (or of ``labels``) on the same corpus, split and schedule; ``hyper`` maps a
     model name to its ``--hyper KEY=JSON`` values (the same for every run of that model)."""
     hyper = hyper or {}
-    if unit == "book":
+    if source:
+        corpus, unit, verses_per_segment = source_corpus(spark, source), "source", 0
+        prefix = f"{Path(corpus).name}-"
+    elif unit == "book":
         corpus = book_corpus(spark, verses_per_segment)
     else:
         corpus = segmented_corpus(spark, verses_per_segment)
     stats = segment_stats(spark, corpus)
-    prefix = "book-" if unit == "book" else ""
+    if not source:
+        prefix = "book-" if unit == "book" else ""
     out = CACHE / f"orderings-run-{prefix}v{verses_per_segment}-K{topics}-I{iterations}-s{seed}{hyper_tag(hyper)}"
     rows = []
     for label, model, extra in RUNS:
@@ -249,13 +322,16 @@ def format_paired(tests: list) -> str:
 
 
 def format_table(report: dict) -> str:
-    book = report.get("unit") == "book"
-    if report["verses_per_segment"] <= 0:
+    book, source = report.get("unit") == "book", report.get("unit") == "source"
+    if source:
+        seg = "the source's"
+    elif report["verses_per_segment"] <= 0:
         seg = "chapters" if book else "sentences"
     else:
         seg = f"{report['verses_per_segment']} verses"
     spd, tps = report["segments_per_document"], report["tokens_per_segment"]
-    lines = [f"{report['corpus']}: {report['documents']} {'books' if book else 'chapters'} as documents, "
+    what = "documents" if source else "books as documents" if book else "chapters as documents"
+    lines = [f"{report['corpus']}: {report['documents']} {what}, "
              f"{report['segments']} segments ({seg}), "
              f"{report['tokens']} tokens, V={report['vocab_size']}; K={report['topics']}, "
              f"{report['iterations']} iterations, seed {report['seed']}, 20% held out "
@@ -277,7 +353,7 @@ def format_table(report: dict) -> str:
 
 
 def write_report(report: dict) -> Path:
-    prefix = "book-" if report.get("unit") == "book" else ""
+    prefix = {"book": "book-", "source": f"{Path(report['corpus']).name}-"}.get(report.get("unit"), "")
     path = CACHE / (f"orderings-{prefix}v{report['verses_per_segment']}-K{report['topics']}-I{report['iterations']}"
                     f"-s{report['seed']}{hyper_tag(report.get('hyper') or {})}.json")
     path.write_text(json.dumps(report, indent=2, default=float))
@@ -307,6 +383,10 @@ def main(argv=None) -> int:
                         help="verses per segment (default 3 with --unit chapter, 5 with --unit book); 0: "
                              "split the chapters into sentences (--unit chapter) or one segment per chapter "
                              "(--unit book)")
+    parser.add_argument("--source", default=None,
+                        help="instead of the Bible: a JSON-lines file (.gz) of documents with 'id' and a "
+                             "'segments' list in order; 'pydoc': the Python library reference, one document "
+                             "per page, paragraphs as segments (needs Debian's python3-doc)")
     parser.add_argument("--heldout-iterations", type=int, default=50)
     parser.add_argument("--only", default=None, help="comma-separated labels to run (default: all)")
     parser.add_argument("--hyper", action="append", default=[], metavar="MODEL:KEY=JSON",
@@ -326,11 +406,13 @@ def main(argv=None) -> int:
         if "=" not in value:
             parser.error(f"--hyper expects MODEL:KEY=JSON, got {item!r}")
         hyper.setdefault(model, []).append(value)
+    if args.source == "pydoc":
+        args.source = python_docs_source()
     reports = []
     for topics in [int(k) for k in args.topics.split(",")]:
         report = run_benchmark(spark, topics, args.iterations, args.seed, args.permute_seed,
                                verses, args.heldout_iterations,
-                               args.only.split(",") if args.only else None, args.unit, hyper)
+                               args.only.split(",") if args.only else None, args.unit, hyper, args.source)
         print(format_table(report), flush=True)
         print(f"results written to {write_report(report)}", flush=True)
         reports.append(report)
@@ -338,7 +420,8 @@ def main(argv=None) -> int:
         tests = paired_tests(reports)
         print(format_over_k(reports))
         print(format_paired(tests))
-        path = CACHE / (f"orderings-paired-{'book-' if args.unit == 'book' else ''}v{verses}"
+        unit = f"{Path(reports[0]['corpus']).name}-" if args.source else "book-" if args.unit == "book" else ""
+        path = CACHE / (f"orderings-paired-{unit}v{verses}"
                         f"-K{args.topics.replace(',', '_')}-I{args.iterations}-s{args.seed}{hyper_tag(hyper)}.json")
         path.write_text(json.dumps({"reports": reports, "paired": tests}, indent=2, default=float))
         print(f"paired results written to {path}")
