@@ -421,10 +421,11 @@ def main(argv=None) -> int:
         print(format_over_k(reports))
         print(format_paired(tests))
         unit = f"{Path(reports[0]['corpus']).name}-" if args.source else "book-" if args.unit == "book" else ""
-        path = CACHE / (f"orderings-paired-{unit}v{verses}"
+        path = CACHE / (f"orderings-paired-{unit}v{0 if args.source else verses}"
                         f"-K{args.topics.replace(',', '_')}-I{args.iterations}-s{args.seed}{hyper_tag(hyper)}.json")
         path.write_text(json.dumps({"reports": reports, "paired": tests}, indent=2, default=float))
         print(f"paired results written to {path}")
+    spark.stop()
     return 0
 
 
