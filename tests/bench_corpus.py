@@ -146,9 +146,7 @@ if __name__ == "__main__":
     parser.add_argument("--heldout", type=float, default=0.1)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    logging.basicConfig(level=logging.INFO)
-    sys.path.insert(0, str(REPO))
-    from jobs.spark import get_spark
-    spark = get_spark("bench corpus", "local[2]", ["spark.driver.memory=4g", "spark.ui.enabled=false"])
+    from bench_common import bench_session
+    spark = bench_session("bench corpus")
     for directory in ensure_corpus(spark, args.docs, args.heldout, args.seed):
         print(directory, json.loads((Path(directory) / "corpus.json").read_text())["documents"])

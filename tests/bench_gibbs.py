@@ -225,11 +225,8 @@ def main(argv=None) -> int:
     parser.add_argument("--model-topics", type=int, default=20)
     parser.add_argument("--model-iterations", type=int, default=20)
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-                        datefmt="%H:%M:%S")
-    from jobs.spark import get_spark
-    spark = get_spark("spark-topics Gibbs benchmark", f"local[{CORES}]",
-                      ["spark.driver.memory=4g", "spark.ui.enabled=false"])
+    from bench_common import bench_session
+    spark = bench_session("spark-topics Gibbs benchmark")
     report = run_benchmark(spark, args.docs, args.topics, args.iterations, args.seed, args.sweeps_per_sync,
                            args.models.split(",") if args.models else None, args.model_topics,
                            args.model_iterations)

@@ -273,13 +273,8 @@ def main(argv=None) -> int:
     parser.add_argument("--peers", nargs="*", default=list(PEERS), choices=PEERS)
     parser.add_argument("--driver-memory", default="8g")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-                        datefmt="%H:%M:%S")
-    os.environ.setdefault("SPARK_TOPICS_SPARK_LOG_LEVEL", "ERROR")
-    from jobs.spark import get_spark
-    spark = get_spark("spark-topics benchmark", "local[2]",
-                      [f"spark.driver.memory={args.driver_memory}", "spark.ui.enabled=false",
-                       "spark.sql.shuffle.partitions=4"])
+    from bench_common import bench_session
+    spark = bench_session("spark-topics benchmark", args.driver_memory, ["spark.sql.shuffle.partitions=4"])
     report = run_benchmark(spark, args.docs, args.topics, args.iterations, args.seed, tuple(args.peers))
     print(format_table(report))
     print(f"results written to {write_report(report)}")

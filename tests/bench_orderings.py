@@ -392,11 +392,8 @@ def main(argv=None) -> int:
     parser.add_argument("--hyper", action="append", default=[], metavar="MODEL:KEY=JSON",
                         help="a hyperparameter for every run of MODEL, e.g. adatm:lambda_t=0.1 (repeatable)")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-                        datefmt="%H:%M:%S")
-    from jobs.spark import get_spark
-    spark = get_spark("spark-topics orderings benchmark", f"local[{CORES}]",
-                      ["spark.driver.memory=4g", "spark.ui.enabled=false"])
+    from bench_common import bench_session
+    spark = bench_session("spark-topics orderings benchmark")
     verses = args.verses_per_segment
     if verses is None:
         verses = 5 if args.unit == "book" else 3
