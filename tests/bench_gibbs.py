@@ -40,8 +40,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_corpus import CACHE, ensure_corpus  # noqa: E402
 
+from bench_common import CORES  # noqa: E402
+
 log = logging.getLogger("spark_topics.bench")
-CORES = 2
 
 
 def _args(corpus: str, output: Path, *extra):

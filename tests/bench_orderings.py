@@ -54,8 +54,9 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_common import CORES  # noqa: E402
+
 log = logging.getLogger("spark_topics.bench")
-CORES = 2
 CACHE = REPO / "out" / "bench"
 SOURCE = REPO / "sample_data" / "web_chapters.jsonl.gz"
 
@@ -242,15 +243,12 @@ def run_benchmark(spark, topics: int = 20, iterations: int = 200, seed: int = 0,
     hyper = hyper or {}
     if source:
         corpus, unit, verses_per_segment = source_corpus(spark, source), "source", 0
-        prefix = f"{Path(corpus).name}-"
     elif unit == "book":
         corpus = book_corpus(spark, verses_per_segment)
     else:
         corpus = segmented_corpus(spark, verses_per_segment)
     stats = segment_stats(spark, corpus)
-    if not source:
-        prefix = "book-" if unit == "book" else ""
-    out = CACHE / f"orderings-run-{prefix}v{verses_per_segment}-K{topics}-I{iterations}-s{seed}{hyper_tag(hyper)}"
+    out = CACHE / f"orderings-run-{corpus_tag(unit, corpus)}v{verses_per_segment}-K{topics}-I{iterations}-s{seed}{hyper_tag(hyper)}"
     rows = []
     for label, model, extra in RUNS:
         if labels and label not in labels:
@@ -272,6 +270,11 @@ def run_benchmark(spark, topics: int = 20, iterations: int = 200, seed: int = 0,
             "date": time.strftime("%Y-%m-%d"), "hyper": hyper}
 
 
+def corpus_tag(unit: str, corpus: str) -> str:
+    """The corpus part of output names: "" (chapters), "book-", or "<corpus directory>-" (--source)."""
+    return {"book": "book-", "source": f"{Path(corpus).name}-"}.get(unit, "")
+
+
 def hyper_tag(hyper: dict) -> str:
     """``-adatm.lambda_t0.1`` for ``{"adatm": ["lambda_t=0.1"]}``: names the outputs of a run with overrides."""
     return "".join(f"-{m}.{v}" for m, vs in sorted(hyper.items()) for v in vs).replace("=", "")
@@ -284,15 +287,14 @@ def paired_tests(reports: list) -> list:
     import numpy as np
     from scipy.stats import ttest_rel
 
+    by_k = [{row["label"]: row["perplexity"] for row in r["rows"]} for r in reports]
     out = []
-    for a, b, strict in ORDERINGS:
-        pairs = [(r["rows"], r["topics"]) for r in reports]
-        x = [next((row["perplexity"] for row in rows if row["label"] == a), None) for rows, _ in pairs]
-        y = [next((row["perplexity"] for row in rows if row["label"] == b), None) for rows, _ in pairs]
-        if None in x or None in y or len(x) < 2:
+    for a, b, _ in ORDERINGS:
+        if len(reports) < 2 or any(a not in p or b not in p for p in by_k):
             continue
-        x, y = np.array(x), np.array(y)
-        out.append({"better": a, "worse": b, "topics": [k for _, k in pairs], "mean_difference": float((x - y).mean()),
+        x, y = np.array([p[a] for p in by_k]), np.array([p[b] for p in by_k])
+        out.append({"better": a, "worse": b, "topics": [r["topics"] for r in reports],
+                    "mean_difference": float((x - y).mean()),
                     "relative": float(((x - y) / y).mean()), "wins": int((x < y).sum()),
                     "p_better": float(ttest_rel(x, y, alternative="less").pvalue),
                     "p_worse": float(ttest_rel(x, y, alternative="greater").pvalue)})
@@ -353,8 +355,7 @@ def format_table(report: dict) -> str:
 
 
 def write_report(report: dict) -> Path:
-    prefix = {"book": "book-", "source": f"{Path(report['corpus']).name}-"}.get(report.get("unit"), "")
-    path = CACHE / (f"orderings-{prefix}v{report['verses_per_segment']}-K{report['topics']}-I{report['iterations']}"
+    path = CACHE / (f"orderings-{corpus_tag(report.get('unit'), report['corpus'])}v{report['verses_per_segment']}-K{report['topics']}-I{report['iterations']}"
                     f"-s{report['seed']}{hyper_tag(report.get('hyper') or {})}.json")
     path.write_text(json.dumps(report, indent=2, default=float))
     return path
@@ -417,8 +418,8 @@ def main(argv=None) -> int:
         tests = paired_tests(reports)
         print(format_over_k(reports))
         print(format_paired(tests))
-        unit = f"{Path(reports[0]['corpus']).name}-" if args.source else "book-" if args.unit == "book" else ""
-        path = CACHE / (f"orderings-paired-{unit}v{0 if args.source else verses}"
+        first = reports[0]
+        path = CACHE / (f"orderings-paired-{corpus_tag(first['unit'], first['corpus'])}v{first['verses_per_segment']}"
                         f"-K{args.topics.replace(',', '_')}-I{args.iterations}-s{args.seed}{hyper_tag(hyper)}.json")
         path.write_text(json.dumps({"reports": reports, "paired": tests}, indent=2, default=float))
         print(f"paired results written to {path}")
