@@ -248,7 +248,7 @@ def run_benchmark(spark, topics: int = 20, iterations: int = 200, seed: int = 0,
     else:
         corpus = segmented_corpus(spark, verses_per_segment)
     stats = segment_stats(spark, corpus)
-    out = CACHE / f"orderings-run-{corpus_tag(unit, corpus)}v{verses_per_segment}-K{topics}-I{iterations}-s{seed}{hyper_tag(hyper)}"
+    out = CACHE / f"orderings-run-{run_tag(unit, corpus, verses_per_segment, topics, iterations, seed, hyper, heldout_iterations)}"
     rows = []
     for label, model, extra in RUNS:
         if labels and label not in labels:
@@ -275,9 +275,14 @@ def corpus_tag(unit: str, corpus: str) -> str:
     return {"book": "book-", "source": f"{Path(corpus).name}-"}.get(unit, "")
 
 
-def hyper_tag(hyper: dict) -> str:
-    """``-adatm.lambda_t0.1`` for ``{"adatm": ["lambda_t=0.1"]}``: names the outputs of a run with overrides."""
-    return "".join(f"-{m}.{v}" for m, vs in sorted(hyper.items()) for v in vs).replace("=", "")
+def run_tag(unit: str, corpus: str, verses: int, topics, iterations: int, seed: int, hyper: dict,
+            heldout_iterations: int = 50) -> str:
+    """What names every output of a run: ``book-v5-K20-I150-s0-adatm.lambda_t0.1-H200`` (corpus, segments,
+    topics, iterations, seed, ``--hyper`` overrides, held-out sweeps when not the default 50)."""
+    overrides = "".join(f"-{m}.{v}" for m, vs in sorted(hyper.items()) for v in vs)
+    overrides = overrides.replace("=", "").replace('"', "")
+    held = f"-H{heldout_iterations}" if heldout_iterations != 50 else ""
+    return f"{corpus_tag(unit, corpus)}v{verses}-K{topics}-I{iterations}-s{seed}{overrides}{held}"
 
 
 def paired_tests(reports: list) -> list:
@@ -354,9 +359,13 @@ def format_table(report: dict) -> str:
     return "\n".join(lines)
 
 
+def report_tag(report: dict, topics) -> str:
+    return run_tag(report.get("unit"), report["corpus"], report["verses_per_segment"], topics, report["iterations"],
+                   report["seed"], report.get("hyper") or {}, report.get("heldout_iterations", 50))
+
+
 def write_report(report: dict) -> Path:
-    path = CACHE / (f"orderings-{corpus_tag(report.get('unit'), report['corpus'])}v{report['verses_per_segment']}-K{report['topics']}-I{report['iterations']}"
-                    f"-s{report['seed']}{hyper_tag(report.get('hyper') or {})}.json")
+    path = CACHE / f"orderings-{report_tag(report, report['topics'])}.json"
     path.write_text(json.dumps(report, indent=2, default=float))
     return path
 
@@ -418,9 +427,7 @@ def main(argv=None) -> int:
         tests = paired_tests(reports)
         print(format_over_k(reports))
         print(format_paired(tests))
-        first = reports[0]
-        path = CACHE / (f"orderings-paired-{corpus_tag(first['unit'], first['corpus'])}v{first['verses_per_segment']}"
-                        f"-K{args.topics.replace(',', '_')}-I{args.iterations}-s{args.seed}{hyper_tag(hyper)}.json")
+        path = CACHE / f"orderings-paired-{report_tag(reports[0], args.topics.replace(',', '_'))}.json"
         path.write_text(json.dumps({"reports": reports, "paired": tests}, indent=2, default=float))
         print(f"paired results written to {path}")
     spark.stop()

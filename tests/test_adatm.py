@@ -325,7 +325,7 @@ def stationary_tv(exact, sweeps, seglens=(1, 1, 1), seed=0):
     nwk, nk = np.zeros((V, K), dtype=np.int32), np.zeros(K, dtype=np.int64)
     st = model.init_state(block, hyper, nwk, nk, seed)
     A = model.factors(block, st, hyper)
-    args = model._args(hyper)
+    args = model._kernel_args(block, st, hyper)
     counts = np.zeros(len(keys))
     z, n, t, s = st["z"], st["n"], st["t"], st["s"]
     for it in range(sweeps):
@@ -386,7 +386,8 @@ def test_kept_arrival_weights_equal_recomputation(exact):
     for it in range(6):
         frozen = it >= 4
         drift = _sweep_kernel(block.doc_ptr, block.seg_ptr, block.words, state["z"], state["n"], state["t"],
-                              state["s"], nwk, nk, *model._args(hyper), A, phi, frozen, exact, it, True)
+                              state["s"], nwk, nk, *model._kernel_args(block, state, hyper), A, phi, frozen, exact,
+                              it, True)
         assert drift == 0.0
         check_invariants(block, state, K)
 
@@ -572,6 +573,46 @@ def test_sampled_b_recovers_generating_b(lambda_s, lambda_t):
         h = model.initial_hyper(alpha=0.5, beta=0.05, **fixed)
         assert model.update_hyper(h, model.partition_stats(block, {"n": truth["n"], "t": truth["t"],
                                                                    "s": truth["s"]}, h, 0), 80, 0)["b"] == 10.0
+
+
+@pytest.mark.parametrize("a", [0.0, 0.2])
+def test_per_document_b(a):
+    """``b_scope="document"`` (the thesis' "scheme discussed in Chapter 6": a b_i per document, drawn by
+    pdp.sample_chain_concentrations, tested there against a grid): every kernel uses the b of the word's own
+    document (estimates and conditionals equal those of a global b set to that value), the b_i are drawn (they
+    differ between documents and move) for a = 0 and a > 0, and the engine records their mean."""
+    from inference.gibbs.synthetic import adatm_corpus
+
+    K, V = 4, 60
+    block, truth = adatm_corpus(num_docs=12, num_topics=K, vocab_size=V, seg_range=(4, 8), len_range=(3, 8),
+                                alpha=0.5, beta=0.05, a=a, b=5.0, seed=4)
+    model = AdaTM(K, V)
+    hyper = model.initial_hyper(alpha=0.5, beta=0.05, a=a, b_scope="document")
+    state = {key: truth[key].copy() for key in ("z", "n", "t", "s")}
+    state["b"] = np.linspace(1.0, 30.0, block.n_docs)
+    nwk, nk = global_counts(block, state["z"], K, V)
+    nu = model.segment_topic(block, state, hyper)
+    for d in (0, 5, block.n_docs - 1):
+        single = model.initial_hyper(alpha=0.5, beta=0.05, a=a, b=float(state["b"][d]), sample_b=False)
+        rows = slice(block.doc_ptr[d], block.doc_ptr[d + 1])
+        np.testing.assert_allclose(nu[rows], model.segment_topic(block, state, single)[rows], rtol=1e-12)
+        token = int(block.seg_ptr[block.doc_ptr[d + 1] - 1])         # first word of the document's last segment
+        probe = {key: value.copy() for key, value in state.items()}
+        pn, pk = nwk.copy(), nk.copy()
+        model.remove_token(block, probe, pn, pk, token, seed=0)
+        got = model.conditional(block, probe, hyper, pn, pk, token)
+        want = model.conditional(block, probe, single, pn, pk, token)
+        np.testing.assert_allclose(got[1], want[1], rtol=1e-12)
+    assert not np.allclose(model.conditional(block, probe, hyper, pn, pk, token)[1],
+                           model.conditional(block, probe, model.initial_hyper(alpha=0.5, beta=0.05, a=a, b=1.0,
+                                                                               sample_b=False), pn, pk, token)[1])
+    seen = []
+    _, state, last, _, _ = run_local(model, block, 30, seed=0, hyper=hyper,
+                                     on_iteration=lambda it, st, h: seen.append(st["b"].copy()))
+    assert np.std(state["b"]) > 0 and not np.allclose(seen[-1], seen[-2]) and last["b"] == 10.0
+    assert last["b_mean"] == pytest.approx(np.mean(state["b"]))
+    with pytest.raises(ValueError):
+        model.initial_hyper(b_scope="segment")
 
 
 def test_generator_pairing_and_first_segment():

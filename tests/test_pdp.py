@@ -107,3 +107,41 @@ def test_pochhammer(a):
             assert log_poch_incr(b, a, T) == pytest.approx(exact, rel=1e-11, abs=1e-11)
         for N in (0, 1, 5, 1000):
             assert log_poch(b, N) == pytest.approx(sum(math.log(b + t) for t in range(N)), rel=1e-11, abs=1e-11)
+
+
+@pytest.mark.parametrize("a", [0.0, 0.3])
+@pytest.mark.parametrize("layout", ["seqlda", "adatm"])
+def test_chain_concentration_sampler_targets_the_marginal_posterior(a, layout):
+    """q ~ Beta then b | q (Gamma for a = 0, slice sampling of (6.12) for a > 0) leaves
+    p(b | tables) ∝ (1/b) prod_j (b|a)_{T_j} Gamma(b) / Gamma(b + C_j) invariant (T_j: tables of restaurant j,
+    C_j: its words plus the tables sent up by j+1): moments match a grid. SeqLDA: every table is sent up;
+    AdaTM: only the t* tables (the s* go to the document)."""
+    from scipy.special import gammaln
+
+    from inference.gibbs.model import SegmentedBlock
+    from inference.gibbs.pdp import sample_chain_concentrations
+
+    block = SegmentedBlock.from_segments([("x", [[0] * 6, [0] * 9, [0] * 3, [0] * 12])])
+    t = np.array([[4, 1], [3, 2], [1, 1], [3, 3]], dtype=np.int32)
+    s = np.array([[0, 0], [2, 0], [0, 1], [1, 0]], dtype=np.int32) if layout == "adatm" else np.zeros_like(t)
+    if layout == "adatm":
+        t[0] = 0                                   # the first segment sends every table to the document
+        s[0] = [4, 1]
+    tables = t + s
+    T = tables.sum(1)
+    C = np.diff(block.seg_ptr) + np.append(t.sum(1)[1:], 0)
+    grid = np.linspace(1e-3, 60, 60000)
+    lp = -np.log(grid) + sum(np.array([sum(math.log(b + i * a) for i in range(Tj)) for b in grid]) for Tj in T) \
+        + sum(gammaln(grid) - gammaln(grid + c) for c in C)
+    w = np.exp(lp - lp.max())
+    w /= w.sum()
+    mean, sd = np.sum(w * grid), math.sqrt(np.sum(w * grid ** 2) - np.sum(w * grid) ** 2)
+    bdoc = np.array([1.0])
+    draws = np.empty(20000)
+    for it in range(draws.shape[0]):
+        sample_chain_concentrations(block.doc_ptr, block.seg_ptr, tables, t, bdoc, a, it)
+        draws[it] = bdoc[0]
+    draws = draws[500:]
+    assert np.mean(draws) == pytest.approx(mean, rel=0.05)
+    assert np.std(draws) == pytest.approx(sd, rel=0.08)
+

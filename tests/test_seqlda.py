@@ -14,7 +14,7 @@ from gibbs_helpers import exact_log_stirling, stationary_tvs
 from inference.gibbs.local import global_counts, run_local, topic_word_estimate
 from inference.gibbs.model import SegmentedBlock
 from inference.gibbs.pdp import log_stirling_table, stirling_table
-from inference.gibbs.seqlda import (SeqLDA, alpha_newton_step, alpha_newton_terms, seqlda_sample_b, seqlda_sweep,
+from inference.gibbs.seqlda import (SeqLDA, alpha_newton_step, alpha_newton_terms, seqlda_sweep,
                                     seqlda_table_support, seqlda_table_weights, seqlda_topic_weights, trigamma)
 from inference.gibbs.synthetic import matched_hellinger, seqlda_corpus
 
@@ -227,30 +227,6 @@ def test_determinism(sampler):
         np.testing.assert_array_equal(runs[0][0][key], runs[1][0][key])
     assert runs[0][1]["alpha"] == runs[1][1]["alpha"]
     assert not np.array_equal(runs[0][0]["z"], runs[2][0]["z"])
-
-
-@pytest.mark.parametrize("a", [0.0, 0.3])
-def test_b_sampler_targets_the_marginal_posterior(a):
-    """q ~ Beta then b | q (Gamma for a = 0, slice sampling of (6.12) for a > 0) leaves
-    p(b | t) ∝ (1/b) prod_j (b|a)_{T_j} Gamma(b) / Gamma(b + N_j + T_j+1) invariant: moments match a grid."""
-    block = SegmentedBlock.from_segments([("x", [[0] * 6, [0] * 9, [0] * 3, [0] * 12])])
-    t = np.array([[4, 1], [3, 2], [1, 1], [3, 3]], dtype=np.int32)       # T_j; customers N_j + T_j+1 below
-    T = t.sum(1)
-    C = np.diff(block.seg_ptr) + np.append(T[1:], 0)
-    grid = np.linspace(1e-3, 40, 40000)
-    lp = -np.log(grid) + sum(np.array([sum(math.log(b + i * a) for i in range(Tj)) for b in grid]) for Tj in T) \
-        + sum(gammaln(grid) - gammaln(grid + c) for c in C)
-    w = np.exp(lp - lp.max())
-    w /= w.sum()
-    mean, sd = np.sum(w * grid), math.sqrt(np.sum(w * grid ** 2) - np.sum(w * grid) ** 2)
-    bdoc = np.array([1.0])
-    draws = np.empty(20000)
-    for it in range(draws.shape[0]):
-        seqlda_sample_b(block.doc_ptr, block.seg_ptr, t, bdoc, a, it)
-        draws[it] = bdoc[0]
-    draws = draws[500:]
-    assert np.mean(draws) == pytest.approx(mean, rel=0.05)
-    assert np.std(draws) == pytest.approx(sd, rel=0.08)
 
 
 def test_trigamma():

@@ -85,7 +85,7 @@ from inference.gibbs.common import (customers, draw_scan, frozen_args, gamma_con
                                     longest_span, max_doc_segments, move_word, random_segment_topics, token_kernel,
                                     word_factor)
 from inference.gibbs.model import GibbsModel, SegmentedBlock, word_weight
-from inference.gibbs.pdp import stirling_table
+from inference.gibbs.pdp import sample_chain_concentrations, stirling_table
 
 DEFAULT_MAX_TABLES = 256  # column cap M_max of the Stirling cache (thesis §3.3 footnote 4)
 
@@ -428,13 +428,14 @@ def _cache_drift(g, sg0, sg1, n, t, s, Nseg, Tseg, Sseg, a, b, lam_s, lam_t, A, 
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _sweep_kernel(doc_ptr, seg_ptr, words, z, n, t, s, nwk, nk, alpha, beta, a, b, lam_s, lam_t, A,
+def _sweep_kernel(doc_ptr, seg_ptr, words, z, n, t, s, nwk, nk, alpha, beta, a, bdoc, lam_s, lam_t, A,
                   frozen_phi, frozen, exact, seed, check=False):
     """One BTIGS cycle: documents -> segments in order -> words (thesis §11.1 sweep order). Per token: remove it
     (Algorithm 6), draw z from the topic totals (Algorithm 7), i.e. the arrival weights at its segment from the
     kept rows below (:func:`_arrival_weights`), then u given z by walking the chain of :func:`_topic_terms`
-    only as far as the draw needs, and add it back. ``check``: compare the kept rows with a recomputation at
-    every token; returns the largest difference."""
+    only as far as the draw needs, and add it back. ``bdoc``: the concentration b of every document (one value
+    repeated for a global b). ``check``: compare the kept rows with a recomputation at every token; returns the
+    largest difference."""
     np.random.seed(seed)
     K = n.shape[1]
     vbeta = nwk.shape[0] * beta
@@ -455,6 +456,7 @@ def _sweep_kernel(doc_ptr, seg_ptr, words, z, n, t, s, nwk, nk, alpha, beta, a, 
     for d in range(doc_ptr.shape[0] - 1):
         sg0 = doc_ptr[d]
         sg1 = doc_ptr[d + 1]
+        b = bdoc[d]
         sdt = _doc_sums(sg0, sg1, n, t, s, Nseg, Tseg, Sseg, sd)
         stale = sg0                      # the arrival weights of restaurants sg0..stale-1 are current
         for g in range(sg0, sg1):
@@ -563,8 +565,9 @@ def _b_auxiliary(doc_ptr, n, t, s, b, seed):
 
 
 @numba.njit(cache=True)
-def _segment_topic_kernel(doc_ptr, n, t, s, alpha, a, b, lam_s, lam_t):
-    """mu-hat (7.11) per document and nu-hat (7.12) per segment, recursively from nu_{i,0} = mu_i."""
+def _segment_topic_kernel(doc_ptr, n, t, s, alpha, a, bdoc, lam_s, lam_t):
+    """mu-hat (7.11) per document and nu-hat (7.12) per segment, recursively from nu_{i,0} = mu_i (``bdoc``: b
+    of every document)."""
     S, K = n.shape
     D = doc_ptr.shape[0] - 1
     mu = np.zeros((D, K))
@@ -572,6 +575,7 @@ def _segment_topic_kernel(doc_ptr, n, t, s, alpha, a, b, lam_s, lam_t):
     for d in range(D):
         sg0 = doc_ptr[d]
         sg1 = doc_ptr[d + 1]
+        b = bdoc[d]
         tot = 0.0
         for k in range(K):
             v = alpha[k]
@@ -616,13 +620,16 @@ class AdaTM(GibbsModel):
     name = "adatm"
 
     def initial_hyper(self, **overrides) -> dict:
-        """Thesis §7.4 perplexity defaults alpha 0.1, gamma(beta) 0.01, lambda_S = lambda_T = 1, b optimised;
-        here b is sampled as STM's (5.8) (``sample_b``, from b = 10, after ``b_burn_in`` cycles), which needs
-        a = 0 (the thesis' AdaTM runs use a = 0.2, its perplexity is insensitive to a in [0, 0.5]); with a > 0 or
-        ``sample_b=False`` b stays fixed. The same a and b treatment as STM and SeqLDA here."""
+        """Thesis §7.4 perplexity defaults alpha 0.1, gamma(beta) 0.01, lambda_S = lambda_T = 1, b "optimised
+        automatically using the scheme discussed in Chapter 6" (``sample_b``, from b = 10, after ``b_burn_in``
+        cycles). ``b_scope="document"``: that scheme, a b_i per document drawn as SeqLDA's (6.11)/(6.12) with
+        AdaTM's tables (t* + s*) and customers (n + t* of the next segment), any a;
+        ``"global"``: one b drawn as STM's (5.8) (needs a = 0, otherwise b stays fixed).
+        ``sample_b=False``: b fixed."""
         K = self.num_topics
         hyper = {"alpha": [0.1] * K, "beta": 0.01, "a": 0.0, "b": 10.0, "lambda_s": 1.0, "lambda_t": 1.0,
-                 "max_tables": DEFAULT_MAX_TABLES, "btigs_exact": True, "sample_b": True, "b_burn_in": 0}
+                 "max_tables": DEFAULT_MAX_TABLES, "btigs_exact": True, "sample_b": True, "b_burn_in": 0,
+                 "b_scope": "global"}
         for key, value in overrides.items():
             if value is None:
                 continue
@@ -638,6 +645,9 @@ class AdaTM(GibbsModel):
                 value = int(value)
             elif key in ("btigs_exact", "sample_b"):
                 value = bool(value)
+            elif key == "b_scope":
+                if value not in ("global", "document"):
+                    raise ValueError(f"b_scope must be 'global' or 'document', got {value!r}")
             else:
                 value = float(value)
             hyper[key] = value
@@ -656,7 +666,20 @@ class AdaTM(GibbsModel):
         t = np.zeros((S, K), dtype=np.int32)
         s = np.zeros((S, K), dtype=np.int32)
         _init_kernel(block.doc_ptr, block.seg_ptr, block.words, K, z, n, t, s, nwk, nk, seed)
-        return {"z": z, "n": n, "t": t, "s": s}
+        state = {"z": z, "n": n, "t": t, "s": s}
+        if self._per_document(hyper):
+            state["b"] = np.full(block.n_docs, float(hyper["b"]))
+        return state
+
+    @staticmethod
+    def _per_document(hyper) -> bool:
+        return bool(hyper.get("sample_b", False)) and hyper.get("b_scope", "global") == "document"
+
+    def _bdoc(self, block: SegmentedBlock, state: dict, hyper: dict) -> np.ndarray:
+        """b of every document: the state's b_i (``b_scope="document"``) or the global b repeated."""
+        if self._per_document(hyper) and "b" in state:
+            return state["b"]
+        return np.full(block.n_docs, float(hyper["b"]))
 
     def factors(self, block: SegmentedBlock, state: dict, hyper: dict) -> np.ndarray:
         """The Stirling factor table sized for this block: c < longest document, m <= max(cap, current max)."""
@@ -672,28 +695,51 @@ class AdaTM(GibbsModel):
         return (alpha, float(hyper["beta"]), float(hyper["a"]), float(hyper["b"]),
                 float(hyper["lambda_s"]), float(hyper["lambda_t"]))
 
+    def _kernel_args(self, block, state, hyper):
+        """``_args`` with b replaced by the per-document array the sweep and estimate kernels take."""
+        alpha, beta, a, _, lam_s, lam_t = self._args(hyper)
+        return alpha, beta, a, np.ascontiguousarray(self._bdoc(block, state, hyper)), lam_s, lam_t
+
     def sweep(self, block: SegmentedBlock, state: dict, hyper: dict, nwk: np.ndarray, nk: np.ndarray,
               seed: int, frozen_phi: np.ndarray | None = None) -> None:
         A = self.factors(block, state, hyper)
         phi, frozen = frozen_args(frozen_phi, _DUMMY_PHI)
         _sweep_kernel(block.doc_ptr, block.seg_ptr, block.words, state["z"], state["n"], state["t"], state["s"],
-                      nwk, nk, *self._args(hyper), A, phi, frozen, bool(hyper.get("btigs_exact", True)), int(seed))
+                      nwk, nk, *self._kernel_args(block, state, hyper), A, phi, frozen,
+                      bool(hyper.get("btigs_exact", True)), int(seed))
 
-    # -- b (thesis §7.4.3: "optimised automatically using the scheme of Chapter 6"; (5.8) with a = 0) ---------
+    # -- b (thesis §7.4.3: "optimised automatically using the scheme discussed in Chapter 6") ----------------
     def samples_b(self, hyper) -> bool:
-        return bool(hyper.get("sample_b", False)) and float(hyper["a"]) == 0.0
+        """A global b drawn on the driver (``b_scope="global"``, a = 0)."""
+        return bool(hyper.get("sample_b", False)) and float(hyper["a"]) == 0.0 and not self._per_document(hyper)
+
+    def local_hyper_update(self, block: SegmentedBlock, state: dict, hyper: dict, seed: int) -> None:
+        """``b_scope="document"``: every b_i by (6.11)/(6.12) over the document's restaurants, tables t* + s*,
+        customers n + t* of the next segment (:func:`pdp.sample_chain_concentrations`)."""
+        if not self._per_document(hyper) or int(hyper.get("cycles", 0)) < int(hyper.get("b_burn_in", 0)):
+            return
+        if "b" not in state:
+            state["b"] = np.full(block.n_docs, float(hyper["b"]))
+        sample_chain_concentrations(block.doc_ptr, block.seg_ptr, state["t"] + state["s"], state["t"], state["b"],
+                                    float(hyper["a"]), int(seed))
 
     def partition_stats(self, block: SegmentedBlock, state: dict, hyper: dict, seed: int) -> np.ndarray:
-        """[sum_ij (T_ij + S_ij), sum_ij log 1/q_ij], q_ij ~ Beta(b, N_ij + T_{i,j+1}) drawn here; zeros when b is
-        fixed."""
+        """Global b: [sum_ij (T_ij + S_ij), sum_ij log 1/q_ij], q_ij ~ Beta(b, N_ij + T_{i,j+1}) drawn here.
+        Per-document b: [sum_i b_i, D] (the mean is recorded). Zeros when b is fixed."""
+        if self._per_document(hyper):
+            return np.array([float(np.sum(self._bdoc(block, state, hyper))), float(block.n_docs)])
         if not self.samples_b(hyper):
             return np.zeros(2)
         return np.array(_b_auxiliary(block.doc_ptr, state["n"], state["t"], state["s"], float(hyper["b"]),
                                      int(seed)))
 
     def update_hyper(self, hyper: dict, stats: np.ndarray, num_documents: int, seed: int) -> dict:
-        """b ~ Gamma(shape = sum (T + S), rate = sum log 1/q) (improper prior 1/b, as STM's (5.8))."""
-        return gamma_concentration_step(hyper, stats, self.samples_b(hyper), seed)
+        """Global b ~ Gamma(shape = sum (T + S), rate = sum log 1/q) (improper prior 1/b, as STM's (5.8));
+        per-document b: ``b_mean`` for the record."""
+        hyper = gamma_concentration_step(hyper, stats, self.samples_b(hyper), seed)
+        if self._per_document(hyper) and len(stats) == 2 and stats[1] > 0:
+            hyper["b_mean"] = float(stats[0] / stats[1])
+        return hyper
 
     # -- estimates -----------------------------------------------------------------------------------------
     def doc_topic(self, block: SegmentedBlock, state: dict, hyper: dict) -> np.ndarray:
@@ -705,8 +751,8 @@ class AdaTM(GibbsModel):
         return self._estimates(block, state, hyper)[1]
 
     def _estimates(self, block, state, hyper):
-        alpha, _, a, b, lam_s, lam_t = self._args(hyper)
-        return _segment_topic_kernel(block.doc_ptr, state["n"], state["t"], state["s"], alpha, a, b, lam_s, lam_t)
+        alpha, _, a, bdoc, lam_s, lam_t = self._kernel_args(block, state, hyper)
+        return _segment_topic_kernel(block.doc_ptr, state["n"], state["t"], state["s"], alpha, a, bdoc, lam_s, lam_t)
 
     # -- test hooks ----------------------------------------------------------------------------------------
     def remove_token(self, block: SegmentedBlock, state: dict, nwk: np.ndarray, nk: np.ndarray, token: int,
@@ -722,8 +768,12 @@ class AdaTM(GibbsModel):
         layout of :func:`_topic_terms` (used to draw u), totals (K,) from :func:`_arrival_weights` (used to draw z)."""
         A = self.factors(block, state, hyper)
         phi, frozen = frozen_args(frozen_phi, _DUMMY_PHI)
+        alpha, beta, a, bdoc, lam_s, lam_t = self._kernel_args(block, state, hyper)
+        doc = int(np.searchsorted(block.doc_ptr, np.searchsorted(block.seg_ptr, token, side="right") - 1,
+                                  side="right")) - 1
         return _conditional_kernel(block.doc_ptr, block.seg_ptr, block.words, int(token), state["n"], state["t"],
-                                   state["s"], nwk, nk, *self._args(hyper), A, phi, frozen)
+                                   state["s"], nwk, nk, alpha, beta, a, float(bdoc[doc]), lam_s, lam_t, A, phi,
+                                   frozen)
 
 
 @numba.njit(cache=True)

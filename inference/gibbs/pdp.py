@@ -37,7 +37,8 @@ import numba
 import numpy as np
 
 __all__ = ["StirlingTable", "stirling_table", "log_stirling_table", "log_stirling", "log_stirling_ratio",
-           "log_stirling_ratio_new_table", "log_poch_incr", "log_poch", "log_poch_incr_step"]
+           "log_stirling_ratio_new_table", "log_poch_incr", "log_poch", "log_poch_incr_step",
+           "sample_chain_concentrations", "B_MIN", "B_MAX"]
 
 _NEG_INF = -np.inf
 
@@ -222,3 +223,91 @@ def log_poch(b, N):
     if N <= 0:
         return 0.0
     return math.lgamma(b + N) - math.lgamma(b)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# concentration of a document's chain of restaurants, per document (thesis §6.5, eqs 6.11 / 6.12)
+
+B_MIN, B_MAX = 1e-3, 1e6
+
+
+@numba.njit(cache=True)
+def _log_concentration_density(x, a, tables, nseg, sum_log_q):
+    """log density of x = log b under (6.12) with prior 1/b: sum_j log (b|a)_{T_j} + b sum_j log q_j."""
+    b = math.exp(x)
+    s = b * sum_log_q
+    for j in range(nseg):
+        s += log_poch_incr(b, a, tables[j])
+    return s
+
+
+@numba.njit(cache=True)
+def sample_chain_concentrations(doc_ptr, seg_ptr, tables, proxies, bdoc, a, seed):
+    """One update of every document's concentration b_i (thesis §6.5), in place in ``bdoc``.
+
+    Restaurant j of document i has ``sum_k tables[j, k]`` tables (T_ij) and ``N_ij + sum_k proxies[j+1, k]``
+    customers (its words plus the tables its child sends up): SeqLDA passes ``tables = proxies = t``; AdaTM
+    passes ``tables = t + s`` (both edges) and ``proxies = t``. b_i enters the joint as
+    prod_j (b_i|a)_{T_ij} Gamma(b_i) / Gamma(b_i + C_ij), so with q_ij ~ Beta(b_i, C_ij) per restaurant with
+    customers: a = 0, b_i ~ Gamma(sum_j T_ij, rate sum_j log 1/q_ij) (6.11); a > 0, one slice-sampling update
+    (Neal 2003, stepping out + shrinkage, exact) of log b_i under (6.12); improper prior 1/b in both cases."""
+    np.random.seed(seed)
+    K = tables.shape[1]
+    jmax = 0
+    for d in range(doc_ptr.shape[0] - 1):
+        jmax = max(jmax, doc_ptr[d + 1] - doc_ptr[d])
+    Tj = np.zeros(jmax, dtype=np.int64)
+    for d in range(doc_ptr.shape[0] - 1):
+        s0, s1 = doc_ptr[d], doc_ptr[d + 1]
+        b = bdoc[d]
+        nseg = 0
+        sum_t = 0
+        sum_log_q = 0.0
+        for s in range(s0, s1):
+            Ts = 0
+            for k in range(K):
+                Ts += tables[s, k]
+            cust = seg_ptr[s + 1] - seg_ptr[s]
+            if s + 1 < s1:
+                for k in range(K):
+                    cust += proxies[s + 1, k]
+            if cust == 0:
+                continue
+            q = np.random.beta(b, cust)
+            sum_log_q += math.log(max(q, 1e-300))
+            Tj[nseg] = Ts
+            nseg += 1
+            sum_t += Ts
+        if sum_t == 0:
+            continue
+        if a == 0.0:
+            b = np.random.gamma(sum_t, 1.0 / max(-sum_log_q, 1e-300))
+        else:
+            x0 = math.log(b)
+            logy = _log_concentration_density(x0, a, Tj, nseg, sum_log_q) + math.log(1.0 - np.random.random())
+            width = 1.0
+            left = x0 - width * np.random.random()
+            right = left + width
+            lo_lim, hi_lim = math.log(B_MIN), math.log(B_MAX)
+            steps = 0
+            while left > lo_lim and steps < 50 and _log_concentration_density(left, a, Tj, nseg, sum_log_q) > logy:
+                left -= width
+                steps += 1
+            steps = 0
+            while right < hi_lim and steps < 50 and _log_concentration_density(right, a, Tj, nseg, sum_log_q) > logy:
+                right += width
+                steps += 1
+            left = max(left, lo_lim)
+            right = min(right, hi_lim)
+            x_new = x0
+            for _ in range(200):
+                x = left + (right - left) * np.random.random()
+                if _log_concentration_density(x, a, Tj, nseg, sum_log_q) > logy:
+                    x_new = x
+                    break
+                if x < x0:
+                    left = x
+                else:
+                    right = x
+            b = math.exp(x_new)
+        bdoc[d] = min(max(b, B_MIN), B_MAX)

@@ -63,7 +63,7 @@ from inference.gibbs.common import (BIG, check_cmgs_hyper, check_pdp, customers,
                                     parse_hyper, positive_vector, random_segment_topics, rescale_weights, token_kernel,
                                     word_factor)
 from inference.gibbs.model import GibbsModel, SegmentedBlock
-from inference.gibbs.pdp import log_poch_incr, stirling_table
+from inference.gibbs.pdp import sample_chain_concentrations, stirling_table
 from inference.special import digamma
 
 DEFAULT_ALPHA = 0.1
@@ -75,7 +75,6 @@ DEFAULT_ALPHA_BURN_IN = 20
 ALPHA_FLOOR = 1e-6
 ALPHA_CEIL = 1e3
 ALPHA_MAX_FACTOR = 2.0
-B_MIN, B_MAX = 1e-3, 1e6
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -536,81 +535,7 @@ def seqlda_sweep(doc_ptr, seg_ptr, words, z, n, t, bdoc, nwk, nk, alpha, beta, a
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# hyperparameters
-
-@numba.njit(cache=True)
-def _log_b_density(x, a, Tj, nseg, sum_log_q):
-    """log density of x = log b under (6.12) with prior 1/b: sum_j log (b|a)_{T_j} + b sum_j log q_j."""
-    b = math.exp(x)
-    s = b * sum_log_q
-    for j in range(nseg):
-        s += log_poch_incr(b, a, Tj[j])
-    return s
-
-
-@numba.njit(cache=True)
-def seqlda_sample_b(doc_ptr, seg_ptr, t, bdoc, a, seed):
-    """Per-document b_i (thesis §6.5): q_ij ~ Beta(b_i, N_ij + T_i,j+1) for restaurants with customers, then
-    a = 0: b_i ~ Gamma(sum_j T_ij, rate sum_j log 1/q_ij) (6.11); a > 0: one slice-sampling update (Neal 2003,
-    stepping out + shrinkage, exact) of log b_i under (6.12) with the same 1/b prior."""
-    np.random.seed(seed)
-    K = t.shape[1]
-    Tj = np.zeros(max_doc_segments(doc_ptr), dtype=np.int64)
-    for d in range(doc_ptr.shape[0] - 1):
-        s0, s1 = doc_ptr[d], doc_ptr[d + 1]
-        b = bdoc[d]
-        nseg = 0
-        sum_t = 0
-        sum_log_q = 0.0
-        for s in range(s0, s1):
-            Ts = 0
-            for k in range(K):
-                Ts += t[s, k]
-            cust = seg_ptr[s + 1] - seg_ptr[s]
-            if s + 1 < s1:
-                for k in range(K):
-                    cust += t[s + 1, k]
-            if cust == 0:
-                continue
-            q = np.random.beta(b, cust)
-            sum_log_q += math.log(max(q, 1e-300))
-            Tj[nseg] = Ts
-            nseg += 1
-            sum_t += Ts
-        if sum_t == 0:
-            continue
-        if a == 0.0:
-            b = np.random.gamma(sum_t, 1.0 / max(-sum_log_q, 1e-300))
-        else:
-            x0 = math.log(b)
-            logy = _log_b_density(x0, a, Tj, nseg, sum_log_q) + math.log(1.0 - np.random.random())
-            width = 1.0
-            left = x0 - width * np.random.random()
-            right = left + width
-            lo_lim, hi_lim = math.log(B_MIN), math.log(B_MAX)
-            steps = 0
-            while left > lo_lim and steps < 50 and _log_b_density(left, a, Tj, nseg, sum_log_q) > logy:
-                left -= width
-                steps += 1
-            steps = 0
-            while right < hi_lim and steps < 50 and _log_b_density(right, a, Tj, nseg, sum_log_q) > logy:
-                right += width
-                steps += 1
-            left = max(left, lo_lim)
-            right = min(right, hi_lim)
-            x_new = x0
-            for _ in range(200):
-                x = left + (right - left) * np.random.random()
-                if _log_b_density(x, a, Tj, nseg, sum_log_q) > logy:
-                    x_new = x
-                    break
-                if x < x0:
-                    left = x
-                else:
-                    right = x
-            b = math.exp(x_new)
-        bdoc[d] = min(max(b, B_MIN), B_MAX)
-
+# hyperparameters (b_i: pdp.sample_chain_concentrations)
 
 @numba.njit(cache=True)
 def trigamma(x):
@@ -746,7 +671,8 @@ class SeqLDA(GibbsModel):
             return
         if "b" not in state:
             state["b"] = np.full(block.n_docs, float(hyper["b"]))
-        seqlda_sample_b(block.doc_ptr, block.seg_ptr, state["t"], state["b"], float(hyper["a"]), seed)
+        sample_chain_concentrations(block.doc_ptr, block.seg_ptr, state["t"], state["t"], state["b"], float(hyper["a"]),
+                                    seed)
 
     def partition_stats(self, block, state, hyper, seed) -> np.ndarray:
         """Newton terms of alpha at the broadcast alpha (:func:`alpha_newton_terms`), then [sum_i b_i, D]."""
