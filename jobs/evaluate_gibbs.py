@@ -29,7 +29,7 @@ def is_gibbs_model(model_dir: str) -> bool:
 
 def evaluate(spark, model_dir: str, corpus_dir: str, reference_dir: str | None = None, top_words: int = 10,
              seed: int = 0, partitions: int | None = None, iterations: int | None = None,
-             samples: int | None = None) -> dict:
+             samples: int | None = None, observed: float | None | str = "model") -> dict:
     from jobs.corpus import load_corpus
     from jobs.evaluate import coherence, reference_word_ids
     from jobs.infer import require_model_vocabulary
@@ -56,7 +56,8 @@ def evaluate(spark, model_dir: str, corpus_dir: str, reference_dir: str | None =
         require_model_vocabulary(saved, test)
         trained = meta.get("heldout") or {}
         schedule = HeldoutSchedule.default(iterations or trained.get("iterations") or 50,
-                                           samples or trained.get("samples") or 5)
+                                           samples or trained.get("samples") or 5,
+                                           heldout_observed(observed, trained))
         score = score_heldout(spark, model, meta["hyper"], topic_word, test.blocks, schedule, seed)
         reference = load_corpus(spark, reference_dir or corpus_dir, partitions)
         terms = saved.vocab["term"].to_numpy()[top_word_ids(topic_word, top_words)]
@@ -75,12 +76,23 @@ def evaluate(spark, model_dir: str, corpus_dir: str, reference_dir: str | None =
     }
 
 
+def heldout_observed(observed, trained: dict) -> float | None:
+    """The held-out protocol of ``evaluate``: ``observed`` as given (a fraction, or None for the same-words
+    estimator), or with ``"model"`` the one the model was trained with (document completion of half of every
+    segment, 0.5, when it records none)."""
+    if observed != "model":
+        return observed
+    return trained["observed"] if "observed" in trained else 0.5
+
+
 def format_metrics(metrics: dict) -> str:
     h = metrics["heldout"]
     per_topic = " ".join(f"{v:.3f}" for v in metrics["npmi_per_topic"])
+    protocol = ("every word fitted and scored" if h.get("observed") is None else
+                f"document completion: {h['observed']:g} of every segment observed, the rest scored")
     return "\n".join([
         f"held-out perplexity ({metrics['model_type']}, thesis eq 5.10, topics fixed, {h['iterations']} sweeps, "
-        f"{h['samples']} samples): {metrics['perplexity']:.3f} ({h['documents']} documents "
+        f"{h['samples']} samples, {protocol}): {metrics['perplexity']:.3f} ({h['documents']} documents "
         f"[{metrics['test_documents']}], {h['tokens']} tokens)",
         f"NPMI coherence (top {metrics['npmi_settings']['top_words']}): {metrics['npmi']:.4f}",
         f"NPMI per topic: {per_topic}",

@@ -103,6 +103,23 @@ def add_gibbs_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--heldout-iterations", type=int, default=50,
                    help="sweeps per held-out document (samples over the second half)")
     g.add_argument("--heldout-samples", type=int, default=5, help="samples averaged per held-out token")
+    g.add_argument("--heldout-observed", type=observed_fraction, default=0.5, metavar="F|all",
+                   help="document completion (default 0.5): the sampler sees a random fraction F of every test "
+                        "segment and the other words are scored (the thesis' 'likelihood of each unseen word', "
+                        "Rosen-Zvi et al. 2004); 'all': every word is fitted and scored")
+
+
+def observed_fraction(text: str) -> float | None:
+    """``--heldout-observed``: a fraction in (0, 1), or ``all`` (None: the same-words estimator)."""
+    if text.strip().lower() == "all":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a fraction in (0, 1) or 'all', got {text!r}") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"expected a fraction in (0, 1) or 'all', got {text!r}")
+    return value
 
 
 def hyper_overrides(args) -> dict:
@@ -183,7 +200,8 @@ def score_heldout(spark, model: GibbsModel, hyper: dict, topic_word: np.ndarray,
     loglik, tokens, docs = total
     return {"perplexity": perplexity(loglik, tokens) if tokens else None, "loglik": float(loglik),
             "tokens": int(tokens), "documents": int(docs), "iterations": schedule.iterations,
-            "burn_in": schedule.burn_in, "lag": schedule.lag, "samples": schedule.samples, "seed": seed}
+            "burn_in": schedule.burn_in, "lag": schedule.lag, "samples": schedule.samples,
+            "observed": schedule.observed, "seed": seed}
 
 
 # --------------------------------------------------------------------------- outputs
@@ -319,8 +337,10 @@ def _train(spark, args, corpus, heldout: float, started: float) -> dict:
     }
     if heldout > 0:
         meta["heldout"] = evaluate_split(spark, model, result.hyper, topic_word, args, heldout)
-        log.info("held-out perplexity %.3f (%d documents, %d tokens)", meta["heldout"]["perplexity"],
-                 meta["heldout"]["documents"], meta["heldout"]["tokens"])
+        observed = meta["heldout"]["observed"]
+        log.info("held-out perplexity %.3f (%d documents, %d %s tokens)", meta["heldout"]["perplexity"],
+                 meta["heldout"]["documents"], meta["heldout"]["tokens"],
+                 "fitted and scored" if observed is None else f"unseen (observed {observed:g} of every segment)")
     meta["train_seconds"] = round(time.time() - started, 3)
     storage.save_json(storage.join(args.output, "model.json"), meta)
     if trace:
@@ -338,7 +358,8 @@ def evaluate_split(spark, model, hyper, topic_word, args, fraction: float) -> di
                                  require_segments=args.model in NEEDS_SEGMENTS,
                                  permute_seed=getattr(args, "permute_segments", None))
     try:
-        schedule = HeldoutSchedule.default(args.heldout_iterations, args.heldout_samples)
+        schedule = HeldoutSchedule.default(args.heldout_iterations, args.heldout_samples,
+                                           getattr(args, "heldout_observed", 0.5))
         score = score_heldout(spark, model, hyper, topic_word, test.blocks, schedule, seed=args.seed)
     finally:
         test.blocks.unpersist()

@@ -208,10 +208,12 @@ def segment_stats(spark, corpus: str) -> dict:
 
 
 def train_one(spark, corpus: str, label: str, model: str, extra, topics: int, iterations: int, seed: int,
-              permute: int, heldout_iterations: int, out: Path, hyper=()) -> dict:
-    """Train one model (``hyper``: ``--hyper KEY=JSON`` values for it) and score its held-out split."""
+              permute: int, heldout_iterations: int, out: Path, hyper=(), heldout_observed=0.5,
+              reuse: bool = False) -> dict:
+    """Train one model (``hyper``: ``--hyper KEY=JSON`` values for it) and score its held-out split; with
+    ``reuse`` a model already trained in ``out`` is only scored again (e.g. with another held-out protocol)."""
     from conftest import train_args
-    from jobs import train_gibbs
+    from jobs import model_store, train_gibbs
 
     samples, lag = min(5, max(1, iterations // 4)), max(1, iterations // 20)
     extra = [permute if e == "{permute}" else e for e in extra]
@@ -219,10 +221,19 @@ def train_one(spark, corpus: str, label: str, model: str, extra, topics: int, it
     args = train_args(corpus, out / label, "--model", model, "--topics", topics, "--iterations", iterations,
                       "--seed", seed, "--samples", samples, "--lag", lag, "--burn-in", iterations - samples * lag,
                       "--checkpoint-every", iterations, "--heldout-fraction", 0.2,
-                      "--heldout-iterations", heldout_iterations, *extra)
+                      "--heldout-iterations", heldout_iterations,
+                      "--heldout-observed", "all" if heldout_observed is None else heldout_observed, *extra)
     started = time.perf_counter()
-    meta = train_gibbs.train_gibbs(spark, args)
-    wall = time.perf_counter() - started
+    if reuse and (out / label / "model.json").exists():
+        saved = model_store.load_model(str(out / label))
+        meta = saved.meta
+        K, V = saved.lambda_.shape
+        model_object = train_gibbs.make_model(meta["model"], K, V, bool(meta.get("segment_level")))
+        meta["heldout"] = train_gibbs.evaluate_split(spark, model_object, meta["hyper"], saved.lambda_, args, 0.2)
+        wall = float(meta.get("train_seconds", 0.0))
+    else:
+        meta = train_gibbs.train_gibbs(spark, args)
+        wall = time.perf_counter() - started
     trace = meta["trace"]
     sampling = sum(r["seconds"] for r in trace)
     tokens = meta["data"]["tokens"]
@@ -237,7 +248,8 @@ def train_one(spark, corpus: str, label: str, model: str, extra, topics: int, it
 
 def run_benchmark(spark, topics: int = 20, iterations: int = 200, seed: int = 0, permute: int = 1,
                   verses_per_segment: int = 3, heldout_iterations: int = 50, labels=None,
-                  unit: str = "chapter", hyper: dict | None = None, source: str | None = None) -> dict:
+                  unit: str = "chapter", hyper: dict | None = None, source: str | None = None,
+                  heldout_observed: float | None = 0.5, reuse: bool = False) -> dict:
     """One K: every run of RUNS (or of ``labels``) on the same corpus, split and schedule; ``hyper`` maps a
     model name to its ``--hyper KEY=JSON`` values (the same for every run of that model)."""
     hyper = hyper or {}
@@ -248,14 +260,14 @@ def run_benchmark(spark, topics: int = 20, iterations: int = 200, seed: int = 0,
     else:
         corpus = segmented_corpus(spark, verses_per_segment)
     stats = segment_stats(spark, corpus)
-    out = CACHE / f"orderings-run-{run_tag(unit, corpus, verses_per_segment, topics, iterations, seed, hyper, heldout_iterations)}"
+    out = CACHE / f"orderings-run-{run_tag(unit, corpus, verses_per_segment, topics, iterations, seed, hyper)}"
     rows = []
     for label, model, extra in RUNS:
         if labels and label not in labels:
             continue
         log.info("=== %s", label)
         rows.append(train_one(spark, corpus, label, model, extra, topics, iterations, seed, permute,
-                              heldout_iterations, out, hyper.get(model, ())))
+                              heldout_iterations, out, hyper.get(model, ()), heldout_observed, reuse))
     by = {r["label"]: r["perplexity"] for r in rows}
     orderings = [{"better": a, "worse": b, "strict": strict,
                   "holds": (by[a] < by[b] if strict else by[a] <= by[b]) if a in by and b in by else None}
@@ -266,6 +278,7 @@ def run_benchmark(spark, topics: int = 20, iterations: int = 200, seed: int = 0,
             "segments": corpus_meta["segmentation"]["segments"], "tokens": corpus_meta["tokens"],
             "vocab_size": corpus_meta["vocab_size"], "topics": topics, "iterations": iterations, "seed": seed,
             "permute_seed": permute, "heldout_fraction": 0.2, "heldout_iterations": heldout_iterations,
+            "heldout_observed": heldout_observed,
             "cores": CORES, "rows": rows, "orderings": orderings, "load_average": os.getloadavg()[0],
             "date": time.strftime("%Y-%m-%d"), "hyper": hyper}
 
@@ -276,12 +289,15 @@ def corpus_tag(unit: str, corpus: str) -> str:
 
 
 def run_tag(unit: str, corpus: str, verses: int, topics, iterations: int, seed: int, hyper: dict,
-            heldout_iterations: int = 50) -> str:
-    """What names every output of a run: ``book-v5-K20-I150-s0-adatm.lambda_t0.1-H200`` (corpus, segments,
-    topics, iterations, seed, ``--hyper`` overrides, held-out sweeps when not the default 50)."""
+            heldout_iterations: int = 50, heldout_observed: float | None = 0.5) -> str:
+    """What names every output of a run: ``book-v5-K20-I150-s0-adatm.lambda_t0.1-H200-Oall`` (corpus,
+    segments, topics, iterations, seed, ``--hyper`` overrides, held-out sweeps and observed fraction when not the
+    defaults 50 and 0.5; ``Oall``: the same-words estimator)."""
     overrides = "".join(f"-{m}.{v}" for m, vs in sorted(hyper.items()) for v in vs)
     overrides = overrides.replace("=", "").replace('"', "")
     held = f"-H{heldout_iterations}" if heldout_iterations != 50 else ""
+    if heldout_observed != 0.5:
+        held += "-Oall" if heldout_observed is None else f"-O{heldout_observed:g}"
     return f"{corpus_tag(unit, corpus)}v{verses}-K{topics}-I{iterations}-s{seed}{overrides}{held}"
 
 
@@ -337,13 +353,16 @@ def format_table(report: dict) -> str:
     else:
         seg = f"{report['verses_per_segment']} verses"
     spd, tps = report["segments_per_document"], report["tokens_per_segment"]
+    observed = report.get("heldout_observed")
+    protocol = ("every word fitted and scored" if observed is None else
+                f"document completion, {observed:g} of every segment observed")
     what = "documents" if source else "books as documents" if book else "chapters as documents"
     lines = [f"{report['corpus']}: {report['documents']} {what}, "
              f"{report['segments']} segments ({seg}), "
              f"{report['tokens']} tokens, V={report['vocab_size']}; K={report['topics']}, "
              f"{report['iterations']} iterations, seed {report['seed']}, 20% held out "
-             f"({report['rows'][0]['heldout_documents']} documents, {report['rows'][0]['heldout_tokens']} tokens), "
-             f"local[{report['cores']}]",
+             f"({report['rows'][0]['heldout_documents']} documents, {report['rows'][0]['heldout_tokens']} tokens "
+             f"scored: {protocol}), local[{report['cores']}]",
              f"segments per document: min {spd['min']}, median {spd['median']:g}, mean {spd['mean']:.1f}, "
              f"max {spd['max']}; tokens per segment: min {tps['min']}, median {tps['median']:g}, "
              f"mean {tps['mean']:.1f}, max {tps['max']}",
@@ -361,7 +380,8 @@ def format_table(report: dict) -> str:
 
 def report_tag(report: dict, topics) -> str:
     return run_tag(report.get("unit"), report["corpus"], report["verses_per_segment"], topics, report["iterations"],
-                   report["seed"], report.get("hyper") or {}, report.get("heldout_iterations", 50))
+                   report["seed"], report.get("hyper") or {}, report.get("heldout_iterations", 50),
+                   report.get("heldout_observed"))
 
 
 def write_report(report: dict) -> Path:
@@ -380,6 +400,8 @@ def test_benchmark(spark_session):
 
 
 def main(argv=None) -> int:
+    from jobs.train_gibbs import observed_fraction
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--topics", default="20",
                         help="K, or several comma-separated K: then every ordering is also tested by a one-tail "
@@ -398,6 +420,12 @@ def main(argv=None) -> int:
                              "'segments' list in order; 'pydoc': the Python library reference, one document "
                              "per page, paragraphs as segments (needs Debian's python3-doc)")
     parser.add_argument("--heldout-iterations", type=int, default=50)
+    parser.add_argument("--heldout-observed", type=observed_fraction, default=0.5, metavar="F|all",
+                        help="held-out protocol: document completion with F of every test segment observed "
+                             "(default 0.5), or 'all' (every word fitted and scored)")
+    parser.add_argument("--reuse", action="store_true",
+                        help="score models already trained by an earlier run with the same settings instead of "
+                             "training them again (e.g. with another --heldout-observed)")
     parser.add_argument("--only", default=None, help="comma-separated labels to run (default: all)")
     parser.add_argument("--hyper", action="append", default=[], metavar="MODEL:KEY=JSON",
                         help="a hyperparameter for every run of MODEL, e.g. adatm:lambda_t=0.1 (repeatable)")
@@ -419,7 +447,8 @@ def main(argv=None) -> int:
     for topics in [int(k) for k in args.topics.split(",")]:
         report = run_benchmark(spark, topics, args.iterations, args.seed, args.permute_seed,
                                verses, args.heldout_iterations,
-                               args.only.split(",") if args.only else None, args.unit, hyper, args.source)
+                               args.only.split(",") if args.only else None, args.unit, hyper, args.source,
+                               args.heldout_observed, args.reuse)
         print(format_table(report), flush=True)
         print(f"results written to {write_report(report)}", flush=True)
         reports.append(report)
