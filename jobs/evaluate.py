@@ -56,6 +56,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--partitions", type=int, default=None, help="document partitions (default: by size)")
     parser.add_argument("--estep-tol", type=float, default=1e-3, help="per-document mean |delta gamma| tolerance")
     parser.add_argument("--estep-max-iter", type=int, default=100, help="cap on per-document phi/gamma passes")
+    parser.add_argument("--heldout-observed", default="model", metavar="F|all",
+                        help="Gibbs models: document completion with a fraction F of every test segment observed, "
+                             "or 'all' (every word fitted and scored); default: the protocol the model was "
+                             "trained with (0.5 if it records none)")
 
 
 # --------------------------------------------------------------------------- deterministic sums
@@ -153,12 +157,13 @@ def coherence(spark, reference: Corpus, top_words: np.ndarray) -> dict:
 
 def evaluate_model(spark, model_dir: str, corpus_dir: str, reference_dir: str | None = None,
                    top_words: int = 10, seed: int = 0, options: EStepSettings | None = None,
-                   partitions: int | None = None) -> dict:
+                   partitions: int | None = None, heldout_observed: float | None | str = "model") -> dict:
     """All metrics of the model in ``model_dir`` on the test corpus ``corpus_dir``."""
     options = options or EStepSettings()
     from jobs import evaluate_gibbs
     if evaluate_gibbs.is_gibbs_model(model_dir):   # lda-gibbs, stm, seqlda, adatm: jobs/evaluate_gibbs.py
-        return evaluate_gibbs.evaluate(spark, model_dir, corpus_dir, reference_dir, top_words, seed, partitions)
+        return evaluate_gibbs.evaluate(spark, model_dir, corpus_dir, reference_dir, top_words, seed, partitions,
+                                       observed=heldout_observed)
     if is_aligned(corpus_dir):
         return evaluate_aligned(spark, language_models(model_dir, None), corpus_dir, top_words, seed,
                                 options, partitions)
@@ -309,8 +314,15 @@ def run(args) -> dict:
     elif args.model is None:
         raise SystemExit("evaluate needs --model MODEL_DIR")
     else:
+        observed = getattr(args, "heldout_observed", "model")
+        if observed != "model":
+            from jobs.train_gibbs import observed_fraction
+            try:
+                observed = observed_fraction(observed)
+            except argparse.ArgumentTypeError as exc:
+                raise SystemExit(f"--heldout-observed: {exc}") from None
         metrics = evaluate_model(spark, args.model, args.corpus, args.reference, args.top_words, args.seed,
-                                 options, args.partitions)
+                                 options, args.partitions, observed)
     print(format_aligned_metrics(metrics) if metrics.get("aligned") else format_metrics(metrics))
     if args.output:
         storage.write_bytes(args.output, (json.dumps(metrics, indent=2) + "\n").encode("utf-8"))

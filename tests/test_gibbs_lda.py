@@ -216,7 +216,7 @@ def _random_topics_perplexity(out, corpus, shape):
     random_topics = np.random.default_rng(0).dirichlet(np.ones(shape[1]), size=shape[0])
     try:
         return train_gibbs.score_heldout(spark, model, model.initial_hyper(), random_topics, test.blocks,
-                                         HeldoutSchedule.default(20))["perplexity"]
+                                         HeldoutSchedule.default(20, observed=0.5))["perplexity"]
     finally:
         test.blocks.unpersist()
 
@@ -230,6 +230,13 @@ def test_evaluate_job_reuses_the_heldout_split(spark_session, synthetic_gibbs_mo
     assert metrics["heldout"]["documents"] == meta["heldout"]["documents"]
     assert metrics["perplexity"] == pytest.approx(meta["heldout"]["perplexity"], rel=1e-12)
     assert -1 <= metrics["npmi"] <= 1 and "held-out perplexity (lda-gibbs" in format_metrics(metrics)
+    # the default protocol is document completion of half of every segment; 'all' fits and scores every word,
+    # which is optimistic (lower) and scores twice the tokens
+    assert meta["heldout"]["observed"] == 0.5 and "document completion: 0.5" in format_metrics(metrics)
+    same_words = evaluate_model(spark_session, str(out), corpus, heldout_observed=None)
+    assert same_words["heldout"]["observed"] is None and "every word fitted" in format_metrics(same_words)
+    assert same_words["heldout"]["tokens"] > 1.9 * metrics["heldout"]["tokens"]
+    assert same_words["perplexity"] < metrics["perplexity"]
 
 
 def test_topic_evolution_of_one_document(synthetic_gibbs_model, tmp_path, capsys):
