@@ -55,6 +55,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--partitions", type=int, default=None, help="document partitions (default: by size)")
     parser.add_argument("--estep-tol", type=float, default=1e-3, help="per-document mean |delta gamma| tolerance")
     parser.add_argument("--estep-max-iter", type=int, default=100, help="cap on per-document phi/gamma passes")
+    g = parser.add_argument_group("Gibbs models (lda-gibbs, stm, seqlda, adatm)")
+    g.add_argument("--segments", default=None,
+                   help="raw input: how to cut documents into segments, as `prepare --segments` (default: as the "
+                        "model's training corpus was)")
+    g.add_argument("--sweeps", type=int, default=50, help="sweeps of the model's sampler per document")
+    g.add_argument("--samples", type=int, default=5, help="samples averaged over the second half of the sweeps")
+    g.add_argument("--seed", type=int, default=0, help="seed of the sampler")
 
 
 # --------------------------------------------------------------------------- model + corpus
@@ -88,9 +95,8 @@ def open_model_and_corpus(spark, model_dir: str, corpus_dir: str, partitions: in
 
     model = load_model(model_dir)
     if model.meta.get("model") not in ("lda", "polylda"):
-        raise SystemExit(f"{model_dir} is a {model.meta.get('model')!r} model: infer folds documents in with the "
-                         f"variational E-step of lda/polylda models; for Gibbs models use `spark-topics evaluate` "
-                         f"(held-out estimation) or `spark-topics evolution`")
+        raise SystemExit(f"{model_dir} is a {model.meta.get('model')!r} model: the variational E-step folds in "
+                         f"documents for lda/polylda models only")
     if model.languages and lang is None and is_aligned(corpus_dir):
         corpus_langs = storage.load_json(storage.join(corpus_dir, "corpus.json"))["languages"]
         corpus = load_aligned_corpus(spark, corpus_dir, partitions, [l for l in model.languages if l in corpus_langs])
@@ -232,7 +238,11 @@ def infer_documents(spark, model_dir: str, corpus_dir: str, output_dir: str,
 
 
 def run(args) -> dict:
+    from jobs import evaluate_gibbs
+
     spark = get_spark("spark-topics infer", args.master, args.conf)
+    if evaluate_gibbs.is_gibbs_model(args.model):
+        return run_gibbs(spark, args)
     corpus_dir = args.input
     if not is_prepared_corpus(args.input):
         corpus_dir = storage.join(args.output, "corpus")
@@ -252,6 +262,37 @@ def run(args) -> dict:
     print(f"known tokens: {result['known_tokens']}; unknown tokens (not in the model's vocabulary, ignored): "
           f"{result['unknown_tokens']}; documents with no known words (theta = alpha / sum alpha, "
           f"flagged no_known_words): {result['no_known_words']}")
+    return result
+
+
+def run_gibbs(spark, args) -> dict:
+    """``infer`` with a Gibbs model: jobs/infer_gibbs.py."""
+    from jobs.infer_gibbs import infer_gibbs, training_segments
+
+    if args.lang is not None:
+        raise SystemExit("--lang applies to polylingual models")
+    corpus_dir, rejected = args.input, 0
+    if not is_prepared_corpus(args.input):
+        corpus_dir = storage.join(args.output, "corpus")
+        model = load_model(args.model)
+        segments = args.segments or training_segments(model.meta)
+        log.info("preparing %s with the model's vocabulary into %s (segments: %s)", args.input, corpus_dir,
+                 segments or "one per document")
+        prepared = prepare_with_model_vocabulary(spark, model, args.input, corpus_dir, format=args.format,
+                                                 id_column=args.id_column, text_column=args.text_column,
+                                                 segments=segments)
+        rejected = int((prepared.get("rejected") or {}).get("empty", 0))
+    elif args.segments:
+        raise SystemExit("--segments applies to raw input; a prepared corpus keeps its segments")
+    result = infer_gibbs(spark, args.model, corpus_dir, args.output, args.sweeps, args.samples, args.seed,
+                         args.partitions)
+    result["no_known_words"] = rejected
+    print(f"inferred topic proportions of {result['documents']} documents ({result['segments']} segments, "
+          f"{result['tokens']} known tokens; {args.sweeps} sweeps, {result['samples']} samples) -> "
+          f"{result['output']}, {result['segment_output']}")
+    if rejected:
+        print(f"documents with no known words (not inferred, listed in {storage.join(corpus_dir, 'rejects')}): "
+              f"{rejected}")
     return result
 
 

@@ -125,20 +125,29 @@ def heldout_loglik(model: GibbsModel, block: SegmentedBlock, hyper: dict, phi_vk
     if block.n_tokens == 0 or scored.n_tokens == 0:
         return np.array([0.0, 0.0, n_docs])
     phi_vk = np.ascontiguousarray(phi_vk, dtype=np.float64)
+    prob = np.zeros(scored.n_tokens)
+    taken = 0
+    for state in frozen_chain(model, block, hyper, phi_vk, schedule, seed, partition):
+        nu = np.ascontiguousarray(model.segment_topic(block, state, hyper), dtype=np.float64)
+        add_word_probabilities(scored.seg_ptr, scored.words, nu, phi_vk, prob)
+        taken += 1
+    return np.array([float(np.log(prob / taken).sum()), float(scored.n_tokens), n_docs])
+
+
+def frozen_chain(model: GibbsModel, block: SegmentedBlock, hyper: dict, phi_vk: np.ndarray,
+                 schedule: HeldoutSchedule, seed: int, partition: int):
+    """The model's own sampler on ``block`` (as the model sees it: ``prepare_block`` done) with the topics fixed
+    to ``phi_vk`` (V x K): yields the state at every sample of ``schedule`` (held-out scoring, ``infer``).
+    Seeded by ``task_seed(seed, t, partition, 10)`` (sweeps) and ``(..., 11)`` (per-document hyperparameters)."""
     V, K = phi_vk.shape
     nwk = np.zeros((V, K), dtype=np.int32)   # init_state adds into these; frozen sweeps never read them
     nk = np.zeros(K, dtype=np.int64)
     state = model.init_state(block, hyper, nwk, nk, task_seed(seed, 0, partition, 10))
-    prob = np.zeros(scored.n_tokens)
-    taken = 0
     for t in range(1, schedule.iterations + 1):
         model.sweep(block, state, hyper, nwk, nk, task_seed(seed, t, partition, 10), frozen_phi=phi_vk)
         model.local_hyper_update(block, state, hyper, task_seed(seed, t, partition, 11))
         if schedule.is_sample(t):
-            nu = np.ascontiguousarray(model.segment_topic(block, state, hyper), dtype=np.float64)
-            add_word_probabilities(scored.seg_ptr, scored.words, nu, phi_vk, prob)
-            taken += 1
-    return np.array([float(np.log(prob / taken).sum()), float(scored.n_tokens), n_docs])
+            yield state
 
 
 def perplexity(loglik: float, tokens: float) -> float:
