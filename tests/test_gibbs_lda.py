@@ -237,6 +237,17 @@ def test_evaluate_job_reuses_the_heldout_split(spark_session, synthetic_gibbs_mo
     assert same_words["heldout"]["observed"] is None and "every word fitted" in format_metrics(same_words)
     assert same_words["heldout"]["tokens"] > 1.9 * metrics["heldout"]["tokens"]
     assert same_words["perplexity"] < metrics["perplexity"]
+    # the command line: `evaluate --heldout-observed all`, and a bad value is refused with a message
+    import argparse
+    from jobs import evaluate
+    from jobs.spark import add_spark_arguments
+    parser = argparse.ArgumentParser()
+    evaluate.add_arguments(parser)
+    add_spark_arguments(parser)
+    cli = evaluate.run(parser.parse_args(["--model", str(out), "--corpus", corpus, "--heldout-observed", "all"]))
+    assert cli["perplexity"] == pytest.approx(same_words["perplexity"], rel=1e-12)
+    with pytest.raises(SystemExit, match="heldout-observed"):
+        evaluate.run(parser.parse_args(["--model", str(out), "--corpus", corpus, "--heldout-observed", "1.5"]))
 
 
 def test_topic_evolution_of_one_document(synthetic_gibbs_model, tmp_path, capsys):
