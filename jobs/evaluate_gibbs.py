@@ -13,8 +13,6 @@ variational models. The test documents are:
 """
 from __future__ import annotations
 
-import numpy as np
-
 from drivers import storage
 from inference.gibbs.heldout import HeldoutSchedule
 from jobs import model_store
@@ -35,13 +33,12 @@ def evaluate(spark, model_dir: str, corpus_dir: str, reference_dir: str | None =
     from jobs.infer import require_model_vocabulary
     from inference.heldout import top_word_ids
     from jobs.segments import load_segmented_corpus
-    from jobs.train_gibbs import NEEDS_SEGMENTS, make_model, score_heldout
+    from jobs.train_gibbs import NEEDS_SEGMENTS, open_trained, score_heldout
 
-    saved = model_store.load_model(model_dir)
+    saved, model = open_trained(model_dir)
     meta = saved.meta
     topic_word = saved.lambda_
-    K, V = topic_word.shape
-    model = make_model(meta["model"], K, V, bool(meta.get("segment_level")))
+    K = topic_word.shape[0]
     data = meta.get("data") or {}
     fraction = float(data.get("heldout_fraction") or 0.0)
     corpus_meta_path = storage.join(corpus_dir, "corpus.json")

@@ -23,7 +23,6 @@ from functools import partial
 import numpy as np
 
 from drivers import storage
-from drivers.gibbs import topic_proportions
 from inference.gibbs.heldout import HeldoutSchedule, frozen_chain
 from inference.gibbs.model import GibbsModel
 
@@ -58,15 +57,12 @@ def training_segments(meta: dict) -> str | None:
 def infer_gibbs(spark, model_dir: str, corpus_dir: str, output_dir: str, sweeps: int = 50, samples: int = 5,
                 seed: int = 0, partitions: int | None = None) -> dict:
     """Document and segment topic proportions of every document of a prepared corpus (see module doc)."""
-    from jobs import model_store
     from jobs.infer import require_model_vocabulary
     from jobs.segments import load_segmented_corpus
-    from jobs.train_gibbs import NEEDS_SEGMENTS, make_model, write_proportions
+    from jobs.train_gibbs import NEEDS_SEGMENTS, open_trained, write_proportions
 
-    saved = model_store.load_model(model_dir)
+    saved, model = open_trained(model_dir)
     meta = saved.meta
-    K, V = saved.lambda_.shape
-    model = make_model(meta["model"], K, V, bool(meta.get("segment_level")))
     corpus = load_segmented_corpus(spark, corpus_dir, partitions, require_segments=meta["model"] in NEEDS_SEGMENTS)
     sc = spark.sparkContext
     bc = None

@@ -72,6 +72,14 @@ def make_model(name: str, num_topics: int, vocab_size: int, segment_level: bool 
     return cls(num_topics, vocab_size, segment_level=True) if segment_level else cls(num_topics, vocab_size)
 
 
+def open_trained(model_dir: str):
+    """A trained Gibbs model directory: ``(saved, model)``, the stored model (``meta``, ``vocab``, ``lambda_``
+    = the K x V topic-word matrix) and the GibbsModel it was trained with."""
+    saved = model_store.load_model(model_dir)
+    K, V = saved.lambda_.shape
+    return saved, make_model(saved.meta["model"], K, V, bool(saved.meta.get("segment_level")))
+
+
 def add_gibbs_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags of the Gibbs models (``train`` already has --alpha, --fixed-alpha, --iterations, --seed, ...)."""
     g = parser.add_argument_group("Gibbs models (lda-gibbs, stm, seqlda, adatm)")

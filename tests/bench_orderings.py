@@ -213,7 +213,7 @@ def train_one(spark, corpus: str, label: str, model: str, extra, topics: int, it
     """Train one model (``hyper``: ``--hyper KEY=JSON`` values for it) and score its held-out split; with
     ``reuse`` a model already trained in ``out`` is only scored again (e.g. with another held-out protocol)."""
     from conftest import train_args
-    from jobs import model_store, train_gibbs
+    from jobs import train_gibbs
 
     samples, lag = min(5, max(1, iterations // 4)), max(1, iterations // 20)
     extra = [permute if e == "{permute}" else e for e in extra]
@@ -225,10 +225,8 @@ def train_one(spark, corpus: str, label: str, model: str, extra, topics: int, it
                       "--heldout-observed", "all" if heldout_observed is None else heldout_observed, *extra)
     started = time.perf_counter()
     if reuse and (out / label / "model.json").exists():
-        saved = model_store.load_model(str(out / label))
+        saved, model_object = train_gibbs.open_trained(str(out / label))
         meta = saved.meta
-        K, V = saved.lambda_.shape
-        model_object = train_gibbs.make_model(meta["model"], K, V, bool(meta.get("segment_level")))
         meta["heldout"] = train_gibbs.evaluate_split(spark, model_object, meta["hyper"], saved.lambda_, args, 0.2)
         wall = float(meta.get("train_seconds", 0.0))
     else:
