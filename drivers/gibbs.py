@@ -59,7 +59,6 @@ from functools import partial
 
 import numpy as np
 from pyspark import StorageLevel
-from scipy.special import gammaln
 
 from drivers import gibbs_state, storage
 from drivers.checkpoint import check_fingerprint
@@ -162,22 +161,6 @@ class GibbsResult:
     num_partitions: int
     num_tokens: int
     num_documents: int              # documents as the model sees them (LDA_P: segments)
-
-
-def word_loglik(nwk: np.ndarray, nk: np.ndarray, beta: float) -> float:
-    """log p(w | z, beta) = sum_k [log Gamma(V beta) - log Gamma(n_k + V beta) + sum_w log Gamma(n_kw + beta)
-    - V log Gamma(beta)] (the Phi factor of eqs 4.2 and 5.2)."""
-    V, K = nwk.shape
-    histogram = np.bincount(nwk.ravel())          # cells holding each count: one log Gamma per distinct count
-    counts = np.flatnonzero(histogram[1:]) + 1
-    return float(K * gammaln(V * beta) - gammaln(nk + V * beta).sum()
-                 + histogram[counts] @ gammaln(counts + beta) - (V * K - histogram[0]) * gammaln(beta))
-
-
-def topic_word_point(nwk: np.ndarray, nk: np.ndarray, beta: float) -> np.ndarray:
-    """(K x V) phi_kw = (M_kw + beta) / (M_k + V beta) (eq 5.7)."""
-    V = nwk.shape[0]
-    return ((nwk + beta) / (nk + V * beta)).T
 
 
 def hyper_summary(hyper: dict) -> dict:
@@ -488,9 +471,9 @@ class GibbsEngine:
             stats = self._sum_stats(parts)
             hyper = model.update_hyper(hyper, stats, num_docs, task_seed(s.seed, t, DRIVER_PARTITION, 3))
             if plan.sample:
-                topic_word_sum += topic_word_point(nwk, nk, float(used_hyper["beta"]))
+                topic_word_sum += model.topic_word(nwk, nk, used_hyper)
                 samples_taken += 1
-            loglik = word_loglik(nwk, nk, float(hyper["beta"]))
+            loglik = model.word_loglik(nwk, nk, hyper)
             seconds = time.perf_counter() - began
             sweep_seconds = sum(r[4] for r in parts)
             record = GibbsRecord(t, seconds, m * num_tokens / seconds,

@@ -45,6 +45,24 @@ def delete(path: str) -> None:
         filesystem.delete_file(p)
 
 
+def is_dir(path: str) -> bool:
+    filesystem, p = resolve(path)
+    return filesystem.get_file_info(p).type == pafs.FileType.Directory
+
+
+def list_files(path: str, limit: int) -> list[str]:
+    """Base names of up to ``limit`` files under the directory ``path``, recursively, hidden ones
+    (``_``/``.``) left out."""
+    filesystem, p = resolve(path)
+    names = []
+    for info in filesystem.get_file_info(pafs.FileSelector(p, recursive=True)):
+        if info.type == pafs.FileType.File and not info.base_name.startswith(("_", ".")):
+            names.append(info.base_name)
+            if len(names) >= limit:
+                break
+    return names
+
+
 def list_dir(path: str) -> list[str]:
     filesystem, p = resolve(path)
     if filesystem.get_file_info(p).type != pafs.FileType.Directory:

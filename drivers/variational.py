@@ -28,7 +28,7 @@ import numpy as np
 
 from drivers import storage
 from drivers.checkpoint import Checkpointer, check_fingerprint
-from drivers.newton import newton_alpha
+from inference.dirichlet import newton_alpha
 from inference.elbo import alpha_terms, topic_terms
 from inference.mapper import ALPHA_KEY, TOTALS, EStepSettings, map_block
 from inference.reducer import reduce_partition

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import gammaln
 
-from drivers.newton import newton_eta
+from inference.dirichlet import newton_eta
 
 
 class SymmetricPrior:

@@ -1,7 +1,8 @@
 """The ``spark-topics`` console script: one subcommand per job in ``jobs/``.
 
-Each job module exposes ``add_arguments(parser)`` and ``run(args)``; the same
-module runs under ``spark-submit jobs/<job>.py`` with the same flags.
+Each job module exposes ``add_arguments(parser, argv)`` (``argv``: the command
+line, so ``train`` can offer the flags of the model it names) and ``run(args)``;
+the same module runs under ``spark-submit jobs/<job>.py`` with the same flags.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ JOBS = {
 }
 
 
-def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+def build_parser(only: str | None = None, argv: list[str] | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="spark-topics", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="job", required=True)
     for name, help_text in JOBS.items():
@@ -29,16 +30,21 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
             continue
         module = importlib.import_module(f"jobs.{name}")
         p = sub.add_parser(name, help=help_text, description=help_text)
-        module.add_arguments(p)
+        module.add_arguments(p, argv)
         add_spark_arguments(p)
         p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     return parser
 
 
 def main(argv: list[str] | None = None, only: str | None = None) -> int:
-    args = build_parser(only).parse_args(argv)
-    setup_logging(args.verbose)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(only, argv)
+    args, unknown = parser.parse_known_args(argv)
     module = importlib.import_module(f"jobs.{args.job}")
+    if unknown:
+        explain = getattr(module, "unknown_arguments", None)
+        parser.error(explain(args, unknown) if explain else f"unrecognized arguments: {' '.join(unknown)}")
+    setup_logging(args.verbose)
     module.run(args)
     return 0
 

@@ -14,16 +14,14 @@ Only the rows of that document are read (a Parquet filter), so it needs no Spark
 from __future__ import annotations
 
 import argparse
-import io
 import json
 
 import numpy as np
 
-from drivers import storage
-from jobs import model_store
+from drivers import model_store, outputs, storage
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
+def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
     parser.add_argument("--model-dir", "--model", dest="model_dir", required=True,
                         help="MODEL_DIR of a Gibbs model (it has segment_topics.parquet)")
     parser.add_argument("--doc-id", required=True, help="the document to show")
@@ -66,10 +64,7 @@ def evolution(model_dir: str, doc_id: str, top_words: int = 3) -> dict:
 
 
 def plot(result: dict, top_topics: int) -> bytes:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = outputs.pyplot()
     theta = np.asarray(result["theta"])
     x = np.asarray(result["segments"])
     order = np.argsort(-theta.mean(axis=0), kind="stable")[:top_topics]
@@ -87,10 +82,7 @@ def plot(result: dict, top_topics: int) -> bytes:
     ax2.set_ylabel("Hellinger to\nprevious")
     ax2.set_xlabel("segment")
     fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png")
-    plt.close(fig)
-    return buffer.getvalue()
+    return outputs.png_bytes(fig)
 
 
 def run(args) -> dict:

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import argparse
 
-from jobs import model_store
+from drivers import model_store
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
+def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
     parser.add_argument("--model-dir", "--model", dest="model_dir", required=True, help="MODEL_DIR")
     parser.add_argument("--top-words", "-n", type=int, default=10)
     parser.add_argument("--weights", action="store_true", help="show each word's probability")

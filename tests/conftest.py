@@ -71,16 +71,10 @@ def synthetic_lda(tmp_path_factory, spark_session):
 
 
 def train_args(corpus, output, *extra):
-    """Parsed ``spark-topics train`` arguments, as the CLI would build them."""
-    import argparse
-
+    """The typed ``spark-topics train`` request, parsed from flags as the CLI parses them."""
     from jobs import train
-    from jobs.spark import add_spark_arguments
 
-    parser = argparse.ArgumentParser()
-    train.add_arguments(parser)
-    add_spark_arguments(parser)
-    return parser.parse_args(["--corpus", str(corpus), "--output", str(output), *map(str, extra)])
+    return train.parse_request(["--corpus", str(corpus), "--output", str(output), *map(str, extra)])
 
 
 def hellinger_matched(estimated, truth):
@@ -98,7 +92,7 @@ SAMPLE_DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__fil
 @pytest.fixture(scope="session")
 def sample_corpus(spark_session, tmp_path_factory):
     """sample_data/web_chapters.jsonl.gz prepared with the default options: (directory, corpus.json)."""
-    from jobs.prepare import prepare_corpus
+    from jobs.preparation.corpus import prepare_corpus
 
     out = str(tmp_path_factory.mktemp("sample") / "corpus")
     meta = prepare_corpus(spark_session, os.path.join(SAMPLE_DATA, "web_chapters.jsonl.gz"), out)
@@ -107,7 +101,7 @@ def sample_corpus(spark_session, tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def sample_model(spark_session, sample_corpus, tmp_path_factory):
-    from jobs.train import train_lda
+    from jobs.train import train as train_lda
 
     corpus, _ = sample_corpus
     out = tmp_path_factory.mktemp("sample_model") / "model"

@@ -22,7 +22,7 @@ def test_train_on_standalone_cluster_matches_local(standalone_cluster, spark_ses
     corpus, _ = synthetic_lda
     flags = ["--topics", 4, "--iterations", 6, "--tol", 0, "--seed", 11]
     local = tmp_path / "local"
-    train.train_lda(spark_session, train_args(corpus, local, *flags))
+    train.train(spark_session, train_args(corpus, local, *flags))
 
     cluster = tmp_path / "cluster"
     apps_before = set(cluster_apps(logs))   # the cluster is shared by every cluster test of the session

@@ -16,9 +16,11 @@ from inference.heldout import (completion_log_likelihood, cooccurrence_counts, d
                                fold_in, npmi_coherence, score_document_completion, split_block,
                                split_document_completion, top_word_ids)
 from inference.mapper import EStepSettings
+from drivers import evaluation
+from drivers.families import variational
 from jobs import evaluate, train
-from jobs.corpus import load_corpus
-from jobs.model_store import save_model
+from drivers.corpora.bow import load_corpus
+from drivers.model_store import save_model
 from test_kernels import reference_estep
 
 TERMS = [f"w{i:03d}" for i in range(80)]
@@ -198,7 +200,7 @@ def heldout_setup(spark_session, tmp_path_factory):
     train_dir = write_corpus(spark_session, str(root / "train"), docs[:400], TERMS)
     test_dir = write_corpus(spark_session, str(root / "test"), docs[400:], TERMS)
     model_dir = root / "model"
-    train.train_lda(spark_session, train_args(train_dir, model_dir, "--topics", 4, "--iterations", 25,
+    train.train(spark_session, train_args(train_dir, model_dir, "--topics", 4, "--iterations", 25,
                                               "--tol", 0, "--seed", 0))
     return str(model_dir), train_dir, test_dir, beta
 
@@ -213,14 +215,14 @@ def test_trained_model_beats_uniform_and_shuffled_topics(spark_session, heldout_
     model_dir, _, test_dir, beta = heldout_setup
     metrics = evaluate.evaluate_model(spark_session, model_dir, test_dir, seed=0)
     corpus = load_corpus(spark_session, test_dir)
-    from jobs.model_store import load_model
+    from drivers.model_store import load_model
     model = load_model(model_dir)
-    uniform = evaluate.score_topic_word(spark_session, corpus, np.ones((4, 80)), model.alpha, seed=0)
+    uniform = evaluation.score_topic_word(spark_session, corpus, np.ones((4, 80)), model.alpha, seed=0)
     rng = np.random.default_rng(0)
     shuffled = np.stack([row[rng.permutation(80)] for row in model.topic_word()])
-    scrambled = evaluate.score_topic_word(spark_session, corpus, shuffled, model.alpha, seed=0)
-    truth = evaluate.score_topic_word(spark_session, corpus, beta, 0.2, seed=0)
-    scrambled_npmi = evaluate.coherence(spark_session, corpus, top_word_ids(shuffled, 10))
+    scrambled = evaluation.score_topic_word(spark_session, corpus, shuffled, model.alpha, seed=0)
+    truth = evaluation.score_topic_word(spark_session, corpus, beta, 0.2, seed=0)
+    scrambled_npmi = evaluation.coherence(spark_session, corpus, top_word_ids(shuffled, 10))
     corpus.blocks.unpersist()
     assert uniform.perplexity == pytest.approx(80.0)
     assert metrics["perplexity"] < 0.5 * scrambled.perplexity
@@ -251,8 +253,8 @@ def test_heldout_elbo_matches_the_reference_estep(spark_session, tmp_path):
     lam = rng.gamma(1.0, 1.0, size=(3, 80)) + 0.05
     alpha = np.array([0.3, 0.1, 0.6])
     model_dir = model_with(tmp_path / "m", lam, alpha)
-    model, corpus = evaluate.open_model_and_corpus(spark_session, model_dir, corpus_dir)
-    result = evaluate.heldout_elbo(spark_session, corpus, evaluate.exp_elogbeta(model), alpha,
+    model, corpus = variational.open_model_and_corpus(spark_session, model_dir, corpus_dir)
+    result = evaluation.heldout_elbo(spark_session, corpus, variational.exp_elogbeta(model), alpha,
                                    EStepSettings(1e-10, 3000))
     corpus.blocks.unpersist()
     total, tokens = 0.0, 0.0

@@ -16,10 +16,13 @@ from conftest import train_args
 from standalone import cluster_apps, submit_train
 from drivers.gibbs import GibbsEngine, GibbsSettings, SampleSchedule
 from gibbs_corpus import sample_segmented_lda, terms, write_segmented_corpus
-from inference.gibbs.local import run_local, topic_word_estimate
+from inference.gibbs.counts import topic_word_estimate
+from inference.gibbs.local import run_local
 from inference.gibbs.model import SegmentedBlock
-from jobs import train_gibbs
-from jobs.segments import load_segmented_corpus
+from drivers import registry
+from drivers.families import gibbs as gibbs_family
+from jobs import train
+from drivers.corpora.segmented import load_segmented_corpus
 
 
 
@@ -57,11 +60,11 @@ def test_single_partition_equals_run_local(spark_session, small_corpus, tmp_path
     """One partition on Spark (with a checkpoint reload in the middle) = run_local, bit for bit."""
     corpus, docs = small_corpus
     extra = ["--segment-level"] if segment_level else []
-    meta = train_gibbs.train_gibbs(spark_session, train_args(
+    meta = train.train(spark_session, train_args(
         corpus, tmp_path / "m", "--model", "lda-gibbs", "--topics", 3, "--iterations", 8, "--burn-in", 7,
         "--lag", 1, "--samples", 1, "--partitions", 1, "--checkpoint-every", 3, "--seed", 5, *extra))
 
-    model = train_gibbs.make_model("lda-gibbs", 3, 40, segment_level)
+    model = gibbs_family.make_model("lda-gibbs", 3, 40, segment_level=segment_level)
     block = SegmentedBlock.from_segments(docs)
     hypers = {}
     prepared, state, hyper, nwk, nk = run_local(model, block, 8, seed=5,
@@ -88,18 +91,18 @@ def test_sweeps_per_sync(spark_session, small_corpus, tmp_path):
     """Two sweeps per synchronisation: with one partition (whose private counts are the global ones) and a
     fixed alpha it is the same chain as run_local; bad multiples are refused."""
     corpus, docs = small_corpus
-    meta = train_gibbs.train_gibbs(spark_session, train_args(
+    meta = train.train(spark_session, train_args(
         corpus, tmp_path / "m", "--model", "lda-gibbs", "--topics", 3, "--iterations", 8, "--burn-in", 6,
         "--lag", 2, "--samples", 1, "--partitions", 1, "--checkpoint-every", 4, "--sweeps-per-sync", 2,
         "--fixed-alpha", "--seed", 5))
     assert [r["iteration"] for r in meta["trace"]] == [2, 4, 6, 8]
-    model = train_gibbs.make_model("lda-gibbs", 3, 40)
+    model = gibbs_family.make_model("lda-gibbs", 3, 40)
     _, _, hyper, nwk, nk = run_local(model, SegmentedBlock.from_segments(docs), 8, seed=5,
                                      hyper=model.initial_hyper(optimize_alpha=False))
     np.testing.assert_array_equal(np.load(tmp_path / "m" / "topic_word.npy"),
                                   topic_word_estimate(nwk, nk, hyper["beta"]))
     with pytest.raises(SystemExit, match="multiples of 2"):
-        train_gibbs.train_gibbs(spark_session, train_args(
+        train.train(spark_session, train_args(
             corpus, tmp_path / "x", "--model", "lda-gibbs", "--topics", 3, "--iterations", 9,
             "--sweeps-per-sync", 2))
 
@@ -126,7 +129,7 @@ def test_lost_worker_state_gives_the_same_model(spark_session, small_corpus, tmp
     try:
         results = []
         for lose in ((), (2, 6), tuple(range(8))):
-            model = train_gibbs.make_model("lda-gibbs", 3, 40)
+            model = gibbs_family.make_model("lda-gibbs", 3, 40)
             engine = GibbsEngine(spark_session.sparkContext, model,
                                  GibbsSettings(SampleSchedule.resolve(7, 3, 2, 2), seed=1, checkpoint_every=4),
                                  str(tmp_path / f"ckpt{len(lose)}"))
@@ -163,7 +166,7 @@ def test_retried_task_reproduces_its_result(tmp_path):
 
     rng = np.random.default_rng(4)
     block = SegmentedBlock.from_segments([(f"d{i}", [rng.integers(0, 30, 25).tolist()]) for i in range(20)])
-    model = train_gibbs.make_model("lda-gibbs", 4, 30)
+    model = gibbs_family.make_model("lda-gibbs", 4, 30)
     hyper, groups = model.initial_hyper(), [[0, 2], [1, 3]]
     directory = str(tmp_path / "ckpt")
 
@@ -207,7 +210,7 @@ def test_killed_on_a_standalone_cluster_then_resumed_locally_equals_uninterrupte
     common = ["--model", "lda-gibbs", "--topics", 5, "--iterations", 12, "--burn-in", 6, "--lag", 3,
               "--samples", 2, "--partitions", 3, "--checkpoint-every", 2, "--seed", 9]
     reference = tmp_path / "reference"
-    train_gibbs.train_gibbs(spark_session, train_args(corpus, reference, *common))
+    train.train(spark_session, train_args(corpus, reference, *common))
 
     killed = tmp_path / "killed"
     apps_before = set(cluster_apps(logs))
@@ -232,7 +235,7 @@ def test_killed_on_a_standalone_cluster_then_resumed_locally_equals_uninterrupte
     apps = [p for p in cluster_apps(logs) if p not in apps_before]   # the cluster is shared with test_cluster
     assert any(list(p.rglob("spark_topics_code.zip")) for p in apps), "the run did not use the cluster's executors"
 
-    train_gibbs.train_gibbs(spark_session, train_args(corpus, killed, *common, "--resume",  # on local[2]
+    train.train(spark_session, train_args(corpus, killed, *common, "--resume",  # on local[2]
                                                       "--keep-checkpoint"))
     np.testing.assert_array_equal(np.load(reference / "topic_word.npy"), np.load(killed / "topic_word.npy"))
     ref, res = (json.loads((d / "model.json").read_text()) for d in (reference, killed))
@@ -241,26 +244,26 @@ def test_killed_on_a_standalone_cluster_then_resumed_locally_equals_uninterrupte
     np.testing.assert_array_equal(_theta(reference / "segment_topics.parquet", ("doc_id", "segment")),
                                   _theta(killed / "segment_topics.parquet", ("doc_id", "segment")))
     with pytest.raises(SystemExit, match="cannot resume.*seed"):   # a checkpoint of other settings is refused
-        train_gibbs.train_gibbs(spark_session, train_args(corpus, killed, *common[:-1], 10, "--resume"))
+        train.train(spark_session, train_args(corpus, killed, *common[:-1], 10, "--resume"))
 
 
 # --------------------------------------------------------------------------- every registered model
 
-@pytest.mark.parametrize("name", sorted(train_gibbs.REGISTRY))
+@pytest.mark.parametrize("name", [s.name for s in registry.models_of("gibbs")])
 def test_registered_model_on_spark_equals_run_local(spark_session, small_corpus, tmp_path, name):
     """Each registered model trains on Spark (one partition) exactly as run_local runs it; rows sum to 1."""
     try:
-        train_gibbs.model_class(name)
+        registry.model(name).model_class()
     except SystemExit as exc:
         pytest.skip(f"{name} not available yet: {exc}")
     corpus, docs = small_corpus
-    meta = train_gibbs.train_gibbs(spark_session, train_args(
+    meta = train.train(spark_session, train_args(
         corpus, tmp_path / name, "--model", name, "--topics", 3, "--iterations", 4, "--burn-in", 3,
         "--lag", 1, "--samples", 1, "--partitions", 1, "--seed", 2))
     topic_word = np.load(tmp_path / name / "topic_word.npy", allow_pickle=False)
     assert topic_word.shape == (3, 40)
     np.testing.assert_allclose(topic_word.sum(axis=1), 1.0, rtol=1e-12)
-    model = train_gibbs.make_model(name, 3, 40)
+    model = gibbs_family.make_model(name, 3, 40)
     hypers = {}
     block, state, hyper, nwk, nk = run_local(model, SegmentedBlock.from_segments(docs), 4, seed=2,
                                              on_iteration=lambda t, s, h: hypers.__setitem__(t, h))
@@ -279,25 +282,25 @@ def test_registered_model_on_spark_equals_run_local(spark_session, small_corpus,
 def test_bad_input(spark_session, small_corpus, tmp_path):
     corpus, docs = small_corpus
     plain = write_segmented_corpus(tmp_path / "plain", docs, terms(40), segmented=False)
-    if "stm" in train_gibbs.REGISTRY:
+    if "stm" in registry.MODELS:
         with pytest.raises(SystemExit, match="no segments"):
-            train_gibbs.train_gibbs(spark_session, train_args(plain, tmp_path / "m", "--model", "stm",
+            train.train(spark_session, train_args(plain, tmp_path / "m", "--model", "stm",
                                                               "--topics", 3))
     with pytest.raises(SystemExit, match="more than --iterations"):
-        train_gibbs.train_gibbs(spark_session, train_args(corpus, tmp_path / "m", "--model", "lda-gibbs",
+        train.train(spark_session, train_args(corpus, tmp_path / "m", "--model", "lda-gibbs",
                                                           "--topics", 3, "--iterations", 5, "--burn-in", 4,
                                                           "--samples", 2))
     with pytest.raises(SystemExit, match="does not take"):
-        train_gibbs.train_gibbs(spark_session, train_args(corpus, tmp_path / "m", "--model", "lda-gibbs",
+        train.train(spark_session, train_args(corpus, tmp_path / "m", "--model", "lda-gibbs",
                                                           "--topics", 3, "--lambda-s", 1.0))
     with pytest.raises(SystemExit, match="beta must be a positive"):
-        train_gibbs.train_gibbs(spark_session, train_args(corpus, tmp_path / "m", "--model", "lda-gibbs",
+        train.train(spark_session, train_args(corpus, tmp_path / "m", "--model", "lda-gibbs",
                                                           "--topics", 3, "--beta", -1))
     with pytest.raises(SystemExit, match="larger than the vocabulary"):
-        train_gibbs.train_gibbs(spark_session, train_args(corpus, tmp_path / "m", "--model", "lda-gibbs",
+        train.train(spark_session, train_args(corpus, tmp_path / "m", "--model", "lda-gibbs",
                                                           "--topics", 41))
     with pytest.raises(SystemExit, match="--eta only apply to the variational"):
-        train_gibbs.train_gibbs(spark_session, train_args(corpus, tmp_path / "m", "--model", "lda-gibbs",
+        train.train(spark_session, train_args(corpus, tmp_path / "m", "--model", "lda-gibbs",
                                                           "--topics", 3, "--eta", 0.1))
     with pytest.raises(SystemExit, match="segment-level applies"):
-        train_gibbs.make_model("stm", 3, 40, segment_level=True)
+        gibbs_family.make_model("stm", 3, 40, segment_level=True)

@@ -18,7 +18,8 @@ from inference.gibbs.heldout import HeldoutSchedule, heldout_loglik
 from inference.gibbs.lda import LdaGibbs, doc_topic_counts, lda_sweep, minka_statistics, minka_step
 from inference.gibbs.local import global_counts
 from inference.gibbs.model import SegmentedBlock
-from jobs import train_gibbs
+from drivers.evaluation import score_heldout
+from jobs import train
 
 
 def _counts(block, z, K, V):
@@ -167,7 +168,7 @@ def synthetic_gibbs_model(spark_session, tmp_path_factory):
     root = tmp_path_factory.mktemp("gibbs_lda")
     corpus = write_segmented_corpus(root / "corpus", docs, terms(80))
     out = root / "model"
-    meta = train_gibbs.train_gibbs(spark_session, train_args(
+    meta = train.train(spark_session, train_args(
         corpus, out, "--model", "lda-gibbs", "--topics", 4, "--iterations", 40, "--burn-in", 30, "--lag", 2,
         "--samples", 5, "--partitions", 2, "--seed", 0, "--heldout-fraction", 0.2, "--heldout-iterations", 20))
     return corpus, out, meta, beta
@@ -208,21 +209,22 @@ def test_model_directory(synthetic_gibbs_model, capsys):
 
 
 def _random_topics_perplexity(out, corpus, shape):
-    from jobs.segments import load_segmented_corpus
+    from drivers.corpora.segmented import load_segmented_corpus
     from pyspark.sql import SparkSession
     spark = SparkSession.getActiveSession()
     test = load_segmented_corpus(spark, corpus, None, heldout_fraction=0.2, split="test")
     model = LdaGibbs(*shape)
     random_topics = np.random.default_rng(0).dirichlet(np.ones(shape[1]), size=shape[0])
     try:
-        return train_gibbs.score_heldout(spark, model, model.initial_hyper(), random_topics, test.blocks,
-                                         HeldoutSchedule.default(20, observed=0.5))["perplexity"]
+        return score_heldout(spark, model, model.initial_hyper(), random_topics, test.blocks,
+                             HeldoutSchedule.default(20, observed=0.5))["perplexity"]
     finally:
         test.blocks.unpersist()
 
 
 def test_evaluate_job_reuses_the_heldout_split(spark_session, synthetic_gibbs_model):
     """`evaluate` on the training corpus scores the same held-out documents with the same estimator and seed."""
+    from drivers.families.gibbs import GibbsEvaluation
     from jobs.evaluate import evaluate_model, format_metrics
     corpus, out, meta, _ = synthetic_gibbs_model
     metrics = evaluate_model(spark_session, str(out), corpus)
@@ -233,7 +235,7 @@ def test_evaluate_job_reuses_the_heldout_split(spark_session, synthetic_gibbs_mo
     # the default protocol is document completion of half of every segment; 'all' fits and scores every word,
     # which is optimistic (lower) and scores twice the tokens
     assert meta["heldout"]["observed"] == 0.5 and "document completion: 0.5" in format_metrics(metrics)
-    same_words = evaluate_model(spark_session, str(out), corpus, heldout_observed=None)
+    same_words = evaluate_model(spark_session, str(out), corpus, engine=GibbsEvaluation(observed=None))
     assert same_words["heldout"]["observed"] is None and "every word fitted" in format_metrics(same_words)
     assert same_words["heldout"]["tokens"] > 1.9 * metrics["heldout"]["tokens"]
     assert same_words["perplexity"] < metrics["perplexity"]

@@ -11,10 +11,10 @@ import pytest
 
 from conftest import sample_lda_corpus, train_args, write_corpus
 from jobs import infer, train
-from jobs.model_store import load_model
-from jobs.prepare import prepare_corpus
+from drivers.model_store import load_model
+from jobs.preparation.corpus import prepare_corpus
 from jobs.spark import add_spark_arguments
-from jobs.text import load_stopwords
+from jobs.preparation.text import load_stopwords
 
 #: letters-only words (the default tokenizer drops digits), none of them an English stop word
 WORDS = [w for w in ("".join(p) for p in itertools.product("bdgkmt", "aeiou", "lnrs"))
@@ -42,7 +42,7 @@ def raw_model(spark_session, tmp_path_factory):
     corpus_dir = str(root / "corpus")
     prepare_corpus(spark_session, raw, corpus_dir, min_df=1, max_df=1.0, min_token_length=3)
     model_dir = str(root / "model")
-    train.train_lda(spark_session, train_args(corpus_dir, model_dir, "--topics", 3, "--iterations", 15,
+    train.train(spark_session, train_args(corpus_dir, model_dir, "--topics", 3, "--iterations", 15,
                                               "--tol", 0))
     return model_dir, corpus_dir, docs, root
 

@@ -10,8 +10,8 @@ import pytest
 
 from conftest import train_args
 from inference.gibbs.synthetic import stm_corpus
-from jobs import infer, train_gibbs
-from jobs.prepare import prepare_corpus
+from jobs import infer, train
+from jobs.preparation.corpus import prepare_corpus
 from test_infer import WORDS, infer_args
 
 
@@ -32,7 +32,7 @@ def stm_model(spark_session, tmp_path_factory):
     corpus = str(root / "corpus")
     prepare_corpus(spark_session, str(raw), corpus, segments="paragraph", min_df=1, max_df=1.0)
     model_dir = str(root / "model")
-    train_gibbs.train_gibbs(spark_session, train_args(corpus, model_dir, "--model", "stm", "--topics", 3,
+    train.train(spark_session, train_args(corpus, model_dir, "--model", "stm", "--topics", 3,
                                                       "--iterations", 20, "--seed", 0, "--partitions", 2))
     return model_dir, corpus, block, root
 

@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from conftest import train_args
-from jobs import model_store
-from jobs.informed_prior import PriorError, build_prior, read_prior
+from drivers import model_store
+from drivers.informed_prior import PriorError, build_prior, read_prior
 
 VOCAB = pd.DataFrame({"term": ["america", "american", "americas", "fear", "hate", "table", "worried", "worry"],
                       "id": range(8)})
@@ -75,7 +75,7 @@ def test_bad_sparse_priors(tmp_path, rows, message):
 
 
 def seed_words_in(words, spec_words, vocab_terms):
-    from jobs.informed_prior import match_pattern
+    from drivers.informed_prior import match_pattern
     terms = np.asarray(vocab_terms)
     order = np.argsort(terms, kind="stable")
     matched = set()
@@ -87,7 +87,7 @@ def seed_words_in(words, spec_words, vocab_terms):
 def test_seeded_topic_on_real_text(spark_session, sample_corpus, sample_model, tmp_path):
     """The seeded topic is dominated by its seed words and words that co-occur with them;
     the unseeded model (same K, data and seed) has no such topic."""
-    from jobs.train import train_lda
+    from jobs.train import train as train_lda
 
     corpus, _ = sample_corpus
     prior_file = write(tmp_path, "seed.txt", f"animals: {ANIMALS}\n")

@@ -12,7 +12,7 @@ import pytest
 
 from conftest import hellinger_matched, train_args, write_corpus
 from jobs import train
-from jobs.model_store import load_model
+from drivers.model_store import load_model
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -21,7 +21,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def synthetic_model(spark_session, synthetic_lda, tmp_path_factory):
     corpus, beta = synthetic_lda
     out = tmp_path_factory.mktemp("synthetic_model") / "model"
-    meta = train.train_lda(spark_session, train_args(corpus, out, "--topics", 4, "--iterations", 40,
+    meta = train.train(spark_session, train_args(corpus, out, "--topics", 4, "--iterations", 40,
                                                      "--tol", 0, "--seed", 0))
     return out, meta, beta
 
@@ -60,12 +60,12 @@ def test_elbo_never_decreases_and_model_files(synthetic_model):
 def test_same_seed_same_model_and_seed_matters(spark_session, synthetic_lda, synthetic_model, tmp_path):
     corpus, _ = synthetic_lda
     first, _, _ = synthetic_model
-    train.train_lda(spark_session, train_args(corpus, tmp_path / "again", "--topics", 4, "--iterations", 40,
+    train.train(spark_session, train_args(corpus, tmp_path / "again", "--topics", 4, "--iterations", 40,
                                               "--tol", 0, "--seed", 0))
     np.testing.assert_array_equal(np.load(first / "lambda.npy"), np.load(tmp_path / "again" / "lambda.npy"))
-    train.train_lda(spark_session, train_args(corpus, tmp_path / "other", "--topics", 4, "--iterations", 3,
+    train.train(spark_session, train_args(corpus, tmp_path / "other", "--topics", 4, "--iterations", 3,
                                               "--tol", 0, "--seed", 1))
-    short = train.train_lda(spark_session, train_args(corpus, tmp_path / "short", "--topics", 4,
+    short = train.train(spark_session, train_args(corpus, tmp_path / "short", "--topics", 4,
                                                       "--iterations", 3, "--tol", 0, "--seed", 0))
     assert not np.array_equal(np.load(tmp_path / "other" / "lambda.npy"), np.load(tmp_path / "short" / "lambda.npy"))
     assert short["iterations"] == 3
@@ -82,7 +82,7 @@ def test_local1_matches_local2_and_resume_after_kill(spark_session, synthetic_ld
     corpus, _ = synthetic_lda
     common = ["--topics", 4, "--iterations", 12, "--tol", 0, "--seed", 3]
     reference = tmp_path / "reference"
-    train.train_lda(spark_session, train_args(corpus, reference, *common))   # local[2], uninterrupted
+    train.train(spark_session, train_args(corpus, reference, *common))   # local[2], uninterrupted
 
     killed = tmp_path / "killed"
     proc = run_cli("train", "--corpus", corpus, "--output", killed, *common, "--master", "local[1]",
@@ -119,8 +119,8 @@ def test_bad_training_input(spark_session, tmp_path):
     tiny = write_corpus(spark_session, str(tmp_path / "tiny"), [("a", {0: 2, 1: 1}), ("b", {1: 3, 2: 1})],
                         ["x", "y", "z"])
     with pytest.raises(SystemExit, match="larger than the vocabulary"):
-        train.train_lda(spark_session, train_args(tiny, tmp_path / "m", "--topics", 5))
+        train.train(spark_session, train_args(tiny, tmp_path / "m", "--topics", 5))
     with pytest.raises(SystemExit, match="not a prepared corpus"):
-        train.train_lda(spark_session, train_args(tmp_path / "nowhere", tmp_path / "m", "--topics", 2))
+        train.train(spark_session, train_args(tmp_path / "nowhere", tmp_path / "m", "--topics", 2))
     with pytest.raises(SystemExit, match="positive"):
-        train.train_lda(spark_session, train_args(tiny, tmp_path / "m", "--topics", 2, "--alpha", -1))
+        train.train(spark_session, train_args(tiny, tmp_path / "m", "--topics", 2, "--alpha", -1))

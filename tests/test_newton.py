@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy import optimize, special
 
-from drivers.newton import (alpha_gradient, alpha_objective, eta_objective, newton_alpha,
+from inference.dirichlet import (alpha_gradient, alpha_objective, eta_objective, newton_alpha,
                             newton_direction, newton_eta)
 
 

@@ -3,7 +3,7 @@ permutation is a fixed function of (seed, doc_id)."""
 import numpy as np
 
 from inference.gibbs.model import SegmentedBlock
-from jobs.segments import permute_block_segments
+from drivers.corpora.segmented import permute_block_segments
 
 
 def _segments(block):

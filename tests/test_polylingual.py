@@ -14,8 +14,9 @@ from inference.elbo import topic_terms
 from inference.layout import VocabLayout
 from inference.priors import DirichletPrior
 from inference.retrieval import hellinger_matrix, retrieval_scores
-from jobs import model_store
-from jobs.aligned import load_aligned_corpus, prepare_aligned
+from drivers import model_store
+from drivers.corpora.aligned import load_aligned_corpus
+from jobs.preparation.aligned import prepare_aligned
 
 LANGS = ("en", "es")
 
@@ -118,7 +119,7 @@ def test_aligned_blocks_concatenate_languages(spark_session, synthetic_poly):
 
 
 def test_polylingual_lda_recovers_aligned_topics(spark_session, synthetic_poly, tmp_path):
-    from jobs.train import train_lda
+    from jobs.train import train as train_lda
 
     directory, _, beta, words = synthetic_poly
     out = tmp_path / "model"
@@ -150,8 +151,8 @@ def test_polylingual_lda_recovers_aligned_topics(spark_session, synthetic_poly, 
 def test_sample_retrieval_beats_monolingual(spark_session, tmp_path):
     """On the aligned English/Spanish sample: polylingual topics retrieve the aligned chapter far above
     chance, monolingual models of each language (unaligned topics) do not."""
-    from jobs.evaluate import evaluate_aligned, language_models
-    from jobs.train import train_lda
+    from drivers.families.variational import evaluate_aligned, language_models
+    from jobs.train import train as train_lda
 
     corpus = str(tmp_path / "corpus")
     meta = prepare_aligned(spark_session, os.path.join(SAMPLE_DATA, "bible_en_es.jsonl.gz"), corpus, "lang",

@@ -11,9 +11,10 @@ import os
 import pandas as pd
 import pytest
 
-from jobs.prepare import (PersistedFrames, PrepareError, PrepareOptions, add_arguments,
-                          build_vocabulary, count_or_fraction, count_terms, prepare_corpus, run)
-from jobs.text import available_languages, load_stopwords
+from jobs.preparation.corpus import add_arguments, count_or_fraction, run
+from jobs.preparation.corpus import (PersistedFrames, PrepareError, PrepareOptions, build_vocabulary, count_terms,
+                                     prepare_corpus)
+from jobs.preparation.text import available_languages, load_stopwords
 
 # Texts with what CSV must quote (commas, quotes, newlines) and a stop word or two.
 TEXTS = {

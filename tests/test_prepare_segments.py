@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from jobs.prepare import PrepareError, prepare_corpus
-from jobs.segments import load_segmented_corpus
+from jobs.preparation.corpus import PrepareError, prepare_corpus
+from drivers.corpora.segmented import load_segmented_corpus
 
 OPTS = dict(min_df=1, max_df=1.0, language="none", overwrite=True)
 
@@ -54,7 +54,7 @@ def test_paragraphs_keep_order_and_match_the_bag_of_words(spark_session, tmp_pat
 def test_split_rules_and_segment_column(spark_session):
     """The sentence rule (Unicode terminators, closing quotes, no split inside 3.5) and the column parser."""
     from pyspark.sql import functions as F
-    from jobs.segments import join_segment_column, split_pattern
+    from jobs.preparation.segments import join_segment_column, split_pattern
 
     texts = ["First one here. «Second one!» Third?\nStill third, 3.5 apples… Fourth",
              "日本語です。次の文です！最後", "नमस्ते दुनिया। दूसरा वाक्य", "a b\n\n\n  \n c d\r\n\r\ne"]
@@ -118,7 +118,7 @@ def test_parquet_segment_column_and_loading_blocks(spark_session, tmp_path):
     assert 4 <= len(ids["test"]) <= 20
     assert sorted(ids["train"] + ids["test"]) == sorted(frame["doc"])
     from pyspark.sql import functions as F
-    from jobs.segments import heldout_condition
+    from drivers.corpora.segmented import heldout_condition
     again = spark_session.createDataFrame([(d,) for d in frame["doc"]], "doc_id string").where(
         heldout_condition(0.3)).select("doc_id").collect()
     assert sorted(r.doc_id for r in again) == ids["test"]     # a pure function of the id

@@ -84,8 +84,9 @@ import numpy as np
 from inference.gibbs.common import (customers, draw_scan, frozen_args, gamma_concentration_step, inverse_topic_totals,
                                     longest_span, max_doc_segments, move_word, random_segment_topics, token_kernel,
                                     word_factor)
-from inference.gibbs.model import GibbsModel, SegmentedBlock, word_weight
+from inference.gibbs.model import PDP_CONCENTRATION, PDP_DISCOUNT, GibbsModel, SegmentedBlock, word_weight
 from inference.gibbs.pdp import sample_chain_concentrations, stirling_table
+from inference.options import ModelOption
 
 DEFAULT_MAX_TABLES = 256  # column cap M_max of the Stirling cache (thesis §3.3 footnote 4)
 
@@ -618,6 +619,9 @@ class AdaTM(GibbsModel):
     (a = 0) or fixed."""
 
     name = "adatm"
+    options = GibbsModel.options + (PDP_DISCOUNT, PDP_CONCENTRATION,
+                                    ModelOption("lambda_s", "Beta prior lambda_S"),
+                                    ModelOption("lambda_t", "Beta prior lambda_T"))
 
     def initial_hyper(self, **overrides) -> dict:
         """Thesis §7.4 perplexity defaults alpha 0.1, gamma(beta) 0.01, lambda_S = lambda_T = 1, b "optimised

@@ -1,4 +1,4 @@
-"""A partition's topic-word counts M_{k,w} over its local vocabulary, without a sort per iteration.
+"""The topic-word counts M_{k,w}: a partition's counts over its local vocabulary, and what the global ones give.
 
 The engine computes a block's distinct words and every token's index among
 them once (:func:`local_vocabulary`); after each sweep :func:`count_local`
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+from scipy.special import gammaln
 
 
 def local_vocabulary(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -31,3 +32,19 @@ def count_local(local, z, num_local, num_topics):
     for i in range(local.shape[0]):
         counts[local[i], z[i]] += 1
     return counts
+
+
+def topic_word_estimate(nwk: np.ndarray, nk: np.ndarray, beta: float) -> np.ndarray:
+    """(K x V) posterior-mean phi_kw = (M_kw + beta) / (M_k + V beta) (thesis eq 5.7)."""
+    V = nwk.shape[0]
+    return ((nwk + beta) / (nk + V * beta)).T
+
+
+def word_loglik(nwk: np.ndarray, nk: np.ndarray, beta: float) -> float:
+    """log p(w | z, beta) = sum_k [log Gamma(V beta) - log Gamma(n_k + V beta) + sum_w log Gamma(n_kw + beta)
+    - V log Gamma(beta)] (the Phi factor of eqs 4.2 and 5.2)."""
+    V, K = nwk.shape
+    histogram = np.bincount(nwk.ravel())          # cells holding each count: one log Gamma per distinct count
+    counts = np.flatnonzero(histogram[1:]) + 1
+    return float(K * gammaln(V * beta) - gammaln(nk + V * beta).sum()
+                 + histogram[counts] @ gammaln(counts + beta) - (V * K - histogram[0]) * gammaln(beta))

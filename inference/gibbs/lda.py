@@ -26,6 +26,7 @@ import numba
 import numpy as np
 
 from inference.gibbs.model import GibbsModel, SegmentedBlock, word_weight
+from inference.options import ModelOption
 from inference.special import digamma
 
 DEFAULT_ALPHA = 0.1
@@ -147,6 +148,9 @@ class LdaGibbs(GibbsModel):
     """Collapsed Gibbs LDA; ``segment_level=True`` gives LDA_P (every segment a document)."""
 
     name = "lda-gibbs"
+    options = GibbsModel.options + (
+        ModelOption("segment_level", "every segment is a document (LDA_P of the thesis)", bool),)
+    construction_options = ("segment_level",)
 
     def __init__(self, num_topics: int, vocab_size: int, segment_level: bool = False):
         super().__init__(num_topics, vocab_size)
@@ -167,6 +171,10 @@ class LdaGibbs(GibbsModel):
             raise ValueError("alpha_burn_in must be >= 0")
         return {"alpha": a.tolist(), "beta": b, "optimize_alpha": bool(optimize_alpha),
                 "alpha_burn_in": int(alpha_burn_in), "cycles": 0}
+
+    @property
+    def display_name(self) -> str:
+        return "lda-gibbs (LDA_P, segments as documents)" if self.segment_level else self.name
 
     def prepare_block(self, block: SegmentedBlock) -> SegmentedBlock:
         return block.as_segment_documents() if self.segment_level else block

@@ -44,9 +44,3 @@ def run_local(model: GibbsModel, block: SegmentedBlock, iterations: int, seed: i
             on_iteration(it, state, hyper)
     nwk, nk = global_counts(block, state["z"], K, V)
     return block, state, hyper, nwk, nk
-
-
-def topic_word_estimate(nwk: np.ndarray, nk: np.ndarray, beta: float) -> np.ndarray:
-    """(K x V) posterior-mean phi_k = (M_k + beta) / (M_k. + V beta) (thesis eq 5.7)."""
-    V = nwk.shape[0]
-    return ((nwk + beta) / (nk + V * beta)).T

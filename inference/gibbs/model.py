@@ -39,6 +39,9 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from inference.gibbs.counts import topic_word_estimate, word_loglik
+from inference.options import ModelOption
+
 
 @dataclass
 class SegmentedBlock:
@@ -89,6 +92,12 @@ class SegmentedBlock:
                    np.asarray(seg_ptr, dtype=np.int64), np.asarray(words, dtype=np.int32))
 
 
+#: settings several models share
+BETA = ModelOption("beta", "symmetric topic-word prior (thesis: gamma)")
+PDP_DISCOUNT = ModelOption("a", "PDP discount a")
+PDP_CONCENTRATION = ModelOption("b", "PDP concentration b (initial value when sampled)")
+
+
 class GibbsModel:
     """A structured topic model on the Gibbs engine (subclass and implement every method).
 
@@ -99,10 +108,19 @@ class GibbsModel:
     """
 
     name = "abstract"
+    #: the model's own settings (``train`` flags): keyword arguments of ``initial_hyper`` ...
+    options: tuple = (BETA,)
+    #: ... except these, which are constructor arguments (kept in model.json under the same names)
+    construction_options: tuple = ()
 
     def __init__(self, num_topics: int, vocab_size: int):
         self.num_topics = int(num_topics)
         self.vocab_size = int(vocab_size)
+
+    @property
+    def display_name(self) -> str:
+        """The model as the log and the plots name it."""
+        return self.name
 
     def initial_hyper(self, **overrides) -> dict:
         raise NotImplementedError
@@ -132,6 +150,16 @@ class GibbsModel:
 
     def local_hyper_update(self, block: SegmentedBlock, state: dict, hyper: dict, seed: int) -> None:
         """Per-document hyperparameters that live in the state (e.g. SeqLDA's b_i). Default: none."""
+
+    def topic_word(self, nwk: np.ndarray, nk: np.ndarray, hyper: dict) -> np.ndarray:
+        """(K x V) topic-word point estimate of the global counts (averaged over the samples by the engine).
+        Default: (M_kw + beta) / (M_k + V beta), eq 5.7."""
+        return topic_word_estimate(nwk, nk, float(hyper["beta"]))
+
+    def word_loglik(self, nwk: np.ndarray, nk: np.ndarray, hyper: dict) -> float:
+        """log p(w | z) of the global counts (the engine's progress line). Default: the Dirichlet-multinomial
+        of eqs 4.2 / 5.2 with the symmetric beta."""
+        return word_loglik(nwk, nk, float(hyper["beta"]))
 
     def doc_topic(self, block: SegmentedBlock, state: dict, hyper: dict) -> np.ndarray:
         """(D, K) posterior-mean document topic proportions (mu-hat)."""

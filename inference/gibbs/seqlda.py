@@ -62,7 +62,7 @@ from inference.gibbs.common import (BIG, check_cmgs_hyper, check_pdp, customers,
                                     frozen_args, inverse_topic_totals, longest_span, max_doc_segments, move_word,
                                     parse_hyper, positive_vector, random_segment_topics, rescale_weights, token_kernel,
                                     word_factor)
-from inference.gibbs.model import GibbsModel, SegmentedBlock
+from inference.gibbs.model import PDP_CONCENTRATION, PDP_DISCOUNT, GibbsModel, SegmentedBlock
 from inference.gibbs.pdp import sample_chain_concentrations, stirling_table
 from inference.special import digamma
 
@@ -611,6 +611,7 @@ class SeqLDA(GibbsModel):
     """Sequential LDA with the collapsed multiplicity Gibbs sampler on the segment chain (thesis ch. 6)."""
 
     name = "seqlda"
+    options = GibbsModel.options + (PDP_DISCOUNT, PDP_CONCENTRATION)
 
     def initial_hyper(self, **overrides) -> dict:
         """Defaults alpha = 0.1 (optimised after 20 cycles), beta = 0.01, a = 0, b = 10 (initial b_i, sampled),

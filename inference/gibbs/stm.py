@@ -46,7 +46,7 @@ from inference.gibbs.common import (BIG, check_cmgs_hyper, check_pdp, dirichlet_
                                     gamma_concentration_step,
                                     inverse_topic_totals, longest_span, move_word, parse_hyper, positive_vector,
                                     random_segment_topics, rescale_weights, token_kernel, word_factor)
-from inference.gibbs.model import GibbsModel, SegmentedBlock
+from inference.gibbs.model import PDP_CONCENTRATION, PDP_DISCOUNT, GibbsModel, SegmentedBlock
 from inference.gibbs.pdp import stirling_table
 
 DEFAULT_ALPHA = 0.1
@@ -279,6 +279,7 @@ class STM(GibbsModel):
     """Segmented Topic Model with the collapsed multiplicity Gibbs sampler (thesis ch. 5)."""
 
     name = "stm"
+    options = GibbsModel.options + (PDP_DISCOUNT, PDP_CONCENTRATION)
 
     def initial_hyper(self, **overrides) -> dict:
         """Defaults alpha = 0.1, beta = 0.01, a = 0, b = 10 (sampled by (5.8) when a = 0), m_max = 1000.

@@ -75,7 +75,7 @@ ORDERINGS = [("STM", "LDA_D", True), ("SeqLDA", "SeqLDA-perm", True), ("AdaTM", 
 
 def segmented_corpus(spark, verses_per_segment: int) -> str:
     """The WEB chapters cut into segments of N verses (N = 0: sentences), prepared once under out/bench/."""
-    from jobs.prepare import prepare_corpus
+    from jobs.preparation.corpus import prepare_corpus
 
     if verses_per_segment <= 0:
         out = CACHE / "web-chapters-sentences"
@@ -101,7 +101,7 @@ def book_corpus(spark, verses_per_segment: int) -> str:
     """The WEB books as documents: chapters grouped by book (ids ``Book.chapter``) in chapter order, cut into
     segments of N consecutive verses running across chapter boundaries (N = 0: one segment per chapter);
     prepared once under out/bench/ with the vocabulary of the chapter corpus (the same tokens)."""
-    from jobs.prepare import prepare_corpus
+    from jobs.preparation.corpus import prepare_corpus
 
     name = "chapters" if verses_per_segment <= 0 else f"{verses_per_segment}verses"
     out = CACHE / f"web-books-{name}"
@@ -186,7 +186,7 @@ def python_docs_source() -> str:
 def source_corpus(spark, source: str) -> str:
     """Any JSON-lines file of documents with an ``id`` and a ``segments`` list (in order), prepared once under
     out/bench/ with the default vocabulary pruning."""
-    from jobs.prepare import prepare_corpus
+    from jobs.preparation.corpus import prepare_corpus
 
     name = Path(source).name.split(".")[0]
     out = CACHE / f"source-{name}"

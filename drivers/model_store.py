@@ -15,12 +15,13 @@ model with an informed prior also has ``prior.parquet`` (``topic``, ``name``,
 ``id``, ``term``, ``eta``: every prior entry that differs from the symmetric eta).
 
 A Gibbs model (``lda-gibbs``, ``stm``, ``seqlda``, ``adatm``; written by
-``jobs/train_gibbs.py``) has ``topic_word.npy`` (K x V posterior-mean probabilities,
+:mod:`drivers.families.gibbs`) has ``topic_word.npy`` (K x V posterior-mean probabilities,
 rows sum to 1) instead of ``lambda.npy``; :func:`load_model` puts it in ``lambda_``.
 """
 from __future__ import annotations
 
 import hashlib
+import logging
 import json
 import subprocess
 from dataclasses import dataclass
@@ -29,12 +30,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from drivers import storage
+from drivers.corpora.files import read_vocab
 from inference.layout import VocabLayout
 
 CODE_VERSION = "0.1.0"
+
+log = logging.getLogger("spark_topics.model_store")
 
 
 @dataclass
@@ -88,6 +91,19 @@ class TopicModel:
         return out
 
 
+def require_same_vocabulary(model: TopicModel, corpus) -> None:
+    """Fail unless the corpus numbers the same terms with the same ids as the model."""
+    ours, theirs = model.vocab["term"].to_numpy(), corpus.vocab["term"].to_numpy()
+    if len(ours) == len(theirs) and np.array_equal(ours, theirs):
+        return
+    differ = int(np.sum(ours[:min(len(ours), len(theirs))] != theirs[:min(len(ours), len(theirs))]))
+    raise SystemExit(
+        f"{corpus.directory} does not share the vocabulary of the model {model.directory} "
+        f"({len(theirs)} terms vs {len(ours)}, {differ} ids naming different terms). Prepare it with the "
+        f"model's vocabulary: spark-topics prepare --input RAW --output DIR "
+        f"--vocab {storage.join(model.directory, 'vocab.parquet')}")
+
+
 def code_version() -> dict:
     version = {"package": CODE_VERSION}
     try:
@@ -107,9 +123,7 @@ def data_version(corpus_meta: dict) -> str:
 
 
 def write_parquet(path: str, frame: pd.DataFrame) -> None:
-    filesystem, p = storage.resolve(path)
-    filesystem.create_dir(p.rsplit("/", 1)[0], recursive=True)
-    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), p, filesystem=filesystem)
+    storage.write_parquet(path, pa.Table.from_pandas(frame, preserve_index=False))
 
 
 def save_model(directory: str, meta: dict, vocab: pd.DataFrame, lambda_: np.ndarray, layout=None) -> None:
@@ -145,12 +159,12 @@ def load_model(directory: str) -> TopicModel:
     if meta.get("languages"):  # polylingual: concatenate the languages in model.json's order
         vocabs, lambdas, offset = [], [], 0
         for language in meta["languages"]:
-            v = _read_vocab(storage.join(directory, f"vocab.{language}.parquet"))
+            v = read_vocab(storage.join(directory, f"vocab.{language}.parquet"))
             vocabs.append(v.assign(id=v["id"] + offset, lang=language, local_id=v["id"]))
             lambdas.append(storage.load_npy(storage.join(directory, f"lambda.{language}.npy")))
             offset += len(v)
         return TopicModel(directory, meta, pd.concat(vocabs, ignore_index=True), np.hstack(lambdas))
-    vocab = _read_vocab(storage.join(directory, "vocab.parquet"))
+    vocab = read_vocab(storage.join(directory, "vocab.parquet"))
     if not storage.exists(storage.join(directory, "lambda.npy")) and \
             storage.exists(storage.join(directory, "topic_word.npy")):
         # a Gibbs model: the K x V posterior-mean topic-word matrix (rows sum to 1) stands in for lambda
@@ -159,32 +173,33 @@ def load_model(directory: str) -> TopicModel:
     return TopicModel(directory, meta, vocab, lambda_)
 
 
-def _read_vocab(path: str) -> pd.DataFrame:
-    filesystem, p = storage.resolve(path)
-    return pq.read_table(p, filesystem=filesystem).to_pandas().sort_values("id").reset_index(drop=True)
+#: ``prepare`` options that decide which words a text yields: reused from the training corpus on raw input
+TOKENIZER_OPTIONS = ("language", "stopwords", "min_token_length", "token_pattern")
 
 
-def plot_elbo(path: str, trace: list[dict]) -> None:
-    """ELBO against iteration, with seconds per iteration on a second axis (PNG)."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+def training_corpus_options(meta: dict) -> dict | None:
+    """The ``prepare`` options of the corpus the model was trained on (its ``corpus.json``), None if it is
+    gone. A language view of a polylingual model reads its language's sub-corpus."""
+    corpus_dir = (meta.get("data") or {}).get("corpus")
+    if corpus_dir and meta.get("language"):
+        corpus_dir = storage.join(corpus_dir, meta["language"])
+    path = storage.join(corpus_dir, "corpus.json") if corpus_dir else None
+    if path and storage.exists(path):
+        return storage.load_json(path).get("options") or {}
+    log.warning("training corpus %s not found: raw text is prepared with prepare's defaults", corpus_dir)
+    return None
 
-    its = [r["iteration"] for r in trace]
-    fig, ax = plt.subplots(figsize=(7, 4), dpi=100)
-    ax.plot(its, [r["elbo"] for r in trace], marker="o", color="tab:blue")
-    ax.set_xlabel("iteration")
-    ax.set_ylabel("ELBO (eq 3.4)", color="tab:blue")
-    ax2 = ax.twinx()
-    ax2.bar(its, [r["seconds"] for r in trace], alpha=0.25, color="tab:gray")
-    ax2.set_ylabel("seconds per iteration", color="tab:gray")
-    ax.set_title("Variational EM: evidence lower bound")
-    fig.tight_layout()
-    import io
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png")
-    plt.close(fig)
-    storage.write_bytes(path, buffer.getvalue())
+
+def training_tokenizer(meta: dict) -> dict:
+    """The tokenizer options the training corpus was prepared with ({} if its corpus.json is gone)."""
+    options = training_corpus_options(meta) or {}
+    return {k: options[k] for k in TOKENIZER_OPTIONS if k in options}
+
+
+def write_topics_file(directory: str, top_words: int) -> None:
+    """``topics.txt``: the top words of every topic of the model in ``directory``."""
+    text = format_model_topics(load_model(directory), top_words) + "\n"
+    storage.write_bytes(storage.join(directory, "topics.txt"), text.encode("utf-8"))
 
 
 def format_model_topics(model: TopicModel, n: int = 10, weights: bool = False) -> str:

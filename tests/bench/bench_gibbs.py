@@ -75,7 +75,7 @@ def fit_ours(spark, corpus: str, model: str, topics: int, iterations: int, seed:
 def tomotopy_documents(train_dir: str):
     """Every training document as a list of word-id strings (the same tokens our engine samples)."""
     import pyarrow.parquet as pq
-    from jobs.segments import block_from_docs_table
+    from drivers.corpora.segmented import block_from_docs_table
 
     block = block_from_docs_table(pq.read_table(Path(train_dir) / "docs.parquet"))
     ptr = block.token_ptr()
@@ -106,7 +106,7 @@ def fit_tomotopy(documents, n_tokens: int, topics: int, iterations: int, seed: i
 def heldout(spark, test_dir: str, topic_word: np.ndarray, alpha, seed: int) -> float:
     from inference.gibbs.heldout import HeldoutSchedule
     from inference.gibbs.lda import LdaGibbs
-    from jobs.segments import load_segmented_corpus
+    from drivers.corpora.segmented import load_segmented_corpus
     from jobs.train_gibbs import score_heldout
 
     test = load_segmented_corpus(spark, test_dir)
@@ -120,7 +120,7 @@ def heldout(spark, test_dir: str, topic_word: np.ndarray, alpha, seed: int) -> f
 
 def segmented_corpus(spark) -> str:
     """The WEB Bible chapters split into sentences (cached under out/bench/)."""
-    from jobs.prepare import prepare_corpus
+    from jobs.preparation.corpus import prepare_corpus
 
     out = CACHE / "web-chapters-sentences"
     if not (out / "corpus.json").exists():

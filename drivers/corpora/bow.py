@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from drivers import storage
+from drivers.corpora.files import CORPUS_JSON, DOCS, VOCAB, read_vocab
 from inference.blocks import DocBlock
 
 #: default partition size: about a million tokens (a partition's E-step pass or Gibbs sweep takes ~0.1-0.5 s
@@ -59,56 +60,60 @@ def default_partitions(num_documents: int, num_tokens: int | None = None) -> int
     return max(2, math.ceil(num_documents / DOCS_PER_PARTITION))
 
 
-def read_vocab(spark, path: str) -> pd.DataFrame:
-    """The vocabulary (a Spark-written Parquet directory or a single file), read with pyarrow on the driver."""
-    import pyarrow.parquet as pq
-
-    filesystem, p = storage.resolve(path)
-    vocab = pq.read_table(p, filesystem=filesystem).to_pandas().sort_values("id").reset_index(drop=True)
-    if len(vocab) and not (vocab["id"].to_numpy() == range(len(vocab))).all():
-        raise ValueError(f"{path}: vocabulary ids must be 0..V-1 without gaps")
-    return vocab
-
-
-def _partition_to_block(batches):
-    """mapInArrow function: all Arrow batches of one partition -> one row holding its DocBlock."""
+def _block_rows(batches, to_block, empty_table):
+    """mapInArrow function: all Arrow batches of one partition -> one row holding its block (pickled)."""
     import pyarrow as pa
     from pyspark import TaskContext
 
     batches = list(batches)
-    table = pa.Table.from_batches(batches) if batches else pa.table(
-        {"doc_id": pa.array([], pa.string()), "term_ids": pa.array([], pa.list_(pa.int32())),
-         "counts": pa.array([], pa.list_(pa.int32()))})
-    block = DocBlock.from_arrow(table)
-    yield pa.RecordBatch.from_pydict({"partition": pa.array([TaskContext.get().partitionId()], pa.int32()),
+    partition = TaskContext.get().partitionId()
+    table = pa.Table.from_batches(batches) if batches else empty_table()
+    block = to_block(table, partition)
+    yield pa.RecordBatch.from_pydict({"partition": pa.array([partition], pa.int32()),
                                       "block": [pickle.dumps(block, protocol=5)]})
 
 
-def docs_to_blocks(docs_df, num_partitions: int):
-    """DataFrame (doc_id, term_ids, counts) -> cached RDD of (partition, DocBlock).
+def blocks_by_partition(frame, num_partitions: int, to_block, empty_table, name: str, after_load=None):
+    """DataFrame with a ``doc_id`` column -> cached RDD of ``(partition, block)``, one block per partition.
 
-    Documents are hash-partitioned by id (Spark's murmur3, the same on every
-    cluster) and reach Python as Arrow batches, converted to CSR without a
-    Python loop over documents.
+    Rows are hash-partitioned by ``doc_id`` (Spark's murmur3, the same on every
+    cluster) and reach Python as Arrow batches; ``to_block(table, partition)``
+    turns a partition's table into its block (without a Python loop over
+    documents), ``empty_table()`` stands in for a partition without rows, and
+    ``after_load(block)`` (optional) transforms every block as it is read back.
     """
     from pyspark.sql.types import BinaryType, IntegerType, StructField, StructType
 
     schema = StructType([StructField("partition", IntegerType()), StructField("block", BinaryType())])
-    return (docs_df.select("doc_id", "term_ids", "counts")
-            .repartition(num_partitions, "doc_id")
-            .mapInArrow(_partition_to_block, schema)
-            .rdd.map(lambda row: (row[0], pickle.loads(row[1])))
-            .setName("corpus blocks")
+    load = (lambda data: pickle.loads(data)) if after_load is None else \
+        (lambda data: after_load(pickle.loads(data)))
+    return (frame.repartition(num_partitions, "doc_id")
+            .mapInArrow(lambda batches: _block_rows(batches, to_block, empty_table), schema)
+            .rdd.map(lambda row: (row[0], load(row[1])))
+            .setName(name)
             .cache())
+
+
+def empty_docs_table():
+    import pyarrow as pa
+
+    return pa.table({"doc_id": pa.array([], pa.string()), "term_ids": pa.array([], pa.list_(pa.int32())),
+                     "counts": pa.array([], pa.list_(pa.int32()))})
+
+
+def docs_to_blocks(docs_df, num_partitions: int):
+    """DataFrame (doc_id, term_ids, counts) -> cached RDD of (partition, DocBlock), converted to CSR."""
+    return blocks_by_partition(docs_df.select("doc_id", "term_ids", "counts"), num_partitions,
+                               lambda table, _: DocBlock.from_arrow(table), empty_docs_table, "corpus blocks")
 
 
 def open_corpus_meta(spark, directory: str) -> tuple[dict, pd.DataFrame]:
     """``corpus.json`` and the vocabulary of CORPUS_DIR, refusing a missing or empty corpus."""
-    meta_path = storage.join(directory, "corpus.json")
+    meta_path = storage.join(directory, CORPUS_JSON)
     if not storage.exists(meta_path):
         raise SystemExit(f"{directory} is not a prepared corpus (no corpus.json); run `spark-topics prepare` first")
     meta = storage.load_json(meta_path)
-    vocab = read_vocab(spark, storage.join(directory, "vocab.parquet"))
+    vocab = read_vocab(storage.join(directory, VOCAB))
     if meta.get("documents", 0) == 0 or len(vocab) == 0:
         raise SystemExit(f"{directory}: the corpus is empty ({meta.get('documents', 0)} documents, "
                          f"{len(vocab)} terms)")
@@ -119,7 +124,7 @@ def load_corpus(spark, directory: str, num_partitions: int | None = None) -> Cor
     """Open CORPUS_DIR: ``corpus.json``, ``vocab.parquet`` and ``docs.parquet`` as blocks."""
     meta, vocab = open_corpus_meta(spark, directory)
     P = num_partitions or default_partitions(int(meta["documents"]), meta.get("tokens"))
-    docs = spark.read.parquet(storage.join(directory, "docs.parquet"))
+    docs = spark.read.parquet(storage.join(directory, DOCS))
     started = time.perf_counter()
     spark.sparkContext.setJobDescription(f"load corpus {directory} into {P} document blocks")
     blocks = docs_to_blocks(docs, P)

@@ -1,4 +1,4 @@
-"""Aligned multilingual corpora for polylingual LDA (Mimno et al. 2009): prepare and load.
+"""Aligned multilingual corpora for polylingual LDA (Mimno et al. 2009): prepare.
 
 ``spark-topics prepare --input PATH --lang-column lang --output CORPUS_DIR``: rows
 sharing an id in different languages form one *tuple*. The input (JSON lines, CSV
@@ -15,7 +15,7 @@ Rows without a language, and rows Spark cannot parse, are written to
 ``CORPUS_DIR/rejects/`` with their reason; tuples lacking some languages are
 kept and counted.
 
-Loading (:func:`load_aligned_corpus`) concatenates the vocabularies (language l
+Loading (:func:`drivers.corpora.aligned.load_aligned_corpus`) concatenates the vocabularies (language l
 owns global ids ``offsets[l]:offsets[l+1]``, :class:`inference.layout.VocabLayout`)
 and turns every tuple into one document whose terms span its languages, so the
 variational mapper runs unchanged; the per-language Dirichlets live in the layout.
@@ -29,8 +29,6 @@ import time
 import pandas as pd
 
 from drivers import storage
-from inference.layout import VocabLayout
-from jobs.corpus import Corpus, default_partitions, docs_to_blocks, read_vocab
 
 log = logging.getLogger("spark_topics.prepare")
 
@@ -43,7 +41,7 @@ SPLIT_REASONS = ("malformed", "missing_language", "invalid_encoding")
 
 
 def stopword_language(code: str) -> str:
-    from jobs.text import NO_STOPWORDS, available_languages
+    from jobs.preparation.text import NO_STOPWORDS, available_languages
 
     if code in STOPWORD_LANGUAGES:
         return STOPWORD_LANGUAGES[code]
@@ -58,7 +56,7 @@ def _read_raw(spark, path: str, fmt: str, id_column: str, text_column: str, lang
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    from jobs.prepare import PrepareError
+    from jobs.preparation.corpus import PrepareError
 
     columns = [id_column, text_column, lang_column]
     if fmt == "parquet":
@@ -105,7 +103,7 @@ def prepare_aligned(spark, input_path: str, output_dir: str, lang_column: str = 
     """
     from pyspark.sql import functions as F
 
-    from jobs.prepare import PrepareError, resolve_format
+    from jobs.preparation.corpus import PrepareError, resolve_format
 
     fmt = resolve_format(spark, input_path, options.get("format", "auto"))
     id_column, text_column = options.get("id_column", "id"), options.get("text_column", "text")
@@ -162,7 +160,7 @@ def _vocabularies(vocab: str | None, languages) -> dict:
     """language -> vocabulary to reuse (``--vocab`` naming a polylingual model or an aligned corpus)."""
     if not vocab:
         return {}
-    from jobs.prepare import PrepareError
+    from jobs.preparation.corpus import PrepareError
 
     found = {}
     for lang in languages:
@@ -178,7 +176,7 @@ def _vocabularies(vocab: str | None, languages) -> dict:
 
 def _prepare_languages(spark, split_dir: str, output_dir: str, languages, base: dict, stop_words: dict,
                        vocab_of: dict) -> dict:
-    from jobs.prepare import prepare_corpus
+    from jobs.preparation.corpus import prepare_corpus
 
     per_language = {}
     for lang in languages:
@@ -231,52 +229,3 @@ def summary_line(corpus: dict, output_dir: str) -> str:
     return (f"prepared {corpus['documents']} aligned tuples ({corpus['tuples']['complete']} complete; missing "
             f"{missing}) in {len(corpus['languages'])} languages ({langs}) from {corpus['input_rows']} input rows; "
             f"rejected before tokenising: {rejected}; per-language rejects in {output_dir}/<lang>/rejects -> {output_dir}")
-
-
-def is_aligned(corpus_dir: str) -> bool:
-    path = storage.join(corpus_dir, "corpus.json")
-    return storage.exists(path) and bool(storage.load_json(path).get("aligned"))
-
-
-def aligned_vocab(spark, corpus_dir: str, languages) -> tuple[pd.DataFrame, VocabLayout]:
-    """The concatenated vocabulary (``term``, ``id`` global, ``lang``, ``local_id``) and its layout."""
-    frames = [read_vocab(spark, storage.join(corpus_dir, lang, "vocab.parquet")) for lang in languages]
-    layout = VocabLayout.from_sizes(languages, [len(f) for f in frames])
-    parts = []
-    for lang, frame, offset in zip(languages, frames, layout.offsets):
-        parts.append(pd.DataFrame({"term": frame["term"].to_numpy(), "id": frame["id"].to_numpy() + offset,
-                                   "lang": lang, "local_id": frame["id"].to_numpy()}))
-    return pd.concat(parts, ignore_index=True), layout
-
-
-def load_aligned_corpus(spark, directory: str, num_partitions: int | None = None,
-                        languages: list | None = None) -> Corpus:
-    """CORPUS_DIR of aligned tuples -> Corpus whose blocks hold one document per tuple (global term ids)."""
-    from pyspark.sql import functions as F
-
-    meta = storage.load_json(storage.join(directory, "corpus.json"))
-    languages = list(languages or meta["languages"])
-    unknown = [l for l in languages if l not in meta["languages"]]
-    if unknown:
-        raise SystemExit(f"{directory} has no language(s) {', '.join(unknown)} (it has {', '.join(meta['languages'])})")
-    vocab, layout = aligned_vocab(spark, directory, languages)
-    docs = None
-    for i, (lang, offset) in enumerate(zip(languages, layout.offsets)):
-        d = (spark.read.parquet(storage.join(directory, lang, "docs.parquet"))
-             .select("doc_id", F.lit(i).alias("lang_index"),
-                     F.transform("term_ids", lambda t: t + F.lit(offset)).alias("term_ids"), "counts"))
-        docs = d if docs is None else docs.unionByName(d)
-    # one row per tuple; languages in layout order keep the term ids ascending
-    tuples = (docs.groupBy("doc_id")
-              .agg(F.array_sort(F.collect_list(F.struct("lang_index", "term_ids", "counts"))).alias("parts"))
-              .select("doc_id", F.flatten(F.col("parts.term_ids")).alias("term_ids"),
-                      F.flatten(F.col("parts.counts")).alias("counts")))
-    P = num_partitions or default_partitions(int(meta["documents"]), meta.get("tokens"))
-    started = time.perf_counter()
-    spark.sparkContext.setJobDescription(f"load aligned corpus {directory} into {P} blocks")
-    blocks = docs_to_blocks(tuples, P)
-    blocks.count()
-    spark.sparkContext.setJobDescription(None)
-    log.info("loaded %d aligned tuples (%s) into %d blocks in %.1f s", meta["documents"], ", ".join(languages), P,
-             time.perf_counter() - started)
-    return Corpus(directory, meta, vocab, blocks, P, layout)

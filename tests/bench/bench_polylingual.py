@@ -72,8 +72,9 @@ def fit(spark, corpus, topics: int, iterations: int, layout, label: str) -> dict
 
 
 def run(topics: int, iterations: int) -> list:
-    from jobs.aligned import load_aligned_corpus, prepare_aligned
-    from jobs.corpus import load_corpus
+    from drivers.corpora.aligned import load_aligned_corpus
+    from jobs.preparation.aligned import prepare_aligned
+    from drivers.corpora.bow import load_corpus
     from jobs.spark import get_spark
     from inference.estep import compile_kernels
 

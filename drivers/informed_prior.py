@@ -55,7 +55,7 @@ def read_prior(path: str) -> PriorSpec:
     lower = path.lower()
     if not storage.exists(path):
         raise PriorError(f"prior file not found: {path}")
-    if lower.endswith((".parquet", ".csv")) or _is_dir(path):
+    if lower.endswith((".parquet", ".csv")) or storage.is_dir(path):
         return _read_sparse(path)
     text = storage.read_bytes(path).decode("utf-8-sig")
     if lower.endswith(".json"):
@@ -63,13 +63,6 @@ def read_prior(path: str) -> PriorSpec:
     if lower.endswith(".dic") or text.lstrip().startswith("%"):
         return _word_lists(_parse_liwc(text, path), path)
     return _word_lists(_parse_lines(text, path), path)
-
-
-def _is_dir(path: str) -> bool:
-    import pyarrow.fs as pafs
-
-    filesystem, p = storage.resolve(path)
-    return filesystem.get_file_info(p).type == pafs.FileType.Directory
 
 
 def _parse_json(text: str, path: str) -> dict:

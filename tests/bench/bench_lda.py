@@ -59,7 +59,7 @@ BUSY_LOAD = 3.0
 def fit_ours(spark, train_dir: str, topics: int, iterations: int, seed: int, out: Path) -> dict:
     """``spark-topics train`` with a fixed number of iterations (--tol 0)."""
     from jobs import train
-    from jobs.model_store import load_model
+    from drivers.model_store import load_model
     from jobs.spark import add_spark_arguments
 
     parser = argparse.ArgumentParser()
@@ -157,7 +157,7 @@ def with_load(name: str, fit, *args) -> dict:
 def run_benchmark(spark, docs: int, topics: int, iterations: int, seed: int = 0, peers=PEERS,
                   heldout: float = 0.1, top_words: int = 10) -> dict:
     from inference.heldout import top_word_ids
-    from jobs.corpus import load_corpus
+    from drivers.corpora.bow import load_corpus
     from jobs.evaluate import coherence, score_topic_word
 
     train_dir, test_dir = ensure_corpus(spark, docs, heldout, seed)
@@ -211,7 +211,7 @@ def run_benchmark(spark, docs: int, topics: int, iterations: int, seed: int = 0,
 def versions() -> dict:
     import numba
     import pyspark
-    from jobs.model_store import code_version
+    from drivers.model_store import code_version
     found = {"python": platform.python_version(), "pyspark": pyspark.__version__, "numpy": np.__version__,
              "numba": numba.__version__, "spark-topics": code_version()}
     try:

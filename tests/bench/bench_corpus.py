@@ -119,7 +119,7 @@ def select(pool: Path, n_docs: int, heldout: float, seed: int):
 def ensure_corpus(spark, n_docs: int, heldout: float = 0.1, seed: int = 0, min_df: int = 2,
                   max_df: float = 0.5, cache: Path = CACHE) -> tuple[str, str]:
     """Prepared (train, test) corpus directories of the benchmark, built and cached when missing."""
-    from jobs.prepare import prepare_corpus
+    from jobs.preparation.corpus import prepare_corpus
 
     pool = cache / "pool.jsonl.gz"
     if not pool.exists():

@@ -1,0 +1,71 @@
+"""Aligned multilingual corpora (``prepare --lang-column``) as blocks for polylingual LDA (Mimno et al. 2009).
+
+:func:`load_aligned_corpus` concatenates the vocabularies of the languages
+(language l owns global ids ``offsets[l]:offsets[l+1]``,
+:class:`inference.layout.VocabLayout`) and turns every tuple into one document
+whose terms span its languages, so the variational mapper runs unchanged; the
+per-language Dirichlets live in the layout. How such a corpus is written:
+:mod:`jobs.preparation.aligned`.
+"""
+from __future__ import annotations
+
+import logging
+import time
+
+import pandas as pd
+
+from drivers import storage
+from drivers.corpora.bow import Corpus, default_partitions, docs_to_blocks
+from drivers.corpora.files import CORPUS_JSON, DOCS, VOCAB, read_vocab
+from inference.layout import VocabLayout
+
+log = logging.getLogger("spark_topics.corpus")
+
+
+def is_aligned(corpus_dir: str) -> bool:
+    path = storage.join(corpus_dir, CORPUS_JSON)
+    return storage.exists(path) and bool(storage.load_json(path).get("aligned"))
+
+
+def aligned_vocab(corpus_dir: str, languages) -> tuple[pd.DataFrame, VocabLayout]:
+    """The concatenated vocabulary (``term``, ``id`` global, ``lang``, ``local_id``) and its layout."""
+    frames = [read_vocab(storage.join(corpus_dir, lang, VOCAB)) for lang in languages]
+    layout = VocabLayout.from_sizes(languages, [len(f) for f in frames])
+    parts = []
+    for lang, frame, offset in zip(languages, frames, layout.offsets):
+        parts.append(pd.DataFrame({"term": frame["term"].to_numpy(), "id": frame["id"].to_numpy() + offset,
+                                   "lang": lang, "local_id": frame["id"].to_numpy()}))
+    return pd.concat(parts, ignore_index=True), layout
+
+
+def load_aligned_corpus(spark, directory: str, num_partitions: int | None = None,
+                        languages: list | None = None) -> Corpus:
+    """CORPUS_DIR of aligned tuples -> Corpus whose blocks hold one document per tuple (global term ids)."""
+    from pyspark.sql import functions as F
+
+    meta = storage.load_json(storage.join(directory, CORPUS_JSON))
+    languages = list(languages or meta["languages"])
+    unknown = [l for l in languages if l not in meta["languages"]]
+    if unknown:
+        raise SystemExit(f"{directory} has no language(s) {', '.join(unknown)} (it has {', '.join(meta['languages'])})")
+    vocab, layout = aligned_vocab(directory, languages)
+    docs = None
+    for i, (lang, offset) in enumerate(zip(languages, layout.offsets)):
+        d = (spark.read.parquet(storage.join(directory, lang, DOCS))
+             .select("doc_id", F.lit(i).alias("lang_index"),
+                     F.transform("term_ids", lambda t: t + F.lit(offset)).alias("term_ids"), "counts"))
+        docs = d if docs is None else docs.unionByName(d)
+    # one row per tuple; languages in layout order keep the term ids ascending
+    tuples = (docs.groupBy("doc_id")
+              .agg(F.array_sort(F.collect_list(F.struct("lang_index", "term_ids", "counts"))).alias("parts"))
+              .select("doc_id", F.flatten(F.col("parts.term_ids")).alias("term_ids"),
+                      F.flatten(F.col("parts.counts")).alias("counts")))
+    P = num_partitions or default_partitions(int(meta["documents"]), meta.get("tokens"))
+    started = time.perf_counter()
+    spark.sparkContext.setJobDescription(f"load aligned corpus {directory} into {P} blocks")
+    blocks = docs_to_blocks(tuples, P)
+    blocks.count()
+    spark.sparkContext.setJobDescription(None)
+    log.info("loaded %d aligned tuples (%s) into %d blocks in %.1f s", meta["documents"], ", ".join(languages), P,
+             time.perf_counter() - started)
+    return Corpus(directory, meta, vocab, blocks, P, layout)

@@ -1,0 +1,124 @@
+"""Model families: what every job asks of a kind of inference, behind one small protocol.
+
+A family (variational EM, Gibbs sampling; later hybrid and tree) trains any of
+its registered models, opens a trained one, infers topic proportions of new
+documents and evaluates a model on held-out text. Jobs parse flags into the
+typed requests below and hand them over; a family never sees argparse, except
+in ``add_*_flags`` / ``*_settings``, where it declares and reads its own flags.
+
+Each request carries ``engine``: the family's own typed settings (built by the
+family from its flags), and :class:`TrainRequest` also ``options``: the
+model's own settings by name, as its class declares them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from drivers import storage
+
+
+@dataclass(frozen=True)
+class TrainRequest:
+    model: str
+    corpus: str
+    output: str
+    topics: int
+    iterations: int = 50
+    seed: int = 0
+    alpha: float | None = None          # initial symmetric alpha (family default when None)
+    fixed_alpha: bool = False
+    partitions: int | None = None
+    reducers: int | None = None
+    checkpoint_dir: str | None = None
+    resume: bool = False
+    keep_checkpoint: bool = False
+    top_words: int = 10
+    engine: object = None               # the family's settings
+    options: dict = field(default_factory=dict)   # the model's own settings, by ModelOption.name
+
+    @property
+    def checkpoint(self) -> str:
+        return self.checkpoint_dir or storage.join(self.output, "_checkpoint")
+
+    def option(self, name: str, default=None):
+        value = self.options.get(name)
+        return default if value is None else value
+
+
+@dataclass(frozen=True)
+class InferRequest:
+    model_dir: str
+    input: str                          # a prepared corpus directory, or raw text
+    output: str
+    format: str = "auto"                # raw text: as `prepare`
+    id_column: str = "id"
+    text_column: str = "text"
+    lang: str | None = None             # polylingual model: the language of the input
+    partitions: int | None = None
+    engine: object = None
+
+
+@dataclass(frozen=True)
+class EvaluateRequest:
+    model_dirs: tuple                   # one model, or (variational) one model per language as "L=DIR"
+    corpus: str
+    reference: str | None = None
+    top_words: int = 10
+    seed: int = 0
+    partitions: int | None = None
+    engine: object = None
+
+
+class ModelFamily:
+    """The protocol every family implements (see the module docstring)."""
+
+    name = "abstract"
+    kind = "abstract"                   # how its models are fitted, in words ("variational", "sampled")
+
+    # ---- flags (the only place a family sees argparse)
+    def add_train_flags(self, parser) -> None:
+        """The family's ``train`` flags."""
+
+    def train_settings(self, args) -> object:
+        """The family's typed training settings from its flags."""
+
+    def add_infer_flags(self, parser) -> None:
+        """The family's ``infer`` flags (a group per family: infer's --model is a directory)."""
+
+    def infer_settings(self, args) -> object:
+        """The family's typed inference settings from its flags."""
+
+    def add_evaluate_flags(self, parser) -> None:
+        """The family's ``evaluate`` flags."""
+
+    def evaluate_settings(self, args) -> object:
+        """The family's typed evaluation settings from its flags."""
+
+    # ---- the work
+    def train(self, spark, spec, request: TrainRequest) -> dict:
+        """Fit the model and write the model directory; returns model.json's content."""
+        raise NotImplementedError
+
+    def train_summary(self, meta: dict, request: TrainRequest) -> str:
+        """The line ``train`` prints when it is done."""
+        raise NotImplementedError
+
+    def open(self, model_dir: str):
+        """A trained model of this family (what ``infer`` and ``evaluate`` work with)."""
+        raise NotImplementedError
+
+    def raw_text_options(self, trained, request: InferRequest) -> dict:
+        """``prepare_corpus`` options for raw ``infer`` input: the model's vocabulary, tokenizer, segments."""
+        raise NotImplementedError
+
+    def infer(self, spark, trained, corpus_dir: str, request: InferRequest) -> dict:
+        raise NotImplementedError
+
+    def infer_summary(self, result: dict, request: InferRequest) -> str:
+        raise NotImplementedError
+
+    def evaluate(self, spark, request: EvaluateRequest) -> dict:
+        raise NotImplementedError
+
+    def format_metrics(self, metrics: dict) -> str:
+        raise NotImplementedError

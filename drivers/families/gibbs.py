@@ -1,0 +1,500 @@
+"""The Gibbs family: models sampled on :class:`drivers.gibbs.GibbsEngine` (lda-gibbs, stm, seqlda, adatm).
+
+A model of this family is a :class:`inference.gibbs.model.GibbsModel` (numba
+kernels and a few hooks, :mod:`inference.gibbs`); the family loads the corpus as
+segmented blocks (:mod:`drivers.corpora.segmented`), runs the engine and writes
+the model directory::
+
+    model.json              model, K, V, alpha and every hyperparameter (hyper), the schedule
+                            (iterations, burn-in, lag, samples), the per-iteration trace, seed,
+                            partitions, held-out perplexity (when asked), data and code versions
+    vocab.parquet           term, id (+ df, cf)
+    topic_word.npy          K x V posterior-mean topic-word probabilities (rows sum to 1)
+    doc_topics.parquet      doc_id, theta (K): document topic proportions averaged over the samples
+    segment_topics.parquet  doc_id, segment (position among the document's kept segments, after
+                            --permute-segments when given), theta (K)
+    loglik.png              log p(w | z) per token against iteration
+    topics.txt              the top words of every topic
+
+``infer`` estimates every new document as a held-out one (the model's own sampler with the topics fixed
+to the trained phi-hat, :func:`inference.gibbs.heldout.frozen_chain`), ``evaluate`` scores held-out
+perplexity with the thesis' estimator (:func:`drivers.evaluation.score_heldout`, the same for every Gibbs
+model) and NPMI coherence as for the variational models.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import time
+from dataclasses import dataclass
+from functools import partial
+
+import numpy as np
+
+from drivers import model_store, outputs, registry, storage
+from drivers.corpora.bow import check_topics, load_corpus
+from drivers.corpora.segmented import load_segmented_corpus
+from drivers.evaluation import score_heldout, topic_coherence
+from drivers.families import EvaluateRequest, InferRequest, ModelFamily, TrainRequest
+from drivers.gibbs import GibbsEngine, GibbsSettings, SampleSchedule, topic_proportions
+from drivers.model_store import require_same_vocabulary
+from inference.gibbs.heldout import HeldoutSchedule, frozen_chain
+from inference.gibbs.model import GibbsModel
+
+log = logging.getLogger("spark_topics.train")
+
+
+# --------------------------------------------------------------------------- settings
+
+@dataclass(frozen=True)
+class GibbsTraining:
+    """The family's training settings (``train`` flags)."""
+    burn_in: int | None = None
+    lag: int | None = None
+    samples: int | None = None
+    hyper: tuple = ()                   # "KEY=JSON" items for the model's initial_hyper
+    checkpoint_every: int = 10
+    sweeps_per_sync: int = 1
+    heldout_fraction: float = 0.0
+    heldout_iterations: int = 50
+    heldout_samples: int = 5
+    heldout_observed: float | None = 0.5
+    permute_segments: int | None = None
+
+
+@dataclass(frozen=True)
+class GibbsInference:
+    """``infer`` settings of the family."""
+    segments: str | None = None         # raw input: how to cut documents (default: as the training corpus)
+    sweeps: int = 50
+    samples: int = 5
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class GibbsEvaluation:
+    """``evaluate`` settings of the family: the held-out protocol (``"model"``: the one it was trained with)."""
+    observed: float | None | str = "model"
+    iterations: int | None = None
+    samples: int | None = None
+
+
+def observed_fraction(text: str) -> float | None:
+    """``--heldout-observed``: a fraction in (0, 1), or ``all`` (None: the same-words estimator)."""
+    if text.strip().lower() == "all":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a fraction in (0, 1) or 'all', got {text!r}") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"expected a fraction in (0, 1) or 'all', got {text!r}")
+    return value
+
+
+# --------------------------------------------------------------------------- models
+
+def make_model(name: str, num_topics: int, vocab_size: int, **construction) -> GibbsModel:
+    """The GibbsModel of a registered name; ``construction``: its constructor options (e.g. segment_level)."""
+    cls = registry.model(name).model_class()
+    accepted = set(getattr(cls, "construction_options", ()))
+    for key, value in construction.items():
+        if value and key not in accepted:
+            owners = [s.name for s in registry.models_of("gibbs")
+                      if key in getattr(s.model_class(), "construction_options", ())]
+            raise SystemExit(f"--{key.replace('_', '-')} applies to --model {', '.join(owners) or 'no model'} only")
+    return cls(num_topics, vocab_size, **{k: v for k, v in construction.items() if k in accepted and v})
+
+
+def open_trained(model_dir: str):
+    """A trained Gibbs model directory: ``(saved, model)``, the stored model (``meta``, ``vocab``, ``lambda_``
+    = the K x V topic-word matrix) and the GibbsModel it was trained with."""
+    saved = model_store.load_model(model_dir)
+    K, V = saved.lambda_.shape
+    cls = registry.model(saved.meta["model"]).model_class()
+    construction = {k: saved.meta.get(k) for k in getattr(cls, "construction_options", ())}
+    return saved, make_model(saved.meta["model"], K, V, **construction)
+
+
+def hyper_overrides(request: TrainRequest, model: GibbsModel) -> dict:
+    """The hyperparameters given on the command line, as ``initial_hyper`` keyword arguments."""
+    construction = set(getattr(model, "construction_options", ()))
+    overrides = {key: value for key, value in request.options.items()
+                 if value is not None and key not in construction}
+    if request.alpha is not None:
+        overrides["alpha"] = request.alpha
+    if request.fixed_alpha:
+        overrides["optimize_alpha"] = False
+    for item in (request.engine.hyper if request.engine else ()):
+        if "=" not in item:
+            raise SystemExit(f"--hyper expects KEY=JSON, got {item!r}")
+        key, value = item.split("=", 1)
+        try:
+            overrides[key.strip().replace("-", "_")] = json.loads(value)
+        except json.JSONDecodeError:
+            overrides[key.strip().replace("-", "_")] = value
+    return overrides
+
+
+def initial_hyper(model: GibbsModel, overrides: dict) -> dict:
+    try:
+        hyper = model.initial_hyper(**overrides)
+    except TypeError as exc:
+        raise SystemExit(f"--model {model.name} does not take these hyperparameters "
+                         f"({', '.join(sorted(overrides))}): {exc}") from None
+    except ValueError as exc:
+        raise SystemExit(f"--model {model.name}: {exc}") from None
+    if "beta" not in hyper:
+        raise SystemExit(f"{model.name}.initial_hyper must set beta")
+    json.dumps(hyper)  # the driver writes it to model.json: it must be JSON
+    return hyper
+
+
+def needs_segments(name: str) -> bool:
+    return registry.model(name).corpus == registry.SEGMENTED
+
+
+# --------------------------------------------------------------------------- the family
+
+class GibbsFamily(ModelFamily):
+    name = "gibbs"
+    kind = "sampled"
+
+    # ---- flags
+    def add_train_flags(self, g) -> None:
+        g.add_argument("--permute-segments", type=int, default=None, metavar="SEED",
+                       help="randomly permute the segment order of every document, in training and in the "
+                            "held-out split (thesis PTrTe); the permutation is a fixed function of (SEED, doc_id)")
+        g.add_argument("--burn-in", type=int, default=None,
+                       help="iterations before the first sample (default: iterations - samples x lag)")
+        g.add_argument("--lag", type=int, default=None, help="iterations between samples (default: iterations/10)")
+        g.add_argument("--samples", type=int, default=None,
+                       help="samples averaged into the point estimates (default 5)")
+        g.add_argument("--hyper", action="append", default=[], metavar="KEY=JSON",
+                       help="any other hyperparameter of the model's initial_hyper, e.g. --hyper sample_b=false")
+        g.add_argument("--checkpoint-every", type=int, default=10,
+                       help="write the sampler state every N iterations (also truncates the RDD lineage)")
+        g.add_argument("--sweeps-per-sync", type=int, default=1,
+                       help="local sweeps of every partition between two synchronisations of the topic-word "
+                            "counts (default 1: AD-LDA; more amortises Spark's per-job cost, with staler counts)")
+        g.add_argument("--heldout-fraction", type=float, default=0.0,
+                       help="hold out this fraction of documents (by a hash of doc_id) and report their "
+                            "perplexity (thesis: 0.2)")
+        g.add_argument("--heldout-iterations", type=int, default=50,
+                       help="sweeps per held-out document (samples over the second half)")
+        g.add_argument("--heldout-samples", type=int, default=5, help="samples averaged per held-out token")
+        g.add_argument("--heldout-observed", type=observed_fraction, default=0.5, metavar="F|all",
+                       help="document completion (default 0.5): the sampler sees a random fraction F of every "
+                            "test segment and the other words are scored (the thesis' 'likelihood of each unseen "
+                            "word', Rosen-Zvi et al. 2004); 'all': every word is fitted and scored")
+
+    def train_settings(self, args) -> GibbsTraining:
+        return GibbsTraining(args.burn_in, args.lag, args.samples, tuple(args.hyper or ()), args.checkpoint_every,
+                             args.sweeps_per_sync, float(args.heldout_fraction or 0.0), args.heldout_iterations,
+                             args.heldout_samples, args.heldout_observed, args.permute_segments)
+
+    def add_infer_flags(self, g) -> None:
+        g.add_argument("--segments", default=None,
+                       help="raw input: how to cut documents into segments, as `prepare --segments` (default: as "
+                            "the model's training corpus was)")
+        g.add_argument("--sweeps", type=int, default=50, help="sweeps of the model's sampler per document")
+        g.add_argument("--samples", type=int, default=5,
+                       help="samples averaged over the second half of the sweeps")
+        g.add_argument("--seed", type=int, default=0, help="seed of the sampler")
+
+    def infer_settings(self, args) -> GibbsInference:
+        return GibbsInference(args.segments, args.sweeps, args.samples, args.seed)
+
+    def add_evaluate_flags(self, g) -> None:
+        g.add_argument("--heldout-observed", default="model", metavar="F|all",
+                       help="document completion with a fraction F of every test segment observed, or 'all' "
+                            "(every word fitted and scored); default: the protocol the model was trained with "
+                            "(0.5 if it records none)")
+
+    def evaluate_settings(self, args) -> GibbsEvaluation:
+        observed = args.heldout_observed
+        if observed != "model":
+            try:
+                observed = observed_fraction(observed)
+            except argparse.ArgumentTypeError as exc:
+                raise SystemExit(f"--heldout-observed: {exc}") from None
+        return GibbsEvaluation(observed)
+
+    # ---- train
+    def train(self, spark, spec, request: TrainRequest) -> dict:
+        """Train a Gibbs model and write the model directory; returns model.json's content."""
+        started = time.time()
+        e = request.engine or GibbsTraining()
+        heldout = e.heldout_fraction
+        corpus = load_segmented_corpus(spark, request.corpus, request.partitions, heldout_fraction=heldout,
+                                       split="train" if heldout > 0 else "all",
+                                       require_segments=needs_segments(spec.name),
+                                       permute_seed=e.permute_segments)
+        try:
+            return self._train(spark, spec, request, e, corpus, started)
+        finally:
+            corpus.blocks.unpersist()
+
+    def _train(self, spark, spec, request: TrainRequest, e: GibbsTraining, corpus, started: float) -> dict:
+        K, V = request.topics, corpus.vocab_size
+        check_topics(K, V)
+        if e.checkpoint_every < 1:
+            raise SystemExit("--checkpoint-every must be at least 1")
+        try:
+            schedule = SampleSchedule.resolve(request.iterations, e.burn_in, e.lag, e.samples)
+        except ValueError as exc:
+            raise SystemExit(str(exc)) from None
+        cls = spec.model_class()
+        model = make_model(spec.name, K, V, **{k: request.options.get(k)
+                                               for k in getattr(cls, "construction_options", ())})
+        hyper0 = initial_hyper(model, hyper_overrides(request, model))
+        if storage.exists(storage.join(request.output, "model.json")) and not request.resume:
+            log.warning("overwriting the model in %s", request.output)
+        try:
+            settings = GibbsSettings(schedule, seed=request.seed, num_reducers=request.reducers,
+                                     checkpoint_every=e.checkpoint_every, sweeps_per_sync=e.sweeps_per_sync)
+        except ValueError as exc:
+            raise SystemExit(str(exc)) from None
+        engine = GibbsEngine(spark.sparkContext, model, settings, request.checkpoint)
+        segment_level = bool(getattr(model, "segment_level", False))
+        fingerprint = {"corpus": model_store.data_version(corpus.meta), "heldout_fraction": e.heldout_fraction,
+                       "segment_level": segment_level, "initial_hyper": hyper0}
+        if e.permute_segments is not None:
+            fingerprint["permute_segments"] = e.permute_segments
+        display = model.display_name
+        log.info("training %s: K=%d, V=%d, %d documents, %d segments, %d tokens, %d partitions, hyper %s",
+                 display, K, V, corpus.num_documents, corpus.num_segments, corpus.num_tokens,
+                 corpus.num_partitions, json.dumps(hyper0))
+        try:
+            result = engine.fit(corpus.blocks, corpus.num_partitions, hyper0, resume=request.resume,
+                                fingerprint=fingerprint)
+            topic_word = result.topic_word
+            if not np.allclose(topic_word.sum(axis=1), 1.0):
+                raise RuntimeError("topic_word rows do not sum to 1")
+            storage.makedirs(request.output)
+            storage.save_npy(storage.join(request.output, "topic_word.npy"), np.ascontiguousarray(topic_word))
+            cols = [c for c in ("term", "id", "df", "cf") if c in corpus.vocab.columns]
+            model_store.write_parquet(storage.join(request.output, "vocab.parquet"), corpus.vocab[cols])
+            write_proportions(spark, model, result.states, request.output)
+        finally:
+            engine.release()
+        trace = [r.__dict__ for r in result.trace]
+        meta = {
+            "model": model.name, "segment_level": segment_level,
+            "permute_segments": e.permute_segments, "topics": K, "vocab_size": V,
+            "alpha": result.hyper.get("alpha"), "beta": result.hyper.get("beta"), "hyper": result.hyper,
+            "initial_hyper": hyper0, **settings.schedule.to_json(), "samples_taken": result.samples,
+            "loglik": trace[-1]["loglik"] if trace else None, "trace": trace,
+            "seed": request.seed, "partitions": result.num_partitions, "checkpoint_every": e.checkpoint_every,
+            "sweeps_per_sync": e.sweeps_per_sync,
+            "data": {"corpus": request.corpus, "version": model_store.data_version(corpus.meta),
+                     "documents": corpus.num_documents, "segments": corpus.num_segments,
+                     "tokens": corpus.num_tokens, "segmented": corpus.segmented, "split": corpus.split,
+                     "heldout_fraction": e.heldout_fraction},
+            "code": model_store.code_version(),
+        }
+        if e.heldout_fraction > 0:
+            meta["heldout"] = evaluate_split(spark, model, result.hyper, topic_word, request, e)
+            observed = meta["heldout"]["observed"]
+            log.info("held-out perplexity %.3f (%d documents, %d %s tokens)", meta["heldout"]["perplexity"],
+                     meta["heldout"]["documents"], meta["heldout"]["tokens"],
+                     "fitted and scored" if observed is None else f"unseen (observed {observed:g} of every segment)")
+        meta["train_seconds"] = round(time.time() - started, 3)
+        storage.save_json(storage.join(request.output, "model.json"), meta)
+        if trace:
+            outputs.plot_trace(storage.join(request.output, "loglik.png"), trace, f"{display}: Gibbs sampler")
+        model_store.write_topics_file(request.output, request.top_words)
+        if not request.keep_checkpoint:
+            engine.clear_checkpoint()
+        return meta
+
+    def train_summary(self, meta: dict, request: TrainRequest) -> str:
+        held = f", held-out perplexity {meta['heldout']['perplexity']:.3f}" if "heldout" in meta else ""
+        return (f"model written to {request.output} ({meta['iterations']} iterations, {meta['samples_taken']} "
+                f"samples, log p(w|z) per token {meta['trace'][-1]['loglik_per_token']:.4f}{held})")
+
+    # ---- open, infer
+    def open(self, model_dir: str):
+        return open_trained(model_dir)
+
+    def raw_text_options(self, trained, request: InferRequest) -> dict:
+        saved, _ = trained
+        if request.lang is not None:
+            raise SystemExit("--lang applies to polylingual models")
+        settings = request.engine or GibbsInference()
+        options = model_store.training_corpus_options(saved.meta) or {}
+        segments = settings.segments or options.get("segments")
+        log.info("raw input is cut into segments: %s", segments or "one per document")
+        return dict(model_store.training_tokenizer(saved.meta), format=request.format, id_column=request.id_column,
+                    text_column=request.text_column, vocab=storage.join(saved.directory, "vocab.parquet"),
+                    overwrite=True, segments=segments)
+
+    def infer(self, spark, trained, corpus_dir: str, request: InferRequest, prepared: dict | None = None) -> dict:
+        settings = request.engine or GibbsInference()
+        if request.lang is not None:
+            raise SystemExit("--lang applies to polylingual models")
+        if prepared is None and settings.segments:
+            raise SystemExit("--segments applies to raw input; a prepared corpus keeps its segments")
+        result = infer_gibbs(spark, trained, corpus_dir, request.output, settings.sweeps, settings.samples,
+                             settings.seed, request.partitions)
+        result["no_known_words"] = int(((prepared or {}).get("rejected") or {}).get("empty", 0))
+        result["rejects"] = storage.join(corpus_dir, "rejects")
+        return result
+
+    def infer_summary(self, result: dict, request: InferRequest) -> str:
+        lines = [f"inferred topic proportions of {result['documents']} documents ({result['segments']} segments, "
+                 f"{result['tokens']} known tokens; {result['sweeps']} sweeps, {result['samples']} samples) -> "
+                 f"{result['output']}, {result['segment_output']}"]
+        if result["no_known_words"]:
+            lines.append(f"documents with no known words (not inferred, listed in {result['rejects']}): "
+                         f"{result['no_known_words']}")
+        return "\n".join(lines)
+
+    # ---- evaluate
+    def evaluate(self, spark, request: EvaluateRequest) -> dict:
+        if len(request.model_dirs) != 1 or "=" in request.model_dirs[0]:
+            raise SystemExit("--language-models applies to variational models")
+        e = request.engine or GibbsEvaluation()
+        return evaluate(spark, request.model_dirs[0], request.corpus, request.reference, request.top_words,
+                        request.seed, request.partitions, e.iterations, e.samples, e.observed)
+
+    def format_metrics(self, metrics: dict) -> str:
+        h = metrics["heldout"]
+        per_topic = " ".join(f"{v:.3f}" for v in metrics["npmi_per_topic"])
+        protocol = ("every word fitted and scored" if h.get("observed") is None else
+                    f"document completion: {h['observed']:g} of every segment observed, the rest scored")
+        return "\n".join([
+            f"held-out perplexity ({metrics['model_type']}, thesis eq 5.10, topics fixed, {h['iterations']} sweeps, "
+            f"{h['samples']} samples, {protocol}): {metrics['perplexity']:.3f} ({h['documents']} documents "
+            f"[{metrics['test_documents']}], {h['tokens']} tokens)",
+            f"NPMI coherence (top {metrics['npmi_settings']['top_words']}): {metrics['npmi']:.4f}",
+            f"NPMI per topic: {per_topic}",
+        ])
+
+
+# --------------------------------------------------------------------------- outputs
+
+def write_proportions(spark, model: GibbsModel, states, directory: str) -> None:
+    """doc_topics.parquet (doc_id, theta) and segment_topics.parquet (doc_id, segment, theta): each task writes
+    its partition's rows (sorted by document, segments in order) as one Parquet part of each directory."""
+    paths = [storage.join(directory, name) for name in ("doc_topics.parquet", "segment_topics.parquet")]
+    outputs.write_partition_tables(
+        spark, states, paths, lambda _, item: outputs.proportion_tables(item["orig"], *topic_proportions(model, item)),
+        "write document and segment topic proportions")
+
+
+def evaluate_split(spark, model: GibbsModel, hyper: dict, topic_word, request: TrainRequest,
+                   e: GibbsTraining) -> dict:
+    """Held-out perplexity of the test split of the training corpus (``--heldout-fraction``)."""
+    test = load_segmented_corpus(spark, request.corpus, None, heldout_fraction=e.heldout_fraction, split="test",
+                                 require_segments=needs_segments(model.name), permute_seed=e.permute_segments)
+    try:
+        schedule = HeldoutSchedule.default(e.heldout_iterations, e.heldout_samples, e.heldout_observed)
+        score = score_heldout(spark, model, hyper, topic_word, test.blocks, schedule, seed=request.seed)
+    finally:
+        test.blocks.unpersist()
+    return dict(score, fraction=e.heldout_fraction)
+
+
+# --------------------------------------------------------------------------- infer
+
+def _infer_task(partition, items, model: GibbsModel, bc, schedule: HeldoutSchedule, seed: int):
+    """(partition, item) with the sample sums of the partition's documents, for ``write_proportions``."""
+    hyper, phi_vk = bc.value
+    for _, orig in items:
+        block = model.prepare_block(orig)
+        if block.n_tokens == 0:          # an empty partition (prepare keeps no document without a known word)
+            continue
+        acc = {"doc": np.zeros((block.n_docs, model.num_topics)),
+               "seg": np.zeros((block.n_segments, model.num_topics)), "samples": np.zeros(1)}
+        for state in frozen_chain(model, block, hyper, phi_vk, schedule, seed, partition):
+            acc["doc"] += model.doc_topic(block, state, hyper)
+            acc["seg"] += model.segment_topic(block, state, hyper)
+            acc["samples"] += 1
+        yield partition, {"orig": orig, "block": block, "acc": acc}
+
+
+def infer_gibbs(spark, trained, corpus_dir: str, output_dir: str, sweeps: int = 50, samples: int = 5,
+                seed: int = 0, partitions: int | None = None) -> dict:
+    """Document and segment topic proportions of every document of a prepared corpus: the model's own
+    sampler on each with the topics fixed to the trained phi-hat and the trained hyperparameters, ``sweeps``
+    sweeps, proportions (mu-hat, nu-hat: eqs 5.5/5.6, 6.8/6.9, 7.11/7.12) averaged over ``samples`` samples
+    in the second half; draws seeded by (seed, sweep, partition), so a retried task writes the same rows."""
+    saved, model = open_trained(trained) if isinstance(trained, str) else trained
+    meta = saved.meta
+    corpus = load_segmented_corpus(spark, corpus_dir, partitions, require_segments=needs_segments(meta["model"]))
+    sc = spark.sparkContext
+    bc = None
+    try:
+        require_same_vocabulary(saved, corpus)
+        schedule = HeldoutSchedule.default(sweeps, samples)
+        sc.setJobDescription(f"infer ({meta['model']}): {sweeps} sweeps per document, topics fixed")
+        bc = sc.broadcast((meta["hyper"], np.ascontiguousarray(saved.lambda_.T, dtype=np.float64)))
+        items = corpus.blocks.mapPartitionsWithIndex(partial(_infer_task, model=model, bc=bc, schedule=schedule,
+                                                             seed=seed))
+        write_proportions(spark, model, items, output_dir)
+    finally:
+        if bc is not None:
+            bc.destroy()
+        corpus.blocks.unpersist()
+        sc.setJobDescription(None)
+    return {"documents": corpus.num_documents, "segments": corpus.num_segments, "tokens": corpus.num_tokens,
+            "sweeps": sweeps, "samples": schedule.samples, "seed": seed,
+            "output": storage.join(output_dir, "doc_topics.parquet"),
+            "segment_output": storage.join(output_dir, "segment_topics.parquet")}
+
+
+# --------------------------------------------------------------------------- evaluate
+
+def evaluate(spark, model_dir: str, corpus_dir: str, reference_dir: str | None = None, top_words: int = 10,
+             seed: int = 0, partitions: int | None = None, iterations: int | None = None,
+             samples: int | None = None, observed: float | None | str = "model") -> dict:
+    """Held-out perplexity and NPMI of a Gibbs model. The test documents are the held-out split of the
+    training corpus when ``corpus_dir`` is the corpus it was trained on (same data version) with
+    ``--heldout-fraction``, otherwise every document of ``corpus_dir`` (prepared with the model's vocabulary,
+    and with ``--segments`` for the structured models)."""
+    saved, model = open_trained(model_dir)
+    meta = saved.meta
+    topic_word = saved.lambda_
+    K = topic_word.shape[0]
+    data = meta.get("data") or {}
+    fraction = float(data.get("heldout_fraction") or 0.0)
+    corpus_meta_path = storage.join(corpus_dir, "corpus.json")
+    same_corpus = fraction > 0 and storage.exists(corpus_meta_path) and \
+        model_store.data_version(storage.load_json(corpus_meta_path)) == data.get("version")
+    test = load_segmented_corpus(spark, corpus_dir, partitions, heldout_fraction=fraction if same_corpus else 0.0,
+                                 split="test" if same_corpus else "all",
+                                 require_segments=needs_segments(meta["model"]),
+                                 permute_seed=meta.get("permute_segments"))
+    reference = None
+    try:
+        require_same_vocabulary(saved, test)
+        trained = meta.get("heldout") or {}
+        schedule = HeldoutSchedule.default(iterations or trained.get("iterations") or 50,
+                                           samples or trained.get("samples") or 5,
+                                           heldout_observed(observed, trained))
+        score = score_heldout(spark, model, meta["hyper"], topic_word, test.blocks, schedule, seed)
+        reference = load_corpus(spark, reference_dir or corpus_dir, partitions)
+        npmi = topic_coherence(spark, saved.vocab["term"].to_numpy(), topic_word, reference, top_words)
+    finally:
+        test.blocks.unpersist()
+        if reference is not None:
+            reference.blocks.unpersist()
+    return {
+        "gibbs": True, "model": model_dir, "model_type": meta["model"], "corpus": corpus_dir,
+        "test_documents": "held-out split of the training corpus" if same_corpus else "all",
+        "reference": reference_dir or corpus_dir, "seed": seed, "topics": K,
+        "perplexity": score["perplexity"], "heldout": score,
+        "npmi": npmi["mean"], "npmi_per_topic": npmi["per_topic"],
+        "npmi_settings": {"top_words": npmi["top_words"], "reference_documents": npmi["reference_documents"]},
+    }
+
+
+def heldout_observed(observed, trained: dict) -> float | None:
+    """The held-out protocol of ``evaluate``: ``observed`` as given (a fraction, or None for the same-words
+    estimator), or with ``"model"`` the one the model was trained with (document completion of half of every
+    segment, 0.5, when it records none)."""
+    if observed != "model":
+        return observed
+    return trained["observed"] if "observed" in trained else 0.5

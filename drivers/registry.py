@@ -1,0 +1,102 @@
+"""The one registry of models: name -> family, model class, the corpus kind it needs.
+
+Every job finds a model here and hands the work to the model's family
+(:mod:`drivers.families`); nothing outside this file lists which model belongs
+to which family. A model of an existing family is its own module plus one entry
+of :data:`MODELS`: its flags are the ``options`` its class declares
+(:class:`inference.options.ModelOption`), its family brings the rest.
+
+Entries name their class as ``"module:Class"``, imported when first used, so
+listing the models (``train --help``) imports no model code.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from functools import lru_cache
+
+from drivers import storage
+
+# corpus kinds: what a model needs from ``spark-topics prepare``
+BAG_OF_WORDS = "bag of words"                  # docs.parquet
+SEGMENTED = "ordered segments"                 # prepare --segments (segments.parquet)
+ALIGNED = "aligned languages"                  # prepare --lang-column (one sub-corpus per language)
+
+#: family name -> "module:Class" of its :class:`drivers.families.ModelFamily`
+FAMILIES = {
+    "variational": "drivers.families.variational:VariationalFamily",
+    "gibbs": "drivers.families.gibbs:GibbsFamily",
+}
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    family: str
+    model: str          # "module:Class" of the model
+    corpus: str         # the corpus kind it needs
+    summary: str
+
+    def model_class(self):
+        return _load(self.model, f"model {self.name!r}")
+
+    @property
+    def options(self) -> tuple:
+        """The model's own settings (``ModelOption``s), offered as ``train`` flags."""
+        return tuple(getattr(self.model_class(), "options", ()))
+
+    def family_object(self):
+        return family(self.family)
+
+
+MODELS = {spec.name: spec for spec in (
+    ModelSpec("lda", "variational", "drivers.models.lda:LDA", BAG_OF_WORDS,
+              "LDA by variational EM (Mr. LDA); --prior FILE for an informed prior"),
+    ModelSpec("polylda", "variational", "drivers.models.polylda:PolyLDA", ALIGNED,
+              "polylingual LDA by variational EM, one topic-word Dirichlet per language"),
+    ModelSpec("lda-gibbs", "gibbs", "inference.gibbs.lda:LdaGibbs", BAG_OF_WORDS,
+              "LDA by collapsed Gibbs sampling (AD-LDA); --segment-level: segments as documents"),
+    ModelSpec("stm", "gibbs", "inference.gibbs.stm:STM", SEGMENTED,
+              "segmented topic model: a Pitman-Yor process per segment over its document's topics"),
+    ModelSpec("seqlda", "gibbs", "inference.gibbs.seqlda:SeqLDA", SEGMENTED,
+              "sequential LDA: each segment's topics drawn around the previous segment's"),
+    ModelSpec("adatm", "gibbs", "inference.gibbs.adatm:AdaTM", SEGMENTED,
+              "adaptive topic model: segments inherit from the document or the previous segment"),
+)}
+
+
+def model(name: str) -> ModelSpec:
+    spec = MODELS.get(name)
+    if spec is None:
+        raise SystemExit(f"unknown model {name!r}; choose one of {', '.join(MODELS)}")
+    return spec
+
+
+def models_of(family_name: str) -> list[ModelSpec]:
+    return [spec for spec in MODELS.values() if spec.family == family_name]
+
+
+@lru_cache(maxsize=None)
+def family(name: str):
+    """The family object (one per process)."""
+    return _load(FAMILIES[name], f"model family {name!r}")()
+
+
+def families() -> list:
+    return [family(name) for name in FAMILIES]
+
+
+def model_of_directory(model_dir: str) -> ModelSpec:
+    """The spec of the model a model directory holds (``model.json``'s ``model``)."""
+    path = storage.join(model_dir, "model.json")
+    if not storage.exists(path):
+        raise SystemExit(f"{model_dir} is not a model directory (no model.json)")
+    return model(storage.load_json(path).get("model"))
+
+
+def _load(entry: str, what: str):
+    module, attribute = entry.split(":")
+    try:
+        return getattr(importlib.import_module(module), attribute)
+    except (ImportError, AttributeError) as exc:
+        raise SystemExit(f"{what} is not available: {exc}") from None
