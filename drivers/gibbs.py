@@ -63,10 +63,8 @@ from pyspark import StorageLevel
 from drivers import gibbs_state, storage
 from drivers.checkpoint import check_fingerprint
 from drivers.gibbs_state import check_state
-from inference.gibbs.counts import count_local
 from inference.gibbs.model import DRIVER_PARTITION, GibbsModel, SegmentedBlock, task_seed
-from inference.mapper import ALPHA_KEY
-from partitioners.topic import TopicPartitioner
+from partitioners.topic import STATISTICS_KEY, TopicPartitioner
 
 log = logging.getLogger("spark_topics.train")
 
@@ -220,8 +218,8 @@ def _sweep(model: GibbsModel, item: dict, bc_global, seed: int, partition: int, 
     block = item["block"]
     began = time.perf_counter()
     if not plan.iterations:
-        V, K = model.vocab_size, model.num_topics
-        nwk, nk = np.zeros((V, K), dtype=np.int32), np.zeros(K, dtype=np.int64)
+        R, K = model.shared_rows, model.num_topics
+        nwk, nk = np.zeros((R, K), dtype=np.int32), np.zeros(K, dtype=np.int64)
         item["state"] = model.init_state(block, hyper, nwk, nk, task_seed(seed, 0, partition))
         check_state(model, block, item["state"])
         return np.zeros(0), 0.0
@@ -237,13 +235,13 @@ def _sweep(model: GibbsModel, item: dict, bc_global, seed: int, partition: int, 
 def _count_records(partition: int, item: dict, model: GibbsModel, topic_groups):
     """One record per topic group: the partition's nonzero counts of (w, z) for the group's topics, as flat
     indices w * |group| + j (int32 where every index fits) and int32 counts."""
-    counts = count_local(item["local"], item["state"]["z"], item["vocab_ids"].shape[0], model.num_topics)
-    vocab_ids = item["vocab_ids"].astype(np.int64)
+    row_ids, counts = model.shared_counts(item["block"], item["state"], (item["vocab_ids"], item["local"]))
+    row_ids = row_ids.astype(np.int64)
     for topics in topic_groups:
-        dtype = np.int32 if model.vocab_size * len(topics) <= np.iinfo(np.int32).max else np.int64
+        dtype = np.int32 if model.shared_rows * len(topics) <= np.iinfo(np.int32).max else np.int64
         group = counts[:, topics]
         rows, cols = np.nonzero(group)
-        yield topics[0], (partition, (vocab_ids[rows] * len(topics) + cols).astype(dtype), group[rows, cols])
+        yield topics[0], (partition, (row_ids[rows] * len(topics) + cols).astype(dtype), group[rows, cols])
 
 
 def _partition_task(partition, items, model, run, directory, bc_global, seed, plan, topic_groups):
@@ -264,17 +262,17 @@ def _partition_task(partition, items, model, run, directory, bc_global, seed, pl
     wall.append(time.time())
     yield from _count_records(partition, item, model, topic_groups)
     block = item["block"]
-    yield ALPHA_KEY, (partition, stats, block.n_docs, block.n_tokens, sweep_seconds, wall + [time.time()])
+    yield STATISTICS_KEY, (partition, stats, block.n_docs, block.n_tokens, sweep_seconds, wall + [time.time()])
 
 
-def _reduce_task(records, vocab_size, topic_groups):
+def _reduce_task(records, num_rows, topic_groups):
     """Dense V x |group| int32 counts of each topic group routed here (the sum of the partitions' sparse
     counts); partition records pass through."""
     began = time.time()
     groups = {topics[0]: topics for topics in topic_groups}
     sparse, passthrough = {}, []
     for key, value in records:
-        if key == ALPHA_KEY:
+        if key == STATISTICS_KEY:
             passthrough.append(value)
         else:
             sparse.setdefault(key, []).append(value[1:])
@@ -282,10 +280,10 @@ def _reduce_task(records, vocab_size, topic_groups):
         size = len(groups[key])
         flat = np.concatenate([f for f, _ in sparse[key]])
         counts = np.concatenate([c for _, c in sparse[key]]).astype(np.float64)   # exact below 2**53
-        total = np.bincount(flat, weights=counts, minlength=vocab_size * size)
+        total = np.bincount(flat, weights=counts, minlength=num_rows * size)
         if total.size and total.max() > np.iinfo(np.int32).max:
             raise OverflowError("a topic-word count exceeds int32")
-        yield "counts", (groups[key], total.astype(np.int32).reshape(vocab_size, size))
+        yield "counts", (groups[key], total.astype(np.int32).reshape(num_rows, size))
     for value in passthrough:
         yield "partition", value[:5] + (value[5] + [began, time.time()],)
 
@@ -354,7 +352,7 @@ class GibbsEngine:
     def _run_job(self, handles, description: str, plan: SyncPlan, bc_global, partitioner: TopicPartitioner):
         """Partition tasks -> TopicPartitioner -> reducers -> collect; returns (nwk, nk, partition records
         by partition)."""
-        K, V = self.model.num_topics, self.model.vocab_size
+        K, R = self.model.num_topics, self.model.shared_rows
         groups = partitioner.topic_groups()
         self.sc.setJobDescription(description)
         results = (handles
@@ -362,10 +360,10 @@ class GibbsEngine:
                                                    directory=self.checkpoint_dir, bc_global=bc_global,
                                                    seed=self.settings.seed, plan=plan, topic_groups=groups))
                    .partitionBy(partitioner.num_reducers, partitioner)
-                   .mapPartitions(partial(_reduce_task, vocab_size=V, topic_groups=groups))
+                   .mapPartitions(partial(_reduce_task, num_rows=R, topic_groups=groups))
                    .collect())
         self._collected_at = time.time()
-        nwk = np.zeros((V, K), dtype=np.int32)
+        nwk = np.zeros((R, K), dtype=np.int32)
         seen = []
         parts = []
         for kind, value in results:

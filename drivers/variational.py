@@ -3,16 +3,31 @@
 One iteration is one Spark job:
 
 1. the driver broadcasts exp(E[log beta]) (V x K, from the reducers) and alpha;
-2. ``mapPartitionsWithIndex`` runs the mapper (:func:`inference.mapper.map_block`)
-   over each partition's :class:`DocBlock`, warm-started from the gamma the same
-   partition wrote in the previous iteration, writes its new gamma (the
-   checkpoint) and emits the partition's combined statistics keyed by topic;
+2. ``mapPartitionsWithIndex`` runs the local step over each partition's
+   :class:`DocBlock` with the partition's state of the previous iteration (a
+   file the same partition wrote, also the checkpoint), writes its new state and
+   emits the partition's combined statistics keyed by topic, and its statistics
+   vector under the reserved key;
 3. ``partitionBy(R, TopicPartitioner)`` routes them to R reducers
-   (:func:`inference.reducer.reduce_partition`), which form lambda_k, its
-   normaliser and the topic ELBO terms;
+   (:func:`inference.reducer.reduce_topics`), which form lambda_k by the update
+   rule, its normaliser and the topic's ELBO terms;
 4. the driver collects K rows, runs Newton-Raphson for alpha (and optionally
    eta), assembles the ELBO (eq 3.4), logs a progress line, checkpoints and
    tests convergence.
+
+Plug-in points (constructor arguments, defaults in brackets):
+
+* ``local_step``: what a mapper does with a partition [:class:`EStep`, the E-step
+  of Alg. 1 warm-started from the partition's gamma]; it plans each iteration
+  on the driver (``plan``) and runs on the executors (``run``);
+* the topic-word structure: ``prior`` (``row(k)``, and for learnt priors
+  ``optimise``) and ``layout`` (E_q[log beta], E_q[beta] and a topic's ELBO
+  terms, :class:`inference.layout.VocabLayout`) [a symmetric Dirichlet over the
+  vocabulary];
+* ``update``: the global update rule the reducers apply
+  [:class:`inference.reducer.BatchUpdate`];
+* ``start``: the initial lambda and alpha [:class:`RandomStart`; a warm start
+  from a trained model for refresh].
 
 The E-step is deterministic and every sum runs in partition order, so a seed
 gives the same model on any master, after task retries, and after ``--resume``.
@@ -29,10 +44,11 @@ import numpy as np
 from drivers import storage
 from drivers.checkpoint import Checkpointer, check_fingerprint
 from inference.dirichlet import newton_alpha
-from inference.elbo import alpha_terms, topic_terms
-from inference.mapper import ALPHA_KEY, TOTALS, EStepSettings, map_block
-from inference.reducer import reduce_partition
-from partitioners.topic import TopicPartitioner
+from inference.elbo import alpha_terms
+from inference.layout import VocabLayout
+from inference.mapper import TOTALS, EStepSettings, map_block
+from inference.reducer import BatchUpdate, reduce_topics, sum_in_partition_order
+from partitioners.topic import STATISTICS_KEY, TopicPartitioner
 
 log = logging.getLogger("spark_topics.train")
 
@@ -117,22 +133,46 @@ class FitResult:
     num_partitions: int
 
 
-def _mapper_task(partition, blocks, bc_params, settings, gamma_in, gamma_out, topic_groups):
-    """Spark task: the mapper over one partition (Alg. 1 with in-mapper combining)."""
-    exp_elogbeta, alpha = bc_params.value
-    for block_partition, block in blocks:
-        if block_partition != partition:
-            raise RuntimeError(f"block of partition {block_partition} arrived in partition {partition}")
-        gamma = storage.load_npy(Checkpointer.gamma_file(gamma_in, partition)) if gamma_in else None
-        new_gamma, records = map_block(partition, block, gamma, exp_elogbeta, alpha, settings, topic_groups)
-        storage.save_npy(Checkpointer.gamma_file(gamma_out, partition), new_gamma)
-        yield from records
+# --------------------------------------------------------------------------- plug-ins
+
+class EStep:
+    """The default local step: the variational E-step of Alg. 1 (:func:`inference.mapper.map_block`), warm-started
+    from the partition's gamma of the previous iteration, with the E-step schedule of :meth:`EMSettings.estep_at`."""
+
+    name = "E-step"
+
+    def __init__(self, settings: EMSettings):
+        self.settings = settings
+
+    def plan(self, iteration: int, trace: list) -> EStepSettings:
+        """The driver's plan of one iteration (shipped to the tasks)."""
+        return self.settings.estep_at(iteration, trace)
+
+    def run(self, partition: int, block, state, exp_elogbeta: np.ndarray, alpha: np.ndarray, plan: EStepSettings,
+            topic_groups):
+        """``(new state, topic records, statistics vector)`` of one partition (no Spark)."""
+        return map_block(partition, block, state, exp_elogbeta, alpha, plan, topic_groups)
 
 
-def _reducer_task(records, bc_prior, num_topics):
-    """Spark task: the reducer for the topics the TopicPartitioner routed here (Alg. 3)."""
-    prior, layout = bc_prior.value
-    return reduce_partition(records, prior.row, num_topics + len(TOTALS), layout)
+class RandomStart:
+    """lambda^(0) ~ Gamma(100, 1/100) entrywise from the run's seed (shaped by an informed prior), alpha^(0) from
+    the settings (default 1/K)."""
+
+    def initial(self, settings: EMSettings, vocab_size: int, prior) -> tuple[np.ndarray, np.ndarray]:
+        K = settings.num_topics
+        lambda_ = initial_lambda(K, vocab_size, settings.seed)
+        if hasattr(prior, "shape_initial_lambda"):
+            lambda_ = prior.shape_initial_lambda(lambda_)
+        return lambda_, initial_alpha(settings.alpha, K)
+
+
+def initial_alpha(alpha, K: int) -> np.ndarray:
+    if alpha is None:
+        return np.full(K, 1.0 / K)
+    out = np.full(K, float(alpha)) if np.isscalar(alpha) else np.asarray(alpha, dtype=np.float64)
+    if out.shape != (K,) or not np.all(np.isfinite(out)) or np.any(out <= 0):
+        raise ValueError(f"alpha must be a positive scalar or {K} positive values")
+    return out
 
 
 def initial_lambda(num_topics: int, vocab_size: int, seed: int) -> np.ndarray:
@@ -140,13 +180,41 @@ def initial_lambda(num_topics: int, vocab_size: int, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).gamma(100.0, 0.01, size=(num_topics, vocab_size))
 
 
-def topic_parameters(lambda_: np.ndarray, prior, layout=None):
+# --------------------------------------------------------------------------- the tasks
+
+def _mapper_task(partition, blocks, local_step, plan, bc_params, state_in, state_out, topic_groups):
+    """Spark task: the local step over one partition (Alg. 1 with in-mapper combining)."""
+    exp_elogbeta, alpha = bc_params.value
+    for block_partition, block in blocks:
+        if block_partition != partition:
+            raise RuntimeError(f"block of partition {block_partition} arrived in partition {partition}")
+        state = storage.load_npy(Checkpointer.gamma_file(state_in, partition)) if state_in else None
+        new_state, records, statistics = local_step.run(partition, block, state, exp_elogbeta, alpha, plan,
+                                                        topic_groups)
+        storage.save_npy(Checkpointer.gamma_file(state_out, partition), new_state)
+        yield from records
+        yield STATISTICS_KEY, (partition, statistics)
+
+
+def _reducer_task(records, bc_structure, update, num_statistics):
+    """Spark task: the reducer for the topics the TopicPartitioner routed here (Alg. 3), and (reducer 0) the
+    partitions' statistics vectors summed in partition order."""
+    prior, layout = bc_structure.value
+    statistics, topic_records = [], []
+    for key, value in records:
+        (statistics if key == STATISTICS_KEY else topic_records).append(value)
+    if statistics:
+        yield STATISTICS_KEY, sum_in_partition_order(statistics, num_statistics)
+    yield from reduce_topics(topic_records, prior.row, layout, update)
+
+
+def topic_parameters(lambda_: np.ndarray, prior, layout):
     """exp E[log beta] (V x K) and per-topic ELBO terms, computed as a reducer would."""
     K = lambda_.shape[0]
     eb = np.empty_like(lambda_)
     prior_t, entropy_t, elog_sums = np.empty(K), np.empty(K), np.empty(K)
     for k in range(K):
-        elog, prior_t[k], entropy_t[k] = topic_terms(lambda_[k], prior.row(k), layout)
+        elog, prior_t[k], entropy_t[k] = layout.topic_terms(lambda_[k], prior.row(k))
         eb[k] = np.exp(elog)
         elog_sums[k] = elog.sum()
     return np.ascontiguousarray(eb.T), prior_t, entropy_t, elog_sums
@@ -155,17 +223,24 @@ def topic_parameters(lambda_: np.ndarray, prior, layout=None):
 class VariationalEngine:
     """Runs variational EM for LDA-family models over an RDD of ``(partition, DocBlock)``."""
 
-    def __init__(self, spark_context, settings: EMSettings, prior, checkpoint_dir: str, layout=None):
+    def __init__(self, spark_context, settings: EMSettings, prior, checkpoint_dir: str, layout=None,
+                 local_step=None, update=None, start=None):
         self.sc = spark_context
         self.settings = settings
         self.prior = prior
-        self.layout = layout  # VocabLayout of a polylingual model (None: one Dirichlet per topic)
+        self.layout = layout  # VocabLayout of a polylingual model (None: one Dirichlet per topic over V)
+        self.local_step = local_step or EStep(settings)
+        self.update = update or BatchUpdate()
+        self.start = start or RandomStart()
         self.checkpointer = Checkpointer(checkpoint_dir)
 
     def fit(self, blocks, num_partitions: int, vocab_size: int, resume: bool = False,
             fingerprint: dict | None = None, on_iteration=None) -> FitResult:
         s = self.settings
         K, V = s.num_topics, vocab_size
+        layout = self.layout or VocabLayout.monolingual(V)
+        if self.update.needs_previous:
+            raise NotImplementedError("an update rule that needs the previous lambda is not wired yet")
         R = s.num_reducers or TopicPartitioner.default_reducers(K, self.sc.defaultParallelism)
         partitioner = TopicPartitioner(K, R)
         fingerprint = dict(fingerprint or {}, topics=K, vocab_size=V, partitions=num_partitions, seed=s.seed)
@@ -185,35 +260,33 @@ class VariationalEngine:
             if resume:
                 log.warning("--resume: no checkpoint in %s, starting from scratch", self.checkpointer.directory)
             start, trace, converged = 0, [], False
-            alpha = self._initial_alpha(K)
-            lambda_ = initial_lambda(K, V, s.seed)
-            if hasattr(self.prior, "shape_initial_lambda"):
-                lambda_ = self.prior.shape_initial_lambda(lambda_)
-        exp_elogbeta, prior_terms, entropy_terms, _ = topic_parameters(lambda_, self.prior, self.layout)
+            lambda_, alpha = self.start.initial(s, V, self.prior)
+        exp_elogbeta, prior_terms, entropy_terms, _ = topic_parameters(lambda_, self.prior, layout)
 
         t = start
         while t < s.max_iterations and not converged:
             t += 1
             began = time.perf_counter()
             self.sc.setJobDescription(f"LDA iteration {t}/{s.max_iterations}: "
-                                      f"E-step -> {partitioner!r} -> lambda reducers")
-            estep = s.estep_at(t, trace)
+                                      f"{self.local_step.name} -> {partitioner!r} -> lambda reducers")
+            estep = self.local_step.plan(t, trace)
             bc_params = self.sc.broadcast((exp_elogbeta, alpha))
-            bc_prior = self.sc.broadcast((self.prior, self.layout))
-            gamma_in = self.checkpointer.gamma_dir(t - 1) if t > 1 else None
+            bc_structure = self.sc.broadcast((self.prior, layout))
+            state_in = self.checkpointer.gamma_dir(t - 1) if t > 1 else None
             results = (blocks
-                       .mapPartitionsWithIndex(partial(_mapper_task, bc_params=bc_params, settings=estep,
-                                                       gamma_in=gamma_in,
-                                                       gamma_out=self.checkpointer.gamma_dir(t),
+                       .mapPartitionsWithIndex(partial(_mapper_task, local_step=self.local_step, plan=estep,
+                                                       bc_params=bc_params, state_in=state_in,
+                                                       state_out=self.checkpointer.gamma_dir(t),
                                                        topic_groups=partitioner.topic_groups()))
                        .partitionBy(partitioner.num_reducers, partitioner)
-                       .mapPartitions(partial(_reducer_task, bc_prior=bc_prior, num_topics=K))
+                       .mapPartitions(partial(_reducer_task, bc_structure=bc_structure, update=self.update,
+                                              num_statistics=K + len(TOTALS)))
                        .collect())
             job_seconds = time.perf_counter() - began
             bc_params.destroy()
-            bc_prior.destroy()
+            bc_structure.destroy()
 
-            totals = next(r[1] for r in results if isinstance(r, tuple) and r[0] == ALPHA_KEY)
+            totals = next(r[1] for r in results if isinstance(r, tuple) and r[0] == STATISTICS_KEY)
             updates = sorted((r for r in results if not isinstance(r, tuple)), key=lambda u: u.topic)
             if len(updates) != K:
                 raise RuntimeError(f"reducers returned {len(updates)} topics, expected {K}")
@@ -230,7 +303,7 @@ class VariationalEngine:
             entropy_terms = np.array([u.entropy_term for u in updates])
             if s.optimize_alpha:
                 alpha = newton_alpha(alpha, alpha_stats, n_docs)
-            if s.optimize_eta and getattr(self.prior, "learnable", False) and self.layout is None:
+            if s.optimize_eta and getattr(self.prior, "learnable", False) and not layout.is_polylingual:
                 elog_sums = np.array([u.elogbeta_sum for u in updates])
                 self.prior = self.prior.optimise(elog_sums)
                 prior_terms = self.prior.prior_terms(elog_sums)
@@ -261,12 +334,3 @@ class VariationalEngine:
             log.info("converged after %d iterations (|relative ELBO change| < %g)", t, s.tol)
         return FitResult(lambda_, alpha, self.prior, trace, t, converged,
                          self.checkpointer.gamma_dir(t), num_partitions)
-
-    def _initial_alpha(self, K: int) -> np.ndarray:
-        a = self.settings.alpha
-        if a is None:
-            return np.full(K, 1.0 / K)
-        alpha = np.full(K, float(a)) if np.isscalar(a) else np.asarray(a, dtype=np.float64)
-        if alpha.shape != (K,) or not np.all(np.isfinite(alpha)) or np.any(alpha <= 0):
-            raise ValueError(f"alpha must be a positive scalar or {K} positive values")
-        return alpha

@@ -1,4 +1,8 @@
-"""How the columns of lambda are grouped into Dirichlet distributions: the parameter layout.
+"""How the columns of lambda are grouped into Dirichlet distributions: the topic-word structure.
+
+The variational engine and its reducers ask the structure for E_q[log beta]
+(``dirichlet_expectation``), E_q[beta] (``normalise``) and a topic's ELBO terms
+(``topic_terms``); a tree prior (counts over edges) plugs in as another structure.
 
 Monolingual LDA has one topic-word Dirichlet per topic over the whole vocabulary.
 Polylingual LDA (Mimno et al. 2009) has one per (topic, language): the vocabularies
@@ -15,6 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import digamma
+
+from inference.elbo import topic_terms
 
 
 @dataclass(frozen=True)
@@ -58,6 +64,10 @@ class VocabLayout:
         for s in self.slices():
             out[..., s] = lam[..., s] / lam[..., s].sum(axis=-1, keepdims=True)
         return out
+
+    def topic_terms(self, lambda_k: np.ndarray, eta_k: np.ndarray):
+        """``(E_q[log beta_k], prior term, entropy term)`` of one topic (:func:`inference.elbo.topic_terms`)."""
+        return topic_terms(lambda_k, eta_k, self)
 
     def dirichlet_expectation(self, lam: np.ndarray) -> np.ndarray:
         """E_q[log beta] = Psi(lambda_kv) - Psi(sum of lambda_k over v's language), for a row or a matrix."""

@@ -10,9 +10,11 @@ topic partitioner:
   owns, keyed by the first of them (so the TopicPartitioner still routes by topic;
   grouping a reducer's topics in one record ships the block's vocabulary once
   per reducer rather than once per topic);
-* ``(ALPHA_KEY, (partition, vector))``: the alpha statistics of eq (3.3) (Alg. 1
-  line 17, key <Delta, k>) followed by the partition totals (document ELBO terms,
-  documents, inner iterations, tokens).
+* the partition's statistics vector: the alpha statistics of eq (3.3) (Alg. 1
+  line 17, key <Delta, k>) followed by the partition totals (:data:`TOTALS`:
+  document ELBO terms, documents, inner iterations, tokens, restarts); the engine
+  sends it under the partitioner's reserved key
+  (:data:`partitioners.topic.STATISTICS_KEY`).
 
 No Spark here: the engine calls it inside ``mapPartitionsWithIndex``.
 """
@@ -25,9 +27,7 @@ import numpy as np
 from inference.blocks import DocBlock
 from inference.estep import estep_documents, initial_gamma
 
-ALPHA_KEY = -1  # the reserved key Delta of Alg. 1/2: alpha statistics and global totals
-
-# layout of the tail of the ALPHA_KEY vector, after the K alpha statistics
+# layout of the tail of the statistics vector, after the K alpha statistics
 TOTALS = ("doc_elbo", "documents", "inner_iterations", "tokens", "restarts_kept", "restarts_tried")
 
 
@@ -43,7 +43,7 @@ class EStepSettings:
 
 def map_block(partition: int, block: DocBlock, gamma: np.ndarray | None, exp_elogbeta: np.ndarray,
               alpha: np.ndarray, settings: EStepSettings, topic_groups=None):
-    """E-step over one block; returns ``(new_gamma, records)``.
+    """E-step over one block; returns ``(new_gamma, topic records, statistics vector)``.
 
     ``exp_elogbeta`` is the broadcast V x K matrix exp(E_q[log beta]) (rows by
     vocabulary id); ``gamma`` the warm start (None -> alpha + N_d / K);
@@ -66,5 +66,4 @@ def map_block(partition: int, block: DocBlock, gamma: np.ndarray | None, exp_elo
                             np.ascontiguousarray(sstats[:, topics].T)))
                for topics in groups if len(topics)]
     totals = np.array([doc_elbo.sum(), block.n_docs, inner.sum(), block.n_tokens, restarts[0], restarts[1]])
-    records.append((ALPHA_KEY, (partition, np.concatenate([alpha_stats, totals]))))
-    return gamma, records
+    return gamma, records, np.concatenate([alpha_stats, totals])

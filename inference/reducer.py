@@ -1,10 +1,13 @@
 """The variational reducer (thesis Alg. 3): one topic's lambda from the mappers' statistics.
 
-lambda_k = eta_k + sum over partitions of the statistics (thesis §3.2.3). The
+The global update rule is a plug-in of the engine: :class:`BatchUpdate` (batch
+EM, thesis §3.2.3) sets lambda_k = eta_k + the sum over partitions of the
+statistics; an online rule (refresh) blends the previous lambda_k with it. The
 reducer also computes the row normaliser once ("reducer caching", §3.2.6) and
 emits exp(E_q[log beta_k]) so mappers need not renormalise, plus the topic's
-ELBO terms (eq 3.4). Contributions are summed in partition order, so the result
-is bit-for-bit the same whatever order the shuffle delivered them in.
+ELBO terms (eq 3.4) from the topic-word structure (``layout.topic_terms``).
+Contributions are summed in partition order, so the result is bit-for-bit the
+same whatever order the shuffle delivered them in.
 """
 from __future__ import annotations
 
@@ -12,8 +15,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from inference.elbo import topic_terms
-from inference.mapper import ALPHA_KEY
 
 
 @dataclass
@@ -47,25 +48,28 @@ def split_by_topic(grouped_contributions) -> dict[int, list]:
     return by_topic
 
 
-def reduce_topic(topic: int, contributions, eta_row: np.ndarray, layout=None) -> TopicUpdate:
-    """lambda_k = eta_k + sum_d w_dv phi_dvk, and the topic's ELBO terms (per language slice of ``layout``)."""
-    lam = sum_in_partition_order(contributions, eta_row.shape[0], start=eta_row)
-    elog, prior_term, entropy_term = topic_terms(lam, eta_row, layout)
+class BatchUpdate:
+    """Batch EM's global step: lambda_k = eta_k + sum of the partitions' statistics (thesis §3.2.3)."""
+
+    needs_previous = False       # an online rule needs the previous lambda_k (broadcast to the reducers)
+
+    def topic_row(self, eta_row: np.ndarray, contributions, previous_row: np.ndarray | None = None) -> np.ndarray:
+        return sum_in_partition_order(contributions, eta_row.shape[0], start=eta_row)
+
+
+def reduce_topic(topic: int, contributions, eta_row: np.ndarray, layout, update=None,
+                 previous_row: np.ndarray | None = None) -> TopicUpdate:
+    """lambda_k by the update rule (default: batch EM), and the topic's ELBO terms from the layout."""
+    lam = (update or BatchUpdate()).topic_row(eta_row, contributions, previous_row)
+    elog, prior_term, entropy_term = layout.topic_terms(lam, eta_row)
     return TopicUpdate(topic, lam, np.exp(elog), prior_term, entropy_term, float(elog.sum()))
 
 
-def reduce_partition(records, eta_row_of, n_alpha_values: int, layout=None):
-    """Reduce every key routed to this reducer partition.
-
-    ``records`` iterates ``(key, contribution)`` as emitted by ``map_block``;
-    ``eta_row_of(k)`` gives topic k's prior row. Yields ``(ALPHA_KEY, summed_vector)``
-    and a ``TopicUpdate`` per topic.
-    """
-    alpha_parts, topic_parts = [], []
-    for key, contribution in records:
-        (alpha_parts if key == ALPHA_KEY else topic_parts).append(contribution)
-    if alpha_parts:
-        yield ALPHA_KEY, sum_in_partition_order(alpha_parts, n_alpha_values)
-    by_topic = split_by_topic(topic_parts)
+def reduce_topics(topic_records, eta_row_of, layout, update=None, previous_row_of=None):
+    """A ``TopicUpdate`` per topic of the ``(partition, topics, ids, values)`` records routed to one reducer,
+    in topic order; ``eta_row_of(k)`` gives topic k's prior row, ``previous_row_of(k)`` its previous lambda
+    row (online rules)."""
+    by_topic = split_by_topic(topic_records)
     for topic in sorted(by_topic):
-        yield reduce_topic(topic, by_topic[topic], eta_row_of(topic), layout)
+        previous = previous_row_of(topic) if previous_row_of is not None else None
+        yield reduce_topic(topic, by_topic[topic], eta_row_of(topic), layout, update, previous)

@@ -1,13 +1,17 @@
 """TopicPartitioner: routes sufficient statistics to reducers by topic only (thesis Alg. 2).
 
 Keys are a topic index ``k`` (or a tuple whose first element is the topic, e.g.
-``(k, v)`` or ``(k, language)``); the reserved alpha key Delta goes to reducer 0.
+``(k, v)`` or ``(k, language)``); the reserved key :data:`STATISTICS_KEY` (Delta of
+Alg. 1/2: alpha statistics and global totals; the Gibbs engine's partition records)
+goes to reducer 0.
 Any reducer beyond the number of topics would be idle, so ``num_reducers`` is
 capped at K.
 """
 from __future__ import annotations
 
-from inference.mapper import ALPHA_KEY
+#: the reserved key Delta of Alg. 1/2: a partition's statistics vector (alpha statistics, totals), routed to
+#: reducer 0 and summed there, never split by topic
+STATISTICS_KEY = -1
 
 
 class TopicPartitioner:
@@ -30,7 +34,7 @@ class TopicPartitioner:
 
     def __call__(self, key) -> int:
         topic = self.topic_of(key)
-        if topic == ALPHA_KEY:
+        if topic == STATISTICS_KEY:
             return 0
         if not 0 <= topic < self.num_topics:
             raise KeyError(f"topic {topic} outside 0..{self.num_topics - 1}")

@@ -17,7 +17,8 @@ import pytest
 from scipy.optimize import linear_sum_assignment
 
 from inference.gibbs.adatm import AdaTM, _removal_draws, _sweep_kernel, generate_adatm
-from inference.gibbs.local import global_counts, run_local, topic_word_estimate
+from inference.gibbs.counts import topic_word_estimate
+from inference.gibbs.local import global_counts, run_local
 from inference.gibbs.model import SegmentedBlock
 
 # ---------------------------------------------------------------------------------------------------------------

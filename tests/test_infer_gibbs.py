@@ -1,4 +1,4 @@
-"""``spark-topics infer`` with a Gibbs model (jobs/infer_gibbs.py): STM trained on raw text cut into paragraphs,
+"""``spark-topics infer`` with a Gibbs model (drivers/families/gibbs.py): STM trained on raw text cut into paragraphs,
 then new documents, prepared and raw."""
 from __future__ import annotations
 

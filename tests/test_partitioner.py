@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from inference.mapper import ALPHA_KEY
-from partitioners.topic import TopicPartitioner
+from partitioners.topic import STATISTICS_KEY, TopicPartitioner
 
 
 def test_routes_by_topic_only():
@@ -12,7 +11,7 @@ def test_routes_by_topic_only():
     for k in range(10):
         assert p(k) == k % 3
         assert p((k, 123)) == p((k, 7)) == p(k)          # p_right is ignored
-    assert p(ALPHA_KEY) == 0 and p((ALPHA_KEY, 4)) == 0
+    assert p(STATISTICS_KEY) == 0 and p((STATISTICS_KEY, 4)) == 0
 
 
 def test_reducers_capped_at_topics_and_validation():
@@ -26,14 +25,14 @@ def test_reducers_capped_at_topics_and_validation():
 def test_spark_shuffle_puts_each_topic_on_one_reducer(spark_session):
     K, R = 7, 3
     p = TopicPartitioner(K, R)
-    records = [((k, v), 1.0) for k in range(K) for v in range(20)] + [(ALPHA_KEY, 1.0)] * 5
+    records = [((k, v), 1.0) for k in range(K) for v in range(20)] + [(STATISTICS_KEY, 1.0)] * 5
     rdd = spark_session.sparkContext.parallelize(records, 4).partitionBy(R, p)
     placed = rdd.mapPartitionsWithIndex(lambda i, it: [(i, p.topic_of(k)) for k, _ in it]).collect()
     topics_on = {}
     for reducer, topic in placed:
         topics_on.setdefault(topic, set()).add(reducer)
     assert all(len(r) == 1 for r in topics_on.values())
-    assert {t: r.pop() for t, r in topics_on.items()} == {**{k: k % R for k in range(K)}, ALPHA_KEY: 0}
+    assert {t: r.pop() for t, r in topics_on.items()} == {**{k: k % R for k in range(K)}, STATISTICS_KEY: 0}
 
 
 def test_topic_groups_follow_the_routing():

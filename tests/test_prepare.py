@@ -11,7 +11,7 @@ import os
 import pandas as pd
 import pytest
 
-from jobs.preparation.corpus import add_arguments, count_or_fraction, run
+from jobs.prepare import add_arguments, count_or_fraction, run
 from jobs.preparation.corpus import (PersistedFrames, PrepareError, PrepareOptions, build_vocabulary, count_terms,
                                      prepare_corpus)
 from jobs.preparation.text import available_languages, load_stopwords

@@ -11,7 +11,8 @@ import pytest
 from scipy.special import gammaln, polygamma
 
 from gibbs_helpers import exact_log_stirling, stationary_tvs
-from inference.gibbs.local import global_counts, run_local, topic_word_estimate
+from inference.gibbs.counts import topic_word_estimate
+from inference.gibbs.local import global_counts, run_local
 from inference.gibbs.model import SegmentedBlock
 from inference.gibbs.pdp import log_stirling_table, stirling_table
 from inference.gibbs.seqlda import (SeqLDA, alpha_newton_step, alpha_newton_terms, seqlda_sweep,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from inference.gibbs.counts import local_vocabulary
 from inference.gibbs.model import DRIVER_PARTITION, GibbsModel, SegmentedBlock, task_seed, topic_word_counts
 
 
@@ -20,6 +21,15 @@ def global_counts(block: SegmentedBlock, z: np.ndarray, num_topics: int, vocab_s
     return nwk, nwk.sum(axis=0).astype(np.int64)
 
 
+def shared_table(model: GibbsModel, block: SegmentedBlock, state: dict, local) -> tuple[np.ndarray, np.ndarray]:
+    """The model's shared count table (``shared_rows`` x K int32) and its column totals from one block's state,
+    as the engine's reducers build it."""
+    rows, counts = model.shared_counts(block, state, local)
+    table = np.zeros((model.shared_rows, model.num_topics), dtype=np.int32)
+    table[rows] = counts
+    return table, table.sum(axis=0).astype(np.int64)
+
+
 def run_local(model: GibbsModel, block: SegmentedBlock, iterations: int, seed: int = 0,
               hyper: dict | None = None, on_iteration=None):
     """Initialise and run ``iterations`` Gibbs cycles; returns ``(block, state, hyper, nwk, nk)``.
@@ -28,19 +38,20 @@ def run_local(model: GibbsModel, block: SegmentedBlock, iterations: int, seed: i
     after every reduce), per-document hyperparameter updates, then the driver's
     global hyperparameter update from ``partition_stats``.
     """
-    K, V = model.num_topics, model.vocab_size
+    K, R = model.num_topics, model.shared_rows
     block = model.prepare_block(block)
+    local = local_vocabulary(block.words)
     hyper = dict(hyper) if hyper is not None else model.initial_hyper()
-    nwk = np.zeros((V, K), dtype=np.int32)
+    nwk = np.zeros((R, K), dtype=np.int32)
     nk = np.zeros(K, dtype=np.int64)
     state = model.init_state(block, hyper, nwk, nk, task_seed(seed, 0, 0))
     for it in range(1, iterations + 1):
-        nwk, nk = global_counts(block, state["z"], K, V)
+        nwk, nk = shared_table(model, block, state, local)
         model.sweep(block, state, hyper, nwk, nk, task_seed(seed, it, 0))
         model.local_hyper_update(block, state, hyper, task_seed(seed, it, 0, 1))
         stats = model.partition_stats(block, state, hyper, task_seed(seed, it, 0, 2))
         hyper = model.update_hyper(hyper, stats, block.n_docs, task_seed(seed, it, DRIVER_PARTITION, 3))
         if on_iteration is not None:
             on_iteration(it, state, hyper)
-    nwk, nk = global_counts(block, state["z"], K, V)
+    nwk, nk = shared_table(model, block, state, local)
     return block, state, hyper, nwk, nk

@@ -5,12 +5,15 @@ segments of tokens (word ids in the *global* vocabulary, one entry per token;
 the order of tokens inside a segment carries no meaning, the order of segments
 inside a document does for SeqLDA and AdaTM).
 
-Global state: only the topic-word counts M_{k,w} (thesis Table 5.2), shared by
-every model, held as ``nwk`` (V x K, int32: row ``w`` is the K counts of word w,
-so sampling a token reads one contiguous row) and ``nk`` (K, int64 totals).
-The engine derives them from the assignments ``state["z"]``, never from deltas:
-after a sweep each partition reports its own counts of (w, z), the reducers sum
-them, so the global counts are exact and independent of partition order.
+Global state: a shared count table the model declares (``shared_rows`` x K,
+int32, and its column totals), by default the topic-word counts M_{k,w} (thesis
+Table 5.2) held as ``nwk`` (V x K: row ``w`` is the K counts of word w, so
+sampling a token reads one contiguous row) and ``nk`` (K, int64 totals). The
+engine derives it from the state, never from deltas: after a sweep each
+partition reports its own counts (``shared_counts``), the reducers sum them, so
+the global counts are exact and independent of partition order. What the table
+means is the model's: its log-likelihood (``word_loglik``) and its topic-word
+estimate (``topic_word``).
 
 Per-partition state: a ``dict[str, np.ndarray]`` owned by the model (``"z"``,
 int32 (N,), is required; anything else, e.g. segment-topic customer and table
@@ -39,7 +42,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from inference.gibbs.counts import topic_word_estimate, word_loglik
+from inference.gibbs.counts import count_local, topic_word_estimate, word_loglik
 from inference.options import ModelOption
 
 
@@ -150,6 +153,20 @@ class GibbsModel:
 
     def local_hyper_update(self, block: SegmentedBlock, state: dict, hyper: dict, seed: int) -> None:
         """Per-document hyperparameters that live in the state (e.g. SeqLDA's b_i). Default: none."""
+
+    # ---- the shared statistics: an R x K int32 count table the engine sums over partitions and broadcasts
+    @property
+    def shared_rows(self) -> int:
+        """Rows of the shared count table (default: one per word, the topic-word counts M_{k,w}; a tree prior
+        would count edges, a bigram model (previous word, word) pairs)."""
+        return self.vocab_size
+
+    def shared_counts(self, block: SegmentedBlock, state: dict, local) -> tuple[np.ndarray, np.ndarray]:
+        """The partition's contribution to the shared table: ``(row ids (U,), counts (U, K) int32)``. ``local``:
+        the block's words as ``(vocab_ids, index of every token)``, computed once by the engine. Default: the
+        tokens' (word, z) counts."""
+        vocab_ids, index = local
+        return vocab_ids, count_local(index, state["z"], vocab_ids.shape[0], self.num_topics)
 
     def topic_word(self, nwk: np.ndarray, nk: np.ndarray, hyper: dict) -> np.ndarray:
         """(K x V) topic-word point estimate of the global counts (averaged over the samples by the engine).

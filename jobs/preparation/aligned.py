@@ -32,7 +32,7 @@ from drivers import storage
 
 log = logging.getLogger("spark_topics.prepare")
 
-#: ISO 639-1 codes -> the stop-word lists shipped in jobs/stopwords/
+#: ISO 639-1 codes -> the stop-word lists shipped in jobs/preparation/stopwords/
 STOPWORD_LANGUAGES = {"da": "danish", "nl": "dutch", "en": "english", "fi": "finnish", "fr": "french",
                       "de": "german", "hu": "hungarian", "it": "italian", "no": "norwegian", "nb": "norwegian",
                       "pt": "portuguese", "ru": "russian", "es": "spanish", "sv": "swedish", "tr": "turkish"}

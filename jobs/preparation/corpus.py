@@ -17,7 +17,7 @@ Output, in ``CORPUS_DIR`` (the contract the trainer reads):
     ``df`` long (documents containing the term), ``cf`` long (occurrences).
 ``segments.parquet/`` (with ``--segments``)
     ``doc_id``, ``segments`` array<array<int>> (ordered segments, word ids in text
-    order), ``segment_index`` array<int>; see :mod:`jobs.segments`.
+    order), ``segment_index`` array<int>; see :mod:`jobs.preparation.segments`.
 ``rejects/``
     JSON lines, one per rejected input row: ``id``, ``reason`` (one of
     :data:`REJECT_REASONS`), ``source``, ``raw`` (at most 1000 characters).

@@ -3,7 +3,7 @@
 Tokens come from Spark's own :class:`~pyspark.ml.feature.RegexTokenizer`
 (lower-cased, matched by a Java regular expression) followed by
 :class:`~pyspark.ml.feature.StopWordsRemover` with a list shipped in
-``jobs/stopwords/<language>.txt`` (Spark's Snowball lists, see the README there).
+``jobs/preparation/stopwords/<language>.txt`` (Spark's Snowball lists, see the README there).
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ NO_STOPWORDS = "none"
 
 
 def available_languages() -> list[str]:
-    """Names of the stop-word lists shipped in ``jobs/stopwords/``."""
+    """Names of the stop-word lists shipped in ``jobs/preparation/stopwords/``."""
     return sorted(path.stem for path in _stopwords_dir().glob("*.txt"))
 
 
@@ -95,5 +95,5 @@ def _parse_word_list(text: str) -> list[str]:
 
 
 def _stopwords_dir() -> Path:
-    """``jobs/stopwords/``, installed as package data next to this module."""
+    """``jobs/preparation/stopwords/``, installed as package data next to this module."""
     return Path(__file__).resolve().parent / "stopwords"

@@ -6,7 +6,7 @@ import os
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 CORES = 2   # benchmarks compare systems on the same cores: Spark's local[CORES], peers' workers/jobs
 
 

@@ -30,7 +30,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "sample_data"))
 from make_sample import parse_imp, plain_text  # noqa: E402  (the OSIS -> text rules of the sample data)
 

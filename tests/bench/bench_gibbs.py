@@ -6,7 +6,7 @@
    and with ``--sweeps-per-sync``), tomotopy ``LDAModel`` with 1 and 2 workers. Throughput is tokens x
    iterations / seconds / cores, over the iterations after the first (the first includes Spark's start
    up of the job chain; tomotopy's initialisation is not timed either). Both models are scored by the
-   same held-out estimator (``jobs.train_gibbs.score_heldout``: LDA sampler on half of every test document's
+   same held-out estimator (``drivers.evaluation.score_heldout``: LDA sampler on half of every test document's
    words with the model's topics fixed, the other half scored, thesis eq 5.10).
 2. Every registered Gibbs model (lda-gibbs, stm, seqlda, adatm) on a segmented corpus: the 1,189 chapters
    of the World English Bible (``sample_data``) split into sentences (``prepare --segments sentence``),
@@ -15,8 +15,8 @@
 
 Not part of the default test run::
 
-    python tests/bench_gibbs.py --docs 50000 --topics 50 --iterations 30
-    pytest tests/bench_gibbs.py -m benchmark     # reduced size
+    python tests/bench/bench_gibbs.py --docs 50000 --topics 50 --iterations 30
+    pytest tests/bench/bench_gibbs.py -m benchmark     # reduced size
 
 Results: tables on stdout and ``out/bench/gibbs-D{docs}-K{topics}-I{iterations}.json``.
 """
@@ -34,8 +34,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
+TESTS = REPO / "tests"
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(TESTS))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_corpus import CACHE, ensure_corpus  # noqa: E402
@@ -52,14 +54,14 @@ def _args(corpus: str, output: Path, *extra):
 
 def fit_ours(spark, corpus: str, model: str, topics: int, iterations: int, seed: int, out: Path,
              sweeps_per_sync: int = 1, extra=()) -> dict:
-    from jobs import train_gibbs
+    from jobs import train
 
     lag = sweeps_per_sync
     args = _args(corpus, out, "--model", model, "--topics", topics, "--iterations", iterations, "--seed", seed,
                  "--samples", 1, "--lag", lag, "--burn-in", iterations - lag, "--checkpoint-every", iterations,
                  "--sweeps-per-sync", sweeps_per_sync, *extra)
     started = time.perf_counter()
-    meta = train_gibbs.train_gibbs(spark, args)
+    meta = train.train(spark, args)
     wall = time.perf_counter() - started
     trace = meta["trace"]
     tokens = meta["data"]["tokens"]
@@ -107,7 +109,7 @@ def heldout(spark, test_dir: str, topic_word: np.ndarray, alpha, seed: int) -> f
     from inference.gibbs.heldout import HeldoutSchedule
     from inference.gibbs.lda import LdaGibbs
     from drivers.corpora.segmented import load_segmented_corpus
-    from jobs.train_gibbs import score_heldout
+    from drivers.evaluation import score_heldout
 
     test = load_segmented_corpus(spark, test_dir)
     try:
@@ -131,7 +133,7 @@ def segmented_corpus(spark) -> str:
 
 def run_benchmark(spark, docs: int, topics: int, iterations: int, seed: int = 0, sync: int = 5,
                   models=None, model_topics: int = 20, model_iterations: int = 20) -> dict:
-    from jobs.train_gibbs import REGISTRY, model_class
+    from drivers import registry
 
     train_dir, test_dir = ensure_corpus(spark, docs)
     vocab_size = json.loads((Path(train_dir) / "corpus.json").read_text())["vocab_size"]
@@ -158,9 +160,9 @@ def run_benchmark(spark, docs: int, topics: int, iterations: int, seed: int = 0,
 
     segmented = segmented_corpus(spark)
     model_rows = []
-    for name in models or sorted(REGISTRY):
+    for name in models or sorted(s.name for s in registry.models_of("gibbs")):
         try:
-            model_class(name)
+            registry.model(name).model_class()
         except SystemExit as exc:
             log.warning("skipping %s: %s", name, exc)
             continue

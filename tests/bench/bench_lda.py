@@ -19,8 +19,8 @@ which also run the cold-start restarts).
 
 Not part of the default test run::
 
-    python tests/bench_lda.py --docs 50000 --topics 50 --iterations 20
-    pytest tests/bench_lda.py -m benchmark     # reduced size (BENCH_DOCS, BENCH_TOPICS, BENCH_ITERATIONS)
+    python tests/bench/bench_lda.py --docs 50000 --topics 50 --iterations 20
+    pytest tests/bench/bench_lda.py -m benchmark     # reduced size (BENCH_DOCS, BENCH_TOPICS, BENCH_ITERATIONS)
 
 Results: a table on stdout and ``out/bench/results-D{docs}-K{topics}-I{iterations}.json``.
 """
@@ -40,8 +40,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
+TESTS = REPO / "tests"
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(TESTS))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_corpus import CACHE, ensure_corpus  # noqa: E402
@@ -58,17 +60,13 @@ BUSY_LOAD = 3.0
 
 def fit_ours(spark, train_dir: str, topics: int, iterations: int, seed: int, out: Path) -> dict:
     """``spark-topics train`` with a fixed number of iterations (--tol 0)."""
-    from jobs import train
     from drivers.model_store import load_model
-    from jobs.spark import add_spark_arguments
+    from jobs import train
 
-    parser = argparse.ArgumentParser()
-    train.add_arguments(parser)
-    add_spark_arguments(parser)
-    args = parser.parse_args(["--corpus", train_dir, "--output", str(out / "model"), "--topics", str(topics),
-                              "--iterations", str(iterations), "--tol", "0", "--seed", str(seed)])
+    args = train.parse_request(["--corpus", train_dir, "--output", str(out / "model"), "--topics", str(topics),
+                                "--iterations", str(iterations), "--tol", "0", "--seed", str(seed)])
     started = time.perf_counter()
-    meta = train.train_lda(spark, args)
+    meta = train.train(spark, args)
     total = time.perf_counter() - started
     seconds = [r["seconds"] for r in meta["elbo_trace"]]
     model = load_model(str(out / "model"))
@@ -158,7 +156,7 @@ def run_benchmark(spark, docs: int, topics: int, iterations: int, seed: int = 0,
                   heldout: float = 0.1, top_words: int = 10) -> dict:
     from inference.heldout import top_word_ids
     from drivers.corpora.bow import load_corpus
-    from jobs.evaluate import coherence, score_topic_word
+    from drivers.evaluation import coherence, score_topic_word
 
     train_dir, test_dir = ensure_corpus(spark, docs, heldout, seed)
     train_meta = json.loads(Path(train_dir, "corpus.json").read_text())

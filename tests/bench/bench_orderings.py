@@ -19,7 +19,7 @@ iterations, sample schedule and the same 20% held-out documents (hash of the id)
                                                the thesis' PTrTe)
     AdaTM        adatm
 
-and scores each by the same held-out estimator (``jobs.train_gibbs.score_heldout``, thesis eq 5.10: the
+and scores each by the same held-out estimator (``drivers.evaluation.score_heldout``, thesis eq 5.10: the
 model's own sampler on each test document with the topics fixed; what ``spark-topics evaluate`` reports).
 It prints model, held-out perplexity, seconds and training tokens/s, and whether each ordering holds:
 STM < LDA_D, SeqLDA < SeqLDA-perm, AdaTM <= STM. Same settings for every model: nothing is tuned per model
@@ -29,9 +29,9 @@ perplexities paired, one-tail paired t-tests both ways.
 
 Not part of the default test run::
 
-    python tests/bench_orderings.py --topics 20 --iterations 200
-    python tests/bench_orderings.py --unit book --verses-per-segment 5 --topics 20 --iterations 150
-    python tests/bench_orderings.py --unit book --verses-per-segment 5 --topics 10,20,30,40,50 --iterations 150
+    python tests/bench/bench_orderings.py --topics 20 --iterations 200
+    python tests/bench/bench_orderings.py --unit book --verses-per-segment 5 --topics 20 --iterations 150
+    python tests/bench/bench_orderings.py --unit book --verses-per-segment 5 --topics 10,20,30,40,50 --iterations 150
     pytest tests/bench_orderings.py -m benchmark      # reduced size
 
 Results: the table on stdout and ``out/bench/orderings-v{verses}-K{topics}-I{iterations}-s{seed}.json``
@@ -50,8 +50,10 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
+TESTS = REPO / "tests"
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(TESTS))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_common import CORES  # noqa: E402
@@ -213,7 +215,8 @@ def train_one(spark, corpus: str, label: str, model: str, extra, topics: int, it
     """Train one model (``hyper``: ``--hyper KEY=JSON`` values for it) and score its held-out split; with
     ``reuse`` a model already trained in ``out`` is only scored again (e.g. with another held-out protocol)."""
     from conftest import train_args
-    from jobs import train_gibbs
+    from drivers.families import gibbs
+    from jobs import train
 
     samples, lag = min(5, max(1, iterations // 4)), max(1, iterations // 20)
     extra = [permute if e == "{permute}" else e for e in extra]
@@ -225,12 +228,12 @@ def train_one(spark, corpus: str, label: str, model: str, extra, topics: int, it
                       "--heldout-observed", "all" if heldout_observed is None else heldout_observed, *extra)
     started = time.perf_counter()
     if reuse and (out / label / "model.json").exists():
-        saved, model_object = train_gibbs.open_trained(str(out / label))
+        saved, model_object = gibbs.open_trained(str(out / label))
         meta = saved.meta
-        meta["heldout"] = train_gibbs.evaluate_split(spark, model_object, meta["hyper"], saved.lambda_, args, 0.2)
+        meta["heldout"] = gibbs.evaluate_split(spark, model_object, meta["hyper"], saved.lambda_, args, args.engine)
         wall = float(meta.get("train_seconds", 0.0))
     else:
-        meta = train_gibbs.train_gibbs(spark, args)
+        meta = train.train(spark, args)
         wall = time.perf_counter() - started
     trace = meta["trace"]
     sampling = sum(r["seconds"] for r in trace)
@@ -398,7 +401,7 @@ def test_benchmark(spark_session):
 
 
 def main(argv=None) -> int:
-    from jobs.train_gibbs import observed_fraction
+    from drivers.families.gibbs import observed_fraction
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--topics", default="20",

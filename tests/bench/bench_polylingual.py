@@ -12,7 +12,7 @@ then, on the same blocks, the same K, iterations and cores (``local[2]``):
 Printed: seconds per iteration, tokens per second, and each ratio to ``polylda``.
 Not part of the default test run::
 
-    python tests/bench_polylingual.py --topics 50 --iterations 20
+    python tests/bench/bench_polylingual.py --topics 50 --iterations 20
 """
 from __future__ import annotations
 
@@ -24,8 +24,10 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
+TESTS = REPO / "tests"
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(TESTS))
 sys.path.insert(0, str(REPO / "sample_data"))
 
 import pytest  # noqa: E402

@@ -1,0 +1,135 @@
+"""Every registered model passes the same checks: a new model gets these tests by being registered.
+
+For each model of :data:`drivers.registry.MODELS`, on the tiny corpus of the kind it needs
+(:mod:`tiny_corpora`): train (local[2]), the model directory names the model, reopen it through its
+family, ``infer`` on the training documents, ``evaluate``, ``topics``; the same models on local[1] (one
+other Spark application trains them all); and the six models of the code before the registry, bit for
+bit (``tests/golden/tiny_models.npz``, written by that code from the same corpora, seeds and flags).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import train_args
+from drivers import registry
+from drivers.families import InferRequest
+from drivers.model_store import load_model
+from jobs import evaluate, infer, topics, train
+from tiny_corpora import FAMILY_FLAGS, tiny_aligned, tiny_segmented
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MODELS = list(registry.MODELS)
+GOLDEN = os.path.join(HERE, "golden", "tiny_models.npz")
+
+
+@pytest.fixture(scope="module")
+def corpora(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tiny")
+    segmented = tiny_segmented(root / "segmented")
+    return {registry.BAG_OF_WORDS: segmented, registry.SEGMENTED: segmented,
+            registry.ALIGNED: tiny_aligned(root / "aligned")}
+
+
+@pytest.fixture(scope="module")
+def trained(spark_session, corpora, tmp_path_factory):
+    """name -> (model directory, model.json) of every registered model, trained on local[2]."""
+    root = tmp_path_factory.mktemp("conformance")
+    out = {}
+    for spec in registry.MODELS.values():
+        if spec.corpus not in corpora:
+            pytest.fail(f"no tiny corpus of kind {spec.corpus!r} (model {spec.name}): add one to tests/tiny_corpora.py")
+        model_dir = str(root / spec.name)
+        meta = train.train(spark_session, train_args(corpora[spec.corpus], model_dir, "--model", spec.name,
+                                                     *FAMILY_FLAGS[spec.family]))
+        out[spec.name] = model_dir, meta
+    return out
+
+
+def _theta(path) -> np.ndarray:
+    frame = pd.read_parquet(path).sort_values("doc_id")
+    return np.stack(frame["theta"].to_numpy())
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_train_reopen_infer_evaluate_topics(spark_session, trained, corpora, name, tmp_path):
+    model_dir, meta = trained[name]
+    spec = registry.model(name)
+    corpus = corpora[spec.corpus]
+    assert registry.model_of_directory(model_dir) is spec and meta["model"] == name
+    for file in ("model.json", "topics.txt", "doc_topics.parquet"):
+        assert os.path.exists(os.path.join(model_dir, file)), file
+    saved = load_model(model_dir)
+    assert saved.lambda_.shape == (3, saved.vocab.shape[0]) and np.all(np.isfinite(saved.lambda_))
+    np.testing.assert_allclose(saved.topic_word().sum(axis=1), len(saved.languages) or 1)
+    assert spec.family_object().open(model_dir) is not None
+
+    result = infer.infer(spark_session, InferRequest(model_dir, corpus, str(tmp_path / "inferred")))
+    theta = _theta(tmp_path / "inferred" / "doc_topics.parquet")
+    assert result["documents"] == theta.shape[0] == 40
+    np.testing.assert_allclose(theta.sum(axis=1), 1.0)
+
+    metrics = evaluate.evaluate_model(spark_session, model_dir, corpus)
+    text = evaluate.format_metrics(metrics)
+    assert "perplexity" in text and json.loads(json.dumps(metrics))
+    scores = [metrics] if "perplexity" in metrics else list(metrics["per_language"].values())
+    for score in scores:
+        assert 1.0 < score["perplexity"] < 60 * 3 and -1.0 <= score["npmi"] <= 1.0
+
+    shown = topics.run(argparse.Namespace(model_dir=model_dir, top_words=4, weights=False))
+    assert len(shown.splitlines()) == 3 * (len(saved.languages) or 1)
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_same_models_as_before_the_registry(trained, name):
+    """The models the code before the registry trained (locally bit for bit; the tolerance only allows for
+    another CPU's floating-point code)."""
+    golden = np.load(GOLDEN)
+    if f"{name}.matrix" not in golden.files:
+        pytest.skip(f"{name} was added after the registry: no golden model")
+    model_dir, _ = trained[name]
+    np.testing.assert_allclose(load_model(model_dir).lambda_, golden[f"{name}.matrix"], rtol=1e-9, atol=0)
+    np.testing.assert_allclose(_theta(os.path.join(model_dir, "doc_topics.parquet")), golden[f"{name}.theta"],
+                               rtol=1e-9, atol=1e-15)
+
+
+def test_every_model_is_the_same_on_local1(trained, corpora, tmp_path):
+    """Another Spark application on local[1] trains every registered model to the same numbers."""
+    env = dict(os.environ, SPARK_TOPICS_SPARK_LOG_LEVEL="ERROR")
+    run = subprocess.run([sys.executable, os.path.join(HERE, "train_every_model.py"), "local[1]", str(tmp_path),
+                          corpora[registry.SEGMENTED], corpora[registry.ALIGNED]],
+                         capture_output=True, text=True, timeout=600, env=env)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    for name, (model_dir, _) in trained.items():
+        np.testing.assert_array_equal(load_model(str(tmp_path / name)).lambda_, load_model(model_dir).lambda_,
+                                      err_msg=name)
+        np.testing.assert_array_equal(_theta(tmp_path / name / "doc_topics.parquet"),
+                                      _theta(os.path.join(model_dir, "doc_topics.parquet")), err_msg=name)
+
+
+def test_train_help_shows_the_models_own_flags():
+    """`train --model NAME --help` lists the model's own flags and not another family's."""
+    for spec in registry.MODELS.values():
+        parser = argparse.ArgumentParser()
+        train.add_arguments(parser, ["train", "--model", spec.name])
+        text = parser.format_help()
+        for option in spec.options:
+            assert option.flag in text, (spec.name, option.flag)
+        others = {o.flag for s in registry.MODELS.values() if s.family != spec.family for o in s.options}
+        own = {o.flag for o in spec.options}
+        offered = {flag for action in parser._actions for flag in action.option_strings}
+        assert not (others - own) & offered, spec.name
+
+
+def test_a_flag_of_another_model_is_refused_with_its_owner():
+    with pytest.raises(SystemExit, match=r"--model stm does not take --lambda-s \(a flag of adatm\)"):
+        train_args("c", "o", "--model", "stm", "--topics", 3, "--lambda-s", 1)
+    with pytest.raises(SystemExit, match=r"--model lda is variational: --beta only apply to the sampled models"):
+        train_args("c", "o", "--model", "lda", "--topics", 3, "--beta", 0.1)

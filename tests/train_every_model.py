@@ -1,0 +1,31 @@
+"""Train every registered model on the tiny corpora in one Spark application (``python tests/train_every_model.py
+MASTER OUT_DIR SEGMENTED_CORPUS ALIGNED_CORPUS``): the conformance test's run on another master."""
+from __future__ import annotations
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def main(master: str, out: str, corpora: dict) -> None:
+    from conftest import train_args
+    from drivers import registry
+    from jobs.spark import get_spark
+    from jobs.train import train
+    from tiny_corpora import FAMILY_FLAGS
+
+    spark = get_spark("spark-topics conformance", master, ["spark.default.parallelism=2",
+                                                           "spark.sql.shuffle.partitions=4", "spark.ui.enabled=false"])
+    for spec in registry.MODELS.values():
+        train(spark, train_args(corpora[spec.corpus], os.path.join(out, spec.name), "--model", spec.name,
+                                *FAMILY_FLAGS[spec.family]))
+    spark.stop()
+
+
+if __name__ == "__main__":
+    from drivers import registry
+
+    master, out, segmented, aligned = sys.argv[1:5]
+    main(master, out, {registry.BAG_OF_WORDS: segmented, registry.SEGMENTED: segmented, registry.ALIGNED: aligned})
