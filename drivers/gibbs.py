@@ -63,7 +63,7 @@ from pyspark import StorageLevel
 from drivers import gibbs_state, storage
 from drivers.checkpoint import check_fingerprint
 from drivers.gibbs_state import check_state
-from inference.gibbs.model import DRIVER_PARTITION, GibbsModel, SegmentedBlock, task_seed
+from inference.gibbs.model import DRIVER_PARTITION, GibbsModel, task_seed
 from partitioners.topic import STATISTICS_KEY, TopicPartitioner
 
 log = logging.getLogger("spark_topics.train")

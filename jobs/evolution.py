@@ -18,7 +18,7 @@ import json
 
 import numpy as np
 
-from drivers import model_store, outputs, storage
+from drivers import model_store, outputs, registry, storage
 
 
 def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
@@ -43,8 +43,9 @@ def read_document(model_dir: str, doc_id: str) -> tuple[np.ndarray, np.ndarray]:
 
     path = storage.join(model_dir, "segment_topics.parquet")
     if not storage.exists(path):
+        gibbs = "|".join(spec.name for spec in registry.models_of("gibbs"))
         raise SystemExit(f"{model_dir} has no segment_topics.parquet: train a Gibbs model "
-                         f"(--model lda-gibbs|stm|seqlda|adatm) to get per-segment proportions")
+                         f"(--model {gibbs}) to get per-segment proportions")
     filesystem, p = storage.resolve(path)
     table = ds.dataset(p, filesystem=filesystem, format="parquet").to_table(
         filter=ds.field("doc_id") == doc_id, columns=["segment", "theta"])

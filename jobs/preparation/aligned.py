@@ -24,9 +24,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
-
-import pandas as pd
 
 from drivers import storage
 

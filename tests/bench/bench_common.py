@@ -1,4 +1,5 @@
-"""What every benchmark's command line shares: its log format and its local SparkSession."""
+"""What every benchmark shares: the repository on ``sys.path`` (the project and the test helpers), the cache
+folder, its log format and its local SparkSession. Import it first."""
 from __future__ import annotations
 
 import logging
@@ -7,6 +8,10 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+CACHE = REPO / "out" / "bench"
+for _path in (REPO, REPO / "tests", REPO / "sample_data"):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
 CORES = 2   # benchmarks compare systems on the same cores: Spark's local[CORES], peers' workers/jobs
 
 
@@ -15,7 +20,6 @@ def bench_session(app_name: str, driver_memory: str = "4g", conf=()):
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
                         datefmt="%H:%M:%S")
     os.environ.setdefault("SPARK_TOPICS_SPARK_LOG_LEVEL", "ERROR")
-    sys.path.insert(0, str(REPO))
     from jobs.spark import get_spark
 
     return get_spark(app_name, f"local[{CORES}]",

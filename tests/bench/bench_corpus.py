@@ -27,16 +27,13 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "sample_data"))
+from bench_common import CACHE  # noqa: E402  (first: puts the project on sys.path)
 from make_sample import parse_imp, plain_text  # noqa: E402  (the OSIS -> text rules of the sample data)
 
 log = logging.getLogger("spark_topics.bench")
 
-CACHE = REPO / "out" / "bench"
 #: SWORD module -> (Debian package, kind): verses are documents, commentary paragraphs are documents
 MODULES = {
     "engWEB2015eb": ("sword-text-web", "verse"),

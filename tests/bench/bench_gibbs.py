@@ -34,15 +34,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-TESTS = REPO / "tests"
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(TESTS))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_common import CORES, REPO  # noqa: E402  (first: puts the project on sys.path)
 
 from bench_corpus import CACHE, ensure_corpus  # noqa: E402
 
-from bench_common import CORES  # noqa: E402
 
 log = logging.getLogger("spark_topics.bench")
 

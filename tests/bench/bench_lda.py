@@ -40,11 +40,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-TESTS = REPO / "tests"
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(TESTS))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_corpus import CACHE, ensure_corpus  # noqa: E402
 

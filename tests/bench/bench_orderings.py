@@ -50,16 +50,10 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-TESTS = REPO / "tests"
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(TESTS))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_common import CACHE, CORES, REPO  # noqa: E402,F401  (first: puts the project on sys.path)
 
-from bench_common import CORES  # noqa: E402
 
 log = logging.getLogger("spark_topics.bench")
-CACHE = REPO / "out" / "bench"
 SOURCE = REPO / "sample_data" / "web_chapters.jsonl.gz"
 
 #: label, model, extra train flags ("{permute}" is replaced by the permutation seed)

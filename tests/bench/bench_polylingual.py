@@ -20,19 +20,13 @@ import argparse
 import json
 import os
 import shutil
-import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-TESTS = REPO / "tests"
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(TESTS))
-sys.path.insert(0, str(REPO / "sample_data"))
+from bench_common import CACHE, REPO  # noqa: E402  (first: puts the project on sys.path)
 
 import pytest  # noqa: E402
 
-CACHE = REPO / "out" / "bench"
 
 
 def aligned_input() -> Path:
