@@ -1,4 +1,15 @@
-"""Newton-Raphson for the Dirichlet hyperparameters, run by the driver (thesis §3.2.4).
+"""Every update of a Dirichlet (and PDP concentration) hyperparameter, run by a driver from summed statistics.
+
+* :func:`newton_alpha`, :func:`newton_eta`: the variational models' Newton-Raphson
+  for asymmetric alpha and symmetric eta (thesis §3.2.4, below);
+* :func:`minka_step`: LDA-Gibbs' fixed-point step for alpha (Minka 2000, eq. 55; thesis §8 "fastfit");
+* :func:`alpha_newton_step`: SeqLDA's Newton step for alpha on the first segments' table counts (§6.5),
+  with the same O(K) inverse (:func:`newton_direction`);
+* :func:`gamma_concentration_step`: the auxiliary-variable draw of the PDP concentration b shared by STM
+  and AdaTM (5.8).
+
+The statistics come from the models' kernels (per partition, summed in partition order); nothing here
+knows about Spark or the samplers.
 
 ``newton_alpha`` maximises the alpha part of the ELBO,
 
@@ -93,3 +104,65 @@ def newton_eta(eta: float, elogbeta_sum: float, n_topics: int, vocab_size: int,
         if converged:
             break
     return float(x[0])
+
+
+# --------------------------------------------------------------------------- Gibbs models
+
+#: alpha_k stays in [ALPHA_FLOOR, ALPHA_CEIL] under the Gibbs models' steps (a topic no document uses has S_k = 0)
+ALPHA_FLOOR = 1e-6
+ALPHA_CEIL = 1e3
+ALPHA_MAX_FACTOR = 2.0
+
+
+def minka_step(alpha: np.ndarray, stats: np.ndarray) -> np.ndarray:
+    """One fixed-point step alpha_k <- alpha_k S_k / S_0 (Minka 2000, eq. 55) from
+    :func:`inference.gibbs.lda.minka_statistics`."""
+    K = alpha.shape[0]
+    numer, denom = stats[:K], stats[K]
+    if not denom > 0:  # no tokens anywhere: nothing to learn from
+        return alpha.copy()
+    return np.maximum(alpha * numer / denom, ALPHA_FLOOR)
+
+
+def alpha_newton_step(alpha: np.ndarray, stats: np.ndarray, max_factor: float = ALPHA_MAX_FACTOR) -> np.ndarray:
+    """One Newton-Raphson step on alpha (thesis §6.5) with Minka's inverse of diag(q) + z 11^T, from
+    :func:`inference.gibbs.seqlda.alpha_newton_terms`.
+
+    The step is halved until alpha stays positive (at most 10 times); otherwise (or when a topic has no table in
+    any first segment, q_k = 0) Minka's fixed-point step alpha_k <- alpha_k S_k / S_0 is taken. Each component
+    then moves by at most a factor ``max_factor`` per cycle and stays in [ALPHA_FLOOR, ALPHA_CEIL]: one step per
+    Gibbs cycle follows a moving target, and a state without overdispersion in t_i1 (e.g. the initial t = 1
+    everywhere) has its maximum at alpha = infinity, where a full Newton step would leave the chain stuck.
+    """
+    K = alpha.shape[0]
+    num, den = stats[:K], stats[K]
+    q, zc = stats[K + 1:2 * K + 1], stats[2 * K + 1]
+    if not den > 0:
+        return alpha.copy()
+    new = None
+    if np.all(q < 0) and zc > 0:
+        step = newton_direction(num - den, q, zc)
+        for _ in range(10):
+            cand = alpha - step
+            if np.all(cand > 0) and np.all(np.isfinite(cand)):
+                new = cand
+                break
+            step = step / 2
+    if new is None:
+        new = alpha * num / den
+    new = np.clip(new, alpha / max_factor, alpha * max_factor)
+    return np.clip(new, ALPHA_FLOOR, ALPHA_CEIL)
+
+
+def gamma_concentration_step(hyper: dict, stats, enabled: bool, seed: int) -> dict:
+    """One driver cycle of the auxiliary-variable b update shared by STM and AdaTM (thesis 5.8).
+
+    ``stats`` = (shape, rate) summed over partitions: sum of the table counts and sum log 1/q;
+    b ~ Gamma(shape, rate) (numpy's scale is 1/rate, pitfall 10) once ``b_burn_in`` cycles have run.
+    """
+    hyper = dict(hyper, cycles=int(hyper.get("cycles", 0)) + 1)
+    if enabled and hyper["cycles"] > int(hyper.get("b_burn_in", 0)):
+        shape, rate = float(stats[0]), float(stats[1])
+        if shape > 0 and rate > 0:
+            hyper["b"] = float(np.random.default_rng(seed).gamma(shape, 1.0 / rate))
+    return hyper

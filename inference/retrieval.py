@@ -8,12 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-
-def hellinger_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """H(a_i, b_j) = sqrt(1/2 sum_k (sqrt a_ik - sqrt b_jk)^2) for every pair of rows."""
-    sa, sb = np.sqrt(a), np.sqrt(b)
-    sq = 1.0 - sa @ sb.T                   # 1/2 sum (sqrt a - sqrt b)^2 = 1 - sum sqrt(a b) for distributions
-    return np.sqrt(np.clip(sq, 0.0, None))
+from inference.distances import hellinger_matrix
 
 
 def jensen_shannon_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:

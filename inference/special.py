@@ -79,3 +79,14 @@ def dirichlet_expectation_1d(alpha: np.ndarray, out: np.ndarray) -> None:
     for k in range(alpha.shape[0]):
         x = alpha[k]
         out[k] = math.log(x + 6.0) + _psi_minus_log_shifted(x) - psi_total
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def trigamma(x):
+    """Psi'(x) for x > 0: recurrence to x >= 10, then the asymptotic series (error < 1e-12)."""
+    r = 0.0
+    while x < 10.0:
+        r += 1.0 / (x * x)
+        x += 1.0
+    x2 = 1.0 / (x * x)
+    return r + 1.0 / x + x2 / 2.0 + (1.0 / x) * x2 * (1.0 / 6.0 - x2 * (1.0 / 30.0 - x2 * (1.0 / 42.0 - x2 / 30.0)))

@@ -19,6 +19,7 @@ import json
 import numpy as np
 
 from drivers import model_store, outputs, registry, storage
+from inference.distances import hellinger
 
 
 def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
@@ -29,12 +30,6 @@ def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
                         help="writes OUT_DIR/evolution.json and OUT_DIR/evolution.png")
     parser.add_argument("--top-topics", type=int, default=8, help="topics drawn separately in the plot")
     parser.add_argument("--top-words", type=int, default=3, help="words naming a topic in the legend")
-
-
-def hellinger(p: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """Row-wise Hellinger distance sqrt(1 - sum_k sqrt(p_k q_k)) of two stacks of distributions."""
-    bc = np.sqrt(p * q).sum(axis=-1)
-    return np.sqrt(np.clip(1.0 - bc, 0.0, None))
 
 
 def read_document(model_dir: str, doc_id: str) -> tuple[np.ndarray, np.ndarray]:

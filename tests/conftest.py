@@ -79,11 +79,9 @@ def train_args(corpus, output, *extra):
 
 def hellinger_matched(estimated, truth):
     """Hellinger distance of each true topic to its match (Hungarian assignment)."""
-    from scipy.optimize import linear_sum_assignment
+    from inference.distances import matched_hellinger
 
-    h = np.sqrt(0.5 * ((np.sqrt(estimated[:, None, :]) - np.sqrt(truth[None, :, :])) ** 2).sum(-1))
-    rows, cols = linear_sum_assignment(h)
-    return h[rows, cols]
+    return matched_hellinger(np.asarray(truth), np.asarray(estimated))[0]
 
 
 SAMPLE_DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "sample_data")

@@ -14,9 +14,9 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from scipy.optimize import linear_sum_assignment
 
 from inference.gibbs.adatm import AdaTM, _removal_draws, _sweep_kernel, generate_adatm
+from inference import distances as distances_module
 from inference.gibbs.counts import topic_word_estimate
 from inference.gibbs.local import global_counts, run_local
 from inference.gibbs.model import SegmentedBlock
@@ -427,9 +427,10 @@ def test_estimates_are_distributions_and_follow_7_12():
 # ---------------------------------------------------------------------------------------------------------------
 
 def matched_hellinger(est, truth):
-    h = np.sqrt(0.5 * ((np.sqrt(est[:, None, :]) - np.sqrt(truth[None, :, :])) ** 2).sum(-1))
-    r, c = linear_sum_assignment(h)
-    return h[r, c], c
+    """(distance, matched true topic) of every estimated topic."""
+    distances, est_of_true = distances_module.matched_hellinger(truth, est)
+    true_of_est = np.argsort(est_of_true)
+    return distances[true_of_est], true_of_est
 
 
 def test_recovers_topics_from_own_generative_process():

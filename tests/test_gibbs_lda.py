@@ -15,7 +15,8 @@ from scipy.special import gammaln
 from conftest import hellinger_matched, train_args
 from gibbs_corpus import sample_segmented_lda, terms, write_segmented_corpus
 from inference.gibbs.heldout import HeldoutSchedule, heldout_loglik
-from inference.gibbs.lda import LdaGibbs, doc_topic_counts, lda_sweep, minka_statistics, minka_step
+from inference.dirichlet import minka_step
+from inference.gibbs.lda import LdaGibbs, doc_topic_counts, lda_sweep, minka_statistics
 from inference.gibbs.local import global_counts
 from inference.gibbs.model import SegmentedBlock
 from drivers.evaluation import score_heldout

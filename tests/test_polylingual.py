@@ -13,7 +13,8 @@ from conftest import SAMPLE_DATA, hellinger_matched, train_args
 from inference.elbo import topic_terms
 from inference.layout import VocabLayout
 from inference.priors import DirichletPrior
-from inference.retrieval import hellinger_matrix, retrieval_scores
+from inference.distances import hellinger_matrix
+from inference.retrieval import retrieval_scores
 from drivers import model_store
 from drivers.corpora.aligned import load_aligned_corpus
 from jobs.preparation.aligned import prepare_aligned

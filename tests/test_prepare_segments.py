@@ -6,9 +6,7 @@ import json
 
 import numpy as np
 import pandas as pd
-import pytest
-
-from jobs.preparation.corpus import PrepareError, prepare_corpus
+from jobs.preparation.corpus import prepare_corpus
 from drivers.corpora.segmented import load_segmented_corpus
 
 OPTS = dict(min_df=1, max_df=1.0, language="none", overwrite=True)
@@ -117,7 +115,6 @@ def test_parquet_segment_column_and_loading_blocks(spark_session, tmp_path):
         part.blocks.unpersist()
     assert 4 <= len(ids["test"]) <= 20
     assert sorted(ids["train"] + ids["test"]) == sorted(frame["doc"])
-    from pyspark.sql import functions as F
     from drivers.corpora.segmented import heldout_condition
     again = spark_session.createDataFrame([(d,) for d in frame["doc"]], "doc_id string").where(
         heldout_condition(0.3)).select("doc_id").collect()

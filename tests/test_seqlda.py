@@ -15,9 +15,12 @@ from inference.gibbs.counts import topic_word_estimate
 from inference.gibbs.local import global_counts, run_local
 from inference.gibbs.model import SegmentedBlock
 from inference.gibbs.pdp import log_stirling_table, stirling_table
-from inference.gibbs.seqlda import (SeqLDA, alpha_newton_step, alpha_newton_terms, seqlda_sweep,
-                                    seqlda_table_support, seqlda_table_weights, seqlda_topic_weights, trigamma)
-from inference.gibbs.synthetic import matched_hellinger, seqlda_corpus
+from inference.dirichlet import alpha_newton_step
+from inference.gibbs.seqlda import (SeqLDA, alpha_newton_terms, seqlda_sweep, seqlda_table_support,
+                                    seqlda_table_weights, seqlda_topic_weights)
+from inference.special import trigamma
+from inference.distances import matched_hellinger
+from inference.gibbs.synthetic import seqlda_corpus
 
 
 def seg_counts(block, z, K):

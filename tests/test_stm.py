@@ -14,7 +14,8 @@ from inference.gibbs.local import global_counts, run_local
 from inference.gibbs.model import SegmentedBlock
 from inference.gibbs.pdp import log_stirling_table
 from inference.gibbs.stm import STM, stirling_arrays, stm_sweep, stm_table_weights, stm_topic_weights
-from inference.gibbs.synthetic import matched_hellinger, stm_corpus
+from inference.distances import matched_hellinger
+from inference.gibbs.synthetic import stm_corpus
 
 
 def log_joint_stm(block, z, t, alpha, beta, a, b, V, logS):

@@ -81,7 +81,8 @@ import math
 import numba
 import numpy as np
 
-from inference.gibbs.common import (customers, draw_scan, frozen_args, gamma_concentration_step, inverse_topic_totals,
+from inference.dirichlet import gamma_concentration_step
+from inference.gibbs.common import (customers, draw_scan, frozen_args, inverse_topic_totals,
                                     longest_span, max_doc_segments, move_word, random_segment_topics, token_kernel,
                                     word_factor)
 from inference.gibbs.model import PDP_CONCENTRATION, PDP_DISCOUNT, GibbsModel, SegmentedBlock, word_weight

@@ -214,17 +214,3 @@ def dirichlet_mean(counts: np.ndarray, alpha) -> np.ndarray:
     """Row-wise posterior mean (alpha_k + c_ik) / sum_k (alpha_k + c_ik) ((5.5), (6.8): c = table counts)."""
     theta = counts + np.asarray(alpha, dtype=np.float64)
     return theta / theta.sum(axis=1, keepdims=True)
-
-
-def gamma_concentration_step(hyper: dict, stats, enabled: bool, seed: int) -> dict:
-    """One driver cycle of the auxiliary-variable b update shared by STM and AdaTM (thesis 5.8).
-
-    ``stats`` = (shape, rate) summed over partitions: sum of the table counts and sum log 1/q;
-    b ~ Gamma(shape, rate) (numpy's scale is 1/rate, pitfall 10) once ``b_burn_in`` cycles have run.
-    """
-    hyper = dict(hyper, cycles=int(hyper.get("cycles", 0)) + 1)
-    if enabled and hyper["cycles"] > int(hyper.get("b_burn_in", 0)):
-        shape, rate = float(stats[0]), float(stats[1])
-        if shape > 0 and rate > 0:
-            hyper["b"] = float(np.random.default_rng(seed).gamma(shape, 1.0 / rate))
-    return hyper

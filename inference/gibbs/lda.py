@@ -25,13 +25,13 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from inference.dirichlet import minka_step
 from inference.gibbs.model import GibbsModel, SegmentedBlock, word_weight
 from inference.options import ModelOption
 from inference.special import digamma
 
 DEFAULT_ALPHA = 0.1
 DEFAULT_BETA = 0.01
-ALPHA_FLOOR = 1e-6  # Minka's step keeps alpha_k > 0 except for a topic no document uses
 
 
 @numba.njit(cache=True)
@@ -133,15 +133,6 @@ def minka_statistics(ndk, alpha):
             out[K] += digamma(n + alpha0) - psi_alpha0
             out[K + 1] += 1.0
     return out
-
-
-def minka_step(alpha: np.ndarray, stats: np.ndarray) -> np.ndarray:
-    """One fixed-point step alpha_k <- alpha_k S_k / S_0 (Minka 2000, eq. 55) from :func:`minka_statistics`."""
-    K = alpha.shape[0]
-    numer, denom = stats[:K], stats[K]
-    if not denom > 0:  # no tokens anywhere: nothing to learn from
-        return alpha.copy()
-    return np.maximum(alpha * numer / denom, ALPHA_FLOOR)
 
 
 class LdaGibbs(GibbsModel):

@@ -58,13 +58,14 @@ import math
 import numba
 import numpy as np
 
+from inference.dirichlet import alpha_newton_step
 from inference.gibbs.common import (BIG, check_cmgs_hyper, check_pdp, customers, dirichlet_mean, draw_scan,
                                     frozen_args, inverse_topic_totals, longest_span, max_doc_segments, move_word,
                                     parse_hyper, positive_vector, random_segment_topics, rescale_weights, token_kernel,
                                     word_factor)
 from inference.gibbs.model import PDP_CONCENTRATION, PDP_DISCOUNT, GibbsModel, SegmentedBlock
 from inference.gibbs.pdp import sample_chain_concentrations, stirling_table
-from inference.special import digamma
+from inference.special import digamma, trigamma
 
 DEFAULT_ALPHA = 0.1
 DEFAULT_BETA = 0.01
@@ -72,9 +73,6 @@ DEFAULT_A = 0.0
 DEFAULT_B = 10.0
 DEFAULT_M_MAX = 1000
 DEFAULT_ALPHA_BURN_IN = 20
-ALPHA_FLOOR = 1e-6
-ALPHA_CEIL = 1e3
-ALPHA_MAX_FACTOR = 2.0
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -538,17 +536,6 @@ def seqlda_sweep(doc_ptr, seg_ptr, words, z, n, t, bdoc, nwk, nk, alpha, beta, a
 # hyperparameters (b_i: pdp.sample_chain_concentrations)
 
 @numba.njit(cache=True)
-def trigamma(x):
-    """Psi'(x) for x > 0: recurrence to x >= 10, then the asymptotic series (error < 1e-12)."""
-    r = 0.0
-    while x < 10.0:
-        r += 1.0 / (x * x)
-        x += 1.0
-    x2 = 1.0 / (x * x)
-    return r + 1.0 / x + x2 / 2.0 + (1.0 / x) * x2 * (1.0 / 6.0 - x2 * (1.0 / 30.0 - x2 * (1.0 / 42.0 - x2 / 30.0)))
-
-
-@numba.njit(cache=True)
 def alpha_newton_terms(doc_ptr, t, alpha):
     """(2K + 3,) terms of the gradient and Hessian of sum_i log Beta_K(alpha + t_i1) / Beta_K(alpha) (§6.5) at
     ``alpha``: [sum_i Psi(alpha_k + t_i1k) - Psi(alpha_k)] (K), sum_i Psi(A + T_i1) - Psi(A),
@@ -574,37 +561,6 @@ def alpha_newton_terms(doc_ptr, t, alpha):
             out[2 * K + 1] += trigamma(A) - trigamma(A + T1)
             out[2 * K + 2] += 1.0
     return out
-
-
-def alpha_newton_step(alpha: np.ndarray, stats: np.ndarray, max_factor: float = ALPHA_MAX_FACTOR) -> np.ndarray:
-    """One Newton-Raphson step on alpha (thesis §6.5) with Minka's inverse of diag(q) + z 11^T.
-
-    The step is halved until alpha stays positive (at most 10 times); otherwise (or when a topic has no table in
-    any first segment, q_k = 0) Minka's fixed-point step alpha_k <- alpha_k S_k / S_0 is taken. Each component
-    then moves by at most a factor ``max_factor`` per cycle and stays in [ALPHA_FLOOR, ALPHA_CEIL]: one step per
-    Gibbs cycle follows a moving target, and a state without overdispersion in t_i1 (e.g. the initial t = 1
-    everywhere) has its maximum at alpha = infinity, where a full Newton step would leave the chain stuck.
-    """
-    K = alpha.shape[0]
-    num, den = stats[:K], stats[K]
-    q, zc = stats[K + 1:2 * K + 1], stats[2 * K + 1]
-    if not den > 0:
-        return alpha.copy()
-    g = num - den
-    new = None
-    if np.all(q < 0) and zc > 0:
-        c = np.sum(g / q) / (1.0 / zc + np.sum(1.0 / q))
-        step = (g - c) / q
-        for _ in range(10):
-            cand = alpha - step
-            if np.all(cand > 0) and np.all(np.isfinite(cand)):
-                new = cand
-                break
-            step = step / 2
-    if new is None:
-        new = alpha * num / den
-    new = np.clip(new, alpha / max_factor, alpha * max_factor)
-    return np.clip(new, ALPHA_FLOOR, ALPHA_CEIL)
 
 
 class SeqLDA(GibbsModel):

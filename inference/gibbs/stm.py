@@ -42,8 +42,8 @@ import math
 import numba
 import numpy as np
 
+from inference.dirichlet import gamma_concentration_step
 from inference.gibbs.common import (BIG, check_cmgs_hyper, check_pdp, dirichlet_mean, draw_scan, frozen_args,
-                                    gamma_concentration_step,
                                     inverse_topic_totals, longest_span, move_word, parse_hyper, positive_vector,
                                     random_segment_topics, rescale_weights, token_kernel, word_factor)
 from inference.gibbs.model import PDP_CONCENTRATION, PDP_DISCOUNT, GibbsModel, SegmentedBlock

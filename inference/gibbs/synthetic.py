@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+
 from inference.gibbs.model import SegmentedBlock
 
 
@@ -144,26 +145,6 @@ def seqlda_corpus(num_docs=50, num_topics=4, vocab_size=60, seg_range=(5, 10), l
     block = _block(doc_words, num_docs)
     truth = {"phi": phi, "alpha": alpha_v, "a": float(a), "b": float(b), "mu0": mu0, **_truth(zs, K, n=ns, t=ts)}
     return block, truth
-
-
-def hellinger(p: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """Hellinger distance sqrt(1 - sum sqrt(p q)) between rows (broadcast), in [0, 1]."""
-    bc = np.sum(np.sqrt(np.asarray(p) * np.asarray(q)), axis=-1)
-    return np.sqrt(np.clip(1.0 - bc, 0.0, None))
-
-
-def matched_hellinger(true_phi: np.ndarray, est_phi: np.ndarray):
-    """Best one-to-one matching of estimated to true topics (Hungarian on Hellinger distance).
-
-    Returns ``(distances per true topic (K,), permutation perm with est_phi[perm[k]] ~ true_phi[k])``.
-    """
-    from scipy.optimize import linear_sum_assignment
-
-    cost = hellinger(true_phi[:, None, :], est_phi[None, :, :])
-    rows, cols = linear_sum_assignment(cost)
-    perm = np.empty(true_phi.shape[0], dtype=np.int64)
-    perm[rows] = cols
-    return cost[rows, cols][np.argsort(rows)], perm
 
 
 def adatm_corpus(num_docs=50, num_topics=4, vocab_size=60, seg_range=(5, 10), len_range=(10, 30), alpha=0.5,
