@@ -9,6 +9,13 @@ import sys
 import numpy as np
 import pytest
 
+#: tests are grouped by what they test; helpers (this file, gibbs_corpus, tiny_corpora, ...) live here, and a
+#: test module may import another group's (e.g. a reference implementation from kernels/test_kernels.py)
+TESTS = os.path.dirname(os.path.abspath(__file__))
+for group in ("kernels", "models", "engines", "commands"):
+    if os.path.join(TESTS, group) not in sys.path:
+        sys.path.insert(0, os.path.join(TESTS, group))
+
 os.environ.setdefault("SPARK_TOPICS_SPARK_LOG_LEVEL", "ERROR")
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 

@@ -23,7 +23,7 @@ then redraw t_ijk of the new topic from (6.7) on its support
 token, then each removed table's proxy, sat alone with probability
 S^{c-1}_{t-1} / S^c_t) and draws topic and new-table path from the seating
 predictive; the thesis' forced-only removal is not exactly invariant for (6.3)
-(z-marginal TV 0.05-0.19 on enumerable chains, tests/test_seqlda.py).
+(z-marginal TV 0.05-0.19 on enumerable chains, tests/models/test_seqlda.py).
 Optional (``table_sweep``, default on): after each document, the table counts of
 pass-through restaurants (n_ijk = 0, t_i,j+1,k >= 2), which no token move ever
 redraws, are redrawn from (6.7) too (a valid extra Gibbs step).
@@ -444,7 +444,7 @@ def seqlda_sweep(doc_ptr, seg_ptr, words, z, n, t, bdoc, nwk, nk, alpha, beta, a
     S^{c-1}_{t-1} / S^c_t, and so on up the chain for each dropped table's proxy; the topic and the restaurants
     that open tables are drawn from the seating predictive (:func:`seqlda_crp_weights`,
     :func:`seqlda_open_path`). This leaves the posterior (6.3) exactly invariant, which the thesis' forced-only
-    removal does not (tests/test_seqlda.py); the (6.7) table step follows in both.
+    removal does not (tests/models/test_seqlda.py); the (6.7) table step follows in both.
 
     Kept along a document (thesis §11.2: O(K) per token plus the product over j' = u_k..j): CMGS keeps the
     chain products above j and every topic's factor (:func:`seqlda_cmgs_kept_weights`); a token refreshes the

@@ -19,7 +19,7 @@ thesis' column cap of the Stirling table).
 The forced-only removal makes the CMGS cycle not exactly invariant for (5.2):
 on an enumerable 7-token posterior its stationary z-marginal is off by total
 variation 0.10 (a = 0) and 0.21 (a = 0.4), and on synthetic corpora it finds
-too few tables, so b from (5.8) comes out 8-25% low (tests/test_stm.py).
+too few tables, so b from (5.8) comes out 8-25% low (tests/models/test_stm.py).
 ``"exact"`` replaces the removal by the seating posterior (the token sat alone
 with probability S^{n-1}_{t-1} / S^n_t) and the topic draw by the seating
 predictive (join: n - a t; open: (b + a T) x Dirichlet predictive), then the
@@ -287,7 +287,7 @@ class STM(GibbsModel):
         Overrides (``None`` = default): ``alpha`` (scalar or K values), ``beta``, ``a``, ``b``, ``sample_b``,
         ``b_burn_in`` (cycles before b is sampled), ``m_max`` (cap on a table count), ``sampler``: ``"cmgs"``
         (thesis Algorithm 4, default) or ``"exact"`` (stochastic table removal + seating predictive, see
-        :func:`stm_sweep`; the thesis' deterministic removal is not exactly invariant, see tests/test_stm.py).
+        :func:`stm_sweep`; the thesis' deterministic removal is not exactly invariant, see tests/models/test_stm.py).
         """
         K = self.num_topics
         hyper = parse_hyper(overrides, [

@@ -662,7 +662,7 @@ def test_crp_generator_state_is_valid_and_sampler_keeps_it():
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# benchmark (run explicitly: pytest -m benchmark tests/test_adatm.py -s)
+# benchmark (run explicitly: pytest -m benchmark tests/models/test_adatm.py -s)
 # ---------------------------------------------------------------------------------------------------------------
 
 def _lda_sweep_factory():

@@ -25,7 +25,7 @@ from drivers.model_store import load_model
 from jobs import evaluate, infer, topics, train
 from tiny_corpora import FAMILY_FLAGS, tiny_aligned, tiny_segmented
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # tests/
 MODELS = list(registry.MODELS)
 GOLDEN = os.path.join(HERE, "golden", "tiny_models.npz")
 

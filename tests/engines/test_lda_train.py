@@ -14,7 +14,7 @@ from conftest import hellinger_matched, train_args, write_corpus
 from jobs import train
 from drivers.model_store import load_model
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 @pytest.fixture(scope="module")
