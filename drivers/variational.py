@@ -26,8 +26,8 @@ Plug-in points (constructor arguments, defaults in brackets):
   vocabulary];
 * ``update``: the global update rule the reducers apply
   [:class:`inference.reducer.BatchUpdate`];
-* ``start``: the initial lambda and alpha [:class:`RandomStart`; a warm start
-  from a trained model for refresh].
+* ``start``: the initial lambda and alpha [:class:`RandomStart`; :class:`WarmStart`
+  from a trained model, for refresh].
 
 The E-step is deterministic and every sum runs in partition order, so a seed
 gives the same model on any master, after task retries, and after ``--resume``.
@@ -164,6 +164,21 @@ class RandomStart:
         if hasattr(prior, "shape_initial_lambda"):
             lambda_ = prior.shape_initial_lambda(lambda_)
         return lambda_, initial_alpha(settings.alpha, K)
+
+
+class WarmStart:
+    """lambda^(0) and alpha^(0) given, e.g. a trained model's (``TopicModel.lambda_``, ``TopicModel.alpha``): the
+    start of a refresh on new documents."""
+
+    def __init__(self, lambda_: np.ndarray, alpha: np.ndarray):
+        self.lambda_ = np.array(lambda_, dtype=np.float64, copy=True)
+        self.alpha = np.array(alpha, dtype=np.float64, copy=True)
+
+    def initial(self, settings: EMSettings, vocab_size: int, prior) -> tuple[np.ndarray, np.ndarray]:
+        if self.lambda_.shape != (settings.num_topics, vocab_size) or self.alpha.shape != (settings.num_topics,):
+            raise ValueError(f"a warm start of lambda {self.lambda_.shape} and alpha {self.alpha.shape} does not fit "
+                             f"K={settings.num_topics}, V={vocab_size}")
+        return self.lambda_.copy(), self.alpha.copy()
 
 
 def initial_alpha(alpha, K: int) -> np.ndarray:

@@ -57,6 +57,36 @@ def test_elbo_never_decreases_and_model_files(synthetic_model):
     np.testing.assert_allclose(np.stack(doc_topics["theta"]).sum(1), 1.0)
 
 
+def test_warm_start_continues_from_a_trained_model(spark_session, synthetic_lda, synthetic_model, tmp_path):
+    """The engine's initial-state plug-in: a WarmStart from a trained model's lambda and alpha starts where the
+    model ended (its first ELBO is at least the trained run's last, and close to it), far above a random start."""
+    from drivers.corpora.bow import load_corpus
+    from drivers.variational import EMSettings, VariationalEngine, WarmStart
+    from inference.priors import SymmetricPrior
+
+    corpus_dir, _ = synthetic_lda
+    out, meta, _ = synthetic_model
+    model = load_model(str(out))
+    corpus = load_corpus(spark_session, corpus_dir)
+    settings = EMSettings(num_topics=4, max_iterations=1, tol=0, seed=0, schedule="fixed", restarts="never")
+    prior = SymmetricPrior(meta["eta"], corpus.vocab_size)
+
+    def first_elbo(name, start=None):
+        engine = VariationalEngine(spark_session.sparkContext, settings, prior, str(tmp_path / name), start=start)
+        return engine.fit(corpus.blocks, corpus.num_partitions, corpus.vocab_size).trace[0].elbo
+
+    try:
+        warm = first_elbo("warm", WarmStart(model.lambda_, model.alpha))
+        cold = first_elbo("cold")
+        final = meta["elbo"]   # the trained run's last ELBO (before its last M-step): the warm start is no worse
+        assert final - 1e-4 * abs(final) <= warm < final + 2e-3 * abs(final), (warm, final)
+        assert warm > cold + 0.1 * abs(cold), (warm, cold)
+        with pytest.raises(ValueError, match="does not fit"):
+            first_elbo("bad", WarmStart(model.lambda_[:, :10], model.alpha))
+    finally:
+        corpus.blocks.unpersist()
+
+
 def test_same_seed_same_model_and_seed_matters(spark_session, synthetic_lda, synthetic_model, tmp_path):
     corpus, _ = synthetic_lda
     first, _, _ = synthetic_model
