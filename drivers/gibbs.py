@@ -411,8 +411,7 @@ class GibbsEngine:
         sched = s.schedule
         K, V = model.num_topics, model.vocab_size
         self._num_partitions = num_partitions
-        R = s.num_reducers or TopicPartitioner.default_reducers(K, self.sc.defaultParallelism)
-        partitioner = TopicPartitioner(K, R)
+        partitioner = TopicPartitioner.for_topics(K, s.num_reducers, self.sc.defaultParallelism)
         fingerprint = dict(fingerprint or {}, model=model.name, topics=K, vocab_size=V,
                            partitions=num_partitions, seed=s.seed, schedule=sched.to_json(),
                            sweeps_per_sync=s.sweeps_per_sync, state_format=STATE_FORMAT)

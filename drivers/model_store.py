@@ -151,26 +151,97 @@ def save_prior(directory: str, prior, topic_names: list, vocab: pd.DataFrame) ->
     write_parquet(storage.join(directory, "prior.parquet"), frame)
 
 
-def load_model(directory: str) -> TopicModel:
-    meta_path = storage.join(directory, "model.json")
-    if not storage.exists(meta_path):
+#: every file a model directory may hold besides the checkpoint (``L``: a language of a polylingual model)
+MODEL_FILES = ("model.json", "lambda.npy", "lambda.L.npy", "topic_word.npy", "vocab.parquet", "vocab.L.parquet",
+               "prior.parquet", "doc_topics.parquet", "segment_topics.parquet", "elbo.png", "loglik.png",
+               "topics.txt")
+
+
+def clear_model_files(directory: str) -> None:
+    """Delete the model files of an earlier model in ``directory`` (a directory holds one model: a Gibbs model
+    trained where an LDA model was must not leave its ``lambda.npy`` behind); nothing else is touched."""
+    patterns = [name.split("L") for name in MODEL_FILES]
+    for name in storage.list_dir(directory):
+        for pattern in patterns:
+            if (len(pattern) == 1 and name == pattern[0]) or \
+                    (len(pattern) == 2 and name.startswith(pattern[0]) and name.endswith(pattern[1])
+                     and len(name) > len(pattern[0]) + len(pattern[1])):
+                storage.delete(storage.join(directory, name))
+                break
+
+
+def read_meta(directory: str) -> dict:
+    """``model.json`` of a model directory, or a one-line refusal."""
+    path = storage.join(directory, "model.json")
+    if not storage.exists(path):
         raise SystemExit(f"{directory} is not a model directory (no model.json)")
-    meta = storage.load_json(meta_path)
+    try:
+        meta = storage.load_json(path)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise SystemExit(f"{path} is not valid JSON ({exc}): the model directory is damaged; train the model again")
+    missing = [key for key in ("model", "topics") if key not in (meta if isinstance(meta, dict) else {})]
+    if missing:
+        raise SystemExit(f"{path} lacks {', '.join(missing)}: the model directory is damaged; train the model again")
+    return meta
+
+
+def _read(directory: str, name: str, reader):
+    path = storage.join(directory, name)
+    if not storage.exists(path):
+        raise SystemExit(f"{directory} has no {name}: the model directory is incomplete; train the model again")
+    try:
+        return reader(path)
+    except (OSError, ValueError, KeyError, pa.ArrowException) as exc:
+        raise SystemExit(f"{path} cannot be read ({type(exc).__name__}: {exc}): the model directory is damaged; "
+                         f"train the model again") from None
+
+
+def load_model(directory: str) -> TopicModel:
+    """The model in ``directory``, read by the family its ``model.json`` names and checked (shapes, finite and
+    non-negative parameters, alpha): a damaged directory is refused in one line."""
+    from drivers import registry
+
+    meta = read_meta(directory)
+    family = registry.model(meta["model"]).family_object()
     if meta.get("languages"):  # polylingual: concatenate the languages in model.json's order
         vocabs, lambdas, offset = [], [], 0
         for language in meta["languages"]:
-            v = read_vocab(storage.join(directory, f"vocab.{language}.parquet"))
+            v = _read(directory, f"vocab.{language}.parquet", read_vocab)
             vocabs.append(v.assign(id=v["id"] + offset, lang=language, local_id=v["id"]))
-            lambdas.append(storage.load_npy(storage.join(directory, f"lambda.{language}.npy")))
+            lambdas.append(_read(directory, f"lambda.{language}.npy", storage.load_npy))
             offset += len(v)
-        return TopicModel(directory, meta, pd.concat(vocabs, ignore_index=True), np.hstack(lambdas))
-    vocab = read_vocab(storage.join(directory, "vocab.parquet"))
-    if not storage.exists(storage.join(directory, "lambda.npy")) and \
-            storage.exists(storage.join(directory, "topic_word.npy")):
-        # a Gibbs model: the K x V posterior-mean topic-word matrix (rows sum to 1) stands in for lambda
-        return TopicModel(directory, meta, vocab, storage.load_npy(storage.join(directory, "topic_word.npy")))
-    lambda_ = storage.load_npy(storage.join(directory, "lambda.npy"))
-    return TopicModel(directory, meta, vocab, lambda_)
+        if len({np.ndim(l) == 2 and np.shape(l)[0] for l in lambdas}) != 1:
+            raise SystemExit(f"{directory}: the languages' lambda files have different numbers of topics: the model "
+                             f"directory is damaged; train the model again")
+        model = TopicModel(directory, meta, pd.concat(vocabs, ignore_index=True), np.hstack(lambdas))
+        check_model(model, "lambda.<L>.npy", family.positive_parameters)
+        return model
+    vocab = _read(directory, "vocab.parquet", read_vocab)
+    model = TopicModel(directory, meta, vocab, _read(directory, family.matrix_file, storage.load_npy))
+    check_model(model, family.matrix_file, family.positive_parameters)
+    return model
+
+
+def check_model(model: TopicModel, matrix_file: str, positive: bool) -> None:
+    """Refuse, in one line naming the file, a topic-word matrix whose shape disagrees with model.json and the
+    vocabulary, that holds NaN, infinite or negative values (zero too where ``positive``: Dirichlet parameters),
+    or an alpha that is not K positive numbers."""
+    K, V = int(model.meta["topics"]), len(model.vocab)
+    matrix, where = model.lambda_, f"{model.directory}: {matrix_file}"
+    advice = "the model directory is damaged; train the model again"
+    if matrix.ndim != 2 or matrix.shape != (K, V):
+        raise SystemExit(f"{where} is {'x'.join(map(str, matrix.shape))}, but model.json has {K} topics and the "
+                         f"vocabulary {V} terms: {advice}")
+    bad = int(np.count_nonzero(~np.isfinite(matrix)))
+    if bad:
+        raise SystemExit(f"{where} holds {bad} NaN or infinite values: {advice}")
+    bad = int(np.count_nonzero(matrix <= 0 if positive else matrix < 0))
+    if bad:
+        raise SystemExit(f"{where} holds {bad} {'non-positive' if positive else 'negative'} values: {advice}")
+    if "alpha" in model.meta:
+        alpha = np.asarray(model.meta["alpha"], dtype=np.float64)
+        if alpha.shape != (K,) or not np.all(np.isfinite(alpha)) or np.any(alpha <= 0):
+            raise SystemExit(f"{model.directory}: model.json's alpha is not {K} positive numbers: {advice}")
 
 
 #: ``prepare`` options that decide which words a text yields: reused from the training corpus on raw input

@@ -256,8 +256,7 @@ class VariationalEngine:
         layout = self.layout or VocabLayout.monolingual(V)
         if self.update.needs_previous:
             raise NotImplementedError("an update rule that needs the previous lambda is not wired yet")
-        R = s.num_reducers or TopicPartitioner.default_reducers(K, self.sc.defaultParallelism)
-        partitioner = TopicPartitioner(K, R)
+        partitioner = TopicPartitioner.for_topics(K, s.num_reducers, self.sc.defaultParallelism)
         fingerprint = dict(fingerprint or {}, topics=K, vocab_size=V, partitions=num_partitions, seed=s.seed)
 
         restored = self.checkpointer.load() if resume else None

@@ -13,7 +13,7 @@ import json
 
 from drivers import registry, storage
 from drivers.families import EvaluateRequest
-from jobs.spark import get_spark
+from jobs.spark import get_spark, positive_int
 
 
 def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
     parser.add_argument("--top-words", type=int, default=10, help="top words per topic for NPMI")
     parser.add_argument("--seed", type=int, default=0, help="seed of the observed/held-out token split")
     parser.add_argument("--output", default=None, help="also write the metrics to this JSON file")
-    parser.add_argument("--partitions", type=int, default=None, help="document partitions (default: by size)")
+    parser.add_argument("--partitions", type=positive_int, default=None, help="document partitions (default: by size)")
     for family in registry.families():
         family.add_evaluate_flags(parser.add_argument_group(
             f"{family.name} models ({', '.join(s.name for s in registry.models_of(family.name))})"))

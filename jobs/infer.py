@@ -20,7 +20,7 @@ from drivers import registry, storage
 from drivers.corpora.files import CORPUS_JSON
 from drivers.families import InferRequest
 from jobs.preparation.corpus import PrepareError, prepare_corpus
-from jobs.spark import get_spark
+from jobs.spark import get_spark, positive_int
 
 log = logging.getLogger("spark_topics.infer")
 
@@ -39,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
                         help="polylingual model: the language of the input documents (a new document in one "
                              "language); an aligned corpus (prepare --lang-column) as input uses every language "
                              "of each tuple")
-    parser.add_argument("--partitions", type=int, default=None, help="document partitions (default: by size)")
+    parser.add_argument("--partitions", type=positive_int, default=None, help="document partitions (default: by size)")
     for family in registry.families():
         family.add_infer_flags(parser.add_argument_group(
             f"{family.name} models ({', '.join(s.name for s in registry.models_of(family.name))})"))

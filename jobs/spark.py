@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import argparse
+import atexit
 import logging
 import os
 import socket
 import shutil
 import sys
+import tempfile
 
 log = logging.getLogger("spark_topics")
 
@@ -17,6 +19,19 @@ def add_spark_arguments(parser: argparse.ArgumentParser) -> None:
                         help="Spark master URL (default: local[*], or whatever spark-submit set)")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                         help="extra Spark configuration, repeatable")
+
+
+def positive_int(text: str) -> int:
+    """argparse type of counts that must be at least 1 (``--partitions``, ``--reducers``): 0 is refused, not
+    read as "default"."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r} (leave the flag out for the "
+                                         f"default)")
+    return value
 
 
 def check_java() -> None:
@@ -38,6 +53,17 @@ def check_java() -> None:
 #: sockets every Python task waited about 40 ms for its first input record (the delayed-ACK timeout; measured
 #: with an empty task on local[2]), a fixed cost per task that dominated short tasks such as one Gibbs sweep.
 UDS_KEY = "spark.python.unix.domain.socket.enabled"
+#: where the socket files go: by default java.io.tmpdir, where every job left one to three ``.<uuid>.sock`` files
+#: behind; a local job gets a folder of its own, removed when the process ends (on a cluster the folder would
+#: have to exist on every node, so the default stays)
+UDS_DIR_KEY = "spark.python.unix.domain.socket.dir"
+
+
+def socket_folder() -> str:
+    """A new temporary folder for this process's Unix socket files, deleted at exit."""
+    folder = tempfile.mkdtemp(prefix="spark-topics-sockets-")
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
 
 
 def get_spark(app_name: str, master: str | None = None, conf: list[str] | None = None):
@@ -67,6 +93,8 @@ def get_spark(app_name: str, master: str | None = None, conf: list[str] | None =
     given = {item.split("=", 1)[0].strip() for item in conf or []}
     if UDS_KEY not in given and not _under_submit() and hasattr(socket, "AF_UNIX"):
         builder = builder.config(UDS_KEY, "true")   # deploy/submit.sh passes it under spark-submit
+        if UDS_DIR_KEY not in given and (master or "local").startswith("local"):
+            builder = builder.config(UDS_DIR_KEY, socket_folder())
     builder = builder.config("spark.sql.execution.arrow.pyspark.enabled", "true")
     # let adaptive execution coalesce the shuffle partitions of cached frames (prepare caches several)
     builder = builder.config("spark.sql.optimizer.canChangeCachedPlanOutputPartitioning", "true")

@@ -11,7 +11,7 @@ import argparse
 
 from drivers import registry, storage
 from drivers.families import TrainRequest
-from jobs.spark import add_spark_arguments, get_spark
+from jobs.spark import add_spark_arguments, get_spark, positive_int
 
 DEFAULT_MODEL = "lda"
 
@@ -41,11 +41,13 @@ def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
     parser.add_argument("--alpha", type=float, default=None,
                         help="initial symmetric alpha (default: 1/K variational, 0.1 Gibbs)")
     parser.add_argument("--fixed-alpha", action="store_true", help="do not optimise alpha")
-    parser.add_argument("--partitions", type=int, default=None,
+    parser.add_argument("--partitions", type=positive_int, default=None,
                         help="document partitions (default: from the corpus size, not the cluster, "
                              "so results are reproducible anywhere)")
-    parser.add_argument("--reducers", type=int, default=None, help="topic reducers R (default: min(K, cores))")
-    parser.add_argument("--checkpoint-dir", default=None, help="default: MODEL_DIR/_checkpoint")
+    parser.add_argument("--reducers", type=positive_int, default=None, help="topic reducers R (default: min(K, cores))")
+    parser.add_argument("--checkpoint-dir", default=None,
+                        help="where the run keeps its checkpoint: its own subfolder of this directory, the only "
+                             "thing it deletes (default: MODEL_DIR/_checkpoint)")
     parser.add_argument("--resume", action="store_true", help="continue from the last checkpoint")
     parser.add_argument("--keep-checkpoint", action="store_true", help="keep the checkpoint after success")
     parser.add_argument("--top-words", type=int, default=10, help="words per topic in the printed summary")

@@ -28,6 +28,13 @@ class TopicPartitioner:
         """Default R: one reducer per core, never more than K."""
         return max(1, min(num_topics, parallelism))
 
+    @classmethod
+    def for_topics(cls, num_topics: int, requested: int | None, parallelism: int) -> "TopicPartitioner":
+        """The partitioner of an engine: ``requested`` reducers (None: the default; below 1: refused)."""
+        if requested is not None and requested < 1:
+            raise SystemExit(f"--reducers must be at least 1, got {requested}")
+        return cls(num_topics, requested or cls.default_reducers(num_topics, parallelism))
+
     def topic_of(self, key) -> int:
         """p_left of the key pair <p_left, p_right>; Alg. 2 ignores p_right."""
         return key[0] if isinstance(key, tuple) else key

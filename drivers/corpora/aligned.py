@@ -15,7 +15,7 @@ import time
 import pandas as pd
 
 from drivers import storage
-from drivers.corpora.bow import Corpus, default_partitions, docs_to_blocks
+from drivers.corpora.bow import Corpus, chosen_partitions, docs_to_blocks
 from drivers.corpora.files import CORPUS_JSON, DOCS, VOCAB, read_vocab
 from inference.layout import VocabLayout
 
@@ -60,7 +60,7 @@ def load_aligned_corpus(spark, directory: str, num_partitions: int | None = None
               .agg(F.array_sort(F.collect_list(F.struct("lang_index", "term_ids", "counts"))).alias("parts"))
               .select("doc_id", F.flatten(F.col("parts.term_ids")).alias("term_ids"),
                       F.flatten(F.col("parts.counts")).alias("counts")))
-    P = num_partitions or default_partitions(int(meta["documents"]), meta.get("tokens"))
+    P = chosen_partitions(num_partitions, int(meta["documents"]), meta.get("tokens"))
     started = time.perf_counter()
     spark.sparkContext.setJobDescription(f"load aligned corpus {directory} into {P} blocks")
     blocks = docs_to_blocks(tuples, P)

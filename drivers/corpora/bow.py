@@ -53,6 +53,13 @@ def check_topics(num_topics: int, vocab_size: int) -> None:
                          "use fewer topics or a larger vocabulary")
 
 
+def chosen_partitions(requested: int | None, num_documents: int, num_tokens: int | None = None) -> int:
+    """``requested`` partitions (None: :func:`default_partitions`; below 1: refused)."""
+    if requested is not None and requested < 1:
+        raise SystemExit(f"--partitions must be at least 1, got {requested}")
+    return requested or default_partitions(num_documents, num_tokens)
+
+
 def default_partitions(num_documents: int, num_tokens: int | None = None) -> int:
     """At least 2; a function of the data only (never of the cluster), so results are reproducible anywhere."""
     if num_tokens:
@@ -123,7 +130,7 @@ def open_corpus_meta(spark, directory: str) -> tuple[dict, pd.DataFrame]:
 def load_corpus(spark, directory: str, num_partitions: int | None = None) -> Corpus:
     """Open CORPUS_DIR: ``corpus.json``, ``vocab.parquet`` and ``docs.parquet`` as blocks."""
     meta, vocab = open_corpus_meta(spark, directory)
-    P = num_partitions or default_partitions(int(meta["documents"]), meta.get("tokens"))
+    P = chosen_partitions(num_partitions, int(meta["documents"]), meta.get("tokens"))
     docs = spark.read.parquet(storage.join(directory, DOCS))
     started = time.perf_counter()
     spark.sparkContext.setJobDescription(f"load corpus {directory} into {P} document blocks")

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from drivers import storage
-from drivers.corpora.bow import empty_docs_table, blocks_by_partition, default_partitions, open_corpus_meta
+from drivers.corpora.bow import blocks_by_partition, chosen_partitions, empty_docs_table, open_corpus_meta
 from drivers.corpora.files import DOCS, SEGMENTS
 from inference.gibbs.model import SegmentedBlock
 
@@ -181,7 +181,7 @@ def load_segmented_corpus(spark, directory: str, num_partitions: int | None = No
     docs = int(meta["documents"])
     share = 1.0 if split == "all" else heldout_fraction if split == "test" else 1 - heldout_fraction
     tokens = meta.get("tokens")
-    P = num_partitions or default_partitions(math.ceil(docs * share), tokens and math.ceil(tokens * share))
+    P = chosen_partitions(num_partitions, math.ceil(docs * share), tokens and math.ceil(tokens * share))
     source, V = ("segments" if segmented else "docs"), len(vocab)
     started = time.perf_counter()
     spark.sparkContext.setJobDescription(f"load {'segmented ' if segmented else ''}corpus {directory} "

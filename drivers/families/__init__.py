@@ -12,6 +12,8 @@ model's own settings by name, as its class declares them.
 """
 from __future__ import annotations
 
+import hashlib
+import os
 from dataclasses import dataclass, field
 
 from drivers import storage
@@ -38,7 +40,13 @@ class TrainRequest:
 
     @property
     def checkpoint(self) -> str:
-        return self.checkpoint_dir or storage.join(self.output, "_checkpoint")
+        """The run's own checkpoint folder, the only one it ever deletes: ``MODEL_DIR/_checkpoint``, or in a
+        ``--checkpoint-dir`` DIR (which may hold other files) a subfolder named after the output."""
+        if not self.checkpoint_dir:
+            return storage.join(self.output, "_checkpoint")
+        output = self.output if "://" in self.output else os.path.abspath(self.output)
+        tag = hashlib.sha256(output.encode("utf-8")).hexdigest()[:12]
+        return storage.join(self.checkpoint_dir, f"spark-topics-checkpoint-{tag}")
 
     def option(self, name: str, default=None):
         value = self.options.get(name)
@@ -74,6 +82,8 @@ class ModelFamily:
 
     name = "abstract"
     kind = "abstract"                   # how its models are fitted, in words ("variational", "sampled")
+    matrix_file = "lambda.npy"          # the K x V topic-word matrix of its model directories
+    positive_parameters = True          # the matrix holds Dirichlet parameters (> 0), not probabilities (>= 0)
 
     # ---- flags (the only place a family sees argparse)
     def add_train_flags(self, parser) -> None:
@@ -111,7 +121,9 @@ class ModelFamily:
         """``prepare_corpus`` options for raw ``infer`` input: the model's vocabulary, tokenizer, segments."""
         raise NotImplementedError
 
-    def infer(self, spark, trained, corpus_dir: str, request: InferRequest) -> dict:
+    def infer(self, spark, trained, corpus_dir: str, request: InferRequest, prepared: dict | None = None) -> dict:
+        """Topic proportions of every document of the prepared corpus ``corpus_dir`` (``prepared``: its
+        corpus.json when the job prepared it from raw text); writes ``request.output``."""
         raise NotImplementedError
 
     def infer_summary(self, result: dict, request: InferRequest) -> str:

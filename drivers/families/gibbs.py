@@ -160,6 +160,8 @@ def needs_segments(name: str) -> bool:
 class GibbsFamily(ModelFamily):
     name = "gibbs"
     kind = "sampled"
+    matrix_file = "topic_word.npy"
+    positive_parameters = False
 
     # ---- flags
     def add_train_flags(self, g) -> None:
@@ -273,6 +275,7 @@ class GibbsFamily(ModelFamily):
             if not np.allclose(topic_word.sum(axis=1), 1.0):
                 raise RuntimeError("topic_word rows do not sum to 1")
             storage.makedirs(request.output)
+            model_store.clear_model_files(request.output)
             storage.save_npy(storage.join(request.output, "topic_word.npy"), np.ascontiguousarray(topic_word))
             cols = [c for c in ("term", "id", "df", "cf") if c in corpus.vocab.columns]
             model_store.write_parquet(storage.join(request.output, "vocab.parquet"), corpus.vocab[cols])

@@ -96,6 +96,8 @@ def _add_estep_flags(parser) -> None:
 class VariationalFamily(ModelFamily):
     name = "variational"
     kind = "variational"
+    matrix_file = "lambda.npy"
+    positive_parameters = True
 
     # ---- flags
     def add_train_flags(self, parser) -> None:
@@ -191,6 +193,7 @@ class VariationalFamily(ModelFamily):
         if corpus.layout is not None:
             meta["languages"] = list(corpus.layout.languages)
             meta["vocab_sizes"] = dict(zip(corpus.layout.languages, corpus.layout.sizes()))
+        model_store.clear_model_files(request.output)
         model_store.save_model(request.output, meta, corpus.vocab, result.lambda_, corpus.layout)
         if prior.report is not None:
             model_store.save_prior(request.output, result.prior, prior.topic_names, corpus.vocab)

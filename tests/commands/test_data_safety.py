@@ -1,0 +1,136 @@
+"""Nothing lost, nothing silently wrong (issue 16): the user's files survive, a model directory holds one model,
+damaged model files and zero counts are refused in one line, jobs leave no socket files behind."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import train_args
+from drivers import model_store
+from drivers.corpora.bow import load_corpus
+from jobs import train
+from partitioners.topic import TopicPartitioner
+from tiny_corpora import FAMILY_FLAGS, tiny_segmented
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    return tiny_segmented(tmp_path_factory.mktemp("safety") / "corpus")
+
+
+@pytest.fixture(scope="module")
+def lda_model(spark_session, tiny, tmp_path_factory):
+    out = tmp_path_factory.mktemp("safety_model") / "lda"
+    train.train(spark_session, train_args(tiny, out, "--model", "lda", *FAMILY_FLAGS["variational"]))
+    return out
+
+
+def _train(spark, corpus, out, model, *extra):
+    family = "variational" if model in ("lda", "polylda") else "gibbs"
+    return train.train(spark, train_args(corpus, out, "--model", model, *FAMILY_FLAGS[family], *extra))
+
+
+@pytest.mark.parametrize("model,extra", [("lda", ()), ("lda-gibbs", ("--keep-checkpoint",)), ("lda-gibbs", ())])
+def test_checkpoint_dir_keeps_the_users_files(spark_session, tiny, tmp_path, model, extra):
+    """--checkpoint-dir DIR: the run keeps its checkpoint in a subfolder of its own and deletes only that."""
+    mine = tmp_path / "dir" / "notes.txt"
+    mine.parent.mkdir()
+    mine.write_text("the user's own file")
+    (tmp_path / "dir" / "results").mkdir()
+    _train(spark_session, tiny, tmp_path / "m", model, "--checkpoint-dir", tmp_path / "dir", *extra)
+    assert mine.read_text() == "the user's own file" and (tmp_path / "dir" / "results").is_dir()
+    ours = [p for p in os.listdir(tmp_path / "dir") if p.startswith("spark-topics-checkpoint-")]
+    assert len(ours) == (1 if extra else 0), ours
+
+
+def test_a_model_directory_holds_one_model(spark_session, tiny, tmp_path):
+    """A Gibbs model trained where an LDA model was (and back) is the new model, not the old one's files."""
+    out = tmp_path / "m"
+    _train(spark_session, tiny, out, "lda")
+    (out / "mine.txt").write_text("kept")
+    _train(spark_session, tiny, out, "lda-gibbs")
+    assert not (out / "lambda.npy").exists() and not (out / "elbo.png").exists()
+    loaded = model_store.load_model(str(out))
+    np.testing.assert_array_equal(loaded.lambda_, np.load(out / "topic_word.npy"))
+    assert (out / "topics.txt").read_text() == model_store.format_model_topics(loaded, 10) + "\n"
+    _train(spark_session, tiny, out, "lda")
+    assert not any((out / name).exists() for name in ("topic_word.npy", "segment_topics.parquet", "loglik.png"))
+    assert model_store.load_model(str(out)).meta["model"] == "lda" and (out / "mine.txt").read_text() == "kept"
+
+
+def _damaged(lda_model, tmp_path, damage) -> str:
+    copy = tmp_path / "damaged"
+    shutil.copytree(lda_model, copy)
+    damage(copy)
+    return str(copy)
+
+
+def _edit_json(path, **changes):
+    meta = json.loads(path.read_text())
+    meta.update(changes)
+    path.write_text(json.dumps(meta))
+
+
+def _set_lambda(directory, edit):
+    lam = np.load(directory / "lambda.npy")
+    np.save(directory / "lambda.npy", edit(lam), allow_pickle=False)
+
+
+@pytest.mark.parametrize("damage,message", [
+    (lambda d: _set_lambda(d, lambda l: np.where(np.arange(l.size).reshape(l.shape) == 7, np.nan, l)),
+     r"lambda\.npy holds 1 NaN or infinite values"),
+    (lambda d: _set_lambda(d, lambda l: -l), r"lambda\.npy holds 90 non-positive values"),
+    (lambda d: _set_lambda(d, lambda l: l[:, :20]), r"lambda\.npy is 3x20, but model\.json has 3 topics and the "
+                                                   r"vocabulary 30 terms"),
+    (lambda d: _edit_json(d / "model.json", topics=4), r"lambda\.npy is 3x30, but model\.json has 4 topics"),
+    (lambda d: _edit_json(d / "model.json", alpha=[0.1, 0.2]), r"alpha is not 3 positive numbers"),
+    (lambda d: (d / "model.json").write_text((d / "model.json").read_text()[:50]), r"model\.json is not valid JSON"),
+    (lambda d: (d / "lambda.npy").unlink(), r"has no lambda\.npy"),
+    (lambda d: (d / "lambda.npy").write_bytes(b"\x93NUMPY broken"), r"lambda\.npy cannot be read"),
+], ids=["nan", "negative", "narrow", "topics", "alpha", "truncated-json", "missing", "garbled"])
+def test_damaged_model_files_are_refused_in_one_line(lda_model, tmp_path, damage, message):
+    from jobs import topics
+
+    directory = _damaged(lda_model, tmp_path, damage)
+    with pytest.raises(SystemExit, match=message) as refused:
+        model_store.load_model(directory)
+    assert "\n" not in str(refused.value)
+    import argparse
+    with pytest.raises(SystemExit, match=message):   # the jobs open models through it
+        topics.run(argparse.Namespace(model_dir=directory, top_words=3, weights=False))
+
+
+def test_zero_partitions_and_reducers_are_refused(spark_session, tiny, capsys):
+    for flag in ("--partitions", "--reducers"):
+        with pytest.raises(SystemExit):
+            train_args(tiny, "out", "--topics", 3, flag, 0)
+        assert "expected a positive integer, got '0'" in capsys.readouterr().err
+    with pytest.raises(SystemExit, match="--partitions must be at least 1, got 0"):
+        load_corpus(spark_session, tiny, 0)
+    with pytest.raises(SystemExit, match="--reducers must be at least 1, got 0"):
+        TopicPartitioner.for_topics(3, 0, 2)
+
+
+def _sockets():
+    import tempfile
+    return {name for name in os.listdir(tempfile.gettempdir()) if name.endswith(".sock")}
+
+
+def test_a_job_leaves_no_socket_files(tiny, tmp_path):
+    """Every local job used to leave one to three .<uuid>.sock files in the temp folder."""
+    before = _sockets()
+    env = dict(os.environ, PYTHONPATH=REPO, SPARK_TOPICS_SPARK_LOG_LEVEL="ERROR")
+    run = subprocess.run([sys.executable, "-m", "jobs.cli", "train", "--corpus", tiny, "--output", tmp_path / "m",
+                          "--topics", "2", "--iterations", "1", "--master", "local[1]"],
+                         cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert _sockets() - before == set()
+    assert not [p for p in os.listdir("/tmp") if p.startswith("spark-topics-sockets-")]
