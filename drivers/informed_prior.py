@@ -140,7 +140,11 @@ def _read_sparse(path: str) -> PriorSpec:
         raise PriorError(f"{path}: {int(bad.sum())} prior value(s) are not positive finite numbers, e.g. {rows}")
     topics = frame["topic"]
     as_int = pd.to_numeric(topics, errors="coerce")
-    if as_int.notna().all() and (as_int == as_int.round()).all():
+    if as_int.notna().all() and not (as_int == as_int.round()).all():
+        fractional = topics[as_int != as_int.round()].iloc[0]
+        raise PriorError(f"{path}: topic {fractional} is not a topic index (whole numbers 0..K-1) nor a name; "
+                         f"name topics with words, e.g. 'anger'")
+    if as_int.notna().all():
         index = as_int.astype(np.int64).to_numpy()
         if index.min() < 0:
             raise PriorError(f"{path}: negative topic index {int(index.min())}")
@@ -210,6 +214,9 @@ def build_prior(spec: PriorSpec, vocab: pd.DataFrame, num_topics: int, eta: floa
         for topic, group in unknown.groupby("topic"):
             missing[_name(spec, int(topic))] = group["word"].tolist()
         known = entries.assign(id=ids).loc[ids >= 0]
+        for topic in sorted(set(entries["topic"]) - set(known["topic"])):
+            words = entries.loc[entries["topic"] == topic, "word"].tolist()
+            raise PriorError(f"none of the words of topic {_name(spec, int(topic))!r} is in the vocabulary: {words}")
         for topic, group in known.groupby("topic", sort=True):
             if group["id"].duplicated().any():
                 raise PriorError(f"the prior lists a word twice for topic {_name(spec, int(topic))!r}")

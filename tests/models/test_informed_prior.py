@@ -66,6 +66,9 @@ def test_bad_word_lists(tmp_path, name, text, message):
     ({"topic": [0], "word": ["hate"], "value": [float("inf")]}, "not positive finite"),
     ({"topic": [5], "word": ["hate"], "value": [1.0]}, "topic index 5"),
     ({"topic": [0, 0], "word": ["hate", "hate"], "value": [1.0, 2.0]}, "twice"),
+    ({"topic": [0, 1], "word": ["hate", "nope"], "value": [1.0, 2.0]}, "none of the words of topic 'topic 1'"),
+    ({"topic": ["anger", "calm"], "word": ["hate", "serene"], "value": [1.0, 2.0]}, "none of the words of topic 'calm'"),
+    ({"topic": [0, 1.5], "word": ["hate", "fear"], "value": [1.0, 2.0]}, "topic 1.5 is not a topic index"),
 ])
 def test_bad_sparse_priors(tmp_path, rows, message):
     path = str(tmp_path / "p.parquet")
