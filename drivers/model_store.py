@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import json
 import subprocess
 from dataclasses import dataclass
@@ -32,7 +33,7 @@ import pandas as pd
 import pyarrow as pa
 
 from drivers import storage
-from drivers.corpora.files import read_vocab
+from drivers.corpora.files import CORPUS_JSON, NO_STOPWORDS, STOPWORDS, read_vocab
 from inference.layout import VocabLayout
 
 CODE_VERSION = "0.1.0"
@@ -154,7 +155,7 @@ def save_prior(directory: str, prior, topic_names: list, vocab: pd.DataFrame) ->
 #: every file a model directory may hold besides the checkpoint (``L``: a language of a polylingual model)
 MODEL_FILES = ("model.json", "lambda.npy", "lambda.L.npy", "topic_word.npy", "vocab.parquet", "vocab.L.parquet",
                "prior.parquet", "doc_topics.parquet", "segment_topics.parquet", "elbo.png", "loglik.png",
-               "topics.txt")
+               "topics.txt", "tokenizer.json", "stopwords.txt", "stopwords.L.txt")
 
 
 def clear_model_files(directory: str) -> None:
@@ -244,27 +245,59 @@ def check_model(model: TopicModel, matrix_file: str, positive: bool) -> None:
             raise SystemExit(f"{model.directory}: model.json's alpha is not {K} positive numbers: {advice}")
 
 
-#: ``prepare`` options that decide which words a text yields: reused from the training corpus on raw input
-TOKENIZER_OPTIONS = ("language", "stopwords", "min_token_length", "token_pattern")
+#: ``prepare`` options that decide which words a text yields: kept with the model for raw ``infer`` input
+TOKENIZER_OPTIONS = ("language", "stopwords", "min_token_length", "token_pattern", "segments")
+TOKENIZER = "tokenizer.json"
 
 
-def training_corpus_options(meta: dict) -> dict | None:
-    """The ``prepare`` options of the corpus the model was trained on (its ``corpus.json``), None if it is
-    gone. A language view of a polylingual model reads its language's sub-corpus."""
-    corpus_dir = (meta.get("data") or {}).get("corpus")
-    if corpus_dir and meta.get("language"):
-        corpus_dir = storage.join(corpus_dir, meta["language"])
-    path = storage.join(corpus_dir, "corpus.json") if corpus_dir else None
-    if path and storage.exists(path):
-        return storage.load_json(path).get("options") or {}
-    log.warning("training corpus %s not found: raw text is prepared with prepare's defaults", corpus_dir)
-    return None
+def save_tokenizer(model_dir: str, corpus_dir: str, languages=None) -> None:
+    """``tokenizer.json`` (and ``stopwords[.L].txt``): how the training corpus turned text into words, kept in the
+    model directory so raw text given to ``infer`` is read the same way wherever the model (or its training
+    corpus) has moved. ``languages``: the sub-corpora of an aligned corpus, one entry each."""
+    parts = {"": corpus_dir} if not languages else {l: storage.join(corpus_dir, l) for l in languages}
+    entries = {}
+    for language, directory in parts.items():
+        path = storage.join(directory, CORPUS_JSON)
+        options = (storage.load_json(path).get("options") or {}) if storage.exists(path) else {}
+        entry = {key: options[key] for key in TOKENIZER_OPTIONS if key in options}
+        entry.pop("stopwords", None)          # a path on the training machine: the words themselves are kept
+        if storage.exists(storage.join(directory, STOPWORDS)):
+            name = f"stopwords.{language}.txt" if language else STOPWORDS
+            storage.write_bytes(storage.join(model_dir, name), storage.read_bytes(storage.join(directory, STOPWORDS)))
+            entry["stopwords_file"] = name
+        entries[language] = entry
+    storage.save_json(storage.join(model_dir, TOKENIZER), entries)
 
 
-def training_tokenizer(meta: dict) -> dict:
-    """The tokenizer options the training corpus was prepared with ({} if its corpus.json is gone)."""
-    options = training_corpus_options(meta) or {}
-    return {k: options[k] for k in TOKENIZER_OPTIONS if k in options}
+def raw_text_options(model: TopicModel) -> dict:
+    """``prepare`` options that read raw text as the model's training corpus was read (tokenizer, stop words,
+    segments), from the model directory's ``tokenizer.json``; {} (prepare's defaults) without one."""
+    path = storage.join(model.directory, TOKENIZER)
+    if not storage.exists(path):
+        return _legacy_tokenizer(model)
+    entry = dict(storage.load_json(path).get(model.meta.get("language") or "") or {})
+    stopwords = entry.pop("stopwords_file", None)
+    options = {key: entry[key] for key in TOKENIZER_OPTIONS if key in entry}
+    if stopwords:
+        options.update(language=NO_STOPWORDS, stopwords=storage.join(model.directory, stopwords))
+    return options
+
+
+def _legacy_tokenizer(model: TopicModel) -> dict:
+    """A model trained before ``tokenizer.json``: its training corpus' options, when model.json names that corpus
+    by an absolute path that still exists (a relative one would be read against the working directory)."""
+    corpus_dir = (model.meta.get("data") or {}).get("corpus")
+    if corpus_dir and model.meta.get("language"):
+        corpus_dir = storage.join(corpus_dir, model.meta["language"])
+    path = storage.join(corpus_dir, CORPUS_JSON) if corpus_dir else None
+    if path and ("://" in path or os.path.isabs(path)) and storage.exists(path):
+        log.warning("%s has no %s: raw text is tokenised with the options of its training corpus %s",
+                    model.directory, TOKENIZER, corpus_dir)
+        options = storage.load_json(path).get("options") or {}
+        return {key: options[key] for key in TOKENIZER_OPTIONS if key in options}
+    log.warning("%s has no %s and its training corpus is not at an absolute path that exists: raw text is "
+                "tokenised with prepare's defaults", model.directory, TOKENIZER)
+    return {}
 
 
 def write_topics_file(directory: str, top_words: int) -> None:

@@ -6,7 +6,11 @@ VOCAB = "vocab.parquet"        # term, id (0..V-1), df, cf
 REJECTS = "rejects"            # JSON lines: id, reason, source, raw
 CORPUS_JSON = "corpus.json"    # counts and options; written last (its presence marks a complete corpus)
 SEGMENTS = "segments.parquet"  # with --segments: doc_id, segments, segment_index
-OUTPUTS = (DOCS, VOCAB, REJECTS, CORPUS_JSON, SEGMENTS)
+STOPWORDS = "stopwords.txt"    # the stop words removed, one per line (the language's list and --stopwords)
+OUTPUTS = (DOCS, VOCAB, REJECTS, CORPUS_JSON, SEGMENTS, STOPWORDS)
+
+#: ``--language`` value that uses no shipped stop-word list
+NO_STOPWORDS = "none"
 
 #: the reject reasons ``prepare`` writes
 REJECT_REASONS = ("malformed", "invalid_encoding", "duplicate_id", "empty")

@@ -307,6 +307,7 @@ class GibbsFamily(ModelFamily):
         storage.save_json(storage.join(request.output, "model.json"), meta)
         if trace:
             outputs.plot_trace(storage.join(request.output, "loglik.png"), trace, f"{display}: Gibbs sampler")
+        model_store.save_tokenizer(request.output, request.corpus)
         model_store.write_topics_file(request.output, request.top_words)
         if not request.keep_checkpoint:
             engine.clear_checkpoint()
@@ -326,12 +327,11 @@ class GibbsFamily(ModelFamily):
         if request.lang is not None:
             raise SystemExit("--lang applies to polylingual models")
         settings = request.engine or GibbsInference()
-        options = model_store.training_corpus_options(saved.meta) or {}
-        segments = settings.segments or options.get("segments")
-        log.info("raw input is cut into segments: %s", segments or "one per document")
-        return dict(model_store.training_tokenizer(saved.meta), format=request.format, id_column=request.id_column,
-                    text_column=request.text_column, vocab=storage.join(saved.directory, "vocab.parquet"),
-                    overwrite=True, segments=segments)
+        options = model_store.raw_text_options(saved)
+        options["segments"] = settings.segments or options.get("segments")
+        log.info("raw input is cut into segments: %s", options["segments"] or "one per document")
+        return dict(options, format=request.format, id_column=request.id_column, text_column=request.text_column,
+                    vocab=storage.join(saved.directory, "vocab.parquet"), overwrite=True)
 
     def infer(self, spark, trained, corpus_dir: str, request: InferRequest, prepared: dict | None = None) -> dict:
         settings = request.engine or GibbsInference()

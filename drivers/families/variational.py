@@ -201,6 +201,8 @@ class VariationalFamily(ModelFamily):
                          prior.topic_names)
         if trace:
             outputs.plot_elbo(storage.join(request.output, "elbo.png"), trace)
+        model_store.save_tokenizer(request.output, request.corpus,
+                                   None if corpus.layout is None else corpus.layout.languages)
         model_store.write_topics_file(request.output, request.top_words)
         if not request.keep_checkpoint:
             Checkpointer(request.checkpoint).clear()
@@ -223,7 +225,9 @@ class VariationalFamily(ModelFamily):
             model = model.language_view(request.lang)
         language = model.meta.get("language")  # a language view of a polylingual model
         vocab = f"vocab.{language}.parquet" if language else "vocab.parquet"
-        return dict(model_store.training_tokenizer(model.meta), format=request.format,
+        options = model_store.raw_text_options(model)
+        options.pop("segments", None)         # bags of words: the segments of the training corpus do not matter
+        return dict(options, format=request.format,
                     id_column=request.id_column, text_column=request.text_column,
                     vocab=storage.join(model.directory, vocab), overwrite=True)
 

@@ -21,6 +21,8 @@ Output, in ``CORPUS_DIR`` (the contract the trainer reads):
 ``rejects/``
     JSON lines, one per rejected input row: ``id``, ``reason`` (one of
     :data:`REJECT_REASONS`), ``source``, ``raw`` (at most 1000 characters).
+``stopwords.txt``
+    the stop words removed (the ``--language`` list and ``--stopwords``), one per line.
 ``corpus.json``
     counts, options and input path; written last, so its presence marks a
     complete corpus.  ``input_rows == documents + sum(rejected.values())``.
@@ -39,7 +41,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from drivers import storage
-from drivers.corpora.files import (CORPUS_JSON, DOCS, OUTPUTS, REJECT_REASONS, REJECTS, SEGMENTS, VOCAB,
+from drivers.corpora.files import (CORPUS_JSON, DOCS, OUTPUTS, REJECT_REASONS, REJECTS, SEGMENTS, STOPWORDS, VOCAB,
                                   rejects_schema)
 from jobs.preparation import segments as segments_mod
 from jobs.preparation.text import DEFAULT_TOKEN_PATTERN, stopword_list, tokenize
@@ -169,6 +171,7 @@ def prepare_corpus(spark: SparkSession, input_path: str, output_dir: str, **opti
         log.debug("wrote %s", path(DOCS))
         _write_rejects(rows, docs, path(REJECTS))
         log.debug("wrote %s", path(REJECTS))
+        storage.write_bytes(path(STOPWORDS), "".join(f"{word}\n" for word in stopwords).encode("utf-8"))
         corpus = _corpus_summary(spark, output_dir, input_path, input_rows, fmt, opts)
         if opts.segments and corpus["documents"]:
             corpus["segmentation"] = segments_mod.write_segments(

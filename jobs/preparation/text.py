@@ -14,6 +14,9 @@ from pyspark.ml.feature import RegexTokenizer, StopWordsRemover
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from drivers import storage
+from drivers.corpora.files import NO_STOPWORDS
+
 #: Runs of letters (combining marks included, so decomposed accents stay in the
 #: word), joined by inner apostrophes: ``isn't`` and ``o'clock`` are one token
 #: (the stop-word lists spell contractions with ``'``), while a possessive or
@@ -25,8 +28,6 @@ DEFAULT_TOKEN_PATTERN = r"[\p{L}\p{M}]+(?:'(?!s\b)[\p{L}\p{M}]+)*"
 #: tokenising, so ``don’t`` and ``don't`` are the same word.
 APOSTROPHES = "[\u2019\u02bc]"
 
-#: ``--language`` value that disables the shipped stop-word lists.
-NO_STOPWORDS = "none"
 
 
 def available_languages() -> list[str]:
@@ -49,9 +50,11 @@ def load_stopwords(language: str) -> list[str]:
 def read_stopwords_file(path: str) -> list[str]:
     """A custom stop-word list: one word per line; blank lines and ``#`` comments ignored."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = storage.read_bytes(path).decode("utf-8")
     except OSError as exc:
-        raise ValueError(f"cannot read stop-word file {path}: {exc.strerror}") from exc
+        raise ValueError(f"cannot read stop-word file {path}: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"stop-word file {path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
     return _parse_word_list(text)
 
 

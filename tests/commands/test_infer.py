@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import shutil
 
 import numpy as np
 import pandas as pd
@@ -103,6 +104,27 @@ def test_infer_raw_text_counts_unknown_words(spark_session, raw_model, tmp_path,
     assert prepared["documents"] == len(docs)
     np.testing.assert_allclose(topics.loc["copy", "theta"],
                                read_topics(tmp_path / "prepared" / "doc_topics.parquet").loc[first_id, "theta"])
+
+
+def test_raw_text_is_read_as_the_training_corpus_was_wherever_the_model_is(raw_model, tmp_path, monkeypatch):
+    """The tokenizer (min_token_length 3 here) and stop words travel in the model directory: a model whose
+    model.json names a training corpus that is not there (a relative path, another working directory) reads raw
+    text as it was trained, not with prepare's defaults."""
+    model_dir, _, docs, _ = raw_model
+    moved = tmp_path / "moved"
+    shutil.copytree(model_dir, moved)
+    meta = json.loads((moved / "model.json").read_text())
+    meta["data"]["corpus"] = "corpus"                      # relative: read against whatever the cwd is
+    (moved / "model.json").write_text(json.dumps(meta))
+    monkeypatch.chdir(tmp_path)
+    raw = write_jsonl(tmp_path / "new.jsonl", [("mixed", as_text(docs[0][1]) + " zyzzyva quux zyzzyva zq"),
+                                               ("stop", "the and of")])
+    infer.run(infer_args("--model", moved, "--input", raw, "--output", tmp_path / "out"))
+    topics = read_topics(tmp_path / "out" / "doc_topics.parquet")
+    assert topics.loc["mixed", "n_unknown"] == 3 and topics.loc["mixed", "n_tokens"] == 40   # "zq" is too short
+    assert topics.loc["stop", "no_known_words"]
+    tokenizer = json.loads((moved / "tokenizer.json").read_text())[""]
+    assert tokenizer["min_token_length"] == 3 and "the" in (moved / tokenizer["stopwords_file"]).read_text().split()
 
 
 def test_infer_rejects_a_corpus_with_another_vocabulary(spark_session, raw_model, tmp_path):
