@@ -70,6 +70,13 @@ def list_dir(path: str) -> list[str]:
     return sorted(info.base_name for info in filesystem.get_file_info(pafs.FileSelector(p)))
 
 
+def move(source: str, target: str) -> None:
+    """Rename a file or directory (on one filesystem)."""
+    filesystem, src = resolve(source)
+    _, dst = resolve(target)
+    filesystem.move(src, dst)
+
+
 def write_bytes(path: str, data: bytes) -> None:
     """Write atomically: to a temporary name, then rename (a retried task never leaves half a file)."""
     filesystem, p = resolve(path)

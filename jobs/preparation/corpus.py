@@ -34,6 +34,7 @@ import dataclasses
 import json
 import logging
 import os
+import uuid
 from urllib.parse import urlparse
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
@@ -51,6 +52,8 @@ log = logging.getLogger("spark_topics.prepare")
 FORMAT_VERSION = 1
 FORMATS = ("txt", "jsonl", "csv", "parquet")
 RAW_MAX_CHARS = 1000
+#: where the rejects of a run that left no document go when the output already holds a corpus
+FAILED_REJECTS = "rejects.failed-run"
 
 
 #: File name endings of each format, used to detect it and to filter directories.
@@ -132,13 +135,32 @@ def prepare_corpus(spark: SparkSession, input_path: str, output_dir: str, **opti
     ``options`` are the fields of :class:`PrepareOptions`.  Returns the
     ``corpus.json`` dictionary.  Raises :class:`PrepareError` for bad input or
     options, and when no document is left (after writing ``rejects/``).
+
+    Nothing in ``output_dir`` changes until the new corpus is complete: it is
+    written to a hidden sibling folder and moved in at the end (the old corpus
+    files out, the new ones in, ``corpus.json`` last), so a typo in a column
+    name or an input that yields no document leaves an earlier corpus as it was.
     """
     opts = PrepareOptions(**options)
     stopwords = _stopwords(opts)
+    _check_paths(input_path, output_dir)
     fmt = resolve_format(spark, input_path, opts.format)
-    _prepare_output_dir(spark, output_dir, opts.overwrite)
+    _check_output_dir(output_dir, opts.overwrite)
+    staging = _staging_dir(output_dir)
+    try:
+        corpus = _prepare_into(spark, input_path, staging, output_dir, fmt, opts, stopwords)
+        _publish(staging, output_dir)
+    finally:
+        storage.delete(staging)
+    log.info("%s", summary_line(corpus, output_dir))
+    return corpus
+
+
+def _prepare_into(spark: SparkSession, input_path: str, staging: str, output_dir: str, fmt: str,
+                  opts: PrepareOptions, stopwords: list) -> dict:
+    """The pipeline, writing into ``staging``; returns corpus.json's content."""
     log.info("reading %s as %s", input_path, fmt)
-    path = _join(output_dir)
+    path = _join(staging)
 
     with _session_conf(spark, _SQL_CONF), PersistedFrames() as cache:
         if segments_mod.is_column_mode(opts.segments):   # the text is the segment column's pieces
@@ -172,7 +194,7 @@ def prepare_corpus(spark: SparkSession, input_path: str, output_dir: str, **opti
         _write_rejects(rows, docs, path(REJECTS))
         log.debug("wrote %s", path(REJECTS))
         storage.write_bytes(path(STOPWORDS), "".join(f"{word}\n" for word in stopwords).encode("utf-8"))
-        corpus = _corpus_summary(spark, output_dir, input_path, input_rows, fmt, opts)
+        corpus = _corpus_summary(spark, staging, input_path, input_rows, fmt, opts)
         if opts.segments and corpus["documents"]:
             corpus["segmentation"] = segments_mod.write_segments(
                 spark, candidates.select("doc_id", "text"), vocab, path(DOCS), path(SEGMENTS), opts.segments,
@@ -180,9 +202,15 @@ def prepare_corpus(spark: SparkSession, input_path: str, output_dir: str, **opti
             log.debug("wrote %s", path(SEGMENTS))
 
     if corpus["documents"] == 0:
-        raise PrepareError(_no_documents_message(corpus, path(REJECTS)))
+        # the rejects say why: they go where the user looks, beside (never over) an earlier corpus
+        has_corpus = storage.exists(storage.join(output_dir, CORPUS_JSON))
+        rejects = storage.join(output_dir, FAILED_REJECTS if has_corpus else REJECTS)
+        storage.makedirs(output_dir)
+        storage.delete(rejects)
+        storage.move(path(REJECTS), rejects)
+        raise PrepareError(_no_documents_message(corpus, rejects)
+                           + (f"; the corpus already in {output_dir} was left as it was" if has_corpus else ""))
     storage.write_bytes(path(CORPUS_JSON), (json.dumps(corpus, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
-    log.info("%s", summary_line(corpus, output_dir))
     return corpus
 
 
@@ -625,20 +653,48 @@ def _check_df_threshold(name: str, value) -> None:
         raise PrepareError(f"{flag} must not be negative, got {value}")
 
 
-def _prepare_output_dir(spark: SparkSession, output_dir: str, overwrite: bool) -> None:
-    """Refuse a non-empty ``output_dir`` unless ``overwrite``; then remove old corpus files only."""
+def _check_output_dir(output_dir: str, overwrite: bool) -> None:
+    """Refuse a non-empty ``output_dir`` unless ``overwrite`` (nothing is removed here: see :func:`_publish`)."""
     if not storage.exists(output_dir):
         return
     if not storage.is_dir(output_dir):
         raise PrepareError(f"output {output_dir} exists and is not a directory")
-    if not storage.list_dir(output_dir):
-        return
-    if not overwrite:
+    if storage.list_dir(output_dir) and not overwrite:
         raise PrepareError(f"output directory {output_dir} is not empty; pass --overwrite "
                            f"to replace the corpus in it")
-    path = _join(output_dir)
+
+
+def _check_paths(input_path: str, output_dir: str) -> None:
+    """Refuse an output that is the input or lies inside it (a later prepare of that input would read the
+    corpus back as documents)."""
+    source, target = _absolute(input_path).rstrip("/"), _absolute(output_dir).rstrip("/")
+    if target == source:
+        raise PrepareError(f"--output {output_dir} is the input: write the corpus to another directory")
+    if target.startswith(source + "/"):
+        raise PrepareError(f"--output {output_dir} lies inside the input {input_path}: a later prepare of that "
+                           f"input would read the corpus back as documents; write it elsewhere")
+
+
+def _staging_dir(output_dir: str) -> str:
+    """A hidden sibling of ``output_dir`` for the corpus being written."""
+    parent, _, name = output_dir.rstrip("/").rpartition("/")
+    return f"{parent + '/' if parent else ''}.{name}.prepare-{uuid.uuid4().hex[:12]}"
+
+
+def _publish(staging: str, output_dir: str) -> None:
+    """Move the complete corpus in ``staging`` into ``output_dir``: ``corpus.json`` out first (the directory stops
+    being a complete corpus), the old corpus files replaced by the new, ``corpus.json`` in last. Other files of
+    ``output_dir`` stay."""
+    storage.makedirs(output_dir)
+    storage.delete(storage.join(output_dir, CORPUS_JSON))
+    storage.delete(storage.join(output_dir, FAILED_REJECTS))
     for name in OUTPUTS:
-        storage.delete(path(name))
+        if name == CORPUS_JSON:
+            continue
+        storage.delete(storage.join(output_dir, name))
+        if storage.exists(storage.join(staging, name)):
+            storage.move(storage.join(staging, name), storage.join(output_dir, name))
+    storage.move(storage.join(staging, CORPUS_JSON), storage.join(output_dir, CORPUS_JSON))
 
 
 def _join(directory: str):

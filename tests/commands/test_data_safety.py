@@ -134,3 +134,46 @@ def test_a_job_leaves_no_socket_files(tiny, tmp_path):
     assert run.returncode == 0, run.stderr[-2000:]
     assert _sockets() - before == set()
     assert not [p for p in os.listdir("/tmp") if p.startswith("spark-topics-sockets-")]
+
+
+def _write_jsonl(path, rows):
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return str(path)
+
+
+DOCS = [{"id": f"d{i}", "text": f"apples pears plums figs {'dates ' * i}kiwis"} for i in range(6)]
+
+
+def test_prepare_overwrite_keeps_the_old_corpus_until_the_new_one_is_complete(spark_session, tmp_path):
+    from jobs.preparation.corpus import PrepareError, prepare_corpus
+
+    out = tmp_path / "out"
+    raw = _write_jsonl(tmp_path / "docs.jsonl", DOCS)
+    first = prepare_corpus(spark_session, raw, str(out), min_df=1, max_df=1.0)
+    before = {name: (out / name).stat().st_mtime_ns for name in ("corpus.json", "docs.parquet", "vocab.parquet")}
+    with pytest.raises(PrepareError, match="text_colum"):          # a column-name typo
+        prepare_corpus(spark_session, raw, str(out), text_column="text_colum", overwrite=True)
+    empty = _write_jsonl(tmp_path / "stop.jsonl", [{"id": "a", "text": "the and of"}])
+    with pytest.raises(PrepareError, match="no documents left.*rejects.failed-run.*left as it was"):
+        prepare_corpus(spark_session, empty, str(out), min_df=1, max_df=1.0, overwrite=True)
+    assert {name: (out / name).stat().st_mtime_ns for name in before} == before
+    assert json.loads((out / "corpus.json").read_text()) == first
+    assert [r["id"] for r in map(json.loads, open(next((out / "rejects.failed-run").glob("part-*"))))] == ["a"]
+    assert not [p for p in os.listdir(tmp_path) if ".prepare-" in p]          # no staging folder left
+
+
+def test_prepare_refuses_an_output_inside_its_input_and_reads_an_input_inside_its_output(spark_session, tmp_path):
+    from jobs.preparation.corpus import PrepareError, prepare_corpus
+
+    folder = tmp_path / "texts"
+    folder.mkdir()
+    _write_jsonl(folder / "docs.jsonl", DOCS)
+    with pytest.raises(PrepareError, match="lies inside the input"):
+        prepare_corpus(spark_session, str(folder), str(folder / "corpus"))
+    with pytest.raises(PrepareError, match="is the input"):
+        prepare_corpus(spark_session, str(folder), str(folder), overwrite=True)
+    out = tmp_path / "out"
+    prepare_corpus(spark_session, str(folder / "docs.jsonl"), str(out), min_df=1, max_df=1.0)
+    inside = _write_jsonl(out / "new.jsonl", DOCS[:3])                 # the new input sits in the output folder
+    corpus = prepare_corpus(spark_session, inside, str(out), min_df=1, max_df=1.0, overwrite=True)
+    assert corpus["documents"] == 3 and (out / "new.jsonl").exists()
