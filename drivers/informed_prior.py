@@ -57,7 +57,10 @@ def read_prior(path: str) -> PriorSpec:
         raise PriorError(f"prior file not found: {path}")
     if lower.endswith((".parquet", ".csv")) or storage.is_dir(path):
         return _read_sparse(path)
-    text = storage.read_bytes(path).decode("utf-8-sig")
+    try:
+        text = storage.read_bytes(path).decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise PriorError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start}): save it as UTF-8") from None
     if lower.endswith(".json"):
         return _word_lists(_parse_json(text, path), path)
     if lower.endswith(".dic") or text.lstrip().startswith("%"):

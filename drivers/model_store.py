@@ -72,6 +72,9 @@ class TopicModel:
 
     def language_view(self, language: str) -> "TopicModel":
         """One language of a polylingual model as a monolingual model (same alpha, that language's lambda)."""
+        if language not in self.languages:
+            raise SystemExit(f"--lang {language}: {self.directory} has no language {language!r} "
+                             f"(its languages: {', '.join(self.languages)})")
         s = self.layout.slice_of(language)
         vocab = self.vocab.iloc[s].copy()
         vocab["id"] = vocab["id"] - s.start

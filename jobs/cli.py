@@ -10,6 +10,7 @@ import argparse
 import importlib
 import sys
 
+from drivers.failures import one_line
 from jobs.spark import add_spark_arguments, setup_logging
 
 JOBS = {
@@ -45,7 +46,14 @@ def main(argv: list[str] | None = None, only: str | None = None) -> int:
         explain = getattr(module, "unknown_arguments", None)
         parser.error(explain(args, unknown) if explain else f"unrecognized arguments: {' '.join(unknown)}")
     setup_logging(args.verbose)
-    module.run(args)
+    try:
+        module.run(args)
+    except (SystemExit, KeyboardInterrupt):
+        raise
+    except Exception as exc:  # a failure a user can act on gets one line; -v keeps the whole trace
+        if args.verbose:
+            raise
+        raise SystemExit(f"spark-topics {args.job}: {one_line(exc)} (run with -v for the full trace)") from None
     return 0
 
 

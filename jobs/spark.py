@@ -10,6 +10,7 @@ import shutil
 import sys
 import tempfile
 
+
 log = logging.getLogger("spark_topics")
 
 

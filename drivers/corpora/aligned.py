@@ -15,7 +15,7 @@ import time
 import pandas as pd
 
 from drivers import storage
-from drivers.corpora.bow import Corpus, chosen_partitions, docs_to_blocks
+from drivers.corpora.bow import Corpus, chosen_partitions, docs_to_blocks, reading
 from drivers.corpora.files import CORPUS_JSON, DOCS, VOCAB, read_vocab
 from inference.layout import VocabLayout
 
@@ -63,8 +63,9 @@ def load_aligned_corpus(spark, directory: str, num_partitions: int | None = None
     P = chosen_partitions(num_partitions, int(meta["documents"]), meta.get("tokens"))
     started = time.perf_counter()
     spark.sparkContext.setJobDescription(f"load aligned corpus {directory} into {P} blocks")
-    blocks = docs_to_blocks(tuples, P)
-    blocks.count()
+    with reading(directory):
+        blocks = docs_to_blocks(tuples, P)
+        blocks.count()
     spark.sparkContext.setJobDescription(None)
     log.info("loaded %d aligned tuples (%s) into %d blocks in %.1f s", meta["documents"], ", ".join(languages), P,
              time.perf_counter() - started)

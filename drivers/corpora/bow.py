@@ -6,6 +6,7 @@ how Spark happened to read the Parquet files or on the number of cores.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import pickle
@@ -16,6 +17,7 @@ import pandas as pd
 
 from drivers import storage
 from drivers.corpora.files import CORPUS_JSON, DOCS, VOCAB, read_vocab
+from drivers.failures import is_spark_failure, one_line
 from inference.blocks import DocBlock
 
 #: default partition size: about a million tokens (a partition's E-step pass or Gibbs sweep takes ~0.1-0.5 s
@@ -114,6 +116,17 @@ def docs_to_blocks(docs_df, num_partitions: int):
                                lambda table, _: DocBlock.from_arrow(table), empty_docs_table, "corpus blocks")
 
 
+@contextlib.contextmanager
+def reading(directory: str):
+    """A corpus Spark cannot read (a damaged or truncated Parquet file) is refused in one line."""
+    try:
+        yield
+    except Exception as exc:
+        if not is_spark_failure(exc):
+            raise
+        raise SystemExit(f"cannot read the corpus {directory}: {one_line(exc)}; prepare it again") from None
+
+
 def open_corpus_meta(spark, directory: str) -> tuple[dict, pd.DataFrame]:
     """``corpus.json`` and the vocabulary of CORPUS_DIR, refusing a missing or empty corpus."""
     meta_path = storage.join(directory, CORPUS_JSON)
@@ -121,6 +134,9 @@ def open_corpus_meta(spark, directory: str) -> tuple[dict, pd.DataFrame]:
         raise SystemExit(f"{directory} is not a prepared corpus (no corpus.json); run `spark-topics prepare` first")
     meta = storage.load_json(meta_path)
     vocab = read_vocab(storage.join(directory, VOCAB))
+    if meta.get("vocab_size") is not None and meta["vocab_size"] != len(vocab):
+        raise SystemExit(f"{directory}: vocab.parquet has {len(vocab)} terms but corpus.json says "
+                         f"{meta['vocab_size']}: the files are not of one corpus; prepare it again")
     if meta.get("documents", 0) == 0 or len(vocab) == 0:
         raise SystemExit(f"{directory}: the corpus is empty ({meta.get('documents', 0)} documents, "
                          f"{len(vocab)} terms)")
@@ -131,11 +147,11 @@ def load_corpus(spark, directory: str, num_partitions: int | None = None) -> Cor
     """Open CORPUS_DIR: ``corpus.json``, ``vocab.parquet`` and ``docs.parquet`` as blocks."""
     meta, vocab = open_corpus_meta(spark, directory)
     P = chosen_partitions(num_partitions, int(meta["documents"]), meta.get("tokens"))
-    docs = spark.read.parquet(storage.join(directory, DOCS))
     started = time.perf_counter()
     spark.sparkContext.setJobDescription(f"load corpus {directory} into {P} document blocks")
-    blocks = docs_to_blocks(docs, P)
-    n_blocks = blocks.count()  # materialise the cache now, so iteration timings are iterations only
+    with reading(directory):
+        blocks = docs_to_blocks(spark.read.parquet(storage.join(directory, DOCS)), P)
+        n_blocks = blocks.count()  # materialise the cache now, so iteration timings are iterations only
     spark.sparkContext.setJobDescription(None)
     log.info("loaded %s documents into %d blocks in %.1f s", meta["documents"], n_blocks, time.perf_counter() - started)
     return Corpus(directory, meta, vocab, blocks, P)

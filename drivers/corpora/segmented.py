@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from drivers import storage
-from drivers.corpora.bow import blocks_by_partition, chosen_partitions, empty_docs_table, open_corpus_meta
+from drivers.corpora.bow import blocks_by_partition, chosen_partitions, empty_docs_table, open_corpus_meta, reading
 from drivers.corpora.files import DOCS, SEGMENTS
 from inference.gibbs.model import SegmentedBlock
 
@@ -171,13 +171,6 @@ def load_segmented_corpus(spark, directory: str, num_partitions: int | None = No
     if require_segments and not segmented:
         raise SystemExit(f"{directory} has no segments: prepare it with `spark-topics prepare --segments "
                          f"paragraph|sentence|COLUMN` (this model needs ordered segments)")
-    if segmented:
-        frame = spark.read.parquet(storage.join(directory, SEGMENTS)).select("doc_id", "segments")
-    else:
-        frame = spark.read.parquet(storage.join(directory, DOCS)).select("doc_id", "term_ids", "counts")
-    if split != "all":
-        test = heldout_condition(heldout_fraction)
-        frame = frame.where(test if split == "test" else ~test)
     docs = int(meta["documents"])
     share = 1.0 if split == "all" else heldout_fraction if split == "test" else 1 - heldout_fraction
     tokens = meta.get("tokens")
@@ -187,11 +180,19 @@ def load_segmented_corpus(spark, directory: str, num_partitions: int | None = No
     spark.sparkContext.setJobDescription(f"load {'segmented ' if segmented else ''}corpus {directory} "
                                          f"({split}) into {P} blocks")
     permute = None if permute_seed is None else (lambda block: permute_block_segments(block, permute_seed))
-    blocks = blocks_by_partition(
-        frame, P, lambda table, partition: _checked_block(table, partition, source, V),
-        _empty_segments_table if segmented else empty_docs_table, f"segmented blocks {directory} ({split})",
-        after_load=permute)
-    sizes = blocks.map(lambda pb: (pb[0], pb[1].n_docs, pb[1].n_segments, pb[1].n_tokens)).collect()
+    with reading(directory):
+        if segmented:
+            frame = spark.read.parquet(storage.join(directory, SEGMENTS)).select("doc_id", "segments")
+        else:
+            frame = spark.read.parquet(storage.join(directory, DOCS)).select("doc_id", "term_ids", "counts")
+        if split != "all":
+            test = heldout_condition(heldout_fraction)
+            frame = frame.where(test if split == "test" else ~test)
+        blocks = blocks_by_partition(
+            frame, P, lambda table, partition: _checked_block(table, partition, source, V),
+            _empty_segments_table if segmented else empty_docs_table, f"segmented blocks {directory} ({split})",
+            after_load=permute)
+        sizes = blocks.map(lambda pb: (pb[0], pb[1].n_docs, pb[1].n_segments, pb[1].n_tokens)).collect()
     spark.sparkContext.setJobDescription(None)
     if sorted(s[0] for s in sizes) != list(range(P)):
         raise RuntimeError(f"expected one block per partition 0..{P - 1}, got {sorted(s[0] for s in sizes)}")

@@ -46,6 +46,7 @@ from drivers.corpora.files import (CORPUS_JSON, DOCS, OUTPUTS, REJECT_REASONS, R
                                   rejects_schema)
 from jobs.preparation import segments as segments_mod
 from jobs.preparation.text import DEFAULT_TOKEN_PATTERN, stopword_list, tokenize
+from drivers.failures import is_spark_failure, one_line
 
 log = logging.getLogger("spark_topics.prepare")
 
@@ -148,7 +149,12 @@ def prepare_corpus(spark: SparkSession, input_path: str, output_dir: str, **opti
     _check_output_dir(output_dir, opts.overwrite)
     staging = _staging_dir(output_dir)
     try:
-        corpus = _prepare_into(spark, input_path, staging, output_dir, fmt, opts, stopwords)
+        try:
+            corpus = _prepare_into(spark, input_path, staging, output_dir, fmt, opts, stopwords)
+        except Exception as exc:
+            if not is_spark_failure(exc):
+                raise
+            raise PrepareError(f"cannot read {input_path}: {one_line(exc)}") from None
         _publish(staging, output_dir)
     finally:
         storage.delete(staging)

@@ -177,3 +177,55 @@ def test_prepare_refuses_an_output_inside_its_input_and_reads_an_input_inside_it
     inside = _write_jsonl(out / "new.jsonl", DOCS[:3])                 # the new input sits in the output folder
     corpus = prepare_corpus(spark_session, inside, str(out), min_df=1, max_df=1.0, overwrite=True)
     assert corpus["documents"] == 3 and (out / "new.jsonl").exists()
+
+
+def _one_line_exit(argv, match):
+    """``spark-topics ARGV`` (in this process) fails with one line that matches, and a non-zero status."""
+    from jobs.cli import main
+
+    with pytest.raises(SystemExit, match=match) as failed:
+        main([str(a) for a in argv])
+    message = str(failed.value.code)
+    assert "\n" not in message and "Traceback" not in message, message
+    return message
+
+
+def test_foreseeable_failures_are_one_line_messages(spark_session, tiny, tmp_path):
+    import gzip
+
+    from drivers.informed_prior import PriorError, read_prior
+    from tiny_corpora import tiny_aligned
+
+    whole = gzip.compress("".join(json.dumps(d) + "\n" for d in DOCS * 50).encode())
+    (tmp_path / "cut.jsonl.gz").write_bytes(whole[:len(whole) // 2])               # a truncated download
+    _one_line_exit(["prepare", "--input", tmp_path / "cut.jsonl.gz", "--output", tmp_path / "p"],
+                   r"spark-topics prepare: cannot read .*cut\.jsonl\.gz: .*")
+
+    flipped = tmp_path / "flipped"
+    shutil.copytree(tiny, flipped)
+    part = next((flipped / "docs.parquet").glob("part-*.parquet"))
+    data = bytearray(part.read_bytes())
+    data[len(data) // 3:len(data) // 3 + 64] = bytes(64)                         # damaged bytes in the middle
+    part.write_bytes(bytes(data))
+    _one_line_exit(["train", "--corpus", flipped, "--output", tmp_path / "m1", "--topics", 3, "--iterations", 1],
+                   r"cannot read the corpus .*flipped: .*; prepare it again")
+
+    swapped = tmp_path / "swapped"
+    shutil.copytree(tiny, swapped)
+    shutil.rmtree(swapped / "vocab.parquet")
+    shutil.copytree(tiny_segmented(tmp_path / "other") + "/vocab.parquet", swapped / "vocab.parquet")
+    meta = json.loads((swapped / "corpus.json").read_text())
+    meta["vocab_size"] = 29
+    (swapped / "corpus.json").write_text(json.dumps(meta))
+    _one_line_exit(["train", "--corpus", swapped, "--output", tmp_path / "m2", "--topics", 3],
+                   r"vocab\.parquet has 30 terms but corpus\.json says 29: the files are not of one corpus")
+
+    (tmp_path / "prior.txt").write_bytes("anger: h\xe9te\n".encode("latin-1"))
+    with pytest.raises(PriorError, match=r"prior\.txt is not UTF-8 text"):
+        read_prior(str(tmp_path / "prior.txt"))
+
+    aligned = tiny_aligned(tmp_path / "aligned")
+    _train(spark_session, aligned, tmp_path / "poly", "polylda")
+    raw = _write_jsonl(tmp_path / "new.jsonl", DOCS[:2])
+    _one_line_exit(["infer", "--model", tmp_path / "poly", "--input", raw, "--output", tmp_path / "i", "--lang", "xx"],
+                   r"--lang xx: .*poly has no language 'xx' \(its languages: en, es\)")
