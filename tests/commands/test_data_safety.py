@@ -94,8 +94,9 @@ def _set_lambda(directory, edit):
     (lambda d: _edit_json(d / "model.json", alpha=[0.1, 0.2]), r"alpha is not 3 positive numbers"),
     (lambda d: (d / "model.json").write_text((d / "model.json").read_text()[:50]), r"model\.json is not valid JSON"),
     (lambda d: (d / "lambda.npy").unlink(), r"has no lambda\.npy"),
+    (lambda d: (d / "vocab.parquet").unlink(), r"has no vocab\.parquet"),
     (lambda d: (d / "lambda.npy").write_bytes(b"\x93NUMPY broken"), r"lambda\.npy cannot be read"),
-], ids=["nan", "negative", "narrow", "topics", "alpha", "truncated-json", "missing", "garbled"])
+], ids=["nan", "negative", "narrow", "topics", "alpha", "truncated-json", "missing", "no-vocab", "garbled"])
 def test_damaged_model_files_are_refused_in_one_line(lda_model, tmp_path, damage, message):
     from jobs import topics
 
@@ -209,6 +210,13 @@ def test_foreseeable_failures_are_one_line_messages(spark_session, tiny, tmp_pat
     part.write_bytes(bytes(data))
     _one_line_exit(["train", "--corpus", flipped, "--output", tmp_path / "m1", "--topics", 3, "--iterations", 1],
                    r"cannot read the corpus .*flipped: .*; prepare it again")
+
+    truncated = tmp_path / "truncated"
+    shutil.copytree(tiny, truncated)
+    part = next((truncated / "docs.parquet").glob("part-*.parquet"))
+    part.write_bytes(part.read_bytes()[:len(part.read_bytes()) // 2])
+    _one_line_exit(["train", "--corpus", truncated, "--output", tmp_path / "m0", "--topics", 3, "--iterations", 1],
+                   r"cannot read the corpus .*truncated: .*; prepare it again")
 
     swapped = tmp_path / "swapped"
     shutil.copytree(tiny, swapped)
