@@ -46,7 +46,7 @@ from drivers.checkpoint import Checkpointer, check_fingerprint
 from inference.dirichlet import newton_alpha
 from inference.elbo import alpha_terms
 from inference.layout import VocabLayout
-from inference.mapper import TOTALS, EStepSettings, map_block
+from inference.mapper import TOTALS, EStepSettings, doc_topic_counts, hybrid_block, map_block
 from inference.reducer import BatchUpdate, reduce_topics, sum_in_partition_order
 from partitioners.topic import STATISTICS_KEY, TopicPartitioner
 
@@ -152,6 +152,58 @@ class EStep:
             topic_groups):
         """``(new state, topic records, statistics vector)`` of one partition (no Spark)."""
         return map_block(partition, block, state, exp_elogbeta, alpha, plan, topic_groups)
+
+    objective_name = "elbo"
+
+    def objective(self, doc_terms: float, alpha: np.ndarray, alpha_stats: np.ndarray, n_docs: float) -> float:
+        """The documents' part of the iteration's objective: the per-document ELBO terms and the alpha terms
+        (eq 3.4); the engine adds the topics' prior and entropy terms."""
+        return doc_terms + alpha_terms(alpha, alpha_stats, n_docs)
+
+    def gamma(self, block, state, alpha: np.ndarray) -> np.ndarray:
+        """(D, K) variational Dirichlet parameters of the block's documents from the partition's state."""
+        return state
+
+
+@dataclass(frozen=True)
+class HybridPlan:
+    iteration: int
+    seed: int
+    burn_in: int
+    samples: int
+
+
+class HybridStep:
+    """The hybrid variational-MCMC local step (thesis §4.2, :func:`inference.mapper.hybrid_block`): theta
+    marginalised, each document's topic assignments Gibbs-sampled given E_q[log beta] (4.9), ``burn_in`` sweeps
+    then ``samples`` kept sweeps averaged into sparse statistics (4.10); the partition's state is every token's
+    topic (the next iteration's warm start). Draws are seeded by (seed, iteration, document)."""
+
+    name = "hybrid sampling"
+    objective_name = "log_joint"
+
+    def __init__(self, seed: int, burn_in: int = 5, samples: int = 5):
+        if burn_in < 0 or samples < 1:
+            raise SystemExit(f"--hybrid-burn-in must be at least 0 and --hybrid-samples at least 1, got "
+                             f"{burn_in} and {samples}")
+        self.seed, self.burn_in, self.samples = int(seed), int(burn_in), int(samples)
+
+    def plan(self, iteration: int, trace: list) -> HybridPlan:
+        return HybridPlan(iteration, self.seed, self.burn_in, self.samples)
+
+    def run(self, partition: int, block, state, exp_elogbeta: np.ndarray, alpha: np.ndarray, plan: HybridPlan,
+            topic_groups):
+        return hybrid_block(partition, block, state, exp_elogbeta, alpha, plan.seed, plan.iteration, plan.burn_in,
+                            plan.samples, topic_groups)
+
+    def objective(self, doc_terms: float, alpha: np.ndarray, alpha_stats: np.ndarray, n_docs: float) -> float:
+        """The kept samples' mean log p(z_d | alpha) + sum_n E_q[log beta_{z_dn w_dn}] summed over documents (the
+        unnormalised log of (4.8)): a sampled quantity, so it wanders by its noise once EM has converged."""
+        return doc_terms
+
+    def gamma(self, block, state, alpha: np.ndarray) -> np.ndarray:
+        """alpha + the document-topic counts of the last sample (q(theta_d) given the state)."""
+        return alpha[None, :] + doc_topic_counts(block, state, alpha.shape[0])
 
 
 class RandomStart:
@@ -305,10 +357,11 @@ class VariationalEngine:
             if len(updates) != K:
                 raise RuntimeError(f"reducers returned {len(updates)} topics, expected {K}")
             alpha_stats = totals[:K]
-            doc_elbo, n_docs, inner, _tokens, restarts_kept, restarts_tried = totals[K:]
+            doc_elbo, n_docs, inner, tokens, restarts_kept, restarts_tried = totals[K:]
 
             # ELBO (eq 3.4) at the point of this E-step: lambda_t, alpha_t and the new phi, gamma.
-            elbo = doc_elbo + alpha_terms(alpha, alpha_stats, n_docs) + prior_terms.sum() + entropy_terms.sum()
+            elbo = self.local_step.objective(doc_elbo, alpha, alpha_stats, n_docs) + prior_terms.sum() \
+                + entropy_terms.sum()
 
             # M-step: lambda from the reducers, then alpha (and eta) by Newton-Raphson on the driver.
             lambda_ = np.stack([u.lambda_row for u in updates])
@@ -328,12 +381,14 @@ class VariationalEngine:
                                      float(inner / max(n_docs, 1)),
                                      float(restarts_kept / restarts_tried) if restarts_tried else 0.0, float(alpha.sum()),
                                      float(self.prior.eta) if hasattr(self.prior, "eta") else None,
-                                     None if rel is None else float(rel), float(estep.tol))
+                                     None if rel is None else float(rel),
+                                     float(estep.tol) if hasattr(estep, "tol") else None)
             trace.append(record)
             converged = bool(rel is not None and s.tol > 0 and abs(rel) < s.tol)
-            log.info("iteration %d/%d  elbo=%.6e  change=%s  seconds=%.2f  mean_inner=%.1f  estep_tol=%.1e%s  "
-                     "alpha_sum=%.4g", t, s.max_iterations, elbo, "-" if rel is None else f"{rel:.3e}", record.seconds,
-                     record.mean_inner_iterations, estep.tol,
+            log.info("iteration %d/%d  %s=%.6e  change=%s  seconds=%.2f  tokens/s=%.3g  mean_inner=%.1f%s%s  "
+                     "alpha_sum=%.4g", t, s.max_iterations, self.local_step.objective_name, elbo,
+                     "-" if rel is None else f"{rel:.3e}", record.seconds, tokens / record.seconds,
+                     record.mean_inner_iterations, "" if record.estep_tol is None else f"  estep_tol={estep.tol:.1e}",
                      f"  restarts_kept={record.restart_fraction:.1%} of {int(restarts_tried)}" if restarts_tried else "",
                      record.alpha_sum)
             self.checkpointer.save(t, {

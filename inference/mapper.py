@@ -26,6 +26,7 @@ import numpy as np
 
 from inference.blocks import DocBlock
 from inference.estep import estep_documents, initial_gamma
+from inference.hybrid import block_tokens, document_seeds, hybrid_documents
 
 # layout of the tail of the statistics vector, after the K alpha statistics
 TOTALS = ("doc_elbo", "documents", "inner_iterations", "tokens", "restarts_kept", "restarts_tried")
@@ -61,9 +62,43 @@ def map_block(partition: int, block: DocBlock, gamma: np.ndarray | None, exp_elo
         block.indptr, block.local_terms, block.counts, gamma, eb_local, alpha,
         settings.tol, settings.max_iter, True, restart,
         settings.restart_stride, settings.restart_offset, settings.warm_max_iter)
-    groups = topic_groups if topic_groups is not None else [[k] for k in range(alpha.shape[0])]
-    records = [(topics[0], (partition, np.asarray(topics), block.vocab_ids,
-                            np.ascontiguousarray(sstats[:, topics].T)))
-               for topics in groups if len(topics)]
     totals = np.array([doc_elbo.sum(), block.n_docs, inner.sum(), block.n_tokens, restarts[0], restarts[1]])
-    return gamma, records, np.concatenate([alpha_stats, totals])
+    return gamma, topic_records(partition, block, sstats, topic_groups), np.concatenate([alpha_stats, totals])
+
+
+def topic_records(partition: int, block: DocBlock, sstats: np.ndarray, topic_groups=None) -> list:
+    """The in-mapper combiner's output: one ``(first topic, (partition, topics, vocab_ids, values))`` record per
+    reducer's topic group (default: one group per topic) from the block's U x K statistics."""
+    groups = topic_groups if topic_groups is not None else [[k] for k in range(sstats.shape[1])]
+    return [(topics[0], (partition, np.asarray(topics), block.vocab_ids, np.ascontiguousarray(sstats[:, topics].T)))
+            for topics in groups if len(topics)]
+
+
+def hybrid_block(partition: int, block: DocBlock, z: np.ndarray | None, exp_elogbeta: np.ndarray,
+                 alpha: np.ndarray, seed: int, iteration: int, burn_in: int, samples: int, topic_groups=None,
+                 dense: bool = False):
+    """The hybrid local step over one block (:mod:`inference.hybrid`): ``(new z, topic records, statistics)``
+    with the statistics vector laid out as the E-step's (alpha statistics, then :data:`TOTALS`: the sampled
+    log joint in place of the document ELBO terms, sweeps per document in place of inner iterations)."""
+    alpha = np.ascontiguousarray(alpha, dtype=np.float64)
+    tokens = block_tokens(block.counts)
+    initialise = z is None
+    z = np.zeros(tokens, dtype=np.int32) if initialise else np.array(z, dtype=np.int32, copy=True)
+    if z.shape != (tokens,):
+        raise ValueError(f"partition {partition}: the sampler state has {z.shape[0]} tokens, the block {tokens}")
+    eb_local = np.ascontiguousarray(exp_elogbeta[block.vocab_ids])
+    seeds = document_seeds(block.doc_ids, seed, iteration)
+    sstats, alpha_stats, log_joint, _ = hybrid_documents(
+        block.indptr, block.local_terms, block.counts, z, eb_local, alpha, burn_in, samples, seeds, initialise,
+        dense)
+    totals = np.array([log_joint.sum(), block.n_docs, (burn_in + samples) * block.n_docs, block.n_tokens, 0, 0])
+    return z, topic_records(partition, block, sstats, topic_groups), np.concatenate([alpha_stats, totals])
+
+
+def doc_topic_counts(block: DocBlock, z: np.ndarray, num_topics: int) -> np.ndarray:
+    """(D, K) document-topic counts of the sampler state ``z`` (tokens in CSR order)."""
+    doc_of_token = np.repeat(np.repeat(np.arange(block.n_docs), np.diff(block.indptr)),
+                             block.counts.astype(np.int64))
+    out = np.zeros((block.n_docs, num_topics))
+    np.add.at(out, (doc_of_token, z), 1.0)
+    return out

@@ -35,7 +35,7 @@ from drivers.corpora.files import CORPUS_JSON, DOCS, REJECTS, rejects_schema
 from drivers.evaluation import heldout_elbo, score_topic_word, topic_coherence
 from drivers.families import EvaluateRequest, InferRequest, ModelFamily, TrainRequest
 from drivers.model_store import TopicModel, load_model, require_same_vocabulary
-from drivers.variational import EMSettings, VariationalEngine
+from drivers.variational import EMSettings, EStep, HybridStep, VariationalEngine
 from inference.estep import compile_kernels
 from inference.heldout import fold_in
 from inference.mapper import EStepSettings
@@ -86,6 +86,9 @@ class VariationalTraining:
     estep_max_iter: int = 100
     estep_schedule: str = "auto"
     restarts: str = "auto"
+    inference: str = "variational"    # variational (the E-step) | hybrid (a sampling E-step, thesis §4.2)
+    hybrid_burn_in: int = 5
+    hybrid_samples: int = 5
 
 
 def _add_estep_flags(parser) -> None:
@@ -114,9 +117,17 @@ class VariationalFamily(ModelFamily):
         parser.add_argument("--restarts", choices=("auto", "always", "never"), default="auto",
                             help="also fit documents from a cold start and keep the better fit: in the first "
                                  "iterations and while it pays (auto), every iteration, or never")
+        parser.add_argument("--inference", choices=("variational", "hybrid"), default="variational",
+                            help="the local step: the variational E-step, or hybrid variational-MCMC (each "
+                                 "document's topics Gibbs-sampled given E[log beta], sparse averaged counts; "
+                                 "thesis §4.2)")
+        parser.add_argument("--hybrid-burn-in", type=int, default=5, help="hybrid: burn-in sweeps per document")
+        parser.add_argument("--hybrid-samples", type=int, default=5,
+                            help="hybrid: kept sweeps per document, averaged into the statistics")
 
     def train_settings(self, args) -> VariationalTraining:
-        return VariationalTraining(args.tol, args.estep_tol, args.estep_max_iter, args.estep_schedule, args.restarts)
+        return VariationalTraining(args.tol, args.estep_tol, args.estep_max_iter, args.estep_schedule, args.restarts,
+                                   args.inference, args.hybrid_burn_in, args.hybrid_samples)
 
     def add_infer_flags(self, parser) -> None:
         _add_estep_flags(parser)
@@ -158,7 +169,10 @@ class VariationalFamily(ModelFamily):
                               alpha=request.alpha, optimize_alpha=not request.fixed_alpha,
                               optimize_eta=optimize_eta, seed=request.seed, num_reducers=request.reducers,
                               restarts=e.restarts, schedule=e.estep_schedule)
-        engine = VariationalEngine(spark.sparkContext, settings, prior.prior, request.checkpoint, corpus.layout)
+        local_step = (HybridStep(request.seed, e.hybrid_burn_in, e.hybrid_samples) if e.inference == "hybrid"
+                      else EStep(settings))
+        engine = VariationalEngine(spark.sparkContext, settings, prior.prior, request.checkpoint, corpus.layout,
+                                   local_step=local_step)
         log.info("training %s: K=%d, V=%d%s, %d documents, %d tokens, %d partitions", model.name.upper(),
                  K, V, "" if corpus.layout is None else " (" + ", ".join(
                      f"{l}: {n}" for l, n in zip(corpus.layout.languages, corpus.layout.sizes())) + ")",
@@ -170,6 +184,8 @@ class VariationalFamily(ModelFamily):
                        "initial_alpha": request.alpha, "initial_eta": request.option("eta"), "model": model.name,
                        "prior": prior.fingerprint,
                        "languages": None if corpus.layout is None else list(corpus.layout.languages)}
+        if e.inference == "hybrid":
+            fingerprint["inference"] = [e.inference, e.hybrid_burn_in, e.hybrid_samples]
         result = engine.fit(corpus.blocks, corpus.num_partitions, V, resume=request.resume, fingerprint=fingerprint)
 
         trace = [r.__dict__ for r in result.trace]
@@ -181,7 +197,10 @@ class VariationalFamily(ModelFamily):
             "seed": request.seed, "partitions": result.num_partitions,
             "settings": {"tol": e.tol, "estep_tol": e.estep_tol, "estep_max_iter": e.estep_max_iter,
                          "estep_schedule": e.estep_schedule, "restarts": e.restarts,
-                         "optimize_alpha": settings.optimize_alpha, "optimize_eta": settings.optimize_eta},
+                         "optimize_alpha": settings.optimize_alpha, "optimize_eta": settings.optimize_eta,
+                         "inference": e.inference,
+                         **({"hybrid_burn_in": e.hybrid_burn_in, "hybrid_samples": e.hybrid_samples}
+                            if e.inference == "hybrid" else {})},
             "data": {"corpus": request.corpus, "version": model_store.data_version(corpus.meta),
                      "documents": corpus.num_documents, "tokens": corpus.meta.get("tokens")},
             "code": model_store.code_version(),
@@ -198,7 +217,7 @@ class VariationalFamily(ModelFamily):
         if prior.report is not None:
             model_store.save_prior(request.output, result.prior, prior.topic_names, corpus.vocab)
         write_doc_topics(spark, corpus.blocks, result.gamma_dir, storage.join(request.output, "doc_topics.parquet"),
-                         prior.topic_names)
+                         prior.topic_names, local_step, result.alpha)
         if trace:
             outputs.plot_elbo(storage.join(request.output, "elbo.png"), trace)
         model_store.save_tokenizer(request.output, request.corpus,
@@ -259,8 +278,10 @@ class VariationalFamily(ModelFamily):
 
 # --------------------------------------------------------------------------- training outputs
 
-def write_doc_topics(spark, blocks, gamma_dir: str, path: str, topic_names: list | None = None) -> int:
-    """doc_id, gamma, theta for every training document, from the last E-step's gamma files.
+def write_doc_topics(spark, blocks, gamma_dir: str, path: str, topic_names: list | None = None, local_step=None,
+                     alpha=None) -> int:
+    """doc_id, gamma, theta for every training document, from the last local step's state files (the E-step's
+    gamma; for another local step the gamma it derives from its state and ``alpha``).
 
     With named topics (an informed prior) also ``top_topic`` (the name of the
     largest proportion) and ``theta_named`` (topic name -> proportion). Each task
@@ -270,7 +291,8 @@ def write_doc_topics(spark, blocks, gamma_dir: str, path: str, topic_names: list
     names = list(topic_names) if topic_names else None
 
     def tables(partition, block):
-        gamma = storage.load_npy(Checkpointer.gamma_file(gamma_dir, partition))
+        state = storage.load_npy(Checkpointer.gamma_file(gamma_dir, partition))
+        gamma = state if local_step is None else local_step.gamma(block, state, np.asarray(alpha))
         return [outputs.doc_topics_table(block.doc_ids, gamma, names)]
 
     return outputs.write_partition_tables(spark, blocks, [path], tables,

@@ -1,0 +1,256 @@
+"""The hybrid variational-MCMC local step (thesis §4.2, eqs 4.7-4.10; Mimno, Hoffman & Blei 2012). Pure numba.
+
+theta_d is marginalised and q(z_d) is represented by samples: every token's topic is resampled from
+
+    (4.9)   q(z_dn = k | z_d,-n)  ∝  (alpha_k + n_dk^-n) exp(E_q[log beta_kw])
+
+with the topics fixed at q(beta) (E_q[log beta] from lambda). After ``burn_in`` sweeps over a document,
+``samples`` more sweeps are kept and the expected counts E_q[n_kv] (4.10) are their average, so the
+statistics are sparse: a token contributes to the topics it visited only.
+
+**Sparse sampler.** The weight of topic k splits into a document bucket n_dk e_kw (non-zero only for the
+topics the document uses) and a smoothing bucket alpha_k e_kw (fixed for word w during the whole E-step:
+its cumulative sums are computed once per local word and searched by bisection), so a draw costs
+O(topics of the document + log K), not K (the split of Mimno et al. 2012 and FACTORIE's SparseOnlineLDA).
+One uniform draw is mapped through the canonical order "document bucket (its topics ascending), then
+smoothing bucket (all topics ascending)"; :func:`draw_dense` walks the same order over all K and is the
+reference the sparse sampler is tested against (the same draws for the same seed).
+
+**Randomness**: each document's sweeps are seeded by (run seed, iteration, document id) alone
+(:func:`document_seeds`), so partitions, task retries and ``--resume`` give the same samples.
+
+Per document the kernel also returns what the driver needs: the alpha statistics
+sum_d Psi(alpha_k + nbar_dk) - Psi(A + N_d) (q(theta_d) = Dir(alpha + nbar_d), nbar the kept-sample mean of the
+document-topic counts; the driver's Newton step for alpha uses them as in variational EM), and the sampled log
+joint log p(z_d | alpha) + sum_n E_q[log beta_{z_dn w_dn}] (the unnormalised log of (4.8)) averaged over the kept
+samples, the progress measure of hybrid EM.
+"""
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from inference.heldout import document_seed
+from inference.special import digamma
+
+_MIX1 = np.uint64(0x9E3779B97F4A7C15)
+_MIX2 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX3 = np.uint64(0x94D049BB133111EB)
+
+
+def document_hashes(doc_ids, seed: int) -> np.ndarray:
+    """(D,) uint64: BLAKE2b of (run seed, document id), stable across processes and machines."""
+    return np.array([document_seed(seed, str(d)) for d in doc_ids], dtype=np.uint64)
+
+
+@numba.njit(cache=True, nogil=True)
+def document_seed_at(doc_hash, iteration):
+    """A 31-bit numba seed for one document in one iteration (splitmix64 of the hash and the iteration)."""
+    x = doc_hash ^ (np.uint64(iteration) * _MIX1)
+    x = (x ^ (x >> np.uint64(30))) * _MIX2
+    x = (x ^ (x >> np.uint64(27))) * _MIX3
+    x = x ^ (x >> np.uint64(31))
+    return np.int64(x >> np.uint64(33))
+
+
+def document_seeds(doc_ids, seed: int, iteration: int) -> np.ndarray:
+    """The numba seed of every document of a block in one iteration."""
+    hashes = document_hashes(doc_ids, seed)
+    return np.array([document_seed_at(h, iteration) for h in hashes], dtype=np.int64)
+
+
+@numba.njit(cache=True, nogil=True)
+def smoothing_cumsums(eb_local, alpha):
+    """(U, K) cumulative sums over k of alpha_k exp(E[log beta_kw]) for every local word (one E-step's worth)."""
+    U, K = eb_local.shape
+    out = np.empty((U, K))
+    for u in range(U):
+        c = 0.0
+        for k in range(K):
+            c += alpha[k] * eb_local[u, k]
+            out[u, k] = c
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def draw_dense(x01, n, e_row, alpha, K):
+    """Reference draw of (4.9) in O(K): the canonical order (document bucket, then smoothing bucket)."""
+    r = 0.0
+    for k in range(K):
+        if n[k] > 0:
+            r += n[k] * e_row[k]
+    s = 0.0
+    for k in range(K):
+        s += alpha[k] * e_row[k]
+    x = x01 * (r + s)
+    if x < r:
+        for k in range(K):
+            if n[k] > 0:
+                x -= n[k] * e_row[k]
+                if x < 0.0:
+                    return k
+        for k in range(K - 1, -1, -1):        # rounding: the last topic of the bucket
+            if n[k] > 0:
+                return k
+    x -= r
+    c = 0.0
+    for k in range(K):
+        c += alpha[k] * e_row[k]
+        if x < c:
+            return k
+    return K - 1
+
+
+@numba.njit(cache=True, nogil=True)
+def draw_sparse(x01, n, active, n_active, e_row, cum_row, K):
+    """The same draw as :func:`draw_dense` in O(topics of the document + log K): ``active[:n_active]`` are the
+    document's topics ascending, ``cum_row`` the word's smoothing cumulative sums."""
+    r = 0.0
+    for j in range(n_active):
+        k = active[j]
+        r += n[k] * e_row[k]
+    x = x01 * (r + cum_row[K - 1])
+    if x < r:
+        for j in range(n_active):
+            k = active[j]
+            x -= n[k] * e_row[k]
+            if x < 0.0:
+                return k
+        return active[n_active - 1]
+    x -= r
+    lo, hi = 0, K - 1                          # the first k with cum_row[k] > x
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if cum_row[mid] > x:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _add_topic(k, n, active, n_active):
+    """n_k += 1, keeping ``active`` (the topics with n_k > 0) sorted; returns the new count of active topics."""
+    n[k] += 1
+    if n[k] == 1:
+        j = n_active
+        while j > 0 and active[j - 1] > k:
+            active[j] = active[j - 1]
+            j -= 1
+        active[j] = k
+        n_active += 1
+    return n_active
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _remove_topic(k, n, active, n_active):
+    n[k] -= 1
+    if n[k] == 0:
+        j = 0
+        while active[j] != k:
+            j += 1
+        for i in range(j, n_active - 1):
+            active[i] = active[i + 1]
+        n_active -= 1
+    return n_active
+
+
+@numba.njit(cache=True, nogil=True)
+def hybrid_documents(indptr, local_terms, counts, z, eb_local, alpha, burn_in, samples, seeds, initialise,
+                     dense):
+    """Sample every document of a block (see the module docstring); ``z`` (one int32 per token, in CSR order
+    with each entry repeated ``counts`` times) is the warm start and is updated in place (``initialise``: draw
+    it uniformly first).
+
+    Returns ``(sstats (U, K): E_q[n_kv] of the block's words, alpha_stats (K,), log_joint (D,), tokens)``.
+    """
+    D = indptr.shape[0] - 1
+    U, K = eb_local.shape
+    cum = smoothing_cumsums(eb_local, alpha)
+    log_e = np.log(eb_local)
+    A = 0.0
+    for k in range(K):
+        A += alpha[k]
+    psi_alpha = np.empty(K)
+    lgamma_alpha = np.empty(K)
+    for k in range(K):
+        psi_alpha[k] = digamma(alpha[k])
+        lgamma_alpha[k] = math.lgamma(alpha[k])
+    sstats = np.zeros((U, K))
+    alpha_stats = np.zeros(K)
+    log_joint = np.zeros(D)
+    n = np.zeros(K, dtype=np.int64)
+    nbar = np.zeros(K)
+    active = np.empty(K, dtype=np.int64)
+    touched = np.empty(K, dtype=np.int64)      # the topics with nbar_k > 0 in this document
+    sum_psi_total = 0.0
+    weight = 1.0 / samples
+    t0 = 0
+    for d in range(D):
+        np.random.seed(seeds[d])
+        start, end = indptr[d], indptr[d + 1]
+        N = 0
+        for j in range(start, end):
+            N += int(counts[j])
+        t1 = t0 + N
+        if initialise:
+            for t in range(t0, t1):
+                z[t] = np.random.randint(0, K)
+        n_active = 0
+        n_touched = 0
+        for t in range(t0, t1):
+            n_active = _add_topic(z[t], n, active, n_active)
+        for sweep in range(burn_in + samples):
+            t = t0
+            for j in range(start, end):
+                u = local_terms[j]
+                for _ in range(int(counts[j])):
+                    n_active = _remove_topic(z[t], n, active, n_active)
+                    x01 = np.random.random()
+                    if dense:
+                        k = draw_dense(x01, n, eb_local[u], alpha, K)
+                    else:
+                        k = draw_sparse(x01, n, active, n_active, eb_local[u], cum[u], K)
+                    z[t] = k
+                    n_active = _add_topic(k, n, active, n_active)
+                    t += 1
+            if sweep >= burn_in:                # a kept sample: its counts and its log joint
+                lj = math.lgamma(A) - math.lgamma(A + N)
+                for i in range(n_active):
+                    k = active[i]
+                    if nbar[k] == 0.0:
+                        touched[n_touched] = k
+                        n_touched += 1
+                    nbar[k] += n[k] * weight
+                    lj += math.lgamma(alpha[k] + n[k]) - lgamma_alpha[k]
+                t = t0
+                for j in range(start, end):
+                    u = local_terms[j]
+                    for _ in range(int(counts[j])):
+                        sstats[u, z[t]] += weight
+                        lj += log_e[u, z[t]]
+                        t += 1
+                log_joint[d] += lj * weight
+        # Psi(alpha_k + nbar_dk) - Psi(A + N_d): Psi(alpha_k) for the topics the document never visited, added
+        # for all documents at the end, so a document costs its own topics, not K
+        sum_psi_total += digamma(A + N)
+        for i in range(n_touched):
+            k = touched[i]
+            alpha_stats[k] += digamma(alpha[k] + nbar[k]) - psi_alpha[k]
+            nbar[k] = 0.0
+        for i in range(n_active):               # leave n all zero for the next document
+            n[active[i]] = 0
+        t0 = t1
+    for k in range(K):
+        alpha_stats[k] += D * psi_alpha[k] - sum_psi_total
+    return sstats, alpha_stats, log_joint, t0
+
+
+def block_tokens(counts: np.ndarray) -> int:
+    """Tokens of a block (its counts must be whole numbers: a token is sampled one at a time)."""
+    total = float(counts.sum())
+    if not np.all(counts == np.round(counts)):
+        raise ValueError("the hybrid sampler needs whole term counts")
+    return int(round(total))

@@ -1,0 +1,136 @@
+"""The hybrid variational-MCMC local step (inference/hybrid.py) against eq (4.9) and a slow reference."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.special import digamma, gammaln
+
+from inference.blocks import DocBlock
+from inference.hybrid import document_seeds, draw_dense, draw_sparse, hybrid_documents, smoothing_cumsums
+from inference.mapper import doc_topic_counts, hybrid_block
+
+
+def random_block(seed=0, docs=12, vocab=15):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for d in range(docs):
+        ids = np.sort(rng.choice(vocab, size=rng.integers(1, 6), replace=False))
+        rows.append((f"doc{d:03d}", ids, rng.integers(1, 4, size=ids.size).astype(float)))
+    return DocBlock.from_documents(rows)
+
+
+def test_sparse_draw_is_the_dense_draw_and_follows_eq_4_9():
+    """For every uniform the sparse draw picks the dense reference's topic, and the topic frequencies are
+    (alpha_k + n_k) e_kw / sum (eq 4.9)."""
+    rng = np.random.default_rng(1)
+    K = 9
+    alpha = rng.gamma(1.0, 0.2, K)
+    e_row = rng.gamma(1.0, 0.1, K)
+    n = np.zeros(K, dtype=np.int64)
+    n[[1, 4, 7]] = [3, 1, 5]
+    active = np.array([1, 4, 7] + [0] * (K - 3), dtype=np.int64)
+    cum = smoothing_cumsums(e_row[None, :], alpha)[0]
+    xs = (np.arange(200_000) + 0.5) / 200_000                 # a fine grid of uniforms: exact frequencies
+    dense = np.array([draw_dense(x, n, e_row, alpha, K) for x in xs])
+    sparse = np.array([draw_sparse(x, n, active, 3, e_row, cum, K) for x in xs])
+    np.testing.assert_array_equal(dense, sparse)
+    weights = (alpha + n) * e_row
+    np.testing.assert_allclose(np.bincount(dense, minlength=K) / xs.size, weights / weights.sum(), atol=2e-5)
+
+
+def test_sparse_and_dense_samplers_give_the_same_samples():
+    block = random_block()
+    K = 6
+    rng = np.random.default_rng(2)
+    eb = np.exp(np.log(rng.dirichlet(np.full(15, 0.3), size=K)).T)    # U x K for the block's words
+    eb_local = np.ascontiguousarray(eb[block.vocab_ids])
+    alpha = np.full(K, 0.3)
+    seeds = document_seeds(block.doc_ids, 7, 3)
+    tokens = int(block.counts.sum())
+    results = []
+    for dense in (True, False):
+        z = np.zeros(tokens, dtype=np.int32)
+        out = hybrid_documents(block.indptr, block.local_terms, block.counts, z, eb_local, alpha, 3, 4, seeds,
+                               True, dense)
+        results.append((z.copy(),) + out)
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)
+
+
+def slow_reference(block, z, eb_local, alpha, burn_in, samples, seeds):
+    """Eq (4.9) token by token in plain Python (numpy's legacy generator = numba's for the same seed)."""
+    K = alpha.size
+    U = eb_local.shape[0]
+    sstats, alpha_stats, log_joint = np.zeros((U, K)), np.zeros(K), []
+    t0 = 0
+    for d in range(block.n_docs):
+        rs = np.random.RandomState(int(seeds[d]))
+        entries = range(block.indptr[d], block.indptr[d + 1])
+        words = [block.local_terms[j] for j in entries for _ in range(int(block.counts[j]))]
+        zd = list(z[t0:t0 + len(words)])
+        nbar, lj_mean = np.zeros(K), 0.0
+        for sweep in range(burn_in + samples):
+            for i, u in enumerate(words):
+                n = np.bincount(np.delete(np.array(zd), i), minlength=K)
+                x = rs.random_sample()
+                # the canonical order: the document's topics, then the smoothing bucket
+                doc = [(k, n[k] * eb_local[u, k]) for k in range(K) if n[k] > 0]
+                smooth = [(k, alpha[k] * eb_local[u, k]) for k in range(K)]
+                total = sum(w for _, w in doc) + sum(w for _, w in smooth)
+                x *= total
+                for k, w in doc + smooth:
+                    if x < w:
+                        break
+                    x -= w
+                zd[i] = k
+            if sweep >= burn_in:
+                n = np.bincount(zd, minlength=K)
+                nbar += n / samples
+                for i, u in enumerate(words):
+                    sstats[u, zd[i]] += 1 / samples
+                lj = (gammaln(alpha.sum()) - gammaln(alpha.sum() + len(words))
+                      + np.sum(gammaln(alpha + n) - gammaln(alpha))
+                      + sum(math.log(eb_local[u, zd[i]]) for i, u in enumerate(words)))
+                lj_mean += lj / samples
+        alpha_stats += digamma(alpha + nbar) - digamma(alpha.sum() + len(words))
+        log_joint.append(lj_mean)
+        z[t0:t0 + len(words)] = zd
+        t0 += len(words)
+    return sstats, alpha_stats, np.array(log_joint)
+
+
+def test_statistics_equal_a_slow_reference():
+    block = random_block(3, docs=8, vocab=10)
+    K = 4
+    rng = np.random.default_rng(4)
+    eb_local = np.ascontiguousarray(np.exp(np.log(rng.dirichlet(np.full(10, 0.5), size=K)).T)[block.vocab_ids])
+    alpha = np.array([0.2, 0.5, 0.1, 0.3])
+    seeds = document_seeds(block.doc_ids, 1, 2)
+    z0 = rng.integers(0, K, size=int(block.counts.sum())).astype(np.int32)
+    z_fast, z_slow = z0.copy(), z0.copy()
+    sstats, alpha_stats, log_joint, _ = hybrid_documents(block.indptr, block.local_terms, block.counts, z_fast,
+                                                         eb_local, alpha, 2, 3, seeds, False, False)
+    ref = slow_reference(block, z_slow, eb_local, alpha, 2, 3, seeds)
+    np.testing.assert_array_equal(z_fast, z_slow)
+    np.testing.assert_allclose(sstats, ref[0], atol=1e-12)
+    np.testing.assert_allclose(alpha_stats, ref[1], rtol=1e-10)
+    np.testing.assert_allclose(log_joint, ref[2], rtol=1e-10)
+
+
+def test_seeds_follow_the_document_not_its_partition():
+    """The same documents in other blocks (another partitioning) are sampled alike."""
+    block = random_block(5, docs=10)
+    K = 5
+    eb = np.exp(np.log(np.random.default_rng(6).dirichlet(np.full(15, 0.3), size=K)).T)
+    run = lambda b: hybrid_block(0, b, None, eb, np.full(K, 0.2), 11, 4, 2, 2)   # noqa: E731
+    whole_z = run(block)[0]
+    counts = doc_topic_counts(block, whole_z, K)
+    halves = [DocBlock.from_documents([(block.doc_ids[d], block.vocab_ids[block.local_terms[block.indptr[d]:
+                                        block.indptr[d + 1]]], block.counts[block.indptr[d]:block.indptr[d + 1]])
+                                       for d in part]) for part in (range(0, 10, 2), range(1, 10, 2))]
+    for half, docs in zip(halves, (range(0, 10, 2), range(1, 10, 2))):
+        np.testing.assert_array_equal(doc_topic_counts(half, run(half)[0], K), counts[list(docs)])
+    with pytest.raises(ValueError, match="state has"):
+        hybrid_block(0, block, np.zeros(3, dtype=np.int32), eb, np.full(K, 0.2), 11, 4, 2, 2)
