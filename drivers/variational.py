@@ -140,6 +140,7 @@ class EStep:
     from the partition's gamma of the previous iteration, with the E-step schedule of :meth:`EMSettings.estep_at`."""
 
     name = "E-step"
+    mean_weights = False     # the mappers get exp(E_q[log beta]) (eq 3.4)
 
     def __init__(self, settings: EMSettings):
         self.settings = settings
@@ -182,11 +183,14 @@ class HybridStep:
     name = "hybrid sampling"
     objective_name = "log_joint"
 
-    def __init__(self, seed: int, burn_in: int = 5, samples: int = 5):
+    def __init__(self, seed: int, burn_in: int = 5, samples: int = 5, mean_weights: bool = False):
         if burn_in < 0 or samples < 1:
             raise SystemExit(f"--hybrid-burn-in must be at least 0 and --hybrid-samples at least 1, got "
                              f"{burn_in} and {samples}")
         self.seed, self.burn_in, self.samples = int(seed), int(burn_in), int(samples)
+        #: the word factor of (4.9): exp(E_q[log beta_kw]) (the thesis), or E_q[beta_kw] (a collapsed sampler's
+        #: (n_kw + eta) / (n_k + V eta) with the counts of the last iteration)
+        self.mean_weights = bool(mean_weights)
 
     def plan(self, iteration: int, trace: list) -> HybridPlan:
         return HybridPlan(iteration, self.seed, self.burn_in, self.samples)
@@ -263,7 +267,7 @@ def _mapper_task(partition, blocks, local_step, plan, bc_params, state_in, state
         yield STATISTICS_KEY, (partition, statistics)
 
 
-def _reducer_task(records, bc_structure, update, num_statistics):
+def _reducer_task(records, bc_structure, update, num_statistics, mean_weights=False):
     """Spark task: the reducer for the topics the TopicPartitioner routed here (Alg. 3), and (reducer 0) the
     partitions' statistics vectors summed in partition order."""
     prior, layout = bc_structure.value
@@ -272,17 +276,17 @@ def _reducer_task(records, bc_structure, update, num_statistics):
         (statistics if key == STATISTICS_KEY else topic_records).append(value)
     if statistics:
         yield STATISTICS_KEY, sum_in_partition_order(statistics, num_statistics)
-    yield from reduce_topics(topic_records, prior.row, layout, update)
+    yield from reduce_topics(topic_records, prior.row, layout, update, mean_weights=mean_weights)
 
 
-def topic_parameters(lambda_: np.ndarray, prior, layout):
-    """exp E[log beta] (V x K) and per-topic ELBO terms, computed as a reducer would."""
+def topic_parameters(lambda_: np.ndarray, prior, layout, mean_weights: bool = False):
+    """exp E[log beta] (or E[beta]) (V x K) and per-topic ELBO terms, computed as a reducer would."""
     K = lambda_.shape[0]
     eb = np.empty_like(lambda_)
     prior_t, entropy_t, elog_sums = np.empty(K), np.empty(K), np.empty(K)
     for k in range(K):
         elog, prior_t[k], entropy_t[k] = layout.topic_terms(lambda_[k], prior.row(k))
-        eb[k] = np.exp(elog)
+        eb[k] = layout.normalise(lambda_[k]) if mean_weights else np.exp(elog)
         elog_sums[k] = elog.sum()
     return np.ascontiguousarray(eb.T), prior_t, entropy_t, elog_sums
 
@@ -327,7 +331,8 @@ class VariationalEngine:
                 log.warning("--resume: no checkpoint in %s, starting from scratch", self.checkpointer.directory)
             start, trace, converged = 0, [], False
             lambda_, alpha = self.start.initial(s, V, self.prior)
-        exp_elogbeta, prior_terms, entropy_terms, _ = topic_parameters(lambda_, self.prior, layout)
+        exp_elogbeta, prior_terms, entropy_terms, _ = topic_parameters(
+            lambda_, self.prior, layout, getattr(self.local_step, "mean_weights", False))
 
         t = start
         while t < s.max_iterations and not converged:
@@ -346,7 +351,8 @@ class VariationalEngine:
                                                        topic_groups=partitioner.topic_groups()))
                        .partitionBy(partitioner.num_reducers, partitioner)
                        .mapPartitions(partial(_reducer_task, bc_structure=bc_structure, update=self.update,
-                                              num_statistics=K + len(TOTALS)))
+                                              num_statistics=K + len(TOTALS),
+                                              mean_weights=getattr(self.local_step, "mean_weights", False)))
                        .collect())
             job_seconds = time.perf_counter() - began
             bc_params.destroy()

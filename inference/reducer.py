@@ -58,18 +58,21 @@ class BatchUpdate:
 
 
 def reduce_topic(topic: int, contributions, eta_row: np.ndarray, layout, update=None,
-                 previous_row: np.ndarray | None = None) -> TopicUpdate:
-    """lambda_k by the update rule (default: batch EM), and the topic's ELBO terms from the layout."""
+                 previous_row: np.ndarray | None = None, mean_weights: bool = False) -> TopicUpdate:
+    """lambda_k by the update rule (default: batch EM), and the topic's ELBO terms from the layout. The row the
+    mappers get is exp(E_q[log beta_k]), or with ``mean_weights`` E_q[beta_k] (lambda normalised: the word
+    factor of a collapsed sampler)."""
     lam = (update or BatchUpdate()).topic_row(eta_row, contributions, previous_row)
     elog, prior_term, entropy_term = layout.topic_terms(lam, eta_row)
-    return TopicUpdate(topic, lam, np.exp(elog), prior_term, entropy_term, float(elog.sum()))
+    weights = layout.normalise(lam) if mean_weights else np.exp(elog)
+    return TopicUpdate(topic, lam, weights, prior_term, entropy_term, float(elog.sum()))
 
 
-def reduce_topics(topic_records, eta_row_of, layout, update=None, previous_row_of=None):
+def reduce_topics(topic_records, eta_row_of, layout, update=None, previous_row_of=None, mean_weights=False):
     """A ``TopicUpdate`` per topic of the ``(partition, topics, ids, values)`` records routed to one reducer,
     in topic order; ``eta_row_of(k)`` gives topic k's prior row, ``previous_row_of(k)`` its previous lambda
     row (online rules)."""
     by_topic = split_by_topic(topic_records)
     for topic in sorted(by_topic):
         previous = previous_row_of(topic) if previous_row_of is not None else None
-        yield reduce_topic(topic, by_topic[topic], eta_row_of(topic), layout, update, previous)
+        yield reduce_topic(topic, by_topic[topic], eta_row_of(topic), layout, update, previous, mean_weights)

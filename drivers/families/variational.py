@@ -89,6 +89,7 @@ class VariationalTraining:
     inference: str = "variational"    # variational (the E-step) | hybrid (a sampling E-step, thesis §4.2)
     hybrid_burn_in: int = 5
     hybrid_samples: int = 5
+    hybrid_weights: str = "mean"      # the word factor of (4.9): E_q[beta] (mean) or exp(E_q[log beta]) (digamma)
 
 
 def _add_estep_flags(parser) -> None:
@@ -124,10 +125,14 @@ class VariationalFamily(ModelFamily):
         parser.add_argument("--hybrid-burn-in", type=int, default=5, help="hybrid: burn-in sweeps per document")
         parser.add_argument("--hybrid-samples", type=int, default=5,
                             help="hybrid: kept sweeps per document, averaged into the statistics")
+        parser.add_argument("--hybrid-weights", choices=("mean", "digamma"), default="mean",
+                            help="hybrid: the word factor of eq 4.9, E[beta] (mean: a collapsed sampler's "
+                                 "(n_kw + eta) / (n_k + V eta) with the last iteration's counts; default, see the "
+                                 "README) or exp(E[log beta]) (digamma, the thesis)")
 
     def train_settings(self, args) -> VariationalTraining:
         return VariationalTraining(args.tol, args.estep_tol, args.estep_max_iter, args.estep_schedule, args.restarts,
-                                   args.inference, args.hybrid_burn_in, args.hybrid_samples)
+                                   args.inference, args.hybrid_burn_in, args.hybrid_samples, args.hybrid_weights)
 
     def add_infer_flags(self, parser) -> None:
         _add_estep_flags(parser)
@@ -169,8 +174,8 @@ class VariationalFamily(ModelFamily):
                               alpha=request.alpha, optimize_alpha=not request.fixed_alpha,
                               optimize_eta=optimize_eta, seed=request.seed, num_reducers=request.reducers,
                               restarts=e.restarts, schedule=e.estep_schedule)
-        local_step = (HybridStep(request.seed, e.hybrid_burn_in, e.hybrid_samples) if e.inference == "hybrid"
-                      else EStep(settings))
+        local_step = (HybridStep(request.seed, e.hybrid_burn_in, e.hybrid_samples, e.hybrid_weights == "mean")
+                      if e.inference == "hybrid" else EStep(settings))
         engine = VariationalEngine(spark.sparkContext, settings, prior.prior, request.checkpoint, corpus.layout,
                                    local_step=local_step)
         log.info("training %s: K=%d, V=%d%s, %d documents, %d tokens, %d partitions", model.name.upper(),
@@ -185,7 +190,7 @@ class VariationalFamily(ModelFamily):
                        "prior": prior.fingerprint,
                        "languages": None if corpus.layout is None else list(corpus.layout.languages)}
         if e.inference == "hybrid":
-            fingerprint["inference"] = [e.inference, e.hybrid_burn_in, e.hybrid_samples]
+            fingerprint["inference"] = [e.inference, e.hybrid_burn_in, e.hybrid_samples, e.hybrid_weights]
         result = engine.fit(corpus.blocks, corpus.num_partitions, V, resume=request.resume, fingerprint=fingerprint)
 
         trace = [r.__dict__ for r in result.trace]
@@ -199,7 +204,8 @@ class VariationalFamily(ModelFamily):
                          "estep_schedule": e.estep_schedule, "restarts": e.restarts,
                          "optimize_alpha": settings.optimize_alpha, "optimize_eta": settings.optimize_eta,
                          "inference": e.inference,
-                         **({"hybrid_burn_in": e.hybrid_burn_in, "hybrid_samples": e.hybrid_samples}
+                         **({"hybrid_burn_in": e.hybrid_burn_in, "hybrid_samples": e.hybrid_samples,
+                             "hybrid_weights": e.hybrid_weights}
                             if e.inference == "hybrid" else {})},
             "data": {"corpus": request.corpus, "version": model_store.data_version(corpus.meta),
                      "documents": corpus.num_documents, "tokens": corpus.meta.get("tokens")},

@@ -70,5 +70,6 @@ def test_hybrid_polylingual_and_informed_prior(spark_session, tmp_path):
     segmented = tiny_segmented(tmp_path / "mono")
     (tmp_path / "prior.txt").write_text("seeded: w0001 w0002\n")
     meta = train.train(spark_session, train_args(segmented, tmp_path / "seeded", "--topics", 3, "--iterations", 4,
-                                                 "--tol", 0, "--prior", tmp_path / "prior.txt", *HYBRID))
-    assert meta["topic_names"][0] == "seeded"
+                                                 "--tol", 0, "--prior", tmp_path / "prior.txt", *HYBRID,
+                                                 "--hybrid-weights", "digamma"))
+    assert meta["topic_names"][0] == "seeded" and meta["settings"]["hybrid_weights"] == "digamma"

@@ -134,3 +134,20 @@ def test_seeds_follow_the_document_not_its_partition():
         np.testing.assert_array_equal(doc_topic_counts(half, run(half)[0], K), counts[list(docs)])
     with pytest.raises(ValueError, match="state has"):
         hybrid_block(0, block, np.zeros(3, dtype=np.int32), eb, np.full(K, 0.2), 11, 4, 2, 2)
+
+
+def test_reducer_gives_mappers_the_mean_topics_on_request():
+    """--hybrid-weights mean: the row a mapper gets is lambda normalised per language (E_q[beta]), the ELBO terms
+    and lambda are the same as with exp(E_q[log beta])."""
+    from inference.layout import VocabLayout
+    from inference.reducer import reduce_topic
+
+    layout = VocabLayout.from_sizes(["a", "b"], [3, 2])
+    eta = np.full(5, 0.1)
+    contributions = [(0, np.array([0, 3]), np.array([2.0, 1.0])), (1, np.array([1, 4]), np.array([0.5, 4.0]))]
+    digamma_row = reduce_topic(0, contributions, eta, layout)
+    mean_row = reduce_topic(0, contributions, eta, layout, mean_weights=True)
+    np.testing.assert_array_equal(digamma_row.lambda_row, mean_row.lambda_row)
+    assert digamma_row.prior_term == mean_row.prior_term and digamma_row.entropy_term == mean_row.entropy_term
+    np.testing.assert_allclose(mean_row.exp_elogbeta_row, layout.normalise(mean_row.lambda_row))
+    np.testing.assert_allclose([mean_row.exp_elogbeta_row[:3].sum(), mean_row.exp_elogbeta_row[3:].sum()], 1.0)
