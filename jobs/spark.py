@@ -84,7 +84,7 @@ def get_spark(app_name: str, master: str | None = None, conf: list[str] | None =
     builder = SparkSession.builder.appName(app_name)
     if master:
         builder = builder.master(master)
-    elif not _under_submit():
+    elif not under_submit():
         builder = builder.master("local[*]")
     for item in conf or []:
         if "=" not in item:
@@ -92,7 +92,7 @@ def get_spark(app_name: str, master: str | None = None, conf: list[str] | None =
         key, value = item.split("=", 1)
         builder = builder.config(key.strip(), value.strip())
     given = {item.split("=", 1)[0].strip() for item in conf or []}
-    if UDS_KEY not in given and not _under_submit() and hasattr(socket, "AF_UNIX"):
+    if UDS_KEY not in given and not under_submit() and hasattr(socket, "AF_UNIX"):
         builder = builder.config(UDS_KEY, "true")   # deploy/submit.sh passes it under spark-submit
         if UDS_DIR_KEY not in given and (master or "local").startswith("local"):
             builder = builder.config(UDS_DIR_KEY, socket_folder())
@@ -106,7 +106,7 @@ def get_spark(app_name: str, master: str | None = None, conf: list[str] | None =
     return spark
 
 
-def _under_submit() -> bool:
+def under_submit() -> bool:
     """True when launched by spark-submit (which sets spark.master itself)."""
     return "PYSPARK_GATEWAY_PORT" in os.environ
 

@@ -9,9 +9,15 @@ from __future__ import annotations
 
 import argparse
 
+import logging
+
 from drivers import registry, storage
 from drivers.families import TrainRequest
-from jobs.spark import add_spark_arguments, get_spark, positive_int
+from drivers.memory import BASE_BYTES, driver_memory_conf
+from jobs.spark import add_spark_arguments, get_spark, positive_int, under_submit
+
+log = logging.getLogger("spark_topics.train")
+DRIVER_MEMORY = "spark.driver.memory"
 
 DEFAULT_MODEL = "lda"
 
@@ -119,9 +125,37 @@ def train(spark, request: TrainRequest) -> dict:
     return spec.family_object().train(spark, spec, request)
 
 
+def driver_memory(request: TrainRequest, conf: list, active_session) -> list:
+    """``conf`` with ``spark.driver.memory`` sized from the model (K x V from the corpus' corpus.json) when this
+    job creates a local session and the user did not set it; a run that cannot fit is refused up front."""
+    meta_path = storage.join(request.corpus, "corpus.json")
+    if not storage.exists(meta_path):
+        return conf                                   # the family says what is missing
+    meta = storage.load_json(meta_path)
+    vocab = meta.get("vocab_size")
+    if isinstance(vocab, dict) or vocab is None:      # an aligned corpus: the languages' vocabularies
+        vocab = sum((meta.get("vocab_sizes") or {}).values()) if isinstance(meta.get("vocab_sizes"), dict) else 0
+    spec = registry.model(request.model)
+    needed = BASE_BYTES + spec.family_object().driver_bytes(request.topics, int(vocab or 0))
+    given = next((item.split("=", 1)[1] for item in conf if item.split("=", 1)[0].strip() == DRIVER_MEMORY), None)
+    if active_session is not None:
+        given = active_session.sparkContext.getConf().get(DRIVER_MEMORY, "1g")
+    chosen = driver_memory_conf(needed, given, can_set=active_session is None)
+    if chosen is None:
+        return conf
+    log.info("spark.driver.memory=%s for K=%d x V=%d", chosen, request.topics, int(vocab or 0))
+    return list(conf) + [f"{DRIVER_MEMORY}={chosen}"]
+
+
 def run(args) -> dict:
+    from pyspark.sql import SparkSession
+
     request = request_from(args)
-    spark = get_spark("spark-topics train", args.master, args.conf)
+    active = SparkSession.getActiveSession()
+    if active is None and under_submit():   # spark-submit chose the driver's memory: check it, in the session
+        active = get_spark("spark-topics train", args.master, args.conf)
+    conf = driver_memory(request, list(args.conf or []), active)
+    spark = active or get_spark("spark-topics train", args.master, conf)
     meta = train(spark, request)
     print(storage.read_bytes(storage.join(request.output, "topics.txt")).decode("utf-8"), end="")
     print(registry.model(request.model).family_object().train_summary(meta, request))

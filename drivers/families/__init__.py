@@ -105,6 +105,10 @@ class ModelFamily:
         """The family's typed evaluation settings from its flags."""
 
     # ---- the work
+    def driver_bytes(self, num_topics: int, vocab_size: int) -> int:
+        """Driver JVM heap a K x V model of this family needs beyond Spark's own (:mod:`drivers.memory`)."""
+        return 0
+
     def train(self, spark, spec, request: TrainRequest) -> dict:
         """Fit the model and write the model directory; returns model.json's content."""
         raise NotImplementedError

@@ -223,6 +223,10 @@ class GibbsFamily(ModelFamily):
                 raise SystemExit(f"--heldout-observed: {exc}") from None
         return GibbsEvaluation(observed)
 
+    def driver_bytes(self, num_topics: int, vocab_size: int) -> int:
+        """The count table broadcast and summed back (int32, V x K) and the topic-word sums (float64)."""
+        return (3 * 4 + 2 * 8) * num_topics * vocab_size
+
     # ---- train
     def train(self, spark, spec, request: TrainRequest) -> dict:
         """Train a Gibbs model and write the model directory; returns model.json's content."""

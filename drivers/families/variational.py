@@ -146,6 +146,11 @@ class VariationalFamily(ModelFamily):
     def evaluate_settings(self, args) -> EStepSettings:
         return EStepSettings(args.estep_tol, args.estep_max_iter)
 
+    def driver_bytes(self, num_topics: int, vocab_size: int) -> int:
+        """exp E[log beta] broadcast and lambda and exp E[log beta] rows collected: three K x V float64 matrices
+        in the JVM at once, with room for their serialised copies."""
+        return 4 * 8 * num_topics * vocab_size
+
     # ---- train
     def train(self, spark, spec, request: TrainRequest) -> dict:
         """Variational EM for the model, then the model directory; returns model.json's content."""

@@ -237,3 +237,34 @@ def test_foreseeable_failures_are_one_line_messages(spark_session, tiny, tmp_pat
     raw = _write_jsonl(tmp_path / "new.jsonl", DOCS[:2])
     _one_line_exit(["infer", "--model", tmp_path / "poly", "--input", raw, "--output", tmp_path / "i", "--lang", "xx"],
                    r"--lang xx: .*poly has no language 'xx' \(its languages: en, es\)")
+
+
+def test_driver_memory_is_sized_from_the_model_or_the_run_is_refused_up_front():
+    """K x V decides spark.driver.memory: chosen for a local run, refused in one line when set too small, when a
+    running session or spark-submit gave too little, or when the machine cannot hold it (K=500 on a 35k-word
+    vocabulary used to die with java.lang.OutOfMemoryError at the default 1g)."""
+    from drivers import registry
+    from drivers.memory import BASE_BYTES, driver_memory_conf, parse_size
+
+    needed = BASE_BYTES + registry.family("variational").driver_bytes(500, 35_000)
+    assert parse_size(driver_memory_conf(needed, None, can_set=True, machine=24 << 30)) >= needed > 1 << 30
+    assert driver_memory_conf(BASE_BYTES, None, can_set=True, machine=24 << 30) == "1g"
+    assert driver_memory_conf(needed, "8g", can_set=True, machine=24 << 30) is None
+    with pytest.raises(SystemExit, match=r"spark.driver.memory=1g is too small .* --conf spark.driver.memory=\d+m"):
+        driver_memory_conf(needed, "1g", can_set=False, machine=24 << 30)
+    with pytest.raises(SystemExit, match=r"more than Spark's default 1g: pass --driver-memory"):
+        driver_memory_conf(needed, None, can_set=False, machine=24 << 30)
+    huge = BASE_BYTES + registry.family("gibbs").driver_bytes(5000, 2_000_000)
+    with pytest.raises(SystemExit, match=r"more than this machine can give .*--max-vocab"):
+        driver_memory_conf(huge, None, can_set=True, machine=24 << 30)
+    assert parse_size("1.5g") == 3 << 29 and parse_size("512m") == 512 << 20
+
+
+def test_train_refuses_a_model_the_running_session_cannot_hold(spark_session, tiny, tmp_path, monkeypatch):
+    """The test session has spark.driver.memory=2g: a model that needs more is refused before any Spark job."""
+    from drivers import registry
+
+    monkeypatch.setattr(registry.family("variational").__class__, "driver_bytes", lambda self, k, v: 4 << 30)
+    _one_line_exit(["train", "--corpus", tiny, "--output", tmp_path / "m", "--topics", 3],
+                   r"spark.driver.memory=2g is too small for this model")
+    assert not (tmp_path / "m").exists()
