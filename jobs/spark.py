@@ -60,11 +60,38 @@ UDS_KEY = "spark.python.unix.domain.socket.enabled"
 UDS_DIR_KEY = "spark.python.unix.domain.socket.dir"
 
 
-def socket_folder() -> str:
-    """A new temporary folder for this process's Unix socket files, deleted at exit."""
-    folder = tempfile.mkdtemp(prefix="spark-topics-sockets-")
+SOCKET_FOLDER_PREFIX = "spark-topics-sockets-"
+
+
+#: a socket file's path must stay within the kernel's limit (108 bytes): ``<folder>/.<uuid>.sock`` adds 43
+SOCKET_PATH_ROOM = 100 - 43
+
+
+def socket_folder() -> str | None:
+    """A new temporary folder for this process's Unix socket files, deleted at exit; folders that processes
+    killed before their exit left behind (their pid is gone) are deleted first. None when the temp folder's
+    path is too long for socket paths (Spark's default, java.io.tmpdir, is used then)."""
+    root = tempfile.gettempdir()
+    if len(os.path.join(root, f"{SOCKET_FOLDER_PREFIX}{os.getpid()}-12345678")) > SOCKET_PATH_ROOM:
+        return None
+    for name in os.listdir(root):
+        if name.startswith(SOCKET_FOLDER_PREFIX):
+            pid = name[len(SOCKET_FOLDER_PREFIX):].split("-", 1)[0]
+            if pid.isdigit() and not _alive(int(pid)):
+                shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+    folder = tempfile.mkdtemp(prefix=f"{SOCKET_FOLDER_PREFIX}{os.getpid()}-")
     atexit.register(shutil.rmtree, folder, True)
     return folder
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:      # another user's process
+        return True
+    return True
 
 
 def get_spark(app_name: str, master: str | None = None, conf: list[str] | None = None):
@@ -94,8 +121,9 @@ def get_spark(app_name: str, master: str | None = None, conf: list[str] | None =
     given = {item.split("=", 1)[0].strip() for item in conf or []}
     if UDS_KEY not in given and not under_submit() and hasattr(socket, "AF_UNIX"):
         builder = builder.config(UDS_KEY, "true")   # deploy/submit.sh passes it under spark-submit
-        if UDS_DIR_KEY not in given and (master or "local").startswith("local"):
-            builder = builder.config(UDS_DIR_KEY, socket_folder())
+        folder = socket_folder() if UDS_DIR_KEY not in given and (master or "local").startswith("local") else None
+        if folder is not None:
+            builder = builder.config(UDS_DIR_KEY, folder)
     builder = builder.config("spark.sql.execution.arrow.pyspark.enabled", "true")
     # let adaptive execution coalesce the shuffle partitions of cached frames (prepare caches several)
     builder = builder.config("spark.sql.optimizer.canChangeCachedPlanOutputPartitioning", "true")
