@@ -3,7 +3,8 @@
 Layout under the checkpoint directory::
 
     state.json                 driver state after the last completed iteration (written last)
-    lambda-<t>.npy             lambda after iteration t (K x V)
+    topics/iter-<t>/           lambda and the mappers' word weights after iteration t, written by the
+                               reducers (:mod:`drivers.topic_store`; iter-0: the start, by the driver)
     gamma/iter-<t>/part-<p>.npy  per-partition gamma after the E-step of iteration t,
                                written by the executors; also the warm start of iteration t+1
 
@@ -13,11 +14,11 @@ with the model an uninterrupted run gives.
 """
 from __future__ import annotations
 
-import numpy as np
-
 from drivers import storage
 
 KEEP_ITERATIONS = 2
+#: the checkpoint layout this code writes (1: lambda-<t>.npy written by the driver)
+FORMAT = 2
 
 
 class Checkpointer:
@@ -31,30 +32,31 @@ class Checkpointer:
     def gamma_file(gamma_dir: str, partition: int) -> str:
         return storage.join(gamma_dir, f"part-{partition:05d}.npy")
 
-    def _lambda_file(self, iteration: int) -> str:
-        return storage.join(self.directory, f"lambda-{iteration:05d}.npy")
+    def topics_dir(self, iteration: int) -> str:
+        return storage.join(self.directory, "topics", f"iter-{iteration:05d}")
 
-    def save(self, iteration: int, state: dict, lambda_: np.ndarray) -> None:
-        storage.save_npy(self._lambda_file(iteration), lambda_)
-        storage.save_json(storage.join(self.directory, "state.json"), dict(state, iteration=iteration))
+    def save(self, iteration: int, state: dict) -> None:
+        """Commit iteration ``iteration`` (its topic and gamma files are written): state.json, then prune."""
+        storage.save_json(storage.join(self.directory, "state.json"), dict(state, iteration=iteration, format=FORMAT))
         self._prune(iteration)
 
-    def load(self):
-        """(state, lambda) of the last completed iteration, or None if there is no checkpoint."""
+    def load(self) -> dict | None:
+        """The driver state of the last completed iteration, or None if there is no checkpoint."""
         path = storage.join(self.directory, "state.json")
         if not storage.exists(path):
             return None
         state = storage.load_json(path)
-        return state, storage.load_npy(self._lambda_file(state["iteration"]))
+        if state.get("format") != FORMAT:
+            raise SystemExit(f"cannot resume: the checkpoint in {self.directory} was written by an older "
+                             f"spark-topics. Remove the checkpoint directory or drop --resume.")
+        return state
 
     def _prune(self, iteration: int) -> None:
         stale = iteration - KEEP_ITERATIONS
-        for name in storage.list_dir(self.directory):
-            if name.startswith("lambda-") and int(name[7:12]) <= stale:
-                storage.delete(storage.join(self.directory, name))
-        for name in storage.list_dir(storage.join(self.directory, "gamma")):
-            if name.startswith("iter-") and int(name[5:]) <= stale:
-                storage.delete(storage.join(self.directory, "gamma", name))
+        for folder in ("gamma", "topics"):
+            for name in storage.list_dir(storage.join(self.directory, folder)):
+                if name.startswith("iter-") and int(name[5:]) <= stale:
+                    storage.delete(storage.join(self.directory, folder, name))
 
     def clear(self) -> None:
         storage.delete(self.directory)

@@ -104,6 +104,40 @@ def load_npy(path: str) -> np.ndarray:
     return np.load(io.BytesIO(read_bytes(path)), allow_pickle=False)
 
 
+def load_npy_rows(path: str, rows: np.ndarray) -> np.ndarray:
+    """``array[rows]`` of a C-ordered .npy file without reading the other rows: memory-mapped for a local path,
+    by byte ranges (neighbouring rows read together) on a filesystem URI."""
+    rows = np.asarray(rows, dtype=np.int64)
+    if "://" not in path:
+        return np.array(np.load(path, mmap_mode="r", allow_pickle=False)[rows])
+    filesystem, p = resolve(path)
+    with filesystem.open_input_file(p) as stream:
+        version = np.lib.format.read_magic(stream)
+        shape, fortran, dtype = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                                 else np.lib.format.read_array_header_2_0)(stream)
+        if fortran or dtype.hasobject:
+            raise ValueError(f"{path}: only C-ordered numeric arrays can be read by rows")
+        start = stream.tell()
+        row_bytes = int(np.prod(shape[1:], dtype=np.int64)) * dtype.itemsize
+        out = np.empty((len(rows),) + tuple(shape[1:]), dtype=dtype)
+        if len(rows) == 0:
+            return out
+        if rows.min() < 0 or rows.max() >= shape[0]:
+            raise IndexError(f"{path}: rows outside 0..{shape[0] - 1}")
+        order = np.argsort(rows, kind="stable")
+        wanted = rows[order]
+        # runs of rows at most GAP_ROWS apart are read in one request
+        gap_rows = max(1, (1 << 16) // max(row_bytes, 1))
+        breaks = np.flatnonzero(np.diff(wanted) > gap_rows) + 1
+        flat = out.reshape(len(rows), -1)
+        for run in np.split(np.arange(len(wanted)), breaks):
+            first, last = int(wanted[run[0]]), int(wanted[run[-1]])
+            data = stream.read_at((last - first + 1) * row_bytes, start + first * row_bytes)
+            block = np.frombuffer(data, dtype=dtype).reshape(last - first + 1, -1)
+            flat[order[run]] = block[wanted[run] - first]
+        return out
+
+
 def list_column(matrix: np.ndarray):
     """An (n, K) float array as an Arrow list<double> column of n rows (Spark reads it as array<double>)."""
     import pyarrow as pa

@@ -2,18 +2,24 @@
 
 One iteration is one Spark job:
 
-1. the driver broadcasts exp(E[log beta]) (V x K, from the reducers) and alpha;
+1. the driver broadcasts alpha; each mapper reads the word weights of its own
+   partition's vocabulary (exp E_q[log beta], U x K) from the files the reducers
+   wrote in the previous iteration (:mod:`drivers.topic_store`, Mr. LDA's
+   distributed cache);
 2. ``mapPartitionsWithIndex`` runs the local step over each partition's
    :class:`DocBlock` with the partition's state of the previous iteration (a
    file the same partition wrote, also the checkpoint), writes its new state and
-   emits the partition's combined statistics keyed by topic, and its statistics
-   vector under the reserved key;
+   emits the partition's combined statistics keyed by topic (sparse when that is
+   smaller), and its statistics vector under the reserved key;
 3. ``partitionBy(R, TopicPartitioner)`` routes them to R reducers
    (:func:`inference.reducer.reduce_topics`), which form lambda_k by the update
-   rule, its normaliser and the topic's ELBO terms;
-4. the driver collects K rows, runs Newton-Raphson for alpha (and optionally
-   eta), assembles the ELBO (eq 3.4), logs a progress line, checkpoints and
-   tests convergence.
+   rule and the mappers' weights, write both for their topics, and send the
+   driver each topic's ELBO terms;
+4. the driver runs Newton-Raphson for alpha (and optionally eta), assembles the
+   ELBO (eq 3.4), logs a progress line, checkpoints and tests convergence.
+
+No K x V matrix passes through the driver during the iterations: it writes the
+start's topic files (iteration 0) and reads lambda once, at the end.
 
 Plug-in points (constructor arguments, defaults in brackets):
 
@@ -25,12 +31,14 @@ Plug-in points (constructor arguments, defaults in brackets):
   terms, :class:`inference.layout.VocabLayout`) [a symmetric Dirichlet over the
   vocabulary];
 * ``update``: the global update rule the reducers apply
-  [:class:`inference.reducer.BatchUpdate`];
+  [:class:`inference.reducer.BatchUpdate`; a rule with ``needs_previous`` gets
+  the previous lambda of the reducer's topics from the previous iteration's files];
 * ``start``: the initial lambda and alpha [:class:`RandomStart`; :class:`WarmStart`
   from a trained model, for refresh].
 
 The E-step is deterministic and every sum runs in partition order, so a seed
-gives the same model on any master, after task retries, and after ``--resume``.
+gives the same model on any master, with any number of reducers, after task
+retries, and after ``--resume``.
 """
 from __future__ import annotations
 
@@ -43,11 +51,12 @@ import numpy as np
 
 from drivers import storage
 from drivers.checkpoint import Checkpointer, check_fingerprint
+from drivers.topic_store import TopicFiles
 from inference.dirichlet import newton_alpha
 from inference.elbo import alpha_terms
 from inference.layout import VocabLayout
 from inference.mapper import TOTALS, EStepSettings, doc_topic_counts, hybrid_block, map_block
-from inference.reducer import BatchUpdate, reduce_topics, sum_in_partition_order
+from inference.reducer import BatchUpdate, reduce_topics, sum_in_partition_order, topic_weights
 from partitioners.topic import STATISTICS_KEY, TopicPartitioner
 
 log = logging.getLogger("spark_topics.train")
@@ -149,10 +158,11 @@ class EStep:
         """The driver's plan of one iteration (shipped to the tasks)."""
         return self.settings.estep_at(iteration, trace)
 
-    def run(self, partition: int, block, state, exp_elogbeta: np.ndarray, alpha: np.ndarray, plan: EStepSettings,
+    def run(self, partition: int, block, state, word_weights: np.ndarray, alpha: np.ndarray, plan: EStepSettings,
             topic_groups):
-        """``(new state, topic records, statistics vector)`` of one partition (no Spark)."""
-        return map_block(partition, block, state, exp_elogbeta, alpha, plan, topic_groups)
+        """``(new state, topic records, statistics vector)`` of one partition (no Spark); ``word_weights`` are
+        the (U, K) exp(E_q[log beta]) of the block's vocabulary."""
+        return map_block(partition, block, state, word_weights, alpha, plan, topic_groups)
 
     objective_name = "elbo"
 
@@ -195,9 +205,9 @@ class HybridStep:
     def plan(self, iteration: int, trace: list) -> HybridPlan:
         return HybridPlan(iteration, self.seed, self.burn_in, self.samples)
 
-    def run(self, partition: int, block, state, exp_elogbeta: np.ndarray, alpha: np.ndarray, plan: HybridPlan,
+    def run(self, partition: int, block, state, word_weights: np.ndarray, alpha: np.ndarray, plan: HybridPlan,
             topic_groups):
-        return hybrid_block(partition, block, state, exp_elogbeta, alpha, plan.seed, plan.iteration, plan.burn_in,
+        return hybrid_block(partition, block, state, word_weights, alpha, plan.seed, plan.iteration, plan.burn_in,
                             plan.samples, topic_groups)
 
     def objective(self, doc_terms: float, alpha: np.ndarray, alpha_stats: np.ndarray, n_docs: float) -> float:
@@ -253,42 +263,56 @@ def initial_lambda(num_topics: int, vocab_size: int, seed: int) -> np.ndarray:
 
 # --------------------------------------------------------------------------- the tasks
 
-def _mapper_task(partition, blocks, local_step, plan, bc_params, state_in, state_out, topic_groups):
+def _mapper_task(partition, blocks, local_step, plan, bc_alpha, topics_in: TopicFiles, state_in, state_out,
+                 topic_groups):
     """Spark task: the local step over one partition (Alg. 1 with in-mapper combining)."""
-    exp_elogbeta, alpha = bc_params.value
+    alpha = bc_alpha.value
     for block_partition, block in blocks:
         if block_partition != partition:
             raise RuntimeError(f"block of partition {block_partition} arrived in partition {partition}")
         state = storage.load_npy(Checkpointer.gamma_file(state_in, partition)) if state_in else None
-        new_state, records, statistics = local_step.run(partition, block, state, exp_elogbeta, alpha, plan,
+        new_state, records, statistics = local_step.run(partition, block, state,
+                                                        topics_in.word_weights(block.vocab_ids), alpha, plan,
                                                         topic_groups)
         storage.save_npy(Checkpointer.gamma_file(state_out, partition), new_state)
         yield from records
         yield STATISTICS_KEY, (partition, statistics)
 
 
-def _reducer_task(records, bc_structure, update, num_statistics, mean_weights=False):
-    """Spark task: the reducer for the topics the TopicPartitioner routed here (Alg. 3), and (reducer 0) the
-    partitions' statistics vectors summed in partition order."""
+def _reducer_task(reducer, records, bc_structure, update, num_statistics, topics_in: TopicFiles,
+                  topics_out: TopicFiles, mean_weights=False):
+    """Spark task: reducer ``reducer`` (Alg. 3): lambda and the mappers' weights of the topics the
+    TopicPartitioner routes here, written to the iteration's topic files; the driver gets each topic's
+    :class:`TopicTerms` and (reducer 0) the partitions' statistics vectors summed in partition order."""
     prior, layout = bc_structure.value
     statistics, topic_records = [], []
     for key, value in records:
         (statistics if key == STATISTICS_KEY else topic_records).append(value)
     if statistics:
         yield STATISTICS_KEY, sum_in_partition_order(statistics, num_statistics)
-    yield from reduce_topics(topic_records, prior.row, layout, update, mean_weights=mean_weights)
+    topics = topics_out.topic_groups[reducer]
+    previous = topics_in.lambda_row_reader() if update.needs_previous else None
+    lambda_rows, weight_columns = None, None
+    for i, u in enumerate(reduce_topics(topics, topic_records, prior.row, layout, update, previous, mean_weights)):
+        if lambda_rows is None:
+            lambda_rows = np.empty((len(topics), u.lambda_row.shape[0]))
+            weight_columns = np.empty((u.lambda_row.shape[0], len(topics)))
+        lambda_rows[i], weight_columns[:, i] = u.lambda_row, u.exp_elogbeta_row
+        yield u.terms()
+    topics_out.write(reducer, lambda_rows, weight_columns)
 
 
-def topic_parameters(lambda_: np.ndarray, prior, layout, mean_weights: bool = False):
-    """exp E[log beta] (or E[beta]) (V x K) and per-topic ELBO terms, computed as a reducer would."""
-    K = lambda_.shape[0]
-    eb = np.empty_like(lambda_)
-    prior_t, entropy_t, elog_sums = np.empty(K), np.empty(K), np.empty(K)
-    for k in range(K):
-        elog, prior_t[k], entropy_t[k] = layout.topic_terms(lambda_[k], prior.row(k))
-        eb[k] = layout.normalise(lambda_[k]) if mean_weights else np.exp(elog)
-        elog_sums[k] = elog.sum()
-    return np.ascontiguousarray(eb.T), prior_t, entropy_t, elog_sums
+def write_start(files: TopicFiles, lambda_: np.ndarray, prior, layout, mean_weights: bool = False):
+    """The start's topic files (iteration 0), written by the driver as the reducers would; returns the topics'
+    prior and entropy terms of the ELBO (K each)."""
+    prior_terms, entropy_terms = np.empty(files.num_topics), np.empty(files.num_topics)
+    for reducer, topics in enumerate(files.topic_groups):
+        weight_columns = np.empty((lambda_.shape[1], len(topics)))
+        for i, k in enumerate(topics):
+            u = topic_weights(k, lambda_[k], prior.row(k), layout, mean_weights)
+            weight_columns[:, i], prior_terms[k], entropy_terms[k] = u.exp_elogbeta_row, u.prior_term, u.entropy_term
+        files.write(reducer, lambda_[topics], weight_columns)
+    return prior_terms, entropy_terms
 
 
 class VariationalEngine:
@@ -310,14 +334,15 @@ class VariationalEngine:
         s = self.settings
         K, V = s.num_topics, vocab_size
         layout = self.layout or VocabLayout.monolingual(V)
-        if self.update.needs_previous:
-            raise NotImplementedError("an update rule that needs the previous lambda is not wired yet")
         partitioner = TopicPartitioner.for_topics(K, s.num_reducers, self.sc.defaultParallelism)
         fingerprint = dict(fingerprint or {}, topics=K, vocab_size=V, partitions=num_partitions, seed=s.seed)
 
+        mean_weights = getattr(self.local_step, "mean_weights", False)
+        files_of = partial(self._topic_files, num_topics=K)
+
         restored = self.checkpointer.load() if resume else None
         if restored is not None:
-            state, lambda_ = restored
+            state = restored
             check_fingerprint(state.get("fingerprint", {}), fingerprint)
             start = state["iteration"]
             alpha = np.array(state["alpha"], dtype=np.float64)
@@ -325,14 +350,21 @@ class VariationalEngine:
                 self.prior = type(self.prior)(state["eta"], V)
             trace = [IterationRecord(**r) for r in state["trace"]]
             converged = bool(state.get("converged", False))
+            topics_in = files_of(start, state["reducers"])
+            prior_terms = np.array(state["prior_terms"], dtype=np.float64)
+            entropy_terms = np.array(state["entropy_terms"], dtype=np.float64)
+            if not topics_in.complete():
+                raise SystemExit(f"cannot resume: the topic files of iteration {start} are missing from "
+                                 f"{self.checkpointer.directory}. Remove the checkpoint directory or drop --resume.")
             log.info("resuming from checkpoint %s after iteration %d", self.checkpointer.directory, start)
         else:
             if resume:
                 log.warning("--resume: no checkpoint in %s, starting from scratch", self.checkpointer.directory)
             start, trace, converged = 0, [], False
             lambda_, alpha = self.start.initial(s, V, self.prior)
-        exp_elogbeta, prior_terms, entropy_terms, _ = topic_parameters(
-            lambda_, self.prior, layout, getattr(self.local_step, "mean_weights", False))
+            topics_in = files_of(0, partitioner.num_reducers)
+            prior_terms, entropy_terms = write_start(topics_in, lambda_, self.prior, layout, mean_weights)
+            del lambda_
 
         t = start
         while t < s.max_iterations and not converged:
@@ -341,27 +373,28 @@ class VariationalEngine:
             self.sc.setJobDescription(f"LDA iteration {t}/{s.max_iterations}: "
                                       f"{self.local_step.name} -> {partitioner!r} -> lambda reducers")
             estep = self.local_step.plan(t, trace)
-            bc_params = self.sc.broadcast((exp_elogbeta, alpha))
+            bc_alpha = self.sc.broadcast(alpha)
             bc_structure = self.sc.broadcast((self.prior, layout))
             state_in = self.checkpointer.gamma_dir(t - 1) if t > 1 else None
+            topics_out = files_of(t, partitioner.num_reducers)
             results = (blocks
                        .mapPartitionsWithIndex(partial(_mapper_task, local_step=self.local_step, plan=estep,
-                                                       bc_params=bc_params, state_in=state_in,
+                                                       bc_alpha=bc_alpha, topics_in=topics_in, state_in=state_in,
                                                        state_out=self.checkpointer.gamma_dir(t),
                                                        topic_groups=partitioner.topic_groups()))
                        .partitionBy(partitioner.num_reducers, partitioner)
-                       .mapPartitions(partial(_reducer_task, bc_structure=bc_structure, update=self.update,
-                                              num_statistics=K + len(TOTALS),
-                                              mean_weights=getattr(self.local_step, "mean_weights", False)))
+                       .mapPartitionsWithIndex(partial(_reducer_task, bc_structure=bc_structure, update=self.update,
+                                                       num_statistics=K + len(TOTALS), topics_in=topics_in,
+                                                       topics_out=topics_out, mean_weights=mean_weights))
                        .collect())
             job_seconds = time.perf_counter() - began
-            bc_params.destroy()
+            bc_alpha.destroy()
             bc_structure.destroy()
 
             totals = next(r[1] for r in results if isinstance(r, tuple) and r[0] == STATISTICS_KEY)
-            updates = sorted((r for r in results if not isinstance(r, tuple)), key=lambda u: u.topic)
-            if len(updates) != K:
-                raise RuntimeError(f"reducers returned {len(updates)} topics, expected {K}")
+            terms = sorted((r for r in results if not isinstance(r, tuple)), key=lambda u: u.topic)
+            if [u.topic for u in terms] != list(range(K)):
+                raise RuntimeError(f"reducers returned {len(terms)} topics, expected {K}")
             alpha_stats = totals[:K]
             doc_elbo, n_docs, inner, tokens, restarts_kept, restarts_tried = totals[K:]
 
@@ -369,15 +402,14 @@ class VariationalEngine:
             elbo = self.local_step.objective(doc_elbo, alpha, alpha_stats, n_docs) + prior_terms.sum() \
                 + entropy_terms.sum()
 
-            # M-step: lambda from the reducers, then alpha (and eta) by Newton-Raphson on the driver.
-            lambda_ = np.stack([u.lambda_row for u in updates])
-            exp_elogbeta = np.ascontiguousarray(np.stack([u.exp_elogbeta_row for u in updates]).T)
-            prior_terms = np.array([u.prior_term for u in updates])
-            entropy_terms = np.array([u.entropy_term for u in updates])
+            # M-step: lambda from the reducers (in the topic files), then alpha (and eta) by Newton-Raphson.
+            topics_in = topics_out
+            prior_terms = np.array([u.prior_term for u in terms])
+            entropy_terms = np.array([u.entropy_term for u in terms])
             if s.optimize_alpha:
                 alpha = newton_alpha(alpha, alpha_stats, n_docs)
             if s.optimize_eta and getattr(self.prior, "learnable", False) and not layout.is_polylingual:
-                elog_sums = np.array([u.elogbeta_sum for u in updates])
+                elog_sums = np.array([u.elogbeta_sum for u in terms])
                 self.prior = self.prior.optimise(elog_sums)
                 prior_terms = self.prior.prior_terms(elog_sums)
 
@@ -399,7 +431,9 @@ class VariationalEngine:
                      record.alpha_sum)
             self.checkpointer.save(t, {
                 "fingerprint": fingerprint, "alpha": alpha.tolist(), "eta": self.prior.to_json(),
-                "trace": [r.__dict__ for r in trace], "converged": converged}, lambda_)
+                "trace": [r.__dict__ for r in trace], "converged": converged,
+                "reducers": topics_in.num_reducers, "prior_terms": prior_terms.tolist(),
+                "entropy_terms": entropy_terms.tolist()})
             log.debug("iteration %d: Spark job %.3f s, driver %.3f s", t, job_seconds,
                       time.perf_counter() - began - job_seconds)
             if on_iteration is not None:
@@ -407,5 +441,8 @@ class VariationalEngine:
         self.sc.setJobDescription(None)
         if converged:
             log.info("converged after %d iterations (|relative ELBO change| < %g)", t, s.tol)
-        return FitResult(lambda_, alpha, self.prior, trace, t, converged,
+        return FitResult(topics_in.lambda_matrix(), alpha, self.prior, trace, t, converged,
                          self.checkpointer.gamma_dir(t), num_partitions)
+
+    def _topic_files(self, iteration: int, num_reducers: int, num_topics: int) -> TopicFiles:
+        return TopicFiles(self.checkpointer.topics_dir(iteration), num_topics, num_reducers)

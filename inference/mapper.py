@@ -9,7 +9,8 @@ topic partitioner:
   inside the partition before anything is shuffled) for the ``topics`` one reducer
   owns, keyed by the first of them (so the TopicPartitioner still routes by topic;
   grouping a reducer's topics in one record ships the block's vocabulary once
-  per reducer rather than once per topic);
+  per reducer rather than once per topic); ``values`` is dense, or a CSR matrix
+  of its non-zeros when that is smaller (the hybrid step's sampled counts);
 * the partition's statistics vector: the alpha statistics of eq (3.3) (Alg. 1
   line 17, key <Delta, k>) followed by the partition totals (:data:`TOTALS`:
   document ELBO terms, documents, inner iterations, tokens, restarts); the engine
@@ -23,6 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
+from scipy import sparse
 
 from inference.blocks import DocBlock
 from inference.estep import estep_documents, initial_gamma
@@ -42,12 +45,12 @@ class EStepSettings:
     warm_max_iter: int = -1  # passes of the warm fit when restarting (-1: max_iter; 0: compare the start)
 
 
-def map_block(partition: int, block: DocBlock, gamma: np.ndarray | None, exp_elogbeta: np.ndarray,
+def map_block(partition: int, block: DocBlock, gamma: np.ndarray | None, word_weights: np.ndarray,
               alpha: np.ndarray, settings: EStepSettings, topic_groups=None):
     """E-step over one block; returns ``(new_gamma, topic records, statistics vector)``.
 
-    ``exp_elogbeta`` is the broadcast V x K matrix exp(E_q[log beta]) (rows by
-    vocabulary id); ``gamma`` the warm start (None -> alpha + N_d / K);
+    ``word_weights`` is exp(E_q[log beta]) of the block's vocabulary, U x K (row u:
+    ``block.vocab_ids[u]``); ``gamma`` the warm start (None -> alpha + N_d / K);
     ``topic_groups`` the topics of each reducer (default: one group per topic).
     """
     alpha = np.ascontiguousarray(alpha, dtype=np.float64)
@@ -57,7 +60,7 @@ def map_block(partition: int, block: DocBlock, gamma: np.ndarray | None, exp_elo
         restart = False
     else:
         gamma = np.array(gamma, dtype=np.float64, copy=True)
-    eb_local = np.ascontiguousarray(exp_elogbeta[block.vocab_ids])
+    eb_local = local_weights(block, word_weights)
     sstats, alpha_stats, doc_elbo, inner, restarts = estep_documents(
         block.indptr, block.local_terms, block.counts, gamma, eb_local, alpha,
         settings.tol, settings.max_iter, True, restart,
@@ -66,18 +69,37 @@ def map_block(partition: int, block: DocBlock, gamma: np.ndarray | None, exp_elo
     return gamma, topic_records(partition, block, sstats, topic_groups), np.concatenate([alpha_stats, totals])
 
 
+def local_weights(block: DocBlock, word_weights: np.ndarray) -> np.ndarray:
+    """The (U, K) word weights of the block's vocabulary as the kernels take them."""
+    word_weights = np.ascontiguousarray(word_weights, dtype=np.float64)
+    if word_weights.shape[0] != len(block.vocab_ids):
+        raise ValueError(f"word weights for {word_weights.shape[0]} words, the block has {len(block.vocab_ids)}")
+    return word_weights
+
+
 def topic_records(partition: int, block: DocBlock, sstats: np.ndarray, topic_groups=None) -> list:
     """The in-mapper combiner's output: one ``(first topic, (partition, topics, vocab_ids, values))`` record per
-    reducer's topic group (default: one group per topic) from the block's U x K statistics."""
+    reducer's topic group (default: one group per topic) from the block's U x K statistics; ``values`` travels
+    as a CSR matrix of its non-zeros when that is smaller than the dense rows (sums are unchanged: the entries
+    left out are zeros)."""
     groups = topic_groups if topic_groups is not None else [[k] for k in range(sstats.shape[1])]
-    return [(topics[0], (partition, np.asarray(topics), block.vocab_ids, np.ascontiguousarray(sstats[:, topics].T)))
+    return [(topics[0], (partition, np.asarray(topics), block.vocab_ids, compact(sstats[:, topics].T)))
             for topics in groups if len(topics)]
 
 
-def hybrid_block(partition: int, block: DocBlock, z: np.ndarray | None, exp_elogbeta: np.ndarray,
+def compact(values: np.ndarray):
+    """A (k, U) block of statistics as dense rows, or as CSR when its non-zeros take less room (12 bytes each
+    against 8 per entry)."""
+    values = np.ascontiguousarray(values)
+    nonzeros = np.count_nonzero(values)
+    return sparse.csr_matrix(values) if 3 * nonzeros < 2 * values.size else values
+
+
+def hybrid_block(partition: int, block: DocBlock, z: np.ndarray | None, word_weights: np.ndarray,
                  alpha: np.ndarray, seed: int, iteration: int, burn_in: int, samples: int, topic_groups=None,
                  dense: bool = False):
-    """The hybrid local step over one block (:mod:`inference.hybrid`): ``(new z, topic records, statistics)``
+    """The hybrid local step over one block (:mod:`inference.hybrid`), ``word_weights`` the (U, K) word factor of
+    (4.9) for the block's vocabulary: ``(new z, topic records, statistics)``
     with the statistics vector laid out as the E-step's (alpha statistics, then :data:`TOTALS`: the sampled
     log joint in place of the document ELBO terms, sweeps per document in place of inner iterations)."""
     alpha = np.ascontiguousarray(alpha, dtype=np.float64)
@@ -86,7 +108,7 @@ def hybrid_block(partition: int, block: DocBlock, z: np.ndarray | None, exp_elog
     z = np.zeros(tokens, dtype=np.int32) if initialise else np.array(z, dtype=np.int32, copy=True)
     if z.shape != (tokens,):
         raise ValueError(f"partition {partition}: the sampler state has {z.shape[0]} tokens, the block {tokens}")
-    eb_local = np.ascontiguousarray(exp_elogbeta[block.vocab_ids])
+    eb_local = local_weights(block, word_weights)
     seeds = document_seeds(block.doc_ids, seed, iteration)
     sstats, alpha_stats, log_joint, _ = hybrid_documents(
         block.indptr, block.local_terms, block.counts, z, eb_local, alpha, burn_in, samples, seeds, initialise,

@@ -21,10 +21,22 @@ import numpy as np
 class TopicUpdate:
     topic: int
     lambda_row: np.ndarray        # (V,)
-    exp_elogbeta_row: np.ndarray  # (V,)
+    exp_elogbeta_row: np.ndarray  # (V,) the mappers' word weights (exp E_q[log beta_k], or E_q[beta_k])
     prior_term: float             # E_q[log p(beta_k | eta_k)]
     entropy_term: float           # -Phi(lambda_k)
     elogbeta_sum: float           # sum_v E_q[log beta_kv] (for the symmetric-eta update)
+
+    def terms(self) -> "TopicTerms":
+        return TopicTerms(self.topic, self.prior_term, self.entropy_term, self.elogbeta_sum)
+
+
+@dataclass(frozen=True)
+class TopicTerms:
+    """What the driver needs of a topic after the reducers: its ELBO terms (eq 3.4) and sum_v E_q[log beta_kv]."""
+    topic: int
+    prior_term: float
+    entropy_term: float
+    elogbeta_sum: float
 
 
 def sum_in_partition_order(contributions, size: int, start: np.ndarray | None = None) -> np.ndarray:
@@ -33,46 +45,60 @@ def sum_in_partition_order(contributions, size: int, start: np.ndarray | None = 
     for contribution in sorted(contributions, key=lambda c: c[0]):
         if len(contribution) == 3:
             _, ids, values = contribution
-            total[ids] += values  # ids are a block's distinct terms: no repeats
+            total[ids] += values  # ids are distinct terms: no repeats
         else:
             total += contribution[1]
     return total
 
 
 def split_by_topic(grouped_contributions) -> dict[int, list]:
-    """``(partition, topics, ids, values[len(topics), n])`` records -> topic -> [(partition, ids, row)]."""
+    """``(partition, topics, ids, values)`` records -> topic -> [(partition, ids, row)]; ``values`` is the dense
+    ``(len(topics), len(ids))`` matrix or a ``scipy.sparse`` CSR matrix of that shape (only its non-zeros
+    travelled, see :func:`inference.mapper.topic_records`)."""
     by_topic: dict[int, list] = {}
     for partition, topics, ids, values in grouped_contributions:
+        sparse = hasattr(values, "indptr")
         for row, topic in enumerate(topics):
-            by_topic.setdefault(int(topic), []).append((partition, ids, values[row]))
+            if sparse:
+                a, b = values.indptr[row], values.indptr[row + 1]
+                contribution = (partition, ids[values.indices[a:b]], values.data[a:b])
+            else:
+                contribution = (partition, ids, values[row])
+            by_topic.setdefault(int(topic), []).append(contribution)
     return by_topic
 
 
 class BatchUpdate:
     """Batch EM's global step: lambda_k = eta_k + sum of the partitions' statistics (thesis §3.2.3)."""
 
-    needs_previous = False       # an online rule needs the previous lambda_k (broadcast to the reducers)
+    needs_previous = False       # an online rule reads the previous lambda_k (the reducer's own topic files)
 
     def topic_row(self, eta_row: np.ndarray, contributions, previous_row: np.ndarray | None = None) -> np.ndarray:
         return sum_in_partition_order(contributions, eta_row.shape[0], start=eta_row)
 
 
-def reduce_topic(topic: int, contributions, eta_row: np.ndarray, layout, update=None,
-                 previous_row: np.ndarray | None = None, mean_weights: bool = False) -> TopicUpdate:
-    """lambda_k by the update rule (default: batch EM), and the topic's ELBO terms from the layout. The row the
-    mappers get is exp(E_q[log beta_k]), or with ``mean_weights`` E_q[beta_k] (lambda normalised: the word
-    factor of a collapsed sampler)."""
-    lam = (update or BatchUpdate()).topic_row(eta_row, contributions, previous_row)
+def topic_weights(topic: int, lam: np.ndarray, eta_row: np.ndarray, layout, mean_weights: bool = False) -> TopicUpdate:
+    """Topic k's mapper weights and ELBO terms from its lambda row: exp(E_q[log beta_k]), or with
+    ``mean_weights`` E_q[beta_k] (lambda normalised: the word factor of a collapsed sampler)."""
     elog, prior_term, entropy_term = layout.topic_terms(lam, eta_row)
     weights = layout.normalise(lam) if mean_weights else np.exp(elog)
     return TopicUpdate(topic, lam, weights, prior_term, entropy_term, float(elog.sum()))
 
 
-def reduce_topics(topic_records, eta_row_of, layout, update=None, previous_row_of=None, mean_weights=False):
-    """A ``TopicUpdate`` per topic of the ``(partition, topics, ids, values)`` records routed to one reducer,
-    in topic order; ``eta_row_of(k)`` gives topic k's prior row, ``previous_row_of(k)`` its previous lambda
-    row (online rules)."""
+def reduce_topic(topic: int, contributions, eta_row: np.ndarray, layout, update=None,
+                 previous_row: np.ndarray | None = None, mean_weights: bool = False) -> TopicUpdate:
+    """lambda_k by the update rule (default: batch EM), then its weights and ELBO terms (:func:`topic_weights`)."""
+    lam = (update or BatchUpdate()).topic_row(eta_row, contributions, previous_row)
+    return topic_weights(topic, lam, eta_row, layout, mean_weights)
+
+
+def reduce_topics(topics, topic_records, eta_row_of, layout, update=None, previous_row_of=None,
+                  mean_weights=False):
+    """A ``TopicUpdate`` for each of ``topics`` (one reducer's, in that order) from the ``(partition, topics, ids,
+    values)`` records routed to the reducer (a topic no record mentions gets lambda_k from the prior alone);
+    ``eta_row_of(k)`` gives topic k's prior row, ``previous_row_of(k)`` its previous lambda row (online rules)."""
     by_topic = split_by_topic(topic_records)
-    for topic in sorted(by_topic):
+    for topic in topics:
         previous = previous_row_of(topic) if previous_row_of is not None else None
-        yield reduce_topic(topic, by_topic[topic], eta_row_of(topic), layout, update, previous, mean_weights)
+        yield reduce_topic(topic, by_topic.get(int(topic), []), eta_row_of(topic), layout, update, previous,
+                           mean_weights)

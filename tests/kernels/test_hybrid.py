@@ -124,7 +124,7 @@ def test_seeds_follow_the_document_not_its_partition():
     block = random_block(5, docs=10)
     K = 5
     eb = np.exp(np.log(np.random.default_rng(6).dirichlet(np.full(15, 0.3), size=K)).T)
-    run = lambda b: hybrid_block(0, b, None, eb, np.full(K, 0.2), 11, 4, 2, 2)   # noqa: E731
+    run = lambda b: hybrid_block(0, b, None, eb[b.vocab_ids], np.full(K, 0.2), 11, 4, 2, 2)   # noqa: E731
     whole_z = run(block)[0]
     counts = doc_topic_counts(block, whole_z, K)
     halves = [DocBlock.from_documents([(block.doc_ids[d], block.vocab_ids[block.local_terms[block.indptr[d]:
@@ -133,7 +133,7 @@ def test_seeds_follow_the_document_not_its_partition():
     for half, docs in zip(halves, (range(0, 10, 2), range(1, 10, 2))):
         np.testing.assert_array_equal(doc_topic_counts(half, run(half)[0], K), counts[list(docs)])
     with pytest.raises(ValueError, match="state has"):
-        hybrid_block(0, block, np.zeros(3, dtype=np.int32), eb, np.full(K, 0.2), 11, 4, 2, 2)
+        hybrid_block(0, block, np.zeros(3, dtype=np.int32), eb[block.vocab_ids], np.full(K, 0.2), 11, 4, 2, 2)
 
 
 def test_reducer_gives_mappers_the_mean_topics_on_request():
