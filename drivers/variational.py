@@ -11,9 +11,10 @@ One iteration is one Spark job:
    file the same partition wrote, also the checkpoint), writes its new state and
    emits the partition's combined statistics keyed by topic (sparse when that is
    smaller), and its statistics vector under the reserved key;
-3. ``partitionBy(R, TopicPartitioner)`` routes them to R reducers
-   (:func:`inference.reducer.reduce_topics`), which form lambda_k by the update
-   rule and the mappers' weights, write both for their topics, and send the
+3. ``repartitionAndSortWithinPartitions(R, TopicPartitioner)`` routes them to R
+   reducers, sorted by (topic, partition) (:func:`inference.reducer.reduce_topics`),
+   which add them up one record at a time in partition order, form lambda_k by the
+   update rule and the mappers' weights, write both for their topics, and send the
    driver each topic's ELBO terms;
 4. the driver runs Newton-Raphson for alpha (and optionally eta), assembles the
    ELBO (eq 3.4), logs a progress line, checkpoints and tests convergence.
@@ -55,7 +56,7 @@ from drivers.topic_store import TopicFiles
 from inference.dirichlet import newton_alpha
 from inference.elbo import alpha_terms
 from inference.layout import VocabLayout
-from inference.mapper import TOTALS, EStepSettings, doc_topic_counts, hybrid_block, map_block
+from inference.mapper import RECORD_ENTRIES, TOTALS, EStepSettings, doc_topic_counts, hybrid_block, map_block
 from inference.reducer import BatchUpdate, reduce_topics, sum_in_partition_order, topic_weights
 from partitioners.topic import STATISTICS_KEY, TopicPartitioner
 
@@ -275,8 +276,9 @@ def _mapper_task(partition, blocks, local_step, plan, bc_alpha, topics_in: Topic
                                                         topics_in.word_weights(block.vocab_ids), alpha, plan,
                                                         topic_groups)
         storage.save_npy(Checkpointer.gamma_file(state_out, partition), new_state)
-        yield from records
-        yield STATISTICS_KEY, (partition, statistics)
+        for first_topic, record in records:
+            yield (first_topic, partition), record
+        yield (STATISTICS_KEY, partition), (partition, statistics)
 
 
 def _reducer_task(reducer, records, bc_structure, update, num_statistics, topics_in: TopicFiles,
@@ -285,15 +287,22 @@ def _reducer_task(reducer, records, bc_structure, update, num_statistics, topics
     TopicPartitioner routes here, written to the iteration's topic files; the driver gets each topic's
     :class:`TopicTerms` and (reducer 0) the partitions' statistics vectors summed in partition order."""
     prior, layout = bc_structure.value
-    statistics, topic_records = [], []
-    for key, value in records:
-        (statistics if key == STATISTICS_KEY else topic_records).append(value)
-    if statistics:
-        yield STATISTICS_KEY, sum_in_partition_order(statistics, num_statistics)
+    statistics = []
+
+    def topic_records():   # the shuffle sorted by (first topic, partition): the statistics vectors come first
+        for (first_topic, _), value in records:
+            if first_topic == STATISTICS_KEY:
+                statistics.append(value)
+            else:
+                yield value
+
     topics = topics_out.topic_groups[reducer]
     previous = topics_in.lambda_row_reader() if update.needs_previous else None
     lambda_rows, weight_columns = None, None
-    for i, u in enumerate(reduce_topics(topics, topic_records, prior.row, layout, update, previous, mean_weights)):
+    for i, u in enumerate(reduce_topics(topics, topic_records(), prior.row, layout, update, previous,
+                                        mean_weights)):
+        if i == 0 and statistics:
+            yield STATISTICS_KEY, sum_in_partition_order(statistics, num_statistics)
         if lambda_rows is None:
             lambda_rows = np.empty((len(topics), u.lambda_row.shape[0]))
             weight_columns = np.empty((u.lambda_row.shape[0], len(topics)))
@@ -338,6 +347,10 @@ class VariationalEngine:
         fingerprint = dict(fingerprint or {}, topics=K, vocab_size=V, partitions=num_partitions, seed=s.seed)
 
         mean_weights = getattr(self.local_step, "mean_weights", False)
+        # a mapper's records: each reducer's topics in runs whose statistics fit RECORD_ENTRIES for any block
+        # (a block has at most V words), the same runs in every partition, so a topic's statistics reach its
+        # reducer in partition order after the shuffle's sort
+        record_groups = partitioner.topic_groups(max_size=max(1, RECORD_ENTRIES // max(V, 1)))
         files_of = partial(self._topic_files, num_topics=K)
 
         restored = self.checkpointer.load() if resume else None
@@ -381,8 +394,8 @@ class VariationalEngine:
                        .mapPartitionsWithIndex(partial(_mapper_task, local_step=self.local_step, plan=estep,
                                                        bc_alpha=bc_alpha, topics_in=topics_in, state_in=state_in,
                                                        state_out=self.checkpointer.gamma_dir(t),
-                                                       topic_groups=partitioner.topic_groups()))
-                       .partitionBy(partitioner.num_reducers, partitioner)
+                                                       topic_groups=record_groups))
+                       .repartitionAndSortWithinPartitions(partitioner.num_reducers, partitioner)
                        .mapPartitionsWithIndex(partial(_reducer_task, bc_structure=bc_structure, update=self.update,
                                                        num_statistics=K + len(TOTALS), topics_in=topics_in,
                                                        topics_out=topics_out, mean_weights=mean_weights))

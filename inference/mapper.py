@@ -31,6 +31,9 @@ from inference.blocks import DocBlock
 from inference.estep import estep_documents, initial_gamma
 from inference.hybrid import block_tokens, document_seeds, hybrid_documents
 
+#: at most this many statistics in one shuffled record (16 MB of float64): the engine groups topics so that no
+#: record, and no buffer of Spark's, grows with K
+RECORD_ENTRIES = 1 << 21
 # layout of the tail of the statistics vector, after the K alpha statistics
 TOTALS = ("doc_elbo", "documents", "inner_iterations", "tokens", "restarts_kept", "restarts_tried")
 

@@ -56,25 +56,31 @@ def split_by_topic(grouped_contributions) -> dict[int, list]:
     ``(len(topics), len(ids))`` matrix or a ``scipy.sparse`` CSR matrix of that shape (only its non-zeros
     travelled, see :func:`inference.mapper.topic_records`)."""
     by_topic: dict[int, list] = {}
-    for partition, topics, ids, values in grouped_contributions:
-        sparse = hasattr(values, "indptr")
-        for row, topic in enumerate(topics):
-            if sparse:
-                a, b = values.indptr[row], values.indptr[row + 1]
-                contribution = (partition, ids[values.indices[a:b]], values.data[a:b])
-            else:
-                contribution = (partition, ids, values[row])
-            by_topic.setdefault(int(topic), []).append(contribution)
+    for record in grouped_contributions:
+        for partition, topic, ids, values in _record_rows(record):
+            by_topic.setdefault(topic, []).append((partition, ids, values))
     return by_topic
 
 
 class BatchUpdate:
-    """Batch EM's global step: lambda_k = eta_k + sum of the partitions' statistics (thesis §3.2.3)."""
+    """Batch EM's global step: lambda_k = eta_k + sum of the partitions' statistics (thesis §3.2.3).
+
+    An update rule is three steps, so that a reducer adds the partitions' statistics one record at a time, in
+    partition order, holding nothing but the running rows: ``initial`` (the row the statistics are added to),
+    the additions, ``final`` (lambda_k from the sum)."""
 
     needs_previous = False       # an online rule reads the previous lambda_k (the reducer's own topic files)
 
+    def initial(self, eta_row: np.ndarray, previous_row: np.ndarray | None = None) -> np.ndarray:
+        return np.array(eta_row, dtype=np.float64, copy=True)
+
+    def final(self, total: np.ndarray, eta_row: np.ndarray, previous_row: np.ndarray | None = None) -> np.ndarray:
+        return total
+
     def topic_row(self, eta_row: np.ndarray, contributions, previous_row: np.ndarray | None = None) -> np.ndarray:
-        return sum_in_partition_order(contributions, eta_row.shape[0], start=eta_row)
+        """lambda_k from a list of ``(partition, ids, values)`` contributions."""
+        total = sum_in_partition_order(contributions, eta_row.shape[0], start=self.initial(eta_row, previous_row))
+        return self.final(total, eta_row, previous_row)
 
 
 def topic_weights(topic: int, lam: np.ndarray, eta_row: np.ndarray, layout, mean_weights: bool = False) -> TopicUpdate:
@@ -92,13 +98,46 @@ def reduce_topic(topic: int, contributions, eta_row: np.ndarray, layout, update=
     return topic_weights(topic, lam, eta_row, layout, mean_weights)
 
 
-def reduce_topics(topics, topic_records, eta_row_of, layout, update=None, previous_row_of=None,
+def reduce_topics(topics, sorted_records, eta_row_of, layout, update=None, previous_row_of=None,
                   mean_weights=False):
     """A ``TopicUpdate`` for each of ``topics`` (one reducer's, in that order) from the ``(partition, topics, ids,
-    values)`` records routed to the reducer (a topic no record mentions gets lambda_k from the prior alone);
+    values)`` records routed to the reducer, streamed: each topic's records must come in partition order (the
+    engine sorts the shuffle by (record's first topic, partition) and every partition groups topics alike), and
+    only the running rows are held. A topic no record mentions gets lambda_k from the prior alone;
     ``eta_row_of(k)`` gives topic k's prior row, ``previous_row_of(k)`` its previous lambda row (online rules)."""
-    by_topic = split_by_topic(topic_records)
+    update = update or BatchUpdate()
+    mine = {int(k) for k in topics}
+    running, last_partition = {}, {}
+
+    def row_of(topic):
+        if topic not in running:
+            if topic not in mine:
+                raise KeyError(f"topic {topic} was routed to a reducer that does not own it")
+            previous = previous_row_of(topic) if previous_row_of is not None else None
+            running[topic] = update.initial(eta_row_of(topic), previous)
+        return running[topic]
+
+    for record in sorted_records:
+        for partition, topic, ids, values in _record_rows(record):
+            if last_partition.get(topic, -1) >= partition:
+                raise ValueError(f"topic {topic}: statistics of partition {partition} out of partition order")
+            last_partition[topic] = partition
+            row_of(topic)[ids] += values       # ids: distinct terms, no repeats
     for topic in topics:
         previous = previous_row_of(topic) if previous_row_of is not None else None
-        yield reduce_topic(topic, by_topic.get(int(topic), []), eta_row_of(topic), layout, update, previous,
-                           mean_weights)
+        eta_row = eta_row_of(topic)
+        total = running.pop(int(topic)) if int(topic) in running else update.initial(eta_row, previous)
+        yield topic_weights(topic, update.final(total, eta_row, previous), eta_row, layout, mean_weights)
+
+
+def _record_rows(record):
+    """``(partition, topic, ids, values)`` of every topic of a ``(partition, topics, ids, values)`` record (dense
+    rows or CSR, :func:`split_by_topic`)."""
+    partition, topics, ids, values = record
+    sparse = hasattr(values, "indptr")
+    for row, topic in enumerate(topics):
+        if sparse:
+            a, b = values.indptr[row], values.indptr[row + 1]
+            yield partition, int(topic), ids[values.indices[a:b]], values.data[a:b]
+        else:
+            yield partition, int(topic), ids, values[row]

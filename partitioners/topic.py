@@ -47,9 +47,14 @@ class TopicPartitioner:
             raise KeyError(f"topic {topic} outside 0..{self.num_topics - 1}")
         return topic % self.num_reducers
 
-    def topic_groups(self) -> list[list[int]]:
-        """The topics of each reducer, in reducer order (mappers combine one record per group)."""
-        return [list(range(r, self.num_topics, self.num_reducers)) for r in range(self.num_reducers)]
+    def topic_groups(self, max_size: int | None = None) -> list[list[int]]:
+        """The topics of each reducer, in reducer order (mappers combine one record per group); with ``max_size``,
+        each reducer's topics in consecutive runs of at most that many (records of bounded size)."""
+        groups = [list(range(r, self.num_topics, self.num_reducers)) for r in range(self.num_reducers)]
+        if max_size is None:
+            return groups
+        size = max(1, int(max_size))
+        return [topics[i:i + size] for topics in groups for i in range(0, len(topics), size)]
 
     def __eq__(self, other) -> bool:
         return isinstance(other, TopicPartitioner) and \

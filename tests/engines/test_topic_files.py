@@ -78,12 +78,14 @@ def test_online_rule_gets_the_previous_lambda_and_the_driver_no_topic_matrix(spa
     from drivers.variational import EMSettings, VariationalEngine, WarmStart
     from inference.priors import SymmetricPrior
 
-    class HalfStep:   # defined here: Spark ships it by value (a test module is not importable on the workers)
+    from inference.reducer import BatchUpdate
+
+    class HalfStep(BatchUpdate):   # defined here: Spark ships it by value (a test module is not importable there)
         """An online rule for the test: lambda_k = (previous lambda_k + batch lambda_k) / 2."""
         needs_previous = True
 
-        def topic_row(self, eta_row, contributions, previous_row=None):
-            return 0.5 * previous_row + 0.5 * sum_in_partition_order(contributions, eta_row.shape[0], eta_row)
+        def final(self, total, eta_row, previous_row=None):
+            return 0.5 * previous_row + 0.5 * total
 
     corpus_dir, _ = synthetic_lda
     corpus = load_corpus(spark_session, corpus_dir)
@@ -117,3 +119,38 @@ def test_checkpoint_of_an_older_layout_is_refused(tmp_path):
     (tmp_path / "state.json").write_text(json.dumps({"iteration": 3, "alpha": [0.1]}))
     with pytest.raises(SystemExit, match="older spark-topics"):
         Checkpointer(str(tmp_path)).load()
+
+
+def test_reducer_streams_in_partition_order_and_refuses_disorder():
+    """reduce_topics adds one record at a time; a topic no record mentions is the prior row; records of a topic
+    out of partition order are refused (they would change the sums' rounding)."""
+    from inference.layout import VocabLayout
+    from inference.reducer import reduce_topics
+
+    layout, eta = VocabLayout.monolingual(6), np.full(6, 0.5)
+    ids = np.array([1, 4])
+    records = [(0, np.array([0, 2]), ids, np.array([[1.0, 2.0], [3.0, 4.0]])),
+               (1, np.array([0, 2]), ids, compact(np.array([[0.0, 5.0], [0.0, 0.0]])))]
+    updates = list(reduce_topics([0, 2, 4], iter(records), lambda k: eta, layout))
+    assert [u.topic for u in updates] == [0, 2, 4]
+    np.testing.assert_array_equal(updates[0].lambda_row, [0.5, 1.5, 0.5, 0.5, 7.5, 0.5])
+    np.testing.assert_array_equal(updates[1].lambda_row, [0.5, 3.5, 0.5, 0.5, 4.5, 0.5])
+    np.testing.assert_array_equal(updates[2].lambda_row, eta)
+    with pytest.raises(ValueError, match="partition order"):
+        list(reduce_topics([0, 2], iter(records[::-1]), lambda k: eta, layout))
+
+
+def test_small_records_give_the_same_model(spark_session, synthetic_lda, tmp_path, monkeypatch):
+    """Records split to one topic each (a tiny RECORD_ENTRIES) give the model of the default grouping, bit for
+    bit: a topic's statistics still reach its reducer in partition order."""
+    import drivers.variational as engine_module
+    from jobs import train
+    from conftest import train_args
+
+    corpus, _ = synthetic_lda
+    flags = ["--topics", 4, "--iterations", 3, "--tol", 0, "--seed", 2, "--reducers", 2]
+    train.train(spark_session, train_args(corpus, tmp_path / "default", *flags))
+    monkeypatch.setattr(engine_module, "RECORD_ENTRIES", 80)        # V = 80: one topic per record
+    train.train(spark_session, train_args(corpus, tmp_path / "small", *flags))
+    np.testing.assert_array_equal(np.load(tmp_path / "default" / "lambda.npy"),
+                                  np.load(tmp_path / "small" / "lambda.npy"))
