@@ -61,3 +61,43 @@ def driver_memory_conf(needed: int, given: str | None, can_set: bool, machine: i
         raise SystemExit(f"the model needs about {format_size(needed)} of driver memory, more than Spark's default "
                          f"1g: pass --driver-memory {format_size(needed)} to spark-submit")
     return format_size(max(needed, DEFAULT_BYTES))
+
+
+#: a Python worker's own needs (interpreter, numpy, numba, pyarrow, a block of documents)
+PYTHON_BASE_BYTES = 384 * MB
+
+
+def variational_task_bytes(num_topics: int, vocab_size: int, local_vocab: int, reducers: int) -> int:
+    """Python memory of one task of the variational engine: a mapper holds its partition's word weights and
+    statistics (U x K, U = ``local_vocab``) with the records being shipped; a reducer the running lambda rows of
+    its topics, their weights and the sorted records (K/R x V). Four float64 copies of the larger of the two
+    (measured on the benchmark corpus, README)."""
+    per_reducer = -(-num_topics // max(reducers, 1))
+    return PYTHON_BASE_BYTES + 4 * 8 * max(local_vocab * num_topics, per_reducer * vocab_size)
+
+
+def python_memory_check(task_bytes: int, master: str, conf: dict, cores: int, machine: int | None = None) -> str:
+    """Refuse, before the first iteration, a run whose Python tasks cannot fit; returns the line to log.
+
+    Local mode: ``cores`` tasks at once must fit in three quarters of this machine. A cluster: when
+    ``spark.executor.pyspark.memory`` is set (the Python memory of an executor), an executor's concurrent tasks
+    (``spark.executor.cores``, default 1) must fit in it."""
+    need = format_size(task_bytes)
+    if master.startswith("local"):
+        machine = physical_memory() if machine is None else machine
+        if machine is not None and cores * task_bytes > 0.75 * machine:
+            raise SystemExit(f"each training task needs about {need} of Python memory, {cores} at once more than "
+                             f"this machine has ({format_size(machine)}): use more partitions (train "
+                             f"--partitions, so each partition has fewer distinct words), more reducers "
+                             f"(--reducers), or fewer topics")
+        return f"Python memory: about {need} per task, {cores} tasks at once"
+    executor_cores = int(conf.get("spark.executor.cores", 1) or 1)
+    given = conf.get("spark.executor.pyspark.memory")
+    if given is not None and parse_size(given) < executor_cores * task_bytes:
+        raise SystemExit(f"spark.executor.pyspark.memory={given} is too small: each training task needs about "
+                         f"{need} of Python memory and an executor runs {executor_cores} at once: set "
+                         f"--conf spark.executor.pyspark.memory={format_size(executor_cores * task_bytes)}, or "
+                         f"use more partitions (--partitions) or reducers (--reducers)")
+    return (f"Python memory: about {need} per task; an executor running {executor_cores} at once needs "
+            f"{format_size(executor_cores * task_bytes)} beyond its JVM heap (spark.executor.pyspark.memory, or "
+            f"spark.executor.memoryOverhead on YARN and Kubernetes)")

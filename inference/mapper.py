@@ -80,14 +80,14 @@ def local_weights(block: DocBlock, word_weights: np.ndarray) -> np.ndarray:
     return word_weights
 
 
-def topic_records(partition: int, block: DocBlock, sstats: np.ndarray, topic_groups=None) -> list:
+def topic_records(partition: int, block: DocBlock, sstats: np.ndarray, topic_groups=None):
     """The in-mapper combiner's output: one ``(first topic, (partition, topics, vocab_ids, values))`` record per
     reducer's topic group (default: one group per topic) from the block's U x K statistics; ``values`` travels
     as a CSR matrix of its non-zeros when that is smaller than the dense rows (sums are unchanged: the entries
     left out are zeros)."""
     groups = topic_groups if topic_groups is not None else [[k] for k in range(sstats.shape[1])]
-    return [(topics[0], (partition, np.asarray(topics), block.vocab_ids, compact(sstats[:, topics].T)))
-            for topics in groups if len(topics)]
+    return ((topics[0], (partition, np.asarray(topics), block.vocab_ids, compact(sstats[:, topics].T)))
+            for topics in groups if len(topics))     # made as Spark takes them: one record's copy at a time
 
 
 def compact(values: np.ndarray):

@@ -20,6 +20,7 @@ JOBS = {
     "evaluate": "held-out perplexity, held-out ELBO and NPMI coherence",
     "topics": "print the top words of every topic of a trained model",
     "evolution": "per-segment topic proportions of one document and their changes (Gibbs models), with a plot",
+    "tree": "a prior tree from bilingual dictionaries, for tree LDA (tlda, ptlda)",
 }
 
 

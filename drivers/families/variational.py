@@ -35,10 +35,12 @@ from drivers.corpora.files import CORPUS_JSON, DOCS, REJECTS, rejects_schema
 from drivers.evaluation import heldout_elbo, score_topic_word, topic_coherence
 from drivers.families import EvaluateRequest, InferRequest, ModelFamily, TrainRequest
 from drivers.model_store import TopicModel, load_model, require_same_vocabulary
+from drivers.memory import python_memory_check, variational_task_bytes
 from drivers.variational import EMSettings, EStep, HybridStep, VariationalEngine
 from inference.estep import compile_kernels
 from inference.heldout import fold_in
 from inference.mapper import EStepSettings
+from partitioners.topic import TopicPartitioner
 
 log = logging.getLogger("spark_topics.train")
 
@@ -172,6 +174,7 @@ class VariationalFamily(ModelFamily):
         prior = model.topic_word_prior(request, corpus)
         compile_kernels()
         K, V = request.topics, corpus.vocab_size
+        check_python_memory(spark.sparkContext, corpus, K, request.reducers)
         if storage.exists(storage.join(request.output, "model.json")) and not request.resume:
             log.warning("overwriting the model in %s", request.output)
         e = engine_settings
@@ -287,6 +290,17 @@ class VariationalFamily(ModelFamily):
 
     def format_metrics(self, metrics: dict) -> str:
         return format_aligned_metrics(metrics) if metrics.get("aligned") else format_metrics(metrics)
+
+
+def check_python_memory(sc, corpus: Corpus, num_topics: int, reducers: int | None) -> None:
+    """Size the tasks' Python memory from the model (the largest partition vocabulary x K, K/R x V) and refuse
+    a run that cannot fit before the first iteration (:func:`drivers.memory.python_memory_check`)."""
+    sc.setJobDescription("train: the largest partition vocabulary (Python memory of a task)")
+    local_vocab = corpus.blocks.map(lambda item: len(item[1].vocab_ids)).max()
+    sc.setJobDescription(None)
+    num_reducers = TopicPartitioner.for_topics(num_topics, reducers, sc.defaultParallelism).num_reducers
+    task = variational_task_bytes(num_topics, corpus.vocab_size, int(local_vocab), num_reducers)
+    log.info(python_memory_check(task, sc.master, dict(sc.getConf().getAll()), sc.defaultParallelism))
 
 
 # --------------------------------------------------------------------------- training outputs

@@ -248,13 +248,18 @@ def test_foreseeable_failures_are_one_line_messages(spark_session, tiny, tmp_pat
 
 
 def test_driver_memory_is_sized_from_the_model_or_the_run_is_refused_up_front():
-    """K x V decides spark.driver.memory: chosen for a local run, refused in one line when set too small, when a
-    running session or spark-submit gave too little, or when the machine cannot hold it (K=500 on a 35k-word
-    vocabulary used to die with java.lang.OutOfMemoryError at the default 1g)."""
+    """The model decides spark.driver.memory: chosen for a local run, refused in one line when set too small, when
+    a running session or spark-submit gave too little, or when the machine cannot hold it (K=500 on a 35k-word
+    vocabulary used to die with java.lang.OutOfMemoryError at the default 1g). The variational engine's driver
+    no longer holds K x V (the topic files): its need does not grow with K and fits Spark's default."""
     from drivers import registry
     from drivers.memory import BASE_BYTES, driver_memory_conf, parse_size
 
-    needed = BASE_BYTES + registry.family("variational").driver_bytes(500, 35_000)
+    variational = registry.family("variational")
+    assert variational.driver_bytes(1000, 35_000) == variational.driver_bytes(50, 35_000)
+    assert driver_memory_conf(BASE_BYTES + variational.driver_bytes(1000, 35_000), None, can_set=True,
+                              machine=24 << 30) == "1g"
+    needed = BASE_BYTES + registry.family("gibbs").driver_bytes(500, 35_000)
     assert parse_size(driver_memory_conf(needed, None, can_set=True, machine=24 << 30)) >= needed > 1 << 30
     assert driver_memory_conf(BASE_BYTES, None, can_set=True, machine=24 << 30) == "1g"
     assert driver_memory_conf(needed, "8g", can_set=True, machine=24 << 30) is None
@@ -266,6 +271,27 @@ def test_driver_memory_is_sized_from_the_model_or_the_run_is_refused_up_front():
     with pytest.raises(SystemExit, match=r"more than this machine can give .*--max-vocab"):
         driver_memory_conf(huge, None, can_set=True, machine=24 << 30)
     assert parse_size("1.5g") == 3 << 29 and parse_size("512m") == 512 << 20
+
+
+def test_python_memory_of_the_tasks_is_sized_from_the_model_or_the_run_is_refused():
+    """A task's Python memory follows the larger of a mapper's U x K and a reducer's K/R x V: a run whose tasks
+    cannot fit this machine (local) or the executor's spark.executor.pyspark.memory (a cluster) is refused in one
+    line that says what to set."""
+    from drivers.memory import PYTHON_BASE_BYTES, parse_size, python_memory_check, variational_task_bytes
+
+    small = variational_task_bytes(50, 25_000, 20_000, 2)
+    assert small == PYTHON_BASE_BYTES + 4 * 8 * 20_000 * 50
+    assert variational_task_bytes(1000, 25_000, 1_000, 2) == PYTHON_BASE_BYTES + 4 * 8 * 500 * 25_000
+    assert "per task" in python_memory_check(small, "local[2]", {}, 2, machine=24 << 30)
+    huge = variational_task_bytes(20_000, 200_000, 150_000, 2)
+    with pytest.raises(SystemExit, match=r"more than this machine has .* more partitions"):
+        python_memory_check(huge, "local[2]", {}, 2, machine=24 << 30)
+    conf = {"spark.executor.cores": "4", "spark.executor.pyspark.memory": "1g"}
+    with pytest.raises(SystemExit, match=r"spark.executor.pyspark.memory=1g is too small: .* set --conf "
+                                         r"spark.executor.pyspark.memory=\d+m"):
+        python_memory_check(small, "spark://host:7077", conf, 2)
+    assert parse_size("1g") >= small
+    assert "spark.executor.memoryOverhead" in python_memory_check(small, "yarn", {}, 2)
 
 
 def test_train_refuses_a_model_the_running_session_cannot_hold(spark_session, tiny, tmp_path, monkeypatch):

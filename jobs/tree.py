@@ -1,0 +1,114 @@
+"""``spark-topics tree``: a two-level prior tree from bilingual dictionaries for a prepared corpus.
+
+    spark-topics tree --dictionary /usr/share/dictd/freedict-eng-spa.index,/usr/share/dictd/freedict-spa-eng.index \\
+        --corpus CORPUS_DIR --output TREE_DIR
+
+Dictionaries: FreeDict dictd files as Debian's ``dict-freedict-*`` packages install them (the ``.index``, its
+``.dict.dz`` beside it; languages from the name, ``--languages eng=en,spa=es`` to override) or TSV files of pairs
+(``lang1<TAB>word1<TAB>lang2<TAB>word2``). Phrases are normalised with the corpus' own tokenizer; single-word pairs
+whose two words are in the corpus vocabularies become concepts (:mod:`drivers.trees`). Prints the coverage report,
+which ``TREE_DIR/tree.json`` keeps.
+"""
+from __future__ import annotations
+
+import logging
+
+from drivers import storage
+from drivers.corpora.files import CORPUS_JSON
+from drivers.trees import build_concepts, format_report, save_tree
+from jobs.preparation.dictionaries import DictionaryError, read_dictionaries
+from jobs.spark import get_spark
+
+log = logging.getLogger("spark_topics.tree")
+
+
+def add_arguments(parser, argv=None) -> None:
+    parser.add_argument("--dictionary", required=True,
+                        help="comma-separated dictionaries: FreeDict .index files (dictd) or .tsv files of pairs")
+    parser.add_argument("--corpus", required=True, help="the prepared corpus the tree is for (monolingual or aligned)")
+    parser.add_argument("--output", required=True, help="the tree directory to write")
+    parser.add_argument("--languages", default=None,
+                        help="ISO 639-3 code of a dictionary name -> the corpus' language code, e.g. eng=en,spa=es "
+                             "(default: the usual two-letter codes)")
+
+
+def parse_languages(text: str | None) -> dict:
+    if not text:
+        return {}
+    out = {}
+    for item in text.split(","):
+        if "=" not in item:
+            raise SystemExit(f"--languages expects CODE=LANG pairs separated by commas, got {item!r}")
+        code, language = item.split("=", 1)
+        out[code.strip().lower()] = language.strip()
+    return out
+
+
+def corpus_vocabulary(corpus_dir: str) -> tuple[dict, tuple, dict]:
+    """((language, word) -> global id, the corpus' languages, its tokenizer options per language)."""
+    from drivers.corpora.aligned import aligned_vocab, is_aligned
+    from drivers.corpora.files import read_vocab
+
+    meta_path = storage.join(corpus_dir, CORPUS_JSON)
+    if not storage.exists(meta_path):
+        raise SystemExit(f"{corpus_dir} is not a prepared corpus (no {CORPUS_JSON}): run spark-topics prepare first")
+    meta = storage.load_json(meta_path)
+    if is_aligned(corpus_dir):          # global ids over the languages' concatenated vocabularies
+        languages = tuple(meta["languages"])
+        vocab, _ = aligned_vocab(corpus_dir, languages)
+        options = {l: (storage.load_json(storage.join(corpus_dir, l, CORPUS_JSON)).get("options") or {})
+                   for l in languages}
+        return dict(zip(zip(vocab["lang"], vocab["term"]), vocab["id"].astype(int))), languages, options
+    vocab = read_vocab(storage.join(corpus_dir, "vocab.parquet"))
+    return (dict(zip(zip([""] * len(vocab), vocab["term"]), vocab["id"].astype(int))), ("",),
+            {"": meta.get("options") or {}})
+
+
+def spark_tokenizer(spark, options: dict):
+    """``tokenize(language, phrases)`` with the corpus' own tokenizer (its pattern and minimum length; no stop-word
+    removal, so a phrase with a stop word in it still counts as several words)."""
+    from jobs.preparation.text import DEFAULT_TOKEN_PATTERN, tokenize as tokenize_frame
+
+    def tokenize(language: str, phrases: list[str]) -> list[list[str]]:
+        opts = options.get(language) or {}
+        frame = spark.createDataFrame([(i, p) for i, p in enumerate(phrases)], "i long, text string")
+        rows = tokenize_frame(frame, "text", "tokens", pattern=opts.get("token_pattern") or DEFAULT_TOKEN_PATTERN,
+                              min_token_length=int(opts.get("min_token_length") or 2)).select("i", "tokens").collect()
+        by_index = {r["i"]: list(r["tokens"]) for r in rows}
+        return [by_index[i] for i in range(len(phrases))]
+    return tokenize
+
+
+def build(spark, dictionaries: list[str], corpus_dir: str, output: str, languages: dict | None = None) -> dict:
+    vocabulary, corpus_languages, options = corpus_vocabulary(corpus_dir)
+    try:
+        pairs = list(read_dictionaries(dictionaries, languages))
+    except DictionaryError as exc:
+        raise SystemExit(str(exc)) from None
+    if not pairs:
+        raise SystemExit(f"no translation pairs in {', '.join(dictionaries)}")
+    spark.sparkContext.setJobDescription("tree: tokenise the dictionaries' phrases")
+    concepts, report = build_concepts(pairs, spark_tokenizer(spark, options), vocabulary, corpus_languages)
+    spark.sparkContext.setJobDescription(None)
+    corpus_meta = storage.load_json(storage.join(corpus_dir, CORPUS_JSON))
+    from drivers.model_store import data_version
+
+    meta = {"languages": list(corpus_languages), "dictionaries": list(dictionaries),
+            "corpus": {"path": corpus_dir, "version": data_version(corpus_meta)}, "report": report}
+    save_tree(output, concepts, meta)
+    return meta
+
+
+def run(args) -> dict:
+    spark = get_spark("spark-topics tree", args.master, args.conf)
+    dictionaries = [d.strip() for d in args.dictionary.split(",") if d.strip()]
+    meta = build(spark, dictionaries, args.corpus, args.output, parse_languages(args.languages))
+    print(format_report(meta["report"]))
+    print(f"tree written to {args.output}")
+    return meta
+
+
+if __name__ == "__main__":
+    from jobs.cli import job_main
+
+    raise SystemExit(job_main("tree"))
