@@ -297,7 +297,7 @@ def _reducer_task(reducer, records, bc_structure, update, num_statistics, topics
                 yield value
 
     topics = topics_out.topic_groups[reducer]
-    previous = topics_in.lambda_row_reader() if update.needs_previous else None
+    previous = topics_in.lambda_row_reader() if update.needs_previous or layout.needs_previous else None
     lambda_rows, weight_columns = None, None
     for i, u in enumerate(reduce_topics(topics, topic_records(), prior.row, layout, update, previous,
                                         mean_weights)):
@@ -305,7 +305,7 @@ def _reducer_task(reducer, records, bc_structure, update, num_statistics, topics
             yield STATISTICS_KEY, sum_in_partition_order(statistics, num_statistics)
         if lambda_rows is None:
             lambda_rows = np.empty((len(topics), u.lambda_row.shape[0]))
-            weight_columns = np.empty((u.lambda_row.shape[0], len(topics)))
+            weight_columns = np.empty((u.exp_elogbeta_row.shape[0], len(topics)))
         lambda_rows[i], weight_columns[:, i] = u.lambda_row, u.exp_elogbeta_row
         yield u.terms()
     topics_out.write(reducer, lambda_rows, weight_columns)
@@ -316,7 +316,7 @@ def write_start(files: TopicFiles, lambda_: np.ndarray, prior, layout, mean_weig
     prior and entropy terms of the ELBO (K each)."""
     prior_terms, entropy_terms = np.empty(files.num_topics), np.empty(files.num_topics)
     for reducer, topics in enumerate(files.topic_groups):
-        weight_columns = np.empty((lambda_.shape[1], len(topics)))
+        weight_columns = np.empty((layout.vocab_size, len(topics)))
         for i, k in enumerate(topics):
             u = topic_weights(k, lambda_[k], prior.row(k), layout, mean_weights)
             weight_columns[:, i], prior_terms[k], entropy_terms[k] = u.exp_elogbeta_row, u.prior_term, u.entropy_term
@@ -374,7 +374,7 @@ class VariationalEngine:
             if resume:
                 log.warning("--resume: no checkpoint in %s, starting from scratch", self.checkpointer.directory)
             start, trace, converged = 0, [], False
-            lambda_, alpha = self.start.initial(s, V, self.prior)
+            lambda_, alpha = self.start.initial(s, layout.parameter_size, self.prior)
             topics_in = files_of(0, partitioner.num_reducers)
             prior_terms, entropy_terms = write_start(topics_in, lambda_, self.prior, layout, mean_weights)
             del lambda_

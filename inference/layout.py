@@ -41,6 +41,13 @@ class VocabLayout:
     def vocab_size(self) -> int:
         return self.offsets[-1]
 
+    needs_previous = False    # a reducer forms lambda_k from the statistics alone (a tree also needs the previous one)
+
+    @property
+    def parameter_size(self) -> int:
+        """Entries of a topic's lambda row: one per word."""
+        return self.offsets[-1]
+
     @property
     def is_polylingual(self) -> bool:
         return len(self.languages) > 1 or self.languages != ("",)
@@ -68,6 +75,18 @@ class VocabLayout:
     def topic_terms(self, lambda_k: np.ndarray, eta_k: np.ndarray):
         """``(E_q[log beta_k], prior term, entropy term)`` of one topic (:func:`inference.elbo.topic_terms`)."""
         return topic_terms(lambda_k, eta_k, self)
+
+    def word_weights(self, lam: np.ndarray, elog: np.ndarray, mean_weights: bool) -> np.ndarray:
+        """The mappers' (V,) weights of a topic: exp(E_q[log beta_k]), or E_q[beta_k] with ``mean_weights``."""
+        return self.normalise(lam) if mean_weights else np.exp(elog)
+
+    def accumulator_start(self, eta_row: np.ndarray) -> np.ndarray:
+        """The row a reducer adds a topic's word statistics to: eta_k (lambda_k = eta_k + statistics)."""
+        return eta_row
+
+    def parameters_from(self, totals: np.ndarray, eta_row: np.ndarray, previous_row, mean_weights: bool):
+        """lambda_k from the reducer's totals: the totals themselves."""
+        return totals
 
     def dirichlet_expectation(self, lam: np.ndarray) -> np.ndarray:
         """E_q[log beta] = Psi(lambda_kv) - Psi(sum of lambda_k over v's language), for a row or a matrix."""

@@ -87,15 +87,18 @@ def topic_weights(topic: int, lam: np.ndarray, eta_row: np.ndarray, layout, mean
     """Topic k's mapper weights and ELBO terms from its lambda row: exp(E_q[log beta_k]), or with
     ``mean_weights`` E_q[beta_k] (lambda normalised: the word factor of a collapsed sampler)."""
     elog, prior_term, entropy_term = layout.topic_terms(lam, eta_row)
-    weights = layout.normalise(lam) if mean_weights else np.exp(elog)
+    weights = layout.word_weights(lam, elog, mean_weights)
     return TopicUpdate(topic, lam, weights, prior_term, entropy_term, float(elog.sum()))
 
 
 def reduce_topic(topic: int, contributions, eta_row: np.ndarray, layout, update=None,
                  previous_row: np.ndarray | None = None, mean_weights: bool = False) -> TopicUpdate:
-    """lambda_k by the update rule (default: batch EM), then its weights and ELBO terms (:func:`topic_weights`)."""
-    lam = (update or BatchUpdate()).topic_row(eta_row, contributions, previous_row)
-    return topic_weights(topic, lam, eta_row, layout, mean_weights)
+    """lambda_k by the update rule (default: batch EM) from a list of ``(partition, ids, values)``, then its
+    weights and ELBO terms (:func:`topic_weights`)."""
+    records = [(partition, np.array([topic]), ids, np.asarray(values)[None, :])
+               for partition, ids, values in sorted(contributions, key=lambda c: c[0])]
+    return next(reduce_topics([topic], records, lambda k: eta_row, layout, update,
+                              None if previous_row is None else (lambda k: previous_row), mean_weights))
 
 
 def reduce_topics(topics, sorted_records, eta_row_of, layout, update=None, previous_row_of=None,
@@ -109,12 +112,15 @@ def reduce_topics(topics, sorted_records, eta_row_of, layout, update=None, previ
     mine = {int(k) for k in topics}
     running, last_partition = {}, {}
 
+    def start(topic):
+        previous = previous_row_of(topic) if previous_row_of is not None else None
+        return update.initial(layout.accumulator_start(eta_row_of(topic)), previous)
+
     def row_of(topic):
         if topic not in running:
             if topic not in mine:
                 raise KeyError(f"topic {topic} was routed to a reducer that does not own it")
-            previous = previous_row_of(topic) if previous_row_of is not None else None
-            running[topic] = update.initial(eta_row_of(topic), previous)
+            running[topic] = start(topic)
         return running[topic]
 
     for record in sorted_records:
@@ -126,8 +132,9 @@ def reduce_topics(topics, sorted_records, eta_row_of, layout, update=None, previ
     for topic in topics:
         previous = previous_row_of(topic) if previous_row_of is not None else None
         eta_row = eta_row_of(topic)
-        total = running.pop(int(topic)) if int(topic) in running else update.initial(eta_row, previous)
-        yield topic_weights(topic, update.final(total, eta_row, previous), eta_row, layout, mean_weights)
+        total = running.pop(int(topic)) if int(topic) in running else start(int(topic))
+        lam = layout.parameters_from(update.final(total, eta_row, previous), eta_row, previous, mean_weights)
+        yield topic_weights(topic, lam, eta_row, layout, mean_weights)
 
 
 def _record_rows(record):
