@@ -14,6 +14,11 @@ A polylingual model (``model == "polylda"``) has, instead of ``vocab.parquet`` a
 model with an informed prior also has ``prior.parquet`` (``topic``, ``name``,
 ``id``, ``term``, ``eta``: every prior entry that differs from the symmetric eta).
 
+A tree model (``tlda``, ``ptlda``: ``tree`` in ``model.json``) has ``tree_lambda.npy`` (K x E: the variational
+parameters of the tree's edges, :class:`inference.tree.TreeLayout`), ``tree_concepts.npy`` (C x 2 word ids of the
+concepts' leaves) and ``topic_word.npy`` (K x V: p(w | k), a sum over the word's paths), or per language
+``topic_word.<L>.npy`` = p(w | k, L) (K x V_L, rows sum to 1) beside ``vocab.<L>.parquet``.
+
 A Gibbs model (``lda-gibbs``, ``stm``, ``seqlda``, ``adatm``; written by
 :mod:`drivers.families.gibbs`) has ``topic_word.npy`` (K x V posterior-mean probabilities,
 rows sum to 1) instead of ``lambda.npy``; :func:`load_model` puts it in ``lambda_``.
@@ -35,6 +40,7 @@ import pyarrow as pa
 from drivers import storage
 from drivers.corpora.files import CORPUS_JSON, NO_STOPWORDS, STOPWORDS, read_vocab
 from inference.layout import VocabLayout
+from inference.tree import TreeLayout
 
 CODE_VERSION = "0.1.0"
 
@@ -93,6 +99,115 @@ class TopicModel:
             top = np.argsort(-row, kind="stable")[:n]
             out.append([(str(terms[i]), float(row[i])) for i in top])
         return out
+
+
+TREE_LAMBDA = "tree_lambda.npy"
+TREE_CONCEPTS = "tree_concepts.npy"
+
+
+@dataclass
+class TreeTopicModel(TopicModel):
+    """A tree model: ``lambda_`` holds the edge parameters (K x E) of the prior tree ``concepts``."""
+    concepts: np.ndarray = None
+
+    @property
+    def layout(self) -> TreeLayout:
+        sizes = [self.meta["vocab_sizes"][l] for l in self.languages] if self.languages else [len(self.vocab)]
+        flat = VocabLayout.from_sizes(self.languages or [""], sizes)
+        return TreeLayout(len(self.vocab), self.concepts, flat.languages, flat.offsets)
+
+    def topic_word(self) -> np.ndarray:
+        """p(w | k): the sum over w's paths of the product of E_q[pi] along the path (K x V, rows sum to 1)."""
+        return self.layout.normalise(self.lambda_)
+
+    def language_view(self, language: str) -> TopicModel:
+        """One language as a monolingual model: p(w | k, language) (the topic's words of that language,
+        renormalised), and for the fold-in of documents in that language the word weights W_kw of the tree."""
+        if language not in self.languages:
+            raise SystemExit(f"--lang {language}: {self.directory} has no language {language!r} "
+                             f"(its languages: {', '.join(self.languages)})")
+        s = VocabLayout.from_sizes(self.languages, [self.meta["vocab_sizes"][l] for l in self.languages]) \
+            .slice_of(language)
+        vocab = self.vocab.iloc[s].copy()
+        vocab["id"] = vocab["id"] - s.start
+        meta = {k: v for k, v in self.meta.items() if k not in ("languages", "vocab_sizes", "tree")}
+        meta.update(language=language, vocab_size=s.stop - s.start, polylingual_model=self.directory)
+        topic_word = self.topic_word()[:, s]
+        weights = np.exp(self.layout.dirichlet_expectation(self.lambda_))[:, s]
+        return WeightsModel(self.directory, meta, vocab.reset_index(drop=True), weights,
+                            topic_word / topic_word.sum(axis=1, keepdims=True))
+
+
+class _LogWeights:
+    """The layout of explicit word weights: E_q[log beta] stands for log W (what the fold-in exponentiates)."""
+
+    def __init__(self, vocab_size: int):
+        self.languages, self.offsets = ("",), (0, vocab_size)
+
+    @staticmethod
+    def dirichlet_expectation(weights: np.ndarray) -> np.ndarray:
+        return np.log(weights)
+
+
+@dataclass
+class WeightsModel(TopicModel):
+    """A model given by its fold-in word weights (``lambda_``: W, K x V) and its topic-word matrix (a language of a
+    tree model)."""
+    topic_word_matrix: np.ndarray = None
+
+    @property
+    def layout(self):
+        return _LogWeights(self.lambda_.shape[1])
+
+    def topic_word(self) -> np.ndarray:
+        return self.topic_word_matrix
+
+
+def save_tree_model(directory: str, meta: dict, vocab: pd.DataFrame, lambda_: np.ndarray, tree: TreeLayout) -> None:
+    """A tree model's files (see the module docstring)."""
+    storage.makedirs(directory)
+    storage.save_npy(storage.join(directory, TREE_LAMBDA), np.ascontiguousarray(lambda_, dtype=np.float64))
+    storage.save_npy(storage.join(directory, TREE_CONCEPTS), np.ascontiguousarray(tree.concept_words, dtype=np.int64))
+    topic_word = tree.normalise(lambda_)
+    cols = [c for c in ("term", "id", "df", "cf") if c in vocab.columns]
+    if tree.languages == ("",):
+        storage.save_npy(storage.join(directory, "topic_word.npy"), topic_word)
+        write_parquet(storage.join(directory, "vocab.parquet"), vocab[cols])
+    else:
+        for language, start, stop in zip(tree.languages, tree.offsets[:-1], tree.offsets[1:]):
+            part = topic_word[:, start:stop]
+            storage.save_npy(storage.join(directory, f"topic_word.{language}.npy"),
+                             part / part.sum(axis=1, keepdims=True))
+            words = vocab.iloc[start:stop][cols].copy()
+            words["id"] = words["id"] - start
+            write_parquet(storage.join(directory, f"vocab.{language}.parquet"), words)
+    storage.save_json(storage.join(directory, "model.json"), meta)
+
+
+def _load_tree_model(directory: str, meta: dict) -> TreeTopicModel:
+    if meta.get("languages"):
+        vocabs, offset = [], 0
+        for language in meta["languages"]:
+            v = _read(directory, f"vocab.{language}.parquet", read_vocab)
+            vocabs.append(v.assign(id=v["id"] + offset, lang=language, local_id=v["id"]))
+            offset += len(v)
+        vocab = pd.concat(vocabs, ignore_index=True)
+    else:
+        vocab = _read(directory, "vocab.parquet", read_vocab)
+    lambda_ = _read(directory, TREE_LAMBDA, storage.load_npy)
+    concepts = _read(directory, TREE_CONCEPTS, storage.load_npy)
+    model = TreeTopicModel(directory, meta, vocab, lambda_, concepts)
+    advice = "the model directory is damaged; train the model again"
+    try:
+        layout = model.layout
+    except (ValueError, KeyError) as exc:
+        raise SystemExit(f"{directory}: {TREE_CONCEPTS} does not fit the vocabulary ({exc}): {advice}") from None
+    K = int(meta["topics"])
+    if lambda_.ndim != 2 or lambda_.shape != (K, layout.parameter_size) or not np.all(np.isfinite(lambda_)) \
+            or np.any(lambda_ <= 0):
+        raise SystemExit(f"{directory}: {TREE_LAMBDA} is not {K} x {layout.parameter_size} positive numbers (the "
+                         f"tree's edges): {advice}")
+    return model
 
 
 def require_same_vocabulary(model: TopicModel, corpus) -> None:
@@ -156,7 +271,8 @@ def save_prior(directory: str, prior, topic_names: list, vocab: pd.DataFrame) ->
 
 
 #: every file a model directory may hold besides the checkpoint (``L``: a language of a polylingual model)
-MODEL_FILES = ("model.json", "lambda.npy", "lambda.L.npy", "topic_word.npy", "vocab.parquet", "vocab.L.parquet",
+MODEL_FILES = ("model.json", "lambda.npy", "lambda.L.npy", "topic_word.npy", "topic_word.L.npy", TREE_LAMBDA,
+               TREE_CONCEPTS, "vocab.parquet", "vocab.L.parquet",
                "prior.parquet", "doc_topics.parquet", "segment_topics.parquet", "elbo.png", "loglik.png",
                "topics.txt", "tokenizer.json", "stopwords.txt", "stopwords.L.txt")
 
@@ -207,6 +323,8 @@ def load_model(directory: str) -> TopicModel:
 
     meta = read_meta(directory)
     family = registry.model(meta["model"]).family_object()
+    if meta.get("tree"):
+        return _load_tree_model(directory, meta)
     if meta.get("languages"):  # polylingual: concatenate the languages in model.json's order
         vocabs, lambdas, offset = [], [], 0
         for language in meta["languages"]:

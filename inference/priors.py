@@ -103,3 +103,21 @@ class DirichletPrior:
     def to_json(self):
         base = np.unique(self.base_row)
         return float(base[0]) if base.size == 1 else self.summary.get("per_language", None)
+
+
+class EdgePrior:
+    """The same prior row for every topic, e.g. the edge priors beta of a prior tree (thesis §5.1); fixed."""
+
+    learnable = False
+
+    def __init__(self, row: np.ndarray, eta: float, link_strength: float):
+        row = np.asarray(row, dtype=np.float64)
+        if row.ndim != 1 or not np.all(np.isfinite(row)) or np.any(row <= 0):
+            raise ValueError("edge priors must be positive and finite")
+        self._row, self.eta, self.link_strength = row, float(eta), float(link_strength)
+
+    def row(self, topic: int) -> np.ndarray:
+        return self._row
+
+    def to_json(self):
+        return self.eta

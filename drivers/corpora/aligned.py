@@ -39,8 +39,10 @@ def aligned_vocab(corpus_dir: str, languages) -> tuple[pd.DataFrame, VocabLayout
 
 
 def load_aligned_corpus(spark, directory: str, num_partitions: int | None = None,
-                        languages: list | None = None) -> Corpus:
-    """CORPUS_DIR of aligned tuples -> Corpus whose blocks hold one document per tuple (global term ids)."""
+                        languages: list | None = None, separate: bool = False) -> Corpus:
+    """CORPUS_DIR of aligned tuples -> Corpus whose blocks hold one document per tuple (global term ids); with
+    ``separate``, one document per tuple and language instead (id ``<tuple id>@<language>``: the languages'
+    documents coupled only through the model, e.g. a prior tree)."""
     from pyspark.sql import functions as F
 
     meta = storage.load_json(storage.join(directory, CORPUS_JSON))
@@ -52,7 +54,8 @@ def load_aligned_corpus(spark, directory: str, num_partitions: int | None = None
     docs = None
     for i, (lang, offset) in enumerate(zip(languages, layout.offsets)):
         d = (spark.read.parquet(storage.join(directory, lang, DOCS))
-             .select("doc_id", F.lit(i).alias("lang_index"),
+             .select(F.concat("doc_id", F.lit(f"@{lang}")).alias("doc_id") if separate else "doc_id",
+                     F.lit(i).alias("lang_index"),
                      F.transform("term_ids", lambda t: t + F.lit(offset)).alias("term_ids"), "counts"))
         docs = d if docs is None else docs.unionByName(d)
     # one row per tuple; languages in layout order keep the term ids ascending
@@ -60,6 +63,10 @@ def load_aligned_corpus(spark, directory: str, num_partitions: int | None = None
               .agg(F.array_sort(F.collect_list(F.struct("lang_index", "term_ids", "counts"))).alias("parts"))
               .select("doc_id", F.flatten(F.col("parts.term_ids")).alias("term_ids"),
                       F.flatten(F.col("parts.counts")).alias("counts")))
+    if separate:
+        tuples = docs.select("doc_id", "term_ids", "counts")
+        meta = dict(meta, documents=sum(int(meta.get("per_language", {}).get(l, {}).get("documents", 0))
+                                        for l in languages) or int(meta["documents"]) * len(languages))
     P = chosen_partitions(num_partitions, int(meta["documents"]), meta.get("tokens"))
     started = time.perf_counter()
     spark.sparkContext.setJobDescription(f"load aligned corpus {directory} into {P} blocks")

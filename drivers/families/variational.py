@@ -70,6 +70,19 @@ class VariationalModel:
     def topic_word_prior(self, request: TrainRequest, corpus: Corpus) -> TopicWordPrior:
         raise NotImplementedError
 
+    def structure(self, request: TrainRequest, corpus: Corpus):
+        """How lambda's columns form Dirichlets (the engine's ``layout``): one per topic over the vocabulary, or
+        per language (the corpus' layout); a tree model its tree (:class:`inference.tree.TreeLayout`)."""
+        return corpus.layout
+
+    def describe(self, request: TrainRequest, corpus: Corpus, structure) -> dict:
+        """What the model adds to model.json."""
+        return {}
+
+    def save(self, directory: str, meta: dict, corpus: Corpus, lambda_: np.ndarray, structure) -> None:
+        """The model's parameter and vocabulary files (and model.json)."""
+        model_store.save_model(directory, meta, corpus.vocab, lambda_, corpus.layout)
+
 
 def positive_option(name: str, value):
     """``value`` unless it is given and not a positive finite number (then a one-line error)."""
@@ -186,7 +199,8 @@ class VariationalFamily(ModelFamily):
                               restarts=e.restarts, schedule=e.estep_schedule)
         local_step = (HybridStep(request.seed, e.hybrid_burn_in, e.hybrid_samples, e.hybrid_weights == "mean")
                       if e.inference == "hybrid" else EStep(settings))
-        engine = VariationalEngine(spark.sparkContext, settings, prior.prior, request.checkpoint, corpus.layout,
+        structure = model.structure(request, corpus)
+        engine = VariationalEngine(spark.sparkContext, settings, prior.prior, request.checkpoint, structure,
                                    local_step=local_step)
         log.info("training %s: K=%d, V=%d%s, %d documents, %d tokens, %d partitions", model.name.upper(),
                  K, V, "" if corpus.layout is None else " (" + ", ".join(
@@ -228,8 +242,9 @@ class VariationalFamily(ModelFamily):
         if corpus.layout is not None:
             meta["languages"] = list(corpus.layout.languages)
             meta["vocab_sizes"] = dict(zip(corpus.layout.languages, corpus.layout.sizes()))
+        meta.update(model.describe(request, corpus, structure))
         model_store.clear_model_files(request.output)
-        model_store.save_model(request.output, meta, corpus.vocab, result.lambda_, corpus.layout)
+        model.save(request.output, meta, corpus, result.lambda_, structure)
         if prior.report is not None:
             model_store.save_prior(request.output, result.prior, prior.topic_names, corpus.vocab)
         write_doc_topics(spark, corpus.blocks, result.gamma_dir, storage.join(request.output, "doc_topics.parquet"),

@@ -1,0 +1,98 @@
+"""``tlda`` and ``ptlda``: LDA with a prior tree over the vocabulary (thesis ch. 5; Boyd-Graber et al. 2007,
+Hu et al. 2014), the tree built from bilingual dictionaries by ``spark-topics tree`` (:mod:`drivers.trees`).
+
+Each topic is a distribution over the tree's paths (:class:`inference.tree.TreeLayout`): words linked by a
+concept share probability through the concept's edge, so a topic that likes a word likes its translation.
+
+* ``tlda``: on a monolingual corpus, or on an aligned corpus whose documents are not aligned: every language's
+  documents are separate (``<id>@<lang>``), coupled only through the tree;
+* ``ptlda``: on an aligned corpus: one theta per tuple and one distribution over the paths of every language per
+  topic (thesis §5.1.3).
+
+Edge priors (so that a tree without concepts is flat LDA with the run's eta, bit for bit): root -> word eta;
+root -> concept eta times the sum over its words of 1/(number of concepts of the word); concept -> word
+``--link-strength`` times eta over the word's number of concepts. Without ``--tree`` the tree has no concepts.
+"""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from drivers import model_store, storage
+from drivers.corpora.aligned import is_aligned, load_aligned_corpus
+from drivers.corpora.bow import Corpus, load_corpus
+from drivers.families import TrainRequest
+from drivers.families.variational import TopicWordPrior, VariationalModel, positive_option
+from drivers.trees import concept_word_ids, load_tree
+from inference.options import ModelOption
+from inference.priors import EdgePrior
+from inference.tree import TreeLayout
+
+log = logging.getLogger("spark_topics.train")
+
+
+class TreeLDA(VariationalModel):
+    name = "tlda"
+    options = (
+        ModelOption("tree", "the prior tree (spark-topics tree --output DIR); without it the tree has no "
+                            "concepts and the model is LDA", str, metavar="TREE_DIR"),
+        ModelOption("link_strength", "prior of a concept's edges to its words, in units of eta over the word's "
+                                     "number of concepts (default 100)", default=100.0),
+        ModelOption("eta", "prior of a root -> word edge (default 1/K); the other edges follow from it"),
+    )
+    #: one document per tuple (ptlda) or per tuple and language (tlda on an aligned corpus)
+    aligned_documents = False
+
+    def open_corpus(self, spark, request: TrainRequest) -> Corpus:
+        if is_aligned(request.corpus):
+            return load_aligned_corpus(spark, request.corpus, request.partitions,
+                                       separate=not self.aligned_documents)
+        if self.aligned_documents:
+            raise SystemExit(f"--model {self.name} needs an aligned corpus (prepare --lang-column); "
+                             f"{request.corpus} is monolingual: use --model tlda")
+        return load_corpus(spark, request.corpus, request.partitions)
+
+    def structure(self, request: TrainRequest, corpus: Corpus) -> TreeLayout:
+        languages = tuple(corpus.layout.languages) if corpus.layout is not None else ("",)
+        offsets = tuple(corpus.layout.offsets) if corpus.layout is not None else (0, corpus.vocab_size)
+        path = request.option("tree")
+        if not path:
+            log.warning("--model %s without --tree: a tree without concepts, i.e. LDA", self.name)
+            return TreeLayout(corpus.vocab_size, np.zeros((0, 2), dtype=np.int64), languages, offsets)
+        concepts, meta = load_tree(path)
+        if tuple(meta["languages"]) != languages:
+            raise SystemExit(f"--tree {path} was built for the languages {', '.join(meta['languages']) or '(one)'}, "
+                             f"the corpus has {', '.join(languages) or '(one)'}: build the tree with "
+                             f"spark-topics tree --corpus {request.corpus}")
+        if "lang" in corpus.vocab.columns:
+            vocabulary = dict(zip(zip(corpus.vocab["lang"], corpus.vocab["term"]), corpus.vocab["id"].astype(int)))
+        else:
+            vocabulary = dict(zip(zip([""] * len(corpus.vocab), corpus.vocab["term"]), corpus.vocab["id"].astype(int)))
+        return TreeLayout(corpus.vocab_size, concept_word_ids(concepts, vocabulary), languages, offsets)
+
+    def topic_word_prior(self, request: TrainRequest, corpus: Corpus) -> TopicWordPrior:
+        eta = positive_option("eta", request.option("eta")) or 1.0 / request.topics
+        link = positive_option("link_strength", request.option("link_strength", 100.0))
+        tree = self.structure(request, corpus)
+        version = None
+        if request.option("tree"):
+            version = storage.load_json(storage.join(request.option("tree"), "tree.json"))["report"]
+        return TopicWordPrior(EdgePrior(tree.edge_priors(eta, link), eta, link),
+                              fingerprint=[request.option("tree"), link, version])
+
+    def describe(self, request: TrainRequest, corpus: Corpus, structure: TreeLayout) -> dict:
+        paths = structure.paths_of_words()
+        return {"tree": {"directory": request.option("tree"), "concepts": structure.num_concepts,
+                         "link_strength": request.option("link_strength", 100.0),
+                         "edges": structure.parameter_size, "words_with_several_paths": int(np.sum(paths > 1)),
+                         "max_paths": int(paths.max(initial=1))},
+                "documents_per": "tuple" if self.aligned_documents or corpus.layout is None else "tuple and language"}
+
+    def save(self, directory: str, meta: dict, corpus: Corpus, lambda_: np.ndarray, structure: TreeLayout) -> None:
+        model_store.save_tree_model(directory, meta, corpus.vocab, lambda_, structure)
+
+
+class PolylingualTreeLDA(TreeLDA):
+    name = "ptlda"
+    aligned_documents = True
