@@ -158,3 +158,21 @@ def score_heldout(spark, model: GibbsModel, hyper: dict, topic_word: np.ndarray,
             "tokens": int(tokens), "documents": int(docs), "iterations": schedule.iterations,
             "burn_in": schedule.burn_in, "lag": schedule.lag, "samples": schedule.samples,
             "observed": schedule.observed, "seed": seed}
+
+
+def crosslingual_coherence(spark, aligned, top_words: dict) -> dict:
+    """CNPMI of every pair of languages (:func:`inference.heldout.crosslingual_npmi`) over an aligned corpus loaded
+    as tuples (``aligned``: its blocks hold global ids); ``top_words``: language -> (K x N) global ids of each
+    topic's top words in that language (the same topics in every language: one polylingual or tree model)."""
+    from itertools import combinations
+
+    from inference.heldout import crosslingual_npmi
+
+    languages = list(top_words)
+    word_ids = distinct_word_ids(np.concatenate([np.asarray(top_words[l]) for l in languages], axis=1))
+    sc = spark.sparkContext
+    sc.setJobDescription("evaluate: crosslingual co-occurrence counts (CNPMI)")
+    counts = sum_over_blocks(aligned.blocks, partial(cooccurrence_counts, word_ids=word_ids))
+    sc.setJobDescription(None)
+    return {f"{a}-{b}": crosslingual_npmi(top_words[a], top_words[b], word_ids, counts, aligned.num_documents)
+            for a, b in combinations(languages, 2)}

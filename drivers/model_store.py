@@ -427,12 +427,29 @@ def write_topics_file(directory: str, top_words: int) -> None:
     storage.write_bytes(storage.join(directory, "topics.txt"), text.encode("utf-8"))
 
 
+#: the mark of a word that a concept of the prior tree links to a translation (``topics`` of a tree model)
+LINKED_MARK = "~"
+
+
 def format_model_topics(model: TopicModel, n: int = 10, weights: bool = False) -> str:
-    """The top words of every topic; a polylingual model shows each topic's languages side by side."""
+    """The top words of every topic; a polylingual model shows each topic's languages side by side; a tree
+    model marks the words a concept links (``word~``)."""
+    linked = None
+    if isinstance(model, TreeTopicModel) and len(model.concepts):
+        ids = np.unique(model.concepts)
+        linked = set(zip(model.vocab["lang"].to_numpy()[ids], model.vocab["term"].to_numpy()[ids])) \
+            if "lang" in model.vocab.columns else {("", t) for t in model.vocab["term"].to_numpy()[ids]}
+
+    def mark(language, words):
+        if linked is None:
+            return words
+        return [(w + LINKED_MARK if (language, w) in linked else w, p) for w, p in words]
+
     if not model.languages:
-        return format_topics(model.topic_names(), model.top_words(n), n, weights)
+        text = format_topics(model.topic_names(), [mark("", t) for t in model.top_words(n)], n, weights)
+        return text if linked is None else text + f"\n({LINKED_MARK}: linked to a word by a concept of the tree)"
     views = [model.language_view(l) for l in model.languages]
-    tops = [v.top_words(n) for v in views]
+    tops = [[mark(l, t) for t in v.top_words(n)] for l, v in zip(model.languages, views)]
     lines = []
     for k, name in enumerate(model.topic_names()):
         for i, language in enumerate(model.languages):
@@ -440,6 +457,8 @@ def format_model_topics(model: TopicModel, n: int = 10, weights: bool = False) -
             words = tops[i][k]
             text = ", ".join(f"{w} {p:.4f}" for w, p in words) if weights else " ".join(w for w, _ in words)
             lines.append(f"{label:>15}: {text}")
+    if linked is not None:
+        lines.append(f"({LINKED_MARK}: linked to a translation by a concept of the tree)")
     return "\n".join(lines)
 
 

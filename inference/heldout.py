@@ -277,3 +277,22 @@ def npmi_coherence(top_words: np.ndarray, word_ids: np.ndarray, counts: np.ndarr
         a, b = row[i], row[j]
         per_topic.append(float(np.mean(npmi(counts[a, b], df[a], df[b], n_docs))) if a.size else float("nan"))
     return {"mean": float(np.mean(per_topic)), "per_topic": per_topic}
+
+
+def crosslingual_npmi(top_a: np.ndarray, top_b: np.ndarray, word_ids: np.ndarray, counts: np.ndarray,
+                      n_docs: int) -> dict:
+    """CNPMI (Hao, Boyd-Graber & Paul 2018): per topic, the mean NPMI over the N_a x N_b pairs of a top word of
+    language A and a top word of language B, with document frequencies over aligned tuples (a pair co-occurs
+    when the tuple's A side has one word and its B side the other). ``top_a``/``top_b`` (K x N) global ids;
+    ``word_ids``/``counts`` as for :func:`npmi_coherence`, counted over the aligned tuples (global ids keep the
+    languages apart). Document frequencies, not token counts (the pitfall of the reference code)."""
+    top_a, top_b = np.asarray(top_a, dtype=np.int64), np.asarray(top_b, dtype=np.int64)
+    ia, ib = np.searchsorted(word_ids, top_a), np.searchsorted(word_ids, top_b)
+    if not (np.array_equal(word_ids[ia], top_a) and np.array_equal(word_ids[ib], top_b)):
+        raise ValueError("top words contain ids missing from word_ids")
+    df = np.diag(counts)
+    per_topic = []
+    for row_a, row_b in zip(ia, ib):
+        a, b = np.repeat(row_a, len(row_b)), np.tile(row_b, len(row_a))
+        per_topic.append(float(np.mean(npmi(counts[a, b], df[a], df[b], n_docs))))
+    return {"mean": float(np.mean(per_topic)), "per_topic": per_topic}

@@ -40,6 +40,32 @@ def retrieval_scores(theta_a: np.ndarray, theta_b: np.ndarray, metric: str = "he
     return {"metric": metric, "documents": int(n),
             "precision_at_1": float(np.mean((closer == 0) & (ties == 0))),
             "mean_rank": float(np.mean(closer + 1)),
+            "mean_reciprocal_rank": float(np.mean(1.0 / (closer + 1))),
             "mean_aligned_divergence": float(own.mean()),
             "mean_divergence_all_pairs": float(d.mean()),
             "chance_precision": 1.0 / n}
+
+
+def lexicon_induction(vectors_a: np.ndarray, vectors_b: np.ndarray, pairs) -> dict:
+    """Bilingual lexicon induction (Vulić et al. 2011): every word of language A (row of ``vectors_a``, its topic
+    vector) ranks every word of language B by cosine similarity; ``pairs`` = (row in A, row in B) translations
+    held out of the model. Returns accuracy at 1 and the mean reciprocal rank of the translation (a query with
+    several translations counts its best-ranked one), and the number of queries."""
+    a = np.asarray(vectors_a, dtype=np.float64)
+    b = np.asarray(vectors_b, dtype=np.float64)
+    a = a / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-300)
+    b = b / np.maximum(np.linalg.norm(b, axis=1, keepdims=True), 1e-300)
+    answers: dict[int, set] = {}
+    for i, j in pairs:
+        answers.setdefault(int(i), set()).add(int(j))
+    if not answers:
+        return {"queries": 0, "accuracy_at_1": float("nan"), "mean_reciprocal_rank": float("nan")}
+    queries = np.array(sorted(answers))
+    similarity = a[queries] @ b.T
+    ranks = []
+    for row, query in zip(similarity, queries):
+        best = max(row[j] for j in answers[int(query)])
+        ranks.append(1 + int(np.sum(row > best)))
+    ranks = np.asarray(ranks)
+    return {"queries": int(len(queries)), "accuracy_at_1": float(np.mean(ranks == 1)),
+            "mean_reciprocal_rank": float(np.mean(1.0 / ranks))}

@@ -571,9 +571,28 @@ def evaluate_aligned(spark, models: dict, corpus_dir: str, top_words: int = 10, 
             retrieval[f"{a}->{b}"] = retrieval_scores(np.stack([thetas[a][i] for i in ids]),
                                                       np.stack([thetas[b][i] for i in ids]))
     spark.sparkContext.setJobDescription(None)
+    sources = {m.meta.get("polylingual_model", m.directory) for m in models.values()}
+    cnpmi = crosslingual_topic_coherence(spark, models, corpus_dir, languages, top_words, partitions) \
+        if len(sources) == 1 and len(languages) > 1 else {}
     return {"corpus": corpus_dir, "aligned": True, "languages": languages,
             "models": {l: m.meta.get("polylingual_model", m.directory) for l, m in models.items()},
-            "per_language": per_language, "retrieval": retrieval}
+            "per_language": per_language, "retrieval": retrieval, "cnpmi": cnpmi}
+
+
+def crosslingual_topic_coherence(spark, views: dict, corpus_dir: str, languages: list, top_words: int,
+                                 partitions: int | None) -> dict:
+    """CNPMI of one multilingual model's topics (its language views) over the aligned tuples of ``corpus_dir``."""
+    from drivers.evaluation import crosslingual_coherence
+    from inference.heldout import top_word_ids
+
+    aligned = load_aligned_corpus(spark, corpus_dir, partitions, languages)
+    try:
+        offsets = dict(zip(aligned.layout.languages, aligned.layout.offsets))
+        tops = {l: top_word_ids(views[l].topic_word(), top_words) + offsets[l] for l in languages}
+        result = crosslingual_coherence(spark, aligned, tops)
+    finally:
+        aligned.blocks.unpersist()
+    return {pair: {"mean": r["mean"], "top_words": top_words} for pair, r in result.items()}
 
 
 def format_aligned_metrics(metrics: dict) -> str:
@@ -584,8 +603,12 @@ def format_aligned_metrics(metrics: dict) -> str:
                      f"{m['heldout_elbo_per_token']:.4f}, NPMI {m['npmi']:.4f}")
     for pair, r in metrics["retrieval"].items():
         lines.append(f"retrieval {pair}: precision@1 {r['precision_at_1']:.3f} (chance {r['chance_precision']:.3f}), "
-                     f"mean rank {r['mean_rank']:.1f} of {r['documents']}, Hellinger aligned "
-                     f"{r['mean_aligned_divergence']:.3f} vs all pairs {r['mean_divergence_all_pairs']:.3f}")
+                     f"MRR {r['mean_reciprocal_rank']:.3f}, mean rank {r['mean_rank']:.1f} of {r['documents']}, "
+                     f"Hellinger aligned {r['mean_aligned_divergence']:.3f} vs all pairs "
+                     f"{r['mean_divergence_all_pairs']:.3f}")
+    for pair, r in (metrics.get("cnpmi") or {}).items():
+        lines.append(f"crosslingual coherence CNPMI {pair} (top {r['top_words']}, over the aligned tuples): "
+                     f"{r['mean']:.4f}")
     return "\n".join(lines)
 
 
