@@ -25,8 +25,8 @@ import numpy as np
 from inference.elbo import alpha_terms
 from inference.gibbs.heldout import HeldoutSchedule, heldout_loglik, perplexity
 from inference.gibbs.model import GibbsModel
-from inference.heldout import (CompletionScore, cooccurrence_counts, distinct_word_ids, fold_in,
-                               npmi_coherence, score_document_completion, top_word_ids)
+from inference.heldout import (CompletionScore, PairCounts, cooccurrence_counts, distinct_word_ids, fold_in,
+                               npmi_coherence, score_document_completion, top_word_ids, word_pairs)
 from inference.mapper import EStepSettings
 
 
@@ -115,7 +115,11 @@ def coherence(spark, reference, top_words: np.ndarray) -> dict:
     word_ids = distinct_word_ids(top_words)
     sc = spark.sparkContext
     sc.setJobDescription("evaluate: NPMI co-occurrence counts")
-    counts = sum_over_blocks(reference.blocks, partial(cooccurrence_counts, word_ids=word_ids))
+    index = np.searchsorted(word_ids, top_words)
+    i, j = np.triu_indices(top_words.shape[1], k=1)
+    pairs = word_pairs((index[:, i], index[:, j]))
+    counts = PairCounts(len(word_ids), pairs, sum_over_blocks(
+        reference.blocks, partial(cooccurrence_counts, word_ids=word_ids, pairs=pairs)))
     sc.setJobDescription(None)
     result = npmi_coherence(top_words, word_ids, counts, reference.num_documents)
     return dict(result, top_words=int(top_words.shape[1]), reference_documents=reference.num_documents)
@@ -172,7 +176,12 @@ def crosslingual_coherence(spark, aligned, top_words: dict) -> dict:
     word_ids = distinct_word_ids(np.concatenate([np.asarray(top_words[l]) for l in languages], axis=1))
     sc = spark.sparkContext
     sc.setJobDescription("evaluate: crosslingual co-occurrence counts (CNPMI)")
-    counts = sum_over_blocks(aligned.blocks, partial(cooccurrence_counts, word_ids=word_ids))
+    index = {l: np.searchsorted(word_ids, np.asarray(top_words[l])) for l in languages}
+    n = next(iter(index.values())).shape[1]
+    pairs = word_pairs(*[(np.repeat(index[a], n, axis=1), np.tile(index[b], (1, n)))
+                         for a, b in combinations(languages, 2)])
+    counts = PairCounts(len(word_ids), pairs, sum_over_blocks(
+        aligned.blocks, partial(cooccurrence_counts, word_ids=word_ids, pairs=pairs)))
     sc.setJobDescription(None)
     return {f"{a}-{b}": crosslingual_npmi(top_words[a], top_words[b], word_ids, counts, aligned.num_documents)
             for a, b in combinations(languages, 2)}

@@ -210,12 +210,14 @@ def score_document_completion(block: DocBlock, topic_word: np.ndarray, alpha: np
 
 # --------------------------------------------------------------------------- NPMI coherence
 
-def cooccurrence_counts(block: DocBlock, word_ids: np.ndarray) -> np.ndarray:
+def cooccurrence_counts(block: DocBlock, word_ids: np.ndarray, pairs: np.ndarray | None = None) -> np.ndarray:
     """Document co-occurrence counts of ``word_ids`` (M ascending global ids) in one block.
 
-    Builds the binary document x word indicator X (D x M) of the block and returns
-    C = X^T X (M x M, int64): C[i, j] = number of documents containing both word i
-    and word j, so the diagonal holds the document frequencies.
+    Builds the binary document x word indicator X (D x M) of the block and C = X^T X: C[i, j] = number of
+    documents containing both word i and word j, so the diagonal holds the document frequencies. Without
+    ``pairs`` returns C dense (M x M, int64); with ``pairs`` ((P, 2) indices into ``word_ids``, see
+    :func:`word_pairs`) only what NPMI needs, as one vector [diagonal (M), C at the pairs (P)] (C stays sparse:
+    memory follows the pairs, not M^2; :class:`PairCounts` reads the vector).
     """
     word_ids = np.asarray(word_ids, dtype=np.int64)
     position = np.clip(np.searchsorted(word_ids, block.vocab_ids), 0, max(word_ids.size - 1, 0))
@@ -227,7 +229,44 @@ def cooccurrence_counts(block: DocBlock, word_ids: np.ndarray) -> np.ndarray:
     indicator = sp.csr_matrix((np.ones(rows.size, dtype=np.int64), (rows, cols[hit])),
                               shape=(block.n_docs, word_ids.size))
     indicator.data[:] = 1      # a term listed twice in one document still counts once
-    return np.asarray((indicator.T @ indicator).toarray(), dtype=np.int64)
+    product = (indicator.T @ indicator).tocsr()
+    if pairs is None:
+        return np.asarray(product.toarray(), dtype=np.int64)
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    joint = np.asarray(product[pairs[:, 0], pairs[:, 1]]).ravel() if len(pairs) else np.zeros(0)
+    return np.concatenate([product.diagonal(), joint]).astype(np.int64)
+
+
+def word_pairs(*index_pairs) -> np.ndarray:
+    """The distinct unordered pairs (i < j) among ``(a, b)`` arrays of indices into ``word_ids``, sorted."""
+    a = np.concatenate([np.ravel(p[0]) for p in index_pairs]).astype(np.int64)
+    b = np.concatenate([np.ravel(p[1]) for p in index_pairs]).astype(np.int64)
+    keep = a != b
+    lo, hi = np.minimum(a, b)[keep], np.maximum(a, b)[keep]
+    return np.unique(np.stack([lo, hi], axis=1), axis=0) if lo.size else np.zeros((0, 2), dtype=np.int64)
+
+
+class PairCounts:
+    """The counts :func:`cooccurrence_counts` gives with ``pairs``, read as the dense matrix would be:
+    ``counts[a, b]`` (index arrays; a pair not counted raises KeyError) and ``counts.diagonal()``."""
+
+    def __init__(self, num_words: int, pairs: np.ndarray, vector: np.ndarray):
+        self.df = np.asarray(vector[:num_words], dtype=np.int64)
+        self.keys = pairs[:, 0] * num_words + pairs[:, 1]
+        self.joint = np.asarray(vector[num_words:], dtype=np.int64)
+        self.num_words = num_words
+
+    def diagonal(self) -> np.ndarray:
+        return self.df
+
+    def __getitem__(self, index) -> np.ndarray:
+        a, b = (np.asarray(i, dtype=np.int64) for i in index)
+        key = np.minimum(a, b) * self.num_words + np.maximum(a, b)
+        where = np.clip(np.searchsorted(self.keys, key), 0, max(len(self.keys) - 1, 0))
+        found = (self.keys[where] == key) if len(self.keys) else np.zeros(key.shape, bool)
+        if not np.all(found | (a == b)):
+            raise KeyError("a pair that was not counted")
+        return np.where(a == b, self.df[a], self.joint[where] if len(self.joint) else 0)
 
 
 def npmi(joint: np.ndarray, df_i: np.ndarray, df_j: np.ndarray, n_docs: int) -> np.ndarray:
@@ -270,7 +309,7 @@ def npmi_coherence(top_words: np.ndarray, word_ids: np.ndarray, counts: np.ndarr
     index = np.searchsorted(word_ids, top_words)
     if not np.array_equal(word_ids[index], top_words):
         raise ValueError("top_words contains ids missing from word_ids")
-    df = np.diag(counts)
+    df = counts.diagonal()
     i, j = np.triu_indices(top_words.shape[1], k=1)
     per_topic = []
     for row in index:
@@ -290,7 +329,7 @@ def crosslingual_npmi(top_a: np.ndarray, top_b: np.ndarray, word_ids: np.ndarray
     ia, ib = np.searchsorted(word_ids, top_a), np.searchsorted(word_ids, top_b)
     if not (np.array_equal(word_ids[ia], top_a) and np.array_equal(word_ids[ib], top_b)):
         raise ValueError("top words contain ids missing from word_ids")
-    df = np.diag(counts)
+    df = counts.diagonal()
     per_topic = []
     for row_a, row_b in zip(ia, ib):
         a, b = np.repeat(row_a, len(row_b)), np.tile(row_b, len(row_a))

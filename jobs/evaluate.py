@@ -13,7 +13,7 @@ import json
 
 from drivers import registry, storage
 from drivers.families import EvaluateRequest
-from jobs.spark import get_spark, positive_int
+from jobs.spark import fold_in_conf, positive_int, sized_session
 
 
 def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
@@ -67,7 +67,8 @@ def run(args) -> dict:
     family = family_of(model_dirs)
     request = EvaluateRequest(model_dirs, args.corpus, args.reference, args.top_words, args.seed, args.partitions,
                               engine=family.evaluate_settings(args))
-    spark = get_spark("spark-topics evaluate", args.master, args.conf)
+    spark = sized_session("spark-topics evaluate", args,
+                          lambda conf, active: fold_in_conf(model_dirs, conf, active))
     metrics = family.evaluate(spark, request)
     print(family.format_metrics(metrics))
     if args.output:

@@ -20,7 +20,7 @@ from drivers import registry, storage
 from drivers.corpora.files import CORPUS_JSON
 from drivers.families import InferRequest
 from jobs.preparation.corpus import PrepareError, prepare_corpus
-from jobs.spark import get_spark, positive_int
+from jobs.spark import fold_in_conf, positive_int, sized_session
 
 log = logging.getLogger("spark_topics.infer")
 
@@ -75,7 +75,7 @@ def run(args) -> dict:
     family = registry.model_of_directory(args.model).family_object()
     request = InferRequest(args.model, args.input, args.output, args.format, args.id_column, args.text_column,
                            args.lang, args.partitions, engine=family.infer_settings(args))
-    spark = get_spark("spark-topics infer", args.master, args.conf)
+    spark = sized_session("spark-topics infer", args, lambda conf, active: fold_in_conf([args.model], conf, active))
     result = infer(spark, request)
     print(family.infer_summary(result, request))
     return result

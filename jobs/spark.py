@@ -143,3 +143,52 @@ def setup_logging(verbose: bool = False) -> None:
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
                         datefmt="%H:%M:%S")
+
+
+DRIVER_MEMORY = "spark.driver.memory"
+
+
+def sized_driver_conf(needed: int, conf: list, active_session, what: str) -> list:
+    """``conf`` with ``spark.driver.memory`` sized to ``needed`` bytes when this job creates a local session and the
+    user did not set it; a setting (or a running session) too small for it is refused up front, in one line."""
+    from drivers.memory import driver_memory_conf
+
+    given = next((item.split("=", 1)[1] for item in conf if item.split("=", 1)[0].strip() == DRIVER_MEMORY), None)
+    if active_session is not None:
+        given = active_session.sparkContext.getConf().get(DRIVER_MEMORY, "1g")
+    chosen = driver_memory_conf(needed, given, can_set=active_session is None)
+    if chosen is None:
+        return conf
+    logging.getLogger("spark_topics").info("spark.driver.memory=%s for %s", chosen, what)
+    return list(conf) + [f"{DRIVER_MEMORY}={chosen}"]
+
+
+def sized_session(app_name: str, args, sized_conf):
+    """The job's SparkSession, its driver memory checked or chosen by ``sized_conf(conf, active session)`` before
+    any Spark job (under spark-submit the session exists first, and its setting is checked)."""
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is None and under_submit():   # spark-submit chose the driver's memory: check it, in the session
+        active = get_spark(app_name, args.master, args.conf)
+    conf = sized_conf(list(args.conf or []), active)
+    return active or get_spark(app_name, args.master, conf)
+
+
+def fold_in_conf(model_dirs, conf: list, active_session) -> list:
+    """Driver memory for a job that broadcasts a trained model's K x V word weights (infer, evaluate)."""
+    from drivers import storage
+    from drivers.memory import BASE_BYTES
+
+    needed, what = BASE_BYTES, []
+    for model_dir in model_dirs:
+        path = storage.join(model_dir, "model.json")
+        if not storage.exists(path):
+            continue                                   # the job says what is missing
+        meta = storage.load_json(path)
+        sizes = meta.get("vocab_sizes")
+        vocab = sum(sizes.values()) if isinstance(sizes, dict) else int(meta.get("vocab_size") or 0)
+        topics = int(meta.get("topics") or 0)
+        needed += 4 * 8 * topics * vocab               # the matrix, its pickle and the JVM's copies of it
+        what.append(f"K={topics} x V={vocab}")
+    return sized_driver_conf(needed, conf, active_session, ", ".join(what) or "the model")

@@ -13,11 +13,10 @@ import logging
 
 from drivers import registry, storage
 from drivers.families import TrainRequest
-from drivers.memory import BASE_BYTES, driver_memory_conf
-from jobs.spark import add_spark_arguments, get_spark, positive_int, under_submit
+from drivers.memory import BASE_BYTES
+from jobs.spark import add_spark_arguments, positive_int, sized_driver_conf, sized_session
 
 log = logging.getLogger("spark_topics.train")
-DRIVER_MEMORY = "spark.driver.memory"
 
 DEFAULT_MODEL = "lda"
 
@@ -137,25 +136,13 @@ def driver_memory(request: TrainRequest, conf: list, active_session) -> list:
         vocab = sum((meta.get("vocab_sizes") or {}).values()) if isinstance(meta.get("vocab_sizes"), dict) else 0
     spec = registry.model(request.model)
     needed = BASE_BYTES + spec.family_object().driver_bytes(request.topics, int(vocab or 0))
-    given = next((item.split("=", 1)[1] for item in conf if item.split("=", 1)[0].strip() == DRIVER_MEMORY), None)
-    if active_session is not None:
-        given = active_session.sparkContext.getConf().get(DRIVER_MEMORY, "1g")
-    chosen = driver_memory_conf(needed, given, can_set=active_session is None)
-    if chosen is None:
-        return conf
-    log.info("spark.driver.memory=%s for K=%d x V=%d", chosen, request.topics, int(vocab or 0))
-    return list(conf) + [f"{DRIVER_MEMORY}={chosen}"]
+    return sized_driver_conf(needed, conf, active_session, f"K={request.topics} x V={int(vocab or 0)}")
 
 
 def run(args) -> dict:
-    from pyspark.sql import SparkSession
-
     request = request_from(args)
-    active = SparkSession.getActiveSession()
-    if active is None and under_submit():   # spark-submit chose the driver's memory: check it, in the session
-        active = get_spark("spark-topics train", args.master, args.conf)
-    conf = driver_memory(request, list(args.conf or []), active)
-    spark = active or get_spark("spark-topics train", args.master, conf)
+    spark = sized_session("spark-topics train", args,
+                          lambda conf, active: driver_memory(request, conf, active))
     meta = train(spark, request)
     print(storage.read_bytes(storage.join(request.output, "topics.txt")).decode("utf-8"), end="")
     print(registry.model(request.model).family_object().train_summary(meta, request))

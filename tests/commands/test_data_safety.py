@@ -294,6 +294,21 @@ def test_python_memory_of_the_tasks_is_sized_from_the_model_or_the_run_is_refuse
     assert "spark.executor.memoryOverhead" in python_memory_check(small, "yarn", {}, 2)
 
 
+def test_infer_and_evaluate_size_the_driver_from_the_model(tmp_path):
+    """The fold-in broadcasts the model's K x V weights once: a local infer/evaluate chooses spark.driver.memory
+    from model.json (K = 1000, V = 25k died with java.lang.OutOfMemoryError at the default 1g)."""
+    import json
+
+    from drivers.memory import parse_size
+    from jobs.spark import fold_in_conf
+
+    (tmp_path / "model.json").write_text(json.dumps({"model": "lda", "topics": 1000, "vocab_size": 25_000}))
+    conf = fold_in_conf([str(tmp_path)], ["spark.ui.enabled=false"], None)
+    chosen = dict(item.split("=", 1) for item in conf)["spark.driver.memory"]
+    assert parse_size(chosen) >= 4 * 8 * 1000 * 25_000
+    assert fold_in_conf([str(tmp_path / "missing")], [], None) == ["spark.driver.memory=1g"]   # the base need
+
+
 def test_train_refuses_a_model_the_running_session_cannot_hold(spark_session, tiny, tmp_path, monkeypatch):
     """The test session has spark.driver.memory=2g: a model that needs more is refused before any Spark job."""
     from drivers import registry

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from inference.blocks import DocBlock
-from inference.heldout import cooccurrence_counts, crosslingual_npmi, distinct_word_ids
+from inference.heldout import (PairCounts, cooccurrence_counts, crosslingual_npmi, distinct_word_ids,
+                               npmi_coherence, word_pairs)
 from inference.retrieval import lexicon_induction, retrieval_scores
 
 
@@ -36,6 +37,15 @@ def test_cnpmi_is_the_mean_npmi_of_cross_language_pairs_by_document_frequency():
     expected = [np.mean([npmi(i, j) for i in a for j in b]) for a, b in zip(top_a, top_b)]
     np.testing.assert_allclose(got["per_topic"], expected, rtol=1e-12)
     assert got["mean"] == pytest.approx(np.mean(expected))
+    # only the pairs NPMI needs, counted sparsely: the same numbers as the dense matrix
+    ia, ib = np.searchsorted(word_ids, top_a), np.searchsorted(word_ids, top_b)
+    pairs = word_pairs((np.repeat(ia, 3, axis=1), np.tile(ib, (1, 3))), (ia[:, [0, 0, 1]], ia[:, [1, 2, 2]]))
+    sparse = PairCounts(len(word_ids), pairs, cooccurrence_counts(block, word_ids, pairs))
+    assert crosslingual_npmi(top_a, top_b, word_ids, sparse, block.n_docs) == got
+    assert npmi_coherence(top_a, word_ids, sparse, block.n_docs) == npmi_coherence(top_a, word_ids, counts,
+                                                                                   block.n_docs)
+    with pytest.raises(KeyError):
+        sparse[np.array([0]), np.array([1])]                    # (words 0 and 1 of word_ids: never asked for)
 
 
 def test_lexicon_induction_ranks_translations_by_topic_vectors():
