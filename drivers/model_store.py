@@ -322,7 +322,7 @@ def load_model(directory: str) -> TopicModel:
     from drivers import registry
 
     meta = read_meta(directory)
-    family = registry.model(meta["model"]).family_object()
+    family = registry.of_meta(meta).family_object()
     if meta.get("tree"):
         return _load_tree_model(directory, meta)
     if meta.get("languages"):  # polylingual: concatenate the languages in model.json's order

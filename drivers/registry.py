@@ -36,6 +36,9 @@ class ModelSpec:
     model: str          # "module:Class" of the model
     corpus: str         # the corpus kind it needs
     summary: str
+    #: other inference modes of the same model on another family: ((``--inference`` value, family,
+    #: "module:Class"), ...); ``model(name, inference)`` gives that implementation's spec
+    engines: tuple = ()
 
     def model_class(self):
         return _load(self.model, f"model {self.name!r}")
@@ -55,7 +58,9 @@ MODELS = {spec.name: spec for spec in (
     ModelSpec("polylda", "variational", "drivers.models.polylda:PolyLDA", ALIGNED,
               "polylingual LDA by variational EM, one topic-word Dirichlet per language"),
     ModelSpec("tlda", "variational", "drivers.models.tree:TreeLDA", BAG_OF_WORDS,
-              "tree LDA: topics over the paths of a prior tree (--tree, from bilingual dictionaries)"),
+              "tree LDA: topics over the paths of a prior tree (--tree, from bilingual dictionaries); "
+              "--inference gibbs on the Gibbs engine",
+              engines=(("gibbs", "gibbs", "drivers.models.tree:TreeLDAGibbs"),)),
     ModelSpec("ptlda", "variational", "drivers.models.tree:PolylingualTreeLDA", ALIGNED,
               "polylingual tree LDA: aligned tuples, topics over a tree spanning the languages"),
     ModelSpec("lda-gibbs", "gibbs", "inference.gibbs.lda:LdaGibbs", BAG_OF_WORDS,
@@ -69,11 +74,25 @@ MODELS = {spec.name: spec for spec in (
 )}
 
 
-def model(name: str) -> ModelSpec:
+def model(name: str, inference: str | None = None) -> ModelSpec:
+    """The spec of a model, or of its implementation for ``inference`` on another family (``engines``)."""
     spec = MODELS.get(name)
     if spec is None:
         raise SystemExit(f"unknown model {name!r}; choose one of {', '.join(MODELS)}")
+    for mode, family_name, implementation in spec.engines:
+        if mode == inference:
+            return ModelSpec(spec.name, family_name, implementation, spec.corpus, spec.summary)
     return spec
+
+
+def of_meta(meta: dict) -> ModelSpec:
+    """The spec a model directory's model.json names (its model and the inference mode it was trained with)."""
+    return model(meta.get("model"), meta.get("inference"))
+
+
+def inference_modes(name: str) -> tuple:
+    """The ``--inference`` values that choose another family for the model."""
+    return tuple(mode for mode, _, _ in model(name).engines)
 
 
 def models_of(family_name: str) -> list[ModelSpec]:
@@ -95,7 +114,7 @@ def model_of_directory(model_dir: str) -> ModelSpec:
     path = storage.join(model_dir, "model.json")
     if not storage.exists(path):
         raise SystemExit(f"{model_dir} is not a model directory (no model.json)")
-    return model(storage.load_json(path).get("model"))
+    return of_meta(storage.load_json(path))
 
 
 def _load(entry: str, what: str):

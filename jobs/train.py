@@ -21,21 +21,27 @@ log = logging.getLogger("spark_topics.train")
 DEFAULT_MODEL = "lda"
 
 
-def model_in(argv) -> str:
-    """The value of ``--model`` in a command line (the default model when it has none)."""
+def value_in(argv, flag: str, default=None):
+    """The value of ``flag`` in a command line (``default`` when it has none)."""
     argv = list(argv or ())
     for i, item in enumerate(argv):
-        if item == "--model" and i + 1 < len(argv):
+        if item == flag and i + 1 < len(argv):
             return argv[i + 1]
-        if item.startswith("--model="):
+        if item.startswith(flag + "="):
             return item.split("=", 1)[1]
-    return DEFAULT_MODEL
+    return default
+
+
+def model_in(argv) -> str:
+    """The value of ``--model`` in a command line (the default model when it has none)."""
+    return value_in(argv, "--model", DEFAULT_MODEL)
 
 
 def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
     """The flags of ``train`` for the model named in ``argv``: common, its family's, its own."""
     name = model_in(argv)
-    spec = registry.MODELS.get(name) or registry.model(DEFAULT_MODEL)
+    base = registry.MODELS.get(name) or registry.model(DEFAULT_MODEL)
+    spec = registry.model(base.name, value_in(argv, "--inference"))
     parser.add_argument("--model", choices=list(registry.MODELS), default=DEFAULT_MODEL,
                         help="the model to fit (see below); `train --model NAME --help` shows its own flags")
     parser.add_argument("--corpus", required=True, help="CORPUS_DIR written by `spark-topics prepare`")
@@ -60,6 +66,9 @@ def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
     family.add_train_flags(parser.add_argument_group(
         f"{family.name} family ({', '.join(s.name for s in registry.models_of(family.name))})"))
     own = parser.add_argument_group(f"--model {spec.name}: {spec.summary}")
+    if spec.family != base.family:           # another engine of the model: its family's flags, and this one
+        own.add_argument("--inference", choices=registry.inference_modes(base.name), required=True,
+                         help=f"{spec.family_object().kind} inference of --model {base.name}")
     for option in spec.options:
         if option.type is bool:
             own.add_argument(option.flag, dest=option.name, action="store_true", help=option.help)
@@ -73,19 +82,20 @@ def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
 
 def request_from(args) -> TrainRequest:
     """The typed request of a parsed ``train`` command line."""
-    spec = registry.model(args.model)
+    spec = registry.model(args.model, getattr(args, "inference", None))
     return TrainRequest(
         model=spec.name, corpus=str(args.corpus), output=str(args.output), topics=args.topics,
         iterations=args.iterations, seed=args.seed, alpha=args.alpha, fixed_alpha=args.fixed_alpha,
         partitions=args.partitions, reducers=args.reducers, checkpoint_dir=args.checkpoint_dir,
         resume=args.resume, keep_checkpoint=args.keep_checkpoint, top_words=args.top_words,
         engine=spec.family_object().train_settings(args),
-        options={option.name: getattr(args, option.name) for option in spec.options})
+        options={option.name: getattr(args, option.name) for option in spec.options},
+        inference=getattr(args, "inference", None) if spec.family != registry.model(args.model).family else None)
 
 
 def unknown_arguments(args, unknown: list) -> str:
     """A one-line refusal of flags the model does not take, naming the models that do."""
-    spec = registry.model(args.model)
+    spec = registry.model(args.model, getattr(args, "inference", None))
     flags = [item.split("=", 1)[0] for item in unknown if item.startswith("-")]
     owners = {flag: [s for s in registry.MODELS.values() if flag in _flags_of(s.name)] for flag in flags}
     known = [flag for flag in flags if owners[flag]]
@@ -120,7 +130,7 @@ def parse_request(argv) -> TrainRequest:
 
 def train(spark, request: TrainRequest) -> dict:
     """Fit the requested model and write its directory; returns model.json's content."""
-    spec = registry.model(request.model)
+    spec = request.spec
     return spec.family_object().train(spark, spec, request)
 
 
@@ -134,7 +144,7 @@ def driver_memory(request: TrainRequest, conf: list, active_session) -> list:
     vocab = meta.get("vocab_size")
     if isinstance(vocab, dict) or vocab is None:      # an aligned corpus: the languages' vocabularies
         vocab = sum((meta.get("vocab_sizes") or {}).values()) if isinstance(meta.get("vocab_sizes"), dict) else 0
-    spec = registry.model(request.model)
+    spec = request.spec
     needed = BASE_BYTES + spec.family_object().driver_bytes(request.topics, int(vocab or 0))
     return sized_driver_conf(needed, conf, active_session, f"K={request.topics} x V={int(vocab or 0)}")
 
@@ -145,7 +155,7 @@ def run(args) -> dict:
                           lambda conf, active: driver_memory(request, conf, active))
     meta = train(spark, request)
     print(storage.read_bytes(storage.join(request.output, "topics.txt")).decode("utf-8"), end="")
-    print(registry.model(request.model).family_object().train_summary(meta, request))
+    print(request.spec.family_object().train_summary(meta, request))
     return meta
 
 

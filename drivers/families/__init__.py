@@ -37,6 +37,14 @@ class TrainRequest:
     top_words: int = 10
     engine: object = None               # the family's settings
     options: dict = field(default_factory=dict)   # the model's own settings, by ModelOption.name
+    inference: str | None = None        # an inference mode that picks another family (registry ``engines``)
+
+    @property
+    def spec(self):
+        """The registry's spec of the model in the requested inference mode."""
+        from drivers import registry
+
+        return registry.model(self.model, self.inference)
 
     @property
     def checkpoint(self) -> str:

@@ -34,6 +34,7 @@ import numpy as np
 
 from drivers import model_store, outputs, registry, storage
 from drivers.corpora.bow import check_topics, load_corpus
+from drivers.corpora.aligned import is_aligned
 from drivers.corpora.segmented import load_segmented_corpus
 from drivers.evaluation import score_heldout, topic_coherence
 from drivers.families import EvaluateRequest, InferRequest, ModelFamily, TrainRequest
@@ -95,9 +96,10 @@ def observed_fraction(text: str) -> float | None:
 
 # --------------------------------------------------------------------------- models
 
-def make_model(name: str, num_topics: int, vocab_size: int, **construction) -> GibbsModel:
-    """The GibbsModel of a registered name; ``construction``: its constructor options (e.g. segment_level)."""
-    cls = registry.model(name).model_class()
+def make_model(name, num_topics: int, vocab_size: int, **construction) -> GibbsModel:
+    """The GibbsModel of a registered name (or spec); ``construction``: its constructor options (e.g.
+    segment_level)."""
+    cls = (name if isinstance(name, registry.ModelSpec) else registry.model(name)).model_class()
     accepted = set(getattr(cls, "construction_options", ()))
     for key, value in construction.items():
         if value and key not in accepted:
@@ -112,9 +114,13 @@ def open_trained(model_dir: str):
     = the K x V topic-word matrix) and the GibbsModel it was trained with."""
     saved = model_store.load_model(model_dir)
     K, V = saved.lambda_.shape
-    cls = registry.model(saved.meta["model"]).model_class()
+    spec = registry.of_meta(saved.meta)
+    cls = spec.model_class()
     construction = {k: saved.meta.get(k) for k in getattr(cls, "construction_options", ())}
-    return saved, make_model(saved.meta["model"], K, V, **construction)
+    model = make_model(spec, K, V, **construction)
+    if hasattr(model, "bind_directory"):
+        model.bind_directory(model_dir)
+    return saved, model
 
 
 def hyper_overrides(request: TrainRequest, model: GibbsModel) -> dict:
@@ -233,6 +239,10 @@ class GibbsFamily(ModelFamily):
         started = time.time()
         e = request.engine or GibbsTraining()
         heldout = e.heldout_fraction
+        if is_aligned(request.corpus):
+            raise SystemExit(f"{request.corpus} is an aligned corpus: the Gibbs engine reads one vocabulary; train "
+                             f"--model {spec.name} on one language's sub-corpus"
+                             + (", or with --inference variational|hybrid" if spec.name in ("tlda", "ptlda") else ""))
         corpus = load_segmented_corpus(spark, request.corpus, request.partitions, heldout_fraction=heldout,
                                        split="train" if heldout > 0 else "all",
                                        require_segments=needs_segments(spec.name),
@@ -252,8 +262,10 @@ class GibbsFamily(ModelFamily):
         except ValueError as exc:
             raise SystemExit(str(exc)) from None
         cls = spec.model_class()
-        model = make_model(spec.name, K, V, **{k: request.options.get(k)
-                                               for k in getattr(cls, "construction_options", ())})
+        model = make_model(spec, K, V, **{k: request.options.get(k)
+                                          for k in getattr(cls, "construction_options", ())})
+        if hasattr(model, "bind_corpus"):     # a model that needs more of the corpus than its size (a tree)
+            model.bind_corpus(corpus, request)
         hyper0 = initial_hyper(model, hyper_overrides(request, model))
         if storage.exists(storage.join(request.output, "model.json")) and not request.resume:
             log.warning("overwriting the model in %s", request.output)
@@ -284,11 +296,13 @@ class GibbsFamily(ModelFamily):
             cols = [c for c in ("term", "id", "df", "cf") if c in corpus.vocab.columns]
             model_store.write_parquet(storage.join(request.output, "vocab.parquet"), corpus.vocab[cols])
             write_proportions(spark, model, result.states, request.output)
+            if hasattr(model, "save_files"):
+                model.save_files(request.output)
         finally:
             engine.release()
         trace = [r.__dict__ for r in result.trace]
         meta = {
-            "model": model.name, "segment_level": segment_level,
+            "model": model.name, "inference": "gibbs", "segment_level": segment_level,
             "permute_segments": e.permute_segments, "topics": K, "vocab_size": V,
             "alpha": result.hyper.get("alpha"), "beta": result.hyper.get("beta"), "hyper": result.hyper,
             "initial_hyper": hyper0, **settings.schedule.to_json(), "samples_taken": result.samples,
@@ -307,6 +321,7 @@ class GibbsFamily(ModelFamily):
             log.info("held-out perplexity %.3f (%d documents, %d %s tokens)", meta["heldout"]["perplexity"],
                      meta["heldout"]["documents"], meta["heldout"]["tokens"],
                      "fitted and scored" if observed is None else f"unseen (observed {observed:g} of every segment)")
+        meta.update(model.describe() if hasattr(model, "describe") else {})
         meta["train_seconds"] = round(time.time() - started, 3)
         storage.save_json(storage.join(request.output, "model.json"), meta)
         if trace:

@@ -25,6 +25,7 @@ from drivers.corpora.bow import Corpus, load_corpus
 from drivers.families import TrainRequest
 from drivers.families.variational import TopicWordPrior, VariationalModel, positive_option
 from drivers.trees import concept_word_ids, load_tree
+from inference.gibbs.tree import TreeGibbs
 from inference.options import ModelOption
 from inference.priors import EdgePrior
 from inference.tree import TreeLayout
@@ -54,22 +55,7 @@ class TreeLDA(VariationalModel):
         return load_corpus(spark, request.corpus, request.partitions)
 
     def structure(self, request: TrainRequest, corpus: Corpus) -> TreeLayout:
-        languages = tuple(corpus.layout.languages) if corpus.layout is not None else ("",)
-        offsets = tuple(corpus.layout.offsets) if corpus.layout is not None else (0, corpus.vocab_size)
-        path = request.option("tree")
-        if not path:
-            log.warning("--model %s without --tree: a tree without concepts, i.e. LDA", self.name)
-            return TreeLayout(corpus.vocab_size, np.zeros((0, 2), dtype=np.int64), languages, offsets)
-        concepts, meta = load_tree(path)
-        if tuple(meta["languages"]) != languages:
-            raise SystemExit(f"--tree {path} was built for the languages {', '.join(meta['languages']) or '(one)'}, "
-                             f"the corpus has {', '.join(languages) or '(one)'}: build the tree with "
-                             f"spark-topics tree --corpus {request.corpus}")
-        if "lang" in corpus.vocab.columns:
-            vocabulary = dict(zip(zip(corpus.vocab["lang"], corpus.vocab["term"]), corpus.vocab["id"].astype(int)))
-        else:
-            vocabulary = dict(zip(zip([""] * len(corpus.vocab), corpus.vocab["term"]), corpus.vocab["id"].astype(int)))
-        return TreeLayout(corpus.vocab_size, concept_word_ids(concepts, vocabulary), languages, offsets)
+        return tree_of(request, corpus, self.name)
 
     def topic_word_prior(self, request: TrainRequest, corpus: Corpus) -> TopicWordPrior:
         eta = positive_option("eta", request.option("eta")) or 1.0 / request.topics
@@ -96,3 +82,66 @@ class TreeLDA(VariationalModel):
 class PolylingualTreeLDA(TreeLDA):
     name = "ptlda"
     aligned_documents = True
+
+
+def tree_of(request: TrainRequest, corpus: Corpus, name: str) -> TreeLayout:
+    """The prior tree of ``--tree`` over the corpus' vocabulary (no concepts without it)."""
+    languages = tuple(corpus.layout.languages) if corpus.layout is not None else ("",)
+    offsets = tuple(corpus.layout.offsets) if corpus.layout is not None else (0, corpus.vocab_size)
+    path = request.option("tree")
+    if not path:
+        log.warning("--model %s without --tree: a tree without concepts, i.e. LDA", name)
+        return TreeLayout(corpus.vocab_size, np.zeros((0, 2), dtype=np.int64), languages, offsets)
+    concepts, meta = load_tree(path)
+    if tuple(meta["languages"]) != languages:
+        raise SystemExit(f"--tree {path} was built for the languages {', '.join(meta['languages']) or '(one)'}, "
+                         f"the corpus has {', '.join(languages) or '(one)'}: build the tree with "
+                         f"spark-topics tree --corpus {request.corpus}")
+    if "lang" in corpus.vocab.columns:
+        vocabulary = dict(zip(zip(corpus.vocab["lang"], corpus.vocab["term"]), corpus.vocab["id"].astype(int)))
+    else:
+        vocabulary = dict(zip(zip([""] * len(corpus.vocab), corpus.vocab["term"]), corpus.vocab["id"].astype(int)))
+    return TreeLayout(corpus.vocab_size, concept_word_ids(concepts, vocabulary), languages, offsets)
+
+
+class TreeLDAGibbs(TreeGibbs):
+    """``tlda --inference gibbs``: tree LDA by collapsed Gibbs sampling (eq 5.2) on the Gibbs engine, on a
+    monolingual corpus (the Gibbs engine reads one vocabulary)."""
+    options = TreeGibbs.options + TreeLDA.options[:2]      # beta (eta), tree, link_strength
+    construction_options = ("link_strength",)
+
+    def __init__(self, num_topics: int, vocab_size: int, link_strength: float | None = None):
+        super().__init__(num_topics, vocab_size, 100.0 if link_strength is None else link_strength)
+        self.tree_directory = None
+
+    def initial_hyper(self, tree=None, link_strength=None, **hyper) -> dict:
+        """LDA-Gibbs' hyperparameters (``beta`` is eta); the tree options are the model's, not hyperparameters."""
+        return super().initial_hyper(**hyper)
+
+    def bind_corpus(self, corpus, request: TrainRequest) -> None:
+        """The tree over the training corpus' vocabulary."""
+        positive_option("link_strength", self.link_strength)
+        self.tree_directory = request.option("tree")
+        self.set_tree(tree_of(request, _Vocabulary(corpus.vocab, corpus.vocab_size), self.name))
+
+    def save_files(self, directory: str) -> None:
+        storage.save_npy(storage.join(directory, model_store.TREE_CONCEPTS), self.tree.concept_words)
+
+    def bind_directory(self, directory: str) -> None:
+        self.set_tree(TreeLayout(self.vocab_size, storage.load_npy(storage.join(directory,
+                                                                                model_store.TREE_CONCEPTS))))
+
+    def describe(self) -> dict:
+        paths = self.tree.paths_of_words()
+        return {"link_strength": self.link_strength,
+                "prior_tree": {"directory": self.tree_directory, "concepts": self.tree.num_concepts,
+                               "link_strength": self.link_strength, "edges": self.tree.parameter_size,
+                               "words_with_several_paths": int(np.sum(paths > 1)),
+                               "max_paths": int(paths.max(initial=1))}}
+
+
+class _Vocabulary:
+    """What :func:`tree_of` reads of a corpus: its vocabulary (one language)."""
+
+    def __init__(self, vocab, vocab_size: int):
+        self.vocab, self.vocab_size, self.layout = vocab, vocab_size, None

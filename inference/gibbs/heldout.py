@@ -140,7 +140,8 @@ def frozen_chain(model: GibbsModel, block: SegmentedBlock, hyper: dict, phi_vk: 
     to ``phi_vk`` (V x K): yields the state at every sample of ``schedule`` (held-out scoring, ``infer``).
     Seeded by ``task_seed(seed, t, partition, 10)`` (sweeps) and ``(..., 11)`` (per-document hyperparameters)."""
     V, K = phi_vk.shape
-    nwk = np.zeros((V, K), dtype=np.int32)   # init_state adds into these; frozen sweeps never read them
+    nwk = np.zeros((model.shared_rows, K), dtype=np.int32)   # init_state adds into these; frozen sweeps never
+    # read them (the model's shared table: words, or a tree's edges)
     nk = np.zeros(K, dtype=np.int64)
     state = model.init_state(block, hyper, nwk, nk, task_seed(seed, 0, partition, 10))
     for t in range(1, schedule.iterations + 1):

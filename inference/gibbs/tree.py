@@ -19,6 +19,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from inference.gibbs.lda import LdaGibbs
+from inference.options import ModelOption
 from inference.tree import TreeLayout
 
 
@@ -173,3 +175,69 @@ def log_joint_words(tree: TreeLayout, nek: np.ndarray, beta: np.ndarray) -> floa
         total += float(np.sum(gammaln(mass) - gammaln(into + mass))
                        + np.sum(gammaln(n + beta[g][:, None]) - gammaln(beta[g])[:, None]))
     return total
+
+
+class TreeGibbs(LdaGibbs):
+    """Tree LDA on the Gibbs engine: the shared table counts (edge, topic) (:func:`tree_sweep`); the state is
+    every token's topic ``z`` and path ``y``. ``beta`` is eta, the prior of a root -> word edge; the other edges
+    follow from it and ``link_strength`` (:meth:`inference.tree.TreeLayout.edge_priors`). The tree is given with
+    :meth:`set_tree` before anything is sampled. alpha is learnt as LDA-Gibbs learns it (Minka)."""
+
+    name = "tlda"
+    options = (ModelOption("beta", "prior of a root -> word edge (the run's eta; the other edges follow from it)"),)
+    construction_options = ()
+
+    def __init__(self, num_topics: int, vocab_size: int, link_strength: float = 100.0):
+        super().__init__(num_topics, vocab_size)
+        self.link_strength = float(link_strength)
+        self.tree = None
+
+    @property
+    def display_name(self) -> str:
+        return f"tlda (Gibbs, {self.tree.num_concepts if self.tree is not None else '?'} concepts)"
+
+    def set_tree(self, tree: TreeLayout) -> None:
+        if tree.vocab_size != self.vocab_size:
+            raise ValueError(f"the tree has {tree.vocab_size} words, the corpus {self.vocab_size}")
+        self.tree = tree
+        self._tables = path_tables(tree)
+
+    def _priors(self, hyper):
+        beta = self.tree.edge_priors(float(hyper["beta"]), self.link_strength)
+        concept_mass = beta[self.tree.num_root_children:].reshape(-1, 2).sum(axis=1)
+        return beta, concept_mass
+
+    @property
+    def shared_rows(self) -> int:
+        return self.tree.parameter_size
+
+    def init_state(self, block, hyper, nwk, nk, seed) -> dict:
+        path_ptr, root_edge, leaf_edge, _ = self._tables
+        z, y = tree_init(block.words, self.num_topics, path_ptr, root_edge, leaf_edge, nwk, nk, seed)
+        return {"z": z, "y": y}
+
+    def sweep(self, block, state, hyper, nwk, nk, seed, frozen_phi=None) -> None:
+        if frozen_phi is not None:          # held-out documents: topics fixed at phi, the paths do not matter
+            return super().sweep(block, state, hyper, nwk, nk, seed, frozen_phi)
+        beta, concept_mass = self._priors(hyper)
+        path_ptr, root_edge, leaf_edge, concept = self._tables
+        tree_sweep(block.token_ptr(), block.words, state["z"], state["y"], nwk, nk,
+                   np.asarray(hyper["alpha"], dtype=np.float64), beta, self.vocab_size * float(hyper["beta"]),
+                   concept_mass, path_ptr, root_edge, leaf_edge, concept, seed)
+
+    def shared_counts(self, block, state, local):
+        path_ptr, root_edge, leaf_edge, _ = self._tables
+        counts = edge_counts(block.words, state["z"], state["y"], path_ptr, root_edge, leaf_edge,
+                             self.tree.parameter_size, self.num_topics)
+        rows = np.flatnonzero(counts.any(axis=1))
+        return rows.astype(np.int32), counts[rows]
+
+    def topic_word(self, nwk, nk, hyper) -> np.ndarray:
+        """p(w | k) of the counts' posterior mean: per word, the sum over its paths of the product of
+        (n_e + beta_e) / (n_node + beta_node) along the path."""
+        beta, _ = self._priors(hyper)
+        return self.tree.normalise(np.asarray(nwk, dtype=np.float64).T + beta[None, :])
+
+    def word_loglik(self, nwk, nk, hyper) -> float:
+        beta, _ = self._priors(hyper)
+        return log_joint_words(self.tree, np.asarray(nwk, dtype=np.int64), beta)

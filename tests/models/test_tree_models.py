@@ -127,3 +127,46 @@ def test_tree_models_infer_evaluate_and_refuse_a_tree_of_other_languages(spark_s
     with pytest.raises(SystemExit, match="built for the languages"):
         train.train(spark_session, train_args(base / "corpus", tmp_path / "bad", "--model", "ptlda", "--tree", mono,
                                               "--topics", K, "--iterations", 1))
+
+
+def test_tlda_gibbs_without_concepts_samples_what_lda_gibbs_samples(spark_session, synthetic_lda, tmp_path):
+    """--inference gibbs (eq 5.2 on the Gibbs engine): a tree without concepts draws the same topics as
+    lda-gibbs, so the same document proportions and alpha; the topic-word estimate sums the same counts."""
+    corpus, _ = synthetic_lda
+    flags = ["--topics", 4, "--iterations", 12, "--burn-in", 8, "--lag", 2, "--samples", 2, "--seed", 5]
+    lda = train.train(spark_session, train_args(corpus, tmp_path / "lda", "--model", "lda-gibbs", *flags))
+    tlda = train.train(spark_session, train_args(corpus, tmp_path / "tlda", "--model", "tlda", "--inference",
+                                                 "gibbs", *flags))
+    assert tlda["model"] == "tlda" and tlda["inference"] == "gibbs" and tlda["prior_tree"]["concepts"] == 0
+    assert tlda["alpha"] == lda["alpha"]
+    theta = [pd.read_parquet(tmp_path / m / "doc_topics.parquet").sort_values("doc_id") for m in ("lda", "tlda")]
+    np.testing.assert_array_equal(np.stack(theta[0]["theta"]), np.stack(theta[1]["theta"]))
+    np.testing.assert_allclose(np.load(tmp_path / "tlda" / "topic_word.npy"),
+                               np.load(tmp_path / "lda" / "topic_word.npy"), rtol=1e-12)
+    np.testing.assert_allclose([r["loglik"] for r in tlda["trace"]], [r["loglik"] for r in lda["trace"]],
+                               rtol=1e-12)
+
+
+def test_tlda_gibbs_recovers_planted_topics_and_is_refused_on_aligned_corpora(spark_session, tree_corpus,
+                                                                              tmp_path):
+    """On the English side of the tree corpus with the concepts among English words (a monolingual tree), the
+    sampler recovers the topics the tree model drew; an aligned corpus is refused in one line."""
+    from drivers.model_store import load_model as load
+
+    base, truth = tree_corpus
+    english = truth[:, :V_LANG] / truth[:, :V_LANG].sum(axis=1, keepdims=True)
+    mono = tmp_path / "mono_tree"
+    save_tree(str(mono), pd.DataFrame({"concept": [0, 1], "lang_a": ["", ""], "word_a": ["w0000", "w0001"],
+                                       "lang_b": ["", ""], "word_b": ["w0002", "w0003"]}),
+              {"languages": [""], "report": {"concepts": 2}})
+    meta = train.train(spark_session, train_args(base / "corpus" / "en", tmp_path / "g", "--model", "tlda",
+                                                 "--inference", "gibbs", "--tree", mono, "--topics", K,
+                                                 "--iterations", 150, "--burn-in", 100, "--lag", 10,
+                                                 "--samples", 5, "--seed", 2))
+    assert meta["prior_tree"]["concepts"] == 2
+    topic_word = load(str(tmp_path / "g")).topic_word()
+    np.testing.assert_allclose(topic_word.sum(axis=1), 1.0)
+    assert hellinger_matched(topic_word, english).max() < 0.15
+    with pytest.raises(SystemExit, match="aligned corpus: the Gibbs engine reads one vocabulary"):
+        train.train(spark_session, train_args(base / "corpus", tmp_path / "bad", "--model", "tlda", "--inference",
+                                              "gibbs", "--topics", K, "--iterations", 2))
