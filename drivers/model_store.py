@@ -116,9 +116,20 @@ class TreeTopicModel(TopicModel):
         flat = VocabLayout.from_sizes(self.languages or [""], sizes)
         return TreeLayout(len(self.vocab), self.concepts, flat.languages, flat.offsets)
 
-    def topic_word(self) -> np.ndarray:
-        """p(w | k): the sum over w's paths of the product of E_q[pi] along the path (K x V, rows sum to 1)."""
+    def joint_topic_word(self) -> np.ndarray:
+        """p(w | k): the sum over w's paths of the product of E_q[pi] along the path (K x V, rows sum to 1 over
+        every language's words)."""
         return self.layout.normalise(self.lambda_)
+
+    def topic_word(self) -> np.ndarray:
+        """p(w | k), within each language for a multilingual tree (p(w | k, L), as a polylingual model's rows)."""
+        joint = self.joint_topic_word()
+        if not self.languages:
+            return joint
+        out = np.empty_like(joint)
+        for start, stop in zip(self.layout.offsets[:-1], self.layout.offsets[1:]):
+            out[:, start:stop] = joint[:, start:stop] / joint[:, start:stop].sum(axis=1, keepdims=True)
+        return out
 
     def language_view(self, language: str) -> TopicModel:
         """One language as a monolingual model: p(w | k, language) (the topic's words of that language,
@@ -132,7 +143,7 @@ class TreeTopicModel(TopicModel):
         vocab["id"] = vocab["id"] - s.start
         meta = {k: v for k, v in self.meta.items() if k not in ("languages", "vocab_sizes", "tree")}
         meta.update(language=language, vocab_size=s.stop - s.start, polylingual_model=self.directory)
-        topic_word = self.topic_word()[:, s]
+        topic_word = self.joint_topic_word()[:, s]
         weights = np.exp(self.layout.dirichlet_expectation(self.lambda_))[:, s]
         return WeightsModel(self.directory, meta, vocab.reset_index(drop=True), weights,
                             topic_word / topic_word.sum(axis=1, keepdims=True))

@@ -75,20 +75,21 @@ def smoothing_cumsums(eb_local, alpha):
 
 
 @numba.njit(cache=True, nogil=True)
-def draw_dense(x01, n, e_row, alpha, K):
-    """Reference draw of (4.9) in O(K): the canonical order (document bucket, then smoothing bucket)."""
+def draw_dense(x01, n, eb_local, u, alpha, K):
+    """Reference draw of (4.9) for local word ``u`` in O(K): the canonical order (document bucket, then smoothing
+    bucket). (The kernels index the 2-D arrays by row: a row view per token costs numba a reference count.)"""
     r = 0.0
     for k in range(K):
         if n[k] > 0:
-            r += n[k] * e_row[k]
+            r += n[k] * eb_local[u, k]
     s = 0.0
     for k in range(K):
-        s += alpha[k] * e_row[k]
+        s += alpha[k] * eb_local[u, k]
     x = x01 * (r + s)
     if x < r:
         for k in range(K):
             if n[k] > 0:
-                x -= n[k] * e_row[k]
+                x -= n[k] * eb_local[u, k]
                 if x < 0.0:
                     return k
         for k in range(K - 1, -1, -1):        # rounding: the last topic of the bucket
@@ -97,33 +98,33 @@ def draw_dense(x01, n, e_row, alpha, K):
     x -= r
     c = 0.0
     for k in range(K):
-        c += alpha[k] * e_row[k]
+        c += alpha[k] * eb_local[u, k]
         if x < c:
             return k
     return K - 1
 
 
 @numba.njit(cache=True, nogil=True)
-def draw_sparse(x01, n, active, n_active, e_row, cum_row, K):
+def draw_sparse(x01, n, active, n_active, eb_local, cum, u, K):
     """The same draw as :func:`draw_dense` in O(topics of the document + log K): ``active[:n_active]`` are the
-    document's topics ascending, ``cum_row`` the word's smoothing cumulative sums."""
+    document's topics ascending, ``cum[u]`` the word's smoothing cumulative sums."""
     r = 0.0
     for j in range(n_active):
         k = active[j]
-        r += n[k] * e_row[k]
-    x = x01 * (r + cum_row[K - 1])
+        r += n[k] * eb_local[u, k]
+    x = x01 * (r + cum[u, K - 1])
     if x < r:
         for j in range(n_active):
             k = active[j]
-            x -= n[k] * e_row[k]
+            x -= n[k] * eb_local[u, k]
             if x < 0.0:
                 return k
         return active[n_active - 1]
     x -= r
-    lo, hi = 0, K - 1                          # the first k with cum_row[k] > x
+    lo, hi = 0, K - 1                          # the first k with cum[u, k] > x
     while lo < hi:
         mid = (lo + hi) // 2
-        if cum_row[mid] > x:
+        if cum[u, mid] > x:
             hi = mid
         else:
             lo = mid + 1
@@ -210,9 +211,9 @@ def hybrid_documents(indptr, local_terms, counts, z, eb_local, alpha, burn_in, s
                     n_active = _remove_topic(z[t], n, active, n_active)
                     x01 = np.random.random()
                     if dense:
-                        k = draw_dense(x01, n, eb_local[u], alpha, K)
+                        k = draw_dense(x01, n, eb_local, u, alpha, K)
                     else:
-                        k = draw_sparse(x01, n, active, n_active, eb_local[u], cum[u], K)
+                        k = draw_sparse(x01, n, active, n_active, eb_local, cum, u, K)
                     z[t] = k
                     n_active = _add_topic(k, n, active, n_active)
                     t += 1

@@ -67,7 +67,7 @@ def test_train_reopen_infer_evaluate_topics(spark_session, trained, corpora, nam
     for file in ("model.json", "topics.txt", "doc_topics.parquet"):
         assert os.path.exists(os.path.join(model_dir, file)), file
     saved = load_model(model_dir)
-    assert saved.lambda_.shape == (3, saved.vocab.shape[0]) and np.all(np.isfinite(saved.lambda_))
+    assert saved.topic_word().shape == (3, saved.vocab.shape[0]) and np.all(np.isfinite(saved.lambda_))
     np.testing.assert_allclose(saved.topic_word().sum(axis=1), len(saved.languages) or 1)
     assert spec.family_object().open(model_dir) is not None
 

@@ -33,8 +33,8 @@ def test_sparse_draw_is_the_dense_draw_and_follows_eq_4_9():
     active = np.array([1, 4, 7] + [0] * (K - 3), dtype=np.int64)
     cum = smoothing_cumsums(e_row[None, :], alpha)[0]
     xs = (np.arange(200_000) + 0.5) / 200_000                 # a fine grid of uniforms: exact frequencies
-    dense = np.array([draw_dense(x, n, e_row, alpha, K) for x in xs])
-    sparse = np.array([draw_sparse(x, n, active, 3, e_row, cum, K) for x in xs])
+    dense = np.array([draw_dense(x, n, e_row[None, :], 0, alpha, K) for x in xs])
+    sparse = np.array([draw_sparse(x, n, active, 3, e_row[None, :], cum[None, :], 0, K) for x in xs])
     np.testing.assert_array_equal(dense, sparse)
     weights = (alpha + n) * e_row
     np.testing.assert_allclose(np.bincount(dense, minlength=K) / xs.size, weights / weights.sum(), atol=2e-5)

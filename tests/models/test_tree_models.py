@@ -84,7 +84,7 @@ def test_ptlda_recovers_planted_topics_and_the_elbo_never_decreases(spark_sessio
                                                  base / "tree", "--topics", K, "--iterations", 40, "--tol", 0,
                                                  "--seed", 2, "--inference", inference, "--eta", 0.05))
     model = load_model(str(tmp_path / "m"))
-    distances = hellinger_matched(model.topic_word(), truth)   # (seed 1's variational run ends in a local optimum)
+    distances = hellinger_matched(model.joint_topic_word(), truth)   # (seed 1's variational run ends in a local optimum)
     assert distances.max() < 0.1, distances
     if inference == "variational":
         elbo = np.array([r["elbo"] for r in meta["elbo_trace"]])
