@@ -161,8 +161,8 @@ def test_tlda_gibbs_recovers_planted_topics_and_is_refused_on_aligned_corpora(sp
               {"languages": [""], "report": {"concepts": 2}})
     meta = train.train(spark_session, train_args(base / "corpus" / "en", tmp_path / "g", "--model", "tlda",
                                                  "--inference", "gibbs", "--tree", mono, "--topics", K,
-                                                 "--iterations", 150, "--burn-in", 100, "--lag", 10,
-                                                 "--samples", 5, "--seed", 2))
+                                                 "--iterations", 60, "--burn-in", 40, "--lag", 5,
+                                                 "--samples", 4, "--seed", 2))
     assert meta["prior_tree"]["concepts"] == 2
     topic_word = load(str(tmp_path / "g")).topic_word()
     np.testing.assert_allclose(topic_word.sum(axis=1), 1.0)
