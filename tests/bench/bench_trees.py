@@ -16,6 +16,9 @@ ranked by the cosine of their topic vectors p(k | w)); seconds per iteration. Me
 Beside the tests, not in the default run::
 
     .venv/bin/python tests/bench/bench_trees.py --topics 10 20 50 --seeds 1 2 3 --iterations 40
+
+Rows of earlier runs with other settings are kept in ``out/bench/trees/results.json`` and join the table (a
+third seed can be added later with ``--seeds 3``).
 """
 from __future__ import annotations
 
@@ -147,7 +150,10 @@ def main() -> None:
     os.environ.setdefault("SPARK_TOPICS_SPARK_LOG_LEVEL", "ERROR")
     spark = bench_session("spark-topics tree benchmark")
     corpus, tree, pairs = prepare(spark)
-    rows = []
+    results = ROOT / "results.json"           # runs of earlier invocations (other seeds) join the table
+    key = lambda r: (r["K"], r["model"], r["inference"], r["seed"])   # noqa: E731
+    mine = {(k, m, i, s) for k in args.topics for m in args.models for i in args.modes for s in args.seeds}
+    rows = [r for r in (json.loads(results.read_text()) if results.exists() else []) if key(r) not in mine]
     for topics in args.topics:
         for seed in args.seeds:
             for model in args.models:
@@ -156,7 +162,7 @@ def main() -> None:
                     rows.append(run_one(spark, corpus, tree, pairs, model, inference, topics, seed, args.iterations))
                     print(json.dumps(rows[-1]), f"({time.time() - started:.0f} s)", flush=True)
         print(table(rows), flush=True)
-    (ROOT / "results.json").write_text(json.dumps(rows, indent=1))
+    results.write_text(json.dumps(rows, indent=1))
     print(table(rows))
 
 
