@@ -98,6 +98,10 @@ def unknown_arguments(args, unknown: list) -> str:
     spec = registry.model(args.model, getattr(args, "inference", None))
     flags = [item.split("=", 1)[0] for item in unknown if item.startswith("-")]
     owners = {flag: [s for s in registry.MODELS.values() if flag in _flags_of(s.name)] for flag in flags}
+    for mode in registry.inference_modes(spec.name):       # a flag of the model's other engine
+        theirs = [flag for flag in flags if flag in _flags_of(spec.name, mode)]
+        if theirs and getattr(args, "inference", None) != mode:
+            return f"--model {spec.name} takes {', '.join(theirs)} with --inference {mode}"
     known = [flag for flag in flags if owners[flag]]
     if not known:
         return f"unrecognized arguments: {' '.join(unknown)}"
@@ -110,9 +114,9 @@ def unknown_arguments(args, unknown: list) -> str:
     return f"--model {spec.name} does not take {', '.join(known)} (a flag of {names})"
 
 
-def _flags_of(name: str) -> set:
+def _flags_of(name: str, inference: str | None = None) -> set:
     parser = argparse.ArgumentParser(add_help=False)
-    add_arguments(parser, ["--model", name])
+    add_arguments(parser, ["--model", name] + (["--inference", inference] if inference else []))
     return set(parser._option_string_actions)
 
 

@@ -138,6 +138,8 @@ def test_tlda_gibbs_without_concepts_samples_what_lda_gibbs_samples(spark_sessio
     tlda = train.train(spark_session, train_args(corpus, tmp_path / "tlda", "--model", "tlda", "--inference",
                                                  "gibbs", *flags))
     assert tlda["model"] == "tlda" and tlda["inference"] == "gibbs" and tlda["prior_tree"]["concepts"] == 0
+    with pytest.raises(SystemExit, match="--model tlda takes --burn-in with --inference gibbs"):
+        train_args(corpus, tmp_path / "x", "--model", "tlda", "--topics", 4, "--burn-in", 5)
     assert tlda["alpha"] == lda["alpha"]
     theta = [pd.read_parquet(tmp_path / m / "doc_topics.parquet").sort_values("doc_id") for m in ("lda", "tlda")]
     np.testing.assert_array_equal(np.stack(theta[0]["theta"]), np.stack(theta[1]["theta"]))
