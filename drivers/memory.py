@@ -1,10 +1,11 @@
 """Spark memory sized from the model: a run that cannot fit is refused before the first iteration.
 
-The driver of both engines holds dense K x V topic-word matrices and moves them through the JVM every iteration
-(the broadcast to the mappers, the reducers' rows collected back), so the JVM heap of the driver
-(``spark.driver.memory``) must grow with K x V. :func:`driver_memory_conf` chooses it for a local run (unless the
-user set it) and refuses, in one line saying what to set, a run whose setting is too small or that this machine
-cannot hold.
+The Gibbs engine's driver moves the dense K x V count table through the JVM every iteration, and ``infer`` and
+``evaluate`` broadcast a model's K x V weights once, so their driver heap (``spark.driver.memory``) grows with
+K x V; the variational engine's does not (its topic parameters travel in the reducers' files,
+:mod:`drivers.topic_store`). :func:`driver_memory_conf` chooses the setting for a local run (unless the user set
+it) and refuses, in one line saying what to set, a run whose setting is too small or that this machine cannot
+hold. The tasks' Python memory is checked by :func:`python_memory_check`.
 """
 from __future__ import annotations
 
