@@ -154,3 +154,33 @@ def test_small_records_give_the_same_model(spark_session, synthetic_lda, tmp_pat
     train.train(spark_session, train_args(corpus, tmp_path / "small", *flags))
     np.testing.assert_array_equal(np.load(tmp_path / "default" / "lambda.npy"),
                                   np.load(tmp_path / "small" / "lambda.npy"))
+
+
+def test_resume_with_other_reducers_gives_the_same_model(spark_session, synthetic_lda, tmp_path):
+    """The topic files record their grouping: a run stopped after 2 iterations with 1 reducer and resumed with 3
+    ends with the model of an uninterrupted run with 2 (sums in partition order, whatever the grouping)."""
+    from dataclasses import replace
+
+    from drivers.corpora.bow import load_corpus
+    from drivers.variational import EMSettings, VariationalEngine
+    from inference.priors import SymmetricPrior
+
+    corpus_dir, _ = synthetic_lda
+    corpus = load_corpus(spark_session, corpus_dir)
+    V = corpus.vocab_size
+    base = EMSettings(num_topics=4, max_iterations=4, tol=0, seed=3)
+
+    def fit(directory, settings, resume=False):
+        engine = VariationalEngine(spark_session.sparkContext, settings, SymmetricPrior(0.25, V), str(directory))
+        return engine.fit(corpus.blocks, corpus.num_partitions, V, resume=resume)
+
+    try:
+        whole = fit(tmp_path / "whole", replace(base, num_reducers=2))
+        fit(tmp_path / "parts", replace(base, num_reducers=1, max_iterations=2))
+        resumed = fit(tmp_path / "parts", replace(base, num_reducers=3), resume=True)
+        assert resumed.iterations == 4
+        np.testing.assert_array_equal(resumed.lambda_, whole.lambda_)
+        np.testing.assert_array_equal(resumed.alpha, whole.alpha)
+        assert [r.elbo for r in resumed.trace] == [r.elbo for r in whole.trace]
+    finally:
+        corpus.blocks.unpersist()
