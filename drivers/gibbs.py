@@ -381,7 +381,7 @@ class GibbsEngine:
         if missing and sum(r[3] for r in parts) > 0:
             # every partition emits a record for every group, even an empty one, so this is a bug
             raise RuntimeError(f"reducers returned no counts for topics {sorted(missing)}")
-        return nwk, nwk.sum(axis=0, dtype=np.int64), parts
+        return nwk, self.model.topic_totals(nwk), parts
 
     def _log_timeline(self, parts, job_began: float) -> None:
         """Debug: when each partition's task started, how long each of its steps took, when its reducer
@@ -425,7 +425,7 @@ class GibbsEngine:
             hyper = meta["hyper"]
             trace = [GibbsRecord(**r) for r in meta["trace"]]
             samples_taken = int(meta["samples"])
-            nk = nwk.sum(axis=0, dtype=np.int64)
+            nk = model.topic_totals(nwk)
             num_docs, num_tokens = int(meta["documents"]), int(meta["tokens"])
             last_checkpoint = t
             log.info("resuming from checkpoint %s after iteration %d", self.checkpoint_dir, t)

@@ -149,15 +149,31 @@ class TreeTopicModel(TopicModel):
                             topic_word / topic_word.sum(axis=1, keepdims=True))
 
 
-class _LogWeights:
-    """The layout of explicit word weights: E_q[log beta] stands for log W (what the fold-in exponentiates)."""
+@dataclass(frozen=True)
+class LogWeightsLayout(VocabLayout):
+    """The layout of explicit word weights (probabilities): log W stands for E_q[log beta] (what the fold-in
+    exponentiates)."""
 
-    def __init__(self, vocab_size: int):
-        self.languages, self.offsets = ("",), (0, vocab_size)
-
-    @staticmethod
-    def dirichlet_expectation(weights: np.ndarray) -> np.ndarray:
+    def dirichlet_expectation(self, weights: np.ndarray) -> np.ndarray:
         return np.log(weights)
+
+
+@dataclass
+class PointTopicModel(TopicModel):
+    """A sampled model (the Gibbs family): ``lambda_`` holds the posterior-mean p(w | k) (within each language of
+    a multilingual model), a point estimate whose logs the fold-in uses for E_q[log beta]."""
+
+    @property
+    def layout(self) -> LogWeightsLayout:
+        flat = super().layout
+        return LogWeightsLayout(flat.languages, flat.offsets)
+
+    def topic_word(self) -> np.ndarray:
+        return self.lambda_
+
+    def language_view(self, language: str) -> "PointTopicModel":
+        view = super().language_view(language)
+        return PointTopicModel(view.directory, view.meta, view.vocab, view.lambda_)
 
 
 @dataclass
@@ -167,8 +183,8 @@ class WeightsModel(TopicModel):
     topic_word_matrix: np.ndarray = None
 
     @property
-    def layout(self):
-        return _LogWeights(self.lambda_.shape[1])
+    def layout(self) -> LogWeightsLayout:
+        return LogWeightsLayout.from_sizes([""], [self.lambda_.shape[1]])
 
     def topic_word(self) -> np.ndarray:
         return self.topic_word_matrix
@@ -179,20 +195,28 @@ def save_tree_model(directory: str, meta: dict, vocab: pd.DataFrame, lambda_: np
     storage.makedirs(directory)
     storage.save_npy(storage.join(directory, TREE_LAMBDA), np.ascontiguousarray(lambda_, dtype=np.float64))
     storage.save_npy(storage.join(directory, TREE_CONCEPTS), np.ascontiguousarray(tree.concept_words, dtype=np.int64))
-    topic_word = tree.normalise(lambda_)
-    cols = [c for c in ("term", "id", "df", "cf") if c in vocab.columns]
-    if tree.languages == ("",):
-        storage.save_npy(storage.join(directory, "topic_word.npy"), topic_word)
-        write_parquet(storage.join(directory, "vocab.parquet"), vocab[cols])
-    else:
-        for language, start, stop in zip(tree.languages, tree.offsets[:-1], tree.offsets[1:]):
-            part = topic_word[:, start:stop]
-            storage.save_npy(storage.join(directory, f"topic_word.{language}.npy"),
-                             part / part.sum(axis=1, keepdims=True))
-            words = vocab.iloc[start:stop][cols].copy()
-            words["id"] = words["id"] - start
-            write_parquet(storage.join(directory, f"vocab.{language}.parquet"), words)
+    save_matrix(directory, "topic_word", tree.normalise(lambda_), vocab,
+                None if tree.languages == ("",) else tree, normalise=True)
     storage.save_json(storage.join(directory, "model.json"), meta)
+
+
+def save_matrix(directory: str, stem: str, matrix: np.ndarray, vocab: pd.DataFrame, layout=None,
+                normalise: bool = False) -> None:
+    """``<stem>.npy`` (K x V) and ``vocab.parquet``; for a multilingual ``layout`` one ``<stem>.<L>.npy`` (the
+    language's columns, rows renormalised with ``normalise``) and ``vocab.<L>.parquet`` (local ids) per language."""
+    cols = [c for c in ("term", "id", "df", "cf") if c in vocab.columns]
+    if layout is None or len(layout.languages) == 1:
+        storage.save_npy(storage.join(directory, f"{stem}.npy"), np.ascontiguousarray(matrix, dtype=np.float64))
+        write_parquet(storage.join(directory, "vocab.parquet"), vocab[cols])
+        return
+    for language, start, stop in zip(layout.languages, layout.offsets[:-1], layout.offsets[1:]):
+        part = matrix[:, start:stop]
+        if normalise:
+            part = part / part.sum(axis=1, keepdims=True)
+        storage.save_npy(storage.join(directory, f"{stem}.{language}.npy"), np.ascontiguousarray(part, dtype=np.float64))
+        words = vocab.iloc[start:stop][cols].copy()
+        words["id"] = words["id"] - start
+        write_parquet(storage.join(directory, f"vocab.{language}.parquet"), words)
 
 
 def _load_tree_model(directory: str, meta: dict) -> TreeTopicModel:
@@ -258,17 +282,7 @@ def write_parquet(path: str, frame: pd.DataFrame) -> None:
 
 def save_model(directory: str, meta: dict, vocab: pd.DataFrame, lambda_: np.ndarray, layout=None) -> None:
     storage.makedirs(directory)
-    cols = [c for c in ("term", "id", "df", "cf") if c in vocab.columns]
-    if layout is None or not layout.is_polylingual:
-        storage.save_npy(storage.join(directory, "lambda.npy"), np.ascontiguousarray(lambda_, dtype=np.float64))
-        write_parquet(storage.join(directory, "vocab.parquet"), vocab[cols])
-    else:
-        for language, s in zip(layout.languages, layout.slices()):
-            storage.save_npy(storage.join(directory, f"lambda.{language}.npy"),
-                             np.ascontiguousarray(lambda_[:, s], dtype=np.float64))
-            part = vocab.iloc[s][cols].copy()
-            part["id"] = part["id"] - s.start
-            write_parquet(storage.join(directory, f"vocab.{language}.parquet"), part)
+    save_matrix(directory, "lambda", lambda_, vocab, layout if layout is not None and layout.is_polylingual else None)
     storage.save_json(storage.join(directory, "model.json"), meta)
 
 
@@ -336,21 +350,23 @@ def load_model(directory: str) -> TopicModel:
     family = registry.of_meta(meta).family_object()
     if meta.get("tree"):
         return _load_tree_model(directory, meta)
+    kind = PointTopicModel if family.kind == "sampled" else TopicModel
     if meta.get("languages"):  # polylingual: concatenate the languages in model.json's order
+        stem = family.matrix_file[:-len(".npy")]
         vocabs, lambdas, offset = [], [], 0
         for language in meta["languages"]:
             v = _read(directory, f"vocab.{language}.parquet", read_vocab)
             vocabs.append(v.assign(id=v["id"] + offset, lang=language, local_id=v["id"]))
-            lambdas.append(_read(directory, f"lambda.{language}.npy", storage.load_npy))
+            lambdas.append(_read(directory, f"{stem}.{language}.npy", storage.load_npy))
             offset += len(v)
         if len({np.ndim(l) == 2 and np.shape(l)[0] for l in lambdas}) != 1:
-            raise SystemExit(f"{directory}: the languages' lambda files have different numbers of topics: the model "
+            raise SystemExit(f"{directory}: the languages' {stem} files have different numbers of topics: the model "
                              f"directory is damaged; train the model again")
-        model = TopicModel(directory, meta, pd.concat(vocabs, ignore_index=True), np.hstack(lambdas))
-        check_model(model, "lambda.<L>.npy", family.positive_parameters)
+        model = kind(directory, meta, pd.concat(vocabs, ignore_index=True), np.hstack(lambdas))
+        check_model(model, f"{stem}.<L>.npy", family.positive_parameters)
         return model
     vocab = _read(directory, "vocab.parquet", read_vocab)
-    model = TopicModel(directory, meta, vocab, _read(directory, family.matrix_file, storage.load_npy))
+    model = kind(directory, meta, vocab, _read(directory, family.matrix_file, storage.load_npy))
     check_model(model, family.matrix_file, family.positive_parameters)
     return model
 
@@ -442,12 +458,22 @@ def write_topics_file(directory: str, top_words: int) -> None:
 LINKED_MARK = "~"
 
 
+def tree_concepts(model: TopicModel) -> np.ndarray | None:
+    """The concepts (C x 2 word ids) of a tree model's prior tree, of either engine; None for other models."""
+    if isinstance(model, TreeTopicModel):
+        return model.concepts
+    if model.meta.get("prior_tree") is not None:      # a tree model of the Gibbs engine
+        return _read(model.directory, TREE_CONCEPTS, storage.load_npy)
+    return None
+
+
 def format_model_topics(model: TopicModel, n: int = 10, weights: bool = False) -> str:
     """The top words of every topic; a polylingual model shows each topic's languages side by side; a tree
     model marks the words a concept links (``word~``)."""
     linked = None
-    if isinstance(model, TreeTopicModel) and len(model.concepts):
-        ids = np.unique(model.concepts)
+    concepts = tree_concepts(model)
+    if concepts is not None and len(concepts):
+        ids = np.unique(concepts)
         linked = set(zip(model.vocab["lang"].to_numpy()[ids], model.vocab["term"].to_numpy()[ids])) \
             if "lang" in model.vocab.columns else {("", t) for t in model.vocab["term"].to_numpy()[ids]}
 

@@ -62,7 +62,9 @@ MODELS = {spec.name: spec for spec in (
               "--inference gibbs on the Gibbs engine",
               engines=(("gibbs", "gibbs", "drivers.models.tree:TreeLDAGibbs"),)),
     ModelSpec("ptlda", "variational", "drivers.models.tree:PolylingualTreeLDA", ALIGNED,
-              "polylingual tree LDA: aligned tuples, topics over a tree spanning the languages"),
+              "polylingual tree LDA: aligned tuples, topics over a tree spanning the languages; --inference gibbs "
+              "on the Gibbs engine",
+              engines=(("gibbs", "gibbs", "drivers.models.tree:PolylingualTreeLDAGibbs"),)),
     ModelSpec("lda-gibbs", "gibbs", "inference.gibbs.lda:LdaGibbs", BAG_OF_WORDS,
               "LDA by collapsed Gibbs sampling (AD-LDA); --segment-level: segments as documents"),
     ModelSpec("stm", "gibbs", "inference.gibbs.stm:STM", SEGMENTED,

@@ -38,11 +38,11 @@ def aligned_vocab(corpus_dir: str, languages) -> tuple[pd.DataFrame, VocabLayout
     return pd.concat(parts, ignore_index=True), layout
 
 
-def load_aligned_corpus(spark, directory: str, num_partitions: int | None = None,
-                        languages: list | None = None, separate: bool = False) -> Corpus:
-    """CORPUS_DIR of aligned tuples -> Corpus whose blocks hold one document per tuple (global term ids); with
-    ``separate``, one document per tuple and language instead (id ``<tuple id>@<language>``: the languages'
-    documents coupled only through the model, e.g. a prior tree)."""
+def aligned_documents(spark, directory: str, languages: list | None = None, separate: bool = False):
+    """The documents of an aligned CORPUS_DIR over the concatenated vocabulary: ``(frame, vocab, layout, meta)``,
+    ``frame`` a DataFrame (``doc_id``, ``term_ids`` global and ascending, ``counts``) with one row per tuple, or
+    with ``separate`` one per tuple and language (id ``<tuple id>@<language>``: the languages' documents coupled
+    only through the model, e.g. a prior tree); ``meta`` is corpus.json with ``documents`` counting those rows."""
     from pyspark.sql import functions as F
 
     meta = storage.load_json(storage.join(directory, CORPUS_JSON))
@@ -58,15 +58,23 @@ def load_aligned_corpus(spark, directory: str, num_partitions: int | None = None
                      F.lit(i).alias("lang_index"),
                      F.transform("term_ids", lambda t: t + F.lit(offset)).alias("term_ids"), "counts"))
         docs = d if docs is None else docs.unionByName(d)
+    if separate:
+        meta = dict(meta, documents=sum(int(meta.get("per_language", {}).get(l, {}).get("documents", 0))
+                                        for l in languages) or int(meta["documents"]) * len(languages))
+        return docs.select("doc_id", "term_ids", "counts"), vocab, layout, meta
     # one row per tuple; languages in layout order keep the term ids ascending
     tuples = (docs.groupBy("doc_id")
               .agg(F.array_sort(F.collect_list(F.struct("lang_index", "term_ids", "counts"))).alias("parts"))
               .select("doc_id", F.flatten(F.col("parts.term_ids")).alias("term_ids"),
                       F.flatten(F.col("parts.counts")).alias("counts")))
-    if separate:
-        tuples = docs.select("doc_id", "term_ids", "counts")
-        meta = dict(meta, documents=sum(int(meta.get("per_language", {}).get(l, {}).get("documents", 0))
-                                        for l in languages) or int(meta["documents"]) * len(languages))
+    return tuples, vocab, layout, meta
+
+
+def load_aligned_corpus(spark, directory: str, num_partitions: int | None = None,
+                        languages: list | None = None, separate: bool = False) -> Corpus:
+    """CORPUS_DIR of aligned tuples -> Corpus whose blocks hold one document per tuple (global term ids), or per
+    tuple and language with ``separate`` (:func:`aligned_documents`)."""
+    tuples, vocab, layout, meta = aligned_documents(spark, directory, languages, separate)
     P = chosen_partitions(num_partitions, int(meta["documents"]), meta.get("tokens"))
     started = time.perf_counter()
     spark.sparkContext.setJobDescription(f"load aligned corpus {directory} into {P} blocks")
@@ -74,6 +82,6 @@ def load_aligned_corpus(spark, directory: str, num_partitions: int | None = None
         blocks = docs_to_blocks(tuples, P)
         blocks.count()
     spark.sparkContext.setJobDescription(None)
-    log.info("loaded %d aligned tuples (%s) into %d blocks in %.1f s", meta["documents"], ", ".join(languages), P,
-             time.perf_counter() - started)
+    log.info("loaded %d aligned %s (%s) into %d blocks in %.1f s", meta["documents"],
+             "documents" if separate else "tuples", ", ".join(layout.languages), P, time.perf_counter() - started)
     return Corpus(directory, meta, vocab, blocks, P, layout)

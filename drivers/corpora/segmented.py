@@ -43,6 +43,7 @@ class SegmentedCorpus:
     num_segments: int
     num_tokens: int
     split: str                # "all", "train" or "test"
+    layout: object = None     # an aligned corpus: the languages' VocabLayout over the concatenated vocabulary
 
     @property
     def vocab_size(self) -> int:
@@ -141,33 +142,47 @@ def permute_block_segments(block: SegmentedBlock, seed: int) -> SegmentedBlock:
                           np.ascontiguousarray(block.words[gather], dtype=np.int32))
 
 
-def heldout_condition(fraction: float):
-    """Spark Column: true for the documents of the held-out (test) split, by a salted xxhash64 of the id."""
+def heldout_condition(fraction: float, tuple_of_language: bool = False):
+    """Spark Column: true for the documents of the held-out (test) split, by a salted xxhash64 of the id (with
+    ``tuple_of_language``, of the tuple id before ``@<language>``, so a tuple's languages fall together)."""
     from pyspark.sql import functions as F
 
-    bucket = F.pmod(F.xxhash64(F.lit(HELDOUT_SALT), F.col("doc_id")), F.lit(HELDOUT_BUCKETS))
+    key = F.regexp_replace("doc_id", "@[^@]*$", "") if tuple_of_language else F.col("doc_id")
+    bucket = F.pmod(F.xxhash64(F.lit(HELDOUT_SALT), key), F.lit(HELDOUT_BUCKETS))
     return bucket < F.lit(int(round(fraction * HELDOUT_BUCKETS)))
 
 
 def load_segmented_corpus(spark, directory: str, num_partitions: int | None = None,
                           heldout_fraction: float = 0.0, split: str = "all",
                           require_segments: bool = False,
-                          permute_seed: int | None = None) -> SegmentedCorpus:
+                          permute_seed: int | None = None,
+                          separate_languages: bool = False) -> SegmentedCorpus:
     """Open CORPUS_DIR as a cached RDD of ``(partition, SegmentedBlock)``.
 
     ``split``: ``"all"`` documents, or with ``heldout_fraction`` > 0 the
     ``"train"`` documents or the ``"test"`` ones (a fixed function of the id).
     ``permute_seed``: randomly permute every document's segments
     (:func:`permute_block_segments`, deterministic per document id).
+    An aligned corpus (``prepare --lang-column``) loads one document per tuple over the languages' concatenated
+    vocabulary, or one per tuple and language with ``separate_languages``
+    (:func:`drivers.corpora.aligned.aligned_documents`); the held-out split keeps a tuple's languages together.
     """
-    meta, vocab = open_corpus_meta(spark, directory)
+    from drivers.corpora.aligned import aligned_documents, is_aligned
+
+    layout = aligned_frame = None
+    if is_aligned(directory):
+        if require_segments:
+            raise SystemExit(f"{directory} is an aligned corpus (no segments): this model needs ordered segments")
+        aligned_frame, vocab, layout, meta = aligned_documents(spark, directory, separate=separate_languages)
+    else:
+        meta, vocab = open_corpus_meta(spark, directory)
     if split not in ("all", "train", "test"):
         raise ValueError(f"split must be all, train or test, got {split!r}")
     if not 0.0 <= heldout_fraction < 1.0:
         raise SystemExit(f"--heldout-fraction must be in [0, 1), got {heldout_fraction}")
     if split != "all" and heldout_fraction <= 0.0:
         raise ValueError("a train/test split needs heldout_fraction > 0")
-    segmented = storage.exists(storage.join(directory, SEGMENTS))
+    segmented = layout is None and storage.exists(storage.join(directory, SEGMENTS))
     if require_segments and not segmented:
         raise SystemExit(f"{directory} has no segments: prepare it with `spark-topics prepare --segments "
                          f"paragraph|sentence|COLUMN` (this model needs ordered segments)")
@@ -183,10 +198,12 @@ def load_segmented_corpus(spark, directory: str, num_partitions: int | None = No
     with reading(directory):
         if segmented:
             frame = spark.read.parquet(storage.join(directory, SEGMENTS)).select("doc_id", "segments")
+        elif aligned_frame is not None:
+            frame = aligned_frame
         else:
             frame = spark.read.parquet(storage.join(directory, DOCS)).select("doc_id", "term_ids", "counts")
         if split != "all":
-            test = heldout_condition(heldout_fraction)
+            test = heldout_condition(heldout_fraction, tuple_of_language=separate_languages and layout is not None)
             frame = frame.where(test if split == "test" else ~test)
         blocks = blocks_by_partition(
             frame, P, lambda table, partition: _checked_block(table, partition, source, V),
@@ -202,4 +219,4 @@ def load_segmented_corpus(spark, directory: str, num_partitions: int | None = No
     log.info("loaded %d documents (%s), %d segments, %d tokens into %d blocks in %.1f s%s", n_docs, split,
              n_segs, n_tokens, P, time.perf_counter() - started,
              "" if permute_seed is None else f", segments permuted (seed {permute_seed})")
-    return SegmentedCorpus(directory, meta, vocab, blocks, P, segmented, n_docs, n_segs, n_tokens, split)
+    return SegmentedCorpus(directory, meta, vocab, blocks, P, segmented, n_docs, n_segs, n_tokens, split, layout)

@@ -27,7 +27,7 @@ import argparse
 import json
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 import numpy as np
@@ -239,14 +239,15 @@ class GibbsFamily(ModelFamily):
         started = time.time()
         e = request.engine or GibbsTraining()
         heldout = e.heldout_fraction
-        if is_aligned(request.corpus):
-            raise SystemExit(f"{request.corpus} is an aligned corpus: the Gibbs engine reads one vocabulary; train "
-                             f"--model {spec.name} on one language's sub-corpus"
-                             + (", or with --inference variational|hybrid" if spec.name in ("tlda", "ptlda") else ""))
+        per = getattr(spec.model_class(), "aligned_documents_per", None)
+        if is_aligned(request.corpus) and per is None:
+            raise SystemExit(f"{request.corpus} is an aligned corpus: --model {spec.name} reads one vocabulary; "
+                             f"train it on one language's sub-corpus ({request.corpus}/<lang>)")
         corpus = load_segmented_corpus(spark, request.corpus, request.partitions, heldout_fraction=heldout,
                                        split="train" if heldout > 0 else "all",
                                        require_segments=needs_segments(spec.name),
-                                       permute_seed=e.permute_segments)
+                                       permute_seed=e.permute_segments,
+                                       separate_languages=per == "language")
         try:
             return self._train(spark, spec, request, e, corpus, started)
         finally:
@@ -292,9 +293,8 @@ class GibbsFamily(ModelFamily):
                 raise RuntimeError("topic_word rows do not sum to 1")
             storage.makedirs(request.output)
             model_store.clear_model_files(request.output)
-            storage.save_npy(storage.join(request.output, "topic_word.npy"), np.ascontiguousarray(topic_word))
-            cols = [c for c in ("term", "id", "df", "cf") if c in corpus.vocab.columns]
-            model_store.write_parquet(storage.join(request.output, "vocab.parquet"), corpus.vocab[cols])
+            model_store.save_matrix(request.output, "topic_word", topic_word, corpus.vocab, corpus.layout,
+                                    normalise=True)
             write_proportions(spark, model, result.states, request.output)
             if hasattr(model, "save_files"):
                 model.save_files(request.output)
@@ -321,12 +321,17 @@ class GibbsFamily(ModelFamily):
             log.info("held-out perplexity %.3f (%d documents, %d %s tokens)", meta["heldout"]["perplexity"],
                      meta["heldout"]["documents"], meta["heldout"]["tokens"],
                      "fitted and scored" if observed is None else f"unseen (observed {observed:g} of every segment)")
+        if corpus.layout is not None:
+            meta.update(languages=list(corpus.layout.languages),
+                        vocab_sizes=dict(zip(corpus.layout.languages, corpus.layout.sizes())),
+                        documents_per=model.aligned_documents_per)
         meta.update(model.describe() if hasattr(model, "describe") else {})
         meta["train_seconds"] = round(time.time() - started, 3)
         storage.save_json(storage.join(request.output, "model.json"), meta)
         if trace:
             outputs.plot_trace(storage.join(request.output, "loglik.png"), trace, f"{display}: Gibbs sampler")
-        model_store.save_tokenizer(request.output, request.corpus)
+        model_store.save_tokenizer(request.output, request.corpus,
+                                   corpus.layout.languages if corpus.layout is not None else None)
         model_store.write_topics_file(request.output, request.top_words)
         if not request.keep_checkpoint:
             engine.clear_checkpoint()
@@ -339,9 +344,13 @@ class GibbsFamily(ModelFamily):
 
     # ---- open, infer
     def open(self, model_dir: str):
+        if model_store.read_meta(model_dir).get("languages"):
+            return point_estimates().open(model_dir)
         return open_trained(model_dir)
 
     def raw_text_options(self, trained, request: InferRequest) -> dict:
+        if not isinstance(trained, tuple):
+            return point_estimates().raw_text_options(trained, replace(request, engine=None))
         saved, _ = trained
         if request.lang is not None:
             raise SystemExit("--lang applies to polylingual models")
@@ -353,6 +362,8 @@ class GibbsFamily(ModelFamily):
                     vocab=storage.join(saved.directory, "vocab.parquet"), overwrite=True)
 
     def infer(self, spark, trained, corpus_dir: str, request: InferRequest, prepared: dict | None = None) -> dict:
+        if not isinstance(trained, tuple):
+            return point_estimates().infer(spark, trained, corpus_dir, replace(request, engine=None), prepared)
         settings = request.engine or GibbsInference()
         if request.lang is not None:
             raise SystemExit("--lang applies to polylingual models")
@@ -365,6 +376,8 @@ class GibbsFamily(ModelFamily):
         return result
 
     def infer_summary(self, result: dict, request: InferRequest) -> str:
+        if "sweeps" not in result:
+            return point_estimates().infer_summary(result, request)
         lines = [f"inferred topic proportions of {result['documents']} documents ({result['segments']} segments, "
                  f"{result['tokens']} known tokens; {result['sweeps']} sweeps, {result['samples']} samples) -> "
                  f"{result['output']}, {result['segment_output']}"]
@@ -375,13 +388,19 @@ class GibbsFamily(ModelFamily):
 
     # ---- evaluate
     def evaluate(self, spark, request: EvaluateRequest) -> dict:
-        if len(request.model_dirs) != 1 or "=" in request.model_dirs[0]:
-            raise SystemExit("--language-models applies to variational models")
+        """Held-out perplexity with the Gibbs estimator and NPMI; a multilingual model, or one model per language
+        (``--language-models``), on an aligned test corpus: the variational family's per-language document
+        completion, retrieval and CNPMI with the point-estimate topics (the same estimator for every mode)."""
+        if len(request.model_dirs) != 1 or "=" in request.model_dirs[0] or \
+                model_store.read_meta(request.model_dirs[0]).get("languages"):
+            return point_estimates().evaluate(spark, replace(request, engine=None))
         e = request.engine or GibbsEvaluation()
         return evaluate(spark, request.model_dirs[0], request.corpus, request.reference, request.top_words,
                         request.seed, request.partitions, e.iterations, e.samples, e.observed)
 
     def format_metrics(self, metrics: dict) -> str:
+        if not metrics.get("gibbs"):
+            return point_estimates().format_metrics(metrics)
         h = metrics["heldout"]
         per_topic = " ".join(f"{v:.3f}" for v in metrics["npmi_per_topic"])
         protocol = ("every word fitted and scored" if h.get("observed") is None else
@@ -393,6 +412,12 @@ class GibbsFamily(ModelFamily):
             f"NPMI coherence (top {metrics['npmi_settings']['top_words']}): {metrics['npmi']:.4f}",
             f"NPMI per topic: {per_topic}",
         ])
+
+
+def point_estimates():
+    """The family that folds documents into fixed topics (variational E-steps): what ``infer`` and ``evaluate``
+    use for a multilingual Gibbs model, whose posterior-mean topics (``PointTopicModel``) stand for E_q[beta]."""
+    return registry.family("variational")
 
 
 # --------------------------------------------------------------------------- outputs
@@ -410,7 +435,8 @@ def evaluate_split(spark, model: GibbsModel, hyper: dict, topic_word, request: T
                    e: GibbsTraining) -> dict:
     """Held-out perplexity of the test split of the training corpus (``--heldout-fraction``)."""
     test = load_segmented_corpus(spark, request.corpus, None, heldout_fraction=e.heldout_fraction, split="test",
-                                 require_segments=needs_segments(model.name), permute_seed=e.permute_segments)
+                                 require_segments=needs_segments(model.name), permute_seed=e.permute_segments,
+                                 separate_languages=getattr(model, "aligned_documents_per", None) == "language")
     try:
         schedule = HeldoutSchedule.default(e.heldout_iterations, e.heldout_samples, e.heldout_observed)
         score = score_heldout(spark, model, hyper, topic_word, test.blocks, schedule, seed=request.seed)

@@ -106,9 +106,11 @@ def tree_of(request: TrainRequest, corpus: Corpus, name: str) -> TreeLayout:
 
 class TreeLDAGibbs(TreeGibbs):
     """``tlda --inference gibbs``: tree LDA by collapsed Gibbs sampling (eq 5.2) on the Gibbs engine, on a
-    monolingual corpus (the Gibbs engine reads one vocabulary)."""
+    monolingual corpus or on an aligned one whose languages' documents are separate (``<id>@<lang>``)."""
     options = TreeGibbs.options + TreeLDA.options[:2]      # beta (eta), tree, link_strength
     construction_options = ("link_strength",)
+    #: an aligned corpus: one document per tuple and language (drivers.corpora.segmented)
+    aligned_documents_per = "language"
 
     def __init__(self, num_topics: int, vocab_size: int, link_strength: float | None = None):
         super().__init__(num_topics, vocab_size, 100.0 if link_strength is None else link_strength)
@@ -122,7 +124,7 @@ class TreeLDAGibbs(TreeGibbs):
         """The tree over the training corpus' vocabulary."""
         positive_option("link_strength", self.link_strength)
         self.tree_directory = request.option("tree")
-        self.set_tree(tree_of(request, _Vocabulary(corpus.vocab, corpus.vocab_size), self.name))
+        self.set_tree(tree_of(request, corpus, self.name))
 
     def save_files(self, directory: str) -> None:
         storage.save_npy(storage.join(directory, model_store.TREE_CONCEPTS), self.tree.concept_words)
@@ -140,8 +142,14 @@ class TreeLDAGibbs(TreeGibbs):
                                "max_paths": int(paths.max(initial=1))}}
 
 
-class _Vocabulary:
-    """What :func:`tree_of` reads of a corpus: its vocabulary (one language)."""
+class PolylingualTreeLDAGibbs(TreeLDAGibbs):
+    """``ptlda --inference gibbs``: one document per aligned tuple (its languages' tokens share theta), topics over
+    the paths of a tree spanning the languages (thesis §5.1.3), sampled by eq 5.2."""
+    name = "ptlda"
+    aligned_documents_per = "tuple"
 
-    def __init__(self, vocab, vocab_size: int):
-        self.vocab, self.vocab_size, self.layout = vocab, vocab_size, None
+    def bind_corpus(self, corpus, request: TrainRequest) -> None:
+        if corpus.layout is None:
+            raise SystemExit(f"--model ptlda needs an aligned corpus (prepare --lang-column); {request.corpus} is "
+                             f"monolingual: use --model tlda")
+        super().bind_corpus(corpus, request)

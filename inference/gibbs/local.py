@@ -27,7 +27,7 @@ def shared_table(model: GibbsModel, block: SegmentedBlock, state: dict, local) -
     rows, counts = model.shared_counts(block, state, local)
     table = np.zeros((model.shared_rows, model.num_topics), dtype=np.int32)
     table[rows] = counts
-    return table, table.sum(axis=0).astype(np.int64)
+    return table, model.topic_totals(table)
 
 
 def run_local(model: GibbsModel, block: SegmentedBlock, iterations: int, seed: int = 0,

@@ -168,6 +168,11 @@ class GibbsModel:
         vocab_ids, index = local
         return vocab_ids, count_local(index, state["z"], vocab_ids.shape[0], self.num_topics)
 
+    def topic_totals(self, nwk: np.ndarray) -> np.ndarray:
+        """``nk``: every topic's tokens (K int64) from the shared table. Default: the column sums (one row per
+        word); a table whose rows are not a partition of the tokens (a tree's edges) says which rows are."""
+        return nwk.sum(axis=0, dtype=np.int64)
+
     def topic_word(self, nwk: np.ndarray, nk: np.ndarray, hyper: dict) -> np.ndarray:
         """(K x V) topic-word point estimate of the global counts (averaged over the samples by the engine).
         Default: (M_kw + beta) / (M_k + V beta), eq 5.7."""

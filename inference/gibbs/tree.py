@@ -225,6 +225,10 @@ class TreeGibbs(LdaGibbs):
                    np.asarray(hyper["alpha"], dtype=np.float64), beta, self.vocab_size * float(hyper["beta"]),
                    concept_mass, path_ptr, root_edge, leaf_edge, concept, seed)
 
+    def topic_totals(self, nwk: np.ndarray) -> np.ndarray:
+        """A topic's tokens: the counts of the root's edges (a concept path also counts its leaf edge)."""
+        return nwk[:self.tree.num_root_children].sum(axis=0, dtype=np.int64)
+
     def shared_counts(self, block, state, local):
         path_ptr, root_edge, leaf_edge, _ = self._tables
         counts = edge_counts(block.words, state["z"], state["y"], path_ptr, root_edge, leaf_edge,

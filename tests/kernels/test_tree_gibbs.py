@@ -100,3 +100,11 @@ def test_sweeps_keep_the_counts_of_the_state():
                                                    tree.parameter_size, K))
     assert nk.sum() == 200 and set(np.unique(y[words == 3])) <= {0, 1}
     assert beta[:tree.num_root_children].sum() == pytest.approx(6 * ETA)     # the root's mass is eta * V
+    # the engine rebuilds nk from the shared (edge, topic) table: the root's edges count every token once (a
+    # concept path's leaf edge must not count it again)
+    from inference.gibbs.tree import TreeGibbs
+
+    model = TreeGibbs(K, 6)
+    model.set_tree(tree)
+    np.testing.assert_array_equal(model.topic_totals(nek), nk)
+    np.testing.assert_array_equal(nk, np.bincount(z, minlength=K))
