@@ -14,16 +14,17 @@ its cumulative sums are computed once per local word and searched by bisection),
 O(topics of the document + log K), not K (the split of Mimno et al. 2012 and FACTORIE's SparseOnlineLDA).
 One uniform draw is mapped through the canonical order "document bucket (its topics ascending), then
 smoothing bucket (all topics ascending)"; :func:`draw_dense` walks the same order over all K and is the
-reference the sparse sampler is tested against (the same draws for the same seed).
+reference the sparse sampler is tested against (the same samples for the same seed).
 
-**Randomness**: each document's sweeps are seeded by (run seed, iteration, document id) alone
-(:func:`document_seeds`), so partitions, task retries and ``--resume`` give the same samples.
+**Randomness**: each document's sweeps draw from a SplitMix64 stream started from (run seed, iteration, document
+id) alone (:func:`document_seeds`, :func:`next_uniform`), so partitions, task retries and ``--resume`` give the
+same samples.
 
 Per document the kernel also returns what the driver needs: the alpha statistics
 sum_d Psi(alpha_k + nbar_dk) - Psi(A + N_d) (q(theta_d) = Dir(alpha + nbar_d), nbar the kept-sample mean of the
 document-topic counts; the driver's Newton step for alpha uses them as in variational EM), and the sampled log
 joint log p(z_d | alpha) + sum_n E_q[log beta_{z_dn w_dn}] (the unnormalised log of (4.8)) averaged over the kept
-samples, the progress measure of hybrid EM.
+samples, the progress measure of hybrid EM (its words' part from the statistics, :func:`word_log_joint`).
 """
 from __future__ import annotations
 
@@ -45,20 +46,37 @@ def document_hashes(doc_ids, seed: int) -> np.ndarray:
     return np.array([document_seed(seed, str(d)) for d in doc_ids], dtype=np.uint64)
 
 
+_SHIFT30, _SHIFT27, _SHIFT31, _SHIFT11 = np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(11)
+
+
+@numba.njit(cache=True, nogil=True)
+def _mix(x):
+    """The SplitMix64 output function (Steele, Lea & Flood 2014)."""
+    x = (x ^ (x >> _SHIFT30)) * _MIX2
+    x = (x ^ (x >> _SHIFT27)) * _MIX3
+    return x ^ (x >> _SHIFT31)
+
+
 @numba.njit(cache=True, nogil=True)
 def document_seed_at(doc_hash, iteration):
-    """A 31-bit numba seed for one document in one iteration (splitmix64 of the hash and the iteration)."""
-    x = doc_hash ^ (np.uint64(iteration) * _MIX1)
-    x = (x ^ (x >> np.uint64(30))) * _MIX2
-    x = (x ^ (x >> np.uint64(27))) * _MIX3
-    x = x ^ (x >> np.uint64(31))
-    return np.int64(x >> np.uint64(33))
+    """The 64-bit start of one document's random stream in one iteration (SplitMix64 of the hash and the
+    iteration)."""
+    return _mix(doc_hash ^ (np.uint64(iteration) * _MIX1))
+
+
+@numba.njit(cache=True, nogil=True)
+def next_uniform(state):
+    """``(state, u)``: one step of a document's SplitMix64 stream and a uniform in [0, 1) of its top 53 bits.
+    (Per document a SplitMix64 state costs nothing to seed; numba's Mersenne Twister took 600 words and a
+    tenth of the kernel to seed per document.)"""
+    state = state + _MIX1
+    return state, np.float64(_mix(state) >> _SHIFT11) * (1.0 / 9007199254740992.0)
 
 
 def document_seeds(doc_ids, seed: int, iteration: int) -> np.ndarray:
-    """The numba seed of every document of a block in one iteration."""
+    """The stream start of every document of a block in one iteration (uint64)."""
     hashes = document_hashes(doc_ids, seed)
-    return np.array([document_seed_at(h, iteration) for h in hashes], dtype=np.int64)
+    return np.array([document_seed_at(h, iteration) for h in hashes], dtype=np.uint64)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -104,33 +122,6 @@ def draw_dense(x01, n, eb_local, u, alpha, K):
     return K - 1
 
 
-@numba.njit(cache=True, nogil=True)
-def draw_sparse(x01, n, active, n_active, eb_local, cum, u, K):
-    """The same draw as :func:`draw_dense` in O(topics of the document + log K): ``active[:n_active]`` are the
-    document's topics ascending, ``cum[u]`` the word's smoothing cumulative sums."""
-    r = 0.0
-    for j in range(n_active):
-        k = active[j]
-        r += n[k] * eb_local[u, k]
-    x = x01 * (r + cum[u, K - 1])
-    if x < r:
-        for j in range(n_active):
-            k = active[j]
-            x -= n[k] * eb_local[u, k]
-            if x < 0.0:
-                return k
-        return active[n_active - 1]
-    x -= r
-    lo, hi = 0, K - 1                          # the first k with cum[u, k] > x
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if cum[u, mid] > x:
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
-
-
 @numba.njit(cache=True, nogil=True, inline="always")
 def _add_topic(k, n, active, n_active):
     """n_k += 1, keeping ``active`` (the topics with n_k > 0) sorted; returns the new count of active topics."""
@@ -163,14 +154,18 @@ def hybrid_documents(indptr, local_terms, counts, z, eb_local, alpha, burn_in, s
                      dense):
     """Sample every document of a block (see the module docstring); ``z`` (one int32 per token, in CSR order
     with each entry repeated ``counts`` times) is the warm start and is updated in place (``initialise``: draw
-    it uniformly first).
+    it uniformly first). ``dense``: draw with the O(K) reference :func:`draw_dense` (the same samples).
 
-    Returns ``(sstats (U, K): E_q[n_kv] of the block's words, alpha_stats (K,), log_joint (D,), tokens)``.
+    Returns ``(sstats (U, K): E_q[n_kv] of the block's words, alpha_stats (K,), doc_log_joint (D,), tokens)``,
+    ``doc_log_joint`` the kept-sample mean of log p(z_d | alpha); the words' part of the log joint is
+    :func:`word_log_joint` of ``sstats``.
+
+    The sparse draw is written out in the token loop: a call per token (numba passes the arrays with their
+    reference counts) costs a third of the kernel.
     """
     D = indptr.shape[0] - 1
     U, K = eb_local.shape
     cum = smoothing_cumsums(eb_local, alpha)
-    log_e = np.log(eb_local)
     A = 0.0
     for k in range(K):
         A += alpha[k]
@@ -190,7 +185,7 @@ def hybrid_documents(indptr, local_terms, counts, z, eb_local, alpha, burn_in, s
     weight = 1.0 / samples
     t0 = 0
     for d in range(D):
-        np.random.seed(seeds[d])
+        state = seeds[d]
         start, end = indptr[d], indptr[d + 1]
         N = 0
         for j in range(start, end):
@@ -198,7 +193,8 @@ def hybrid_documents(indptr, local_terms, counts, z, eb_local, alpha, burn_in, s
         t1 = t0 + N
         if initialise:
             for t in range(t0, t1):
-                z[t] = np.random.randint(0, K)
+                state, x01 = next_uniform(state)
+                z[t] = min(int(x01 * K), K - 1)
         n_active = 0
         n_touched = 0
         for t in range(t0, t1):
@@ -209,15 +205,35 @@ def hybrid_documents(indptr, local_terms, counts, z, eb_local, alpha, burn_in, s
                 u = local_terms[j]
                 for _ in range(int(counts[j])):
                     n_active = _remove_topic(z[t], n, active, n_active)
-                    x01 = np.random.random()
+                    state, x01 = next_uniform(state)
                     if dense:
                         k = draw_dense(x01, n, eb_local, u, alpha, K)
-                    else:
-                        k = draw_sparse(x01, n, active, n_active, eb_local, cum, u, K)
+                    else:                       # document bucket (its topics ascending), then smoothing bucket
+                        r = 0.0
+                        for i in range(n_active):
+                            r += n[active[i]] * eb_local[u, active[i]]
+                        x = x01 * (r + cum[u, K - 1])
+                        if x < r:
+                            k = active[n_active - 1]          # (rounding: the bucket's last topic)
+                            for i in range(n_active):
+                                x -= n[active[i]] * eb_local[u, active[i]]
+                                if x < 0.0:
+                                    k = active[i]
+                                    break
+                        else:                   # the first k with cum[u, k] > x - r
+                            x -= r
+                            lo, hi = 0, K - 1
+                            while lo < hi:
+                                mid = (lo + hi) // 2
+                                if cum[u, mid] > x:
+                                    hi = mid
+                                else:
+                                    lo = mid + 1
+                            k = lo
                     z[t] = k
                     n_active = _add_topic(k, n, active, n_active)
                     t += 1
-            if sweep >= burn_in:                # a kept sample: its counts and its log joint
+            if sweep >= burn_in:                # a kept sample: its counts and log p(z_d | alpha)
                 lj = math.lgamma(A) - math.lgamma(A + N)
                 for i in range(n_active):
                     k = active[i]
@@ -231,7 +247,6 @@ def hybrid_documents(indptr, local_terms, counts, z, eb_local, alpha, burn_in, s
                     u = local_terms[j]
                     for _ in range(int(counts[j])):
                         sstats[u, z[t]] += weight
-                        lj += log_e[u, z[t]]
                         t += 1
                 log_joint[d] += lj * weight
         # Psi(alpha_k + nbar_dk) - Psi(A + N_d): Psi(alpha_k) for the topics the document never visited, added
@@ -247,6 +262,19 @@ def hybrid_documents(indptr, local_terms, counts, z, eb_local, alpha, burn_in, s
     for k in range(K):
         alpha_stats[k] += D * psi_alpha[k] - sum_psi_total
     return sstats, alpha_stats, log_joint, t0
+
+
+@numba.njit(cache=True, nogil=True)
+def word_log_joint(sstats, eb_local):
+    """The words' part of the sampled log joint, sum_n E_q[log beta_{z_dn w_dn}] averaged over the kept samples
+    and summed over the block: sum_{u,k} E_q[n_ku] log e_ku (the statistics are those averages)."""
+    U, K = sstats.shape
+    total = 0.0
+    for u in range(U):
+        for k in range(K):
+            if sstats[u, k] > 0.0:
+                total += sstats[u, k] * math.log(eb_local[u, k])
+    return total
 
 
 def block_tokens(counts: np.ndarray) -> int:

@@ -7,9 +7,11 @@ spa-eng (``dict-freedict-eng-spa``, ``dict-freedict-spa-eng``) as ``spark-topics
 split 80/20 by a hash of the pair: the tree is built from 80%, the other 20% are the bilingual lexicon induction
 queries (never seen by any model).
 
-Models, each in every inference mode it has on the variational engine (variational EM, hybrid), for every K and
-seed: ``lda`` per language (its own corpus), ``polylda``, ``tlda`` (each language's chapters separate, coupled only
-by the tree), ``ptlda`` (tuples + tree). Metrics on the held-out tuples (``evaluate``): per-language
+Models, each in every inference mode it has (variational EM, hybrid; Gibbs sampling on the Gibbs engine with
+``--modes gibbs``, ``--gibbs-iterations``), for every K and seed: ``lda`` per language (its own corpus;
+``lda-gibbs`` in Gibbs mode), ``polylda`` (no Gibbs mode), ``tlda`` (each language's chapters separate, coupled
+only by the tree), ``ptlda`` (tuples + tree). Every mode is scored with one estimator (a Gibbs model's
+posterior-mean topics stand for E[beta] in the fold-in). Metrics on the held-out tuples (``evaluate``): per-language
 document-completion perplexity and NPMI, cross-language retrieval (precision@1, MRR, both directions, theta from
 one language), CNPMI over the held-out aligned tuples; bilingual lexicon induction on the held-out pairs (words
 ranked by the cosine of their topic vectors p(k | w)); seconds per iteration. Mean and spread over the seeds.
@@ -85,21 +87,32 @@ def lexicon_scores(model, pairs) -> dict:
 
 
 def run_one(spark, corpus, tree, pairs, model, inference, topics, seed, iterations) -> dict:
+    from drivers.families import EvaluateRequest
     from drivers.model_store import load_model
     from jobs import evaluate, train
 
     name = f"{model}-{inference}-K{topics}-s{seed}"
     out = ROOT / "models" / name
-    flags = ["--topics", str(topics), "--seed", str(seed), "--iterations", str(iterations), "--tol", "0",
-             "--inference", inference]
-    row = {"model": model, "inference": inference, "K": topics, "seed": seed}
+    flags = ["--topics", str(topics), "--seed", str(seed), "--iterations", str(iterations)]
+    if inference == "gibbs":
+        flags += ["--inference", "gibbs"] if model != "lda" else []
+    else:
+        flags += ["--tol", "0", "--inference", inference]
+    trace = (lambda meta: meta["trace"][2:]) if inference == "gibbs" else (lambda meta: meta["elbo_trace"][2:])
+    row = {"model": model, "inference": inference, "K": topics, "seed": seed, "iterations": iterations}
     if model == "lda":                                          # one model per language, its own sub-corpus
         for language in ("en", "es"):
             meta = train.train(spark, train.parse_request(["--corpus", f"{corpus}/{language}", "--output",
-                                                           f"{out}-{language}", "--model", "lda", *flags]))
-            metrics = evaluate.evaluate_model(spark, f"{out}-{language}", f"{corpus}/heldout/{language}")
+                                                           f"{out}-{language}", "--model",
+                                                           "lda-gibbs" if inference == "gibbs" else "lda", *flags]))
+            # the same estimator for every mode: the fold-in of the variational family (a Gibbs model's
+            # posterior-mean topics stand for E[beta]), through the per-language route for a Gibbs model
+            metrics = evaluate.evaluate(spark, EvaluateRequest((f"{language}={out}-{language}",),
+                                                               f"{corpus}/heldout"))["per_language"][language] \
+                if inference == "gibbs" else evaluate.evaluate_model(spark, f"{out}-{language}",
+                                                                     f"{corpus}/heldout/{language}")
             row[f"perplexity_{language}"], row[f"npmi_{language}"] = metrics["perplexity"], metrics["npmi"]
-            row.setdefault("seconds", []).extend(r["seconds"] for r in meta["elbo_trace"][2:])
+            row.setdefault("seconds", []).extend(r["seconds"] for r in trace(meta))
         row["s_per_iteration"] = float(np.median(row.pop("seconds")))
         return row
     extra = ["--tree", tree] if model in ("tlda", "ptlda") else []
@@ -116,7 +129,7 @@ def run_one(spark, corpus, tree, pairs, model, inference, topics, seed, iteratio
     bli = lexicon_scores(load_model(str(out)), pairs)
     row["bli acc@1"], row["bli mrr"], row["bli queries"] = bli["accuracy_at_1"], bli["mean_reciprocal_rank"], \
         bli["queries"]
-    row["s_per_iteration"] = float(np.median([r["seconds"] for r in meta["elbo_trace"][2:]]))
+    row["s_per_iteration"] = float(np.median([r["seconds"] for r in trace(meta)]))
     return row
 
 
@@ -145,7 +158,9 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--iterations", type=int, default=40)
     parser.add_argument("--models", nargs="+", default=["lda", "polylda", "tlda", "ptlda"])
-    parser.add_argument("--modes", nargs="+", default=["variational", "hybrid"])
+    parser.add_argument("--modes", nargs="+", default=["variational", "hybrid"],
+                        help="variational, hybrid, gibbs (lda: lda-gibbs per language; polylda has no Gibbs mode)")
+    parser.add_argument("--gibbs-iterations", type=int, default=300, help="iterations of the Gibbs mode")
     args = parser.parse_args()
     os.environ.setdefault("SPARK_TOPICS_SPARK_LOG_LEVEL", "ERROR")
     spark = bench_session("spark-topics tree benchmark")
@@ -158,9 +173,13 @@ def main() -> None:
         for seed in args.seeds:
             for model in args.models:
                 for inference in args.modes:
+                    if inference == "gibbs" and model == "polylda":
+                        continue
                     started = time.time()
-                    rows.append(run_one(spark, corpus, tree, pairs, model, inference, topics, seed, args.iterations))
+                    rows.append(run_one(spark, corpus, tree, pairs, model, inference, topics, seed,
+                                        args.gibbs_iterations if inference == "gibbs" else args.iterations))
                     print(json.dumps(rows[-1]), f"({time.time() - started:.0f} s)", flush=True)
+                    results.write_text(json.dumps(rows, indent=1))
         print(table(rows), flush=True)
     results.write_text(json.dumps(rows, indent=1))
     print(table(rows))
