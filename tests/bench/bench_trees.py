@@ -30,6 +30,7 @@ import json
 import os
 import time
 from collections import defaultdict
+from pathlib import Path
 
 import numpy as np
 
@@ -86,6 +87,23 @@ def lexicon_scores(model, pairs) -> dict:
     return lexicon_induction(vectors["en"], vectors["es"], queries)
 
 
+def model_dirs(row) -> list:
+    out = ROOT / "models" / f"{row['model']}-{row['inference']}-K{row['K']}-s{row['seed']}"
+    return [f"{out}-{language}" for language in ("en", "es")] if row["model"] == "lda" else [str(out)]
+
+
+def tokens_per_second(row) -> float:
+    """Training tokens over the median seconds of an iteration (after the first two), from the model
+    directories (lda: its two languages' models together)."""
+    tokens = seconds = 0.0
+    for directory in model_dirs(row):
+        meta = json.loads((Path(directory) / "model.json").read_text())
+        trace = meta.get("trace") or meta["elbo_trace"]
+        tokens += meta["data"]["tokens"]
+        seconds += float(np.median([r["seconds"] for r in trace[2:]]))
+    return tokens / seconds
+
+
 def run_one(spark, corpus, tree, pairs, model, inference, topics, seed, iterations) -> dict:
     from drivers.families import EvaluateRequest
     from drivers.model_store import load_model
@@ -134,12 +152,17 @@ def run_one(spark, corpus, tree, pairs, model, inference, topics, seed, iteratio
 
 
 COLUMNS = ["perplexity_en", "perplexity_es", "p@1 en->es", "p@1 es->en", "mrr en->es", "mrr es->en", "cnpmi",
-           "npmi_en", "npmi_es", "bli acc@1", "bli mrr", "s_per_iteration"]
+           "npmi_en", "npmi_es", "bli acc@1", "bli mrr", "s_per_iteration", "ktokens/s"]
 
 
 def table(rows) -> str:
     groups = defaultdict(list)
     for r in rows:
+        if "ktokens/s" not in r:
+            try:
+                r["ktokens/s"] = tokens_per_second(r) / 1000
+            except (OSError, KeyError):
+                pass
         groups[(r["K"], r["model"], r["inference"])].append(r)
     header = f"{'K':>3} {'model':<8} {'mode':<11} " + " ".join(f"{c:>15}" for c in COLUMNS)
     lines = [header]

@@ -107,6 +107,26 @@ def test_sweeps_per_sync(spark_session, small_corpus, tmp_path):
             "--sweeps-per-sync", 2))
 
 
+def test_counts_summed_on_the_driver_or_on_reducers_give_the_same_model(spark_session, small_corpus, tmp_path,
+                                                                       monkeypatch):
+    """One stage (the partitions' counts summed on the driver, the default while they fit) and two (the topic
+    partitioner's reducers, forced by a zero budget) are the same chain."""
+    import drivers.gibbs as engine
+
+    corpus, _ = small_corpus
+    flags = ["--model", "lda-gibbs", "--topics", 3, "--iterations", 6, "--burn-in", 3, "--lag", 1, "--samples", 3,
+             "--partitions", 3, "--seed", 8]
+    driver = train.train(spark_session, train_args(corpus, tmp_path / "driver", *flags))
+    monkeypatch.setattr(engine, "DRIVER_SUM_BYTES", 0)
+    reducers = train.train(spark_session, train_args(corpus, tmp_path / "reducers", *flags, "--reducers", 2))
+    np.testing.assert_array_equal(np.load(tmp_path / "driver" / "topic_word.npy"),
+                                  np.load(tmp_path / "reducers" / "topic_word.npy"))
+    np.testing.assert_array_equal(_theta(tmp_path / "driver" / "doc_topics.parquet"),
+                                  _theta(tmp_path / "reducers" / "doc_topics.parquet"))
+    assert driver["alpha"] == reducers["alpha"] and driver["counts_summed_on"] == "driver" and \
+        reducers["counts_summed_on"] == "reducers"
+
+
 def test_local_counts_equal_topic_word_counts():
     from inference.gibbs.counts import count_local, local_vocabulary
     from inference.gibbs.model import topic_word_counts
