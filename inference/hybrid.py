@@ -28,6 +28,7 @@ samples, the progress measure of hybrid EM (its words' part from the statistics,
 """
 from __future__ import annotations
 
+import hashlib
 import math
 
 import numba
@@ -41,9 +42,21 @@ _MIX2 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX3 = np.uint64(0x94D049BB133111EB)
 
 
+_HASHES: dict = {}     # a Python worker's blocks' document hashes: the same every iteration
+
+
 def document_hashes(doc_ids, seed: int) -> np.ndarray:
-    """(D,) uint64: BLAKE2b of (run seed, document id), stable across processes and machines."""
-    return np.array([document_seed(seed, str(d)) for d in doc_ids], dtype=np.uint64)
+    """(D,) uint64: BLAKE2b of (run seed, document id), stable across processes and machines. A worker keeps the
+    hashes of the blocks it sampled (keyed by the seed and a digest of the ids), so a block's 40k documents are
+    hashed once per run, not per iteration."""
+    ids = [str(d) for d in doc_ids]
+    key = (int(seed), hashlib.blake2b("\x00".join(ids).encode("utf-8"), digest_size=16).digest())
+    hashes = _HASHES.get(key)
+    if hashes is None:
+        if len(_HASHES) >= 16:
+            _HASHES.clear()
+        hashes = _HASHES[key] = np.array([document_seed(seed, d) for d in ids], dtype=np.uint64)
+    return hashes
 
 
 _SHIFT30, _SHIFT27, _SHIFT31, _SHIFT11 = np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(11)
@@ -73,10 +86,28 @@ def next_uniform(state):
     return state, np.float64(_mix(state) >> _SHIFT11) * (1.0 / 9007199254740992.0)
 
 
+@numba.njit(cache=True, nogil=True)
+def _seeds_at(hashes, iteration):
+    out = np.empty(hashes.shape[0], dtype=np.uint64)
+    for d in range(hashes.shape[0]):
+        out[d] = document_seed_at(hashes[d], iteration)
+    return out
+
+
 def document_seeds(doc_ids, seed: int, iteration: int) -> np.ndarray:
     """The stream start of every document of a block in one iteration (uint64)."""
-    hashes = document_hashes(doc_ids, seed)
-    return np.array([document_seed_at(h, iteration) for h in hashes], dtype=np.uint64)
+    return _seeds_at(document_hashes(doc_ids, seed), np.uint64(iteration))
+
+
+def sampling_weights(eb_local: np.ndarray) -> np.ndarray:
+    """The sampler's copy of the word factor of (4.9): float32 (half the memory traffic of the token loop's
+    scattered reads: 30% faster with two tasks sharing a cache), every word's row scaled to a maximum of 1, which
+    leaves its draws unchanged and keeps exp(E_q[log beta]) of rare words (1e-48 and below) from underflowing.
+    The smoothing sums stay float64 (:func:`smoothing_cumsums`), so the sparse and the dense draws still agree
+    exactly; the log joint takes the unscaled float64 weights (:func:`word_log_joint`)."""
+    if eb_local.size == 0:
+        return np.zeros(eb_local.shape, dtype=np.float32)
+    return np.ascontiguousarray(eb_local / eb_local.max(axis=1, keepdims=True), dtype=np.float32)
 
 
 @numba.njit(cache=True, nogil=True)

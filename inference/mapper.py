@@ -29,7 +29,7 @@ from scipy import sparse
 
 from inference.blocks import DocBlock
 from inference.estep import estep_documents, initial_gamma
-from inference.hybrid import block_tokens, document_seeds, hybrid_documents, word_log_joint
+from inference.hybrid import block_tokens, document_seeds, hybrid_documents, sampling_weights, word_log_joint
 
 #: at most this many statistics in one shuffled record (16 MB of float64): the engine groups topics so that no
 #: record, and no buffer of Spark's, grows with K
@@ -114,8 +114,8 @@ def hybrid_block(partition: int, block: DocBlock, z: np.ndarray | None, word_wei
     eb_local = local_weights(block, word_weights)
     seeds = document_seeds(block.doc_ids, seed, iteration)
     sstats, alpha_stats, doc_log_joint, _ = hybrid_documents(
-        block.indptr, block.local_terms, block.counts, z, eb_local, alpha, burn_in, samples, seeds, initialise,
-        dense)
+        block.indptr, block.local_terms, block.counts, z, sampling_weights(eb_local), alpha, burn_in, samples,
+        seeds, initialise, dense)
     log_joint = doc_log_joint.sum() + word_log_joint(sstats, eb_local)
     totals = np.array([log_joint, block.n_docs, (burn_in + samples) * block.n_docs, block.n_tokens, 0, 0])
     return z, topic_records(partition, block, sstats, topic_groups), np.concatenate([alpha_stats, totals])

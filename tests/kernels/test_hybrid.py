@@ -8,7 +8,7 @@ import pytest
 from scipy.special import digamma, gammaln
 
 from inference.blocks import DocBlock
-from inference.hybrid import document_seeds, draw_dense, hybrid_documents, word_log_joint
+from inference.hybrid import document_seeds, draw_dense, hybrid_documents, sampling_weights, word_log_joint
 from inference.mapper import doc_topic_counts, hybrid_block
 
 
@@ -36,12 +36,16 @@ def test_the_reference_draw_follows_eq_4_9():
     np.testing.assert_allclose(np.bincount(dense, minlength=K) / xs.size, weights / weights.sum(), atol=2e-5)
 
 
-@pytest.mark.parametrize("K", [6, 40])
-def test_sparse_and_dense_samplers_give_the_same_samples(K):
+@pytest.mark.parametrize("K,float32", [(6, False), (40, False), (40, True)])
+def test_sparse_and_dense_samplers_give_the_same_samples(K, float32):
+    """Also with the float32, row-scaled weights the mapper gives the kernel (inference.hybrid.sampling_weights)."""
     block = random_block(docs=60)
     rng = np.random.default_rng(2)
     eb = np.exp(np.log(rng.dirichlet(np.full(15, 0.3), size=K)).T)    # U x K for the block's words
     eb_local = np.ascontiguousarray(eb[block.vocab_ids])
+    if float32:
+        eb_local = sampling_weights(eb_local * 1e-45)     # rows this small underflow float32 unless scaled
+        assert eb_local.dtype == np.float32 and np.all(eb_local.max(axis=1) == 1.0)
     alpha = np.full(K, 0.3)
     seeds = document_seeds(block.doc_ids, 7, 3)
     tokens = int(block.counts.sum())
