@@ -169,6 +169,7 @@ class GibbsResult:
     num_tokens: int
     num_documents: int              # documents as the model sees them (LDA_P: segments)
     counts_summed_on: str = "reducers"   # "driver": one Spark stage per synchronisation
+    shared_counts: np.ndarray | None = None   # the shared table after the last iteration (rows x K int32)
 
 
 def hyper_summary(hyper: dict) -> dict:
@@ -528,7 +529,7 @@ class GibbsEngine:
             _output_task, model=model, run=self._run, directory=self.checkpoint_dir, iteration=t,
             acc_iteration=sched.last_sample(t))).setName(f"gibbs state {t}")
         return GibbsResult(topic_word, hyper, trace, t, samples_taken, states, num_partitions,
-                           num_tokens, num_docs, "driver" if self._on_driver else "reducers")
+                           num_tokens, num_docs, "driver" if self._on_driver else "reducers", nwk)
 
     def release(self) -> None:
         """Unpersist the staged handles (the workers' caches are replaced by the next run)."""

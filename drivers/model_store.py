@@ -17,7 +17,9 @@ model with an informed prior also has ``prior.parquet`` (``topic``, ``name``,
 A tree model (``tlda``, ``ptlda``: ``tree`` in ``model.json``) has ``tree_lambda.npy`` (K x E: the variational
 parameters of the tree's edges, :class:`inference.tree.TreeLayout`), ``tree_concepts.npy`` (C x 2 word ids of the
 concepts' leaves) and ``topic_word.npy`` (K x V: p(w | k), a sum over the word's paths), or per language
-``topic_word.<L>.npy`` = p(w | k, L) (K x V_L, rows sum to 1) beside ``vocab.<L>.parquet``.
+``topic_word.<L>.npy`` = p(w | k, L) (K x V_L, rows sum to 1) beside ``vocab.<L>.parquet``. Trained by Gibbs
+sampling (``inference: gibbs``, ``prior_tree`` in ``model.json``), it has ``tree_edge_counts.npy`` (K x E
+(topic, edge) counts after the last iteration) in place of ``tree_lambda.npy``.
 
 A Gibbs model (``lda-gibbs``, ``stm``, ``seqlda``, ``adatm``; written by
 :mod:`drivers.families.gibbs`) has ``topic_word.npy`` (K x V posterior-mean probabilities,
@@ -103,6 +105,7 @@ class TopicModel:
 
 TREE_LAMBDA = "tree_lambda.npy"
 TREE_CONCEPTS = "tree_concepts.npy"
+TREE_EDGE_COUNTS = "tree_edge_counts.npy"     # a Gibbs tree model's K x E (topic, edge) counts
 
 
 @dataclass
@@ -297,7 +300,7 @@ def save_prior(directory: str, prior, topic_names: list, vocab: pd.DataFrame) ->
 
 #: every file a model directory may hold besides the checkpoint (``L``: a language of a polylingual model)
 MODEL_FILES = ("model.json", "lambda.npy", "lambda.L.npy", "topic_word.npy", "topic_word.L.npy", TREE_LAMBDA,
-               TREE_CONCEPTS, "vocab.parquet", "vocab.L.parquet",
+               TREE_CONCEPTS, TREE_EDGE_COUNTS, "vocab.parquet", "vocab.L.parquet",
                "prior.parquet", "doc_topics.parquet", "segment_topics.parquet", "elbo.png", "loglik.png",
                "topics.txt", "tokenizer.json", "stopwords.txt", "stopwords.L.txt")
 

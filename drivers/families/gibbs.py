@@ -297,7 +297,7 @@ class GibbsFamily(ModelFamily):
                                     normalise=True)
             write_proportions(spark, model, result.states, request.output)
             if hasattr(model, "save_files"):
-                model.save_files(request.output)
+                model.save_files(request.output, result)
         finally:
             engine.release()
         trace = [r.__dict__ for r in result.trace]

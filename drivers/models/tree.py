@@ -126,8 +126,13 @@ class TreeLDAGibbs(TreeGibbs):
         self.tree_directory = request.option("tree")
         self.set_tree(tree_of(request, corpus, self.name))
 
-    def save_files(self, directory: str) -> None:
+    def save_files(self, directory: str, result) -> None:
+        """The tree (``tree_concepts.npy``) and its edge parameters after the last iteration
+        (``tree_edge_counts.npy``: K x E counts of the tokens' (topic, edge); with the edge priors of ``--beta`` and
+        ``--link-strength`` they give the Dirichlet posterior of every node's children)."""
         storage.save_npy(storage.join(directory, model_store.TREE_CONCEPTS), self.tree.concept_words)
+        storage.save_npy(storage.join(directory, model_store.TREE_EDGE_COUNTS),
+                         np.ascontiguousarray(np.asarray(result.shared_counts).T, dtype=np.int64))
 
     def bind_directory(self, directory: str) -> None:
         self.set_tree(TreeLayout(self.vocab_size, storage.load_npy(storage.join(directory,

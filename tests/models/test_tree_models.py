@@ -191,6 +191,10 @@ def test_ptlda_gibbs_recovers_planted_topics_and_is_evaluated_as_the_variational
     assert meta["prior_tree"]["concepts"] == LINKED and meta["documents_per"] == "tuple"
     assert meta["data"]["documents"] == 200
     assert "w0001~" in (tmp_path / "pt" / "topics.txt").read_text()       # linked words marked, as variational
+    edges = np.load(tmp_path / "pt" / "tree_edge_counts.npy")
+    root = 2 * V_LANG - LINKED             # root -> 20 unlinked words + 10 concepts, then 2 leaves per concept
+    assert edges.shape == (K, root + 2 * LINKED) and edges[:, :root].sum() == meta["data"]["tokens"]
+    np.testing.assert_array_equal(edges[:, root:].reshape(K, LINKED, 2).sum(axis=2), edges[:, root - LINKED:root])
     model = load_model(str(tmp_path / "pt"))
     assert model.lambda_.shape == (K, 2 * V_LANG)
     for i, language in enumerate(LANGS):
