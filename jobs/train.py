@@ -11,7 +11,7 @@ import argparse
 
 import logging
 
-from drivers import registry, storage
+from drivers import lease, registry, storage
 from drivers.families import TrainRequest
 from drivers.memory import BASE_BYTES
 from jobs.spark import add_spark_arguments, positive_int, sized_driver_conf, sized_session
@@ -133,9 +133,11 @@ def parse_request(argv) -> TrainRequest:
 
 
 def train(spark, request: TrainRequest) -> dict:
-    """Fit the requested model and write its directory; returns model.json's content."""
+    """Fit the requested model and write its directory; returns model.json's content. The run holds the output's
+    lease (:mod:`drivers.lease`): a second run on the same output refuses while this one lives."""
     spec = request.spec
-    return spec.family_object().train(spark, spec, request)
+    with lease.hold(request.output, f"spark-topics train --model {spec.name}"):
+        return spec.family_object().train(spark, spec, request)
 
 
 def driver_memory(request: TrainRequest, conf: list, active_session) -> list:

@@ -1,0 +1,141 @@
+"""One run at a time per output directory: a lease file ``<dir>/_lease.json`` that names its holder.
+
+``hold(directory, job)`` creates the lease exclusively (``O_CREAT | O_EXCL`` on a local filesystem) for the run's
+duration and removes it at the end, also on errors; a second run on the same output refuses in one line naming
+the holder (job, host, pid, start time). A lease left by a killed run is taken over safely: its holder is on
+this host and its process is gone, so the lease is first renamed to a unique name (one rename wins when several
+runs find it at once) and then created anew. A lease of another host is never presumed dead: the message says
+which file to delete once that run is known to be gone.
+
+On HDFS/S3 pyarrow's filesystem layer has no exclusive create (``../shared/spec/refresh.md``): there the lease is
+written when absent and read back, which refuses every run that starts after another has written its lease but
+cannot order two runs that start within the same moment (advisory; said in the README).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import time
+import uuid
+from contextlib import contextmanager
+
+from drivers import storage
+
+LEASE = "_lease.json"
+
+log = logging.getLogger("spark_topics.lease")
+
+
+def _holder(job: str) -> dict:
+    return {"token": uuid.uuid4().hex, "job": job, "host": socket.gethostname(), "pid": os.getpid(),
+            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+
+def _create(path: str, holder: dict) -> bool:
+    """Create the lease file with ``holder`` unless it exists; True when this call created it."""
+    data = json.dumps(holder).encode("utf-8")
+    if "://" not in path:
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            return False
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        return True
+    if storage.exists(path):                     # advisory on stores without an exclusive create
+        return False
+    storage.write_bytes(path, data)
+    return _read(path).get("token") == holder["token"]
+
+
+def _read(path: str) -> dict:
+    try:
+        return json.loads(storage.read_bytes(path).decode("utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return {}
+
+
+def _process_gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:                      # alive, another user's
+        return False
+    return False
+
+
+def is_stale(holder: dict) -> bool:
+    """A lease whose holder ran on this host and whose process no longer exists (a killed run)."""
+    try:
+        pid = int(holder.get("pid"))
+    except (TypeError, ValueError):
+        return False
+    return holder.get("host") == socket.gethostname() and pid != os.getpid() and _process_gone(pid)
+
+
+def describe(holder: dict) -> str:
+    return (f"{holder.get('job', 'a run')} started {holder.get('started', '?')} on {holder.get('host', '?')} "
+            f"(pid {holder.get('pid', '?')})")
+
+
+def acquire(directory: str, job: str) -> dict:
+    """Take the lease of ``directory`` (created if missing) for ``job``; returns the holder record written, or
+    refuses (SystemExit) naming the run that holds it."""
+    storage.makedirs(directory)
+    path = storage.join(directory, LEASE)
+    mine = _holder(job)
+    for _ in range(3):
+        if _create(path, mine):
+            return mine
+        theirs = _read(path)
+        if not theirs and not storage.exists(path):
+            continue                              # released meanwhile: try again
+        if is_stale(theirs):
+            aside = f"{path}.stale-{uuid.uuid4().hex}"
+            try:
+                storage.move(path, aside)         # one run wins this rename
+            except OSError:
+                continue
+            moved = _read(aside)
+            if moved.get("token") != theirs.get("token"):
+                _put_back(aside, path)            # another run took it over first: its fresh lease goes back
+                continue
+            log.warning("took over the lease of %s left by a killed run: %s", directory, describe(theirs))
+            storage.delete(aside)
+            continue
+        raise SystemExit(f"{directory} is in use by another run: {describe(theirs)}. Wait for it to finish; if "
+                         f"that run is dead, delete {path}")
+    raise SystemExit(f"could not take the lease {path}: other runs keep taking it")
+
+
+def _put_back(aside: str, path: str) -> None:
+    """Restore a lease moved aside by mistake, unless a lease exists again (a hard link never overwrites)."""
+    if "://" in aside:
+        if not storage.exists(path):
+            storage.move(aside, path)
+        return
+    try:
+        os.link(aside, path)
+    except FileExistsError:
+        pass
+    os.unlink(aside)
+
+
+def release(directory: str, holder: dict) -> None:
+    """Remove the lease if it is still ``holder``'s."""
+    path = storage.join(directory, LEASE)
+    if _read(path).get("token") == holder["token"]:
+        storage.delete(path)
+
+
+@contextmanager
+def hold(directory: str, job: str):
+    """The lease of ``directory`` for the duration of the block (released on errors too)."""
+    holder = acquire(directory, job)
+    try:
+        yield holder
+    finally:
+        release(directory, holder)

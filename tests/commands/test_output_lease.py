@@ -1,0 +1,84 @@
+"""One run per output directory (drivers/lease.py): a live holder is named and refused, a killed run's lease is
+taken over, racing processes get exactly one lease, and train holds it while it runs."""
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from conftest import train_args
+from drivers import lease
+from jobs import train
+
+
+def write_lease(directory, pid, job="spark-topics train --model lda", host=None):
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, lease.LEASE), "w") as f:
+        json.dump({"token": "t", "job": job, "host": host or socket.gethostname(), "pid": pid,
+                   "started": "2026-11-24T00:00:00Z"}, f)
+
+
+def test_a_live_holder_is_refused_by_name_and_a_killed_ones_lease_taken_over(tmp_path):
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        write_lease(tmp_path / "out", live.pid)
+        with pytest.raises(SystemExit, match=rf"in use by another run: spark-topics train --model lda started "
+                                             rf".* \(pid {live.pid}\)\. .*delete .*_lease.json"):
+            lease.acquire(str(tmp_path / "out"), "second")
+    finally:
+        live.kill()
+        live.wait()
+    write_lease(tmp_path / "out", live.pid)          # its process is gone now: a killed run's lease
+    holder = lease.acquire(str(tmp_path / "out"), "second")
+    assert json.loads((tmp_path / "out" / lease.LEASE).read_text())["token"] == holder["token"]
+    assert [n for n in os.listdir(tmp_path / "out") if "stale" in n] == []
+    lease.release(str(tmp_path / "out"), holder)
+    assert not (tmp_path / "out" / lease.LEASE).exists()
+    write_lease(tmp_path / "other", 1, host="another-host")   # another host: never presumed dead
+    with pytest.raises(SystemExit, match="another-host"):
+        lease.acquire(str(tmp_path / "other"), "second")
+
+
+def _race(directory, barrier, results):
+    barrier.wait()
+    try:
+        holder = lease.acquire(directory, f"run {os.getpid()}")
+        results.put(holder["token"])
+    except SystemExit:
+        results.put(None)
+
+
+def test_racing_processes_get_exactly_one_lease(tmp_path):
+    context = multiprocessing.get_context("fork")
+    barrier, results = context.Barrier(6), context.Queue()
+    write_lease(tmp_path / "out", 2 ** 22 + 17)      # a stale lease (no such process) that all of them find
+    procs = [context.Process(target=_race, args=(str(tmp_path / "out"), barrier, results)) for _ in range(6)]
+    for p in procs:
+        p.start()
+    tokens = [results.get(timeout=30) for _ in procs]
+    for p in procs:
+        p.join()
+    winners = [t for t in tokens if t]
+    assert len(winners) == 1
+    assert json.loads((tmp_path / "out" / lease.LEASE).read_text())["token"] == winners[0]
+
+
+def test_train_holds_the_lease_and_releases_it(spark_session, synthetic_lda, tmp_path):
+    corpus, _ = synthetic_lda
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        write_lease(tmp_path / "m", live.pid)
+        with pytest.raises(SystemExit, match="in use by another run"):
+            train.train(spark_session, train_args(corpus, tmp_path / "m", "--topics", 3, "--iterations", 2))
+        assert not (tmp_path / "m" / "model.json").exists()
+    finally:
+        live.kill()
+        live.wait()
+    os.remove(tmp_path / "m" / lease.LEASE)
+    train.train(spark_session, train_args(corpus, tmp_path / "m", "--topics", 3, "--iterations", 2))
+    assert (tmp_path / "m" / "model.json").exists() and not (tmp_path / "m" / lease.LEASE).exists()
