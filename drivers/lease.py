@@ -58,22 +58,35 @@ def _read(path: str) -> dict:
 
 
 def _process_gone(pid: int) -> bool:
+    """No such process, or a zombie (killed, not yet reaped by its parent)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return True
     except PermissionError:                      # alive, another user's
         return False
-    return False
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+    except (OSError, IndexError):
+        return False
 
 
-def is_stale(holder: dict) -> bool:
-    """A lease whose holder ran on this host and whose process no longer exists (a killed run)."""
+def is_stale(holder: dict, wait: float = 2.0) -> bool:
+    """A lease whose holder ran on this host and whose process no longer exists (a killed run); a process of
+    this host that is still there is given ``wait`` seconds to finish dying (a run started right after a kill)."""
     try:
         pid = int(holder.get("pid"))
     except (TypeError, ValueError):
         return False
-    return holder.get("host") == socket.gethostname() and pid != os.getpid() and _process_gone(pid)
+    if holder.get("host") != socket.gethostname() or pid == os.getpid():
+        return False
+    deadline = time.monotonic() + wait
+    while not _process_gone(pid):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def describe(holder: dict) -> str:

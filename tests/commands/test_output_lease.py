@@ -44,23 +44,25 @@ def test_a_live_holder_is_refused_by_name_and_a_killed_ones_lease_taken_over(tmp
         lease.acquire(str(tmp_path / "other"), "second")
 
 
-def _race(directory, barrier, results):
+def _race(directory, barrier, results, done):
     barrier.wait()
     try:
         holder = lease.acquire(directory, f"run {os.getpid()}")
         results.put(holder["token"])
     except SystemExit:
         results.put(None)
+    done.wait(60)                 # a run lives on after taking its lease (a dead one's lease is stale)
 
 
 def test_racing_processes_get_exactly_one_lease(tmp_path):
     context = multiprocessing.get_context("fork")
-    barrier, results = context.Barrier(6), context.Queue()
+    barrier, results, done = context.Barrier(6), context.Queue(), context.Event()
     write_lease(tmp_path / "out", 2 ** 22 + 17)      # a stale lease (no such process) that all of them find
-    procs = [context.Process(target=_race, args=(str(tmp_path / "out"), barrier, results)) for _ in range(6)]
+    procs = [context.Process(target=_race, args=(str(tmp_path / "out"), barrier, results, done)) for _ in range(6)]
     for p in procs:
         p.start()
     tokens = [results.get(timeout=30) for _ in procs]
+    done.set()
     for p in procs:
         p.join()
     winners = [t for t in tokens if t]
