@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import logging
 
-from drivers import registry, storage
+from drivers import lease, registry, storage
 from drivers.corpora.files import CORPUS_JSON
 from drivers.families import InferRequest
 from jobs.preparation.corpus import PrepareError, prepare_corpus
@@ -50,7 +50,13 @@ def is_prepared_corpus(path: str) -> bool:
 
 
 def infer(spark, request: InferRequest) -> dict:
-    """Topic proportions of every document of ``request.input`` (prepared first when it is raw text)."""
+    """Topic proportions of every document of ``request.input`` (prepared first when it is raw text); the run
+    holds the output's lease (:mod:`drivers.lease`)."""
+    with lease.hold(request.output, "spark-topics infer"):
+        return _infer(spark, request)
+
+
+def _infer(spark, request: InferRequest) -> dict:
     family = registry.model_of_directory(request.model_dir).family_object()
     trained = family.open(request.model_dir)
     corpus_dir, prepared = request.input, None

@@ -1,5 +1,5 @@
 """One run per output directory (drivers/lease.py): a live holder is named and refused, a killed run's lease is
-taken over, racing processes get exactly one lease, and train holds it while it runs."""
+taken over, racing processes get exactly one lease, and train and infer hold it while they run."""
 from __future__ import annotations
 
 import json
@@ -84,3 +84,14 @@ def test_train_holds_the_lease_and_releases_it(spark_session, synthetic_lda, tmp
     os.remove(tmp_path / "m" / lease.LEASE)
     train.train(spark_session, train_args(corpus, tmp_path / "m", "--topics", 3, "--iterations", 2))
     assert (tmp_path / "m" / "model.json").exists() and not (tmp_path / "m" / lease.LEASE).exists()
+    # infer holds its output's lease too
+    from drivers.families import InferRequest
+    from jobs import infer
+
+    write_lease(tmp_path / "inferred", 2 ** 22 + 17, host="another-host")
+    with pytest.raises(SystemExit, match="in use by another run"):
+        infer.infer(spark_session, InferRequest(str(tmp_path / "m"), str(corpus), str(tmp_path / "inferred")))
+    os.remove(tmp_path / "inferred" / lease.LEASE)
+    assert infer.infer(spark_session, InferRequest(str(tmp_path / "m"), str(corpus),
+                                                   str(tmp_path / "inferred")))["documents"] > 0
+    assert not (tmp_path / "inferred" / lease.LEASE).exists()
