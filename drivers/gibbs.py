@@ -128,9 +128,6 @@ class GibbsSettings:
     num_reducers: int | None = None
     checkpoint_every: int = 10
     sweeps_per_sync: int = 1          # local sweeps between two synchronisations of the counts (AD-LDA: 1)
-    #: sum the partitions' counts on the driver (one stage per synchronisation) rather than on reducers behind the
-    #: topic partitioner; None: on the driver while they fit in DRIVER_SUM_BYTES (the same model either way)
-    sum_on_driver: bool | None = None
 
     def __post_init__(self):
         m, sched = int(self.sweeps_per_sync), self.schedule
@@ -362,10 +359,8 @@ class GibbsEngine:
     # ---- one synchronisation
     def _sums_on_driver(self, num_partitions: int, num_tokens: int | None = None) -> bool:
         """Whether the partitions' sparse counts go to the driver as task results (one stage per
-        synchronisation): forced by the settings, else while their bound (a partition's nonzeros are at most
-        its tokens and the table's entries, 12 bytes each) fits in :data:`DRIVER_SUM_BYTES`."""
-        if self.settings.sum_on_driver is not None:
-            return bool(self.settings.sum_on_driver)
+        synchronisation) while their bound (a partition's nonzeros are at most its tokens and the table's
+        entries, 12 bytes each) fits in :data:`DRIVER_SUM_BYTES` (the same model either way)."""
         entries = num_partitions * self.model.shared_rows * self.model.num_topics
         if num_tokens is not None:
             entries = min(entries, num_tokens)
@@ -376,7 +371,8 @@ class GibbsEngine:
         partition records by partition)."""
         K, R = self.model.num_topics, self.model.shared_rows
         groups = partitioner.topic_groups()
-        self.sc.setJobDescription(description + ("" if not self._on_driver else " (summed on the driver)"))
+        self.sc.setJobDescription(description + (" -> counts summed on the driver" if self._on_driver else
+                                                 f" -> {partitioner!r} -> topic-word reducers"))
         mapped = handles.mapPartitionsWithIndex(partial(_partition_task, model=self.model, run=self._run,
                                                         directory=self.checkpoint_dir, bc_global=bc_global,
                                                         seed=self.settings.seed, plan=plan, topic_groups=groups))
@@ -439,7 +435,6 @@ class GibbsEngine:
         fingerprint = dict(fingerprint or {}, model=model.name, topics=K, vocab_size=V,
                            partitions=num_partitions, seed=s.seed, schedule=sched.to_json(),
                            sweeps_per_sync=s.sweeps_per_sync, state_format=STATE_FORMAT)
-        job = f"-> {partitioner!r} -> topic-word reducers"
 
         self._on_driver = self._sums_on_driver(num_partitions)
         restored = self._load_checkpoint() if resume else None
@@ -467,7 +462,7 @@ class GibbsEngine:
             topic_word_sum = np.zeros((K, V))
             began = time.perf_counter()
             bc = self.sc.broadcast((None, None, hyper))
-            nwk, nk, parts = self._run_job(handles, f"{model.name}: random initial topics {job}", SyncPlan(()),
+            nwk, nk, parts = self._run_job(handles, f"{model.name}: random initial topics", SyncPlan(()),
                                            bc, partitioner)
             bc.destroy()
             num_docs, num_tokens = sum(r[2] for r in parts), sum(r[3] for r in parts)
@@ -488,7 +483,7 @@ class GibbsEngine:
             job_began = time.perf_counter()
             wall_began = time.time()
             label = f"iteration {t}" if m == 1 else f"iterations {first}-{t}"
-            nwk, nk, parts = self._run_job(handles, f"{model.name} {label}/{sched.iterations}: sweep (AD-LDA) {job}",
+            nwk, nk, parts = self._run_job(handles, f"{model.name} {label}/{sched.iterations}: sweep (AD-LDA)",
                                            plan, bc, partitioner)
             job_seconds = time.perf_counter() - job_began
             self._log_timeline(parts, wall_began)
