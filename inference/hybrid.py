@@ -124,6 +124,41 @@ def smoothing_cumsums(eb_local, alpha):
 
 
 @numba.njit(cache=True, nogil=True)
+def smoothing_guides(cum):
+    """(U, K) int32 guide table of the smoothing bucket (Chen & Asau's indexed search): entry j of word u is the
+    first topic whose cumulative sum exceeds j / K of the word's smoothing mass, so a draw starts its search
+    there and takes about one step instead of a bisection's log2 K scattered reads."""
+    U, K = cum.shape
+    out = np.empty((U, K), dtype=np.int32)
+    for u in range(U):
+        step = cum[u, K - 1] / K
+        k = 0
+        for j in range(K):
+            threshold = j * step
+            while k < K - 1 and cum[u, k] <= threshold:
+                k += 1
+            out[u, j] = k
+    return out
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _smoothing_topic(cum, guide, u, x, K):
+    """The first topic k with cum[u, k] > x (K - 1 if none: rounding), what a bisection of the row finds,
+    searched from the guide table's entry for x."""
+    j = int(x * K / cum[u, K - 1])
+    if j < 0:
+        j = 0
+    elif j > K - 1:
+        j = K - 1
+    k = guide[u, j]
+    while k > 0 and cum[u, k - 1] > x:
+        k -= 1
+    while k < K - 1 and cum[u, k] <= x:
+        k += 1
+    return k
+
+
+@numba.njit(cache=True, nogil=True)
 def draw_dense(x01, n, eb_local, u, alpha, K):
     """Reference draw of (4.9) for local word ``u`` in O(K): the canonical order (document bucket, then smoothing
     bucket). (The kernels index the 2-D arrays by row: a row view per token costs numba a reference count.)"""
@@ -168,16 +203,14 @@ def _add_topic(k, n, active, n_active):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _remove_topic(k, n, active, n_active):
-    n[k] -= 1
-    if n[k] == 0:
-        j = 0
-        while active[j] != k:
-            j += 1
-        for i in range(j, n_active - 1):
-            active[i] = active[i + 1]
-        n_active -= 1
-    return n_active
+def _unlist_topic(k, active, n_active):
+    """Take topic ``k`` (now n_k = 0) out of the sorted ``active`` list; returns the new count."""
+    j = 0
+    while active[j] != k:
+        j += 1
+    for i in range(j, n_active - 1):
+        active[i] = active[i + 1]
+    return n_active - 1
 
 
 @numba.njit(cache=True, nogil=True)
@@ -205,13 +238,14 @@ def hybrid_documents(indptr, local_terms, counts, z, eb_local, alpha, burn_in, s
     for k in range(K):
         psi_alpha[k] = digamma(alpha[k])
         lgamma_alpha[k] = math.lgamma(alpha[k])
-    sstats = np.zeros((U, K))
+    kept = np.zeros((U, K), dtype=np.int32)     # tokens of word u in topic k, summed over the kept samples
     alpha_stats = np.zeros(K)
     log_joint = np.zeros(D)
     n = np.zeros(K, dtype=np.int64)
     nbar = np.zeros(K)
     active = np.empty(K, dtype=np.int64)
     touched = np.empty(K, dtype=np.int64)      # the topics with nbar_k > 0 in this document
+    product = np.empty(K)                      # n_dk e_kw of the active topics (the document bucket's terms)
     sum_psi_total = 0.0
     weight = 1.0 / samples
     t0 = 0
@@ -231,27 +265,36 @@ def hybrid_documents(indptr, local_terms, counts, z, eb_local, alpha, burn_in, s
         for t in range(t0, t1):
             n_active = _add_topic(z[t], n, active, n_active)
         for sweep in range(burn_in + samples):
+            keep = sweep >= burn_in
             t = t0
             for j in range(start, end):
                 u = local_terms[j]
                 for _ in range(int(counts[j])):
-                    n_active = _remove_topic(z[t], n, active, n_active)
+                    previous = z[t]             # n_k^-n: the topic stays listed until the draw is known (its
+                    n[previous] -= 1            # zero term changes no sum), so staying costs no list update
                     state, x01 = next_uniform(state)
                     if dense:
                         k = draw_dense(x01, n, eb_local, u, alpha, K)
                     else:                       # document bucket (its topics ascending), then smoothing bucket
                         r = 0.0
                         for i in range(n_active):
-                            r += n[active[i]] * eb_local[u, active[i]]
+                            p = n[active[i]] * eb_local[u, active[i]]
+                            product[i] = p
+                            r += p
                         x = x01 * (r + cum[u, K - 1])
                         if x < r:
-                            k = active[n_active - 1]          # (rounding: the bucket's last topic)
+                            k = -1
                             for i in range(n_active):
-                                x -= n[active[i]] * eb_local[u, active[i]]
+                                x -= product[i]
                                 if x < 0.0:
                                     k = active[i]
                                     break
-                        else:                   # the first k with cum[u, k] > x - r
+                            if k < 0:                   # rounding: the bucket's last topic in use
+                                i = n_active - 1
+                                while n[active[i]] == 0:
+                                    i -= 1
+                                k = active[i]
+                        else:
                             x -= r
                             lo, hi = 0, K - 1
                             while lo < hi:
@@ -262,9 +305,16 @@ def hybrid_documents(indptr, local_terms, counts, z, eb_local, alpha, burn_in, s
                                     lo = mid + 1
                             k = lo
                     z[t] = k
-                    n_active = _add_topic(k, n, active, n_active)
+                    if k == previous:
+                        n[k] += 1
+                    else:
+                        if n[previous] == 0:
+                            n_active = _unlist_topic(previous, active, n_active)
+                        n_active = _add_topic(k, n, active, n_active)
+                    if keep:                    # a kept sample's statistics (4.10)
+                        kept[u, k] += 1
                     t += 1
-            if sweep >= burn_in:                # a kept sample: its counts and log p(z_d | alpha)
+            if keep:                            # a kept sample's document counts and log p(z_d | alpha)
                 lj = math.lgamma(A) - math.lgamma(A + N)
                 for i in range(n_active):
                     k = active[i]
@@ -273,12 +323,6 @@ def hybrid_documents(indptr, local_terms, counts, z, eb_local, alpha, burn_in, s
                         n_touched += 1
                     nbar[k] += n[k] * weight
                     lj += math.lgamma(alpha[k] + n[k]) - lgamma_alpha[k]
-                t = t0
-                for j in range(start, end):
-                    u = local_terms[j]
-                    for _ in range(int(counts[j])):
-                        sstats[u, z[t]] += weight
-                        t += 1
                 log_joint[d] += lj * weight
         # Psi(alpha_k + nbar_dk) - Psi(A + N_d): Psi(alpha_k) for the topics the document never visited, added
         # for all documents at the end, so a document costs its own topics, not K
@@ -292,6 +336,7 @@ def hybrid_documents(indptr, local_terms, counts, z, eb_local, alpha, burn_in, s
         t0 = t1
     for k in range(K):
         alpha_stats[k] += D * psi_alpha[k] - sum_psi_total
+    sstats = kept * weight                      # the kept samples' mean (4.10): exact counts, scaled once
     return sstats, alpha_stats, log_joint, t0
 
 
