@@ -67,6 +67,7 @@ from pyspark import StorageLevel
 from drivers import gibbs_state, storage
 from drivers.checkpoint import check_fingerprint
 from drivers.gibbs_state import check_state
+from drivers.sync_hub import HubError
 from inference.gibbs.model import DRIVER_PARTITION, GibbsModel, task_seed
 from partitioners.topic import STATISTICS_KEY, TopicPartitioner
 
@@ -128,11 +129,14 @@ class GibbsSettings:
     num_reducers: int | None = None
     checkpoint_every: int = 10
     sweeps_per_sync: int = 1          # local sweeps between two synchronisations of the counts (AD-LDA: 1)
+    sync: str = "auto"                # "resident" (one barrier stage), "jobs" (a Spark job each), "auto"
 
     def __post_init__(self):
         m, sched = int(self.sweeps_per_sync), self.schedule
         if m < 1:
             raise ValueError("--sweeps-per-sync must be at least 1")
+        if self.sync not in ("auto", "resident", "jobs"):
+            raise ValueError(f"--sync must be auto, resident or jobs, got {self.sync!r}")
         bad = [f"{name} {value}" for name, value in (("iterations", sched.iterations), ("burn-in", sched.burn_in),
                                                       ("lag", sched.lag), ("checkpoint-every", self.checkpoint_every))
                if value % m]
@@ -167,6 +171,7 @@ class GibbsResult:
     num_documents: int              # documents as the model sees them (LDA_P: segments)
     counts_summed_on: str = "reducers"   # "driver": one Spark stage per synchronisation
     shared_counts: np.ndarray | None = None   # the shared table after the last iteration (rows x K int32)
+    sync: str = "jobs"              # how partitions synchronised: "resident", "jobs", "resident, then jobs"
 
 
 def hyper_summary(hyper: dict) -> dict:
@@ -219,10 +224,10 @@ def _stage_task(partition, items, model, run, directory):
     yield gibbs_state.stage(run, partition, model, _only_one(partition, items), directory)
 
 
-def _sweep(model: GibbsModel, item: dict, bc_global, seed: int, partition: int, plan: SyncPlan) -> tuple:
+def _sweep(model: GibbsModel, item: dict, global_values, seed: int, partition: int, plan: SyncPlan) -> tuple:
     """Sweeps (or initialises) the item's state in place on a private copy of the counts (AD-LDA); returns
     (partition statistics, sweep seconds)."""
-    nwk_global, nk_global, hyper = bc_global.value
+    nwk_global, nk_global, hyper = global_values
     block = item["block"]
     began = time.perf_counter()
     if not plan.iterations:
@@ -252,25 +257,100 @@ def _count_records(partition: int, item: dict, model: GibbsModel, topic_groups):
         yield topics[0], (partition, (row_ids[rows] * len(topics) + cols).astype(dtype), group[rows, cols])
 
 
-def _partition_task(partition, items, model, run, directory, bc_global, seed, plan, topic_groups):
+def _partition_sync(partition, model, run, directory, global_values, seed, plan, topic_groups) -> list:
     """One partition's share of a synchronisation: its state (this worker's or the files), the sweeps, the
     state's files, then its counts by topic group and its record (statistics, sizes, timings)."""
     wall = [time.time()]
-    _only_one(partition, items)
     previous = plan.iterations[0] - 1 if plan.iterations else None
     item = gibbs_state.checkout(run, partition, model, directory, previous)
     wall.append(time.time())
-    stats, sweep_seconds = _sweep(model, item, bc_global, seed, partition, plan)
+    stats, sweep_seconds = _sweep(model, item, global_values, seed, partition, plan)
     acc = None
     if plan.sample:
         acc = _accumulate(model, item, gibbs_state.sample_sums(item, directory, partition, plan.previous_sample),
-                          bc_global.value[2])
+                          global_values[2])
     wall.append(time.time())
     gibbs_state.checkin(run, partition, item, directory, plan.last, acc)
     wall.append(time.time())
-    yield from _count_records(partition, item, model, topic_groups)
+    records = list(_count_records(partition, item, model, topic_groups))
     block = item["block"]
-    yield STATISTICS_KEY, (partition, stats, block.n_docs, block.n_tokens, sweep_seconds, wall + [time.time()])
+    records.append((STATISTICS_KEY, (partition, stats, block.n_docs, block.n_tokens, sweep_seconds,
+                                     wall + [time.time()])))
+    return records
+
+
+def _partition_task(partition, items, model, run, directory, bc_global, seed, plan, topic_groups):
+    """Spark task of one synchronisation (one job per synchronisation)."""
+    _only_one(partition, items)
+    yield from _partition_sync(partition, model, run, directory, bc_global.value, seed, plan, topic_groups)
+
+
+# ---- resident mode: one barrier stage for the whole run, a message pair per synchronisation (drivers.sync_hub)
+
+def _plan_message(plan: SyncPlan, nwk, nk, hyper) -> tuple[dict, list]:
+    header = {"kind": "sync", "iterations": list(plan.iterations), "sample": plan.sample,
+              "previous_sample": plan.previous_sample, "hyper": hyper}
+    return header, [nwk, nk]
+
+
+def _records_message(records) -> tuple[dict, list]:
+    """A partition's records as one message: the statistics record's scalars in the header, its statistics
+    vector and every group's (flat indices, counts) as arrays."""
+    groups, arrays, stats_record = [], [], None
+    for key, value in records:
+        if key == STATISTICS_KEY:
+            stats_record = value
+        else:
+            groups.append(int(key))
+            arrays += [value[1], value[2]]
+    partition, stats, n_docs, n_tokens, sweep_seconds, wall = stats_record
+    header = {"partition": int(partition), "documents": int(n_docs), "tokens": int(n_tokens),
+              "sweep_seconds": float(sweep_seconds), "wall": [float(w) for w in wall], "groups": groups}
+    return header, [np.asarray(stats, dtype=np.float64)] + arrays
+
+
+def _message_records(header: dict, arrays: list) -> list:
+    """The records of :func:`_records_message` again, as the reducers' function takes them."""
+    p = header["partition"]
+    records = [(first, (p, arrays[1 + 2 * i], arrays[2 + 2 * i])) for i, first in enumerate(header["groups"])]
+    records.append((STATISTICS_KEY, (p, arrays[0], header["documents"], header["tokens"], header["sweep_seconds"],
+                                     header["wall"])))
+    return records
+
+
+#: test hook: "ITERATION:FILE" makes partition 1's resident task die (os._exit) before that iteration, once
+#: (FILE marks that it happened), to test that the run then goes on with one job per synchronisation
+KILL_RESIDENT_ENV = "SPARK_TOPICS_TEST_KILL_RESIDENT"
+
+
+def _resident_task(items, model, run, directory, seed, topic_groups, address, token):
+    """Spark barrier task: a partition's sampler for the whole run; per message of the driver's hub a
+    synchronisation exactly as :func:`_partition_task` does it, answered by the partition's records."""
+    import os
+
+    from pyspark import BarrierTaskContext
+
+    from drivers.sync_hub import connect, recv_message, send_message
+    partition = BarrierTaskContext.get().partitionId()
+    _only_one(partition, items)
+    kill = os.environ.get(KILL_RESIDENT_ENV, "").split(":", 1)
+    sock = connect(tuple(address), token, partition)
+    try:
+        while True:
+            header, arrays = recv_message(sock)
+            if header["kind"] != "sync":
+                break
+            plan = SyncPlan(tuple(header["iterations"]), header["sample"], header["previous_sample"])
+            if partition == 1 and len(kill) == 2 and plan.iterations and plan.iterations[0] == int(kill[0]) \
+                    and not os.path.exists(kill[1]):
+                open(kill[1], "w").close()
+                os._exit(1)
+            records = _partition_sync(partition, model, run, directory, (arrays[0], arrays[1], header["hyper"]),
+                                      seed, plan, topic_groups)
+            send_message(sock, *_records_message(records))
+    finally:
+        sock.close()
+    yield partition
 
 
 def _reduce_task(records, num_rows, topic_groups):
@@ -303,6 +383,63 @@ def _output_task(partition, items, model, run, directory, iteration, acc_iterati
     yield partition, dict(item, acc=gibbs_state.sample_sums(item, directory, partition, acc_iteration))
 
 
+# --------------------------------------------------------------------------- resident mode
+
+def resident_slots(sc) -> int:
+    """How many tasks the cluster runs at once (what a barrier stage needs for all its tasks), 0 when unknown
+    or when Spark may add and remove executors (dynamic allocation: no barrier stage)."""
+    conf = sc.getConf()
+    if conf.get("spark.dynamicAllocation.enabled", "false").lower() == "true":
+        return 0
+    try:
+        jsc = sc._jsc.sc()
+        return int(jsc.maxNumConcurrentTasks(jsc.resourceProfileManager().defaultResourceProfile()))
+    except Exception:       # noqa: BLE001  (an internal API of Spark's: without it, no resident mode)
+        return 0
+
+
+class ResidentSampler:
+    """The partitions' samplers as one barrier stage that lives for the whole run (a Spark job in a thread of
+    the driver) and a :class:`drivers.sync_hub.SyncHub` that trades one message pair per partition and
+    synchronisation with its tasks: the driver's loop is unchanged, a synchronisation costs its sweeps and
+    two messages instead of a Spark job."""
+
+    def __init__(self, engine: "GibbsEngine", handles, groups, description: str):
+        import threading
+
+        from drivers.sync_hub import SyncHub
+        sc = engine.sc
+        host = "127.0.0.1" if sc.master.startswith("local") else sc.getConf().get("spark.driver.host")
+        self._failure = None
+        self.hub = SyncHub(host, engine._num_partitions, alive=lambda: self._thread.is_alive())
+        self.group = f"spark-topics-resident-{engine._run}"
+        job = handles.barrier().mapPartitions(partial(
+            _resident_task, model=engine.model, run=engine._run, directory=engine.checkpoint_dir,
+            seed=engine.settings.seed, topic_groups=groups, address=list(self.hub.address), token=self.hub.token))
+
+        def run():
+            sc.setJobGroup(self.group, description, interruptOnCancel=True)
+            try:
+                job.collect()
+            except Exception as exc:       # noqa: BLE001  (reported by the hub's wait; the engine goes on)
+                self._failure = exc
+        self.sc = sc
+        self._thread = threading.Thread(target=run, name="spark-topics resident sampler", daemon=True)
+        self._thread.start()
+        self.hub.accept_all()
+
+    def exchange(self, plan: SyncPlan, nwk, nk, hyper) -> list:
+        """Every partition's records of one synchronisation."""
+        replies = self.hub.exchange([_plan_message(plan, nwk, nk, hyper)] * self.hub.num_partitions)
+        return [record for header, arrays in replies for record in _message_records(header, arrays)]
+
+    def stop(self, cancel: bool = False) -> None:
+        self.hub.close(None if cancel else {"kind": "stop"})
+        if cancel:
+            self.sc.cancelJobGroup(self.group)
+        self._thread.join(timeout=60)
+
+
 # --------------------------------------------------------------------------- the engine
 
 class GibbsEngine:
@@ -314,6 +451,8 @@ class GibbsEngine:
         self.settings = settings
         self.checkpoint_dir = checkpoint_dir
         self._run = uuid.uuid4().hex   # names this run's items in the Python workers' caches
+        self._resident = None          # the ResidentSampler while one runs
+        self.sync_used = "jobs"
 
     # ---- checkpoint files
     def _driver_file(self, name: str, t: int) -> str:
@@ -382,6 +521,11 @@ class GibbsEngine:
             results = (mapped.partitionBy(partitioner.num_reducers, partitioner)
                        .mapPartitions(partial(_reduce_task, num_rows=R, topic_groups=groups))
                        .collect())
+        return self._gather(results)
+
+    def _gather(self, results):
+        """(nwk, nk, partition records in partition order) from the reducers' results."""
+        K, R = self.model.num_topics, self.model.shared_rows
         self._collected_at = time.time()
         nwk = np.zeros((R, K), dtype=np.int32)
         seen = []
@@ -402,6 +546,37 @@ class GibbsEngine:
             # every partition emits a record for every group, even an empty one, so this is a bug
             raise RuntimeError(f"reducers returned no counts for topics {sorted(missing)}")
         return nwk, self.model.topic_totals(nwk), parts
+
+    def _start_resident(self, handles, partitioner: TopicPartitioner, t: int):
+        """A :class:`ResidentSampler` for the iterations after ``t`` when the settings allow one and the
+        cluster can run every partition at once (else None: one Spark job per synchronisation)."""
+        mode, P = self.settings.sync, self._num_partitions
+        if mode == "jobs":
+            return None
+        why = None
+        if not self._on_driver:
+            why = "the partitions' counts are too large for the driver (they go through the reducers)"
+        else:
+            slots = resident_slots(self.sc)
+            if slots < P:
+                why = (f"{P} partitions need {P} task slots at once, the cluster has {slots}" if slots else
+                       "the cluster's task slots are unknown or change (dynamic allocation)")
+        if why is not None:
+            if mode == "resident":
+                raise SystemExit(f"--sync resident: {why}; use --sync jobs or auto")
+            log.info("one Spark job per synchronisation: %s", why)
+            return None
+        description = (f"{self.model.name}: resident sampler, iterations {t + 1}-{self.settings.schedule.iterations}"
+                       f" ({P} tasks of one barrier stage; counts summed on the driver)")
+        try:
+            resident = ResidentSampler(self, handles, partitioner.topic_groups(), description)
+        except (HubError, OSError) as exc:
+            if mode == "resident":
+                raise SystemExit(f"--sync resident: the resident sampler did not start ({exc})") from None
+            log.warning("resident sampler did not start (%s): one Spark job per synchronisation", exc)
+            return None
+        log.info("resident sampler: %d tasks of one barrier stage, one message pair per synchronisation", P)
+        return resident
 
     def _log_timeline(self, parts, job_began: float) -> None:
         """Debug: when each partition's task started, how long each of its steps took, when its reducer
@@ -474,20 +649,59 @@ class GibbsEngine:
                      "driver (one stage per iteration)" if self._on_driver else f"reducers ({partitioner!r})")
 
         m = s.sweeps_per_sync
+        resident = self._start_resident(handles, partitioner, t) if t < sched.iterations else None
+        self.sync_used = "resident" if resident is not None else "jobs"
+        try:
+            t, nwk, hyper, topic_word_sum, samples_taken, last_checkpoint = self._iterate(
+                handles, partitioner, resident, t, nwk, nk, hyper, topic_word_sum, samples_taken, trace,
+                last_checkpoint, num_docs, num_tokens, fingerprint, on_iteration)
+        finally:
+            if self._resident is not None:
+                self._resident.stop(cancel=True)
+                self._resident = None
+        self.sc.setJobDescription(None)
+        if samples_taken == 0:
+            raise RuntimeError("no sample was taken (check --burn-in, --lag, --samples)")
+        topic_word = topic_word_sum / samples_taken
+        states = handles.mapPartitionsWithIndex(partial(
+            _output_task, model=model, run=self._run, directory=self.checkpoint_dir, iteration=t,
+            acc_iteration=sched.last_sample(t))).setName(f"gibbs state {t}")
+        return GibbsResult(topic_word, hyper, trace, t, samples_taken, states, num_partitions,
+                           num_tokens, num_docs, "driver" if self._on_driver else "reducers", nwk, self.sync_used)
+
+    def _iterate(self, handles, partitioner, resident, t, nwk, nk, hyper, topic_word_sum, samples_taken, trace,
+                 last_checkpoint, num_docs, num_tokens, fingerprint, on_iteration):
+        """The synchronisations after ``t`` up to the last iteration (the driver's loop)."""
+        s, model = self.settings, self.model
+        sched, m = s.schedule, s.sweeps_per_sync
+        self._resident = resident
         while t < sched.iterations:
             first, t = t + 1, t + m
             began = time.perf_counter()
             plan = SyncPlan(tuple(range(first, t + 1)), sched.is_sample(t), sched.last_sample(first - 1))
             used_hyper = hyper
-            bc = self.sc.broadcast((nwk, nk, hyper))
             job_began = time.perf_counter()
             wall_began = time.time()
-            label = f"iteration {t}" if m == 1 else f"iterations {first}-{t}"
-            nwk, nk, parts = self._run_job(handles, f"{model.name} {label}/{sched.iterations}: sweep (AD-LDA)",
-                                           plan, bc, partitioner)
+            parts = None
+            if resident is not None:
+                try:
+                    nwk, nk, parts = self._gather(list(_reduce_task(resident.exchange(plan, nwk, nk, hyper),
+                                                                    num_rows=model.shared_rows,
+                                                                    topic_groups=partitioner.topic_groups())))
+                except HubError as exc:     # a task died: the files of iteration first - 1 are complete
+                    log.warning("resident sampler stopped before iteration %d (%s): going on with one Spark "
+                                "job per synchronisation (the same model)", first, exc)
+                    resident.stop(cancel=True)
+                    resident, self._resident, self.sync_used = None, None, "resident, then jobs"
+                    job_began, wall_began = time.perf_counter(), time.time()
+            if parts is None:
+                bc = self.sc.broadcast((nwk, nk, hyper))
+                label = f"iteration {t}" if m == 1 else f"iterations {first}-{t}"
+                nwk, nk, parts = self._run_job(handles, f"{model.name} {label}/{sched.iterations}: sweep (AD-LDA)",
+                                               plan, bc, partitioner)
+                bc.destroy()   # no task of a later job reads it: the state is in files
             job_seconds = time.perf_counter() - job_began
             self._log_timeline(parts, wall_began)
-            bc.destroy()   # no task of a later job reads it: the state is in files
             stats = self._sum_stats(parts)
             hyper = model.update_hyper(hyper, stats, num_docs, task_seed(s.seed, t, DRIVER_PARTITION, 3))
             if plan.sample:
@@ -516,15 +730,10 @@ class GibbsEngine:
                       sweep_seconds)
             if on_iteration is not None:
                 on_iteration(record)
-        self.sc.setJobDescription(None)
-        if samples_taken == 0:
-            raise RuntimeError("no sample was taken (check --burn-in, --lag, --samples)")
-        topic_word = topic_word_sum / samples_taken
-        states = handles.mapPartitionsWithIndex(partial(
-            _output_task, model=model, run=self._run, directory=self.checkpoint_dir, iteration=t,
-            acc_iteration=sched.last_sample(t))).setName(f"gibbs state {t}")
-        return GibbsResult(topic_word, hyper, trace, t, samples_taken, states, num_partitions,
-                           num_tokens, num_docs, "driver" if self._on_driver else "reducers", nwk)
+        if resident is not None:
+            resident.stop()
+            self._resident = None
+        return t, nwk, hyper, topic_word_sum, samples_taken, last_checkpoint
 
     def release(self) -> None:
         """Unpersist the staged handles (the workers' caches are replaced by the next run)."""

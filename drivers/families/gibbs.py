@@ -62,6 +62,7 @@ class GibbsTraining:
     heldout_samples: int = 5
     heldout_observed: float | None = 0.5
     permute_segments: int | None = None
+    sync: str = "auto"                  # resident | jobs | auto (drivers.gibbs.GibbsSettings.sync)
 
 
 @dataclass(frozen=True)
@@ -186,6 +187,12 @@ class GibbsFamily(ModelFamily):
         g.add_argument("--sweeps-per-sync", type=int, default=1,
                        help="local sweeps of every partition between two synchronisations of the topic-word "
                             "counts (default 1: AD-LDA; more amortises Spark's per-job cost, with staler counts)")
+        g.add_argument("--sync", choices=("auto", "resident", "jobs"), default="auto",
+                       help="how partitions synchronise: 'resident' runs every partition's sampler as one task of "
+                            "a barrier stage for the whole run, trading counts with the driver over TCP (executors "
+                            "must reach the driver's host); 'jobs' runs a Spark job per synchronisation; 'auto' "
+                            "(default): resident when the cluster runs all partitions at once and the counts fit "
+                            "the driver, else jobs. The same model either way")
         g.add_argument("--heldout-fraction", type=float, default=0.0,
                        help="hold out this fraction of documents (by a hash of doc_id) and report their "
                             "perplexity (thesis: 0.2)")
@@ -200,7 +207,7 @@ class GibbsFamily(ModelFamily):
     def train_settings(self, args) -> GibbsTraining:
         return GibbsTraining(args.burn_in, args.lag, args.samples, tuple(args.hyper or ()), args.checkpoint_every,
                              args.sweeps_per_sync, float(args.heldout_fraction or 0.0), args.heldout_iterations,
-                             args.heldout_samples, args.heldout_observed, args.permute_segments)
+                             args.heldout_samples, args.heldout_observed, args.permute_segments, args.sync)
 
     def add_infer_flags(self, g) -> None:
         g.add_argument("--segments", default=None,
@@ -272,7 +279,8 @@ class GibbsFamily(ModelFamily):
             log.warning("overwriting the model in %s", request.output)
         try:
             settings = GibbsSettings(schedule, seed=request.seed, num_reducers=request.reducers,
-                                     checkpoint_every=e.checkpoint_every, sweeps_per_sync=e.sweeps_per_sync)
+                                     checkpoint_every=e.checkpoint_every, sweeps_per_sync=e.sweeps_per_sync,
+                                     sync=e.sync)
         except ValueError as exc:
             raise SystemExit(str(exc)) from None
         engine = GibbsEngine(spark.sparkContext, model, settings, request.checkpoint)
@@ -308,7 +316,7 @@ class GibbsFamily(ModelFamily):
             "initial_hyper": hyper0, **settings.schedule.to_json(), "samples_taken": result.samples,
             "loglik": trace[-1]["loglik"] if trace else None, "trace": trace,
             "seed": request.seed, "partitions": result.num_partitions, "checkpoint_every": e.checkpoint_every,
-            "sweeps_per_sync": e.sweeps_per_sync, "counts_summed_on": result.counts_summed_on,
+            "sweeps_per_sync": e.sweeps_per_sync, "counts_summed_on": result.counts_summed_on, "sync": result.sync,
             "data": {"corpus": request.corpus, "version": model_store.data_version(corpus.meta),
                      "documents": corpus.num_documents, "segments": corpus.num_segments,
                      "tokens": corpus.num_tokens, "segmented": corpus.segmented, "split": corpus.split,
