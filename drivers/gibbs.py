@@ -318,12 +318,12 @@ def _message_records(header: dict, arrays: list) -> list:
     return records
 
 
-#: test hook: "ITERATION:FILE" makes partition 1's resident task die (os._exit) before that iteration, once
-#: (FILE marks that it happened), to test that the run then goes on with one job per synchronisation
-KILL_RESIDENT_ENV = "SPARK_TOPICS_TEST_KILL_RESIDENT"
+#: a test's hook: ``(iteration, marker file)`` makes partition 1's resident task die (``os._exit``) before that
+#: iteration, once (the marker records that it did), to show that the run goes on with one job per synchronisation
+RESIDENT_TEST_KILL = None
 
 
-def _resident_task(items, model, run, directory, seed, topic_groups, address, token):
+def _resident_task(items, model, run, directory, seed, topic_groups, address, token, kill=None):
     """Spark barrier task: a partition's sampler for the whole run; per message of the driver's hub a
     synchronisation exactly as :func:`_partition_task` does it, answered by the partition's records."""
     import os
@@ -333,7 +333,6 @@ def _resident_task(items, model, run, directory, seed, topic_groups, address, to
     from drivers.sync_hub import connect, recv_message, send_message
     partition = BarrierTaskContext.get().partitionId()
     _only_one(partition, items)
-    kill = os.environ.get(KILL_RESIDENT_ENV, "").split(":", 1)
     sock = connect(tuple(address), token, partition)
     try:
         while True:
@@ -341,7 +340,7 @@ def _resident_task(items, model, run, directory, seed, topic_groups, address, to
             if header["kind"] != "sync":
                 break
             plan = SyncPlan(tuple(header["iterations"]), header["sample"], header["previous_sample"])
-            if partition == 1 and len(kill) == 2 and plan.iterations and plan.iterations[0] == int(kill[0]) \
+            if kill is not None and partition == 1 and plan.iterations and plan.iterations[0] == kill[0] \
                     and not os.path.exists(kill[1]):
                 open(kill[1], "w").close()
                 os._exit(1)
@@ -415,7 +414,8 @@ class ResidentSampler:
         self.group = f"spark-topics-resident-{engine._run}"
         job = handles.barrier().mapPartitions(partial(
             _resident_task, model=engine.model, run=engine._run, directory=engine.checkpoint_dir,
-            seed=engine.settings.seed, topic_groups=groups, address=list(self.hub.address), token=self.hub.token))
+            seed=engine.settings.seed, topic_groups=groups, address=list(self.hub.address), token=self.hub.token,
+            kill=RESIDENT_TEST_KILL))
 
         def run():
             sc.setJobGroup(self.group, description, interruptOnCancel=True)

@@ -137,7 +137,7 @@ class SyncHub:
                 p = waiting.pop(sock)
                 try:
                     replies[p] = recv_message(sock)
-                except (OSError, ValueError) as exc:
+                except (OSError, ValueError, HubError) as exc:
                     raise HubError(f"partition {p}: {exc}") from None
         return [replies[p] for p in range(self.num_partitions)]
 

@@ -127,6 +127,56 @@ def test_counts_summed_on_the_driver_or_on_reducers_give_the_same_model(spark_se
         reducers["counts_summed_on"] == "reducers"
 
 
+@pytest.mark.parametrize("name", ["lda-gibbs", "stm"])
+def test_resident_and_one_job_per_synchronisation_give_the_same_model(spark_session, small_corpus, tmp_path, name):
+    """The resident sampler (one barrier stage, messages to the driver's hub) and one Spark job per
+    synchronisation are the same chain: topics, proportions, hyperparameters and trace, bit for bit; a sample
+    inside a multi-sweep synchronisation too."""
+    corpus, _ = small_corpus
+    flags = ["--model", name, "--topics", 3, "--iterations", 8, "--burn-in", 4, "--lag", 2, "--samples", 2,
+             "--partitions", 2, "--seed", 5, "--checkpoint-every", 2, "--sweeps-per-sync", 2]
+    runs = {mode: train.train(spark_session, train_args(corpus, tmp_path / mode, *flags, "--sync", mode))
+            for mode in ("resident", "jobs")}
+    assert runs["resident"]["sync"] == "resident" and runs["jobs"]["sync"] == "jobs"
+    np.testing.assert_array_equal(np.load(tmp_path / "resident" / "topic_word.npy"),
+                                  np.load(tmp_path / "jobs" / "topic_word.npy"))
+    np.testing.assert_array_equal(_theta(tmp_path / "resident" / "segment_topics.parquet", ("doc_id", "segment")),
+                                  _theta(tmp_path / "jobs" / "segment_topics.parquet", ("doc_id", "segment")))
+    assert runs["resident"]["hyper"] == runs["jobs"]["hyper"]
+    assert [r["loglik"] for r in runs["resident"]["trace"]] == [r["loglik"] for r in runs["jobs"]["trace"]]
+
+
+def test_a_dead_resident_task_hands_the_run_to_one_job_per_synchronisation(spark_session, small_corpus, tmp_path,
+                                                                           monkeypatch):
+    """Partition 1's resident task dies (its Python worker exits) before iteration 5: the driver notices, cancels
+    the barrier stage and goes on with a Spark job per synchronisation from the files of iteration 4, ending with
+    the model of an undisturbed run."""
+    import drivers.gibbs as engine
+
+    corpus, _ = small_corpus
+    flags = ["--model", "lda-gibbs", "--topics", 3, "--iterations", 8, "--burn-in", 4, "--lag", 2, "--samples", 2,
+             "--partitions", 2, "--seed", 6]
+    reference = train.train(spark_session, train_args(corpus, tmp_path / "reference", *flags, "--sync", "jobs"))
+    marker = tmp_path / "killed-once"
+    monkeypatch.setattr(engine, "RESIDENT_TEST_KILL", (5, str(marker)))
+    handed = train.train(spark_session, train_args(corpus, tmp_path / "handed", *flags, "--sync", "resident"))
+    assert marker.exists() and handed["sync"] == "resident, then jobs"
+    np.testing.assert_array_equal(np.load(tmp_path / "reference" / "topic_word.npy"),
+                                  np.load(tmp_path / "handed" / "topic_word.npy"))
+    assert [r["loglik"] for r in reference["trace"]] == [r["loglik"] for r in handed["trace"]]
+    assert reference["hyper"] == handed["hyper"]
+
+
+def test_resident_needs_every_partition_running_at_once(spark_session, small_corpus, tmp_path):
+    """--sync resident with more partitions than task slots (local[2]) is refused before any iteration; auto
+    takes one job per synchronisation."""
+    corpus, _ = small_corpus
+    flags = ["--model", "lda-gibbs", "--topics", 3, "--iterations", 2, "--samples", 1, "--partitions", 3]
+    with pytest.raises(SystemExit, match="3 partitions need 3 task slots at once, the cluster has 2"):
+        train.train(spark_session, train_args(corpus, tmp_path / "refused", *flags, "--sync", "resident"))
+    assert train.train(spark_session, train_args(corpus, tmp_path / "auto", *flags))["sync"] == "jobs"
+
+
 def test_local_counts_equal_topic_word_counts():
     from inference.gibbs.counts import count_local, local_vocabulary
     from inference.gibbs.model import topic_word_counts
@@ -265,6 +315,25 @@ def test_killed_on_a_standalone_cluster_then_resumed_locally_equals_uninterrupte
                                   _theta(killed / "segment_topics.parquet", ("doc_id", "segment")))
     with pytest.raises(SystemExit, match="cannot resume.*seed"):   # a checkpoint of other settings is refused
         train.train(spark_session, train_args(corpus, killed, *common[:-1], 10, "--resume"))
+
+
+@pytest.mark.cluster
+def test_resident_sampler_on_a_standalone_cluster_equals_local(standalone_cluster, spark_session, small_corpus,
+                                                               tmp_path):
+    """--sync resident through deploy/submit.sh on the real standalone cluster (2 workers, 1 core each): the
+    executors' tasks reach the driver's hub, and the model is local[2]'s with a job per synchronisation."""
+    url, logs = standalone_cluster
+    corpus, _ = small_corpus
+    flags = ["--model", "lda-gibbs", "--topics", 3, "--iterations", 6, "--burn-in", 4, "--lag", 1, "--samples", 2,
+             "--partitions", 2, "--seed", 4]
+    train.train(spark_session, train_args(corpus, tmp_path / "local", *flags, "--sync", "jobs"))
+    apps_before = set(cluster_apps(logs))
+    result = submit_train(url, tmp_path, corpus, tmp_path / "cluster", flags + ["--sync", "resident"])
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    assert [p for p in cluster_apps(logs) if p not in apps_before], "the run did not use the cluster's executors"
+    assert json.loads((tmp_path / "cluster" / "model.json").read_text())["sync"] == "resident"
+    np.testing.assert_array_equal(np.load(tmp_path / "local" / "topic_word.npy"),
+                                  np.load(tmp_path / "cluster" / "topic_word.npy"))
 
 
 # --------------------------------------------------------------------------- every registered model
