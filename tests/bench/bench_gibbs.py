@@ -2,8 +2,9 @@
 
 1. LDA-Gibbs vs tomotopy, on the benchmark corpus of ``bench_lda.py`` (:mod:`bench_corpus`: SWORD Bible
    verses and commentary paragraphs, 90% train / 10% held out) with the same K, iterations and 2 cores:
-   ``spark-topics train --model lda-gibbs`` on ``local[2]`` (AD-LDA, one synchronisation per iteration,
-   and with ``--sweeps-per-sync``), tomotopy ``LDAModel`` with 1 and 2 workers. Throughput is tokens x
+   ``spark-topics train --model lda-gibbs`` on ``local[2]`` (AD-LDA, one synchronisation per iteration by the
+   resident sampler and by a Spark job each, and with ``--sweeps-per-sync``), tomotopy ``LDAModel`` with 1 and 2
+   workers. Throughput is tokens x
    iterations / seconds / cores, over the iterations after the first (the first includes Spark's start
    up of the job chain; tomotopy's initialisation is not timed either). Both models are scored by the
    same held-out estimator (``drivers.evaluation.score_heldout``: LDA sampler on half of every test document's
@@ -11,7 +12,7 @@
 2. Every registered Gibbs model (lda-gibbs, stm, seqlda, adatm) on a segmented corpus: the 1,189 chapters
    of the World English Bible (``sample_data``) split into sentences (``prepare --segments sentence``),
    tokens per second per core and the ratio to LDA-Gibbs on the same corpus (thesis: STM about 4x,
-   SeqLDA about 5x LDA's cost).
+   SeqLDA about 5x LDA's cost), resident and with a Spark job per synchronisation.
 
 Not part of the default test run::
 
@@ -134,12 +135,16 @@ def run_benchmark(spark, docs: int, topics: int, iterations: int, seed: int = 0,
     vocab_size = json.loads((Path(train_dir) / "corpus.json").read_text())["vocab_size"]
     run_dir = CACHE / f"gibbs-run-D{docs}-K{topics}-I{iterations}"
     rows = []
-    ours = fit_ours(spark, train_dir, "lda-gibbs", topics, iterations, seed, run_dir / "lda-gibbs")
-    rows.append(dict(ours, label="lda-gibbs (AD-LDA, sync every sweep)"))
+    ours = fit_ours(spark, train_dir, "lda-gibbs", topics, iterations, seed, run_dir / "lda-gibbs",
+                    extra=("--sync", "resident"))
+    rows.append(dict(ours, label="lda-gibbs (resident, sync every sweep)"))
+    jobs = fit_ours(spark, train_dir, "lda-gibbs", topics, iterations, seed, run_dir / "lda-gibbs-jobs",
+                    extra=("--sync", "jobs"))
+    rows.append(dict(jobs, label="lda-gibbs (a Spark job per sweep)"))
     if sync > 1 and iterations % sync == 0:
         fast = fit_ours(spark, train_dir, "lda-gibbs", topics, iterations, seed, run_dir / f"lda-gibbs-sync{sync}",
-                        sweeps_per_sync=sync)
-        rows.append(dict(fast, label=f"lda-gibbs (--sweeps-per-sync {sync})"))
+                        sweeps_per_sync=sync, extra=("--sync", "resident"))
+        rows.append(dict(fast, label=f"lda-gibbs (resident, --sweeps-per-sync {sync})"))
     for row in rows:
         model_dir = Path(row["out"])
         meta = json.loads((model_dir / "model.json").read_text())
@@ -161,10 +166,12 @@ def run_benchmark(spark, docs: int, topics: int, iterations: int, seed: int = 0,
         except SystemExit as exc:
             log.warning("skipping %s: %s", name, exc)
             continue
-        model_rows.append(fit_ours(spark, segmented, name, model_topics, model_iterations, seed,
-                                   run_dir / f"segmented-{name}"))
-    lda = next((r for r in model_rows if r["model"] == "lda-gibbs"), None)
+        for mode in ("resident", "jobs"):
+            row = fit_ours(spark, segmented, name, model_topics, model_iterations, seed,
+                           run_dir / f"segmented-{name}-{mode}", extra=("--sync", mode))
+            model_rows.append(dict(row, sync=mode))
     for row in model_rows:
+        lda = next((r for r in model_rows if r["model"] == "lda-gibbs" and r["sync"] == row["sync"]), None)
         row["cost_vs_lda"] = (lda["tokens_per_second_per_core"] / row["tokens_per_second_per_core"]) if lda else None
         row["kernel_cost_vs_lda"] = (lda["sweep_tokens_per_second_per_core"]
                                      / row["sweep_tokens_per_second_per_core"]) if lda else None
@@ -186,12 +193,13 @@ def format_tables(report: dict) -> str:
     if report["models"]:
         lines += ["", f"Gibbs models on {report['segmented_corpus']} ({report['models'][0]['tokens']} tokens, "
                       f"sentences as segments), K={report['model_topics']}, {report['model_iterations']} iterations",
-                  f"{'model':12} {'s/iter':>7} {'tokens/s/core':>14} {'cost x LDA':>10} {'kernel tok/s/core':>18} "
-                  f"{'kernel cost x LDA':>18}"]
+                  f"{'model':12} {'sync':>8} {'s/iter':>7} {'tokens/s/core':>14} {'cost x LDA':>10} "
+                  f"{'kernel tok/s/core':>18} {'kernel cost x LDA':>18}"]
         for r in report["models"]:
             cost = f"{r['cost_vs_lda']:.2f}" if r["cost_vs_lda"] else "-"
             kcost = f"{r['kernel_cost_vs_lda']:.2f}" if r["kernel_cost_vs_lda"] else "-"
-            lines.append(f"{r['model']:12} {r['seconds_per_iteration']:7.3f} {r['tokens_per_second_per_core']:14.3g} "
+            lines.append(f"{r['model']:12} {r.get('sync', '-'):>8} {r['seconds_per_iteration']:7.3f} "
+                         f"{r['tokens_per_second_per_core']:14.3g} "
                          f"{cost:>10} {r['sweep_tokens_per_second_per_core']:18.3g} {kcost:>18}")
     lines.append(f"(1-minute load average at the end: {report['load_average']:.1f})")
     return "\n".join(lines)
