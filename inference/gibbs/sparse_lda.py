@@ -13,8 +13,9 @@ q first (most of the mass), then r (the document's topics), then s (all K, rarel
 ``coef_k = (alpha_k + m_dk) inv_k`` is cached per topic and refreshed for the two topics a move touches.
 
 Lists: the topics of every word of the block with n_kw > 0 (CSR arrays built from ``nwk`` at the start of a
-sweep; a word's row keeps its total during the sweep, and a token can add at most one topic to its word, so
-``min(K, nonzeros + the word's tokens in the block)`` slots never overflow), and the document's topics with
+sweep, two scans of the row of each of the block's distinct words; a token adds at most one topic to its word's
+list, so ``min(K, nonzeros + the word's tokens in the block)`` slots never overflow; the q walk searches the
+running sums kept while summing q), and the document's topics with
 m_dk > 0 (with every topic's position, so removal is O(1)). The token's old topic stays listed with a zero term
 until its new topic is drawn (a draw of the same topic then touches no list); zero terms are never drawn.
 
@@ -62,23 +63,16 @@ def word_topic_lists(words, nwk):
 
 
 @_kernel
-def sparse_draw(u, q, qterm, wtopics, wstart, nw, r, dtopics, nd, ndk, s, inv, alpha, beta):
-    """The topic of ``u`` in [0, s + r + q): the q bucket (``qterm[j]``, the term of ``wtopics[wstart + j]``,
-    j < nw), then r (``ndk[k] beta inv[k]`` over ``dtopics[:nd]``), then s (``alpha[k] beta inv[k]`` over every k).
-    Zero terms are never drawn; a walk that rounding carries past its bucket's last term takes that term."""
+def sparse_draw(u, q, qcum, wtopics, wstart, nw, r, dtopics, nd, ndk, s, inv, alpha, beta):
+    """The topic of ``u`` in [0, s + r + q): the q bucket (``qcum[j]``, the running sum of the word's terms up
+    to ``wtopics[wstart + j]``, j < nw, with ``qcum[nw - 1] == q``), then r (``ndk[k] beta inv[k]`` over
+    ``dtopics[:nd]``), then s (``alpha[k] beta inv[k]`` over every k). Zero terms are never drawn; a walk that
+    rounding carries past the r or s bucket's last term takes that bucket's last positive term."""
     if u < q:
-        cum = 0.0
-        last = -1
-        for j in range(nw):
-            t = qterm[j]
-            if t > 0.0:
-                cum += t
-                last = j
-                if u < cum:
-                    return wtopics[wstart + j]
-        if last >= 0:
-            return wtopics[wstart + last]
-        u = q                       # q > 0 with no positive term: rounding only; go on to r
+        j = 0
+        while qcum[j] <= u:         # the first running sum above u: never a zero term; ends since qcum[nw-1] = q
+            j += 1
+        return wtopics[wstart + j]
     u -= q
     if u < r:
         cum = 0.0
@@ -93,7 +87,7 @@ def sparse_draw(u, q, qterm, wtopics, wstart, nw, r, dtopics, nd, ndk, s, inv, a
                     return k
         if last >= 0:
             return last
-        u = r
+        u = r                       # r > 0 kept with no positive term: rounding only; go on to s
     u -= r
     K = alpha.shape[0]
     cum = 0.0
@@ -130,7 +124,7 @@ def sparse_sweep_core(token_ptr, words, z, nwk, nk, alpha, beta, seed, probe, pr
     ndk = np.zeros(K, dtype=np.int64)
     dtopics = np.empty(K, dtype=np.int32)
     dpos = np.zeros(K, dtype=np.int64)
-    qterm = np.empty(K, dtype=np.float64)
+    qcum = np.empty(K, dtype=np.float64)
     masses = np.zeros(3)
     probe_topics = np.full(probe_u.shape[0], -1, dtype=np.int32)
     errors = np.zeros(6)
@@ -171,19 +165,18 @@ def sparse_sweep_core(token_ptr, words, z, nwk, nk, alpha, beta, seed, probe, pr
             q = 0.0
             for j in range(nw):
                 k = wtopics[ws + j]
-                t = coef[k] * nwk[w, k]
-                qterm[j] = t
-                q += t
+                q += coef[k] * nwk[w, k]
+                qcum[j] = q
             if check:
                 _check_token(errors, seen, w, old, s, r, q, nwk, nk, ndk, inv, coef, alpha, beta, vbeta,
                              wtopics, ws, nw, dtopics, nd)
             if i == probe:
                 masses[0], masses[1], masses[2] = s, r, q
                 for g in range(probe_u.shape[0]):
-                    probe_topics[g] = sparse_draw(probe_u[g] * (s + r + q), q, qterm, wtopics, ws, nw, r,
+                    probe_topics[g] = sparse_draw(probe_u[g] * (s + r + q), q, qcum, wtopics, ws, nw, r,
                                                   dtopics, nd, ndk, s, inv, alpha, beta)
             u = np.random.random() * (s + r + q)
-            new = sparse_draw(u, q, qterm, wtopics, ws, nw, r, dtopics, nd, ndk, s, inv, alpha, beta)
+            new = sparse_draw(u, q, qcum, wtopics, ws, nw, r, dtopics, nd, ndk, s, inv, alpha, beta)
             if new != old:
                 if nwk[w, old] == 0:          # the old topic leaves the word's list ...
                     for j in range(nw):
