@@ -127,14 +127,16 @@ def test_counts_summed_on_the_driver_or_on_reducers_give_the_same_model(spark_se
         reducers["counts_summed_on"] == "reducers"
 
 
-@pytest.mark.parametrize("name", ["lda-gibbs", "stm"])
-def test_resident_and_one_job_per_synchronisation_give_the_same_model(spark_session, small_corpus, tmp_path, name):
+@pytest.mark.parametrize("name,extra", [("lda-gibbs", ()), ("lda-gibbs", ("--sampler", "sparse")), ("stm", ())],
+                         ids=["lda-gibbs", "lda-gibbs-sparse", "stm"])
+def test_resident_and_one_job_per_synchronisation_give_the_same_model(spark_session, small_corpus, tmp_path, name,
+                                                                      extra):
     """The resident sampler (one barrier stage, messages to the driver's hub) and one Spark job per
     synchronisation are the same chain: topics, proportions, hyperparameters and trace, bit for bit; a sample
-    inside a multi-sweep synchronisation too."""
+    inside a multi-sweep synchronisation too; LDA's sparse kernel (SparseLDA) on Spark as well."""
     corpus, _ = small_corpus
     flags = ["--model", name, "--topics", 3, "--iterations", 8, "--burn-in", 4, "--lag", 2, "--samples", 2,
-             "--partitions", 2, "--seed", 5, "--checkpoint-every", 2, "--sweeps-per-sync", 2]
+             "--partitions", 2, "--seed", 5, "--checkpoint-every", 2, "--sweeps-per-sync", 2, *extra]
     runs = {mode: train.train(spark_session, train_args(corpus, tmp_path / mode, *flags, "--sync", mode))
             for mode in ("resident", "jobs")}
     assert runs["resident"]["sync"] == "resident" and runs["jobs"]["sync"] == "jobs"
