@@ -148,6 +148,44 @@ def minka_statistics(ndk, alpha):
     return out
 
 
+@numba.njit(cache=True)
+def minka_statistics_of_assignments(token_ptr, z, alpha):
+    """:func:`minka_statistics` of the documents' counts straight from the assignments ``z``, in O(tokens + D)
+    time and O(K) memory instead of a (D, K) count matrix (360 MB per partition of 45k documents at K = 1000).
+    The same terms are added to each sum in the same (document) order, so the result is bit for bit that of
+    ``minka_statistics(doc_topic_counts(...))``: the topics a document does not use add exactly nothing there."""
+    K = alpha.shape[0]
+    out = np.zeros(K + 2)
+    alpha0 = 0.0
+    for k in range(K):
+        alpha0 += alpha[k]
+    psi_alpha = np.empty(K)
+    for k in range(K):
+        psi_alpha[k] = digamma(alpha[k])
+    psi_alpha0 = digamma(alpha0)
+    counts = np.zeros(K, dtype=np.int64)
+    used = np.empty(K, dtype=np.int64)
+    for d in range(token_ptr.shape[0] - 1):
+        n_used = 0
+        for i in range(token_ptr[d], token_ptr[d + 1]):
+            k = z[i]
+            if counts[k] == 0:
+                used[n_used] = k
+                n_used += 1
+            counts[k] += 1
+        n = 0
+        for j in range(n_used):
+            k = used[j]
+            c = counts[k]
+            out[k] += digamma(c + alpha[k]) - psi_alpha[k]
+            n += c
+            counts[k] = 0
+        if n > 0:
+            out[K] += digamma(n + alpha0) - psi_alpha0
+            out[K + 1] += 1.0
+    return out
+
+
 class LdaGibbs(GibbsModel):
     """Collapsed Gibbs LDA; ``segment_level=True`` gives LDA_P (every segment a document)."""
 
@@ -213,8 +251,8 @@ class LdaGibbs(GibbsModel):
                   np.asarray(hyper["alpha"], dtype=np.float64), float(hyper["beta"]), phi, frozen, seed)
 
     def partition_stats(self, block, state, hyper, seed) -> np.ndarray:
-        ndk = doc_topic_counts(block.token_ptr(), state["z"], self.num_topics)
-        return minka_statistics(ndk, np.asarray(hyper["alpha"], dtype=np.float64))
+        return minka_statistics_of_assignments(block.token_ptr(), state["z"],
+                                               np.asarray(hyper["alpha"], dtype=np.float64))
 
     def update_hyper(self, hyper, stats, num_documents, seed) -> dict:
         hyper = dict(hyper, cycles=int(hyper.get("cycles", 0)) + 1)

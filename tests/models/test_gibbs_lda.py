@@ -270,3 +270,20 @@ def test_topic_evolution_of_one_document(synthetic_gibbs_model, tmp_path, capsys
     assert saved["doc_id"] == doc_id and len(saved["topic_words"]) == 4
     with pytest.raises(SystemExit, match="not among"):
         evolution.evolution(str(out), "no-such-document")
+
+
+@pytest.mark.parametrize("K", [3, 60])
+def test_minka_statistics_from_assignments_equal_the_count_matrix_route(K):
+    """The partition statistics computed straight from z are bit for bit those of the (D, K) count matrix
+    (documents of every length, empty ones included)."""
+    from inference.gibbs.lda import minka_statistics_of_assignments
+
+    rng = np.random.default_rng(K)
+    lengths = rng.integers(0, 40, size=300)
+    lengths[[0, 17, 299]] = 0
+    token_ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    z = rng.integers(0, K, size=token_ptr[-1]).astype(np.int32)
+    alpha = rng.gamma(1.0, 0.1, size=K)
+    expected = minka_statistics(doc_topic_counts(token_ptr, z, K), alpha)
+    np.testing.assert_array_equal(minka_statistics_of_assignments(token_ptr, z, alpha), expected)
+    assert expected[K + 1] == np.count_nonzero(lengths)
