@@ -410,6 +410,7 @@ class ResidentSampler:
         sc = engine.sc
         host = "127.0.0.1" if sc.master.startswith("local") else sc.getConf().get("spark.driver.host")
         self._failure = None
+        self.sent = None            # the plan the tasks are working on
         self.hub = SyncHub(host, engine._num_partitions, alive=lambda: self._thread.is_alive())
         self.group = f"spark-topics-resident-{engine._run}"
         job = handles.barrier().mapPartitions(partial(
@@ -428,10 +429,15 @@ class ResidentSampler:
         self._thread.start()
         self.hub.accept_all()
 
-    def exchange(self, plan: SyncPlan, nwk, nk, hyper) -> list:
-        """Every partition's records of one synchronisation."""
-        replies = self.hub.exchange([_plan_message(plan, nwk, nk, hyper)] * self.hub.num_partitions)
-        return [record for header, arrays in replies for record in _message_records(header, arrays)]
+    def send(self, plan: SyncPlan, nwk, nk, hyper) -> None:
+        """Start a synchronisation: every task gets the plan, the counts and the hyperparameters."""
+        self.hub.send([_plan_message(plan, nwk, nk, hyper)] * self.hub.num_partitions)
+        self.sent = plan
+
+    def receive(self) -> list:
+        """Every partition's records of the synchronisation sent last."""
+        self.sent = None
+        return [record for header, arrays in self.hub.receive() for record in _message_records(header, arrays)]
 
     def stop(self, cancel: bool = False) -> None:
         self.hub.close(None if cancel else {"kind": "stop"})
@@ -547,6 +553,21 @@ class GibbsEngine:
             raise RuntimeError(f"reducers returned no counts for topics {sorted(missing)}")
         return nwk, self.model.topic_totals(nwk), parts
 
+    def _plan_after(self, t: int) -> SyncPlan:
+        """The synchronisation after iteration ``t``: the next ``sweeps_per_sync`` iterations."""
+        sched, m = self.settings.schedule, self.settings.sweeps_per_sync
+        last = t + m
+        return SyncPlan(tuple(range(t + 1, last + 1)), sched.is_sample(last), sched.last_sample(t))
+
+    def _lose_resident(self, first: int, exc: Exception):
+        """A resident task died before iteration ``first``: stop the stage, go on with a job per synchronisation
+        (the files of iteration ``first - 1`` are complete). Returns None, the resident sampler's new value."""
+        log.warning("resident sampler stopped before iteration %d (%s): going on with one Spark job per "
+                    "synchronisation (the same model)", first, exc)
+        self._resident.stop(cancel=True)
+        self._resident, self.sync_used = None, "resident, then jobs"
+        return None
+
     def _start_resident(self, handles, partitioner: TopicPartitioner, t: int):
         """A :class:`ResidentSampler` for the iterations after ``t`` when the settings allow one and the
         cluster can run every partition at once (else None: one Spark job per synchronisation)."""
@@ -648,7 +669,6 @@ class GibbsEngine:
                      sched.samples, sched.lag, sched.iterations,
                      "driver (one stage per iteration)" if self._on_driver else f"reducers ({partitioner!r})")
 
-        m = s.sweeps_per_sync
         resident = self._start_resident(handles, partitioner, t) if t < sched.iterations else None
         self.sync_used = "resident" if resident is not None else "jobs"
         try:
@@ -676,23 +696,21 @@ class GibbsEngine:
         sched, m = s.schedule, s.sweeps_per_sync
         self._resident = resident
         while t < sched.iterations:
-            first, t = t + 1, t + m
             began = time.perf_counter()
-            plan = SyncPlan(tuple(range(first, t + 1)), sched.is_sample(t), sched.last_sample(first - 1))
+            plan = self._plan_after(t)
+            first, t = plan.iterations[0], plan.last
             used_hyper = hyper
             job_began = time.perf_counter()
             wall_began = time.time()
             parts = None
             if resident is not None:
                 try:
-                    nwk, nk, parts = self._gather(list(_reduce_task(resident.exchange(plan, nwk, nk, hyper),
-                                                                    num_rows=model.shared_rows,
+                    if resident.sent != plan:
+                        resident.send(plan, nwk, nk, hyper)
+                    nwk, nk, parts = self._gather(list(_reduce_task(resident.receive(), num_rows=model.shared_rows,
                                                                     topic_groups=partitioner.topic_groups())))
                 except HubError as exc:     # a task died: the files of iteration first - 1 are complete
-                    log.warning("resident sampler stopped before iteration %d (%s): going on with one Spark "
-                                "job per synchronisation (the same model)", first, exc)
-                    resident.stop(cancel=True)
-                    resident, self._resident, self.sync_used = None, None, "resident, then jobs"
+                    resident = self._lose_resident(first, exc)
                     job_began, wall_began = time.perf_counter(), time.time()
             if parts is None:
                 bc = self.sc.broadcast((nwk, nk, hyper))
@@ -704,6 +722,11 @@ class GibbsEngine:
             self._log_timeline(parts, wall_began)
             stats = self._sum_stats(parts)
             hyper = model.update_hyper(hyper, stats, num_docs, task_seed(s.seed, t, DRIVER_PARTITION, 3))
+            if resident is not None and t < sched.iterations:   # the tasks sweep on while the driver logs
+                try:
+                    resident.send(self._plan_after(t), nwk, nk, hyper)
+                except HubError as exc:
+                    resident = self._lose_resident(t + 1, exc)
             if plan.sample:
                 topic_word_sum += model.topic_word(nwk, nk, used_hyper)
                 samples_taken += 1

@@ -121,12 +121,20 @@ class SyncHub:
 
     def exchange(self, messages) -> list[tuple[dict, list]]:
         """Send ``messages[p] = (header, arrays)`` to partition p's task; the replies in partition order."""
+        self.send(messages)
+        return self.receive()
+
+    def send(self, messages) -> None:
+        """``messages[p] = (header, arrays)`` to partition p's task."""
         for p in range(self.num_partitions):
             header, arrays = messages[p]
             try:
                 send_message(self._tasks[p], header, arrays)
             except OSError as exc:
                 raise HubError(f"partition {p}: {exc}") from None
+
+    def receive(self) -> list[tuple[dict, list]]:
+        """Every task's reply to the last message, in partition order."""
         replies: dict[int, tuple] = {}
         waiting = {sock: p for p, sock in self._tasks.items()}
         while waiting:
