@@ -287,10 +287,26 @@ def _partition_task(partition, items, model, run, directory, bc_global, seed, pl
 
 # ---- resident mode: one barrier stage for the whole run, a message pair per synchronisation (drivers.sync_hub)
 
-def _plan_message(plan: SyncPlan, nwk, nk, hyper) -> tuple[dict, list]:
+def _plan_message(plan: SyncPlan, nwk, nk, hyper, previous=None) -> tuple[dict, list]:
+    """A synchronisation's message: the plan and hyperparameters, and the shared table, whole (``previous``
+    None) or as the entries that differ from ``previous``, the table the tasks hold (flat indices, new values):
+    at large K most of a V x K table does not change in a sweep."""
     header = {"kind": "sync", "iterations": list(plan.iterations), "sample": plan.sample,
               "previous_sample": plan.previous_sample, "hyper": hyper}
-    return header, [nwk, nk]
+    if previous is None or previous.shape != nwk.shape:
+        return dict(header, table="whole"), [nwk, nk]
+    changed = np.flatnonzero(nwk != previous)
+    return dict(header, table="changes"), [changed, nwk.ravel()[changed], nk]
+
+
+def _apply_table(header: dict, arrays: list, table):
+    """The shared table and topic totals a task sweeps from, from a message and the task's copy of the last
+    table (updated in place for a message of changes)."""
+    if header["table"] == "whole":
+        return arrays[0].copy(), arrays[1]
+    changed, values, nk = arrays
+    table.ravel()[changed] = values
+    return table, nk
 
 
 def _records_message(records) -> tuple[dict, list]:
@@ -334,6 +350,7 @@ def _resident_task(items, model, run, directory, seed, topic_groups, address, to
     partition = BarrierTaskContext.get().partitionId()
     _only_one(partition, items)
     sock = connect(tuple(address), token, partition)
+    table = None                # this task's copy of the shared table of the last synchronisation
     try:
         while True:
             header, arrays = recv_message(sock)
@@ -344,8 +361,9 @@ def _resident_task(items, model, run, directory, seed, topic_groups, address, to
                     and not os.path.exists(kill[1]):
                 open(kill[1], "w").close()
                 os._exit(1)
-            records = _partition_sync(partition, model, run, directory, (arrays[0], arrays[1], header["hyper"]),
-                                      seed, plan, topic_groups)
+            table, nk = _apply_table(header, arrays, table)
+            records = _partition_sync(partition, model, run, directory, (table, nk, header["hyper"]), seed, plan,
+                                      topic_groups)
             send_message(sock, *_records_message(records))
     finally:
         sock.close()
@@ -408,10 +426,17 @@ class ResidentSampler:
 
         from drivers.sync_hub import SyncHub
         sc = engine.sc
-        host = "127.0.0.1" if sc.master.startswith("local") else sc.getConf().get("spark.driver.host")
+        conf = sc.getConf()
+        if sc.master.startswith("local"):
+            host = bind = "127.0.0.1"
+        else:                       # executors reach spark.driver.host; the driver listens where Spark does
+            host = conf.get("spark.driver.host")
+            bind = conf.get("spark.driver.bindAddress", host)
         self._failure = None
         self.sent = None            # the plan the tasks are working on
-        self.hub = SyncHub(host, engine._num_partitions, alive=lambda: self._thread.is_alive())
+        self._table = None          # the shared table the tasks hold (the last one sent)
+        self._thread = None
+        self.hub = SyncHub(bind, engine._num_partitions, alive=lambda: self._thread.is_alive(), advertise=host)
         self.group = f"spark-topics-resident-{engine._run}"
         job = handles.barrier().mapPartitions(partial(
             _resident_task, model=engine.model, run=engine._run, directory=engine.checkpoint_dir,
@@ -427,11 +452,17 @@ class ResidentSampler:
         self.sc = sc
         self._thread = threading.Thread(target=run, name="spark-topics resident sampler", daemon=True)
         self._thread.start()
-        self.hub.accept_all()
+        try:
+            self.hub.accept_all()
+        except BaseException:       # no task may wait for slots of a stage that will not run
+            self.stop(cancel=True)
+            raise
 
     def send(self, plan: SyncPlan, nwk, nk, hyper) -> None:
-        """Start a synchronisation: every task gets the plan, the counts and the hyperparameters."""
-        self.hub.send([_plan_message(plan, nwk, nk, hyper)] * self.hub.num_partitions)
+        """Start a synchronisation: every task gets the plan, the counts (the first time whole, then the
+        entries that changed) and the hyperparameters."""
+        self.hub.send([_plan_message(plan, nwk, nk, hyper, self._table)] * self.hub.num_partitions)
+        self._table = nwk.copy()
         self.sent = plan
 
     def receive(self) -> list:
@@ -443,7 +474,8 @@ class ResidentSampler:
         self.hub.close(None if cancel else {"kind": "stop"})
         if cancel:
             self.sc.cancelJobGroup(self.group)
-        self._thread.join(timeout=60)
+        if self._thread is not None:
+            self._thread.join(timeout=60)
 
 
 # --------------------------------------------------------------------------- the engine

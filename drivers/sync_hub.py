@@ -80,14 +80,16 @@ class SyncHub:
     its message and collects every reply. ``alive()`` (the Spark job still running) is polled while waiting, so
     a task that dies (its socket closes, or its job fails) ends the wait with :class:`HubError`."""
 
-    def __init__(self, host: str, num_partitions: int, alive, connect_timeout: float = 120.0):
+    def __init__(self, host: str, num_partitions: int, alive, connect_timeout: float = 120.0,
+                 advertise: str | None = None):
+        """Listens on ``host`` (any free port); tasks are told ``advertise`` (default ``host``)."""
         self.num_partitions = int(num_partitions)
         self.alive = alive
         self.connect_timeout = float(connect_timeout)
         self.token = secrets.token_hex(16)
         self._server = socket.create_server((host, 0))
         self._server.settimeout(0.2)
-        self.address = (host, self._server.getsockname()[1])
+        self.address = (advertise or host, self._server.getsockname()[1])
         self._tasks: dict[int, socket.socket] = {}
 
     def accept_all(self) -> None:
