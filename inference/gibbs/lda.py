@@ -123,18 +123,25 @@ def doc_topic_counts(token_ptr, z, num_topics):
 
 
 @numba.njit(cache=True)
-def minka_statistics(ndk, alpha):
-    """(K + 2,) sum_i [Psi(m_ik + alpha_k) - Psi(alpha_k)] per k, sum_i [Psi(m_i + alpha_0) - Psi(alpha_0)],
-    and the number of documents with at least one token."""
-    D, K = ndk.shape
-    out = np.zeros(K + 2)
+def _digammas_of_alpha(alpha):
+    """(alpha_0, Psi(alpha_k) for every k, Psi(alpha_0)): the constant terms of the Minka statistics."""
+    K = alpha.shape[0]
     alpha0 = 0.0
     for k in range(K):
         alpha0 += alpha[k]
     psi_alpha = np.empty(K)
     for k in range(K):
         psi_alpha[k] = digamma(alpha[k])
-    psi_alpha0 = digamma(alpha0)
+    return alpha0, psi_alpha, digamma(alpha0)
+
+
+@numba.njit(cache=True)
+def minka_statistics(ndk, alpha):
+    """(K + 2,) sum_i [Psi(m_ik + alpha_k) - Psi(alpha_k)] per k, sum_i [Psi(m_i + alpha_0) - Psi(alpha_0)],
+    and the number of documents with at least one token."""
+    D, K = ndk.shape
+    out = np.zeros(K + 2)
+    alpha0, psi_alpha, psi_alpha0 = _digammas_of_alpha(alpha)
     for d in range(D):
         n = 0
         for k in range(K):
@@ -156,13 +163,7 @@ def minka_statistics_of_assignments(token_ptr, z, alpha):
     ``minka_statistics(doc_topic_counts(...))``: the topics a document does not use add exactly nothing there."""
     K = alpha.shape[0]
     out = np.zeros(K + 2)
-    alpha0 = 0.0
-    for k in range(K):
-        alpha0 += alpha[k]
-    psi_alpha = np.empty(K)
-    for k in range(K):
-        psi_alpha[k] = digamma(alpha[k])
-    psi_alpha0 = digamma(alpha0)
+    alpha0, psi_alpha, psi_alpha0 = _digammas_of_alpha(alpha)
     counts = np.zeros(K, dtype=np.int64)
     used = np.empty(K, dtype=np.int64)
     for d in range(token_ptr.shape[0] - 1):
