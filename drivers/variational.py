@@ -183,6 +183,7 @@ class HybridPlan:
     seed: int
     burn_in: int
     samples: int
+    average_digammas: bool = False    # the alpha statistics from the samples' mean of Psi (else Psi of the mean)
 
 
 class HybridStep:
@@ -194,22 +195,30 @@ class HybridStep:
     name = "hybrid sampling"
     objective_name = "log_joint"
 
-    def __init__(self, seed: int, burn_in: int = 5, samples: int = 5, mean_weights: bool = False):
+    def __init__(self, seed: int, burn_in: int = 5, samples: int = 5, mean_weights: bool = False,
+                 alpha_warmup: int | None = None):
         if burn_in < 0 or samples < 1:
             raise SystemExit(f"--hybrid-burn-in must be at least 0 and --hybrid-samples at least 1, got "
                              f"{burn_in} and {samples}")
+        if alpha_warmup is not None and alpha_warmup < 0:
+            raise SystemExit(f"--hybrid-alpha-warmup must be at least 0, got {alpha_warmup}")
         self.seed, self.burn_in, self.samples = int(seed), int(burn_in), int(samples)
+        #: EM iterations whose alpha statistics use Psi of the kept samples' mean counts (a smoothing that helps
+        #: while the topics form) before the samples' mean of Psi (unbiased: no upward drift of alpha); None:
+        #: the mean counts throughout
+        self.alpha_warmup = alpha_warmup
         #: the word factor of (4.9): exp(E_q[log beta_kw]) (the thesis), or E_q[beta_kw] (a collapsed sampler's
         #: (n_kw + eta) / (n_k + V eta) with the counts of the last iteration)
         self.mean_weights = bool(mean_weights)
 
     def plan(self, iteration: int, trace: list) -> HybridPlan:
-        return HybridPlan(iteration, self.seed, self.burn_in, self.samples)
+        average = self.alpha_warmup is not None and iteration > self.alpha_warmup
+        return HybridPlan(iteration, self.seed, self.burn_in, self.samples, average)
 
     def run(self, partition: int, block, state, word_weights: np.ndarray, alpha: np.ndarray, plan: HybridPlan,
             topic_groups):
         return hybrid_block(partition, block, state, word_weights, alpha, plan.seed, plan.iteration, plan.burn_in,
-                            plan.samples, topic_groups)
+                            plan.samples, topic_groups, average_digammas=plan.average_digammas)
 
     def objective(self, doc_terms: float, alpha: np.ndarray, alpha_stats: np.ndarray, n_docs: float) -> float:
         """The kept samples' mean log p(z_d | alpha) + sum_n E_q[log beta_{z_dn w_dn}] summed over documents (the

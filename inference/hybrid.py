@@ -22,7 +22,9 @@ same samples.
 
 Per document the kernel also returns what the driver needs: the alpha statistics
 sum_d Psi(alpha_k + nbar_dk) - Psi(A + N_d) (q(theta_d) = Dir(alpha + nbar_d), nbar the kept-sample mean of the
-document-topic counts; the driver's Newton step for alpha uses them as in variational EM), and the sampled log
+document-topic counts; the driver's Newton step for alpha uses them as in variational EM), or with
+``average_digammas`` sum_d mean_s [Psi(alpha_k + n^(s)_dk)] - Psi(A + N_d), the kept samples' Monte Carlo
+estimate of E[log theta_dk] (Psi of the mean counts overstates it, and alpha drifts upward with it), and the sampled log
 joint log p(z_d | alpha) + sum_n E_q[log beta_{z_dn w_dn}] (the unnormalised log of (4.8)) averaged over the kept
 samples, the progress measure of hybrid EM (its words' part from the statistics, :func:`word_log_joint`).
 """
@@ -215,7 +217,7 @@ def _unlist_topic(k, active, n_active):
 
 @numba.njit(cache=True, nogil=True)
 def hybrid_documents(indptr, local_terms, counts, z, eb_local, alpha, burn_in, samples, seeds, initialise,
-                     dense):
+                     dense, average_digammas=False):
     """Sample every document of a block (see the module docstring); ``z`` (one int32 per token, in CSR order
     with each entry repeated ``counts`` times) is the warm start and is updated in place (``initialise``: draw
     it uniformly first). ``dense``: draw with the O(K) reference :func:`draw_dense` (the same samples).
@@ -322,6 +324,8 @@ def hybrid_documents(indptr, local_terms, counts, z, eb_local, alpha, burn_in, s
                         touched[n_touched] = k
                         n_touched += 1
                     nbar[k] += n[k] * weight
+                    if average_digammas:
+                        alpha_stats[k] += (digamma(alpha[k] + n[k]) - psi_alpha[k]) * weight
                     lj += math.lgamma(alpha[k] + n[k]) - lgamma_alpha[k]
                 log_joint[d] += lj * weight
         # Psi(alpha_k + nbar_dk) - Psi(A + N_d): Psi(alpha_k) for the topics the document never visited, added
@@ -329,7 +333,8 @@ def hybrid_documents(indptr, local_terms, counts, z, eb_local, alpha, burn_in, s
         sum_psi_total += digamma(A + N)
         for i in range(n_touched):
             k = touched[i]
-            alpha_stats[k] += digamma(alpha[k] + nbar[k]) - psi_alpha[k]
+            if not average_digammas:
+                alpha_stats[k] += digamma(alpha[k] + nbar[k]) - psi_alpha[k]
             nbar[k] = 0.0
         for i in range(n_active):               # leave n all zero for the next document
             n[active[i]] = 0

@@ -100,7 +100,7 @@ def compact(values: np.ndarray):
 
 def hybrid_block(partition: int, block: DocBlock, z: np.ndarray | None, word_weights: np.ndarray,
                  alpha: np.ndarray, seed: int, iteration: int, burn_in: int, samples: int, topic_groups=None,
-                 dense: bool = False):
+                 dense: bool = False, average_digammas: bool = False):
     """The hybrid local step over one block (:mod:`inference.hybrid`), ``word_weights`` the (U, K) word factor of
     (4.9) for the block's vocabulary: ``(new z, topic records, statistics)``
     with the statistics vector laid out as the E-step's (alpha statistics, then :data:`TOTALS`: the sampled
@@ -115,7 +115,7 @@ def hybrid_block(partition: int, block: DocBlock, z: np.ndarray | None, word_wei
     seeds = document_seeds(block.doc_ids, seed, iteration)
     sstats, alpha_stats, doc_log_joint, _ = hybrid_documents(
         block.indptr, block.local_terms, block.counts, z, sampling_weights(eb_local), alpha, burn_in, samples,
-        seeds, initialise, dense)
+        seeds, initialise, dense, average_digammas)
     log_joint = doc_log_joint.sum() + word_log_joint(sstats, eb_local)
     totals = np.array([log_joint, block.n_docs, (burn_in + samples) * block.n_docs, block.n_tokens, 0, 0])
     return z, topic_records(partition, block, sstats, topic_groups), np.concatenate([alpha_stats, totals])

@@ -105,6 +105,7 @@ class VariationalTraining:
     hybrid_burn_in: int = 5
     hybrid_samples: int = 5
     hybrid_weights: str = "mean"      # the word factor of (4.9): E_q[beta] (mean) or exp(E_q[log beta]) (digamma)
+    hybrid_alpha_warmup: int = 10     # EM iterations of alpha from Psi(mean counts), then the samples' mean of Psi
 
 
 def _add_estep_flags(parser) -> None:
@@ -144,10 +145,15 @@ class VariationalFamily(ModelFamily):
                             help="hybrid: the word factor of eq 4.9, E[beta] (mean: a collapsed sampler's "
                                  "(n_kw + eta) / (n_k + V eta) with the last iteration's counts; default, see the "
                                  "README) or exp(E[log beta]) (digamma, the thesis)")
+        parser.add_argument("--hybrid-alpha-warmup", type=int, default=10, metavar="N",
+                            help="hybrid: the first N EM iterations learn alpha from Psi of the kept samples' mean "
+                                 "counts, later ones from the samples' mean of Psi (the unbiased E[log theta]; the "
+                                 "first alone lets alpha drift upward); -1: the mean counts throughout (default 10)")
 
     def train_settings(self, args) -> VariationalTraining:
         return VariationalTraining(args.tol, args.estep_tol, args.estep_max_iter, args.estep_schedule, args.restarts,
-                                   args.inference, args.hybrid_burn_in, args.hybrid_samples, args.hybrid_weights)
+                                   args.inference, args.hybrid_burn_in, args.hybrid_samples, args.hybrid_weights,
+                                   args.hybrid_alpha_warmup)
 
     def add_infer_flags(self, parser) -> None:
         _add_estep_flags(parser)
@@ -197,7 +203,8 @@ class VariationalFamily(ModelFamily):
                               alpha=request.alpha, optimize_alpha=not request.fixed_alpha,
                               optimize_eta=optimize_eta, seed=request.seed, num_reducers=request.reducers,
                               restarts=e.restarts, schedule=e.estep_schedule)
-        local_step = (HybridStep(request.seed, e.hybrid_burn_in, e.hybrid_samples, e.hybrid_weights == "mean")
+        local_step = (HybridStep(request.seed, e.hybrid_burn_in, e.hybrid_samples, e.hybrid_weights == "mean",
+                                 None if e.hybrid_alpha_warmup == -1 else e.hybrid_alpha_warmup)
                       if e.inference == "hybrid" else EStep(settings))
         structure = model.structure(request, corpus)
         engine = VariationalEngine(spark.sparkContext, settings, prior.prior, request.checkpoint, structure,
@@ -215,6 +222,8 @@ class VariationalFamily(ModelFamily):
                        "languages": None if corpus.layout is None else list(corpus.layout.languages)}
         if e.inference == "hybrid":
             fingerprint["inference"] = [e.inference, e.hybrid_burn_in, e.hybrid_samples, e.hybrid_weights]
+            if e.hybrid_alpha_warmup != -1:
+                fingerprint["inference"].append(e.hybrid_alpha_warmup)
         result = engine.fit(corpus.blocks, corpus.num_partitions, V, resume=request.resume, fingerprint=fingerprint)
 
         trace = [r.__dict__ for r in result.trace]
@@ -229,7 +238,7 @@ class VariationalFamily(ModelFamily):
                          "optimize_alpha": settings.optimize_alpha, "optimize_eta": settings.optimize_eta,
                          "inference": e.inference,
                          **({"hybrid_burn_in": e.hybrid_burn_in, "hybrid_samples": e.hybrid_samples,
-                             "hybrid_weights": e.hybrid_weights}
+                             "hybrid_weights": e.hybrid_weights, "hybrid_alpha_warmup": e.hybrid_alpha_warmup}
                             if e.inference == "hybrid" else {})},
             "data": {"corpus": request.corpus, "version": model_store.data_version(corpus.meta),
                      "documents": corpus.num_documents, "tokens": corpus.meta.get("tokens")},

@@ -73,8 +73,9 @@ def splitmix_uniforms(state: int):
         yield (x >> 11) / 9007199254740992.0
 
 
-def slow_reference(block, z, eb_local, alpha, burn_in, samples, seeds):
-    """Eq (4.9) token by token in plain Python, with the documents' SplitMix64 streams."""
+def slow_reference(block, z, eb_local, alpha, burn_in, samples, seeds, average_digammas=False):
+    """Eq (4.9) token by token in plain Python, with the documents' SplitMix64 streams; the alpha statistics
+    from Psi of the kept samples' mean counts, or (``average_digammas``) the samples' mean of Psi."""
     K = alpha.size
     U = eb_local.shape[0]
     sstats, alpha_stats, log_joint, word_part = np.zeros((U, K)), np.zeros(K), [], 0.0
@@ -84,7 +85,7 @@ def slow_reference(block, z, eb_local, alpha, burn_in, samples, seeds):
         entries = range(block.indptr[d], block.indptr[d + 1])
         words = [block.local_terms[j] for j in entries for _ in range(int(block.counts[j]))]
         zd = list(z[t0:t0 + len(words)])
-        nbar, lj_mean = np.zeros(K), 0.0
+        nbar, lj_mean, psi_mean = np.zeros(K), 0.0, np.zeros(K)
         for sweep in range(burn_in + samples):
             for i, u in enumerate(words):
                 n = np.bincount(np.delete(np.array(zd), i), minlength=K)
@@ -102,20 +103,22 @@ def slow_reference(block, z, eb_local, alpha, burn_in, samples, seeds):
             if sweep >= burn_in:
                 n = np.bincount(zd, minlength=K)
                 nbar += n / samples
+                psi_mean += digamma(alpha + n) / samples
                 for i, u in enumerate(words):
                     sstats[u, zd[i]] += 1 / samples
                 lj = (gammaln(alpha.sum()) - gammaln(alpha.sum() + len(words))
                       + np.sum(gammaln(alpha + n) - gammaln(alpha)))
                 lj_mean += lj / samples
                 word_part += sum(math.log(eb_local[u, zd[i]]) for i, u in enumerate(words)) / samples
-        alpha_stats += digamma(alpha + nbar) - digamma(alpha.sum() + len(words))
+        alpha_stats += (psi_mean if average_digammas else digamma(alpha + nbar)) - digamma(alpha.sum() + len(words))
         log_joint.append(lj_mean)
         z[t0:t0 + len(words)] = zd
         t0 += len(words)
     return sstats, alpha_stats, np.array(log_joint), word_part
 
 
-def test_statistics_equal_a_slow_reference():
+@pytest.mark.parametrize("average_digammas", [False, True], ids=["psi-of-mean", "mean-of-psi"])
+def test_statistics_equal_a_slow_reference(average_digammas):
     block = random_block(3, docs=8, vocab=10)
     K = 4
     rng = np.random.default_rng(4)
@@ -125,8 +128,9 @@ def test_statistics_equal_a_slow_reference():
     z0 = rng.integers(0, K, size=int(block.counts.sum())).astype(np.int32)
     z_fast, z_slow = z0.copy(), z0.copy()
     sstats, alpha_stats, log_joint, _ = hybrid_documents(block.indptr, block.local_terms, block.counts, z_fast,
-                                                         eb_local, alpha, 2, 3, seeds, False, False)
-    ref = slow_reference(block, z_slow, eb_local, alpha, 2, 3, seeds)
+                                                         eb_local, alpha, 2, 3, seeds, False, False,
+                                                         average_digammas)
+    ref = slow_reference(block, z_slow, eb_local, alpha, 2, 3, seeds, average_digammas)
     np.testing.assert_array_equal(z_fast, z_slow)
     np.testing.assert_allclose(sstats, ref[0], atol=1e-12)
     np.testing.assert_allclose(alpha_stats, ref[1], rtol=1e-10)
