@@ -31,6 +31,10 @@ RUNS = {
     "hybrid, mean weights (50)": ["--model", "lda", "--iterations", "50", "--tol", "0", "--inference", "hybrid"],
     "hybrid, digamma weights (50)": ["--model", "lda", "--iterations", "50", "--tol", "0", "--inference", "hybrid",
                                      "--hybrid-weights", "digamma"],
+    "hybrid-meancounts alpha (20)": ["--model", "lda", "--iterations", "20", "--tol", "0", "--inference", "hybrid",
+                                     "--hybrid-alpha-warmup", "-1"],
+    "hybrid-meancounts alpha (50)": ["--model", "lda", "--iterations", "50", "--tol", "0", "--inference", "hybrid",
+                                     "--hybrid-alpha-warmup", "-1"],
     "lda-gibbs (300 iterations)": ["--model", "lda-gibbs", "--iterations", "300"],
 }
 
