@@ -432,7 +432,7 @@ class ResidentSampler:
         else:                       # executors reach spark.driver.host; the driver listens where Spark does
             host = conf.get("spark.driver.host")
             bind = conf.get("spark.driver.bindAddress", host)
-        self._failure = None
+        self.failure = None         # what ended the barrier stage early, if Spark said
         self.sent = None            # the plan the tasks are working on
         self._table = None          # the shared table the tasks hold (the last one sent)
         self._thread = None
@@ -447,8 +447,8 @@ class ResidentSampler:
             sc.setJobGroup(self.group, description, interruptOnCancel=True)
             try:
                 job.collect()
-            except Exception as exc:       # noqa: BLE001  (reported by the hub's wait; the engine goes on)
-                self._failure = exc
+            except Exception as exc:       # noqa: BLE001  (the hub's wait notices; the engine logs it)
+                self.failure = exc
         self.sc = sc
         self._thread = threading.Thread(target=run, name="spark-topics resident sampler", daemon=True)
         self._thread.start()
@@ -593,12 +593,13 @@ class GibbsEngine:
 
     def _lose_resident(self, first: int, exc: Exception):
         """A resident task died before iteration ``first``: stop the stage, go on with a job per synchronisation
-        (the files of iteration ``first - 1`` are complete). Returns None, the resident sampler's new value."""
-        log.warning("resident sampler stopped before iteration %d (%s): going on with one Spark job per "
-                    "synchronisation (the same model)", first, exc)
+        (the files of iteration ``first - 1`` are complete)."""
+        failure = self._resident.failure
+        log.warning("resident sampler stopped before iteration %d (%s%s): going on with one Spark job per "
+                    "synchronisation (the same model)", first, exc,
+                    "" if failure is None else f"; the stage: {str(failure).splitlines()[0][:300]}")
         self._resident.stop(cancel=True)
         self._resident, self.sync_used = None, "resident, then jobs"
-        return None
 
     def _start_resident(self, handles, partitioner: TopicPartitioner, t: int):
         """A :class:`ResidentSampler` for the iterations after ``t`` when the settings allow one and the
@@ -701,16 +702,76 @@ class GibbsEngine:
                      sched.samples, sched.lag, sched.iterations,
                      "driver (one stage per iteration)" if self._on_driver else f"reducers ({partitioner!r})")
 
-        resident = self._start_resident(handles, partitioner, t) if t < sched.iterations else None
-        self.sync_used = "resident" if resident is not None else "jobs"
+        m = s.sweeps_per_sync
+        self._resident = self._start_resident(handles, partitioner, t) if t < sched.iterations else None
+        self.sync_used = "resident" if self._resident is not None else "jobs"
         try:
-            t, nwk, hyper, topic_word_sum, samples_taken, last_checkpoint = self._iterate(
-                handles, partitioner, resident, t, nwk, nk, hyper, topic_word_sum, samples_taken, trace,
-                last_checkpoint, num_docs, num_tokens, fingerprint, on_iteration)
-        finally:
+            while t < sched.iterations:
+                began = time.perf_counter()
+                plan = self._plan_after(t)
+                first, t = plan.iterations[0], plan.last
+                used_hyper = hyper
+                job_began = time.perf_counter()
+                wall_began = time.time()
+                parts = None
+                if self._resident is not None:
+                    try:
+                        if self._resident.sent != plan:
+                            self._resident.send(plan, nwk, nk, hyper)
+                        records = self._resident.receive()
+                        nwk, nk, parts = self._gather(list(_reduce_task(
+                            records, num_rows=model.shared_rows, topic_groups=partitioner.topic_groups())))
+                    except HubError as exc:     # a task died: the files of iteration first - 1 are complete
+                        self._lose_resident(first, exc)
+                        job_began, wall_began = time.perf_counter(), time.time()
+                if parts is None:
+                    bc = self.sc.broadcast((nwk, nk, hyper))
+                    label = f"iteration {t}" if m == 1 else f"iterations {first}-{t}"
+                    nwk, nk, parts = self._run_job(handles, f"{model.name} {label}/{sched.iterations}: sweep (AD-LDA)",
+                                                   plan, bc, partitioner)
+                    bc.destroy()   # no task of a later job reads it: the state is in files
+                job_seconds = time.perf_counter() - job_began
+                self._log_timeline(parts, wall_began)
+                stats = self._sum_stats(parts)
+                hyper = model.update_hyper(hyper, stats, num_docs, task_seed(s.seed, t, DRIVER_PARTITION, 3))
+                if self._resident is not None and t < sched.iterations:   # the tasks sweep on while the driver logs
+                    try:
+                        self._resident.send(self._plan_after(t), nwk, nk, hyper)
+                    except HubError as exc:
+                        self._lose_resident(t + 1, exc)
+                if plan.sample:
+                    topic_word_sum += model.topic_word(nwk, nk, used_hyper)
+                    samples_taken += 1
+                loglik = model.word_loglik(nwk, nk, hyper)
+                seconds = time.perf_counter() - began
+                sweep_seconds = sum(r[4] for r in parts)
+                record = GibbsRecord(t, seconds, m * num_tokens / seconds,
+                                     m * num_tokens / sweep_seconds if sweep_seconds > 0 else 0.0,
+                                     loglik, loglik / max(num_tokens, 1), plan.sample, hyper_summary(hyper))
+                trace.append(record)
+                log.info("iteration %d/%d  loglik=%.6e  per_token=%.4f  seconds=%.2f  tokens/s=%.3g  "
+                         "sweep_tokens/s/core=%.3g%s%s", t, sched.iterations, loglik, record.loglik_per_token,
+                         seconds, record.tokens_per_second, record.sweep_tokens_per_second,
+                         "".join(f"  {k}={v:.4g}" for k, v in record.hyper.items()),
+                         f"  [sample {samples_taken}/{sched.samples}]" if plan.sample else "")
+                if self._is_checkpoint(t):
+                    self._save_driver(t, {"fingerprint": fingerprint, "hyper": hyper,
+                                          "trace": [r.__dict__ for r in trace], "samples": samples_taken,
+                                          "documents": num_docs, "tokens": num_tokens}, nwk, topic_word_sum)
+                    last_checkpoint = t
+                self._prune(t, last_checkpoint)
+                log.debug("iteration %d: broadcast %.3f s, Spark job %.3f s, driver %.3f s, summed sweep %.3f s",
+                          t, job_began - began, job_seconds, time.perf_counter() - job_began - job_seconds,
+                          sweep_seconds)
+                if on_iteration is not None:
+                    on_iteration(record)
             if self._resident is not None:
-                self._resident.stop(cancel=True)
+                self._resident.stop()
                 self._resident = None
+        finally:
+            if self._resident is not None:      # an error in the loop: no task may outlive the run
+                self._resident.stop(cancel=True)
+            self._resident = None
         self.sc.setJobDescription(None)
         if samples_taken == 0:
             raise RuntimeError("no sample was taken (check --burn-in, --lag, --samples)")
@@ -720,75 +781,6 @@ class GibbsEngine:
             acc_iteration=sched.last_sample(t))).setName(f"gibbs state {t}")
         return GibbsResult(topic_word, hyper, trace, t, samples_taken, states, num_partitions,
                            num_tokens, num_docs, "driver" if self._on_driver else "reducers", nwk, self.sync_used)
-
-    def _iterate(self, handles, partitioner, resident, t, nwk, nk, hyper, topic_word_sum, samples_taken, trace,
-                 last_checkpoint, num_docs, num_tokens, fingerprint, on_iteration):
-        """The synchronisations after ``t`` up to the last iteration (the driver's loop)."""
-        s, model = self.settings, self.model
-        sched, m = s.schedule, s.sweeps_per_sync
-        self._resident = resident
-        while t < sched.iterations:
-            began = time.perf_counter()
-            plan = self._plan_after(t)
-            first, t = plan.iterations[0], plan.last
-            used_hyper = hyper
-            job_began = time.perf_counter()
-            wall_began = time.time()
-            parts = None
-            if resident is not None:
-                try:
-                    if resident.sent != plan:
-                        resident.send(plan, nwk, nk, hyper)
-                    nwk, nk, parts = self._gather(list(_reduce_task(resident.receive(), num_rows=model.shared_rows,
-                                                                    topic_groups=partitioner.topic_groups())))
-                except HubError as exc:     # a task died: the files of iteration first - 1 are complete
-                    resident = self._lose_resident(first, exc)
-                    job_began, wall_began = time.perf_counter(), time.time()
-            if parts is None:
-                bc = self.sc.broadcast((nwk, nk, hyper))
-                label = f"iteration {t}" if m == 1 else f"iterations {first}-{t}"
-                nwk, nk, parts = self._run_job(handles, f"{model.name} {label}/{sched.iterations}: sweep (AD-LDA)",
-                                               plan, bc, partitioner)
-                bc.destroy()   # no task of a later job reads it: the state is in files
-            job_seconds = time.perf_counter() - job_began
-            self._log_timeline(parts, wall_began)
-            stats = self._sum_stats(parts)
-            hyper = model.update_hyper(hyper, stats, num_docs, task_seed(s.seed, t, DRIVER_PARTITION, 3))
-            if resident is not None and t < sched.iterations:   # the tasks sweep on while the driver logs
-                try:
-                    resident.send(self._plan_after(t), nwk, nk, hyper)
-                except HubError as exc:
-                    resident = self._lose_resident(t + 1, exc)
-            if plan.sample:
-                topic_word_sum += model.topic_word(nwk, nk, used_hyper)
-                samples_taken += 1
-            loglik = model.word_loglik(nwk, nk, hyper)
-            seconds = time.perf_counter() - began
-            sweep_seconds = sum(r[4] for r in parts)
-            record = GibbsRecord(t, seconds, m * num_tokens / seconds,
-                                 m * num_tokens / sweep_seconds if sweep_seconds > 0 else 0.0,
-                                 loglik, loglik / max(num_tokens, 1), plan.sample, hyper_summary(hyper))
-            trace.append(record)
-            log.info("iteration %d/%d  loglik=%.6e  per_token=%.4f  seconds=%.2f  tokens/s=%.3g  "
-                     "sweep_tokens/s/core=%.3g%s%s", t, sched.iterations, loglik, record.loglik_per_token,
-                     seconds, record.tokens_per_second, record.sweep_tokens_per_second,
-                     "".join(f"  {k}={v:.4g}" for k, v in record.hyper.items()),
-                     f"  [sample {samples_taken}/{sched.samples}]" if plan.sample else "")
-            if self._is_checkpoint(t):
-                self._save_driver(t, {"fingerprint": fingerprint, "hyper": hyper,
-                                      "trace": [r.__dict__ for r in trace], "samples": samples_taken,
-                                      "documents": num_docs, "tokens": num_tokens}, nwk, topic_word_sum)
-                last_checkpoint = t
-            self._prune(t, last_checkpoint)
-            log.debug("iteration %d: broadcast %.3f s, Spark job %.3f s, driver %.3f s, summed sweep %.3f s",
-                      t, job_began - began, job_seconds, time.perf_counter() - job_began - job_seconds,
-                      sweep_seconds)
-            if on_iteration is not None:
-                on_iteration(record)
-        if resident is not None:
-            resident.stop()
-            self._resident = None
-        return t, nwk, hyper, topic_word_sum, samples_taken, last_checkpoint
 
     def release(self) -> None:
         """Unpersist the staged handles (the workers' caches are replaced by the next run)."""

@@ -320,21 +320,21 @@ def hybrid_documents(indptr, local_terms, counts, z, eb_local, alpha, burn_in, s
                 lj = math.lgamma(A) - math.lgamma(A + N)
                 for i in range(n_active):
                     k = active[i]
-                    if nbar[k] == 0.0:
-                        touched[n_touched] = k
-                        n_touched += 1
-                    nbar[k] += n[k] * weight
-                    if average_digammas:
+                    if average_digammas:        # this sample's Psi(alpha_k + n_dk), averaged
                         alpha_stats[k] += (digamma(alpha[k] + n[k]) - psi_alpha[k]) * weight
+                    else:                       # the mean counts, for Psi at the document's end
+                        if nbar[k] == 0.0:
+                            touched[n_touched] = k
+                            n_touched += 1
+                        nbar[k] += n[k] * weight
                     lj += math.lgamma(alpha[k] + n[k]) - lgamma_alpha[k]
                 log_joint[d] += lj * weight
         # Psi(alpha_k + nbar_dk) - Psi(A + N_d): Psi(alpha_k) for the topics the document never visited, added
         # for all documents at the end, so a document costs its own topics, not K
         sum_psi_total += digamma(A + N)
-        for i in range(n_touched):
+        for i in range(n_touched):              # (none with average_digammas)
             k = touched[i]
-            if not average_digammas:
-                alpha_stats[k] += digamma(alpha[k] + nbar[k]) - psi_alpha[k]
+            alpha_stats[k] += digamma(alpha[k] + nbar[k]) - psi_alpha[k]
             nbar[k] = 0.0
         for i in range(n_active):               # leave n all zero for the next document
             n[active[i]] = 0
