@@ -200,8 +200,8 @@ class HybridStep:
         if burn_in < 0 or samples < 1:
             raise SystemExit(f"--hybrid-burn-in must be at least 0 and --hybrid-samples at least 1, got "
                              f"{burn_in} and {samples}")
-        if alpha_warmup is not None and alpha_warmup < 0:
-            raise SystemExit(f"--hybrid-alpha-warmup must be at least 0, got {alpha_warmup}")
+        if alpha_warmup is not None and alpha_warmup < 0:   # (the flag's -1 arrives as None)
+            raise SystemExit(f"--hybrid-alpha-warmup must be -1 (never) or at least 0, got {alpha_warmup}")
         self.seed, self.burn_in, self.samples = int(seed), int(burn_in), int(samples)
         #: EM iterations whose alpha statistics use Psi of the kept samples' mean counts (a smoothing that helps
         #: while the topics form) before the samples' mean of Psi (unbiased: no upward drift of alpha); None:
