@@ -39,12 +39,14 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from drivers import storage
+from drivers import model_root, publish, storage
 from drivers.corpora.files import CORPUS_JSON, NO_STOPWORDS, STOPWORDS, read_vocab
 from inference.layout import VocabLayout
 from inference.tree import TreeLayout
 
-CODE_VERSION = "0.1.0"
+CODE_VERSION = "0.2.0"
+#: model directories of this version were written in place, without the completion marker
+UNMARKED_VERSIONS = ("0.1.0",)
 
 log = logging.getLogger("spark_topics.model_store")
 
@@ -305,21 +307,49 @@ MODEL_FILES = ("model.json", "lambda.npy", "lambda.L.npy", "topic_word.npy", "to
                "topics.txt", "tokenizer.json", "stopwords.txt", "stopwords.L.txt")
 
 
-def clear_model_files(directory: str) -> None:
-    """Delete the model files of an earlier model in ``directory`` (a directory holds one model: a Gibbs model
-    trained where an LDA model was must not leave its ``lambda.npy`` behind); nothing else is touched."""
-    patterns = [name.split("L") for name in MODEL_FILES]
-    for name in storage.list_dir(directory):
-        for pattern in patterns:
-            if (len(pattern) == 1 and name == pattern[0]) or \
-                    (len(pattern) == 2 and name.startswith(pattern[0]) and name.endswith(pattern[1])
-                     and len(name) > len(pattern[0]) + len(pattern[1])):
-                storage.delete(storage.join(directory, name))
-                break
+def is_model_file(name: str) -> bool:
+    """Whether ``name`` is one of :data:`MODEL_FILES` (written by spark-topics, not by the user)."""
+    for pattern in (entry.split("L") for entry in MODEL_FILES):
+        if (len(pattern) == 1 and name == pattern[0]) or \
+                (len(pattern) == 2 and name.startswith(pattern[0]) and name.endswith(pattern[1])
+                 and len(name) > len(pattern[0]) + len(pattern[1])):
+            return True
+    return False
 
 
-def read_meta(directory: str) -> dict:
-    """``model.json`` of a model directory, or a one-line refusal."""
+def resolve(directory: str, version: str | None = None) -> str:
+    """The complete model directory to read: ``directory``, or a model root's version (default: its LATEST,
+    :mod:`drivers.model_root`)."""
+    return model_root.resolve(directory, version)
+
+
+def read_meta(directory: str, version: str | None = None) -> dict:
+    """``model.json`` of a completely written model directory (or a model root's version), or a one-line
+    refusal."""
+    directory = resolve(directory, version)
+    if _unmarked(directory):
+        return _read_meta(directory)
+    return publish.read_consistently(directory, _read_meta)
+
+
+def _unmarked(directory: str) -> bool:
+    """A model directory written before directories were published whole (no marker, an older model.json):
+    read with a warning."""
+    if storage.exists(storage.join(directory, publish.MARKER)) or not storage.exists(directory):
+        return False
+    try:
+        meta = storage.load_json(storage.join(directory, "model.json"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return False
+    package = (meta.get("code") or {}).get("package") if isinstance(meta, dict) else None
+    if package in UNMARKED_VERSIONS:
+        log.warning("%s was written by spark-topics %s, without a completion marker: read as it is", directory,
+                    package)
+        return True
+    return False
+
+
+def _read_meta(directory: str) -> dict:
     path = storage.join(directory, "model.json")
     if not storage.exists(path):
         raise SystemExit(f"{directory} is not a model directory (no model.json)")
@@ -344,12 +374,23 @@ def _read(directory: str, name: str, reader):
                          f"train the model again") from None
 
 
-def load_model(directory: str) -> TopicModel:
-    """The model in ``directory``, read by the family its ``model.json`` names and checked (shapes, finite and
-    non-negative parameters, alpha): a damaged directory is refused in one line."""
+def load_model(directory: str, version: str | None = None) -> TopicModel:
+    """The model in ``directory`` (or a model root's version, default LATEST), read by the family its
+    ``model.json`` names and checked: its completion marker and manifest, shapes, finite and non-negative
+    parameters, alpha. A damaged or incomplete directory is refused in one line; one replaced while it was read
+    is read again."""
+    directory = resolve(directory, version)
+    if _unmarked(directory):
+        return read_model_files(directory)
+    return publish.read_consistently(directory, read_model_files)
+
+
+def read_model_files(directory: str) -> TopicModel:
+    """The model files of ``directory`` as :func:`load_model` checks them, without the completion marker (for the
+    run that is writing the directory)."""
     from drivers import registry
 
-    meta = read_meta(directory)
+    meta = _read_meta(directory)
     family = registry.of_meta(meta).family_object()
     if meta.get("tree"):
         return _load_tree_model(directory, meta)
@@ -453,7 +494,7 @@ def _legacy_tokenizer(model: TopicModel) -> dict:
 
 def write_topics_file(directory: str, top_words: int) -> None:
     """``topics.txt``: the top words of every topic of the model in ``directory``."""
-    text = format_model_topics(load_model(directory), top_words) + "\n"
+    text = format_model_topics(read_model_files(directory), top_words) + "\n"
     storage.write_bytes(storage.join(directory, "topics.txt"), text.encode("utf-8"))
 
 

@@ -8,10 +8,10 @@ family and the model's own.
 from __future__ import annotations
 
 import argparse
-
 import logging
+from dataclasses import replace
 
-from drivers import lease, registry, storage
+from drivers import lease, model_root, model_store, publish, registry, storage
 from drivers.families import TrainRequest
 from drivers.memory import BASE_BYTES
 from jobs.spark import add_spark_arguments, positive_int, sized_driver_conf, sized_session
@@ -133,11 +133,20 @@ def parse_request(argv) -> TrainRequest:
 
 
 def train(spark, request: TrainRequest) -> dict:
-    """Fit the requested model and write its directory; returns model.json's content. The run holds the output's
-    lease (:mod:`drivers.lease`): a second run on the same output refuses while this one lives."""
+    """Fit the requested model and publish its directory whole (:mod:`drivers.publish`: written aside, marked
+    complete, moved into place); returns model.json's content. The run holds the output's lease
+    (:mod:`drivers.lease`): a second run on the same output refuses while this one lives."""
     spec = request.spec
-    with lease.hold(request.output, f"spark-topics train --model {spec.name}"):
-        return spec.family_object().train(spark, spec, request)
+    output = request.output
+    if model_root.is_root(output):
+        raise SystemExit(f"{output} is a model root (it has versions/): train into a new directory and refresh "
+                         f"the root from it, or pass another --output")
+    with lease.hold(output, f"spark-topics train --model {spec.name}"):
+        publish.recover(output, model_store.is_model_file)
+        if storage.exists(storage.join(output, "model.json")) and not request.resume:
+            log.warning("replacing the model in %s when this run completes", output)
+        with publish.publishing(output, model_store.is_model_file) as staging:
+            return spec.family_object().train(spark, spec, replace(request, output=staging, final_output=output))
 
 
 def driver_memory(request: TrainRequest, conf: list, active_session) -> list:

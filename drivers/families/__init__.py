@@ -38,6 +38,12 @@ class TrainRequest:
     engine: object = None               # the family's settings
     options: dict = field(default_factory=dict)   # the model's own settings, by ModelOption.name
     inference: str | None = None        # an inference mode that picks another family (registry ``engines``)
+    final_output: str | None = None     # where the model is published; ``output`` is then the staging directory
+
+    @property
+    def destination(self) -> str:
+        """The model directory the user named (``output`` itself, or where the staging directory is published)."""
+        return self.final_output or self.output
 
     @property
     def spec(self):
@@ -51,8 +57,8 @@ class TrainRequest:
         """The run's own checkpoint folder, the only one it ever deletes: ``MODEL_DIR/_checkpoint``, or in a
         ``--checkpoint-dir`` DIR (which may hold other files) a subfolder named after the output."""
         if not self.checkpoint_dir:
-            return storage.join(self.output, "_checkpoint")
-        output = self.output if "://" in self.output else os.path.abspath(self.output)
+            return storage.join(self.destination, "_checkpoint")
+        output = self.destination if "://" in self.destination else os.path.abspath(self.destination)
         tag = hashlib.sha256(output.encode("utf-8")).hexdigest()[:12]
         return storage.join(self.checkpoint_dir, f"spark-topics-checkpoint-{tag}")
 

@@ -275,8 +275,6 @@ class GibbsFamily(ModelFamily):
         if hasattr(model, "bind_corpus"):     # a model that needs more of the corpus than its size (a tree)
             model.bind_corpus(corpus, request)
         hyper0 = initial_hyper(model, hyper_overrides(request, model))
-        if storage.exists(storage.join(request.output, "model.json")) and not request.resume:
-            log.warning("overwriting the model in %s", request.output)
         try:
             settings = GibbsSettings(schedule, seed=request.seed, num_reducers=request.reducers,
                                      checkpoint_every=e.checkpoint_every, sweeps_per_sync=e.sweeps_per_sync,
@@ -300,7 +298,6 @@ class GibbsFamily(ModelFamily):
             if not np.allclose(topic_word.sum(axis=1), 1.0):
                 raise RuntimeError("topic_word rows do not sum to 1")
             storage.makedirs(request.output)
-            model_store.clear_model_files(request.output)
             model_store.save_matrix(request.output, "topic_word", topic_word, corpus.vocab, corpus.layout,
                                     normalise=True)
             write_proportions(spark, model, result.states, request.output)
@@ -347,7 +344,7 @@ class GibbsFamily(ModelFamily):
 
     def train_summary(self, meta: dict, request: TrainRequest) -> str:
         held = f", held-out perplexity {meta['heldout']['perplexity']:.3f}" if "heldout" in meta else ""
-        return (f"model written to {request.output} ({meta['iterations']} iterations, {meta['samples_taken']} "
+        return (f"model written to {request.destination} ({meta['iterations']} iterations, {meta['samples_taken']} "
                 f"samples, log p(w|z) per token {meta['trace'][-1]['loglik_per_token']:.4f}{held})")
 
     # ---- open, infer

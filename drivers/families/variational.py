@@ -194,8 +194,6 @@ class VariationalFamily(ModelFamily):
         compile_kernels()
         K, V = request.topics, corpus.vocab_size
         check_python_memory(spark.sparkContext, corpus, K, request.reducers)
-        if storage.exists(storage.join(request.output, "model.json")) and not request.resume:
-            log.warning("overwriting the model in %s", request.output)
         e = engine_settings
         optimize_eta = bool(request.option("optimize_eta", False))
         settings = EMSettings(num_topics=K, max_iterations=request.iterations, tol=e.tol,
@@ -252,7 +250,6 @@ class VariationalFamily(ModelFamily):
             meta["languages"] = list(corpus.layout.languages)
             meta["vocab_sizes"] = dict(zip(corpus.layout.languages, corpus.layout.sizes()))
         meta.update(model.describe(request, corpus, structure))
-        model_store.clear_model_files(request.output)
         model.save(request.output, meta, corpus, result.lambda_, structure)
         if prior.report is not None:
             model_store.save_prior(request.output, result.prior, prior.topic_names, corpus.vocab)
@@ -268,7 +265,7 @@ class VariationalFamily(ModelFamily):
         return meta
 
     def train_summary(self, meta: dict, request: TrainRequest) -> str:
-        return f"model written to {request.output} ({meta['iterations']} iterations, ELBO {meta['elbo']:.6e})"
+        return f"model written to {request.destination} ({meta['iterations']} iterations, ELBO {meta['elbo']:.6e})"
 
     # ---- open, infer
     def open(self, model_dir: str) -> TopicModel:

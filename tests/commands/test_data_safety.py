@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from conftest import train_args
-from drivers import model_store
+from drivers import model_store, publish
 from drivers.corpora.bow import load_corpus
 from jobs import train
 from partitioners.topic import TopicPartitioner
@@ -66,10 +66,14 @@ def test_a_model_directory_holds_one_model(spark_session, tiny, tmp_path):
     assert model_store.load_model(str(out)).meta["model"] == "lda" and (out / "mine.txt").read_text() == "kept"
 
 
-def _damaged(lda_model, tmp_path, damage) -> str:
+def _damaged(lda_model, tmp_path, damage, remark=True) -> str:
+    """A copy of the model with ``damage`` done to it; ``remark``: its completion marker written again after the
+    damage (a directory published that way: only the model checks can catch it)."""
     copy = tmp_path / "damaged"
     shutil.copytree(lda_model, copy)
     damage(copy)
+    if remark and (copy / publish.MARKER).exists():
+        publish.write_marker(str(copy), publish.read_marker(str(copy))["token"])
     return str(copy)
 
 
@@ -96,11 +100,18 @@ def _set_lambda(directory, edit):
     (lambda d: (d / "lambda.npy").unlink(), r"has no lambda\.npy"),
     (lambda d: (d / "vocab.parquet").unlink(), r"has no vocab\.parquet"),
     (lambda d: (d / "lambda.npy").write_bytes(b"\x93NUMPY broken"), r"lambda\.npy cannot be read"),
-], ids=["nan", "negative", "narrow", "topics", "alpha", "truncated-json", "missing", "no-vocab", "garbled"])
+    (lambda d: (d / publish.MARKER).unlink(), r"has no _SUCCESS marker: it was not completely written"),
+    (lambda d: (d / "doc_topics.parquet").rename(d / "elsewhere"),
+     r"file\(s\) missing \(doc_topics\.parquet/.*compared with its _SUCCESS manifest"),
+    (lambda d: (d / "lambda.npy").write_bytes((d / "lambda.npy").read_bytes()[:-8]),
+     r"1 file\(s\) changed since it was written \(lambda\.npy\)"),
+], ids=["nan", "negative", "narrow", "topics", "alpha", "truncated-json", "missing", "no-vocab", "garbled",
+        "no-marker", "file-gone", "truncated"])
 def test_damaged_model_files_are_refused_in_one_line(lda_model, tmp_path, damage, message):
     from jobs import topics
 
-    directory = _damaged(lda_model, tmp_path, damage)
+    directory = _damaged(lda_model, tmp_path, damage, remark="marker" not in message and "manifest" not in message
+                         and "since it was written" not in message)
     with pytest.raises(SystemExit, match=message) as refused:
         model_store.load_model(directory)
     assert "\n" not in str(refused.value)
