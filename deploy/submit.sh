@@ -1,52 +1,96 @@
 #!/usr/bin/env bash
 # Run a spark-topics job on a cluster with spark-submit, shipping the project's code to the executors.
 #
-#   deploy/submit.sh [--master URL] [--env] [--spark-arg ARG]... JOB [job flags...]
+#   deploy/submit.sh [--master URL] [--deploy-mode client|cluster] [--env | --env-archive FILE]
+#                    [--spark-arg ARG]... [--print-command] JOB [job flags...]
 #
-#   JOB      prepare | train | infer | evaluate | topics   (runs jobs/JOB.py with the same flags as
-#            `spark-topics JOB`)
+#   JOB      prepare | train | infer | evaluate | topics | refresh | ...  (runs jobs/JOB.py with the same
+#            flags as `spark-topics JOB`)
 #   --master spark://host:7077, yarn, k8s://..., local[*] (default: $SPARK_MASTER or local[*])
-#   --env    also ship the packed virtual environment (deploy/package.sh --with-env) and run the
-#            executors' Python from it; without it executors use $PYSPARK_PYTHON (default: this python),
-#            which must have numpy, scipy, numba, pyarrow and pandas installed.
+#   --deploy-mode  client (default: the driver runs here, with this python) or cluster (the driver runs on
+#            the cluster: no submit-host python path is passed; with --env the driver uses the packed env
+#            too). Standalone clusters do not run Python drivers in cluster mode; for YARN see
+#            deploy/submit-yarn.sh.
+#   --env    also ship the packed virtual environment (deploy/package.sh --with-env, built or refreshed when
+#            needed) as --archives ...#environment and run the executors' Python (and in cluster mode the
+#            driver's) from it: ./environment/bin/python. Without it executors use $PYSPARK_PYTHON (default:
+#            this python), which must have numpy, scipy, numba, pyarrow and pandas installed.
+#   --env-archive FILE  like --env with an env archive built elsewhere
 #   --spark-arg ARG  passed to spark-submit as is (repeatable), e.g. --spark-arg --executor-memory=4g
+#   --print-command  print the spark-submit command (shell-quoted, one line) instead of running it; builds
+#            nothing
 #
 # Example (standalone cluster):
 #   deploy/submit.sh --master spark://10.0.0.5:7077 train --corpus hdfs:///c --output hdfs:///m --topics 50
+#   deploy/submit.sh --master spark://10.0.0.5:7077 --env refresh --model hdfs:///topics --input hdfs:///new
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 dist="${SPARK_TOPICS_DIST:-$here/dist}"
 master="${SPARK_MASTER:-local[*]}"
+deploy_mode=client
 use_env=0
+env_archive=""
+print_only=0
 spark_args=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --master) master="$2"; shift 2 ;;
+    --deploy-mode) deploy_mode="$2"; shift 2 ;;
     --env) use_env=1; shift ;;
+    --env-archive) use_env=1; env_archive="$2"; shift 2 ;;
     --spark-arg) spark_args+=("$2"); shift 2 ;;
+    --print-command) print_only=1; shift ;;
     *) break ;;
   esac
 done
-job="${1:?usage: deploy/submit.sh [--master URL] [--env] JOB [flags]}"; shift
+job="${1:?usage: deploy/submit.sh [--master URL] [--deploy-mode client|cluster] [--env] JOB [flags]}"; shift
 [[ -f "$here/jobs/$job.py" ]] || { echo "unknown job '$job' (no jobs/$job.py)" >&2; exit 2; }
+for arg in ${spark_args[@]+"${spark_args[@]}"}; do   # --spark-arg --deploy-mode=cluster counts too
+  [[ "$arg" == --deploy-mode=* ]] && deploy_mode="${arg#--deploy-mode=}"
+done
+[[ "$deploy_mode" == client || "$deploy_mode" == cluster ]] \
+  || { echo "--deploy-mode must be client or cluster, not '$deploy_mode'" >&2; exit 2; }
 
 python="${PYTHON:-$(command -v python3)}"
 submit="${SPARK_SUBMIT:-$(command -v spark-submit || true)}"
 [[ -n "$submit" ]] || submit="$("$python" -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "bin", "spark-submit"))')"
 
 code="$dist/spark_topics_code.zip"
-if [[ ! -f "$code" ]] || [[ -n "$(find "$here/jobs" "$here/inference" "$here/drivers" "$here/partitioners" -name '*.py' -newer "$code" | head -1)" ]]; then
-  PYTHON="$python" "$here/deploy/package.sh" >&2
+[[ -n "$env_archive" ]] || env_archive="$dist/spark_topics_env.tar.gz"
+if [[ $print_only == 0 ]]; then
+  if [[ $use_env == 1 && "$env_archive" == "$dist/spark_topics_env.tar.gz" ]]; then
+    PYTHON="$python" "$here/deploy/package.sh" --with-env >&2      # the code zip too; the env when stale
+  elif [[ ! -f "$code" ]] || [[ -n "$(find "$here/jobs" "$here/inference" "$here/drivers" "$here/partitioners" -name '*.py' -newer "$code" | head -1)" ]]; then
+    PYTHON="$python" "$here/deploy/package.sh" >&2
+  fi
+  [[ $use_env == 0 || -f "$env_archive" ]] || { echo "no env archive at $env_archive" >&2; exit 2; }
 fi
 
 # Unix domain sockets between the JVM and the Python workers (see jobs/spark.py UDS_KEY); a later
 # --spark-arg --conf=spark.python.unix.domain.socket.enabled=false overrides it.
-args=(--master "$master" --py-files "$code" --conf spark.pyspark.driver.python="$python"
-      --conf spark.python.unix.domain.socket.enabled=true)
-if [[ $use_env == 1 ]]; then
-  [[ -f "$dist/spark_topics_env.tar.gz" ]] || PYTHON="$python" "$here/deploy/package.sh" --with-env >&2
-  args+=(--archives "$dist/spark_topics_env.tar.gz#env" --conf spark.pyspark.python=./env/bin/python)
+args=(--master "$master")
+[[ $deploy_mode == client ]] || args+=(--deploy-mode cluster)
+args+=(--py-files "$code")
+if [[ $deploy_mode == client ]]; then
+  # the driver runs here: this python (it has the project's dependencies)
+  args+=(--conf spark.pyspark.driver.python="$python")
 else
-  args+=(--conf spark.pyspark.python="${PYSPARK_PYTHON:-$python}")
+  # the driver runs on a cluster node: a path of this machine means nothing there, and a
+  # PYSPARK_DRIVER_PYTHON of this shell would be copied to a YARN driver's environment
+  unset PYSPARK_DRIVER_PYTHON
 fi
-exec "$submit" "${args[@]}" ${spark_args[@]+"${spark_args[@]}"} "$here/jobs/$job.py" "$@"
+if [[ $use_env == 1 ]]; then
+  args+=(--archives "$env_archive#environment" --conf spark.pyspark.python=./environment/bin/python)
+elif [[ $deploy_mode == client ]]; then
+  args+=(--conf spark.pyspark.python="${PYSPARK_PYTHON:-$python}")
+elif [[ -n "${PYSPARK_PYTHON:-}" ]]; then
+  args+=(--conf spark.pyspark.python="$PYSPARK_PYTHON")
+fi
+args+=(--conf spark.python.unix.domain.socket.enabled=true)
+command=("$submit" "${args[@]}" ${spark_args[@]+"${spark_args[@]}"} "$here/jobs/$job.py" "$@")
+if [[ $print_only == 1 ]]; then
+  printf '%q ' "${command[@]}" | sed 's/ $//'
+  echo
+  exit 0
+fi
+exec "${command[@]}"
