@@ -281,6 +281,14 @@ def data_version(corpus_meta: dict) -> str:
     return hashlib.sha256(json.dumps(corpus_meta, sort_keys=True).encode()).hexdigest()[:16]
 
 
+def read_parquet(path: str) -> pd.DataFrame:
+    """A Parquet file or directory as a pandas frame, read with pyarrow on the driver."""
+    import pyarrow.parquet as pq
+
+    filesystem, p = storage.resolve(path)
+    return pq.read_table(p, filesystem=filesystem).to_pandas()
+
+
 def write_parquet(path: str, frame: pd.DataFrame) -> None:
     storage.write_parquet(path, pa.Table.from_pandas(frame, preserve_index=False))
 

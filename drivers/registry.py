@@ -39,6 +39,8 @@ class ModelSpec:
     #: other inference modes of the same model on another family: ((``--inference`` value, family,
     #: "module:Class"), ...); ``model(name, inference)`` gives that implementation's spec
     engines: tuple = ()
+    #: the ``refresh --mode`` values the model supports (``spark-topics refresh``; empty: refresh refuses it)
+    refresh_modes: tuple = ()
 
     def model_class(self):
         return _load(self.model, f"model {self.name!r}")
@@ -54,7 +56,8 @@ class ModelSpec:
 
 MODELS = {spec.name: spec for spec in (
     ModelSpec("lda", "variational", "drivers.models.lda:LDA", BAG_OF_WORDS,
-              "LDA by variational EM (Mr. LDA); --prior FILE for an informed prior"),
+              "LDA by variational EM (Mr. LDA); --prior FILE for an informed prior",
+              refresh_modes=("accumulate", "online", "batch")),
     ModelSpec("polylda", "variational", "drivers.models.polylda:PolyLDA", ALIGNED,
               "polylingual LDA by variational EM, one topic-word Dirichlet per language"),
     ModelSpec("tlda", "variational", "drivers.models.tree:TreeLDA", BAG_OF_WORDS,

@@ -35,7 +35,9 @@ Plug-in points (constructor arguments, defaults in brackets):
   [:class:`inference.reducer.BatchUpdate`; a rule with ``needs_previous`` gets
   the previous lambda of the reducer's topics from the previous iteration's files];
 * ``start``: the initial lambda and alpha [:class:`RandomStart`; :class:`WarmStart`
-  from a trained model, for refresh].
+  from a trained model, for refresh];
+* ``alpha_rule``: alpha's M-step [:class:`NewtonAlpha`; with earlier batches' sums for a refresh that
+  accumulates; :class:`OnlineAlpha`].
 
 The E-step is deterministic and every sum runs in partition order, so a seed
 gives the same model on any master, with any number of reducers, after task
@@ -257,6 +259,33 @@ class WarmStart:
         return self.lambda_.copy(), self.alpha.copy()
 
 
+class NewtonAlpha:
+    """The M-step of alpha: Newton-Raphson on the documents' sum of E_q[log theta_d] (thesis §3.2.4); with
+    ``previous_stats`` / ``previous_docs`` on those sums plus the documents of earlier batches (a refresh that
+    accumulates)."""
+
+    def __init__(self, previous_stats=None, previous_docs: float = 0.0):
+        self.previous_stats = None if previous_stats is None else np.asarray(previous_stats, dtype=np.float64)
+        self.previous_docs = float(previous_docs)
+
+    def __call__(self, iteration: int, alpha: np.ndarray, alpha_stats: np.ndarray, n_docs: float) -> np.ndarray:
+        if self.previous_stats is None:
+            return newton_alpha(alpha, alpha_stats, n_docs)
+        return newton_alpha(alpha, alpha_stats + self.previous_stats, n_docs + self.previous_docs)
+
+
+class OnlineAlpha:
+    """Online alpha (as gensim and MLlib): alpha <- (1 - rho_t) alpha + rho_t alpha_hat, alpha_hat the batch's
+    Newton-Raphson optimum, with the step size of the topic update (``update.at(t).rho``)."""
+
+    def __init__(self, update):
+        self.update = update
+
+    def __call__(self, iteration: int, alpha: np.ndarray, alpha_stats: np.ndarray, n_docs: float) -> np.ndarray:
+        rho = self.update.at(iteration).rho
+        return (1.0 - rho) * alpha + rho * newton_alpha(alpha, alpha_stats, n_docs)
+
+
 def initial_alpha(alpha, K: int) -> np.ndarray:
     if alpha is None:
         return np.full(K, 1.0 / K)
@@ -337,7 +366,7 @@ class VariationalEngine:
     """Runs variational EM for LDA-family models over an RDD of ``(partition, DocBlock)``."""
 
     def __init__(self, spark_context, settings: EMSettings, prior, checkpoint_dir: str, layout=None,
-                 local_step=None, update=None, start=None):
+                 local_step=None, update=None, start=None, alpha_rule=None):
         self.sc = spark_context
         self.settings = settings
         self.prior = prior
@@ -345,6 +374,7 @@ class VariationalEngine:
         self.local_step = local_step or EStep(settings)
         self.update = update or BatchUpdate()
         self.start = start or RandomStart()
+        self.alpha_rule = alpha_rule or NewtonAlpha()
         self.checkpointer = Checkpointer(checkpoint_dir)
 
     def fit(self, blocks, num_partitions: int, vocab_size: int, resume: bool = False,
@@ -399,13 +429,14 @@ class VariationalEngine:
             bc_structure = self.sc.broadcast((self.prior, layout))
             state_in = self.checkpointer.gamma_dir(t - 1) if t > 1 else None
             topics_out = files_of(t, partitioner.num_reducers)
+            update = self.update.at(t) if hasattr(self.update, "at") else self.update
             results = (blocks
                        .mapPartitionsWithIndex(partial(_mapper_task, local_step=self.local_step, plan=estep,
                                                        bc_alpha=bc_alpha, topics_in=topics_in, state_in=state_in,
                                                        state_out=self.checkpointer.gamma_dir(t),
                                                        topic_groups=record_groups))
                        .repartitionAndSortWithinPartitions(partitioner.num_reducers, partitioner)
-                       .mapPartitionsWithIndex(partial(_reducer_task, bc_structure=bc_structure, update=self.update,
+                       .mapPartitionsWithIndex(partial(_reducer_task, bc_structure=bc_structure, update=update,
                                                        num_statistics=K + len(TOTALS), topics_in=topics_in,
                                                        topics_out=topics_out, mean_weights=mean_weights))
                        .collect())
@@ -429,7 +460,7 @@ class VariationalEngine:
             prior_terms = np.array([u.prior_term for u in terms])
             entropy_terms = np.array([u.entropy_term for u in terms])
             if s.optimize_alpha:
-                alpha = newton_alpha(alpha, alpha_stats, n_docs)
+                alpha = self.alpha_rule(t, alpha, alpha_stats, n_docs)
             if s.optimize_eta and getattr(self.prior, "learnable", False) and not layout.is_polylingual:
                 elog_sums = np.array([u.elogbeta_sum for u in terms])
                 self.prior = self.prior.optimise(elog_sums)

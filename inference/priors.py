@@ -121,3 +121,23 @@ class EdgePrior:
 
     def to_json(self):
         return self.eta
+
+
+class MatrixPrior:
+    """A full K x V prior, e.g. a refreshed model's previous lambda as the prior of the next batch (streaming
+    variational Bayes, Broderick et al. 2013: the posterior after the old documents is the prior of the new ones,
+    so lambda_k = lambda_k^(old) + the batch's statistics); fixed."""
+
+    learnable = False
+
+    def __init__(self, matrix: np.ndarray, eta=None):
+        matrix = np.asarray(matrix, dtype=np.float64)
+        if matrix.ndim != 2 or not np.all(np.isfinite(matrix)) or np.any(matrix <= 0):
+            raise ValueError("a matrix prior must be K x V positive finite numbers")
+        self.matrix, self.eta_json = matrix, eta
+
+    def row(self, topic: int) -> np.ndarray:
+        return self.matrix[topic]
+
+    def to_json(self):
+        return self.eta_json

@@ -148,3 +148,42 @@ def _record_rows(record):
             yield partition, int(topic), ids[values.indices[a:b]], values.data[a:b]
         else:
             yield partition, int(topic), ids, values[row]
+
+
+class OnlineUpdate(BatchUpdate):
+    """Online variational Bayes' global step (Hoffman et al. 2010; thesis §5, eq 5.x): with the batch's
+    statistics S_k scaled to the corpus (``scale`` = D / |batch|),
+
+        lambda_k <- (1 - rho_t) lambda_k^(prev) + rho_t (eta_k + scale S_k),   rho_t = (tau0 + t)^-kappa,
+
+    where lambda^(prev) is the previous iteration's lambda and t counts every step the model ever took (kept in
+    model.json), so a refreshed model keeps shrinking its steps. ``at(t)`` gives the rule of step t."""
+
+    needs_previous = True
+
+    def __init__(self, tau0: float, kappa: float, scale: float, steps_before: int = 0, step: int | None = None):
+        if tau0 < 0 or not 0.5 < kappa <= 1.0 or scale <= 0:
+            raise ValueError(f"online updates need tau0 >= 0, 0.5 < kappa <= 1 and a positive scale, got tau0={tau0}, "
+                             f"kappa={kappa}, scale={scale}")
+        self.tau0, self.kappa, self.scale = float(tau0), float(kappa), float(scale)
+        self.steps_before = int(steps_before)            # the model's steps before this run
+        self.step = self.steps_before + 1 if step is None else int(step)
+
+    @property
+    def rho(self) -> float:
+        return step_size(self.tau0, self.kappa, self.step)
+
+    def at(self, iteration: int) -> "OnlineUpdate":
+        """The rule of this run's ``iteration`` (1, 2, ...): step steps_before + iteration."""
+        return OnlineUpdate(self.tau0, self.kappa, self.scale, self.steps_before, self.steps_before + iteration)
+
+    def final(self, total: np.ndarray, eta_row: np.ndarray, previous_row: np.ndarray | None = None) -> np.ndarray:
+        if previous_row is None:
+            raise ValueError("an online update needs the previous lambda row")
+        rho = self.rho
+        return (1.0 - rho) * previous_row + rho * (eta_row + self.scale * (total - eta_row))
+
+
+def step_size(tau0: float, kappa: float, step: int) -> float:
+    """rho_t = (tau0 + t)^-kappa (Hoffman et al. 2010, with t counted from 1)."""
+    return float((tau0 + max(int(step), 1)) ** -kappa)

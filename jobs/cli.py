@@ -21,6 +21,7 @@ JOBS = {
     "topics": "print the top words of every topic of a trained model",
     "evolution": "per-segment topic proportions of one document and their changes (Gibbs models), with a plot",
     "tree": "a prior tree from bilingual dictionaries, for tree LDA (tlda, ptlda)",
+    "refresh": "the next version of a model root from new documents (accumulate, online or batch updates)",
 }
 
 

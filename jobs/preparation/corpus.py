@@ -220,6 +220,13 @@ def _prepare_into(spark: SparkSession, input_path: str, staging: str, output_dir
     return corpus
 
 
+def read_documents(spark: SparkSession, input_path: str, **options) -> DataFrame:
+    """The input's rows as ``prepare`` reads them (``doc_id``, ``text``, ``source``, ``raw``, ``order``,
+    ``reason``: null, or why the row is rejected, repeated ids included), without tokenising."""
+    opts = PrepareOptions(**options)
+    return _flag_duplicates(read_input(spark, input_path, resolve_format(spark, input_path, opts.format), opts))
+
+
 def summary_line(corpus: dict, output_dir: str) -> str:
     """One line with the counts of a ``corpus.json`` dictionary."""
     rejected = " ".join(f"{reason}={n}" for reason, n in corpus["rejected"].items())

@@ -16,7 +16,7 @@ from inference.heldout import (completion_log_likelihood, cooccurrence_counts, d
                                fold_in, npmi_coherence, score_document_completion, split_block,
                                split_document_completion, top_word_ids)
 from inference.mapper import EStepSettings
-from drivers import evaluation
+from drivers import evaluation, publish
 from drivers.families import variational
 from jobs import evaluate, train
 from drivers.corpora.bow import load_corpus
@@ -208,6 +208,7 @@ def heldout_setup(spark_session, tmp_path_factory):
 def model_with(directory, lambda_, alpha, terms=TERMS):
     save_model(str(directory), {"model": "lda", "topics": lambda_.shape[0], "alpha": list(map(float, alpha))},
                pd.DataFrame({"term": terms, "id": np.arange(len(terms), dtype=np.int32)}), lambda_)
+    publish.write_marker(str(directory), publish.new_token())     # a complete model directory
     return str(directory)
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from conftest import sample_lda_corpus, train_args, write_corpus
 from jobs import infer, train
+from drivers import publish
 from drivers.model_store import load_model
 from jobs.preparation.corpus import prepare_corpus
 from jobs.spark import add_spark_arguments
@@ -116,6 +117,7 @@ def test_raw_text_is_read_as_the_training_corpus_was_wherever_the_model_is(raw_m
     meta = json.loads((moved / "model.json").read_text())
     meta["data"]["corpus"] = "corpus"                      # relative: read against whatever the cwd is
     (moved / "model.json").write_text(json.dumps(meta))
+    publish.write_marker(str(moved), publish.new_token())  # published so (a model moved and edited by its owner)
     monkeypatch.chdir(tmp_path)
     raw = write_jsonl(tmp_path / "new.jsonl", [("mixed", as_text(docs[0][1]) + " zyzzyva quux zyzzyva zq"),
                                                ("stop", "the and of")])

@@ -1,0 +1,147 @@
+"""The variational family's refresh: the previous version's model fitted further on a batch of new documents.
+
+Only the engine's plug-in points change (:class:`drivers.variational.VariationalEngine`): the start is the
+previous lambda and alpha (:class:`WarmStart`, new words at their prior), and by mode
+
+* ``accumulate`` (streaming variational Bayes, Broderick et al. 2013): the previous posterior is the batch's
+  prior, eta' = lambda_old (:class:`inference.priors.MatrixPrior`), so lambda = lambda_old + the batch's
+  statistics, exactly the posterior after both; alpha by Newton-Raphson on the sums of E[log theta] of every
+  document ingested so far (kept in model.json);
+* ``online`` (Hoffman et al. 2010, thesis §5): lambda <- (1 - rho_t) lambda + rho_t (eta + D/|S| S) each EM
+  iteration (:class:`inference.reducer.OnlineUpdate`), t counting the model's steps over all refreshes, D the
+  documents seen so far (or ``--corpus-size``); old documents are forgotten at the rate rho sets; alpha moves
+  by rho_t towards the batch's optimum;
+* ``batch``: EM over the union of every document ingested (the base model's training corpus and each version's
+  batch), started from the previous model: the model a retrain would give, at a retrain's cost.
+
+The local step is the variational E-step or hybrid sampling, as for ``train``.
+"""
+from __future__ import annotations
+
+import logging
+import time
+
+import numpy as np
+
+from drivers import model_store, outputs, storage
+from drivers.checkpoint import Checkpointer
+from drivers.families import TrainRequest
+from drivers.families.variational import (VariationalTraining, check_python_memory, write_doc_topics)
+from drivers.refresh import extend_lambda
+from drivers.variational import EMSettings, EStep, HybridStep, NewtonAlpha, OnlineAlpha, VariationalEngine, WarmStart
+from inference.estep import compile_kernels
+from inference.mapper import EStepSettings
+from inference.priors import DirichletPrior, MatrixPrior, SymmetricPrior
+from inference.reducer import BatchUpdate, OnlineUpdate
+
+log = logging.getLogger("spark_topics.refresh")
+
+
+def base_prior(base: model_store.TopicModel, vocab_size: int):
+    """The model's own topic-word prior eta over the grown vocabulary: symmetric, or the informed prior's
+    entries (prior.parquet) over a symmetric base."""
+    eta = base.meta.get("eta")
+    if not isinstance(eta, (int, float)):
+        raise SystemExit(f"{base.directory}: refresh needs a symmetric eta in model.json, found {eta!r}")
+    path = storage.join(base.directory, "prior.parquet")
+    if not storage.exists(path):
+        return SymmetricPrior(float(eta), vocab_size)
+    import pyarrow.parquet as pq
+
+    filesystem, p = storage.resolve(path)
+    entries = pq.read_table(p, filesystem=filesystem).to_pandas()
+    overrides = {}
+    for k, rows in entries.groupby("topic"):
+        overrides[int(k)] = (rows["id"].to_numpy(), rows["eta"].to_numpy())
+    return DirichletPrior(np.full(vocab_size, float(eta)), overrides)
+
+
+def refresh_model(spark, spec, base: model_store.TopicModel, corpus_dir: str, request, history: dict,
+                  output: str) -> dict:
+    """Fit the batch in ``corpus_dir`` (its vocabulary: the base's, then the new words) from ``base`` as
+    ``request.mode`` says; writes the model files into ``output``; returns model.json's content.
+    ``history``: ``steps`` (online steps so far), ``documents`` (documents ingested so far) and
+    ``alpha_statistics`` (their sum of E[log theta]), or None."""
+    model = spec.model_class()()
+    K = base.num_topics
+    seed = request.seed if request.seed is not None else int(base.meta.get("seed", 0))
+    train_request = TrainRequest(model=spec.name, corpus=corpus_dir, output=output, topics=K,
+                                 iterations=request.iterations, seed=seed, partitions=request.partitions)
+    corpus = model.open_corpus(spark, train_request)
+    try:
+        return _refresh(spark, model, base, corpus, request, history, output, seed)
+    finally:
+        corpus.blocks.unpersist()
+
+
+def _refresh(spark, model, base, corpus, request, history: dict, output: str, seed: int) -> dict:
+    K, V, V_old = base.num_topics, corpus.vocab_size, base.lambda_.shape[1]
+    if corpus.vocab["term"].astype(str).tolist()[:V_old] != base.vocab["term"].astype(str).tolist():
+        raise RuntimeError("the batch's vocabulary does not extend the model's")
+    compile_kernels()
+    check_python_memory(spark.sparkContext, corpus, K, None)
+    saved = base.meta.get("settings") or {}
+    defaults = VariationalTraining()
+    inference = request.inference or saved.get("inference", "variational")
+    prior = base_prior(base, V)
+    lambda_old = extend_lambda(base.lambda_, prior.row(0)[V_old:] if V > V_old else np.zeros(0))
+    n_batch = corpus.num_documents
+    documents_before = int(history.get("documents") or 0)
+    steps_before = int(history.get("steps") or 0)
+    update, alpha_rule = BatchUpdate(), NewtonAlpha()
+    if request.mode == "accumulate":
+        stats = history.get("alpha_statistics")
+        alpha_rule = NewtonAlpha(stats, documents_before) if stats is not None else NewtonAlpha()
+        prior = MatrixPrior(lambda_old, base.meta.get("eta"))
+    elif request.mode == "online":
+        corpus_size = documents_before + n_batch if request.corpus_size == "cumulative" else int(request.corpus_size)
+        update = OnlineUpdate(request.tau0, request.kappa, corpus_size / max(n_batch, 1), steps_before)
+        alpha_rule = OnlineAlpha(update)
+    settings = EMSettings(num_topics=K, max_iterations=request.iterations, tol=request.tol,
+                          estep=EStepSettings(saved.get("estep_tol", defaults.estep_tol),
+                                              saved.get("estep_max_iter", defaults.estep_max_iter)),
+                          optimize_alpha=saved.get("optimize_alpha", True), seed=seed,
+                          restarts=saved.get("restarts", defaults.restarts),
+                          schedule=saved.get("estep_schedule", defaults.estep_schedule))
+    if inference == "hybrid":
+        warmup = saved.get("hybrid_alpha_warmup", defaults.hybrid_alpha_warmup)
+        local_step = HybridStep(seed, saved.get("hybrid_burn_in", defaults.hybrid_burn_in),
+                                saved.get("hybrid_samples", defaults.hybrid_samples),
+                                saved.get("hybrid_weights", defaults.hybrid_weights) == "mean",
+                                None if warmup == -1 else warmup)
+    else:
+        local_step = EStep(settings)
+    checkpoint = storage.join(output, "_checkpoint")
+    engine = VariationalEngine(spark.sparkContext, settings, prior, checkpoint, corpus.layout, local_step=local_step,
+                               update=update, start=WarmStart(lambda_old, base.alpha), alpha_rule=alpha_rule)
+    log.info("refresh (%s, %s): K=%d, V=%d (%d new words), %d new documents, %d tokens, %d partitions",
+             request.mode, inference, K, V, V - V_old, n_batch, corpus.meta.get("tokens", -1), corpus.num_partitions)
+    started = time.time()
+    result = engine.fit(corpus.blocks, corpus.num_partitions, V)
+    trace = [r.__dict__ for r in result.trace]
+    meta = {key: value for key, value in base.meta.items() if key not in ("refresh", "prior")}
+    meta.update({
+        "topics": K, "vocab_size": V, "alpha": result.alpha.tolist(), "eta": base.meta.get("eta"),
+        "iterations": result.iterations, "converged": result.converged,
+        "elbo": trace[-1]["elbo"] if trace else None, "elbo_trace": trace, "seed": seed,
+        "partitions": result.num_partitions,
+        "settings": dict(saved, inference=inference),
+        "data": {"corpus": corpus.directory, "version": model_store.data_version(corpus.meta),
+                 "documents": n_batch, "tokens": corpus.meta.get("tokens")},
+        "code": model_store.code_version(), "train_seconds": round(time.time() - started, 3)})
+    if "prior" in base.meta:
+        meta["prior"] = base.meta["prior"]
+    model.save(output, meta, corpus, result.lambda_, corpus.layout)
+    if storage.exists(storage.join(base.directory, "prior.parquet")):
+        storage.write_bytes(storage.join(output, "prior.parquet"),
+                            storage.read_bytes(storage.join(base.directory, "prior.parquet")))
+    write_doc_topics(spark, corpus.blocks, result.gamma_dir, storage.join(output, "doc_topics.parquet"),
+                     meta.get("topic_names"), local_step, result.alpha)
+    if trace:
+        outputs.plot_elbo(storage.join(output, "elbo.png"), trace)
+    for name in storage.list_dir(base.directory):
+        if name == model_store.TOKENIZER or name.startswith("stopwords"):
+            storage.write_bytes(storage.join(output, name), storage.read_bytes(storage.join(base.directory, name)))
+    model_store.write_topics_file(output, 10)
+    Checkpointer(checkpoint).clear()
+    return meta

@@ -1,0 +1,237 @@
+"""Refreshing a model root with new documents: what was ingested, which words enter, how topics moved.
+
+The job (``spark-topics refresh``, :mod:`jobs.refresh`) reads the new documents, keeps the ones this module's
+ledger has not seen, grows the vocabulary, has the model's family fit the batch from the previous version
+(``ModelFamily.refresh``) and publishes the result as the root's next version with the report made here.
+
+* **Ledger** (``ledger.parquet`` in every version): ``doc_id``, ``content_hash`` (SHA-256 of the text),
+  ``status`` and ``version`` of each document that version ingested (``new``, ``revision``: a known id with
+  another text) or adopted (``base``: a training document of the base model, text unknown; ``adopted``: such a
+  document met again, its hash recorded). The ledger of a root is the union over its committed versions
+  (:func:`drivers.model_root.chain`): a version abandoned by a killed run or a rollback un-ingests itself.
+* **Vocabulary growth**: a word the model does not know enters when its document frequency over the batches
+  (``pending_terms.parquet`` carries the counts of words not yet admitted) reaches ``min_new_df``; at most
+  ``max_new_terms`` per refresh, the most frequent first. It enters with the prior: lambda_kv = eta_v.
+* **Report** (``refresh.json``, ``refresh.png``): documents read / new / revised / duplicate / rejected, the new
+  words, each topic's drift (Hellinger distance between its word distributions in the two versions, over the
+  old vocabulary) and whether the best one-to-one matching of old and new topics is still the identity.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from drivers import storage
+
+log = logging.getLogger("spark_topics.refresh")
+
+LEDGER = "ledger.parquet"
+PENDING_TERMS = "pending_terms.parquet"
+NEW_TERMS = "new_terms.parquet"
+REPORT_JSON = "refresh.json"
+REPORT_PNG = "refresh.png"
+MODES = ("accumulate", "online", "batch")
+#: pending words kept between refreshes (the most frequent)
+MAX_PENDING_TERMS = 200_000
+
+
+@dataclass(frozen=True)
+class RefreshRequest:
+    root: str
+    input: str | None
+    base: str | None = None
+    mode: str = "accumulate"
+    iterations: int = 20
+    inference: str | None = None          # the local step: variational | hybrid (default: the base model's)
+    tau0: float = 64.0
+    kappa: float = 0.7
+    corpus_size: str = "cumulative"       # online: D, the documents seen so far, or a fixed estimate
+    min_new_df: int = 3
+    max_new_terms: int = 1000
+    probe: str | None = None
+    keep: int | None = None
+    rollback: str | None = None           # "" = the parent of LATEST
+    seed: int | None = None
+    partitions: int | None = None
+    dry_run: bool = False
+    format: str = "auto"
+    id_column: str = "id"
+    text_column: str = "text"
+    tol: float = 1e-5
+
+    def __post_init__(self):
+        if self.mode not in MODES:
+            raise SystemExit(f"--mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+        if self.iterations < 1:
+            raise SystemExit(f"--iterations must be at least 1, got {self.iterations}")
+        if self.min_new_df < 1 or self.max_new_terms < 0:
+            raise SystemExit("--min-new-df must be at least 1 and --max-new-terms at least 0")
+        if self.corpus_size != "cumulative":
+            try:
+                if int(self.corpus_size) < 1:
+                    raise ValueError
+            except ValueError:
+                raise SystemExit(f"--corpus-size must be 'cumulative' or a positive number of documents, got "
+                                 f"{self.corpus_size!r}") from None
+        if self.tau0 < 0 or not 0.5 < self.kappa <= 1.0:
+            raise SystemExit(f"--tau0 must be >= 0 and --kappa in (0.5, 1], got {self.tau0} and {self.kappa}")
+
+
+# --------------------------------------------------------------------------- the ledger
+
+def ledger_schema():
+    from pyspark.sql import types as T
+
+    return T.StructType([T.StructField("doc_id", T.StringType()), T.StructField("content_hash", T.StringType()),
+                         T.StructField("status", T.StringType()), T.StructField("version", T.StringType())])
+
+
+def read_ledger(spark, version_dirs: list[str]):
+    """The committed ledger: every document's latest entry over ``version_dirs`` (a root's chain)."""
+    from pyspark.sql import Window, functions as F
+
+    paths = [storage.join(d, LEDGER) for d in version_dirs if storage.exists(storage.join(d, LEDGER))]
+    if not paths:
+        return spark.createDataFrame([], ledger_schema())
+    rows = spark.read.schema(ledger_schema()).parquet(*paths)
+    latest = Window.partitionBy("doc_id").orderBy(F.col("version").desc())
+    return rows.withColumn("_n", F.row_number().over(latest)).where("_n = 1").drop("_n")
+
+
+def classify(rows, ledger):
+    """``rows`` (prepare's reader: doc_id, text, reason) with ``content_hash`` and ``status``: new, revision,
+    duplicate (same id and text), adopted (a base document met again: not ingested, its hash recorded) or
+    rejected (prepare's reason)."""
+    from pyspark.sql import functions as F
+
+    valid = rows.where(F.col("reason").isNull()).withColumn("content_hash", F.sha2(F.col("text"), 256))
+    known = ledger.select("doc_id", F.col("content_hash").alias("known_hash"), F.col("status").alias("known_status"))
+    joined = valid.join(known, "doc_id", "left")
+    status = (F.when(F.col("known_status").isNull(), "new")
+              .when(F.col("known_hash").isNull(), "adopted")
+              .when(F.col("known_hash") == F.col("content_hash"), "duplicate")
+              .otherwise("revision"))
+    rejected = rows.where(F.col("reason").isNotNull()).select(
+        "doc_id", "text", F.lit(None).cast("string").alias("content_hash"), F.col("reason").alias("status"))
+    return joined.select("doc_id", "text", "content_hash", status.alias("status")).unionByName(rejected)
+
+
+INGESTED = ("new", "revision")
+
+
+def base_ledger(spark, base_dir: str, version: str):
+    """Ledger rows of a base model's training documents (its doc_topics.parquet ids; their texts are unknown)."""
+    from pyspark.sql import functions as F
+
+    path = storage.join(base_dir, "doc_topics.parquet")
+    if not storage.exists(path):
+        return spark.createDataFrame([], ledger_schema())
+    return spark.read.parquet(path).select(
+        F.col("doc_id").cast("string").alias("doc_id"), F.lit(None).cast("string").alias("content_hash"),
+        F.lit("base").alias("status"), F.lit(version).alias("version"))
+
+
+# --------------------------------------------------------------------------- the vocabulary
+
+def grow_vocabulary(known_terms, batch_terms: pd.DataFrame, pending: pd.DataFrame | None, min_df: int,
+                    max_new: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(new words, still pending)``: the words of ``batch_terms`` (term, df) the model does not know, their
+    document frequencies added to ``pending`` (term, df: earlier batches'), admitted when the sum reaches
+    ``min_df``, at most ``max_new`` of them (highest df first, then by term). The new words (term, df) are in
+    the order they get their ids; pending keeps the rest (the :data:`MAX_PENDING_TERMS` most frequent)."""
+    known = set(map(str, known_terms))
+    batch = batch_terms.loc[~batch_terms["term"].astype(str).isin(known), ["term", "df"]]
+    frames = [batch] + ([pending[["term", "df"]]] if pending is not None and len(pending) else [])
+    counts = (pd.concat(frames, ignore_index=True).groupby("term", as_index=False)["df"].sum()
+              if len(batch) or len(frames) > 1 else pd.DataFrame({"term": [], "df": []}))
+    counts = counts[~counts["term"].astype(str).isin(known)]
+    counts = counts.sort_values(["df", "term"], ascending=[False, True], kind="stable").reset_index(drop=True)
+    eligible = counts["df"] >= min_df
+    admitted = counts[eligible].head(max_new)
+    rest = counts.drop(admitted.index).head(MAX_PENDING_TERMS)
+    return (admitted.reset_index(drop=True).astype({"df": np.int64}),
+            rest.reset_index(drop=True).astype({"df": np.int64}))
+
+
+def extend_lambda(lambda_: np.ndarray, eta_new: np.ndarray) -> np.ndarray:
+    """lambda with columns for new words appended at their prior (lambda_kv = eta_v: no statistics yet)."""
+    K = lambda_.shape[0]
+    return np.hstack([lambda_, np.broadcast_to(np.asarray(eta_new, dtype=np.float64), (K, len(eta_new)))])
+
+
+# --------------------------------------------------------------------------- alpha's statistics
+
+def alpha_statistics(doc_topics_path: str) -> tuple[np.ndarray, int]:
+    """(sum_d E_q[log theta_d], D) over a doc_topics table's gamma column, streamed in batches (no D x K in
+    memory): E_q[log theta_dk] = Psi(gamma_dk) - Psi(sum_k gamma_dk)."""
+    import pyarrow.dataset as ds
+    from scipy.special import digamma
+
+    filesystem, path = storage.resolve(doc_topics_path)
+    total, n = None, 0
+    for batch in ds.dataset(path, filesystem=filesystem, format="parquet").to_batches(columns=["gamma"]):
+        column = batch.column(0)
+        if len(column) == 0:
+            continue
+        gamma = np.asarray(column.values.to_numpy(zero_copy_only=False), dtype=np.float64).reshape(len(column), -1)
+        part = (digamma(gamma) - digamma(gamma.sum(axis=1, keepdims=True))).sum(axis=0)
+        total = part if total is None else total + part
+        n += len(column)
+    return total, n
+
+
+# --------------------------------------------------------------------------- drift
+
+def hellinger_rows(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Hellinger distance between the rows of two K x V probability matrices (K values in [0, 1])."""
+    return np.sqrt(np.maximum(0.0, 1.0 - np.sum(np.sqrt(p * q), axis=1)))
+
+
+def topic_drift(old_topic_word: np.ndarray, new_topic_word: np.ndarray, top: list | None = None) -> dict:
+    """Each topic's drift between versions over the old vocabulary (both renormalised on it), and the best
+    one-to-one matching of old to new topics by Hellinger distance (scipy's linear_sum_assignment): topic k
+    of the new version continues topic k unless the matching says otherwise."""
+    from scipy.optimize import linear_sum_assignment
+
+    V = old_topic_word.shape[1]
+    p = old_topic_word / old_topic_word.sum(axis=1, keepdims=True)
+    q = new_topic_word[:, :V] / new_topic_word[:, :V].sum(axis=1, keepdims=True)
+    drift = hellinger_rows(p, q)
+    sq_p, sq_q = np.sqrt(p), np.sqrt(q)
+    distances = np.sqrt(np.maximum(0.0, 1.0 - sq_p @ sq_q.T))
+    rows, cols = linear_sum_assignment(distances)
+    moved = [int(k) for k, j in zip(rows, cols) if k != j]
+    return {"hellinger": [float(x) for x in drift], "mean": float(drift.mean()), "max": float(drift.max()),
+            "identity_matching": not moved, "topics_matched_elsewhere": moved}
+
+
+def plot_report(path: str, report: dict) -> None:
+    """refresh.png: each topic's drift, and the documents of the batch by status."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    drift = report["drift"]["hellinger"]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.6), gridspec_kw={"width_ratios": [3, 1]})
+    left.bar(range(len(drift)), drift, color="#4c72b0")
+    left.set_xlabel("topic")
+    left.set_ylabel("Hellinger distance to the previous version")
+    left.set_title(f"{report['version']}: topic drift (mean {report['drift']['mean']:.3f})")
+    counts = report["documents"]
+    bars = {k: counts.get(k, 0) for k in ("new", "revision", "duplicate", "adopted")}
+    bars["rejected"] = sum((counts.get("rejected") or {}).values())
+    names = [k for k, v in bars.items() if v]
+    right.barh(names, [bars[k] for k in names], color="#55a868")
+    right.set_title(f"documents: {counts.get('read', 0)} read")
+    right.set_xlabel(f"new words: {report['vocabulary']['added']}")
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=90)
+    plt.close(fig)
+    storage.write_bytes(path, buffer.getvalue())

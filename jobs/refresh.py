@@ -1,0 +1,345 @@
+"""``spark-topics refresh``: the next version of a model root from new documents (or a rollback).
+
+::
+
+    spark-topics refresh --model ROOT --input NEW_DOCS [--base MODEL_DIR] [--mode accumulate|online|batch]
+
+The first refresh of a root starts from a trained model (``--base``), later ones from the root's LATEST version.
+The run holds the root's lease; it reads the documents as ``prepare`` does, keeps those the root's ledger has not
+seen (by id and content hash, :mod:`drivers.refresh`), grows the vocabulary, has the model's family fit the batch
+(:mod:`drivers.families.variational_refresh`) and publishes the version whole, LATEST last
+(:mod:`drivers.model_root`). A batch with nothing new publishes nothing and says so.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import time
+
+import pandas as pd
+
+from drivers import lease, model_root, model_store, publish, refresh, registry, storage
+from drivers.corpora.files import CORPUS_JSON, DOCS, REJECTS, VOCAB, read_vocab
+from drivers.refresh import RefreshRequest
+from jobs.preparation.corpus import PrepareError, prepare_corpus, read_documents
+from jobs.spark import positive_int, sized_session
+
+log = logging.getLogger("spark_topics.refresh")
+
+
+def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
+    parser.add_argument("--model", required=True, metavar="ROOT", help="the model root (created by the first refresh)")
+    parser.add_argument("--input", metavar="NEW_DOCS", help="new documents: any input of `spark-topics prepare`")
+    parser.add_argument("--base", metavar="MODEL_DIR", help="first refresh of a root: the trained model it starts from")
+    parser.add_argument("--mode", choices=refresh.MODES, default="accumulate",
+                        help="accumulate: the old posterior is the batch's prior (no forgetting; default); online: "
+                             "Hoffman's online VB, old documents fade at rate rho_t (drifting corpora); batch: EM "
+                             "over every document ingested, warm-started (small corpora; a retrain's cost)")
+    parser.add_argument("--iterations", type=int, default=20, help="EM iterations over the batch (default 20)")
+    parser.add_argument("--inference", choices=("variational", "hybrid"), default=None,
+                        help="the local step (default: the one the model was trained with)")
+    parser.add_argument("--tau0", type=float, default=64.0, help="online: rho_t = (tau0 + t)^-kappa (default 64)")
+    parser.add_argument("--kappa", type=float, default=0.7, help="online: in (0.5, 1] (default 0.7)")
+    parser.add_argument("--corpus-size", default="cumulative",
+                        help="online: D in lambda = (1-rho) lambda + rho (eta + D/|S| stats): 'cumulative' (the "
+                             "documents ingested so far, as gensim) or a fixed estimate (as Hoffman)")
+    parser.add_argument("--min-new-df", type=int, default=3,
+                        help="a new word enters the vocabulary once this many documents (over the batches) used it")
+    parser.add_argument("--max-new-terms", type=int, default=1000, help="at most this many new words per refresh")
+    parser.add_argument("--probe", metavar="CORPUS_DIR",
+                        help="a prepared held-out corpus: its perplexity under the new version goes in the report")
+    parser.add_argument("--keep", type=positive_int, default=None,
+                        help="keep the model files of the N newest versions (older ones keep their ledger and report)")
+    parser.add_argument("--rollback", nargs="?", const="", default=None, metavar="VERSION",
+                        help="point LATEST at VERSION (default: the parent of LATEST); nothing is trained")
+    parser.add_argument("--seed", type=int, default=None, help="default: the model's seed")
+    parser.add_argument("--partitions", type=positive_int, default=None)
+    parser.add_argument("--dry-run", action="store_true", help="read and count the batch; publish nothing")
+    parser.add_argument("--format", default="auto", help="input format, as in `prepare`")
+    parser.add_argument("--id-column", default="id")
+    parser.add_argument("--text-column", default="text")
+
+
+def request_from(args) -> RefreshRequest:
+    if args.rollback is None and not args.input:
+        raise SystemExit("refresh needs --input NEW_DOCS (or --rollback)")
+    return RefreshRequest(root=args.model, input=args.input, base=args.base, mode=args.mode,
+                          iterations=args.iterations, inference=args.inference, tau0=args.tau0, kappa=args.kappa,
+                          corpus_size=args.corpus_size, min_new_df=args.min_new_df,
+                          max_new_terms=args.max_new_terms, probe=args.probe, keep=args.keep,
+                          rollback=args.rollback, seed=args.seed, partitions=args.partitions,
+                          dry_run=args.dry_run, format=args.format, id_column=args.id_column,
+                          text_column=args.text_column)
+
+
+def refresh_root(spark, request: RefreshRequest) -> dict:
+    """Run one refresh (or rollback) of ``request.root`` under its lease; returns the report."""
+    with lease.hold(request.root, "spark-topics refresh"):
+        for name in model_root.recover(request.root):
+            log.warning("removed %s under %s/versions, left by a killed run", name, request.root)
+        if request.rollback is not None:
+            return rollback(request)
+        report = _refresh(spark, request)
+        if request.keep and not request.dry_run:
+            pruned = model_root.prune(request.root, request.keep)
+            if pruned:
+                log.info("pruned the model files of %d older version(s): %s", len(pruned), ", ".join(pruned))
+        return report
+
+
+def rollback(request: RefreshRequest) -> dict:
+    root = request.root
+    current = model_root.latest(root)
+    if current is None:
+        raise SystemExit(f"{root} has no published version to roll back")
+    if request.rollback:
+        target = model_root.resolve(root, request.rollback).rstrip("/").rsplit("/", 1)[1]
+    else:
+        committed = model_root.chain(root)
+        if len(committed) < 2:
+            raise SystemExit(f"{root}: {current} has no earlier version to roll back to")
+        target = committed[1]
+    if model_root.is_pruned(model_root.version_dir(root, target)):
+        raise SystemExit(f"{root}: version {target} was pruned (--keep): its model files are gone")
+    model_root.set_latest(root, target)
+    print(f"{root}: LATEST {current} -> {target}")
+    return {"version": target, "previous": current, "rollback": True}
+
+
+def _refresh(spark, request: RefreshRequest) -> dict:
+    started = time.time()
+    root = request.root
+    current = model_root.latest(root)
+    if current is None:
+        if not request.base:
+            raise SystemExit(f"{root} has no version yet: the first refresh needs --base MODEL_DIR (a trained model)")
+        base_dir = model_store.resolve(request.base)
+    else:
+        if request.base:
+            raise SystemExit(f"{root} already has versions (LATEST {current}): --base is only for its first "
+                             f"refresh; drop it")
+        base_dir = model_root.version_dir(root, current)
+    base = model_store.load_model(base_dir)
+    spec = registry.of_meta(base.meta)
+    if request.mode not in spec.refresh_modes:
+        raise SystemExit(f"refresh --mode {request.mode} is not supported for --model {spec.name}"
+                         + (f" (it supports: {', '.join(spec.refresh_modes)})" if spec.refresh_modes else
+                            f": retrain on the union of the documents with `spark-topics train`"))
+    history = dict(base.meta.get("refresh") or {})
+    version = model_root.next_version(root)
+    token = publish.new_token()
+    staging = model_root.staging_version(root, version, token)
+    storage.makedirs(staging)
+    try:
+        report = _build_version(spark, request, root, current, base, base_dir, spec, history, version, staging)
+        if report.get("published") is False or request.dry_run:
+            return report
+        report["seconds"] = round(time.time() - started, 3)
+        storage.save_json(storage.join(staging, refresh.REPORT_JSON), report)
+        refresh.plot_report(storage.join(staging, refresh.REPORT_PNG), report)
+        publish.write_marker(staging, token)
+        model_root.publish_version(root, staging, version)
+    finally:
+        if storage.exists(staging):
+            storage.delete(staging)
+    print(summary(report))
+    return report
+
+
+def _build_version(spark, request, root, current, base, base_dir, spec, history, version, staging) -> dict:
+    from pyspark.sql import functions as F
+
+    sc = spark.sparkContext
+    chain_dirs = [model_root.version_dir(root, v) for v in model_root.chain(root)]
+    ledger = refresh.read_ledger(spark, chain_dirs) if current is not None else \
+        refresh.base_ledger(spark, base_dir, version)
+    options = {k: v for k, v in model_store.raw_text_options(base).items() if k != "segments"}
+    sc.setJobDescription(f"refresh {root}: read and classify {request.input}")
+    try:
+        rows = read_documents(spark, request.input, format=request.format, id_column=request.id_column,
+                              text_column=request.text_column)
+    except PrepareError as exc:
+        raise SystemExit(f"spark-topics refresh: {exc}") from None
+    classified = refresh.classify(rows, ledger).cache()
+    try:
+        counts = {r["status"]: r["count"] for r in classified.groupBy("status").count().collect()}
+        read = sum(counts.values())
+        documents = {"read": read, **{k: counts.get(k, 0) for k in ("new", "revision", "duplicate", "adopted")}}
+        documents["rejected"] = {k: v for k, v in counts.items()
+                                 if k not in ("new", "revision", "duplicate", "adopted")}
+        ingest = documents["new"] + documents["revision"]
+        log.info("%s: %d documents read: %d new, %d revised, %d already ingested, %d rejected", request.input, read,
+                 documents["new"], documents["revision"], documents["duplicate"] + documents["adopted"],
+                 sum(documents["rejected"].values()))
+        if ingest == 0 or request.dry_run:
+            message = (f"nothing new in {request.input}: all {documents['duplicate'] + documents['adopted']} valid "
+                       f"documents were ingested before; LATEST stays {current or '(none)'}" if ingest == 0 else
+                       f"dry run: {ingest} documents would be ingested into {root}")
+            print(message)
+            return {"published": False, "documents": documents, "message": message, "version": current}
+        input_dir = storage.join(staging, "work-input")
+        classified.where(F.col("status").isin(*refresh.INGESTED)).select(
+            F.col("doc_id").alias("id"), "text").write.parquet(input_dir)
+        adopted = classified.where(F.col("status") == "adopted").select(
+            "doc_id", "content_hash", "status", F.lit(version).alias("version"))
+        rejected_rows = classified.where(~F.col("status").isin("new", "revision", "duplicate", "adopted"))
+        if documents["rejected"]:
+            rejected_rows.select(F.col("doc_id").alias("id"), F.col("status").alias("reason"),
+                                 F.lit(request.input).alias("source"), F.col("text").alias("raw")) \
+                .write.json(storage.join(staging, "rejects"))
+        ingested_rows = classified.where(F.col("status").isin(*refresh.INGESTED))
+
+        # the vocabulary: the words of the batch the model does not know, counted over the batches
+        counting = storage.join(staging, "work-terms")
+        try:
+            prepare_corpus(spark, input_dir, counting, format="parquet", id_column="id", text_column="text",
+                           min_df=1, max_df=1.0, **options)
+            batch_terms = read_vocab(storage.join(counting, VOCAB))[["term", "df"]]
+        except PrepareError:
+            batch_terms = pd.DataFrame({"term": [], "df": []})
+        pending_path = storage.join(base_dir, refresh.PENDING_TERMS)
+        pending = model_store.read_parquet(pending_path) if storage.exists(pending_path) else None
+        new_terms, pending = refresh.grow_vocabulary(base.vocab["term"], batch_terms, pending, request.min_new_df,
+                                                     request.max_new_terms)
+        vocab = pd.concat([base.vocab[["term"]], new_terms[["term"]]], ignore_index=True)
+        vocab["id"] = range(len(vocab))
+        vocab_path = storage.join(staging, "work-vocab.parquet")
+        model_store.write_parquet(vocab_path, vocab)
+        corpus_dir = storage.join(staging, "corpus")
+        try:
+            prepared = prepare_corpus(spark, input_dir, corpus_dir, format="parquet", id_column="id",
+                                      text_column="text", vocab=vocab_path, **options)
+        except PrepareError as exc:
+            raise SystemExit(f"spark-topics refresh: {exc}") from None
+        storage.delete(counting)
+        storage.delete(vocab_path)
+        kept_ids = spark.read.parquet(storage.join(corpus_dir, DOCS)).select("doc_id")
+        ledger_rows = (ingested_rows.join(kept_ids, "doc_id", "inner")
+                       .select("doc_id", "content_hash", "status", F.lit(version).alias("version")))
+        ledger_rows = ledger_rows.unionByName(adopted)
+        if current is None:                    # the base's training documents start the root's ledger
+            seen = ledger_rows.select("doc_id")
+            ledger_rows = ledger_rows.unionByName(
+                refresh.base_ledger(spark, base_dir, version).join(seen, "doc_id", "left_anti"))
+        ledger_rows.coalesce(1).write.parquet(storage.join(staging, refresh.LEDGER))
+        storage.delete(input_dir)
+    finally:
+        classified.unpersist()
+
+    fit_dir = corpus_dir
+    if request.mode == "batch":
+        fit_dir = union_corpus(spark, root, chain_dirs, base, corpus_dir, staging)
+    from drivers.families.variational_refresh import refresh_model
+
+    history_before = dict(history)
+    if current is None:
+        stats, n_base = refresh.alpha_statistics(storage.join(base_dir, "doc_topics.parquet"))
+        history_before.update(documents=n_base, alpha_statistics=None if stats is None else stats.tolist(),
+                              steps=0, training_corpus=(base.meta.get("data") or {}).get("corpus"))
+    meta = refresh_model(spark, spec, base, fit_dir, request, history_before, staging)
+    if fit_dir != corpus_dir:
+        storage.delete(fit_dir)
+    batch_stats, n_batch = refresh.alpha_statistics(storage.join(staging, "doc_topics.parquet"))
+    if request.mode == "batch":
+        documents_total = n_batch
+        stats_total = batch_stats
+    else:
+        documents_total = int(history_before.get("documents") or 0) + n_batch
+        previous = history_before.get("alpha_statistics")
+        stats_total = batch_stats if previous is None else batch_stats + previous
+    parent = {"version": current} if current is not None else {"base": base_dir}
+    meta["refresh"] = {
+        "parent": parent, "mode": request.mode, "steps": int(history_before.get("steps") or 0)
+        + (meta["iterations"] if request.mode == "online" else 0),
+        "documents": documents_total, "alpha_statistics": stats_total.tolist(),
+        "training_corpus": history_before.get("training_corpus"), "batch_documents": prepared["documents"],
+        "new_terms": len(new_terms), "tau0": request.tau0, "kappa": request.kappa}
+    storage.save_json(storage.join(staging, "model.json"), meta)
+    model_store.write_parquet(storage.join(staging, refresh.NEW_TERMS), new_terms)
+    model_store.write_parquet(storage.join(staging, refresh.PENDING_TERMS), pending)
+    new_model = model_store.read_model_files(staging)
+    drift = refresh.topic_drift(base.topic_word(), new_model.topic_word())
+    report = {"version": version, "parent": parent, "mode": request.mode, "documents": documents,
+              "ingested": prepared["documents"], "tokens": prepared.get("tokens"),
+              "vocabulary": {"before": int(base.lambda_.shape[1]), "after": int(len(vocab)),
+                             "added": int(len(new_terms)), "new_terms": new_terms["term"].astype(str).tolist()[:200],
+                             "pending": int(len(pending)), "min_new_df": request.min_new_df},
+              "drift": drift, "iterations": meta["iterations"], "elbo": meta.get("elbo")}
+    if request.probe:
+        report["probe"] = probe_perplexity(spark, staging, request.probe)
+    return report
+
+
+def union_corpus(spark, root: str, chain_dirs: list, base, batch_dir: str, staging: str) -> str:
+    """batch mode: every document ingested so far and the batch as one corpus (``staging/_union``), each id's
+    latest text; the base's training corpus must still be where its model.json says."""
+    from pyspark.sql import Window, functions as F
+
+    history = base.meta.get("refresh") or {}
+    training = history.get("training_corpus") or (base.meta.get("data") or {}).get("corpus")
+    if not training or not storage.exists(storage.join(training, DOCS)):
+        raise SystemExit(f"--mode batch refits every document ingested, but the base model's training corpus "
+                         f"{training!r} is not there any more; use --mode accumulate or online")
+    sources = [storage.join(training, DOCS)] + [storage.join(d, "corpus", DOCS) for d in reversed(chain_dirs)] \
+        + [storage.join(batch_dir, DOCS)]
+    frames = [spark.read.parquet(p).withColumn("_order", F.lit(i)) for i, p in enumerate(sources)
+              if storage.exists(p)]
+    docs = frames[0]
+    for frame in frames[1:]:
+        docs = docs.unionByName(frame, allowMissingColumns=True)
+    newest = Window.partitionBy("doc_id").orderBy(F.col("_order").desc())
+    docs = docs.withColumn("_n", F.row_number().over(newest)).where("_n = 1").drop("_n", "_order")
+    union = storage.join(staging, "work-union")
+    docs.write.parquet(storage.join(union, DOCS))
+    spark.read.parquet(storage.join(batch_dir, VOCAB)).coalesce(1).write.parquet(storage.join(union, VOCAB))
+    meta = storage.load_json(storage.join(batch_dir, CORPUS_JSON))
+    totals = spark.read.parquet(storage.join(union, DOCS)).agg(F.count("*").alias("n"),
+                                                                F.sum("n_tokens").alias("tokens")).first()
+    meta.update(documents=int(totals["n"]), tokens=int(totals["tokens"] or 0))
+    storage.save_json(storage.join(union, CORPUS_JSON), meta)
+    return union
+
+
+def probe_perplexity(spark, model_dir: str, probe: str) -> dict:
+    """Document-completion perplexity of the new version on a prepared held-out corpus, over the probe's own
+    vocabulary (prepared with the base model's, a prefix of every later version's: ids only grow)."""
+    from drivers.corpora.bow import open_corpus_meta
+    from drivers.families.variational import evaluate_model
+
+    model = model_store.read_model_files(model_dir)
+    _, probe_vocab = open_corpus_meta(spark, probe)
+    V = len(probe_vocab)
+    if V > len(model.vocab) or probe_vocab["term"].astype(str).tolist() != \
+            model.vocab["term"].astype(str).tolist()[:V]:
+        raise SystemExit(f"--probe {probe}: its vocabulary is not the model's (prepare it with --vocab "
+                         f"<the base model>/vocab.parquet)")
+    view = model_store.TopicModel(model.directory, dict(model.meta, vocab_size=V), model.vocab.iloc[:V].copy(),
+                                  model.lambda_[:, :V])
+    metrics = evaluate_model(spark, view, probe, None, 10, 0, None, None)
+    return {"corpus": probe, "perplexity": metrics.get("perplexity"), "documents": metrics.get("documents"),
+            "vocabulary": V}
+
+
+def summary(report: dict) -> str:
+    d = report["documents"]
+    return (f"published {report['version']}: {report['ingested']} documents ingested ({d['new']} new, "
+            f"{d['revision']} revised; {d['duplicate'] + d['adopted']} already ingested, "
+            f"{sum(d['rejected'].values())} rejected), {report['vocabulary']['added']} new words, topic drift mean "
+            f"{report['drift']['mean']:.3f} max {report['drift']['max']:.3f}"
+            + ("" if report['drift']['identity_matching'] else
+               f" (topics {report['drift']['topics_matched_elsewhere']} now match other topics best)")
+            + (f", probe perplexity {report['probe']['perplexity']:.1f}" if report.get("probe") else ""))
+
+
+def run(args) -> dict:
+    request = request_from(args)
+    spark = sized_session("spark-topics refresh", args, lambda conf, active: conf)
+    return refresh_root(spark, request)
+
+
+if __name__ == "__main__":
+    import os
+    import sys
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from jobs.cli import job_main
+    sys.exit(job_main("refresh"))
