@@ -333,8 +333,10 @@ class SparkTopicsLDA(Estimator, _SparkTopicsLDAParams, DefaultParamsReadable, De
         log.info("SparkTopicsLDA: K=%d, V=%d, %d documents, %d tokens, %d iterations; model files in %s",
                  trained.num_topics, len(trained.vocab), summary["documents"], summary["tokens"],
                  int(trained.meta["iterations"]), model_dir)
-        model = SparkTopicsLDAModel(trained, vocabulary_known=vocabulary is not None)
-        return self._copyValues(model)
+        model = self._copyValues(SparkTopicsLDAModel(trained, vocabulary_known=vocabulary is not None))
+        if vocabulary is not None:
+            model._set(vocabulary=list(vocabulary))
+        return model
 
 
 # --------------------------------------------------------------------------- the model
@@ -376,7 +378,7 @@ class SparkTopicsLDAModel(Model, _SparkTopicsLDAParams, MLReadable, MLWritable):
         vocab["term"] = terms
         self._model = model_store.TopicModel(self._model.directory, self._model.meta, vocab, self._model.lambda_)
         self._vocabulary_known = self._vocabulary_changed = True
-        return self
+        return self._set(vocabulary=terms)
 
     # ---- MLlib's LDAModel
     def isDistributed(self) -> bool:
@@ -533,7 +535,8 @@ class _ModelWriter(MLWriter):
 
     def saveImpl(self, path: str) -> None:
         model = self.instance._fitted()
-        DefaultParamsWriter.saveMetadata(self.instance, path, self.sparkSession, extraMetadata={
+        params = {p.name: v for p, v in self.instance._paramMap.items() if p.name != "vocabulary"}  # in data/
+        DefaultParamsWriter.saveMetadata(self.instance, path, self.sparkSession, paramMap=params, extraMetadata={
             "data": DATA, "dataFormat": DATA_FORMAT, "topics": model.num_topics,
             "vocabSize": int(model.lambda_.shape[1]), "vocabularyKnown": self.instance._vocabulary_known})
         data = storage.join(_storage_path(path), DATA)
@@ -550,9 +553,12 @@ class _ModelReader(MLReader):
         metadata = DefaultParamsReader.loadMetadata(path, self.sparkSession)
         with _one_line_errors("SparkTopicsLDAModel.load"):
             trained = model_store.load_model(storage.join(_storage_path(path), metadata.get("data", DATA)))
-        instance = self.cls(trained, vocabulary_known=bool(metadata.get("vocabularyKnown")))
+        known = bool(metadata.get("vocabularyKnown"))
+        instance = self.cls(trained, vocabulary_known=known)
         instance._resetUid(metadata["uid"])
         DefaultParamsReader.getAndSetParams(instance, metadata)
+        if known:     # the vocabulary param is the model's terms (saved once, in data/vocab.parquet)
+            instance._set(vocabulary=[str(t) for t in trained.vocab["term"]])
         return instance
 
 

@@ -140,6 +140,15 @@ def test_pipeline_model_save_load(spark_session, text_pipeline, texts, text_topi
     np.load(os.path.join(data, "lambda.npy"), allow_pickle=False)
     text = topics.run(argparse.Namespace(model_dir=data, top_words=5, weights=False))
     assert len(text.splitlines()) == K_TEXT and ("god" in text or "yahweh" in text)
+    assert stage.getVocabulary() == list(text_pipeline.stages[1].vocabulary)
+
+    # a loaded model saved over its own directory (overwrite deletes it first): written from memory
+    stage_path = os.path.dirname(data)
+    stage.write().overwrite().save(stage_path)
+    again = SparkTopicsLDAModel.load(stage_path)
+    np.testing.assert_array_equal(again.topicModel().lambda_, model.topicModel().lambda_)
+    assert again.getVocabulary() == stage.getVocabulary() and again.uid == model.uid
+    assert load_model(data).meta["elbo_trace"] == model.modelMetadata()["elbo_trace"]
 
 
 def test_refit_of_the_same_dataframe_is_deterministic(text_pipeline, text_topics):
@@ -282,7 +291,10 @@ def test_unfitted_pipeline_save_load_keeps_the_params(tmp_path):
     values = {p.name: v for p, v in stage.extractParamMap().items()}
     assert values == {p.name: v for p, v in lda.extractParamMap().items()}
     assert values["docConcentration"] == [0.3] and values["vocabulary"] == ["a", "b", "c"]
-    assert stage._settings()["seed"] == (-5) % 2 ** 63 and stage._settings()["fixed_alpha"] is True
+    settings = stage._settings()       # what reaches the TrainRequest
+    assert settings["seed"] == (-5) % 2 ** 63 and settings["fixed_alpha"] is True and settings["alpha"] == 0.3
+    assert settings["engine"].inference == "hybrid" and settings["engine"].tol == 0.0
+    assert settings["options"]["eta"] == 0.05 and settings["partitions"] == 3 and settings["topics"] == 7
     assert SparkTopicsLDA().getK() == 10 and SparkTopicsLDA().getMaxIter() == 20    # MLlib's defaults
     fresh = SparkTopicsLDA()
     assert not fresh.isSet(fresh.docConcentration) and fresh.getSeed() == 0
