@@ -391,7 +391,7 @@ class SparkTopicsLDAModel(Model, _SparkTopicsLDAParams, MLReadable, MLWritable):
         """V x K: column k is lambda_k (see the class docstring)."""
         lam = np.ascontiguousarray(self._fitted().lambda_, dtype=np.float64)
         K, V = lam.shape
-        return DenseMatrix(V, K, lam.ravel().tolist())   # column-major V x K = lambda (K x V) row by row
+        return DenseMatrix(V, K, lam.ravel())   # column-major V x K = lambda (K x V) row by row
 
     def estimatedDocConcentration(self) -> DenseVector:
         """The learnt alpha (K values)."""
@@ -482,7 +482,7 @@ class SparkTopicsLDAModel(Model, _SparkTopicsLDAParams, MLReadable, MLWritable):
                        options=EStepSettings())
         spark.sparkContext.setJobDescription("SparkTopicsLDAModel: variational bound (fold-in E-step)")
         try:
-            rows = dataset.select(features).mapInArrow(task, schema).collect()
+            rows = dataset.select(dataset[features]).mapInArrow(task, schema).collect()
         finally:
             spark.sparkContext.setJobDescription(None)
         alpha = self._fitted().alpha
@@ -634,9 +634,9 @@ def write_corpus(spark, dataset, features: str, corpus_dir: str, id_col: str | N
     from pyspark.sql import functions as F
     from pyspark.sql.types import (ArrayType, BooleanType, IntegerType, StringType, StructField, StructType)
 
-    ids = (F.col(id_col).cast("string") if id_col is not None
+    ids = (dataset[id_col].cast("string") if id_col is not None
            else F.monotonically_increasing_id().cast("string")).alias("doc_id")
-    source = dataset.select(ids, F.col(features).alias("features"))
+    source = dataset.select(ids, dataset[features].alias("features"))
     schema = StructType([StructField("doc_id", StringType()), StructField("term_ids", ArrayType(IntegerType())),
                          StructField("counts", ArrayType(IntegerType())), StructField("n_tokens", IntegerType()),
                          StructField("n_oov", IntegerType()), StructField("size", IntegerType()),

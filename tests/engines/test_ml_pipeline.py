@@ -13,6 +13,7 @@ import os
 import numpy as np
 import pandas as pd
 import pytest
+from pyspark.ml.linalg import VectorUDT
 from scipy.special import digamma, gammaln
 
 from conftest import SAMPLE_DATA, sample_lda_corpus, train_args, write_corpus
@@ -167,8 +168,8 @@ def test_refit_of_the_same_dataframe_is_deterministic(text_pipeline, text_topics
 
 @pytest.fixture(scope="module")
 def drawn(spark_session, tmp_path_factory):
-    """Documents drawn from LDA as a prepared corpus (conftest.write_corpus) and as a DataFrame of sparse
-    count vectors (plus one empty document), with the model ``spark-topics train`` fits on the corpus."""
+    """Documents drawn from LDA as a prepared corpus (conftest.write_corpus) and as a DataFrame of count vectors
+    (sparse and dense, plus one empty document), with the model ``spark-topics train`` fits on the corpus."""
     from pyspark.ml.linalg import Vectors
 
     from jobs import train
@@ -180,7 +181,12 @@ def drawn(spark_session, tmp_path_factory):
     corpus = write_corpus(spark_session, str(root / "corpus"), docs, terms)
     model_dir = str(root / "model")
     train.train(spark_session, train_args(corpus, model_dir, "--topics", 3, "--iterations", 5, "--seed", 8))
-    rows = [(doc_id, Vectors.sparse(V, sorted(bag), [float(bag[i]) for i in sorted(bag)])) for doc_id, bag in docs]
+    rows = []
+    for number, (doc_id, bag) in enumerate(docs):   # sparse vectors, and every 7th dense
+        dense = np.zeros(V)
+        dense[list(bag)] = list(bag.values())
+        rows.append((doc_id, Vectors.dense(dense) if number % 7 == 0 else
+                     Vectors.sparse(V, sorted(bag), [float(bag[i]) for i in sorted(bag)])))
     rows.insert(17, ("zz-empty", Vectors.sparse(V, [], [])))
     frame = spark_session.createDataFrame(rows, ["doc_id", "features"]).repartition(3)
     return {"docs": docs, "terms": terms, "corpus": corpus, "model_dir": model_dir, "frame": frame, "V": V}
@@ -298,6 +304,19 @@ def test_unfitted_pipeline_save_load_keeps_the_params(tmp_path):
     assert SparkTopicsLDA().getK() == 10 and SparkTopicsLDA().getMaxIter() == 20    # MLlib's defaults
     fresh = SparkTopicsLDA()
     assert not fresh.isSet(fresh.docConcentration) and fresh.getSeed() == 0
+
+
+def test_vocabulary_from_the_column_attributes():
+    from pyspark.sql.types import StructField
+
+    from drivers.ml import attribute_names
+
+    names = {"ml_attr": {"attrs": {"numeric": [{"idx": 1, "name": "b"}, {"idx": 0, "name": "a"}],
+                                   "binary": [{"idx": 2, "name": "c"}]}, "num_attrs": 3}}
+    assert attribute_names(StructField("features", VectorUDT(), metadata=names)) == ["a", "b", "c"]
+    names["ml_attr"]["num_attrs"] = 4           # an index without a name: no vocabulary
+    assert attribute_names(StructField("features", VectorUDT(), metadata=names)) is None
+    assert attribute_names(StructField("features", VectorUDT())) is None
 
 
 def test_bad_input_is_refused_in_one_line(spark_session, drawn, drawn_model):
