@@ -32,7 +32,8 @@ def _vectors(rows, column="topicDistribution"):
 @pytest.fixture(scope="module")
 def texts(spark_session):
     """60 chapters of the sample Bible and one text without a word the tokenizer keeps."""
-    chapters = spark_session.read.json(os.path.join(SAMPLE_DATA, "web_chapters.jsonl.gz")).limit(60)
+    chapters = spark_session.read.schema("id string, text string").json(
+        os.path.join(SAMPLE_DATA, "web_chapters.jsonl.gz")).limit(60)
     empty = spark_session.createDataFrame([("Empty.1", "1 2 3 -- 42")], "id string, text string")
     return chapters.select("id", "text").unionByName(empty).cache()
 
