@@ -74,7 +74,7 @@ with open(sys.argv[1], "rb") as f:
     deps = tomllib.load(f)["project"]["dependencies"]
 requirements = [d for d in deps if re.split(r"[\s<>=!~;\[]", d, maxsplit=1)[0].lower() != "pyspark"]
 base = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
-key = {"format": 2, "python": base, "version": platform.python_version(), "requirements": requirements,
+key = {"format": 3, "python": base, "version": platform.python_version(), "requirements": requirements,
        "python_prefix": sys.argv[2]}
 key["fingerprint"] = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
 print(json.dumps(key, sort_keys=True))
@@ -97,7 +97,10 @@ build_env() {
   while IFS= read -r requirement; do requirements+=("$requirement"); done < <(
     "$python" -c 'import json, sys; print("\n".join(json.loads(sys.argv[1])["requirements"]))' "$fingerprint")
   "$env_dir/bin/python" -m pip install -q --disable-pip-version-check "${requirements[@]}"
-  local pack=("$env_dir/bin/venv-pack" -p "$env_dir" -o "$archive.tmp" --format tar.gz -f -q)
+  # left out: the packages' test suites (about 110 MB of 800), pip and venv-pack themselves
+  local pack=("$env_dir/bin/venv-pack" -p "$env_dir" -o "$archive.tmp" --format tar.gz -f -q
+              --exclude '*/tests/*' --exclude 'lib/python*/site-packages/pip/*'
+              --exclude 'lib/python*/site-packages/venv_pack/*')
   [[ -z "$python_prefix" ]] || pack+=(--python-prefix "$python_prefix")
   "${pack[@]}"
   chmod 644 "$archive.tmp"
