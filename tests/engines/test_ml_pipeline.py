@@ -21,10 +21,7 @@ from drivers.ml import SparkTopicsLDA, SparkTopicsLDAModel
 from drivers.model_store import load_model
 
 K_TEXT = 4
-
-
-def _vectors(rows, column="topicDistribution"):
-    return np.array([r[column].toArray() for r in rows])
+TEXT_LDA = {"k": K_TEXT, "maxIter": 6, "seed": 11, "docConcentration": 0.1, "optimizeDocConcentration": False}
 
 
 # --------------------------------------------------------------------------- a text pipeline
@@ -45,15 +42,15 @@ def text_pipeline(spark_session, texts):
 
     stages = [RegexTokenizer(inputCol="text", outputCol="words", pattern="\\p{L}{3,}", gaps=False),
               CountVectorizer(inputCol="words", outputCol="features", vocabSize=300, minDF=3.0),
-              SparkTopicsLDA(k=K_TEXT, maxIter=6, seed=11, docConcentration=0.1, optimizeDocConcentration=False)]
+              SparkTopicsLDA(**TEXT_LDA)]
     return Pipeline(stages=stages).fit(texts)
 
 
 @pytest.fixture(scope="module")
 def text_topics(text_pipeline, texts):
-    """(id -> theta of every text, the transformed rows), the empty text included."""
-    rows = text_pipeline.transform(texts).select("id", "features", "topicDistribution").collect()
-    return {r.id: r.topicDistribution.toArray() for r in rows}, rows
+    """id -> theta of every text, the empty text included."""
+    rows = text_pipeline.transform(texts).select("id", "topicDistribution").collect()
+    return {r.id: r.topicDistribution.toArray() for r in rows}
 
 
 def test_pipeline_fit_and_transform(text_pipeline, text_topics):
@@ -62,7 +59,7 @@ def test_pipeline_fit_and_transform(text_pipeline, text_topics):
     assert model.getK() == K_TEXT and model.getSeed() == 11 and model.getMaxIter() == 6
     vocabulary = text_pipeline.stages[1].vocabulary
     assert model.vocabSize() == len(vocabulary) <= 300
-    thetas, _ = text_topics
+    thetas = text_topics
     assert len(thetas) == 61
     for doc_id, theta in thetas.items():
         assert theta.shape == (K_TEXT,) and np.all(theta >= 0)
@@ -118,7 +115,7 @@ def test_pipeline_model_save_load(spark_session, text_pipeline, texts, text_topi
     assert stage.uid == model.uid and stage.getK() == K_TEXT and stage.getSeed() == 11
     np.testing.assert_array_equal(stage.topicModel().lambda_, model.topicModel().lambda_)
     np.testing.assert_array_equal(stage.topicModel().alpha, model.topicModel().alpha)
-    thetas, _ = text_topics
+    thetas = text_topics
     rows = loaded.transform(texts).select("id", "topicDistribution").collect()
     assert {r.id for r in rows} == set(thetas)
     for r in rows:
@@ -153,16 +150,14 @@ def test_pipeline_model_save_load(spark_session, text_pipeline, texts, text_topi
     assert load_model(data).meta["elbo_trace"] == model.modelMetadata()["elbo_trace"]
 
 
-def test_refit_of_the_same_dataframe_is_deterministic(text_pipeline, text_topics):
-    """No idCol: the monotonically increasing ids of the same DataFrame (and partitioning) give the same model."""
-    from pyspark.sql import SparkSession
+def test_refit_of_the_same_dataframe_is_deterministic(text_pipeline, texts):
+    """No idCol: the monotonically increasing ids of the same DataFrame (and partitioning) give the same model, in
+    a Pipeline or fitted directly on the features."""
+    from pyspark.ml import PipelineModel
 
-    _, rows = text_topics
-
-    features = SparkSession.active().createDataFrame([(r.features,) for r in rows], ["features"])
-    first = SparkTopicsLDA(k=2, maxIter=2, seed=5).fit(features)
-    second = SparkTopicsLDA(k=2, maxIter=2, seed=5).fit(features)
-    np.testing.assert_array_equal(first.topicModel().lambda_, second.topicModel().lambda_)
+    features = PipelineModel(text_pipeline.stages[:-1]).transform(texts)
+    again = SparkTopicsLDA(**TEXT_LDA).fit(features)
+    np.testing.assert_array_equal(again.topicModel().lambda_, text_pipeline.stages[-1].topicModel().lambda_)
 
 
 # --------------------------------------------------------------------------- reduction to the existing path
