@@ -29,12 +29,16 @@ def has_job(job: str) -> bool:
 # ---------------------------------------------------------------------------------------------- the CLI
 def parse_job(job: str, args: list[str]) -> argparse.Namespace:
     """``spark-topics JOB ARGS`` parsed by the real parser (``jobs.cli.build_parser``), strictly: an unknown
-    flag, a missing required one or a bad value raises AssertionError with argparse's message."""
+    flag, a missing required one, a bad value or an abbreviated flag (which a later flag could make
+    ambiguous) raises AssertionError with argparse's message."""
     from jobs.cli import build_parser
 
     assert all(isinstance(a, str) for a in args), f"non-string arguments: {args!r}"
     argv = [job, *args]
     parser = build_parser(only=job, argv=argv)
+    for action in parser._subparsers._group_actions:
+        for subparser in action.choices.values():
+            subparser.allow_abbrev = False
     err = io.StringIO()
     try:
         with contextlib.redirect_stderr(err):

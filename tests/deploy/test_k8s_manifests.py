@@ -159,9 +159,10 @@ def test_a_broken_manifest_is_refused(what, crd_schemas):
     assert bool(crd) != (what in crd_blind), (what, crd)
 
 
-def test_a_job_flag_typo_in_a_manifest_is_refused():
+@pytest.mark.parametrize("wrong", ["--topcs", "--topic"])
+def test_a_job_flag_typo_or_abbreviation_in_a_manifest_is_refused(wrong):
     doc = manifest("train-sparkapplication.yaml")
-    arguments = [("--topcs" if a == "--topics" else a) for a in doc["spec"]["arguments"]]
+    arguments = [(wrong if a == "--topics" else a) for a in doc["spec"]["arguments"]]
     with pytest.raises(AssertionError, match="--topics"):
         parse_job("train", arguments)
 
