@@ -46,6 +46,11 @@ with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
     for package in ("jobs", "inference", "drivers", "partitioners"):
         for folder, dirs, files in os.walk(os.path.join(root, package)):
             dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            if any(n.endswith(".py") for n in files) and "__init__.py" not in files:
+                # a namespace package (jobs/preparation): zipimport finds only regular packages in a zip
+                info = zipfile.ZipInfo(os.path.join(os.path.relpath(folder, root), "__init__.py"),
+                                       date_time=(2020, 1, 1, 0, 0, 0))
+                zf.writestr(info, b"")
             for name in sorted(files):
                 if name.endswith((".py", ".txt")):
                     path = os.path.join(folder, name)

@@ -16,9 +16,6 @@ from deploy_recipes import (API_VERSION, CONCURRENCY_POLICIES, CRD_FILES, DEPLOY
                             OUR_SCHEMAS, REPO, SCHEDULED_RUN_SUFFIX, cron_problems, dns1035_problems, find_crds,
                             has_job, load_crd_schema, load_yaml, manifest_invocations, parse_job, schema_errors)
 
-needs_refresh = pytest.mark.skipif(not has_job("refresh"), reason="jobs/refresh.py is not written yet")
-
-
 def manifest(name):
     return load_yaml(os.path.join(DEPLOY, "k8s", name))
 
@@ -78,9 +75,7 @@ def test_manifest_matches_the_operators_crd(name, crd_schemas):
     assert schema_errors(schemas[doc["kind"]], doc) == [], f"against the CRD from {source}"
 
 
-@pytest.mark.parametrize("name,job,arguments", [
-    pytest.param(*case, marks=[needs_refresh] if case[1] == "refresh" else [], id=case[0])
-    for case in manifest_invocations()])
+@pytest.mark.parametrize("name,job,arguments", [pytest.param(*case, id=case[0]) for case in manifest_invocations()])
 def test_manifest_runs_a_real_entry_point_with_flags_the_job_accepts(name, job, arguments):
     assert has_job(job), f"{name}: no jobs/{job}.py"
     args = parse_job(job, arguments)

@@ -16,11 +16,8 @@ import types
 
 import pytest
 
-from deploy_recipes import (CRON_FILE, DAG_FILE, DEPLOY, ENV_PYTHON, REPO, cron_invocation, cron_problems,
+from deploy_recipes import (DAG_FILE, DEPLOY, ENV_PYTHON, REPO, cron_invocation, cron_problems,
                             has_job, parse_job, read_crontab, script_examples, split_submit_script)
-
-needs_refresh = pytest.mark.skipif(not has_job("refresh"), reason="jobs/refresh.py is not written yet")
-
 
 def run_script(script, *argv, env=None, dist=None):
     """deploy/SCRIPT ARGV with spark-submit named `spark-submit` and dist/ in a temp folder."""
@@ -39,6 +36,32 @@ def printed_command(script, *argv, **kw):
 
 def confs(argv):
     return [argv[i + 1] for i, a in enumerate(argv) if a == "--conf"]
+
+
+# ------------------------------------------------------------------------------------------ the code zip
+def test_code_zip_is_importable_without_the_project_installed(tmp_path):
+    """dist/spark_topics_code.zip (--py-files) holds every module and the stop-word lists, and every package
+    in it is a regular one (zipimport finds no namespace package inside a zip: jobs/preparation has no
+    __init__.py in the source tree), imported here by the bare interpreter of the packed env."""
+    import zipfile
+
+    result = subprocess.run([os.path.join(DEPLOY, "package.sh")], env=dict(os.environ, PYTHON=sys.executable,
+                            SPARK_TOPICS_DIST=str(tmp_path)), capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    code = tmp_path / "spark_topics_code.zip"
+    names = set(zipfile.ZipFile(code).namelist())
+    sources = {os.path.relpath(os.path.join(folder, f), REPO)
+               for package in ("jobs", "inference", "drivers", "partitioners")
+               for folder, dirs, files in os.walk(os.path.join(REPO, package)) if "__pycache__" not in folder
+               for f in files if f.endswith((".py", ".txt"))}
+    assert sources <= names, sorted(sources - names)[:5]
+    packages = {os.path.dirname(n) for n in names if n.endswith(".py")}
+    assert {f"{p}/__init__.py" for p in packages} <= names
+    base = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
+    probe = subprocess.run([base, "-I", "-S", "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
+                            "import importlib.util as u; print(u.find_spec('jobs.preparation.text').origin)",
+                            str(code)], capture_output=True, text=True, timeout=60)
+    assert probe.returncode == 0 and probe.stdout.strip() == f"{code}/jobs/preparation/text.py", probe.stderr
 
 
 # ------------------------------------------------------------------------------------ YARN cluster mode
@@ -78,7 +101,8 @@ def test_submit_client_mode_passes_this_python_to_the_driver_only():
     py = "/usr/bin/python3-of-the-submit-host"
     argv = printed_command("submit.sh", "--master", "spark://h:7077", "train", "--corpus", "c", "--output", "m",
                            "--topics", "3")
-    assert argv[:5] == ["spark-submit", "--master", "spark://h:7077", "--py-files", "/nonexistent/dist/spark_topics_code.zip"]
+    assert argv[:5] == ["spark-submit", "--master", "spark://h:7077",
+                        "--py-files", "/nonexistent/dist/spark_topics_code.zip"]
     assert confs(argv) == [f"spark.pyspark.driver.python={py}", f"spark.pyspark.python={py}",
                            "spark.python.unix.domain.socket.enabled=true"]
     env = printed_command("submit.sh", "--master", "spark://h:7077", "--env", "train", "--corpus", "c",
@@ -101,9 +125,8 @@ def test_submit_cluster_mode_passes_no_submit_host_python(how):
     assert confs(plain) == ["spark.python.unix.domain.socket.enabled=true"]
 
 
-@pytest.mark.parametrize("script,argv", [
-    pytest.param(s, a, marks=[needs_refresh] if split_submit_script(a)[0] == "refresh" else [],
-                 id=f"{s}:{' '.join(a[:3])}") for s, a in script_examples()])
+@pytest.mark.parametrize("script,argv", [pytest.param(s, a, id=f"{s}:{' '.join(a[:3])}")
+                                         for s, a in script_examples()])
 def test_the_scripts_examples_parse(script, argv):
     job, flags = split_submit_script(argv)
     printed = printed_command(script, *argv)
@@ -184,7 +207,6 @@ OPERATOR_PARAMETERS = {
 }
 
 
-@needs_refresh
 def test_dag_submits_refresh_with_the_yarn_recipe(monkeypatch, tmp_path):
     dag, tasks = _run_dag_file(monkeypatch, {"SPARK_TOPICS_HOME": REPO, "SPARK_TOPICS_MODEL": "hdfs:///t/model",
                                              "SPARK_TOPICS_INCOMING": "hdfs:///t/incoming"})
@@ -219,7 +241,6 @@ def test_cron_line_parses():
     assert assignments["PYTHON"].startswith(assignments["SPARK_TOPICS_HOME"])
 
 
-@pytest.mark.skipif(not has_job("refresh"), reason="jobs/refresh.py is not written yet")
 def test_cron_line_runs_refresh_with_flags_it_accepts():
     job, flags = cron_invocation()
     assert job == "refresh" and has_job(job)
@@ -282,7 +303,6 @@ def test_cron_run_while_the_lock_is_held_exits_at_once(tmp_path):
     assert (tmp_path / "refresh.log").read_text() == ""
 
 
-@needs_refresh
 def test_cron_line_runs_refresh_through_submit_sh(tmp_path):
     """The crontab's command itself, its paths pointed at a temp folder and spark-submit in local mode, on a
     root without a version yet: flock -> submit.sh -> spark-submit -> jobs/refresh.py, which refuses the
@@ -310,7 +330,6 @@ def _jsonl(path, rows):
     return path
 
 
-@needs_refresh
 @pytest.mark.skipif(not os.environ.get("SPARK_TOPICS_CRON_E2E"),
                     reason="1.5-3 min (prepare, train, a first refresh, then the cron run): SPARK_TOPICS_CRON_E2E=1")
 def test_cron_line_publishes_a_version(tmp_path, spark_session):
