@@ -319,7 +319,7 @@ class SparkTopicsLDA(Estimator, _SparkTopicsLDAParams, DefaultParamsReadable, De
         corpus_dir, model_dir = storage.join(work, "corpus"), storage.join(work, "model")
         _TEMPORARY.add(work)
         try:
-            summary = write_corpus(spark, dataset, features, corpus_dir, id_col, vocabulary)
+            summary = write_corpus(spark, dataset, features, corpus_dir, id_col, vocabulary, settings["topics"])
             request = TrainRequest(model="lda", corpus=corpus_dir, output=model_dir, **settings)
             spec = registry.model("lda")
             with _one_line_errors("SparkTopicsLDA"):
@@ -621,13 +621,13 @@ def attribute_names(field) -> list | None:
 
 
 def write_corpus(spark, dataset, features: str, corpus_dir: str, id_col: str | None = None,
-                 vocabulary: list | None = None) -> dict:
+                 vocabulary: list | None = None, topics: int | None = None) -> dict:
     """The documents of ``dataset[features]`` as a prepared corpus in ``corpus_dir`` (``docs.parquet``,
     ``vocab.parquet``, ``rejects/``, ``corpus.json`` last; the format :mod:`drivers.corpora.files` describes).
 
     Document ids: ``id_col`` as strings (unique, not null), else a monotonically increasing id. Refused in one
     line: null vectors, vectors of different sizes, values that are not non-negative integer counts, a
-    vocabulary of another size. Documents with no words go to ``rejects/`` as ``empty`` (and are counted).
+    vocabulary of another size, fewer terms than ``topics``. Documents with no words go to ``rejects/`` as ``empty`` (and are counted).
     Returns corpus.json's content.
     """
     from pyspark import StorageLevel
@@ -660,6 +660,9 @@ def write_corpus(spark, dataset, features: str, corpus_dir: str, id_col: str | N
         if vocabulary is not None and len(vocabulary) != V:
             raise ValueError(f"SparkTopicsLDA: the vocabulary has {len(vocabulary)} terms but the vectors of "
                              f"{features!r} have size {V}")
+        if topics is not None and topics > V:
+            raise ValueError(f"SparkTopicsLDA: k={topics} is larger than the vocabulary (vectors of size {V} in "
+                             f"{features!r}): use fewer topics or a larger vocabulary")
         documents = int(stats.rows) - int(stats.empty)
         if documents == 0:
             raise ValueError(f"SparkTopicsLDA: no document of {features!r} has a word ({stats.rows} rows)")

@@ -148,6 +148,10 @@ def test_pipeline_model_save_load(spark_session, text_pipeline, texts, text_topi
     np.testing.assert_array_equal(again.topicModel().lambda_, model.topicModel().lambda_)
     assert again.getVocabulary() == stage.getVocabulary() and again.uid == model.uid
     assert load_model(data).meta["elbo_trace"] == model.modelMetadata()["elbo_trace"]
+    with open(os.path.join(data, "lambda.npy"), "ab") as f:         # damaged: refused in one line, not an exit
+        f.write(b"\0" * 8)
+    with pytest.raises(ValueError, match=r"SparkTopicsLDAModel.load: .*damaged"):
+        SparkTopicsLDAModel.load(stage_path)
 
 
 def test_refit_of_the_same_dataframe_is_deterministic(text_pipeline, texts):
@@ -222,18 +226,29 @@ def test_fit_equals_spark_topics_train(drawn, drawn_model):
         assert row.terms == [drawn["terms"][i] for i in row.termIndices]
 
 
-def test_transform_equals_infer(spark_session, drawn, drawn_model, tmp_path):
-    from drivers.families.variational import infer_documents
+def _drawn_block(drawn):
+    """The drawn documents as one DocBlock, built from the document list (not from the DataFrame)."""
+    from inference.blocks import DocBlock
+
+    return DocBlock.from_documents([(doc_id, sorted(bag), [bag[i] for i in sorted(bag)])
+                                    for doc_id, bag in drawn["docs"]])
+
+
+def test_transform_equals_the_fold_in_of_infer(drawn, drawn_model):
+    """transform runs what ``spark-topics infer`` runs on each document (fold_in with exp E[log beta] and alpha):
+    the same theta, bit for bit; a document without words gets zeros."""
+    from drivers.families.variational import exp_elogbeta
+    from inference.heldout import fold_in
 
     model, _ = drawn_model
     rows = model.transform(drawn["frame"]).collect()
     ours = {r.doc_id: r.topicDistribution.toArray() for r in rows}
     assert np.all(ours.pop("zz-empty") == 0)
-    infer_documents(spark_session, drawn["model_dir"], drawn["corpus"], str(tmp_path / "inferred"))
-    theirs = pd.read_parquet(tmp_path / "inferred" / "doc_topics.parquet")
-    assert len(theirs) == len(ours) == 200
-    for doc_id, theta in zip(theirs["doc_id"], theirs["theta"]):
-        np.testing.assert_array_equal(ours[doc_id], np.asarray(theta))
+    block = _drawn_block(drawn)
+    theirs = fold_in(block, exp_elogbeta(load_model(drawn["model_dir"])), model.topicModel().alpha).theta
+    assert len(ours) == block.n_docs == 200
+    for doc_id, theta in zip(block.doc_ids, theirs):
+        np.testing.assert_array_equal(ours[doc_id], theta)
 
 
 def _mllib_topic_terms(lam: np.ndarray, eta: float) -> float:
@@ -245,9 +260,9 @@ def _mllib_topic_terms(lam: np.ndarray, eta: float) -> float:
 
 
 def test_log_likelihood_and_perplexity(spark_session, drawn, drawn_model):
-    from drivers.corpora.bow import load_corpus
-    from drivers.evaluation import heldout_elbo
     from drivers.families.variational import exp_elogbeta
+    from inference.elbo import alpha_terms
+    from inference.heldout import fold_in
     from pyspark.ml.linalg import Vectors
 
     model, _ = drawn_model
@@ -256,14 +271,13 @@ def test_log_likelihood_and_perplexity(spark_session, drawn, drawn_model):
     loglik, perplexity = model.logLikelihood(frame), model.logPerplexity(frame)
     tokens = sum(sum(bag.values()) for _, bag in drawn["docs"])
     assert np.isfinite(loglik) and perplexity == pytest.approx(-loglik / tokens, rel=1e-12)
-    # independently: evaluate's held-out ELBO on the prepared corpus + MLlib's topic terms
-    corpus = load_corpus(spark_session, drawn["corpus"])
-    try:
-        documents = heldout_elbo(spark_session, corpus, exp_elogbeta(topic_model), topic_model.alpha)
-    finally:
-        corpus.blocks.unpersist()
-    expected = documents["elbo"] + _mllib_topic_terms(topic_model.lambda_, topic_model.meta["eta"])
+    # independently: evaluate's held-out ELBO (drivers.evaluation.heldout_elbo: the fold-in's document terms and
+    # the alpha terms) of the document list in one block, + MLlib's topic terms written out
+    fit = fold_in(_drawn_block(drawn), exp_elogbeta(topic_model), topic_model.alpha)
+    documents = fit.doc_elbo.sum() + alpha_terms(topic_model.alpha, fit.alpha_stats, len(drawn["docs"]))
+    expected = documents + _mllib_topic_terms(topic_model.lambda_, topic_model.meta["eta"])
     assert loglik == pytest.approx(expected, rel=1e-10)
+    assert not loglik == pytest.approx(documents, rel=1e-3)     # the topic terms count
     # the training documents are far more probable than the same lengths of uniformly drawn words
     rng = np.random.default_rng(0)
     V = drawn["V"]
@@ -343,5 +357,5 @@ def test_bad_input_is_refused_in_one_line(spark_session, drawn, drawn_model):
         SparkTopicsLDA(k=1).fit(drawn["frame"])
     with pytest.raises(ValueError, match="docConcentration must be one value"):
         SparkTopicsLDA(k=3, docConcentration=[0.1, 0.2, 0.3]).fit(drawn["frame"])
-    with pytest.raises(ValueError, match="larger than the vocabulary"):     # the family's refusal, not an exit
+    with pytest.raises(ValueError, match="k=4 is larger than the vocabulary"):
         SparkTopicsLDA(k=4).fit(sizes.limit(1))
