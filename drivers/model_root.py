@@ -68,6 +68,9 @@ def resolve(path: str, version: str | None = None) -> str:
         if len(prefix) != 1:
             raise SystemExit(f"{path} has no version {name!r} (versions: {', '.join(known[-5:]) or 'none'})")
         name = prefix[0]
+    if is_pruned(version_dir(path, name)):
+        raise SystemExit(f"{path}: version {name} was pruned (refresh --keep): only its ledger, report and document "
+                         f"proportions remain")
     return version_dir(path, name)
 
 
@@ -119,7 +122,8 @@ def recover(root: str) -> list[str]:
     return removed
 
 
-MODEL_PARTS = ("lambda", "topic_word", "tree_lambda", "tree_concepts", "tree_edge_counts", "doc_topics")
+#: the files a pruned version loses (its ledger, report, vocabulary and document proportions stay)
+MODEL_PARTS = ("lambda", "topic_word", "tree_lambda", "tree_concepts", "tree_edge_counts")
 
 
 def prune(root: str, keep: int) -> list[str]:
@@ -145,7 +149,7 @@ def prune(root: str, keep: int) -> list[str]:
         if marker.get("pruned"):
             continue
         for entry in storage.list_dir(directory):
-            if entry.split(".", 1)[0] in MODEL_PARTS and not entry.startswith("doc_topics"):
+            if entry.split(".", 1)[0] in MODEL_PARTS:
                 storage.delete(storage.join(directory, entry))
         publish.write_marker(directory, marker.get("token", publish.new_token()), pruned=True)
         pruned.append(name)

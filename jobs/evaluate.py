@@ -11,13 +11,16 @@ from __future__ import annotations
 import argparse
 import json
 
-from drivers import registry, storage
+from drivers import model_store, registry, storage
 from drivers.families import EvaluateRequest
 from jobs.spark import fold_in_conf, positive_int, sized_session
 
 
 def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
-    parser.add_argument("--model", default=None, help="MODEL_DIR written by `spark-topics train`")
+    parser.add_argument("--model", default=None,
+                        help="MODEL_DIR written by `spark-topics train`, or a model ROOT (its LATEST version)")
+    parser.add_argument("--version", default=None,
+                        help="a model root's version to read (default: its LATEST; a number like 000003 is enough)")
     parser.add_argument("--language-models", default=None, metavar="L=DIR,...",
                         help="aligned test corpus only: one monolingual model per language (the baseline of "
                              "cross-language retrieval) instead of one polylingual --model")
@@ -63,7 +66,7 @@ def run(args) -> dict:
     elif args.model is None:
         raise SystemExit("evaluate needs --model MODEL_DIR")
     else:
-        model_dirs = (args.model,)
+        model_dirs = (model_store.resolve(args.model, args.version),)     # one version for the whole job
     family = family_of(model_dirs)
     request = EvaluateRequest(model_dirs, args.corpus, args.reference, args.top_words, args.seed, args.partitions,
                               engine=family.evaluate_settings(args))

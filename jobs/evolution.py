@@ -25,6 +25,8 @@ from inference.distances import hellinger
 def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
     parser.add_argument("--model-dir", "--model", dest="model_dir", required=True,
                         help="MODEL_DIR of a Gibbs model (it has segment_topics.parquet)")
+    parser.add_argument("--version", default=None,
+                        help="a model root's version to read (default: its LATEST; a number like 000003 is enough)")
     parser.add_argument("--doc-id", required=True, help="the document to show")
     parser.add_argument("--output", required=True, metavar="OUT_DIR",
                         help="writes OUT_DIR/evolution.json and OUT_DIR/evolution.png")
@@ -82,7 +84,7 @@ def plot(result: dict, top_topics: int) -> bytes:
 
 
 def run(args) -> dict:
-    result = evolution(args.model_dir, args.doc_id, args.top_words)
+    result = evolution(model_store.resolve(args.model_dir, args.version), args.doc_id, args.top_words)
     storage.makedirs(args.output)
     storage.write_bytes(storage.join(args.output, "evolution.json"),
                         (json.dumps(result, indent=1) + "\n").encode("utf-8"))

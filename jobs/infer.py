@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import logging
 
-from drivers import lease, registry, storage
+from drivers import lease, model_store, registry, storage
 from drivers.corpora.files import CORPUS_JSON
 from drivers.families import InferRequest
 from jobs.preparation.corpus import PrepareError, prepare_corpus
@@ -26,7 +26,10 @@ log = logging.getLogger("spark_topics.infer")
 
 
 def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
-    parser.add_argument("--model", required=True, help="MODEL_DIR written by `spark-topics train`")
+    parser.add_argument("--model", required=True,
+                        help="MODEL_DIR written by `spark-topics train`, or a model ROOT (its LATEST version)")
+    parser.add_argument("--version", default=None,
+                        help="a model root's version to read (default: its LATEST; a number like 000003 is enough)")
     parser.add_argument("--input", required=True, metavar="PATH",
                         help="a prepared corpus directory with the model's vocabulary, or raw text "
                              "(any input of `spark-topics prepare`)")
@@ -78,6 +81,7 @@ def infer_documents(spark, model_dir: str, corpus_dir: str, output_dir: str, par
 
 
 def run(args) -> dict:
+    args.model = model_store.resolve(args.model, args.version)     # one version for the whole job
     family = registry.model_of_directory(args.model).family_object()
     request = InferRequest(args.model, args.input, args.output, args.format, args.id_column, args.text_column,
                            args.lang, args.partitions, engine=family.infer_settings(args))

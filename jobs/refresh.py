@@ -19,9 +19,9 @@ import time
 import pandas as pd
 
 from drivers import lease, model_root, model_store, publish, refresh, registry, storage
-from drivers.corpora.files import CORPUS_JSON, DOCS, REJECTS, VOCAB, read_vocab
+from drivers.corpora.files import CORPUS_JSON, DOCS, VOCAB
 from drivers.refresh import RefreshRequest
-from jobs.preparation.corpus import PrepareError, prepare_corpus, read_documents
+from jobs.preparation.corpus import PrepareError, document_terms, prepare_corpus, read_documents
 from jobs.spark import positive_int, sized_session
 
 log = logging.getLogger("spark_topics.refresh")
@@ -190,13 +190,11 @@ def _build_version(spark, request, root, current, base, base_dir, spec, history,
         ingested_rows = classified.where(F.col("status").isin(*refresh.INGESTED))
 
         # the vocabulary: the words of the batch the model does not know, counted over the batches
-        counting = storage.join(staging, "work-terms")
-        try:
-            prepare_corpus(spark, input_dir, counting, format="parquet", id_column="id", text_column="text",
-                           min_df=1, max_df=1.0, **options)
-            batch_terms = read_vocab(storage.join(counting, VOCAB))[["term", "df"]]
-        except PrepareError:
-            batch_terms = pd.DataFrame({"term": [], "df": []})
+        sc.setJobDescription(f"refresh {root}: the batch's words the model does not know")
+        known = spark.createDataFrame(base.vocab[["term"]].astype(str))
+        unknown = (document_terms(ingested_rows, **options).join(F.broadcast(known), "term", "left_anti")
+                   .groupBy("term").agg(F.count("*").alias("df")))
+        batch_terms = unknown.toPandas() if unknown.take(1) else pd.DataFrame({"term": [], "df": []})
         pending_path = storage.join(base_dir, refresh.PENDING_TERMS)
         pending = model_store.read_parquet(pending_path) if storage.exists(pending_path) else None
         new_terms, pending = refresh.grow_vocabulary(base.vocab["term"], batch_terms, pending, request.min_new_df,
@@ -211,7 +209,6 @@ def _build_version(spark, request, root, current, base, base_dir, spec, history,
                                       text_column="text", vocab=vocab_path, **options)
         except PrepareError as exc:
             raise SystemExit(f"spark-topics refresh: {exc}") from None
-        storage.delete(counting)
         storage.delete(vocab_path)
         kept_ids = spark.read.parquet(storage.join(corpus_dir, DOCS)).select("doc_id")
         ledger_rows = (ingested_rows.join(kept_ids, "doc_id", "inner")

@@ -7,13 +7,16 @@ from drivers import model_store
 
 
 def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
-    parser.add_argument("--model-dir", "--model", dest="model_dir", required=True, help="MODEL_DIR")
+    parser.add_argument("--model-dir", "--model", dest="model_dir", required=True,
+                        help="MODEL_DIR, or a model ROOT (its LATEST version)")
+    parser.add_argument("--version", default=None,
+                        help="a model root's version to read (default: its LATEST; a number like 000003 is enough)")
     parser.add_argument("--top-words", "-n", type=int, default=10)
     parser.add_argument("--weights", action="store_true", help="show each word's probability")
 
 
 def run(args) -> str:
-    model = model_store.load_model(args.model_dir)
+    model = model_store.load_model(args.model_dir, getattr(args, "version", None))
     text = model_store.format_model_topics(model, args.top_words, args.weights)
     print(text)
     return text

@@ -227,6 +227,15 @@ def read_documents(spark: SparkSession, input_path: str, **options) -> DataFrame
     return _flag_duplicates(read_input(spark, input_path, resolve_format(spark, input_path, opts.format), opts))
 
 
+def document_terms(rows: DataFrame, **options) -> DataFrame:
+    """``(doc_id, term)``, once per document and term, of ``rows`` (doc_id, text) tokenised as ``prepare``
+    tokenises with ``options``."""
+    opts = PrepareOptions(**options)
+    tokens = tokenize(rows.select("doc_id", "text"), "text", "tokens", pattern=opts.token_pattern,
+                      min_token_length=opts.min_token_length, stopwords=_stopwords(opts))
+    return tokens.select("doc_id", F.explode(F.array_distinct("tokens")).alias("term"))
+
+
 def summary_line(corpus: dict, output_dir: str) -> str:
     """One line with the counts of a ``corpus.json`` dictionary."""
     rejected = " ".join(f"{reason}={n}" for reason, n in corpus["rejected"].items())

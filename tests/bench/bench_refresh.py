@@ -1,0 +1,117 @@
+"""Refresh against a full retrain on real text: quality after the last refresh and the cost of each refresh.
+
+A corpus is split 90/10 by a hash of the id (the test part), the training part sorted by id into four batches:
+the first trains the base model (``train``, 50 EM iterations), the other three refresh it one after the other
+(``refresh``, each mode in its own root). A retrain on the union of the four batches (50 iterations) is the
+reference. Every model is scored on the test part with one estimator (document completion,
+:func:`drivers.families.variational.evaluate_model`), the test part and the retrain prepared with the last
+refreshed version's vocabulary, so all models share their words. Seconds: the whole job (reading and preparing
+the documents included) for each refresh, preparing and training for the retrain. Beside the tests::
+
+    .venv/bin/python tests/bench/bench_refresh.py --source web --topics 20
+    .venv/bin/python tests/bench/bench_refresh.py --source pydoc --topics 20
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import shutil
+import time
+
+from bench_common import CACHE, bench_session  # noqa: E402  (first: puts the project on sys.path)
+
+
+def write_jsonl(path, rows):
+    with open(path, "w", encoding="utf-8") as f:
+        for r in rows:
+            f.write(json.dumps({"id": r["id"], "text": r["text"]}) + "\n")
+    return str(path)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--source", choices=("web", "pydoc"), default="web")
+    parser.add_argument("--topics", type=int, default=20)
+    parser.add_argument("--modes", nargs="+", default=["accumulate", "online", "batch"])
+    parser.add_argument("--refresh-iterations", type=int, default=20)
+    options = parser.parse_args()
+
+    from bench_heldout_sample import documents
+    from drivers import model_root, model_store
+    from drivers.families.variational import evaluate_model
+    from jobs import refresh, train
+    from jobs.preparation.corpus import prepare_corpus
+
+    spark = bench_session("bench-refresh")
+    work = CACHE / f"refresh-{options.source}"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    rows = documents(options.source)
+    test = [r for r in rows if hashlib.sha256(r["id"].encode()).digest()[0] < 26]
+    training = sorted((r for r in rows if hashlib.sha256(r["id"].encode()).digest()[0] >= 26), key=lambda r: r["id"])
+    quarter = (len(training) + 3) // 4
+    batches = [write_jsonl(work / f"batch{i}.jsonl", training[i * quarter:(i + 1) * quarter]) for i in range(4)]
+    print(f"{options.source}: {len(training)} training documents in 4 batches of ~{quarter} (by id), "
+          f"{len(test)} test documents; K={options.topics}")
+
+    started = time.time()
+    prepare_corpus(spark, batches[0], str(work / "c0"))
+    train.train(spark, train.parse_request(["--corpus", work / "c0", "--output", work / "base", "--topics",
+                                            options.topics, "--iterations", 50, "--tol", 0, "--seed", 0]))
+    base_seconds = time.time() - started
+    results = {}
+    for mode in options.modes:
+        root = work / f"root-{mode}"
+        seconds = []
+        for i, batch in enumerate(batches[1:]):
+            flags = ["--model", root, "--input", batch, "--mode", mode, "--iterations", options.refresh_iterations]
+            if i == 0:
+                flags += ["--base", work / "base"]
+            parser_ = argparse.ArgumentParser()
+            refresh.add_arguments(parser_)
+            began = time.time()
+            refresh.refresh_root(spark, refresh.request_from(parser_.parse_args([str(f) for f in flags])))
+            seconds.append(time.time() - began)
+        results[mode] = (str(root), seconds)
+
+    # one vocabulary for every score: the last accumulate version's (ids only grow, so it holds the base's)
+    final = model_store.resolve(results[options.modes[0]][0])
+    vocab = f"{final}/vocab.parquet"
+    prepare_corpus(spark, write_jsonl(work / "test.jsonl", test), str(work / "test"), vocab=vocab)
+    union = work / "union.jsonl"
+    with open(union, "w") as out:
+        for batch in batches:
+            out.write(open(batch).read())
+    began = time.time()
+    prepare_corpus(spark, str(union), str(work / "cu"), vocab=vocab)
+    train.train(spark, train.parse_request(["--corpus", work / "cu", "--output", work / "retrain", "--topics",
+                                            options.topics, "--iterations", 50, "--tol", 0, "--seed", 0]))
+    retrain_seconds = time.time() - began
+    retrain = evaluate_model(spark, str(work / "retrain"), str(work / "test"))["perplexity"]
+
+    print(f"\nbase model (first batch): {base_seconds:.1f} s; retrain on the union: {retrain_seconds:.1f} s, "
+          f"test perplexity {retrain:.1f}")
+    print(f"{'mode':<12} {'perplexity':>10} {'vs retrain':>10} {'seconds per refresh':>28}")
+    for mode, (root, seconds) in results.items():
+        model = model_store.load_model(root)
+        view = _restricted(model, vocab)
+        perplexity = evaluate_model(spark, view, str(work / "test"))["perplexity"]
+        print(f"{mode:<12} {perplexity:>10.1f} {100 * (perplexity / retrain - 1):>+9.1f}% "
+              f"{' / '.join(f'{s:.1f}' for s in seconds):>28}")
+    spark.stop()
+
+
+def _restricted(model, vocab_path):
+    """The model over the words of ``vocab_path`` (a prefix of its vocabulary: versions only add words)."""
+    from drivers import model_store
+    from drivers.corpora.files import read_vocab
+
+    V = len(read_vocab(vocab_path))
+    assert model.vocab["term"].astype(str).tolist()[:V] == read_vocab(vocab_path)["term"].astype(str).tolist()
+    return model_store.TopicModel(model.directory, dict(model.meta, vocab_size=V), model.vocab.iloc[:V].copy(),
+                                  model.lambda_[:, :V])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,244 @@
+"""spark-topics refresh (issue 15): versions of a model root from new documents, checked against the update
+equations (streaming VB adds the batch's statistics to the old posterior; Hoffman's online step), idempotent
+ingestion by id and content hash, vocabulary growth, rollback, pruning, the root's lease."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import sample_lda_corpus
+from drivers import lease, model_root, model_store, publish
+from jobs import refresh, train
+from jobs.preparation.corpus import prepare_corpus
+from jobs.spark import add_spark_arguments
+
+SYLLABLES = ["ka", "lo", "mi", "nu", "pe", "ra", "si", "tu", "ve", "zo"]
+WORDS = [a + b + c for a in SYLLABLES[:4] for b in SYLLABLES for c in ("n", "r")]   # 80 words, letters only
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def write_batch(path, docs):
+    with open(path, "w") as f:
+        for doc_id, text in docs:
+            f.write(json.dumps({"id": doc_id, "text": text}) + "\n")
+    return str(path)
+
+
+def texts(n_docs, seed, prefix, vocab=60, extra=()):
+    """Documents drawn from LDA (K=3) over the first ``vocab`` words, ids ``prefix``<n>; ``extra``: words
+    appended to the first documents (new words for the vocabulary)."""
+    docs, _ = sample_lda_corpus(n_docs, 3, vocab, 30, 0.3, 0.1, seed)
+    out = []
+    for i, (_, bag) in enumerate(docs):
+        words = [WORDS[t] for t, c in sorted(bag.items()) for _ in range(c)]
+        words += [w for j, w in enumerate(extra) if j % max(1, n_docs) <= i % 3 or i < 4]
+        out.append((f"{prefix}{i:03d}", " ".join(words)))
+    return out
+
+
+def args(*items):
+    parser = argparse.ArgumentParser()
+    refresh.add_arguments(parser)
+    add_spark_arguments(parser)
+    return parser.parse_args([str(i) for i in items])
+
+
+def run(spark, *items):
+    return refresh.refresh_root(spark, refresh.request_from(args(*items)))
+
+
+@pytest.fixture(scope="module")
+def base(spark_session, tmp_path_factory):
+    """A model trained on 40 documents (K=3, V<=60)."""
+    root = tmp_path_factory.mktemp("refresh")
+    raw = write_batch(root / "b0.jsonl", texts(40, 1, "a"))
+    prepare_corpus(spark_session, raw, str(root / "c0"), min_df=1, max_df=1.0, language="none")
+    train.train(spark_session, train.parse_request(
+        ["--corpus", root / "c0", "--output", root / "m0", "--topics", 3, "--iterations", 15, "--seed", 3]))
+    return root
+
+
+def test_accumulate_adds_the_batch_statistics_to_the_old_posterior(spark_session, base, tmp_path):
+    """Streaming VB: lambda_new = lambda_old + the batch's expected counts, so sum(lambda_new - lambda_old) is
+    the batch's token count; new words enter at eta once their document frequency reaches --min-new-df."""
+    new_words = ["zozor", "zozan", "zovez"]
+    batch = texts(20, 2, "b", extra=new_words)
+    raw = write_batch(tmp_path / "b1.jsonl", batch)
+    root = tmp_path / "root"
+    report = run(spark_session, "--model", root, "--base", base / "m0", "--input", raw, "--iterations", 4,
+                 "--min-new-df", 3)
+    old = model_store.load_model(str(base / "m0"))
+    new = model_store.load_model(str(root))
+    V0 = old.lambda_.shape[1]
+    # the words admitted, counted independently from the raw text
+    df = Counter(w for _, text in batch for w in set(text.split()) if w not in set(old.vocab["term"]))
+    assert sorted(new.vocab["term"][V0:]) == sorted(w for w, n in df.items() if n >= 3)
+    assert report["vocabulary"]["added"] == len(new.vocab) - V0 and report["documents"]["new"] == 20
+    eta = float(old.meta["eta"])
+    delta = new.lambda_ - np.hstack([old.lambda_, np.full((3, len(new.vocab) - V0), eta)])
+    tokens = json.loads(open(os.path.join(model_store.resolve(str(root)), "corpus", "corpus.json")).read())["tokens"]
+    assert delta.min() > -1e-9 and delta.sum() == pytest.approx(tokens, rel=1e-9)
+    meta = new.meta
+    assert meta["refresh"]["documents"] == 60 and meta["refresh"]["mode"] == "accumulate"
+    assert len(report["drift"]["hellinger"]) == 3 and report["drift"]["identity_matching"]
+    version = model_store.resolve(str(root))
+    for name in ("refresh.json", "refresh.png", "ledger.parquet", "new_terms.parquet", publish.MARKER):
+        assert os.path.exists(os.path.join(version, name)), name
+    ledger = model_store.read_parquet(os.path.join(version, "ledger.parquet"))
+    assert sorted(ledger[ledger.status == "new"].doc_id) == [d for d, _ in batch]
+    assert (ledger.status == "base").sum() == 40 and ledger.doc_id.is_unique
+
+
+def test_the_same_batch_publishes_nothing_and_a_changed_text_is_a_revision(spark_session, base, tmp_path):
+    batch = texts(12, 4, "c")
+    raw = write_batch(tmp_path / "b.jsonl", batch)
+    root = tmp_path / "root"
+    first = run(spark_session, "--model", root, "--base", base / "m0", "--input", raw, "--iterations", 2)
+    again = run(spark_session, "--model", root, "--input", raw, "--iterations", 2)
+    assert again["published"] is False and again["documents"]["duplicate"] == 12
+    assert model_root.latest(str(root)) == first["version"] and len(model_root.versions(str(root))) == 1
+    changed = [(batch[0][0], batch[0][1] + " " + batch[1][1])] + batch[1:] + [("c999", batch[2][1])] \
+        + [("a000", "kanr kanr")]                     # a base document met again: adopted, not ingested
+    third = run(spark_session, "--model", root, "--input", write_batch(tmp_path / "c.jsonl", changed),
+                "--iterations", 2)
+    d = third["documents"]
+    assert (d["new"], d["revision"], d["duplicate"], d["adopted"]) == (1, 1, 11, 1)
+    assert third["ingested"] == 2 and model_root.chain(str(root)) == [third["version"], first["version"]]
+    fourth = run(spark_session, "--model", root, "--input", write_batch(tmp_path / "d.jsonl", changed[-1:]),
+                 "--iterations", 2)
+    assert fourth["published"] is False and fourth["documents"]["duplicate"] == 1   # its hash was recorded
+
+
+def test_online_step_is_hoffmans_update(spark_session, base, tmp_path):
+    """One online EM iteration: lambda = (1 - rho) lambda_old + rho (eta + D/|S| stats), rho = (tau0 + t)^-kappa
+    with t = the model's step count + 1; summed over the matrix this is exact arithmetic on the batch's tokens."""
+    raw = write_batch(tmp_path / "b.jsonl", texts(10, 5, "e"))
+    root = tmp_path / "root"
+    run(spark_session, "--model", root, "--base", base / "m0", "--input", raw, "--mode", "online", "--iterations", 1,
+        "--tau0", 4, "--kappa", 0.6, "--min-new-df", 100)
+    old, new = model_store.load_model(str(base / "m0")), model_store.load_model(str(root))
+    tokens = json.loads(open(os.path.join(model_store.resolve(str(root)), "corpus", "corpus.json")).read())["tokens"]
+    rho, eta, scale = (4 + 1) ** -0.6, float(old.meta["eta"]), (40 + 10) / 10
+    expected = (1 - rho) * old.lambda_.sum() + rho * (eta * old.lambda_.size + scale * tokens)
+    assert new.lambda_.shape == old.lambda_.shape
+    assert new.lambda_.sum() == pytest.approx(expected, rel=1e-9)
+    assert new.meta["refresh"]["steps"] == 1
+    second = run(spark_session, "--model", root, "--input", write_batch(tmp_path / "c.jsonl", texts(10, 6, "f")),
+                 "--mode", "online", "--iterations", 2, "--min-new-df", 100)
+    assert model_store.load_model(str(root)).meta["refresh"]["steps"] == 3 and second["mode"] == "online"
+
+
+def test_rollback_uningests_and_keep_prunes(spark_session, base, tmp_path):
+    root = tmp_path / "root"
+    b1, b2 = (write_batch(tmp_path / f"{p}.jsonl", texts(8, s, p)) for p, s in (("g", 7), ("h", 8)))
+    v1 = run(spark_session, "--model", root, "--base", base / "m0", "--input", b1, "--iterations", 2)["version"]
+    v2 = run(spark_session, "--model", root, "--input", b2, "--iterations", 2)["version"]
+    back = run(spark_session, "--model", root, "--rollback")
+    assert back["version"] == v1 and model_root.latest(str(root)) == v1
+    again = run(spark_session, "--model", root, "--input", b2, "--iterations", 2, "--mode", "batch", "--keep", 1)
+    assert again["documents"]["new"] == 8 and again["version"] > v2          # names are never reused
+    assert model_root.chain(str(root)) == [again["version"], v1]
+    assert model_store.load_model(str(root)).meta["data"]["documents"] == 40 + 8 + 8   # batch: the union
+    assert not os.path.exists(os.path.join(model_root.version_dir(str(root), v2)))     # abandoned, pruned
+    with pytest.raises(SystemExit, match="was pruned"):
+        model_store.load_model(str(root), v1[:6])
+    with pytest.raises(SystemExit, match="was pruned"):
+        run(spark_session, "--model", root, "--rollback", v1)
+
+
+def test_a_second_refresh_of_a_root_is_refused_and_gibbs_models_are_refused(spark_session, base, tmp_path):
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    root = tmp_path / "root"
+    try:
+        os.makedirs(root)
+        with open(root / lease.LEASE, "w") as f:
+            json.dump({"token": "t", "job": "spark-topics refresh", "host": os.uname().nodename, "pid": live.pid,
+                       "started": "2026-11-25T00:00:00Z"}, f)
+        with pytest.raises(SystemExit, match=rf"in use by another run: spark-topics refresh .*pid {live.pid}"):
+            run(spark_session, "--model", root, "--base", base / "m0", "--input", base / "b0.jsonl")
+    finally:
+        live.kill()
+        live.wait()
+    gibbs = tmp_path / "gibbs"
+    train.train(spark_session, train.parse_request(["--model", "lda-gibbs", "--corpus", base / "c0", "--output",
+                                                    gibbs, "--topics", 3, "--iterations", 5]))
+    with pytest.raises(SystemExit, match="not supported for --model lda-gibbs: retrain"):
+        run(spark_session, "--model", tmp_path / "root2", "--base", gibbs, "--input", base / "b0.jsonl")
+    with pytest.raises(SystemExit, match="first refresh needs --base"):
+        run(spark_session, "--model", tmp_path / "root3", "--input", base / "b0.jsonl")
+
+
+KILL = """
+import os, signal, sys
+sys.path.insert(0, {repo!r})
+from drivers import publish
+step = os.environ.get("KILL_AT")
+publish.STEP_HOOK = lambda name: os.kill(os.getpid(), signal.SIGKILL) if name == step else None
+from jobs.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def _job(*items, kill_at=None, kill_after_line=None):
+    """Run a job in its own process; ``kill_at``: SIGKILL itself at that publishing step; ``kill_after_line``:
+    SIGKILL from outside once that text appears in its log (e.g. during the E-step)."""
+    env = dict(os.environ, KILL_AT=kill_at or "", PYSPARK_PYTHON=sys.executable)
+    proc = subprocess.Popen([sys.executable, "-c", KILL.format(repo=REPO)] + [str(i) for i in items]
+                            + ["--master", "local[2]", "--conf", "spark.sql.shuffle.partitions=4", "--conf",
+                               "spark.ui.enabled=false"], env=env, cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        if kill_after_line and kill_after_line in line:
+            proc.kill()
+            break
+    proc.wait(timeout=300)
+    return proc.returncode, "".join(lines)
+
+
+def test_killed_refreshes_and_trains_leave_a_complete_latest_and_nothing_ingested_twice(spark_session, base,
+                                                                                       tmp_path):
+    """SIGKILL during the E-step, after the version is written (before its rename) and between the rename and
+    the pointer: LATEST stays the previous complete version; the next run completes; each document once."""
+    root = tmp_path / "root"
+    raw = write_batch(tmp_path / "b.jsonl", texts(10, 9, "k"))
+    first = run(spark_session, "--model", root, "--base", base / "m0", "--input", raw, "--iterations", 3)["version"]
+    raw2 = write_batch(tmp_path / "b2.jsonl", texts(10, 10, "m"))
+    for how in ({"kill_after_line": "iteration 2/"}, {"kill_at": "staged"}, {"kill_at": "version-moved"}):
+        code, log = _job("refresh", "--model", root, "--input", raw2, "--iterations", 3, **how)
+        assert code != 0, how
+        assert model_root.latest(str(root)) == first, how                 # the pointer did not move
+        assert model_store.load_model(str(root)).meta["refresh"]["documents"] == 50
+    code, log = _job("refresh", "--model", root, "--input", raw2, "--iterations", 3)
+    assert code == 0, log[-2000:]
+    assert "took over the lease" in log and "published" in log
+    latest = model_root.latest(str(root))
+    assert latest != first and model_root.chain(str(root)) == [latest, first]
+    ledgers = pd.concat([model_store.read_parquet(os.path.join(model_root.version_dir(str(root), v),
+                                                               "ledger.parquet")) for v in model_root.chain(str(root))])
+    assert ledgers.doc_id.is_unique and (ledgers.status == "new").sum() == 20
+    assert [n for n in os.listdir(root / "versions") if n.startswith(".")] == []
+    # train --output: killed after the new model is written, and right after it was swapped in
+    out = tmp_path / "model"
+    common = ("train", "--corpus", base / "c0", "--output", out, "--topics", 3, "--iterations", 3)
+    train.train(spark_session, train.parse_request(common[1:]))
+    (out / "notes.txt").write_text("mine")
+    before = publish.read_marker(str(out))["token"]
+    assert _job(*common, "--seed", 1, kill_at="staged")[0] != 0
+    assert publish.read_marker(str(out))["token"] == before and model_store.load_model(str(out))
+    assert _job(*common, "--seed", 2, kill_at="swapped")[0] != 0
+    swapped = publish.read_marker(str(out))["token"]
+    assert swapped != before and model_store.load_model(str(out)).meta["seed"] == 2
+    code, log = _job(*common, "--seed", 4)
+    assert code == 0, log[-2000:]
+    assert model_store.load_model(str(out)).meta["seed"] == 4 and (out / "notes.txt").read_text() == "mine"
+    assert [n for n in os.listdir(tmp_path) if n.startswith(".model")] == []
