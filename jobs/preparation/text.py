@@ -8,7 +8,6 @@ Tokens come from Spark's own :class:`~pyspark.ml.feature.RegexTokenizer`
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 from pyspark.ml.feature import RegexTokenizer, StopWordsRemover
 from pyspark.sql import DataFrame
@@ -32,7 +31,7 @@ APOSTROPHES = "[\u2019\u02bc]"
 
 def available_languages() -> list[str]:
     """Names of the stop-word lists shipped in ``jobs/preparation/stopwords/``."""
-    return sorted(path.stem for path in _stopwords_dir().glob("*.txt"))
+    return sorted(entry.name[:-4] for entry in _stopwords_dir().iterdir() if entry.name.endswith(".txt"))
 
 
 def load_stopwords(language: str) -> list[str]:
@@ -97,6 +96,10 @@ def _parse_word_list(text: str) -> list[str]:
     return words
 
 
-def _stopwords_dir() -> Path:
-    """``jobs/preparation/stopwords/``, installed as package data next to this module."""
-    return Path(__file__).resolve().parent / "stopwords"
+def _stopwords_dir():
+    """``jobs/preparation/stopwords/``, package data next to this module: read through importlib.resources, so
+    the lists are found also when ``jobs`` is imported from the code zip (``--py-files``: a driver in cluster
+    mode)."""
+    from importlib.resources import files
+
+    return files("jobs.preparation") / "stopwords"

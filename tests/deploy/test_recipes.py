@@ -64,8 +64,6 @@ def test_code_zip_is_importable_without_the_project_installed(tmp_path):
     assert probe.returncode == 0 and probe.stdout.strip() == f"{code}/jobs/preparation/text.py", probe.stderr
 
 
-@pytest.mark.xfail(reason="jobs/preparation/text.py finds the stop-word lists by Path(__file__), not inside the "
-                          "zip: a driver in cluster mode (YARN) imports jobs from --py-files and finds none")
 def test_stopword_lists_are_readable_from_the_code_zip(tmp_path):
     subprocess.run([os.path.join(DEPLOY, "package.sh")], env=dict(os.environ, PYTHON=sys.executable,
                    SPARK_TOPICS_DIST=str(tmp_path)), capture_output=True, check=True, timeout=60)
