@@ -709,7 +709,7 @@ def write_corpus(spark, dataset, features: str, corpus_dir: str, id_col: str | N
 def _check_documents(stats, features: str, id_col: str | None) -> None:
     where = f"SparkTopicsLDA: featuresCol {features!r}"
     if not stats.rows:
-        raise ValueError(f"SparkTopicsLDA: the DataFrame has no rows")
+        raise ValueError("SparkTopicsLDA: the DataFrame has no rows")
     if stats.nulls:
         raise ValueError(f"{where} is null in {stats.nulls} of {stats.rows} rows")
     if stats.problems:

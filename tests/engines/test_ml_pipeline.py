@@ -1,8 +1,8 @@
 """The Spark ML stages (drivers/ml.py): SparkTopicsLDA in a Pipeline, its model's methods, persistence.
 
 The fitted model is checked against the existing path rather than against itself: the same lambda, bit for bit,
-as ``spark-topics train`` on the same corpus and seed; ``transform`` against ``infer``; the bound against the
-held-out ELBO of ``evaluate`` plus MLlib's topic terms written out here.
+as ``spark-topics train`` on the same corpus and seed; ``transform`` against the fold-in ``infer`` runs, on the
+document list; the bound against the held-out ELBO of ``evaluate`` plus MLlib's topic terms written out here.
 """
 from __future__ import annotations
 
@@ -193,16 +193,17 @@ def drawn(spark_session, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def drawn_model(drawn, request):
-    caplog_records = []
+def drawn_model(drawn):
+    """SparkTopicsLDA fitted on the DataFrame of the drawn documents, and what it logged."""
+    records = []
     handler = logging.Handler()
-    handler.emit = caplog_records.append
+    handler.emit = records.append
     logging.getLogger("spark_topics.ml").addHandler(handler)
     try:
         model = SparkTopicsLDA(k=3, maxIter=5, seed=8, idCol="doc_id", vocabulary=drawn["terms"]).fit(drawn["frame"])
     finally:
         logging.getLogger("spark_topics.ml").removeHandler(handler)
-    return model, [r.getMessage() for r in caplog_records]
+    return model, [r.getMessage() for r in records]
 
 
 def test_fit_equals_spark_topics_train(drawn, drawn_model):
