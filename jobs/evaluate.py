@@ -66,7 +66,7 @@ def run(args) -> dict:
     elif args.model is None:
         raise SystemExit("evaluate needs --model MODEL_DIR")
     else:
-        model_dirs = (model_store.resolve(args.model, args.version),)     # one version for the whole job
+        model_dirs = (model_store.resolve(args.model, getattr(args, "version", None)),)     # one version for the job
     family = family_of(model_dirs)
     request = EvaluateRequest(model_dirs, args.corpus, args.reference, args.top_words, args.seed, args.partitions,
                               engine=family.evaluate_settings(args))

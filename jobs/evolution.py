@@ -84,7 +84,7 @@ def plot(result: dict, top_topics: int) -> bytes:
 
 
 def run(args) -> dict:
-    result = evolution(model_store.resolve(args.model_dir, args.version), args.doc_id, args.top_words)
+    result = evolution(model_store.resolve(args.model_dir, getattr(args, "version", None)), args.doc_id, args.top_words)
     storage.makedirs(args.output)
     storage.write_bytes(storage.join(args.output, "evolution.json"),
                         (json.dumps(result, indent=1) + "\n").encode("utf-8"))

@@ -81,7 +81,7 @@ def infer_documents(spark, model_dir: str, corpus_dir: str, output_dir: str, par
 
 
 def run(args) -> dict:
-    args.model = model_store.resolve(args.model, args.version)     # one version for the whole job
+    args.model = model_store.resolve(args.model, getattr(args, "version", None))     # one version for the job
     family = registry.model_of_directory(args.model).family_object()
     request = InferRequest(args.model, args.input, args.output, args.format, args.id_column, args.text_column,
                            args.lang, args.partitions, engine=family.infer_settings(args))

@@ -1,4 +1,6 @@
-"""The packed virtual environment (deploy/package.sh --with-env, venv-pack) on the loopback standalone cluster:
+"""The packed virtual environment (deploy/package.sh --with-env, venv-pack) on the loopback standalone cluster
+(a real Spark standalone cluster, master + 2 workers started with pyspark's own ``spark-class``; its model must
+equal local mode's):
 deploy/submit.sh --env-archive ships it with --archives ...#environment and the executors' Python workers run
 ./environment/bin/python from the unpacked archive (client mode: standalone clusters run no Python driver
 in cluster mode). The env is built once by deploy/setup.sh test and reused while it is up to date."""
@@ -11,9 +13,12 @@ import sys
 import threading
 import time
 
+import numpy as np
 import pytest
 
+from conftest import train_args
 from deploy_recipes import DEPLOY, ENV_PYTHON, REPO
+from jobs import train
 from standalone import cluster_apps
 
 pytestmark = pytest.mark.cluster
@@ -66,7 +71,9 @@ class PythonWorkers:
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads the executors' command lines from /proc")
-def test_train_with_the_packed_env_on_the_standalone_cluster(standalone_cluster, packed_env, synthetic_lda, tmp_path):
+def test_train_with_the_packed_env_on_the_standalone_cluster(standalone_cluster, packed_env, synthetic_lda,
+                                                             spark_session, tmp_path):
+    """Also the cluster's model = the local-mode model, bit for bit (the seed decides, not the master)."""
     url, logs = standalone_cluster
     archive, stamp, _ = packed_env
     corpus, _ = synthetic_lda
@@ -87,11 +94,16 @@ def test_train_with_the_packed_env_on_the_standalone_cluster(standalone_cluster,
 
     meta = json.loads((output / "model.json").read_text())
     assert (output / "lambda.npy").exists() and meta["topics"] == 3
+    local = tmp_path / "local"
+    train.train(spark_session, train_args(corpus, local, "--topics", 3, "--iterations", 2, "--tol", 0, "--seed", 5))
+    np.testing.assert_array_equal(np.load(local / "lambda.npy"), np.load(output / "lambda.npy"))
+    assert json.loads((local / "model.json").read_text())["alpha"] == meta["alpha"]
     new_apps = [p for p in cluster_apps(logs) if p not in apps_before]
     assert new_apps, "no application ran on the standalone workers"
     # the archive was unpacked as ./environment in the executors' folders ...
     unpacked = [p for d in new_apps for p in d.glob("*/environment/bin/python")]   # app-*/<executor>/
     assert unpacked, f"no environment/bin/python under {new_apps}"
+    assert [f for d in new_apps for f in d.rglob("spark_topics_code.zip")], "the code zip was not shipped"
     # ... and the executors' Python workers ran its interpreter, not the PYSPARK_PYTHON of the workers
     ours = [(argv, cwd) for argv, cwd in workers.seen.values() if any(cwd.startswith(str(d)) for d in new_apps)]
     assert ours, "no Python worker of this application was seen"
