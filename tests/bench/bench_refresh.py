@@ -35,6 +35,9 @@ def main() -> None:
     parser.add_argument("--topics", type=int, default=20)
     parser.add_argument("--modes", nargs="+", default=["accumulate", "online", "batch"])
     parser.add_argument("--refresh-iterations", type=int, default=20)
+    parser.add_argument("--order", choices=("id", "hash"), default="id",
+                        help="batches by id order (the issue's split: non-stationary for a book-ordered corpus), or "
+                             "by a hash of the id (stationary batches)")
     options = parser.parse_args()
 
     from bench_heldout_sample import documents
@@ -44,15 +47,16 @@ def main() -> None:
     from jobs.preparation.corpus import prepare_corpus
 
     spark = bench_session("bench-refresh")
-    work = CACHE / f"refresh-{options.source}"
+    work = CACHE / f"refresh-{options.source}-{options.order}"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     rows = documents(options.source)
     test = [r for r in rows if hashlib.sha256(r["id"].encode()).digest()[0] < 26]
-    training = sorted((r for r in rows if hashlib.sha256(r["id"].encode()).digest()[0] >= 26), key=lambda r: r["id"])
+    key = (lambda r: r["id"]) if options.order == "id" else (lambda r: hashlib.sha256(b"order" + r["id"].encode()).digest())
+    training = sorted((r for r in rows if hashlib.sha256(r["id"].encode()).digest()[0] >= 26), key=key)
     quarter = (len(training) + 3) // 4
     batches = [write_jsonl(work / f"batch{i}.jsonl", training[i * quarter:(i + 1) * quarter]) for i in range(4)]
-    print(f"{options.source}: {len(training)} training documents in 4 batches of ~{quarter} (by id), "
+    print(f"{options.source}: {len(training)} training documents in 4 batches of ~{quarter} (by {options.order}), "
           f"{len(test)} test documents; K={options.topics}")
 
     started = time.time()
