@@ -107,7 +107,7 @@ def publish_version(root: str, staging: str, version: str) -> str:
     """Move a complete staged version into ``versions/<version>`` and point ``LATEST`` at it."""
     target = version_dir(root, version)
     publish.publish(staging, target)
-    publish._step("version-moved")
+    publish.step("version-moved")
     set_latest(root, version)
     return target
 

@@ -159,11 +159,12 @@ def _exchange(a: str, b: str) -> bool:
     raise OSError(errno, f"cannot exchange {a} and {b}: {os.strerror(errno)}")
 
 
-#: test hook: called with a step name ("staged", "swapped") during :func:`publish`
+#: test hook: called with a step name ("staged", "moved-aside", "swapped", "version-moved") while publishing
 STEP_HOOK = None
 
 
-def _step(name: str) -> None:
+def step(name: str) -> None:
+    """Mark a step of a publication (the tests kill runs at these)."""
     if STEP_HOOK is not None:
         STEP_HOOK(name)
 
@@ -177,7 +178,7 @@ def publish(staging: str, target: str, old_model_file=None) -> None:
     lease_file = storage.join(target, RUN_FILES[0])
     if storage.exists(lease_file):               # the run's lease goes with the new directory
         storage.write_bytes(storage.join(staging, RUN_FILES[0]), storage.read_bytes(lease_file))
-    _step("staged")
+    step("staged")
     if not storage.exists(target):
         storage.move(staging, target)
         return
@@ -186,9 +187,9 @@ def publish(staging: str, target: str, old_model_file=None) -> None:
     else:
         old = _sibling(target, REPLACED, new_token())
         storage.move(target, old)
-        _step("moved-aside")
+        step("moved-aside")
         storage.move(staging, target)
-    _step("swapped")
+    step("swapped")
     _settle(old, target, old_model_file)
 
 
@@ -217,12 +218,16 @@ def publishing(target: str, old_model_file=None, **marker_fields):
     token = new_token()
     staging = staging_dir(target, token)
     storage.makedirs(staging)
+    written = False
     try:
         yield staging
         write_marker(staging, token, **marker_fields)
+        written = True
         publish(staging, target, old_model_file)
     finally:
-        if storage.exists(staging):
+        # a failure after the marker may have exchanged the directories: what is at ``staging`` can then be the
+        # old model with the user's files, which :func:`recover` gives back on the next run, so it stays
+        if not written and storage.exists(staging):
             storage.delete(staging)
 
 

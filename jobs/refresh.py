@@ -226,14 +226,12 @@ def _build_version(spark, request, root, current, base, base_dir, spec, history,
     fit_dir = corpus_dir
     if request.mode == "batch":
         fit_dir = union_corpus(spark, root, chain_dirs, base, corpus_dir, staging)
-    from drivers.families.variational_refresh import refresh_model
-
     history_before = dict(history)
     if current is None:
         stats, n_base = refresh.alpha_statistics(storage.join(base_dir, "doc_topics.parquet"))
         history_before.update(documents=n_base, alpha_statistics=None if stats is None else stats.tolist(),
                               steps=0, training_corpus=(base.meta.get("data") or {}).get("corpus"))
-    meta = refresh_model(spark, spec, base, fit_dir, request, history_before, staging)
+    meta = spec.family_object().refresh(spark, spec, base, fit_dir, request, history_before, staging)
     if fit_dir != corpus_dir:
         storage.delete(fit_dir)
     batch_stats, n_batch = refresh.alpha_statistics(storage.join(staging, "doc_topics.parquet"))
@@ -268,7 +266,7 @@ def _build_version(spark, request, root, current, base, base_dir, spec, history,
 
 
 def union_corpus(spark, root: str, chain_dirs: list, base, batch_dir: str, staging: str) -> str:
-    """batch mode: every document ingested so far and the batch as one corpus (``staging/_union``), each id's
+    """batch mode: every document ingested so far and the batch as one corpus (``staging/work-union``), each id's
     latest text; the base's training corpus must still be where its model.json says."""
     from pyspark.sql import Window, functions as F
 

@@ -150,5 +150,11 @@ class ModelFamily:
     def evaluate(self, spark, request: EvaluateRequest) -> dict:
         raise NotImplementedError
 
+    def refresh(self, spark, spec, base, corpus_dir: str, request, history: dict, output: str) -> dict:
+        """Fit the batch in ``corpus_dir`` from the trained model ``base`` as ``request.mode`` says (``spark-topics
+        refresh``, :mod:`drivers.refresh`), writing the model files into ``output``; returns model.json's content.
+        The registry's ``refresh_modes`` say which models get here."""
+        raise SystemExit(f"refresh is not supported for --model {spec.name}: retrain with `spark-topics train`")
+
     def format_metrics(self, metrics: dict) -> str:
         raise NotImplementedError

@@ -312,6 +312,12 @@ class VariationalFamily(ModelFamily):
     def format_metrics(self, metrics: dict) -> str:
         return format_aligned_metrics(metrics) if metrics.get("aligned") else format_metrics(metrics)
 
+    # ---- refresh
+    def refresh(self, spark, spec, base, corpus_dir: str, request, history: dict, output: str) -> dict:
+        from drivers.families.variational_refresh import refresh_model
+
+        return refresh_model(spark, spec, base, corpus_dir, request, history, output)
+
 
 def check_python_memory(sc, corpus: Corpus, num_topics: int, reducers: int | None) -> None:
     """Size the tasks' Python memory from the model (the largest partition vocabulary x K, K/R x V) and refuse
