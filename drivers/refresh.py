@@ -49,6 +49,7 @@ class RefreshRequest:
     tau0: float = 64.0
     kappa: float = 0.7
     corpus_size: str = "cumulative"       # online: D, the documents seen so far, or a fixed estimate
+    guide_weight: float = 100.0           # batch: pseudo-tokens per previous topic on top of a cold start
     min_new_df: int = 3
     max_new_terms: int = 1000
     probe: str | None = None
@@ -76,6 +77,8 @@ class RefreshRequest:
             except ValueError:
                 raise SystemExit(f"--corpus-size must be 'cumulative' or a positive number of documents, got "
                                  f"{self.corpus_size!r}") from None
+        if not self.guide_weight >= 0:
+            raise SystemExit(f"--guide-weight must be a number >= 0, got {self.guide_weight}")
         if self.tau0 < 0 or not 0.5 < self.kappa <= 1.0:
             raise SystemExit(f"--tau0 must be >= 0 and --kappa in (0.5, 1], got {self.tau0} and {self.kappa}")
 

@@ -34,7 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
     parser.add_argument("--mode", choices=refresh.MODES, default="accumulate",
                         help="accumulate: the old posterior is the batch's prior (no forgetting; default); online: "
                              "Hoffman's online VB, old documents fade at rate rho_t (drifting corpora); batch: EM "
-                             "over every document ingested, warm-started (small corpora; a retrain's cost)")
+                             "over every document ingested, from a cold start guided by the previous topics (a "
+                             "retrain's quality; each iteration costs a retrain's)")
     parser.add_argument("--iterations", type=int, default=20, help="EM iterations over the batch (default 20)")
     parser.add_argument("--inference", choices=("variational", "hybrid"), default=None,
                         help="the local step (default: the one the model was trained with)")
@@ -43,6 +44,10 @@ def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
     parser.add_argument("--corpus-size", default="cumulative",
                         help="online: D in lambda = (1-rho) lambda + rho (eta + D/|S| stats): 'cumulative' (the "
                              "documents ingested so far, as gensim) or a fixed estimate (as Hoffman)")
+    parser.add_argument("--guide-weight", type=float, default=100.0,
+                        help="batch: each previous topic enters EM's start as this many pseudo-tokens on top of a "
+                             "cold start (default 100): topics re-form over all the data, topic k grown from topic "
+                             "k; 0 is a cold start (a retrain's topics, in no relation to the previous ones)")
     parser.add_argument("--min-new-df", type=int, default=3,
                         help="a new word enters the vocabulary once this many documents (over the batches) used it")
     parser.add_argument("--max-new-terms", type=int, default=1000, help="at most this many new words per refresh")
@@ -65,7 +70,8 @@ def request_from(args) -> RefreshRequest:
         raise SystemExit("refresh needs --input NEW_DOCS (or --rollback)")
     return RefreshRequest(root=args.model, input=args.input, base=args.base, mode=args.mode,
                           iterations=args.iterations, inference=args.inference, tau0=args.tau0, kappa=args.kappa,
-                          corpus_size=args.corpus_size, min_new_df=args.min_new_df,
+                          corpus_size=args.corpus_size,
+                          guide_weight=args.guide_weight, min_new_df=args.min_new_df,
                           max_new_terms=args.max_new_terms, probe=args.probe, keep=args.keep,
                           rollback=args.rollback, seed=args.seed, partitions=args.partitions,
                           dry_run=args.dry_run, format=args.format, id_column=args.id_column,

@@ -1,8 +1,9 @@
 """Refresh against a full retrain on real text: quality after the last refresh and the cost of each refresh.
 
-A corpus is split 90/10 by a hash of the id (the test part), the training part sorted by id into four batches:
-the first trains the base model (``train``, 50 EM iterations), the other three refresh it one after the other
-(``refresh``, each mode in its own root). A retrain on the union of the four batches (50 iterations) is the
+A corpus is split 90/10 by a hash of the id (the test part), the training part sorted by id (or by a hash:
+``--order hash``) into four batches: the first trains the base model (``train``, 50 EM iterations), the other three
+refresh it one after the other (``refresh``, each mode in its own root: accumulate and online 20 iterations over
+the batch, batch 10 over the union). A retrain on the union of the four batches (50 iterations) is the
 reference. Every model is scored on the test part with one estimator (document completion,
 :func:`drivers.families.variational.evaluate_model`), the test part and the retrain prepared with the last
 refreshed version's vocabulary, so all models share their words. Seconds: the whole job (reading and preparing
@@ -10,6 +11,7 @@ the documents included) for each refresh, preparing and training for the retrain
 
     .venv/bin/python tests/bench/bench_refresh.py --source web --topics 20
     .venv/bin/python tests/bench/bench_refresh.py --source pydoc --topics 20
+    .venv/bin/python tests/bench/bench_refresh.py --source pool --topics 50
 """
 from __future__ import annotations
 
@@ -31,10 +33,14 @@ def write_jsonl(path, rows):
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--source", choices=("web", "pydoc"), default="web")
+    parser.add_argument("--source", choices=("web", "pydoc", "pool"), default="web",
+                        help="web: WEB chapters (~1.2k); pydoc: Python library docs; pool: the 100k-document "
+                             "benchmark pool (verses and commentary paragraphs of five works, tests/bench/bench_corpus.py)")
     parser.add_argument("--topics", type=int, default=20)
     parser.add_argument("--modes", nargs="+", default=["accumulate", "online", "batch"])
-    parser.add_argument("--refresh-iterations", type=int, default=20)
+    parser.add_argument("--refresh-iterations", type=int, default=20, help="accumulate and online")
+    parser.add_argument("--batch-iterations", type=int, default=10, help="batch mode (over the union)")
+    parser.add_argument("--retrain-iterations", type=int, default=50, help="the base model and the retrain")
     parser.add_argument("--order", choices=("id", "hash"), default="id",
                         help="batches by id order (the issue's split: non-stationary for a book-ordered corpus), or "
                              "by a hash of the id (stationary batches)")
@@ -50,7 +56,7 @@ def main() -> None:
     work = CACHE / f"refresh-{options.source}-{options.order}"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    rows = documents(options.source)
+    rows = pool_documents() if options.source == "pool" else documents(options.source)
     test = [r for r in rows if hashlib.sha256(r["id"].encode()).digest()[0] < 26]
     key = (lambda r: r["id"]) if options.order == "id" else (lambda r: hashlib.sha256(b"order" + r["id"].encode()).digest())
     training = sorted((r for r in rows if hashlib.sha256(r["id"].encode()).digest()[0] >= 26), key=key)
@@ -62,14 +68,16 @@ def main() -> None:
     started = time.time()
     prepare_corpus(spark, batches[0], str(work / "c0"))
     train.train(spark, train.parse_request(["--corpus", work / "c0", "--output", work / "base", "--topics",
-                                            options.topics, "--iterations", 50, "--tol", 0, "--seed", 0]))
+                                            options.topics, "--iterations", options.retrain_iterations, "--tol", 0,
+                                            "--seed", 0]))
     base_seconds = time.time() - started
     results = {}
     for mode in options.modes:
         root = work / f"root-{mode}"
         seconds = []
         for i, batch in enumerate(batches[1:]):
-            flags = ["--model", root, "--input", batch, "--mode", mode, "--iterations", options.refresh_iterations]
+            iterations = options.batch_iterations if mode == "batch" else options.refresh_iterations
+            flags = ["--model", root, "--input", batch, "--mode", mode, "--iterations", iterations]
             if i == 0:
                 flags += ["--base", work / "base"]
             parser_ = argparse.ArgumentParser()
@@ -90,7 +98,8 @@ def main() -> None:
     began = time.time()
     prepare_corpus(spark, str(union), str(work / "cu"), vocab=vocab)
     train.train(spark, train.parse_request(["--corpus", work / "cu", "--output", work / "retrain", "--topics",
-                                            options.topics, "--iterations", 50, "--tol", 0, "--seed", 0]))
+                                            options.topics, "--iterations", options.retrain_iterations, "--tol", 0,
+                                            "--seed", 0]))
     retrain_seconds = time.time() - began
     retrain = evaluate_model(spark, str(work / "retrain"), str(work / "test"))["perplexity"]
 
@@ -104,6 +113,18 @@ def main() -> None:
         print(f"{mode:<12} {perplexity:>10.1f} {100 * (perplexity / retrain - 1):>+9.1f}% "
               f"{' / '.join(f'{s:.1f}' for s in seconds):>28}")
     spark.stop()
+
+
+def pool_documents() -> list[dict]:
+    import gzip
+
+    from bench_corpus import build_pool
+
+    path = CACHE / "pool.jsonl.gz"
+    if not path.exists():
+        build_pool(path)
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        return [{"id": r["id"], "text": r["text"]} for r in map(json.loads, f)]
 
 
 def _restricted(model, vocab_path):

@@ -87,6 +87,24 @@ def test_warm_start_continues_from_a_trained_model(spark_session, synthetic_lda,
         corpus.blocks.unpersist()
 
 
+def test_guided_start_is_the_cold_start_plus_weight_pseudo_tokens_per_topic():
+    """GuidedStart (batch refresh): weight 0 is RandomStart exactly; otherwise topic k gains ``weight`` pseudo-tokens
+    spread as its statistics (negative entries clipped, an empty topic nothing), alpha as the cold start's."""
+    from drivers.variational import EMSettings, GuidedStart, RandomStart
+    from inference.priors import SymmetricPrior
+
+    settings, prior = EMSettings(num_topics=3, seed=5), SymmetricPrior(0.1, 4)
+    cold, cold_alpha = RandomStart().initial(settings, 4, prior)
+    statistics = np.array([[3.0, 1.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0], [1.0, -0.5, 1.0, 2.0]])
+    same, alpha = GuidedStart(statistics, 0.0).initial(settings, 4, prior)
+    np.testing.assert_array_equal(same, cold)
+    np.testing.assert_array_equal(alpha, cold_alpha)
+    guided, _ = GuidedStart(statistics, 8.0).initial(settings, 4, prior)
+    np.testing.assert_allclose(guided - cold, [[6, 2, 0, 0], [0, 0, 0, 0], [2, 0, 2, 4]], rtol=1e-12)
+    with pytest.raises(ValueError, match="does not fit"):
+        GuidedStart(statistics[:, :3], 1.0).initial(settings, 4, prior)
+
+
 def test_same_seed_same_model_and_seed_matters(spark_session, synthetic_lda, synthetic_model, tmp_path):
     corpus, _ = synthetic_lda
     first, _, _ = synthetic_model
