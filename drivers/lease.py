@@ -7,9 +7,14 @@ this host and its process is gone, so the lease is first renamed to a unique nam
 runs find it at once) and then created anew. A lease of another host is never presumed dead: the message says
 which file to delete once that run is known to be gone.
 
-On HDFS/S3 pyarrow's filesystem layer has no exclusive create (``../shared/spec/refresh.md``): there the lease is
-written when absent and read back, which refuses every run that starts after another has written its lease but
-cannot order two runs that start within the same moment (advisory; said in the README).
+On a store named by a URI the lease is created through Hadoop's FileSystem API on the driver's JVM (pyarrow's
+filesystem layer has no exclusive create, ``../shared/spec/refresh.md``): ``createFile(path).overwrite(false)``,
+which HDFS's NameNode makes atomic (as do ABFS and GCS), plus, on S3A, the builder option
+``fs.option.create.conditional.overwrite`` when the store declares it (Hadoop 3.4.2+: a PUT with
+``If-None-Match: *``, which the second writer loses). Without a running SparkContext, a Hadoop filesystem for the
+scheme, or on S3A without conditional writes, the lease is advisory: written when absent and read back, which
+refuses every run that starts after another has written its lease but cannot order two that start within the
+same moment (a warning says so).
 """
 from __future__ import annotations
 
@@ -36,6 +41,8 @@ def _holder(job: str) -> dict:
 def _create(path: str, holder: dict) -> bool:
     """Create the lease file with ``holder`` unless it exists; True when this call created it."""
     data = json.dumps(holder).encode("utf-8")
+    if path.startswith("file://"):
+        path = path[len("file://"):]
     if "://" not in path:
         try:
             fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
@@ -44,10 +51,63 @@ def _create(path: str, holder: dict) -> bool:
         with os.fdopen(fd, "wb") as out:
             out.write(data)
         return True
+    created = create_exclusive_hadoop(path, data)
+    if created is not None:
+        return created
     if storage.exists(path):                     # advisory on stores without an exclusive create
         return False
     storage.write_bytes(path, data)
     return _read(path).get("token") == holder["token"]
+
+
+CONDITIONAL_CREATE = "fs.option.create.conditional.overwrite"
+_EXISTS = ("org.apache.hadoop.fs.FileAlreadyExistsException", "org.apache.hadoop.fs.s3a.RemoteFileChangedException")
+
+
+def create_exclusive_hadoop(uri: str, data: bytes, sc=None) -> bool | None:
+    """Create ``uri`` with ``data`` through Hadoop's FileSystem on the driver's JVM, failing if it exists: True
+    when created, False when it existed, None when there is no SparkContext or no Hadoop filesystem for the
+    scheme, or when the store offers no exclusive create (S3A without conditional writes)."""
+    from pyspark import SparkContext
+
+    sc = sc or SparkContext._active_spark_context
+    if sc is None:
+        return None
+    from py4j.protocol import Py4JJavaError
+
+    jvm = sc._jvm
+    path = jvm.org.apache.hadoop.fs.Path(uri)
+    try:
+        filesystem = path.getFileSystem(sc._jsc.hadoopConfiguration())
+    except Py4JJavaError as exc:                 # no FileSystem for scheme ...
+        log.warning("no Hadoop filesystem for %s (%s): the lease is advisory", uri, _java_message(exc))
+        return None
+    builder = filesystem.createFile(path).overwrite(False)
+    if filesystem.getScheme() in ("s3a", "s3n", "s3"):
+        if not filesystem.hasPathCapability(path, CONDITIONAL_CREATE):
+            log.warning("%s: this S3 filesystem offers no conditional create (Hadoop 3.4.2+ with "
+                        "fs.s3a.create.conditional.enabled): the lease is advisory", uri)
+            return None
+        builder = builder.must(CONDITIONAL_CREATE, True)
+    try:
+        out = builder.build()
+        try:
+            out.write(bytearray(data))
+        finally:
+            out.close()                          # S3A: the conditional PUT happens here
+    except Py4JJavaError as exc:
+        if _java_class(exc) in _EXISTS or "412" in _java_message(exc):
+            return False
+        raise
+    return True
+
+
+def _java_class(exc) -> str:
+    return exc.java_exception.getClass().getName()
+
+
+def _java_message(exc) -> str:
+    return f"{_java_class(exc)}: {exc.java_exception.getMessage()}"
 
 
 def _read(path: str) -> dict:

@@ -95,3 +95,20 @@ def test_train_holds_the_lease_and_releases_it(spark_session, synthetic_lda, tmp
     assert infer.infer(spark_session, InferRequest(str(tmp_path / "m"), str(corpus),
                                                    str(tmp_path / "inferred")))["documents"] > 0
     assert not (tmp_path / "inferred" / lease.LEASE).exists()
+
+
+def test_a_lease_on_a_hadoop_store_is_created_exclusively_through_the_jvm(spark_session, tmp_path):
+    """Stores named by a URI: Hadoop's createFile(path).overwrite(false) on the driver's JVM (atomic on HDFS, ABFS,
+    GCS; S3A adds the conditional PUT when it offers one). Exercised here on Hadoop's local filesystem; a scheme
+    Hadoop does not know falls back to the advisory lease."""
+    uri = f"file://{tmp_path}/root/{lease.LEASE}"
+    os.makedirs(tmp_path / "root")
+    assert lease.create_exclusive_hadoop(uri, b'{"token": "a"}', spark_session.sparkContext) is True
+    assert lease.create_exclusive_hadoop(uri, b'{"token": "b"}', spark_session.sparkContext) is False
+    assert json.loads((tmp_path / "root" / lease.LEASE).read_text()) == {"token": "a"}
+    assert lease.create_exclusive_hadoop("nosuchfs://bucket/x/_lease.json", b"{}", spark_session.sparkContext) is None
+    held = lease.acquire(f"file://{tmp_path}/other", "spark-topics refresh")   # file:// URIs: O_EXCL locally
+    with pytest.raises(SystemExit, match="in use by another run"):
+        lease.acquire(f"file://{tmp_path}/other", "spark-topics refresh")
+    lease.release(f"file://{tmp_path}/other", held)
+    assert not (tmp_path / "other" / lease.LEASE).exists()
