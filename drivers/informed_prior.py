@@ -51,6 +51,25 @@ class PriorSpec:
 
 # --------------------------------------------------------------------------- reading
 
+def spec_to_json(spec: PriorSpec, high: float, low: float) -> dict:
+    """The prior as given (word lists with their patterns, or the sparse entries) and --prior-high/-low: kept
+    beside a model (``prior_spec.json``) so a refresh applies it to the words that join the vocabulary."""
+    out = {"names": list(spec.names), "high": float(high), "low": float(low)}
+    if spec.entries is None:
+        out["words"] = {name: list(words) for name, words in spec.words.items()}
+    else:
+        out["entries"] = {column: spec.entries[column].tolist() for column in ("topic", "word", "value", "named")
+                          if column in spec.entries}
+    return out
+
+
+def spec_from_json(data: dict) -> tuple[PriorSpec, float, float]:
+    """(spec, high, low) from :func:`spec_to_json`'s output."""
+    entries = pd.DataFrame(data["entries"]) if "entries" in data else None
+    return PriorSpec(names=list(data["names"]), words=dict(data.get("words") or {}), entries=entries), \
+        float(data["high"]), float(data["low"])
+
+
 def read_prior(path: str) -> PriorSpec:
     lower = path.lower()
     if not storage.exists(path):

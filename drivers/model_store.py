@@ -299,6 +299,9 @@ def save_model(directory: str, meta: dict, vocab: pd.DataFrame, lambda_: np.ndar
     storage.save_json(storage.join(directory, "model.json"), meta)
 
 
+PRIOR_SPEC = "prior_spec.json"   # an informed prior as given (drivers/informed_prior.py spec_to_json)
+
+
 def save_prior(directory: str, prior, topic_names: list, vocab: pd.DataFrame) -> None:
     """prior.parquet: the entries of an informed prior that differ from the symmetric eta."""
     topics, ids, values = prior.entries()
@@ -311,8 +314,8 @@ def save_prior(directory: str, prior, topic_names: list, vocab: pd.DataFrame) ->
 #: every file a model directory may hold besides the checkpoint (``L``: a language of a polylingual model)
 MODEL_FILES = ("model.json", "lambda.npy", "lambda.L.npy", "topic_word.npy", "topic_word.L.npy", TREE_LAMBDA,
                TREE_CONCEPTS, TREE_EDGE_COUNTS, "vocab.parquet", "vocab.L.parquet",
-               "prior.parquet", "doc_topics.parquet", "segment_topics.parquet", "elbo.png", "loglik.png",
-               "topics.txt", "tokenizer.json", "stopwords.txt", "stopwords.L.txt")
+               "prior.parquet", PRIOR_SPEC, "doc_topics.parquet", "segment_topics.parquet", "elbo.png",
+               "loglik.png", "topics.txt", "tokenizer.json", "stopwords.txt", "stopwords.L.txt")
 
 
 def is_model_file(name: str) -> bool:

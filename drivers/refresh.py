@@ -160,9 +160,11 @@ def grow_vocabulary(known_terms, batch_terms: pd.DataFrame, pending: pd.DataFram
 
 
 def extend_lambda(lambda_: np.ndarray, eta_new: np.ndarray) -> np.ndarray:
-    """lambda with columns for new words appended at their prior (lambda_kv = eta_v: no statistics yet)."""
+    """lambda with columns for new words appended at their prior (lambda_kv = eta_kv: no statistics yet);
+    ``eta_new``: the new words' prior, one row per topic or one row for all."""
     K = lambda_.shape[0]
-    return np.hstack([lambda_, np.broadcast_to(np.asarray(eta_new, dtype=np.float64), (K, len(eta_new)))])
+    eta_new = np.asarray(eta_new, dtype=np.float64)
+    return np.hstack([lambda_, np.broadcast_to(eta_new, (K, eta_new.shape[-1]))])
 
 
 # --------------------------------------------------------------------------- alpha's statistics

@@ -50,11 +50,13 @@ log = logging.getLogger("spark_topics.train")
 @dataclass
 class TopicWordPrior:
     """What a model puts on lambda: the prior (``row(k)``, see :mod:`inference.priors`), and for an informed
-    prior the topic names and the report written to model.json; ``fingerprint`` identifies it for --resume."""
+    prior the topic names, the report written to model.json and the prior as given (``spec``, written to
+    prior_spec.json for a refresh's new words); ``fingerprint`` identifies it for --resume."""
     prior: object
     topic_names: list | None = None
     report: dict | None = None
     fingerprint: object = None
+    spec: dict | None = None
 
 
 class VariationalModel:
@@ -253,6 +255,8 @@ class VariationalFamily(ModelFamily):
         model.save(request.output, meta, corpus, result.lambda_, structure)
         if prior.report is not None:
             model_store.save_prior(request.output, result.prior, prior.topic_names, corpus.vocab)
+        if prior.spec is not None:
+            storage.save_json(storage.join(request.output, model_store.PRIOR_SPEC), prior.spec)
         write_doc_topics(spark, corpus.blocks, result.gamma_dir, storage.join(request.output, "doc_topics.parquet"),
                          prior.topic_names, local_step, result.alpha)
         if trace:

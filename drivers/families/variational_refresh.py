@@ -24,11 +24,13 @@ import logging
 import time
 
 import numpy as np
+import pandas as pd
 
 from drivers import model_store, outputs, storage
 from drivers.checkpoint import Checkpointer
 from drivers.families import TrainRequest
 from drivers.families.variational import (VariationalTraining, check_python_memory, write_doc_topics)
+from drivers.informed_prior import build_prior, spec_from_json
 from drivers.refresh import extend_lambda
 from drivers.variational import (EMSettings, EStep, GuidedStart, HybridStep, NewtonAlpha, OnlineAlpha,
                                  VariationalEngine, WarmStart)
@@ -40,23 +42,31 @@ from inference.reducer import BatchUpdate, OnlineUpdate
 log = logging.getLogger("spark_topics.refresh")
 
 
-def base_prior(base: model_store.TopicModel, vocab_size: int):
-    """The model's own topic-word prior eta over the grown vocabulary: symmetric, or the informed prior's
-    entries (prior.parquet) over a symmetric base."""
+def base_prior(base: model_store.TopicModel, vocab: pd.DataFrame):
+    """The model's own topic-word prior eta over the grown vocabulary ``vocab`` (``term``, ``id``): symmetric, or
+    the informed prior re-applied (prior_spec.json: its word lists and patterns, or its sparse entries, matched
+    against the grown vocabulary, so a new word a seeded topic's pattern matches gets --prior-high and every other
+    new word --prior-low there); a model trained before prior_spec.json existed keeps prior.parquet's entries and
+    its new words get the symmetric eta. Returns (prior, topic names or None)."""
     eta = base.meta.get("eta")
     if not isinstance(eta, (int, float)):
         raise SystemExit(f"{base.directory}: refresh needs a symmetric eta in model.json, found {eta!r}")
+    V = len(vocab)
+    spec_path = storage.join(base.directory, model_store.PRIOR_SPEC)
+    if storage.exists(spec_path):
+        spec, high, low = spec_from_json(storage.load_json(spec_path))
+        prior, names, _ = build_prior(spec, vocab, base.num_topics, float(eta), high, low)
+        return prior, names
     path = storage.join(base.directory, "prior.parquet")
     if not storage.exists(path):
-        return SymmetricPrior(float(eta), vocab_size)
-    import pyarrow.parquet as pq
-
-    filesystem, p = storage.resolve(path)
-    entries = pq.read_table(p, filesystem=filesystem).to_pandas()
+        return SymmetricPrior(float(eta), V), None
+    log.warning("%s has no %s (trained by an older version): the informed prior's entries are kept, its new "
+                "words get the symmetric eta", base.directory, model_store.PRIOR_SPEC)
+    entries = model_store.read_parquet(path)
     overrides = {}
     for k, rows in entries.groupby("topic"):
         overrides[int(k)] = (rows["id"].to_numpy(), rows["eta"].to_numpy())
-    return DirichletPrior(np.full(vocab_size, float(eta)), overrides)
+    return DirichletPrior(np.full(V, float(eta)), overrides), base.topic_names()
 
 
 def refresh_model(spark, spec, base: model_store.TopicModel, corpus_dir: str, request, history: dict,
@@ -86,8 +96,9 @@ def _refresh(spark, model, base, corpus, request, history: dict, output: str, se
     saved = base.meta.get("settings") or {}
     defaults = VariationalTraining()
     inference = request.inference or saved.get("inference", "variational")
-    prior = base_prior(base, V)
-    lambda_old = extend_lambda(base.lambda_, prior.row(0)[V_old:] if V > V_old else np.zeros(0))
+    topic_prior, topic_names = base_prior(base, corpus.vocab)
+    prior = topic_prior
+    lambda_old = extend_lambda(base.lambda_, np.vstack([prior.row(k)[V_old:] for k in range(K)]))
     n_batch = corpus.num_documents
     documents_before = int(history.get("documents") or 0)
     steps_before = int(history.get("steps") or 0)
@@ -139,9 +150,11 @@ def _refresh(spark, model, base, corpus, request, history: dict, output: str, se
     if "prior" in base.meta:
         meta["prior"] = base.meta["prior"]
     model.save(output, meta, corpus, result.lambda_, corpus.layout)
-    if storage.exists(storage.join(base.directory, "prior.parquet")):
-        storage.write_bytes(storage.join(output, "prior.parquet"),
-                            storage.read_bytes(storage.join(base.directory, "prior.parquet")))
+    if topic_names is not None:
+        model_store.save_prior(output, topic_prior, topic_names, corpus.vocab)
+    spec_path = storage.join(base.directory, model_store.PRIOR_SPEC)
+    if storage.exists(spec_path):
+        storage.write_bytes(storage.join(output, model_store.PRIOR_SPEC), storage.read_bytes(spec_path))
     write_doc_topics(spark, corpus.blocks, result.gamma_dir, storage.join(output, "doc_topics.parquet"),
                      meta.get("topic_names"), local_step, result.alpha)
     if trace:

@@ -8,7 +8,7 @@ from drivers.corpora.bow import Corpus, load_corpus
 from drivers.corpora.files import CORPUS_JSON
 from drivers.families import TrainRequest
 from drivers.families.variational import TopicWordPrior, VariationalModel, positive_option
-from drivers.informed_prior import PriorError, build_prior, read_prior
+from drivers.informed_prior import PriorError, build_prior, read_prior, spec_to_json
 from inference.options import ModelOption
 from inference.priors import SymmetricPrior
 
@@ -44,8 +44,9 @@ class LDA(VariationalModel):
             raise SystemExit("--optimize-eta cannot be combined with --prior (the informed prior is fixed)")
         high, low = request.option("prior_high", 10.0), request.option("prior_low", 0.01)
         try:
-            prior, names, report = build_prior(read_prior(path), corpus.vocab, request.topics, eta, high, low)
+            spec = read_prior(path)
+            prior, names, report = build_prior(spec, corpus.vocab, request.topics, eta, high, low)
         except PriorError as exc:
             raise SystemExit(f"--prior {path}: {exc}") from None
         report["file"] = path
-        return TopicWordPrior(prior, names, report, [path, high, low])
+        return TopicWordPrior(prior, names, report, [path, high, low], spec_to_json(spec, high, low))

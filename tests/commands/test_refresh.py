@@ -133,6 +133,36 @@ def test_the_same_batch_publishes_nothing_and_a_changed_text_is_a_revision(spark
     assert fourth["published"] is False and fourth["documents"]["duplicate"] == 1   # its hash was recorded
 
 
+def test_an_informed_prior_is_applied_to_the_new_words(spark_session, base, refreshed, tmp_path):
+    """A seeded topic's patterns match words that join the vocabulary later: zoz* (and ka*) get --prior-high in the
+    seeded topic, every other new word --prior-low there (and eta elsewhere); accumulate starts the new columns at that
+    prior, so lambda_new - [lambda_old | prior of the new words] is the batch's statistics, summing to its tokens."""
+    spec = tmp_path / "seeds.json"
+    spec.write_text(json.dumps({"seeded": ["ka*", "zoz*"]}))
+    train.train(spark_session, train.parse_request(
+        ["--corpus", base / "c0", "--output", tmp_path / "informed", "--topics", 3, "--iterations", 5, "--seed", 3,
+         "--prior", spec]))
+    old = model_store.load_model(str(tmp_path / "informed"))
+    assert os.path.exists(tmp_path / "informed" / model_store.PRIOR_SPEC)
+    run(spark_session, "--model", tmp_path / "root", "--base", tmp_path / "informed", "--input",
+        base / "b1.jsonl", "--iterations", 2, "--min-new-df", 3)
+    new = model_store.load_model(str(tmp_path / "root"))
+    version = model_store.resolve(str(tmp_path / "root"))
+    V0 = old.lambda_.shape[1]
+    terms = new.vocab["term"].astype(str).tolist()
+    eta = float(old.meta["eta"])
+    expected = np.full((3, len(terms) - V0), eta)
+    expected[0] = [10.0 if t.startswith(("ka", "zoz")) else 0.01 for t in terms[V0:]]
+    prior = model_store.read_parquet(os.path.join(version, "prior.parquet"))
+    seeded = dict(zip(prior.loc[prior.topic == 0, "term"], prior.loc[prior.topic == 0, "eta"]))
+    assert seeded["zozor"] == seeded["zozan"] == 10.0 and seeded["zovez"] == 0.01
+    assert {eta_ for t, eta_ in seeded.items() if t.startswith("ka")} == {10.0}
+    delta = new.lambda_ - np.hstack([old.lambda_, expected])
+    tokens = json.loads(open(os.path.join(version, "corpus", "corpus.json")).read())["tokens"]
+    assert delta.min() > -1e-9 and delta.sum() == pytest.approx(tokens, rel=1e-9)
+    assert os.path.exists(os.path.join(version, model_store.PRIOR_SPEC)) and new.topic_names()[0] == "seeded"
+
+
 def test_online_step_is_hoffmans_update(spark_session, refreshed, tmp_path):
     """One online EM iteration: lambda = (1 - rho) lambda_old + rho (eta + D/|S| stats), rho = (tau0 + t)^-kappa
     with t = the model's step count + 1; summed over the matrix this is exact arithmetic on the batch's tokens."""
