@@ -5,6 +5,9 @@
     ROOT/LATEST                       the current version's name (one small file, written last)
     ROOT/versions/<NNNNNN>-<stamp>/   a model directory each (the ordinary format, with its _SUCCESS marker),
                                       plus what its refresh ingested (ledger.parquet) and reported
+    ROOT/doc_topics/version=<V>/      the document-topic table: each committed version's doc_topics.parquet
+                                      (and version=base: the base model's training documents), one
+                                      partition per version (``spark.read.parquet("ROOT/doc_topics")``)
     ROOT/_lease.json                  held by the run that refreshes the root (:mod:`drivers.lease`)
 
 A version is written into a hidden staging folder under ``versions/``, marked complete, renamed to its name
@@ -23,6 +26,8 @@ from drivers import publish, storage
 
 LATEST = "LATEST"
 VERSIONS = "versions"
+DOC_TOPICS = "doc_topics"          # the table: ROOT/doc_topics/version=<V>/
+BASE_PARTITION = "base"
 VERSION_NAME = re.compile(r"^(\d{6})-(\d{8}T\d{6}Z)$")
 
 
@@ -109,17 +114,49 @@ def publish_version(root: str, staging: str, version: str) -> str:
     publish.publish(staging, target)
     publish.step("version-moved")
     set_latest(root, version)
+    sync_doc_topics(root)
     return target
 
 
+def sync_doc_topics(root: str) -> list[str]:
+    """Make ``ROOT/doc_topics/`` hold one partition per committed version (and ``version=base``, the base
+    model's documents, once the root has a version) and nothing else; returns the partitions added (+) and
+    removed (-)."""
+    table = storage.join(root, DOC_TOPICS)
+    committed = chain(root)
+    sources = {v: storage.join(version_dir(root, v), "doc_topics.parquet") for v in committed}
+    if committed:
+        meta_path = storage.join(version_dir(root, committed[-1]), "model.json")
+        parent = (storage.load_json(meta_path).get("refresh") or {}).get("parent") or {}
+        sources[BASE_PARTITION] = storage.join(parent["base"], "doc_topics.parquet") if "base" in parent else None
+    present = storage.list_dir(table)
+    changes = []
+    for name in present:
+        if name.startswith("."):                  # a copy a killed run did not finish
+            storage.delete(storage.join(table, name))
+        elif name.startswith("version=") and name[len("version="):] not in sources:
+            storage.delete(storage.join(table, name))
+            changes.append(f"-{name}")
+    for version, source in sources.items():
+        name = f"version={version}"
+        if name in present or source is None or not storage.exists(source):
+            continue
+        hidden = storage.join(table, f".{name}.{publish.new_token()}")
+        storage.copy_tree(source, hidden)
+        storage.move(hidden, storage.join(table, name))
+        changes.append(f"+{name}")
+    return changes
+
+
 def recover(root: str) -> list[str]:
-    """Remove what killed runs left under ``versions/`` (staging folders); returns their names."""
+    """Remove what killed runs left under ``versions/`` (staging folders) and bring the document-topic table in
+    line with the chain; returns what changed."""
     removed = []
     for name in storage.list_dir(storage.join(root, VERSIONS)):
         if name.startswith(".staging-") or name.startswith(".tmp-"):
             storage.delete(storage.join(root, VERSIONS, name))
             removed.append(name)
-    return removed
+    return removed + [f"{DOC_TOPICS}/{change}" for change in sync_doc_topics(root)]
 
 
 #: the files a pruned version loses (its ledger, report, vocabulary and document proportions stay)

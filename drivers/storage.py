@@ -77,6 +77,15 @@ def move(source: str, target: str) -> None:
     filesystem.move(src, dst)
 
 
+def copy_tree(source: str, target: str) -> None:
+    """Copy a file or a directory tree (pyarrow's copy_files, streamed; across filesystems too)."""
+    source_fs, src = resolve(source)
+    target_fs, dst = resolve(target)
+    if source_fs.get_file_info(src).type == pafs.FileType.Directory:
+        target_fs.create_dir(dst, recursive=True)
+    pafs.copy_files(src, dst, source_filesystem=source_fs, destination_filesystem=target_fs)
+
+
 def write_bytes(path: str, data: bytes) -> None:
     """Write atomically: to a temporary name, then rename (a retried task never leaves half a file)."""
     filesystem, p = resolve(path)

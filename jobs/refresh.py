@@ -82,7 +82,7 @@ def refresh_root(spark, request: RefreshRequest) -> dict:
     """Run one refresh (or rollback) of ``request.root`` under its lease; returns the report."""
     with lease.hold(request.root, "spark-topics refresh"):
         for name in model_root.recover(request.root):
-            log.warning("removed %s under %s/versions, left by a killed run", name, request.root)
+            log.warning("%s: put right after a killed run: %s", request.root, name)
         if request.rollback is not None:
             return rollback(request)
         report = _refresh(spark, request)
@@ -108,6 +108,7 @@ def rollback(request: RefreshRequest) -> dict:
     if model_root.is_pruned(model_root.version_dir(root, target)):
         raise SystemExit(f"{root}: version {target} was pruned (--keep): its model files are gone")
     model_root.set_latest(root, target)
+    model_root.sync_doc_topics(root)
     print(f"{root}: LATEST {current} -> {target}")
     return {"version": target, "previous": current, "rollback": True}
 

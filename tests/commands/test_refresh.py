@@ -87,7 +87,7 @@ def copy_root(refreshed, tmp_path):
     return tmp_path / "root"
 
 
-def test_accumulate_adds_the_batch_statistics_to_the_old_posterior(base, refreshed):
+def test_accumulate_adds_the_batch_statistics_to_the_old_posterior(spark_session, base, refreshed):
     """Streaming VB: lambda_new = lambda_old + the batch's expected counts, so sum(lambda_new - lambda_old) is
     the batch's token count; new words enter at eta once their document frequency reaches --min-new-df."""
     root, batch, report = refreshed
@@ -112,6 +112,9 @@ def test_accumulate_adds_the_batch_statistics_to_the_old_posterior(base, refresh
     ledger = model_store.read_parquet(os.path.join(version, "ledger.parquet"))
     assert sorted(ledger[ledger.status == "new"].doc_id) == [d for d, _ in batch]
     assert (ledger.status == "base").sum() == 40 and ledger.doc_id.is_unique
+    table = spark_session.read.parquet(str(root / model_root.DOC_TOPICS))   # the table, partitioned by version
+    counts = {r["version"]: r["count"] for r in table.groupBy("version").count().collect()}
+    assert counts == {"base": 40, report["version"]: 20}
 
 
 def test_the_same_batch_publishes_nothing_and_a_changed_text_is_a_revision(spark_session, refreshed, tmp_path):
@@ -189,6 +192,14 @@ def test_rollback_uningests_and_keep_prunes(spark_session, refreshed, tmp_path):
     v2 = run(spark_session, "--model", root, "--input", b2, "--iterations", 2)["version"]
     back = run(spark_session, "--model", root, "--rollback")
     assert back["version"] == v1 and model_root.latest(str(root)) == v1
+    table = root / model_root.DOC_TOPICS
+    assert sorted(os.listdir(table)) == sorted(["version=base", f"version={v1}"])   # un-ingested there too
+    shutil.rmtree(table / f"version={v1}")                      # as a run killed between LATEST and the copy
+    shutil.copytree(table / "version=base", table / "version=999999-20260101T000000Z")
+    shutil.copytree(table / "version=base", table / ".version=x.half")
+    assert sorted(model_root.recover(str(root))) == [f"{model_root.DOC_TOPICS}/+version={v1}",
+                                                     f"{model_root.DOC_TOPICS}/-version=999999-20260101T000000Z"]
+    assert sorted(os.listdir(table)) == sorted(["version=base", f"version={v1}"])
     again = run(spark_session, "--model", root, "--input", b2, "--iterations", 2, "--mode", "batch", "--keep", 1)
     assert again["documents"]["new"] == 8 and again["version"] > v2          # names are never reused
     assert model_root.chain(str(root)) == [again["version"], v1]
