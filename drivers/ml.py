@@ -72,7 +72,8 @@ from pyspark.ml.util import (DefaultParamsReadable, DefaultParamsReader, Default
 from drivers import model_store, registry, storage
 from drivers.corpora.files import CORPUS_JSON, DOCS, NO_STOPWORDS, REJECTS, VOCAB
 from drivers.families import TrainRequest
-from drivers.families.variational import VariationalTraining, exp_elogbeta
+from drivers.families.variational import exp_elogbeta
+from drivers.families.variational_shared import VariationalTraining
 from inference.blocks import DocBlock
 from inference.elbo import alpha_terms, topic_terms
 from inference.heldout import fold_in, top_word_ids

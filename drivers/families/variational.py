@@ -34,13 +34,13 @@ from drivers.corpora.bow import Corpus, check_topics, load_corpus
 from drivers.corpora.files import CORPUS_JSON, DOCS, REJECTS, rejects_schema
 from drivers.evaluation import heldout_elbo, score_topic_word, topic_coherence
 from drivers.families import EvaluateRequest, InferRequest, ModelFamily, TrainRequest
+from drivers.families.variational_refresh import refresh_model
+from drivers.families.variational_shared import VariationalTraining, check_python_memory, write_doc_topics
 from drivers.model_store import TopicModel, load_model, require_same_vocabulary
-from drivers.memory import python_memory_check, variational_task_bytes
 from drivers.variational import EMSettings, EStep, HybridStep, VariationalEngine
 from inference.estep import compile_kernels
 from inference.heldout import fold_in
 from inference.mapper import EStepSettings
-from partitioners.topic import TopicPartitioner
 
 log = logging.getLogger("spark_topics.train")
 
@@ -94,21 +94,6 @@ def positive_option(name: str, value):
 
 
 # --------------------------------------------------------------------------- settings
-
-@dataclass(frozen=True)
-class VariationalTraining:
-    """The family's training settings (``train`` flags)."""
-    tol: float = 1e-5                 # stop when |relative ELBO change| < tol (0: run every iteration)
-    estep_tol: float = 1e-3
-    estep_max_iter: int = 100
-    estep_schedule: str = "auto"
-    restarts: str = "auto"
-    inference: str = "variational"    # variational (the E-step) | hybrid (a sampling E-step, thesis §4.2)
-    hybrid_burn_in: int = 5
-    hybrid_samples: int = 5
-    hybrid_weights: str = "mean"      # the word factor of (4.9): E_q[beta] (mean) or exp(E_q[log beta]) (digamma)
-    hybrid_alpha_warmup: int = 10     # EM iterations of alpha from Psi(mean counts), then the samples' mean of Psi
-
 
 def _add_estep_flags(parser) -> None:
     parser.add_argument("--estep-tol", type=float, default=1e-3, help="per-document mean |delta gamma| tolerance")
@@ -318,43 +303,7 @@ class VariationalFamily(ModelFamily):
 
     # ---- refresh
     def refresh(self, spark, spec, base, corpus_dir: str, request, history: dict, output: str) -> dict:
-        from drivers.families.variational_refresh import refresh_model
-
         return refresh_model(spark, spec, base, corpus_dir, request, history, output)
-
-
-def check_python_memory(sc, corpus: Corpus, num_topics: int, reducers: int | None) -> None:
-    """Size the tasks' Python memory from the model (the largest partition vocabulary x K, K/R x V) and refuse
-    a run that cannot fit before the first iteration (:func:`drivers.memory.python_memory_check`)."""
-    sc.setJobDescription("train: the largest partition vocabulary (Python memory of a task)")
-    local_vocab = corpus.blocks.map(lambda item: len(item[1].vocab_ids)).max()
-    sc.setJobDescription(None)
-    num_reducers = TopicPartitioner.for_topics(num_topics, reducers, sc.defaultParallelism).num_reducers
-    task = variational_task_bytes(num_topics, corpus.vocab_size, int(local_vocab), num_reducers)
-    log.info(python_memory_check(task, sc.master, dict(sc.getConf().getAll()), sc.defaultParallelism))
-
-
-# --------------------------------------------------------------------------- training outputs
-
-def write_doc_topics(spark, blocks, gamma_dir: str, path: str, topic_names: list | None = None, local_step=None,
-                     alpha=None) -> int:
-    """doc_id, gamma, theta for every training document, from the last local step's state files (the E-step's
-    gamma; for another local step the gamma it derives from its state and ``alpha``).
-
-    With named topics (an informed prior) also ``top_topic`` (the name of the
-    largest proportion) and ``theta_named`` (topic name -> proportion). Each task
-    writes its partition as one Parquet file of the ``path`` directory; returns
-    the number of rows written.
-    """
-    names = list(topic_names) if topic_names else None
-
-    def tables(partition, block):
-        state = storage.load_npy(Checkpointer.gamma_file(gamma_dir, partition))
-        gamma = state if local_step is None else local_step.gamma(block, state, np.asarray(alpha))
-        return [outputs.doc_topics_table(block.doc_ids, gamma, names)]
-
-    return outputs.write_partition_tables(spark, blocks, [path], tables,
-                                          "write per-document topic proportions")[0]
 
 
 # --------------------------------------------------------------------------- inference

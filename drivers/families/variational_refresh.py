@@ -29,7 +29,7 @@ import pandas as pd
 from drivers import model_store, outputs, storage
 from drivers.checkpoint import Checkpointer
 from drivers.families import TrainRequest
-from drivers.families.variational import (VariationalTraining, check_python_memory, write_doc_topics)
+from drivers.families.variational_shared import VariationalTraining, check_python_memory, write_doc_topics
 from drivers.informed_prior import build_prior, spec_from_json
 from drivers.refresh import extend_lambda
 from drivers.variational import (EMSettings, EStep, GuidedStart, HybridStep, NewtonAlpha, OnlineAlpha,
