@@ -159,7 +159,8 @@ def _exchange(a: str, b: str) -> bool:
     raise OSError(errno, f"cannot exchange {a} and {b}: {os.strerror(errno)}")
 
 
-#: test hook: called with a step name ("staged", "moved-aside", "swapped", "version-moved") while publishing
+#: test hook: called with a step name while writing and publishing ("model-written", "staged", "moved-aside",
+#: "swapped", "version-moved")
 STEP_HOOK = None
 
 

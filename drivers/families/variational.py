@@ -27,7 +27,7 @@ from functools import partial
 
 import numpy as np
 
-from drivers import model_store, outputs, storage
+from drivers import model_store, outputs, publish, storage
 from drivers.checkpoint import Checkpointer
 from drivers.corpora.aligned import is_aligned, load_aligned_corpus
 from drivers.corpora.bow import Corpus, check_topics, load_corpus
@@ -238,6 +238,7 @@ class VariationalFamily(ModelFamily):
             meta["vocab_sizes"] = dict(zip(corpus.layout.languages, corpus.layout.sizes()))
         meta.update(model.describe(request, corpus, structure))
         model.save(request.output, meta, corpus, result.lambda_, structure)
+        publish.step("model-written")      # a test kills the run here: the model half written
         if prior.report is not None:
             model_store.save_prior(request.output, result.prior, prior.topic_names, corpus.vocab)
         if prior.spec is not None:

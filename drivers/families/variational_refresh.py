@@ -26,7 +26,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from drivers import model_store, outputs, storage
+from drivers import model_store, outputs, publish, storage
 from drivers.checkpoint import Checkpointer
 from drivers.families import TrainRequest
 from drivers.families.variational_shared import VariationalTraining, check_python_memory, write_doc_topics
@@ -150,6 +150,7 @@ def _refresh(spark, model, base, corpus, request, history: dict, output: str, se
     if "prior" in base.meta:
         meta["prior"] = base.meta["prior"]
     model.save(output, meta, corpus, result.lambda_, corpus.layout)
+    publish.step("model-written")          # a test kills the run here: the version half written
     if topic_names is not None:
         model_store.save_prior(output, topic_prior, topic_names, corpus.vocab)
     spec_path = storage.join(base.directory, model_store.PRIOR_SPEC)

@@ -264,16 +264,15 @@ def _job(*items, kill_at=None, kill_after_line=None):
 
 def test_killed_refreshes_and_trains_leave_a_complete_latest_and_nothing_ingested_twice(spark_session, base,
                                                                                        refreshed, tmp_path):
-    """SIGKILL during the E-step and between the version's rename and the pointer (the version complete on disk):
-    LATEST stays the previous complete version; the next run completes; each document once. (Killed with the
-    version written but not renamed, the run leaves a staging folder, removed by the next run like the E-step
-    kill's: measured, not repeated here for the suite's time.) For
-    train: killed right after the new model was swapped in, before the old one was cleaned up: the new model is
-    read, and the next run gives the user's file back and removes the old model."""
+    """SIGKILL during the E-step, during the model write (lambda written, the rest not) and between the version's
+    rename and the pointer (the version complete on disk): LATEST stays the previous complete version; the next
+    run completes; each document once. For train: killed during the model write (the old model stays, the half
+    written one is removed by the next run), and right after the new model was swapped in, before the old one was
+    cleaned up: the new model is read, and the next run gives the user's file back and removes the old model."""
     root = copy_root(refreshed, tmp_path)
     first = refreshed[2]["version"]
     raw2 = write_batch(tmp_path / "b2.jsonl", texts(10, 10, "m"))
-    for how in ({"kill_after_line": "iteration 1/"}, {"kill_at": "version-moved"}):
+    for how in ({"kill_after_line": "iteration 1/"}, {"kill_at": "model-written"}, {"kill_at": "version-moved"}):
         code, log = _job("refresh", "--model", root, "--input", raw2, "--iterations", 2, **how)
         assert code != 0, how
         assert model_root.latest(str(root)) == first, how                 # the pointer did not move
@@ -290,6 +289,8 @@ def test_killed_refreshes_and_trains_leave_a_complete_latest_and_nothing_ingeste
     train.train(spark_session, train.parse_request(common[1:]))
     (out / "notes.txt").write_text("mine")
     before = publish.read_marker(str(out))["token"]
+    assert _job(*common, "--seed", 5, kill_at="model-written")[0] != 0
+    assert publish.read_marker(str(out))["token"] == before and model_store.load_model(str(out)).meta["seed"] == 0
     assert _job(*common, "--seed", 2, kill_at="swapped")[0] != 0     # (killed when staged: like refresh's)
     assert publish.read_marker(str(out))["token"] != before and model_store.load_model(str(out)).meta["seed"] == 2
     train.train(spark_session, train.parse_request(common[1:] + ("--seed", 4)))
