@@ -98,15 +98,15 @@ def _refresh(spark, model, base, corpus, request, history: dict, output: str, se
     inference = request.inference or saved.get("inference", "variational")
     topic_prior, topic_names = base_prior(base, corpus.vocab)
     prior = topic_prior
-    lambda_old = extend_lambda(base.lambda_, np.vstack([prior.row(k)[V_old:] for k in range(K)]))
+    prior_rows = np.vstack([prior.row(k) for k in range(K)])          # eta_k over the grown vocabulary
+    lambda_old = extend_lambda(base.lambda_, prior_rows[:, V_old:])
     n_batch = corpus.num_documents
     documents_before = int(history.get("documents") or 0)
     steps_before = int(history.get("steps") or 0)
     update, alpha_rule = BatchUpdate(), NewtonAlpha()
     start = WarmStart(lambda_old, base.alpha)
     if request.mode == "batch":
-        statistics = lambda_old - np.vstack([prior.row(k) for k in range(K)])
-        start = GuidedStart(statistics, request.guide_weight)
+        start = GuidedStart(lambda_old - prior_rows, request.guide_weight)
     elif request.mode == "accumulate":
         stats = history.get("alpha_statistics")
         alpha_rule = NewtonAlpha(stats, documents_before) if stats is not None else NewtonAlpha()

@@ -31,7 +31,6 @@ class VariationalTraining:
     hybrid_alpha_warmup: int = 10     # EM iterations of alpha from Psi(mean counts), then the samples' mean of Psi
 
 
-
 def check_python_memory(sc, corpus: Corpus, num_topics: int, reducers: int | None) -> None:
     """Size the tasks' Python memory from the model (the largest partition vocabulary x K, K/R x V) and refuse
     a run that cannot fit before the first iteration (:func:`drivers.memory.python_memory_check`)."""
