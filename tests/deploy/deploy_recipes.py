@@ -1,16 +1,15 @@
 """Helpers of the deploy-recipe tests: the recipes' job invocations, the real CLI parser, a cron-expression
-checker, DNS-1035 names, our own JSON schemas of the Kubeflow Spark operator's resources (always used) and
-the operator's CRD schemas made strict (used when a copy of the CRDs is at hand)."""
+checker, DNS-1035 names, our own JSON schemas of the Kubeflow Spark operator's resources and
+the operator's CRD schemas made strict (a copy of kubeflow/spark-operator v2.5.2's CRDs ships in
+spark-operator-crds/; $SPARK_OPERATOR_CRDS names another)."""
 from __future__ import annotations
 
 import argparse
 import contextlib
-import glob
 import io
 import os
 import re
 import shlex
-import subprocess
 import tempfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -221,37 +220,23 @@ def schema_errors(schema: dict, document) -> list[str]:
 CRD_FILES = {"SparkApplication": "sparkoperator.k8s.io_sparkapplications.yaml",
              "ScheduledSparkApplication": "sparkoperator.k8s.io_scheduledsparkapplications.yaml"}
 CRD_PATH_IN_REPO = "charts/spark-operator-chart/crds"
-MIRRORS = "/work/.mirror/kubeflow+spark-operator*"
+#: the CRDs of kubeflow/spark-operator v2.5.2, shipped beside the tests (Apache-2.0; source and checksums in
+#: its README.md)
+SHIPPED_CRDS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "spark-operator-crds")
+SHIPPED_CRDS_VERSION = "kubeflow/spark-operator v2.5.2"
 
 
-def find_crds(scratch: str) -> tuple[str | None, str]:
-    """A directory holding both CRD files, and where it came from; (None, why) when there is none.
-
-    Looked for in $SPARK_OPERATOR_CRDS, then in a read-only git copy of kubeflow/spark-operator under
-    /work/.mirror (extracted into ``scratch`` with git show). The CRDs are not part of this repository."""
+def find_crds() -> tuple[str, str]:
+    """The directory holding both CRD files and what it is: $SPARK_OPERATOR_CRDS when set (another operator
+    version, its ``charts/spark-operator-chart/crds``), else the copy shipped in tests/deploy/. A directory
+    that lacks a file is an error, not a reason to skip the check."""
     given = os.environ.get("SPARK_OPERATOR_CRDS")
-    if given:
-        missing = [f for f in CRD_FILES.values() if not os.path.isfile(os.path.join(given, f))]
-        if missing:
-            return None, f"SPARK_OPERATOR_CRDS={given} lacks {', '.join(missing)}"
-        return given, f"SPARK_OPERATOR_CRDS={given}"
-    for mirror in sorted(glob.glob(MIRRORS)):
-        for git_dir in (os.path.join(mirror, "repo"), mirror):
-            if not os.path.isdir(git_dir):
-                continue
-            try:
-                commit = subprocess.run(["git", "--git-dir", git_dir, "rev-parse", "--short", "HEAD"],
-                                        capture_output=True, text=True, check=True, timeout=30).stdout.strip()
-                for name in CRD_FILES.values():
-                    blob = subprocess.run(["git", "--git-dir", git_dir, "show", f"HEAD:{CRD_PATH_IN_REPO}/{name}"],
-                                          capture_output=True, check=True, timeout=60).stdout
-                    with open(os.path.join(scratch, name), "wb") as f:
-                        f.write(blob)
-            except (OSError, subprocess.SubprocessError):
-                continue
-            return scratch, f"kubeflow/spark-operator@{commit} ({git_dir})"
-    return None, ("no copy of the Spark operator CRDs: set SPARK_OPERATOR_CRDS to a directory holding "
-                  f"{' and '.join(CRD_FILES.values())} (kubeflow/spark-operator {CRD_PATH_IN_REPO})")
+    folder, source = (given, f"SPARK_OPERATOR_CRDS={given}") if given else (SHIPPED_CRDS, SHIPPED_CRDS_VERSION)
+    missing = [f for f in CRD_FILES.values() if not os.path.isfile(os.path.join(folder, f))]
+    if missing:
+        raise FileNotFoundError(f"{source}: {folder} lacks {', '.join(missing)} ({CRD_PATH_IN_REPO} of "
+                                "kubeflow/spark-operator)")
+    return folder, source
 
 
 def load_crd_schema(path: str) -> dict:
