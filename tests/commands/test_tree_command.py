@@ -12,6 +12,7 @@ import pytest
 
 from drivers.trees import build_concepts, load_tree
 from jobs.preparation.dictionaries import languages_of, read_dictionaries, split_translations
+from prerequisites import require
 
 B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 
@@ -131,9 +132,8 @@ def test_tree_job_writes_the_tree_and_its_report(spark_session, aligned_corpus, 
         tree.build(spark_session, [dictd], str(tmp_path / "nowhere"), str(tmp_path / "t2"))
 
 
-@pytest.mark.skipif(not os.path.exists("/usr/share/dictd/freedict-eng-spa.index"),
-                    reason="Debian's dict-freedict-eng-spa is not installed")
 def test_debian_freedict_files_read():
+    require(os.path.exists("/usr/share/dictd/freedict-eng-spa.index"), "Debian's dict-freedict-eng-spa")
     pairs = list(read_dictionaries(["/usr/share/dictd/freedict-eng-spa.index"]))
     assert len(pairs) > 5000 and all(p[0] == "en" and p[2] == "es" for p in pairs)
     frame = pd.DataFrame([p[:4] for p in pairs], columns=["la", "a", "lb", "b"])

@@ -1,9 +1,9 @@
 """The Airflow DAG loaded by Airflow itself (DagBag: no import errors, the schedule and run limits as Airflow
 reads them) and the spark-submit command its SparkSubmitOperator would run, built by the provider's own hook,
 against deploy/submit-yarn.sh's. Airflow lives in its own environment, never in .venv (its Spark provider
-installs pyspark-client): only when .venv-airflow exists (python3 -m venv .venv-airflow &&
-.venv-airflow/bin/pip install apache-airflow apache-airflow-providers-apache-spark) or
-$SPARK_TOPICS_AIRFLOW_PYTHON names its python; not in CI."""
+installs pyspark-client): .venv-airflow, built by deploy/setup.sh test from deploy/airflow/requirements.txt, or
+the python $SPARK_TOPICS_AIRFLOW_PYTHON names. Skipped without it under a bare pytest; under deploy/run-tests.sh
+(and so in CI) a missing environment fails."""
 from __future__ import annotations
 
 import json
@@ -11,12 +11,16 @@ import os
 import shlex
 import subprocess
 
-import pytest
 
 from deploy_recipes import DAG_FILE, DEPLOY, REPO
+from prerequisites import require
 
 AIRFLOW_PYTHON = os.environ.get("SPARK_TOPICS_AIRFLOW_PYTHON", os.path.join(REPO, ".venv-airflow", "bin", "python"))
-pytestmark = pytest.mark.skipif(not os.path.exists(AIRFLOW_PYTHON), reason=f"no Airflow environment ({AIRFLOW_PYTHON})")
+RUFF = os.path.join(os.path.dirname(AIRFLOW_PYTHON), "ruff")
+
+
+def require_airflow(tool=AIRFLOW_PYTHON):
+    require(os.path.exists(tool), f"{os.path.basename(tool)} of the Airflow environment ({tool})")
 
 PROBE = """
 import json, sys
@@ -43,6 +47,7 @@ def options_and_application(argv):
 
 
 def test_dagbag_loads_the_dag_and_its_command_is_the_yarn_recipes(tmp_path):
+    require_airflow()
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "AIRFLOW_HOME": str(tmp_path / "airflow"),
            "AIRFLOW__CORE__LOAD_EXAMPLES": "False", "SPARK_TOPICS_HOME": REPO,
            "SPARK_TOPICS_MODEL": "hdfs:///t/model", "SPARK_TOPICS_INCOMING": "hdfs:///t/incoming",
@@ -66,13 +71,10 @@ def test_dagbag_loads_the_dag_and_its_command_is_the_yarn_recipes(tmp_path):
     assert options_and_application(loaded["spark_submit"]) == options_and_application(shlex.split(yarn.stdout))
 
 
-RUFF = os.path.join(os.path.dirname(AIRFLOW_PYTHON), "ruff")
-
-
-@pytest.mark.skipif(not os.path.exists(RUFF), reason=f"no ruff next to the Airflow environment ({RUFF})")
 def test_ruff_airflow_rules_pass_and_catch_a_removed_argument(tmp_path):
     """ruff --select AIR (Airflow 3 removals and moves, as Airflow's best practices recommend) finds nothing in
     the DAG, and finds schedule_interval (removed in Airflow 3) in a copy that uses it."""
+    require_airflow(RUFF)
     def codes(path):
         result = subprocess.run([RUFF, "check", "--no-cache", "--preview", "--select", "AIR", "--output-format",
                                  "json", str(path)], capture_output=True, text=True, timeout=60)
