@@ -102,30 +102,41 @@ def rank(doc_id: str, seed: int) -> bytes:
     return hashlib.blake2b(f"{seed}\x00{doc_id}".encode("utf-8"), digest_size=8).digest()
 
 
-def select(pool: Path, n_docs: int, heldout: float, seed: int):
-    """The first ``n_docs`` pool documents by seeded hash order: (train, test) lists of JSON lines."""
+def kind_of(doc_id: str) -> str:
+    """``verse`` or ``paragraph``: the kind of the module a pool document comes from."""
+    return MODULES[doc_id.split(":", 1)[0]][1]
+
+
+def select(pool: Path, n_docs: int, heldout: float, seed: int, kind: str | None = None):
+    """The first ``n_docs`` pool documents (of ``kind`` only, when given: ``verse`` gives short documents,
+    ``paragraph`` longer ones) by seeded hash order: (train, test) lists of JSON lines."""
     with gzip.open(pool, "rt", encoding="utf-8") as f:
         lines = f.readlines()
+    if kind is not None:
+        lines = [line for line in lines if kind_of(json.loads(line)["id"]) == kind]
     if n_docs > len(lines):
-        raise SystemExit(f"--docs {n_docs}: the pool has only {len(lines)} documents")
+        raise SystemExit(f"--docs {n_docs}: the pool has only {len(lines)} documents"
+                         + (f" of kind {kind}" if kind else ""))
     chosen = sorted(lines, key=lambda line: rank(json.loads(line)["id"], seed))[:n_docs]
     n_test = round(heldout * n_docs)
     return chosen[:n_docs - n_test], chosen[n_docs - n_test:]
 
 
 def ensure_corpus(spark, n_docs: int, heldout: float = 0.1, seed: int = 0, min_df: int = 2,
-                  max_df: float = 0.5, cache: Path = CACHE) -> tuple[str, str]:
-    """Prepared (train, test) corpus directories of the benchmark, built and cached when missing."""
+                  max_df: float = 0.5, cache: Path = CACHE, kind: str | None = None) -> tuple[str, str]:
+    """Prepared (train, test) corpus directories of the benchmark, built and cached when missing (``kind``:
+    only verses, or only commentary paragraphs; default both)."""
     from jobs.preparation.corpus import prepare_corpus
 
     pool = cache / "pool.jsonl.gz"
     if not pool.exists():
         build_pool(pool)
-    root = cache / f"corpus-{n_docs}-h{heldout:g}-s{seed}-df{min_df}-{max_df:g}"
+    root = cache / (f"corpus-{n_docs}-h{heldout:g}-s{seed}-df{min_df}-{max_df:g}"
+                    + (f"-{kind}s" if kind else ""))
     train_dir, test_dir = root / "train", root / "test"
     if (train_dir / "corpus.json").exists() and (test_dir / "corpus.json").exists():
         return str(train_dir), str(test_dir)
-    train_lines, test_lines = select(pool, n_docs, heldout, seed)
+    train_lines, test_lines = select(pool, n_docs, heldout, seed, kind)
     root.mkdir(parents=True, exist_ok=True)
     for name, lines in (("train", train_lines), ("test", test_lines)):
         (root / f"{name}.jsonl").write_text("".join(lines), encoding="utf-8")
@@ -142,8 +153,10 @@ if __name__ == "__main__":
     parser.add_argument("--docs", type=int, default=50000)
     parser.add_argument("--heldout", type=float, default=0.1)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--kind", choices=("verse", "paragraph"), default=None,
+                        help="only Bible verses (short documents) or only commentary paragraphs (longer ones)")
     args = parser.parse_args()
     from bench_common import bench_session
     spark = bench_session("bench corpus")
-    for directory in ensure_corpus(spark, args.docs, args.heldout, args.seed):
+    for directory in ensure_corpus(spark, args.docs, args.heldout, args.seed, kind=args.kind):
         print(directory, json.loads((Path(directory) / "corpus.json").read_text())["documents"])
