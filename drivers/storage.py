@@ -9,10 +9,23 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import uuid
 
 import numpy as np
 from pyarrow import fs as pafs
+
+
+#: a URI's scheme (``hdfs://``, ``s3a://``, ``file:/``): what follows it is the store's, not this machine's
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:/")
+
+
+def absolute(path: str) -> str:
+    """A local path made absolute against this process's working directory (executors run in another one);
+    a URI unchanged."""
+    if _SCHEME.match(path):
+        return path
+    return os.path.abspath(path)
 
 
 def resolve(path: str):

@@ -18,6 +18,7 @@ class ModelOption:
     type: type = float          # float, int or str; bool makes a switch (``--NAME`` sets True)
     default: object = None      # None: not given (the model decides)
     metavar: str | None = None
+    path: bool = False          # a file or directory: made absolute on the driver (executors run elsewhere)
 
     @property
     def flag(self) -> str:

@@ -13,25 +13,25 @@ import json
 
 from drivers import model_store, registry, storage
 from drivers.families import EvaluateRequest
-from jobs.spark import fold_in_conf, positive_int, sized_session
+from jobs.spark import fold_in_conf, local_path, path_map, positive_int, sized_session
 
 
 def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
-    parser.add_argument("--model", default=None,
+    parser.add_argument("--model", default=None, type=local_path,
                         help="MODEL_DIR written by `spark-topics train`, or a model ROOT (its LATEST version)")
     parser.add_argument("--version", default=None,
                         help="a model root's version to read (default: its LATEST; a number like 000003 is enough)")
-    parser.add_argument("--language-models", default=None, metavar="L=DIR,...",
+    parser.add_argument("--language-models", default=None, metavar="L=DIR,...", type=path_map,
                         help="aligned test corpus only: one monolingual model per language (the baseline of "
                              "cross-language retrieval) instead of one polylingual --model")
-    parser.add_argument("--corpus", required=True,
+    parser.add_argument("--corpus", required=True, type=local_path,
                         help="test CORPUS_DIR prepared with the model's vocabulary "
                              "(`spark-topics prepare ... --vocab MODEL_DIR/vocab.parquet`)")
-    parser.add_argument("--reference", default=None,
+    parser.add_argument("--reference", default=None, type=local_path,
                         help="CORPUS_DIR whose document co-occurrences define NPMI (default: the test corpus)")
     parser.add_argument("--top-words", type=int, default=10, help="top words per topic for NPMI")
     parser.add_argument("--seed", type=int, default=0, help="seed of the observed/held-out token split")
-    parser.add_argument("--output", default=None, help="also write the metrics to this JSON file")
+    parser.add_argument("--output", default=None, type=local_path, help="also write the metrics to this JSON file")
     parser.add_argument("--partitions", type=positive_int, default=None, help="document partitions (default: by size)")
     for family in registry.families():
         family.add_evaluate_flags(parser.add_argument_group(

@@ -20,15 +20,16 @@ import numpy as np
 
 from drivers import model_store, outputs, registry, storage
 from inference.distances import hellinger
+from jobs.spark import local_path
 
 
 def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
-    parser.add_argument("--model-dir", "--model", dest="model_dir", required=True,
+    parser.add_argument("--model-dir", "--model", dest="model_dir", required=True, type=local_path,
                         help="MODEL_DIR of a Gibbs model (it has segment_topics.parquet)")
     parser.add_argument("--version", default=None,
                         help="a model root's version to read (default: its LATEST; a number like 000003 is enough)")
     parser.add_argument("--doc-id", required=True, help="the document to show")
-    parser.add_argument("--output", required=True, metavar="OUT_DIR",
+    parser.add_argument("--output", required=True, metavar="OUT_DIR", type=local_path,
                         help="writes OUT_DIR/evolution.json and OUT_DIR/evolution.png")
     parser.add_argument("--top-topics", type=int, default=8, help="topics drawn separately in the plot")
     parser.add_argument("--top-words", type=int, default=3, help="words naming a topic in the legend")

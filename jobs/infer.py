@@ -20,20 +20,20 @@ from drivers import lease, model_store, registry, storage
 from drivers.corpora.files import CORPUS_JSON
 from drivers.families import InferRequest
 from jobs.preparation.corpus import PrepareError, prepare_corpus
-from jobs.spark import fold_in_conf, positive_int, sized_session
+from jobs.spark import fold_in_conf, local_path, positive_int, sized_session
 
 log = logging.getLogger("spark_topics.infer")
 
 
 def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
-    parser.add_argument("--model", required=True,
+    parser.add_argument("--model", required=True, type=local_path,
                         help="MODEL_DIR written by `spark-topics train`, or a model ROOT (its LATEST version)")
     parser.add_argument("--version", default=None,
                         help="a model root's version to read (default: its LATEST; a number like 000003 is enough)")
-    parser.add_argument("--input", required=True, metavar="PATH",
+    parser.add_argument("--input", required=True, metavar="PATH", type=local_path,
                         help="a prepared corpus directory with the model's vocabulary, or raw text "
                              "(any input of `spark-topics prepare`)")
-    parser.add_argument("--output", required=True, metavar="OUT_DIR",
+    parser.add_argument("--output", required=True, metavar="OUT_DIR", type=local_path,
                         help="writes OUT_DIR/doc_topics.parquet (and OUT_DIR/corpus for raw input)")
     parser.add_argument("--format", default="auto", help="raw input format, as in `prepare` (default: auto)")
     parser.add_argument("--id-column", default="id", help="document id column of raw JSON/CSV/Parquet input")

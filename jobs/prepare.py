@@ -12,17 +12,17 @@ import dataclasses
 from jobs.preparation import aligned
 from jobs.preparation.corpus import FORMATS, PrepareError, PrepareOptions, prepare_corpus, summary_line
 from jobs.preparation.text import NO_STOPWORDS, available_languages
-from jobs.spark import get_spark
+from jobs.spark import get_spark, local_path
 
 def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
     """Flags of ``spark-topics prepare`` (``--master``/``--conf``/``-v`` come from the CLI)."""
     d = PrepareOptions()
     io = parser.add_argument_group("input and output")
-    io.add_argument("--input", required=True, metavar="PATH",
+    io.add_argument("--input", required=True, metavar="PATH", type=local_path,
                     help="a .txt file or directory of .txt files (one document each, id = file "
                          "name without extension), JSON lines (.jsonl, .jsonl.gz, .json), "
                          ".csv with a header row, or Parquet (file or directory)")
-    io.add_argument("--output", required=True, metavar="CORPUS_DIR",
+    io.add_argument("--output", required=True, metavar="CORPUS_DIR", type=local_path,
                     help="corpus directory: docs.parquet/, vocab.parquet/, rejects/, corpus.json")
     io.add_argument("--format", default=d.format, choices=("auto",) + FORMATS,
                     help="input format (default: detected from the file extensions)")
@@ -49,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
     tok.add_argument("--language", default=d.language, metavar="NAME",
                      help=f"stop-word list: {', '.join(available_languages())}, or "
                           f"'{NO_STOPWORDS}' (default: %(default)s)")
-    tok.add_argument("--stopwords", default=None, metavar="FILE",
+    tok.add_argument("--stopwords", default=None, metavar="FILE", type=local_path,
                      help="extra stop words, one per line, added to the --language list "
                           "(use --language none to use only these)")
     tok.add_argument("--min-token-length", type=int, default=d.min_token_length, metavar="N",
@@ -68,7 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
     voc.add_argument("--max-vocab", type=int, default=None, metavar="N",
                      help="keep only the N most frequent terms after --min-df/--max-df "
                           "(default: no limit)")
-    voc.add_argument("--vocab", default=None, metavar="PATH",
+    voc.add_argument("--vocab", default=None, metavar="PATH", type=local_path,
                      help="reuse this vocabulary (a vocab.parquet or a corpus directory): no "
                           "pruning, ids kept, other words counted as out-of-vocabulary")
 

@@ -22,15 +22,18 @@ from drivers import lease, model_root, model_store, publish, refresh, registry, 
 from drivers.corpora.files import CORPUS_JSON, DOCS, VOCAB
 from drivers.refresh import RefreshRequest
 from jobs.preparation.corpus import PrepareError, document_terms, prepare_corpus, read_documents
-from jobs.spark import positive_int, sized_session
+from jobs.spark import local_path, positive_int, sized_session
 
 log = logging.getLogger("spark_topics.refresh")
 
 
 def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
-    parser.add_argument("--model", required=True, metavar="ROOT", help="the model root (created by the first refresh)")
-    parser.add_argument("--input", metavar="NEW_DOCS", help="new documents: any input of `spark-topics prepare`")
-    parser.add_argument("--base", metavar="MODEL_DIR", help="first refresh of a root: the trained model it starts from")
+    parser.add_argument("--model", required=True, metavar="ROOT", type=local_path,
+                        help="the model root (created by the first refresh)")
+    parser.add_argument("--input", metavar="NEW_DOCS", type=local_path,
+                        help="new documents: any input of `spark-topics prepare`")
+    parser.add_argument("--base", metavar="MODEL_DIR", type=local_path,
+                        help="first refresh of a root: the trained model it starts from")
     parser.add_argument("--mode", choices=refresh.MODES, default="accumulate",
                         help="accumulate: the old posterior is the batch's prior (no forgetting; default); online: "
                              "Hoffman's online VB, old documents fade at rate rho_t (drifting corpora); batch: EM "
@@ -51,7 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
     parser.add_argument("--min-new-df", type=int, default=3,
                         help="a new word enters the vocabulary once this many documents (over the batches) used it")
     parser.add_argument("--max-new-terms", type=int, default=1000, help="at most this many new words per refresh")
-    parser.add_argument("--probe", metavar="CORPUS_DIR",
+    parser.add_argument("--probe", metavar="CORPUS_DIR", type=local_path,
                         help="a prepared held-out corpus: its perplexity under the new version goes in the report")
     parser.add_argument("--keep", type=positive_int, default=None,
                         help="keep the model files of the N newest versions (older ones keep their ledger and report)")

@@ -10,6 +10,8 @@ import shutil
 import sys
 import tempfile
 
+from drivers.storage import absolute
+
 
 log = logging.getLogger("spark_topics")
 
@@ -35,6 +37,30 @@ def positive_int(text: str) -> int:
     return value
 
 
+#: argparse type of a path flag: a local path made absolute on the driver, where the job starts (executors, on
+#: a cluster, run in their worker's folder), a URI (hdfs://, s3a://, file:/) left alone. Every path flag takes
+#: one of the PATH_TYPES (tests/commands/test_paths.py walks every job's parser).
+local_path = absolute
+
+
+def path_list(text: str) -> str:
+    """argparse type of a comma-separated list of paths (``tree --dictionary A,B``): each one as ``local_path``."""
+    return ",".join(absolute(item.strip()) if item.strip() else item for item in text.split(","))
+
+
+def path_map(text: str) -> str:
+    """argparse type of ``KEY=PATH,...`` (``evaluate --language-models en=DIR,es=DIR``): each PATH as
+    ``local_path``; an item without ``=`` is kept for the job to refuse."""
+    items = []
+    for item in text.split(","):
+        key, sep, path = item.partition("=")
+        items.append(f"{key.strip()}={absolute(path.strip())}" if sep and path.strip() else item)
+    return ",".join(items)
+
+
+PATH_TYPES = (local_path, path_list, path_map)
+
+
 def check_java() -> None:
     """Fail early with a clear message when no Java runtime can be found."""
     if os.environ.get("JAVA_HOME") or shutil.which("java"):
@@ -58,6 +84,13 @@ UDS_KEY = "spark.python.unix.domain.socket.enabled"
 #: behind; a local job gets a folder of its own, removed when the process ends (on a cluster the folder would
 #: have to exist on every node, so the default stays)
 UDS_DIR_KEY = "spark.python.unix.domain.socket.dir"
+
+
+#: the module the Python daemon runs: ``jobs.quiet_daemon`` for a local session this process creates (the
+#: daemon imports it as its workers import the project); PySpark's own elsewhere (executors of a cluster get
+#: the project's code with their first task, after the daemon started)
+DAEMON_KEY = "spark.python.daemon.module"
+QUIET_DAEMON = "jobs.quiet_daemon"
 
 
 SOCKET_FOLDER_PREFIX = "spark-topics-sockets-"
@@ -124,6 +157,8 @@ def get_spark(app_name: str, master: str | None = None, conf: list[str] | None =
         folder = socket_folder() if UDS_DIR_KEY not in given and (master or "local").startswith("local") else None
         if folder is not None:
             builder = builder.config(UDS_DIR_KEY, folder)
+    if DAEMON_KEY not in given and not under_submit() and (master or "local").startswith("local"):
+        builder = builder.config(DAEMON_KEY, QUIET_DAEMON)
     builder = builder.config("spark.sql.execution.arrow.pyspark.enabled", "true")
     # let adaptive execution coalesce the shuffle partitions of cached frames (prepare caches several)
     builder = builder.config("spark.sql.optimizer.canChangeCachedPlanOutputPartitioning", "true")

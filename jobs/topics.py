@@ -4,10 +4,11 @@ from __future__ import annotations
 import argparse
 
 from drivers import model_store
+from jobs.spark import local_path
 
 
 def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
-    parser.add_argument("--model-dir", "--model", dest="model_dir", required=True,
+    parser.add_argument("--model-dir", "--model", dest="model_dir", required=True, type=local_path,
                         help="MODEL_DIR, or a model ROOT (its LATEST version)")
     parser.add_argument("--version", default=None,
                         help="a model root's version to read (default: its LATEST; a number like 000003 is enough)")

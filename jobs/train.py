@@ -14,7 +14,7 @@ from dataclasses import replace
 from drivers import lease, model_root, model_store, publish, registry, storage
 from drivers.families import TrainRequest
 from drivers.memory import BASE_BYTES
-from jobs.spark import add_spark_arguments, positive_int, sized_driver_conf, sized_session
+from jobs.spark import add_spark_arguments, local_path, positive_int, sized_driver_conf, sized_session
 
 log = logging.getLogger("spark_topics.train")
 
@@ -44,8 +44,9 @@ def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
     spec = registry.model(base.name, value_in(argv, "--inference"))
     parser.add_argument("--model", choices=list(registry.MODELS), default=DEFAULT_MODEL,
                         help="the model to fit (see below); `train --model NAME --help` shows its own flags")
-    parser.add_argument("--corpus", required=True, help="CORPUS_DIR written by `spark-topics prepare`")
-    parser.add_argument("--output", required=True, help="MODEL_DIR to write")
+    parser.add_argument("--corpus", required=True, type=local_path,
+                        help="CORPUS_DIR written by `spark-topics prepare`")
+    parser.add_argument("--output", required=True, type=local_path, help="MODEL_DIR to write")
     parser.add_argument("--topics", "-k", type=int, required=True, help="number of topics K")
     parser.add_argument("--iterations", type=int, default=50, help="maximum EM iterations / Gibbs iterations")
     parser.add_argument("--seed", type=int, default=0)
@@ -56,7 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
                         help="document partitions (default: from the corpus size, not the cluster, "
                              "so results are reproducible anywhere)")
     parser.add_argument("--reducers", type=positive_int, default=None, help="topic reducers R (default: min(K, cores))")
-    parser.add_argument("--checkpoint-dir", default=None,
+    parser.add_argument("--checkpoint-dir", default=None, type=local_path,
                         help="where the run keeps its checkpoint: its own subfolder of this directory, the only "
                              "thing it deletes (default: MODEL_DIR/_checkpoint)")
     parser.add_argument("--resume", action="store_true", help="continue from the last checkpoint")
@@ -65,6 +66,8 @@ def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
     family = spec.family_object()
     family.add_train_flags(parser.add_argument_group(
         f"{family.name} family ({', '.join(s.name for s in registry.models_of(family.name))})"))
+    if spec.family == base.family and base.default_inference:     # the model's own default of its family's flag
+        parser.set_defaults(inference=base.default_inference)
     own = parser.add_argument_group(f"--model {spec.name}: {spec.summary}")
     if spec.family != base.family:           # another engine of the model: its family's flags, and this one
         own.add_argument("--inference", choices=registry.inference_modes(base.name), required=True,
@@ -73,7 +76,8 @@ def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
         if option.type is bool:
             own.add_argument(option.flag, dest=option.name, action="store_true", help=option.help)
         else:
-            own.add_argument(option.flag, dest=option.name, type=option.type, default=option.default,
+            own.add_argument(option.flag, dest=option.name, type=local_path if option.path else option.type,
+                             default=option.default,
                              metavar=option.metavar, help=option.help)
     parser.epilog = "models (corpus they need):\n" + "\n".join(
         f"  {s.name:<10} {s.family:<12} {s.corpus:<18} {s.summary}" for s in registry.MODELS.values())

@@ -17,16 +17,17 @@ from drivers import storage
 from drivers.corpora.files import CORPUS_JSON
 from drivers.trees import build_concepts, format_report, save_tree
 from jobs.preparation.dictionaries import DictionaryError, read_dictionaries
-from jobs.spark import get_spark
+from jobs.spark import get_spark, local_path, path_list
 
 log = logging.getLogger("spark_topics.tree")
 
 
 def add_arguments(parser, argv=None) -> None:
-    parser.add_argument("--dictionary", required=True,
+    parser.add_argument("--dictionary", required=True, type=path_list,
                         help="comma-separated dictionaries: FreeDict .index files (dictd) or .tsv files of pairs")
-    parser.add_argument("--corpus", required=True, help="the prepared corpus the tree is for (monolingual or aligned)")
-    parser.add_argument("--output", required=True, help="the tree directory to write")
+    parser.add_argument("--corpus", required=True, type=local_path,
+                        help="the prepared corpus the tree is for (monolingual or aligned)")
+    parser.add_argument("--output", required=True, type=local_path, help="the tree directory to write")
     parser.add_argument("--languages", default=None,
                         help="ISO 639-3 code of a dictionary name -> the corpus' language code, e.g. eng=en,spa=es "
                              "(default: the usual two-letter codes)")

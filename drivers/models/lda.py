@@ -20,7 +20,7 @@ class LDA(VariationalModel):
         ModelOption("optimize_eta", "learn a symmetric eta by Newton-Raphson", bool),
         ModelOption("prior", "informed prior: seed word lists per named topic (JSON, 'name: word prefix*' lines, "
                              "or a LIWC .dic) or a sparse prior (Parquet/CSV with topic, word, value); see "
-                             "drivers/informed_prior.py", str, metavar="FILE"),
+                             "drivers/informed_prior.py", str, metavar="FILE", path=True),
         ModelOption("prior_high", "eta of a seeded topic for its seed words (default 10, as the thesis)",
                     default=10.0),
         ModelOption("prior_low", "eta of a seeded topic for every other word (default 0.01, as the thesis)",

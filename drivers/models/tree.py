@@ -37,7 +37,7 @@ class TreeLDA(VariationalModel):
     name = "tlda"
     options = (
         ModelOption("tree", "the prior tree (spark-topics tree --output DIR); without it the tree has no "
-                            "concepts and the model is LDA", str, metavar="TREE_DIR"),
+                            "concepts and the model is LDA", str, metavar="TREE_DIR", path=True),
         ModelOption("link_strength", "prior of a concept's edges to its words, in units of eta over the word's "
                                      "number of concepts (default 100)", default=100.0),
         ModelOption("eta", "prior of a root -> word edge (default 1/K); the other edges follow from it"),
