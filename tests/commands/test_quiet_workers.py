@@ -1,0 +1,66 @@
+"""No traceback on success: the JVM retires idle Python workers (after a minute without Python tasks starting or
+ending, and when the session stops) by closing their socket, and PySpark 4's daemon printed each such worker's
+BrokenPipeError traceback to the job's stderr; jobs/quiet_daemon.py, which local jobs run, does not."""
+from __future__ import annotations
+
+import os
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+from gibbs_corpus import sample_segmented_lda, terms, write_segmented_corpus
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+NOISE = ("Traceback", "BrokenPipeError", "Broken pipe")
+
+
+def retire_an_idle_worker(module: str, folder) -> str:
+    """Start ``python -m MODULE pyspark.worker`` as Spark's JVM does for the jobs (Unix domain sockets, worker
+    reuse, killWorkerOnFlushFailure), take a worker, then close its socket as the JVM retires an idle worker;
+    the daemon's stderr."""
+    env = dict(os.environ, SPARK_REUSE_WORKER="1", PYTHON_DAEMON_KILL_WORKER_ON_FLUSH_FAILURE="true",
+               PYTHON_UNIX_DOMAIN_ENABLED="true", PYTHON_WORKER_FACTORY_SOCK_DIR=str(folder), PYTHONPATH=REPO)
+    daemon = subprocess.Popen([sys.executable, "-m", module, "pyspark.worker"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=REPO)
+    try:
+        (length,) = struct.unpack("!i", daemon.stdout.read(4))
+        path = daemon.stdout.read(length).decode()
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(30)
+            sock.connect(path)
+            pid = struct.unpack("!i", sock.recv(4, socket.MSG_WAITALL))[0]    # the forked worker, idle
+            assert pid > 0
+        time.sleep(2)                        # the worker reads end-of-file, reports it, exits
+    finally:
+        daemon.stdin.close()                 # the JVM's way of stopping the daemon
+        daemon.wait(timeout=30)
+    return daemon.stderr.read().decode(errors="replace")
+
+
+def test_pyspark_daemon_prints_a_retired_workers_broken_pipe_and_ours_does_not():
+    with tempfile.TemporaryDirectory(prefix="st-") as folder:      # a short path: socket paths are limited
+        assert "BrokenPipeError" in retire_an_idle_worker("pyspark.daemon", folder)      # what the jobs printed
+        assert retire_an_idle_worker("jobs.quiet_daemon", folder) == ""
+
+
+def test_evaluate_of_a_gibbs_model_prints_no_traceback(spark_session, tmp_path):
+    """evaluate of a Gibbs model through the CLI, as a user runs it (local[2], its own session and daemon)."""
+    from conftest import train_args
+    from jobs.train import train
+
+    docs, _ = sample_segmented_lda(n_docs=40, n_segments=3, seg_length=12, n_topics=3, vocab_size=30,
+                                   alpha=0.3, eta=0.1, seed=4)
+    corpus = write_segmented_corpus(tmp_path / "corpus", docs, terms(30))
+    train(spark_session, train_args(corpus, tmp_path / "model", "--model", "lda-gibbs", "--topics", 3,
+                                    "--iterations", 6, "--burn-in", 4, "--lag", 1, "--samples", 2))
+    env = dict(os.environ, SPARK_TOPICS_SPARK_LOG_LEVEL="WARN")
+    env.pop("PYSPARK_GATEWAY_PORT", None)
+    run = subprocess.run([sys.executable, "-m", "jobs.cli", "evaluate", "--model", "model", "--corpus", corpus,
+                          "--master", "local[2]", "--conf", "spark.ui.enabled=false"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "held-out perplexity" in run.stdout
+    assert not [word for word in NOISE if word in run.stderr], run.stderr[-3000:]
