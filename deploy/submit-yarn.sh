@@ -55,7 +55,10 @@ for arg in ${spark_args[@]+"${spark_args[@]}"}; do
   esac
 done
 
-python="${PYTHON:-$(command -v python3)}"
+# this python: $PYTHON, else the project's .venv (deploy/setup.sh; activated or not), else python3 on the PATH
+python="${PYTHON:-}"
+[[ -n "$python" || ! -x "$here/.venv/bin/python" ]] || python="$here/.venv/bin/python"
+[[ -n "$python" ]] || python="$(command -v python3)"
 submit="${SPARK_SUBMIT:-$(command -v spark-submit || true)}"
 [[ -n "$submit" ]] || submit="$("$python" -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "bin", "spark-submit"))')"
 

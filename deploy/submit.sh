@@ -20,6 +20,10 @@
 #   --print-command  print the spark-submit command (shell-quoted, one line) instead of running it; builds
 #            nothing
 #
+# The python is $PYTHON, else the project's .venv/bin/python when deploy/setup.sh made one (it need not be
+# activated), else python3 on the PATH; spark-submit is $SPARK_SUBMIT, else the one on the PATH, else pyspark's
+# of that python.
+#
 # Example (standalone cluster):
 #   deploy/submit.sh --master spark://10.0.0.5:7077 train --corpus hdfs:///c --output hdfs:///m --topics 50
 #   deploy/submit.sh --master spark://10.0.0.5:7077 --env refresh --model hdfs:///topics --input hdfs:///new
@@ -51,7 +55,10 @@ done
 [[ "$deploy_mode" == client || "$deploy_mode" == cluster ]] \
   || { echo "--deploy-mode must be client or cluster, not '$deploy_mode'" >&2; exit 2; }
 
-python="${PYTHON:-$(command -v python3)}"
+# this python: $PYTHON, else the project's .venv (deploy/setup.sh; activated or not), else python3 on the PATH
+python="${PYTHON:-}"
+[[ -n "$python" || ! -x "$here/.venv/bin/python" ]] || python="$here/.venv/bin/python"
+[[ -n "$python" ]] || python="$(command -v python3)"
 submit="${SPARK_SUBMIT:-$(command -v spark-submit || true)}"
 [[ -n "$submit" ]] || submit="$("$python" -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "bin", "spark-submit"))')"
 
