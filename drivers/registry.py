@@ -41,6 +41,9 @@ class ModelSpec:
     engines: tuple = ()
     #: the ``refresh --mode`` values the model supports (``spark-topics refresh``; empty: refresh refuses it)
     refresh_modes: tuple = ()
+    #: its family's ``--inference`` when the flag is not given, if not the family's own default (README: "why this
+    #: default"; ``None``: the family's, variational EM for the variational family)
+    default_inference: str | None = None
 
     def model_class(self):
         return _load(self.model, f"model {self.name!r}")
