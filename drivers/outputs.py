@@ -91,18 +91,20 @@ def png_bytes(fig) -> bytes:
     return buffer.getvalue()
 
 
-def plot_elbo(path: str, trace: list[dict]) -> None:
-    """ELBO against iteration, with seconds per iteration on a second axis (PNG)."""
+def plot_elbo(path: str, trace: list[dict], hybrid: bool = False) -> None:
+    """ELBO against iteration (hybrid inference: the kept samples' mean log joint, its objective), with seconds per
+    iteration on a second axis (PNG)."""
     plt = pyplot()
     its = [r["iteration"] for r in trace]
     fig, ax = plt.subplots(figsize=(7, 4), dpi=100)
     ax.plot(its, [r["elbo"] for r in trace], marker="o", color="tab:blue")
     ax.set_xlabel("iteration")
-    ax.set_ylabel("ELBO (eq 3.4)", color="tab:blue")
+    ax.set_ylabel("log joint (sampled)" if hybrid else "ELBO (eq 3.4)", color="tab:blue")
     ax2 = ax.twinx()
     ax2.bar(its, [r["seconds"] for r in trace], alpha=0.25, color="tab:gray")
     ax2.set_ylabel("seconds per iteration", color="tab:gray")
-    ax.set_title("Variational EM: evidence lower bound")
+    ax.set_title("Hybrid variational-MCMC EM: mean log joint of the kept samples" if hybrid
+                 else "Variational EM: evidence lower bound")
     fig.tight_layout()
     storage.write_bytes(path, png_bytes(fig))
 

@@ -159,7 +159,7 @@ def _refresh(spark, model, base, corpus, request, history: dict, output: str, se
     write_doc_topics(spark, corpus.blocks, result.gamma_dir, storage.join(output, "doc_topics.parquet"),
                      meta.get("topic_names"), local_step, result.alpha)
     if trace:
-        outputs.plot_elbo(storage.join(output, "elbo.png"), trace)
+        outputs.plot_elbo(storage.join(output, "elbo.png"), trace, hybrid=inference == "hybrid")
     for name in storage.list_dir(base.directory):
         if name == model_store.TOKENIZER or name.startswith("stopwords"):
             storage.write_bytes(storage.join(output, name), storage.read_bytes(storage.join(base.directory, name)))
