@@ -124,7 +124,7 @@ class VariationalFamily(ModelFamily):
         parser.add_argument("--inference", choices=("variational", "hybrid"), default="variational",
                             help="the local step: the variational E-step, or hybrid variational-MCMC (each "
                                  "document's topics Gibbs-sampled given E[log beta], sparse averaged counts; "
-                                 "thesis §4.2)")
+                                 "thesis §4.2); default: %(default)s (the model's, README: why this default)")
         parser.add_argument("--hybrid-burn-in", type=int, default=5, help="hybrid: burn-in sweeps per document")
         parser.add_argument("--hybrid-samples", type=int, default=5,
                             help="hybrid: kept sweeps per document, averaged into the statistics")
@@ -246,7 +246,7 @@ class VariationalFamily(ModelFamily):
         write_doc_topics(spark, corpus.blocks, result.gamma_dir, storage.join(request.output, "doc_topics.parquet"),
                          prior.topic_names, local_step, result.alpha)
         if trace:
-            outputs.plot_elbo(storage.join(request.output, "elbo.png"), trace)
+            outputs.plot_elbo(storage.join(request.output, "elbo.png"), trace, hybrid=e.inference == "hybrid")
         model_store.save_tokenizer(request.output, request.corpus,
                                    None if corpus.layout is None else corpus.layout.languages)
         model_store.write_topics_file(request.output, request.top_words)
