@@ -73,7 +73,8 @@ class PythonWorkers:
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads the executors' command lines from /proc")
 def test_train_with_the_packed_env_on_the_standalone_cluster(standalone_cluster, packed_env, synthetic_lda,
                                                              spark_session, tmp_path):
-    """Also the cluster's model = the local-mode model, bit for bit (the seed decides, not the master)."""
+    """Also the cluster's model = the local-mode model, bit for bit (the seed decides, not the master), with
+    --corpus and --output relative to the submitting shell's folder (the executors run in the workers' own)."""
     url, logs = standalone_cluster
     archive, stamp, _ = packed_env
     corpus, _ = synthetic_lda
@@ -85,8 +86,8 @@ def test_train_with_the_packed_env_on_the_standalone_cluster(standalone_cluster,
     env.pop("PYTHONPATH", None)
     command = [os.path.join(DEPLOY, "submit.sh"), "--master", url, "--env-archive", archive,
                "--spark-arg", "--conf=spark.cores.max=2", "--spark-arg", "--conf=spark.executor.memory=512m",
-               "train", "--corpus", str(corpus), "--output", str(output), "--topics", "3", "--iterations", "2",
-               "--tol", "0", "--seed", "5"]
+               "train", "--corpus", os.path.relpath(corpus, tmp_path), "--output", "model", "--topics", "3",
+               "--iterations", "2", "--tol", "0", "--seed", "5"]
     apps_before = set(cluster_apps(logs))      # the cluster is shared by every cluster test of the session
     with PythonWorkers(logs) as workers:
         result = subprocess.run(command, cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=420)
@@ -94,6 +95,7 @@ def test_train_with_the_packed_env_on_the_standalone_cluster(standalone_cluster,
 
     meta = json.loads((output / "model.json").read_text())
     assert (output / "lambda.npy").exists() and meta["topics"] == 3
+    assert not (output / "_checkpoint").exists() and not [p for p in logs.rglob("model") if p.is_dir()]
     local = tmp_path / "local"
     train.train(spark_session, train_args(corpus, local, "--topics", 3, "--iterations", 2, "--tol", 0, "--seed", 5))
     np.testing.assert_array_equal(np.load(local / "lambda.npy"), np.load(output / "lambda.npy"))
