@@ -342,32 +342,58 @@ RESIDENT_TEST_KILL = None
 def _resident_task(items, model, run, directory, seed, topic_groups, address, token, kill=None):
     """Spark barrier task: a partition's sampler for the whole run; per message of the driver's hub a
     synchronisation exactly as :func:`_partition_task` does it, answered by the partition's records."""
-    import os
-
     from pyspark import BarrierTaskContext
 
-    from drivers.sync_hub import connect, recv_message, send_message
     partition = BarrierTaskContext.get().partitionId()
     _only_one(partition, items)
-    sock = connect(tuple(address), token, partition)
-    table = None                # this task's copy of the shared table of the last synchronisation
+    _serve_resident([partition], model, run, directory, seed, topic_groups, address, token, kill)
+    yield partition
+
+
+def _resident_group_task(items, model, run, directory, seed, topic_groups, address, token, kill=None):
+    """Spark barrier task hosting several partitions (more partitions than task slots): its one record is the
+    list of its partitions, each with its own connection to the hub, swept one after the other per
+    synchronisation, each exactly as a task of its own would (the same model: only the wall clock changes)."""
+    records = list(items)
+    if len(records) != 1:
+        raise RuntimeError(f"a resident group task expects its one list of partitions, got {records}")
+    _serve_resident(list(records[0]), model, run, directory, seed, topic_groups, address, token, kill)
+    yield from records[0]
+
+
+def _serve_resident(partitions, model, run, directory, seed, topic_groups, address, token, kill=None):
+    """The synchronisations of ``partitions`` (one connection each) until the hub says stop: every message is
+    read before any partition sweeps (the driver sends all partitions their message before it reads a reply)."""
+    import os
+
+    from drivers.sync_hub import connect, recv_message, send_message
+    socks = [connect(tuple(address), token, partition) for partition in partitions]
+    tables = [None] * len(partitions)   # each partition's copy of the shared table of the last synchronisation
     try:
         while True:
-            header, arrays = recv_message(sock)
-            if header["kind"] != "sync":
+            messages = [recv_message(sock) for sock in socks]
+            if any(header["kind"] != "sync" for header, _ in messages):
                 break
-            plan = SyncPlan(tuple(header["iterations"]), header["sample"], header["previous_sample"])
-            if kill is not None and partition == 1 and plan.iterations and plan.iterations[0] == kill[0] \
-                    and not os.path.exists(kill[1]):
-                open(kill[1], "w").close()
-                os._exit(1)
-            table, nk = _apply_table(header, arrays, table)
-            records = _partition_sync(partition, model, run, directory, (table, nk, header["hyper"]), seed, plan,
-                                      topic_groups)
-            send_message(sock, *_records_message(records))
+            for j, (partition, sock, (header, arrays)) in enumerate(zip(partitions, socks, messages)):
+                plan = SyncPlan(tuple(header["iterations"]), header["sample"], header["previous_sample"])
+                if kill is not None and partition == 1 and plan.iterations and plan.iterations[0] == kill[0] \
+                        and not os.path.exists(kill[1]):
+                    open(kill[1], "w").close()
+                    os._exit(1)
+                tables[j], nk = _apply_table(header, arrays, tables[j])
+                records = _partition_sync(partition, model, run, directory, (tables[j], nk, header["hyper"]), seed,
+                                          plan, topic_groups)
+                send_message(sock, *_records_message(records))
     finally:
-        sock.close()
-    yield partition
+        for sock in socks:
+            sock.close()
+
+
+def resident_groups(num_partitions: int, slots: int) -> list[list[int]]:
+    """The partitions each task of a resident stage hosts: one each while they fit the slots, else dealt round
+    robin over ``slots`` tasks (partition p to task p mod slots)."""
+    tasks = max(1, min(num_partitions, slots))
+    return [list(range(t, num_partitions, tasks)) for t in range(tasks)]
 
 
 def _reduce_task(records, num_rows, topic_groups):
@@ -421,7 +447,9 @@ class ResidentSampler:
     synchronisation with its tasks: the driver's loop is unchanged, a synchronisation costs its sweeps and
     two messages instead of a Spark job."""
 
-    def __init__(self, engine: "GibbsEngine", handles, groups, description: str):
+    def __init__(self, engine: "GibbsEngine", handles, groups, description: str, hosted=None):
+        """``hosted``: the partitions of each task (:func:`resident_groups`) when tasks host several; None:
+        one task per partition, scheduled where its staged handle is cached."""
         import threading
 
         from drivers.sync_hub import SyncHub
@@ -438,10 +466,13 @@ class ResidentSampler:
         self._thread = None
         self.hub = SyncHub(bind, engine._num_partitions, alive=lambda: self._thread.is_alive(), advertise=host)
         self.group = f"spark-topics-resident-{engine._run}"
-        job = handles.barrier().mapPartitions(partial(
-            _resident_task, model=engine.model, run=engine._run, directory=engine.checkpoint_dir,
-            seed=engine.settings.seed, topic_groups=groups, address=list(self.hub.address), token=self.hub.token,
-            kill=RESIDENT_TEST_KILL))
+        task = dict(model=engine.model, run=engine._run, directory=engine.checkpoint_dir,
+                    seed=engine.settings.seed, topic_groups=groups, address=list(self.hub.address),
+                    token=self.hub.token, kill=RESIDENT_TEST_KILL)
+        if hosted is None:
+            job = handles.barrier().mapPartitions(partial(_resident_task, **task))
+        else:
+            job = sc.parallelize(hosted, len(hosted)).barrier().mapPartitions(partial(_resident_group_task, **task))
 
         def run():
             sc.setJobGroup(self.group, description, interruptOnCancel=True)
@@ -602,34 +633,38 @@ class GibbsEngine:
         self._resident, self.sync_used = None, "resident, then jobs"
 
     def _start_resident(self, handles, partitioner: TopicPartitioner, t: int):
-        """A :class:`ResidentSampler` for the iterations after ``t`` when the settings allow one and the
-        cluster can run every partition at once (else None: one Spark job per synchronisation)."""
+        """A :class:`ResidentSampler` for the iterations after ``t`` when the settings allow one (else None: one
+        Spark job per synchronisation). With more partitions than the cluster's task slots, each task of the
+        barrier stage hosts several partitions (:func:`resident_groups`): the same model, one message pair per
+        partition and synchronisation instead of a Spark job."""
         mode, P = self.settings.sync, self._num_partitions
         if mode == "jobs":
             return None
-        why = None
+        why, slots = None, 0
         if not self._on_driver:
             why = "the partitions' counts are too large for the driver (they go through the reducers)"
         else:
             slots = resident_slots(self.sc)
-            if slots < P:
-                why = (f"{P} partitions need {P} task slots at once, the cluster has {slots}" if slots else
-                       "the cluster's task slots are unknown or change (dynamic allocation)")
+            if not slots:
+                why = "the cluster's task slots are unknown or change (dynamic allocation)"
         if why is not None:
             if mode == "resident":
                 raise SystemExit(f"--sync resident: {why}; use --sync jobs or auto")
             log.info("one Spark job per synchronisation: %s", why)
             return None
+        hosted = resident_groups(P, slots) if slots < P else None
+        tasks = P if hosted is None else len(hosted)
         description = (f"{self.model.name}: resident sampler, iterations {t + 1}-{self.settings.schedule.iterations}"
-                       f" ({P} tasks of one barrier stage; counts summed on the driver)")
+                       f" ({P} partitions on {tasks} tasks of one barrier stage; counts summed on the driver)")
         try:
-            resident = ResidentSampler(self, handles, partitioner.topic_groups(), description)
+            resident = ResidentSampler(self, handles, partitioner.topic_groups(), description, hosted)
         except (HubError, OSError) as exc:
             if mode == "resident":
                 raise SystemExit(f"--sync resident: the resident sampler did not start ({exc})") from None
             log.warning("resident sampler did not start (%s): one Spark job per synchronisation", exc)
             return None
-        log.info("resident sampler: %d tasks of one barrier stage, one message pair per synchronisation", P)
+        log.info("resident sampler: %d tasks of one barrier stage%s, one message pair per partition and "
+                 "synchronisation", tasks, "" if hosted is None else f" hosting {P} partitions")
         return resident
 
     def _log_timeline(self, parts, job_began: float) -> None:

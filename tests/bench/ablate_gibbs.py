@@ -118,7 +118,10 @@ VARIANTS = {
     "burnin50": ("ours", {"alpha_burn_in": 50}),
     "p1": ("ours", {"partitions": 1}),                         # no AD-LDA staleness
     "avg5": ("ours", {"samples": 5, "lag": None}),             # the CLI's default estimate: 5 samples, lag N/10
+    "p3": ("ours", {"partitions": 3}),                         # the default partitioning of 2-3M tokens
+    "p3avg5": ("ours", {"partitions": 3, "samples": 5, "lag": None}),
     "tomotopy": ("tomotopy", {"alpha": 0.1, "eta": 0.01}),
+    "tomotopy2": ("tomotopy", {"alpha": 0.1, "eta": 0.01, "workers": 2}),
     "tomotopy-fixed": ("tomotopy", {"alpha": 0.1, "eta": 0.01, "optim_interval": 0}),
 }
 
