@@ -11,7 +11,6 @@ import os
 import shlex
 import subprocess
 
-
 from deploy_recipes import DAG_FILE, DEPLOY, REPO
 from prerequisites import require
 

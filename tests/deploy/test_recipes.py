@@ -1,6 +1,7 @@
 """deploy/: the spark-submit scripts' exact commands (YARN cluster mode with the packed env, submit.sh in client
-and cluster mode), the Airflow DAG (read with ast and run against stand-ins of Airflow's classes: Airflow is
-not installed here), the cron line (parsed, its flock refusing a second run, and run for real), and every
+and cluster mode), the Airflow DAG (read with ast and run against stand-ins of Airflow's classes; test_airflow_dagbag.py loads it
+in Airflow itself), the cron line (parsed, its flock refusing a second run, and run for real: it publishes a
+version), and every
 recipe's job flags through the real parser."""
 from __future__ import annotations
 
@@ -314,37 +315,16 @@ def test_cron_run_while_the_lock_is_held_exits_at_once(tmp_path):
     assert (tmp_path / "refresh.log").read_text() == ""
 
 
-def test_cron_line_runs_refresh_through_submit_sh(tmp_path):
-    """The crontab's command itself, its paths pointed at a temp folder and spark-submit in local mode, on a
-    root without a version yet: flock -> submit.sh -> spark-submit -> jobs/refresh.py, which refuses the
-    root in one line of the log (the first refresh needs --base); a second run meanwhile is skipped (75)."""
-    _jsonl(tmp_path / "incoming" / "docs.jsonl", [{"id": "a", "text": "a few words of text"}])
-    env = cron_environment(tmp_path)
-    (_, command), = read_crontab()[1]
-    first = subprocess.Popen(["/bin/sh", "-c", command], env=env)
-    try:
-        wait_until_locked(env["SPARK_TOPICS_LOCK"])
-        second, seconds = run_cron_command(env, timeout=30)
-        first.wait(timeout=240)
-    finally:
-        first.kill()
-    log = (tmp_path / "refresh.log").read_text()
-    assert second.returncode == BUSY and seconds < 5
-    assert first.returncode not in (0, BUSY), log[-3000:]
-    assert "--base" in log and str(tmp_path / "root") in log, log[-3000:]
-    assert (tmp_path / "dist" / "spark_topics_code.zip").exists()   # submit.sh packaged the code
-
-
 def _jsonl(path, rows):
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
 
 
-@pytest.mark.skipif(not os.environ.get("SPARK_TOPICS_CRON_E2E"),
-                    reason="1.5-3 min (prepare, train, a first refresh, then the cron run): SPARK_TOPICS_CRON_E2E=1")
-def test_cron_line_publishes_a_version(tmp_path, spark_session):
-    """The crontab's command adds a version to a root started (in process) from a tiny trained model."""
+def test_cron_line_publishes_a_version_and_a_second_run_meanwhile_is_skipped(tmp_path, spark_session):
+    """The crontab's command itself, its paths pointed at a temp folder and spark-submit in local mode
+    (flock -> submit.sh -> spark-submit -> jobs/refresh.py), adds a version to a root started in process from a
+    tiny trained model, logging to the crontab's log; a second run while it holds the lock exits 75 at once."""
     import gzip
 
     from jobs.cli import main
@@ -352,16 +332,29 @@ def test_cron_line_publishes_a_version(tmp_path, spark_session):
     with gzip.open(os.path.join(REPO, "sample_data", "web_chapters.jsonl.gz"), "rt") as f:
         rows = [json.loads(next(f)) for _ in range(60)]
     base = _jsonl(tmp_path / "base" / "docs.jsonl", rows[:40])
-    first = _jsonl(tmp_path / "first" / "docs.jsonl", rows[40:50])
+    first_batch = _jsonl(tmp_path / "first" / "docs.jsonl", rows[40:50])
     _jsonl(tmp_path / "incoming" / "docs.jsonl", rows[50:])
     corpus, model, root = tmp_path / "corpus", tmp_path / "model", tmp_path / "root"
     main(["prepare", "--input", str(base), "--output", str(corpus)])
     main(["train", "--corpus", str(corpus), "--output", str(model), "--topics", "3", "--iterations", "3",
           "--seed", "1"])
-    main(["refresh", "--model", str(root), "--input", str(first), "--base", str(model), "--iterations", "3"])
+    main(["refresh", "--model", str(root), "--input", str(first_batch), "--base", str(model), "--iterations", "3"])
     latest, versions = (root / "LATEST").read_text(), len(os.listdir(root / "versions"))
-    result, _ = run_cron_command(cron_environment(tmp_path), timeout=300)
+
+    env = cron_environment(tmp_path)
+    (_, command), = read_crontab()[1]
+    first = subprocess.Popen(["/bin/sh", "-c", command], env=env)
+    try:
+        wait_until_locked(env["SPARK_TOPICS_LOCK"])
+        second, seconds = run_cron_command(env, timeout=30)
+        first.wait(timeout=600)
+    finally:
+        first.kill()
+        first.wait()
     log = (tmp_path / "refresh.log").read_text()
-    assert result.returncode == 0, log[-3000:]
+    assert second.returncode == BUSY and seconds < 5
+    assert first.returncode == 0, log[-3000:]
     assert (root / "LATEST").read_text() != latest
     assert len(os.listdir(root / "versions")) == versions + 1
+    assert f"published {(root / 'LATEST').read_text().strip()}: 10 documents ingested (10 new" in log, log[-3000:]
+    assert (tmp_path / "dist" / "spark_topics_code.zip").exists()   # submit.sh packaged the code
