@@ -1,8 +1,7 @@
 """deploy/: the spark-submit scripts' exact commands (YARN cluster mode with the packed env, submit.sh in client
-and cluster mode), the Airflow DAG (read with ast and run against stand-ins of Airflow's classes; test_airflow_dagbag.py loads it
-in Airflow itself), the cron line (parsed, its flock refusing a second run, and run for real: it publishes a
-version), and every
-recipe's job flags through the real parser."""
+and cluster mode), the Airflow DAG (read with ast and run against stand-ins of Airflow's classes;
+test_airflow_dagbag.py loads it in Airflow itself), the cron line (parsed, its flock refusing a second run, and
+run for real: it publishes a version), and every recipe's job flags through the real parser."""
 from __future__ import annotations
 
 import ast
