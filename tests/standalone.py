@@ -76,7 +76,9 @@ def _port_open(port: int) -> bool:
 
 
 def submit_train(url: str, workdir, corpus, output, flags, **popen):
-    """``deploy/submit.sh --master URL train ...`` with the project's code shipped to the executors.
+    """``deploy/submit.sh --master URL train ...`` with the project's code shipped to the executors, run in
+    ``workdir`` with ``corpus`` and ``output`` relative to it, as a user types them (the executors run in the
+    workers' folders: the job resolves them).
 
     Runs to the end (``subprocess.run``) unless ``popen`` options are given (then a ``Popen``)."""
     env = dict(os.environ, PYTHON=sys.executable, PYSPARK_PYTHON=sys.executable,
@@ -86,7 +88,8 @@ def submit_train(url: str, workdir, corpus, output, flags, **popen):
     env.pop("PYTHONPATH", None)
     command = [os.path.join(REPO, "deploy", "submit.sh"), "--master", url,
                "--spark-arg", "--conf=spark.cores.max=2", "--spark-arg", "--conf=spark.executor.memory=512m",
-               "train", "--corpus", str(corpus), "--output", str(output), *map(str, flags)]
+               "train", "--corpus", os.path.relpath(corpus, workdir), "--output", os.path.relpath(output, workdir),
+               *map(str, flags)]
     if popen:
         return subprocess.Popen(command, cwd=str(workdir), env=env, **popen)
     return subprocess.run(command, cwd=str(workdir), env=env, capture_output=True, text=True, timeout=420)
