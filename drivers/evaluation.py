@@ -75,18 +75,19 @@ def score_topic_word(spark, corpus, topic_word: np.ndarray, alpha, seed: int = 0
 
 
 def _elbo_vector(block, bc_params, options: EStepSettings) -> np.ndarray:
-    eb, alpha = bc_params.value
-    fit = fold_in(block, eb, alpha, options.tol, options.max_iter)
+    (eb, log_scale), alpha = bc_params.value
+    fit = fold_in(block, eb, alpha, options.tol, options.max_iter, log_scale)
     return np.concatenate([[fit.doc_elbo.sum(), block.n_docs, block.n_tokens], fit.alpha_stats])
 
 
-def heldout_elbo(spark, corpus, lambda_exp_elogbeta: np.ndarray, alpha: np.ndarray,
+def heldout_elbo(spark, corpus, lambda_exp_elogbeta: tuple, alpha: np.ndarray,
                  options: EStepSettings | None = None) -> dict:
     """sum_d [E_q log p(w_d, theta_d, z_d | alpha, beta) - E_q log q(theta_d, z_d)] over the test documents.
 
     The per-document part of eq (3.4) with the topics fixed at q(beta) (E_q[log beta]
-    from lambda): the kernel's document terms plus the alpha terms. Returns the total
-    and its value per test token.
+    from lambda, given as the word factor ``(scaled weights, log scales)`` of
+    :func:`inference.heldout.word_factor`): the kernel's document terms plus the alpha terms.
+    Returns the total and its value per test token.
     """
     sc = spark.sparkContext
     sc.setJobDescription("evaluate: held-out ELBO")

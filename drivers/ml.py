@@ -83,6 +83,8 @@ log = logging.getLogger("spark_topics.ml")
 
 #: the inference modes of ``--model lda`` (``train --inference``)
 INFERENCE_MODES = ("variational", "hybrid")
+#: its default: ``train --model lda``'s (the registry's, README "why this default")
+DEFAULT_INFERENCE = registry.MODELS["lda"].default_inference or "variational"
 #: ``path/data`` of a saved model: an ordinary spark-topics model directory
 DATA = "data"
 #: the part of a model directory that belongs to a run, not to the model (never copied by ``save``)
@@ -133,7 +135,8 @@ class _SparkTopicsLDAParams(HasFeaturesCol, HasMaxIter, HasSeed, HasCheckpointIn
     inference = Param(
         Params._dummy(), "inference",
         "the local step of training: variational (the E-step) or hybrid (variational-MCMC, sampled "
-        "topic assignments; train --inference hybrid)", typeConverter=TypeConverters.toString)
+        "topic assignments; train --inference hybrid); default: train --model lda's",
+        typeConverter=TypeConverters.toString)
     vocabulary = Param(
         Params._dummy(), "vocabulary",
         "the term of every feature index (e.g. CountVectorizerModel.vocabulary); default: the names in the "
@@ -155,7 +158,7 @@ class _SparkTopicsLDAParams(HasFeaturesCol, HasMaxIter, HasSeed, HasCheckpointIn
     def __init__(self, *args):
         super().__init__(*args)
         self._setDefault(k=10, maxIter=20, seed=0, tol=1e-5, checkpointInterval=10, optimizeDocConcentration=True,
-                         topicDistributionCol="topicDistribution", inference="variational")
+                         topicDistributionCol="topicDistribution", inference=DEFAULT_INFERENCE)
 
     def getK(self) -> int:
         return self.getOrDefault(self.k)
@@ -212,7 +215,7 @@ class SparkTopicsLDA(Estimator, _SparkTopicsLDAParams, DefaultParamsReadable, De
     @keyword_only
     def __init__(self, *, featuresCol="features", topicDistributionCol="topicDistribution", k=10, maxIter=20,
                  seed=0, tol=1e-5, checkpointInterval=10, docConcentration=None, topicConcentration=None,
-                 optimizeDocConcentration=True, inference="variational", vocabulary=None, idCol=None,
+                 optimizeDocConcentration=True, inference=DEFAULT_INFERENCE, vocabulary=None, idCol=None,
                  numPartitions=None, checkpointDir=None):
         super().__init__()
         self._set(**_given(self._input_kwargs))
@@ -220,7 +223,7 @@ class SparkTopicsLDA(Estimator, _SparkTopicsLDAParams, DefaultParamsReadable, De
     @keyword_only
     def setParams(self, *, featuresCol="features", topicDistributionCol="topicDistribution", k=10, maxIter=20,
                   seed=0, tol=1e-5, checkpointInterval=10, docConcentration=None, topicConcentration=None,
-                  optimizeDocConcentration=True, inference="variational", vocabulary=None, idCol=None,
+                  optimizeDocConcentration=True, inference=DEFAULT_INFERENCE, vocabulary=None, idCol=None,
                   numPartitions=None, checkpointDir=None):
         return self._set(**_given(self._input_kwargs))
 
@@ -356,7 +359,7 @@ class SparkTopicsLDAModel(Model, _SparkTopicsLDAParams, MLReadable, MLWritable):
         self._model = topic_model
         self._vocabulary_known = bool(vocabulary_known)
         self._vocabulary_changed = False
-        self._broadcast = None          # (SparkContext, Broadcast of (exp E[log beta], alpha))
+        self._broadcast = None          # (SparkContext, Broadcast of (the word factor, alpha))
         self._topic_part = None
 
     def setFeaturesCol(self, value: str):
@@ -510,7 +513,7 @@ class SparkTopicsLDAModel(Model, _SparkTopicsLDAParams, MLReadable, MLWritable):
         sc = spark.sparkContext
         if self._broadcast is None or self._broadcast[0] is not sc:
             model = self._fitted()
-            self._broadcast = (sc, sc.broadcast((np.ascontiguousarray(exp_elogbeta(model)), model.alpha)))
+            self._broadcast = (sc, sc.broadcast((exp_elogbeta(model), model.alpha)))
         return self._broadcast[1]
 
     def _fitted(self) -> model_store.TopicModel:
@@ -849,7 +852,7 @@ def _theta_batches(batches, params, features_index: int, output: str, vocab_size
     """mapInArrow: every column of the batch and the documents' theta (a dense vector; zeros without words)."""
     import pyarrow as pa
 
-    topic_word, alpha = params.value
+    (topic_word, _), alpha = params.value
     K = len(alpha)
     for batch in batches:
         vectors = _Vectors(batch.column(features_index))
@@ -871,11 +874,11 @@ def _bound_batches(batches, params, vocab_size: int, options: EStepSettings):
     import pyarrow as pa
     from pyspark import TaskContext
 
-    topic_word, alpha = params.value
+    (topic_word, log_scale), alpha = params.value
     partition = TaskContext.get().partitionId()
     for number, batch in enumerate(batches):
         words = _weights(_Vectors(batch.column(0)), vocab_size, drop_empty=True)
-        fit = fold_in(words, topic_word, alpha, options.tol, options.max_iter)
+        fit = fold_in(words, topic_word, alpha, options.tol, options.max_iter, log_scale)
         terms = np.concatenate([[fit.doc_elbo.sum(), words.n_docs, words.n_tokens], fit.alpha_stats])
         yield pa.RecordBatch.from_arrays(
             [pa.array([partition], pa.int64()), pa.array([number], pa.int64()),

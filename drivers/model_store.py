@@ -138,7 +138,8 @@ class TreeTopicModel(TopicModel):
 
     def language_view(self, language: str) -> TopicModel:
         """One language as a monolingual model: p(w | k, language) (the topic's words of that language,
-        renormalised), and for the fold-in of documents in that language the word weights W_kw of the tree."""
+        renormalised), and for the fold-in of documents in that language the log word weights log W_kw of the
+        tree."""
         if language not in self.languages:
             raise SystemExit(f"--lang {language}: {self.directory} has no language {language!r} "
                              f"(its languages: {', '.join(self.languages)})")
@@ -149,8 +150,8 @@ class TreeTopicModel(TopicModel):
         meta = {k: v for k, v in self.meta.items() if k not in ("languages", "vocab_sizes", "tree")}
         meta.update(language=language, vocab_size=s.stop - s.start, polylingual_model=self.directory)
         topic_word = self.joint_topic_word()[:, s]
-        weights = np.exp(self.layout.dirichlet_expectation(self.lambda_))[:, s]
-        return WeightsModel(self.directory, meta, vocab.reset_index(drop=True), weights,
+        log_weights = self.layout.dirichlet_expectation(self.lambda_)[:, s]
+        return WeightsModel(self.directory, meta, vocab.reset_index(drop=True), log_weights,
                             topic_word / topic_word.sum(axis=1, keepdims=True))
 
 
@@ -181,15 +182,23 @@ class PointTopicModel(TopicModel):
         return PointTopicModel(view.directory, view.meta, view.vocab, view.lambda_)
 
 
+@dataclass(frozen=True)
+class GivenLogWeightsLayout(VocabLayout):
+    """The layout of explicit log word weights: log W is E_q[log beta] as it is."""
+
+    def dirichlet_expectation(self, log_weights: np.ndarray) -> np.ndarray:
+        return np.asarray(log_weights, dtype=np.float64)
+
+
 @dataclass
 class WeightsModel(TopicModel):
-    """A model given by its fold-in word weights (``lambda_``: W, K x V) and its topic-word matrix (a language of a
-    tree model)."""
+    """A model given by its fold-in log word weights (``lambda_``: log W, K x V, finite where W underflows) and
+    its topic-word matrix (a language of a tree model)."""
     topic_word_matrix: np.ndarray = None
 
     @property
-    def layout(self) -> LogWeightsLayout:
-        return LogWeightsLayout.from_sizes([""], [self.lambda_.shape[1]])
+    def layout(self) -> GivenLogWeightsLayout:
+        return GivenLogWeightsLayout.from_sizes([""], [self.lambda_.shape[1]])
 
     def topic_word(self) -> np.ndarray:
         return self.topic_word_matrix

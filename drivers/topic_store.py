@@ -5,9 +5,9 @@ Reducer r owns the topics r, r + R, r + 2R, ... (:meth:`partitioners.topic.Topic
 writes, under the iteration's directory::
 
     lambda-r<r>.npy    (k_r, V) lambda rows of its topics, in the group's order
-    weights-r<r>.npy   (V, k_r) the mappers' word weights of its topics (exp E_q[log beta_k], or E_q[beta_k]),
-                       word-major: a mapper reads the rows of its partition's vocabulary and nothing else
-                       (:func:`drivers.storage.load_npy_rows`)
+    log-weights-r<r>.npy   (V, k_r) the mappers' log word weights of its topics (E_q[log beta_k], or
+                       log E_q[beta_k]; :mod:`inference.word_weights`), word-major: a mapper reads the rows of its
+                       partition's vocabulary and nothing else (:func:`drivers.storage.load_npy_rows`)
 
 So a mapper holds U x K weights (U: its partition's vocabulary), a reducer k_r x V rows, and the driver only
 per-topic numbers. The driver writes the start's files (iteration 0) and reads lambda once, at the end, to
@@ -38,15 +38,15 @@ class TopicFiles:
         return storage.join(self.directory, f"lambda-r{reducer:05d}.npy")
 
     def weights_file(self, reducer: int) -> str:
-        return storage.join(self.directory, f"weights-r{reducer:05d}.npy")
+        return storage.join(self.directory, f"log-weights-r{reducer:05d}.npy")
 
     def write(self, reducer: int, lambda_rows: np.ndarray, weight_columns: np.ndarray) -> None:
-        """A reducer's files: its topics' lambda rows (k_r, V) and word weights, word-major (V, k_r)."""
+        """A reducer's files: its topics' lambda rows (k_r, V) and log word weights, word-major (V, k_r)."""
         storage.save_npy(self.weights_file(reducer), np.ascontiguousarray(weight_columns, dtype=np.float64))
         storage.save_npy(self.lambda_file(reducer), np.ascontiguousarray(lambda_rows, dtype=np.float64))
 
-    def word_weights(self, vocab_ids: np.ndarray) -> np.ndarray:
-        """(U, K) word weights of the words ``vocab_ids``, read from every reducer's file (those rows only)."""
+    def log_word_weights(self, vocab_ids: np.ndarray) -> np.ndarray:
+        """(U, K) log word weights of the words ``vocab_ids``, read from every reducer's file (those rows only)."""
         out = np.empty((len(vocab_ids), self.num_topics))
         for reducer, topics in enumerate(self.topic_groups):
             out[:, topics] = storage.load_npy_rows(self.weights_file(reducer), vocab_ids)

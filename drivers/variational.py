@@ -2,8 +2,8 @@
 
 One iteration is one Spark job:
 
-1. the driver broadcasts alpha; each mapper reads the word weights of its own
-   partition's vocabulary (exp E_q[log beta], U x K) from the files the reducers
+1. the driver broadcasts alpha; each mapper reads the log word weights of its own
+   partition's vocabulary (E_q[log beta], U x K) from the files the reducers
    wrote in the previous iteration (:mod:`drivers.topic_store`, Mr. LDA's
    distributed cache);
 2. ``mapPartitionsWithIndex`` runs the local step over each partition's
@@ -54,12 +54,14 @@ import numpy as np
 
 from drivers import storage
 from drivers.checkpoint import Checkpointer, check_fingerprint
+from drivers.failures import one_line
 from drivers.topic_store import TopicFiles
 from inference.dirichlet import newton_alpha
 from inference.elbo import alpha_terms
 from inference.layout import VocabLayout
 from inference.mapper import RECORD_ENTRIES, TOTALS, EStepSettings, doc_topic_counts, hybrid_block, map_block
 from inference.reducer import BatchUpdate, reduce_topics, sum_in_partition_order, topic_weights
+from inference.word_weights import check_finite
 from partitioners.topic import STATISTICS_KEY, TopicPartitioner
 
 log = logging.getLogger("spark_topics.train")
@@ -152,7 +154,7 @@ class EStep:
     from the partition's gamma of the previous iteration, with the E-step schedule of :meth:`EMSettings.estep_at`."""
 
     name = "E-step"
-    mean_weights = False     # the mappers get exp(E_q[log beta]) (eq 3.4)
+    mean_weights = False     # the mappers get E_q[log beta] (eq 3.4)
 
     def __init__(self, settings: EMSettings):
         self.settings = settings
@@ -161,11 +163,11 @@ class EStep:
         """The driver's plan of one iteration (shipped to the tasks)."""
         return self.settings.estep_at(iteration, trace)
 
-    def run(self, partition: int, block, state, word_weights: np.ndarray, alpha: np.ndarray, plan: EStepSettings,
+    def run(self, partition: int, block, state, log_weights: np.ndarray, alpha: np.ndarray, plan: EStepSettings,
             topic_groups):
-        """``(new state, topic records, statistics vector)`` of one partition (no Spark); ``word_weights`` are
-        the (U, K) exp(E_q[log beta]) of the block's vocabulary."""
-        return map_block(partition, block, state, word_weights, alpha, plan, topic_groups)
+        """``(new state, topic records, statistics vector)`` of one partition (no Spark); ``log_weights`` are
+        the (U, K) E_q[log beta] of the block's vocabulary."""
+        return map_block(partition, block, state, log_weights, alpha, plan, topic_groups)
 
     objective_name = "elbo"
 
@@ -217,9 +219,9 @@ class HybridStep:
         average = self.alpha_warmup is not None and iteration > self.alpha_warmup
         return HybridPlan(iteration, self.seed, self.burn_in, self.samples, average)
 
-    def run(self, partition: int, block, state, word_weights: np.ndarray, alpha: np.ndarray, plan: HybridPlan,
+    def run(self, partition: int, block, state, log_weights: np.ndarray, alpha: np.ndarray, plan: HybridPlan,
             topic_groups):
-        return hybrid_block(partition, block, state, word_weights, alpha, plan.seed, plan.iteration, plan.burn_in,
+        return hybrid_block(partition, block, state, log_weights, alpha, plan.seed, plan.iteration, plan.burn_in,
                             plan.samples, topic_groups, average_digammas=plan.average_digammas)
 
     def objective(self, doc_terms: float, alpha: np.ndarray, alpha_stats: np.ndarray, n_docs: float) -> float:
@@ -324,6 +326,18 @@ def initial_lambda(num_topics: int, vocab_size: int, seed: int) -> np.ndarray:
 
 # --------------------------------------------------------------------------- the tasks
 
+def collect_checked(job, when: str) -> list:
+    """``job.collect()``; a task that raised ``FloatingPointError`` (a non-finite value, named where it appeared:
+    :func:`inference.word_weights.check_finite`) fails the run at once with ``when`` and the task's message."""
+    try:
+        return job.collect()
+    except Exception as exc:
+        cause = one_line(exc)
+        if isinstance(exc, FloatingPointError) or cause.startswith("FloatingPointError: "):
+            raise FloatingPointError(f"{when}: {cause.removeprefix('FloatingPointError: ')}") from None
+        raise
+
+
 def _mapper_task(partition, blocks, local_step, plan, bc_alpha, topics_in: TopicFiles, state_in, state_out,
                  topic_groups):
     """Spark task: the local step over one partition (Alg. 1 with in-mapper combining)."""
@@ -333,7 +347,7 @@ def _mapper_task(partition, blocks, local_step, plan, bc_alpha, topics_in: Topic
             raise RuntimeError(f"block of partition {block_partition} arrived in partition {partition}")
         state = storage.load_npy(Checkpointer.gamma_file(state_in, partition)) if state_in else None
         new_state, records, statistics = local_step.run(partition, block, state,
-                                                        topics_in.word_weights(block.vocab_ids), alpha, plan,
+                                                        topics_in.log_word_weights(block.vocab_ids), alpha, plan,
                                                         topic_groups)
         storage.save_npy(Checkpointer.gamma_file(state_out, partition), new_state)
         for first_topic, record in records:
@@ -365,8 +379,8 @@ def _reducer_task(reducer, records, bc_structure, update, num_statistics, topics
             yield STATISTICS_KEY, sum_in_partition_order(statistics, num_statistics)
         if lambda_rows is None:
             lambda_rows = np.empty((len(topics), u.lambda_row.shape[0]))
-            weight_columns = np.empty((u.exp_elogbeta_row.shape[0], len(topics)))
-        lambda_rows[i], weight_columns[:, i] = u.lambda_row, u.exp_elogbeta_row
+            weight_columns = np.empty((u.log_weight_row.shape[0], len(topics)))
+        lambda_rows[i], weight_columns[:, i] = u.lambda_row, u.log_weight_row
         yield u.terms()
     topics_out.write(reducer, lambda_rows, weight_columns)
 
@@ -379,7 +393,7 @@ def write_start(files: TopicFiles, lambda_: np.ndarray, prior, layout, mean_weig
         weight_columns = np.empty((layout.vocab_size, len(topics)))
         for i, k in enumerate(topics):
             u = topic_weights(k, lambda_[k], prior.row(k), layout, mean_weights)
-            weight_columns[:, i], prior_terms[k], entropy_terms[k] = u.exp_elogbeta_row, u.prior_term, u.entropy_term
+            weight_columns[:, i], prior_terms[k], entropy_terms[k] = u.log_weight_row, u.prior_term, u.entropy_term
         files.write(reducer, lambda_[topics], weight_columns)
     return prior_terms, entropy_terms
 
@@ -452,16 +466,16 @@ class VariationalEngine:
             state_in = self.checkpointer.gamma_dir(t - 1) if t > 1 else None
             topics_out = files_of(t, partitioner.num_reducers)
             update = self.update.at(t) if hasattr(self.update, "at") else self.update
-            results = (blocks
-                       .mapPartitionsWithIndex(partial(_mapper_task, local_step=self.local_step, plan=estep,
-                                                       bc_alpha=bc_alpha, topics_in=topics_in, state_in=state_in,
-                                                       state_out=self.checkpointer.gamma_dir(t),
-                                                       topic_groups=record_groups))
-                       .repartitionAndSortWithinPartitions(partitioner.num_reducers, partitioner)
-                       .mapPartitionsWithIndex(partial(_reducer_task, bc_structure=bc_structure, update=update,
-                                                       num_statistics=K + len(TOTALS), topics_in=topics_in,
-                                                       topics_out=topics_out, mean_weights=mean_weights))
-                       .collect())
+            job = (blocks
+                   .mapPartitionsWithIndex(partial(_mapper_task, local_step=self.local_step, plan=estep,
+                                                   bc_alpha=bc_alpha, topics_in=topics_in, state_in=state_in,
+                                                   state_out=self.checkpointer.gamma_dir(t),
+                                                   topic_groups=record_groups))
+                   .repartitionAndSortWithinPartitions(partitioner.num_reducers, partitioner)
+                   .mapPartitionsWithIndex(partial(_reducer_task, bc_structure=bc_structure, update=update,
+                                                   num_statistics=K + len(TOTALS), topics_in=topics_in,
+                                                   topics_out=topics_out, mean_weights=mean_weights)))
+            results = collect_checked(job, f"iteration {t}/{s.max_iterations}")
             job_seconds = time.perf_counter() - began
             bc_alpha.destroy()
             bc_structure.destroy()
@@ -477,12 +491,17 @@ class VariationalEngine:
             elbo = self.local_step.objective(doc_elbo, alpha, alpha_stats, n_docs) + prior_terms.sum() \
                 + entropy_terms.sum()
 
+            if not np.isfinite(elbo):
+                raise FloatingPointError(f"iteration {t}/{s.max_iterations}: the {self.local_step.objective_name} "
+                                         f"is {elbo}")
+
             # M-step: lambda from the reducers (in the topic files), then alpha (and eta) by Newton-Raphson.
             topics_in = topics_out
             prior_terms = np.array([u.prior_term for u in terms])
             entropy_terms = np.array([u.entropy_term for u in terms])
             if s.optimize_alpha:
                 alpha = self.alpha_rule(t, alpha, alpha_stats, n_docs)
+                check_finite(alpha, f"iteration {t}/{s.max_iterations}: alpha", lambda k: f"topic {k}")
             if s.optimize_eta and getattr(self.prior, "learnable", False) and not layout.is_polylingual:
                 elog_sums = np.array([u.elogbeta_sum for u in terms])
                 self.prior = self.prior.optimise(elog_sums)

@@ -39,6 +39,7 @@ import scipy.sparse as sp
 
 from inference.blocks import DocBlock
 from inference.estep import estep_documents, initial_gamma
+from inference.word_weights import document_offsets, scale_by_word_maximum
 
 #: a pair of words that never co-occur in the reference corpus scores the minimum NPMI
 NPMI_NEVER_COOCCUR = -1.0
@@ -131,14 +132,16 @@ def local_topic_word(block: DocBlock, topic_word: np.ndarray) -> np.ndarray:
 
 
 def fold_in(block: DocBlock, topic_word: np.ndarray, alpha: np.ndarray, tol: float = 1e-3,
-            max_iter: int = 100) -> FoldIn:
+            max_iter: int = 100, log_scale: np.ndarray | None = None) -> FoldIn:
     """Fit each document's gamma with the topics fixed (the E-step of Alg. 1 from the cold start).
 
     ``topic_word`` (K x V, nonnegative) is used where the kernel expects
     exp(E_q[log beta]): pass topic-word *probabilities* beta (rows summing to 1) to
     fold in with log beta (the document-completion estimator, identical for any
-    model that has a topic-word matrix), or exp(E_q[log beta]) from a variational
-    lambda to run the exact E-step of eq (3.4) (``infer``, the held-out ELBO).
+    model that has a topic-word matrix), or the word factor of a variational model
+    (:func:`word_factor`: exp(E_q[log beta]) scaled per word, and ``log_scale`` the
+    (V,) logs of the scales, added back to the documents' ELBO terms) to run the exact
+    E-step of eq (3.4) (``infer``, the held-out ELBO).
     gamma starts at alpha_k + N_d / K; no lambda statistics are accumulated.
     """
     alpha = np.ascontiguousarray(alpha, dtype=np.float64)
@@ -148,7 +151,16 @@ def fold_in(block: DocBlock, topic_word: np.ndarray, alpha: np.ndarray, tol: flo
     _, alpha_stats, doc_elbo, _, _ = estep_documents(
         block.indptr, block.local_terms, block.counts, gamma, local_topic_word(block, topic_word), alpha,
         float(tol), int(max_iter), False, False)
+    if log_scale is not None:
+        doc_elbo += document_offsets(block.indptr, block.local_terms, block.counts,
+                                     np.asarray(log_scale)[block.vocab_ids])
     return FoldIn(gamma, alpha_stats, doc_elbo)
+
+
+def word_factor(log_weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The fold-in's (K x V) word factor from a model's E_q[log beta] (K x V): every word's column scaled to a
+    maximum of 1, and the (V,) logs of the scales (:mod:`inference.word_weights`)."""
+    return scale_by_word_maximum(log_weights, topic_axis=0)
 
 
 # --------------------------------------------------------------------------- completion likelihood

@@ -76,9 +76,14 @@ class VocabLayout:
         """``(E_q[log beta_k], prior term, entropy term)`` of one topic (:func:`inference.elbo.topic_terms`)."""
         return topic_terms(lambda_k, eta_k, self)
 
-    def word_weights(self, lam: np.ndarray, elog: np.ndarray, mean_weights: bool) -> np.ndarray:
-        """The mappers' (V,) weights of a topic: exp(E_q[log beta_k]), or E_q[beta_k] with ``mean_weights``."""
-        return self.normalise(lam) if mean_weights else np.exp(elog)
+    def entry_name(self, entry: int) -> str:
+        """What entry ``entry`` of a lambda row is (for error messages)."""
+        return f"word id {entry}"
+
+    def log_word_weights(self, lam: np.ndarray, elog: np.ndarray, mean_weights: bool) -> np.ndarray:
+        """The mappers' (V,) log weights of a topic: E_q[log beta_k], or log E_q[beta_k] with ``mean_weights``
+        (:mod:`inference.word_weights`: the mappers exponentiate them scaled by each word's maximum)."""
+        return np.log(self.normalise(lam)) if mean_weights else elog
 
     def accumulator_start(self, eta_row: np.ndarray) -> np.ndarray:
         """The row a reducer adds a topic's word statistics to: eta_k (lambda_k = eta_k + statistics)."""

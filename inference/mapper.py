@@ -30,6 +30,7 @@ from scipy import sparse
 from inference.blocks import DocBlock
 from inference.estep import estep_documents, initial_gamma
 from inference.hybrid import block_tokens, document_seeds, hybrid_documents, sampling_weights, word_log_joint
+from inference.word_weights import check_finite, document_offsets, scale_by_word_maximum
 
 #: at most this many statistics in one shuffled record (16 MB of float64): the engine groups topics so that no
 #: record, and no buffer of Spark's, grows with K
@@ -48,13 +49,15 @@ class EStepSettings:
     warm_max_iter: int = -1  # passes of the warm fit when restarting (-1: max_iter; 0: compare the start)
 
 
-def map_block(partition: int, block: DocBlock, gamma: np.ndarray | None, word_weights: np.ndarray,
+def map_block(partition: int, block: DocBlock, gamma: np.ndarray | None, log_weights: np.ndarray,
               alpha: np.ndarray, settings: EStepSettings, topic_groups=None):
     """E-step over one block; returns ``(new_gamma, topic records, statistics vector)``.
 
-    ``word_weights`` is exp(E_q[log beta]) of the block's vocabulary, U x K (row u:
-    ``block.vocab_ids[u]``); ``gamma`` the warm start (None -> alpha + N_d / K);
-    ``topic_groups`` the topics of each reducer (default: one group per topic).
+    ``log_weights`` is E_q[log beta] of the block's vocabulary, U x K (row u:
+    ``block.vocab_ids[u]``), exponentiated scaled by each word's maximum (:mod:`inference.word_weights`);
+    ``gamma`` the warm start (None -> alpha + N_d / K); ``topic_groups`` the topics of each
+    reducer (default: one group per topic). A non-finite result raises ``FloatingPointError`` naming
+    the partition and the document.
     """
     alpha = np.ascontiguousarray(alpha, dtype=np.float64)
     restart = settings.restart
@@ -63,21 +66,29 @@ def map_block(partition: int, block: DocBlock, gamma: np.ndarray | None, word_we
         restart = False
     else:
         gamma = np.array(gamma, dtype=np.float64, copy=True)
-    eb_local = local_weights(block, word_weights)
+    eb_local, scale = local_weights(block, log_weights)
     sstats, alpha_stats, doc_elbo, inner, restarts = estep_documents(
         block.indptr, block.local_terms, block.counts, gamma, eb_local, alpha,
         settings.tol, settings.max_iter, True, restart,
         settings.restart_stride, settings.restart_offset, settings.warm_max_iter)
+    doc_elbo += document_offsets(block.indptr, block.local_terms, block.counts, scale)
+    check_documents(partition, block, doc_elbo, "ELBO terms")
     totals = np.array([doc_elbo.sum(), block.n_docs, inner.sum(), block.n_tokens, restarts[0], restarts[1]])
     return gamma, topic_records(partition, block, sstats, topic_groups), np.concatenate([alpha_stats, totals])
 
 
-def local_weights(block: DocBlock, word_weights: np.ndarray) -> np.ndarray:
-    """The (U, K) word weights of the block's vocabulary as the kernels take them."""
-    word_weights = np.ascontiguousarray(word_weights, dtype=np.float64)
-    if word_weights.shape[0] != len(block.vocab_ids):
-        raise ValueError(f"word weights for {word_weights.shape[0]} words, the block has {len(block.vocab_ids)}")
-    return word_weights
+def local_weights(block: DocBlock, log_weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The (U, K) word weights of the block's vocabulary as the kernels take them, from their logs: each word's
+    row scaled to a maximum of 1, and the (U,) logs of the scales (:func:`inference.word_weights.scale_by_word_maximum`)."""
+    log_weights = np.asarray(log_weights, dtype=np.float64)
+    if log_weights.shape[0] != len(block.vocab_ids):
+        raise ValueError(f"word weights for {log_weights.shape[0]} words, the block has {len(block.vocab_ids)}")
+    return scale_by_word_maximum(log_weights, topic_axis=1)
+
+
+def check_documents(partition: int, block: DocBlock, doc_values: np.ndarray, what: str) -> None:
+    """Raise ``FloatingPointError`` at the first document whose ``what`` is not finite."""
+    check_finite(doc_values, f"partition {partition}: the {what}", lambda d: f"document {block.doc_ids[d]!r}")
 
 
 def topic_records(partition: int, block: DocBlock, sstats: np.ndarray, topic_groups=None):
@@ -98,11 +109,11 @@ def compact(values: np.ndarray):
     return sparse.csr_matrix(values) if 3 * nonzeros < 2 * values.size else values
 
 
-def hybrid_block(partition: int, block: DocBlock, z: np.ndarray | None, word_weights: np.ndarray,
+def hybrid_block(partition: int, block: DocBlock, z: np.ndarray | None, log_weights: np.ndarray,
                  alpha: np.ndarray, seed: int, iteration: int, burn_in: int, samples: int, topic_groups=None,
                  dense: bool = False, average_digammas: bool = False):
-    """The hybrid local step over one block (:mod:`inference.hybrid`), ``word_weights`` the (U, K) word factor of
-    (4.9) for the block's vocabulary: ``(new z, topic records, statistics)``
+    """The hybrid local step over one block (:mod:`inference.hybrid`), ``log_weights`` the (U, K) log word factor
+    of (4.9) for the block's vocabulary: ``(new z, topic records, statistics)``
     with the statistics vector laid out as the E-step's (alpha statistics, then :data:`TOTALS`: the sampled
     log joint in place of the document ELBO terms, sweeps per document in place of inner iterations)."""
     alpha = np.ascontiguousarray(alpha, dtype=np.float64)
@@ -111,12 +122,13 @@ def hybrid_block(partition: int, block: DocBlock, z: np.ndarray | None, word_wei
     z = np.zeros(tokens, dtype=np.int32) if initialise else np.array(z, dtype=np.int32, copy=True)
     if z.shape != (tokens,):
         raise ValueError(f"partition {partition}: the sampler state has {z.shape[0]} tokens, the block {tokens}")
-    eb_local = local_weights(block, word_weights)
+    eb_local, scale = local_weights(block, log_weights)
     seeds = document_seeds(block.doc_ids, seed, iteration)
     sstats, alpha_stats, doc_log_joint, _ = hybrid_documents(
         block.indptr, block.local_terms, block.counts, z, sampling_weights(eb_local), alpha, burn_in, samples,
         seeds, initialise, dense, average_digammas)
-    log_joint = doc_log_joint.sum() + word_log_joint(sstats, eb_local)
+    check_documents(partition, block, doc_log_joint, "sampled log joint")
+    log_joint = doc_log_joint.sum() + word_log_joint(sstats, eb_local) + float(np.dot(sstats.sum(axis=1), scale))
     totals = np.array([log_joint, block.n_docs, (burn_in + samples) * block.n_docs, block.n_tokens, 0, 0])
     return z, topic_records(partition, block, sstats, topic_groups), np.concatenate([alpha_stats, totals])
 

@@ -4,7 +4,8 @@ The global update rule is a plug-in of the engine: :class:`BatchUpdate` (batch
 EM, thesis §3.2.3) sets lambda_k = eta_k + the sum over partitions of the
 statistics; an online rule (refresh) blends the previous lambda_k with it. The
 reducer also computes the row normaliser once ("reducer caching", §3.2.6) and
-emits exp(E_q[log beta_k]) so mappers need not renormalise, plus the topic's
+emits E_q[log beta_k] (the mappers' log word weights, :mod:`inference.word_weights`) so mappers need not
+renormalise, plus the topic's
 ELBO terms (eq 3.4) from the topic-word structure (``layout.topic_terms``).
 Contributions are summed in partition order, so the result is bit-for-bit the
 same whatever order the shuffle delivered them in.
@@ -15,13 +16,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-
+from inference.word_weights import check_finite
 
 @dataclass
 class TopicUpdate:
     topic: int
     lambda_row: np.ndarray        # (V,)
-    exp_elogbeta_row: np.ndarray  # (V,) the mappers' word weights (exp E_q[log beta_k], or E_q[beta_k])
+    log_weight_row: np.ndarray    # (V,) the mappers' log word weights (E_q[log beta_k], or log E_q[beta_k])
     prior_term: float             # E_q[log p(beta_k | eta_k)]
     entropy_term: float           # -Phi(lambda_k)
     elogbeta_sum: float           # sum_v E_q[log beta_kv] (for the symmetric-eta update)
@@ -84,10 +85,14 @@ class BatchUpdate:
 
 
 def topic_weights(topic: int, lam: np.ndarray, eta_row: np.ndarray, layout, mean_weights: bool = False) -> TopicUpdate:
-    """Topic k's mapper weights and ELBO terms from its lambda row: exp(E_q[log beta_k]), or with
-    ``mean_weights`` E_q[beta_k] (lambda normalised: the word factor of a collapsed sampler)."""
+    """Topic k's mapper weights and ELBO terms from its lambda row: the log weights E_q[log beta_k], or with
+    ``mean_weights`` log E_q[beta_k] (lambda normalised: the word factor of a collapsed sampler). A non-finite
+    lambda or weight raises ``FloatingPointError`` naming the topic and the entry."""
+    check_finite(lam, f"topic {topic}: lambda", layout.entry_name)
     elog, prior_term, entropy_term = layout.topic_terms(lam, eta_row)
-    weights = layout.word_weights(lam, elog, mean_weights)
+    weights = layout.log_word_weights(lam, elog, mean_weights)
+    check_finite(weights, f"topic {topic}: the log word weight", lambda w: f"word id {w}")
+    check_finite([prior_term, entropy_term], f"topic {topic}: the ELBO terms", ("prior", "entropy").__getitem__)
     return TopicUpdate(topic, lam, weights, prior_term, entropy_term, float(elog.sum()))
 
 

@@ -24,6 +24,7 @@ LDA's own (the same functions on the same arrays), bit for bit.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 from scipy.special import digamma, gammaln
@@ -119,28 +120,44 @@ class TreeLayout:
         return out
 
     def path_values(self, edge_values: np.ndarray, log: bool) -> tuple[np.ndarray, np.ndarray]:
-        """(root words' values (..., R), concept paths' values (..., C, 2)) from per-edge values: exp of the sum
-        of log values along the path (``log``), or the product."""
+        """(root words' values (..., R), concept paths' values (..., C, 2)) from per-edge values: the sum of log
+        values along the path (``log``: the path's log value), or the product."""
         R = self.num_root_children - self.num_concepts
         root, leaves = self._split(edge_values)
         words, concepts = root[..., :R], root[..., R:]
         if log:
-            return np.exp(words), np.exp(concepts[..., :, None] + leaves)
+            return words, concepts[..., :, None] + leaves
         return words, concepts[..., :, None] * leaves
 
-    def word_values(self, edge_values: np.ndarray, log: bool) -> np.ndarray:
-        """(..., V): for every word the sum of its paths' values (:meth:`path_values`)."""
-        words, paths = self.path_values(edge_values, log)
+    def word_values(self, edge_values: np.ndarray) -> np.ndarray:
+        """(..., V): for every word the sum of its paths' values (products of per-edge values)."""
+        words, paths = self.path_values(edge_values, log=False)
         out = np.zeros(edge_values.shape[:-1] + (self.vocab_size,))
         out[..., self.root_words] = words
         flat = paths.reshape(paths.shape[:-2] + (-1,))
-        ids = self.concept_words.ravel()
-        if flat.ndim == 1:
-            out += np.bincount(ids, weights=flat, minlength=self.vocab_size)
-        else:
-            for i in range(flat.shape[0]):
-                out[i] += np.bincount(ids, weights=flat[i], minlength=self.vocab_size)
+        order, starts, linked = self._paths_by_word
+        out[..., linked] = np.add.reduceat(flat[..., order], starts, axis=-1) if len(order) else 0.0
         return out
+
+    def log_word_values(self, log_edges: np.ndarray) -> np.ndarray:
+        """(..., V): for every word log sum over its paths of exp(the path's log value), a log-sum-exp per word, so
+        a word whose paths' values all underflow (E_q[log pi] of -1e4 on an edge with a tiny prior) keeps a finite
+        log weight."""
+        words, paths = self.path_values(log_edges, log=True)
+        out = np.empty(log_edges.shape[:-1] + (self.vocab_size,))
+        out[..., self.root_words] = words
+        order, starts, linked = self._paths_by_word
+        if len(order):
+            out[..., linked] = _log_sum_exp_groups(paths.reshape(paths.shape[:-2] + (-1,))[..., order], starts)
+        return out
+
+    @cached_property
+    def _paths_by_word(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The concept paths (flat index c * 2 + j) grouped by their word: ``(order, group starts, group words)``."""
+        ids = self.concept_words.ravel()
+        order = np.argsort(ids, kind="stable")
+        linked, starts = np.unique(ids[order], return_index=True)
+        return order, starts, linked
 
     def topic_terms(self, lambda_k: np.ndarray, eta_k: np.ndarray):
         """``(E_q[log pi_k] per edge, prior term, entropy term)`` of one topic: sums over the root's Dirichlet
@@ -159,12 +176,23 @@ class TreeLayout:
         entropy_term -= float(np.sum(normaliser(lam) + ((lam - 1.0) * elog_leaves).sum(axis=1)))
         return np.concatenate([elog_root, elog_leaves.ravel()]), prior_term, entropy_term
 
-    def word_weights(self, lam: np.ndarray, elog: np.ndarray, mean_weights: bool) -> np.ndarray:
-        """The mappers' (V,) weights of a topic: W_kw = sum over w's paths of exp(E_q[log pi]) (or of the product
-        of E_q[pi] with ``mean_weights``)."""
+    def entry_name(self, entry: int) -> str:
+        """What edge ``entry`` of a lambda row is, by its words (for error messages)."""
+        R, C = self.num_root_children - self.num_concepts, self.num_concepts
+        if entry < R:
+            return f"the edge root -> word id {self.root_words[entry]}"
+        if entry < R + C:
+            a, b = self.concept_words[entry - R]
+            return f"the edge root -> concept {entry - R} (word ids {a}, {b})"
+        c, j = divmod(entry - R - C, 2)
+        return f"the edge concept {c} -> word id {self.concept_words[c, j]}"
+
+    def log_word_weights(self, lam: np.ndarray, elog: np.ndarray, mean_weights: bool) -> np.ndarray:
+        """The mappers' (V,) log weights of a topic: log W_kw, W_kw = sum over w's paths of exp(E_q[log pi]) (or of
+        the product of E_q[pi] with ``mean_weights``), in log space (:meth:`log_word_values`)."""
         if mean_weights:
-            return self.word_values(self.mean_edges(lam), log=False)
-        return self.word_values(elog, log=True)
+            return self.log_word_values(np.log(self.mean_edges(lam)))
+        return self.log_word_values(elog)
 
     def accumulator_start(self, eta_row: np.ndarray) -> np.ndarray:
         """(V,) the row a reducer adds a topic's word statistics to: beta of the root -> word edge for a word that
@@ -184,13 +212,14 @@ class TreeLayout:
         lam[:R] = totals[self.root_words]
         if C == 0:
             return lam
-        if mean_weights:
-            _, paths = self.path_values(self.mean_edges(previous_row), log=False)
-        else:
-            _, paths = self.path_values(self.dirichlet_expectation_edges(previous_row), log=True)
+        log_edges = np.log(self.mean_edges(previous_row)) if mean_weights else \
+            self.dirichlet_expectation_edges(previous_row)
+        _, paths = self.path_values(log_edges, log=True)
         ids = self.concept_words.ravel()
-        word_sum = np.bincount(ids, weights=paths.ravel(), minlength=self.vocab_size)
-        share = (paths.ravel() / word_sum[ids]) * totals[ids]          # (2C,) statistics of each concept path
+        log_word = self.log_word_values(log_edges)
+        # each concept path's share of its word's statistics, exp(log path - log W) (a softmax over the word's paths:
+        # no 0/0 when every path's value underflows)
+        share = np.exp(paths.ravel() - log_word[ids]) * totals[ids]
         lam[R + C:] += share
         lam[R:R + C] += share.reshape(C, 2).sum(axis=1)
         return lam
@@ -198,8 +227,19 @@ class TreeLayout:
     # ---- what a model needs (topic_word, fold-in)
     def normalise(self, lam: np.ndarray) -> np.ndarray:
         """p(w | k) = sum over w's paths of prod E_q[pi] (rows sum to 1)."""
-        return self.word_values(self.mean_edges(lam), log=False)
+        return self.word_values(self.mean_edges(lam))
 
     def dirichlet_expectation(self, lam: np.ndarray) -> np.ndarray:
         """log W_kw (digamma form): what exp(E_q[log beta]) is to LDA, for the fold-in of new documents."""
-        return np.log(self.word_values(self.dirichlet_expectation_edges(lam), log=True))
+        return self.log_word_values(self.dirichlet_expectation_edges(lam))
+
+
+def _log_sum_exp_groups(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """log sum exp over consecutive groups of the last axis (groups begin at ``starts``), shifted by each group's
+    maximum (a group whose entries are all -inf gives -inf)."""
+    peak = np.maximum.reduceat(values, starts, axis=-1)
+    finite = np.where(np.isfinite(peak), peak, 0.0)
+    sizes = np.diff(np.append(starts, values.shape[-1]))
+    total = np.add.reduceat(np.exp(values - np.repeat(finite, sizes, axis=-1)), starts, axis=-1)
+    with np.errstate(divide="ignore"):
+        return finite + np.log(total)

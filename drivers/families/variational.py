@@ -21,6 +21,7 @@ topic-word prior it puts on lambda; the family does the rest for all of them:
 from __future__ import annotations
 
 import logging
+import re
 import time
 from dataclasses import dataclass
 from functools import partial
@@ -39,7 +40,7 @@ from drivers.families.variational_shared import VariationalTraining, check_pytho
 from drivers.model_store import TopicModel, load_model, require_same_vocabulary
 from drivers.variational import EMSettings, EStep, HybridStep, VariationalEngine
 from inference.estep import compile_kernels
-from inference.heldout import fold_in
+from inference.heldout import fold_in, word_factor
 from inference.mapper import EStepSettings
 
 log = logging.getLogger("spark_topics.train")
@@ -209,7 +210,11 @@ class VariationalFamily(ModelFamily):
             fingerprint["inference"] = [e.inference, e.hybrid_burn_in, e.hybrid_samples, e.hybrid_weights]
             if e.hybrid_alpha_warmup != -1:
                 fingerprint["inference"].append(e.hybrid_alpha_warmup)
-        result = engine.fit(corpus.blocks, corpus.num_partitions, V, resume=request.resume, fingerprint=fingerprint)
+        try:
+            result = engine.fit(corpus.blocks, corpus.num_partitions, V, resume=request.resume,
+                                fingerprint=fingerprint)
+        except FloatingPointError as exc:
+            raise FloatingPointError(name_words(str(exc), corpus.vocab)) from None
 
         trace = [r.__dict__ for r in result.trace]
         meta = {
@@ -307,11 +312,26 @@ class VariationalFamily(ModelFamily):
         return refresh_model(spark, spec, base, corpus_dir, request, history, output)
 
 
+def name_words(message: str, vocab) -> str:
+    """``message`` with every "word id N" followed by the word itself (and its language)."""
+    terms = dict(zip(vocab["id"].astype(int), vocab["term"]))
+    languages = dict(zip(vocab["id"].astype(int), vocab["lang"])) if "lang" in vocab.columns else {}
+
+    def name(match):
+        i = int(match.group(1))
+        if i not in terms:
+            return match.group(0)
+        return f"word id {i} ({terms[i]!r}" + (f", {languages[i]})" if i in languages else ")")
+    return re.sub(r"word id (\d+)", name, message)
+
+
 # --------------------------------------------------------------------------- inference
 
-def exp_elogbeta(model: TopicModel) -> np.ndarray:
-    """exp(E_q[log beta_kv]) = exp(Psi(lambda_kv) - Psi(sum_v lambda_kv)), K x V (sums within a language)."""
-    return np.exp(model.layout.dirichlet_expectation(model.lambda_))
+def exp_elogbeta(model: TopicModel) -> tuple[np.ndarray, np.ndarray]:
+    """The fold-in's word factor: exp(E_q[log beta_kv]) = exp(Psi(lambda_kv) - Psi(sum_v lambda_kv)), K x V (sums
+    within a language), each word's column scaled to a maximum of 1, and the (V,) logs of the scales
+    (:func:`inference.heldout.word_factor`; pass them to ``fold_in(log_scale=...)`` for the exact ELBO)."""
+    return word_factor(model.layout.dirichlet_expectation(model.lambda_))
 
 
 def open_model_and_corpus(spark, model: TopicModel | str, corpus_dir: str, partitions: int | None = None,
@@ -354,7 +374,7 @@ def language_vocabulary(corpus: Corpus, language: str) -> Corpus:
 
 def _infer_task(items, bc_params, options: EStepSettings):
     """Spark task: gamma and theta of every document of the partition's block."""
-    topic_word, alpha = bc_params.value
+    (topic_word, _), alpha = bc_params.value
     for _, block in items:
         fit = fold_in(block, topic_word, alpha, options.tol, options.max_iter)
         for doc_id, gamma, theta in zip(block.doc_ids, fit.gamma.tolist(), fit.theta.tolist()):

@@ -17,7 +17,7 @@ from pyspark.ml.linalg import VectorUDT
 from scipy.special import digamma, gammaln
 
 from conftest import SAMPLE_DATA, sample_lda_corpus, train_args, write_corpus
-from drivers.ml import SparkTopicsLDA, SparkTopicsLDAModel
+from drivers.ml import DEFAULT_INFERENCE, SparkTopicsLDA, SparkTopicsLDAModel
 from drivers.model_store import load_model
 
 K_TEXT = 4
@@ -180,7 +180,9 @@ def drawn(spark_session, tmp_path_factory):
     root = tmp_path_factory.mktemp("ml_drawn")
     corpus = write_corpus(spark_session, str(root / "corpus"), docs, terms)
     model_dir = str(root / "model")
-    train.train(spark_session, train_args(corpus, model_dir, "--topics", 3, "--iterations", 5, "--seed", 8))
+    # the estimator's default inference is train's (hybrid; train_args would pin variational EM)
+    train.train(spark_session, train_args(corpus, model_dir, "--topics", 3, "--iterations", 5, "--seed", 8,
+                                          "--inference", DEFAULT_INFERENCE))
     rows = []
     for number, (doc_id, bag) in enumerate(docs):   # sparse vectors, and every 7th dense
         dense = np.zeros(V)
@@ -246,7 +248,7 @@ def test_transform_equals_the_fold_in_of_infer(drawn, drawn_model):
     ours = {r.doc_id: r.topicDistribution.toArray() for r in rows}
     assert np.all(ours.pop("zz-empty") == 0)
     block = _drawn_block(drawn)
-    theirs = fold_in(block, exp_elogbeta(load_model(drawn["model_dir"])), model.topicModel().alpha).theta
+    theirs = fold_in(block, exp_elogbeta(load_model(drawn["model_dir"]))[0], model.topicModel().alpha).theta
     assert len(ours) == block.n_docs == 200
     for doc_id, theta in zip(block.doc_ids, theirs):
         np.testing.assert_array_equal(ours[doc_id], theta)
@@ -274,7 +276,8 @@ def test_log_likelihood_and_perplexity(spark_session, drawn, drawn_model):
     assert np.isfinite(loglik) and perplexity == pytest.approx(-loglik / tokens, rel=1e-12)
     # independently: evaluate's held-out ELBO (drivers.evaluation.heldout_elbo: the fold-in's document terms and
     # the alpha terms) of the document list in one block, + MLlib's topic terms written out
-    fit = fold_in(_drawn_block(drawn), exp_elogbeta(topic_model), topic_model.alpha)
+    weights, log_scale = exp_elogbeta(topic_model)
+    fit = fold_in(_drawn_block(drawn), weights, topic_model.alpha, log_scale=log_scale)
     documents = fit.doc_elbo.sum() + alpha_terms(topic_model.alpha, fit.alpha_stats, len(drawn["docs"]))
     expected = documents + _mllib_topic_terms(topic_model.lambda_, topic_model.meta["eta"])
     assert loglik == pytest.approx(expected, rel=1e-10)

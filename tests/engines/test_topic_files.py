@@ -42,7 +42,7 @@ def test_topic_files_give_each_mapper_its_columns(tmp_path):
     assert files.complete()
     assert np.load(files.weights_file(1)).shape == (V, 2)      # word-major
     vocab = np.array([3, 10, 11, 49])
-    np.testing.assert_array_equal(files.word_weights(vocab), weights[vocab])
+    np.testing.assert_array_equal(files.log_word_weights(vocab), weights[vocab])
     np.testing.assert_array_equal(files.lambda_matrix(), lam)
     row = files.lambda_row_reader()
     for k in (5, 0, 6, 1):

@@ -57,8 +57,8 @@ def test_word_weights_and_topic_word_are_sums_over_paths():
         expected_mean[word] += np.prod(mean[edges])
     got_elog, prior_term, entropy_term = tree.topic_terms(lam, tree.edge_priors(0.1))
     np.testing.assert_allclose(got_elog, elog, rtol=1e-13)
-    np.testing.assert_allclose(tree.word_weights(lam, got_elog, False), expected_digamma, rtol=1e-13)
-    np.testing.assert_allclose(tree.word_weights(lam, got_elog, True), expected_mean, rtol=1e-13)
+    np.testing.assert_allclose(np.exp(tree.log_word_weights(lam, got_elog, False)), expected_digamma, rtol=1e-13)
+    np.testing.assert_allclose(np.exp(tree.log_word_weights(lam, got_elog, True)), expected_mean, rtol=1e-13)
     np.testing.assert_allclose(tree.normalise(lam[None, :])[0], expected_mean, rtol=1e-13)
     assert tree.normalise(lam).sum() == pytest.approx(1.0)
     np.testing.assert_allclose(np.exp(tree.dirichlet_expectation(lam)), expected_digamma, rtol=1e-13)
@@ -88,7 +88,8 @@ def test_split_statistics_are_the_joint_topic_path_phi_of_eq_5_5(mean_weights):
         for k, edges, x in weights:
             direct[k, edges] += counts[w] * x / norm
     # the engine: E-step on W, word statistics per topic, split by the reducer
-    W = np.stack([tree.word_weights(previous[k], tree.dirichlet_expectation_edges(previous[k]), mean_weights)
+    W = np.stack([np.exp(tree.log_word_weights(previous[k], tree.dirichlet_expectation_edges(previous[k]),
+                                               mean_weights))
                   for k in range(K)])
     word_stats = counts[None, :] * exp_elog_theta[:, None] * W / (exp_elog_theta @ W)[None, :]
     for k in range(K):
@@ -105,7 +106,7 @@ def test_a_tree_without_concepts_is_flat_lda_bit_for_bit():
         np.testing.assert_array_equal(a, b)
     elog = lda.topic_terms(lam, eta)[0]
     for mean in (False, True):
-        np.testing.assert_array_equal(flat.word_weights(lam, elog, mean), lda.word_weights(lam, elog, mean))
+        np.testing.assert_array_equal(flat.log_word_weights(lam, elog, mean), lda.log_word_weights(lam, elog, mean))
     totals = flat.accumulator_start(eta) + rng.random(V)
     np.testing.assert_array_equal(flat.parameters_from(totals, eta, lam, False), totals)
     assert flat.parameter_size == V

@@ -215,3 +215,51 @@ def test_ptlda_gibbs_recovers_planted_topics_and_is_evaluated_as_the_variational
                                                  "--samples", 2, "--inference", "gibbs"))
     ids = pd.read_parquet(tmp_path / "t" / "doc_topics.parquet")["doc_id"]
     assert tlda["documents_per"] == "language" and len(ids) == 400 and ids.str.endswith("@es").sum() == 200
+
+
+def write_dense_tree_corpus(directory, degree=30, blocks=4, n_tuples=80, tokens=30, seed=0):
+    """The shape of a real dictionary tree: in each of ``blocks`` groups ``degree`` English and ``degree`` Spanish
+    words are all translations of each other (every such word on ``degree`` paths, as common words are in
+    FreeDict); a tuple's words come from one group, so in every other topic a group's concepts keep nothing but
+    their tiny prior and all the paths of its words underflow."""
+    rng = np.random.default_rng(seed)
+    V = blocks * degree
+    docs = {l: [] for l in LANGS}
+    for d in range(n_tuples):
+        group = d % blocks
+        for language in LANGS:
+            docs[language].append((f"t{d:04d}", [(group * degree + rng.integers(0, degree, size=tokens)).tolist()]))
+    for language in LANGS:
+        write_segmented_corpus(os.path.join(directory, "corpus", language), docs[language], terms(V),
+                               segmented=False)
+    with open(os.path.join(directory, "corpus", "corpus.json"), "w") as f:
+        json.dump({"aligned": True, "languages": list(LANGS), "documents": n_tuples,
+                   "vocab_sizes": {l: V for l in LANGS},
+                   "per_language": {l: {"documents": n_tuples} for l in LANGS}}, f)
+    a, b = np.meshgrid(np.arange(degree), np.arange(degree), indexing="ij")
+    offsets = np.repeat(np.arange(blocks) * degree, degree * degree)
+    words = np.array(terms(V))
+    frame = pd.DataFrame({"concept": np.arange(blocks * degree * degree), "lang_a": "en",
+                          "word_a": words[np.tile(a.ravel(), blocks) + offsets],
+                          "lang_b": "es", "word_b": words[np.tile(b.ravel(), blocks) + offsets]})
+    save_tree(os.path.join(directory, "tree"), frame, {"languages": list(LANGS),
+                                                      "report": {"concepts": len(frame)}})
+
+
+def test_ptlda_stays_finite_where_every_path_of_a_word_underflows(spark_session, tmp_path):
+    """Issue: ptlda on 57k documents with a FreeDict tree ended in NaN (a linked word's path values all exp() to
+    0 in some topic, the reducer's split 0/0). Here a root -> concept edge's prior is eta * 2/30 (E_q[log pi] near
+    -1e4 in the topics that do not use the concept), as a common word's 30 translations give."""
+    write_dense_tree_corpus(str(tmp_path))
+    meta = train.train(spark_session, train_args(tmp_path / "corpus", tmp_path / "m", "--model", "ptlda",
+                                                 "--tree", tmp_path / "tree", "--topics", 4, "--iterations", 6,
+                                                 "--tol", 0, "--seed", 3, "--eta", 0.002, "--link-strength", 1))
+    model = load_model(str(tmp_path / "m"))
+    assert np.all(np.isfinite(model.lambda_)) and np.all(model.lambda_ > 0)
+    elbo = np.array([r["elbo"] for r in meta["elbo_trace"]])
+    assert np.all(np.isfinite(elbo))
+    assert np.all(np.diff(elbo) >= -1e-9 * np.abs(elbo[1:])), np.diff(elbo)
+    tree = model.layout
+    R0 = tree.num_root_children - tree.num_concepts
+    elog = tree.dirichlet_expectation_edges(model.lambda_)
+    assert np.exp(elog[:, R0:tree.num_root_children]).min() == 0.0      # the shape that broke: exp underflows
