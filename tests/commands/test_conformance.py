@@ -3,8 +3,9 @@
 For each model of :data:`drivers.registry.MODELS`, on the tiny corpus of the kind it needs
 (:mod:`tiny_corpora`): train (local[2]), the model directory names the model, reopen it through its
 family, ``infer`` on the training documents, ``evaluate``, ``topics``; the same models on local[1] (one
-other Spark application trains them all); and the six models of the code before the registry, bit for
-bit (``tests/golden/tiny_models.npz``, written by that code from the same corpora, seeds and flags).
+other Spark application trains them all); and every model bit for bit against ``tests/golden/tiny_models.npz``
+(the six models of the code before the registry written by that code, tlda and ptlda by the code of their
+log-space weights; same corpora, seeds and flags).
 """
 from __future__ import annotations
 
@@ -91,13 +92,46 @@ def test_train_reopen_infer_evaluate_topics(spark_session, trained, corpora, nam
 def test_same_models_as_before_the_registry(trained, name):
     """The models the code before the registry trained (locally bit for bit; the tolerance only allows for
     another CPU's floating-point code)."""
+    model_dir, _ = trained[name]
+    if name in os.environ.get("SPARK_TOPICS_WRITE_GOLDEN", "").split(","):
+        write_golden(name, load_model(model_dir).lambda_, _theta(os.path.join(model_dir, "doc_topics.parquet")))
     golden = np.load(GOLDEN)
     if f"{name}.matrix" not in golden.files:
-        pytest.skip(f"{name} was added after the registry: no golden model")
-    model_dir, _ = trained[name]
+        pytest.fail(f"no golden model of {name}: write it with SPARK_TOPICS_WRITE_GOLDEN={name} pytest "
+                    f"tests/commands/test_conformance.py -k same_models")
     np.testing.assert_allclose(load_model(model_dir).lambda_, golden[f"{name}.matrix"], rtol=1e-9, atol=0)
     np.testing.assert_allclose(_theta(os.path.join(model_dir, "doc_topics.parquet")), golden[f"{name}.theta"],
                                rtol=1e-9, atol=1e-15)
+
+
+def write_golden(name: str, matrix: np.ndarray, theta: np.ndarray) -> None:
+    """Add (or replace) a model's golden arrays (``SPARK_TOPICS_WRITE_GOLDEN=name,...``: for a new model, or a
+    change of numbers that is meant, said in the commit)."""
+    with np.load(GOLDEN) as golden:
+        arrays = {key: golden[key] for key in golden.files}
+    arrays[f"{name}.matrix"], arrays[f"{name}.theta"] = matrix, theta
+    np.savez_compressed(GOLDEN, **arrays)
+
+
+@pytest.mark.parametrize("name", [s.name for s in registry.models_of("variational")])
+def test_default_inference(spark_session, corpora, name, tmp_path):
+    """Without --inference, lda and polylda train in hybrid mode (their registry default, README "why this
+    default") and the other variational models by variational EM; the goldens above pin --inference variational."""
+    spec = registry.MODELS[name]
+    flags = [str(f) for f in FAMILY_FLAGS[spec.family]]
+    del flags[flags.index("--inference"):flags.index("--inference") + 2]
+    corpus, model_dir = corpora[spec.corpus], str(tmp_path / name)
+    request = train.parse_request(["--corpus", corpus, "--output", model_dir, "--model", name, *flags]
+                                  + (["--tree", "unused"] if spec.name in ("tlda", "ptlda") else []))
+    expected = "hybrid" if name in ("lda", "polylda") else "variational"
+    assert spec.default_inference in (None, expected) and request.engine.inference == expected
+    if spec.default_inference is None:
+        return
+    meta = train.train(spark_session, request)
+    assert meta["settings"]["inference"] == "hybrid" and registry.model_of_directory(model_dir) is spec
+    metrics = evaluate.evaluate_model(spark_session, model_dir, corpus)
+    for score in [metrics] if "perplexity" in metrics else list(metrics["per_language"].values()):
+        assert 1.0 < score["perplexity"] < 60 * 3
 
 
 def test_every_model_is_the_same_on_local1(trained, corpora, tmp_path):
