@@ -68,6 +68,7 @@ from drivers import gibbs_state, storage
 from drivers.checkpoint import check_fingerprint
 from drivers.gibbs_state import check_state
 from drivers.sync_hub import HubError
+from inference.gibbs.counts import group_nonzeros
 from inference.gibbs.model import DRIVER_PARTITION, GibbsModel, task_seed
 from partitioners.topic import STATISTICS_KEY, TopicPartitioner
 
@@ -250,11 +251,12 @@ def _count_records(partition: int, item: dict, model: GibbsModel, topic_groups):
     indices w * |group| + j (int32 where every index fits) and int32 counts."""
     row_ids, counts = model.shared_counts(item["block"], item["state"], (item["vocab_ids"], item["local"]))
     row_ids = row_ids.astype(np.int64)
+    counts = np.ascontiguousarray(counts, dtype=np.int32)
     for topics in topic_groups:
         dtype = np.int32 if model.shared_rows * len(topics) <= np.iinfo(np.int32).max else np.int64
-        group = counts[:, topics]
-        rows, cols = np.nonzero(group)
-        yield topics[0], (partition, (row_ids[rows] * len(topics) + cols).astype(dtype), group[rows, cols])
+        flat, values = group_nonzeros(counts, row_ids, np.asarray(topics, dtype=np.int64),
+                                      np.empty(counts.shape[0] * len(topics), dtype=dtype))
+        yield topics[0], (partition, flat, values)
 
 
 def _partition_sync(partition, model, run, directory, global_values, seed, plan, topic_groups) -> list:

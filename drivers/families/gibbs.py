@@ -254,7 +254,7 @@ class GibbsFamily(ModelFamily):
                                        split="train" if heldout > 0 else "all",
                                        require_segments=needs_segments(spec.name),
                                        permute_seed=e.permute_segments,
-                                       separate_languages=per == "language")
+                                       separate_languages=per == "language", power_of_two=True)
         try:
             return self._train(spark, spec, request, e, corpus, started)
         finally:

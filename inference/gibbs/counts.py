@@ -34,6 +34,30 @@ def count_local(local, z, num_local, num_topics):
     return counts
 
 
+@numba.njit(cache=True)
+def group_nonzeros(counts, row_ids, topics, flat):
+    """The nonzero counts of columns ``topics`` of ``counts`` (U x K) in row-major order: fills ``flat`` (at
+    least U x |topics| long) with ``row_ids[u] * |topics| + j`` and returns ``(flat[:n], values (n,) int32)``;
+    what ``np.nonzero(counts[:, topics])`` gives, without the U x |topics| copy."""
+    U, G = counts.shape[0], topics.shape[0]
+    n = 0
+    for u in range(U):
+        for j in range(G):
+            if counts[u, topics[j]] != 0:
+                n += 1
+    values = np.empty(n, dtype=np.int32)
+    n = 0
+    for u in range(U):
+        base = row_ids[u] * G
+        for j in range(G):
+            c = counts[u, topics[j]]
+            if c != 0:
+                flat[n] = base + j
+                values[n] = c
+                n += 1
+    return flat[:n], values
+
+
 def topic_word_estimate(nwk: np.ndarray, nk: np.ndarray, beta: float) -> np.ndarray:
     """(K x V) posterior-mean phi_kw = (M_kw + beta) / (M_k + V beta) (thesis eq 5.7)."""
     V = nwk.shape[0]

@@ -88,7 +88,8 @@ def fit_ours(spark, train_dir: str, topics: int, iterations: int, seed: int, out
     tokens, n = meta["data"]["tokens"], len(marks) - 1
     wall, cpu = marks[-1][0] - marks[0][0], marks[-1][1] - marks[0][1]
     topic_word = np.load(out / "topic_word.npy")
-    return {"label": "lda-gibbs (2 partitions, defaults)", "cores": CORES, "tokens": tokens,
+    return {"label": f"lda-gibbs ({meta['partitions']} partitions, {meta['sync']})", "cores": CORES,
+            "tokens": tokens, "partitions": meta["partitions"],
             "seconds_per_iteration": wall / n, "cpu_per_iteration": cpu / n, "alpha": meta["alpha"],
             "topic_word": topic_word, "alpha_sum": float(np.sum(meta["alpha"]))}
 
@@ -116,8 +117,9 @@ def fit_tomotopy(documents, n_tokens: int, vocab_size: int, topics: int, iterati
             "alpha_sum": float(alpha.sum())}
 
 
-def run_corpus(spark, kind: str, docs: int, topics: int, iterations: int, seed: int, extra=()) -> dict:
-    train_dir, test_dir = ensure_corpus(spark, docs, kind=None if kind == "mixed" else kind)
+def run_corpus(spark, kind: str, docs: int, topics: int, iterations: int, seed: int, extra=(),
+               heldout_fraction: float = 0.1) -> dict:
+    train_dir, test_dir = ensure_corpus(spark, docs, heldout_fraction, kind=None if kind == "mixed" else kind)
     corpus = json.loads((Path(train_dir) / "corpus.json").read_text())
     vocab_size = corpus["vocab_size"]
     rows = [fit_ours(spark, train_dir, topics, iterations, seed,
@@ -157,7 +159,8 @@ def format_report(report: dict) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpora", nargs="+", default=["paragraph:35000", "mixed:100000"],
-                        help="KIND:DOCS, KIND one of paragraph, verse, mixed")
+                        help="KIND:DOCS[:HELDOUT], KIND one of paragraph, verse, mixed; HELDOUT the test fraction "
+                             "(default 0.1; mixed:102993:0.05 is the whole pool, 2.05M training tokens)")
     parser.add_argument("--topics", type=int, default=50)
     parser.add_argument("--iterations", type=int, default=300)
     parser.add_argument("--seed", type=int, default=0)
@@ -169,9 +172,9 @@ def main(argv=None) -> int:
     report = {"topics": args.topics, "iterations": args.iterations, "seed": args.seed, "corpora": [],
               "date": time.strftime("%Y-%m-%d %H:%M"), "extra": args.train_flag}
     for item in args.corpora:
-        kind, docs = item.split(":")
+        kind, docs, *heldout = item.split(":")
         report["corpora"].append(run_corpus(spark, kind, int(docs), args.topics, args.iterations, args.seed,
-                                            args.train_flag))
+                                            args.train_flag, float(heldout[0]) if heldout else 0.1))
     report["load_average"] = os.getloadavg()[0]
     print(format_report(report))
     path = CACHE / f"gibbs-peer-K{args.topics}-I{args.iterations}.json"

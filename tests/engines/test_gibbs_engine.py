@@ -192,6 +192,40 @@ def test_more_partitions_than_slots_share_resident_tasks(spark_session, small_co
     assert [r["loglik"] for r in runs["resident"]["trace"]] == [r["loglik"] for r in runs["jobs"]["trace"]]
 
 
+def test_training_partitions_are_a_power_of_two(spark_session, small_corpus, monkeypatch):
+    """The Gibbs family's default partitions are rounded up to a power of two (3 -> 4: 2.3M tokens then share 2
+    cores evenly); given partitions and other readers keep theirs."""
+    from pathlib import Path
+
+    from drivers.corpora import bow
+    corpus, _ = small_corpus
+    tokens = json.loads((Path(corpus) / "corpus.json").read_text())["tokens"]
+    monkeypatch.setattr(bow, "TOKENS_PER_PARTITION", int(np.ceil(tokens / 2.5)))    # 3 partitions by default
+    sizes = {}
+    for key, args in {"default": {}, "sampler": {"power_of_two": True},
+                      "given": {"num_partitions": 3, "power_of_two": True}}.items():
+        loaded = load_segmented_corpus(spark_session, corpus, **args)
+        sizes[key] = loaded.num_partitions
+        loaded.blocks.unpersist()
+    assert sizes == {"default": 3, "sampler": 4, "given": 3}
+
+
+def test_group_nonzeros_equal_numpys():
+    """The partitions' sparse records (numba, no U x |group| copy) are np.nonzero's of the group's columns."""
+    from inference.gibbs.counts import group_nonzeros
+    rng = np.random.default_rng(3)
+    counts = (rng.random((40, 7)) < 0.3).astype(np.int32) * rng.integers(1, 9, (40, 7), dtype=np.int32)
+    row_ids = np.sort(rng.choice(1000, 40, replace=False)).astype(np.int64)
+    for topics in ([0, 3, 6], [1, 4], list(range(7)), [5]):
+        group = counts[:, topics]
+        rows, cols = np.nonzero(group)
+        flat, values = group_nonzeros(counts, row_ids, np.asarray(topics, dtype=np.int64),
+                                      np.empty(40 * len(topics), dtype=np.int32))
+        np.testing.assert_array_equal(flat, row_ids[rows] * len(topics) + cols)
+        np.testing.assert_array_equal(values, group[rows, cols])
+        assert flat.dtype == np.int32 and values.dtype == np.int32
+
+
 def test_local_counts_equal_topic_word_counts():
     from inference.gibbs.counts import count_local, local_vocabulary
     from inference.gibbs.model import topic_word_counts
