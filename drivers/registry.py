@@ -59,10 +59,12 @@ class ModelSpec:
 
 MODELS = {spec.name: spec for spec in (
     ModelSpec("lda", "variational", "drivers.models.lda:LDA", BAG_OF_WORDS,
-              "LDA by variational EM (Mr. LDA); --prior FILE for an informed prior",
-              refresh_modes=("accumulate", "online", "batch")),
+              "LDA by hybrid variational-MCMC EM (Mr. LDA's engine, sampled local steps; --inference variational: "
+              "variational EM); --prior FILE for an informed prior",
+              refresh_modes=("accumulate", "online", "batch"), default_inference="hybrid"),
     ModelSpec("polylda", "variational", "drivers.models.polylda:PolyLDA", ALIGNED,
-              "polylingual LDA by variational EM, one topic-word Dirichlet per language"),
+              "polylingual LDA by hybrid variational-MCMC EM (--inference variational: variational EM), one "
+              "topic-word Dirichlet per language", default_inference="hybrid"),
     ModelSpec("tlda", "variational", "drivers.models.tree:TreeLDA", BAG_OF_WORDS,
               "tree LDA: topics over the paths of a prior tree (--tree, from bilingual dictionaries); "
               "--inference gibbs on the Gibbs engine",

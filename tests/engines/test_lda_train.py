@@ -128,7 +128,7 @@ def run_cli(*args, **popen):
 def test_local1_matches_local2_and_resume_after_kill(spark_session, synthetic_lda, tmp_path):
     """A run killed with SIGKILL and resumed ends with the uninterrupted model, on local[1] as on local[2]."""
     corpus, _ = synthetic_lda
-    common = ["--topics", 4, "--iterations", 12, "--tol", 0, "--seed", 3]
+    common = ["--topics", 4, "--iterations", 12, "--tol", 0, "--seed", 3, "--inference", "variational"]
     reference = tmp_path / "reference"
     train.train(spark_session, train_args(corpus, reference, *common))   # local[2], uninterrupted
 
