@@ -16,7 +16,7 @@ git -C "$here" worktree add -q --detach "$work/b" "$b"
 for round in $(seq "$rounds"); do
   for side in a b; do
     root="$work/$side"; out="$work/out-$side-$round"
-    for model in "lda --iterations 12 --tol 0" "lda-gibbs --iterations 40"; do
+    for model in "lda --inference variational --iterations 12 --tol 0" "lda-gibbs --iterations 40"; do
       name="${model%% *}"
       (cd "$root" && PYTHONPATH="$root" SPARK_TOPICS_SPARK_LOG_LEVEL=ERROR "$py" -m jobs.cli train --model $model \
         --corpus "$corpus" --output "$out/$name" --topics 20 --seed 1 --master 'local[2]' > "$out.$name.log" 2>&1)

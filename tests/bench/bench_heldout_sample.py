@@ -26,7 +26,8 @@ from bench_common import CACHE, REPO, bench_session  # noqa: E402  (first: puts 
 
 SOURCE = REPO / "sample_data" / "web_chapters.jsonl.gz"
 RUNS = {
-    "variational (50 EM iterations)": ["--model", "lda", "--iterations", "50", "--tol", "0"],
+    "variational (50 EM iterations)": ["--model", "lda", "--iterations", "50", "--tol", "0", "--inference",
+                                       "variational"],
     "hybrid, mean weights (20)": ["--model", "lda", "--iterations", "20", "--tol", "0", "--inference", "hybrid"],
     "hybrid, mean weights (50)": ["--model", "lda", "--iterations", "50", "--tol", "0", "--inference", "hybrid"],
     "hybrid, digamma weights (50)": ["--model", "lda", "--iterations", "50", "--tol", "0", "--inference", "hybrid",

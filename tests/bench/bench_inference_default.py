@@ -220,7 +220,6 @@ def main() -> None:
     spark = bench_session("spark-topics inference default benchmark")
     ROOT.mkdir(parents=True, exist_ok=True)
     store = ROOT / "results.json"
-    results = json.loads(store.read_text()) if store.exists() else []
     for name in args.corpora:
         max_docs = None if name in ("chapters", "aligned-chapters") else args.max_docs
         corpus = prepared(spark, name, max_docs)
@@ -236,8 +235,10 @@ def main() -> None:
             row.update(corpus=label, describe=about, K=args.topics, I=args.iterations, seed=args.seed)
         key = lambda r: (r["corpus"], r["K"], r["I"], r["seed"], r["run"])   # noqa: E731
         replaced = {key(r) for r in new}
+        results = json.loads(store.read_text()) if store.exists() else []   # (another run may have added rows)
         results = [r for r in results if key(r) not in replaced] + new
         store.write_text(json.dumps(results, indent=1))
+    results = json.loads(store.read_text())
     print(table(results), flush=True)
 
 

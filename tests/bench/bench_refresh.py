@@ -69,7 +69,7 @@ def main() -> None:
     prepare_corpus(spark, batches[0], str(work / "c0"))
     train.train(spark, train.parse_request(["--corpus", work / "c0", "--output", work / "base", "--topics",
                                             options.topics, "--iterations", options.retrain_iterations, "--tol", 0,
-                                            "--seed", 0]))
+                                            "--seed", 0, "--inference", "variational"]))
     base_seconds = time.time() - started
     results = {}
     for mode in options.modes:
@@ -99,7 +99,7 @@ def main() -> None:
     prepare_corpus(spark, str(union), str(work / "cu"), vocab=vocab)
     train.train(spark, train.parse_request(["--corpus", work / "cu", "--output", work / "retrain", "--topics",
                                             options.topics, "--iterations", options.retrain_iterations, "--tol", 0,
-                                            "--seed", 0]))
+                                            "--seed", 0, "--inference", "variational"]))
     retrain_seconds = time.time() - began
     retrain = evaluate_model(spark, str(work / "retrain"), str(work / "test"))["perplexity"]
 

@@ -105,7 +105,7 @@ def watched(command: list[str], log_path: Path, timeout: float) -> tuple[int, di
 
 def run_ours(train_dir: str, mode: str, topics: int, iterations: int, timeout: float) -> dict:
     out = CACHE / "scale" / f"{mode}-K{topics}"
-    flags = ["--inference", "hybrid"] if mode == "hybrid" else []
+    flags = ["--inference", "hybrid" if mode == "hybrid" else "variational"]
     command = [PY, "-m", "jobs.cli", "train", "--model", "lda", *flags, "--corpus", train_dir, "--output", str(out),
                "--topics", str(topics), "--iterations", str(iterations), "--tol", "0", "--seed", "0",
                "--master", "local[2]"]
