@@ -320,24 +320,21 @@ def _jsonl(path, rows):
     return path
 
 
-def test_cron_line_publishes_a_version_and_a_second_run_meanwhile_is_skipped(tmp_path, spark_session):
+def test_cron_line_publishes_a_version_and_a_second_run_meanwhile_is_skipped(tmp_path, sample_model):
     """The crontab's command itself, its paths pointed at a temp folder and spark-submit in local mode
-    (flock -> submit.sh -> spark-submit -> jobs/refresh.py), adds a version to a root started in process from a
-    tiny trained model, logging to the crontab's log; a second run while it holds the lock exits 75 at once."""
+    (flock -> submit.sh -> spark-submit -> jobs/refresh.py), adds a version to a root started in process from the
+    session's sample model, logging to the crontab's log; a second run while it holds the lock exits 75 at once."""
     import gzip
 
     from jobs.cli import main
 
     with gzip.open(os.path.join(REPO, "sample_data", "web_chapters.jsonl.gz"), "rt") as f:
-        rows = [json.loads(next(f)) for _ in range(60)]
-    base = _jsonl(tmp_path / "base" / "docs.jsonl", rows[:40])
-    first_batch = _jsonl(tmp_path / "first" / "docs.jsonl", rows[40:50])
-    _jsonl(tmp_path / "incoming" / "docs.jsonl", rows[50:])
-    corpus, model, root = tmp_path / "corpus", tmp_path / "model", tmp_path / "root"
-    main(["prepare", "--input", str(base), "--output", str(corpus)])
-    main(["train", "--corpus", str(corpus), "--output", str(model), "--topics", "3", "--iterations", "3",
-          "--seed", "1"])
-    main(["refresh", "--model", str(root), "--input", str(first_batch), "--base", str(model), "--iterations", "3"])
+        rows = [dict(json.loads(next(f)), id=f"new-{i}") for i in range(20)]   # ids the model was not trained on
+    first_batch = _jsonl(tmp_path / "first" / "docs.jsonl", rows[:10])
+    _jsonl(tmp_path / "incoming" / "docs.jsonl", rows[10:])
+    root = tmp_path / "root"
+    main(["refresh", "--model", str(root), "--input", str(first_batch), "--base", str(sample_model[0]),
+          "--iterations", "3"])
     latest, versions = (root / "LATEST").read_text(), len(os.listdir(root / "versions"))
 
     env = cron_environment(tmp_path)
