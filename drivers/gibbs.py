@@ -466,7 +466,10 @@ class ResidentSampler:
         self.sent = None            # the plan the tasks are working on
         self._table = None          # the shared table the tasks hold (the last one sent)
         self._thread = None
-        self.hub = SyncHub(bind, engine._num_partitions, alive=lambda: self._thread.is_alive(), advertise=host)
+        # a reply: a partition's nonzero (w, z) counts (flat index and count, <= 16 bytes each) and its statistics
+        max_reply = 16 * engine.model.shared_rows * engine.model.num_topics + (64 << 20)
+        self.hub = SyncHub(bind, engine._num_partitions, alive=lambda: self._thread.is_alive(), advertise=host,
+                           max_reply=max_reply)
         self.group = f"spark-topics-resident-{engine._run}"
         task = dict(model=engine.model, run=engine._run, directory=engine.checkpoint_dir,
                     seed=engine.settings.seed, topic_groups=groups, address=list(self.hub.address),
