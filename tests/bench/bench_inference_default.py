@@ -192,7 +192,7 @@ def table(results: list[dict]) -> str:
         var = next((r for r in rows if r["run"].endswith("variational")), None)
         tomo = next((r for r in rows if r["run"] == "tomotopy Gibbs (1000)"), None)
         mean = lambda r: sum(r[c] for c in keys) / len(keys)   # noqa: E731  (both languages: their mean)
-        lines.append(f"{'run':<28} " + " ".join(f"{c:>14}" for c in keys)
+        lines.append(f"{'run':<32} " + " ".join(f"{c:>14}" for c in keys)
                      + f" {'x var':>6} {'x tomotopy':>10} {'iters':>5} {'seconds':>8} {'x var':>6}"
                      + (f" {'p@1':>5}" if len(keys) > 1 else ""))
         for r in rows:
@@ -200,7 +200,7 @@ def table(results: list[dict]) -> str:
             ratio = f"{mean(r) / mean(var):>6.3f}" if var else f"{'-':>6}"
             vs_tomo = f"{mean(r) / mean(tomo):>10.3f}" if tomo else f"{'-':>10}"
             time_ratio = f"{r['seconds'] / var['seconds']:>6.2f}" if var else f"{'-':>6}"
-            lines.append(f"{r['run']:<28} {cells} {ratio} {vs_tomo} {str(r.get('iterations', '-')):>5} "
+            lines.append(f"{r['run']:<32} {cells} {ratio} {vs_tomo} {str(r.get('iterations', '-')):>5} "
                          f"{r['seconds']:>8.1f} {time_ratio}"
                          + (f" {r['p@1']:>5.3f}" if "p@1" in r else (f" {'-':>5}" if len(keys) > 1 else "")))
     return "\n".join(lines)
