@@ -556,7 +556,8 @@ class _ModelReader(MLReader):
     def load(self, path: str) -> SparkTopicsLDAModel:
         metadata = DefaultParamsReader.loadMetadata(path, self.sparkSession)
         with _one_line_errors("SparkTopicsLDAModel.load"):
-            trained = model_store.load_model(storage.join(_storage_path(path), metadata.get("data", DATA)))
+            trained = model_store.load_model(storage.join_inside(_storage_path(path), metadata.get("data", DATA),
+                                                                 "the stage metadata's data"))
         known = bool(metadata.get("vocabularyKnown"))
         instance = self.cls(trained, vocabulary_known=known)
         instance._resetUid(metadata["uid"])

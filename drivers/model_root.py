@@ -36,7 +36,8 @@ def is_root(path: str) -> bool:
 
 
 def version_dir(root: str, version: str) -> str:
-    return storage.join(root, VERSIONS, version)
+    """``ROOT/versions/<version>``, refused when the name or a symbolic link leads outside ``versions/``."""
+    return storage.join_inside(storage.join(root, VERSIONS), version, "a version")
 
 
 def latest(root: str) -> str | None:

@@ -384,7 +384,7 @@ def _read_meta(directory: str) -> dict:
 
 
 def _read(directory: str, name: str, reader):
-    path = storage.join(directory, name)
+    path = storage.join_inside(directory, name)       # a language named in model.json is part of the name
     if not storage.exists(path):
         raise SystemExit(f"{directory} has no {name}: the model directory is incomplete; train the model again")
     try:
@@ -491,7 +491,8 @@ def raw_text_options(model: TopicModel) -> dict:
     stopwords = entry.pop("stopwords_file", None)
     options = {key: entry[key] for key in TOKENIZER_OPTIONS if key in entry}
     if stopwords:
-        options.update(language=NO_STOPWORDS, stopwords=storage.join(model.directory, stopwords))
+        options.update(language=NO_STOPWORDS,
+                       stopwords=storage.join_inside(model.directory, stopwords, f"{TOKENIZER}'s stopwords_file"))
     return options
 
 

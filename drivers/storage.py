@@ -39,6 +39,31 @@ def join(base: str, *parts: str) -> str:
     return "/".join([base.rstrip("/")] + [p.strip("/") for p in parts])
 
 
+class OutsideDirectory(ValueError):
+    """A path read from a file (a model's, a root's, a corpus', a saved stage's) names a place outside the
+    directory it belongs to."""
+
+
+_DRIVE = re.compile(r"^[A-Za-z]:")
+
+
+def join_inside(directory: str, relative, what: str = "a file name") -> str:
+    """``directory/relative`` for a name read from a file of ``directory``: refused (:class:`OutsideDirectory`,
+    one line) when it is not a non-empty relative path, is a URI or absolute, has a ``..`` part, or (a local
+    directory) resolves through a symbolic link to a place outside ``directory``."""
+    if not isinstance(relative, str) or not relative.strip("/") or "\x00" in relative \
+            or relative.startswith(("/", "\\", "~")) or _SCHEME.match(relative) or "://" in relative \
+            or _DRIVE.match(relative) or ".." in relative.replace("\\", "/").split("/"):
+        raise OutsideDirectory(f"{directory}: {what} {str(relative)[:200]!r} is not a path inside it: refused")
+    path = join(directory, relative)
+    if not _SCHEME.match(directory):
+        inside, real = os.path.realpath(directory), os.path.realpath(path)
+        if real != inside and not real.startswith(inside.rstrip(os.sep) + os.sep):
+            raise OutsideDirectory(f"{directory}: {what} {relative!r} leads outside it (a symbolic link to {real}): "
+                                   f"refused")
+    return path
+
+
 def makedirs(path: str) -> None:
     filesystem, p = resolve(path)
     filesystem.create_dir(p, recursive=True)

@@ -29,7 +29,8 @@ def is_aligned(corpus_dir: str) -> bool:
 
 def aligned_vocab(corpus_dir: str, languages) -> tuple[pd.DataFrame, VocabLayout]:
     """The concatenated vocabulary (``term``, ``id`` global, ``lang``, ``local_id``) and its layout."""
-    frames = [read_vocab(storage.join(corpus_dir, lang, VOCAB)) for lang in languages]
+    frames = [read_vocab(storage.join(storage.join_inside(corpus_dir, lang, "a language"), VOCAB))
+              for lang in languages]
     layout = VocabLayout.from_sizes(languages, [len(f) for f in frames])
     parts = []
     for lang, frame, offset in zip(languages, frames, layout.offsets):
@@ -53,7 +54,7 @@ def aligned_documents(spark, directory: str, languages: list | None = None, sepa
     vocab, layout = aligned_vocab(directory, languages)
     docs = None
     for i, (lang, offset) in enumerate(zip(languages, layout.offsets)):
-        d = (spark.read.parquet(storage.join(directory, lang, DOCS))
+        d = (spark.read.parquet(storage.join(storage.join_inside(directory, lang, "a language"), DOCS))
              .select(F.concat("doc_id", F.lit(f"@{lang}")).alias("doc_id") if separate else "doc_id",
                      F.lit(i).alias("lang_index"),
                      F.transform("term_ids", lambda t: t + F.lit(offset)).alias("term_ids"), "counts"))

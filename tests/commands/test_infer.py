@@ -134,3 +134,20 @@ def test_infer_rejects_a_corpus_with_another_vocabulary(spark_session, raw_model
     other = write_corpus(spark_session, str(tmp_path / "other"), [("a", {0: 1, 2: 3})], WORDS[::-1])
     with pytest.raises(SystemExit, match="does not share the vocabulary.*--vocab"):
         infer.infer_documents(spark_session, model_dir, other, str(tmp_path / "out"))
+
+
+def test_a_model_whose_tokenizer_names_a_file_outside_it_is_refused(raw_model, tmp_path):
+    """tokenizer.json's stopwords_file through ``..`` (its _SUCCESS written again, as whoever hands the model over
+    would) made infer read that file as its stop words; now one line, nothing read or written."""
+    model_dir, _, docs, _ = raw_model
+    moved = tmp_path / "moved"
+    shutil.copytree(model_dir, moved)
+    (tmp_path / "secret.txt").write_text("SECRET\n")
+    tokenizer = json.loads((moved / "tokenizer.json").read_text())
+    tokenizer[""]["stopwords_file"] = "../secret.txt"
+    (moved / "tokenizer.json").write_text(json.dumps(tokenizer))
+    publish.write_marker(str(moved), publish.new_token())
+    raw = write_jsonl(tmp_path / "new.jsonl", [("a", as_text(docs[0][1]))])
+    with pytest.raises(ValueError, match=r"stopwords_file '../secret.txt' is not a path inside it: refused"):
+        infer.run(infer_args("--model", moved, "--input", raw, "--output", tmp_path / "out"))
+    assert not (tmp_path / "out" / "corpus" / "stopwords.txt").exists()

@@ -7,6 +7,7 @@ document list; the bound against the held-out ELBO of ``evaluate`` plus MLlib's 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 
@@ -365,3 +366,22 @@ def test_bad_input_is_refused_in_one_line(spark_session, drawn, drawn_model):
         SparkTopicsLDA(k=3, docConcentration=[0.1, 0.2, 0.3]).fit(drawn["frame"])
     with pytest.raises(ValueError, match="k=4 is larger than the vocabulary"):
         SparkTopicsLDA(k=4).fit(sizes.limit(1))
+
+
+def test_a_saved_stage_whose_data_leaves_its_directory_is_refused(spark_session, tmp_path):
+    """A stage's metadata ``"data": "../../other/model"`` (a pipeline handed over) loaded a model from outside
+    its directory; now refused in one line, before anything is read there."""
+    from drivers import model_store, publish
+    outside = str(tmp_path / "other" / "model")
+    model_store.save_model(outside, {"model": "lda", "topics": 2, "vocab_size": 3, "alpha": [0.5, 0.5],
+                                     "eta": 0.1}, pd.DataFrame({"term": ["a", "b", "c"], "id": [0, 1, 2]}),
+                           np.ones((2, 3)))
+    publish.write_marker(outside, publish.new_token())
+    assert load_model(outside).num_topics == 2          # a model a wrong path would load
+    stage = tmp_path / "pipeline" / "stages" / "1_SparkTopicsLDAModel_x"
+    (stage / "metadata").mkdir(parents=True)
+    (stage / "metadata" / "part-00000").write_text(json.dumps({
+        "class": "drivers.ml.SparkTopicsLDAModel", "timestamp": 0, "sparkVersion": spark_session.version,
+        "uid": "SparkTopicsLDAModel_x", "paramMap": {}, "defaultParamMap": {}, "data": "../../../other/model"}))
+    with pytest.raises(ValueError, match=r"the stage metadata's data '../../../other/model' is not a path inside"):
+        SparkTopicsLDAModel.load(str(stage))
