@@ -10,4 +10,4 @@ N="${2:-30}"
 .venv/bin/spark-topics prepare --input sample_data/web_chapters.jsonl.gz --output out/sample_corpus --overwrite
 .venv/bin/spark-topics train --model lda --corpus out/sample_corpus --topics "$K" --iterations "$N" \
   --seed 1 --output out/sample_model
-echo "ELBO curve: out/sample_model/elbo.png"
+echo "objective per iteration (hybrid inference: the mean log joint; README \"Why this default\"): out/sample_model/elbo.png"
