@@ -54,7 +54,6 @@ import numpy as np
 
 from drivers import storage
 from drivers.checkpoint import Checkpointer, check_fingerprint
-from drivers.failures import one_line
 from drivers.topic_store import TopicFiles
 from inference.dirichlet import newton_alpha
 from inference.elbo import alpha_terms
@@ -331,10 +330,12 @@ def collect_checked(job, when: str) -> list:
     :func:`inference.word_weights.check_finite`) fails the run at once with ``when`` and the task's message."""
     try:
         return job.collect()
+    except FloatingPointError as exc:
+        raise FloatingPointError(f"{when}: {exc}") from None
     except Exception as exc:
-        cause = one_line(exc)
-        if isinstance(exc, FloatingPointError) or cause.startswith("FloatingPointError: "):
-            raise FloatingPointError(f"{when}: {cause.removeprefix('FloatingPointError: ')}") from None
+        raised = [line.strip() for line in str(exc).splitlines() if line.strip().startswith("FloatingPointError: ")]
+        if raised:
+            raise FloatingPointError(f"{when}: {raised[-1].removeprefix('FloatingPointError: ')}") from None
         raise
 
 

@@ -13,16 +13,16 @@ from inference.tree import TreeLayout
 from inference.reducer import topic_weights
 
 
-def _reducer_like(partition, items):
-    tree = TreeLayout(6, np.array([[0, 3], [1, 3]]))
-    beta = tree.edge_priors(0.1)
-    lam = beta.copy()
-    lam[tree.num_root_children + 3] = np.inf * partition     # partition 1: concept 1 -> word 3 is inf
-    yield topic_weights(partition, lam, beta, tree).topic
-
-
 def test_a_task_raising_floating_point_error_fails_the_iteration(spark_session):
-    job = spark_session.sparkContext.parallelize(range(2), 2).mapPartitionsWithIndex(_reducer_like)
+    def reducer_like(partition, items):      # (nested: shipped by value, executors cannot import test modules)
+        tree = TreeLayout(6, np.array([[0, 3], [1, 3]]))
+        beta = tree.edge_priors(0.1)
+        lam = beta.copy()
+        if partition == 1:
+            lam[tree.num_root_children + 3] = np.inf            # concept 1 -> word 3
+        yield topic_weights(partition, lam, beta, tree).topic
+
+    job = spark_session.sparkContext.parallelize(range(2), 2).mapPartitionsWithIndex(reducer_like)
     with pytest.raises(FloatingPointError) as raised:
         collect_checked(job, "iteration 7/20")
     message = str(raised.value)
