@@ -260,7 +260,8 @@ class VariationalFamily(ModelFamily):
         return meta
 
     def train_summary(self, meta: dict, request: TrainRequest) -> str:
-        return f"model written to {request.destination} ({meta['iterations']} iterations, ELBO {meta['elbo']:.6e})"
+        objective = "mean log joint" if meta.get("settings", {}).get("inference") == "hybrid" else "ELBO"
+        return f"model written to {request.destination} ({meta['iterations']} iterations, {objective} {meta['elbo']:.6e})"
 
     # ---- open, infer
     def open(self, model_dir: str) -> TopicModel:
