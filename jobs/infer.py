@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import logging
 
-from drivers import lease, model_store, registry, storage
+from drivers import lease, model_root, model_store, registry, storage
 from drivers.corpora.files import CORPUS_JSON
 from drivers.families import InferRequest
 from jobs.preparation.corpus import PrepareError, prepare_corpus
@@ -52,9 +52,20 @@ def is_prepared_corpus(path: str) -> bool:
     return storage.exists(storage.join(path, CORPUS_JSON))
 
 
+def refuse_output_that_holds_data(output: str) -> None:
+    """``infer --output`` must not be a model directory, a model root or a prepared corpus: writing
+    ``doc_topics.parquet`` there would replace the model's own (every job then refuses the model as damaged)."""
+    for marker, what in (("model.json", "a model directory"), (model_root.LATEST, "a model root"),
+                         ("versions", "a model root"), (CORPUS_JSON, "a prepared corpus")):
+        if storage.exists(storage.join(output, marker)):
+            raise SystemExit(f"spark-topics infer: --output {output} is {what} ({marker}); give infer a folder "
+                             f"of its own")
+
+
 def infer(spark, request: InferRequest) -> dict:
     """Topic proportions of every document of ``request.input`` (prepared first when it is raw text); the run
     holds the output's lease (:mod:`drivers.lease`)."""
+    refuse_output_that_holds_data(request.output)
     with lease.hold(request.output, "spark-topics infer"):
         return _infer(spark, request)
 

@@ -5,6 +5,7 @@ import argparse
 import itertools
 import json
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -151,3 +152,21 @@ def test_a_model_whose_tokenizer_names_a_file_outside_it_is_refused(raw_model, t
     with pytest.raises(ValueError, match=r"stopwords_file '../secret.txt' is not a path inside it: refused"):
         infer.run(infer_args("--model", moved, "--input", raw, "--output", tmp_path / "out"))
     assert not (tmp_path / "out" / "corpus" / "stopwords.txt").exists()
+
+
+def test_an_output_that_is_a_model_a_root_or_a_corpus_is_refused(spark_session, raw_model, tmp_path):
+    """Issue: infer --output pointed at the model directory replaced its doc_topics.parquet (exit 0), and every
+    job then refused the model as damaged. The model, a root and a corpus are refused before anything is
+    written; a folder holding an earlier infer output is still a valid output."""
+    from drivers.families import InferRequest
+
+    model_dir, corpus_dir, _, _ = raw_model
+    before = {p.name: p.stat().st_mtime_ns for p in Path(model_dir).iterdir()}
+    root = tmp_path / "root"
+    (root / "versions").mkdir(parents=True)
+    for output, what in ((model_dir, "a model directory"), (root, "a model root"), (corpus_dir, "a prepared corpus")):
+        with pytest.raises(SystemExit, match=f"--output {output} is {what}"):
+            infer.infer(spark_session, InferRequest(model_dir, corpus_dir, str(output)))
+    assert {p.name: p.stat().st_mtime_ns for p in Path(model_dir).iterdir()} == before
+    assert load_model(model_dir) is not None
+    infer.refuse_output_that_holds_data(str(tmp_path / "fresh"))
