@@ -112,9 +112,43 @@ def _java_message(exc) -> str:
 
 def _read(path: str) -> dict:
     try:
-        return json.loads(storage.read_bytes(path).decode("utf-8"))
+        holder = json.loads(storage.read_bytes(path).decode("utf-8"))
     except (OSError, ValueError, UnicodeDecodeError):
         return {}
+    return holder if isinstance(holder, dict) else {}
+
+
+#: an empty lease file older than this was left by a run killed between its exclusive create and its write
+#: (microseconds apart), and is taken over; a younger one is waited for
+EMPTY_LEASE_SECONDS = 5.0
+
+
+def _problem(path: str) -> str | None:
+    """What makes an existing lease file unusable ("empty", or a description), None for a holder record."""
+    local = path[len("file://"):] if path.startswith("file://") else path
+    if "://" not in local and os.path.isdir(local):
+        return "a directory"
+    try:
+        data = storage.read_bytes(path)
+    except OSError as exc:
+        return f"unreadable: {exc.strerror or exc}"
+    if not data:
+        return "empty"
+    try:
+        holder = json.loads(data.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return "not JSON"
+    return None if isinstance(holder, dict) and holder.get("token") else "not a lease record"
+
+
+def _empty_for(path: str) -> float:
+    """Seconds since an empty local lease file was last written (0 for a store named by a URI: never taken)."""
+    if "://" in path and not path.startswith("file://"):
+        return 0.0
+    try:
+        return time.time() - os.stat(path.removeprefix("file://")).st_mtime
+    except OSError:
+        return 0.0
 
 
 def _process_gone(pid: int) -> bool:
@@ -160,12 +194,33 @@ def acquire(directory: str, job: str) -> dict:
     storage.makedirs(directory)
     path = storage.join(directory, LEASE)
     mine = _holder(job)
-    for _ in range(3):
+    attempts = 0
+    while attempts < 3:
+        attempts += 1
         if _create(path, mine):
             return mine
         theirs = _read(path)
         if not theirs and not storage.exists(path):
             continue                              # released meanwhile: try again
+        problem = None if theirs.get("token") else _problem(path)
+        if problem == "empty":
+            if _empty_for(path) < EMPTY_LEASE_SECONDS:
+                time.sleep(0.1)                   # its writer may be between create and write
+                attempts -= 1
+                continue
+            aside = f"{path}.stale-{uuid.uuid4().hex}"
+            try:
+                storage.move(path, aside)
+            except OSError:
+                continue
+            if storage.read_bytes(aside):
+                _put_back(aside, path)            # another run's fresh lease: it goes back
+                continue
+            log.warning("took over the empty lease %s (a run killed as it created it)", path)
+            storage.delete(aside)
+            continue
+        if problem is not None:
+            raise SystemExit(f"{path} is not a lease ({problem}): if no run is using {directory}, delete it")
         if is_stale(theirs):
             aside = f"{path}.stale-{uuid.uuid4().hex}"
             try:

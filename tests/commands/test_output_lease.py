@@ -8,6 +8,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -112,3 +113,37 @@ def test_a_lease_on_a_hadoop_store_is_created_exclusively_through_the_jvm(spark_
         lease.acquire(f"file://{tmp_path}/other", "spark-topics refresh")
     lease.release(f"file://{tmp_path}/other", held)
     assert not (tmp_path / "other" / lease.LEASE).exists()
+
+
+@pytest.mark.parametrize("content, problem", [(None, "a directory"), (b"\x00\xff garbage", "not JSON"),
+                                              (b"[1, 2]", "not a lease record"), (b'{"job": "x"}', "not a lease record")])
+def test_a_lease_file_that_is_no_lease_is_named_for_what_it_is(tmp_path, content, problem):
+    """Was: "a run started ? on ? (pid ?)"."""
+    out = tmp_path / "out"
+    out.mkdir()
+    if content is None:
+        (out / lease.LEASE).mkdir()
+    else:
+        (out / lease.LEASE).write_bytes(content)
+    with pytest.raises(SystemExit, match=rf"_lease.json is not a lease \({problem}\): if no run is using .*out, "
+                                         rf"delete it"):
+        lease.acquire(str(out), "second")
+
+
+def test_an_empty_lease_is_waited_for_then_taken_over(tmp_path, monkeypatch):
+    """A run killed between the exclusive create and the write leaves an empty lease: it was never taken over.
+    An old one is taken at once; a fresh one (its writer may be between the two) after EMPTY_LEASE_SECONDS."""
+    out = tmp_path / "out"
+    out.mkdir()
+    path = out / lease.LEASE
+    path.write_bytes(b"")
+    os.utime(path, (time.time() - 60, time.time() - 60))
+    holder = lease.acquire(str(out), "second")
+    assert json.loads(path.read_text())["token"] == holder["token"]
+    lease.release(str(out), holder)
+    monkeypatch.setattr(lease, "EMPTY_LEASE_SECONDS", 0.5)
+    path.write_bytes(b"")
+    started = time.monotonic()
+    holder = lease.acquire(str(out), "third")
+    assert time.monotonic() - started >= 0.3
+    assert json.loads(path.read_text())["token"] == holder["token"]
