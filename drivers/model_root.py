@@ -124,12 +124,17 @@ def sync_doc_topics(root: str) -> list[str]:
     model's documents, once the root has a version) and nothing else; returns the partitions added (+) and
     removed (-)."""
     table = storage.join(root, DOC_TOPICS)
+    named = latest(root)
+    if named is not None and named not in versions(root):
+        raise SystemExit(f"{storage.join(root, LATEST)} names the version {named}, which {root} does not have: the "
+                         f"model root is damaged (nothing was changed); point {LATEST} at a complete version")
     committed = chain(root)
+    if not committed:
+        return []                                 # nothing committed: nothing to sync, and nothing to delete
     sources = {v: storage.join(version_dir(root, v), "doc_topics.parquet") for v in committed}
-    if committed:
-        meta_path = storage.join(version_dir(root, committed[-1]), "model.json")
-        parent = (storage.load_json(meta_path).get("refresh") or {}).get("parent") or {}
-        sources[BASE_PARTITION] = storage.join(parent["base"], "doc_topics.parquet") if "base" in parent else None
+    meta_path = storage.join(version_dir(root, committed[-1]), "model.json")
+    parent = (storage.load_json(meta_path).get("refresh") or {}).get("parent") or {}
+    sources[BASE_PARTITION] = storage.join(parent["base"], "doc_topics.parquet") if "base" in parent else None
     present = storage.list_dir(table)
     changes = []
     for name in present:

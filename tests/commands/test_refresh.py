@@ -296,3 +296,19 @@ def test_killed_refreshes_and_trains_leave_a_complete_latest_and_nothing_ingeste
     train.train(spark_session, train.parse_request(common[1:] + ("--seed", 4)))
     assert model_store.load_model(str(out)).meta["seed"] == 4 and (out / "notes.txt").read_text() == "mine"
     assert [n for n in os.listdir(tmp_path) if n.startswith(".model")] == []
+
+
+def test_a_latest_naming_a_missing_version_is_refused_before_anything_is_deleted(spark_session, refreshed, tmp_path):
+    """Issue: recovery synced the document-topic table to the (empty) chain before anything checked LATEST, so a
+    LATEST naming a missing version deleted the whole table, then refused the root. Now the refusal comes first."""
+    root = copy_root(refreshed, tmp_path)
+    table = root / model_root.DOC_TOPICS
+    before = sorted(os.listdir(table))
+    assert len(before) >= 2                                   # version=base and the first version
+    (root / model_root.LATEST).write_text("000099-20261125T000000Z\n")
+    raw = write_batch(tmp_path / "more.jsonl", texts(5, 90, "z"))
+    with pytest.raises(SystemExit, match=r"LATEST names the version 000099-20261125T000000Z, which .* does not "
+                                         r"have: the model root is damaged \(nothing was changed\)"):
+        run(spark_session, "--model", root, "--input", raw, "--iterations", 1)
+    assert sorted(os.listdir(table)) == before
+    assert model_root.sync_doc_topics(str(tmp_path / "no-root")) == []   # an empty chain deletes nothing
