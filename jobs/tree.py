@@ -91,6 +91,12 @@ def build(spark, dictionaries: list[str], corpus_dir: str, output: str, language
     spark.sparkContext.setJobDescription("tree: tokenise the dictionaries' phrases")
     concepts, report = build_concepts(pairs, spark_tokenizer(spark, options), vocabulary, corpus_languages)
     spark.sparkContext.setJobDescription(None)
+    if len(concepts) == 0:
+        dropped = ", ".join(f"{n} {reason.replace('_', ' ')}" for reason, n in report.get("dropped", {}).items() if n)
+        raise SystemExit(f"no concept: none of the {len(pairs)} dictionary pairs has both its words in the "
+                         f"vocabularies of {corpus_dir} ({dropped or 'none kept'}); a tree without concepts makes "
+                         f"tlda/ptlda plain LDA. Check --languages and that the dictionaries are of the corpus' "
+                         f"languages; nothing was written")
     corpus_meta = storage.load_json(storage.join(corpus_dir, CORPUS_JSON))
     from drivers.model_store import data_version
 

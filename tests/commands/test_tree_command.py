@@ -130,6 +130,12 @@ def test_tree_job_writes_the_tree_and_its_report(spark_session, aligned_corpus, 
     assert not [p for p in os.listdir(tmp_path) if ".tmp" in p]
     with pytest.raises(SystemExit, match="not a prepared corpus"):
         tree.build(spark_session, [dictd], str(tmp_path / "nowhere"), str(tmp_path / "t2"))
+    (tmp_path / "unrelated").mkdir()
+    unrelated = write_dictd(tmp_path / "unrelated", "freedict-eng-spa", {"cat": "cat\ngato\n", "dog": "dog\nperro\n"})
+    with pytest.raises(SystemExit, match=r"no concept: none of the 2 dictionary pairs has both its words in the "
+                                         r"vocabularies .*\(2 not in vocabulary\).*nothing was written"):
+        tree.build(spark_session, [unrelated], str(aligned_corpus / "corpus"), str(tmp_path / "t3"))
+    assert not (tmp_path / "t3").exists()
 
 
 def test_debian_freedict_files_read():
