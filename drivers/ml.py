@@ -47,7 +47,9 @@ Limits:
   be reachable from every executor: ``checkpointDir``, else Spark's checkpoint
   directory (``sc.setCheckpointDir``); local masters use the local temporary
   directory. A fitted model's directory is temporary until the model is saved
-  (it is removed when the Python process exits).
+  (it is removed when the Python process exits); a fit's working directory
+  (``spark-topics-ml-<host>-<pid>-<id>``) left by a process killed before its
+  exit is removed by the next fit on that host.
 """
 from __future__ import annotations
 
@@ -55,6 +57,7 @@ import atexit
 import contextlib
 import logging
 import os
+import socket
 import tempfile
 import uuid
 from functools import partial
@@ -917,9 +920,26 @@ def _work_directory(spark, checkpoint_dir: str | None) -> str:
     if base is None:
         raise ValueError(f"SparkTopicsLDA on {sc.master}: set checkpointDir (or sc.setCheckpointDir) to a "
                          f"directory every executor can reach (hdfs://..., s3://..., a shared mount)")
-    work = storage.join(_storage_path(base), f"spark-topics-ml-{uuid.uuid4().hex[:12]}")
+    base = _storage_path(base)
+    _remove_abandoned(base)
+    work = storage.join(base, f"{WORK_PREFIX}{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:12]}")
     storage.makedirs(work)
     return work
+
+
+WORK_PREFIX = "spark-topics-ml-"
+
+
+def _remove_abandoned(base: str) -> None:
+    """Delete the working directories in ``base`` of fits killed before they could (named by host and pid: of this
+    host, whose process is gone)."""
+    from drivers import lease
+
+    for name in storage.list_dir(base):
+        host, _, pid = name[len(WORK_PREFIX):].rpartition("-")[0].rpartition("-")
+        if name.startswith(WORK_PREFIX) and pid.isdigit() and lease.is_stale({"host": host, "pid": pid}, wait=0):
+            log.warning("removing %s, left by a killed fit (pid %s)", storage.join(base, name), pid)
+            _remove(storage.join(base, name))
 
 
 def _storage_path(path: str) -> str:
