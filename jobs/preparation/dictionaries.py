@@ -17,6 +17,7 @@ import gzip
 import io
 import os
 import re
+import zlib
 
 from drivers import storage
 
@@ -82,9 +83,13 @@ def read_dictd(index_path: str, languages: tuple[str, str]):
         raise DictionaryError(f"{index_path}: no {os.path.basename(base)}.dict.dz (or .dict) beside it")
     raw = storage.read_bytes(dict_path)
     if dict_path.endswith(".dz"):
-        raw = gzip.GzipFile(fileobj=io.BytesIO(raw)).read()
+        try:
+            raw = gzip.GzipFile(fileobj=io.BytesIO(raw)).read()
+        except (OSError, EOFError, zlib.error) as exc:       # BadGzipFile, a truncated or damaged file
+            raise DictionaryError(f"{dict_path} is not a readable dictzip (gzip) file ({type(exc).__name__}: "
+                                  f"{exc}): install or download the dictionary again") from None
     lang_a, lang_b = languages
-    for line_number, line in enumerate(storage.read_bytes(index_path).decode("utf-8").splitlines(), 1):
+    for line_number, line in enumerate(_text(index_path).splitlines(), 1):
         fields = line.split("\t")
         if len(fields) < 3:
             raise DictionaryError(f"{index_path}:{line_number}: expected headword, offset, length")
@@ -98,9 +103,17 @@ def read_dictd(index_path: str, languages: tuple[str, str]):
             yield lang_a, headword, lang_b, translation
 
 
+def _text(path: str) -> str:
+    try:
+        return storage.read_bytes(path).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DictionaryError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start}): save it as UTF-8") \
+            from None
+
+
 def read_pairs_tsv(path: str):
     """``(lang_a, word_a, lang_b, word_b)`` of a TSV of pairs."""
-    for line_number, line in enumerate(storage.read_bytes(path).decode("utf-8").splitlines(), 1):
+    for line_number, line in enumerate(_text(path).splitlines(), 1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         fields = line.split("\t")

@@ -59,6 +59,32 @@ def test_dictd_entries_become_pairs(tmp_path):
         languages_of(str(tmp_path / "mydict.index"))
 
 
+def test_unreadable_dictionaries_are_refused_naming_the_file(tmp_path):
+    """A Latin-1 TSV (UnicodeDecodeError), a corrupt or truncated .dict.dz (BadGzipFile, EOFError) and a Latin-1
+    index ended the tree job with the exception's name alone; now a DictionaryError (the job's one line) names the
+    file and what is wrong."""
+    from jobs.preparation.dictionaries import DictionaryError
+
+    tsv = tmp_path / "pairs.tsv"
+    tsv.write_bytes("en\thate\tes\todio\nen\tcafe\tes\tcaf\xe9\n".encode("latin-1"))
+    with pytest.raises(DictionaryError, match=r"pairs\.tsv is not UTF-8 text \(invalid continuation byte at byte "
+                                              r"\d+\): save it as UTF-8"):
+        list(read_dictionaries([str(tsv)]))
+    index = write_dictd(tmp_path, "freedict-eng-spa", {"hate": "hate /h/\nodio\n"})
+    dz = tmp_path / "freedict-eng-spa.dict.dz"
+    whole = dz.read_bytes()
+    for damaged in (b"not gzip at all", whole[:len(whole) // 2]):
+        dz.write_bytes(damaged)
+        with pytest.raises(DictionaryError, match=r"freedict-eng-spa\.dict\.dz is not a readable dictzip \(gzip\) "
+                                                  r"file \((BadGzipFile|EOFError): .*\): install"):
+            list(read_dictionaries([index]))
+    dz.write_bytes(whole)
+    with open(index, "ab") as f:
+        f.write("caf\xe9\tA\tB\n".encode("latin-1"))
+    with pytest.raises(DictionaryError, match=r"freedict-eng-spa\.index is not UTF-8 text"):
+        list(read_dictionaries([index]))
+
+
 def simple_tokenize(language, phrases):
     return [re.findall(r"[^\W\d_]{2,}", p.lower()) for p in phrases]
 
