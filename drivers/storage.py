@@ -6,10 +6,12 @@ Arrays are stored as ``.npy`` without pickle; metadata as JSON.
 """
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
 import re
+import tokenize
 import uuid
 
 import numpy as np
@@ -26,6 +28,11 @@ def absolute(path: str) -> str:
     if _SCHEME.match(path):
         return path
     return os.path.abspath(path)
+
+
+def is_uri(path: str) -> bool:
+    """``hdfs://...``, ``s3a://...``, ``file:/...``: a path of a store, not of this machine's current folder."""
+    return bool(_SCHEME.match(path))
 
 
 def resolve(path: str):
@@ -147,8 +154,19 @@ def save_npy(path: str, array: np.ndarray) -> None:
     write_bytes(path, buffer.getvalue())
 
 
+@contextlib.contextmanager
+def _npy_header():
+    """numpy's errors of a broken ``.npy`` header (its dict is parsed as Python: ``TokenError: EOF in multi-line
+    statement``, SyntaxError) as ValueError, which the readers of model files report with the file's name."""
+    try:
+        yield
+    except (SyntaxError, tokenize.TokenError, TypeError, EOFError, RecursionError) as exc:
+        raise ValueError(f"not a .npy array: its header is broken ({type(exc).__name__}: {exc})") from None
+
+
 def load_npy(path: str) -> np.ndarray:
-    return np.load(io.BytesIO(read_bytes(path)), allow_pickle=False)
+    with _npy_header():
+        return np.load(io.BytesIO(read_bytes(path)), allow_pickle=False)
 
 
 def load_npy_rows(path: str, rows: np.ndarray) -> np.ndarray:
@@ -156,9 +174,10 @@ def load_npy_rows(path: str, rows: np.ndarray) -> np.ndarray:
     by byte ranges (neighbouring rows read together) on a filesystem URI."""
     rows = np.asarray(rows, dtype=np.int64)
     if "://" not in path:
-        return np.array(np.load(path, mmap_mode="r", allow_pickle=False)[rows])
+        with _npy_header():
+            return np.array(np.load(path, mmap_mode="r", allow_pickle=False)[rows])
     filesystem, p = resolve(path)
-    with filesystem.open_input_file(p) as stream:
+    with filesystem.open_input_file(p) as stream, _npy_header():
         version = np.lib.format.read_magic(stream)
         shape, fortran, dtype = (np.lib.format.read_array_header_1_0 if version == (1, 0)
                                  else np.lib.format.read_array_header_2_0)(stream)

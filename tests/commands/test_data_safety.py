@@ -100,13 +100,15 @@ def _set_lambda(directory, edit):
     (lambda d: (d / "lambda.npy").unlink(), r"has no lambda\.npy"),
     (lambda d: (d / "vocab.parquet").unlink(), r"has no vocab\.parquet"),
     (lambda d: (d / "lambda.npy").write_bytes(b"\x93NUMPY broken"), r"lambda\.npy cannot be read"),
+    (lambda d: (d / "lambda.npy").write_bytes((d / "lambda.npy").read_bytes().replace(b"}", b" ", 1)),
+     r"lambda\.npy cannot be read \(ValueError: not a \.npy array: its header is broken \(TokenError"),
     (lambda d: (d / publish.MARKER).unlink(), r"has no _SUCCESS marker: it was not completely written"),
     (lambda d: (d / "doc_topics.parquet").rename(d / "elsewhere"),
      r"file\(s\) missing \(doc_topics\.parquet/.*compared with its _SUCCESS manifest"),
     (lambda d: (d / "lambda.npy").write_bytes((d / "lambda.npy").read_bytes()[:-8]),
      r"1 file\(s\) changed since it was written \(lambda\.npy\)"),
 ], ids=["nan", "negative", "narrow", "topics", "alpha", "truncated-json", "missing", "no-vocab", "garbled",
-        "no-marker", "file-gone", "truncated"])
+        "broken-header", "no-marker", "file-gone", "truncated"])
 def test_damaged_model_files_are_refused_in_one_line(lda_model, tmp_path, damage, message):
     from jobs import topics
 
