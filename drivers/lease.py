@@ -261,9 +261,13 @@ def release(directory: str, holder: dict) -> None:
 
 @contextmanager
 def hold(directory: str, job: str):
-    """The lease of ``directory`` for the duration of the block (released on errors too)."""
+    """The lease of ``directory`` for the duration of the block (released on errors too). A directory the lease
+    created is removed again when the run leaves it empty (a failed run leaves no empty output behind)."""
+    created = not storage.exists(directory)
     holder = acquire(directory, job)
     try:
         yield holder
     finally:
         release(directory, holder)
+        if created:
+            storage.remove_if_empty(directory)

@@ -349,7 +349,7 @@ def read_meta(directory: str, version: str | None = None) -> dict:
     directory = resolve(directory, version)
     if _unmarked(directory):
         return _read_meta(directory)
-    return publish.read_consistently(directory, _read_meta)
+    return publish.read_consistently(directory, _read_meta, own_file=is_model_file)
 
 
 def _unmarked(directory: str) -> bool:
@@ -402,7 +402,7 @@ def load_model(directory: str, version: str | None = None) -> TopicModel:
     directory = resolve(directory, version)
     if _unmarked(directory):
         return read_model_files(directory)
-    return publish.read_consistently(directory, read_model_files)
+    return publish.read_consistently(directory, read_model_files, own_file=is_model_file)
 
 
 def read_model_files(directory: str) -> TopicModel:

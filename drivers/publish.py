@@ -1,21 +1,26 @@
 """Publishing a directory whole: written aside, a completion marker last, then moved into place.
 
-A model directory (``train --output``, a version of a model root) is never written in place. The run writes it
-into a hidden sibling (:func:`staging_dir`), writes the marker ``_SUCCESS`` last (a manifest: every file's size
-and a token naming this publication) and then:
+One protocol for every directory a job writes: a model (``train --output``, a version of a model root), a corpus
+(``prepare --output``, also the corpus ``infer`` prepares from raw text) and ``infer``'s results. The directory is
+never written in place. The run (:func:`published`: under the target's lease, :mod:`drivers.lease`, after
+:func:`recover`) writes it into a hidden sibling (:func:`staging_dir`), writes the marker ``_SUCCESS`` last (a
+manifest: every file's size and content hash and a token naming this publication, :mod:`drivers.manifest`) and
+then:
 
 * a new target: one rename (atomic on POSIX and HDFS);
 * an existing target (a model being replaced, or the directory that holds the run's lease and checkpoint): the
   two directories are exchanged in one step where the kernel can (Linux ``renameat2(RENAME_EXCHANGE)``), else
-  renamed one after the other (the target is missing for that moment, never mixed). What is not the old model's
-  (the user's own files, the lease, the checkpoint) is moved into the new directory, then the old model is
-  deleted.
+  renamed one after the other (the target is missing for that moment, never mixed). What is not the old
+  directory's own (the user's files, the lease, the checkpoint) is moved into the new directory, then the old one
+  is deleted.
 
 Readers check the marker (:func:`require_complete`): a directory without one was not completely written, and a
-marker whose token changed while the reader read the files means the model was replaced meanwhile (the reader
-reads again). A run killed at any point leaves the target as it was or the new model complete; the hidden
-siblings it leaves are cleaned up by the next run on the target (:func:`recover`), which rolls a complete
-publication forward if the target went missing between the two renames.
+marker whose token changed while the reader read the files means the directory was replaced meanwhile (the reader
+reads again). A run killed at any point leaves the target as it was or the new directory complete. What it leaves
+beside it is put right by the next run on the target (:func:`recover`): a complete publication whose target went
+missing between the two renames is moved in, the user's files in the old directory (moved aside or exchanged out)
+are given back, the rest is deleted. A reader gives the user's files back too (:func:`give_back`), deleting
+nothing (it holds no lease).
 
 On object stores without rename (S3) use a model root (:mod:`drivers.model_root`): its pointer ``LATEST`` is
 written last, so no reader sees a version before it is complete.
@@ -27,23 +32,16 @@ import ctypes.util
 import logging
 import os
 import time
-import uuid
 from contextlib import contextmanager
 
-from drivers import storage
+from drivers import lease, storage
+from drivers.manifest import (MARKER, RUN_FILES, new_token, read_marker, require_complete,  # noqa: F401 (the API)
+                              write_marker)
 
-MARKER = "_SUCCESS"
 STAGING = ".publishing-"
 REPLACED = ".replaced-"
 
-#: what belongs to a run, not to the model: kept in the directory across publications
-RUN_FILES = ("_lease.json", "_checkpoint")
-
 log = logging.getLogger("spark_topics.publish")
-
-
-def new_token() -> str:
-    return uuid.uuid4().hex[:16]
 
 
 def _sibling(target: str, kind: str, token: str) -> str:
@@ -64,66 +62,17 @@ def staging_dir(target: str, token: str) -> str:
     return _sibling(target, STAGING, token)
 
 
-def _files(directory: str) -> dict:
-    """Relative path -> size of every file under ``directory`` (the marker left out)."""
-    filesystem, root = storage.resolve(directory)
-    from pyarrow import fs as pafs
-
-    out = {}
-    for info in filesystem.get_file_info(pafs.FileSelector(root, recursive=True)):
-        if info.type == pafs.FileType.File:
-            rel = info.path[len(root.rstrip("/")) + 1:]
-            if rel != MARKER and not rel.startswith(RUN_FILES):
-                out[rel] = int(info.size)
-    return dict(sorted(out.items()))
-
-
-def write_marker(directory: str, token: str, **extra) -> dict:
-    """The completion marker, written last: a manifest of the directory's files and the publication's token."""
-    marker = {"token": token, "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-              "files": _files(directory), **extra}
-    storage.save_json(storage.join(directory, MARKER), marker)
-    return marker
-
-
-def read_marker(directory: str) -> dict | None:
-    path = storage.join(directory, MARKER)
-    try:
-        marker = storage.load_json(path)
-    except (OSError, ValueError, UnicodeDecodeError):
-        return None
-    return marker if isinstance(marker, dict) and "token" in marker else None
-
-
-def require_complete(directory: str, check_sizes: bool = True) -> dict:
-    """The marker of a completely written directory, or a one-line refusal saying what is wrong."""
-    marker = read_marker(directory)
-    if marker is None:
-        if storage.exists(storage.join(directory, MARKER)):
-            raise SystemExit(f"{directory}: its {MARKER} marker is damaged: the directory cannot be trusted; "
-                             f"write it again")
-        raise SystemExit(f"{directory} has no {MARKER} marker: it was not completely written (a run was "
-                         f"interrupted, or it is still being written); run the job that writes it again")
-    if check_sizes:
-        found = _files(directory)
-        missing = [name for name in marker.get("files", {}) if name not in found]
-        changed = [name for name, size in marker.get("files", {}).items() if name in found and found[name] != size]
-        if missing or changed:
-            what = (f"{len(missing)} file(s) missing ({', '.join(missing[:3])})" if missing else
-                    f"{len(changed)} file(s) changed since it was written ({', '.join(changed[:3])})")
-            raise SystemExit(f"{directory}: {what}, compared with its {MARKER} manifest: the directory is damaged; "
-                             f"write it again")
-    return marker
-
-
-def read_consistently(directory: str, read, attempts: int = 5):
+def read_consistently(directory: str, read, attempts: int = 5, own_file=None):
     """``read(directory)`` between two looks at the marker with the same token: a directory replaced while it was
-    read is read again (a reader never returns a mix of two publications)."""
+    read is read again (a reader never returns a mix of two publications). With ``own_file`` (what the writing
+    job owns, :func:`publish`) the user's files a killed run left beside the directory are given back."""
     for attempt in range(attempts):
         before = _wait_for_target(directory)
         value = read(directory)
         after = read_marker(directory)
         if after is not None and after["token"] == before["token"]:
+            if own_file is not None:
+                give_back(directory, own_file)
             return value
         time.sleep(0.1 * (attempt + 1))
     raise SystemExit(f"{directory} kept changing while it was read ({attempts} attempts): another run is "
@@ -170,10 +119,10 @@ def step(name: str) -> None:
         STEP_HOOK(name)
 
 
-def publish(staging: str, target: str, old_model_file=None) -> None:
+def publish(staging: str, target: str, own_file=None) -> None:
     """Move the complete directory ``staging`` (its marker written) into place at ``target``.
-    ``old_model_file(name)``: whether a file of a target without a manifest (written before markers) belongs to
-    its model (deleted with it) rather than to the user (kept)."""
+    ``own_file(name)``: whether a file of the old target is the job's (deleted with it) rather than the user's
+    (kept), besides what its manifest lists (all of it for a target written before markers)."""
     if read_marker(staging) is None:
         raise RuntimeError(f"{staging} has no {MARKER} marker: not publishing an incomplete directory")
     lease_file = storage.join(target, RUN_FILES[0])
@@ -191,28 +140,35 @@ def publish(staging: str, target: str, old_model_file=None) -> None:
         step("moved-aside")
         storage.move(staging, target)
     step("swapped")
-    _settle(old, target, old_model_file)
+    _settle(old, target, own_file)
 
 
-def _settle(old: str, target: str, old_model_file=None) -> None:
-    """Move what is not the old model (the user's files, the run's lease and checkpoint) from ``old`` into
-    ``target``, then delete the old model."""
+def _own(old: str, own_file):
+    """Whether a top-level name of the old directory ``old`` is its own: listed in its manifest, or ``own_file``."""
     marker = read_marker(old)
-    if marker is not None:
-        model_tops = {name.split("/", 1)[0] for name in marker.get("files", {})}
-        is_model = model_tops.__contains__
-    else:
-        is_model = old_model_file or (lambda name: False)
+    tops = {name.split("/", 1)[0] for name in (marker or {}).get("files", {})}
+    return lambda name: name in tops or bool(own_file and own_file(name))
+
+
+def _give_back(old: str, target: str, own_file, run_files: bool = True) -> None:
+    """Move what is not the old directory's own (the user's files; with ``run_files`` the lease and checkpoint
+    too) from ``old`` into ``target``, where ``target`` has no file of that name."""
+    own = _own(old, own_file)
     for name in storage.list_dir(old):
-        if name == MARKER or name.startswith(".tmp-") or is_model(name):
+        if name == MARKER or name.startswith(".tmp-") or own(name) or (not run_files and name in RUN_FILES):
             continue
         if not storage.exists(storage.join(target, name)):
             storage.move(storage.join(old, name), storage.join(target, name))
+
+
+def _settle(old: str, target: str, own_file=None) -> None:
+    """The user's files, lease and checkpoint from ``old`` into ``target``; then the old directory deleted."""
+    _give_back(old, target, own_file)
     storage.delete(old)
 
 
 @contextmanager
-def publishing(target: str, old_model_file=None, **marker_fields):
+def publishing(target: str, own_file=None, **marker_fields):
     """``with publishing(target) as staging:`` write the directory into ``staging``; when the block ends without an
     error the marker is written and the directory published at ``target``; on an error nothing is published and
     the staging directory is removed."""
@@ -224,34 +180,93 @@ def publishing(target: str, old_model_file=None, **marker_fields):
         yield staging
         write_marker(staging, token, **marker_fields)
         written = True
-        publish(staging, target, old_model_file)
+        publish(staging, target, own_file)
     finally:
         # a failure after the marker may have exchanged the directories: what is at ``staging`` can then be the
-        # old model with the user's files, which :func:`recover` gives back on the next run, so it stays
+        # old directory with the user's files, which :func:`recover` gives back on the next run, so it stays
         if not written and storage.exists(staging):
             storage.delete(staging)
 
 
-def recover(target: str, old_model_file=None) -> None:
-    """Clean up after runs on ``target`` that were killed while publishing (call while holding its lease): a
-    complete publication whose target went missing between the two renames is moved into place; other
-    siblings (unpublished staging, replaced models) give their non-model files back and are deleted."""
+@contextmanager
+def published(target: str, job: str, own_file=None, leftovers: tuple = ()):
+    """``with published(target, job) as staging:`` the whole protocol for a job that writes ``target``: its lease
+    for the run, the leftovers of killed runs put right (:func:`recover`), then :func:`publishing`."""
+    with lease.hold(target, job):
+        recover(target, own_file, leftovers)
+        with publishing(target, own_file) as staging:
+            yield staging
+
+
+def _leftovers(target: str, others: tuple = ()) -> list:
+    """``(path, kind)`` of the hidden siblings of ``target`` that runs left: ``"new"`` a complete publication not
+    moved in, ``"old"`` the previous directory moved aside or exchanged out (it may hold the user's files),
+    ``"unpublished"`` a directory never completed (also siblings named ``.<name><prefix>`` for a prefix of
+    ``others``, an older protocol's)."""
     parent, name = _split(target)
+    current = (read_marker(target) or {}).get("token") if storage.exists(target) else None
+    found = []
     for sibling in storage.list_dir(parent):
-        if not sibling.startswith(f".{name}{STAGING}") and not sibling.startswith(f".{name}{REPLACED}"):
-            continue
         path = storage.join(parent, sibling)
-        marker = read_marker(path)
-        ours = sibling.startswith(f".{name}{STAGING}") and marker is not None \
-            and sibling.endswith(STAGING + marker["token"])
-        old_model = not ours and (marker is not None or sibling.startswith(f".{name}{REPLACED}"))
-        if not storage.exists(target) and (ours or old_model):
+        if sibling.startswith(f".{name}{REPLACED}"):
+            found.append((path, "old"))
+        elif sibling.startswith(f".{name}{STAGING}"):
+            token = sibling[len(f".{name}{STAGING}"):]
+            marker = read_marker(path)
+            if token == current:                   # exchanged: the target holds this publication
+                found.append((path, "old"))
+            elif marker is None:
+                found.append((path, "unpublished"))
+            else:
+                found.append((path, "new" if marker["token"] == token else "old"))
+        elif any(sibling.startswith(f".{name}{prefix}") for prefix in others):
+            found.append((path, "unpublished"))
+    return found
+
+
+def _absent(target: str) -> bool:
+    """No directory at ``target``, or one holding nothing but run files (the lease a run took before recovering)."""
+    return not storage.exists(target) or (
+        read_marker(target) is None and all(name in RUN_FILES for name in storage.list_dir(target)))
+
+
+def _move_in(path: str, target: str) -> None:
+    """A complete directory at ``path`` into place at ``target`` (which holds at most run files): renamed whole, or
+    its files moved in with the marker last (the run's lease stays where it is)."""
+    if not storage.exists(target):
+        storage.move(path, target)
+        return
+    for name in storage.list_dir(path):
+        if name != MARKER and not storage.exists(storage.join(target, name)):
+            storage.move(storage.join(path, name), storage.join(target, name))
+    if storage.exists(storage.join(path, MARKER)):
+        storage.move(storage.join(path, MARKER), storage.join(target, MARKER))
+    storage.delete(path)
+
+
+def recover(target: str, own_file=None, others: tuple = ()) -> None:
+    """Put right what runs on ``target`` killed while publishing left (call while holding its lease): a complete
+    publication whose target went missing between the two renames is moved into place (else the old directory is
+    put back); an old directory gives its non-own files back and is deleted; the rest is deleted."""
+    for path, kind in _leftovers(target, others):
+        if kind != "unpublished" and _absent(target):
             log.warning("%s %s from %s (a killed run had moved it aside)",
-                        "completing the publication of" if ours else "restoring", target, path)
-            storage.move(path, target)
+                        "completing the publication of" if kind == "new" else "restoring", target, path)
+            _move_in(path, target)
             continue
         log.warning("removing %s, left by a killed run", path)
-        if old_model:
-            _settle(path, target, old_model_file)
+        if kind == "old":
+            _settle(path, target, own_file)
         else:
-            storage.delete(path)             # a new model never published (or half written): the work is redone
+            storage.delete(path)             # a new directory never published (or half written): the work is redone
+
+
+def give_back(target: str, own_file=None) -> None:
+    """A reader's part of :func:`recover`: the user's files that a run killed right after moving the old directory
+    out left in it go back into ``target`` (nothing is deleted: the next run on the target does that)."""
+    for path, kind in _leftovers(target):
+        if kind == "old":
+            try:
+                _give_back(path, target, own_file, run_files=False)
+            except OSError as exc:               # another process moved them meanwhile, or no permission
+                log.warning("could not give back the files in %s: %s", path, exc)

@@ -90,6 +90,17 @@ def delete(path: str) -> None:
         filesystem.delete_file(p)
 
 
+def remove_if_empty(path: str) -> None:
+    """Remove the directory ``path`` if it holds nothing (locally in one step: rmdir refuses a non-empty one)."""
+    if "://" not in path:
+        try:
+            os.rmdir(path)
+        except OSError:
+            pass
+    elif is_dir(path) and not list_dir(path):
+        delete(path)
+
+
 def is_dir(path: str) -> bool:
     filesystem, p = resolve(path)
     return filesystem.get_file_info(p).type == pafs.FileType.Directory

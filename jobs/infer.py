@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import argparse
 import logging
+from dataclasses import replace
 
-from drivers import lease, model_root, model_store, registry, storage
-from drivers.corpora.files import CORPUS_JSON
+from drivers import model_root, model_store, publish, registry, storage
+from drivers.corpora.files import CORPUS_JSON, looks_like_corpus
 from drivers.families import InferRequest
 from jobs.preparation.corpus import PrepareError, prepare_corpus
 from jobs.spark import fold_in_conf, local_path, positive_int, sized_session
@@ -48,8 +49,13 @@ def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
             f"{family.name} models ({', '.join(s.name for s in registry.models_of(family.name))})"))
 
 
+#: what ``infer`` writes in OUT_DIR (the rest is the user's, kept when a new output replaces it)
+OUTPUTS = ("doc_topics.parquet", "segment_topics.parquet", "corpus")
+
+
 def is_prepared_corpus(path: str) -> bool:
-    return storage.exists(storage.join(path, CORPUS_JSON))
+    """A corpus directory (complete or not: an incomplete one is refused when it is read), not raw text."""
+    return looks_like_corpus(path)
 
 
 def refuse_output_that_holds_data(output: str) -> None:
@@ -63,11 +69,15 @@ def refuse_output_that_holds_data(output: str) -> None:
 
 
 def infer(spark, request: InferRequest) -> dict:
-    """Topic proportions of every document of ``request.input`` (prepared first when it is raw text); the run
-    holds the output's lease (:mod:`drivers.lease`)."""
+    """Topic proportions of every document of ``request.input`` (prepared first when it is raw text), published
+    whole at ``request.output`` (:mod:`drivers.publish`: a run killed at any point leaves the earlier results or the
+    new ones, never a mix or an empty table; the user's other files there are kept); the run holds the output's
+    lease (:mod:`drivers.lease`)."""
     refuse_output_that_holds_data(request.output)
-    with lease.hold(request.output, "spark-topics infer"):
-        return _infer(spark, request)
+    with publish.published(request.output, "spark-topics infer", OUTPUTS.__contains__) as staging:
+        result = _infer(spark, replace(request, output=staging))
+    return {key: request.output + value[len(staging):] if isinstance(value, str) and value.startswith(staging)
+            else value for key, value in result.items()}
 
 
 def _infer(spark, request: InferRequest) -> dict:

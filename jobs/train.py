@@ -11,7 +11,7 @@ import argparse
 import logging
 from dataclasses import replace
 
-from drivers import lease, model_root, model_store, publish, registry, storage
+from drivers import model_root, model_store, publish, registry, storage
 from drivers.families import TrainRequest
 from drivers.memory import BASE_BYTES
 from jobs.spark import add_spark_arguments, local_path, positive_int, sized_driver_conf, sized_session
@@ -145,12 +145,10 @@ def train(spark, request: TrainRequest) -> dict:
     if model_root.is_root(output):
         raise SystemExit(f"{output} is a model root (it has versions/): train into a new directory and refresh "
                          f"the root from it, or pass another --output")
-    with lease.hold(output, f"spark-topics train --model {spec.name}"):
-        publish.recover(output, model_store.is_model_file)
+    with publish.published(output, f"spark-topics train --model {spec.name}", model_store.is_model_file) as staging:
         if storage.exists(storage.join(output, "model.json")) and not request.resume:
             log.warning("replacing the model in %s when this run completes", output)
-        with publish.publishing(output, model_store.is_model_file) as staging:
-            return spec.family_object().train(spark, spec, replace(request, output=staging, final_output=output))
+        return spec.family_object().train(spark, spec, replace(request, output=staging, final_output=output))
 
 
 def driver_memory(request: TrainRequest, conf: list, active_session) -> list:

@@ -16,7 +16,7 @@ import pandas as pd
 
 from drivers import storage
 from drivers.corpora.bow import Corpus, chosen_partitions, docs_to_blocks, reading
-from drivers.corpora.files import CORPUS_JSON, DOCS, VOCAB, read_vocab
+from drivers.corpora.files import CORPUS_JSON, DOCS, VOCAB, read_vocab, require_corpus
 from inference.layout import VocabLayout
 
 log = logging.getLogger("spark_topics.corpus")
@@ -46,6 +46,7 @@ def aligned_documents(spark, directory: str, languages: list | None = None, sepa
     only through the model, e.g. a prior tree); ``meta`` is corpus.json with ``documents`` counting those rows."""
     from pyspark.sql import functions as F
 
+    require_corpus(directory)
     meta = storage.load_json(storage.join(directory, CORPUS_JSON))
     languages = list(languages or meta["languages"])
     unknown = [l for l in languages if l not in meta["languages"]]

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from drivers import storage
-from drivers.corpora.files import CORPUS_JSON, DOCS, VOCAB, read_vocab
+from drivers.corpora.files import CORPUS_JSON, DOCS, VOCAB, read_vocab, require_corpus
 from drivers.failures import is_spark_failure, one_line
 from inference.blocks import DocBlock
 
@@ -129,10 +129,8 @@ def reading(directory: str):
 
 def open_corpus_meta(spark, directory: str) -> tuple[dict, pd.DataFrame]:
     """``corpus.json`` and the vocabulary of CORPUS_DIR, refusing a missing or empty corpus."""
-    meta_path = storage.join(directory, CORPUS_JSON)
-    if not storage.exists(meta_path):
-        raise SystemExit(f"{directory} is not a prepared corpus (no corpus.json); run `spark-topics prepare` first")
-    meta = storage.load_json(meta_path)
+    require_corpus(directory)
+    meta = storage.load_json(storage.join(directory, CORPUS_JSON))
     vocab = read_vocab(storage.join(directory, VOCAB))
     if meta.get("vocab_size") is not None and meta["vocab_size"] != len(vocab):
         raise SystemExit(f"{directory}: vocab.parquet has {len(vocab)} terms but corpus.json says "

@@ -8,6 +8,12 @@ CORPUS_JSON = "corpus.json"    # counts and options; written last (its presence 
 SEGMENTS = "segments.parquet"  # with --segments: doc_id, segments, segment_index
 STOPWORDS = "stopwords.txt"    # the stop words removed, one per line (the language's list and --stopwords)
 OUTPUTS = (DOCS, VOCAB, REJECTS, CORPUS_JSON, SEGMENTS, STOPWORDS)
+#: where the rejects of a run that left no document go when the output already holds a corpus
+FAILED_REJECTS = "rejects.failed-run"
+#: an aligned corpus (``prepare --lang-column``): its held-out part and the split it is prepared from
+ALIGNED_OUTPUTS = ("heldout", "_split", "_split_heldout")
+#: the hidden sibling an older ``prepare`` wrote into (``.NAME.prepare-<hex>``): a leftover of a killed run
+LEGACY_STAGING = (".prepare-",)
 
 #: ``--language`` value that uses no shipped stop-word list
 NO_STOPWORDS = "none"
@@ -16,6 +22,36 @@ NO_STOPWORDS = "none"
 REJECT_REASONS = ("malformed", "invalid_encoding", "duplicate_id", "empty")
 #: columns of ``rejects/`` (all strings)
 REJECT_COLUMNS = ("id", "reason", "source", "raw")
+
+
+def is_corpus_file(name: str) -> bool:
+    """Whether a top-level name of a corpus directory is written by ``prepare`` (not the user's): a corpus
+    written before markers lists no files (:mod:`drivers.publish`)."""
+    return name in OUTPUTS or name == FAILED_REJECTS or name in ALIGNED_OUTPUTS
+
+
+def looks_like_corpus(directory: str) -> bool:
+    """``directory`` holds a corpus, complete or not (its ``corpus.json``, marker, documents or vocabulary)."""
+    from drivers import publish, storage
+
+    return any(storage.exists(storage.join(directory, name)) for name in (CORPUS_JSON, publish.MARKER, DOCS, VOCAB))
+
+
+def require_corpus(directory: str) -> None:
+    """Refuse in one line a corpus that is not completely written: one published whole (``_SUCCESS``,
+    :mod:`drivers.publish`) is checked against its manifest (files and sizes) and gets back the user's files a
+    killed ``prepare`` left beside it; one written before markers (``corpus.json`` last) is read as it is."""
+    from drivers import publish, storage
+
+    if storage.exists(storage.join(directory, publish.MARKER)):
+        publish.require_complete(directory, check_hashes=False)
+        publish.give_back(directory, is_corpus_file)
+    elif not storage.exists(storage.join(directory, CORPUS_JSON)):
+        found = [name for name in (DOCS, VOCAB) if storage.exists(storage.join(directory, name))]
+        if found:
+            raise SystemExit(f"{directory} is not a complete corpus: it has {', '.join(found)} but no {CORPUS_JSON} "
+                             f"(a prepare was interrupted); prepare it again")
+        raise SystemExit(f"{directory} is not a prepared corpus (no {CORPUS_JSON}); run `spark-topics prepare` first")
 
 
 def read_vocab(path: str):

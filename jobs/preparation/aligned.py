@@ -25,7 +25,8 @@ from __future__ import annotations
 import json
 import logging
 
-from drivers import storage
+from drivers import publish, storage
+from drivers.corpora.files import LEGACY_STAGING, is_corpus_file
 
 log = logging.getLogger("spark_topics.prepare")
 
@@ -98,16 +99,26 @@ def prepare_aligned(spark, input_path: str, output_dir: str, lang_column: str = 
     ``options["vocab"]`` may name a polylingual model directory (``vocab.<L>.parquet``)
     or an aligned corpus (``<L>/vocab.parquet``) whose vocabularies are reused.
     """
-    from pyspark.sql import functions as F
-
     from jobs.preparation.corpus import PrepareError, resolve_format
 
     fmt = resolve_format(spark, input_path, options.get("format", "auto"))
-    id_column, text_column = options.get("id_column", "id"), options.get("text_column", "text")
     if storage.exists(output_dir) and storage.list_dir(output_dir) and not options.get("overwrite"):
         raise PrepareError(f"output directory {output_dir} is not empty; pass --overwrite to replace it")
     if not 0.0 <= holdout_fraction < 1.0:
         raise PrepareError(f"--holdout-fraction must be in [0, 1), got {holdout_fraction}")
+    with publish.published(output_dir, "spark-topics prepare", is_corpus_file, LEGACY_STAGING) as staging:
+        return _prepare_aligned_into(spark, input_path, staging, output_dir, fmt, lang_column, holdout_fraction,
+                                     options)
+
+
+def _prepare_aligned_into(spark, input_path: str, staging: str, output_dir: str, fmt: str, lang_column: str,
+                          holdout_fraction: float, options: dict) -> dict:
+    """The aligned corpus written into ``staging`` (published at ``output_dir`` when complete)."""
+    from pyspark.sql import functions as F
+
+    from jobs.preparation.corpus import PrepareError
+
+    id_column, text_column = options.get("id_column", "id"), options.get("text_column", "text")
     rows = _read_raw(spark, input_path, fmt, id_column, text_column, lang_column).cache()
     try:
         input_rows = rows.count()
@@ -120,13 +131,13 @@ def prepare_aligned(spark, input_path: str, output_dir: str, lang_column: str = 
         rejects = rows.where(F.col("reason").isNotNull())
         rejects.select(F.col("doc_id").alias("id"), "reason", F.col("lang"),
                        F.substring("raw", 1, 1000).alias("raw")) \
-            .write.mode("overwrite").option("ignoreNullFields", False).json(storage.join(output_dir, "rejects"))
+            .write.mode("overwrite").option("ignoreNullFields", False).json(storage.join(staging, "rejects"))
         valid = rows.where(F.col("reason").isNull()).select("doc_id", "text", "lang")
         heldout = (F.pmod(F.xxhash64("doc_id"), F.lit(1_000_000)) < F.lit(int(round(holdout_fraction * 1_000_000))))
-        valid.where(~heldout).write.mode("overwrite").partitionBy("lang").parquet(storage.join(output_dir, SPLIT_DIR))
+        valid.where(~heldout).write.mode("overwrite").partitionBy("lang").parquet(storage.join(staging, SPLIT_DIR))
         if holdout_fraction > 0:
             valid.where(heldout).write.mode("overwrite").partitionBy("lang") \
-                .parquet(storage.join(output_dir, SPLIT_DIR + "_heldout"))
+                .parquet(storage.join(staging, SPLIT_DIR + "_heldout"))
         split_rejected = dict(rejects.groupBy("reason").count().collect())
     finally:
         rows.unpersist()
@@ -134,20 +145,20 @@ def prepare_aligned(spark, input_path: str, output_dir: str, lang_column: str = 
     base = {k: v for k, v in options.items() if k not in ("format", "id_column", "text_column", "language")}
     stop_words = {lang: (options.get("language") if options.get("language") not in (None, "english")
                          else stopword_language(lang)) for lang in languages}
-    per_language = _prepare_languages(spark, storage.join(output_dir, SPLIT_DIR), output_dir, languages,
+    per_language = _prepare_languages(spark, storage.join(staging, SPLIT_DIR), staging, languages,
                                       base, stop_words, vocab_of)
     rejected = {r: int(split_rejected.get(r, 0)) for r in SPLIT_REASONS}
-    corpus = _write_summary(spark, output_dir, languages, per_language, lang_column, input_path,
+    corpus = _write_summary(spark, staging, languages, per_language, lang_column, input_path,
                             input_rows=int(input_rows), rejected=rejected)
     if holdout_fraction > 0:
-        test_dir = storage.join(output_dir, "heldout")
-        split = storage.join(output_dir, SPLIT_DIR + "_heldout")
+        test_dir = storage.join(staging, "heldout")
+        split = storage.join(staging, SPLIT_DIR + "_heldout")
         present = [l for l in languages if storage.exists(storage.join(split, f"lang={l}"))]
-        train_vocab = {l: storage.join(output_dir, l, "vocab.parquet") for l in present}
+        train_vocab = {l: storage.join(staging, l, "vocab.parquet") for l in present}
         test = _prepare_languages(spark, split, test_dir, present, base, stop_words, train_vocab)
         corpus["heldout"] = _write_summary(spark, test_dir, present, test, lang_column, input_path,
                                            holdout_of=output_dir)["documents"]
-        storage.write_bytes(storage.join(output_dir, "corpus.json"),
+        storage.write_bytes(storage.join(staging, "corpus.json"),
                             (json.dumps(corpus, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
         storage.delete(split)
     return corpus

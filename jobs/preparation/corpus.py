@@ -24,8 +24,10 @@ Output, in ``CORPUS_DIR`` (the contract the trainer reads):
 ``stopwords.txt``
     the stop words removed (the ``--language`` list and ``--stopwords``), one per line.
 ``corpus.json``
-    counts, options and input path; written last, so its presence marks a
-    complete corpus.  ``input_rows == documents + sum(rejected.values())``.
+    counts, options and input path.  ``input_rows == documents + sum(rejected.values())``.
+``_SUCCESS``
+    the completion marker, written last (:mod:`drivers.publish`: every file's size and content hash); a
+    corpus written before markers (``corpus.json`` last, no ``_SUCCESS``) is read as it is.
 """
 from __future__ import annotations
 
@@ -34,16 +36,15 @@ import dataclasses
 import json
 import logging
 import os
-import uuid
 from urllib.parse import urlparse
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from drivers import storage
-from drivers.corpora.files import (CORPUS_JSON, DOCS, OUTPUTS, REJECT_REASONS, REJECTS, SEGMENTS, STOPWORDS, VOCAB,
-                                  rejects_schema)
+from drivers import publish, storage
+from drivers.corpora.files import (CORPUS_JSON, DOCS, FAILED_REJECTS, LEGACY_STAGING, REJECT_REASONS, REJECTS,
+                                  SEGMENTS, STOPWORDS, VOCAB, is_corpus_file, rejects_schema)
 from jobs.preparation import segments as segments_mod
 from jobs.preparation.text import DEFAULT_TOKEN_PATTERN, stopword_list, tokenize
 from drivers.failures import is_spark_failure, one_line
@@ -53,8 +54,6 @@ log = logging.getLogger("spark_topics.prepare")
 FORMAT_VERSION = 1
 FORMATS = ("txt", "jsonl", "csv", "parquet")
 RAW_MAX_CHARS = 1000
-#: where the rejects of a run that left no document go when the output already holds a corpus
-FAILED_REJECTS = "rejects.failed-run"
 
 
 #: File name endings of each format, used to detect it and to filter directories.
@@ -137,27 +136,24 @@ def prepare_corpus(spark: SparkSession, input_path: str, output_dir: str, **opti
     ``corpus.json`` dictionary.  Raises :class:`PrepareError` for bad input or
     options, and when no document is left (after writing ``rejects/``).
 
-    Nothing in ``output_dir`` changes until the new corpus is complete: it is
-    written to a hidden sibling folder and moved in at the end (the old corpus
-    files out, the new ones in, ``corpus.json`` last), so a typo in a column
-    name or an input that yields no document leaves an earlier corpus as it was.
+    The corpus is published whole (:mod:`drivers.publish`, as ``train`` publishes a model): written into a
+    hidden sibling folder, ``corpus.json`` then the ``_SUCCESS`` manifest last, and exchanged with
+    ``output_dir`` in one step (the user's other files in it are kept). A typo in a column name, an input that
+    yields no document or a run killed at any point leaves an earlier corpus as it was (or the new one
+    complete); the next run (or read) puts right what a killed run left beside it.
     """
     opts = PrepareOptions(**options)
     stopwords = _stopwords(opts)
     _check_paths(input_path, output_dir)
     fmt = resolve_format(spark, input_path, opts.format)
     _check_output_dir(output_dir, opts.overwrite)
-    staging = _staging_dir(output_dir)
-    try:
+    with publish.published(output_dir, "spark-topics prepare", is_corpus_file, LEGACY_STAGING) as staging:
         try:
             corpus = _prepare_into(spark, input_path, staging, output_dir, fmt, opts, stopwords)
         except Exception as exc:
             if not is_spark_failure(exc):
                 raise
             raise PrepareError(f"cannot read {input_path}: {one_line(exc)}") from None
-        _publish(staging, output_dir)
-    finally:
-        storage.delete(staging)
     log.info("%s", summary_line(corpus, output_dir))
     return corpus
 
@@ -676,7 +672,8 @@ def _check_df_threshold(name: str, value) -> None:
 
 
 def _check_output_dir(output_dir: str, overwrite: bool) -> None:
-    """Refuse a non-empty ``output_dir`` unless ``overwrite`` (nothing is removed here: see :func:`_publish`)."""
+    """Refuse a non-empty ``output_dir`` unless ``overwrite`` (nothing is removed here: the corpus is published
+    whole, :mod:`drivers.publish`)."""
     if not storage.exists(output_dir):
         return
     if not storage.is_dir(output_dir):
@@ -695,28 +692,6 @@ def _check_paths(input_path: str, output_dir: str) -> None:
     if target.startswith(source + "/"):
         raise PrepareError(f"--output {output_dir} lies inside the input {input_path}: a later prepare of that "
                            f"input would read the corpus back as documents; write it elsewhere")
-
-
-def _staging_dir(output_dir: str) -> str:
-    """A hidden sibling of ``output_dir`` for the corpus being written."""
-    parent, _, name = output_dir.rstrip("/").rpartition("/")
-    return f"{parent + '/' if parent else ''}.{name}.prepare-{uuid.uuid4().hex[:12]}"
-
-
-def _publish(staging: str, output_dir: str) -> None:
-    """Move the complete corpus in ``staging`` into ``output_dir``: ``corpus.json`` out first (the directory stops
-    being a complete corpus), the old corpus files replaced by the new, ``corpus.json`` in last. Other files of
-    ``output_dir`` stay."""
-    storage.makedirs(output_dir)
-    storage.delete(storage.join(output_dir, CORPUS_JSON))
-    storage.delete(storage.join(output_dir, FAILED_REJECTS))
-    for name in OUTPUTS:
-        if name == CORPUS_JSON:
-            continue
-        storage.delete(storage.join(output_dir, name))
-        if storage.exists(storage.join(staging, name)):
-            storage.move(storage.join(staging, name), storage.join(output_dir, name))
-    storage.move(storage.join(staging, CORPUS_JSON), storage.join(output_dir, CORPUS_JSON))
 
 
 def _join(directory: str):
