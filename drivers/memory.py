@@ -102,3 +102,23 @@ def python_memory_check(task_bytes: int, master: str, conf: dict, cores: int, ma
     return (f"Python memory: about {need} per task; an executor running {executor_cores} at once needs "
             f"{format_size(executor_cores * task_bytes)} beyond its JVM heap (spark.executor.pyspark.memory, or "
             f"spark.executor.memoryOverhead on YARN and Kubernetes)")
+
+
+#: the driver's Python memory per vocabulary entry of a Spark ML fit (:mod:`drivers.ml`): the term's document and
+#: collection frequencies, the term itself (a string) and their Arrow copies when ``vocab.parquet`` is written
+ESTIMATOR_BYTES_PER_TERM = 128
+
+
+def estimator_memory_problem(num_topics: int, vocab_size: int, machine: int | None = None) -> str | None:
+    """Why a Spark ML fit of ``num_topics`` topics over vectors of size ``vocab_size`` cannot fit on this driver
+    (its vocabulary arrays and four copies of the K x V topic matrix in the driver's Python), checked before
+    anything of that size is allocated; None when it fits. (Two rows of ``Vectors.sparse(10**9, ...)`` drove the
+    driver to 19 GB and the out-of-memory killer.)"""
+    needed = PYTHON_BASE_BYTES + ESTIMATOR_BYTES_PER_TERM * vocab_size + 4 * 8 * num_topics * vocab_size
+    machine = physical_memory() if machine is None else machine
+    if machine is None or needed <= 0.75 * machine:
+        return None
+    return (f"k={num_topics} topics over vectors of size {vocab_size} need about {format_size(needed)} of memory "
+            f"in the driver (the vocabulary and the K x V topic matrix), more than this machine can give "
+            f"({format_size(machine)} in all): set a smaller vector size (CountVectorizer's vocabSize or minDF, "
+            f"HashingTF's numFeatures) or a smaller k")

@@ -73,6 +73,8 @@ from pyspark.ml.util import (DefaultParamsReadable, DefaultParamsReader, Default
                              MLReadable, MLReader, MLWritable, MLWriter)
 
 from drivers import model_store, registry, storage
+from drivers.memory import estimator_memory_problem
+from drivers.ml_saved import CheckedParamsReader, check_model_stage, stage_metadata
 from drivers.corpora.files import CORPUS_JSON, DOCS, NO_STOPWORDS, REJECTS, VOCAB
 from drivers.families import TrainRequest
 from drivers.families.variational import exp_elogbeta
@@ -274,6 +276,10 @@ class SparkTopicsLDA(Estimator, _SparkTopicsLDAParams, DefaultParamsReadable, De
 
     def setCheckpointDir(self, value: str):
         return self._set(checkpointDir=value)
+
+    @classmethod
+    def read(cls):
+        return CheckedParamsReader(cls)
 
     # ---- fit
     def _settings(self) -> dict:
@@ -557,7 +563,7 @@ class _ModelReader(MLReader):
         self.cls = cls
 
     def load(self, path: str) -> SparkTopicsLDAModel:
-        metadata = DefaultParamsReader.loadMetadata(path, self.sparkSession)
+        metadata = stage_metadata(path, self.sparkSession, "SparkTopicsLDAModel.load")
         with _one_line_errors("SparkTopicsLDAModel.load"):
             trained = model_store.load_model(storage.join_inside(_storage_path(path), metadata.get("data", DATA),
                                                                  "the stage metadata's data"))
@@ -565,6 +571,7 @@ class _ModelReader(MLReader):
         instance = self.cls(trained, vocabulary_known=known)
         instance._resetUid(metadata["uid"])
         DefaultParamsReader.getAndSetParams(instance, metadata)
+        check_model_stage(metadata, instance, trained, path, "SparkTopicsLDAModel.load")
         if known:     # the vocabulary param is the model's terms (saved once, in data/vocab.parquet)
             instance._set(vocabulary=[str(t) for t in trained.vocab["term"]])
         return instance
@@ -671,6 +678,9 @@ def write_corpus(spark, dataset, features: str, corpus_dir: str, id_col: str | N
         if topics is not None and topics > V:
             raise ValueError(f"SparkTopicsLDA: k={topics} is larger than the vocabulary (vectors of size {V} in "
                              f"{features!r}): use fewer topics or a larger vocabulary")
+        too_big = estimator_memory_problem(topics or 1, V)
+        if too_big:
+            raise ValueError(f"SparkTopicsLDA: {too_big}")
         documents = int(stats.rows) - int(stats.empty)
         if documents == 0:
             raise ValueError(f"SparkTopicsLDA: no document of {features!r} has a word ({stats.rows} rows)")

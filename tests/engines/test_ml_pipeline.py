@@ -385,3 +385,54 @@ def test_a_saved_stage_whose_data_leaves_its_directory_is_refused(spark_session,
         "uid": "SparkTopicsLDAModel_x", "paramMap": {}, "defaultParamMap": {}, "data": "../../../other/model"}))
     with pytest.raises(ValueError, match=r"the stage metadata's data '../../../other/model' is not a path inside"):
         SparkTopicsLDAModel.load(str(stage))
+
+
+def _saved_stage(spark, directory, metadata_text=None, **metadata):
+    """A saved SparkTopicsLDAModel stage: ``data/`` an ordinary 3-topic model directory, ``metadata/part-00000``
+    the params (``metadata``) or ``metadata_text`` as it is."""
+    from drivers import model_store, publish
+    data = str(directory / "data")
+    model_store.save_model(data, {"model": "lda", "topics": 3, "vocab_size": 4, "alpha": [0.5] * 3, "eta": 0.1},
+                           pd.DataFrame({"term": ["a", "b", "c", "d"], "id": range(4)}), np.ones((3, 4)))
+    publish.write_marker(data, publish.new_token())
+    (directory / "metadata").mkdir(parents=True)
+    (directory / "metadata" / "part-00000").write_text(metadata_text if metadata_text is not None else json.dumps({
+        "class": "drivers.ml.SparkTopicsLDAModel", "timestamp": 0, "sparkVersion": spark.version,
+        "uid": "SparkTopicsLDAModel_x", "paramMap": {}, "defaultParamMap": {}, "data": "data", **metadata}))
+    return str(directory)
+
+
+def test_a_saved_stage_is_checked_against_its_model_and_unreadable_metadata_named(spark_session, tmp_path):
+    """Issue 25: a stage whose metadata says k = 99 beside a 3-topic model loaded silently (getK() 99); garbage
+    metadata gave 'JSONDecodeError: Expecting value' naming no file. Both refused in one line now."""
+    good = SparkTopicsLDAModel.load(_saved_stage(spark_session, tmp_path / "good", paramMap={"k": 3}, topics=3,
+                                                 vocabSize=4))
+    assert good.getK() == 3 and good.vocabSize() == 4
+    for name, metadata in (("k", {"paramMap": {"k": 99}}), ("topics", {"topics": 99}), ("vocabSize", {"vocabSize": 9})):
+        stage = _saved_stage(spark_session, tmp_path / name, **{"paramMap": {"k": 3}, **metadata})
+        with pytest.raises(ValueError, match=rf"SparkTopicsLDAModel.load: .*{name}/metadata says {name} = 99?, but "
+                                             rf"the model it names \(.*\) has 3 topics and 4 terms: the saved stage "
+                                             rf"is damaged"):
+            SparkTopicsLDAModel.load(stage)
+    for cls, text in ((SparkTopicsLDAModel, "\x00garbage{"), (SparkTopicsLDA, '["a list"]')):
+        stage = _saved_stage(spark_session, tmp_path / f"garbage-{cls.__name__}", metadata_text=text)
+        with pytest.raises(ValueError, match=rf"{cls.__name__}.load: cannot read the saved stage's metadata "
+                                             rf".*garbage-{cls.__name__}/metadata: \w+Error: "):
+            cls.load(stage)
+
+
+def test_a_vocabulary_too_large_for_the_driver_is_refused_before_it_is_allocated(spark_session):
+    """Issue 25: two rows of Vectors.sparse(10**9, ...) drove the driver to 19 GB (the vocabulary's arrays, then the
+    K x V model) and the out-of-memory killer; refused up front now, saying what to set."""
+    from pyspark.ml.linalg import Vectors
+
+    from drivers.memory import estimator_memory_problem
+
+    huge = spark_session.createDataFrame([(Vectors.sparse(10 ** 9, [0, 5], [1.0, 2.0]),),
+                                          (Vectors.sparse(10 ** 9, [1], [3.0]),)], ["features"])
+    with pytest.raises(ValueError, match=r"SparkTopicsLDA: k=2 topics over vectors of size 1000000000 need about "
+                                         r"\d+[mg] of memory in the driver .* set a smaller vector size \(CountVectorizer's "
+                                         r"vocabSize"):
+        SparkTopicsLDA(k=2).fit(huge)
+    assert estimator_memory_problem(3000, 594_000, machine=64 << 30) is not None     # as train refuses it
+    assert estimator_memory_problem(20, 100_000, machine=8 << 30) is None
