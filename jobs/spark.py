@@ -166,6 +166,8 @@ def get_spark(app_name: str, master: str | None = None, conf: list[str] | None =
         builder = builder.config("spark.ui.showConsoleProgress", "false")  # we log our own progress
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("SPARK_TOPICS_SPARK_LOG_LEVEL", "WARN"))
+    if _LOGGING["quiet_task_failures"]:
+        quiet_task_failures(spark.sparkContext)
     return spark
 
 
@@ -174,7 +176,24 @@ def under_submit() -> bool:
     return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
+#: Spark's loggers of a failed task: the executor logs the task's exception with its Java trace (70 to 98 frames
+#: for a truncated .gz or Parquet file) and the scheduler the lost task and the aborted job, all above the job's own
+#: one line naming the file and the cause (jobs/cli.py). A job run without -v turns them off in the session it
+#: creates (in local mode the executor is the driver's JVM; a cluster's executors keep their logs).
+TASK_FAILURE_LOGGERS = ("org.apache.spark.executor.Executor", "org.apache.spark.scheduler.TaskSetManager")
+_LOGGING = {"quiet_task_failures": False}
+
+
+def quiet_task_failures(sc) -> None:
+    """Turn Spark's task-failure loggers (:data:`TASK_FAILURE_LOGGERS`) off."""
+    log4j = sc._jvm.org.apache.logging.log4j
+    for name in TASK_FAILURE_LOGGERS:
+        log4j.core.config.Configurator.setLevel(name, log4j.Level.OFF)
+
+
 def setup_logging(verbose: bool = False) -> None:
+    """The job's log lines; without ``verbose`` the sessions it creates keep Spark's task failures quiet."""
+    _LOGGING["quiet_task_failures"] = not verbose
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
                         datefmt="%H:%M:%S")

@@ -64,3 +64,34 @@ def test_evaluate_of_a_gibbs_model_prints_no_traceback(spark_session, tmp_path):
     assert run.returncode == 0, run.stderr[-3000:]
     assert "held-out perplexity" in run.stdout
     assert not [word for word in NOISE if word in run.stderr], run.stderr[-3000:]
+
+
+def test_a_failed_task_prints_no_java_trace_unless_verbose(spark_session, monkeypatch):
+    """A truncated .gz or Parquet input printed Spark's executor error log, a 70-98-frame Java trace, above the
+    job's one line naming the file. Jobs run without -v turn Spark's task-failure loggers off in the session they
+    create (measured: `prepare` of a truncated .gz prints the one line alone); -v keeps them."""
+    import logging
+
+    from jobs import spark as jobs_spark
+
+    log4j = spark_session.sparkContext._jvm.org.apache.logging.log4j
+    names = jobs_spark.TASK_FAILURE_LOGGERS
+
+    def levels():
+        return {str(log4j.LogManager.getLogger(name).getLevel()) for name in names}
+
+    monkeypatch.setattr(logging, "basicConfig", lambda **kwargs: None)
+    monkeypatch.setitem(jobs_spark._LOGGING, "quiet_task_failures", False)
+    jobs_spark.setup_logging(verbose=True)
+    assert jobs_spark._LOGGING["quiet_task_failures"] is False
+    jobs_spark.setup_logging(verbose=False)
+    assert jobs_spark._LOGGING["quiet_task_failures"] is True
+    before = {name: log4j.LogManager.getLogger(name).getLevel() for name in names}   # pytest-spark's: off
+    try:
+        for name in names:                       # as in a session of a job: Spark's default levels
+            log4j.core.config.Configurator.setLevel(name, log4j.Level.WARN)
+        jobs_spark.quiet_task_failures(spark_session.sparkContext)
+        assert levels() == {"OFF"}
+    finally:
+        for name, level in before.items():
+            log4j.core.config.Configurator.setLevel(name, level)
