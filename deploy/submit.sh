@@ -94,6 +94,13 @@ elif [[ -n "${PYSPARK_PYTHON:-}" ]]; then
   args+=(--conf spark.pyspark.python="$PYSPARK_PYTHON")
 fi
 args+=(--conf spark.python.unix.domain.socket.enabled=true)
+if [[ $master == local* ]]; then
+  # local mode: the Python daemon runs on this machine, so it can import the code zip. jobs/quiet_daemon.py
+  # keeps the workers the JVM retires (idle for a minute, or at the end) from printing BrokenPipeError
+  # tracebacks into the job's output. On a cluster the zip reaches executors with their first task, after the
+  # daemon started, so PySpark's own daemon stays there (its output goes to the executors' logs).
+  args+=(--conf spark.executorEnv.PYTHONPATH="$code" --conf spark.python.daemon.module=jobs.quiet_daemon)
+fi
 command=("$submit" "${args[@]}" ${spark_args[@]+"${spark_args[@]}"} "$here/jobs/$job.py" "$@")
 if [[ $print_only == 1 ]]; then
   printf '%q ' "${command[@]}" | sed 's/ $//'

@@ -123,6 +123,19 @@ def test_submit_client_mode_passes_this_python_to_the_driver_only():
                           "spark.python.unix.domain.socket.enabled=true"]
 
 
+def test_submit_in_local_mode_runs_the_quiet_daemon_from_the_code_zip():
+    """Issue 24, 3: under spark-submit in local mode (the cron line) the Python daemon is jobs.quiet_daemon,
+    importable from the code zip, so retired workers print no BrokenPipeError traceback into the job's log; a
+    cluster keeps PySpark's daemon (the zip reaches executors after their daemon started). The cron test runs
+    this for real: a daemon module that did not import would fail its job."""
+    local = confs(printed_command("submit.sh", "--master", "local[2]", "evaluate", "--model", "m", "--corpus", "c"))
+    assert local[-2:] == ["spark.executorEnv.PYTHONPATH=/nonexistent/dist/spark_topics_code.zip",
+                          "spark.python.daemon.module=jobs.quiet_daemon"]
+    cluster = confs(printed_command("submit.sh", "--master", "spark://h:7077", "evaluate", "--model", "m",
+                                    "--corpus", "c"))
+    assert not any("daemon.module" in c or "executorEnv" in c for c in cluster)
+
+
 @pytest.mark.parametrize("how", [("--deploy-mode", "cluster"), ("--spark-arg", "--deploy-mode=cluster")])
 def test_submit_cluster_mode_passes_no_submit_host_python(how):
     argv = printed_command("submit.sh", "--master", "k8s://https://k:6443", *how, "--env", "train",
