@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 import time
 
-from drivers import publish, storage
+from drivers import publish, refresh_sources, storage
 
 LATEST = "LATEST"
 VERSIONS = "versions"
@@ -132,9 +132,7 @@ def sync_doc_topics(root: str) -> list[str]:
     if not committed:
         return []                                 # nothing committed: nothing to sync, and nothing to delete
     sources = {v: storage.join(version_dir(root, v), "doc_topics.parquet") for v in committed}
-    meta_path = storage.join(version_dir(root, committed[-1]), "model.json")
-    parent = (storage.load_json(meta_path).get("refresh") or {}).get("parent") or {}
-    sources[BASE_PARTITION] = storage.join(parent["base"], "doc_topics.parquet") if "base" in parent else None
+    sources[BASE_PARTITION] = None            # the base model's, checked when it is to be copied
     present = storage.list_dir(table)
     changes = []
     for name in present:
@@ -145,6 +143,8 @@ def sync_doc_topics(root: str) -> list[str]:
             changes.append(f"-{name}")
     for version, source in sources.items():
         name = f"version={version}"
+        if version == BASE_PARTITION and name not in present:
+            source = refresh_sources.base_doc_topics(root, version_dir(root, committed[-1]))
         if name in present or source is None or not storage.exists(source):
             continue
         hidden = storage.join(table, f".{name}.{publish.new_token()}")

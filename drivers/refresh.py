@@ -117,8 +117,9 @@ def classify(rows, ledger):
               .when(F.col("known_hash").isNull(), "adopted")
               .when(F.col("known_hash") == F.col("content_hash"), "duplicate")
               .otherwise("revision"))
-    rejected = rows.where(F.col("reason").isNotNull()).select(
-        "doc_id", "text", F.lit(None).cast("string").alias("content_hash"), F.col("reason").alias("status"))
+    rejected = rows.where(F.col("reason").isNotNull()).select(     # the input's line, as prepare keeps it
+        "doc_id", F.coalesce("raw", "text").alias("text"), F.lit(None).cast("string").alias("content_hash"),
+        F.col("reason").alias("status"))
     return joined.select("doc_id", "text", "content_hash", status.alias("status")).unionByName(rejected)
 
 

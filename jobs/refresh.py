@@ -18,8 +18,8 @@ import time
 
 import pandas as pd
 
-from drivers import lease, model_root, model_store, publish, refresh, registry, storage
-from drivers.corpora.files import CORPUS_JSON, DOCS, VOCAB
+from drivers import lease, model_root, model_store, publish, refresh, refresh_sources, registry, storage
+from drivers.corpora.files import DOCS
 from drivers.refresh import RefreshRequest
 from jobs.preparation.corpus import PrepareError, document_terms, prepare_corpus, read_documents
 from jobs.spark import local_path, positive_int, sized_session
@@ -83,6 +83,8 @@ def request_from(args) -> RefreshRequest:
 
 def refresh_root(spark, request: RefreshRequest) -> dict:
     """Run one refresh (or rollback) of ``request.root`` under its lease; returns the report."""
+    if request.base and request.rollback is None:
+        refresh_sources.check_root_and_base(request.root, request.base)
     with lease.hold(request.root, "spark-topics refresh"):
         for name in model_root.recover(request.root):
             log.warning("%s: put right after a killed run: %s", request.root, name)
@@ -161,6 +163,10 @@ def _build_version(spark, request, root, current, base, base_dir, spec, history,
 
     sc = spark.sparkContext
     chain_dirs = [model_root.version_dir(root, v) for v in model_root.chain(root)]
+    if current is None:                        # the base model's training corpus, by absolute path
+        history = dict(history, **refresh_sources.training_history(base_dir, base.meta))
+    training = refresh_sources.training_corpus(root, chain_dirs[-1] if chain_dirs else None, history) \
+        if request.mode == "batch" else None   # checked before the batch is read
     ledger = refresh.read_ledger(spark, chain_dirs) if current is not None else \
         refresh.base_ledger(spark, base_dir, version)
     options = {k: v for k, v in model_store.raw_text_options(base).items() if k != "segments"}
@@ -181,22 +187,16 @@ def _build_version(spark, request, root, current, base, base_dir, spec, history,
         log.info("%s: %d documents read: %d new, %d revised, %d already ingested, %d rejected", request.input, read,
                  documents["new"], documents["revision"], documents["duplicate"] + documents["adopted"],
                  sum(documents["rejected"].values()))
+        rejected_rows = classified.where(~F.col("status").isin("new", "revision", "duplicate", "adopted"))
         if ingest == 0 or request.dry_run:
-            message = (f"nothing new in {request.input}: all {documents['duplicate'] + documents['adopted']} valid "
-                       f"documents were ingested before; LATEST stays {current or '(none)'}" if ingest == 0 else
-                       f"dry run: {ingest} documents would be ingested into {root}")
-            print(message)
-            return {"published": False, "documents": documents, "message": message, "version": current}
+            return unpublished(request, current, documents, rejected_rows)
         input_dir = storage.join(staging, "work-input")
         classified.where(F.col("status").isin(*refresh.INGESTED)).select(
             F.col("doc_id").alias("id"), "text").write.parquet(input_dir)
         adopted = classified.where(F.col("status") == "adopted").select(
             "doc_id", "content_hash", "status", F.lit(version).alias("version"))
-        rejected_rows = classified.where(~F.col("status").isin("new", "revision", "duplicate", "adopted"))
         if documents["rejected"]:
-            rejected_rows.select(F.col("doc_id").alias("id"), F.col("status").alias("reason"),
-                                 F.lit(request.input).alias("source"), F.col("text").alias("raw")) \
-                .write.json(storage.join(staging, "rejects"))
+            write_rejects(rejected_rows, storage.join(staging, "rejects"), request.input)
         ingested_rows = classified.where(F.col("status").isin(*refresh.INGESTED))
 
         # the vocabulary: the words of the batch the model does not know, counted over the batches
@@ -233,14 +233,14 @@ def _build_version(spark, request, root, current, base, base_dir, spec, history,
     finally:
         classified.unpersist()
 
-    fit_dir = corpus_dir
-    if request.mode == "batch":
-        fit_dir = union_corpus(spark, root, chain_dirs, base, corpus_dir, staging)
     history_before = dict(history)
     if current is None:
         stats, n_base = refresh.alpha_statistics(storage.join(base_dir, "doc_topics.parquet"))
         history_before.update(documents=n_base, alpha_statistics=None if stats is None else stats.tolist(),
-                              steps=0, training_corpus=(base.meta.get("data") or {}).get("corpus"))
+                              steps=0)
+    fit_dir = corpus_dir
+    if request.mode == "batch":
+        fit_dir = refresh_sources.union_corpus(spark, training, chain_dirs, corpus_dir, staging)
     meta = spec.family_object().refresh(spark, spec, base, fit_dir, request, history_before, staging)
     if fit_dir != corpus_dir:
         storage.delete(fit_dir)
@@ -252,12 +252,13 @@ def _build_version(spark, request, root, current, base, base_dir, spec, history,
         documents_total = int(history_before.get("documents") or 0) + n_batch
         previous = history_before.get("alpha_statistics")
         stats_total = batch_stats if previous is None else batch_stats + previous
-    parent = {"version": current} if current is not None else {"base": base_dir}
+    parent = {"version": current} if current is not None else refresh_sources.base_parent(base_dir, n_base)
     meta["refresh"] = {
         "parent": parent, "mode": request.mode, "steps": int(history_before.get("steps") or 0)
         + (meta["iterations"] if request.mode == "online" else 0),
         "documents": documents_total, "alpha_statistics": stats_total.tolist(),
-        "training_corpus": history_before.get("training_corpus"), "batch_documents": prepared["documents"],
+        "training_corpus": refresh_sources.stored_path(history_before.get("training_corpus"), root),
+        "training_version": history_before.get("training_version"), "batch_documents": prepared["documents"],
         "new_terms": len(new_terms), "tau0": request.tau0, "kappa": request.kappa}
     storage.save_json(storage.join(staging, "model.json"), meta)
     model_store.write_parquet(storage.join(staging, refresh.NEW_TERMS), new_terms)
@@ -275,34 +276,43 @@ def _build_version(spark, request, root, current, base, base_dir, spec, history,
     return report
 
 
-def union_corpus(spark, root: str, chain_dirs: list, base, batch_dir: str, staging: str) -> str:
-    """batch mode: every document ingested so far and the batch as one corpus (``staging/work-union``), each id's
-    latest text; the base's training corpus must still be where its model.json says."""
-    from pyspark.sql import Window, functions as F
+def unpublished(request: RefreshRequest, current: str | None, documents: dict, rejected_rows) -> dict:
+    """The report of a run that publishes nothing (a dry run, a batch with nothing new); the batch's rejected rows
+    go to ``ROOT/rejects.unpublished/`` (replaced by the next such run). A batch with no valid document at all
+    (every row rejected, or none) is refused."""
+    rejected = sum(documents["rejected"].values())
+    reasons = ", ".join(f"{n} {reason}" for reason, n in sorted(documents["rejected"].items()))
+    kept = ""
+    if rejected and not request.dry_run:
+        path = storage.join(request.root, REJECTS_UNPUBLISHED)
+        if storage.exists(path):
+            storage.delete(path)
+        write_rejects(rejected_rows, path, request.input)
+        kept = f"; the {rejected} rejected rows ({reasons}) are in {path}"
+    latest = f"LATEST stays {current or '(none)'}"
+    if documents["read"] == rejected and not request.dry_run:
+        raise SystemExit(f"no valid document in {request.input}: "
+                         + (f"all {rejected} rows were rejected{kept}" if rejected else "it has no rows")
+                         + f"; nothing was published, {latest}")
+    ingest = documents["new"] + documents["revision"]
+    message = (f"dry run: {ingest} documents would be ingested into {request.root}, {rejected} rows rejected"
+               + (f" ({reasons})" if rejected else "") if request.dry_run else
+               f"nothing new in {request.input}: all {documents['duplicate'] + documents['adopted']} valid "
+               f"documents were ingested before{kept}; {latest}")
+    print(message)
+    return {"published": False, "documents": documents, "message": message, "version": current}
 
-    history = base.meta.get("refresh") or {}
-    training = history.get("training_corpus") or (base.meta.get("data") or {}).get("corpus")
-    if not training or not storage.exists(storage.join(training, DOCS)):
-        raise SystemExit(f"--mode batch refits every document ingested, but the base model's training corpus "
-                         f"{training!r} is not there any more; use --mode accumulate or online")
-    sources = [storage.join(training, DOCS)] + [storage.join(d, "corpus", DOCS) for d in reversed(chain_dirs)] \
-        + [storage.join(batch_dir, DOCS)]
-    frames = [spark.read.parquet(p).withColumn("_order", F.lit(i)) for i, p in enumerate(sources)
-              if storage.exists(p)]
-    docs = frames[0]
-    for frame in frames[1:]:
-        docs = docs.unionByName(frame, allowMissingColumns=True)
-    newest = Window.partitionBy("doc_id").orderBy(F.col("_order").desc())
-    docs = docs.withColumn("_n", F.row_number().over(newest)).where("_n = 1").drop("_n", "_order")
-    union = storage.join(staging, "work-union")
-    docs.write.parquet(storage.join(union, DOCS))
-    spark.read.parquet(storage.join(batch_dir, VOCAB)).coalesce(1).write.parquet(storage.join(union, VOCAB))
-    meta = storage.load_json(storage.join(batch_dir, CORPUS_JSON))
-    totals = spark.read.parquet(storage.join(union, DOCS)).agg(F.count("*").alias("n"),
-                                                                F.sum("n_tokens").alias("tokens")).first()
-    meta.update(documents=int(totals["n"]), tokens=int(totals["tokens"] or 0))
-    storage.save_json(storage.join(union, CORPUS_JSON), meta)
-    return union
+
+#: the rejected rows of the last refresh of a root that published nothing
+REJECTS_UNPUBLISHED = "rejects.unpublished"
+
+
+def write_rejects(rejected_rows, path: str, source: str) -> None:
+    """Rejected rows (classified: doc_id, status = the reason, text) as ``prepare`` writes its rejects."""
+    from pyspark.sql import functions as F
+
+    rejected_rows.select(F.col("doc_id").alias("id"), F.col("status").alias("reason"), F.lit(source).alias("source"),
+                         F.col("text").alias("raw")).write.option("ignoreNullFields", False).json(path)
 
 
 def probe_perplexity(spark, model_dir: str, probe: str) -> dict:

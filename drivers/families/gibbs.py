@@ -314,7 +314,7 @@ class GibbsFamily(ModelFamily):
             "loglik": trace[-1]["loglik"] if trace else None, "trace": trace,
             "seed": request.seed, "partitions": result.num_partitions, "checkpoint_every": e.checkpoint_every,
             "sweeps_per_sync": e.sweeps_per_sync, "counts_summed_on": result.counts_summed_on, "sync": result.sync,
-            "data": {"corpus": request.corpus, "version": model_store.data_version(corpus.meta),
+            "data": {"corpus": storage.absolute(request.corpus), "version": model_store.data_version(corpus.meta),
                      "documents": corpus.num_documents, "segments": corpus.num_segments,
                      "tokens": corpus.num_tokens, "segmented": corpus.segmented, "split": corpus.split,
                      "heldout_fraction": e.heldout_fraction},

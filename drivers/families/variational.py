@@ -230,7 +230,7 @@ class VariationalFamily(ModelFamily):
                          **({"hybrid_burn_in": e.hybrid_burn_in, "hybrid_samples": e.hybrid_samples,
                              "hybrid_weights": e.hybrid_weights, "hybrid_alpha_warmup": e.hybrid_alpha_warmup}
                             if e.inference == "hybrid" else {})},
-            "data": {"corpus": request.corpus, "version": model_store.data_version(corpus.meta),
+            "data": {"corpus": storage.absolute(request.corpus), "version": model_store.data_version(corpus.meta),
                      "documents": corpus.num_documents, "tokens": corpus.meta.get("tokens")},
             "code": model_store.code_version(),
             "train_seconds": round(time.time() - started, 3),

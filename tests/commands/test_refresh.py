@@ -312,3 +312,103 @@ def test_a_latest_naming_a_missing_version_is_refused_before_anything_is_deleted
         run(spark_session, "--model", root, "--input", raw, "--iterations", 1)
     assert sorted(os.listdir(table)) == before
     assert model_root.sync_doc_topics(str(tmp_path / "no-root")) == []   # an empty chain deletes nothing
+
+
+def test_a_batch_without_a_valid_document_is_refused_its_rejects_kept_and_a_root_is_not_its_base(
+        spark_session, base, refreshed, tmp_path):
+    """Issue 25: an all-garbage batch was reported as "nothing new", exit 0, its rejected rows kept nowhere; a
+    root that is its own base model's directory was accepted (its versions and LATEST written into the model)."""
+    root = copy_root(refreshed, tmp_path)
+    first = refreshed[2]["version"]
+    garbage = tmp_path / "garbage.jsonl"
+    garbage.write_bytes(b'not json\n{"id": "x1", "text": "caf\xe9 au lait"}\n[1, 2]\n')
+
+    def kept():
+        return [json.loads(line) for part in (root / refresh.REJECTS_UNPUBLISHED).glob("part-*") for line in open(part)]
+
+    with pytest.raises(SystemExit, match=rf"no valid document in .*garbage\.jsonl: all 3 rows were rejected; the 3 "
+                                         rf"rejected rows \(.*\) are in .*{refresh.REJECTS_UNPUBLISHED}; nothing was "
+                                         rf"published, LATEST stays {first}"):
+        run(spark_session, "--model", root, "--input", garbage)
+    assert len(kept()) == 3 and {r["reason"] for r in kept()} <= {"malformed", "invalid_encoding"}
+    assert model_root.latest(str(root)) == first and len(model_root.versions(str(root))) == 1
+    mixed = write_batch(tmp_path / "mixed.jsonl", refreshed[1][:2])         # two documents ingested before
+    with open(mixed, "a") as f:
+        f.write("not json\n")
+    again = run(spark_session, "--model", root, "--input", mixed)
+    assert again["published"] is False and "the 1 rejected rows (1 malformed) are in" in again["message"]
+    assert [r["raw"] for r in kept()] == ["not json"]                        # the last such run's
+    model = tmp_path / "m0"
+    shutil.copytree(base / "m0", model)
+    for target, how in ((model, "is"), (model / "root", "lies inside")):
+        with pytest.raises(SystemExit, match=rf"--model .* {how} the base model directory .*: a model root is a "
+                                             rf"directory of its own"):
+            run(spark_session, "--model", target, "--base", model, "--input", mixed)
+    assert sorted(os.listdir(model)) == sorted(os.listdir(base / "m0"))       # nothing written into it
+
+
+def _cut_parquet(directory, rows):
+    """A Parquet directory replaced by its first ``rows`` rows."""
+    frame = pd.read_parquet(directory).head(rows)
+    shutil.rmtree(directory)
+    os.makedirs(directory)
+    frame.to_parquet(os.path.join(directory, "part-0.parquet"))
+
+
+def test_stored_relative_paths_are_read_beside_the_root_and_checked_against_the_ledger(
+        spark_session, base, refreshed, tmp_path, monkeypatch, caplog):
+    """Issue 25: a root written with the paths as typed (`refresh --model root --base m0` before they were stored
+    absolute) read them against the current directory: `--mode batch` run elsewhere refitted an unrelated corpus
+    and a rollback there rebuilt version=base from another model's proportions. Now a relative path is read beside
+    the root, and what it leads to is checked against the ledger (the base's documents); new roots store absolute
+    paths, the base model's completion token and its corpus' data version."""
+    import logging
+
+    from drivers import refresh_sources
+
+    root = copy_root(refreshed, tmp_path)
+    first = refreshed[2]["version"]
+    version = model_root.version_dir(str(root), first)
+    meta = json.loads(open(os.path.join(version, "model.json")).read())
+    history = meta["refresh"]
+    assert history["parent"]["base"] == str(base / "m0") and history["parent"]["token"] and \
+        history["parent"]["documents"] == 40
+    assert history["training_corpus"] == str(base / "c0") and history["training_version"]
+    history.update(parent={"base": "m0"}, training_corpus="c0")             # as an older spark-topics wrote them
+    del history["training_version"]
+    with open(os.path.join(version, "model.json"), "w") as f:
+        json.dump(meta, f)
+    publish.write_marker(version, publish.read_marker(version)["token"])
+    elsewhere = tmp_path / "elsewhere"                                     # where the job runs: other m0 and c0
+    shutil.copytree(base / "m0", elsewhere / "m0")
+    _cut_parquet(elsewhere / "m0" / "doc_topics.parquet", 30)
+    shutil.copytree(base / "c0", elsewhere / "c0")
+    _cut_parquet(elsewhere / "c0" / "docs.parquet", 25)
+    corpus_meta = json.loads((elsewhere / "c0" / "corpus.json").read_text())
+    (elsewhere / "c0" / "corpus.json").write_text(json.dumps(dict(corpus_meta, documents=25)))
+    monkeypatch.chdir(elsewhere)
+    table = root / model_root.DOC_TOPICS
+
+    shutil.copytree(base / "m0", tmp_path / "m0")                          # beside the root: the base model
+    shutil.rmtree(table / "version=base")                                  # as a run killed between the steps
+    assert model_root.sync_doc_topics(str(root)) == ["+version=base"]
+    assert len(pd.read_parquet(table / "version=base")) == 40             # not elsewhere/m0's 30
+    shutil.rmtree(tmp_path / "m0")
+    shutil.copytree(elsewhere / "m0", tmp_path / "m0")                     # another model beside the root
+    shutil.rmtree(table / "version=base")
+    with caplog.at_level(logging.WARNING, logger="spark_topics.refresh"):
+        assert model_root.sync_doc_topics(str(root)) == []
+    assert "version=base is not rebuilt" in caplog.text and "it holds 30 documents, the root's ledger 40" in caplog.text
+
+    raw = write_batch(tmp_path / "h.jsonl", texts(8, 8, "h"))
+    shutil.copytree(elsewhere / "c0", tmp_path / "c0")                     # another corpus beside the root
+    with pytest.raises(SystemExit, match=r"--mode batch: .*/c0 \(the base model's training corpus, 'c0' as stored "
+                                         r"by .*\) holds 25 documents, but the root's ledger has 40 training "
+                                         r"documents of the base model: not the corpus it was trained on"):
+        run(spark_session, "--model", root, "--input", raw, "--mode", "batch", "--iterations", 1)
+    shutil.rmtree(tmp_path / "c0")
+    shutil.copytree(base / "c0", tmp_path / "c0")                          # the training corpus beside the root
+    assert refresh_sources.training_corpus(str(root), version, history) == str(tmp_path / "c0")
+    assert refresh_sources.training_history("m0", {"data": {"corpus": "c0", "version": "v"}}) == \
+        {"training_corpus": str(elsewhere / "c0"), "training_version": "v"}          # relative to the model's folder
+    assert refresh_sources.base_parent("m0", 40)["base"] == str(elsewhere / "m0")
