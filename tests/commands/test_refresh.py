@@ -268,34 +268,49 @@ def test_killed_refreshes_and_trains_leave_a_complete_latest_and_nothing_ingeste
     rename and the pointer (the version complete on disk): LATEST stays the previous complete version; the next
     run completes; each document once. For train: killed during the model write (the old model stays, the half
     written one is removed by the next run), and right after the new model was swapped in, before the old one was
-    cleaned up: the new model is read, and the next run gives the user's file back and removes the old model."""
-    root = copy_root(refreshed, tmp_path)
+    cleaned up: the new model is read, and the next run gives the user's file back and removes the old model.
+    The five killed jobs run side by side, each on its own copy (they are independent processes)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     first = refreshed[2]["version"]
     raw2 = write_batch(tmp_path / "b2.jsonl", texts(10, 10, "m"))
-    for how in ({"kill_after_line": "iteration 1/"}, {"kill_at": "model-written"}, {"kill_at": "version-moved"}):
-        code, log = _job("refresh", "--model", root, "--input", raw2, "--iterations", 2, **how)
-        assert code != 0, how
-        assert model_root.latest(str(root)) == first, how                 # the pointer did not move
-        assert model_store.load_model(str(root)).meta["refresh"]["documents"] == 60
-    report = run(spark_session, "--model", root, "--input", raw2, "--iterations", 3)
-    latest = model_root.latest(str(root))
-    assert report["documents"]["new"] == 10 and latest != first and model_root.chain(str(root)) == [latest, first]
-    ledgers = pd.concat([model_store.read_parquet(os.path.join(model_root.version_dir(str(root), v),
-                                                               "ledger.parquet")) for v in model_root.chain(str(root))])
-    assert ledgers.doc_id.is_unique and (ledgers.status == "new").sum() == 30
-    assert [n for n in os.listdir(root / "versions") if n.startswith(".")] == []
-    out = tmp_path / "model"
-    common = ("train", "--corpus", base / "c0", "--output", out, "--topics", 3, "--iterations", 3)
-    train.train(spark_session, train.parse_request(common[1:]))
-    (out / "notes.txt").write_text("mine")
-    before = publish.read_marker(str(out))["token"]
-    assert _job(*common, "--seed", 5, kill_at="model-written")[0] != 0
+    kills = {"e-step": {"kill_after_line": "iteration 1/"}, "model-written": {"kill_at": "model-written"},
+             "version-moved": {"kill_at": "version-moved"}}
+    roots = {name: copy_root(refreshed, tmp_path / name) for name in kills}
+    common = ("train", "--corpus", base / "c0", "--topics", 3, "--iterations", 3)
+    outs = {name: tmp_path / name / "model" for name in ("model-written", "swapped")}
+    train.train(spark_session, train.parse_request(common[1:] + ("--output", outs["swapped"])))
+    (outs["swapped"] / "notes.txt").write_text("mine")
+    shutil.copytree(outs["swapped"], outs["model-written"])
+    before = publish.read_marker(str(outs["swapped"]))["token"]
+    with ThreadPoolExecutor(len(kills) + len(outs)) as pool:
+        refreshes = {name: pool.submit(_job, "refresh", "--model", roots[name], "--input", raw2, "--iterations", 2,
+                                       **how) for name, how in kills.items()}
+        trains = {name: pool.submit(_job, *common, "--output", outs[name], "--seed", seed, kill_at=name)
+                  for name, seed in (("model-written", 5), ("swapped", 2))}
+    for name, job in refreshes.items():
+        assert job.result()[0] != 0, name
+        assert model_root.latest(str(roots[name])) == first, name                 # the pointer did not move
+        assert model_store.load_model(str(roots[name])).meta["refresh"]["documents"] == 60
+    for name, root in roots.items():
+        report = run(spark_session, "--model", root, "--input", raw2, "--iterations", 3)
+        latest = model_root.latest(str(root))
+        assert report["documents"]["new"] == 10 and latest != first and model_root.chain(str(root)) == [latest, first]
+        ledgers = pd.concat([model_store.read_parquet(os.path.join(model_root.version_dir(str(root), v),
+                                                                   "ledger.parquet"))
+                             for v in model_root.chain(str(root))])
+        assert ledgers.doc_id.is_unique and (ledgers.status == "new").sum() == 30, name
+        assert [n for n in os.listdir(root / "versions") if n.startswith(".")] == [], name
+
+    assert all(job.result()[0] != 0 for job in trains.values())
+    out = outs["model-written"]           # killed in the model write: the old model stays
     assert publish.read_marker(str(out))["token"] == before and model_store.load_model(str(out)).meta["seed"] == 0
-    assert _job(*common, "--seed", 2, kill_at="swapped")[0] != 0     # (killed when staged: like refresh's)
+    out = outs["swapped"]                 # killed right after the exchange (when staged: like refresh's)
     assert publish.read_marker(str(out))["token"] != before and model_store.load_model(str(out)).meta["seed"] == 2
-    train.train(spark_session, train.parse_request(common[1:] + ("--seed", 4)))
-    assert model_store.load_model(str(out)).meta["seed"] == 4 and (out / "notes.txt").read_text() == "mine"
-    assert [n for n in os.listdir(tmp_path) if n.startswith(".model")] == []
+    for name, out in outs.items():
+        train.train(spark_session, train.parse_request(common[1:] + ("--output", out, "--seed", 4)))
+        assert model_store.load_model(str(out)).meta["seed"] == 4 and (out / "notes.txt").read_text() == "mine"
+        assert [n for n in os.listdir(out.parent) if n.startswith(".model")] == [], name
 
 
 def test_a_latest_naming_a_missing_version_is_refused_before_anything_is_deleted(spark_session, refreshed, tmp_path):
