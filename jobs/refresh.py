@@ -242,6 +242,7 @@ def _build_version(spark, request, root, current, base, base_dir, spec, history,
     if request.mode == "batch":
         fit_dir = refresh_sources.union_corpus(spark, training, chain_dirs, corpus_dir, staging)
     meta = spec.family_object().refresh(spark, spec, base, fit_dir, request, history_before, staging)
+    meta["data"]["corpus"] = storage.join(model_root.version_dir(storage.absolute(root), version), "corpus")
     if fit_dir != corpus_dir:
         storage.delete(fit_dir)
     batch_stats, n_batch = refresh.alpha_statistics(storage.join(staging, "doc_topics.parquet"))

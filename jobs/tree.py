@@ -101,7 +101,7 @@ def build(spark, dictionaries: list[str], corpus_dir: str, output: str, language
     from drivers.model_store import data_version
 
     meta = {"languages": list(corpus_languages), "dictionaries": list(dictionaries),
-            "corpus": {"path": corpus_dir, "version": data_version(corpus_meta)}, "report": report}
+            "corpus": {"path": storage.absolute(corpus_dir), "version": data_version(corpus_meta)}, "report": report}
     save_tree(output, concepts, meta)
     return meta
 

@@ -105,6 +105,7 @@ def test_accumulate_adds_the_batch_statistics_to_the_old_posterior(spark_session
     assert delta.min() > -1e-9 and delta.sum() == pytest.approx(tokens, rel=1e-9)
     meta = new.meta
     assert meta["refresh"]["documents"] == 60 and meta["refresh"]["mode"] == "accumulate"
+    assert meta["data"]["corpus"] == os.path.join(model_store.resolve(str(root)), "corpus")   # not the staging one
     assert len(report["drift"]["hellinger"]) == 3 and report["drift"]["identity_matching"]
     version = model_store.resolve(str(root))
     for name in ("refresh.json", "refresh.png", "ledger.parquet", "new_terms.parquet", publish.MARKER):

@@ -431,8 +431,8 @@ def test_a_vocabulary_too_large_for_the_driver_is_refused_before_it_is_allocated
     huge = spark_session.createDataFrame([(Vectors.sparse(10 ** 9, [0, 5], [1.0, 2.0]),),
                                           (Vectors.sparse(10 ** 9, [1], [3.0]),)], ["features"])
     with pytest.raises(ValueError, match=r"SparkTopicsLDA: k=2 topics over vectors of size 1000000000 need about "
-                                         r"\d+[mg] of memory in the driver .* set a smaller vector size \(CountVectorizer's "
-                                         r"vocabSize"):
+                                         r"\d+[mg] of memory in the driver .* set a smaller vector size "
+                                         r"\(CountVectorizer's vocabSize"):
         SparkTopicsLDA(k=2).fit(huge)
     assert estimator_memory_problem(3000, 594_000, machine=64 << 30) is not None     # as train refuses it
     assert estimator_memory_problem(20, 100_000, machine=8 << 30) is None
