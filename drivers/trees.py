@@ -106,20 +106,28 @@ def format_report(report: dict) -> str:
 
 
 def save_tree(directory: str, concepts: pd.DataFrame, meta: dict) -> None:
-    """The tree directory, published whole: written beside it, then renamed into place."""
-    staging = directory.rstrip("/") + ".tmp-tree"
-    storage.delete(staging)
-    storage.makedirs(staging)
+    """The tree directory, published whole as a model is (:mod:`drivers.publish`; the user's other files in it are
+    kept)."""
     import pyarrow as pa
 
-    storage.write_parquet(storage.join(staging, CONCEPTS), pa.Table.from_pandas(concepts, preserve_index=False))
-    storage.save_json(storage.join(staging, TREE_JSON), dict(meta, format=FORMAT))
-    storage.delete(directory)
-    storage.move(staging, directory)
+    from drivers import publish
+
+    with publish.published(directory, "spark-topics tree", _is_tree_file) as staging:
+        storage.write_parquet(storage.join(staging, CONCEPTS), pa.Table.from_pandas(concepts, preserve_index=False))
+        storage.save_json(storage.join(staging, TREE_JSON), dict(meta, format=FORMAT))
+
+
+def _is_tree_file(name: str) -> bool:
+    return name in (TREE_JSON, CONCEPTS)
 
 
 def load_tree(directory: str) -> tuple[pd.DataFrame, dict]:
-    """(concepts, tree.json) of a tree directory, checked."""
+    """(concepts, tree.json) of a tree directory, checked (against its manifest when it has one)."""
+    from drivers import publish
+
+    if storage.exists(storage.join(directory, publish.MARKER)):
+        publish.require_complete(directory)
+        publish.give_back(directory, _is_tree_file)
     meta_path = storage.join(directory, TREE_JSON)
     if not storage.exists(meta_path):
         raise SystemExit(f"{directory} is not a prior tree (no {TREE_JSON}): build one with spark-topics tree")

@@ -225,3 +225,17 @@ def test_a_same_size_edit_is_refused_by_the_content_hash(lda_model, tmp_path, mo
     del marker[manifest.HASHES]                               # a manifest written before hashes
     (copy / publish.MARKER).write_text(json.dumps(marker))
     model_store.load_model(str(copy))
+
+
+def test_a_tree_directory_is_published_whole_and_keeps_the_users_files(tmp_path):
+    """save_tree deleted TREE_DIR (the user's files in it too) and renamed its new one in: a kill in between left
+    no tree. It is published as the other outputs are."""
+    from drivers.trees import load_tree, save_tree
+
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "notes.txt").write_text("mine")
+    concepts = pd.DataFrame({"concept": [0], "lang_a": ["en"], "word_a": ["son"], "lang_b": ["es"], "word_b": ["hijo"]})
+    save_tree(str(tree), concepts, {"languages": ["en", "es"], "report": {"concepts": 1}})
+    assert (tree / "notes.txt").read_text() == "mine" and (tree / publish.MARKER).exists()
+    assert load_tree(str(tree))[1]["report"]["concepts"] == 1 and hidden(tmp_path, "tree") == []
