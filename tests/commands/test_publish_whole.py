@@ -99,7 +99,12 @@ def test_a_failed_run_leaves_no_empty_directory_it_created(spark_session, tiny, 
         train.train(spark_session, train_args(tmp_path / "no-corpus", tmp_path / "model", "--topics", 3))
     with pytest.raises(SystemExit, match="input path does not exist"):
         infer.infer_documents(spark_session, str(lda_model), str(tmp_path / "no-corpus"), str(tmp_path / "inferred"))
+    from test_refresh import run as refresh
+
+    with pytest.raises(SystemExit, match="the first refresh needs --base"):
+        refresh(spark_session, "--model", tmp_path / "root", "--input", _write_jsonl(tmp_path / "b.jsonl", DOCS))
     assert not (tmp_path / "model").exists() and not (tmp_path / "inferred").exists()
+    assert not (tmp_path / "root").exists()
     assert hidden(tmp_path, "model") == [] and hidden(tmp_path, "inferred") == []
 
 
