@@ -1,4 +1,5 @@
-"""The Gibbs family: models sampled on :class:`drivers.gibbs.GibbsEngine` (lda-gibbs, stm, seqlda, adatm).
+"""The Gibbs family: models sampled on :class:`drivers.engines.gibbs.engine.GibbsEngine` (lda-gibbs, stm, seqlda,
+adatm, tree models).
 
 A model of this family is a :class:`inference.gibbs.model.GibbsModel` (numba
 kernels and a few hooks, :mod:`inference.gibbs`); the family loads the corpus as
@@ -38,7 +39,9 @@ from drivers.corpora.aligned import is_aligned
 from drivers.corpora.segmented import load_segmented_corpus
 from drivers.evaluation import score_heldout, topic_coherence
 from drivers.families import EvaluateRequest, InferRequest, ModelFamily, TrainRequest
-from drivers.gibbs import GibbsEngine, GibbsSettings, SampleSchedule, topic_proportions
+from drivers.engines.gibbs.engine import GibbsEngine
+from drivers.engines.gibbs.settings import GibbsSettings, SampleSchedule
+from drivers.engines.gibbs.tasks import topic_proportions
 from drivers.model_store import require_same_vocabulary
 from inference.gibbs.heldout import HeldoutSchedule, frozen_chain
 from inference.gibbs.model import GibbsModel
@@ -62,7 +65,7 @@ class GibbsTraining:
     heldout_samples: int = 5
     heldout_observed: float | None = 0.5
     permute_segments: int | None = None
-    sync: str = "auto"                  # resident | jobs | auto (drivers.gibbs.GibbsSettings.sync)
+    sync: str = "auto"                  # resident | jobs | auto (GibbsSettings.sync)
 
 
 @dataclass(frozen=True)
@@ -101,11 +104,11 @@ def make_model(name, num_topics: int, vocab_size: int, **construction) -> GibbsM
     """The GibbsModel of a registered name (or spec); ``construction``: its constructor options (e.g.
     segment_level)."""
     cls = (name if isinstance(name, registry.ModelSpec) else registry.model(name)).model_class()
-    accepted = set(getattr(cls, "construction_options", ()))
+    accepted = set(cls.construction_options)
     for key, value in construction.items():
         if value and key not in accepted:
             owners = [s.name for s in registry.models_of("gibbs")
-                      if key in getattr(s.model_class(), "construction_options", ())]
+                      if key in s.model_class().construction_options]
             raise SystemExit(f"--{key.replace('_', '-')} applies to --model {', '.join(owners) or 'no model'} only")
     return cls(num_topics, vocab_size, **{k: v for k, v in construction.items() if k in accepted and v})
 
@@ -117,16 +120,15 @@ def open_trained(model_dir: str):
     K, V = saved.lambda_.shape
     spec = registry.of_meta(saved.meta)
     cls = spec.model_class()
-    construction = {k: saved.meta.get(k) for k in getattr(cls, "construction_options", ())}
+    construction = {k: saved.meta.get(k) for k in cls.construction_options}
     model = make_model(spec, K, V, **construction)
-    if hasattr(model, "bind_directory"):
-        model.bind_directory(model_dir)
+    model.bind_directory(model_dir)
     return saved, model
 
 
 def hyper_overrides(request: TrainRequest, model: GibbsModel) -> dict:
     """The hyperparameters given on the command line, as ``initial_hyper`` keyword arguments."""
-    construction = set(getattr(model, "construction_options", ()))
+    construction = set(model.construction_options)
     overrides = {key: value for key, value in request.options.items()
                  if value is not None and key not in construction}
     if request.alpha is not None:
@@ -246,7 +248,7 @@ class GibbsFamily(ModelFamily):
         started = time.time()
         e = request.engine or GibbsTraining()
         heldout = e.heldout_fraction
-        per = getattr(spec.model_class(), "aligned_documents_per", None)
+        per = spec.model_class().aligned_documents_per
         if is_aligned(request.corpus) and per is None:
             raise SystemExit(f"{request.corpus} is an aligned corpus: --model {spec.name} reads one vocabulary; "
                              f"train it on one language's sub-corpus ({request.corpus}/<lang>)")
@@ -271,9 +273,8 @@ class GibbsFamily(ModelFamily):
             raise SystemExit(str(exc)) from None
         cls = spec.model_class()
         model = make_model(spec, K, V, **{k: request.options.get(k)
-                                          for k in getattr(cls, "construction_options", ())})
-        if hasattr(model, "bind_corpus"):     # a model that needs more of the corpus than its size (a tree)
-            model.bind_corpus(corpus, request)
+                                          for k in cls.construction_options})
+        model.bind_corpus(corpus, request)   # a model that needs more of the corpus than its size (a tree)
         hyper0 = initial_hyper(model, hyper_overrides(request, model))
         try:
             settings = GibbsSettings(schedule, seed=request.seed, num_reducers=request.reducers,
@@ -282,7 +283,7 @@ class GibbsFamily(ModelFamily):
         except ValueError as exc:
             raise SystemExit(str(exc)) from None
         engine = GibbsEngine(spark.sparkContext, model, settings, request.checkpoint)
-        segment_level = bool(getattr(model, "segment_level", False))
+        segment_level = bool(model.segment_level)
         fingerprint = {"corpus": model_store.data_version(corpus.meta), "heldout_fraction": e.heldout_fraction,
                        "segment_level": segment_level, "initial_hyper": hyper0}
         if e.permute_segments is not None:
@@ -301,8 +302,7 @@ class GibbsFamily(ModelFamily):
             model_store.save_matrix(request.output, "topic_word", topic_word, corpus.vocab, corpus.layout,
                                     normalise=True)
             write_proportions(spark, model, result.states, request.output)
-            if hasattr(model, "save_files"):
-                model.save_files(request.output, result)
+            model.save_files(request.output, result)
         finally:
             engine.release()
         trace = [r.__dict__ for r in result.trace]
@@ -330,7 +330,7 @@ class GibbsFamily(ModelFamily):
             meta.update(languages=list(corpus.layout.languages),
                         vocab_sizes=dict(zip(corpus.layout.languages, corpus.layout.sizes())),
                         documents_per=model.aligned_documents_per)
-        meta.update(model.describe() if hasattr(model, "describe") else {})
+        meta.update(model.describe())
         meta["train_seconds"] = round(time.time() - started, 3)
         storage.save_json(storage.join(request.output, "model.json"), meta)
         if trace:
@@ -441,7 +441,7 @@ def evaluate_split(spark, model: GibbsModel, hyper: dict, topic_word, request: T
     """Held-out perplexity of the test split of the training corpus (``--heldout-fraction``)."""
     test = load_segmented_corpus(spark, request.corpus, None, heldout_fraction=e.heldout_fraction, split="test",
                                  require_segments=needs_segments(model.name), permute_seed=e.permute_segments,
-                                 separate_languages=getattr(model, "aligned_documents_per", None) == "language")
+                                 separate_languages=model.aligned_documents_per == "language")
     try:
         schedule = HeldoutSchedule.default(e.heldout_iterations, e.heldout_samples, e.heldout_observed)
         score = score_heldout(spark, model, hyper, topic_word, test.blocks, schedule, seed=request.seed)

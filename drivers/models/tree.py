@@ -132,7 +132,7 @@ class TreeLDAGibbs(TreeGibbs):
         ``--link-strength`` they give the Dirichlet posterior of every node's children)."""
         storage.save_npy(storage.join(directory, model_store.TREE_CONCEPTS), self.tree.concept_words)
         storage.save_npy(storage.join(directory, model_store.TREE_EDGE_COUNTS),
-                         np.ascontiguousarray(np.asarray(result.shared_counts).T, dtype=np.int64))
+                         np.ascontiguousarray(np.asarray(result.tables["nwk"]).T, dtype=np.int64))
 
     def bind_directory(self, directory: str) -> None:
         self.set_tree(TreeLayout(self.vocab_size, storage.load_npy(storage.join(directory,

@@ -1,9 +1,9 @@
 """A single-process reference driver for the Gibbs models: the engine's loop without Spark.
 
-``run_local`` performs exactly the steps the Spark engine (``drivers/gibbs.py``)
-performs per iteration, for one block treated as partition 0, so kernel tests
-can run a model end to end, and the engine's single-partition run can be checked
-against it.
+``run_local_tables`` performs exactly the steps the Spark engine (``drivers/engines/gibbs/``) performs per
+iteration, for one block treated as partition 0, so kernel tests can run a model end to end, and the engine's
+single-partition run can be checked against it: the tables counted from the state, the sweep on them, the
+per-document and the global hyperparameter updates, the global step and its directive.
 """
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import numpy as np
 
 from inference.gibbs.counts import local_vocabulary
 from inference.gibbs.model import DRIVER_PARTITION, GibbsModel, SegmentedBlock, task_seed, topic_word_counts
+from inference.gibbs.tables import merge
 
 
 def global_counts(block: SegmentedBlock, z: np.ndarray, num_topics: int, vocab_size: int):
@@ -21,37 +22,48 @@ def global_counts(block: SegmentedBlock, z: np.ndarray, num_topics: int, vocab_s
     return nwk, nwk.sum(axis=0).astype(np.int64)
 
 
-def shared_table(model: GibbsModel, block: SegmentedBlock, state: dict, local) -> tuple[np.ndarray, np.ndarray]:
-    """The model's shared count table (``shared_rows`` x K int32) and its column totals from one block's state,
-    as the engine's reducers build it."""
-    rows, counts = model.shared_counts(block, state, local)
-    table = np.zeros((model.shared_rows, model.num_topics), dtype=np.int32)
-    table[rows] = counts
-    return table, model.topic_totals(table)
+def count_tables(model: GibbsModel, block: SegmentedBlock, state: dict, local) -> tuple[dict, dict]:
+    """The model's count tables and derived values from one block's state, as the engine's reducers build
+    them."""
+    contributions = model.table_counts(block, state, local)
+    tables = {table.name: merge(table, [contributions[table.name]]) for table in model.count_tables()}
+    return tables, model.derive(tables)
+
+
+def run_local_tables(model: GibbsModel, block: SegmentedBlock, iterations: int, seed: int = 0,
+                     hyper: dict | None = None, on_iteration=None):
+    """Initialise and run ``iterations`` Gibbs cycles; returns ``(block, state, hyper, tables, derived)``.
+
+    Per iteration, as the engine: the directive of the last global step applied to the state, the sweep on the
+    tables (counted from the state, or as the global step left them), per-document hyperparameter updates, the
+    driver's hyperparameter update from ``partition_stats``, the tables counted again and, between two
+    iterations, the global step.
+    """
+    block = model.prepare_block(block)
+    local = local_vocabulary(block.words)
+    hyper = dict(hyper) if hyper is not None else model.initial_hyper()
+    state = model.initial_state(block, hyper, task_seed(seed, 0, 0))
+    tables, derived = count_tables(model, block, state, local)
+    directive = None
+    for it in range(1, iterations + 1):
+        if directive is not None:
+            model.apply_directive(block, state, directive)
+        model.sweep_tables(block, state, hyper, tables, derived, task_seed(seed, it, 0))
+        model.local_hyper_update(block, state, hyper, task_seed(seed, it, 0, 1))
+        stats = np.asarray(model.partition_stats(block, state, hyper, task_seed(seed, it, 0, 2)), dtype=np.float64)
+        hyper = model.update_hyper(hyper, stats, block.n_docs, task_seed(seed, it, DRIVER_PARTITION, 3))
+        tables, derived = count_tables(model, block, state, local)
+        if it < iterations:
+            tables, hyper, directive = model.global_step(tables, hyper, stats,
+                                                         task_seed(seed, it, DRIVER_PARTITION, 4))
+            derived = model.derive(tables)
+        if on_iteration is not None:
+            on_iteration(it, state, hyper)
+    return block, state, hyper, tables, derived
 
 
 def run_local(model: GibbsModel, block: SegmentedBlock, iterations: int, seed: int = 0,
               hyper: dict | None = None, on_iteration=None):
-    """Initialise and run ``iterations`` Gibbs cycles; returns ``(block, state, hyper, nwk, nk)``.
-
-    Per iteration: sweep (with the counts rebuilt from ``z``, as the engine does
-    after every reduce), per-document hyperparameter updates, then the driver's
-    global hyperparameter update from ``partition_stats``.
-    """
-    K, R = model.num_topics, model.shared_rows
-    block = model.prepare_block(block)
-    local = local_vocabulary(block.words)
-    hyper = dict(hyper) if hyper is not None else model.initial_hyper()
-    nwk = np.zeros((R, K), dtype=np.int32)
-    nk = np.zeros(K, dtype=np.int64)
-    state = model.init_state(block, hyper, nwk, nk, task_seed(seed, 0, 0))
-    for it in range(1, iterations + 1):
-        nwk, nk = shared_table(model, block, state, local)
-        model.sweep(block, state, hyper, nwk, nk, task_seed(seed, it, 0))
-        model.local_hyper_update(block, state, hyper, task_seed(seed, it, 0, 1))
-        stats = model.partition_stats(block, state, hyper, task_seed(seed, it, 0, 2))
-        hyper = model.update_hyper(hyper, stats, block.n_docs, task_seed(seed, it, DRIVER_PARTITION, 3))
-        if on_iteration is not None:
-            on_iteration(it, state, hyper)
-    nwk, nk = shared_table(model, block, state, local)
-    return block, state, hyper, nwk, nk
+    """:func:`run_local_tables` of a model over the one word table: ``(block, state, hyper, nwk, nk)``."""
+    block, state, hyper, tables, derived = run_local_tables(model, block, iterations, seed, hyper, on_iteration)
+    return block, state, hyper, tables["nwk"], derived["nk"]

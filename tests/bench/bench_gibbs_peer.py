@@ -68,7 +68,7 @@ def fit_ours(spark, train_dir: str, topics: int, iterations: int, seed: int, out
     """``train --model lda-gibbs`` with its defaults; per iteration the wall clock and the CPU seconds of the run's
     process tree (recorded by the engine's ``on_iteration`` hook)."""
     from conftest import train_args
-    from drivers import gibbs
+    from drivers.engines.gibbs import engine as gibbs
     from jobs import train
 
     marks = []

@@ -14,7 +14,8 @@ import pytest
 
 from conftest import train_args
 from standalone import cluster_apps, submit_train
-from drivers.gibbs import GibbsEngine, GibbsSettings, SampleSchedule
+from drivers.engines.gibbs.engine import GibbsEngine
+from drivers.engines.gibbs.settings import GibbsSettings, SampleSchedule
 from gibbs_corpus import sample_segmented_lda, terms, write_segmented_corpus
 from inference.gibbs.counts import topic_word_estimate
 from inference.gibbs.local import run_local
@@ -111,7 +112,7 @@ def test_counts_summed_on_the_driver_or_on_reducers_give_the_same_model(spark_se
                                                                        monkeypatch):
     """One stage (the partitions' counts summed on the driver, the default while they fit) and two (the topic
     partitioner's reducers, forced by a zero budget) are the same chain."""
-    import drivers.gibbs as engine
+    import drivers.engines.gibbs.engine as engine
 
     corpus, _ = small_corpus
     flags = ["--model", "lda-gibbs", "--topics", 3, "--iterations", 6, "--burn-in", 3, "--lag", 1, "--samples", 3,
@@ -153,14 +154,14 @@ def test_a_dead_resident_task_hands_the_run_to_one_job_per_synchronisation(spark
     """Partition 1's resident task dies (its Python worker exits) before iteration 5: the driver notices, cancels
     the barrier stage and goes on with a Spark job per synchronisation from the files of iteration 4, ending with
     the model of an undisturbed run."""
-    import drivers.gibbs as engine
+    import drivers.engines.gibbs.resident as resident
 
     corpus, _ = small_corpus
     flags = ["--model", "lda-gibbs", "--topics", 3, "--iterations", 8, "--burn-in", 4, "--lag", 2, "--samples", 2,
              "--partitions", 2, "--seed", 6]
     reference = train.train(spark_session, train_args(corpus, tmp_path / "reference", *flags, "--sync", "jobs"))
     marker = tmp_path / "killed-once"
-    monkeypatch.setattr(engine, "RESIDENT_TEST_KILL", (5, str(marker)))
+    monkeypatch.setattr(resident, "RESIDENT_TEST_KILL", (5, str(marker)))
     handed = train.train(spark_session, train_args(corpus, tmp_path / "handed", *flags, "--sync", "resident"))
     assert marker.exists() and handed["sync"] == "resident, then jobs"
     np.testing.assert_array_equal(np.load(tmp_path / "reference" / "topic_word.npy"),
@@ -174,7 +175,7 @@ def test_more_partitions_than_slots_share_resident_tasks(spark_session, small_co
     (one connection per partition) and the chain is the one of a Spark job per synchronisation, bit for bit
     (before, such a run fell back to a Spark job per synchronisation: 1.7-2.5x tomotopy's time per iteration at
     2.3M tokens, which the default partitioning splits in 3)."""
-    from drivers.gibbs import resident_groups
+    from drivers.engines.gibbs.resident import resident_groups
 
     assert resident_groups(3, 2) == [[0, 2], [1]] and resident_groups(2, 4) == [[0], [1]]
     corpus, _ = small_corpus
@@ -276,8 +277,10 @@ def test_lost_worker_state_gives_the_same_model(spark_session, small_corpus, tmp
 def test_retried_task_reproduces_its_result(tmp_path):
     """A partition task run again (a retry, after a failure half-way or a lost shuffle output) reads the
     files of the previous iteration, never its own: same records, same files."""
-    from drivers import gibbs_state
-    from drivers.gibbs import SyncPlan, _partition_task
+    from drivers.engines.gibbs import state as gibbs_state
+    from drivers.engines.gibbs.settings import SyncPlan
+    from drivers.engines.gibbs.tables import TableLayout
+    from drivers.engines.gibbs.tasks import partition_task
 
     class Broadcast:
         def __init__(self, value):
@@ -286,20 +289,23 @@ def test_retried_task_reproduces_its_result(tmp_path):
     rng = np.random.default_rng(4)
     block = SegmentedBlock.from_segments([(f"d{i}", [rng.integers(0, 30, 25).tolist()]) for i in range(20)])
     model = gibbs_family.make_model("lda-gibbs", 4, 30)
-    hyper, groups = model.initial_hyper(), [[0, 2], [1, 3]]
+    hyper, layout = model.initial_hyper(), TableLayout(model.count_tables(), 2)
+    groups = layout.groups[0]
+    assert groups == [[0, 2], [1, 3]]
     directory = str(tmp_path / "ckpt")
 
     handle = gibbs_state.stage("r", 0, model, block, directory)
 
     def run(plan, nwk=None, nk=None, run_id="r"):
-        records = list(_partition_task(0, [handle], model, run_id, directory, Broadcast((nwk, nk, hyper)),
-                                       7, plan, groups))
+        values = (None, None, hyper, None) if nwk is None else ({"nwk": nwk}, {"nk": nk}, hyper, None)
+        records = list(partition_task(0, [handle], model, run_id, directory, Broadcast(values), 7, plan, layout))
         return records[:-1], records[-1][1][1]
 
     counts, _ = run(SyncPlan(()))
     nwk = np.zeros((30, 4), dtype=np.int32)
-    for key, (_, flat, c) in counts:
-        nwk[:, groups[key]] += np.bincount(flat, c, minlength=60).astype(np.int32).reshape(30, 2)
+    for (group, table), (_, flat, c) in counts:
+        assert table == 0
+        nwk[:, groups[group]] += np.bincount(flat, c, minlength=60).astype(np.int32).reshape(30, 2)
     plan = SyncPlan((1,), sample=True)
     first, stats = run(plan, nwk, nwk.sum(0))
     written = (tmp_path / "ckpt" / "state" / "iter-00001" / "part-00000.npz").read_bytes()

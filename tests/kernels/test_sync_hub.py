@@ -1,4 +1,4 @@
-"""drivers/sync_hub.py: the messages between the driver and resident tasks (no Spark)."""
+"""drivers/engines/gibbs/sync_hub.py: the messages between the driver and resident tasks (no Spark)."""
 from __future__ import annotations
 
 import json
@@ -10,8 +10,8 @@ import time
 import numpy as np
 import pytest
 
-from drivers import sync_hub
-from drivers.sync_hub import HubError, SyncHub, connect, recv_message, send_message
+from drivers.engines.gibbs import sync_hub
+from drivers.engines.gibbs.sync_hub import HubError, SyncHub, connect, recv_message, send_message
 
 
 def test_messages_carry_arrays_exactly():

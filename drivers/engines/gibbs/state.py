@@ -10,7 +10,7 @@ its sums of sampled topic proportions to ``samples/iter-<t>/part-<p>.npz`` (``.n
 task of the next iteration reads those and writes files of its own iteration: no task ever reads what it
 (or an earlier attempt of it) has written, so a retried task, or one re-run after a lost executor or shuffle
 output, reproduces its first result exactly. The driver deletes files that no later task and no retained
-checkpoint needs (:meth:`GibbsEngine._prune`).
+checkpoint needs (:meth:`drivers.engines.gibbs.checkpoint.DriverCheckpoint.prune`).
 
 Reading is usually skipped: Spark reuses its Python workers between tasks (and schedules a handle's task
 where the handle is cached, the executor that staged it), and the worker that ran a
