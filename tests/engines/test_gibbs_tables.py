@@ -1,0 +1,88 @@
+"""The Gibbs engine over named count tables: a toy model with a dense and a keyed table and a global step that
+relabels its topics (a directive applied to every partition before it sweeps) runs the same chain through a
+Spark job per synchronisation and through the resident sampler, ends with tables equal to a recount of its
+states, and a run interrupted after iteration 3 and resumed from its checkpoint equals an uninterrupted one."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from pyspark import cloudpickle
+
+import toy_tables
+from drivers.engines.gibbs.engine import GibbsEngine
+from drivers.engines.gibbs.settings import GibbsSettings, SampleSchedule
+from inference.gibbs.model import SegmentedBlock
+from inference.gibbs.tables import KeyedCounts, merge
+from toy_tables import RelabelledPairs
+
+cloudpickle.register_pickle_by_value(toy_tables)    # the tasks unpickle the toy model without the tests' path
+
+K, V, ITERATIONS = 3, 30, 6
+
+
+class Interrupted(Exception):
+    pass
+
+
+@pytest.fixture(scope="module")
+def blocks(spark_session):
+    rng = np.random.default_rng(5)
+    parts = [SegmentedBlock.from_segments([(f"p{p}d{d}", [rng.integers(0, V, 9).tolist() for _ in range(3)])
+                                           for d in range(12)]) for p in range(2)]
+    rdd = spark_session.sparkContext.parallelize(list(enumerate(parts)), 2).cache()
+    yield rdd
+    rdd.unpersist()
+
+
+def _fit(spark_session, blocks, directory, sync, resume=False, stop_after=None):
+    model = RelabelledPairs(K, V)
+    engine = GibbsEngine(spark_session.sparkContext, model,
+                         GibbsSettings(SampleSchedule.resolve(ITERATIONS, 2, 2, 2), seed=4, checkpoint_every=2,
+                                       sync=sync), str(directory))
+
+    def on_iteration(record):
+        if record.iteration == stop_after:
+            raise Interrupted()
+
+    try:
+        result = engine.fit(blocks, 2, model.initial_hyper(alpha=0.3), resume=resume, on_iteration=on_iteration)
+        recount = result.states.map(lambda pi: model.table_counts(
+            pi[1]["block"], pi[1]["state"], (pi[1]["vocab_ids"], pi[1]["local"]))).collect()
+        return result, {t.name: merge(t, [c[t.name] for c in recount]) for t in model.count_tables()}
+    finally:
+        engine.release()
+
+
+@pytest.fixture(scope="module")
+def jobs_run(spark_session, blocks, tmp_path_factory):
+    return _fit(spark_session, blocks, tmp_path_factory.mktemp("toy") / "jobs", "jobs")
+
+
+def _same(a, b):
+    (ra, ta), (rb, tb) = a, b
+    np.testing.assert_array_equal(ra.topic_word, rb.topic_word)
+    assert ra.hyper == rb.hyper and [r.loglik for r in ra.trace] == [r.loglik for r in rb.trace]
+    np.testing.assert_array_equal(ra.tables["nwk"], rb.tables["nwk"])
+    assert ra.tables["pairs"].equals(rb.tables["pairs"])
+
+
+def test_two_tables_and_a_relabelling_step_give_one_chain_in_both_transports(spark_session, blocks, jobs_run,
+                                                                               tmp_path):
+    result, recount = jobs_run
+    assert isinstance(result.tables["pairs"], KeyedCounts) and result.tables["pairs"].nnz > 0
+    np.testing.assert_array_equal(result.tables["nwk"], recount["nwk"])     # the directives kept the tables right
+    assert result.tables["pairs"].equals(recount["pairs"])
+    assert result.tables["nwk"].sum() == 2 * 12 * 3 * 9
+    resident = _fit(spark_session, blocks, tmp_path / "resident", "resident")
+    assert resident[0].sync == "resident" and result.sync == "jobs"
+    _same(resident, jobs_run)
+
+
+def test_resumed_from_a_checkpoint_with_a_pending_directive_equals_uninterrupted(spark_session, blocks, jobs_run,
+                                                                                 tmp_path):
+    with pytest.raises(Interrupted):
+        _fit(spark_session, blocks, tmp_path / "ckpt", "jobs", stop_after=3)
+    import json
+    state = json.loads((tmp_path / "ckpt" / "state.json").read_text())
+    assert state["iteration"] == 2 and state["directive"]["json"] == {"step": "relabel"}
+    _same(_fit(spark_session, blocks, tmp_path / "ckpt", "resident", resume=True), jobs_run)
