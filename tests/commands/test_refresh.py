@@ -263,20 +263,25 @@ def _job(*items, kill_at=None, kill_after_line=None):
     return proc.returncode, "".join(lines)
 
 
+class Killed(BaseException):
+    """A kill at a publication step, in process (raised past every ``except Exception``)."""
+
+
 def test_killed_refreshes_and_trains_leave_a_complete_latest_and_nothing_ingested_twice(spark_session, base,
-                                                                                       refreshed, tmp_path):
-    """SIGKILL during the E-step, during the model write (lambda written, the rest not) and between the version's
-    rename and the pointer (the version complete on disk): LATEST stays the previous complete version; the next
-    run completes; each document once. For train: killed during the model write (the old model stays, the half
-    written one is removed by the next run), and right after the new model was swapped in, before the old one was
+                                                                                       refreshed, tmp_path,
+                                                                                       monkeypatch):
+    """Refresh killed during the model write (lambda written, the rest not) and between the version's rename and
+    the pointer (the version complete on disk): LATEST stays the previous complete version; the next run
+    completes; each document once. Train killed during the model write (the old model stays, the half written
+    one is removed by the next run), and right after the new model was swapped in, before the old one was
     cleaned up: the new model is read, and the next run gives the user's file back and removes the old model.
-    The five killed jobs run side by side, each on its own copy (they are independent processes)."""
+    The kills right after a rename are real SIGKILLs of a job in its own process (side by side); the kills in
+    the model write are raised in this process (tests/commands/test_publish_whole.py has every step so)."""
     from concurrent.futures import ThreadPoolExecutor
 
     first = refreshed[2]["version"]
     raw2 = write_batch(tmp_path / "b2.jsonl", texts(10, 10, "m"))
-    kills = {"e-step": {"kill_after_line": "iteration 1/"}, "model-written": {"kill_at": "model-written"},
-             "version-moved": {"kill_at": "version-moved"}}
+    kills = ("model-written", "version-moved")
     roots = {name: copy_root(refreshed, tmp_path / name) for name in kills}
     common = ("train", "--corpus", base / "c0", "--topics", 3, "--iterations", 3)
     outs = {name: tmp_path / name / "model" for name in ("model-written", "swapped")}
@@ -284,16 +289,21 @@ def test_killed_refreshes_and_trains_leave_a_complete_latest_and_nothing_ingeste
     (outs["swapped"] / "notes.txt").write_text("mine")
     shutil.copytree(outs["swapped"], outs["model-written"])
     before = publish.read_marker(str(outs["swapped"]))["token"]
-    with ThreadPoolExecutor(len(kills) + len(outs)) as pool:
-        refreshes = {name: pool.submit(_job, "refresh", "--model", roots[name], "--input", raw2, "--iterations", 2,
-                                       **how) for name, how in kills.items()}
-        trains = {name: pool.submit(_job, *common, "--output", outs[name], "--seed", seed, kill_at=name)
-                  for name, seed in (("model-written", 5), ("swapped", 2))}
-    for name, job in refreshes.items():
-        assert job.result()[0] != 0, name
-        assert model_root.latest(str(roots[name])) == first, name                 # the pointer did not move
-        assert model_store.load_model(str(roots[name])).meta["refresh"]["documents"] == 60
+    with ThreadPoolExecutor(2) as pool:
+        refreshed_killed = pool.submit(_job, "refresh", "--model", roots["version-moved"], "--input", raw2,
+                                       "--iterations", 2, kill_at="version-moved")
+        train_killed = pool.submit(_job, *common, "--output", outs["swapped"], "--seed", 2, kill_at="swapped")
+        monkeypatch.setattr(publish, "STEP_HOOK", lambda step: _raise(Killed) if step == "model-written" else None)
+        with pytest.raises(Killed):
+            run(spark_session, "--model", roots["model-written"], "--input", raw2, "--iterations", 2)
+        with pytest.raises(Killed):
+            train.train(spark_session, train.parse_request(common[1:] + ("--output", outs["model-written"],
+                                                                         "--seed", 5)))
+        monkeypatch.setattr(publish, "STEP_HOOK", None)
+        assert refreshed_killed.result()[0] != 0 and train_killed.result()[0] != 0
     for name, root in roots.items():
+        assert model_root.latest(str(root)) == first, name                 # the pointer did not move
+        assert model_store.load_model(str(root)).meta["refresh"]["documents"] == 60
         report = run(spark_session, "--model", root, "--input", raw2, "--iterations", 3)
         latest = model_root.latest(str(root))
         assert report["documents"]["new"] == 10 and latest != first and model_root.chain(str(root)) == [latest, first]
@@ -303,7 +313,6 @@ def test_killed_refreshes_and_trains_leave_a_complete_latest_and_nothing_ingeste
         assert ledgers.doc_id.is_unique and (ledgers.status == "new").sum() == 30, name
         assert [n for n in os.listdir(root / "versions") if n.startswith(".")] == [], name
 
-    assert all(job.result()[0] != 0 for job in trains.values())
     out = outs["model-written"]           # killed in the model write: the old model stays
     assert publish.read_marker(str(out))["token"] == before and model_store.load_model(str(out)).meta["seed"] == 0
     out = outs["swapped"]                 # killed right after the exchange (when staged: like refresh's)
@@ -312,6 +321,10 @@ def test_killed_refreshes_and_trains_leave_a_complete_latest_and_nothing_ingeste
         train.train(spark_session, train.parse_request(common[1:] + ("--output", out, "--seed", 4)))
         assert model_store.load_model(str(out)).meta["seed"] == 4 and (out / "notes.txt").read_text() == "mine"
         assert [n for n in os.listdir(out.parent) if n.startswith(".model")] == [], name
+
+
+def _raise(kind):
+    raise kind()
 
 
 def test_a_latest_naming_a_missing_version_is_refused_before_anything_is_deleted(spark_session, refreshed, tmp_path):
