@@ -27,10 +27,8 @@ rows sum to 1) instead of ``lambda.npy``; :func:`load_model` puts it in ``lambda
 """
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
-import json
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -283,11 +281,6 @@ def code_version() -> dict:
     except (OSError, subprocess.SubprocessError):
         pass
     return version
-
-
-def data_version(corpus_meta: dict) -> str:
-    """Content hash of the corpus manifest: changes whenever the prepared corpus does."""
-    return hashlib.sha256(json.dumps(corpus_meta, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def read_parquet(path: str) -> pd.DataFrame:

@@ -16,7 +16,7 @@ import logging
 import os
 
 from drivers import publish, storage
-from drivers.corpora.files import CORPUS_JSON, DOCS, VOCAB
+from drivers.corpora.files import CORPUS_JSON, DOCS, VOCAB, data_version
 
 log = logging.getLogger("spark_topics.refresh")
 
@@ -114,7 +114,6 @@ def base_doc_topics(root: str, oldest_version: str) -> str | None:
 def training_corpus(root: str, oldest_version: str | None, history: dict) -> str:
     """The base model's training corpus for a batch refit, checked against its recorded data version (or, for a
     root that recorded none, the ledger's count of the base model's documents); a one-line refusal otherwise."""
-    from drivers.model_store import data_version
 
     path = stored_path(history.get("training_corpus"), root)
     batch_only = "use --mode accumulate or online"

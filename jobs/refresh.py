@@ -136,7 +136,7 @@ def _refresh(spark, request: RefreshRequest) -> dict:
     if request.mode not in spec.refresh_modes:
         raise SystemExit(f"refresh --mode {request.mode} is not supported for --model {spec.name}"
                          + (f" (it supports: {', '.join(spec.refresh_modes)})" if spec.refresh_modes else
-                            f": retrain on the union of the documents with `spark-topics train`"))
+                            ": retrain on the union of the documents with `spark-topics train`"))
     history = dict(base.meta.get("refresh") or {})
     version = model_root.next_version(root)
     token = publish.new_token()

@@ -98,7 +98,7 @@ def build(spark, dictionaries: list[str], corpus_dir: str, output: str, language
                          f"tlda/ptlda plain LDA. Check --languages and that the dictionaries are of the corpus' "
                          f"languages; nothing was written")
     corpus_meta = storage.load_json(storage.join(corpus_dir, CORPUS_JSON))
-    from drivers.model_store import data_version
+    from drivers.corpora.files import data_version
 
     meta = {"languages": list(corpus_languages), "dictionaries": list(dictionaries),
             "corpus": {"path": storage.absolute(corpus_dir), "version": data_version(corpus_meta)}, "report": report}

@@ -1,10 +1,13 @@
 """The files of a prepared corpus directory: written by ``spark-topics prepare``, read by every job."""
 from __future__ import annotations
 
+import hashlib
+import json
+
 DOCS = "docs.parquet"          # doc_id, term_ids, counts, n_tokens, n_oov
 VOCAB = "vocab.parquet"        # term, id (0..V-1), df, cf
 REJECTS = "rejects"            # JSON lines: id, reason, source, raw
-CORPUS_JSON = "corpus.json"    # counts and options; written last (its presence marks a complete corpus)
+CORPUS_JSON = "corpus.json"    # counts and options (the corpus is complete once _SUCCESS is written, last)
 SEGMENTS = "segments.parquet"  # with --segments: doc_id, segments, segment_index
 STOPWORDS = "stopwords.txt"    # the stop words removed, one per line (the language's list and --stopwords)
 OUTPUTS = (DOCS, VOCAB, REJECTS, CORPUS_JSON, SEGMENTS, STOPWORDS)
@@ -73,3 +76,8 @@ def rejects_schema():
     from pyspark.sql import types as T
 
     return T.StructType([T.StructField(name, T.StringType()) for name in REJECT_COLUMNS])
+
+
+def data_version(corpus_meta: dict) -> str:
+    """Content hash of the corpus manifest: changes whenever the prepared corpus does."""
+    return hashlib.sha256(json.dumps(corpus_meta, sort_keys=True).encode()).hexdigest()[:16]

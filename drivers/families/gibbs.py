@@ -35,6 +35,7 @@ import numpy as np
 
 from drivers import model_store, outputs, registry, storage
 from drivers.corpora.bow import check_topics, load_corpus
+from drivers.corpora.files import data_version
 from drivers.corpora.aligned import is_aligned
 from drivers.corpora.segmented import load_segmented_corpus
 from drivers.evaluation import score_heldout, topic_coherence
@@ -284,7 +285,7 @@ class GibbsFamily(ModelFamily):
             raise SystemExit(str(exc)) from None
         engine = GibbsEngine(spark.sparkContext, model, settings, request.checkpoint)
         segment_level = bool(model.segment_level)
-        fingerprint = {"corpus": model_store.data_version(corpus.meta), "heldout_fraction": e.heldout_fraction,
+        fingerprint = {"corpus": data_version(corpus.meta), "heldout_fraction": e.heldout_fraction,
                        "segment_level": segment_level, "initial_hyper": hyper0}
         if e.permute_segments is not None:
             fingerprint["permute_segments"] = e.permute_segments
@@ -314,7 +315,7 @@ class GibbsFamily(ModelFamily):
             "loglik": trace[-1]["loglik"] if trace else None, "trace": trace,
             "seed": request.seed, "partitions": result.num_partitions, "checkpoint_every": e.checkpoint_every,
             "sweeps_per_sync": e.sweeps_per_sync, "counts_summed_on": result.counts_summed_on, "sync": result.sync,
-            "data": {"corpus": storage.absolute(request.corpus), "version": model_store.data_version(corpus.meta),
+            "data": {"corpus": storage.absolute(request.corpus), "version": data_version(corpus.meta),
                      "documents": corpus.num_documents, "segments": corpus.num_segments,
                      "tokens": corpus.num_tokens, "segmented": corpus.segmented, "split": corpus.split,
                      "heldout_fraction": e.heldout_fraction},
@@ -515,7 +516,7 @@ def evaluate(spark, model_dir: str, corpus_dir: str, reference_dir: str | None =
     fraction = float(data.get("heldout_fraction") or 0.0)
     corpus_meta_path = storage.join(corpus_dir, "corpus.json")
     same_corpus = fraction > 0 and storage.exists(corpus_meta_path) and \
-        model_store.data_version(storage.load_json(corpus_meta_path)) == data.get("version")
+        data_version(storage.load_json(corpus_meta_path)) == data.get("version")
     test = load_segmented_corpus(spark, corpus_dir, partitions, heldout_fraction=fraction if same_corpus else 0.0,
                                  split="test" if same_corpus else "all",
                                  require_segments=needs_segments(meta["model"]),

@@ -32,7 +32,7 @@ from drivers import model_store, outputs, publish, storage
 from drivers.checkpoint import Checkpointer
 from drivers.corpora.aligned import is_aligned, load_aligned_corpus
 from drivers.corpora.bow import Corpus, check_topics, load_corpus
-from drivers.corpora.files import CORPUS_JSON, DOCS, REJECTS, rejects_schema
+from drivers.corpora.files import CORPUS_JSON, DOCS, REJECTS, data_version, rejects_schema
 from drivers.evaluation import heldout_elbo, score_topic_word, topic_coherence
 from drivers.families import EvaluateRequest, InferRequest, ModelFamily, TrainRequest
 from drivers.families.variational_refresh import refresh_model
@@ -200,7 +200,7 @@ class VariationalFamily(ModelFamily):
                      f"{l}: {n}" for l, n in zip(corpus.layout.languages, corpus.layout.sizes())) + ")",
                  corpus.num_documents, corpus.meta.get("tokens", -1), corpus.num_partitions)
         started = time.time()
-        fingerprint = {"corpus": model_store.data_version(corpus.meta),
+        fingerprint = {"corpus": data_version(corpus.meta),
                        "estep": [e.estep_tol, e.estep_max_iter, e.restarts, e.estep_schedule],
                        "optimize": [settings.optimize_alpha, settings.optimize_eta],
                        "initial_alpha": request.alpha, "initial_eta": request.option("eta"), "model": model.name,
@@ -230,7 +230,7 @@ class VariationalFamily(ModelFamily):
                          **({"hybrid_burn_in": e.hybrid_burn_in, "hybrid_samples": e.hybrid_samples,
                              "hybrid_weights": e.hybrid_weights, "hybrid_alpha_warmup": e.hybrid_alpha_warmup}
                             if e.inference == "hybrid" else {})},
-            "data": {"corpus": storage.absolute(request.corpus), "version": model_store.data_version(corpus.meta),
+            "data": {"corpus": storage.absolute(request.corpus), "version": data_version(corpus.meta),
                      "documents": corpus.num_documents, "tokens": corpus.meta.get("tokens")},
             "code": model_store.code_version(),
             "train_seconds": round(time.time() - started, 3),

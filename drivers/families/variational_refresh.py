@@ -28,6 +28,7 @@ import pandas as pd
 
 from drivers import model_store, outputs, publish, storage
 from drivers.checkpoint import Checkpointer
+from drivers.corpora.files import data_version
 from drivers.families import TrainRequest
 from drivers.families.variational_shared import VariationalTraining, check_python_memory, write_doc_topics
 from drivers.informed_prior import build_prior, spec_from_json
@@ -144,7 +145,7 @@ def _refresh(spark, model, base, corpus, request, history: dict, output: str, se
         "elbo": trace[-1]["elbo"] if trace else None, "elbo_trace": trace, "seed": seed,
         "partitions": result.num_partitions,
         "settings": dict(saved, inference=inference),
-        "data": {"corpus": corpus.directory, "version": model_store.data_version(corpus.meta),
+        "data": {"corpus": corpus.directory, "version": data_version(corpus.meta),
                  "documents": n_batch, "tokens": corpus.meta.get("tokens")},
         "code": model_store.code_version(), "train_seconds": round(time.time() - started, 3)})
     if "prior" in base.meta:
