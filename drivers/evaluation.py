@@ -23,7 +23,7 @@ from functools import partial
 import numpy as np
 
 from inference.elbo import alpha_terms
-from inference.gibbs.heldout import HeldoutSchedule, heldout_loglik, perplexity
+from inference.gibbs.heldout import HeldoutSchedule, perplexity
 from inference.gibbs.model import GibbsModel
 from inference.heldout import (CompletionScore, PairCounts, cooccurrence_counts, distinct_word_ids, fold_in,
                                npmi_coherence, score_document_completion, top_word_ids, word_pairs)
@@ -138,12 +138,13 @@ def topic_coherence(spark, terms, topic_word: np.ndarray, reference, top_words: 
 def _heldout_task(partition, items, model, bc, schedule, seed):
     hyper, phi_vk = bc.value
     for _, block in items:
-        yield partition, heldout_loglik(model, block, hyper, phi_vk, schedule, seed, partition)
+        yield partition, model.heldout_loglik(block, hyper, phi_vk, schedule, seed, partition)
 
 
 def score_heldout(spark, model: GibbsModel, hyper: dict, topic_word: np.ndarray, blocks,
                   schedule: HeldoutSchedule, seed: int = 0) -> dict:
-    """Held-out perplexity (inference/gibbs/heldout.py) of the documents in ``blocks``, summed in partition order."""
+    """Held-out perplexity of the documents in ``blocks`` by the model's predictive (``model.heldout_loglik``; by
+    default inference/gibbs/heldout.py), summed in partition order."""
     sc = spark.sparkContext
     sc.setJobDescription(f"{model.name}: held-out perplexity ({schedule.iterations} sweeps per document, "
                          f"topics fixed)")

@@ -72,6 +72,14 @@ def proportion_tables(orig, doc: np.ndarray, seg: np.ndarray):
     return docs, segments
 
 
+def columns_table(columns: dict):
+    """Arrow table of named (rows,) numpy columns (strings for object arrays)."""
+    import pyarrow as pa
+
+    return pa.table({name: pa.array([str(v) for v in values], pa.string()) if np.asarray(values).dtype == object
+                     else pa.array(np.asarray(values)) for name, values in columns.items()})
+
+
 # --------------------------------------------------------------------------- plots
 
 def pyplot():

@@ -162,7 +162,8 @@ def driver_memory(request: TrainRequest, conf: list, active_session) -> list:
     if isinstance(vocab, dict) or vocab is None:      # an aligned corpus: the languages' vocabularies
         vocab = sum((meta.get("vocab_sizes") or {}).values()) if isinstance(meta.get("vocab_sizes"), dict) else 0
     spec = request.spec
-    needed = BASE_BYTES + spec.family_object().driver_bytes(request.topics, int(vocab or 0))
+    tokens = meta.get("tokens") if isinstance(meta.get("tokens"), int) else None
+    needed = BASE_BYTES + spec.family_object().driver_bytes(request.topics, int(vocab or 0), spec, tokens)
     return sized_driver_conf(needed, conf, active_session, f"K={request.topics} x V={int(vocab or 0)}")
 
 

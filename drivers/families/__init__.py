@@ -119,8 +119,9 @@ class ModelFamily:
         """The family's typed evaluation settings from its flags."""
 
     # ---- the work
-    def driver_bytes(self, num_topics: int, vocab_size: int) -> int:
-        """Driver JVM heap a K x V model of this family needs beyond Spark's own (:mod:`drivers.memory`)."""
+    def driver_bytes(self, num_topics: int, vocab_size: int, spec=None, tokens: int | None = None) -> int:
+        """Driver JVM heap a K x V model of this family needs beyond Spark's own (:mod:`drivers.memory`);
+        ``spec``: the registered model, ``tokens``: the corpus' tokens, when known."""
         return 0
 
     def train(self, spark, spec, request: TrainRequest) -> dict:

@@ -42,9 +42,9 @@ from drivers.evaluation import score_heldout, topic_coherence
 from drivers.families import EvaluateRequest, InferRequest, ModelFamily, TrainRequest
 from drivers.engines.gibbs.engine import GibbsEngine
 from drivers.engines.gibbs.settings import GibbsSettings, SampleSchedule
-from drivers.engines.gibbs.tasks import topic_proportions
+from drivers.engines.gibbs.tables import TableLayout
 from drivers.model_store import require_same_vocabulary
-from inference.gibbs.heldout import HeldoutSchedule, frozen_chain
+from inference.gibbs.heldout import HeldoutSchedule
 from inference.gibbs.model import GibbsModel
 
 log = logging.getLogger("spark_topics.train")
@@ -124,6 +124,8 @@ def open_trained(model_dir: str):
     construction = {k: saved.meta.get(k) for k in cls.construction_options}
     model = make_model(spec, K, V, **construction)
     model.bind_directory(model_dir)
+    model.bind_arrays({name: storage.load_npy(storage.join(saved.directory, f"{name}.npy"))
+                       for name in model.array_files}, saved.meta)
     return saved, model
 
 
@@ -239,9 +241,20 @@ class GibbsFamily(ModelFamily):
                 raise SystemExit(f"--heldout-observed: {exc}") from None
         return GibbsEvaluation(observed)
 
-    def driver_bytes(self, num_topics: int, vocab_size: int) -> int:
-        """The count table broadcast and summed back (int32, V x K) and the topic-word sums (float64)."""
-        return (3 * 4 + 2 * 8) * num_topics * vocab_size
+    def driver_bytes(self, num_topics: int, vocab_size: int, spec=None, tokens: int | None = None) -> int:
+        """The model's count tables, broadcast and summed back (:meth:`TableLayout.driver_bytes`: a dense table's
+        cells, a keyed table's nonzeros bounded by the corpus' ``tokens``), and the topic-word sums (K x V
+        float64, two). Without a spec, or for a model whose tables follow its corpus (a tree's edges, known once
+        the tree is read), LDA's V x K table."""
+        layout = None
+        if spec is not None:
+            model = make_model(spec, num_topics, vocab_size)
+            try:
+                layout = TableLayout(model.count_tables(), 1)
+            except AttributeError:      # the tables need bind_corpus (a tree model's)
+                layout = None
+        tables = 3 * 4 * num_topics * vocab_size if layout is None else layout.driver_bytes(tokens)
+        return tables + 2 * 8 * num_topics * vocab_size
 
     # ---- train
     def train(self, spark, spec, request: TrainRequest) -> dict:
@@ -302,15 +315,20 @@ class GibbsFamily(ModelFamily):
             storage.makedirs(request.output)
             model_store.save_matrix(request.output, "topic_word", topic_word, corpus.vocab, corpus.layout,
                                     normalise=True)
+            model.bind_result(result)        # what the outputs and the predictive need of the final state
             write_proportions(spark, model, result.states, request.output)
             model.save_files(request.output, result)
+            arrays = model.saved_arrays()
+            for name in model.array_files:
+                storage.save_npy(storage.join(request.output, f"{name}.npy"), arrays[name])
         finally:
             engine.release()
         trace = [r.__dict__ for r in result.trace]
         meta = {
             "model": model.name, "inference": "gibbs", "segment_level": segment_level,
             "permute_segments": e.permute_segments, "topics": K, "vocab_size": V,
-            "alpha": result.hyper.get("alpha"), "beta": result.hyper.get("beta"), "hyper": result.hyper,
+            **({"alpha": result.hyper["alpha"]} if "alpha" in result.hyper else {}),
+            "beta": result.hyper.get("beta"), "hyper": result.hyper,
             "initial_hyper": hyper0, **settings.schedule.to_json(), "samples_taken": result.samples,
             "loglik": trace[-1]["loglik"] if trace else None, "trace": trace,
             "seed": request.seed, "partitions": result.num_partitions, "checkpoint_every": e.checkpoint_every,
@@ -429,12 +447,18 @@ def point_estimates():
 # --------------------------------------------------------------------------- outputs
 
 def write_proportions(spark, model: GibbsModel, states, directory: str) -> None:
-    """doc_topics.parquet (doc_id, theta) and segment_topics.parquet (doc_id, segment, theta): each task writes
-    its partition's rows (sorted by document, segments in order) as one Parquet part of each directory."""
-    paths = [storage.join(directory, name) for name in ("doc_topics.parquet", "segment_topics.parquet")]
-    outputs.write_partition_tables(
-        spark, states, paths, lambda _, item: outputs.proportion_tables(item["orig"], *topic_proportions(model, item)),
-        "write document and segment topic proportions")
+    """doc_topics.parquet (doc_id, theta) and segment_topics.parquet (doc_id, segment, theta) (the model's
+    ``document_proportions``), and the model's own per-document tables (``document_files``): each task writes its
+    partition's rows (sorted by document, segments in order) as one Parquet part of each directory."""
+    files = ("doc_topics.parquet", "segment_topics.parquet") + tuple(model.document_files)
+    paths = [storage.join(directory, name) for name in files]
+
+    def tables_of(_, item):
+        own = model.document_outputs(item)
+        return list(outputs.proportion_tables(item["orig"], *model.document_proportions(item))) + \
+            [outputs.columns_table(own[name]) for name in model.document_files]
+
+    outputs.write_partition_tables(spark, states, paths, tables_of, "write document and segment topic proportions")
 
 
 def evaluate_split(spark, model: GibbsModel, hyper: dict, topic_word, request: TrainRequest,
@@ -460,13 +484,8 @@ def _infer_task(partition, items, model: GibbsModel, bc, schedule: HeldoutSchedu
         block = model.prepare_block(orig)
         if block.n_tokens == 0:          # an empty partition (prepare keeps no document without a known word)
             continue
-        acc = {"doc": np.zeros((block.n_docs, model.num_topics)),
-               "seg": np.zeros((block.n_segments, model.num_topics)), "samples": np.zeros(1)}
-        for state in frozen_chain(model, block, hyper, phi_vk, schedule, seed, partition):
-            acc["doc"] += model.doc_topic(block, state, hyper)
-            acc["seg"] += model.segment_topic(block, state, hyper)
-            acc["samples"] += 1
-        yield partition, {"orig": orig, "block": block, "acc": acc}
+        yield partition, {"orig": orig, "block": block, "state": None,
+                          "acc": model.infer_sums(block, hyper, phi_vk, schedule, seed, partition)}
 
 
 def infer_gibbs(spark, trained, corpus_dir: str, output_dir: str, sweeps: int = 50, samples: int = 5,

@@ -155,7 +155,7 @@ class VariationalFamily(ModelFamily):
     def evaluate_settings(self, args) -> EStepSettings:
         return EStepSettings(args.estep_tol, args.estep_max_iter)
 
-    def driver_bytes(self, num_topics: int, vocab_size: int) -> int:
+    def driver_bytes(self, num_topics: int, vocab_size: int, spec=None, tokens: int | None = None) -> int:
         """No topic matrix passes through the JVM (the reducers write lambda and the mappers' weights to the topic
         files, :mod:`drivers.topic_store`): the driver collects K ELBO terms; in local mode its JVM also carries
         the shuffled statistics, in records of at most :data:`inference.mapper.RECORD_ENTRIES` numbers (16 MB),

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from inference.gibbs.model import GibbsModel, SegmentedBlock, task_seed
+from inference.gibbs.block import SegmentedBlock, task_seed
 from inference.heldout import document_seed
 
 
@@ -105,7 +105,7 @@ def split_observed(block: SegmentedBlock, fraction: float, seed: int) -> tuple[S
     return build(obs_ptr, obs_words), build(sc_ptr, sc_words)
 
 
-def heldout_loglik(model: GibbsModel, block: SegmentedBlock, hyper: dict, phi_vk: np.ndarray,
+def heldout_loglik(model, block: SegmentedBlock, hyper: dict, phi_vk: np.ndarray,
                    schedule: HeldoutSchedule, seed: int, partition: int) -> np.ndarray:
     """``[sum_tokens log mean_s p_s(w), tokens, documents]`` of one block (as it comes from the corpus); with
     ``schedule.observed`` the sampler sees the observed part of every segment and the rest is scored.
@@ -134,7 +134,7 @@ def heldout_loglik(model: GibbsModel, block: SegmentedBlock, hyper: dict, phi_vk
     return np.array([float(np.log(prob / taken).sum()), float(scored.n_tokens), n_docs])
 
 
-def frozen_chain(model: GibbsModel, block: SegmentedBlock, hyper: dict, phi_vk: np.ndarray,
+def frozen_chain(model, block: SegmentedBlock, hyper: dict, phi_vk: np.ndarray,
                  schedule: HeldoutSchedule, seed: int, partition: int):
     """The model's own sampler on ``block`` (as the model sees it: ``prepare_block`` done) with the topics fixed
     to ``phi_vk`` (V x K): yields the state at every sample of ``schedule`` (held-out scoring, ``infer``).
@@ -149,6 +149,19 @@ def frozen_chain(model: GibbsModel, block: SegmentedBlock, hyper: dict, phi_vk: 
         model.local_hyper_update(block, state, hyper, task_seed(seed, t, partition, 11))
         if schedule.is_sample(t):
             yield state
+
+
+def frozen_proportions(model, block: SegmentedBlock, hyper: dict, phi_vk: np.ndarray, schedule: HeldoutSchedule,
+                       seed: int, partition: int) -> dict:
+    """The sums of the document and segment topic proportions over the samples of :func:`frozen_chain`
+    (``infer``): ``{"doc": (D, K), "seg": (S, K), "samples": [n]}``."""
+    acc = {"doc": np.zeros((block.n_docs, model.num_topics)),
+           "seg": np.zeros((block.n_segments, model.num_topics)), "samples": np.zeros(1)}
+    for state in frozen_chain(model, block, hyper, phi_vk, schedule, seed, partition):
+        acc["doc"] += model.doc_topic(block, state, hyper)
+        acc["seg"] += model.segment_topic(block, state, hyper)
+        acc["samples"] += 1
+    return acc
 
 
 def perplexity(loglik: float, tokens: float) -> float:

@@ -43,63 +43,14 @@ a retried Spark task reproduces its result bit for bit.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numba
 import numpy as np
 
+from inference.gibbs.block import DRIVER_PARTITION, SegmentedBlock, task_seed  # noqa: F401 (the contract)
+from inference.gibbs import heldout
 from inference.gibbs.counts import count_local, topic_word_estimate, word_loglik
 from inference.gibbs.tables import CountTable
 from inference.options import ModelOption
-
-
-@dataclass
-class SegmentedBlock:
-    doc_ids: np.ndarray   # (D,) object array of str, sorted
-    doc_ptr: np.ndarray   # (D+1,) int64: document d owns segments doc_ptr[d]:doc_ptr[d+1], in layout order
-    seg_ptr: np.ndarray   # (S+1,) int64: segment s owns tokens seg_ptr[s]:seg_ptr[s+1]
-    words: np.ndarray     # (N,) int32 global vocabulary id of every token
-
-    @property
-    def n_docs(self) -> int:
-        return int(self.doc_ids.shape[0])
-
-    @property
-    def n_segments(self) -> int:
-        return int(self.seg_ptr.shape[0] - 1)
-
-    @property
-    def n_tokens(self) -> int:
-        return int(self.words.shape[0])
-
-    def doc_of_segment(self) -> np.ndarray:
-        """(S,) int64 document index of every segment."""
-        return np.repeat(np.arange(self.n_docs, dtype=np.int64), np.diff(self.doc_ptr))
-
-    def token_ptr(self) -> np.ndarray:
-        """(D+1,) int64: document d owns tokens token_ptr[d]:token_ptr[d+1]."""
-        return self.seg_ptr[self.doc_ptr]
-
-    def as_segment_documents(self) -> "SegmentedBlock":
-        """Every segment becomes a one-segment document (LDA_P, the thesis' segment-level LDA)."""
-        S = self.n_segments
-        seg_doc = self.doc_of_segment()
-        seg_index = np.arange(S) - self.doc_ptr[seg_doc]
-        ids = np.array([f"{self.doc_ids[d]}#{j}" for d, j in zip(seg_doc, seg_index)], dtype=object)
-        return SegmentedBlock(ids, np.arange(S + 1, dtype=np.int64), self.seg_ptr.copy(), self.words)
-
-    @classmethod
-    def from_segments(cls, docs) -> "SegmentedBlock":
-        """Build from ``(doc_id, [segment word-id lists in order])``; documents are sorted by id."""
-        docs = sorted(docs, key=lambda d: d[0])
-        doc_ptr, seg_ptr, words = [0], [0], []
-        for _, segments in docs:
-            for seg in segments:
-                words.extend(int(w) for w in seg)
-                seg_ptr.append(len(words))
-            doc_ptr.append(len(seg_ptr) - 1)
-        return cls(np.array([d[0] for d in docs], dtype=object), np.asarray(doc_ptr, dtype=np.int64),
-                   np.asarray(seg_ptr, dtype=np.int64), np.asarray(words, dtype=np.int32))
 
 
 #: settings several models share
@@ -157,6 +108,18 @@ class GibbsModel:
     def describe(self) -> dict:
         """The model's own entries of model.json. Default: none."""
         return {}
+
+    #: the trained model's own arrays (names), written by the family as ``<name>.npy`` beside the common files
+    #: (no pickle) from :meth:`saved_arrays` and handed back to :meth:`bind_arrays` when the model is opened
+    array_files: tuple = ()
+
+    def saved_arrays(self) -> dict:
+        """Training (after :meth:`bind_result`): ``{name of array_files: ndarray}``. Default: none."""
+        return {}
+
+    def bind_arrays(self, arrays: dict, meta: dict) -> None:
+        """Opening a trained model: the arrays of :meth:`saved_arrays` read back, and model.json's content
+        (``meta``: the hyperparameters under ``hyper``). Default: nothing."""
 
     # ---- hyperparameters
     def initial_hyper(self, **overrides) -> dict:
@@ -281,14 +244,89 @@ class GibbsModel:
         """(S, K) posterior-mean segment topic proportions (nu-hat); LDA: its document's row."""
         raise NotImplementedError
 
+    def summarise_sample(self, summary: np.ndarray | None, tables: dict, derived: dict, hyper: dict) -> np.ndarray:
+        """The driver's running summary of the samples with this one added (None before the first; the engine
+        keeps it and checkpoints it as one array). Default: the sum of :meth:`sample_topic_word` (K x V)."""
+        estimate = self.sample_topic_word(tables, derived, hyper)
+        if summary is None:
+            summary = np.zeros((self.num_topics, self.vocab_size))
+        summary += estimate
+        return summary
 
-DRIVER_PARTITION = 1 << 30  # the "partition" number of draws made on the driver
+    def topic_word_of_samples(self, summary: np.ndarray, samples: int, tables: dict, derived: dict,
+                              hyper: dict) -> np.ndarray:
+        """The run's topic-word matrix (rows sum to 1; ``topic_word.npy``) from the summary of its ``samples``
+        samples and the final tables. Default: the mean of the samples' estimates."""
+        return summary / samples
 
+    def accumulate_sample(self, block: SegmentedBlock, state: dict, hyper: dict, acc: dict) -> dict:
+        """A partition's sums over the samples (``acc``: numeric arrays by name, ``samples`` among them; written
+        with the state) with this sample added. Default: the document and segment topic proportions."""
+        doc = self.doc_topic(block, state, hyper)
+        seg = self.segment_topic(block, state, hyper)
+        return dict(acc, doc=doc if "doc" not in acc else acc["doc"] + doc,
+                    seg=seg if "seg" not in acc else acc["seg"] + seg, samples=acc["samples"] + 1)
 
-def task_seed(seed: int, iteration: int, partition: int, purpose: int = 0) -> int:
-    """A 31-bit seed for one task, a pure function of (run seed, iteration, partition, purpose)."""
-    ss = np.random.SeedSequence([int(seed) & 0xFFFFFFFF, int(iteration), int(partition), int(purpose)])
-    return int(ss.generate_state(1, dtype=np.uint32)[0] >> 1)
+    def bind_result(self, result) -> None:
+        """Training is done (``result``: the engine's GibbsResult, with the final ``tables`` and ``hyper``): keep
+        what :meth:`document_proportions`, :meth:`document_outputs` and the predictive need of the final global
+        state (the model object goes to the output and scoring tasks with it). Default: nothing."""
+
+    def document_proportions(self, item: dict) -> tuple[np.ndarray, np.ndarray]:
+        """(D, K) document and (S, K) segment proportions of the ORIGINAL block ``item["orig"]`` (``item``: the
+        block as loaded and as the model sees it, ``block``, the ``state`` after training when there is one, and
+        the sums ``acc`` of :meth:`accumulate_sample` or :meth:`infer_sums`). Default: the sums averaged over
+        the samples; when the model sees other documents than the corpus has (LDA_P: every segment a document),
+        a document's proportions are the token-weighted mean of its segments'."""
+        orig, block, acc = item["orig"], item["block"], item["acc"]
+        n = int(acc["samples"][0])
+        if n == 0:
+            raise RuntimeError("no samples were accumulated")
+        seg = acc["seg"] / n
+        if np.array_equal(block.doc_ptr, orig.doc_ptr):
+            doc = acc["doc"] / n
+        else:
+            lengths = np.diff(orig.seg_ptr).astype(np.float64)
+            weighted = seg * lengths[:, None]
+            doc = np.add.reduceat(weighted, orig.doc_ptr[:-1], axis=0) if orig.n_docs else np.zeros((0, seg.shape[1]))
+            doc = doc / doc.sum(axis=1, keepdims=True)
+        return doc, seg
+
+    #: the model's own per-document tables (Parquet directories beside doc_topics/segment_topics, in the model
+    #: directory and in ``infer``'s output), filled by :meth:`document_outputs`
+    document_files: tuple = ()
+
+    def document_outputs(self, item: dict) -> dict:
+        """``{file of document_files: {column: (rows,) array}}`` for the item's documents (``doc_id`` a column
+        of strings). Default: none."""
+        return {}
+
+    # ---- the predictive: held-out documents and new ones, given the trained model
+    def heldout_loglik(self, block: SegmentedBlock, hyper: dict, phi_vk: np.ndarray, schedule, seed: int,
+                       partition: int) -> np.ndarray:
+        """``[sum over scored tokens of log p(w), scored tokens, documents]`` of a block of held-out documents
+        under the trained model (``phi_vk``: V x K, the transposed ``topic_word.npy``; ``schedule``: the
+        :class:`inference.gibbs.heldout.HeldoutSchedule`, document completion when ``schedule.observed``).
+        Default: the model's own sampler with the topics fixed (:func:`inference.gibbs.heldout.heldout_loglik`,
+        eq 5.10)."""
+        return heldout.heldout_loglik(self, block, hyper, phi_vk, schedule, seed, partition)
+
+    def infer_sums(self, block: SegmentedBlock, hyper: dict, phi_vk: np.ndarray, schedule, seed: int,
+                   partition: int) -> dict:
+        """``infer``: the sums (as of :meth:`accumulate_sample`) :meth:`document_proportions` turns into the new
+        documents' proportions. Default: the model's sampler with the topics fixed, averaged over the samples
+        (:func:`inference.gibbs.heldout.frozen_proportions`)."""
+        return heldout.frozen_proportions(self, block, hyper, phi_vk, schedule, seed, partition)
+
+    # ---- checks
+    def check_state(self, block: SegmentedBlock, state: dict) -> None:
+        """Refuse a partition's state that is not the model's (read from files, or made by ``initial_state``).
+        Default: ``z``, int32, one topic in 0..K-1 per token."""
+        z = state.get("z") if isinstance(state, dict) else None
+        if z is None or z.shape != (block.n_tokens,) or z.dtype != np.int32:
+            raise TypeError(f"{self.name}: the state needs 'z', int32 of shape ({block.n_tokens},)")
+        if block.n_tokens and (z.min() < 0 or z.max() >= self.num_topics):
+            raise ValueError(f"{self.name}: topic assignments outside 0..{self.num_topics - 1}")
 
 
 def topic_word_counts(block: SegmentedBlock, z: np.ndarray, num_topics: int):

@@ -326,7 +326,7 @@ def test_train_refuses_a_model_the_running_session_cannot_hold(spark_session, ti
     """The test session has spark.driver.memory=2g: a model that needs more is refused before any Spark job."""
     from drivers import registry
 
-    monkeypatch.setattr(registry.family("variational").__class__, "driver_bytes", lambda self, k, v: 4 << 30)
+    monkeypatch.setattr(registry.family("variational").__class__, "driver_bytes", lambda self, *args: 4 << 30)
     _one_line_exit(["train", "--corpus", tiny, "--output", tmp_path / "m", "--topics", 3],
                    r"spark.driver.memory=2g is too small for this model")
     assert not (tmp_path / "m").exists()

@@ -9,19 +9,15 @@ import pytest
 from pyspark import cloudpickle
 
 import toy_tables
-from drivers.engines.gibbs.engine import GibbsEngine
-from drivers.engines.gibbs.settings import GibbsSettings, SampleSchedule
+from drivers.engines.gibbs.settings import SampleSchedule
+from engine_runs import Interrupted, fit_and_recount
 from inference.gibbs.model import SegmentedBlock
-from inference.gibbs.tables import KeyedCounts, merge
+from inference.gibbs.tables import KeyedCounts
 from toy_tables import RelabelledPairs
 
 cloudpickle.register_pickle_by_value(toy_tables)    # the tasks unpickle the toy model without the tests' path
 
 K, V, ITERATIONS = 3, 30, 6
-
-
-class Interrupted(Exception):
-    pass
 
 
 @pytest.fixture(scope="module")
@@ -36,21 +32,8 @@ def blocks(spark_session):
 
 def _fit(spark_session, blocks, directory, sync, resume=False, stop_after=None):
     model = RelabelledPairs(K, V)
-    engine = GibbsEngine(spark_session.sparkContext, model,
-                         GibbsSettings(SampleSchedule.resolve(ITERATIONS, 2, 2, 2), seed=4, checkpoint_every=2,
-                                       sync=sync), str(directory))
-
-    def on_iteration(record):
-        if record.iteration == stop_after:
-            raise Interrupted()
-
-    try:
-        result = engine.fit(blocks, 2, model.initial_hyper(alpha=0.3), resume=resume, on_iteration=on_iteration)
-        recount = result.states.map(lambda pi: model.table_counts(
-            pi[1]["block"], pi[1]["state"], (pi[1]["vocab_ids"], pi[1]["local"]))).collect()
-        return result, {t.name: merge(t, [c[t.name] for c in recount]) for t in model.count_tables()}
-    finally:
-        engine.release()
+    return fit_and_recount(spark_session, model, blocks, 2, directory, SampleSchedule.resolve(ITERATIONS, 2, 2, 2),
+                           4, sync, model.initial_hyper(alpha=0.3), resume, stop_after)
 
 
 @pytest.fixture(scope="module")

@@ -1,10 +1,11 @@
-"""The Gibbs engine's driver checkpoint: the model's count tables, the sum of the samples' topic-word estimates,
-the pending directive of the global step and ``state.json`` (last), every ``checkpoint_every`` iterations;
-and the pruning of files no task and no retained checkpoint needs.
+"""The Gibbs engine's driver checkpoint: the model's count tables, its summary of the samples (LDA: the sum of their
+topic-word estimates), the pending directive of the global step and ``state.json`` (last), every
+``checkpoint_every`` iterations; and the pruning of files no task and no retained checkpoint needs.
 
 Files (``.npy`` without pickle, ``t`` the iteration as 5 digits): a dense table ``<name>-t.npy`` (LDA's
 ``nwk-t.npy``, as before named tables), a keyed table ``<name>.keys-t.npy`` and ``<name>.counts-t.npy``,
-``topic_word_sum-t.npy``, and a directive's arrays ``directive.<key>-t.npy`` (its JSON values in
+``topic_word_sum-t.npy`` (the model's summary of the samples: LDA's sum of their K x V topic-word estimates;
+none before the first sample), and a directive's arrays ``directive.<key>-t.npy`` (its JSON values in
 ``state.json``). The partitions' own files (state, sample sums) are :mod:`drivers.engines.gibbs.state`'s.
 """
 from __future__ import annotations
@@ -34,9 +35,10 @@ class DriverCheckpoint:
         return t > 0 and (t % max(1, int(self.settings.checkpoint_every)) == 0
                           or t == self.settings.schedule.iterations)
 
-    def save(self, t: int, meta: dict, layout, tables: dict, topic_word_sum: np.ndarray,
+    def save(self, t: int, meta: dict, layout, tables: dict, summary: np.ndarray | None,
              directive: dict | None) -> None:
-        """The tables, the topic-word sum and the directive of iteration ``t``, then ``state.json``."""
+        """The tables, the model's summary of the samples (none before the first) and the directive of iteration
+        ``t``, then ``state.json``."""
         for table in layout.tables:
             value = tables[table.name]
             if table.keyed:
@@ -44,16 +46,19 @@ class DriverCheckpoint:
                 storage.save_npy(self.file(f"{table.name}.counts", t), value.counts)
             else:
                 storage.save_npy(self.file(table.name, t), value)
-        storage.save_npy(self.file("topic_word_sum", t), topic_word_sum)
+        if summary is not None:
+            storage.save_npy(self.file("topic_word_sum", t), summary)
         arrays = sorted(k for k, v in (directive or {}).items() if isinstance(v, np.ndarray))
         for key in arrays:
             storage.save_npy(self.file(f"directive.{key}", t), directive[key])
         pending = None if directive is None else {"json": {k: v for k, v in directive.items() if k not in arrays},
                                                   "arrays": arrays}
-        storage.save_json(storage.join(self.directory, "state.json"), dict(meta, iteration=t, directive=pending))
+        storage.save_json(storage.join(self.directory, "state.json"),
+                          dict(meta, iteration=t, directive=pending, summary=summary is not None))
 
     def load(self, layout):
-        """``(meta, tables, topic_word_sum, directive)`` of the last checkpoint, None without one."""
+        """``(meta, tables, summary of the samples or None, directive)`` of the last checkpoint, None without
+        one."""
         path = storage.join(self.directory, "state.json")
         if not storage.exists(path):
             return None
@@ -70,7 +75,8 @@ class DriverCheckpoint:
         pending = meta.get("directive")
         directive = None if pending is None else dict(
             pending["json"], **{k: storage.load_npy(self.file(f"directive.{k}", t)) for k in pending["arrays"]})
-        return meta, tables, storage.load_npy(self.file("topic_word_sum", t)), directive
+        summary = storage.load_npy(self.file("topic_word_sum", t)) if meta.get("summary", True) else None
+        return meta, tables, summary, directive
 
     def prune(self, t: int, last_checkpoint: int) -> None:
         """Delete the files that neither a task after iteration ``t`` nor a retained checkpoint (the last

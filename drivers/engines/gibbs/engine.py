@@ -179,8 +179,11 @@ class GibbsEngine:
         sched = s.schedule
         K, V = model.num_topics, model.vocab_size
         self.num_partitions = num_partitions
-        partitioner = TopicPartitioner.for_topics(K, s.num_reducers, self.sc.defaultParallelism)
-        self._layout = TableLayout(model.count_tables(), partitioner.num_reducers)
+        tables_declared = model.count_tables()
+        # the reducers share the tables' columns (LDA's nwk: the K topics)
+        partitioner = TopicPartitioner.for_topics(max(t.columns for t in tables_declared), s.num_reducers,
+                                                  self.sc.defaultParallelism)
+        self._layout = TableLayout(tables_declared, partitioner.num_reducers)
         fingerprint = dict(fingerprint or {}, model=model.name, topics=K, vocab_size=V,
                            partitions=num_partitions, seed=s.seed, schedule=sched.to_json(),
                            sweeps_per_sync=s.sweeps_per_sync, state_format=STATE_FORMAT)
@@ -188,7 +191,7 @@ class GibbsEngine:
         self._on_driver = self._sums_on_driver()
         restored = self.checkpoint.load(self._layout) if resume else None
         if restored is not None:
-            meta, tables, topic_word_sum, directive = restored
+            meta, tables, summary, directive = restored
             check_fingerprint(meta.get("fingerprint", {}), fingerprint)
             t = int(meta["iteration"])
             hyper = meta["hyper"]
@@ -206,7 +209,7 @@ class GibbsEngine:
                 log.warning("--resume: no checkpoint in %s, starting from scratch", self.checkpoint_dir)
             self.clear_checkpoint()   # files of an earlier run must not mix with this one's
             t, trace, samples_taken, last_checkpoint, directive = 0, [], 0, 0, None
-            topic_word_sum = np.zeros((K, V))
+            summary = None          # the model's summary of the samples (default: the sum of their K x V)
             began = time.perf_counter()
             tables, parts = self._run_job(f"{model.name}: random initial topics", SyncPlan(()),
                                           (None, None, hyper, None), partitioner)
@@ -250,7 +253,7 @@ class GibbsEngine:
                     except HubError as exc:
                         self._lose_resident(t + 1, exc)
                 if plan.sample:
-                    topic_word_sum += model.sample_topic_word(tables, derived, used_hyper)
+                    summary = model.summarise_sample(summary, tables, derived, used_hyper)
                     samples_taken += 1
                 loglik = model.loglik(tables, derived, hyper)
                 seconds = time.perf_counter() - began
@@ -268,7 +271,7 @@ class GibbsEngine:
                     self.checkpoint.save(t, {"fingerprint": fingerprint, "hyper": hyper,
                                              "trace": [r.__dict__ for r in trace], "samples": samples_taken,
                                              "documents": num_docs, "tokens": self.num_tokens},
-                                         self._layout, tables, topic_word_sum, directive)
+                                         self._layout, tables, summary, directive)
                     last_checkpoint = t
                 self.checkpoint.prune(t, last_checkpoint)
                 log.debug("iteration %d: before the job %.3f s, synchronisation %.3f s, driver %.3f s, summed "
@@ -289,7 +292,8 @@ class GibbsEngine:
         states = self._handles.mapPartitionsWithIndex(partial(
             output_task, model=model, run=self._run, directory=self.checkpoint_dir, iteration=t,
             acc_iteration=sched.last_sample(t))).setName(f"gibbs state {t}")
-        return GibbsResult(topic_word_sum / samples_taken, hyper, trace, t, samples_taken, states, num_partitions,
+        topic_word = model.topic_word_of_samples(summary, samples_taken, tables, derived, hyper)
+        return GibbsResult(topic_word, hyper, trace, t, samples_taken, states, num_partitions,
                            self.num_tokens, num_docs, "driver" if self._on_driver else "reducers", tables,
                            self.sync_used)
 

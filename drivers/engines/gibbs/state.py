@@ -100,14 +100,6 @@ def new_item(model: GibbsModel, orig: SegmentedBlock) -> dict:
             "state": None, "iteration": None, "acc": None, "acc_iteration": None}
 
 
-def check_state(model: GibbsModel, block: SegmentedBlock, state: dict) -> None:
-    z = state.get("z") if isinstance(state, dict) else None
-    if z is None or z.shape != (block.n_tokens,) or z.dtype != np.int32:
-        raise TypeError(f"{model.name}: the state needs 'z', int32 of shape ({block.n_tokens},)")
-    if block.n_tokens and (z.min() < 0 or z.max() >= model.num_topics):
-        raise ValueError(f"{model.name}: topic assignments outside 0..{model.num_topics - 1}")
-
-
 def stage(run: str, partition: int, model: GibbsModel, orig: SegmentedBlock, directory: str) -> tuple:
     """Write the partition's block file and keep its item (without state) in this worker; returns the handle
     ``(partition, tokens)`` the engine's tasks run over. Running it again (a recomputed handle) rewrites the
@@ -128,7 +120,7 @@ def checkout(run: str, partition: int, model: GibbsModel, directory: str, iterat
     if iteration is not None and item["iteration"] != iteration:
         item["iteration"] = None
         item["state"] = _load_arrays(_part(state_dir(directory, iteration), partition))
-        check_state(model, item["block"], item["state"])
+        model.check_state(item["block"], item["state"])
         item["iteration"] = iteration
     if update:
         item["iteration"] = None

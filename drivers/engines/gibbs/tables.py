@@ -48,6 +48,12 @@ class TableLayout:
             total += cells
         return total
 
+    def driver_bytes(self, tokens: int | None = None) -> int:
+        """Driver memory of the tables: three copies (the sum, the broadcast or message, the previous tables) of a
+        dense table's int32 cells and of a keyed table's bounded nonzero cells (12 bytes each: an index and a
+        count), never a keyed table's rows x columns."""
+        return sum(3 * (4 * t.rows * t.columns if not t.keyed else 12 * t.bound(tokens)) for t in self.tables)
+
     def reply_cells(self, tokens: int | None) -> int:
         """The most nonzero cells one partition's reply holds: a dense table's cells, a keyed table's bound."""
         return sum(t.rows * t.columns if not t.keyed else t.bound(tokens) for t in self.tables)

@@ -16,19 +16,9 @@ import numpy as np
 
 from drivers.engines.gibbs import state as gibbs_state
 from drivers.engines.gibbs.settings import SyncPlan
-from drivers.engines.gibbs.state import check_state
 from drivers.engines.gibbs.tables import TableLayout, count_records
 from inference.gibbs.model import GibbsModel, task_seed
 from partitioners.topic import STATISTICS_KEY
-
-
-def _accumulate(model: GibbsModel, item: dict, acc: dict, hyper: dict) -> dict:
-    """``acc`` plus this sample's document and segment topic proportions."""
-    block, state = item["block"], item["state"]
-    doc = model.doc_topic(block, state, hyper)
-    seg = model.segment_topic(block, state, hyper)
-    return dict(acc, doc=doc if "doc" not in acc else acc["doc"] + doc,
-                seg=seg if "seg" not in acc else acc["seg"] + seg, samples=acc["samples"] + 1)
 
 
 def only_one(partition: int, items):
@@ -53,7 +43,7 @@ def _sweep(model: GibbsModel, item: dict, global_values, seed: int, partition: i
     began = time.perf_counter()
     if not plan.iterations:
         item["state"] = model.initial_state(block, hyper, task_seed(seed, 0, partition))
-        check_state(model, block, item["state"])
+        model.check_state(block, item["state"])
         return np.zeros(0), 0.0
     if directive is not None:
         model.apply_directive(block, item["state"], directive)
@@ -77,8 +67,8 @@ def partition_sync(partition, model, run, directory, global_values, seed, plan, 
     stats, sweep_seconds = _sweep(model, item, global_values, seed, partition, plan)
     acc = None
     if plan.sample:
-        acc = _accumulate(model, item, gibbs_state.sample_sums(item, directory, partition, plan.previous_sample),
-                          global_values[2])
+        acc = model.accumulate_sample(item["block"], item["state"], global_values[2],
+                                      gibbs_state.sample_sums(item, directory, partition, plan.previous_sample))
     wall.append(time.time())
     gibbs_state.checkin(run, partition, item, directory, plan.last, acc)
     wall.append(time.time())
@@ -101,27 +91,3 @@ def output_task(partition, items, model, run, directory, iteration, acc_iteratio
     only_one(partition, items)
     item = gibbs_state.checkout(run, partition, model, directory, iteration, update=False)
     yield partition, dict(item, acc=gibbs_state.sample_sums(item, directory, partition, acc_iteration))
-
-
-# --------------------------------------------------------------------------- outputs
-
-def topic_proportions(model: GibbsModel, item: dict) -> tuple[np.ndarray, np.ndarray]:
-    """(D, K) document and (S, K) segment proportions of the ORIGINAL block, averaged over the samples.
-
-    When the model sees other documents than the corpus has (LDA_P: every
-    segment a document), a document's proportions are the token-weighted mean
-    of its segments'.
-    """
-    orig, block, acc = item["orig"], item["block"], item["acc"]
-    n = int(acc["samples"][0])
-    if n == 0:
-        raise RuntimeError("no samples were accumulated")
-    seg = acc["seg"] / n
-    if np.array_equal(block.doc_ptr, orig.doc_ptr):
-        doc = acc["doc"] / n
-    else:
-        lengths = np.diff(orig.seg_ptr).astype(np.float64)
-        weighted = seg * lengths[:, None]
-        doc = np.add.reduceat(weighted, orig.doc_ptr[:-1], axis=0) if orig.n_docs else np.zeros((0, seg.shape[1]))
-        doc = doc / doc.sum(axis=1, keepdims=True)
-    return doc, seg

@@ -1,0 +1,31 @@
+"""A Gibbs engine run for the engine's tests: fit a model over an RDD of blocks with a given sync mode, maybe
+interrupted after an iteration or resumed from its checkpoint, and recount its tables from the final states."""
+from __future__ import annotations
+
+from drivers.engines.gibbs.engine import GibbsEngine
+from drivers.engines.gibbs.settings import GibbsSettings
+from inference.gibbs.tables import merge
+
+
+class Interrupted(Exception):
+    """Raised after the iteration a run is to stop at (a kill, as the checkpoint sees it)."""
+
+
+def fit_and_recount(spark_session, model, blocks, partitions: int, directory, schedule, seed: int, sync: str,
+                    hyper: dict, resume: bool = False, stop_after: int | None = None):
+    """``(GibbsResult, {table name: the table recounted from the final states})``; checkpoints every 2
+    iterations; raises :class:`Interrupted` after iteration ``stop_after``."""
+    engine = GibbsEngine(spark_session.sparkContext, model,
+                         GibbsSettings(schedule, seed=seed, checkpoint_every=2, sync=sync), str(directory))
+
+    def on_iteration(record):
+        if record.iteration == stop_after:
+            raise Interrupted()
+
+    try:
+        result = engine.fit(blocks, partitions, hyper, resume=resume, on_iteration=on_iteration)
+        recount = result.states.map(lambda pi: model.table_counts(
+            pi[1]["block"], pi[1]["state"], (pi[1]["vocab_ids"], pi[1]["local"]))).collect()
+        return result, {t.name: merge(t, [c[t.name] for c in recount]) for t in model.count_tables()}
+    finally:
+        engine.release()
