@@ -81,6 +81,9 @@ MODELS = {spec.name: spec for spec in (
               "sequential LDA: each segment's topics drawn around the previous segment's"),
     ModelSpec("adatm", "gibbs", "inference.gibbs.adatm:AdaTM", SEGMENTED,
               "adaptive topic model: segments inherit from the document or the previous segment"),
+    ModelSpec("dp-mixture", "gibbs", "inference.gibbs.dp_mixture:DPMixture", BAG_OF_WORDS,
+              "word-based Dirichlet-process mixture of documents (Wallach 4.5): a cluster per document, --topics: "
+              "the most clusters of the start"),
 )}
 
 

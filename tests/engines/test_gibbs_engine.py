@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import time
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -18,7 +19,7 @@ from drivers.engines.gibbs.engine import GibbsEngine
 from drivers.engines.gibbs.settings import GibbsSettings, SampleSchedule
 from gibbs_corpus import sample_segmented_lda, terms, write_segmented_corpus
 from inference.gibbs.counts import topic_word_estimate
-from inference.gibbs.local import run_local
+from inference.gibbs.local import run_local, run_local_tables
 from inference.gibbs.model import SegmentedBlock
 from drivers import registry
 from drivers.families import gibbs as gibbs_family
@@ -388,19 +389,25 @@ def test_registered_model_on_spark_equals_run_local(spark_session, small_corpus,
         corpus, tmp_path / name, "--model", name, "--topics", 3, "--iterations", 4, "--burn-in", 3,
         "--lag", 1, "--samples", 1, "--partitions", 1, "--seed", 2))
     topic_word = np.load(tmp_path / name / "topic_word.npy", allow_pickle=False)
-    assert topic_word.shape == (3, 40)
+    assert topic_word.shape == (meta["topics"], 40)     # K = 3, or a DP mixture's clusters at the end
     np.testing.assert_allclose(topic_word.sum(axis=1), 1.0, rtol=1e-12)
     model = gibbs_family.make_model(name, 3, 40)
     hypers = {}
-    block, state, hyper, nwk, nk = run_local(model, SegmentedBlock.from_segments(docs), 4, seed=2,
-                                             on_iteration=lambda t, s, h: hypers.__setitem__(t, h))
-    np.testing.assert_array_equal(topic_word, topic_word_estimate(nwk, nk, hyper["beta"]))
+    orig = SegmentedBlock.from_segments(docs)
+    block, state, hyper, tables, derived = run_local_tables(model, orig, 4, seed=2,
+                                                            on_iteration=lambda t, s, h: hypers.__setitem__(t, h))
+    # the one sample (iteration 4), with the hyperparameters broadcast for it
+    summary = model.summarise_sample(None, tables, derived, hypers[3])
+    np.testing.assert_array_equal(topic_word, model.topic_word_of_samples(summary, 1, tables, derived, hyper))
+    if "nwk" in tables:
+        np.testing.assert_array_equal(topic_word, topic_word_estimate(tables["nwk"], derived["nk"], hyper["beta"]))
     assert json.dumps(meta["hyper"], sort_keys=True) == json.dumps(hyper, sort_keys=True)
-    # the one sample (iteration 4) of the proportions, with the hyperparameters broadcast for it
+    model.bind_result(SimpleNamespace(tables=tables, hyper=hyper))
+    acc = model.accumulate_sample(block, state, hypers[3], {"samples": np.zeros(1, dtype=np.int64)})
+    doc, seg_expected = model.document_proportions({"orig": orig, "block": block, "state": state, "acc": acc})
     seg = _theta(tmp_path / name / "segment_topics.parquet", ("doc_id", "segment"))
-    np.testing.assert_array_equal(seg, model.segment_topic(block, state, hypers[3]))
-    np.testing.assert_array_equal(_theta(tmp_path / name / "doc_topics.parquet"),
-                                  model.doc_topic(block, state, hypers[3]))
+    np.testing.assert_array_equal(seg, seg_expected)
+    np.testing.assert_array_equal(_theta(tmp_path / name / "doc_topics.parquet"), doc)
     np.testing.assert_allclose(seg.sum(axis=1), 1.0, rtol=1e-9)
 
 

@@ -1,0 +1,69 @@
+"""The DP mixture on the Gibbs engine (:mod:`inference.gibbs.dp_mixture`): two partitions propose new clusters
+under provisional ids and the driver's global step numbers them; the same chain through a Spark job per
+synchronisation and through the resident sampler, tables equal to a recount of the states, and a run interrupted
+after iteration 3 and resumed from its checkpoint (a pending relabelling directive in it) equal to an
+uninterrupted one."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from drivers.engines.gibbs.settings import SampleSchedule
+from engine_runs import Interrupted, fit_and_recount
+from inference.gibbs.dp_mixture import DPMixture
+from inference.gibbs.model import SegmentedBlock
+
+V, ITERATIONS = 25, 6
+
+
+@pytest.fixture(scope="module")
+def blocks(spark_session):
+    rng = np.random.default_rng(3)
+    phi = rng.dirichlet(np.full(V, 0.1), size=3)
+    parts = [SegmentedBlock.from_segments([(f"p{p}d{d:03d}", [rng.choice(V, 15, p=phi[rng.integers(3)]).tolist()])
+                                           for d in range(30)]) for p in range(2)]
+    rdd = spark_session.sparkContext.parallelize(list(enumerate(parts)), 2).cache()
+    yield rdd
+    rdd.unpersist()
+
+
+def _fit(spark_session, blocks, directory, sync, resume=False, stop_after=None):
+    model = DPMixture(2, V)
+    return fit_and_recount(spark_session, model, blocks, 2, directory, SampleSchedule.resolve(ITERATIONS, 4, 1, 2),
+                           7, sync, model.initial_hyper(), resume, stop_after)
+
+
+@pytest.fixture(scope="module")
+def jobs_run(spark_session, blocks, tmp_path_factory):
+    return _fit(spark_session, blocks, tmp_path_factory.mktemp("dpm") / "jobs", "jobs")
+
+
+def _same(a, b):
+    (ra, _), (rb, _) = a, b
+    np.testing.assert_array_equal(ra.topic_word, rb.topic_word)
+    assert ra.hyper == rb.hyper and [r.loglik for r in ra.trace] == [r.loglik for r in rb.trace]
+    for name in ("cluster_words", "cluster_docs"):
+        assert ra.tables[name].equals(rb.tables[name])
+
+
+def test_clusters_proposed_by_partitions_and_numbered_by_the_driver_give_one_chain(spark_session, blocks,
+                                                                                    jobs_run, tmp_path):
+    result, recount = jobs_run
+    for name in ("cluster_words", "cluster_docs"):
+        assert result.tables[name].equals(recount[name])           # the directives kept the tables right
+    assert result.tables["cluster_docs"].counts.sum() == 60 and result.tables["cluster_words"].counts.sum() == 900
+    np.testing.assert_allclose(result.topic_word.sum(axis=1), 1.0)
+    assert result.topic_word.shape == (result.tables["cluster_docs"].nnz, V)
+    resident = _fit(spark_session, blocks, tmp_path / "resident", "resident")
+    assert resident[0].sync == "resident" and result.sync == "jobs"
+    _same(resident, jobs_run)
+
+
+def test_resumed_from_a_checkpoint_equals_uninterrupted(spark_session, blocks, jobs_run, tmp_path):
+    with pytest.raises(Interrupted):
+        _fit(spark_session, blocks, tmp_path / "ckpt", "jobs", stop_after=3)
+    state = json.loads((tmp_path / "ckpt" / "state.json").read_text())
+    assert state["iteration"] == 2 and state["summary"] is False and state["directive"]["arrays"] == ["new", "old"]
+    _same(_fit(spark_session, blocks, tmp_path / "ckpt", "resident", resume=True), jobs_run)
