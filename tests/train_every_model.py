@@ -1,5 +1,7 @@
 """Train every registered model on the tiny corpora in one Spark application (``python tests/train_every_model.py
-MASTER OUT_DIR SEGMENTED_CORPUS ALIGNED_CORPUS``): the conformance test's run on another master."""
+MASTER OUT_DIR SEGMENTED_CORPUS ALIGNED_CORPUS [EXTRA_JSON]``): the conformance test's run on another master.
+``EXTRA_JSON`` (``{"name": ["--corpus", ..., flags]}``) adds trainings other tests compare with, in the same
+application (one JVM start instead of one per test: conftest ``local1_models``)."""
 from __future__ import annotations
 
 import os
@@ -9,7 +11,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def main(master: str, out: str, corpora: dict) -> None:
+def main(master: str, out: str, corpora: dict, extra: dict | None = None) -> None:
     from conftest import train_args
     from drivers import registry
     from jobs.spark import get_spark
@@ -21,11 +23,16 @@ def main(master: str, out: str, corpora: dict) -> None:
     for spec in registry.MODELS.values():
         train(spark, train_args(corpora[spec.corpus], os.path.join(out, spec.name), "--model", spec.name,
                                 *FAMILY_FLAGS[spec.family]))
+    for name, flags in (extra or {}).items():
+        train(spark, train_args(flags[1], os.path.join(out, name), *flags[2:]))
     spark.stop()
 
 
 if __name__ == "__main__":
     from drivers import registry
 
+    import json
+
     master, out, segmented, aligned = sys.argv[1:5]
-    main(master, out, {registry.BAG_OF_WORDS: segmented, registry.SEGMENTED: segmented, registry.ALIGNED: aligned})
+    main(master, out, {registry.BAG_OF_WORDS: segmented, registry.SEGMENTED: segmented, registry.ALIGNED: aligned},
+         json.loads(sys.argv[5]) if len(sys.argv) > 5 else None)

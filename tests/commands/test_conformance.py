@@ -12,8 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
@@ -24,7 +22,7 @@ from drivers import registry
 from drivers.families import InferRequest
 from drivers.model_store import load_model
 from jobs import evaluate, infer, topics, train
-from tiny_corpora import FAMILY_FLAGS, tiny_aligned, tiny_segmented
+from tiny_corpora import FAMILY_FLAGS
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # tests/
 MODELS = list(registry.MODELS)
@@ -32,11 +30,8 @@ GOLDEN = os.path.join(HERE, "golden", "tiny_models.npz")
 
 
 @pytest.fixture(scope="module")
-def corpora(tmp_path_factory):
-    root = tmp_path_factory.mktemp("tiny")
-    segmented = tiny_segmented(root / "segmented")
-    return {registry.BAG_OF_WORDS: segmented, registry.SEGMENTED: segmented,
-            registry.ALIGNED: tiny_aligned(root / "aligned")}
+def corpora(tiny_corpora_of_kind):
+    return tiny_corpora_of_kind
 
 
 @pytest.fixture(scope="module")
@@ -135,17 +130,12 @@ def test_default_inference(spark_session, corpora, name, tmp_path):
         assert 1.0 < score["perplexity"] < 60 * 3
 
 
-def test_every_model_is_the_same_on_local1(trained, corpora, tmp_path):
+def test_every_model_is_the_same_on_local1(trained, local1_models):
     """Another Spark application on local[1] trains every registered model to the same numbers."""
-    env = dict(os.environ, SPARK_TOPICS_SPARK_LOG_LEVEL="ERROR")
-    run = subprocess.run([sys.executable, os.path.join(HERE, "train_every_model.py"), "local[1]", str(tmp_path),
-                          corpora[registry.SEGMENTED], corpora[registry.ALIGNED]],
-                         capture_output=True, text=True, timeout=600, env=env)
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     for name, (model_dir, _) in trained.items():
-        np.testing.assert_array_equal(load_model(str(tmp_path / name)).lambda_, load_model(model_dir).lambda_,
+        np.testing.assert_array_equal(load_model(str(local1_models / name)).lambda_, load_model(model_dir).lambda_,
                                       err_msg=name)
-        np.testing.assert_array_equal(_theta(tmp_path / name / "doc_topics.parquet"),
+        np.testing.assert_array_equal(_theta(local1_models / name / "doc_topics.parquet"),
                                       _theta(os.path.join(model_dir, "doc_topics.parquet")), err_msg=name)
 
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -131,31 +129,6 @@ def test_zero_partitions_and_reducers_are_refused(spark_session, tiny, capsys):
         load_corpus(spark_session, tiny, 0)
     with pytest.raises(SystemExit, match="--reducers must be at least 1, got 0"):
         TopicPartitioner.for_topics(3, 0, 2)
-
-
-def test_a_job_leaves_no_socket_files(tiny, tmp_path):
-    """Every local job used to leave one to three .<uuid>.sock files in the JVM's temp folder; now they go to a
-    folder of the job's own, removed at exit, and a killed job's folder is removed by the next job. (The job gets
-    temp folders of its own here, so other Spark processes on the machine do not disturb the count.)"""
-    import pathlib
-    import tempfile
-
-    short = pathlib.Path(tempfile.mkdtemp(prefix="st-", dir="/tmp"))     # socket paths must stay short
-    java_tmp, python_tmp = short / "j", short / "p"
-    java_tmp.mkdir()
-    python_tmp.mkdir()
-    stale = python_tmp / "spark-topics-sockets-999999999-abc"          # a killed job's (no such pid)
-    stale.mkdir()
-    (stale / ".left.sock").write_text("")
-    env = dict(os.environ, PYTHONPATH=REPO, SPARK_TOPICS_SPARK_LOG_LEVEL="ERROR", TMPDIR=str(python_tmp),
-               JAVA_TOOL_OPTIONS=f"-Djava.io.tmpdir={java_tmp}")
-    run = subprocess.run([sys.executable, "-m", "jobs.cli", "train", "--corpus", tiny, "--output", tmp_path / "m",
-                          "--topics", "2", "--iterations", "1", "--master", "local[1]"],
-                         cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stderr[-2000:]
-    sockets = [p for p in java_tmp.rglob("*") if p.is_socket()] + [p for p in python_tmp.rglob("*") if p.is_socket()]
-    assert sockets == [] and not [p for p in os.listdir(python_tmp) if p.startswith("spark-topics-sockets-")]
-    shutil.rmtree(short)
 
 
 def _write_jsonl(path, rows):

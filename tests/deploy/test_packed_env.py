@@ -84,8 +84,9 @@ def test_train_with_the_packed_env_on_the_standalone_cluster(standalone_cluster,
                SPARK_TOPICS_SPARK_LOG_LEVEL="WARN")
     env.pop("PYSPARK_GATEWAY_PORT", None)
     env.pop("PYTHONPATH", None)
+    # one executor: each executor fetches and unpacks the 230 MB archive (about 10 s of CPU)
     command = [os.path.join(DEPLOY, "submit.sh"), "--master", url, "--env-archive", archive,
-               "--spark-arg", "--conf=spark.cores.max=2", "--spark-arg", "--conf=spark.executor.memory=512m",
+               "--spark-arg", "--conf=spark.cores.max=1", "--spark-arg", "--conf=spark.executor.memory=512m",
                "train", "--corpus", os.path.relpath(corpus, tmp_path), "--output", "model", "--topics", "3",
                "--iterations", "2", "--tol", "0", "--seed", "5", "--inference", "variational"]
     apps_before = set(cluster_apps(logs))      # the cluster is shared by every cluster test of the session

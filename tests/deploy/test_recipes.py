@@ -281,7 +281,7 @@ def cron_environment(tmp_path, **overrides):
            "SPARK_TOPICS_LOCK": str(tmp_path / "refresh.lock"), "SPARK_TOPICS_LOG": str(tmp_path / "refresh.log"),
            "SPARK_TOPICS_DIST": str(tmp_path / "dist"), "SPARK_TOPICS_SPARK_LOG_LEVEL": "ERROR",
            "SPARK_LOCAL_IP": "127.0.0.1", **overrides}
-    for key in ("JAVA_HOME",):
+    for key in ("JAVA_HOME", "SPARK_SUBMIT_OPTS"):      # the test run's Java and JIT (conftest.TEST_JIT)
         if key in os.environ:
             env[key] = os.environ[key]
     return env

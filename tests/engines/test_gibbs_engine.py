@@ -334,7 +334,7 @@ def test_killed_on_a_standalone_cluster_then_resumed_locally_equals_uninterrupte
     docs, _ = sample_segmented_lda(n_docs=150, n_segments=4, seg_length=20, n_topics=5, vocab_size=200,
                                    alpha=0.2, eta=0.05, seed=3)
     corpus = write_segmented_corpus(tmp_path_factory.mktemp("gibbs_resume") / "corpus", docs, terms(200))
-    common = ["--model", "lda-gibbs", "--topics", 5, "--iterations", 120, "--burn-in", 60, "--lag", 30,
+    common = ["--model", "lda-gibbs", "--topics", 5, "--iterations", 80, "--burn-in", 40, "--lag", 20,
               "--samples", 2, "--partitions", 2, "--checkpoint-every", 2, "--seed", 9]
     reference = tmp_path / "reference"
     assert train.train(spark_session, train_args(corpus, reference, *common))["sync"] == "resident"
@@ -348,7 +348,7 @@ def test_killed_on_a_standalone_cluster_then_resumed_locally_equals_uninterrupte
     while time.time() < deadline:
         if state.exists():
             try:
-                if json.loads(state.read_text())["iteration"] >= 92:   # after the first sample (iteration 90)
+                if json.loads(state.read_text())["iteration"] >= 62:   # after the first sample (iteration 60)
                     break
             except (ValueError, KeyError):
                 pass
@@ -358,7 +358,7 @@ def test_killed_on_a_standalone_cluster_then_resumed_locally_equals_uninterrupte
     output = proc.communicate()[0]
     assert "resident sampler: 2 tasks" in output, output[-4000:]
     done = json.loads(state.read_text())["iteration"]
-    assert 92 <= done < 120, "the run must be killed in the middle"
+    assert 62 <= done < 80, "the run must be killed in the middle"
     assert not (killed / "model.json").exists()
     apps = [p for p in cluster_apps(logs) if p not in apps_before]   # the cluster is shared with test_cluster
     assert any(list(p.rglob("spark_topics_code.zip")) for p in apps), "the run did not use the cluster's executors"

@@ -7,20 +7,16 @@ import json
 import numpy as np
 import pytest
 
-from conftest import hellinger_matched, train_args
+from conftest import HYBRID, HYBRID_SYNTHETIC, hellinger_matched, train_args
 from drivers.model_store import load_model
 from jobs import train
-from test_lda_train import run_cli
-
-HYBRID = ("--inference", "hybrid", "--hybrid-burn-in", 3, "--hybrid-samples", 3)
 
 
 @pytest.fixture(scope="module")
 def hybrid_model(spark_session, synthetic_lda, tmp_path_factory):
     corpus, beta = synthetic_lda
     out = tmp_path_factory.mktemp("hybrid") / "model"
-    meta = train.train(spark_session, train_args(corpus, out, "--topics", 4, "--iterations", 15, "--tol", 0,
-                                                 "--seed", 0, *HYBRID))
+    meta = train.train(spark_session, train_args(corpus, out, *HYBRID_SYNTHETIC))
     return out, meta, beta
 
 
@@ -36,15 +32,13 @@ def test_hybrid_recovers_known_topics(hybrid_model):
 
 
 def test_hybrid_is_deterministic_across_masters_partitions_and_resume(spark_session, synthetic_lda, hybrid_model,
-                                                                      tmp_path):
+                                                                      local1_models, tmp_path):
     corpus, _ = synthetic_lda
     out, _, _ = hybrid_model
-    common = ["--topics", 4, "--iterations", 15, "--tol", 0, "--seed", 0, *HYBRID]
+    common = list(HYBRID_SYNTHETIC)
     reference = np.load(out / "lambda.npy")
-    # local[1] in another Spark application: the same model bit for bit
-    single = run_cli("train", "--corpus", corpus, "--output", tmp_path / "single", *common, "--master", "local[1]")
-    assert single.wait(timeout=600) == 0, single.stdout.read()
-    np.testing.assert_array_equal(np.load(tmp_path / "single" / "lambda.npy"), reference)
+    # local[1] in another Spark application (shared with the conformance suite): the same model bit for bit
+    np.testing.assert_array_equal(np.load(local1_models / "hybrid" / "lambda.npy"), reference)
     # three partitions: every document is sampled as before (seeds follow documents); only the order of sums differs
     train.train(spark_session, train_args(corpus, tmp_path / "p3", *common, "--partitions", 3))
     np.testing.assert_allclose(np.load(tmp_path / "p3" / "lambda.npy"), reference, rtol=1e-9)
