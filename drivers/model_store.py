@@ -451,7 +451,7 @@ def check_model(model: TopicModel, matrix_file: str, positive: bool) -> None:
 
 
 #: ``prepare`` options that decide which words a text yields: kept with the model for raw ``infer`` input
-TOKENIZER_OPTIONS = ("language", "stopwords", "min_token_length", "token_pattern", "segments")
+TOKENIZER_OPTIONS = ("language", "stopwords", "min_token_length", "token_pattern", "segments", "ordered")
 TOKENIZER = "tokenizer.json"
 
 

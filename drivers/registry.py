@@ -21,6 +21,7 @@ from drivers import storage
 BAG_OF_WORDS = "bag of words"                  # docs.parquet
 SEGMENTED = "ordered segments"                 # prepare --segments (segments.parquet)
 ALIGNED = "aligned languages"                  # prepare --lang-column (one sub-corpus per language)
+ORDERED = "ordered tokens"                     # prepare --ordered (every document's tokens in text order)
 
 #: family name -> "module:Class" of its :class:`drivers.families.ModelFamily`
 FAMILIES = {

@@ -44,6 +44,10 @@ def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
                     help="also write segments.parquet: each document's ordered segments, split at blank "
                          "lines (paragraph), at sentence ends (sentence), or given as a list of strings in "
                          "COLUMN (then the text is that column); see jobs/preparation/segments.py")
+    io.add_argument("--ordered", action="store_true",
+                    help="also keep every document's tokens in text order, after stop-word and vocabulary "
+                         "filtering (for models of word order, e.g. --model bigram-lm): ordered.parquet, or "
+                         "with --segments the segments (bag-of-words models are unaffected)")
 
     tok = parser.add_argument_group("tokens")
     tok.add_argument("--language", default=d.language, metavar="NAME",

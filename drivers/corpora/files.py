@@ -9,8 +9,9 @@ VOCAB = "vocab.parquet"        # term, id (0..V-1), df, cf
 REJECTS = "rejects"            # JSON lines: id, reason, source, raw
 CORPUS_JSON = "corpus.json"    # counts and options (the corpus is complete once _SUCCESS is written, last)
 SEGMENTS = "segments.parquet"  # with --segments: doc_id, segments, segment_index
+ORDERED = "ordered.parquet"    # with --ordered (no --segments): the same columns, one segment per document
 STOPWORDS = "stopwords.txt"    # the stop words removed, one per line (the language's list and --stopwords)
-OUTPUTS = (DOCS, VOCAB, REJECTS, CORPUS_JSON, SEGMENTS, STOPWORDS)
+OUTPUTS = (DOCS, VOCAB, REJECTS, CORPUS_JSON, SEGMENTS, ORDERED, STOPWORDS)
 #: where the rejects of a run that left no document go when the output already holds a corpus
 FAILED_REJECTS = "rejects.failed-run"
 #: an aligned corpus (``prepare --lang-column``): its held-out part and the split it is prepared from

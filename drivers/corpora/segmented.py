@@ -157,7 +157,7 @@ def load_segmented_corpus(spark, directory: str, num_partitions: int | None = No
                           require_segments: bool = False,
                           permute_seed: int | None = None,
                           separate_languages: bool = False,
-                          power_of_two: bool = False) -> SegmentedCorpus:
+                          power_of_two: bool = False, ordered: bool = False) -> SegmentedCorpus:
     """Open CORPUS_DIR as a cached RDD of ``(partition, SegmentedBlock)``.
 
     ``power_of_two``: without ``num_partitions``, round the default number of partitions up to a power of two
@@ -166,6 +166,8 @@ def load_segmented_corpus(spark, directory: str, num_partitions: int | None = No
 
     ``split``: ``"all"`` documents, or with ``heldout_fraction`` > 0 the
     ``"train"`` documents or the ``"test"`` ones (a fixed function of the id).
+    ``ordered``: a model of word order: the tokens in text order (``prepare --ordered``: its segments, or one
+    segment per document), refused for a corpus prepared without them; other models never read them.
     ``permute_seed``: randomly permute every document's segments
     (:func:`permute_block_segments`, deterministic per document id).
     An aligned corpus (``prepare --lang-column``) loads one document per tuple over the languages' concatenated
@@ -188,6 +190,12 @@ def load_segmented_corpus(spark, directory: str, num_partitions: int | None = No
     if split != "all" and heldout_fraction <= 0.0:
         raise ValueError("a train/test split needs heldout_fraction > 0")
     segmented = layout is None and storage.exists(storage.join(directory, SEGMENTS))
+    source_file = SEGMENTS
+    if ordered:
+        if layout is not None or not (meta.get("ordered") or {}).get("file"):
+            raise SystemExit(f"{directory} keeps no word order: prepare it with `spark-topics prepare --ordered` "
+                             f"(this model needs every document's tokens in text order)")
+        segmented, source_file = True, meta["ordered"]["file"]
     if require_segments and not segmented:
         raise SystemExit(f"{directory} has no segments: prepare it with `spark-topics prepare --segments "
                          f"paragraph|sentence|COLUMN` (this model needs ordered segments)")
@@ -204,7 +212,7 @@ def load_segmented_corpus(spark, directory: str, num_partitions: int | None = No
     permute = None if permute_seed is None else (lambda block: permute_block_segments(block, permute_seed))
     with reading(directory):
         if segmented:
-            frame = spark.read.parquet(storage.join(directory, SEGMENTS)).select("doc_id", "segments")
+            frame = spark.read.parquet(storage.join(directory, source_file)).select("doc_id", "segments")
         elif aligned_frame is not None:
             frame = aligned_frame
         else:

@@ -167,6 +167,10 @@ def needs_segments(name: str) -> bool:
     return registry.model(name).corpus == registry.SEGMENTED
 
 
+def needs_order(name: str) -> bool:
+    return registry.model(name).corpus == registry.ORDERED
+
+
 # --------------------------------------------------------------------------- the family
 
 class GibbsFamily(ModelFamily):
@@ -268,7 +272,7 @@ class GibbsFamily(ModelFamily):
                              f"train it on one language's sub-corpus ({request.corpus}/<lang>)")
         corpus = load_segmented_corpus(spark, request.corpus, request.partitions, heldout_fraction=heldout,
                                        split="train" if heldout > 0 else "all",
-                                       require_segments=needs_segments(spec.name),
+                                       require_segments=needs_segments(spec.name), ordered=needs_order(spec.name),
                                        permute_seed=e.permute_segments,
                                        separate_languages=per == "language", power_of_two=True)
         try:
@@ -465,7 +469,8 @@ def evaluate_split(spark, model: GibbsModel, hyper: dict, topic_word, request: T
                    e: GibbsTraining) -> dict:
     """Held-out perplexity of the test split of the training corpus (``--heldout-fraction``)."""
     test = load_segmented_corpus(spark, request.corpus, None, heldout_fraction=e.heldout_fraction, split="test",
-                                 require_segments=needs_segments(model.name), permute_seed=e.permute_segments,
+                                 require_segments=needs_segments(model.name), ordered=needs_order(model.name),
+                                 permute_seed=e.permute_segments,
                                  separate_languages=model.aligned_documents_per == "language")
     try:
         schedule = HeldoutSchedule.default(e.heldout_iterations, e.heldout_samples, e.heldout_observed)
@@ -496,7 +501,8 @@ def infer_gibbs(spark, trained, corpus_dir: str, output_dir: str, sweeps: int = 
     in the second half; draws seeded by (seed, sweep, partition), so a retried task writes the same rows."""
     saved, model = open_trained(trained) if isinstance(trained, str) else trained
     meta = saved.meta
-    corpus = load_segmented_corpus(spark, corpus_dir, partitions, require_segments=needs_segments(meta["model"]))
+    corpus = load_segmented_corpus(spark, corpus_dir, partitions, require_segments=needs_segments(meta["model"]),
+                                   ordered=needs_order(meta["model"]))
     sc = spark.sparkContext
     bc = None
     try:
@@ -538,7 +544,7 @@ def evaluate(spark, model_dir: str, corpus_dir: str, reference_dir: str | None =
         data_version(storage.load_json(corpus_meta_path)) == data.get("version")
     test = load_segmented_corpus(spark, corpus_dir, partitions, heldout_fraction=fraction if same_corpus else 0.0,
                                  split="test" if same_corpus else "all",
-                                 require_segments=needs_segments(meta["model"]),
+                                 require_segments=needs_segments(meta["model"]), ordered=needs_order(meta["model"]),
                                  permute_seed=meta.get("permute_segments"))
     reference = None
     try:

@@ -18,6 +18,9 @@ Output, in ``CORPUS_DIR`` (the contract the trainer reads):
 ``segments.parquet/`` (with ``--segments``)
     ``doc_id``, ``segments`` array<array<int>> (ordered segments, word ids in text
     order), ``segment_index`` array<int>; see :mod:`jobs.preparation.segments`.
+``ordered.parquet/`` (with ``--ordered`` and no ``--segments``)
+    the same columns, one segment per document: its tokens in text order (with ``--segments`` the segments
+    keep that order, and ``corpus.json["ordered"]`` names ``segments.parquet``).
 ``rejects/``
     JSON lines, one per rejected input row: ``id``, ``reason`` (one of
     :data:`REJECT_REASONS`), ``source``, ``raw`` (at most 1000 characters).
@@ -44,7 +47,7 @@ from pyspark.sql import types as T
 
 from drivers import publish, storage
 from drivers.corpora.files import (CORPUS_JSON, DOCS, FAILED_REJECTS, LEGACY_STAGING, REJECT_REASONS, REJECTS,
-                                  SEGMENTS, STOPWORDS, VOCAB, is_corpus_file, rejects_schema)
+                                  ORDERED, SEGMENTS, STOPWORDS, VOCAB, is_corpus_file, rejects_schema)
 from jobs.preparation import segments as segments_mod
 from jobs.preparation.text import DEFAULT_TOKEN_PATTERN, stopword_list, tokenize
 from drivers.failures import is_spark_failure, one_line
@@ -106,6 +109,7 @@ class PrepareOptions:
     partitions: int | None = None
     overwrite: bool = False
     segments: str | None = None   # paragraph | sentence | COLUMN: also write segments.parquet
+    ordered: bool = False         # keep every document's tokens in text order (segments.parquet or ordered.parquet)
 
     def __post_init__(self):
         if self.segments is not None and (not str(self.segments).strip() or self.segments == self.id_column):
@@ -202,6 +206,9 @@ def _prepare_into(spark: SparkSession, input_path: str, staging: str, output_dir
                 spark, candidates.select("doc_id", "text"), vocab, path(DOCS), path(SEGMENTS), opts.segments,
                 {"pattern": opts.token_pattern, "min_token_length": opts.min_token_length, "stopwords": stopwords})
             log.debug("wrote %s", path(SEGMENTS))
+        if opts.ordered and corpus["documents"]:
+            corpus["ordered"] = ordered_tokens(spark, candidates.select("doc_id", "text"), vocab, path, opts,
+                                               stopwords)
 
     if corpus["documents"] == 0:
         # the rejects say why: they go where the user looks, beside (never over) an earlier corpus
@@ -214,6 +221,21 @@ def _prepare_into(spark: SparkSession, input_path: str, staging: str, output_dir
                            + (f"; the corpus already in {output_dir} was left as it was" if has_corpus else ""))
     storage.write_bytes(path(CORPUS_JSON), (json.dumps(corpus, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
     return corpus
+
+
+def ordered_tokens(spark: SparkSession, candidates: DataFrame, vocab: DataFrame, path, opts: PrepareOptions,
+                   stopwords: list) -> dict:
+    """``corpus.json["ordered"]``: where every document's tokens are kept in text order, after the stop words
+    and the words outside the vocabulary are dropped (models of word order read them; bag-of-words models never
+    do). With ``--segments`` they are its segments (``segments.parquet`` keeps text order); otherwise
+    ``ordered.parquet`` holds one segment per document, written and checked as segments are."""
+    if opts.segments:
+        return {"file": SEGMENTS}
+    written = segments_mod.write_segments(
+        spark, candidates, vocab, path(DOCS), path(ORDERED), segments_mod.WHOLE_TEXT,
+        {"pattern": opts.token_pattern, "min_token_length": opts.min_token_length, "stopwords": stopwords})
+    log.debug("wrote %s", path(ORDERED))
+    return {"file": ORDERED, "documents": written["segments"]}
 
 
 def read_documents(spark: SparkSession, input_path: str, **options) -> DataFrame:

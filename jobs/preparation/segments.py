@@ -20,6 +20,8 @@ from __future__ import annotations
 from drivers.corpora.files import SEGMENTS
 
 SEGMENT_MODES = ("paragraph", "sentence")
+#: ``prepare --ordered`` without ``--segments``: the whole text is one segment (``ordered.parquet``)
+WHOLE_TEXT = "whole text"
 
 #: a blank line (any whitespace between two line breaks, however many) or U+2029 PARAGRAPH SEPARATOR
 PARAGRAPH_BREAK = r"\r?\n\s*\n|\u2029"
@@ -35,7 +37,7 @@ COLUMN_SEPARATOR = "\u2029"
 
 
 def is_column_mode(segments: str | None) -> bool:
-    return bool(segments) and segments not in SEGMENT_MODES
+    return bool(segments) and segments not in SEGMENT_MODES and segments != WHOLE_TEXT
 
 
 def split_pattern(segments: str) -> str:
@@ -44,6 +46,8 @@ def split_pattern(segments: str) -> str:
         return "(?U)" + PARAGRAPH_BREAK       # (?U): \\s is any Unicode white space
     if segments == "sentence":
         return "(?U)" + SENTENCE_BREAK
+    if segments == WHOLE_TEXT:
+        return "(?!)"                         # matches nowhere: one piece
     return COLUMN_SEPARATOR
 
 

@@ -119,3 +119,49 @@ def test_parquet_segment_column_and_loading_blocks(spark_session, tmp_path):
     again = spark_session.createDataFrame([(d,) for d in frame["doc"]], "doc_id string").where(
         heldout_condition(0.3)).select("doc_id").collect()
     assert sorted(r.doc_id for r in again) == ids["test"]     # a pure function of the id
+
+
+def test_ordered_keeps_every_documents_tokens_in_text_order(spark_session, tmp_path):
+    """prepare --ordered: the tokens in text order after stop words and vocabulary (ordered.parquet, one segment
+    per document; with --segments the segments, named in corpus.json) beside the usual bag of words; a model of
+    word order reads them, any other model the bag of words, and a corpus without them is refused to the first."""
+    import shutil
+
+    import pytest
+
+    docs = [{"id": "a", "text": "gamma alpha the beta\n\nalpha gamma zeta"},
+            {"id": "b", "text": "beta of beta alpha"}, {"id": "c", "text": "zeta gamma delta"}]
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps(d) + "\n" for d in docs))
+    options = dict(OPTS, language="english", min_df=2)          # "the", "of": stop words; "delta": once
+    ordered, both = str(tmp_path / "ordered"), str(tmp_path / "both")
+    meta = prepare_corpus(spark_session, str(src), ordered, ordered=True, **options)
+    meta_both = prepare_corpus(spark_session, str(src), both, ordered=True, segments="paragraph", **options)
+    assert meta["ordered"] == {"file": "ordered.parquet", "documents": 3} and meta["options"]["ordered"] is True
+    assert meta_both["ordered"] == {"file": "segments.parquet"} and "ordered" not in meta_both["segmentation"]
+    vocab = pd.read_parquet(f"{ordered}/vocab.parquet").sort_values("id")["term"].to_numpy()
+    frame = pd.read_parquet(f"{ordered}/ordered.parquet").set_index("doc_id")
+    text = {d: [[str(t) for t in vocab[np.asarray(s, dtype=int)]] for s in frame.loc[d, "segments"]] for d in "abc"}
+    assert text == {"a": [["gamma", "alpha", "beta", "alpha", "gamma", "zeta"]], "b": [["beta", "beta", "alpha"]],
+                    "c": [["zeta", "gamma"]]}
+
+    def words(corpus):
+        out = {}
+        for _, block in corpus.blocks.collect():
+            ptr = block.token_ptr()
+            out.update({d: [str(t) for t in vocab[block.words[ptr[i]:ptr[i + 1]]]]
+                        for i, d in enumerate(block.doc_ids)})
+        return out
+
+    assert words(load_segmented_corpus(spark_session, ordered, 2, ordered=True)) == \
+        {d: t[0] for d, t in text.items()}
+    bags = words(load_segmented_corpus(spark_session, ordered, 2))           # the bag of words, as before
+    assert bags["a"] == ["alpha", "alpha", "beta", "gamma", "gamma", "zeta"]     # by term id (frequency order)
+    assert [len(s) for s in pd.read_parquet(f"{both}/segments.parquet").set_index("doc_id").loc["a", "segments"]] \
+        == [3, 3] and load_segmented_corpus(spark_session, both, 2, ordered=True).num_segments == 4
+    legacy = tmp_path / "legacy"                 # a corpus prepared without --ordered (unmarked: read as it is)
+    shutil.copytree(ordered, legacy)
+    (legacy / "_SUCCESS").unlink()
+    (legacy / "corpus.json").write_text(json.dumps({k: v for k, v in meta.items() if k != "ordered"}))
+    with pytest.raises(SystemExit, match="prepare --ordered"):
+        load_segmented_corpus(spark_session, str(legacy), 2, ordered=True)
