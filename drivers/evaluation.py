@@ -163,7 +163,8 @@ def score_heldout(spark, model: GibbsModel, hyper: dict, topic_word: np.ndarray,
     return {"perplexity": perplexity(loglik, tokens) if tokens else None, "loglik": float(loglik),
             "tokens": int(tokens), "documents": int(docs), "iterations": schedule.iterations,
             "burn_in": schedule.burn_in, "lag": schedule.lag, "samples": schedule.samples,
-            "observed": schedule.observed, "seed": seed}
+            "observed": schedule.observed, "seed": seed,
+            **({"protocol": model.heldout_protocol} if model.heldout_protocol else {})}
 
 
 def crosslingual_coherence(spark, aligned, top_words: dict) -> dict:

@@ -433,10 +433,11 @@ class GibbsFamily(ModelFamily):
         per_topic = " ".join(f"{v:.3f}" for v in metrics["npmi_per_topic"])
         protocol = ("every word fitted and scored" if h.get("observed") is None else
                     f"document completion: {h['observed']:g} of every segment observed, the rest scored")
+        protocol = h.get("protocol") or (f"thesis eq 5.10, topics fixed, {h['iterations']} sweeps, {h['samples']} "
+                                         f"samples, {protocol}")
         return "\n".join([
-            f"held-out perplexity ({metrics['model_type']}, thesis eq 5.10, topics fixed, {h['iterations']} sweeps, "
-            f"{h['samples']} samples, {protocol}): {metrics['perplexity']:.3f} ({h['documents']} documents "
-            f"[{metrics['test_documents']}], {h['tokens']} tokens)",
+            f"held-out perplexity ({metrics['model_type']}, {protocol}): {metrics['perplexity']:.3f} "
+            f"({h['documents']} documents [{metrics['test_documents']}], {h['tokens']} tokens)",
             f"NPMI coherence (top {metrics['npmi_settings']['top_words']}): {metrics['npmi']:.4f}",
             f"NPMI per topic: {per_topic}",
         ])

@@ -79,6 +79,8 @@ class DPMixture(GibbsModel):
                                    "sampled)"))
     document_files = ("doc_clusters.parquet",)
     array_files = ("cluster_words", "cluster_docs")
+    heldout_protocol = ("the mixture's exact predictive given the trained clusters: log p(unseen | observed) with "
+                        "document completion, log p(w_d) with every word scored")
 
     def __init__(self, num_topics: int, vocab_size: int):
         super().__init__(num_topics, vocab_size)

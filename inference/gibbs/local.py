@@ -37,13 +37,19 @@ def run_local_tables(model: GibbsModel, block: SegmentedBlock, iterations: int, 
     Per iteration, as the engine: the directive of the last global step applied to the state, the sweep on the
     tables (counted from the state, or as the global step left them), per-document hyperparameter updates, the
     driver's hyperparameter update from ``partition_stats``, the tables counted again and, between two
-    iterations, the global step.
+    iterations, the global step. A model without latent variables (``model.latent`` False) is counted once and
+    fitted by one global step, as the engine runs it, whatever ``iterations`` says.
     """
     block = model.prepare_block(block)
     local = local_vocabulary(block.words)
     hyper = dict(hyper) if hyper is not None else model.initial_hyper()
     state = model.initial_state(block, hyper, task_seed(seed, 0, 0))
     tables, derived = count_tables(model, block, state, local)
+    if not model.latent:
+        tables, hyper, _ = model.global_step(tables, hyper, np.zeros(0), task_seed(seed, 1, DRIVER_PARTITION, 4))
+        if on_iteration is not None:
+            on_iteration(1, state, hyper)
+        return block, state, hyper, tables, model.derive(tables)
     directive = None
     for it in range(1, iterations + 1):
         if directive is not None:

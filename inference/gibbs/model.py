@@ -83,6 +83,13 @@ class GibbsModel:
     aligned_documents_per: str | None = None
     #: every segment is a document (LDA_P); model.json records it
     segment_level: bool = False
+    #: the model has latent variables that its sweeps sample; False (a bigram language model): the partitions
+    #: count the tables once (``initial_state``, ``table_counts``) and the driver's ``global_step``, called once on
+    #: the counts, fits the hyperparameters: no sweep, no synchronisation, one sample (the counts)
+    latent: bool = True
+    #: how ``heldout_loglik`` scores held-out documents, as ``evaluate`` prints it (None: the family's words for
+    #: the default, document completion with the topics fixed)
+    heldout_protocol: str | None = None
 
     def __init__(self, num_topics: int, vocab_size: int):
         self.num_topics = int(num_topics)

@@ -66,6 +66,9 @@ def test_records_through_reducers_give_the_merged_tables(reducers):
         records.append((STATISTICS_KEY, (p, np.zeros(0), 1, 10, 0.0, [0.0] * 5)))
         for key, value in records:
             routed[partitioner(key)].append((key, value))
+    one = [sum(value[1].shape[0] for key, value in routed[r] if key != STATISTICS_KEY and key[1] == 2)
+           for r in range(reducers)]
+    assert all(n > 0 for n in one)         # a one-column keyed table's rows are summed by every reducer
     results = [out for r in range(reducers) for out in reduce_records(routed[r], layout)]
     gathered, parts = gather_tables(results, layout, 3)
     assert [p[0] for p in parts] == [0, 1, 2]

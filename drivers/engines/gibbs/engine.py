@@ -180,15 +180,18 @@ class GibbsEngine:
         K, V = model.num_topics, model.vocab_size
         self.num_partitions = num_partitions
         tables_declared = model.count_tables()
-        # the reducers share the tables' columns (LDA's nwk: the K topics)
-        partitioner = TopicPartitioner.for_topics(max(t.columns for t in tables_declared), s.num_reducers,
-                                                  self.sc.defaultParallelism)
+        # the reducers share the dense tables' columns (LDA's nwk: the K topics) and the keyed tables' rows
+        span = max([t.columns for t in tables_declared if not t.keyed] +
+                   [s.num_reducers or self.sc.defaultParallelism for t in tables_declared if t.keyed])
+        partitioner = TopicPartitioner.for_topics(span, s.num_reducers, self.sc.defaultParallelism)
         self._layout = TableLayout(tables_declared, partitioner.num_reducers)
         fingerprint = dict(fingerprint or {}, model=model.name, topics=K, vocab_size=V,
                            partitions=num_partitions, seed=s.seed, schedule=sched.to_json(),
                            sweeps_per_sync=s.sweeps_per_sync, state_format=STATE_FORMAT)
 
         self._on_driver = self._sums_on_driver()
+        if not model.latent:
+            return self._fit_counts(blocks, num_partitions, hyper, partitioner, resume, on_iteration)
         restored = self.checkpoint.load(self._layout) if resume else None
         if restored is not None:
             meta, tables, summary, directive = restored
@@ -296,6 +299,51 @@ class GibbsEngine:
         return GibbsResult(topic_word, hyper, trace, t, samples_taken, states, num_partitions,
                            self.num_tokens, num_docs, "driver" if self._on_driver else "reducers", tables,
                            self.sync_used)
+
+    def _fit_counts(self, blocks, num_partitions: int, hyper: dict, partitioner, resume: bool,
+                    on_iteration=None) -> GibbsResult:
+        """A model without latent variables (``model.latent`` False, a bigram language model): one pass counts its
+        tables (the initialisation's job), the driver's global step fits the hyperparameters to them, and that is
+        the model (one record, one sample). Nothing is sampled, so there is nothing to resume: ``resume`` runs the
+        pass again, which gives the same model."""
+        model, s = self.model, self.settings
+        if resume:
+            log.info("--resume: %s samples nothing, its one counting pass is the run", model.name)
+        self.clear_checkpoint()
+        self._handles = blocks.mapPartitionsWithIndex(partial(
+            stage_task, model=model, run=self._run, directory=self.checkpoint_dir)).setName(
+            f"{model.name} staged blocks").persist(StorageLevel.MEMORY_ONLY)
+        began = time.perf_counter()
+        tables, parts = self._run_job(f"{model.name}: counts (nothing to sample)", SyncPlan(()),
+                                      (None, None, hyper, None), partitioner)
+        num_docs, self.num_tokens = sum(r[2] for r in parts), sum(r[3] for r in parts)
+        counted = time.perf_counter() - began
+        stepped, hyper, directive = model.global_step(tables, hyper, self._sum_stats(parts),
+                                                      task_seed(s.seed, 1, DRIVER_PARTITION, 4))
+        if directive is not None:
+            raise RuntimeError(f"{model.name}: a model without latent variables has no state a directive could change")
+        if stepped is not tables:
+            check_tables(self._layout, stepped)
+        tables = stepped
+        derived = model.derive(tables)
+        summary = model.summarise_sample(None, tables, derived, hyper)
+        loglik = model.loglik(tables, derived, hyper)
+        seconds = time.perf_counter() - began
+        record = GibbsRecord(1, seconds, self.num_tokens / seconds, 0.0, loglik,
+                             loglik / max(self.num_tokens, 1), True, hyper_summary(hyper))
+        log.info("%s: %d partitions, %d documents, %d tokens counted in %.2f s; fitted in %.2f s  loglik=%.6e  "
+                 "per_token=%.4f%s", model.name, num_partitions, num_docs, self.num_tokens, counted,
+                 seconds - counted, loglik, record.loglik_per_token,
+                 "".join(f"  {k}={v:.4g}" for k, v in record.hyper.items()))
+        if on_iteration is not None:
+            on_iteration(record)
+        self.sc.setJobDescription(None)
+        states = self._handles.mapPartitionsWithIndex(partial(
+            output_task, model=model, run=self._run, directory=self.checkpoint_dir, iteration=0,
+            acc_iteration=None)).setName(f"{model.name} counted state")
+        return GibbsResult(model.topic_word_of_samples(summary, 1, tables, derived, hyper), hyper, [record], 1, 1,
+                           states, num_partitions, self.num_tokens, num_docs,
+                           "driver" if self._on_driver else "reducers", tables, "jobs")
 
     def release(self) -> None:
         """Unpersist the staged handles (the workers' caches are replaced by the next run)."""

@@ -1,11 +1,12 @@
 """How the Gibbs engine moves a model's count tables (:mod:`inference.gibbs.tables`): partitions' records, the
 reducers' sums, the driver's tables, the resident messages and the size bounds.
 
-Every table's columns are dealt to the R reducers of the run's :class:`partitioners.topic.TopicPartitioner`
-(column c to reducer c mod R; a table of fewer columns uses the first ones). A partition emits, per table and
-column group, one record keyed ``(reducer, table index)`` (the partitioner routes by the first element): its
-nonzero cells as flat indices ``row * |group| + j`` (int32 where every index of a dense table fits, else int64)
-and int32 counts. A reducer sums a dense table's group into ``rows x |group|`` int32 columns, a keyed table's
+A dense table's columns are dealt to the R reducers of the run's :class:`partitioners.topic.TopicPartitioner`
+(column c to reducer c mod R; a table of fewer columns uses the first ones); a keyed table's rows are (row key
+k, all its columns, to reducer k mod R: a one-column table of (previous word, word) keys is summed by every
+reducer, not one). A partition emits, per table and group, one record keyed ``(reducer, table index)`` (the
+partitioner routes by the first element): its nonzero cells as flat indices ``row * |group| + j`` (int32 where
+every index of a dense table fits, else int64) and int32 counts. A reducer sums a dense table's group into ``rows x |group|`` int32 columns, a keyed table's
 into its nonzero rows (keys and ``(n, |group|)`` counts), never ``rows x |group|``; the driver puts the groups
 together. Integer sums: exact in any order, so the driver (while the records fit a task result) and the
 reducers give the same tables. LDA's one table ``nwk`` (V x K) gives the records of the engine before named
@@ -35,7 +36,11 @@ class TableLayout:
         for t in self.tables:
             if t.rows * t.columns >= 1 << 62:
                 raise ValueError(f"table {t.name}: {t.rows} x {t.columns} cells do not fit int64 indices")
-        self.groups = [[list(range(r, t.columns, num_reducers)) for r in range(min(num_reducers, t.columns))]
+        self.num_reducers = int(num_reducers)
+        #: the columns each reducer sums of each table: a dense table's column groups; a keyed table's every
+        #: column, of the rows whose key falls to that reducer (:func:`count_records`)
+        self.groups = [[list(range(t.columns))] * num_reducers if t.keyed else
+                       [list(range(r, t.columns, num_reducers)) for r in range(min(num_reducers, t.columns))]
                        for t in self.tables]
 
     def cells(self, partitions: int, tokens: int | None = None) -> int:
@@ -62,18 +67,21 @@ class TableLayout:
 # --------------------------------------------------------------------------- partitions -> reducers -> driver
 
 def count_records(partition: int, contributions: dict, layout: TableLayout):
-    """A partition's records: per table and column group, ``((reducer, table index), (partition, flat,
-    counts))``."""
+    """A partition's records: per table and group (a dense table's columns, a keyed table's rows),
+    ``((reducer, table index), (partition, flat, counts))``."""
     for i, table in enumerate(layout.tables):
         if table.name not in contributions:
             raise KeyError(f"table_counts gave no contribution to table {table.name}")
         row_ids, counts = contributions[table.name]
         row_ids = np.asarray(row_ids).astype(np.int64)
         counts = np.ascontiguousarray(counts, dtype=np.int32).reshape(row_ids.shape[0], table.columns)
+        reducer_of_row = row_ids % layout.num_reducers if table.keyed else None
         for r, columns in enumerate(layout.groups[i]):
+            rows, cells = (row_ids, counts) if not table.keyed else \
+                (row_ids[reducer_of_row == r], counts[reducer_of_row == r])
             fits = not table.keyed and table.rows * len(columns) <= _INT32_MAX
-            flat, values = group_nonzeros(counts, row_ids, np.asarray(columns, dtype=np.int64),
-                                          np.empty(counts.shape[0] * len(columns),
+            flat, values = group_nonzeros(cells, rows, np.asarray(columns, dtype=np.int64),
+                                          np.empty(cells.shape[0] * len(columns),
                                                    dtype=np.int32 if fits else np.int64))
             yield (r, i), (partition, flat, values)
 
