@@ -85,6 +85,9 @@ MODELS = {spec.name: spec for spec in (
     ModelSpec("dp-mixture", "gibbs", "inference.gibbs.dp_mixture:DPMixture", BAG_OF_WORDS,
               "word-based Dirichlet-process mixture of documents (Wallach 4.5): a cluster per document, --topics: "
               "the most clusters of the start"),
+    ModelSpec("bigram-lm", "gibbs", "inference.gibbs.bigram_lm:BigramLM", ORDERED,
+              "hierarchical Dirichlet bigram language model (MacKay & Peto; Wallach 2.2): no topics (--topics "
+              "is not used), beta n by the fixed point"),
 )}
 
 

@@ -143,12 +143,12 @@ HYBRID_SYNTHETIC = ("--topics", 4, "--iterations", 15, "--tol", 0, "--seed", 0, 
 def tiny_corpora_of_kind(tmp_path_factory):
     """Corpus kind -> the tiny corpus of that kind (:mod:`tiny_corpora`) the conformance suite trains on."""
     from drivers import registry
-    from tiny_corpora import tiny_aligned, tiny_segmented
+    from tiny_corpora import tiny_aligned, tiny_ordered, tiny_segmented
 
     root = tmp_path_factory.mktemp("tiny")
     segmented = tiny_segmented(root / "segmented")
     return {registry.BAG_OF_WORDS: segmented, registry.SEGMENTED: segmented,
-            registry.ALIGNED: tiny_aligned(root / "aligned")}
+            registry.ALIGNED: tiny_aligned(root / "aligned"), registry.ORDERED: tiny_ordered(root / "ordered")}
 
 
 @pytest.fixture(scope="session")
@@ -165,7 +165,8 @@ def local1_models(tiny_corpora_of_kind, synthetic_lda, tmp_path_factory):
     env = dict(os.environ, SPARK_TOPICS_SPARK_LOG_LEVEL="ERROR")
     run = subprocess.run([sys.executable, os.path.join(TESTS, "train_every_model.py"), "local[1]", str(out),
                           tiny_corpora_of_kind[registry.SEGMENTED], tiny_corpora_of_kind[registry.ALIGNED],
-                          json.dumps(extra)], capture_output=True, text=True, timeout=900, env=env)
+                          tiny_corpora_of_kind[registry.ORDERED], json.dumps(extra)],
+                         capture_output=True, text=True, timeout=900, env=env)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     return out
 

@@ -14,8 +14,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 
-def write_segmented_corpus(directory, docs, terms, segmented: bool = True):
-    """``docs = [(doc_id, [[word ids of segment 0], [segment 1], ...])]``; empty segments are dropped."""
+def write_segmented_corpus(directory, docs, terms, segmented: bool = True, ordered: bool = False):
+    """``docs = [(doc_id, [[word ids of segment 0], [segment 1], ...])]``; empty segments are dropped; with
+    ``ordered`` the segments are the tokens in text order (``prepare --ordered --segments``)."""
     directory = str(directory)
     V = len(terms)
     doc_rows = {"doc_id": [], "term_ids": [], "counts": [], "n_tokens": [], "n_oov": []}
@@ -57,9 +58,27 @@ def write_segmented_corpus(directory, docs, terms, segmented: bool = True):
     if segmented:
         meta["segmentation"] = {"mode": "test", "segments": int(sum(len(s) for s in seg_rows["segments"])),
                                 "empty_segments_dropped": dropped}
+    if ordered:
+        meta["ordered"] = {"file": "segments.parquet"}
     with open(f"{directory}/corpus.json", "w") as f:
         json.dump(meta, f)
     return directory
+
+
+def sample_bigram_lm(n_docs, length, vocab_size, beta, seed, base_concentration=1.0):
+    """Documents drawn from the hierarchical Dirichlet bigram model (Wallach 3.2-3.4): n ~ Dir(base_concentration),
+    every context's (the previous word's, or the start's, V) phi ~ Dir(beta n); returns (docs, n, phi)."""
+    rng = np.random.default_rng(seed)
+    n = rng.dirichlet(np.full(vocab_size, base_concentration))
+    phi = rng.dirichlet(beta * n, size=vocab_size + 1)
+    docs = []
+    for d in range(n_docs):
+        words, previous = [], vocab_size
+        for _ in range(length):
+            previous = int(rng.choice(vocab_size, p=phi[previous]))
+            words.append(previous)
+        docs.append((f"d{d:05d}", [words]))
+    return docs, n, phi
 
 
 def _write(table, path):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import os
 
-from gibbs_corpus import sample_segmented_lda, terms, write_segmented_corpus
+from gibbs_corpus import sample_bigram_lm, sample_segmented_lda, terms, write_segmented_corpus
 
 LANGUAGES = ("en", "es")
 
@@ -14,6 +14,12 @@ def tiny_segmented(directory):
     docs, _ = sample_segmented_lda(n_docs=40, n_segments=3, seg_length=10, n_topics=3, vocab_size=30,
                                    alpha=0.3, eta=0.1, seed=21, segment_alpha=5.0)
     return write_segmented_corpus(directory, docs, terms(30))
+
+
+def tiny_ordered(directory):
+    """40 documents of 30 tokens in text order, drawn from a bigram language model over V=30 words."""
+    docs, _, _ = sample_bigram_lm(n_docs=40, length=30, vocab_size=30, beta=20.0, seed=41)
+    return write_segmented_corpus(directory, docs, terms(30), ordered=True)
 
 
 def tiny_aligned(directory):

@@ -1,5 +1,6 @@
 """Train every registered model on the tiny corpora in one Spark application (``python tests/train_every_model.py
-MASTER OUT_DIR SEGMENTED_CORPUS ALIGNED_CORPUS [EXTRA_JSON]``): the conformance test's run on another master.
+MASTER OUT_DIR SEGMENTED_CORPUS ALIGNED_CORPUS ORDERED_CORPUS [EXTRA_JSON]``): the conformance test's run on
+another master.
 ``EXTRA_JSON`` (``{"name": ["--corpus", ..., flags]}``) adds trainings other tests compare with, in the same
 application (one JVM start instead of one per test: conftest ``local1_models``)."""
 from __future__ import annotations
@@ -33,6 +34,7 @@ if __name__ == "__main__":
 
     import json
 
-    master, out, segmented, aligned = sys.argv[1:5]
-    main(master, out, {registry.BAG_OF_WORDS: segmented, registry.SEGMENTED: segmented, registry.ALIGNED: aligned},
-         json.loads(sys.argv[5]) if len(sys.argv) > 5 else None)
+    master, out, segmented, aligned, ordered = sys.argv[1:6]
+    main(master, out, {registry.BAG_OF_WORDS: segmented, registry.SEGMENTED: segmented, registry.ALIGNED: aligned,
+                       registry.ORDERED: ordered},
+         json.loads(sys.argv[6]) if len(sys.argv) > 6 else None)

@@ -32,7 +32,8 @@ from drivers.corpora.segmented import load_segmented_corpus
 def small_corpus(tmp_path_factory):
     docs, beta = sample_segmented_lda(n_docs=60, n_segments=3, seg_length=12, n_topics=3, vocab_size=40,
                                       alpha=0.3, eta=0.1, seed=11, segment_alpha=5.0)
-    directory = write_segmented_corpus(tmp_path_factory.mktemp("gibbs_small") / "corpus", docs, terms(40))
+    directory = write_segmented_corpus(tmp_path_factory.mktemp("gibbs_small") / "corpus", docs, terms(40),
+                                       ordered=True)         # also for a model of word order
     return directory, docs
 
 
@@ -396,14 +397,16 @@ def test_registered_model_on_spark_equals_run_local(spark_session, small_corpus,
     orig = SegmentedBlock.from_segments(docs)
     block, state, hyper, tables, derived = run_local_tables(model, orig, 4, seed=2,
                                                             on_iteration=lambda t, s, h: hypers.__setitem__(t, h))
-    # the one sample (iteration 4), with the hyperparameters broadcast for it
-    summary = model.summarise_sample(None, tables, derived, hypers[3])
+    # the one sample (iteration 4), with the hyperparameters broadcast for it (a model with nothing to sample: its
+    # one fit)
+    sampled = hypers.get(3, hyper)
+    summary = model.summarise_sample(None, tables, derived, sampled)
     np.testing.assert_array_equal(topic_word, model.topic_word_of_samples(summary, 1, tables, derived, hyper))
     if "nwk" in tables:
         np.testing.assert_array_equal(topic_word, topic_word_estimate(tables["nwk"], derived["nk"], hyper["beta"]))
     assert json.dumps(meta["hyper"], sort_keys=True) == json.dumps(hyper, sort_keys=True)
     model.bind_result(SimpleNamespace(tables=tables, hyper=hyper))
-    acc = model.accumulate_sample(block, state, hypers[3], {"samples": np.zeros(1, dtype=np.int64)})
+    acc = model.accumulate_sample(block, state, sampled, {"samples": np.zeros(1, dtype=np.int64)})
     doc, seg_expected = model.document_proportions({"orig": orig, "block": block, "state": state, "acc": acc})
     seg = _theta(tmp_path / name / "segment_topics.parquet", ("doc_id", "segment"))
     np.testing.assert_array_equal(seg, seg_expected)
