@@ -129,11 +129,17 @@ def test_submit_in_local_mode_runs_the_quiet_daemon_from_the_code_zip():
     cluster keeps PySpark's daemon (the zip reaches executors after their daemon started). The cron test runs
     this for real: a daemon module that did not import would fail its job."""
     local = confs(printed_command("submit.sh", "--master", "local[2]", "evaluate", "--model", "m", "--corpus", "c"))
-    assert local[-2:] == ["spark.executorEnv.PYTHONPATH=/nonexistent/dist/spark_topics_code.zip",
-                          "spark.python.daemon.module=jobs.quiet_daemon"]
+    assert local[-3:] == ["spark.executorEnv.PYTHONPATH=/nonexistent/dist/spark_topics_code.zip",
+                          "spark.python.daemon.module=jobs.quiet_daemon",
+                          "spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1"]      # jobs/spark.py LOCAL_JIT
     cluster = confs(printed_command("submit.sh", "--master", "spark://h:7077", "evaluate", "--model", "m",
                                     "--corpus", "c"))
-    assert not any("daemon.module" in c or "executorEnv" in c for c in cluster)
+    assert not any("daemon.module" in c or "executorEnv" in c or "extraJavaOptions" in c for c in cluster)
+    # the user's own driver options come after ours and replace them
+    mine = printed_command("submit.sh", "--master", "local[2]", "--spark-arg",
+                           "--conf=spark.driver.extraJavaOptions=-Xss4m", "evaluate", "--model", "m", "--corpus", "c")
+    assert mine.index("--conf=spark.driver.extraJavaOptions=-Xss4m") > mine.index(
+        "spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1")
 
 
 @pytest.mark.parametrize("how", [("--deploy-mode", "cluster"), ("--spark-arg", "--deploy-mode=cluster")])
