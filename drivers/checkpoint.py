@@ -15,6 +15,7 @@ with the model an uninterrupted run gives.
 from __future__ import annotations
 
 from drivers import storage
+from inference.errors import RefusedError
 
 KEEP_ITERATIONS = 2
 #: the checkpoint layout this code writes (1: lambda-<t>.npy written by the driver)
@@ -47,8 +48,8 @@ class Checkpointer:
             return None
         state = storage.load_json(path)
         if state.get("format") != FORMAT:
-            raise SystemExit(f"cannot resume: the checkpoint in {self.directory} was written by an older "
-                             f"spark-topics. Remove the checkpoint directory or drop --resume.")
+            raise RefusedError(f"cannot resume: the checkpoint in {self.directory} was written by an older "
+                               f"spark-topics. Remove the checkpoint directory or drop --resume.")
         return state
 
     def _prune(self, iteration: int) -> None:
@@ -66,6 +67,6 @@ def check_fingerprint(saved: dict, current: dict) -> None:
     """Refuse ``--resume`` when the checkpoint was made with other settings than the current run."""
     diff = {k: (saved.get(k), v) for k, v in current.items() if saved.get(k) != v}
     if diff:
-        raise SystemExit("cannot resume: the checkpoint was made with different settings "
-                         + ", ".join(f"{k}: checkpoint {a!r} vs now {b!r}" for k, (a, b) in diff.items())
-                         + ". Remove the checkpoint directory or drop --resume.")
+        raise RefusedError("cannot resume: the checkpoint was made with different settings "
+                           + ", ".join(f"{k}: checkpoint {a!r} vs now {b!r}" for k, (a, b) in diff.items())
+                           + ". Remove the checkpoint directory or drop --resume.")

@@ -33,12 +33,13 @@ import numpy as np
 import pandas as pd
 
 from drivers import storage
+from inference.errors import UsageError
 from inference.priors import DirichletPrior
 
 log = logging.getLogger("spark_topics.prior")
 
 
-class PriorError(ValueError):
+class PriorError(UsageError):
     """The prior file is unusable; the message says why."""
 
 

@@ -27,6 +27,7 @@ import uuid
 from contextlib import contextmanager
 
 from drivers import storage
+from inference.errors import DamagedError, RefusedError
 
 LEASE = "_lease.json"
 
@@ -190,7 +191,7 @@ def describe(holder: dict) -> str:
 
 def acquire(directory: str, job: str) -> dict:
     """Take the lease of ``directory`` (created if missing) for ``job``; returns the holder record written, or
-    refuses (SystemExit) naming the run that holds it."""
+    refuses (RefusedError) naming the run that holds it."""
     storage.makedirs(directory)
     path = storage.join(directory, LEASE)
     mine = _holder(job)
@@ -220,7 +221,7 @@ def acquire(directory: str, job: str) -> dict:
             storage.delete(aside)
             continue
         if problem is not None:
-            raise SystemExit(f"{path} is not a lease ({problem}): if no run is using {directory}, delete it")
+            raise DamagedError(f"{path} is not a lease ({problem}): if no run is using {directory}, delete it")
         if is_stale(theirs):
             aside = f"{path}.stale-{uuid.uuid4().hex}"
             try:
@@ -234,9 +235,9 @@ def acquire(directory: str, job: str) -> dict:
             log.warning("took over the lease of %s left by a killed run: %s", directory, describe(theirs))
             storage.delete(aside)
             continue
-        raise SystemExit(f"{directory} is in use by another run: {describe(theirs)}. Wait for it to finish; if "
-                         f"that run is dead, delete {path}")
-    raise SystemExit(f"could not take the lease {path}: other runs keep taking it")
+        raise RefusedError(f"{directory} is in use by another run: {describe(theirs)}. Wait for it to finish; if "
+                           f"that run is dead, delete {path}")
+    raise RefusedError(f"could not take the lease {path}: other runs keep taking it")
 
 
 def _put_back(aside: str, path: str) -> None:

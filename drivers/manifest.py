@@ -17,6 +17,7 @@ import time
 import uuid
 
 from drivers import storage
+from inference.errors import DamagedError
 
 MARKER = "_SUCCESS"
 HASHES = "blake2b"
@@ -86,10 +87,10 @@ def require_complete(directory: str, check_sizes: bool = True, check_hashes: boo
     marker = read_marker(directory)
     if marker is None:
         if storage.exists(storage.join(directory, MARKER)):
-            raise SystemExit(f"{directory}: its {MARKER} marker is damaged: the directory cannot be trusted; "
-                             f"write it again")
-        raise SystemExit(f"{directory} has no {MARKER} marker: it was not completely written (a run was "
-                         f"interrupted, or it is still being written); run the job that writes it again")
+            raise DamagedError(f"{directory}: its {MARKER} marker is damaged: the directory cannot be trusted; "
+                               f"write it again")
+        raise DamagedError(f"{directory} has no {MARKER} marker: it was not completely written (a run was "
+                           f"interrupted, or it is still being written); run the job that writes it again")
     if not check_sizes:
         return marker
     sizes = marker.get("files") if isinstance(marker.get("files"), dict) else {}
@@ -105,6 +106,6 @@ def require_complete(directory: str, check_sizes: bool = True, check_hashes: boo
     if missing or changed:
         what = (f"{len(missing)} file(s) missing ({', '.join(missing[:3])})" if missing else
                 f"{len(changed)} file(s) changed since it was written ({', '.join(changed[:3])}{how})")
-        raise SystemExit(f"{directory}: {what}, compared with its {MARKER} manifest: the directory is damaged; "
-                         f"write it again")
+        raise DamagedError(f"{directory}: {what}, compared with its {MARKER} manifest: the directory is damaged; "
+                           f"write it again")
     return marker

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import os
 
+from inference.errors import RefusedError
+
 MB = 1 << 20
 #: the driver JVM's own needs besides the model (Spark's structures, the corpus metadata, task results)
 BASE_BYTES = 768 * MB
@@ -43,24 +45,24 @@ def physical_memory() -> int | None:
 def driver_memory_conf(needed: int, given: str | None, can_set: bool, machine: int | None = None) -> str | None:
     """The ``spark.driver.memory`` to set for a run needing ``needed`` bytes of driver heap: None when ``given``
     (the user's or the running session's setting) suffices or nothing may be set; a size when the job may choose
-    (``can_set``: a local run that creates its Spark session); otherwise a one-line refusal (SystemExit)."""
+    (``can_set``: a local run that creates its Spark session); otherwise a one-line refusal (RefusedError)."""
     machine = physical_memory() if machine is None else machine
     if machine is not None and needed > 0.75 * machine:
-        raise SystemExit(f"the model needs about {format_size(needed)} of driver memory, more than this machine can "
-                         f"give ({format_size(machine)} in all): use fewer topics, a smaller vocabulary "
-                         f"(prepare --max-vocab), or a cluster whose driver has spark.driver.memory >= "
-                         f"{format_size(needed)}")
+        raise RefusedError(f"the model needs about {format_size(needed)} of driver memory, more than this machine can "
+                           f"give ({format_size(machine)} in all): use fewer topics, a smaller vocabulary "
+                           f"(prepare --max-vocab), or a cluster whose driver has spark.driver.memory >= "
+                           f"{format_size(needed)}")
     if given is not None:
         if parse_size(given) >= needed:
             return None
-        raise SystemExit(f"spark.driver.memory={given} is too small for this model (about {format_size(needed)} "
-                         f"needed): set --conf spark.driver.memory={format_size(needed)} (spark-submit: "
-                         f"--driver-memory {format_size(needed)}), or use fewer topics or a smaller vocabulary")
+        raise RefusedError(f"spark.driver.memory={given} is too small for this model (about {format_size(needed)} "
+                           f"needed): set --conf spark.driver.memory={format_size(needed)} (spark-submit: "
+                           f"--driver-memory {format_size(needed)}), or use fewer topics or a smaller vocabulary")
     if not can_set:
         if needed <= DEFAULT_BYTES:
             return None
-        raise SystemExit(f"the model needs about {format_size(needed)} of driver memory, more than Spark's default "
-                         f"1g: pass --driver-memory {format_size(needed)} to spark-submit")
+        raise RefusedError(f"the model needs about {format_size(needed)} of driver memory, more than Spark's default "
+                           f"1g: pass --driver-memory {format_size(needed)} to spark-submit")
     return format_size(max(needed, DEFAULT_BYTES))
 
 
@@ -87,18 +89,18 @@ def python_memory_check(task_bytes: int, master: str, conf: dict, cores: int, ma
     if master.startswith("local"):
         machine = physical_memory() if machine is None else machine
         if machine is not None and cores * task_bytes > 0.75 * machine:
-            raise SystemExit(f"each training task needs about {need} of Python memory, {cores} at once more than "
-                             f"this machine has ({format_size(machine)}): use more partitions (train "
-                             f"--partitions, so each partition has fewer distinct words), more reducers "
-                             f"(--reducers), or fewer topics")
+            raise RefusedError(f"each training task needs about {need} of Python memory, {cores} at once more than "
+                               f"this machine has ({format_size(machine)}): use more partitions (train "
+                               f"--partitions, so each partition has fewer distinct words), more reducers "
+                               f"(--reducers), or fewer topics")
         return f"Python memory: about {need} per task, {cores} tasks at once"
     executor_cores = int(conf.get("spark.executor.cores", 1) or 1)
     given = conf.get("spark.executor.pyspark.memory")
     if given is not None and parse_size(given) < executor_cores * task_bytes:
-        raise SystemExit(f"spark.executor.pyspark.memory={given} is too small: each training task needs about "
-                         f"{need} of Python memory and an executor runs {executor_cores} at once: set "
-                         f"--conf spark.executor.pyspark.memory={format_size(executor_cores * task_bytes)}, or "
-                         f"use more partitions (--partitions) or reducers (--reducers)")
+        raise RefusedError(f"spark.executor.pyspark.memory={given} is too small: each training task needs about "
+                           f"{need} of Python memory and an executor runs {executor_cores} at once: set "
+                           f"--conf spark.executor.pyspark.memory={format_size(executor_cores * task_bytes)}, or "
+                           f"use more partitions (--partitions) or reducers (--reducers)")
     return (f"Python memory: about {need} per task; an executor running {executor_cores} at once needs "
             f"{format_size(executor_cores * task_bytes)} beyond its JVM heap (spark.executor.pyspark.memory, or "
             f"spark.executor.memoryOverhead on YARN and Kubernetes)")

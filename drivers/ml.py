@@ -54,7 +54,6 @@ Limits:
 from __future__ import annotations
 
 import atexit
-import contextlib
 import logging
 import os
 import socket
@@ -80,7 +79,9 @@ from drivers.families import TrainRequest
 from drivers.families.variational import exp_elogbeta
 from drivers.families.variational_shared import VariationalTraining
 from inference.blocks import DocBlock
+from inference.constraints import AT_LEAST_1, NON_NEGATIVE, POSITIVE, TOPICS, StrOptions, validate
 from inference.elbo import alpha_terms, topic_terms
+from inference.errors import RefusedError, UsageError
 from inference.heldout import fold_in, top_word_ids
 from inference.mapper import EStepSettings
 
@@ -88,6 +89,10 @@ log = logging.getLogger("spark_topics.ml")
 
 #: the inference modes of ``--model lda`` (``train --inference``)
 INFERENCE_MODES = ("variational", "hybrid")
+#: the estimator's params, checked when it fits (one-line UsageErrors naming the param)
+PARAM_CONSTRAINTS = {"k": TOPICS, "maxIter": AT_LEAST_1, "inference": StrOptions(INFERENCE_MODES),
+                     "tol": NON_NEGATIVE, "docConcentration": POSITIVE, "topicConcentration": POSITIVE,
+                     "numPartitions": AT_LEAST_1}
 #: its default: ``train --model lda``'s (the registry's, README "why this default")
 DEFAULT_INFERENCE = registry.MODELS["lda"].default_inference or "variational"
 #: ``path/data`` of a saved model: an ordinary spark-topics model directory
@@ -284,33 +289,20 @@ class SparkTopicsLDA(Estimator, _SparkTopicsLDAParams, DefaultParamsReadable, De
     # ---- fit
     def _settings(self) -> dict:
         """The params as TrainRequest fields, checked (one-line ValueErrors naming the param)."""
-        k, max_iter = self.getK(), self.getMaxIter()
-        if k < 2:
-            raise ValueError(f"SparkTopicsLDA: k must be at least 2, got {k}")
-        if max_iter < 1:
-            raise ValueError(f"SparkTopicsLDA: maxIter must be at least 1, got {max_iter}")
-        if self.getInference() not in INFERENCE_MODES:
-            raise ValueError(f"SparkTopicsLDA: inference must be one of {', '.join(INFERENCE_MODES)}, "
-                             f"got {self.getInference()!r}")
-        tol = self.getTol()
-        if not np.isfinite(tol) or tol < 0:
-            raise ValueError(f"SparkTopicsLDA: tol must be >= 0, got {tol}")
+        k, max_iter, tol = self.getK(), self.getMaxIter(), self.getTol()
+        validate({"k": k, "maxIter": max_iter, "inference": self.getInference(), "tol": tol}, PARAM_CONSTRAINTS,
+                 name=lambda param: f"SparkTopicsLDA: {param}")
         alpha = self._optional(self.docConcentration)
         if alpha is not None:
             alpha = [float(a) for a in alpha]
             if len(alpha) == 0 or len(set(alpha)) != 1 or (len(alpha) != 1 and len(alpha) != k):
-                raise ValueError("SparkTopicsLDA: docConcentration must be one value (a symmetric initial alpha; "
+                raise UsageError("SparkTopicsLDA: docConcentration must be one value (a symmetric initial alpha; "
                                  "an asymmetric alpha is learnt from it when optimizeDocConcentration is true), "
                                  f"got {alpha}")
             alpha = alpha[0]
-            if not np.isfinite(alpha) or alpha <= 0:
-                raise ValueError(f"SparkTopicsLDA: docConcentration must be positive, got {alpha}")
-        eta = self._optional(self.topicConcentration)
-        if eta is not None and (not np.isfinite(eta) or eta <= 0):
-            raise ValueError(f"SparkTopicsLDA: topicConcentration must be positive, got {eta}")
-        partitions = self._optional(self.numPartitions)
-        if partitions is not None and partitions < 1:
-            raise ValueError(f"SparkTopicsLDA: numPartitions must be at least 1, got {partitions}")
+        eta, partitions = self._optional(self.topicConcentration), self._optional(self.numPartitions)
+        validate({"docConcentration": alpha, "topicConcentration": eta, "numPartitions": partitions},
+                 PARAM_CONSTRAINTS, name=lambda param: f"SparkTopicsLDA: {param}")
         return {"topics": k, "iterations": max_iter, "seed": int(self.getSeed()) % SEED_MODULUS, "alpha": alpha,
                 "fixed_alpha": not self.getOptimizeDocConcentration(), "partitions": partitions,
                 "engine": VariationalTraining(tol=float(tol), inference=self.getInference()),
@@ -323,7 +315,7 @@ class SparkTopicsLDA(Estimator, _SparkTopicsLDAParams, DefaultParamsReadable, De
         check_vector_column(dataset.schema, features, "SparkTopicsLDA")
         id_col = self._optional(self.idCol)
         if id_col is not None and id_col not in dataset.columns:
-            raise ValueError(f"SparkTopicsLDA: idCol {id_col!r} is not a column of the DataFrame "
+            raise UsageError(f"SparkTopicsLDA: idCol {id_col!r} is not a column of the DataFrame "
                              f"({', '.join(dataset.columns)})")
         vocabulary = self._optional(self.vocabulary)
         if vocabulary is None:
@@ -335,10 +327,9 @@ class SparkTopicsLDA(Estimator, _SparkTopicsLDAParams, DefaultParamsReadable, De
             summary = write_corpus(spark, dataset, features, corpus_dir, id_col, vocabulary, settings["topics"])
             request = TrainRequest(model="lda", corpus=corpus_dir, output=model_dir, **settings)
             spec = registry.model("lda")
-            with _one_line_errors("SparkTopicsLDA"):
-                spec.family_object().train(spark, spec, request)
-                _mark_complete(model_dir)
-                trained = model_store.load_model(model_dir)
+            spec.family_object().train(spark, spec, request)
+            _mark_complete(model_dir)
+            trained = model_store.load_model(model_dir)
         except BaseException:
             _remove(work)
             raise
@@ -385,7 +376,7 @@ class SparkTopicsLDAModel(Model, _SparkTopicsLDAParams, MLReadable, MLWritable):
         ``describeTopics`` (``terms``) and written to ``vocab.parquet`` / ``topics.txt`` by ``save``."""
         terms = [str(t) for t in TypeConverters.toListString(list(terms))]
         if len(terms) != self.vocabSize():
-            raise ValueError(f"SparkTopicsLDAModel.setVocabulary: {len(terms)} terms for a vocabulary of "
+            raise UsageError(f"SparkTopicsLDAModel.setVocabulary: {len(terms)} terms for a vocabulary of "
                              f"{self.vocabSize()}")
         vocab = self._fitted().vocab.copy()
         vocab["term"] = terms
@@ -450,7 +441,7 @@ class SparkTopicsLDAModel(Model, _SparkTopicsLDAParams, MLReadable, MLWritable):
         perplexity per token)."""
         doc_part, _, tokens = self._document_bound(dataset)
         if tokens <= 0:
-            raise ValueError("SparkTopicsLDAModel.logPerplexity: the dataset has no tokens")
+            raise UsageError("SparkTopicsLDAModel.logPerplexity: the dataset has no tokens")
         return float(-(doc_part + self._topic_terms()) / tokens)
 
     # ---- ours
@@ -475,7 +466,7 @@ class SparkTopicsLDAModel(Model, _SparkTopicsLDAParams, MLReadable, MLWritable):
         features, output = self.getFeaturesCol(), self.getTopicDistributionCol()
         check_vector_column(dataset.schema, features, "SparkTopicsLDAModel")
         if output in dataset.columns:
-            raise ValueError(f"SparkTopicsLDAModel: output column {output!r} already exists")
+            raise UsageError(f"SparkTopicsLDAModel: output column {output!r} already exists")
         schema = StructType(list(dataset.schema.fields) + [StructField(output, VectorUDT(), True)])
         task = partial(_theta_batches, params=self._params_broadcast(spark),
                        features_index=dataset.columns.index(features), output=output, vocab_size=self.vocabSize(),
@@ -511,7 +502,7 @@ class SparkTopicsLDAModel(Model, _SparkTopicsLDAParams, MLReadable, MLWritable):
             model = self._fitted()
             eta = model.meta.get("eta")
             if not isinstance(eta, (int, float)):
-                raise ValueError(f"SparkTopicsLDAModel: the bound needs a symmetric eta; {model.directory} has "
+                raise UsageError(f"SparkTopicsLDAModel: the bound needs a symmetric eta; {model.directory} has "
                                  f"{eta!r}")
             V = model.lambda_.shape[1]
             self._topic_part = float(sum(sum(topic_terms(row, np.full(V, float(eta)))[1:])
@@ -527,7 +518,7 @@ class SparkTopicsLDAModel(Model, _SparkTopicsLDAParams, MLReadable, MLWritable):
 
     def _fitted(self) -> model_store.TopicModel:
         if self._model is None:
-            raise ValueError("SparkTopicsLDAModel has no model: fit SparkTopicsLDA or load a saved model")
+            raise UsageError("SparkTopicsLDAModel has no model: fit SparkTopicsLDA or load a saved model")
         return self._model
 
     # ---- persistence
@@ -553,8 +544,7 @@ class _ModelWriter(MLWriter):
             "data": DATA, "dataFormat": DATA_FORMAT, "topics": model.num_topics,
             "vocabSize": int(model.lambda_.shape[1]), "vocabularyKnown": self.instance._vocabulary_known})
         data = storage.join(_storage_path(path), DATA)
-        with _one_line_errors("SparkTopicsLDAModel.save"):
-            save_model_directory(model, data, rewrite_vocabulary=self.instance._vocabulary_changed)
+        save_model_directory(model, data, rewrite_vocabulary=self.instance._vocabulary_changed)
 
 
 class _ModelReader(MLReader):
@@ -564,9 +554,8 @@ class _ModelReader(MLReader):
 
     def load(self, path: str) -> SparkTopicsLDAModel:
         metadata = stage_metadata(path, self.sparkSession, "SparkTopicsLDAModel.load")
-        with _one_line_errors("SparkTopicsLDAModel.load"):
-            trained = model_store.load_model(storage.join_inside(_storage_path(path), metadata.get("data", DATA),
-                                                                 "the stage metadata's data"))
+        trained = model_store.load_model(storage.join_inside(_storage_path(path), metadata.get("data", DATA),
+                                                             "the stage metadata's data"))
         known = bool(metadata.get("vocabularyKnown"))
         instance = self.cls(trained, vocabulary_known=known)
         instance._resetUid(metadata["uid"])
@@ -612,11 +601,11 @@ def save_model_directory(model: model_store.TopicModel, target: str, rewrite_voc
 def check_vector_column(schema, column: str, who: str) -> None:
     """A one-line ValueError unless ``column`` is a column of MLlib vectors."""
     if column not in schema.fieldNames():
-        raise ValueError(f"{who}: featuresCol {column!r} is not a column of the DataFrame "
+        raise UsageError(f"{who}: featuresCol {column!r} is not a column of the DataFrame "
                          f"({', '.join(schema.fieldNames())})")
     kind = schema[column].dataType
     if not isinstance(kind, VectorUDT):
-        raise ValueError(f"{who}: featuresCol {column!r} must hold pyspark.ml.linalg vectors of term counts "
+        raise UsageError(f"{who}: featuresCol {column!r} must hold pyspark.ml.linalg vectors of term counts "
                          f"(VectorUDT, e.g. CountVectorizer output), but it is {kind.simpleString()}"
                          + (" (convert it with pyspark.ml.functions.array_to_vector)"
                             if kind.typeName() == "array" else ""))
@@ -673,17 +662,17 @@ def write_corpus(spark, dataset, features: str, corpus_dir: str, id_col: str | N
         _check_documents(stats, features, id_col)
         V = int(stats.max_size)
         if vocabulary is not None and len(vocabulary) != V:
-            raise ValueError(f"SparkTopicsLDA: the vocabulary has {len(vocabulary)} terms but the vectors of "
+            raise UsageError(f"SparkTopicsLDA: the vocabulary has {len(vocabulary)} terms but the vectors of "
                              f"{features!r} have size {V}")
         if topics is not None and topics > V:
-            raise ValueError(f"SparkTopicsLDA: k={topics} is larger than the vocabulary (vectors of size {V} in "
+            raise UsageError(f"SparkTopicsLDA: k={topics} is larger than the vocabulary (vectors of size {V} in "
                              f"{features!r}): use fewer topics or a larger vocabulary")
         too_big = estimator_memory_problem(topics or 1, V)
         if too_big:
-            raise ValueError(f"SparkTopicsLDA: {too_big}")
+            raise UsageError(f"SparkTopicsLDA: {too_big}")
         documents = int(stats.rows) - int(stats.empty)
         if documents == 0:
-            raise ValueError(f"SparkTopicsLDA: no document of {features!r} has a word ({stats.rows} rows)")
+            raise UsageError(f"SparkTopicsLDA: no document of {features!r} has a word ({stats.rows} rows)")
         if stats.empty:
             log.warning("SparkTopicsLDA: %d of %d documents have no words: skipped (listed in the corpus' %s as "
                         "empty)", stats.empty, stats.rows, REJECTS)
@@ -727,26 +716,26 @@ def write_corpus(spark, dataset, features: str, corpus_dir: str, id_col: str | N
 def _check_documents(stats, features: str, id_col: str | None) -> None:
     where = f"SparkTopicsLDA: featuresCol {features!r}"
     if not stats.rows:
-        raise ValueError("SparkTopicsLDA: the DataFrame has no rows")
+        raise UsageError("SparkTopicsLDA: the DataFrame has no rows")
     if stats.nulls:
-        raise ValueError(f"{where} is null in {stats.nulls} of {stats.rows} rows")
+        raise UsageError(f"{where} is null in {stats.nulls} of {stats.rows} rows")
     if stats.problems:
         kind, doc = stats.example["problem"], stats.example["doc_id"]
         what = ("values that are not term counts (non-negative integers below 2^31; a TF-IDF or normalised "
                 "column cannot be a corpus)" if kind == _NOT_COUNTS else
                 "indices that are not ascending within the vector's size")
-        raise ValueError(f"{where} has {what} in {stats.problems} rows (e.g. the document "
+        raise UsageError(f"{where} has {what} in {stats.problems} rows (e.g. the document "
                          f"{'with ' + id_col + ' ' if id_col else ''}{doc!r})")
     if stats.min_size != stats.max_size:
-        raise ValueError(f"{where} holds vectors of different sizes ({stats.min_size} to {stats.max_size}): one "
+        raise UsageError(f"{where} holds vectors of different sizes ({stats.min_size} to {stats.max_size}): one "
                          f"vocabulary (vector size) for all documents")
     if stats.max_size < 1:
-        raise ValueError(f"{where} holds vectors of size 0")
+        raise UsageError(f"{where} holds vectors of size 0")
     if id_col is not None:
         if stats.null_ids:
-            raise ValueError(f"SparkTopicsLDA: idCol {id_col!r} is null in {stats.null_ids} rows")
+            raise UsageError(f"SparkTopicsLDA: idCol {id_col!r} is null in {stats.null_ids} rows")
         if stats.distinct_ids != stats.rows:
-            raise ValueError(f"SparkTopicsLDA: idCol {id_col!r} is not unique ({stats.distinct_ids} distinct ids "
+            raise UsageError(f"SparkTopicsLDA: idCol {id_col!r} is not unique ({stats.distinct_ids} distinct ids "
                              f"in {stats.rows} rows)")
 
 
@@ -849,10 +838,10 @@ def _weights(vectors: _Vectors, vocab_size: int, drop_empty: bool = False) -> Do
     valid = vectors.valid
     if np.any(valid & (vectors.sizes != vocab_size)):
         bad = int(vectors.sizes[valid & (vectors.sizes != vocab_size)][0])
-        raise ValueError(f"SparkTopicsLDAModel: a features vector has size {bad}, the model's vocabulary "
+        raise UsageError(f"SparkTopicsLDAModel: a features vector has size {bad}, the model's vocabulary "
                          f"{vocab_size} terms")
     if np.any(~np.isfinite(vectors.values) | (vectors.values < 0)):
-        raise ValueError("SparkTopicsLDAModel: the features hold negative or non-finite values (term counts "
+        raise UsageError("SparkTopicsLDAModel: the features hold negative or non-finite values (term counts "
                          "expected)")
     indptr, indices, values = vectors.nonzero()
     if drop_empty:
@@ -928,7 +917,7 @@ def _work_directory(spark, checkpoint_dir: str | None) -> str:
     if base is None:
         base = sc.getCheckpointDir() if hasattr(sc, "getCheckpointDir") else None
     if base is None:
-        raise ValueError(f"SparkTopicsLDA on {sc.master}: set checkpointDir (or sc.setCheckpointDir) to a "
+        raise UsageError(f"SparkTopicsLDA on {sc.master}: set checkpointDir (or sc.setCheckpointDir) to a "
                          f"directory every executor can reach (hdfs://..., s3://..., a shared mount)")
     base = _storage_path(base)
     _remove_abandoned(base)
@@ -982,15 +971,7 @@ def _classic_session(dataset):
     from pyspark.sql.utils import is_remote
 
     if is_remote() or not hasattr(dataset, "rdd"):
-        raise RuntimeError("spark-topics' Spark ML stages need classic Spark (the engine runs on RDDs); Spark "
+        raise RefusedError("spark-topics' Spark ML stages need classic Spark (the engine runs on RDDs); Spark "
                            "Connect is not supported")
     return dataset.sparkSession
 
-
-@contextlib.contextmanager
-def _one_line_errors(who: str):
-    """The jobs' one-line refusals (SystemExit) as ValueError: a library call must not exit the interpreter."""
-    try:
-        yield
-    except SystemExit as exc:
-        raise ValueError(f"{who}: {exc}") from None

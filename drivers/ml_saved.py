@@ -7,17 +7,18 @@ from pyspark.ml.util import DefaultParamsReader
 
 from drivers import storage
 from drivers.failures import one_line
+from inference.errors import DamagedError
 
 
 def stage_metadata(path: str, spark, who: str) -> dict:
-    """The saved stage's metadata (``path/metadata``), or a one-line ValueError naming that file."""
+    """The saved stage's metadata (``path/metadata``), or a one-line DamagedError naming that file."""
     try:
         metadata = DefaultParamsReader.loadMetadata(path, spark)
         if not isinstance(metadata, dict) or not isinstance(metadata.get("uid"), str):
             raise ValueError("no uid: not a saved stage's metadata")
     except Exception as exc:  # JSONDecodeError, an empty or missing file (Spark), a JSON that is not an object
-        raise ValueError(f"{who}: cannot read the saved stage's metadata {storage.join(path, 'metadata')}: "
-                         f"{one_line(exc)}") from None
+        raise DamagedError(f"{who}: cannot read the saved stage's metadata {storage.join(path, 'metadata')}: "
+                           f"{one_line(exc)}") from None
     return metadata
 
 
@@ -36,6 +37,6 @@ def check_model_stage(metadata: dict, stage, model, path: str, who: str) -> None
     said = {"k": stage.getK(), "topics": metadata.get("topics", K), "vocabSize": metadata.get("vocabSize", V)}
     for name, value in said.items():
         if value != (V if name == "vocabSize" else K):
-            raise ValueError(f"{who}: {storage.join(path, 'metadata')} says {name} = {value!r}, but the model it "
-                             f"names ({model.directory}) has {K} topics and {V} terms: the saved stage is damaged "
-                             f"(its metadata and data are not of one model); save the model again")
+            raise DamagedError(f"{who}: {storage.join(path, 'metadata')} says {name} = {value!r}, but the model it "
+                               f"names ({model.directory}) has {K} topics and {V} terms: the saved stage is damaged "
+                               f"(its metadata and data are not of one model); save the model again")

@@ -23,6 +23,7 @@ import re
 import time
 
 from drivers import publish, refresh_sources, storage
+from inference.errors import DamagedError, RefusedError, UsageError
 
 LATEST = "LATEST"
 VERSIONS = "versions"
@@ -47,7 +48,7 @@ def latest(root: str) -> str | None:
         return None
     name = storage.read_bytes(path).decode("utf-8").strip()
     if not VERSION_NAME.match(name):
-        raise SystemExit(f"{path} does not name a version ({name[:40]!r}): the model root is damaged")
+        raise DamagedError(f"{path} does not name a version ({name[:40]!r}): the model root is damaged")
     return name
 
 
@@ -61,22 +62,22 @@ def resolve(path: str, version: str | None = None) -> str:
     one-line refusals for a root without versions, an unknown version, or ``--version`` on a plain directory."""
     if not is_root(path):
         if version is not None:
-            raise SystemExit(f"--version {version}: {path} is a model directory, not a model root (it has no "
+            raise UsageError(f"--version {version}: {path} is a model directory, not a model root (it has no "
                              f"{LATEST} or {VERSIONS}/)")
         return path
     name = version if version is not None else latest(path)
     if name is None:
-        raise SystemExit(f"{path} is a model root without a published version (no {LATEST}); run `spark-topics "
+        raise UsageError(f"{path} is a model root without a published version (no {LATEST}); run `spark-topics "
                          f"refresh --model {path} --base MODEL_DIR --input NEW_DOCS` to create its first version")
     known = versions(path)
     if name not in known:
         prefix = [v for v in known if v.startswith(name)]       # a version named by its number: 000003
         if len(prefix) != 1:
-            raise SystemExit(f"{path} has no version {name!r} (versions: {', '.join(known[-5:]) or 'none'})")
+            raise UsageError(f"{path} has no version {name!r} (versions: {', '.join(known[-5:]) or 'none'})")
         name = prefix[0]
     if is_pruned(version_dir(path, name)):
-        raise SystemExit(f"{path}: version {name} was pruned (refresh --keep): only its ledger, report and document "
-                         f"proportions remain")
+        raise RefusedError(f"{path}: version {name} was pruned (refresh --keep): only its ledger, report and document "
+                           f"proportions remain")
     return version_dir(path, name)
 
 
@@ -126,8 +127,8 @@ def sync_doc_topics(root: str) -> list[str]:
     table = storage.join(root, DOC_TOPICS)
     named = latest(root)
     if named is not None and named not in versions(root):
-        raise SystemExit(f"{storage.join(root, LATEST)} names the version {named}, which {root} does not have: the "
-                         f"model root is damaged (nothing was changed); point {LATEST} at a complete version")
+        raise DamagedError(f"{storage.join(root, LATEST)} names the version {named}, which {root} does not have: the "
+                           f"model root is damaged (nothing was changed); point {LATEST} at a complete version")
     committed = chain(root)
     if not committed:
         return []                                 # nothing committed: nothing to sync, and nothing to delete
@@ -175,7 +176,7 @@ def prune(root: str, keep: int) -> list[str]:
     chain (abandoned by a rollback, or left unpublished) older than the oldest kept one are deleted whole.
     Returns the pruned versions."""
     if keep < 1:
-        raise SystemExit(f"--keep must be at least 1, got {keep}")
+        raise UsageError(f"--keep must be at least 1, got {keep}")
     committed = chain(root)
     kept = set(committed[:keep])
     oldest_kept = min(kept) if kept else None

@@ -39,6 +39,7 @@ import pyarrow as pa
 
 from drivers import model_root, publish, storage
 from drivers.corpora.files import CORPUS_JSON, NO_STOPWORDS, STOPWORDS, read_vocab
+from inference.errors import DamagedError, UsageError
 from inference.layout import VocabLayout
 from inference.tree import TreeLayout
 
@@ -81,7 +82,7 @@ class TopicModel:
     def language_view(self, language: str) -> "TopicModel":
         """One language of a polylingual model as a monolingual model (same alpha, that language's lambda)."""
         if language not in self.languages:
-            raise SystemExit(f"--lang {language}: {self.directory} has no language {language!r} "
+            raise UsageError(f"--lang {language}: {self.directory} has no language {language!r} "
                              f"(its languages: {', '.join(self.languages)})")
         s = self.layout.slice_of(language)
         vocab = self.vocab.iloc[s].copy()
@@ -139,7 +140,7 @@ class TreeTopicModel(TopicModel):
         renormalised), and for the fold-in of documents in that language the log word weights log W_kw of the
         tree."""
         if language not in self.languages:
-            raise SystemExit(f"--lang {language}: {self.directory} has no language {language!r} "
+            raise UsageError(f"--lang {language}: {self.directory} has no language {language!r} "
                              f"(its languages: {', '.join(self.languages)})")
         s = VocabLayout.from_sizes(self.languages, [self.meta["vocab_sizes"][l] for l in self.languages]) \
             .slice_of(language)
@@ -248,12 +249,12 @@ def _load_tree_model(directory: str, meta: dict) -> TreeTopicModel:
     try:
         layout = model.layout
     except (ValueError, KeyError) as exc:
-        raise SystemExit(f"{directory}: {TREE_CONCEPTS} does not fit the vocabulary ({exc}): {advice}") from None
+        raise DamagedError(f"{directory}: {TREE_CONCEPTS} does not fit the vocabulary ({exc}): {advice}") from None
     K = int(meta["topics"])
     if lambda_.ndim != 2 or lambda_.shape != (K, layout.parameter_size) or not np.all(np.isfinite(lambda_)) \
             or np.any(lambda_ <= 0):
-        raise SystemExit(f"{directory}: {TREE_LAMBDA} is not {K} x {layout.parameter_size} positive numbers (the "
-                         f"tree's edges): {advice}")
+        raise DamagedError(f"{directory}: {TREE_LAMBDA} is not {K} x {layout.parameter_size} positive numbers (the "
+                           f"tree's edges): {advice}")
     return model
 
 
@@ -263,7 +264,7 @@ def require_same_vocabulary(model: TopicModel, corpus) -> None:
     if len(ours) == len(theirs) and np.array_equal(ours, theirs):
         return
     differ = int(np.sum(ours[:min(len(ours), len(theirs))] != theirs[:min(len(ours), len(theirs))]))
-    raise SystemExit(
+    raise UsageError(
         f"{corpus.directory} does not share the vocabulary of the model {model.directory} "
         f"({len(theirs)} terms vs {len(ours)}, {differ} ids naming different terms). Prepare it with the "
         f"model's vocabulary: spark-topics prepare --input RAW --output DIR "
@@ -365,26 +366,26 @@ def _unmarked(directory: str) -> bool:
 def _read_meta(directory: str) -> dict:
     path = storage.join(directory, "model.json")
     if not storage.exists(path):
-        raise SystemExit(f"{directory} is not a model directory (no model.json)")
+        raise UsageError(f"{directory} is not a model directory (no model.json)")
     try:
         meta = storage.load_json(path)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise SystemExit(f"{path} is not valid JSON ({exc}): the model directory is damaged; train the model again")
+        raise DamagedError(f"{path} is not valid JSON ({exc}): the model directory is damaged; train the model again")
     missing = [key for key in ("model", "topics") if key not in (meta if isinstance(meta, dict) else {})]
     if missing:
-        raise SystemExit(f"{path} lacks {', '.join(missing)}: the model directory is damaged; train the model again")
+        raise DamagedError(f"{path} lacks {', '.join(missing)}: the model directory is damaged; train the model again")
     return meta
 
 
 def _read(directory: str, name: str, reader):
     path = storage.join_inside(directory, name)       # a language named in model.json is part of the name
     if not storage.exists(path):
-        raise SystemExit(f"{directory} has no {name}: the model directory is incomplete; train the model again")
+        raise DamagedError(f"{directory} has no {name}: the model directory is incomplete; train the model again")
     try:
         return reader(path)
     except (OSError, ValueError, KeyError, pa.ArrowException) as exc:
-        raise SystemExit(f"{path} cannot be read ({type(exc).__name__}: {exc}): the model directory is damaged; "
-                         f"train the model again") from None
+        raise DamagedError(f"{path} cannot be read ({type(exc).__name__}: {exc}): the model directory is damaged; "
+                           f"train the model again") from None
 
 
 def load_model(directory: str, version: str | None = None) -> TopicModel:
@@ -417,8 +418,8 @@ def read_model_files(directory: str) -> TopicModel:
             lambdas.append(_read(directory, f"{stem}.{language}.npy", storage.load_npy))
             offset += len(v)
         if len({np.ndim(l) == 2 and np.shape(l)[0] for l in lambdas}) != 1:
-            raise SystemExit(f"{directory}: the languages' {stem} files have different numbers of topics: the model "
-                             f"directory is damaged; train the model again")
+            raise DamagedError(f"{directory}: the languages' {stem} files have different numbers of topics: the model "
+                               f"directory is damaged; train the model again")
         model = kind(directory, meta, pd.concat(vocabs, ignore_index=True), np.hstack(lambdas))
         check_model(model, f"{stem}.<L>.npy", family.positive_parameters)
         return model
@@ -436,18 +437,18 @@ def check_model(model: TopicModel, matrix_file: str, positive: bool) -> None:
     matrix, where = model.lambda_, f"{model.directory}: {matrix_file}"
     advice = "the model directory is damaged; train the model again"
     if matrix.ndim != 2 or matrix.shape != (K, V):
-        raise SystemExit(f"{where} is {'x'.join(map(str, matrix.shape))}, but model.json has {K} topics and the "
-                         f"vocabulary {V} terms: {advice}")
+        raise DamagedError(f"{where} is {'x'.join(map(str, matrix.shape))}, but model.json has {K} topics and the "
+                           f"vocabulary {V} terms: {advice}")
     bad = int(np.count_nonzero(~np.isfinite(matrix)))
     if bad:
-        raise SystemExit(f"{where} holds {bad} NaN or infinite values: {advice}")
+        raise DamagedError(f"{where} holds {bad} NaN or infinite values: {advice}")
     bad = int(np.count_nonzero(matrix <= 0 if positive else matrix < 0))
     if bad:
-        raise SystemExit(f"{where} holds {bad} {'non-positive' if positive else 'negative'} values: {advice}")
+        raise DamagedError(f"{where} holds {bad} {'non-positive' if positive else 'negative'} values: {advice}")
     if "alpha" in model.meta:
         alpha = np.asarray(model.meta["alpha"], dtype=np.float64)
         if alpha.shape != (K,) or not np.all(np.isfinite(alpha)) or np.any(alpha <= 0):
-            raise SystemExit(f"{model.directory}: model.json's alpha is not {K} positive numbers: {advice}")
+            raise DamagedError(f"{model.directory}: model.json's alpha is not {K} positive numbers: {advice}")
 
 
 #: ``prepare`` options that decide which words a text yields: kept with the model for raw ``infer`` input

@@ -37,6 +37,7 @@ from contextlib import contextmanager
 from drivers import lease, storage
 from drivers.manifest import (MARKER, RUN_FILES, new_token, read_marker, require_complete,  # noqa: F401 (the API)
                               write_marker)
+from inference.errors import RefusedError
 
 STAGING = ".publishing-"
 REPLACED = ".replaced-"
@@ -75,8 +76,8 @@ def read_consistently(directory: str, read, attempts: int = 5, own_file=None):
                 give_back(directory, own_file)
             return value
         time.sleep(0.1 * (attempt + 1))
-    raise SystemExit(f"{directory} kept changing while it was read ({attempts} attempts): another run is "
-                     f"publishing to it; try again when it is done")
+    raise RefusedError(f"{directory} kept changing while it was read ({attempts} attempts): another run is "
+                       f"publishing to it; try again when it is done")
 
 
 def _wait_for_target(directory: str, seconds: float = 2.0) -> dict:

@@ -25,6 +25,8 @@ import numpy as np
 import pandas as pd
 
 from drivers import storage
+from inference.constraints import AT_LEAST_0, AT_LEAST_1, NON_NEGATIVE, Constrained, Interval, Real, StrOptions
+from inference.errors import UsageError
 
 log = logging.getLogger("spark_topics.refresh")
 
@@ -39,7 +41,7 @@ MAX_PENDING_TERMS = 200_000
 
 
 @dataclass(frozen=True)
-class RefreshRequest:
+class RefreshRequest(Constrained):
     root: str
     input: str | None
     base: str | None = None
@@ -63,24 +65,20 @@ class RefreshRequest:
     text_column: str = "text"
     tol: float = 1e-5
 
+    parameter_constraints = {"mode": StrOptions(MODES), "iterations": AT_LEAST_1, "min_new_df": AT_LEAST_1,
+                             "max_new_terms": AT_LEAST_0, "guide_weight": NON_NEGATIVE, "tau0": NON_NEGATIVE,
+                             "kappa": Interval(Real, 0.5, 1.0, closed="right"), "keep": AT_LEAST_1,
+                             "partitions": AT_LEAST_1}
+
     def __post_init__(self):
-        if self.mode not in MODES:
-            raise SystemExit(f"--mode must be one of {', '.join(MODES)}, got {self.mode!r}")
-        if self.iterations < 1:
-            raise SystemExit(f"--iterations must be at least 1, got {self.iterations}")
-        if self.min_new_df < 1 or self.max_new_terms < 0:
-            raise SystemExit("--min-new-df must be at least 1 and --max-new-terms at least 0")
+        super().__post_init__()
         if self.corpus_size != "cumulative":
             try:
                 if int(self.corpus_size) < 1:
                     raise ValueError
             except ValueError:
-                raise SystemExit(f"--corpus-size must be 'cumulative' or a positive number of documents, got "
+                raise UsageError(f"--corpus-size must be 'cumulative' or a positive number of documents, got "
                                  f"{self.corpus_size!r}") from None
-        if not self.guide_weight >= 0:
-            raise SystemExit(f"--guide-weight must be a number >= 0, got {self.guide_weight}")
-        if self.tau0 < 0 or not 0.5 < self.kappa <= 1.0:
-            raise SystemExit(f"--tau0 must be >= 0 and --kappa in (0.5, 1], got {self.tau0} and {self.kappa}")
 
 
 # --------------------------------------------------------------------------- the ledger

@@ -17,6 +17,7 @@ import os
 
 from drivers import publish, storage
 from drivers.corpora.files import CORPUS_JSON, DOCS, VOCAB, data_version
+from inference.errors import RefusedError, UsageError
 
 log = logging.getLogger("spark_topics.refresh")
 
@@ -42,7 +43,7 @@ def check_root_and_base(root: str, base_dir: str) -> None:
     a, b = (p.rstrip("/") if storage.is_uri(p) else os.path.realpath(p) for p in (root, base_dir))
     if a == b or a.startswith(b.rstrip("/") + "/") or b.startswith(a.rstrip("/") + "/"):
         how = "is" if a == b else "lies inside" if a.startswith(b.rstrip("/") + "/") else "holds"
-        raise SystemExit(f"--model {root} {how} the base model directory {base_dir}: a model root is a directory "
+        raise UsageError(f"--model {root} {how} the base model directory {base_dir}: a model root is a directory "
                          f"of its own (its versions, ledger and lease would be written into the model); give "
                          f"another --model")
 
@@ -118,19 +119,19 @@ def training_corpus(root: str, oldest_version: str | None, history: dict) -> str
     path = stored_path(history.get("training_corpus"), root)
     batch_only = "use --mode accumulate or online"
     if not path or not storage.exists(storage.join(path, DOCS)) or not storage.exists(storage.join(path, CORPUS_JSON)):
-        raise SystemExit(f"--mode batch refits every document ingested, but the base model's training corpus "
-                         f"{path or history.get('training_corpus')!r} is not there any more; {batch_only}")
+        raise RefusedError(f"--mode batch refits every document ingested, but the base model's training corpus "
+                           f"{path or history.get('training_corpus')!r} is not there any more; {batch_only}")
     meta = storage.load_json(storage.join(path, CORPUS_JSON))
     recorded = history.get("training_version")
     if recorded is not None and data_version(meta) != recorded:
-        raise SystemExit(f"--mode batch: {path} is not the corpus the base model was trained on (its corpus.json "
-                         f"changed since: data version {data_version(meta)}, recorded {recorded}); {batch_only}")
+        raise RefusedError(f"--mode batch: {path} is not the corpus the base model was trained on (its corpus.json "
+                           f"changed since: data version {data_version(meta)}, recorded {recorded}); {batch_only}")
     expected = base_documents(oldest_version) if recorded is None and oldest_version else None
     if expected is not None and meta.get("documents") != expected:
-        raise SystemExit(f"--mode batch: {path} (the base model's training corpus, "
-                         f"{history.get('training_corpus')!r} as stored by {root}) holds {meta.get('documents')} "
-                         f"documents, but the root's ledger has {expected} training documents of the base model: "
-                         f"not the corpus it was trained on; {batch_only}")
+        raise RefusedError(f"--mode batch: {path} (the base model's training corpus, "
+                           f"{history.get('training_corpus')!r} as stored by {root}) holds {meta.get('documents')} "
+                           f"documents, but the root's ledger has {expected} training documents of the base model: "
+                           f"not the corpus it was trained on; {batch_only}")
     return path
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from drivers import storage
+from inference.errors import RefusedError, UsageError
 
 # corpus kinds: what a model needs from ``spark-topics prepare``
 BAG_OF_WORDS = "bag of words"                  # docs.parquet
@@ -95,7 +96,7 @@ def model(name: str, inference: str | None = None) -> ModelSpec:
     """The spec of a model, or of its implementation for ``inference`` on another family (``engines``)."""
     spec = MODELS.get(name)
     if spec is None:
-        raise SystemExit(f"unknown model {name!r}; choose one of {', '.join(MODELS)}")
+        raise UsageError(f"unknown model {name!r}; choose one of {', '.join(MODELS)}")
     for mode, family_name, implementation in spec.engines:
         if mode == inference:
             return ModelSpec(spec.name, family_name, implementation, spec.corpus, spec.summary)
@@ -130,7 +131,7 @@ def model_of_directory(model_dir: str) -> ModelSpec:
     """The spec of the model a model directory holds (``model.json``'s ``model``)."""
     path = storage.join(model_dir, "model.json")
     if not storage.exists(path):
-        raise SystemExit(f"{model_dir} is not a model directory (no model.json)")
+        raise UsageError(f"{model_dir} is not a model directory (no model.json)")
     return of_meta(storage.load_json(path))
 
 
@@ -139,4 +140,4 @@ def _load(entry: str, what: str):
     try:
         return getattr(importlib.import_module(module), attribute)
     except (ImportError, AttributeError) as exc:
-        raise SystemExit(f"{what} is not available: {exc}") from None
+        raise RefusedError(f"{what} is not available: {exc}") from None

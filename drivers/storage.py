@@ -17,6 +17,8 @@ import uuid
 import numpy as np
 from pyarrow import fs as pafs
 
+from inference.errors import DamagedError
+
 
 #: a URI's scheme (``hdfs://``, ``s3a://``, ``file:/``): what follows it is the store's, not this machine's
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:/")
@@ -46,7 +48,7 @@ def join(base: str, *parts: str) -> str:
     return "/".join([base.rstrip("/")] + [p.strip("/") for p in parts])
 
 
-class OutsideDirectory(ValueError):
+class OutsideDirectory(DamagedError):
     """A path read from a file (a model's, a root's, a corpus', a saved stage's) names a place outside the
     directory it belongs to."""
 

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from drivers import storage
+from inference.errors import DamagedError, UsageError
 
 TREE_JSON = "tree.json"
 CONCEPTS = "concepts.parquet"
@@ -130,16 +131,16 @@ def load_tree(directory: str) -> tuple[pd.DataFrame, dict]:
         publish.give_back(directory, _is_tree_file)
     meta_path = storage.join(directory, TREE_JSON)
     if not storage.exists(meta_path):
-        raise SystemExit(f"{directory} is not a prior tree (no {TREE_JSON}): build one with spark-topics tree")
+        raise UsageError(f"{directory} is not a prior tree (no {TREE_JSON}): build one with spark-topics tree")
     meta = storage.load_json(meta_path)
     if meta.get("format") != FORMAT:
-        raise SystemExit(f"{directory}: a tree of format {meta.get('format')}, this spark-topics reads {FORMAT}")
+        raise DamagedError(f"{directory}: a tree of format {meta.get('format')}, this spark-topics reads {FORMAT}")
     import pyarrow.parquet as pq
 
     concepts = pq.read_table(storage.join(directory, CONCEPTS)).to_pandas()
     if len(concepts) != meta["report"]["concepts"]:
-        raise SystemExit(f"{directory}: {CONCEPTS} has {len(concepts)} concepts, {TREE_JSON} says "
-                         f"{meta['report']['concepts']}")
+        raise DamagedError(f"{directory}: {CONCEPTS} has {len(concepts)} concepts, {TREE_JSON} says "
+                           f"{meta['report']['concepts']}")
     return concepts, meta
 
 
@@ -151,7 +152,7 @@ def concept_word_ids(concepts: pd.DataFrame, vocabulary: dict) -> np.ndarray:
                                              concepts["word_b"])):
         for j, key in enumerate(((la, wa), (lb, wb))):
             if key not in vocabulary:
-                raise SystemExit(f"the tree's word {key[1]!r} ({key[0] or 'no language'}) is not in the corpus "
+                raise UsageError(f"the tree's word {key[1]!r} ({key[0] or 'no language'}) is not in the corpus "
                                  f"vocabulary: was the tree built for another corpus? (spark-topics tree --corpus)")
             out[i, j] = vocabulary[key]
     return out

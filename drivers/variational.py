@@ -56,7 +56,9 @@ from drivers import storage
 from drivers.checkpoint import Checkpointer, check_fingerprint
 from drivers.topic_store import TopicFiles
 from inference.dirichlet import newton_alpha
+from inference.constraints import AT_LEAST_0, AT_LEAST_1, validate
 from inference.elbo import alpha_terms
+from inference.errors import DamagedError
 from inference.layout import VocabLayout
 from inference.mapper import RECORD_ENTRIES, TOTALS, EStepSettings, doc_topic_counts, hybrid_block, map_block
 from inference.reducer import BatchUpdate, reduce_topics, sum_in_partition_order, topic_weights
@@ -200,11 +202,9 @@ class HybridStep:
 
     def __init__(self, seed: int, burn_in: int = 5, samples: int = 5, mean_weights: bool = False,
                  alpha_warmup: int | None = None):
-        if burn_in < 0 or samples < 1:
-            raise SystemExit(f"--hybrid-burn-in must be at least 0 and --hybrid-samples at least 1, got "
-                             f"{burn_in} and {samples}")
-        if alpha_warmup is not None and alpha_warmup < 0:   # (the flag's -1 arrives as None)
-            raise SystemExit(f"--hybrid-alpha-warmup must be -1 (never) or at least 0, got {alpha_warmup}")
+        validate({"hybrid_burn_in": burn_in, "hybrid_samples": samples, "hybrid_alpha_warmup": alpha_warmup},
+                 {"hybrid_burn_in": AT_LEAST_0, "hybrid_samples": AT_LEAST_1,
+                  "hybrid_alpha_warmup": AT_LEAST_0})    # (the flag's -1 arrives as None)
         self.seed, self.burn_in, self.samples = int(seed), int(burn_in), int(samples)
         #: EM iterations whose alpha statistics use Psi of the kept samples' mean counts (a smoothing that helps
         #: while the topics form) before the samples' mean of Psi (unbiased: no upward drift of alpha); None:
@@ -443,8 +443,8 @@ class VariationalEngine:
             prior_terms = np.array(state["prior_terms"], dtype=np.float64)
             entropy_terms = np.array(state["entropy_terms"], dtype=np.float64)
             if not topics_in.complete():
-                raise SystemExit(f"cannot resume: the topic files of iteration {start} are missing from "
-                                 f"{self.checkpointer.directory}. Remove the checkpoint directory or drop --resume.")
+                raise DamagedError(f"cannot resume: the topic files of iteration {start} are missing from "
+                                   f"{self.checkpointer.directory}. Remove the checkpoint directory or drop --resume.")
             log.info("resuming from checkpoint %s after iteration %d", self.checkpointer.directory, start)
         else:
             if resume:

@@ -11,6 +11,7 @@ import importlib
 import sys
 
 from drivers.failures import one_line
+from inference.errors import SparkTopicsError
 from jobs.spark import add_spark_arguments, setup_logging
 
 JOBS = {
@@ -40,23 +41,37 @@ def build_parser(only: str | None = None, argv: list[str] | None = None) -> argp
 
 
 def main(argv: list[str] | None = None, only: str | None = None) -> int:
+    """Run one job; its :class:`SparkTopicsError` (what library code raises for a failure a user can act on)
+    becomes the exit status 1 and its one line on stderr, here and nowhere else. Any other failure is one line
+    naming its cause, or with ``-v`` the whole trace."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(only, argv)
-    args, unknown = parser.parse_known_args(argv)
-    module = importlib.import_module(f"jobs.{args.job}")
-    if unknown:
-        explain = getattr(module, "unknown_arguments", None)
-        parser.error(explain(args, unknown) if explain else f"unrecognized arguments: {' '.join(unknown)}")
-    setup_logging(args.verbose)
+    job = only or next((a for a in argv if a in JOBS), "")
     try:
-        module.run(args)
-    except (SystemExit, KeyboardInterrupt):
-        raise
-    except Exception as exc:  # a failure a user can act on gets one line; -v keeps the whole trace
-        if args.verbose:
+        parser = build_parser(only, argv)
+        args, unknown = parser.parse_known_args(argv)
+        job = args.job
+        module = importlib.import_module(f"jobs.{args.job}")
+        if unknown:
+            explain = getattr(module, "unknown_arguments", None)
+            parser.error(explain(args, unknown) if explain else f"unrecognized arguments: {' '.join(unknown)}")
+        setup_logging(args.verbose)
+        try:
+            module.run(args)
+        except SparkTopicsError:
             raise
-        raise SystemExit(f"spark-topics {args.job}: {one_line(exc)} (run with -v for the full trace)") from None
+        except Exception as exc:  # a failure a user can act on gets one line; -v keeps the whole trace
+            if args.verbose:
+                raise
+            raise SystemExit(f"spark-topics {args.job}: {one_line(exc)} (run with -v for the full trace)") from None
+    except SparkTopicsError as exc:
+        raise SystemExit(exit_message(exc, job)) from None
     return 0
+
+
+def exit_message(exc: SparkTopicsError, job: str) -> str:
+    """The one line the command line prints for a refusal (``spark-topics JOB:`` first where the error asks)."""
+    text = " ".join(str(exc).split("\n")).strip()
+    return f"spark-topics {job}: {text}" if exc.names_job and job else text
 
 
 def job_main(name: str, argv: list[str] | None = None) -> int:

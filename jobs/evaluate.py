@@ -13,6 +13,7 @@ import json
 
 from drivers import model_store, registry, storage
 from drivers.families import EvaluateRequest
+from inference.errors import UsageError
 from jobs.spark import fold_in_conf, local_path, path_map, positive_int, sized_session
 
 
@@ -64,7 +65,7 @@ def run(args) -> dict:
     if args.language_models:
         model_dirs = tuple(item.strip() for item in args.language_models.split(","))
     elif args.model is None:
-        raise SystemExit("evaluate needs --model MODEL_DIR")
+        raise UsageError("evaluate needs --model MODEL_DIR")
     else:
         model_dirs = (model_store.resolve(args.model, getattr(args, "version", None)),)     # one version for the job
     family = family_of(model_dirs)

@@ -20,6 +20,7 @@ import numpy as np
 
 from drivers import model_store, outputs, registry, storage
 from inference.distances import hellinger
+from inference.errors import UsageError
 from jobs.spark import local_path
 
 
@@ -42,13 +43,13 @@ def read_document(model_dir: str, doc_id: str) -> tuple[np.ndarray, np.ndarray]:
     path = storage.join(model_dir, "segment_topics.parquet")
     if not storage.exists(path):
         gibbs = "|".join(spec.name for spec in registry.models_of("gibbs"))
-        raise SystemExit(f"{model_dir} has no segment_topics.parquet: train a Gibbs model "
+        raise UsageError(f"{model_dir} has no segment_topics.parquet: train a Gibbs model "
                          f"(--model {gibbs}) to get per-segment proportions")
     filesystem, p = storage.resolve(path)
     table = ds.dataset(p, filesystem=filesystem, format="parquet").to_table(
         filter=ds.field("doc_id") == doc_id, columns=["segment", "theta"])
     if table.num_rows == 0:
-        raise SystemExit(f"document {doc_id!r} is not among the training documents of {model_dir}")
+        raise UsageError(f"document {doc_id!r} is not among the training documents of {model_dir}")
     frame = table.to_pandas().sort_values("segment")
     return frame["segment"].to_numpy(), np.stack(frame["theta"].to_numpy())
 

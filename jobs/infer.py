@@ -20,7 +20,8 @@ from dataclasses import replace
 from drivers import model_root, model_store, publish, registry, storage
 from drivers.corpora.files import CORPUS_JSON, looks_like_corpus
 from drivers.families import InferRequest
-from jobs.preparation.corpus import PrepareError, prepare_corpus
+from inference.errors import UsageError
+from jobs.preparation.corpus import prepare_corpus
 from jobs.spark import fold_in_conf, local_path, positive_int, sized_session
 
 log = logging.getLogger("spark_topics.infer")
@@ -64,7 +65,7 @@ def refuse_output_that_holds_data(output: str) -> None:
     for marker, what in (("model.json", "a model directory"), (model_root.LATEST, "a model root"),
                          ("versions", "a model root"), (CORPUS_JSON, "a prepared corpus")):
         if storage.exists(storage.join(output, marker)):
-            raise SystemExit(f"spark-topics infer: --output {output} is {what} ({marker}); give infer a folder "
+            raise UsageError(f"spark-topics infer: --output {output} is {what} ({marker}); give infer a folder "
                              f"of its own")
 
 
@@ -87,10 +88,7 @@ def _infer(spark, request: InferRequest) -> dict:
     if not is_prepared_corpus(request.input):
         corpus_dir = storage.join(request.output, "corpus")
         log.info("preparing %s with the model's vocabulary into %s", request.input, corpus_dir)
-        try:
-            prepared = prepare_corpus(spark, request.input, corpus_dir, **family.raw_text_options(trained, request))
-        except PrepareError as exc:
-            raise SystemExit(f"spark-topics infer: {exc}") from None
+        prepared = prepare_corpus(spark, request.input, corpus_dir, **family.raw_text_options(trained, request))
     return family.infer(spark, trained, corpus_dir, request, prepared)
 
 

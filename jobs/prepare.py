@@ -10,7 +10,7 @@ import argparse
 import dataclasses
 
 from jobs.preparation import aligned
-from jobs.preparation.corpus import FORMATS, PrepareError, PrepareOptions, prepare_corpus, summary_line
+from jobs.preparation.corpus import FORMATS, PrepareOptions, prepare_corpus, summary_line
 from jobs.preparation.text import NO_STOPWORDS, available_languages
 from jobs.spark import get_spark, local_path
 
@@ -95,17 +95,11 @@ def run(args: argparse.Namespace) -> dict:
     options = {field.name: getattr(args, field.name) for field in dataclasses.fields(PrepareOptions)}
     spark = get_spark("spark-topics prepare", args.master, args.conf)
     if args.lang_column:
-        try:
-            corpus = aligned.prepare_aligned(spark, args.input, args.output, args.lang_column,
-                                             args.holdout_fraction, **options)
-        except PrepareError as exc:
-            raise SystemExit(f"spark-topics prepare: {exc}") from None
+        corpus = aligned.prepare_aligned(spark, args.input, args.output, args.lang_column, args.holdout_fraction,
+                                         **options)
         print(aligned.summary_line(corpus, args.output))
         return corpus
-    try:
-        corpus = prepare_corpus(spark, args.input, args.output, **options)
-    except PrepareError as exc:
-        raise SystemExit(f"spark-topics prepare: {exc}") from None
+    corpus = prepare_corpus(spark, args.input, args.output, **options)
     print(summary_line(corpus, args.output))
     return corpus
 

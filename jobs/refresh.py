@@ -21,7 +21,8 @@ import pandas as pd
 from drivers import lease, model_root, model_store, publish, refresh, refresh_sources, registry, storage
 from drivers.corpora.files import DOCS
 from drivers.refresh import RefreshRequest
-from jobs.preparation.corpus import PrepareError, document_terms, prepare_corpus, read_documents
+from inference.errors import RefusedError, UsageError
+from jobs.preparation.corpus import document_terms, prepare_corpus, read_documents
 from jobs.spark import local_path, positive_int, sized_session
 
 log = logging.getLogger("spark_topics.refresh")
@@ -70,7 +71,7 @@ def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
 
 def request_from(args) -> RefreshRequest:
     if args.rollback is None and not args.input:
-        raise SystemExit("refresh needs --input NEW_DOCS (or --rollback)")
+        raise UsageError("refresh needs --input NEW_DOCS (or --rollback)")
     return RefreshRequest(root=args.model, input=args.input, base=args.base, mode=args.mode,
                           iterations=args.iterations, inference=args.inference, tau0=args.tau0, kappa=args.kappa,
                           corpus_size=args.corpus_size,
@@ -102,16 +103,16 @@ def rollback(request: RefreshRequest) -> dict:
     root = request.root
     current = model_root.latest(root)
     if current is None:
-        raise SystemExit(f"{root} has no published version to roll back")
+        raise UsageError(f"{root} has no published version to roll back")
     if request.rollback:
         target = model_root.resolve(root, request.rollback).rstrip("/").rsplit("/", 1)[1]
     else:
         committed = model_root.chain(root)
         if len(committed) < 2:
-            raise SystemExit(f"{root}: {current} has no earlier version to roll back to")
+            raise UsageError(f"{root}: {current} has no earlier version to roll back to")
         target = committed[1]
     if model_root.is_pruned(model_root.version_dir(root, target)):
-        raise SystemExit(f"{root}: version {target} was pruned (--keep): its model files are gone")
+        raise RefusedError(f"{root}: version {target} was pruned (--keep): its model files are gone")
     model_root.set_latest(root, target)
     model_root.sync_doc_topics(root)
     print(f"{root}: LATEST {current} -> {target}")
@@ -124,19 +125,19 @@ def _refresh(spark, request: RefreshRequest) -> dict:
     current = model_root.latest(root)
     if current is None:
         if not request.base:
-            raise SystemExit(f"{root} has no version yet: the first refresh needs --base MODEL_DIR (a trained model)")
+            raise UsageError(f"{root} has no version yet: the first refresh needs --base MODEL_DIR (a trained model)")
         base_dir = model_store.resolve(request.base)
     else:
         if request.base:
-            raise SystemExit(f"{root} already has versions (LATEST {current}): --base is only for its first "
+            raise UsageError(f"{root} already has versions (LATEST {current}): --base is only for its first "
                              f"refresh; drop it")
         base_dir = model_root.version_dir(root, current)
     base = model_store.load_model(base_dir)
     spec = registry.of_meta(base.meta)
     if request.mode not in spec.refresh_modes:
-        raise SystemExit(f"refresh --mode {request.mode} is not supported for --model {spec.name}"
-                         + (f" (it supports: {', '.join(spec.refresh_modes)})" if spec.refresh_modes else
-                            ": retrain on the union of the documents with `spark-topics train`"))
+        raise RefusedError(f"refresh --mode {request.mode} is not supported for --model {spec.name}"
+                           + (f" (it supports: {', '.join(spec.refresh_modes)})" if spec.refresh_modes else
+                              ": retrain on the union of the documents with `spark-topics train`"))
     history = dict(base.meta.get("refresh") or {})
     version = model_root.next_version(root)
     token = publish.new_token()
@@ -171,11 +172,8 @@ def _build_version(spark, request, root, current, base, base_dir, spec, history,
         refresh.base_ledger(spark, base_dir, version)
     options = {k: v for k, v in model_store.raw_text_options(base).items() if k != "segments"}
     sc.setJobDescription(f"refresh {root}: read and classify {request.input}")
-    try:
-        rows = read_documents(spark, request.input, format=request.format, id_column=request.id_column,
-                              text_column=request.text_column)
-    except PrepareError as exc:
-        raise SystemExit(f"spark-topics refresh: {exc}") from None
+    rows = read_documents(spark, request.input, format=request.format, id_column=request.id_column,
+                          text_column=request.text_column)
     classified = refresh.classify(rows, ledger).cache()
     try:
         counts = {r["status"]: r["count"] for r in classified.groupBy("status").count().collect()}
@@ -214,11 +212,8 @@ def _build_version(spark, request, root, current, base, base_dir, spec, history,
         vocab_path = storage.join(staging, "work-vocab.parquet")
         model_store.write_parquet(vocab_path, vocab)
         corpus_dir = storage.join(staging, "corpus")
-        try:
-            prepared = prepare_corpus(spark, input_dir, corpus_dir, format="parquet", id_column="id",
-                                      text_column="text", vocab=vocab_path, **options)
-        except PrepareError as exc:
-            raise SystemExit(f"spark-topics refresh: {exc}") from None
+        prepared = prepare_corpus(spark, input_dir, corpus_dir, format="parquet", id_column="id",
+                                  text_column="text", vocab=vocab_path, **options)
         storage.delete(vocab_path)
         kept_ids = spark.read.parquet(storage.join(corpus_dir, DOCS)).select("doc_id")
         ledger_rows = (ingested_rows.join(kept_ids, "doc_id", "inner")
@@ -292,7 +287,7 @@ def unpublished(request: RefreshRequest, current: str | None, documents: dict, r
         kept = f"; the {rejected} rejected rows ({reasons}) are in {path}"
     latest = f"LATEST stays {current or '(none)'}"
     if documents["read"] == rejected and not request.dry_run:
-        raise SystemExit(f"no valid document in {request.input}: "
+        raise UsageError(f"no valid document in {request.input}: "
                          + (f"all {rejected} rows were rejected{kept}" if rejected else "it has no rows")
                          + f"; nothing was published, {latest}")
     ingest = documents["new"] + documents["revision"]
@@ -327,7 +322,7 @@ def probe_perplexity(spark, model_dir: str, probe: str) -> dict:
     V = len(probe_vocab)
     if V > len(model.vocab) or probe_vocab["term"].astype(str).tolist() != \
             model.vocab["term"].astype(str).tolist()[:V]:
-        raise SystemExit(f"--probe {probe}: its vocabulary is not the model's (prepare it with --vocab "
+        raise UsageError(f"--probe {probe}: its vocabulary is not the model's (prepare it with --vocab "
                          f"<the base model>/vocab.parquet)")
     view = model_store.TopicModel(model.directory, dict(model.meta, vocab_size=V), model.vocab.iloc[:V].copy(),
                                   model.lambda_[:, :V])

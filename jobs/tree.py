@@ -16,7 +16,8 @@ import logging
 from drivers import storage
 from drivers.corpora.files import CORPUS_JSON
 from drivers.trees import build_concepts, format_report, save_tree
-from jobs.preparation.dictionaries import DictionaryError, read_dictionaries
+from inference.errors import UsageError
+from jobs.preparation.dictionaries import read_dictionaries
 from jobs.spark import get_spark, local_path, path_list
 
 log = logging.getLogger("spark_topics.tree")
@@ -39,7 +40,7 @@ def parse_languages(text: str | None) -> dict:
     out = {}
     for item in text.split(","):
         if "=" not in item:
-            raise SystemExit(f"--languages expects CODE=LANG pairs separated by commas, got {item!r}")
+            raise UsageError(f"--languages expects CODE=LANG pairs separated by commas, got {item!r}")
         code, language = item.split("=", 1)
         out[code.strip().lower()] = language.strip()
     return out
@@ -52,7 +53,7 @@ def corpus_vocabulary(corpus_dir: str) -> tuple[dict, tuple, dict]:
 
     meta_path = storage.join(corpus_dir, CORPUS_JSON)
     if not storage.exists(meta_path):
-        raise SystemExit(f"{corpus_dir} is not a prepared corpus (no {CORPUS_JSON}): run spark-topics prepare first")
+        raise UsageError(f"{corpus_dir} is not a prepared corpus (no {CORPUS_JSON}): run spark-topics prepare first")
     meta = storage.load_json(meta_path)
     if is_aligned(corpus_dir):          # global ids over the languages' concatenated vocabularies
         languages = tuple(meta["languages"])
@@ -82,18 +83,15 @@ def spark_tokenizer(spark, options: dict):
 
 def build(spark, dictionaries: list[str], corpus_dir: str, output: str, languages: dict | None = None) -> dict:
     vocabulary, corpus_languages, options = corpus_vocabulary(corpus_dir)
-    try:
-        pairs = list(read_dictionaries(dictionaries, languages))
-    except DictionaryError as exc:
-        raise SystemExit(str(exc)) from None
+    pairs = list(read_dictionaries(dictionaries, languages))
     if not pairs:
-        raise SystemExit(f"no translation pairs in {', '.join(dictionaries)}")
+        raise UsageError(f"no translation pairs in {', '.join(dictionaries)}")
     spark.sparkContext.setJobDescription("tree: tokenise the dictionaries' phrases")
     concepts, report = build_concepts(pairs, spark_tokenizer(spark, options), vocabulary, corpus_languages)
     spark.sparkContext.setJobDescription(None)
     if len(concepts) == 0:
         dropped = ", ".join(f"{n} {reason.replace('_', ' ')}" for reason, n in report.get("dropped", {}).items() if n)
-        raise SystemExit(f"no concept: none of the {len(pairs)} dictionary pairs has both its words in the "
+        raise UsageError(f"no concept: none of the {len(pairs)} dictionary pairs has both its words in the "
                          f"vocabularies of {corpus_dir} ({dropped or 'none kept'}); a tree without concepts makes "
                          f"tlda/ptlda plain LDA. Check --languages and that the dictionaries are of the corpus' "
                          f"languages; nothing was written")
@@ -116,6 +114,8 @@ def run(args) -> dict:
 
 
 if __name__ == "__main__":
+    import sys
+
     from jobs.cli import job_main
 
-    raise SystemExit(job_main("tree"))
+    sys.exit(job_main("tree"))

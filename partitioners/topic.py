@@ -9,6 +9,9 @@ capped at K.
 """
 from __future__ import annotations
 
+from inference.constraints import AT_LEAST_1, check
+
+
 #: the reserved key Delta of Alg. 1/2: a partition's statistics vector (alpha statistics, totals), routed to
 #: reducer 0 and summed there, never split by topic
 STATISTICS_KEY = -1
@@ -31,8 +34,7 @@ class TopicPartitioner:
     @classmethod
     def for_topics(cls, num_topics: int, requested: int | None, parallelism: int) -> "TopicPartitioner":
         """The partitioner of an engine: ``requested`` reducers (None: the default; below 1: refused)."""
-        if requested is not None and requested < 1:
-            raise SystemExit(f"--reducers must be at least 1, got {requested}")
+        check("--reducers", requested, AT_LEAST_1)
         return cls(num_topics, requested or cls.default_reducers(num_topics, parallelism))
 
     def topic_of(self, key) -> int:

@@ -17,6 +17,7 @@ import pandas as pd
 from drivers import storage
 from drivers.corpora.bow import Corpus, chosen_partitions, docs_to_blocks, reading
 from drivers.corpora.files import CORPUS_JSON, DOCS, VOCAB, read_vocab, require_corpus
+from inference.errors import UsageError
 from inference.layout import VocabLayout
 
 log = logging.getLogger("spark_topics.corpus")
@@ -51,7 +52,7 @@ def aligned_documents(spark, directory: str, languages: list | None = None, sepa
     languages = list(languages or meta["languages"])
     unknown = [l for l in languages if l not in meta["languages"]]
     if unknown:
-        raise SystemExit(f"{directory} has no language(s) {', '.join(unknown)} (it has {', '.join(meta['languages'])})")
+        raise UsageError(f"{directory} has no language(s) {', '.join(unknown)} (it has {', '.join(meta['languages'])})")
     vocab, layout = aligned_vocab(directory, languages)
     docs = None
     for i, (lang, offset) in enumerate(zip(languages, layout.offsets)):

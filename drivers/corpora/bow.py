@@ -19,6 +19,8 @@ from drivers import storage
 from drivers.corpora.files import CORPUS_JSON, DOCS, VOCAB, read_vocab, require_corpus
 from drivers.failures import is_spark_failure, one_line
 from inference.blocks import DocBlock
+from inference.constraints import AT_LEAST_1, TOPICS, check
+from inference.errors import DamagedError, UsageError
 
 #: default partition size: about a million tokens (a partition's E-step pass or Gibbs sweep takes ~0.1-0.5 s
 #: on one core, so Spark's per-task cost stays small); by documents when a corpus does not record its tokens
@@ -48,17 +50,15 @@ class Corpus:
 
 def check_topics(num_topics: int, vocab_size: int) -> None:
     """Refuse fewer than 2 topics or more topics than vocabulary terms (every trainer)."""
-    if num_topics < 2:
-        raise SystemExit(f"--topics must be at least 2, got {num_topics}")
+    check("--topics", num_topics, TOPICS)
     if num_topics > vocab_size:
-        raise SystemExit(f"--topics {num_topics} is larger than the vocabulary ({vocab_size} terms): "
+        raise UsageError(f"--topics {num_topics} is larger than the vocabulary ({vocab_size} terms): "
                          "use fewer topics or a larger vocabulary")
 
 
 def chosen_partitions(requested: int | None, num_documents: int, num_tokens: int | None = None) -> int:
     """``requested`` partitions (None: :func:`default_partitions`; below 1: refused)."""
-    if requested is not None and requested < 1:
-        raise SystemExit(f"--partitions must be at least 1, got {requested}")
+    check("--partitions", requested, AT_LEAST_1)
     return requested or default_partitions(num_documents, num_tokens)
 
 
@@ -124,7 +124,7 @@ def reading(directory: str):
     except Exception as exc:
         if not is_spark_failure(exc):
             raise
-        raise SystemExit(f"cannot read the corpus {directory}: {one_line(exc)}; prepare it again") from None
+        raise DamagedError(f"cannot read the corpus {directory}: {one_line(exc)}; prepare it again") from None
 
 
 def open_corpus_meta(spark, directory: str) -> tuple[dict, pd.DataFrame]:
@@ -133,10 +133,10 @@ def open_corpus_meta(spark, directory: str) -> tuple[dict, pd.DataFrame]:
     meta = storage.load_json(storage.join(directory, CORPUS_JSON))
     vocab = read_vocab(storage.join(directory, VOCAB))
     if meta.get("vocab_size") is not None and meta["vocab_size"] != len(vocab):
-        raise SystemExit(f"{directory}: vocab.parquet has {len(vocab)} terms but corpus.json says "
-                         f"{meta['vocab_size']}: the files are not of one corpus; prepare it again")
+        raise DamagedError(f"{directory}: vocab.parquet has {len(vocab)} terms but corpus.json says "
+                           f"{meta['vocab_size']}: the files are not of one corpus; prepare it again")
     if meta.get("documents", 0) == 0 or len(vocab) == 0:
-        raise SystemExit(f"{directory}: the corpus is empty ({meta.get('documents', 0)} documents, "
+        raise UsageError(f"{directory}: the corpus is empty ({meta.get('documents', 0)} documents, "
                          f"{len(vocab)} terms)")
     return meta, vocab
 

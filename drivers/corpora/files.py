@@ -4,6 +4,8 @@ from __future__ import annotations
 import hashlib
 import json
 
+from inference.errors import DamagedError, UsageError
+
 DOCS = "docs.parquet"          # doc_id, term_ids, counts, n_tokens, n_oov
 VOCAB = "vocab.parquet"        # term, id (0..V-1), df, cf
 REJECTS = "rejects"            # JSON lines: id, reason, source, raw
@@ -53,9 +55,9 @@ def require_corpus(directory: str) -> None:
     elif not storage.exists(storage.join(directory, CORPUS_JSON)):
         found = [name for name in (DOCS, VOCAB) if storage.exists(storage.join(directory, name))]
         if found:
-            raise SystemExit(f"{directory} is not a complete corpus: it has {', '.join(found)} but no {CORPUS_JSON} "
-                             f"(a prepare was interrupted); prepare it again")
-        raise SystemExit(f"{directory} is not a prepared corpus (no {CORPUS_JSON}); run `spark-topics prepare` first")
+            raise DamagedError(f"{directory} is not a complete corpus: it has {', '.join(found)} but no {CORPUS_JSON} "
+                               f"(a prepare was interrupted); prepare it again")
+        raise UsageError(f"{directory} is not a prepared corpus (no {CORPUS_JSON}); run `spark-topics prepare` first")
 
 
 def read_vocab(path: str):

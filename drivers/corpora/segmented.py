@@ -22,6 +22,8 @@ import pandas as pd
 from drivers import storage
 from drivers.corpora.bow import blocks_by_partition, chosen_partitions, empty_docs_table, open_corpus_meta, reading
 from drivers.corpora.files import DOCS, SEGMENTS
+from inference.constraints import UNIT_LEFT, check
+from inference.errors import UsageError
 from inference.gibbs.model import SegmentedBlock
 
 log = logging.getLogger("spark_topics.segments")
@@ -179,14 +181,13 @@ def load_segmented_corpus(spark, directory: str, num_partitions: int | None = No
     layout = aligned_frame = None
     if is_aligned(directory):
         if require_segments:
-            raise SystemExit(f"{directory} is an aligned corpus (no segments): this model needs ordered segments")
+            raise UsageError(f"{directory} is an aligned corpus (no segments): this model needs ordered segments")
         aligned_frame, vocab, layout, meta = aligned_documents(spark, directory, separate=separate_languages)
     else:
         meta, vocab = open_corpus_meta(spark, directory)
     if split not in ("all", "train", "test"):
         raise ValueError(f"split must be all, train or test, got {split!r}")
-    if not 0.0 <= heldout_fraction < 1.0:
-        raise SystemExit(f"--heldout-fraction must be in [0, 1), got {heldout_fraction}")
+    check("--heldout-fraction", heldout_fraction, UNIT_LEFT)
     if split != "all" and heldout_fraction <= 0.0:
         raise ValueError("a train/test split needs heldout_fraction > 0")
     segmented = layout is None and storage.exists(storage.join(directory, SEGMENTS))
@@ -197,7 +198,7 @@ def load_segmented_corpus(spark, directory: str, num_partitions: int | None = No
                              f"(this model needs every document's tokens in text order)")
         segmented, source_file = True, meta["ordered"]["file"]
     if require_segments and not segmented:
-        raise SystemExit(f"{directory} has no segments: prepare it with `spark-topics prepare --segments "
+        raise UsageError(f"{directory} has no segments: prepare it with `spark-topics prepare --segments "
                          f"paragraph|sentence|COLUMN` (this model needs ordered segments)")
     docs = int(meta["documents"])
     share = 1.0 if split == "all" else heldout_fraction if split == "test" else 1 - heldout_fraction
@@ -230,7 +231,7 @@ def load_segmented_corpus(spark, directory: str, num_partitions: int | None = No
         raise RuntimeError(f"expected one block per partition 0..{P - 1}, got {sorted(s[0] for s in sizes)}")
     n_docs, n_segs, n_tokens = (int(sum(s[i] for s in sizes)) for i in (1, 2, 3))
     if n_docs == 0:
-        raise SystemExit(f"{directory}: no documents in the {split} split")
+        raise UsageError(f"{directory}: no documents in the {split} split")
     log.info("loaded %d documents (%s), %d segments, %d tokens into %d blocks in %.1f s%s", n_docs, split,
              n_segs, n_tokens, P, time.perf_counter() - started,
              "" if permute_seed is None else f", segments permuted (seed {permute_seed})")

@@ -8,7 +8,10 @@ in ``add_*_flags`` / ``*_settings``, where it declares and reads its own flags.
 
 Each request carries ``engine``: the family's own typed settings (built by the
 family from its flags), and :class:`TrainRequest` also ``options``: the
-model's own settings by name, as its class declares them.
+model's own settings by name, as its class declares them. A request checks its
+fields, and a train request the model's options, against their declared
+constraints (:mod:`inference.constraints`) when it is made: a bad value is a
+one-line :class:`inference.errors.UsageError` naming the flag, before anything runs.
 """
 from __future__ import annotations
 
@@ -17,10 +20,12 @@ import os
 from dataclasses import dataclass, field
 
 from drivers import storage
+from inference.constraints import AT_LEAST_1, POSITIVE, TOPICS, Constrained, validate_options
+from inference.errors import RefusedError
 
 
 @dataclass(frozen=True)
-class TrainRequest:
+class TrainRequest(Constrained):
     model: str
     corpus: str
     output: str
@@ -39,6 +44,13 @@ class TrainRequest:
     options: dict = field(default_factory=dict)   # the model's own settings, by ModelOption.name
     inference: str | None = None        # an inference mode that picks another family (registry ``engines``)
     final_output: str | None = None     # where the model is published; ``output`` is then the staging directory
+
+    parameter_constraints = {"topics": TOPICS, "iterations": AT_LEAST_1,
+                             "alpha": POSITIVE, "partitions": AT_LEAST_1, "reducers": AT_LEAST_1}
+
+    def __post_init__(self):
+        super().__post_init__()
+        validate_options(self.options, self.spec.options)
 
     @property
     def destination(self) -> str:
@@ -68,7 +80,7 @@ class TrainRequest:
 
 
 @dataclass(frozen=True)
-class InferRequest:
+class InferRequest(Constrained):
     model_dir: str
     input: str                          # a prepared corpus directory, or raw text
     output: str
@@ -79,9 +91,11 @@ class InferRequest:
     partitions: int | None = None
     engine: object = None
 
+    parameter_constraints = {"partitions": AT_LEAST_1}
+
 
 @dataclass(frozen=True)
-class EvaluateRequest:
+class EvaluateRequest(Constrained):
     model_dirs: tuple                   # one model, or (variational) one model per language as "L=DIR"
     corpus: str
     reference: str | None = None
@@ -89,6 +103,8 @@ class EvaluateRequest:
     seed: int = 0
     partitions: int | None = None
     engine: object = None
+
+    parameter_constraints = {"partitions": AT_LEAST_1}
 
 
 class ModelFamily:
@@ -155,7 +171,7 @@ class ModelFamily:
         """Fit the batch in ``corpus_dir`` from the trained model ``base`` as ``request.mode`` says (``spark-topics
         refresh``, :mod:`drivers.refresh`), writing the model files into ``output``; returns model.json's content.
         The registry's ``refresh_modes`` say which models get here."""
-        raise SystemExit(f"refresh is not supported for --model {spec.name}: retrain with `spark-topics train`")
+        raise RefusedError(f"refresh is not supported for --model {spec.name}: retrain with `spark-topics train`")
 
     def format_metrics(self, metrics: dict) -> str:
         raise NotImplementedError

@@ -41,9 +41,11 @@ from drivers.corpora.segmented import load_segmented_corpus
 from drivers.evaluation import score_heldout, topic_coherence
 from drivers.families import EvaluateRequest, InferRequest, ModelFamily, TrainRequest
 from drivers.engines.gibbs.engine import GibbsEngine
-from drivers.engines.gibbs.settings import GibbsSettings, SampleSchedule
+from drivers.engines.gibbs.settings import SETTING_CONSTRAINTS, GibbsSettings, SampleSchedule
 from drivers.engines.gibbs.tables import TableLayout
 from drivers.model_store import require_same_vocabulary
+from inference.constraints import AT_LEAST_0, AT_LEAST_1, UNIT_LEFT, Constrained, Interval, Real
+from inference.errors import UsageError
 from inference.gibbs.heldout import HeldoutSchedule
 from inference.gibbs.model import GibbsModel
 
@@ -53,8 +55,8 @@ log = logging.getLogger("spark_topics.train")
 # --------------------------------------------------------------------------- settings
 
 @dataclass(frozen=True)
-class GibbsTraining:
-    """The family's training settings (``train`` flags)."""
+class GibbsTraining(Constrained):
+    """The family's training settings (``train`` flags), checked against their declared constraints when made."""
     burn_in: int | None = None
     lag: int | None = None
     samples: int | None = None
@@ -67,6 +69,11 @@ class GibbsTraining:
     heldout_observed: float | None = 0.5
     permute_segments: int | None = None
     sync: str = "auto"                  # resident | jobs | auto (GibbsSettings.sync)
+
+    parameter_constraints = {**SETTING_CONSTRAINTS, "burn_in": AT_LEAST_0, "lag": AT_LEAST_1, "samples": AT_LEAST_1,
+                             "heldout_fraction": UNIT_LEFT, "heldout_iterations": AT_LEAST_1,
+                             "heldout_samples": AT_LEAST_1,
+                             "heldout_observed": Interval(Real, 0, 1, closed="neither")}
 
 
 @dataclass(frozen=True)
@@ -110,7 +117,7 @@ def make_model(name, num_topics: int, vocab_size: int, **construction) -> GibbsM
         if value and key not in accepted:
             owners = [s.name for s in registry.models_of("gibbs")
                       if key in s.model_class().construction_options]
-            raise SystemExit(f"--{key.replace('_', '-')} applies to --model {', '.join(owners) or 'no model'} only")
+            raise UsageError(f"--{key.replace('_', '-')} applies to --model {', '.join(owners) or 'no model'} only")
     return cls(num_topics, vocab_size, **{k: v for k, v in construction.items() if k in accepted and v})
 
 
@@ -140,7 +147,7 @@ def hyper_overrides(request: TrainRequest, model: GibbsModel) -> dict:
         overrides["optimize_alpha"] = False
     for item in (request.engine.hyper if request.engine else ()):
         if "=" not in item:
-            raise SystemExit(f"--hyper expects KEY=JSON, got {item!r}")
+            raise UsageError(f"--hyper expects KEY=JSON, got {item!r}")
         key, value = item.split("=", 1)
         try:
             overrides[key.strip().replace("-", "_")] = json.loads(value)
@@ -153,12 +160,12 @@ def initial_hyper(model: GibbsModel, overrides: dict) -> dict:
     try:
         hyper = model.initial_hyper(**overrides)
     except TypeError as exc:
-        raise SystemExit(f"--model {model.name} does not take these hyperparameters "
+        raise UsageError(f"--model {model.name} does not take these hyperparameters "
                          f"({', '.join(sorted(overrides))}): {exc}") from None
     except ValueError as exc:
-        raise SystemExit(f"--model {model.name}: {exc}") from None
+        raise UsageError(f"--model {model.name}: {exc}") from None
     if "beta" not in hyper:
-        raise SystemExit(f"{model.name}.initial_hyper must set beta")
+        raise TypeError(f"{model.name}.initial_hyper must set beta")
     json.dumps(hyper)  # the driver writes it to model.json: it must be JSON
     return hyper
 
@@ -242,7 +249,7 @@ class GibbsFamily(ModelFamily):
             try:
                 observed = observed_fraction(observed)
             except argparse.ArgumentTypeError as exc:
-                raise SystemExit(f"--heldout-observed: {exc}") from None
+                raise UsageError(f"--heldout-observed: {exc}") from None
         return GibbsEvaluation(observed)
 
     def driver_bytes(self, num_topics: int, vocab_size: int, spec=None, tokens: int | None = None) -> int:
@@ -268,7 +275,7 @@ class GibbsFamily(ModelFamily):
         heldout = e.heldout_fraction
         per = spec.model_class().aligned_documents_per
         if is_aligned(request.corpus) and per is None:
-            raise SystemExit(f"{request.corpus} is an aligned corpus: --model {spec.name} reads one vocabulary; "
+            raise UsageError(f"{request.corpus} is an aligned corpus: --model {spec.name} reads one vocabulary; "
                              f"train it on one language's sub-corpus ({request.corpus}/<lang>)")
         corpus = load_segmented_corpus(spark, request.corpus, request.partitions, heldout_fraction=heldout,
                                        split="train" if heldout > 0 else "all",
@@ -283,23 +290,14 @@ class GibbsFamily(ModelFamily):
     def _train(self, spark, spec, request: TrainRequest, e: GibbsTraining, corpus, started: float) -> dict:
         K, V = request.topics, corpus.vocab_size
         check_topics(K, V)
-        if e.checkpoint_every < 1:
-            raise SystemExit("--checkpoint-every must be at least 1")
-        try:
-            schedule = SampleSchedule.resolve(request.iterations, e.burn_in, e.lag, e.samples)
-        except ValueError as exc:
-            raise SystemExit(str(exc)) from None
+        schedule = SampleSchedule.resolve(request.iterations, e.burn_in, e.lag, e.samples)
         cls = spec.model_class()
         model = make_model(spec, K, V, **{k: request.options.get(k)
                                           for k in cls.construction_options})
         model.bind_corpus(corpus, request)   # a model that needs more of the corpus than its size (a tree)
         hyper0 = initial_hyper(model, hyper_overrides(request, model))
-        try:
-            settings = GibbsSettings(schedule, seed=request.seed, num_reducers=request.reducers,
-                                     checkpoint_every=e.checkpoint_every, sweeps_per_sync=e.sweeps_per_sync,
-                                     sync=e.sync)
-        except ValueError as exc:
-            raise SystemExit(str(exc)) from None
+        settings = GibbsSettings(schedule, seed=request.seed, num_reducers=request.reducers,
+                                 checkpoint_every=e.checkpoint_every, sweeps_per_sync=e.sweeps_per_sync, sync=e.sync)
         engine = GibbsEngine(spark.sparkContext, model, settings, request.checkpoint)
         segment_level = bool(model.segment_level)
         fingerprint = {"corpus": data_version(corpus.meta), "heldout_fraction": e.heldout_fraction,
@@ -381,7 +379,7 @@ class GibbsFamily(ModelFamily):
             return point_estimates().raw_text_options(trained, replace(request, engine=None))
         saved, _ = trained
         if request.lang is not None:
-            raise SystemExit("--lang applies to polylingual models")
+            raise UsageError("--lang applies to polylingual models")
         settings = request.engine or GibbsInference()
         options = model_store.raw_text_options(saved)
         options["segments"] = settings.segments or options.get("segments")
@@ -394,9 +392,9 @@ class GibbsFamily(ModelFamily):
             return point_estimates().infer(spark, trained, corpus_dir, replace(request, engine=None), prepared)
         settings = request.engine or GibbsInference()
         if request.lang is not None:
-            raise SystemExit("--lang applies to polylingual models")
+            raise UsageError("--lang applies to polylingual models")
         if prepared is None and settings.segments:
-            raise SystemExit("--segments applies to raw input; a prepared corpus keeps its segments")
+            raise UsageError("--segments applies to raw input; a prepared corpus keeps its segments")
         result = infer_gibbs(spark, trained, corpus_dir, request.output, settings.sweeps, settings.samples,
                              settings.seed, request.partitions)
         result["no_known_words"] = int(((prepared or {}).get("rejected") or {}).get("empty", 0))

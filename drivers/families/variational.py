@@ -39,6 +39,7 @@ from drivers.families.variational_refresh import refresh_model
 from drivers.families.variational_shared import VariationalTraining, check_python_memory, write_doc_topics
 from drivers.model_store import TopicModel, load_model, require_same_vocabulary
 from drivers.variational import EMSettings, EStep, HybridStep, VariationalEngine
+from inference.errors import UsageError
 from inference.estep import compile_kernels
 from inference.heldout import fold_in, word_factor
 from inference.mapper import EStepSettings
@@ -85,13 +86,6 @@ class VariationalModel:
     def save(self, directory: str, meta: dict, corpus: Corpus, lambda_: np.ndarray, structure) -> None:
         """The model's parameter and vocabulary files (and model.json)."""
         model_store.save_model(directory, meta, corpus.vocab, lambda_, corpus.layout)
-
-
-def positive_option(name: str, value):
-    """``value`` unless it is given and not a positive finite number (then a one-line error)."""
-    if value is not None and (not np.isfinite(value) or value <= 0):
-        raise SystemExit(f"--{name.replace('_', '-')} must be a positive number, got {value}")
-    return value
 
 
 # --------------------------------------------------------------------------- settings
@@ -175,9 +169,6 @@ class VariationalFamily(ModelFamily):
     def _train(self, spark, model: VariationalModel, corpus: Corpus, request: TrainRequest) -> dict:
         engine_settings = request.engine or VariationalTraining()
         check_topics(request.topics, corpus.vocab_size if corpus.layout is None else min(corpus.layout.sizes()))
-        if request.iterations < 1:
-            raise SystemExit("--iterations must be at least 1")
-        positive_option("alpha", request.alpha)
         prior = model.topic_word_prior(request, corpus)
         compile_kernels()
         K, V = request.topics, corpus.vocab_size
@@ -271,7 +262,7 @@ class VariationalFamily(ModelFamily):
         model = trained
         if model.languages:
             if not request.lang:
-                raise SystemExit(f"{request.model_dir} is polylingual ({', '.join(model.languages)}): pass --lang "
+                raise UsageError(f"{request.model_dir} is polylingual ({', '.join(model.languages)}): pass --lang "
                                  f"for raw text in one language, or prepare aligned input with --lang-column and "
                                  f"--vocab {request.model_dir} first")
             model = model.language_view(request.lang)
@@ -299,7 +290,7 @@ class VariationalFamily(ModelFamily):
         options = request.engine or EStepSettings()
         if len(request.model_dirs) > 1 or "=" in request.model_dirs[0]:
             if not is_aligned(request.corpus):
-                raise SystemExit("--language-models needs an aligned test corpus (prepare --lang-column)")
+                raise UsageError("--language-models needs an aligned test corpus (prepare --lang-column)")
             return evaluate_aligned(spark, language_models(None, ",".join(request.model_dirs)), request.corpus,
                                     request.top_words, request.seed, options, request.partitions)
         return evaluate_model(spark, request.model_dirs[0], request.corpus, request.reference, request.top_words,
@@ -356,11 +347,11 @@ def open_model_and_corpus(spark, model: TopicModel | str, corpus_dir: str, parti
         return model, corpus
     if model.languages:
         if lang is None:
-            raise SystemExit(f"{model.directory} is polylingual ({', '.join(model.languages)}): pass --lang for "
+            raise UsageError(f"{model.directory} is polylingual ({', '.join(model.languages)}): pass --lang for "
                              f"documents in one language, or an aligned corpus (prepare --lang-column)")
         model = model.language_view(lang)
     elif lang is not None:
-        raise SystemExit(f"--lang applies to polylingual models; {model.directory} is monolingual")
+        raise UsageError(f"--lang applies to polylingual models; {model.directory} is monolingual")
     corpus = load_corpus(spark, corpus_dir, partitions)
     require_same_vocabulary(model, corpus)
     return model, corpus
@@ -461,7 +452,7 @@ def evaluate_model(spark, model_dir: str, corpus_dir: str, reference_dir: str | 
                                 options, partitions)
     model, corpus = open_model_and_corpus(spark, model_dir, corpus_dir, partitions)
     if model.languages:
-        raise SystemExit(f"{model_dir} is a polylingual model: evaluate it on an aligned test corpus "
+        raise UsageError(f"{model_dir} is a polylingual model: evaluate it on an aligned test corpus "
                          f"(prepare --lang-column ... --vocab {model_dir}, or the heldout/ of --holdout-fraction)")
     reference = corpus if reference_dir in (None, corpus_dir) else load_corpus(spark, reference_dir, partitions)
     try:
@@ -498,14 +489,14 @@ def language_models(model_dir: str | None, language_dirs: str | None) -> dict:
         for item in language_dirs.split(","):
             lang, _, directory = item.partition("=")
             if not directory:
-                raise SystemExit(f"--language-models: {item!r} is not LANG=MODEL_DIR")
+                raise UsageError(f"--language-models: {item!r} is not LANG=MODEL_DIR")
             models[lang.strip()] = load_model(directory.strip())
         return models
     if model_dir is None:
-        raise SystemExit("evaluate needs --model (or --language-models for an aligned test corpus)")
+        raise UsageError("evaluate needs --model (or --language-models for an aligned test corpus)")
     model = load_model(model_dir)
     if not model.languages:
-        raise SystemExit(f"{model_dir} is monolingual: on an aligned test corpus evaluate a polylingual model, "
+        raise UsageError(f"{model_dir} is monolingual: on an aligned test corpus evaluate a polylingual model, "
                          f"or give one model per language with --language-models, or evaluate one "
                          f"language's sub-corpus (CORPUS_DIR/<lang>)")
     return {language: model.language_view(language) for language in model.languages}
@@ -538,7 +529,7 @@ def evaluate_aligned(spark, models: dict, corpus_dir: str, top_words: int = 10, 
     corpus_langs = storage.load_json(storage.join(corpus_dir, CORPUS_JSON))["languages"]
     languages = [l for l in models if l in corpus_langs]
     if not languages:
-        raise SystemExit(f"no language of the model(s) ({', '.join(models)}) is in {corpus_dir} "
+        raise UsageError(f"no language of the model(s) ({', '.join(models)}) is in {corpus_dir} "
                          f"({', '.join(corpus_langs)})")
     per_language, thetas = {}, {}
     for language in languages:

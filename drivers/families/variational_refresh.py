@@ -35,6 +35,7 @@ from drivers.informed_prior import build_prior, spec_from_json
 from drivers.refresh import extend_lambda
 from drivers.variational import (EMSettings, EStep, GuidedStart, HybridStep, NewtonAlpha, OnlineAlpha,
                                  VariationalEngine, WarmStart)
+from inference.errors import RefusedError
 from inference.estep import compile_kernels
 from inference.mapper import EStepSettings
 from inference.priors import DirichletPrior, MatrixPrior, SymmetricPrior
@@ -51,7 +52,7 @@ def base_prior(base: model_store.TopicModel, vocab: pd.DataFrame):
     its new words get the symmetric eta. Returns (prior, topic names or None)."""
     eta = base.meta.get("eta")
     if not isinstance(eta, (int, float)):
-        raise SystemExit(f"{base.directory}: refresh needs a symmetric eta in model.json, found {eta!r}")
+        raise RefusedError(f"{base.directory}: refresh needs a symmetric eta in model.json, found {eta!r}")
     V = len(vocab)
     spec_path = storage.join(base.directory, model_store.PRIOR_SPEC)
     if storage.exists(spec_path):

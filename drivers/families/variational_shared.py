@@ -11,14 +11,16 @@ from drivers import outputs, storage
 from drivers.checkpoint import Checkpointer
 from drivers.corpora.bow import Corpus
 from drivers.memory import python_memory_check, variational_task_bytes
+from inference.constraints import (AT_LEAST_0, AT_LEAST_1, NON_NEGATIVE, Constrained, Integral, Interval,
+                                   StrOptions)
 from partitioners.topic import TopicPartitioner
 
 log = logging.getLogger("spark_topics.train")
 
 
 @dataclass(frozen=True)
-class VariationalTraining:
-    """The family's training settings (``train`` flags)."""
+class VariationalTraining(Constrained):
+    """The family's training settings (``train`` flags), checked against their declared constraints when made."""
     tol: float = 1e-5                 # stop when |relative ELBO change| < tol (0: run every iteration)
     estep_tol: float = 1e-3
     estep_max_iter: int = 100
@@ -29,6 +31,13 @@ class VariationalTraining:
     hybrid_samples: int = 5
     hybrid_weights: str = "mean"      # the word factor of (4.9): E_q[beta] (mean) or exp(E_q[log beta]) (digamma)
     hybrid_alpha_warmup: int = 10     # EM iterations of alpha from Psi(mean counts), then the samples' mean of Psi
+
+    parameter_constraints = {
+        "tol": NON_NEGATIVE, "estep_tol": NON_NEGATIVE, "estep_max_iter": AT_LEAST_1,
+        "estep_schedule": StrOptions(("auto", "fixed")), "restarts": StrOptions(("auto", "always", "never")),
+        "inference": StrOptions(("variational", "hybrid")), "hybrid_burn_in": AT_LEAST_0,
+        "hybrid_samples": AT_LEAST_1, "hybrid_weights": StrOptions(("mean", "digamma")),
+        "hybrid_alpha_warmup": Interval(Integral, -1, None, closed="left")}
 
 
 def check_python_memory(sc, corpus: Corpus, num_topics: int, reducers: int | None) -> None:

@@ -23,8 +23,10 @@ from drivers import model_store, storage
 from drivers.corpora.aligned import is_aligned, load_aligned_corpus
 from drivers.corpora.bow import Corpus, load_corpus
 from drivers.families import TrainRequest
-from drivers.families.variational import TopicWordPrior, VariationalModel, positive_option
+from drivers.families.variational import TopicWordPrior, VariationalModel
 from drivers.trees import concept_word_ids, load_tree
+from inference.constraints import POSITIVE
+from inference.errors import UsageError
 from inference.gibbs.tree import TreeGibbs
 from inference.options import ModelOption
 from inference.priors import EdgePrior
@@ -39,8 +41,9 @@ class TreeLDA(VariationalModel):
         ModelOption("tree", "the prior tree (spark-topics tree --output DIR); without it the tree has no "
                             "concepts and the model is LDA", str, metavar="TREE_DIR", path=True),
         ModelOption("link_strength", "prior of a concept's edges to its words, in units of eta over the word's "
-                                     "number of concepts (default 100)", default=100.0),
-        ModelOption("eta", "prior of a root -> word edge (default 1/K); the other edges follow from it"),
+                                     "number of concepts (default 100)", default=100.0, constraint=POSITIVE),
+        ModelOption("eta", "prior of a root -> word edge (default 1/K); the other edges follow from it",
+                    constraint=POSITIVE),
     )
     #: one document per tuple (ptlda) or per tuple and language (tlda on an aligned corpus)
     aligned_documents = False
@@ -50,7 +53,7 @@ class TreeLDA(VariationalModel):
             return load_aligned_corpus(spark, request.corpus, request.partitions,
                                        separate=not self.aligned_documents)
         if self.aligned_documents:
-            raise SystemExit(f"--model {self.name} needs an aligned corpus (prepare --lang-column); "
+            raise UsageError(f"--model {self.name} needs an aligned corpus (prepare --lang-column); "
                              f"{request.corpus} is monolingual: use --model tlda")
         return load_corpus(spark, request.corpus, request.partitions)
 
@@ -58,8 +61,8 @@ class TreeLDA(VariationalModel):
         return tree_of(request, corpus, self.name)
 
     def topic_word_prior(self, request: TrainRequest, corpus: Corpus) -> TopicWordPrior:
-        eta = positive_option("eta", request.option("eta")) or 1.0 / request.topics
-        link = positive_option("link_strength", request.option("link_strength", 100.0))
+        eta = request.option("eta") or 1.0 / request.topics
+        link = request.option("link_strength", 100.0)
         tree = self.structure(request, corpus)
         version = None
         if request.option("tree"):
@@ -94,7 +97,7 @@ def tree_of(request: TrainRequest, corpus: Corpus, name: str) -> TreeLayout:
         return TreeLayout(corpus.vocab_size, np.zeros((0, 2), dtype=np.int64), languages, offsets)
     concepts, meta = load_tree(path)
     if tuple(meta["languages"]) != languages:
-        raise SystemExit(f"--tree {path} was built for the languages {', '.join(meta['languages']) or '(one)'}, "
+        raise UsageError(f"--tree {path} was built for the languages {', '.join(meta['languages']) or '(one)'}, "
                          f"the corpus has {', '.join(languages) or '(one)'}: build the tree with "
                          f"spark-topics tree --corpus {request.corpus}")
     if "lang" in corpus.vocab.columns:
@@ -122,7 +125,6 @@ class TreeLDAGibbs(TreeGibbs):
 
     def bind_corpus(self, corpus, request: TrainRequest) -> None:
         """The tree over the training corpus' vocabulary."""
-        positive_option("link_strength", self.link_strength)
         self.tree_directory = request.option("tree")
         self.set_tree(tree_of(request, corpus, self.name))
 
@@ -155,6 +157,6 @@ class PolylingualTreeLDAGibbs(TreeLDAGibbs):
 
     def bind_corpus(self, corpus, request: TrainRequest) -> None:
         if corpus.layout is None:
-            raise SystemExit(f"--model ptlda needs an aligned corpus (prepare --lang-column); {request.corpus} is "
+            raise UsageError(f"--model ptlda needs an aligned corpus (prepare --lang-column); {request.corpus} is "
                              f"monolingual: use --model tlda")
         super().bind_corpus(corpus, request)

@@ -81,6 +81,7 @@ import math
 import numba
 import numpy as np
 
+from inference.constraints import POSITIVE
 from inference.dirichlet import gamma_concentration_step
 from inference.gibbs.common import (customers, draw_scan, frozen_args, inverse_topic_totals,
                                     longest_span, max_doc_segments, move_word, random_segment_topics, token_kernel,
@@ -621,8 +622,8 @@ class AdaTM(GibbsModel):
 
     name = "adatm"
     options = GibbsModel.options + (PDP_DISCOUNT, PDP_CONCENTRATION,
-                                    ModelOption("lambda_s", "Beta prior lambda_S"),
-                                    ModelOption("lambda_t", "Beta prior lambda_T"))
+                                    ModelOption("lambda_s", "Beta prior lambda_S", constraint=POSITIVE),
+                                    ModelOption("lambda_t", "Beta prior lambda_T", constraint=POSITIVE))
 
     def initial_hyper(self, **overrides) -> dict:
         """Thesis §7.4 perplexity defaults alpha 0.1, gamma(beta) 0.01, lambda_S = lambda_T = 1, b "optimised

@@ -31,6 +31,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from inference.constraints import StrOptions
 from inference.dirichlet import minka_step
 from inference.gibbs.model import GibbsModel, SegmentedBlock, word_weight
 from inference.gibbs.sparse_lda import lda_sweep_sparse
@@ -195,7 +196,8 @@ class LdaGibbs(GibbsModel):
         ModelOption("segment_level", "every segment is a document (LDA_P of the thesis)", bool),
         ModelOption("sampler", "kernel of eq (4.3): dense (O(K) per token), sparse (SparseLDA: per token, the "
                     "topics its word and document use), auto (default: sparse from "
-                    f"{SPARSE_MIN_TOPICS} topics on)", str, metavar="dense|sparse|auto"))
+                    f"{SPARSE_MIN_TOPICS} topics on)", str, metavar="dense|sparse|auto",
+                    constraint=StrOptions(SAMPLERS)))
     construction_options = ("segment_level",)
 
     def __init__(self, num_topics: int, vocab_size: int, segment_level: bool = False):

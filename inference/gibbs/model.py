@@ -50,12 +50,13 @@ from inference.gibbs.block import DRIVER_PARTITION, SegmentedBlock, task_seed  #
 from inference.gibbs import heldout
 from inference.gibbs.counts import count_local, topic_word_estimate, word_loglik
 from inference.gibbs.tables import CountTable
+from inference.constraints import POSITIVE, UNIT_LEFT
 from inference.options import ModelOption
 
 
 #: settings several models share
-BETA = ModelOption("beta", "symmetric topic-word prior (thesis: gamma)")
-PDP_DISCOUNT = ModelOption("a", "PDP discount a")
+BETA = ModelOption("beta", "symmetric topic-word prior (thesis: gamma)", constraint=POSITIVE)
+PDP_DISCOUNT = ModelOption("a", "PDP discount a", constraint=UNIT_LEFT)
 PDP_CONCENTRATION = ModelOption("b", "PDP concentration b (initial value when sampled)")
 
 

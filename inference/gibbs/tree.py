@@ -19,6 +19,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from inference.constraints import POSITIVE
 from inference.gibbs.lda import LdaGibbs
 from inference.options import ModelOption
 from inference.tree import TreeLayout
@@ -184,7 +185,8 @@ class TreeGibbs(LdaGibbs):
     :meth:`set_tree` before anything is sampled. alpha is learnt as LDA-Gibbs learns it (Minka)."""
 
     name = "tlda"
-    options = (ModelOption("beta", "prior of a root -> word edge (the run's eta; the other edges follow from it)"),)
+    options = (ModelOption("beta", "prior of a root -> word edge (the run's eta; the other edges follow from it)",
+                           constraint=POSITIVE),)
     construction_options = ()
 
     def __init__(self, num_topics: int, vocab_size: int, link_strength: float = 100.0):

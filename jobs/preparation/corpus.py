@@ -48,6 +48,7 @@ from pyspark.sql import types as T
 from drivers import publish, storage
 from drivers.corpora.files import (CORPUS_JSON, DOCS, FAILED_REJECTS, LEGACY_STAGING, REJECT_REASONS, REJECTS,
                                   ORDERED, SEGMENTS, STOPWORDS, VOCAB, is_corpus_file, rejects_schema)
+from inference.errors import UsageError
 from jobs.preparation import segments as segments_mod
 from jobs.preparation.text import DEFAULT_TOKEN_PATTERN, stopword_list, tokenize
 from drivers.failures import is_spark_failure, one_line
@@ -80,8 +81,11 @@ _JSON_SAMPLE_ROWS = 1000
 REJECTS_SCHEMA = rejects_schema()
 
 
-class PrepareError(ValueError):
-    """Bad input or options: the message says what is wrong and what to do."""
+class PrepareError(UsageError):
+    """Bad input or options: the message says what is wrong and what to do (the command line shows it after the
+    name of the job that prepared the corpus: prepare, infer of raw text, refresh)."""
+
+    names_job = True
 
 
 @dataclasses.dataclass(frozen=True)

@@ -20,6 +20,7 @@ import re
 import zlib
 
 from drivers import storage
+from inference.errors import UsageError
 
 #: ISO 639-3 codes of FreeDict file names -> the two-letter codes corpora use
 ISO_639_3 = {"eng": "en", "spa": "es", "deu": "de", "fra": "fr", "ita": "it", "por": "pt", "nld": "nl",
@@ -35,8 +36,8 @@ _NOTES = re.compile(r"<[^>]*>|\([^)]*\)|\[[^\]]*\]|\{[^}]*\}")
 _NAME = re.compile(r"(?:^|[^a-z])([a-z]{3})-([a-z]{3})(?:\.index|\.dict\.dz|\.tsv|$)")
 
 
-class DictionaryError(ValueError):
-    pass
+class DictionaryError(UsageError):
+    """A bilingual dictionary that cannot be read: the message names the file and what is wrong."""
 
 
 def _number(text: str) -> int:

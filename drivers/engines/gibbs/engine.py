@@ -17,6 +17,7 @@ from drivers.engines.gibbs.settings import (GibbsRecord, GibbsResult, GibbsSetti
 from drivers.engines.gibbs.sync_hub import HubError
 from drivers.engines.gibbs.tables import TableLayout, check_tables, gather_tables, reduce_records
 from drivers.engines.gibbs.tasks import output_task, partition_task, stage_task
+from inference.errors import RefusedError
 from inference.gibbs.model import DRIVER_PARTITION, GibbsModel, task_seed
 from partitioners.topic import TopicPartitioner
 
@@ -133,7 +134,7 @@ class GibbsEngine:
                 why = "the cluster's task slots are unknown or change (dynamic allocation)"
         if why is not None:
             if mode == "resident":
-                raise SystemExit(f"--sync resident: {why}; use --sync jobs or auto")
+                raise RefusedError(f"--sync resident: {why}; use --sync jobs or auto")
             log.info("one Spark job per synchronisation: %s", why)
             return None
         hosted = resident_groups(P, slots) if slots < P else None
@@ -144,7 +145,7 @@ class GibbsEngine:
             resident = ResidentSampler(self, self._handles, self._layout, description, hosted)
         except (HubError, OSError) as exc:
             if mode == "resident":
-                raise SystemExit(f"--sync resident: the resident sampler did not start ({exc})") from None
+                raise RefusedError(f"--sync resident: the resident sampler did not start ({exc})") from None
             log.warning("resident sampler did not start (%s): one Spark job per synchronisation", exc)
             return None
         log.info("resident sampler: %d tasks of one barrier stage%s, one message pair per partition and "

@@ -6,6 +6,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from inference.constraints import AT_LEAST_1, StrOptions, check, validate
+from inference.errors import UsageError
+
+#: the run's settings a user gives (``train`` flags), declared once: checked by the family's request and here
+SETTING_CONSTRAINTS = {"sweeps_per_sync": AT_LEAST_1, "checkpoint_every": AT_LEAST_1,
+                       "sync": StrOptions(("auto", "resident", "jobs"))}
+
+
 @dataclass
 class SampleSchedule:
     """Burn-in, then ``samples`` samples ``lag`` iterations apart: iterations burn_in + j * lag, j = 1..samples."""
@@ -19,19 +27,15 @@ class SampleSchedule:
                 samples: int | None = None) -> "SampleSchedule":
         """Fill unset values: 5 samples (at most ``iterations``), lag N/10 (or what fits after the
         burn-in), burn-in = what is left before the samples, e.g. N = 1000 gives 500 + 5 x 100."""
-        if iterations < 1:
-            raise ValueError("--iterations must be at least 1")
-        S = samples if samples is not None else min(5, iterations)
-        if S < 1:
-            raise ValueError("--samples must be at least 1")
+        check("--iterations", iterations, AT_LEAST_1)
+        S = check("--samples", samples if samples is not None else min(5, iterations), AT_LEAST_1)
         if lag is None:
             room = iterations - (burn_in if burn_in is not None else iterations // 2)
             lag = max(1, room // S) if burn_in is not None else max(1, min(iterations // 10, room // S))
-        if lag < 1:
-            raise ValueError("--lag must be at least 1")
+        check("--lag", lag, AT_LEAST_1)
         B = burn_in if burn_in is not None else iterations - S * lag
         if B < 0 or B + S * lag > iterations:
-            raise ValueError(f"burn-in {B} + {S} samples x lag {lag} = {B + S * lag} iterations, "
+            raise UsageError(f"burn-in {B} + {S} samples x lag {lag} = {B + S * lag} iterations, "
                              f"more than --iterations {iterations}")
         return cls(iterations, B, lag, S)
 
@@ -58,15 +62,12 @@ class GibbsSettings:
 
     def __post_init__(self):
         m, sched = int(self.sweeps_per_sync), self.schedule
-        if m < 1:
-            raise ValueError("--sweeps-per-sync must be at least 1")
-        if self.sync not in ("auto", "resident", "jobs"):
-            raise ValueError(f"--sync must be auto, resident or jobs, got {self.sync!r}")
+        validate(self, SETTING_CONSTRAINTS)
         bad = [f"{name} {value}" for name, value in (("iterations", sched.iterations), ("burn-in", sched.burn_in),
                                                       ("lag", sched.lag), ("checkpoint-every", self.checkpoint_every))
                if value % m]
         if bad:
-            raise ValueError(f"with --sweeps-per-sync {m}, iterations, burn-in, lag and checkpoint-every must be "
+            raise UsageError(f"with --sweeps-per-sync {m}, iterations, burn-in, lag and checkpoint-every must be "
                              f"multiples of {m} (samples and checkpoints fall on synchronisations): "
                              + ", ".join(bad))
 
