@@ -38,6 +38,7 @@ import pytest
 from bench_common import CORES, REPO  # noqa: E402  (first: puts the project on sys.path)
 
 from bench_corpus import CACHE, ensure_corpus  # noqa: E402
+from inference.errors import SparkTopicsError
 
 
 log = logging.getLogger("spark_topics.bench")
@@ -163,7 +164,7 @@ def run_benchmark(spark, docs: int, topics: int, iterations: int, seed: int = 0,
     for name in models or sorted(s.name for s in registry.models_of("gibbs")):
         try:
             registry.model(name).model_class()
-        except SystemExit as exc:
+        except SparkTopicsError as exc:
             log.warning("skipping %s: %s", name, exc)
             continue
         for mode in ("resident", "jobs"):

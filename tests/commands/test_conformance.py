@@ -23,6 +23,7 @@ from drivers.families import InferRequest
 from drivers.model_store import load_model
 from jobs import evaluate, infer, topics, train
 from tiny_corpora import FAMILY_FLAGS
+from inference.errors import UsageError
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # tests/
 MODELS = list(registry.MODELS)
@@ -154,7 +155,7 @@ def test_train_help_shows_the_models_own_flags():
 
 
 def test_a_flag_of_another_model_is_refused_with_its_owner():
-    with pytest.raises(SystemExit, match=r"--model stm does not take --lambda-s \(a flag of adatm\)"):
+    with pytest.raises(UsageError, match=r"--model stm does not take --lambda-s \(a flag of adatm\)"):
         train_args("c", "o", "--model", "stm", "--topics", 3, "--lambda-s", 1)
-    with pytest.raises(SystemExit, match=r"--model lda is variational: --beta only apply to the sampled models"):
+    with pytest.raises(UsageError, match=r"--model lda is variational: --beta only apply to the sampled models"):
         train_args("c", "o", "--model", "lda", "--topics", 3, "--beta", 0.1)

@@ -15,6 +15,7 @@ from drivers.corpora.bow import load_corpus
 from jobs import train
 from partitioners.topic import TopicPartitioner
 from tiny_corpora import FAMILY_FLAGS, tiny_segmented
+from inference.errors import DamagedError, RefusedError, UsageError
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -112,11 +113,11 @@ def test_damaged_model_files_are_refused_in_one_line(lda_model, tmp_path, damage
 
     directory = _damaged(lda_model, tmp_path, damage, remark="marker" not in message and "manifest" not in message
                          and "since it was written" not in message)
-    with pytest.raises(SystemExit, match=message) as refused:
+    with pytest.raises(DamagedError, match=message) as refused:
         model_store.load_model(directory)
     assert "\n" not in str(refused.value)
     import argparse
-    with pytest.raises(SystemExit, match=message):   # the jobs open models through it
+    with pytest.raises(DamagedError, match=message):   # the jobs open models through it
         topics.run(argparse.Namespace(model_dir=directory, top_words=3, weights=False))
 
 
@@ -125,9 +126,9 @@ def test_zero_partitions_and_reducers_are_refused(spark_session, tiny, capsys):
         with pytest.raises(SystemExit):
             train_args(tiny, "out", "--topics", 3, flag, 0)
         assert "expected a positive integer, got '0'" in capsys.readouterr().err
-    with pytest.raises(SystemExit, match="--partitions must be at least 1, got 0"):
+    with pytest.raises(UsageError, match="--partitions must be at least 1, got 0"):
         load_corpus(spark_session, tiny, 0)
-    with pytest.raises(SystemExit, match="--reducers must be at least 1, got 0"):
+    with pytest.raises(UsageError, match="--reducers must be at least 1, got 0"):
         TopicPartitioner.for_topics(3, 0, 2)
 
 
@@ -249,12 +250,12 @@ def test_driver_memory_is_sized_from_the_model_or_the_run_is_refused_up_front():
     assert parse_size(driver_memory_conf(needed, None, can_set=True, machine=24 << 30)) >= needed > 1 << 30
     assert driver_memory_conf(BASE_BYTES, None, can_set=True, machine=24 << 30) == "1g"
     assert driver_memory_conf(needed, "8g", can_set=True, machine=24 << 30) is None
-    with pytest.raises(SystemExit, match=r"spark.driver.memory=1g is too small .* --conf spark.driver.memory=\d+m"):
+    with pytest.raises(RefusedError, match=r"spark.driver.memory=1g is too small .* --conf spark.driver.memory=\d+m"):
         driver_memory_conf(needed, "1g", can_set=False, machine=24 << 30)
-    with pytest.raises(SystemExit, match=r"more than Spark's default 1g: pass --driver-memory"):
+    with pytest.raises(RefusedError, match=r"more than Spark's default 1g: pass --driver-memory"):
         driver_memory_conf(needed, None, can_set=False, machine=24 << 30)
     huge = BASE_BYTES + registry.family("gibbs").driver_bytes(5000, 2_000_000)
-    with pytest.raises(SystemExit, match=r"more than this machine can give .*--max-vocab"):
+    with pytest.raises(RefusedError, match=r"more than this machine can give .*--max-vocab"):
         driver_memory_conf(huge, None, can_set=True, machine=24 << 30)
     assert parse_size("1.5g") == 3 << 29 and parse_size("512m") == 512 << 20
 
@@ -270,10 +271,10 @@ def test_python_memory_of_the_tasks_is_sized_from_the_model_or_the_run_is_refuse
     assert variational_task_bytes(1000, 25_000, 1_000, 2) == PYTHON_BASE_BYTES + 4 * 8 * 500 * 25_000
     assert "per task" in python_memory_check(small, "local[2]", {}, 2, machine=24 << 30)
     huge = variational_task_bytes(20_000, 200_000, 150_000, 2)
-    with pytest.raises(SystemExit, match=r"more than this machine has .* more partitions"):
+    with pytest.raises(RefusedError, match=r"more than this machine has .* more partitions"):
         python_memory_check(huge, "local[2]", {}, 2, machine=24 << 30)
     conf = {"spark.executor.cores": "4", "spark.executor.pyspark.memory": "1g"}
-    with pytest.raises(SystemExit, match=r"spark.executor.pyspark.memory=1g is too small: .* set --conf "
+    with pytest.raises(RefusedError, match=r"spark.executor.pyspark.memory=1g is too small: .* set --conf "
                                          r"spark.executor.pyspark.memory=\d+m"):
         python_memory_check(small, "spark://host:7077", conf, 2)
     assert parse_size("1g") >= small

@@ -22,6 +22,7 @@ from jobs import evaluate, train
 from drivers.corpora.bow import load_corpus
 from drivers.model_store import save_model
 from test_kernels import reference_estep
+from inference.errors import UsageError
 
 TERMS = [f"w{i:03d}" for i in range(80)]
 
@@ -272,7 +273,7 @@ def test_vocabulary_mismatch_fails_with_advice(spark_session, heldout_setup, tmp
     model_dir, _, _, _ = heldout_setup
     other = write_corpus(spark_session, str(tmp_path / "other"), [("a", {0: 2, 1: 1})],
                          list(reversed(TERMS)))
-    with pytest.raises(SystemExit, match=r"--vocab .*vocab\.parquet"):
+    with pytest.raises(UsageError, match=r"--vocab .*vocab\.parquet"):
         evaluate.evaluate_model(spark_session, model_dir, other)
 
 

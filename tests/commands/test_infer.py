@@ -18,6 +18,7 @@ from drivers.model_store import load_model
 from jobs.preparation.corpus import prepare_corpus
 from jobs.spark import add_spark_arguments
 from jobs.preparation.text import load_stopwords
+from inference.errors import UsageError
 
 #: letters-only words (the default tokenizer drops digits), none of them an English stop word
 WORDS = [w for w in ("".join(p) for p in itertools.product("bdgkmt", "aeiou", "lnrs"))
@@ -133,7 +134,7 @@ def test_raw_text_is_read_as_the_training_corpus_was_wherever_the_model_is(raw_m
 def test_infer_rejects_a_corpus_with_another_vocabulary(spark_session, raw_model, tmp_path):
     model_dir, _, _, _ = raw_model
     other = write_corpus(spark_session, str(tmp_path / "other"), [("a", {0: 1, 2: 3})], WORDS[::-1])
-    with pytest.raises(SystemExit, match="does not share the vocabulary.*--vocab"):
+    with pytest.raises(UsageError, match="does not share the vocabulary.*--vocab"):
         infer.infer_documents(spark_session, model_dir, other, str(tmp_path / "out"))
 
 
@@ -165,7 +166,7 @@ def test_an_output_that_is_a_model_a_root_or_a_corpus_is_refused(spark_session, 
     root = tmp_path / "root"
     (root / "versions").mkdir(parents=True)
     for output, what in ((model_dir, "a model directory"), (root, "a model root"), (corpus_dir, "a prepared corpus")):
-        with pytest.raises(SystemExit, match=f"--output {output} is {what}"):
+        with pytest.raises(UsageError, match=f"--output {output} is {what}"):
             infer.infer(spark_session, InferRequest(model_dir, corpus_dir, str(output)))
     assert {p.name: p.stat().st_mtime_ns for p in Path(model_dir).iterdir()} == before
     assert load_model(model_dir) is not None

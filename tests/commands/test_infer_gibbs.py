@@ -13,6 +13,7 @@ from inference.gibbs.synthetic import stm_corpus
 from jobs import infer, train
 from jobs.preparation.corpus import prepare_corpus
 from test_infer import WORDS, infer_args
+from inference.errors import UsageError
 
 
 def _paragraphs(block, d) -> str:
@@ -60,7 +61,7 @@ def test_infer_prepared_corpus_matches_the_training_estimates(spark_session, stm
     first = segments[segments["doc_id"] == ours["doc_id"][0]].sort_values("segment")
     assert first["segment"].tolist() == list(range(len(first)))
     # a prepared corpus keeps its segments
-    with pytest.raises(SystemExit):
+    with pytest.raises(UsageError):
         infer.run(infer_args("--model", model_dir, "--input", corpus, "--output", tmp_path / "x",
                              "--segments", "sentence"))
 

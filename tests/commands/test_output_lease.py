@@ -15,6 +15,7 @@ import pytest
 from conftest import train_args
 from drivers import lease
 from jobs import train
+from inference.errors import DamagedError, RefusedError
 
 
 def write_lease(directory, pid, job="spark-topics train --model lda", host=None):
@@ -28,7 +29,7 @@ def test_a_live_holder_is_refused_by_name_and_a_killed_ones_lease_taken_over(tmp
     live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         write_lease(tmp_path / "out", live.pid)
-        with pytest.raises(SystemExit, match=rf"in use by another run: spark-topics train --model lda started "
+        with pytest.raises(RefusedError, match=rf"in use by another run: spark-topics train --model lda started "
                                              rf".* \(pid {live.pid}\)\. .*delete .*_lease.json"):
             lease.acquire(str(tmp_path / "out"), "second")
     finally:
@@ -41,7 +42,7 @@ def test_a_live_holder_is_refused_by_name_and_a_killed_ones_lease_taken_over(tmp
     lease.release(str(tmp_path / "out"), holder)
     assert not (tmp_path / "out" / lease.LEASE).exists()
     write_lease(tmp_path / "other", 1, host="another-host")   # another host: never presumed dead
-    with pytest.raises(SystemExit, match="another-host"):
+    with pytest.raises(RefusedError, match="another-host"):
         lease.acquire(str(tmp_path / "other"), "second")
 
 
@@ -50,7 +51,7 @@ def _race(directory, barrier, results, done):
     try:
         holder = lease.acquire(directory, f"run {os.getpid()}")
         results.put(holder["token"])
-    except SystemExit:
+    except RefusedError:
         results.put(None)
     done.wait(60)                 # a run lives on after taking its lease (a dead one's lease is stale)
 
@@ -76,7 +77,7 @@ def test_train_holds_the_lease_and_releases_it(spark_session, synthetic_lda, tmp
     live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         write_lease(tmp_path / "m", live.pid)
-        with pytest.raises(SystemExit, match="in use by another run"):
+        with pytest.raises(RefusedError, match="in use by another run"):
             train.train(spark_session, train_args(corpus, tmp_path / "m", "--topics", 3, "--iterations", 2))
         assert not (tmp_path / "m" / "model.json").exists()
     finally:
@@ -90,7 +91,7 @@ def test_train_holds_the_lease_and_releases_it(spark_session, synthetic_lda, tmp
     from jobs import infer
 
     write_lease(tmp_path / "inferred", 2 ** 22 + 17, host="another-host")
-    with pytest.raises(SystemExit, match="in use by another run"):
+    with pytest.raises(RefusedError, match="in use by another run"):
         infer.infer(spark_session, InferRequest(str(tmp_path / "m"), str(corpus), str(tmp_path / "inferred")))
     os.remove(tmp_path / "inferred" / lease.LEASE)
     assert infer.infer(spark_session, InferRequest(str(tmp_path / "m"), str(corpus),
@@ -109,7 +110,7 @@ def test_a_lease_on_a_hadoop_store_is_created_exclusively_through_the_jvm(spark_
     assert json.loads((tmp_path / "root" / lease.LEASE).read_text()) == {"token": "a"}
     assert lease.create_exclusive_hadoop("nosuchfs://bucket/x/_lease.json", b"{}", spark_session.sparkContext) is None
     held = lease.acquire(f"file://{tmp_path}/other", "spark-topics refresh")   # file:// URIs: O_EXCL locally
-    with pytest.raises(SystemExit, match="in use by another run"):
+    with pytest.raises(RefusedError, match="in use by another run"):
         lease.acquire(f"file://{tmp_path}/other", "spark-topics refresh")
     lease.release(f"file://{tmp_path}/other", held)
     assert not (tmp_path / "other" / lease.LEASE).exists()
@@ -125,7 +126,7 @@ def test_a_lease_file_that_is_no_lease_is_named_for_what_it_is(tmp_path, content
         (out / lease.LEASE).mkdir()
     else:
         (out / lease.LEASE).write_bytes(content)
-    with pytest.raises(SystemExit, match=rf"_lease.json is not a lease \({problem}\): if no run is using .*out, "
+    with pytest.raises(DamagedError, match=rf"_lease.json is not a lease \({problem}\): if no run is using .*out, "
                                          rf"delete it"):
         lease.acquire(str(out), "second")
 

@@ -15,6 +15,7 @@ from jobs.prepare import add_arguments, count_or_fraction, run
 from jobs.preparation.corpus import (PersistedFrames, PrepareError, PrepareOptions, build_vocabulary, count_terms,
                                      prepare_corpus)
 from jobs.preparation.text import available_languages, load_stopwords
+from inference.errors import UsageError
 
 # Texts with what CSV must quote (commas, quotes, newlines) and a stop word or two.
 TEXTS = {
@@ -497,7 +498,7 @@ def test_cli_flags_and_run(spark_session, tmp_path, capsys):
     corpus = run(args)
     assert corpus["vocab_size"] == 5 and corpus["options"]["language"] == "none"
     assert "prepared 4 documents, 5 terms" in capsys.readouterr().out
-    with pytest.raises(SystemExit, match="not empty"):
+    with pytest.raises(UsageError, match="not empty"):
         run(args)
     assert count_or_fraction("0.25") == 0.25 and count_or_fraction("3") == 3
     with pytest.raises(argparse.ArgumentTypeError):

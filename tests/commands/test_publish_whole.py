@@ -20,6 +20,7 @@ from jobs import infer, train
 from jobs.preparation.corpus import prepare_corpus
 from test_data_safety import DOCS, _write_jsonl, lda_model, tiny  # noqa: F401 (module fixtures)
 from conftest import train_args
+from inference.errors import DamagedError, UsageError
 
 
 class Killed(BaseException):
@@ -95,13 +96,13 @@ def test_a_failed_run_leaves_no_empty_directory_it_created(spark_session, tiny, 
         with lease.hold(str(tmp_path / "there"), "test"):
             raise RuntimeError("failed")
     assert (tmp_path / "there").is_dir()
-    with pytest.raises(SystemExit, match="not a prepared corpus"):
+    with pytest.raises(UsageError, match="not a prepared corpus"):
         train.train(spark_session, train_args(tmp_path / "no-corpus", tmp_path / "model", "--topics", 3))
-    with pytest.raises(SystemExit, match="input path does not exist"):
+    with pytest.raises(UsageError, match="input path does not exist"):
         infer.infer_documents(spark_session, str(lda_model), str(tmp_path / "no-corpus"), str(tmp_path / "inferred"))
     from test_refresh import run as refresh
 
-    with pytest.raises(SystemExit, match="the first refresh needs --base"):
+    with pytest.raises(UsageError, match="the first refresh needs --base"):
         refresh(spark_session, "--model", tmp_path / "root", "--input", _write_jsonl(tmp_path / "b.jsonl", DOCS))
     assert not (tmp_path / "model").exists() and not (tmp_path / "inferred").exists()
     assert not (tmp_path / "root").exists()
@@ -152,18 +153,18 @@ def test_an_incompletely_written_corpus_is_refused_in_one_line(spark_session, ti
     half = tmp_path / "half"
     shutil.copytree(tiny, half)
     (half / "corpus.json").unlink()
-    with pytest.raises(SystemExit, match=r"half is not a complete corpus: it has docs\.parquet, vocab\.parquet but "
+    with pytest.raises(DamagedError, match=r"half is not a complete corpus: it has docs\.parquet, vocab\.parquet but "
                                          r"no corpus\.json \(a prepare was interrupted\); prepare it again") as refused:
         open_corpus_meta(spark_session, str(half))
     assert "\n" not in str(refused.value)
     assert infer.is_prepared_corpus(str(half))       # not raw text: infer refuses it as train does
-    with pytest.raises(SystemExit, match="half is not a complete corpus"):
+    with pytest.raises(DamagedError, match="half is not a complete corpus"):
         infer.infer_documents(spark_session, str(lda_model), str(half), str(tmp_path / "o"))
     published = tmp_path / "published"
     with publish.publishing(str(published)) as staging:
         shutil.copytree(tiny, staging, dirs_exist_ok=True)
     shutil.rmtree(published / "vocab.parquet")
-    with pytest.raises(SystemExit, match=r"published: 1 file\(s\) missing \(vocab\.parquet/"):
+    with pytest.raises(DamagedError, match=r"published: 1 file\(s\) missing \(vocab\.parquet/"):
         open_corpus_meta(spark_session, str(published))
     assert open_corpus_meta(spark_session, tiny)[0]["documents"] == 40      # no _SUCCESS: as before
 
@@ -222,7 +223,7 @@ def test_a_same_size_edit_is_refused_by_the_content_hash(lda_model, tmp_path, mo
     size = os.path.getsize(copy / name)
     damage(copy)
     assert os.path.getsize(copy / name) == size
-    with pytest.raises(SystemExit, match=rf"model: 1 file\(s\) changed since it was written \({name}: same size, "
+    with pytest.raises(DamagedError, match=rf"model: 1 file\(s\) changed since it was written \({name}: same size, "
                                          rf"another content hash\), compared with its _SUCCESS manifest") as refused:
         model_store.load_model(str(copy))
     assert "\n" not in str(refused.value)

@@ -20,6 +20,7 @@ from drivers import lease, model_root, model_store, publish
 from jobs import refresh, train
 from jobs.preparation.corpus import prepare_corpus
 from jobs.spark import add_spark_arguments
+from inference.errors import DamagedError, RefusedError, UsageError
 
 SYLLABLES = ["ka", "lo", "mi", "nu", "pe", "ra", "si", "tu", "ve", "zo"]
 WORDS = [a + b + c for a in SYLLABLES[:4] for b in SYLLABLES for c in ("n", "r")]   # 80 words, letters only
@@ -206,9 +207,9 @@ def test_rollback_uningests_and_keep_prunes(spark_session, refreshed, tmp_path):
     assert model_root.chain(str(root)) == [again["version"], v1]
     assert model_store.load_model(str(root)).meta["data"]["documents"] == 40 + 20 + 8   # batch: the union
     assert not os.path.exists(os.path.join(model_root.version_dir(str(root), v2)))     # abandoned, pruned
-    with pytest.raises(SystemExit, match="was pruned"):
+    with pytest.raises(RefusedError, match="was pruned"):
         model_store.load_model(str(root), v1[:6])
-    with pytest.raises(SystemExit, match="was pruned"):
+    with pytest.raises(RefusedError, match="was pruned"):
         run(spark_session, "--model", root, "--rollback", v1)
 
 
@@ -220,7 +221,7 @@ def test_a_second_refresh_of_a_root_is_refused_and_gibbs_models_are_refused(spar
         with open(root / lease.LEASE, "w") as f:
             json.dump({"token": "t", "job": "spark-topics refresh", "host": os.uname().nodename, "pid": live.pid,
                        "started": "2026-11-25T00:00:00Z"}, f)
-        with pytest.raises(SystemExit, match=rf"in use by another run: spark-topics refresh .*pid {live.pid}"):
+        with pytest.raises(RefusedError, match=rf"in use by another run: spark-topics refresh .*pid {live.pid}"):
             run(spark_session, "--model", root, "--base", base / "m0", "--input", base / "b0.jsonl")
     finally:
         live.kill()
@@ -228,9 +229,9 @@ def test_a_second_refresh_of_a_root_is_refused_and_gibbs_models_are_refused(spar
     gibbs = tmp_path / "gibbs"
     train.train(spark_session, train.parse_request(["--model", "lda-gibbs", "--corpus", base / "c0", "--output",
                                                     gibbs, "--topics", 3, "--iterations", 5]))
-    with pytest.raises(SystemExit, match="not supported for --model lda-gibbs: retrain"):
+    with pytest.raises(RefusedError, match="not supported for --model lda-gibbs: retrain"):
         run(spark_session, "--model", tmp_path / "root2", "--base", gibbs, "--input", base / "b0.jsonl")
-    with pytest.raises(SystemExit, match="first refresh needs --base"):
+    with pytest.raises(UsageError, match="first refresh needs --base"):
         run(spark_session, "--model", tmp_path / "root3", "--input", base / "b0.jsonl")
 
 
@@ -336,7 +337,7 @@ def test_a_latest_naming_a_missing_version_is_refused_before_anything_is_deleted
     assert len(before) >= 2                                   # version=base and the first version
     (root / model_root.LATEST).write_text("000099-20261125T000000Z\n")
     raw = write_batch(tmp_path / "more.jsonl", texts(5, 90, "z"))
-    with pytest.raises(SystemExit, match=r"LATEST names the version 000099-20261125T000000Z, which .* does not "
+    with pytest.raises(DamagedError, match=r"LATEST names the version 000099-20261125T000000Z, which .* does not "
                                          r"have: the model root is damaged \(nothing was changed\)"):
         run(spark_session, "--model", root, "--input", raw, "--iterations", 1)
     assert sorted(os.listdir(table)) == before
@@ -355,7 +356,7 @@ def test_a_batch_without_a_valid_document_is_refused_its_rejects_kept_and_a_root
     def kept():
         return [json.loads(line) for part in (root / refresh.REJECTS_UNPUBLISHED).glob("part-*") for line in open(part)]
 
-    with pytest.raises(SystemExit, match=rf"no valid document in .*garbage\.jsonl: all 3 rows were rejected; the 3 "
+    with pytest.raises(UsageError, match=rf"no valid document in .*garbage\.jsonl: all 3 rows were rejected; the 3 "
                                          rf"rejected rows \(.*\) are in .*{refresh.REJECTS_UNPUBLISHED}; nothing was "
                                          rf"published, LATEST stays {first}"):
         run(spark_session, "--model", root, "--input", garbage)
@@ -370,7 +371,7 @@ def test_a_batch_without_a_valid_document_is_refused_its_rejects_kept_and_a_root
     model = tmp_path / "m0"
     shutil.copytree(base / "m0", model)
     for target, how in ((model, "is"), (model / "root", "lies inside")):
-        with pytest.raises(SystemExit, match=rf"--model .* {how} the base model directory .*: a model root is a "
+        with pytest.raises(UsageError, match=rf"--model .* {how} the base model directory .*: a model root is a "
                                              rf"directory of its own"):
             run(spark_session, "--model", target, "--base", model, "--input", mixed)
     assert sorted(os.listdir(model)) == sorted(os.listdir(base / "m0"))       # nothing written into it
@@ -431,7 +432,7 @@ def test_stored_relative_paths_are_read_beside_the_root_and_checked_against_the_
 
     raw = write_batch(tmp_path / "h.jsonl", texts(8, 8, "h"))
     shutil.copytree(elsewhere / "c0", tmp_path / "c0")                     # another corpus beside the root
-    with pytest.raises(SystemExit, match=r"--mode batch: .*/c0 \(the base model's training corpus, 'c0' as stored "
+    with pytest.raises(RefusedError, match=r"--mode batch: .*/c0 \(the base model's training corpus, 'c0' as stored "
                                          r"by .*\) holds 25 documents, but the root's ledger has 40 training "
                                          r"documents of the base model: not the corpus it was trained on"):
         run(spark_session, "--model", root, "--input", raw, "--mode", "batch", "--iterations", 1)

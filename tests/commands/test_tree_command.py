@@ -13,6 +13,7 @@ import pytest
 from drivers.trees import build_concepts, load_tree
 from jobs.preparation.dictionaries import languages_of, read_dictionaries, split_translations
 from prerequisites import require
+from inference.errors import UsageError
 
 B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 
@@ -154,11 +155,11 @@ def test_tree_job_writes_the_tree_and_its_report(spark_session, aligned_corpus, 
                                                                   ("water", "agua"), ("water", "mar")]
     assert meta["report"]["dropped"]["duplicate"] == 1 and meta["report"]["dropped"]["not_in_vocabulary"] == 2
     assert not [p for p in os.listdir(tmp_path) if ".tmp" in p]
-    with pytest.raises(SystemExit, match="not a prepared corpus"):
+    with pytest.raises(UsageError, match="not a prepared corpus"):
         tree.build(spark_session, [dictd], str(tmp_path / "nowhere"), str(tmp_path / "t2"))
     (tmp_path / "unrelated").mkdir()
     unrelated = write_dictd(tmp_path / "unrelated", "freedict-eng-spa", {"cat": "cat\ngato\n", "dog": "dog\nperro\n"})
-    with pytest.raises(SystemExit, match=r"no concept: none of the 2 dictionary pairs has both its words in the "
+    with pytest.raises(UsageError, match=r"no concept: none of the 2 dictionary pairs has both its words in the "
                                          r"vocabularies .*\(2 not in vocabulary\).*nothing was written"):
         tree.build(spark_session, [unrelated], str(aligned_corpus / "corpus"), str(tmp_path / "t3"))
     assert not (tmp_path / "t3").exists()

@@ -25,6 +25,7 @@ from drivers import registry
 from drivers.families import gibbs as gibbs_family
 from jobs import train
 from drivers.corpora.segmented import load_segmented_corpus
+from inference.errors import RefusedError, SparkTopicsError, UsageError
 
 
 
@@ -104,7 +105,7 @@ def test_sweeps_per_sync(spark_session, small_corpus, tmp_path):
                                      hyper=model.initial_hyper(optimize_alpha=False))
     np.testing.assert_array_equal(np.load(tmp_path / "m" / "topic_word.npy"),
                                   topic_word_estimate(nwk, nk, hyper["beta"]))
-    with pytest.raises(SystemExit, match="multiples of 2"):
+    with pytest.raises(UsageError, match="multiples of 2"):
         train.train(spark_session, train_args(
             corpus, tmp_path / "x", "--model", "lda-gibbs", "--topics", 3, "--iterations", 9,
             "--sweeps-per-sync", 2))
@@ -372,7 +373,7 @@ def test_killed_on_a_standalone_cluster_then_resumed_locally_equals_uninterrupte
     assert [r["loglik"] for r in ref["trace"]] == [r["loglik"] for r in res["trace"]]
     np.testing.assert_array_equal(_theta(reference / "segment_topics.parquet", ("doc_id", "segment")),
                                   _theta(killed / "segment_topics.parquet", ("doc_id", "segment")))
-    with pytest.raises(SystemExit, match="cannot resume.*seed"):   # a checkpoint of other settings is refused
+    with pytest.raises(RefusedError, match="cannot resume.*seed"):   # a checkpoint of other settings is refused
         train.train(spark_session, train_args(corpus, killed, *common[:-1], 10, "--resume"))
 
 
@@ -383,7 +384,7 @@ def test_registered_model_on_spark_equals_run_local(spark_session, small_corpus,
     """Each registered model trains on Spark (one partition) exactly as run_local runs it; rows sum to 1."""
     try:
         registry.model(name).model_class()
-    except SystemExit as exc:
+    except SparkTopicsError as exc:
         pytest.skip(f"{name} not available yet: {exc}")
     corpus, docs = small_corpus
     meta = train.train(spark_session, train_args(
@@ -420,24 +421,24 @@ def test_bad_input(spark_session, small_corpus, tmp_path):
     corpus, docs = small_corpus
     plain = write_segmented_corpus(tmp_path / "plain", docs, terms(40), segmented=False)
     if "stm" in registry.MODELS:
-        with pytest.raises(SystemExit, match="no segments"):
+        with pytest.raises(UsageError, match="no segments"):
             train.train(spark_session, train_args(plain, tmp_path / "m", "--model", "stm",
                                                               "--topics", 3))
-    with pytest.raises(SystemExit, match="more than --iterations"):
+    with pytest.raises(UsageError, match="more than --iterations"):
         train.train(spark_session, train_args(corpus, tmp_path / "m", "--model", "lda-gibbs",
                                                           "--topics", 3, "--iterations", 5, "--burn-in", 4,
                                                           "--samples", 2))
-    with pytest.raises(SystemExit, match="does not take"):
+    with pytest.raises(UsageError, match="does not take"):
         train.train(spark_session, train_args(corpus, tmp_path / "m", "--model", "lda-gibbs",
                                                           "--topics", 3, "--lambda-s", 1.0))
-    with pytest.raises(SystemExit, match="beta must be a positive"):
+    with pytest.raises(UsageError, match="beta must be a positive"):
         train.train(spark_session, train_args(corpus, tmp_path / "m", "--model", "lda-gibbs",
                                                           "--topics", 3, "--beta", -1))
-    with pytest.raises(SystemExit, match="larger than the vocabulary"):
+    with pytest.raises(UsageError, match="larger than the vocabulary"):
         train.train(spark_session, train_args(corpus, tmp_path / "m", "--model", "lda-gibbs",
                                                           "--topics", 41))
-    with pytest.raises(SystemExit, match="--eta only apply to the variational"):
+    with pytest.raises(UsageError, match="--eta only apply to the variational"):
         train.train(spark_session, train_args(corpus, tmp_path / "m", "--model", "lda-gibbs",
                                                           "--topics", 3, "--eta", 0.1))
-    with pytest.raises(SystemExit, match="segment-level applies"):
+    with pytest.raises(UsageError, match="segment-level applies"):
         gibbs_family.make_model("stm", 3, 40, segment_level=True)

@@ -13,6 +13,7 @@ import pytest
 from conftest import hellinger_matched, train_args, write_corpus
 from jobs import train
 from drivers.model_store import load_model
+from inference.errors import UsageError
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -166,9 +167,9 @@ def test_local1_matches_local2_and_resume_after_kill(spark_session, synthetic_ld
 def test_bad_training_input(spark_session, tmp_path):
     tiny = write_corpus(spark_session, str(tmp_path / "tiny"), [("a", {0: 2, 1: 1}), ("b", {1: 3, 2: 1})],
                         ["x", "y", "z"])
-    with pytest.raises(SystemExit, match="larger than the vocabulary"):
+    with pytest.raises(UsageError, match="larger than the vocabulary"):
         train.train(spark_session, train_args(tiny, tmp_path / "m", "--topics", 5))
-    with pytest.raises(SystemExit, match="not a prepared corpus"):
+    with pytest.raises(UsageError, match="not a prepared corpus"):
         train.train(spark_session, train_args(tmp_path / "nowhere", tmp_path / "m", "--topics", 2))
-    with pytest.raises(SystemExit, match="positive"):
+    with pytest.raises(UsageError, match="positive"):
         train.train(spark_session, train_args(tiny, tmp_path / "m", "--topics", 2, "--alpha", -1))

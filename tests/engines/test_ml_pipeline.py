@@ -154,7 +154,8 @@ def test_pipeline_model_save_load(spark_session, text_pipeline, texts, text_topi
     assert load_model(data).meta["elbo_trace"] == model.modelMetadata()["elbo_trace"]
     with open(os.path.join(data, "lambda.npy"), "ab") as f:         # damaged: refused in one line, not an exit
         f.write(b"\0" * 8)
-    with pytest.raises(ValueError, match=r"SparkTopicsLDAModel.load: .*damaged"):
+    from inference.errors import DamagedError
+    with pytest.raises(DamagedError, match=r"lambda\.npy.*damaged"):         # the project's exception, a ValueError
         SparkTopicsLDAModel.load(stage_path)
 
 

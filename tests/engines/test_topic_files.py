@@ -12,6 +12,7 @@ from drivers import storage
 from drivers.topic_store import TopicFiles
 from inference.mapper import compact
 from inference.reducer import split_by_topic, sum_in_partition_order
+from inference.errors import RefusedError
 
 
 @pytest.mark.parametrize("uri", [False, True])
@@ -117,7 +118,7 @@ def test_checkpoint_of_an_older_layout_is_refused(tmp_path):
     from drivers.checkpoint import Checkpointer
 
     (tmp_path / "state.json").write_text(json.dumps({"iteration": 3, "alpha": [0.1]}))
-    with pytest.raises(SystemExit, match="older spark-topics"):
+    with pytest.raises(RefusedError, match="older spark-topics"):
         Checkpointer(str(tmp_path)).load()
 
 

@@ -21,6 +21,7 @@ from inference.gibbs.local import global_counts
 from inference.gibbs.model import SegmentedBlock
 from drivers.evaluation import score_heldout
 from jobs import train
+from inference.errors import UsageError
 
 
 def _counts(block, z, K, V):
@@ -249,7 +250,7 @@ def test_evaluate_job_reuses_the_heldout_split(spark_session, synthetic_gibbs_mo
     add_spark_arguments(parser)
     cli = evaluate.run(parser.parse_args(["--model", str(out), "--corpus", corpus, "--heldout-observed", "all"]))
     assert cli["perplexity"] == pytest.approx(same_words["perplexity"], rel=1e-12)
-    with pytest.raises(SystemExit, match="heldout-observed"):
+    with pytest.raises(UsageError, match="heldout-observed"):
         evaluate.run(parser.parse_args(["--model", str(out), "--corpus", corpus, "--heldout-observed", "1.5"]))
 
 
@@ -268,7 +269,7 @@ def test_topic_evolution_of_one_document(synthetic_gibbs_model, tmp_path, capsys
     assert (tmp_path / "evo" / "evolution.png").stat().st_size > 1000
     saved = json.loads((tmp_path / "evo" / "evolution.json").read_text())
     assert saved["doc_id"] == doc_id and len(saved["topic_words"]) == 4
-    with pytest.raises(SystemExit, match="not among"):
+    with pytest.raises(UsageError, match="not among"):
         evolution.evolution(str(out), "no-such-document")
 
 

@@ -16,6 +16,7 @@ from drivers.trees import save_tree
 from gibbs_corpus import terms, write_segmented_corpus
 from inference.tree import TreeLayout
 from jobs import train
+from inference.errors import UsageError
 
 LANGS = ("en", "es")
 V_LANG, LINKED, K = 20, 10, 3
@@ -124,7 +125,7 @@ def test_tree_models_infer_evaluate_and_refuse_a_tree_of_other_languages(spark_s
     mono = tmp_path / "mono_tree"
     save_tree(str(mono), pd.DataFrame({"concept": [0], "lang_a": [""], "word_a": ["w0001"], "lang_b": [""],
                                        "word_b": ["w0002"]}), {"languages": [""], "report": {"concepts": 1}})
-    with pytest.raises(SystemExit, match="built for the languages"):
+    with pytest.raises(UsageError, match="built for the languages"):
         train.train(spark_session, train_args(base / "corpus", tmp_path / "bad", "--model", "ptlda", "--tree", mono,
                                               "--topics", K, "--iterations", 1))
 
@@ -138,7 +139,7 @@ def test_tlda_gibbs_without_concepts_samples_what_lda_gibbs_samples(spark_sessio
     tlda = train.train(spark_session, train_args(corpus, tmp_path / "tlda", "--model", "tlda", "--inference",
                                                  "gibbs", *flags))
     assert tlda["model"] == "tlda" and tlda["inference"] == "gibbs" and tlda["prior_tree"]["concepts"] == 0
-    with pytest.raises(SystemExit, match="--model tlda takes --burn-in with --inference gibbs"):
+    with pytest.raises(UsageError, match="--model tlda takes --burn-in with --inference gibbs"):
         train_args(corpus, tmp_path / "x", "--model", "tlda", "--topics", 4, "--burn-in", 5)
     assert tlda["alpha"] == lda["alpha"]
     theta = [pd.read_parquet(tmp_path / m / "doc_topics.parquet").sort_values("doc_id") for m in ("lda", "tlda")]
@@ -169,7 +170,7 @@ def test_tlda_gibbs_recovers_planted_topics_on_one_language(spark_session, tree_
     topic_word = load(str(tmp_path / "g")).topic_word()
     np.testing.assert_allclose(topic_word.sum(axis=1), 1.0)
     assert hellinger_matched(topic_word, english).max() < 0.1
-    with pytest.raises(SystemExit, match="aligned corpus: --model lda-gibbs reads one vocabulary"):
+    with pytest.raises(UsageError, match="aligned corpus: --model lda-gibbs reads one vocabulary"):
         train.train(spark_session, train_args(base / "corpus", tmp_path / "bad", "--model", "lda-gibbs",
                                               "--topics", K, "--iterations", 2))
 
