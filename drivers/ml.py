@@ -288,7 +288,7 @@ class SparkTopicsLDA(Estimator, _SparkTopicsLDAParams, DefaultParamsReadable, De
 
     # ---- fit
     def _settings(self) -> dict:
-        """The params as TrainRequest fields, checked (one-line ValueErrors naming the param)."""
+        """The params as TrainRequest fields, checked (one-line UsageErrors naming the param)."""
         k, max_iter, tol = self.getK(), self.getMaxIter(), self.getTol()
         validate({"k": k, "maxIter": max_iter, "inference": self.getInference(), "tol": tol}, PARAM_CONSTRAINTS,
                  name=lambda param: f"SparkTopicsLDA: {param}")
@@ -599,7 +599,7 @@ def save_model_directory(model: model_store.TopicModel, target: str, rewrite_voc
 # --------------------------------------------------------------------------- DataFrame -> prepared corpus
 
 def check_vector_column(schema, column: str, who: str) -> None:
-    """A one-line ValueError unless ``column`` is a column of MLlib vectors."""
+    """A one-line UsageError unless ``column`` is a column of MLlib vectors."""
     if column not in schema.fieldNames():
         raise UsageError(f"{who}: featuresCol {column!r} is not a column of the DataFrame "
                          f"({', '.join(schema.fieldNames())})")
