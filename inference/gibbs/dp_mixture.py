@@ -46,6 +46,7 @@ import math
 
 import numpy as np
 
+from inference.constraints import POSITIVE
 from inference.gibbs.dp_mixture_kernels import (document_bags, dp_sweep, log_partition_prior,
                                                 log_words_given_clusters, membership_log_weights, slice_sample)
 from inference.gibbs.heldout import split_observed
@@ -74,9 +75,9 @@ class DPMixture(GibbsModel):
 
     name = "dp-mixture"
     options = (ModelOption("beta", "symmetric prior of a cluster's word distribution (per word; initial value "
-                                   "when sampled)"),
+                                   "when sampled)", constraint=POSITIVE),
                ModelOption("zeta", "concentration of the Dirichlet process over clusters (initial value when "
-                                   "sampled)"))
+                                   "sampled)", constraint=POSITIVE))
     document_files = ("doc_clusters.parquet",)
     array_files = ("cluster_words", "cluster_docs")
     heldout_protocol = ("the mixture's exact predictive given the trained clusters: log p(unseen | observed) with "
