@@ -194,7 +194,7 @@ def load_segmented_corpus(spark, directory: str, num_partitions: int | None = No
     source_file = SEGMENTS
     if ordered:
         if layout is not None or not (meta.get("ordered") or {}).get("file"):
-            raise SystemExit(f"{directory} keeps no word order: prepare it with `spark-topics prepare --ordered` "
+            raise UsageError(f"{directory} keeps no word order: prepare it with `spark-topics prepare --ordered` "
                              f"(this model needs every document's tokens in text order)")
         segmented, source_file = True, meta["ordered"]["file"]
     if require_segments and not segmented:

@@ -31,6 +31,7 @@ import math
 import numpy as np
 from scipy.special import digamma, gammaln
 
+from inference.constraints import POSITIVE
 from inference.gibbs.model import GibbsModel, SegmentedBlock
 from inference.gibbs.tables import CountTable, KeyedCounts
 from inference.options import ModelOption
@@ -93,7 +94,7 @@ class BigramLM(GibbsModel):
     name = "bigram-lm"
     options = (ModelOption("beta", "initial concentration beta of every context's Dirichlet (3.3), with a uniform "
                                    "base measure n (default V: a pseudocount of 1 a word); the fixed point "
-                                   "optimises beta n"),)
+                                   "optimises beta n", constraint=POSITIVE),)
     latent = False
     heldout_protocol = ("every word left to right, p(w | previous word) from the training bigrams and the "
                         "document's earlier ones (eq 3.6)")

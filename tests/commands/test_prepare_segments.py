@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 from jobs.preparation.corpus import prepare_corpus
 from drivers.corpora.segmented import load_segmented_corpus
+from inference.errors import UsageError
 
 OPTS = dict(min_df=1, max_df=1.0, language="none", overwrite=True)
 
@@ -163,5 +164,5 @@ def test_ordered_keeps_every_documents_tokens_in_text_order(spark_session, tmp_p
     shutil.copytree(ordered, legacy)
     (legacy / "_SUCCESS").unlink()
     (legacy / "corpus.json").write_text(json.dumps({k: v for k, v in meta.items() if k != "ordered"}))
-    with pytest.raises(SystemExit, match="prepare --ordered"):
+    with pytest.raises(UsageError, match="prepare --ordered"):
         load_segmented_corpus(spark_session, str(legacy), 2, ordered=True)
