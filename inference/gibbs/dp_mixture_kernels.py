@@ -11,7 +11,7 @@ to the cluster's counts; the product does not depend on their order), is
 (``b``: the per-word prior ``beta``; an empty cluster has N_c = 0, T_c = 0). :func:`dp_sweep` is the cluster step
 (5.42)-(5.44) over a partition's documents; :func:`membership_log_weights` the same weights for documents that
 stay where they are (outputs, held-out scoring, ``infer``); :func:`slice_sample` the thesis' multidimensional
-slice sampler (Alg. 3.2) in log space.
+slice sampler (Alg. 3.2) in log space (:mod:`inference.dm.slice`).
 """
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ import math
 import numba
 import numpy as np
 from scipy.special import gammaln
+
+from inference.dm.slice import slice_sample as slice_sample      # Alg. 3.2, shared by every sampled concentration
 
 
 def document_bags(token_ptr: np.ndarray, words: np.ndarray, vocab_size: int):
@@ -168,24 +170,3 @@ def log_words_given_clusters(b: float, vocab_size: int, cell_values: np.ndarray,
     vb = vocab_size * b
     return float(cell_counts @ (gammaln(cell_values + b) - gammaln(b))
                  + num_clusters * gammaln(vb) - total_counts @ gammaln(total_values + vb))
-
-
-def slice_sample(log_density, x: np.ndarray, rng: np.random.Generator, widths: np.ndarray,
-                 iterations: int) -> np.ndarray:
-    """Multidimensional slice sampling (Alg. 3.2, Neal 2003): ``iterations`` draws, each under a level
-    log u' = log P*(x) + log Uniform(0, 1), from a hyper-rectangle of ``widths`` placed at random around x and
-    shrunk towards x on every rejection; returns the last."""
-    x = np.asarray(x, dtype=np.float64).copy()
-    for _ in range(int(iterations)):
-        level = log_density(x) + math.log(rng.random())
-        left = x - rng.random(x.shape[0]) * widths
-        right = left + widths
-        while True:
-            proposal = left + rng.random(x.shape[0]) * (right - left)
-            if log_density(proposal) > level:
-                x = proposal
-                break
-            below = proposal < x
-            left = np.where(below, proposal, left)
-            right = np.where(below, right, proposal)
-    return x
