@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from drivers import model_store, registry, storage
+from drivers import evaluation_report, model_store, registry, storage
 from drivers.families import EvaluateRequest
 from inference.errors import UsageError
 from jobs.spark import fold_in_conf, local_path, path_map, positive_int, sized_session
@@ -32,7 +32,11 @@ def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
                         help="CORPUS_DIR whose document co-occurrences define NPMI (default: the test corpus)")
     parser.add_argument("--top-words", type=int, default=10, help="top words per topic for NPMI")
     parser.add_argument("--seed", type=int, default=0, help="seed of the observed/held-out token split")
-    parser.add_argument("--output", default=None, type=local_path, help="also write the metrics to this JSON file")
+    parser.add_argument("--json", default=None, type=local_path, metavar="FILE",
+                        help="also write the figures it prints to FILE as JSON (written whole): perplexity, NPMI, "
+                             "token counts, the model's and the method's settings (drivers/evaluation_report.py)")
+    parser.add_argument("--output", default=None, type=local_path,
+                        help="also write every metric, with its internal names, to this JSON file")
     parser.add_argument("--partitions", type=positive_int, default=None, help="document partitions (default: by size)")
     for family in registry.families():
         family.add_evaluate_flags(parser.add_argument_group(
@@ -78,6 +82,9 @@ def run(args) -> dict:
     if args.output:
         storage.write_bytes(args.output, (json.dumps(metrics, indent=2) + "\n").encode("utf-8"))
         print(f"metrics written to {args.output}")
+    if args.json:
+        evaluation_report.write(args.json, metrics)
+        print(f"figures written to {args.json}")
     return metrics
 
 

@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from conftest import train_args
-from drivers import registry
+from drivers import evaluation_report, registry
 from drivers.families import InferRequest
 from drivers.model_store import load_model
 from jobs import evaluate, infer, topics, train
@@ -80,6 +80,10 @@ def test_train_reopen_infer_evaluate_topics(spark_session, trained, corpora, nam
     scores = [metrics] if "perplexity" in metrics else list(metrics["per_language"].values())
     for score in scores:
         assert 1.0 < score["perplexity"] < 60 * 3 and -1.0 <= score["npmi"] <= 1.0
+    report = evaluation_report.report(metrics)                          # what evaluate --json writes
+    figures = list(report["per_language"].values()) if "per_language" in report else [report]
+    assert [f["perplexity"] for f in figures] == [s["perplexity"] for s in scores] and all(
+        f["tokens"]["scored"] > 0 and f["method"]["name"] for f in figures) and json.dumps(report, allow_nan=False)
 
     shown = topics.run(argparse.Namespace(model_dir=model_dir, top_words=4, weights=False))
     assert len(shown.splitlines()) == K * (len(saved.languages) or 1)
