@@ -12,10 +12,10 @@
 
 Pure numpy/numba: nothing here knows about Spark or the samplers.
 """
-from inference.dm.estimators import METHODS, Estimate, default_start, estimate, estimate_contexts
+from inference.dm.estimators import METHODS, Contexts, Estimate, default_start, estimate, estimate_contexts
 from inference.dm.evidence import GammaPrior, log_evidence, log_posterior
 from inference.dm.histograms import CountHistograms
 from inference.dm.slice import sample_concentrations, slice_sample
 
-__all__ = ["METHODS", "CountHistograms", "Estimate", "GammaPrior", "default_start", "estimate", "estimate_contexts",
+__all__ = ["METHODS", "Contexts", "CountHistograms", "Estimate", "GammaPrior", "default_start", "estimate", "estimate_contexts",
            "log_evidence", "log_posterior", "sample_concentrations", "slice_sample"]

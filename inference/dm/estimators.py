@@ -227,25 +227,43 @@ def estimate(hist: CountHistograms, method: str = "exact", start=None, symmetric
     return Estimate(np.full(hist.num_items, u[0]) if symmetric else u, method, its, ok)
 
 
+@dataclass(frozen=True)
+class Contexts:
+    """A (D, K) count matrix as one entry per nonzero count, item by item (``ptr``, ``n``), and the context lengths:
+    what :func:`estimate_contexts` reads."""
+    num_items: int
+    ptr: np.ndarray
+    n: np.ndarray
+    lengths: np.ndarray
+    start: np.ndarray
+
+    @classmethod
+    def of(cls, counts) -> "Contexts":
+        counts = np.asarray(counts, dtype=np.int64)
+        if counts.ndim != 2 or (counts.size and counts.min() < 0):
+            raise ValueError("counts must be a (contexts, items) matrix of counts >= 0")
+        items, docs = np.nonzero(counts.T)
+        n = counts[docs, items]
+        ptr = np.searchsorted(items, np.arange(counts.shape[1] + 1)).astype(np.int64)
+        lengths = counts.sum(axis=1)
+        start = default_start(CountHistograms(counts.shape[1]).add_counts(counts))
+        return cls(counts.shape[1], ptr, n, lengths[lengths > 0], start)
+
+
 def estimate_contexts(counts, method: str, start=None, tol: float = TOL, max_iter: int = MAX_ITER) -> Estimate:
-    """Asymmetric alpha m from a dense (D, K) count matrix, computed as the thesis timed Minka's methods and
-    MacKay & Peto's without histograms (§2.4): every sum over the contexts' nonzero counts one by one (a digamma,
-    trigamma or lgamma per count; MacKay & Peto's N_fk counted context by context). The same estimates as
-    :func:`estimate`, slower: the baselines of the chapter's comparison and a reference for the tests."""
+    """Asymmetric alpha m from a (D, K) count matrix (or its :class:`Contexts`), computed as the thesis timed
+    Minka's methods and MacKay & Peto's without histograms (§2.4): every sum runs over the contexts' nonzero counts
+    one by one (a digamma, trigamma or lgamma per count; MacKay & Peto's N_fk counted context by context). The
+    same estimates as :func:`estimate`, slower: the baselines of the chapter's comparison and the tests' reference."""
     if method not in ("fixed-point", "leave-one-out", "mackay-peto", "newton"):
         raise ValueError(f"method must be fixed-point, leave-one-out, mackay-peto or newton, got {method!r}")
-    counts = np.asarray(counts, dtype=np.int64)
-    hist = CountHistograms(counts.shape[1])
-    start = _start(hist.add_counts(counts), start)
-    lengths = counts.sum(axis=1)
-    lengths = np.sort(lengths[lengths > 0])
-    if lengths.shape[0] == 0:
+    contexts = counts if isinstance(counts, Contexts) else Contexts.of(counts)
+    start = contexts.start if start is None else \
+        np.broadcast_to(np.asarray(start, np.float64), (contexts.num_items,)).copy()
+    if contexts.lengths.shape[0] == 0:
         return Estimate(start, method, 0, True)
-    items, docs = np.nonzero(counts.T)                 # one entry per nonzero count, item by item
-    n = counts[docs, items]
-    order = np.lexsort((n, items))
-    ptr = np.searchsorted(items[order], np.arange(counts.shape[1] + 1)).astype(np.int64)
-    data = (ptr, n[order], np.ones(n.shape[0]), np.ones(counts.shape[1]), lengths, np.ones(lengths.shape[0]))
+    data = (contexts.ptr, contexts.n, np.ones(contexts.n.shape[0]), np.ones(contexts.num_items), contexts.lengths,
+            np.ones(contexts.lengths.shape[0]))
     u, its, ok = _run(method, data, start, None, tol, max_iter, False)
     return Estimate(u, method, its, ok)
 

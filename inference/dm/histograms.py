@@ -16,6 +16,7 @@ item ``num_items``), the form of the Gibbs engine's keyed tables (:class:`infere
 """
 from __future__ import annotations
 
+import numba
 import numpy as np
 
 #: the key of C_k(n) is k * COUNT_SPAN + n; counts are below 2**32
@@ -31,6 +32,55 @@ def _summed_by_key(keys: np.ndarray, freqs: np.ndarray) -> tuple[np.ndarray, np.
     np.add.at(sums, inverse, freqs)
     keep = sums != 0
     return unique[keep], sums[keep]
+
+
+def _merged(keys, freqs, more_keys, more_freqs):
+    """Two sets of (ascending unique keys, frequencies) summed; either may be empty."""
+    if more_keys.shape[0] == 0:
+        return keys, freqs
+    if keys.shape[0] == 0 and np.all(more_freqs != 0) and np.all(more_keys[1:] > more_keys[:-1]):
+        return np.asarray(more_keys, np.int64), np.asarray(more_freqs, np.int64)
+    return _summed_by_key(np.concatenate([keys, more_keys]), np.concatenate([freqs, more_freqs]))
+
+
+@numba.njit(cache=True)
+def histogram_rows(values, span):
+    """``(keys, freqs)``: for every row r of the (R, C) int64 ``values``, each distinct value n > 0 once as key
+    r * span + n (ascending) with its number of occurrences in the row; O(R C + distinct values x log)."""
+    R, C = values.shape
+    seen = np.zeros(1, np.int64)
+    for r in range(R):
+        for i in range(C):
+            if values[r, i] >= seen.shape[0]:
+                seen = np.zeros(values[r, i] + 1, np.int64)
+    keys = np.empty(R * C, np.int64)
+    freqs = np.empty(R * C, np.int64)
+    distinct = np.empty(C, np.int64)
+    out = 0
+    for r in range(R):
+        m = 0
+        for i in range(C):
+            v = values[r, i]
+            if v > 0:
+                if seen[v] == 0:
+                    distinct[m] = v
+                    m += 1
+                seen[v] += 1
+        ordered = np.sort(distinct[:m])
+        for j in range(m):
+            keys[out] = r * span + ordered[j]
+            freqs[out] = seen[ordered[j]]
+            seen[ordered[j]] = 0
+            out += 1
+    return keys[:out], freqs[:out]
+
+
+def _row_histograms(values: np.ndarray):
+    """:func:`histogram_rows` of an int64 matrix (by sorting where its values are too large for a lookup table)."""
+    if values.size == 0 or values.max() < (1 << 24):
+        return histogram_rows(np.ascontiguousarray(values), COUNT_SPAN)
+    rows, cols = np.nonzero(values)
+    return _summed_by_key(rows * COUNT_SPAN + values[rows, cols], np.ones(rows.shape[0], np.int64))
 
 
 class CountHistograms:
@@ -66,15 +116,17 @@ class CountHistograms:
         return self
 
     def add_counts(self, counts) -> "CountHistograms":
-        """Add the groups of a dense (D, K) matrix of counts N_{k|d} (a row a group)."""
+        """Add the groups of a dense (D, K) matrix of counts N_{k|d} (a row a group), in O(D K)."""
         counts = np.asarray(counts, dtype=np.int64)
         if counts.ndim != 2 or counts.shape[1] != self.num_items:
             raise ValueError(f"counts must be (groups, {self.num_items}), got {counts.shape}")
         if counts.size and counts.min() < 0:
             raise ValueError("counts must be >= 0")
-        rows, items = np.nonzero(counts)
-        lengths = counts.sum(axis=1)
-        self._add(items, counts[rows, items], lengths[lengths > 0])
+        if counts.size and counts.max() >= COUNT_SPAN:
+            raise OverflowError(f"a count of {counts.max()} is beyond {COUNT_SPAN - 1}")
+        keys, freqs = _row_histograms(counts.T)
+        lengths, length_freqs = _row_histograms(counts.sum(axis=1).reshape(1, -1))
+        self._merge_arrays(keys, freqs, lengths, length_freqs)
         return self
 
     def add_observations(self, ptr, items) -> "CountHistograms":
@@ -95,10 +147,8 @@ class CountHistograms:
         self._merge_arrays(new_keys, new_freqs.astype(np.int64), new_lengths, new_length_freqs.astype(np.int64))
 
     def _merge_arrays(self, keys, freqs, lengths, length_freqs) -> None:
-        self.item_keys, self.item_freqs = _summed_by_key(np.concatenate([self.item_keys, keys]),
-                                                         np.concatenate([self.item_freqs, freqs]))
-        self.lengths, self.length_freqs = _summed_by_key(np.concatenate([self.lengths, lengths]),
-                                                         np.concatenate([self.length_freqs, length_freqs]))
+        self.item_keys, self.item_freqs = _merged(self.item_keys, self.item_freqs, keys, freqs)
+        self.lengths, self.length_freqs = _merged(self.lengths, self.length_freqs, lengths, length_freqs)
 
     def merge(self, other: "CountHistograms") -> "CountHistograms":
         """Add ``other``'s histograms to these (exact; any order of merges gives the same histograms)."""

@@ -65,7 +65,8 @@ def _closed(kind, n, z, at_z):
 def recurrence_sums(kind, ptr, n, c, z, jump):
     """(J,) per group j: sum_i c_i * sum_{f=1}^{n_i} term(f, z_j) over its entries. ``jump`` > 0: the running sum,
     jumping by the closed form over gaps of ``jump`` or more; ``jump`` = 0: the closed form at every entry (one
-    special function per entry: Minka's fixed point (2.13), (2.54)); ``jump`` < 0: the running sum only."""
+    special function per entry, in any order: Minka's fixed point (2.13), (2.54)); ``jump`` < 0: the running sum
+    only. Otherwise a group's entries must be in ascending order."""
     J = ptr.shape[0] - 1
     out = np.zeros(J)
     for j in range(J):
@@ -76,7 +77,7 @@ def recurrence_sums(kind, ptr, n, c, z, jump):
         total = 0.0
         for i in range(ptr[j], ptr[j + 1]):
             m = n[i]
-            if jump >= 0 and m - prev >= jump:
+            if jump == 0 or (jump > 0 and m - prev >= jump):
                 run = _closed(kind, m, zj, at_z)
             else:
                 for f in range(prev + 1, m + 1):
