@@ -29,9 +29,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.special import digamma, gammaln
+from scipy.special import gammaln
 
 from inference.constraints import POSITIVE
+from inference.dm import CountHistograms, estimate
 from inference.gibbs.model import GibbsModel, SegmentedBlock
 from inference.gibbs.tables import CountTable, KeyedCounts
 from inference.options import ModelOption
@@ -54,25 +55,13 @@ def bigram_keys(block: SegmentedBlock, vocab_size: int) -> np.ndarray:
 def fixed_point(keys: np.ndarray, counts: np.ndarray, vocab_size: int, alpha_m: np.ndarray,
                 tolerance: float = TOLERANCE, max_steps: int = MAX_STEPS) -> tuple[np.ndarray, int]:
     """beta n maximising the evidence (3.5) of the bigram counts (``keys`` w' V + w, ``counts``), by the fixed
-    point (2.58) from ``alpha_m``; returns it and the steps taken. The sums run over the histograms: a (word,
-    count) pair once with its number of contexts (2.51), a context total once with its number (2.52)."""
-    V, span = int(vocab_size), int(counts.max(initial=0)) + 1
-    pairs, multiplicity = np.unique((keys % V) * span + counts, return_counts=True)
-    pair_word, pair_count = pairs // span, pairs % span
-    totals = np.bincount(keys // V, weights=counts, minlength=V + 1)
-    total_values, total_multiplicity = np.unique(totals[totals > 0], return_counts=True)
-    a = np.maximum(np.asarray(alpha_m, dtype=np.float64), MIN_PSEUDOCOUNT)
-    for step in range(1, int(max_steps) + 1):
-        alpha = a.sum()
-        denominator = total_multiplicity @ (digamma(total_values + alpha) - digamma(alpha))
-        numerator = np.bincount(pair_word, weights=multiplicity * (digamma(pair_count + a[pair_word])
-                                                                   - digamma(a[pair_word])), minlength=V)
-        new = np.maximum(a * numerator / denominator, MIN_PSEUDOCOUNT)
-        moved = float(np.abs(new - a).max())
-        a = new
-        if moved < tolerance:
-            return a, step
-    return a, int(max_steps)
+    point (2.58) from ``alpha_m`` (:mod:`inference.dm`, "exact": the digamma recurrence on the histograms of the
+    counts (2.50)-(2.53), one term per count value, not per context); returns it and the steps taken."""
+    V = int(vocab_size)
+    hist = CountHistograms(V).add_sparse(keys // V, keys % V, counts)
+    start = np.maximum(np.asarray(alpha_m, dtype=np.float64), MIN_PSEUDOCOUNT)
+    found = estimate(hist, "exact", start, tol=tolerance, max_iter=max_steps)
+    return found.alpha_m, found.iterations
 
 
 def log_evidence(keys: np.ndarray, counts: np.ndarray, vocab_size: int, alpha_m: np.ndarray) -> float:
