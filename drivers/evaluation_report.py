@@ -72,7 +72,8 @@ def _document_completion(m: dict) -> dict:
     return {"method": {"name": "document-completion", "observed": VARIATIONAL_OBSERVED, "seed": m["seed"],
                        "estep": m["estep"]},
             "perplexity": m["perplexity"], "loglik": c["loglik"], "documents": c["documents"],
-            "corpus_documents": m["documents"], "tokens": {"scored": c["heldout_tokens"]}, "skipped_short_documents": c["skipped_short_documents"],
+            "corpus_documents": m["documents"], "tokens": {"scored": c["heldout_tokens"]},
+            "skipped_short_documents": c["skipped_short_documents"],
             "heldout_elbo_per_token": m["heldout_elbo_per_token"], **_npmi(m)}
 
 

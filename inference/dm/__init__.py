@@ -17,5 +17,5 @@ from inference.dm.evidence import GammaPrior, log_evidence, log_posterior
 from inference.dm.histograms import CountHistograms
 from inference.dm.slice import sample_concentrations, slice_sample
 
-__all__ = ["METHODS", "Contexts", "CountHistograms", "Estimate", "GammaPrior", "default_start", "estimate", "estimate_contexts",
-           "log_evidence", "log_posterior", "sample_concentrations", "slice_sample"]
+__all__ = ["METHODS", "Contexts", "CountHistograms", "Estimate", "GammaPrior", "default_start", "estimate",
+           "estimate_contexts", "log_evidence", "log_posterior", "sample_concentrations", "slice_sample"]

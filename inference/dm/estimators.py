@@ -34,8 +34,9 @@ import numpy as np
 
 from inference.dm.evidence import GammaPrior
 from inference.dm.histograms import CountHistograms
-from inference.dm.sums import (DIGAMMA, JUMP, LOGGAMMA, TRIGAMMA, approximate_sums, leave_one_out_sums,
-                               mackay_peto_k, mackay_peto_statistics, recurrence_sums)
+from inference.dm import sums
+from inference.dm.sums import (DIGAMMA, JUMP, LOGGAMMA, TRIGAMMA, entry_sums, mackay_peto_k, mackay_peto_statistics,
+                               recurrence_sums)
 
 FLOOR = 1e-10
 CEILING = 1e10
@@ -74,8 +75,8 @@ def scaled_sums(kind, ptr, n, c, z):
     if kind == EXACT:
         return recurrence_sums(DIGAMMA, ptr, n, c, z, JUMP)
     if kind == APPROXIMATE:
-        return approximate_sums(ptr, n, c, z)
-    return leave_one_out_sums(ptr, n, c, z)
+        return entry_sums(sums.APPROXIMATE, ptr, n, c, z)
+    return entry_sums(sums.LEAVE_ONE_OUT, ptr, n, c, z)
 
 
 @numba.njit(cache=True)
@@ -84,23 +85,24 @@ def _fixed_point_loop(kind, ptr, n, c, w, lengths, lfreqs, u, shape, inv_scale, 
     2.58, 2.61 and 2.74); A_j = u_j sum_n C_j(n) D(n, u_j), S = alpha sum_n C_.(n) D(n, alpha)."""
     u = u.copy()
     length_ptr = np.array([0, lengths.shape[0]], dtype=np.int64)
-    z = np.empty(1)
     for it in range(1, max_iter + 1):
-        alpha = 0.0
-        for j in range(u.shape[0]):
-            alpha += w[j] * u[j]
-        z[0] = alpha
-        s = scaled_sums(kind, length_ptr, lengths, lfreqs, z)[0] / alpha
-        a = scaled_sums(kind, ptr, n, c, u)
-        change = 0.0
-        for j in range(u.shape[0]):
-            new = (a[j] + w[j] * shape) / (w[j] * (s + inv_scale))
-            new = min(max(new, floor), ceil)
-            change = max(change, abs(new - u[j]))
-            u[j] = new
-        if change < tol:
+        alpha = np.sum(w * u)
+        s = scaled_sums(kind, length_ptr, lengths, lfreqs, np.array([alpha]))[0] / alpha
+        new = (scaled_sums(kind, ptr, n, c, u) + w * shape) / (w * (s + inv_scale))
+        if _moved(u, new, floor, ceil) < tol:
             return u, it, True
     return u, max_iter, False
+
+
+@numba.njit(cache=True)
+def _moved(u, new, floor, ceil):
+    """u := ``new`` clipped to [floor, ceil]; the largest change."""
+    change = 0.0
+    for j in range(u.shape[0]):
+        value = min(max(new[j], floor), ceil)
+        change = max(change, abs(value - u[j]))
+        u[j] = value
+    return change
 
 
 @numba.njit(cache=True)
@@ -119,17 +121,12 @@ def mackay_peto_value(V, G, H, w, k_alpha, shape, inv_scale):
 def _mackay_peto_loop(V, G, H, w, lengths, lfreqs, u, shape, inv_scale, tol, max_iter, floor, ceil):
     """Alternate (2.48) for every group with alpha = sum_j w_j u_j; only K(alpha) changes between iterations."""
     u = u.copy()
+    new = np.empty_like(u)
     for it in range(1, max_iter + 1):
-        alpha = 0.0
+        k_alpha = mackay_peto_k(lengths, lfreqs, np.sum(w * u))
         for j in range(u.shape[0]):
-            alpha += w[j] * u[j]
-        k_alpha = mackay_peto_k(lengths, lfreqs, alpha)
-        change = 0.0
-        for j in range(u.shape[0]):
-            new = min(max(mackay_peto_value(V[j], G[j], H[j], w[j], k_alpha, shape, inv_scale), floor), ceil)
-            change = max(change, abs(new - u[j]))
-            u[j] = new
-        if change < tol:
+            new[j] = mackay_peto_value(V[j], G[j], H[j], w[j], k_alpha, shape, inv_scale)
+        if _moved(u, new, floor, ceil) < tol:
             return u, it, True
     return u, max_iter, False
 
@@ -150,8 +147,9 @@ def _grouped_log_posterior(ptr, n, c, w, lengths, lfreqs, u, shape, inv_scale, j
 @numba.njit(cache=True)
 def _newton_loop(ptr, n, c, w, lengths, lfreqs, u, shape, inv_scale, tol, max_iter, floor, ceil, jump):
     """Minka's Newton iteration (Alg. 2.1): gradient (2.14), Hessian diag(q) + z w w^T (2.17)-(2.19) inverted in
-    O(J) (2.21)-(2.23) over the items seen at least once (the others stay at the floor), damped by q - lambda until the step keeps every u positive and raises the objective
-    (lambda 0.1, /10 on success, x10 on failure, abort beyond 1e6: Minka's fastfit; the thesis' listing lost it).
+    O(J) (2.21)-(2.23) over the items seen at least once (the others stay at the floor), damped by q - lambda until
+    the step keeps every u positive and raises the objective (lambda 0.1, /10 on success, x10 on failure, abort
+    beyond 1e6: Minka's fastfit; the thesis' listing lost it).
     ``jump``: of :func:`recurrence_sums` (0: a digamma, trigamma and lgamma per entry, Minka's own form)."""
     u = u.copy()
     free = (ptr[1:] > ptr[:-1]) | (shape > 0.0)         # an item never seen, without a hyperprior: at the floor
@@ -161,9 +159,7 @@ def _newton_loop(ptr, n, c, w, lengths, lfreqs, u, shape, inv_scale, tol, max_it
     lam = 0.1
     z = np.empty(1)
     for it in range(1, max_iter + 1):
-        alpha = 0.0
-        for j in range(u.shape[0]):
-            alpha += w[j] * u[j]
+        alpha = np.sum(w * u)
         z[0] = alpha
         s = recurrence_sums(DIGAMMA, length_ptr, lengths, lfreqs, z, jump)[0] / alpha
         zc = -recurrence_sums(TRIGAMMA, length_ptr, lengths, lfreqs, z, jump)[0]
@@ -186,10 +182,7 @@ def _newton_loop(ptr, n, c, w, lengths, lfreqs, u, shape, inv_scale, tol, max_it
             lam *= 10.0
         if not accepted:
             return u, it, True                      # no step raises the objective: at its maximum
-        new = np.minimum(np.maximum(new, floor), ceil)
-        change = np.max(np.abs(new - u))
-        u = new
-        if change < tol:
+        if _moved(u, new, floor, ceil) < tol:
             return u, it, True
     return u, max_iter, False
 

@@ -88,31 +88,24 @@ def recurrence_sums(kind, ptr, n, c, z, jump):
     return out
 
 
+APPROXIMATE, LEAVE_ONE_OUT = 0, 1
+
+
 @numba.njit(cache=True)
-def approximate_sums(ptr, n, c, z):
-    """(J,) z_j sum_n C_j(n) [1/z_j + log((n + z_j - 1/2) / (z_j + 1/2))]: MacKay & Peto's approximation of the
-    digamma difference (2.60), as the "Apprx." update (2.61) uses it."""
+def entry_sums(kind, ptr, n, c, z):
+    """(J,) per group j, z_j sum_n C_j(n) t(n, z_j), one term per entry, with t the approximation of the digamma
+    difference 1/z + log((n + z - 1/2) / (z + 1/2)) (2.60, as the "Apprx." update (2.61) uses it) or the
+    leave-one-out term n / (n - 1 + z) (2.28)."""
     J = ptr.shape[0] - 1
     out = np.zeros(J)
     for j in range(J):
         zj = z[j]
         total = 0.0
         for i in range(ptr[j], ptr[j + 1]):
-            total += c[i] * (1.0 + zj * math.log((n[i] + zj - 0.5) / (zj + 0.5)))
-        out[j] = total
-    return out
-
-
-@numba.njit(cache=True)
-def leave_one_out_sums(ptr, n, c, z):
-    """(J,) z_j sum_n C_j(n) n / (n - 1 + z_j): the leave-one-out fixed point's sums (2.28)."""
-    J = ptr.shape[0] - 1
-    out = np.zeros(J)
-    for j in range(J):
-        zj = z[j]
-        total = 0.0
-        for i in range(ptr[j], ptr[j + 1]):
-            total += c[i] * (n[i] * zj / (n[i] - 1.0 + zj))
+            if kind == APPROXIMATE:
+                total += c[i] * (1.0 + zj * math.log((n[i] + zj - 0.5) / (zj + 0.5)))
+            else:
+                total += c[i] * (n[i] * zj / (n[i] - 1.0 + zj))
         out[j] = total
     return out
 
