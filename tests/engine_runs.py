@@ -29,3 +29,19 @@ def fit_and_recount(spark_session, model, blocks, partitions: int, directory, sc
         return result, {t.name: merge(t, [c[t.name] for c in recount]) for t in model.count_tables()}
     finally:
         engine.release()
+
+
+def assert_same_runs(a, b) -> None:
+    """Two :func:`fit_and_recount` results are one chain: the same topic-word estimate, hyperparameters, trace and
+    final tables (dense tables equal as arrays, keyed ones by ``equals``)."""
+    import numpy as np
+
+    (ra, _), (rb, _) = a, b
+    np.testing.assert_array_equal(ra.topic_word, rb.topic_word)
+    assert ra.hyper == rb.hyper and [r.loglik for r in ra.trace] == [r.loglik for r in rb.trace]
+    assert ra.tables.keys() == rb.tables.keys()
+    for name, table in ra.tables.items():
+        if isinstance(table, np.ndarray):
+            np.testing.assert_array_equal(table, rb.tables[name], err_msg=name)
+        else:
+            assert table.equals(rb.tables[name]), name

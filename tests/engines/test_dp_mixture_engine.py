@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from drivers.engines.gibbs.settings import SampleSchedule
-from engine_runs import Interrupted, fit_and_recount
+from engine_runs import Interrupted, fit_and_recount, assert_same_runs
 from inference.gibbs.dp_mixture import DPMixture
 from inference.gibbs.model import SegmentedBlock
 
@@ -40,14 +40,6 @@ def jobs_run(spark_session, blocks, tmp_path_factory):
     return _fit(spark_session, blocks, tmp_path_factory.mktemp("dpm") / "jobs", "jobs")
 
 
-def _same(a, b):
-    (ra, _), (rb, _) = a, b
-    np.testing.assert_array_equal(ra.topic_word, rb.topic_word)
-    assert ra.hyper == rb.hyper and [r.loglik for r in ra.trace] == [r.loglik for r in rb.trace]
-    for name in ("cluster_words", "cluster_docs"):
-        assert ra.tables[name].equals(rb.tables[name])
-
-
 def test_clusters_proposed_by_partitions_and_numbered_by_the_driver_give_one_chain(spark_session, blocks,
                                                                                     jobs_run, tmp_path):
     result, recount = jobs_run
@@ -58,7 +50,7 @@ def test_clusters_proposed_by_partitions_and_numbered_by_the_driver_give_one_cha
     assert result.topic_word.shape == (result.tables["cluster_docs"].nnz, V)
     resident = _fit(spark_session, blocks, tmp_path / "resident", "resident")
     assert resident[0].sync == "resident" and result.sync == "jobs"
-    _same(resident, jobs_run)
+    assert_same_runs(resident, jobs_run)
 
 
 def test_resumed_from_a_checkpoint_equals_uninterrupted(spark_session, blocks, jobs_run, tmp_path):
@@ -66,4 +58,4 @@ def test_resumed_from_a_checkpoint_equals_uninterrupted(spark_session, blocks, j
         _fit(spark_session, blocks, tmp_path / "ckpt", "jobs", stop_after=3)
     state = json.loads((tmp_path / "ckpt" / "state.json").read_text())
     assert state["iteration"] == 2 and state["summary"] is False and state["directive"]["arrays"] == ["new", "old"]
-    _same(_fit(spark_session, blocks, tmp_path / "ckpt", "resident", resume=True), jobs_run)
+    assert_same_runs(_fit(spark_session, blocks, tmp_path / "ckpt", "resident", resume=True), jobs_run)

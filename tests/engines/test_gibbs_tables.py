@@ -10,7 +10,7 @@ from pyspark import cloudpickle
 
 import toy_tables
 from drivers.engines.gibbs.settings import SampleSchedule
-from engine_runs import Interrupted, fit_and_recount
+from engine_runs import Interrupted, fit_and_recount, assert_same_runs
 from inference.gibbs.model import SegmentedBlock
 from inference.gibbs.tables import KeyedCounts
 from toy_tables import RelabelledPairs
@@ -41,14 +41,6 @@ def jobs_run(spark_session, blocks, tmp_path_factory):
     return _fit(spark_session, blocks, tmp_path_factory.mktemp("toy") / "jobs", "jobs")
 
 
-def _same(a, b):
-    (ra, ta), (rb, tb) = a, b
-    np.testing.assert_array_equal(ra.topic_word, rb.topic_word)
-    assert ra.hyper == rb.hyper and [r.loglik for r in ra.trace] == [r.loglik for r in rb.trace]
-    np.testing.assert_array_equal(ra.tables["nwk"], rb.tables["nwk"])
-    assert ra.tables["pairs"].equals(rb.tables["pairs"])
-
-
 def test_two_tables_and_a_relabelling_step_give_one_chain_in_both_transports(spark_session, blocks, jobs_run,
                                                                                tmp_path):
     result, recount = jobs_run
@@ -58,7 +50,7 @@ def test_two_tables_and_a_relabelling_step_give_one_chain_in_both_transports(spa
     assert result.tables["nwk"].sum() == 2 * 12 * 3 * 9
     resident = _fit(spark_session, blocks, tmp_path / "resident", "resident")
     assert resident[0].sync == "resident" and result.sync == "jobs"
-    _same(resident, jobs_run)
+    assert_same_runs(resident, jobs_run)
 
 
 def test_resumed_from_a_checkpoint_with_a_pending_directive_equals_uninterrupted(spark_session, blocks, jobs_run,
@@ -68,4 +60,4 @@ def test_resumed_from_a_checkpoint_with_a_pending_directive_equals_uninterrupted
     import json
     state = json.loads((tmp_path / "ckpt" / "state.json").read_text())
     assert state["iteration"] == 2 and state["directive"]["json"] == {"step": "relabel"}
-    _same(_fit(spark_session, blocks, tmp_path / "ckpt", "resident", resume=True), jobs_run)
+    assert_same_runs(_fit(spark_session, blocks, tmp_path / "ckpt", "resident", resume=True), jobs_run)
