@@ -47,6 +47,7 @@ import numba
 import numpy as np
 
 from inference.gibbs.block import DRIVER_PARTITION, SegmentedBlock, task_seed  # noqa: F401 (the contract)
+from inference import left_to_right
 from inference.gibbs import heldout
 from inference.gibbs.counts import count_local, topic_word_estimate, word_loglik
 from inference.gibbs.tables import CountTable
@@ -325,6 +326,43 @@ class GibbsModel:
         documents' proportions. Default: the model's sampler with the topics fixed, averaged over the samples
         (:func:`inference.gibbs.heldout.frozen_proportions`)."""
         return heldout.frozen_proportions(self, block, hyper, phi_vk, schedule, seed, partition)
+
+    def left_to_right(self, block: SegmentedBlock, hyper: dict, phi_vk: np.ndarray,
+                      settings: left_to_right.LeftToRight) -> left_to_right.LeftToRightScores:
+        """Left-to-right evaluation (Wallach et al. 2009 Alg. 3; thesis Alg. 3.3) of a block of test documents
+        with the training statistics frozen: ``LeftToRightScores(per_document (D, 4), protocol)``, per document
+        ``[log p(w_d | training) by left-to-right, log p(w_d | training) by importance sampling (the mean of the
+        particles' products), scored tokens, skipped tokens]`` in natural logs (see
+        /work/notes/left-to-right.md and README "Left-to-right evaluation").
+
+        Contract (every model): ``block`` is the block as loaded (before :meth:`prepare_block`), rows follow
+        its documents; tokens are taken segment by segment, in the stored order (text order for corpora
+        prepared with ``--ordered``/``--segments``); ``phi_vk`` is the V x K transposed ``topic_word.npy``;
+        ``hyper`` the trained hyperparameters; the model's other trained statistics are its own (bound by
+        :meth:`bind_arrays`). Nothing of a test document may enter the training statistics, and a document's
+        row must not depend on the other documents of the block, the partition or the worker: draw only from
+        ``settings.particle_seeds(doc_id)`` (particle r of document doc_id). A word id outside 0..V-1 is
+        skipped (neither scored nor conditioned on) and counted. p(w_n | w_<n) may use the document's earlier
+        tokens only; with ``settings.resample`` each particle resamples its earlier latent variables given
+        w_<n before scoring w_n; average probabilities over particles, then take the log; work in logs.
+        A model whose p(w_n | w_<n) is exact without particles (no latent variables, or a finite sum) computes
+        it exactly and says "exact ..." in ``protocol``; a model that approximates its own predictive says so
+        in ``protocol``.
+
+        Default (LDA): one state z per particle over the document's tokens, p(w_n | w_<n, z_<n) = sum_k
+        (N_k|d + alpha m_k) / (n + alpha) phi_{k, w_n}, alpha m = ``hyper["alpha"]`` (K values), phi frozen
+        (:func:`inference.left_to_right.lda_scores`); a model that sees other documents than the block has
+        (LDA_P: ``prepare_block`` makes every segment a document) is scored on its documents, whose rows are
+        summed into the block's."""
+        seen = self.prepare_block(block)
+        scores = left_to_right.lda_scores(seen.doc_ids, seen.token_ptr(), seen.words, hyper["alpha"], phi_vk,
+                                          settings)
+        if seen.n_docs != block.n_docs:          # documents of the model's own (LDA_P): back to the block's
+            owner = np.repeat(np.arange(block.n_docs), np.diff(block.doc_ptr))
+            summed = np.zeros((block.n_docs, left_to_right.COLUMNS))
+            np.add.at(summed, owner, scores)
+            scores = summed
+        return left_to_right.LeftToRightScores(scores, left_to_right.LDA_PROTOCOL)
 
     # ---- checks
     def check_state(self, block: SegmentedBlock, state: dict) -> None:
