@@ -1,0 +1,152 @@
+"""One sampler for any compiled network: the state arrays, the Stirling tables grown on demand, the sweep, the
+hyperparameter steps (in-process; the Gibbs-engine model around it is issue 28 item 3)."""
+from __future__ import annotations
+
+import numpy as np
+
+from inference.gibbs.pdp import StirlingTable, stirling_table
+from inference.pdpnet import hyper, kernels
+from inference.pdpnet.compile import KIND_PYP, CompiledNetwork
+
+
+class StirlingStack:
+    """log S^N_{M, a_p} for every discount parameter p, stacked as ``L3[p, N, M]`` for the kernels; grown on
+    demand (fixed discounts share the process-wide :func:`stirling_table`, sampled ones get their own table)."""
+
+    def __init__(self, avals: np.ndarray, rows: int = 16, cols: int = 16):
+        self.rows, self.cols = rows, cols
+        self.set_values(avals)
+
+    def set_values(self, avals: np.ndarray) -> None:
+        self.avals = np.array(avals, dtype=np.float64)
+        self.tables = [stirling_table(float(a)) for a in self.avals]
+        self._stack()
+
+    def _stack(self) -> None:
+        for tab in self.tables:
+            tab.ensure(self.rows - 1, self.cols - 1)
+        L3 = np.full((max(1, len(self.tables)), self.rows, self.cols), -np.inf)
+        for p, tab in enumerate(self.tables):
+            L3[p] = tab.log[:self.rows, :self.cols]
+        self.L3 = L3
+
+    def ensure(self, max_c: int, max_t: int) -> bool:
+        """Cover N <= max_c + 3 and M <= max_t + 3 (x1.5 growth); True when it grew."""
+        need_r, need_c = int(max_c) + 4, int(max_t) + 4
+        if need_r <= self.rows and need_c <= self.cols:
+            return False
+        self.rows = max(self.rows, need_r if need_r <= self.rows else max(need_r, int(self.rows * 1.5)))
+        self.cols = max(self.cols, need_c if need_c <= self.cols else max(need_c, int(self.cols * 1.5)))
+        self._stack()
+        return True
+
+
+def fresh_table(a: float) -> StirlingTable:
+    return StirlingTable(a)
+
+
+class NetworkSampler:
+    """State of the network sampler on one corpus; ``sweep()`` runs one cycle, ``sample_hyper()`` the b/a steps."""
+
+    def __init__(self, net: CompiledNetwork, seed: int = 0, reseat: bool = True, z=None):
+        self.net = net
+        self.seed = int(seed)
+        self.reseat = bool(reseat)
+        self.avals = net.a_values.copy()
+        self.bvals = net.b_values.copy()
+        self.anc_ptr, self.anc = kernels.ancestor_lists(net.par_ptr, net.par_node)
+        self.stirling = StirlingStack(self.avals)
+        ncell, necell, J, E = net.num_cells, int(net.eoff[-1]), net.num_nodes, len(net.par_node)
+        self.n = np.zeros(ncell, np.int64)
+        self.tc = np.zeros(ncell, np.int64)
+        self.tp = np.zeros(ncell, np.int64)
+        self.Nn = np.zeros(J, np.int64)
+        self.TC = np.zeros(J, np.int64)
+        self.TP = np.zeros(J, np.int64)
+        self.s = np.zeros(necell, np.int64)
+        self.Se = np.zeros(E, np.int64)
+        self.mx = np.zeros(2, np.int64)
+        rng = np.random.default_rng([self.seed, 0])
+        N = len(net.words)
+        self.z = (rng.integers(0, net.K, N) if z is None else np.asarray(z)).astype(np.int64)
+        self.iteration = 0
+        self._run(init=True, seed=self._seed(0, 0))
+
+    def _seed(self, iteration: int, step: int) -> int:
+        return int(np.random.SeedSequence([self.seed, iteration, step]).generate_state(1)[0])
+
+    def _run(self, init: bool, seed: int) -> None:
+        net = self.net
+        pos, reseed = 0, True
+        while True:
+            self.stirling.ensure(self.mx[0], self.mx[1])
+            pos = kernels.network_sweep(
+                pos, reseed, seed, self.reseat, net.words, self.z, net.topic_inst, net.word_inst, self.anc_ptr,
+                self.anc, net.kind, net.dim, net.off, net.alpha, net.a_of, net.b_of, net.par_ptr, net.par_node,
+                net.par_gamma, net.gamma_sum, self.avals, self.bvals, self.stirling.L3, self.n, self.tc, self.tp,
+                self.Nn, self.TC, self.TP, self.s, self.Se, net.eoff, self.mx, init)
+            if pos < 0:
+                return
+            reseed = False
+
+    def sweep(self) -> None:
+        """One cycle: every token, then (``reseat``) every occupied Pitman-Yor cell."""
+        self.iteration += 1
+        self._run(init=False, seed=self._seed(self.iteration, 1))
+
+    def sample_hyper(self) -> None:
+        """Every sampled b (auxiliary variables) and a (slice sampling) once; the Stirling tables follow a."""
+        net, sp = self.net, self.net.spec
+        pyp = net.kind == KIND_PYP
+        for q, name in enumerate(net.b_names):
+            if not sp.params[name].sample:
+                continue
+            js = np.flatnonzero(pyp & (net.b_of == q))
+            self.bvals[q] = hyper.sample_concentration(
+                float(self.bvals[q]), self.avals[net.a_of[js]].astype(np.float64), self.TP[js].astype(np.int64),
+                (self.Nn[js] + self.TC[js]).astype(np.int64), self._seed(self.iteration, 2 + q))
+        changed = False
+        rng = np.random.default_rng([self.seed, self.iteration, 1000])
+        for p, name in enumerate(net.a_names):
+            if not sp.params[name].sample:
+                continue
+            js = np.flatnonzero(pyp & (net.a_of == p))
+            cells = np.concatenate([np.arange(net.off[j], net.off[j + 1]) for j in js]) if len(js) else np.zeros(0, int)
+            c = (self.n + self.tc)[cells]
+            occ = c > 0
+            self.avals[p] = hyper.sample_discount(float(self.avals[p]), c[occ], self.tp[cells][occ],
+                                                  self.bvals[net.b_of[js]], self.TP[js], rng)
+            changed = True
+        if changed:
+            self.stirling.tables = [stirling_table(float(a)) if not sp.params[nm].sample else fresh_table(float(a))
+                                    for a, nm in zip(self.avals, net.a_names)]
+            self.stirling._stack()
+
+    def log_joint(self) -> float:
+        return hyper.log_joint(self.net, self.n, self.tc, self.tp, self.Nn, self.TC, self.TP, self.s, self.Se,
+                               self.avals, self.bvals)
+
+    def check(self) -> None:
+        """Raise AssertionError unless the counts agree with z and s and satisfy (E10)/(E11)."""
+        net = self.net
+        n = np.zeros_like(self.n)
+        np.add.at(n, net.off[net.topic_inst] + self.z, 1)
+        np.add.at(n, net.off[net.word_inst[np.arange(len(self.z)), self.z]] + net.words, 1)
+        assert np.array_equal(n, self.n), "n disagrees with z"
+        child = np.repeat(np.arange(net.num_nodes), np.diff(net.par_ptr))
+        tc = np.zeros_like(self.tc)
+        tp = np.zeros_like(self.tp)
+        for e in range(len(net.par_node)):
+            se = self.s[net.eoff[e]:net.eoff[e + 1]]
+            tc[net.off[net.par_node[e]]:net.off[net.par_node[e] + 1]] += se
+            tp[net.off[child[e]]:net.off[child[e] + 1]] += se
+            assert se.sum() == self.Se[e]
+        assert np.array_equal(tc, self.tc) and np.array_equal(tp, self.tp), "tc/tp disagree with s"
+        c = self.n + self.tc
+        pyp_cells = np.repeat(net.kind == KIND_PYP, net.dim)
+        assert np.all(tp <= c) and np.all((tp == 0) == (c == 0) | ~pyp_cells), "constraint (E10)/(E11) broken"
+        J = net.num_nodes
+        cell_node = np.repeat(np.arange(J), net.dim)
+        assert np.array_equal(np.bincount(cell_node, self.n, J).astype(np.int64), self.Nn)
+        assert np.array_equal(np.bincount(cell_node, self.tc, J).astype(np.int64), self.TC)
+        assert np.array_equal(np.bincount(cell_node, self.tp, J).astype(np.int64), self.TP)

@@ -1,0 +1,342 @@
+"""The declarative network spec of a topic model built from Dirichlet and Pitman-Yor vectors ([001] §3; 001_003
+extract §2): parsing and validation, one-line errors naming the node.
+
+A spec is a JSON object (grammar and examples in README, "Topic models as networks of Pitman-Yor vectors")::
+
+    {"name": "stm",
+     "parameters": {"b_seg": {"value": 10.0, "sample": true}},          # optional: shared hyperparameters
+     "nodes": {
+        "doc": {"index": ["document"], "over": "topic", "dirichlet": 0.1},
+        "seg": {"index": ["segment"], "over": "topic", "pyp": {"a": 0.0, "b": "b_seg"},
+                "parents": [{"node": "doc", "index": ["document"]}]},
+        "phi": {"index": ["topic"], "over": "word", "dirichlet": 0.01}},
+     "topic": {"node": "seg", "index": ["segment"]},
+     "word": {"node": "phi", "index": ["topic"]}}
+
+A node is a family of probability vectors, one per value of its ``index`` (a list of the corpus' index kinds
+:data:`INDEX_KINDS`), each over topics or words (``over``), and is a Dirichlet root (``dirichlet``: the prior
+count of every component), a fixed uniform vector (``uniform``: true), or a Pitman-Yor vector (``pyp``: discount
+``a``, concentration ``b``; ``dp``: ``b`` only, a = 0) over one or more ``parents`` mixed by weights rho with a
+Dirichlet(``gamma``) prior integrated out (E6, E9). A parent reference maps the child's index to the parent's
+with index expressions (:data:`EXPRESSIONS`: the kinds themselves plus ``previous_segment``); a parent whose
+index does not exist (the previous segment of a first segment) is dropped, or replaced by ``if_missing``.
+A hyperparameter is a number (fixed), ``{"value": x, "sample": true}`` (this node's own, sampled), or the name of
+an entry of ``parameters`` (shared by every node that names it).
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from inference.errors import UsageError
+
+#: what the corpus provides to index a family of vectors, with the size of each (compile time)
+INDEX_KINDS = ("corpus", "document", "segment", "topic", "previous_word")
+#: index expressions: each kind, plus previous_segment (a segment, missing for a document's first segment)
+EXPRESSIONS = INDEX_KINDS + ("previous_segment",)
+EXPRESSION_KIND = {**{k: k for k in INDEX_KINDS}, "previous_segment": "segment"}
+OVER = ("topic", "word")
+
+_NODE_KEYS = {"index", "over", "dirichlet", "uniform", "pyp", "dp", "parents", "description"}
+_TOP_KEYS = {"name", "description", "parameters", "nodes", "topic", "word"}
+
+
+@dataclass(frozen=True)
+class Param:
+    """A hyperparameter: ``kind`` 'a' (discount) or 'b' (concentration), its value, whether it is sampled."""
+    name: str
+    kind: str
+    value: float
+    sample: bool
+
+
+@dataclass(frozen=True)
+class ParentRef:
+    node: str
+    index: tuple[str, ...]
+    gamma: float = 1.0
+    if_missing: "ParentRef | None" = None
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    name: str
+    index: tuple[str, ...]
+    over: str
+    kind: str                      # 'dirichlet', 'uniform' or 'pyp'
+    alpha: float = 0.0             # dirichlet: prior count of each component
+    a: str = ""                    # pyp: names of its Param entries
+    b: str = ""
+    parents: tuple[ParentRef, ...] = ()
+
+
+@dataclass(frozen=True)
+class DrawRef:
+    node: str
+    index: tuple[str, ...]
+
+
+@dataclass
+class NetworkSpec:
+    """A validated network: nodes in topological order (parents first), parameters, the two draws."""
+    name: str
+    nodes: dict[str, NodeSpec]
+    params: dict[str, Param]
+    topic: DrawRef
+    word: DrawRef
+    order: list[str] = field(default_factory=list)
+
+
+def _err(where: str, msg: str) -> UsageError:
+    return UsageError(f"network spec: {where}: {msg}")
+
+
+def _number(x, where, what) -> float:
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
+        raise _err(where, f"{what} must be a finite number, got {x!r}")
+    return float(x)
+
+
+def _param(raw, node: str, kind: str, params: dict[str, Param]) -> str:
+    """The name of the Param of hyperparameter ``kind`` of ``node`` (registering a node-own one)."""
+    where = f"node '{node}'"
+    if isinstance(raw, str):
+        if raw not in params:
+            raise _err(where, f"{kind} names the parameter '{raw}', which 'parameters' does not declare")
+        if params[raw].kind != kind:
+            raise _err(where, f"{kind} names the parameter '{raw}', declared as a {params[raw].kind}")
+        return raw
+    name = f"{node}.{kind}"
+    if isinstance(raw, dict):
+        unknown = set(raw) - {"value", "sample"}
+        if unknown or "value" not in raw:
+            raise _err(where, f"{kind} must be a number, a parameter name or {{\"value\": x, \"sample\": bool}}")
+        params[name] = _check_param(Param(name, kind, _number(raw["value"], where, kind), bool(raw.get("sample"))),
+                                    where)
+    else:
+        params[name] = _check_param(Param(name, kind, _number(raw, where, kind), False), where)
+    return name
+
+
+def _check_param(p: Param, where: str) -> Param:
+    if p.kind == "a" and not 0.0 <= p.value < 1.0:
+        raise _err(where, f"discount {p.name} = {p.value} must be in [0, 1)")
+    if p.kind == "b" and not p.value > 0.0:
+        raise _err(where, f"concentration {p.name} = {p.value} must be > 0")
+    return p
+
+
+def _index(raw, where: str, allowed: tuple[str, ...], what: str) -> tuple[str, ...]:
+    if not isinstance(raw, list) or not all(isinstance(x, str) for x in raw):
+        raise _err(where, f"{what} must be a list of names")
+    for x in raw:
+        if x not in allowed:
+            raise _err(where, f"unknown index '{x}' in {what} (known: {', '.join(allowed)})")
+    if len(set(raw)) != len(raw):
+        raise _err(where, f"{what} repeats a name")
+    return tuple(raw)
+
+
+def _parent(raw, node: str) -> ParentRef:
+    where = f"node '{node}'"
+    if not isinstance(raw, dict) or "node" not in raw:
+        raise _err(where, "every parent is {\"node\": NAME, \"index\": [...]}")
+    unknown = set(raw) - {"node", "index", "gamma", "if_missing"}
+    if unknown:
+        raise _err(where, f"unknown parent key '{sorted(unknown)[0]}'")
+    gamma = _number(raw.get("gamma", 1.0), where, "gamma")
+    if gamma <= 0:
+        raise _err(where, f"gamma must be > 0, got {gamma}")
+    fallback = _parent(raw["if_missing"], node) if raw.get("if_missing") is not None else None
+    if fallback is not None and "previous_segment" in fallback.index:
+        raise _err(where, "an 'if_missing' parent cannot itself use previous_segment")
+    return ParentRef(str(raw["node"]), _index(raw.get("index", []), where, EXPRESSIONS, "a parent's index"), gamma,
+                     fallback)
+
+
+def _node(name: str, raw, params: dict[str, Param]) -> NodeSpec:
+    where = f"node '{name}'"
+    if not isinstance(raw, dict):
+        raise _err(where, "must be an object")
+    unknown = set(raw) - _NODE_KEYS
+    if unknown:
+        raise _err(where, f"unknown key '{sorted(unknown)[0]}'")
+    index = _index(raw.get("index", ["corpus"]), where, INDEX_KINDS, "its index")
+    over = raw.get("over")
+    if over not in OVER:
+        raise _err(where, f"'over' must be 'topic' or 'word', got {over!r}")
+    kinds = [k for k in ("dirichlet", "uniform", "pyp", "dp") if k in raw]
+    if len(kinds) != 1:
+        raise _err(where, "give exactly one of 'dirichlet', 'uniform', 'pyp', 'dp'")
+    parents = raw.get("parents", [])
+    if not isinstance(parents, list):
+        raise _err(where, "'parents' must be a list")
+    kind = kinds[0]
+    if kind in ("dirichlet", "uniform"):
+        if parents:
+            raise _err(where, f"a {kind} root has no parents")
+        if kind == "uniform" and raw["uniform"] is not True:
+            raise _err(where, "'uniform' must be true")
+        alpha = _number(raw["dirichlet"], where, "dirichlet") if kind == "dirichlet" else 0.0
+        if kind == "dirichlet" and alpha <= 0:
+            raise _err(where, f"dirichlet must be > 0, got {alpha}")
+        return NodeSpec(name, index, over, kind, alpha=alpha)
+    if not parents:
+        raise _err(where, f"a {kind} vector needs at least one parent")
+    body = raw[kind]
+    if not isinstance(body, dict):
+        raise _err(where, f"'{kind}' must be an object")
+    if kind == "dp":
+        if set(body) - {"b"} or "b" not in body:
+            raise _err(where, "'dp' is {\"b\": ...}")
+        a = _param(0.0, name, "a", params)
+    else:
+        if set(body) - {"a", "b"} or "a" not in body or "b" not in body:
+            raise _err(where, "'pyp' is {\"a\": ..., \"b\": ...}")
+        a = _param(body["a"], name, "a", params)
+    b = _param(body["b"], name, "b", params)
+    return NodeSpec(name, index, over, "pyp", a=a, b=b, parents=tuple(_parent(p, name) for p in parents))
+
+
+def _derivable(expr: str, factors: tuple[str, ...]) -> bool:
+    """Whether index expression ``expr`` has a value at every vector indexed by ``factors`` (or a token)."""
+    if expr == "corpus":
+        return True
+    if expr == "document":
+        return "document" in factors or "segment" in factors
+    if expr == "previous_segment":
+        return "segment" in factors
+    return expr in factors
+
+
+def _check_ref(ref, nodes, where: str, factors: tuple[str, ...], over: str) -> None:
+    if ref.node not in nodes:
+        raise _err(where, f"unknown node '{ref.node}'")
+    target = nodes[ref.node]
+    if target.over != over:
+        raise _err(where, f"'{ref.node}' is over {target.over}s, this draw/vector over {over}s")
+    if len(ref.index) != len(target.index):
+        raise _err(where, f"'{ref.node}' is indexed by {list(target.index)}, the reference gives {list(ref.index)}")
+    for expr, kind in zip(ref.index, target.index):
+        if EXPRESSION_KIND[expr] != kind:
+            raise _err(where, f"'{ref.node}' expects a {kind} index, the reference gives '{expr}'")
+        if not _derivable(expr, factors):
+            raise _err(where, f"unknown index '{expr}' for '{ref.node}': not known from {list(factors)}")
+
+
+def _may_be_missing(ref: ParentRef) -> bool:
+    return "previous_segment" in ref.index and (ref.if_missing is None or _may_be_missing(ref.if_missing))
+
+
+def _topological(nodes: dict[str, NodeSpec]) -> list[str]:
+    """Parents before children; a cycle raises naming a node on it (intra-family previous-segment edges allowed)."""
+    state: dict[str, int] = {}
+    order: list[str] = []
+
+    def edges(n):
+        for p in nodes[n].parents:
+            r: ParentRef | None = p
+            while r is not None:
+                if not (r.node == n and "previous_segment" in r.index):
+                    yield r.node
+                r = r.if_missing
+
+    def visit(n, path):
+        if state.get(n) == 2:
+            return
+        if state.get(n) == 1:
+            cyc = path[path.index(n):] + [n]
+            raise _err(f"node '{n}'", "cycle " + " -> ".join(cyc))
+        state[n] = 1
+        for p in edges(n):
+            visit(p, path + [n])
+        state[n] = 2
+        order.append(n)
+
+    for n in nodes:
+        visit(n, [])
+    return order
+
+
+def parse_network(raw) -> NetworkSpec:
+    """Validate a spec (a dict, as loaded from JSON); raises UsageError with one line naming the node."""
+    if not isinstance(raw, dict):
+        raise _err("top level", "must be a JSON object")
+    unknown = set(raw) - _TOP_KEYS
+    if unknown:
+        raise _err("top level", f"unknown key '{sorted(unknown)[0]}'")
+    params: dict[str, Param] = {}
+    for pname, praw in (raw.get("parameters") or {}).items():
+        where = f"parameter '{pname}'"
+        if not isinstance(praw, dict) or set(praw) - {"kind", "value", "sample"} or "value" not in praw:
+            raise _err(where, "is {\"kind\": \"a\"|\"b\", \"value\": x, \"sample\": bool}")
+        kind = praw.get("kind", "b")
+        if kind not in ("a", "b"):
+            raise _err(where, f"kind must be 'a' or 'b', got {kind!r}")
+        params[pname] = _check_param(Param(pname, kind, _number(praw["value"], where, "value"),
+                                           bool(praw.get("sample"))), where)
+    nodes_raw = raw.get("nodes")
+    if not isinstance(nodes_raw, dict) or not nodes_raw:
+        raise _err("top level", "'nodes' must be a non-empty object")
+    nodes = {name: _node(name, body, params) for name, body in nodes_raw.items()}
+    for node in nodes.values():
+        for p in node.parents:
+            r: ParentRef | None = p
+            while r is not None:
+                _check_ref(r, nodes, f"node '{node.name}'", node.index, node.over)
+                if r.node == node.name and "previous_segment" not in r.index:
+                    raise _err(f"node '{node.name}'", f"cycle {node.name} -> {node.name}")
+                r = r.if_missing
+        if node.parents and all(_may_be_missing(p) for p in node.parents):
+            raise _err(f"node '{node.name}'", "has no parent at a document's first segment (give 'if_missing')")
+    draws = {}
+    for which, over, ctx in (("topic", "topic", ("corpus", "document", "segment", "previous_word")),
+                             ("word", "word", ("corpus", "document", "segment", "previous_word", "topic"))):
+        d = raw.get(which)
+        if not isinstance(d, dict) or "node" not in d:
+            raise _err(which, f"'{which}' must be {{\"node\": NAME, \"index\": [...]}}")
+        ref = DrawRef(str(d["node"]), _index(d.get("index", []), which, EXPRESSIONS, "the draw's index"))
+        _check_ref(ref, nodes, f"the {which} draw", ctx, over)
+        if "previous_segment" in ref.index:
+            raise _err(f"the {which} draw", "cannot use previous_segment (missing at a first segment)")
+        draws[which] = ref
+    order = _topological(nodes)
+    reach = _ancestors(nodes, {draws["topic"].node, draws["word"].node})
+    for name in order:
+        if name not in reach:
+            raise _err(f"node '{name}'", "no data path: neither the topic nor the word draw reaches it")
+    for pname in params:
+        if not any(pname in (n.a, n.b) for n in nodes.values()):
+            raise _err(f"parameter '{pname}'", "no node uses it")
+    return NetworkSpec(str(raw.get("name", "network")), nodes, params, draws["topic"], draws["word"], order)
+
+
+def _ancestors(nodes: dict[str, NodeSpec], start: set[str]) -> set[str]:
+    seen, stack = set(), list(start)
+    while stack:
+        n = stack.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        for p in nodes[n].parents:
+            r: ParentRef | None = p
+            while r is not None:
+                stack.append(r.node)
+                r = r.if_missing
+    return seen
+
+
+def load_network(path) -> NetworkSpec:
+    """Read and validate a spec file; a missing file or bad JSON is one line naming the file."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as exc:
+        raise UsageError(f"network spec {p}: cannot read it ({exc.strerror})") from None
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"network spec {p}: not JSON ({exc.msg} at line {exc.lineno})") from None
+    return parse_network(raw)
