@@ -23,6 +23,7 @@ JOBS = {
     "evolution": "per-segment topic proportions of one document and their changes (Gibbs models), with a plot",
     "tree": "a prior tree from bilingual dictionaries, for tree LDA (tlda, ptlda)",
     "refresh": "the next version of a model root from new documents (accumulate, online or batch updates)",
+    "browse": "a static site to explore a model's topics (opens from file://, no server)",
 }
 
 

@@ -1,0 +1,139 @@
+"""The numbers of a topic browser (LDAvis: Sievert & Shirley 2014; pyLDAvis ``_prepare.py``): topic shares, term
+relevance, saliency, Jensen-Shannon distances between topics and their principal coordinates (classical MDS).
+
+Notation: ``phi`` (K x V) the topics' word distributions p(w | k) (rows sum to 1), ``p_w`` (V,) the marginal word
+distribution of the corpus (term frequencies / tokens), ``shares`` (K,) the topics' shares of the corpus' tokens.
+
+* lift(k, w) = phi_kw / p_w; relevance(k, w | lambda) = lambda log phi_kw + (1 - lambda) log lift(k, w)
+  (Sievert & Shirley eq. 1; lambda = 1 ranks by probability, lambda = 0 by lift).
+* saliency(w) = p_w sum_k p(k | w) log(p(k | w) / p(k)), p(k | w) = phi_kw / sum_k' phi_k'w (pyLDAvis' reading of
+  Chuang et al. 2012: p(k | w) normalises phi over topics, not phi weighted by the shares).
+* JS(P, Q) = (KL(P || M) + KL(Q || M)) / 2, M = (P + Q) / 2, natural logs: the divergence (not its square root), as
+  pyLDAvis gives PCoA.
+* PCoA: B = -H D^2 H / 2 (H = I - 11'/n), coordinates = the top eigenvectors of B scaled by sqrt(eigenvalue),
+  negative or vanishing eigenvalues set to 0 (pyLDAvis ``_pcoa``, after scikit-bio).
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy.linalg import eigh
+from scipy.spatial.distance import pdist, squareform
+
+#: pyLDAvis' grid of lambda values is 0, 0.01, ..., 1; the site keeps each topic's top words on this coarser grid
+#: (the union of the top ``n`` words at each value), enough to rank exactly at any lambda on the grid
+LAMBDA_GRID = np.round(np.linspace(0.0, 1.0, 11), 2)
+
+
+def topic_shares(theta: np.ndarray, doc_lengths: np.ndarray | None = None) -> np.ndarray:
+    """Each topic's share of the corpus' tokens: sum_d n_d theta_dk / sum_d n_d (pyLDAvis ``topic_freq``);
+    without lengths every document weighs the same."""
+    theta = np.asarray(theta, dtype=np.float64)
+    weights = np.ones(theta.shape[0]) if doc_lengths is None else np.asarray(doc_lengths, dtype=np.float64)
+    total = weights @ theta
+    return total / total.sum()
+
+
+def log_lift(phi: np.ndarray, p_w: np.ndarray) -> np.ndarray:
+    """log(phi_kw / p_w) (K x V); -inf where phi_kw = 0."""
+    with np.errstate(divide="ignore"):
+        return np.log(phi) - np.log(p_w)[None, :]
+
+
+def relevance(log_phi: np.ndarray, lift: np.ndarray, lam: float) -> np.ndarray:
+    """lambda log phi + (1 - lambda) log lift (Sievert & Shirley eq. 1); ``lift`` is log lift."""
+    return lam * log_phi + (1.0 - lam) * lift
+
+
+def relevance_candidates(phi: np.ndarray, p_w: np.ndarray, n: int, lambdas=LAMBDA_GRID) -> list[np.ndarray]:
+    """Per topic, the word ids among its ``n`` most relevant at any lambda of ``lambdas`` (ascending ids): the
+    words a page must hold to rank the top ``n`` at each of those values. Computed topic by topic (K x V at once
+    would double the memory of the model)."""
+    log_p = np.log(p_w)
+    out = []
+    for row in np.asarray(phi, dtype=np.float64):
+        with np.errstate(divide="ignore"):
+            log_phi = np.log(row)
+        lift = log_phi - log_p
+        n_row = min(n, row.size)
+        chosen = set()
+        for lam in lambdas:
+            score = relevance(log_phi, lift, float(lam))
+            chosen.update(np.argpartition(-score, n_row - 1)[:n_row].tolist())
+        out.append(np.array(sorted(chosen), dtype=np.int64))
+    return out
+
+
+def saliency(phi: np.ndarray, shares: np.ndarray, p_w: np.ndarray) -> np.ndarray:
+    """saliency(w) = p_w * distinctiveness(w) (V,), as pyLDAvis ``_topic_info`` computes it."""
+    phi = np.asarray(phi, dtype=np.float64)
+    column = phi.sum(axis=0)
+    given = np.divide(phi, column[None, :], out=np.zeros_like(phi), where=column[None, :] > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kernel = np.where(given > 0, given * np.log(given / np.asarray(shares, dtype=np.float64)[:, None]), 0.0)
+    return np.asarray(p_w, dtype=np.float64) * kernel.sum(axis=0)
+
+
+def js_divergences(phi: np.ndarray) -> np.ndarray:
+    """K x K Jensen-Shannon divergences (natural logs) between the rows of ``phi``: scipy's ``jensenshannon``
+    distance, squared."""
+    return squareform(pdist(np.asarray(phi, dtype=np.float64), metric="jensenshannon") ** 2)
+
+
+def pcoa(distances: np.ndarray, n_components: int = 2) -> np.ndarray:
+    """Principal coordinates (classical MDS) of a symmetric distance matrix (n x n_components): the top
+    eigenvectors of the double-centred -D^2 / 2, scaled by the square roots of their eigenvalues; an eigenvalue
+    that is negative or close to 0 gives a zero axis. Each axis' sign is fixed so that its largest entry in
+    absolute value is positive (eigenvectors have no sign of their own)."""
+    d = np.asarray(distances, dtype=np.float64)
+    n = d.shape[0]
+    if n == 1:
+        return np.zeros((1, n_components))
+    centre = np.eye(n) - np.full((n, n), 1.0 / n)
+    b = -centre @ (d ** 2) @ centre / 2.0
+    b = (b + b.T) / 2.0
+    values, vectors = eigh(b)
+    order = np.argsort(values)[::-1][:n_components]
+    values, vectors = values[order], vectors[:, order]
+    values[np.isclose(values, 0.0) | (values < 0)] = 0.0
+    coords = vectors * np.sqrt(values)[None, :]
+    if coords.shape[1] < n_components:
+        coords = np.hstack([coords, np.zeros((n, n_components - coords.shape[1]))])
+    for j in range(coords.shape[1]):
+        if np.any(coords[:, j]):
+            coords[:, j] *= np.sign(coords[np.argmax(np.abs(coords[:, j])), j])
+    return coords
+
+
+def nearest_topics(distances: np.ndarray, n: int) -> np.ndarray:
+    """K x min(n, K-1) ids of each topic's nearest other topics, nearest first (ties: lower id first)."""
+    d = np.asarray(distances, dtype=np.float64).copy()
+    np.fill_diagonal(d, np.inf)
+    return np.argsort(d, axis=1, kind="stable")[:, :min(n, d.shape[0] - 1)]
+
+
+def top_documents(theta_batches, num_topics: int, n: int):
+    """Per topic the ``n`` documents of the largest proportion, over ``(ids (B,), theta (B x K))`` batches read one
+    at a time (a corpus' proportions need not fit in memory): ``(rows (K x m) of (id, proportion) pairs``,
+    largest first (ties: the earlier document first)."""
+    best_ids = [np.empty(0, dtype=object) for _ in range(num_topics)]
+    best_val = [np.empty(0) for _ in range(num_topics)]
+    best_pos = [np.empty(0, dtype=np.int64) for _ in range(num_topics)]
+    offset = 0
+    for ids, theta in theta_batches:
+        ids = np.asarray(ids, dtype=object)
+        theta = np.asarray(theta, dtype=np.float64)
+        pos = np.arange(offset, offset + len(ids))
+        offset += len(ids)
+        take = min(n, len(ids))
+        if take == 0:
+            continue
+        cand = np.argpartition(-theta, take - 1, axis=0)[:take] if take < len(ids) else \
+            np.tile(np.arange(len(ids))[:, None], (1, num_topics))
+        for k in range(num_topics):
+            c = cand[:, k]
+            vals = np.concatenate([best_val[k], theta[c, k]])
+            all_ids = np.concatenate([best_ids[k], ids[c]])
+            all_pos = np.concatenate([best_pos[k], pos[c]])
+            keep = np.lexsort((all_pos, -vals))[:n]
+            best_val[k], best_ids[k], best_pos[k] = vals[keep], all_ids[keep], all_pos[keep]
+    return [list(zip(best_ids[k].tolist(), best_val[k].tolist())) for k in range(num_topics)]
