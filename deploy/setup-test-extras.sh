@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # What the deploy and tree tests need beyond .venv (called by `deploy/setup.sh test`; idempotent):
 #   * Debian's FreeDict dictionaries (dict-freedict-eng-spa, dict-freedict-spa-eng), read by the tree job's test
-#     of the files as Debian installs them: apt-get as root, or through password-less sudo;
+#     of the files as Debian installs them, and Debian's chromium, the headless browser of the browse job's page
+#     test (tests/commands/test_browse.py): apt-get as root, or through password-less sudo;
 #   * .venv-airflow: Airflow 3, its Spark provider and ruff (deploy/airflow/requirements.txt, pinned further by
 #     constraints-<python>.txt when there is one), for the DagBag and ruff tests of deploy/airflow/. Installed
 #     with uv (pip takes minutes to resolve Airflow), rebuilt only when those files or the Python change.
@@ -12,18 +13,20 @@ here="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$here"
 python="${1:-${PYTHON:-python3}}"
 
-# ------------------------------------------------------------------------------------------------- FreeDict
+# ------------------------------------------------------------------------------------- FreeDict, chromium
 dictionaries=(/usr/share/dictd/freedict-eng-spa.index /usr/share/dictd/freedict-spa-eng.index)
-if ! ls "${dictionaries[@]}" >/dev/null 2>&1; then
+packages=()
+ls "${dictionaries[@]}" >/dev/null 2>&1 || packages+=(dict-freedict-eng-spa dict-freedict-spa-eng)
+command -v chromium >/dev/null 2>&1 || packages+=(chromium fonts-dejavu-core)   # a font for the page's text
+if (( ${#packages[@]} )); then
   sudo=()
   if [[ $(id -u) != 0 ]]; then
     if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then sudo=(sudo -n); else sudo=(none); fi
   fi
   if [[ "${sudo[*]}" == none ]] || ! command -v apt-get >/dev/null 2>&1; then
-    echo "warning: cannot install Debian's dict-freedict-eng-spa and dict-freedict-spa-eng (needs apt-get as root" \
-         "or password-less sudo): the FreeDict test of the tree job cannot run" >&2
+    echo "warning: cannot install Debian's ${packages[*]} (needs apt-get as root" \
+         "or password-less sudo): the FreeDict test of the tree job or the browse page test cannot run" >&2
   else
-    packages=(dict-freedict-eng-spa dict-freedict-spa-eng)
     echo "installing ${packages[*]} (Debian)" >&2
     export DEBIAN_FRONTEND=noninteractive
     { "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null 2>&1 \

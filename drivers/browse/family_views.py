@@ -17,7 +17,7 @@ import logging
 
 import numpy as np
 
-from drivers import model_root, model_store, storage
+from drivers import model_root, model_store, registry, storage
 from inference.distances import hellinger
 
 log = logging.getLogger("spark_topics.browse")
@@ -46,9 +46,11 @@ class FamilyViews:
         self.link_terms = None      # global id -> label
         self.drift_versions = None
         self.drift = None           # (versions - 1) x K
+        self.languages = False      # the word panels show the languages side by side
 
     def kinds(self) -> list[str]:
-        return [name for name, present in (("segments", self.flow_mean is not None),
+        return [name for name, present in (("languages", self.languages),
+                                           ("segments", self.flow_mean is not None),
                                            ("clusters", self.cluster_docs is not None),
                                            ("tree", self.links is not None),
                                            ("drift", self.drift is not None)) if present]
@@ -153,9 +155,11 @@ def version_drift(root: str, views: FamilyViews) -> None:
 def collect(model, directory: str, root: str | None, doc_ids: list) -> FamilyViews:
     views = FamilyViews()
     K = model.num_topics
-    segment_flow(directory, K, [str(d) for d in doc_ids], views)
+    if registry.of_meta(model.meta).corpus == registry.SEGMENTED:    # stm, seqlda, adatm
+        segment_flow(directory, K, [str(d) for d in doc_ids], views)
     clusters(directory, K, views)
     tree_links(model, views)
+    views.languages = bool(model.languages)
     if root is not None:
         version_drift(root, views)
     return views

@@ -105,7 +105,7 @@
     var box = document.getElementById("topics"), maxShare = Math.max.apply(null, M.topics.map(function (t) { return t.share; }));
     M.topics.forEach(function (t) {
       var input = el("input", {"class": "label", type: "text", "aria-label": "label of topic " + t.k,
-                               placeholder: t.names || t.label});
+                               placeholder: t.names || "label this topic"});
       input.value = labels[t.k] || "";
       input.addEventListener("click", function (e) { e.stopPropagation(); });
       input.addEventListener("input", function () {
@@ -227,13 +227,20 @@
   }
   function flow(body, t) {
     body.appendChild(el("h3", {text: "topic flow: mean proportion by segment position"}));
-    var m = t.flow.mean, w = 520, h = 90, top = Math.max.apply(null, m) || 1, bw = w / m.length;
-    var s = svg("svg", {"class": "flow", viewBox: "0 0 " + w + " " + h, preserveAspectRatio: "none"});
+    // bars from 0 to the largest mean (labelled), one per segment position
+    var m = t.flow.mean, w = 520, h = 90, top = Math.max.apply(null, m) || 1, bw = w / m.length, base = h - 14;
+    var s = svg("svg", {"class": "flow", viewBox: "0 0 " + w + " " + h});
     m.forEach(function (v, i) {
+      var bh = v / top * (base - 12);
       var r = svg("rect", {x: (i * bw + 1).toFixed(1), width: Math.max(bw - 2, 1).toFixed(1),
-                           y: (h - v / top * (h - 4)).toFixed(1), height: (v / top * (h - 4)).toFixed(1)});
+                           y: (base - bh).toFixed(1), height: bh.toFixed(1)});
       var title = svg("title", {}); title.textContent = "segment " + i + ": " + fmt(v, 3) + " (" + t.flow.segments[i] + " segments)";
       r.appendChild(title); s.appendChild(r);
+      if (m.length <= 20) {
+        var value = svg("text", {x: ((i + 0.5) * bw).toFixed(1), y: (base - bh - 3).toFixed(1)}); value.textContent = fmt(v, 2);
+        var pos = svg("text", {x: ((i + 0.5) * bw).toFixed(1), y: h - 2}); pos.textContent = "segment " + (i + 1);
+        s.appendChild(value); s.appendChild(pos);
+      }
     });
     body.appendChild(s);
   }

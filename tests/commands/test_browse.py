@@ -1,0 +1,162 @@
+"""``spark-topics browse``: the site of an lda and of a segmented Gibbs model (stm) trained on the tiny corpora,
+checked as data (the numbers are the model's) and in a real headless Chromium (Debian's ``chromium``, driven over
+the DevTools protocol: tests/headless_browser.py): every topic renders, no console error, the relevance slider
+re-ranks a topic's words as Sievert & Shirley's relevance does, ``#topic-k`` opens topic k, a related topic's
+link opens it, an edited label survives a reload."""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import train_args
+from drivers import registry
+from drivers.browse.build import build
+from drivers.model_store import load_model
+from headless_browser import Browser, chromium
+from inference import topic_map
+from inference.errors import UsageError
+from jobs import cli, train
+from prerequisites import require
+from tiny_corpora import FAMILY_FLAGS
+
+MODELS = ("lda", "stm")
+
+
+@pytest.fixture(scope="module")
+def sites(spark_session, tiny_corpora_of_kind, tmp_path_factory):
+    """name -> (model directory, site directory) of lda and stm on the tiny segmented corpus."""
+    root = tmp_path_factory.mktemp("browse")
+    out = {}
+    for name in MODELS:
+        spec = registry.MODELS[name]
+        model_dir = str(root / name)
+        train.train(spark_session, train_args(tiny_corpora_of_kind[spec.corpus], model_dir, "--model", name,
+                                              *FAMILY_FLAGS[spec.family]))
+        site = str(root / f"site-{name}")
+        assert cli.main(["browse", "--model-dir", model_dir, "--output", site]) == 0
+        out[name] = model_dir, site
+    return out
+
+
+def read_script_json(path: str, prefix: str, suffix: str):
+    text = open(path, encoding="utf-8").read().strip()
+    assert text.startswith(prefix) and text.endswith(suffix), path
+    return json.loads(text[len(prefix):-len(suffix)])
+
+
+def site_summary(site: str) -> dict:
+    return read_script_json(os.path.join(site, "data", "model.js"), "window.SPARK_TOPICS_MODEL = ", ";")
+
+
+def site_topic(site: str, k: int) -> dict:
+    return read_script_json(os.path.join(site, "data", "topics", f"{k}.js"), "SPARK_TOPICS_TOPIC(", ");")
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_site_holds_the_models_numbers(sites, name):
+    model_dir, site = sites[name]
+    model = load_model(model_dir)
+    K = model.num_topics
+    summary = site_summary(site)
+    assert summary["card"]["model"] == name and summary["card"]["topics"] == K
+    assert summary["card"]["documents"] == 40 and summary["card"]["trace"]["values"]
+    assert sorted(os.listdir(os.path.join(site, "data", "topics"))) == sorted(f"{k}.js" for k in range(K))
+    docs = pd.read_parquet(os.path.join(model_dir, "doc_topics.parquet"))
+    theta = np.stack(docs["theta"].to_numpy())
+    corpus = pd.read_parquet(os.path.join(model.meta["data"]["corpus"], "docs.parquet")).set_index("doc_id")
+    shares = topic_map.topic_shares(theta, corpus.loc[docs["doc_id"], "n_tokens"].to_numpy())
+    np.testing.assert_allclose([t["share"] for t in summary["topics"]], shares, rtol=1e-9)
+    phi = model.topic_word()
+    p_w = shares @ phi
+    for k in range(K):
+        record = site_topic(site, k)
+        assert record["k"] == k
+        ranked = np.lexsort((docs["doc_id"].to_numpy(), -theta[:, k]))[:10]
+        assert [d["id"] for d in record["docs"]] == docs["doc_id"].to_numpy()[ranked].tolist()
+        assert all(d["snippet"][""] for d in record["docs"])            # the segmented corpus: words in order
+        first = record["docs"][0]["id"]
+        assert record["docs"][0]["snippet"][""].split()[0] == model.vocab["term"][
+            pd.read_parquet(os.path.join(model.meta["data"]["corpus"], "segments.parquet")).set_index("doc_id")
+            .loc[first, "segments"][0][0]]
+        panel = record["panels"][0]
+        ids = model.vocab.set_index("term").loc[panel["terms"], "id"].to_numpy()
+        np.testing.assert_allclose(panel["log_phi"], np.log(phi[k, ids]), atol=1e-5)
+        np.testing.assert_allclose(panel["log_lift"], np.log(phi[k, ids] / p_w[ids]), atol=1e-5)
+        assert [j for j, _ in record["related"]] == [j for j in np.argsort(
+            topic_map.js_divergences(phi)[k], kind="stable") if j != k]
+        assert summary["topics"][k]["coherence"][""] is not None
+    if name == "stm":       # 3 segments per document: the topic flow, and each top document's segments
+        assert summary["views"] == ["segments"]
+        flow = site_topic(site, 0)["flow"]
+        seg = pd.read_parquet(os.path.join(model_dir, "segment_topics.parquet"))
+        seg_theta = np.stack(seg["theta"].to_numpy())
+        expected = [seg_theta[seg["segment"].to_numpy() == s, 0].mean() for s in range(3)]
+        np.testing.assert_allclose(flow["mean"], expected, atol=1e-5)
+        assert flow["segments"] == [40, 40, 40] and len(flow["docs"]) == 10
+    else:
+        assert summary["views"] == []
+
+
+def browser_ranking(b: Browser, k: int) -> list:
+    return b.evaluate(f"[...document.querySelectorAll('ol.words[data-topic=\"{k}\"] li')].map(l => l.dataset.term)")
+
+
+def set_lambda(b: Browser, value: float) -> None:
+    b.evaluate(f"var s = document.getElementById('lambda'); s.value = {value}; s.dispatchEvent(new Event('input'))")
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_page_in_headless_chromium(sites, name):
+    require(chromium() is not None, "Debian's chromium (headless browser)")
+    model_dir, site = sites[name]
+    model = load_model(model_dir)
+    K, url = model.num_topics, "file://" + os.path.join(site, "index.html")
+    with Browser() as b:
+        b.open(url)
+        assert b.evaluate("document.querySelectorAll('section.topic[data-topic]').length") == K
+        assert b.evaluate("document.querySelectorAll('#map circle[data-topic]').length") == K
+        for k in range(K):                                  # every topic opens and renders its words and documents
+            b.evaluate(f"location.hash = 'topic-{k}'")
+            b.wait_for(f"document.querySelectorAll('ol.words[data-topic=\"{k}\"] li').length > 0")
+            assert len(browser_ranking(b, k)) == min(30, len(model.vocab))
+            assert b.evaluate(f"document.querySelectorAll('#topic-{k} table.docs tr').length") == 10
+        # the slider re-ranks: at every lambda the page's order is relevance's (ties: the page keeps term order)
+        record = site_topic(site, 1)
+        panel = record["panels"][0]
+        rankings = {}
+        for lam in (0.0, 0.35, 1.0):
+            set_lambda(b, lam)
+            score = lam * np.asarray(panel["log_phi"]) + (1 - lam) * np.asarray(panel["log_lift"])
+            expected = [panel["terms"][i] for i in np.lexsort((np.arange(len(score)), -score))[:30]]
+            rankings[lam] = browser_ranking(b, 1)
+            assert rankings[lam] == expected, lam
+        assert rankings[0.0] != rankings[1.0]
+        # a related topic's link opens that topic
+        related = record["related"][0][0]
+        b.evaluate(f"document.querySelector('#topic-1 a[data-related=\"{related}\"]').click()")
+        b.wait_for(f"document.querySelector('ol.words[data-topic=\"{related}\"]') !== null")
+        assert b.evaluate("location.hash") == f"#topic-{related}"
+        # an edited label is kept (localStorage) across a reload
+        b.evaluate("var i = document.querySelector('#topic-0 input.label'); i.value = 'my label';"
+                   "i.dispatchEvent(new Event('input'))")
+        b.open(url + f"#topic-{K - 1}")                     # a #topic-k link opens topic k, scrolled to
+        assert b.evaluate("document.querySelector('#topic-0 input.label').value") == "my label"
+        b.wait_for(f"document.querySelector('ol.words[data-topic=\"{K - 1}\"]') !== null")
+        assert b.evaluate(f"document.getElementById('topic-{K - 1}').classList.contains('open')")
+        assert b.evaluate(f"Math.abs(document.getElementById('topic-{K - 1}').getBoundingClientRect().top) < 200")
+        if name == "stm":
+            assert b.evaluate(f"document.querySelectorAll('#topic-{K - 1} svg.flow rect').length") == 3
+        b.pump(0.2)
+        assert b.errors() == []
+
+
+def test_browse_refuses_to_write_over_a_model(sites):
+    model_dir, _ = sites["lda"]
+    with pytest.raises(UsageError, match="is a model directory"):
+        build(model_dir, model_dir)
+    with pytest.raises(SystemExit, match="spark-topics browse: --output .* is a model directory"):
+        cli.main(["browse", "--model-dir", model_dir, "--output", model_dir])
