@@ -73,8 +73,8 @@ def _theta_batches(model_dir: str, batch_rows: int = 65536):
 
 
 def document_topics(model_dir: str, num_topics: int, lengths: pd.Series | None, top_docs: int):
-    """(topic shares (K,), each topic's top documents [(id, proportion)], documents) in one pass over
-    ``doc_topics.parquet``; shares weigh documents by their lengths when the corpus gives them."""
+    """(topic frequencies (K,): sum_d n_d theta_dk, each topic's top documents [(id, proportion)], documents) in one
+    pass over ``doc_topics.parquet``; n_d the document's tokens when the corpus gives them, else 1."""
     weighted = np.zeros(num_topics)
     count = [0]
     fill = float(lengths.mean()) if lengths is not None and len(lengths) else 1.0
@@ -90,8 +90,7 @@ def document_topics(model_dir: str, num_topics: int, lengths: pd.Series | None, 
             yield ids, theta
 
     best = topic_map.top_documents(batches(), num_topics, top_docs)
-    shares = weighted / weighted.sum() if weighted.sum() > 0 else np.full(num_topics, 1.0 / num_topics)
-    return shares, best, count[0]
+    return weighted, best, count[0]
 
 
 def model_card(model, directory: str, root: str | None, documents: int) -> dict:
@@ -123,14 +122,32 @@ def model_card(model, directory: str, root: str | None, documents: int) -> dict:
     return card
 
 
-def collect(path: str, version: str | None = None, top_docs: int = 10, related: int = 5,
-            words: int = WORDS_PER_TOPIC, coherence: bool = True) -> SiteData:
-    """Everything the site shows of the model at ``path`` (a model directory, or a model root's ``version``,
-    default LATEST)."""
+@dataclass
+class ModelData:
+    """A model as the browser reads it: its word panels, topic frequencies and top documents."""
+    model: object
+    directory: str
+    root: str | None
+    panels: list
+    corpora: dict             # panel language -> its training corpus (None when gone)
+    topic_freq: np.ndarray    # sum_d n_d theta_dk
+    best_docs: list
+    documents: int
+
+    @property
+    def shares(self) -> np.ndarray:
+        total = self.topic_freq.sum()
+        return self.topic_freq / total if total > 0 else np.full(len(self.topic_freq), 1.0 / len(self.topic_freq))
+
+    def joint_phi(self) -> np.ndarray:
+        """K x (sum of V_L): the panels side by side, rows summing to 1."""
+        return np.hstack([p.phi for p in self.panels]) / len(self.panels)
+
+
+def read_model(path: str, version: str | None = None, top_docs: int = 10) -> ModelData:
     root = path if model_root.is_root(path) else None
     directory = model_store.resolve(path, version)
     model = model_store.load_model(directory)
-    K = model.num_topics
     panels = word_panels(model)
     corpora = {p.language: corpus_view.corpus_directory(model.meta, p.language or None) for p in panels}
     lengths = None
@@ -139,10 +156,21 @@ def collect(path: str, version: str | None = None, top_docs: int = 10, related: 
             part = corpus_view.document_lengths(corpus)
             lengths = part if lengths is None else lengths.add(part, fill_value=0)
     log.info("reading the document-topic proportions of %s", directory)
-    shares, best_docs, documents = document_topics(directory, K, lengths, top_docs)
+    topic_freq, best_docs, documents = document_topics(directory, model.num_topics, lengths, top_docs)
+    data = ModelData(model, directory, root, panels, corpora, topic_freq, best_docs, documents)
     for panel in panels:
-        panel.p_w = shares @ panel.phi
-    joint = np.hstack([p.phi for p in panels]) / len(panels)
+        panel.p_w = data.shares @ panel.phi
+    return data
+
+
+def collect(path: str, version: str | None = None, top_docs: int = 10, related: int = 5,
+            words: int = WORDS_PER_TOPIC, coherence: bool = True) -> SiteData:
+    """Everything the site shows of the model at ``path`` (a model directory, or a model root's ``version``,
+    default LATEST)."""
+    md = read_model(path, version, top_docs)
+    model, directory, root, panels, corpora = md.model, md.directory, md.root, md.panels, md.corpora
+    shares, best_docs, documents, K = md.shares, md.best_docs, md.documents, model.num_topics
+    joint = md.joint_phi()
     log.info("Jensen-Shannon distances between %d topics and their principal coordinates", K)
     distances = topic_map.js_divergences(joint)
     coords = topic_map.pcoa(distances)
