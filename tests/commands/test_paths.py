@@ -23,6 +23,7 @@ EXPECTED = {
     "evolution": {"--model-dir", "--output"},
     "tree": {"--dictionary", "--corpus", "--output"},
     "refresh": {"--model", "--input", "--base", "--probe"},
+    "browse": {"--model-dir", "--output"},
 }
 MODEL_PATHS = {"lda": {"--prior"}, "tlda": {"--tree"}, "ptlda": {"--tree"}}
 #: names of files and directories (MODEL_DIR, PATH, FILE, ROOT, "directory", ...) in a metavar or a help text
