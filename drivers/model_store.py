@@ -15,7 +15,8 @@ model with an informed prior also has ``prior.parquet`` (``topic``, ``name``,
 ``id``, ``term``, ``eta``: every prior entry that differs from the symmetric eta).
 
 A tree model (``tlda``, ``ptlda``: ``tree`` in ``model.json``) has ``tree_lambda.npy`` (K x E: the variational
-parameters of the tree's edges, :class:`inference.tree.TreeLayout`), ``tree_concepts.npy`` (C x 2 word ids of the
+parameters of the tree's edges, :class:`drivers.models.tree.layout.TreeLayout`), ``tree_concepts.npy`` (C x 2 word
+ids of the
 concepts' leaves) and ``topic_word.npy`` (K x V: p(w | k), a sum over the word's paths), or per language
 ``topic_word.<L>.npy`` = p(w | k, L) (K x V_L, rows sum to 1) beside ``vocab.<L>.parquet``. Trained by Gibbs
 sampling (``inference: gibbs``, ``prior_tree`` in ``model.json``), it has ``tree_edge_counts.npy`` (K x E
@@ -39,9 +40,9 @@ import pyarrow as pa
 
 from drivers import model_root, publish, storage
 from drivers.corpora.files import CORPUS_JSON, NO_STOPWORDS, STOPWORDS, read_vocab
+from drivers.models.tree.layout import TreeLayout
 from inference.errors import DamagedError, UsageError
 from inference.layout import VocabLayout
-from inference.tree import TreeLayout
 
 CODE_VERSION = "0.2.0"
 #: model directories of this version were written in place, without the completion marker
@@ -302,7 +303,7 @@ def save_model(directory: str, meta: dict, vocab: pd.DataFrame, lambda_: np.ndar
     storage.save_json(storage.join(directory, "model.json"), meta)
 
 
-PRIOR_SPEC = "prior_spec.json"   # an informed prior as given (drivers/informed_prior.py spec_to_json)
+PRIOR_SPEC = "prior_spec.json"   # an informed prior as given (drivers/models/lda/informed_prior.py spec_to_json)
 
 
 def save_prior(directory: str, prior, topic_names: list, vocab: pd.DataFrame) -> None:

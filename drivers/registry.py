@@ -60,33 +60,33 @@ class ModelSpec:
 
 
 MODELS = {spec.name: spec for spec in (
-    ModelSpec("lda", "variational", "drivers.models.lda:LDA", BAG_OF_WORDS,
+    ModelSpec("lda", "variational", "drivers.models.lda.model:LDA", BAG_OF_WORDS,
               "LDA by hybrid variational-MCMC EM (Mr. LDA's engine, sampled local steps; --inference variational: "
               "variational EM); --prior FILE for an informed prior",
               refresh_modes=("accumulate", "online", "batch"), default_inference="hybrid"),
     ModelSpec("polylda", "variational", "drivers.models.polylda:PolyLDA", ALIGNED,
               "polylingual LDA by hybrid variational-MCMC EM (--inference variational: variational EM), one "
               "topic-word Dirichlet per language", default_inference="hybrid"),
-    ModelSpec("tlda", "variational", "drivers.models.tree:TreeLDA", BAG_OF_WORDS,
+    ModelSpec("tlda", "variational", "drivers.models.tree.model:TreeLDA", BAG_OF_WORDS,
               "tree LDA: topics over the paths of a prior tree (--tree, from bilingual dictionaries); "
               "--inference gibbs on the Gibbs engine",
-              engines=(("gibbs", "gibbs", "drivers.models.tree:TreeLDAGibbs"),)),
-    ModelSpec("ptlda", "variational", "drivers.models.tree:PolylingualTreeLDA", ALIGNED,
+              engines=(("gibbs", "gibbs", "drivers.models.tree.model:TreeLDAGibbs"),)),
+    ModelSpec("ptlda", "variational", "drivers.models.tree.model:PolylingualTreeLDA", ALIGNED,
               "polylingual tree LDA: aligned tuples, topics over a tree spanning the languages; --inference gibbs "
               "on the Gibbs engine",
-              engines=(("gibbs", "gibbs", "drivers.models.tree:PolylingualTreeLDAGibbs"),)),
-    ModelSpec("lda-gibbs", "gibbs", "inference.gibbs.lda:LdaGibbs", BAG_OF_WORDS,
+              engines=(("gibbs", "gibbs", "drivers.models.tree.model:PolylingualTreeLDAGibbs"),)),
+    ModelSpec("lda-gibbs", "gibbs", "drivers.models.lda_gibbs.model:LdaGibbs", BAG_OF_WORDS,
               "LDA by collapsed Gibbs sampling (AD-LDA); --segment-level: segments as documents"),
-    ModelSpec("stm", "gibbs", "inference.gibbs.stm:STM", SEGMENTED,
+    ModelSpec("stm", "gibbs", "drivers.models.stm:STM", SEGMENTED,
               "segmented topic model: a Pitman-Yor process per segment over its document's topics"),
-    ModelSpec("seqlda", "gibbs", "inference.gibbs.seqlda:SeqLDA", SEGMENTED,
+    ModelSpec("seqlda", "gibbs", "drivers.models.seqlda.model:SeqLDA", SEGMENTED,
               "sequential LDA: each segment's topics drawn around the previous segment's"),
-    ModelSpec("adatm", "gibbs", "inference.gibbs.adatm:AdaTM", SEGMENTED,
+    ModelSpec("adatm", "gibbs", "drivers.models.adatm.model:AdaTM", SEGMENTED,
               "adaptive topic model: segments inherit from the document or the previous segment"),
-    ModelSpec("dp-mixture", "gibbs", "inference.gibbs.dp_mixture:DPMixture", BAG_OF_WORDS,
+    ModelSpec("dp-mixture", "gibbs", "drivers.models.dp_mixture.model:DPMixture", BAG_OF_WORDS,
               "word-based Dirichlet-process mixture of documents (Wallach 4.5): a cluster per document, --topics: "
               "the most clusters of the start"),
-    ModelSpec("bigram-lm", "gibbs", "inference.gibbs.bigram_lm:BigramLM", ORDERED,
+    ModelSpec("bigram-lm", "gibbs", "drivers.models.bigram_lm:BigramLM", ORDERED,
               "hierarchical Dirichlet bigram language model (MacKay & Peto; Wallach 2.2): no topics (--topics "
               "is not used), beta n by the fixed point"),
 )}

@@ -5,7 +5,9 @@ in ``estep.py`` that inlines a helper from ``special.py`` would keep running the
 old helper after ``special.py`` changes. ``_invalidate_stale_numba_cache`` drops
 the package's cached machine code whenever any kernel source changed, so cached
 and freshly compiled kernels (e.g. on executors importing a --py-files zip) are
-always the same code and give bit-identical results.
+always the same code and give bit-identical results. A model's own kernels live in its
+home under ``drivers/models/`` (and inline helpers of this package), so that tree is
+digested and cleared with this one.
 """
 from __future__ import annotations
 
@@ -14,18 +16,21 @@ import os
 
 
 def _invalidate_stale_numba_cache() -> None:
-    """Drop numba's cached machine code under ``inference/`` (subpackages included) when any source changed."""
+    """Drop numba's cached machine code under ``inference/`` and ``drivers/models/`` (subpackages included) when
+    any source of either changed."""
     here = os.path.dirname(os.path.abspath(__file__))
+    project = os.path.dirname(here)
     try:
         sources, caches = [], []
-        for root, dirs, files in os.walk(here):
-            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-            caches.append(os.path.join(root, "__pycache__"))
-            sources += [os.path.join(root, f) for f in sorted(files) if f.endswith(".py")]
+        for tree in (here, os.path.join(project, "drivers", "models")):
+            for root, dirs, files in os.walk(tree):
+                dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+                caches.append(os.path.join(root, "__pycache__"))
+                sources += [os.path.join(root, f) for f in sorted(files) if f.endswith(".py")]
         digest = hashlib.sha256()
         for path in sources:
             with open(path, "rb") as f:
-                digest.update(os.path.relpath(path, here).encode() + f.read())
+                digest.update(os.path.relpath(path, project).encode() + f.read())
         stamp = os.path.join(here, "__pycache__", "numba-sources.sha256")
         current = digest.hexdigest()
         if os.path.exists(stamp) and open(stamp).read() == current:

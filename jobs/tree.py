@@ -6,7 +6,8 @@
 Dictionaries: FreeDict dictd files as Debian's ``dict-freedict-*`` packages install them (the ``.index``, its
 ``.dict.dz`` beside it; languages from the name, ``--languages eng=en,spa=es`` to override) or TSV files of pairs
 (``lang1<TAB>word1<TAB>lang2<TAB>word2``). Phrases are normalised with the corpus' own tokenizer; single-word pairs
-whose two words are in the corpus vocabularies become concepts (:mod:`drivers.trees`). Prints the coverage report,
+whose two words are in the corpus vocabularies become concepts (:mod:`drivers.models.tree.prior_tree`). Prints the
+coverage report,
 which ``TREE_DIR/tree.json`` keeps.
 """
 from __future__ import annotations
@@ -15,9 +16,9 @@ import logging
 
 from drivers import storage
 from drivers.corpora.files import CORPUS_JSON
-from drivers.trees import build_concepts, format_report, save_tree
+from drivers.models.tree.dictionaries import read_dictionaries
+from drivers.models.tree.prior_tree import build_concepts, format_report, save_tree
 from inference.errors import UsageError
-from jobs.preparation.dictionaries import read_dictionaries
 from jobs.spark import get_spark, local_path, path_list
 
 log = logging.getLogger("spark_topics.tree")

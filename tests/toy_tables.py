@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from inference.gibbs.lda import LdaGibbs
+from drivers.models.lda_gibbs.model import LdaGibbs
 from inference.gibbs.model import topic_word_counts
 from inference.gibbs.tables import CountTable, KeyedCounts
 

@@ -76,7 +76,7 @@ class VariationalModel:
 
     def structure(self, request: TrainRequest, corpus: Corpus):
         """How lambda's columns form Dirichlets (the engine's ``layout``): one per topic over the vocabulary, or
-        per language (the corpus' layout); a tree model its tree (:class:`inference.tree.TreeLayout`)."""
+        per language (the corpus' layout); a tree model its tree (:class:`drivers.models.tree.layout.TreeLayout`)."""
         return corpus.layout
 
     def describe(self, request: TrainRequest, corpus: Corpus, structure) -> dict:

@@ -31,7 +31,7 @@ from drivers.checkpoint import Checkpointer
 from drivers.corpora.files import data_version
 from drivers.families import TrainRequest
 from drivers.families.variational_shared import VariationalTraining, check_python_memory, write_doc_topics
-from drivers.informed_prior import build_prior, spec_from_json
+from drivers.models.lda.informed_prior import build_prior, spec_from_json
 from drivers.refresh import extend_lambda
 from drivers.variational import (EMSettings, EStep, GuidedStart, HybridStep, NewtonAlpha, OnlineAlpha,
                                  VariationalEngine, WarmStart)

@@ -45,7 +45,7 @@ def split_block(block, parts: int):
 def run_ours(block, V: int, K: int, iterations: int, seed: int, partitions: int = 2, samples: int = 1,
              lag: int = 1, on_iteration=None, **hyper_args):
     """AD-LDA as the engine runs it; returns (topic_word K x V averaged over the samples, final hyper)."""
-    from inference.gibbs.lda import LdaGibbs
+    from drivers.models.lda_gibbs.model import LdaGibbs
     from inference.gibbs.local import global_counts
     from inference.gibbs.model import DRIVER_PARTITION, task_seed
 
@@ -99,7 +99,7 @@ def run_tomotopy(block, V: int, K: int, iterations: int, seed: int, workers: int
 
 def heldout_perplexity(test, topic_word, alpha, seed: int = 0, iterations: int = 30) -> float:
     from inference.gibbs.heldout import HeldoutSchedule, heldout_loglik, perplexity
-    from inference.gibbs.lda import LdaGibbs
+    from drivers.models.lda_gibbs.model import LdaGibbs
 
     K, V = topic_word.shape
     model = LdaGibbs(K, V)

@@ -104,7 +104,7 @@ def fit_tomotopy(documents, n_tokens: int, topics: int, iterations: int, seed: i
 
 def heldout(spark, test_dir: str, topic_word: np.ndarray, alpha, seed: int) -> float:
     from inference.gibbs.heldout import HeldoutSchedule
-    from inference.gibbs.lda import LdaGibbs
+    from drivers.models.lda_gibbs.model import LdaGibbs
     from drivers.corpora.segmented import load_segmented_corpus
     from drivers.evaluation import score_heldout
 

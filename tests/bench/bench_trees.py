@@ -49,9 +49,9 @@ def prepare(spark):
     import pandas as pd
 
     from bench_polylingual import aligned_input
-    from drivers.trees import build_concepts, coverage_report, save_tree
+    from drivers.models.tree.prior_tree import build_concepts, coverage_report, save_tree
     from jobs.preparation.aligned import prepare_aligned
-    from jobs.preparation.dictionaries import read_dictionaries
+    from drivers.models.tree.dictionaries import read_dictionaries
     from jobs.tree import corpus_vocabulary, spark_tokenizer
 
     corpus = ROOT / "corpus"

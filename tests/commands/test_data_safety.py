@@ -189,7 +189,7 @@ def _one_line_exit(argv, match):
 def test_foreseeable_failures_are_one_line_messages(spark_session, tiny, tmp_path):
     import gzip
 
-    from drivers.informed_prior import PriorError, read_prior
+    from drivers.models.lda.informed_prior import PriorError, read_prior
     from tiny_corpora import tiny_aligned
 
     whole = gzip.compress("".join(json.dumps(d) + "\n" for d in DOCS * 50).encode())

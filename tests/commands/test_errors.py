@@ -157,11 +157,11 @@ def test_constraints_describe_what_they_accept():
 def test_the_exception_types():
     """One base; bad usage and damaged files are also ValueErrors (what pyspark.ml users catch), a refusal a
     RuntimeError; the errors of the corpus preparation show the job's name on the command line."""
-    from drivers.informed_prior import PriorError
+    from drivers.models.lda.informed_prior import PriorError
     from drivers.storage import OutsideDirectory
     from jobs.cli import exit_message
     from jobs.preparation.corpus import PrepareError
-    from jobs.preparation.dictionaries import DictionaryError
+    from drivers.models.tree.dictionaries import DictionaryError
 
     assert issubclass(UsageError, ValueError) and issubclass(DamagedError, ValueError)
     assert issubclass(RefusedError, RuntimeError) and not issubclass(RefusedError, ValueError)

@@ -236,7 +236,7 @@ def test_a_same_size_edit_is_refused_by_the_content_hash(lda_model, tmp_path, mo
 def test_a_tree_directory_is_published_whole_and_keeps_the_users_files(tmp_path):
     """save_tree deleted TREE_DIR (the user's files in it too) and renamed its new one in: a kill in between left
     no tree. It is published as the other outputs are."""
-    from drivers.trees import load_tree, save_tree
+    from drivers.models.tree.prior_tree import load_tree, save_tree
 
     tree = tmp_path / "tree"
     tree.mkdir()

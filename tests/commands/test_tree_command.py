@@ -10,8 +10,8 @@ import re
 import pandas as pd
 import pytest
 
-from drivers.trees import build_concepts, load_tree
-from jobs.preparation.dictionaries import languages_of, read_dictionaries, split_translations
+from drivers.models.tree.dictionaries import languages_of, read_dictionaries, split_translations
+from drivers.models.tree.prior_tree import build_concepts, load_tree
 from prerequisites import require
 from inference.errors import UsageError
 
@@ -64,7 +64,7 @@ def test_unreadable_dictionaries_are_refused_naming_the_file(tmp_path):
     """A Latin-1 TSV (UnicodeDecodeError), a corrupt or truncated .dict.dz (BadGzipFile, EOFError) and a Latin-1
     index ended the tree job with the exception's name alone; now a DictionaryError (the job's one line) names the
     file and what is wrong."""
-    from jobs.preparation.dictionaries import DictionaryError
+    from drivers.models.tree.dictionaries import DictionaryError
 
     tsv = tmp_path / "pairs.tsv"
     tsv.write_bytes("en\thate\tes\todio\nen\tcafe\tes\tcaf\xe9\n".encode("latin-1"))

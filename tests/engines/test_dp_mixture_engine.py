@@ -1,4 +1,4 @@
-"""The DP mixture on the Gibbs engine (:mod:`inference.gibbs.dp_mixture`): two partitions propose new clusters
+"""The DP mixture on the Gibbs engine (:mod:`drivers.models.dp_mixture.model`): two partitions propose new clusters
 under provisional ids and the driver's global step numbers them; the same chain through a Spark job per
 synchronisation and through the resident sampler, tables equal to a recount of the states, and a run interrupted
 after iteration 3 and resumed from its checkpoint (a pending relabelling directive in it) equal to an
@@ -12,7 +12,7 @@ import pytest
 
 from drivers.engines.gibbs.settings import SampleSchedule
 from engine_runs import Interrupted, fit_and_recount, assert_same_runs
-from inference.gibbs.dp_mixture import DPMixture
+from drivers.models.dp_mixture.model import DPMixture
 from inference.gibbs.model import SegmentedBlock
 
 V, ITERATIONS = 25, 6

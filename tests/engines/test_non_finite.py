@@ -8,8 +8,8 @@ import pytest
 
 from drivers.failures import one_line
 from drivers.families.variational import name_words
+from drivers.models.tree.layout import TreeLayout
 from drivers.variational import collect_checked
-from inference.tree import TreeLayout
 from inference.reducer import topic_weights
 
 

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 from scipy import optimize, special, stats
 
+from drivers.models.lda_gibbs.model import minka_statistics
 from inference.dirichlet import minka_step
 from inference.dm import (METHODS, CountHistograms, GammaPrior, estimate, estimate_contexts, log_evidence,
                           log_posterior, sample_concentrations)
 from inference.dm.histograms import COUNT_SPAN
 from inference.dm.synthetic import draw_base_measure, draw_counts
-from inference.gibbs.lda import minka_statistics
 
 #: the exact methods find the maximum of the evidence; the others maximise an approximation of it
 EXACT_METHODS = ("fixed-point", "exact", "newton")
@@ -204,7 +204,7 @@ def test_the_context_by_context_forms_give_the_histograms_estimates(method):
 
 def test_one_fixed_point_step_is_the_lda_gibbs_step():
     """One step of (2.54) from the histograms of the document-topic counts = LDA-Gibbs' Minka step from its
-    per-partition digamma sums (inference.gibbs.lda), the form the Gibbs models would switch to."""
+    per-partition digamma sums (drivers.models.lda_gibbs.model), the form the Gibbs models would switch to."""
     counts, _ = drawn(14, 8, 500, np.random.default_rng(15).integers(1, 80, size=500), 0.8)
     alpha = np.random.default_rng(16).uniform(0.05, 0.5, size=8)
     theirs = minka_step(alpha, minka_statistics(counts, alpha))

@@ -7,10 +7,10 @@ import math
 import numpy as np
 import pytest
 
+from drivers.models.lda_gibbs.model import LdaGibbs
+from drivers.models.stm import STM
 from inference.gibbs.heldout import HeldoutSchedule, heldout_loglik, perplexity, split_observed
-from inference.gibbs.lda import LdaGibbs
 from inference.gibbs.model import SegmentedBlock, task_seed
-from inference.gibbs.stm import STM
 
 
 def _block(seed=0, docs=6, V=30):

@@ -1,4 +1,4 @@
-"""SparseLDA (inference/gibbs/sparse_lda.py) against eq (4.3): the bucket draw over a fine grid of uniforms
+"""SparseLDA (drivers/models/lda_gibbs/sparse.py) against eq (4.3): the bucket draw over a fine grid of uniforms
 equals the exact conditional at tokens in the middle of a sweep, the incrementally kept buckets, coefficients and
 topic lists equal their recomputation at every token, the counts stay those of z, the chain's stationary
 distribution is the exact posterior (also K = 1, 2, and with other partitions' counts in the table), and
@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from scipy.special import gammaln
 
-from inference.gibbs.lda import SPARSE_MIN_TOPICS, LdaGibbs, lda_init, lda_sweep
+from drivers.models.lda_gibbs.model import SPARSE_MIN_TOPICS, LdaGibbs, lda_init, lda_sweep
+from drivers.models.lda_gibbs.sparse import _check_token, lda_sweep_sparse, sparse_sweep_core, word_topic_lists
 from inference.gibbs.local import global_counts, run_local
 from inference.gibbs.model import SegmentedBlock
-from inference.gibbs.sparse_lda import _check_token, lda_sweep_sparse, sparse_sweep_core, word_topic_lists
 
 GRID = 200_000
 UNIFORMS = (np.arange(GRID) + 0.5) / GRID          # a fine grid of uniforms: frequencies are exact to ~1/GRID

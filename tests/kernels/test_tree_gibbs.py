@@ -1,4 +1,4 @@
-"""The tree LDA Gibbs kernel (inference/gibbs/tree.py): the conditional of eq 5.2 against the joint (5.1)
+"""The tree LDA Gibbs kernel (drivers/models/tree/gibbs.py): the conditional of eq 5.2 against the joint (5.1)
 enumerated on a tiny tree; a tree without concepts samples exactly what LDA's kernel samples."""
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from scipy.special import gammaln
 
-from inference.gibbs.lda import lda_init, lda_sweep
-from inference.gibbs.tree import edge_counts, log_joint_words, path_tables, token_weights, tree_init, tree_sweep
-from inference.tree import TreeLayout
+from drivers.models.lda_gibbs.model import lda_init, lda_sweep
+from drivers.models.tree.gibbs import edge_counts, log_joint_words, path_tables, token_weights, tree_init, tree_sweep
+from drivers.models.tree.layout import TreeLayout
 
 ETA, LINK = 0.3, 4.0
 
@@ -102,7 +102,7 @@ def test_sweeps_keep_the_counts_of_the_state():
     assert beta[:tree.num_root_children].sum() == pytest.approx(6 * ETA)     # the root's mass is eta * V
     # the engine rebuilds nk from the shared (edge, topic) table: the root's edges count every token once (a
     # concept path's leaf edge must not count it again)
-    from inference.gibbs.tree import TreeGibbs
+    from drivers.models.tree.gibbs import TreeGibbs
 
     model = TreeGibbs(K, 6)
     model.set_tree(tree)

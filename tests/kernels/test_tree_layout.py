@@ -1,4 +1,5 @@
-"""The tree structure (inference/tree.py) against direct enumeration of paths, per-group Dirichlet terms and the
+"""The tree structure (drivers/models/tree/layout.py) against direct enumeration of paths, per-group Dirichlet terms
+and the
 joint (topic, path) phi of eq 5.5; a tree without concepts is flat LDA bit for bit."""
 from __future__ import annotations
 
@@ -6,9 +7,9 @@ import numpy as np
 import pytest
 from scipy.special import digamma
 
+from drivers.models.tree.layout import TreeLayout
 from inference.elbo import dirichlet_prior_term, neg_entropy
 from inference.layout import VocabLayout
-from inference.tree import TreeLayout
 
 V = 7
 CONCEPTS = np.array([[1, 4], [1, 5], [2, 4]])     # word 1 and word 4 in two concepts each; 0, 3, 6 on the root

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from scipy.special import digamma, logsumexp
 
+from drivers.models.tree.layout import TreeLayout
 from inference.blocks import DocBlock
 from inference.heldout import fold_in, word_factor
 from inference.mapper import EStepSettings, hybrid_block, map_block
 from inference.reducer import topic_weights
-from inference.tree import TreeLayout
 from inference.word_weights import document_offsets, scale_by_word_maximum
 
 K = 4

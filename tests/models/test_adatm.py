@@ -15,7 +15,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from inference.gibbs.adatm import AdaTM, _removal_draws, _sweep_kernel, generate_adatm
+from drivers.models.adatm.model import AdaTM, _removal_draws, _sweep_kernel, generate_adatm
 from inference import distances as distances_module
 from inference.gibbs.counts import topic_word_estimate
 from inference.gibbs.local import global_counts, run_local
@@ -513,7 +513,7 @@ def _adatm_vs_stm(lambda_s, lambda_t, seed, docs=100, segments=30, length=4, K=5
     (inference/gibbs/heldout.py: each model's own sampler on the 20% held-out documents, phi frozen, eq 5.10)
     once with the trained phi-hat and once with the true phi: ``{model: (trained, true)}``."""
     from inference.gibbs.heldout import HeldoutSchedule, heldout_loglik, perplexity
-    from inference.gibbs.stm import STM
+    from drivers.models.stm import STM
 
     alpha, beta = 0.5, 0.02
     block, truth = generate_adatm(docs, segments, length, K, V, alpha=alpha, beta=beta, a=0.0, b=b,

@@ -1,4 +1,4 @@
-"""The hierarchical Dirichlet bigram language model (MacKay & Peto; Wallach §2.2, :mod:`inference.gibbs.bigram_lm`):
+"""The hierarchical Dirichlet bigram language model (MacKay & Peto; Wallach §2.2, :mod:`drivers.models.bigram_lm`):
 its keys against a direct reading of the tokens, the predictive (3.6) against the evidence (3.5) (a chain of
 conditionals is the joint), the fixed point (2.58) against the evidence's maximum, recovery of beta n from data
 drawn from the model, and on the engine: one counting pass through the reducers (each summing a share of the
@@ -14,7 +14,7 @@ from scipy.optimize import minimize
 from drivers.engines.gibbs.settings import SampleSchedule
 from engine_runs import fit_and_recount
 from gibbs_corpus import sample_bigram_lm
-from inference.gibbs.bigram_lm import BigramLM, bigram_keys, fixed_point, log_evidence
+from drivers.models.bigram_lm import BigramLM, bigram_keys, fixed_point, log_evidence
 from inference.gibbs.model import SegmentedBlock
 from inference.gibbs.tables import KeyedCounts
 

@@ -1,4 +1,4 @@
-"""The word-based DP mixture (Wallach §4.5, :mod:`inference.gibbs.dp_mixture`): the sweep kernel against a slow
+"""The word-based DP mixture (Wallach §4.5, :mod:`drivers.models.dp_mixture.model`): the sweep kernel against a slow
 direct cluster step, its weights against the exact joint (5.30) x Dirichlet-multinomials, the chain (with the
 driver's relabelling step and new clusters under provisional ids) against the enumerated posterior over the set
 partitions of four documents, recovery of clusters drawn from the model, the slice sampler against a known
@@ -11,8 +11,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from inference.gibbs.dp_mixture import DPMixture, _concatenated
-from inference.gibbs.dp_mixture_kernels import document_bags, dp_sweep, membership_log_weights, slice_sample
+from drivers.models.dp_mixture.kernels import document_bags, dp_sweep, membership_log_weights, slice_sample
+from drivers.models.dp_mixture.model import DPMixture, _concatenated
 from inference.gibbs.heldout import HeldoutSchedule, split_observed
 from inference.gibbs.local import count_tables, run_local_tables
 from inference.gibbs.model import SegmentedBlock

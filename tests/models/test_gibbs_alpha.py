@@ -21,8 +21,8 @@ from scipy.optimize import minimize
 from scipy.special import gammaln
 
 from drivers.families.gibbs import make_model
+from drivers.models.lda_gibbs.model import DEFAULT_ALPHA, doc_topic_counts
 from inference.distances import matched_hellinger
-from inference.gibbs.lda import DEFAULT_ALPHA, doc_topic_counts
 from inference.gibbs.local import run_local
 from inference.gibbs.model import SegmentedBlock
 

@@ -14,14 +14,14 @@ from scipy.special import gammaln
 
 from conftest import hellinger_matched, train_args
 from gibbs_corpus import sample_segmented_lda, terms, write_segmented_corpus
-from inference.gibbs.heldout import HeldoutSchedule, heldout_loglik
+from drivers.evaluation import score_heldout
+from drivers.models.lda_gibbs.model import LdaGibbs, doc_topic_counts, lda_sweep, minka_statistics
 from inference.dirichlet import minka_step
-from inference.gibbs.lda import LdaGibbs, doc_topic_counts, lda_sweep, minka_statistics
+from inference.errors import UsageError
+from inference.gibbs.heldout import HeldoutSchedule, heldout_loglik
 from inference.gibbs.local import global_counts
 from inference.gibbs.model import SegmentedBlock
-from drivers.evaluation import score_heldout
 from jobs import train
-from inference.errors import UsageError
 
 
 def _counts(block, z, K, V):
@@ -277,7 +277,7 @@ def test_topic_evolution_of_one_document(synthetic_gibbs_model, tmp_path, capsys
 def test_minka_statistics_from_assignments_equal_the_count_matrix_route(K):
     """The partition statistics computed straight from z are bit for bit those of the (D, K) count matrix
     (documents of every length, empty ones included)."""
-    from inference.gibbs.lda import minka_statistics_of_assignments
+    from drivers.models.lda_gibbs.model import minka_statistics_of_assignments
 
     rng = np.random.default_rng(K)
     lengths = rng.integers(0, 40, size=300)

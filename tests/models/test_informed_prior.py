@@ -9,7 +9,7 @@ import pytest
 
 from conftest import train_args
 from drivers import model_store
-from drivers.informed_prior import PriorError, build_prior, read_prior
+from drivers.models.lda.informed_prior import PriorError, build_prior, read_prior
 
 VOCAB = pd.DataFrame({"term": ["america", "american", "americas", "fear", "hate", "table", "worried", "worry"],
                       "id": range(8)})
@@ -78,7 +78,7 @@ def test_bad_sparse_priors(tmp_path, rows, message):
 
 
 def seed_words_in(words, spec_words, vocab_terms):
-    from drivers.informed_prior import match_pattern
+    from drivers.models.lda.informed_prior import match_pattern
     terms = np.asarray(vocab_terms)
     order = np.argsort(terms, kind="stable")
     matched = set()

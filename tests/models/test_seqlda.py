@@ -11,16 +11,16 @@ import pytest
 from scipy.special import gammaln, polygamma
 
 from gibbs_helpers import exact_log_stirling, stationary_tvs
+from drivers.models.seqlda.model import (SeqLDA, alpha_newton_terms, seqlda_sweep, seqlda_table_support,
+                                    seqlda_table_weights, seqlda_topic_weights)
+from inference.dirichlet import alpha_newton_step
+from inference.distances import matched_hellinger
 from inference.gibbs.counts import topic_word_estimate
 from inference.gibbs.local import global_counts, run_local
 from inference.gibbs.model import SegmentedBlock
 from inference.gibbs.pdp import log_stirling_table, stirling_table
-from inference.dirichlet import alpha_newton_step
-from inference.gibbs.seqlda import (SeqLDA, alpha_newton_terms, seqlda_sweep, seqlda_table_support,
-                                    seqlda_table_weights, seqlda_topic_weights)
-from inference.special import trigamma
-from inference.distances import matched_hellinger
 from inference.gibbs.synthetic import seqlda_corpus
+from inference.special import trigamma
 
 
 def seg_counts(block, z, K):

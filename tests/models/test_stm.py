@@ -9,12 +9,12 @@ import pytest
 from scipy.special import gammaln
 
 from gibbs_helpers import exact_log_stirling, stationary_tvs
+from drivers.models.stm import STM, stirling_arrays, stm_sweep, stm_table_weights, stm_topic_weights
+from inference.distances import matched_hellinger
 from inference.gibbs.counts import topic_word_estimate
 from inference.gibbs.local import global_counts, run_local
 from inference.gibbs.model import SegmentedBlock
 from inference.gibbs.pdp import log_stirling_table
-from inference.gibbs.stm import STM, stirling_arrays, stm_sweep, stm_table_weights, stm_topic_weights
-from inference.distances import matched_hellinger
 from inference.gibbs.synthetic import stm_corpus
 
 

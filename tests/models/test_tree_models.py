@@ -12,11 +12,11 @@ import pytest
 
 from conftest import hellinger_matched, train_args
 from drivers.model_store import load_model
-from drivers.trees import save_tree
+from drivers.models.tree.prior_tree import save_tree
 from gibbs_corpus import terms, write_segmented_corpus
-from inference.tree import TreeLayout
-from jobs import train
+from drivers.models.tree.layout import TreeLayout
 from inference.errors import UsageError
+from jobs import train
 
 LANGS = ("en", "es")
 V_LANG, LINKED, K = 20, 10, 3

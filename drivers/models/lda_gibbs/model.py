@@ -22,7 +22,7 @@ beta (the thesis' gamma) is fixed.
 
 Kernels (``sampler``, an ``initial_hyper`` setting and the ``--sampler`` flag): ``dense`` is
 :func:`lda_sweep`, O(K) per token; ``sparse`` is SparseLDA (Yao, Mimno & McCallum 2009,
-:func:`inference.gibbs.sparse_lda.lda_sweep_sparse`), whose cost per token follows the topics the word
+:func:`drivers.models.lda_gibbs.sparse.lda_sweep_sparse`), whose cost per token follows the topics the word
 and the document use; ``auto`` (default) takes sparse from :data:`SPARSE_MIN_TOPICS` topics on. Both
 sample eq (4.3) exactly, with different draws; held-out sweeps (frozen topics) always use the dense kernel.
 """
@@ -31,10 +31,10 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from drivers.models.lda_gibbs.sparse import lda_sweep_sparse
 from inference.constraints import StrOptions
 from inference.dirichlet import minka_step
 from inference.gibbs.model import GibbsModel, SegmentedBlock, word_weight
-from inference.gibbs.sparse_lda import lda_sweep_sparse
 from inference.options import ModelOption
 from inference.special import digamma
 

@@ -1,5 +1,5 @@
 """``lda``: latent Dirichlet allocation on a bag-of-words corpus (thesis ch. 3), optionally with an informed
-prior (§3.3.1: seed word lists or a sparse prior, :mod:`drivers.informed_prior`)."""
+prior (§3.3.1: seed word lists or a sparse prior, :mod:`drivers.models.lda.informed_prior`)."""
 from __future__ import annotations
 
 from drivers import storage
@@ -8,7 +8,7 @@ from drivers.corpora.bow import Corpus, load_corpus
 from drivers.corpora.files import CORPUS_JSON
 from drivers.families import TrainRequest
 from drivers.families.variational import TopicWordPrior, VariationalModel
-from drivers.informed_prior import PriorError, build_prior, read_prior, spec_to_json
+from drivers.models.lda.informed_prior import PriorError, build_prior, read_prior, spec_to_json
 from inference.constraints import POSITIVE
 from inference.errors import UsageError
 from inference.options import ModelOption
@@ -22,7 +22,7 @@ class LDA(VariationalModel):
         ModelOption("optimize_eta", "learn a symmetric eta by Newton-Raphson", bool),
         ModelOption("prior", "informed prior: seed word lists per named topic (JSON, 'name: word prefix*' lines, "
                              "or a LIWC .dic) or a sparse prior (Parquet/CSV with topic, word, value); see "
-                             "drivers/informed_prior.py", str, metavar="FILE", path=True),
+                             "drivers/models/lda/informed_prior.py", str, metavar="FILE", path=True),
         ModelOption("prior_high", "eta of a seeded topic for its seed words (default 10, as the thesis)",
                     default=10.0, constraint=POSITIVE),
         ModelOption("prior_low", "eta of a seeded topic for every other word (default 0.01, as the thesis)",

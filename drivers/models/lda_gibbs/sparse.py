@@ -20,7 +20,8 @@ m_dk > 0 (with every topic's position, so removal is O(1)). The token's old topi
 until its new topic is drawn (a draw of the same topic then touches no list); zero terms are never drawn.
 
 ``nwk``/``nk`` stay dense and current (the engine reads them after the sweep). Randomness: numba's generator
-seeded with ``seed``, one ``np.random.random()`` per token, as :func:`inference.gibbs.lda.lda_sweep` (the same
+seeded with ``seed``, one ``np.random.random()`` per token, as :func:`drivers.models.lda_gibbs.model.lda_sweep` (the
+same
 distribution, not the same draws: the buckets order the topics differently).
 """
 from __future__ import annotations
@@ -276,5 +277,5 @@ def _check_token(errors, seen, w, old, s, r, q, nwk, nk, ndk, inv, coef, alpha, 
 @_kernel
 def lda_sweep_sparse(token_ptr, words, z, nwk, nk, alpha, beta, seed):
     """One Gibbs cycle of eq (4.3) over every token, documents in order, by SparseLDA's buckets; ``z``, ``nwk``
-    (V x K, dense), ``nk`` in place, as :func:`inference.gibbs.lda.lda_sweep` without frozen topics."""
+    (V x K, dense), ``nk`` in place, as :func:`drivers.models.lda_gibbs.model.lda_sweep` without frozen topics."""
     sparse_sweep_core(token_ptr, words, z, nwk, nk, alpha, beta, seed, -1, np.zeros(0), False)

@@ -1,4 +1,4 @@
-"""Kernels of the word-based Dirichlet-process mixture (:mod:`inference.gibbs.dp_mixture`, Wallach §4.5).
+"""Kernels of the word-based Dirichlet-process mixture (:mod:`drivers.models.dp_mixture.model`, Wallach §4.5).
 
 A document enters every formula through its bag of words: its distinct words and their counts
 (:func:`document_bags`). With a cluster's word counts ``N_c`` (V,) and token total ``T_c``, the probability of a

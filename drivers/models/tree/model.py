@@ -1,7 +1,8 @@
 """``tlda`` and ``ptlda``: LDA with a prior tree over the vocabulary (thesis ch. 5; Boyd-Graber et al. 2007,
-Hu et al. 2014), the tree built from bilingual dictionaries by ``spark-topics tree`` (:mod:`drivers.trees`).
+Hu et al. 2014), the tree built from bilingual dictionaries by ``spark-topics tree``
+(:mod:`drivers.models.tree.prior_tree`).
 
-Each topic is a distribution over the tree's paths (:class:`inference.tree.TreeLayout`): words linked by a
+Each topic is a distribution over the tree's paths (:class:`drivers.models.tree.layout.TreeLayout`): words linked by a
 concept share probability through the concept's edge, so a topic that likes a word likes its translation.
 
 * ``tlda``: on a monolingual corpus, or on an aligned corpus whose documents are not aligned: every language's
@@ -24,13 +25,13 @@ from drivers.corpora.aligned import is_aligned, load_aligned_corpus
 from drivers.corpora.bow import Corpus, load_corpus
 from drivers.families import TrainRequest
 from drivers.families.variational import TopicWordPrior, VariationalModel
-from drivers.trees import concept_word_ids, load_tree
+from drivers.models.tree.gibbs import TreeGibbs
+from drivers.models.tree.layout import TreeLayout
+from drivers.models.tree.prior_tree import concept_word_ids, load_tree
 from inference.constraints import POSITIVE
 from inference.errors import UsageError
-from inference.gibbs.tree import TreeGibbs
 from inference.options import ModelOption
 from inference.priors import EdgePrior
-from inference.tree import TreeLayout
 
 log = logging.getLogger("spark_topics.train")
 

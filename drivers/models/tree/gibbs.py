@@ -1,6 +1,6 @@
 """Collapsed Gibbs sampling of tree LDA (thesis eq 5.2; Boyd-Graber et al. 2007, Hu & Boyd-Graber 2012) on the
 Gibbs engine's contract: every token has a topic z and a path y among the paths of its word
-(:class:`inference.tree.TreeLayout`: root -> word, or root -> concept -> word), and
+(:class:`drivers.models.tree.layout.TreeLayout`: root -> word, or root -> concept -> word), and
 
     (5.2)   p(z = k, y = s | .)  ∝  (n_dk + alpha_k) * prod_{i -> j in s} (n_{k,i->j} + beta_{i->j})
                                                                         / (n_{k,i} + sum_j' beta_{i->j'})
@@ -8,7 +8,7 @@ Gibbs engine's contract: every token has a topic z and a path y among the paths 
 with all counts excluding the token. The shared count table is per (edge, topic) (``shared_rows`` = the tree's
 edges); a node's count is the count of the edge into it (the root's: the topic's tokens, ``nk``), so nothing else
 is stored. The root's prior mass is eta * V for every tree (the edge priors are built so), which keeps a tree
-without concepts the same arithmetic as :func:`inference.gibbs.lda.lda_sweep`: the same draws, bit for bit.
+without concepts the same arithmetic as :func:`drivers.models.lda_gibbs.model.lda_sweep`: the same draws, bit for bit.
 
 A word with one path draws its topic from K weights; a word with d paths from the K * d (topic, path) weights,
 topics outer, paths inner, with one uniform (so the dense O(K * paths) sampler is the whole cost: dictionary trees
@@ -19,10 +19,10 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from drivers.models.lda_gibbs.model import LdaGibbs
+from drivers.models.tree.layout import TreeLayout
 from inference.constraints import POSITIVE
-from inference.gibbs.lda import LdaGibbs
 from inference.options import ModelOption
-from inference.tree import TreeLayout
 
 
 def path_tables(tree: TreeLayout):
@@ -181,7 +181,8 @@ def log_joint_words(tree: TreeLayout, nek: np.ndarray, beta: np.ndarray) -> floa
 class TreeGibbs(LdaGibbs):
     """Tree LDA on the Gibbs engine: the shared table counts (edge, topic) (:func:`tree_sweep`); the state is
     every token's topic ``z`` and path ``y``. ``beta`` is eta, the prior of a root -> word edge; the other edges
-    follow from it and ``link_strength`` (:meth:`inference.tree.TreeLayout.edge_priors`). The tree is given with
+    follow from it and ``link_strength`` (:meth:`drivers.models.tree.layout.TreeLayout.edge_priors`). The tree is
+    given with
     :meth:`set_tree` before anything is sampled. alpha is learnt as LDA-Gibbs learns it (Minka)."""
 
     name = "tlda"

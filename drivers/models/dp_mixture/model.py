@@ -15,7 +15,7 @@ engine's convention), N_c a cluster's documents, T_c its tokens, N_cw its count 
 
 Gibbs sampling (the cluster step (5.42)-(5.44)): every document, treated as the last to arrive, leaves its
 cluster and joins cluster c with probability proportional to N_c DM(w_d | c), or a new cluster with
-zeta DM(w_d | empty) (:func:`inference.gibbs.dp_mixture_kernels.dp_sweep`). On the engine (AD-LDA) a partition
+zeta DM(w_d | empty) (:func:`drivers.models.dp_mixture.kernels.dp_sweep`). On the engine (AD-LDA) a partition
 sweeps its documents on its private copy of the clusters; a new cluster gets a provisional id, a hash of its
 founding document and the sweep's seed, in the upper half of the id space. Between synchronisations the
 driver's global step gives the clusters with documents the ids 0..C-1 in the order of their ids (so the
@@ -46,9 +46,9 @@ import math
 
 import numpy as np
 
-from inference.constraints import POSITIVE
-from inference.gibbs.dp_mixture_kernels import (document_bags, dp_sweep, log_partition_prior,
+from drivers.models.dp_mixture.kernels import (document_bags, dp_sweep, log_partition_prior,
                                                 log_words_given_clusters, membership_log_weights, slice_sample)
+from inference.constraints import POSITIVE
 from inference.gibbs.heldout import split_observed
 from inference.gibbs.model import GibbsModel, SegmentedBlock
 from inference.gibbs.tables import CountTable, KeyedCounts, merge_keyed

@@ -1,0 +1,1 @@
+"""``seqlda``: sequential LDA (thesis ch. 6): the model and its kernels."""
