@@ -47,7 +47,7 @@ with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
         for folder, dirs, files in os.walk(os.path.join(root, package)):
             dirs[:] = sorted(d for d in dirs if d != "__pycache__")
             if any(n.endswith(".py") for n in files) and "__init__.py" not in files:
-                # a namespace package (jobs/preparation): zipimport finds only regular packages in a zip
+                # a namespace package: zipimport finds only regular packages in a zip
                 info = zipfile.ZipInfo(os.path.join(os.path.relpath(folder, root), "__init__.py"),
                                        date_time=(2020, 1, 1, 0, 0, 0))
                 zf.writestr(info, b"")

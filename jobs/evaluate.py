@@ -1,7 +1,7 @@
 """``spark-topics evaluate``: held-out perplexity and NPMI coherence of a trained model.
 
 The model directory says which model it holds; its family evaluates it with its
-held-out estimator (:mod:`drivers.evaluation`): variational models by document
+held-out estimator (:mod:`drivers.evaluation.heldout`): variational models by document
 completion, held-out ELBO and NPMI (and, on an aligned test corpus,
 per-language scores and cross-language retrieval); Gibbs models by the thesis'
 held-out perplexity (the model's own sampler, topics fixed) and NPMI.
@@ -11,8 +11,10 @@ from __future__ import annotations
 import argparse
 import json
 
-from drivers import evaluation_report, model_store, registry, storage
+from drivers import registry, storage
+from drivers.evaluation import report as evaluation_report
 from drivers.families import EvaluateRequest
+from drivers.store import model_store
 from inference.errors import UsageError
 from jobs.spark import fold_in_conf, local_path, path_map, positive_int, sized_session
 
@@ -34,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the observed/held-out token split")
     parser.add_argument("--json", default=None, type=local_path, metavar="FILE",
                         help="also write the figures it prints to FILE as JSON (written whole): perplexity, NPMI, "
-                             "token counts, the model's and the method's settings (drivers/evaluation_report.py)")
+                             "token counts, the model's and the method's settings (drivers/evaluation/report.py)")
     parser.add_argument("--output", default=None, type=local_path,
                         help="also write every metric, with its internal names, to this JSON file")
     parser.add_argument("--partitions", type=positive_int, default=None, help="document partitions (default: by size)")

@@ -17,11 +17,14 @@ import argparse
 import logging
 from dataclasses import replace
 
-from drivers import model_root, model_store, publish, registry, storage
+from drivers import registry, storage
 from drivers.corpora.files import CORPUS_JSON, looks_like_corpus
 from drivers.families import InferRequest
+from drivers.preparation.corpus import prepare_corpus
+from drivers.store import model_root
+from drivers.store import model_store
+from drivers.store import publish
 from inference.errors import UsageError
-from jobs.preparation.corpus import prepare_corpus
 from jobs.spark import fold_in_conf, local_path, positive_int, sized_session
 
 log = logging.getLogger("spark_topics.infer")
@@ -71,9 +74,10 @@ def refuse_output_that_holds_data(output: str) -> None:
 
 def infer(spark, request: InferRequest) -> dict:
     """Topic proportions of every document of ``request.input`` (prepared first when it is raw text), published
-    whole at ``request.output`` (:mod:`drivers.publish`: a run killed at any point leaves the earlier results or the
+    whole at ``request.output`` (:mod:`drivers.store.publish`: a run killed at any point leaves the earlier results
+    or the
     new ones, never a mix or an empty table; the user's other files there are kept); the run holds the output's
-    lease (:mod:`drivers.lease`)."""
+    lease (:mod:`drivers.store.lease`)."""
     refuse_output_that_holds_data(request.output)
     with publish.published(request.output, "spark-topics infer", OUTPUTS.__contains__) as staging:
         result = _infer(spark, replace(request, output=staging))

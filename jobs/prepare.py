@@ -1,17 +1,17 @@
-"""``spark-topics prepare``: raw text -> Parquet corpus and vocabulary (:mod:`jobs.preparation`).
+"""``spark-topics prepare``: raw text -> Parquet corpus and vocabulary (:mod:`drivers.preparation`).
 
-A monolingual input becomes one corpus directory (:mod:`jobs.preparation.corpus`);
+A monolingual input becomes one corpus directory (:mod:`drivers.preparation.corpus`);
 with ``--lang-column`` an aligned multilingual input becomes one sub-corpus per
-language (:mod:`jobs.preparation.aligned`).
+language (:mod:`drivers.preparation.aligned`).
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
 
-from jobs.preparation import aligned
-from jobs.preparation.corpus import FORMATS, PrepareOptions, prepare_corpus, summary_line
-from jobs.preparation.text import NO_STOPWORDS, available_languages
+from drivers.preparation import aligned
+from drivers.preparation.corpus import FORMATS, PrepareOptions, prepare_corpus, summary_line
+from drivers.preparation.text import NO_STOPWORDS, available_languages
 from jobs.spark import get_spark, local_path
 
 def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
@@ -32,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
                     help="text column of JSON/CSV/Parquet input (default: %(default)s)")
     io.add_argument("--lang-column", default=None, metavar="NAME",
                     help="aligned multilingual input: rows sharing an id in different languages (this "
-                         "column) form one tuple; one sub-corpus per language (see jobs/preparation/aligned.py)")
+                         "column) form one tuple; one sub-corpus per language (see drivers/preparation/aligned.py)")
     io.add_argument("--holdout-fraction", type=float, default=0.0, metavar="F",
                     help="with --lang-column: hold out this fraction of the tuples (by a hash of the id) "
                          "into CORPUS_DIR/heldout, prepared with the training vocabularies")
@@ -43,7 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
     io.add_argument("--segments", default=None, metavar="paragraph|sentence|COLUMN",
                     help="also write segments.parquet: each document's ordered segments, split at blank "
                          "lines (paragraph), at sentence ends (sentence), or given as a list of strings in "
-                         "COLUMN (then the text is that column); see jobs/preparation/segments.py")
+                         "COLUMN (then the text is that column); see drivers/preparation/segments.py")
     io.add_argument("--ordered", action="store_true",
                     help="also keep every document's tokens in text order, after stop-word and vocabulary "
                          "filtering (for models of word order, e.g. --model bigram-lm): ordered.parquet, or "

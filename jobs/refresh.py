@@ -6,9 +6,9 @@
 
 The first refresh of a root starts from a trained model (``--base``), later ones from the root's LATEST version.
 The run holds the root's lease; it reads the documents as ``prepare`` does, keeps those the root's ledger has not
-seen (by id and content hash, :mod:`drivers.refresh`), grows the vocabulary, has the model's family fit the batch
+seen (by id and content hash, :mod:`drivers.refresh.update`), grows the vocabulary, has the model's family fit the batch
 (:mod:`drivers.families.variational_refresh`) and publishes the version whole, LATEST last
-(:mod:`drivers.model_root`). A batch with nothing new publishes nothing and says so.
+(:mod:`drivers.store.model_root`). A batch with nothing new publishes nothing and says so.
 """
 from __future__ import annotations
 
@@ -18,11 +18,17 @@ import time
 
 import pandas as pd
 
-from drivers import lease, model_root, model_store, publish, refresh, refresh_sources, registry, storage
+from drivers import registry, storage
 from drivers.corpora.files import DOCS
-from drivers.refresh import RefreshRequest
+from drivers.preparation.corpus import document_terms, prepare_corpus, read_documents
+from drivers.refresh import sources as refresh_sources
+from drivers.refresh import update as refresh
+from drivers.refresh.update import RefreshRequest
+from drivers.store import lease
+from drivers.store import model_root
+from drivers.store import model_store
+from drivers.store import publish
 from inference.errors import RefusedError, UsageError
-from jobs.preparation.corpus import document_terms, prepare_corpus, read_documents
 from jobs.spark import local_path, positive_int, sized_session
 
 log = logging.getLogger("spark_topics.refresh")

@@ -226,7 +226,7 @@ DRIVER_MEMORY = "spark.driver.memory"
 def sized_driver_conf(needed: int, conf: list, active_session, what: str) -> list:
     """``conf`` with ``spark.driver.memory`` sized to ``needed`` bytes when this job creates a local session and the
     user did not set it; a setting (or a running session) too small for it is refused up front, in one line."""
-    from drivers.memory import driver_memory_conf
+    from drivers.engines.memory import driver_memory_conf
 
     given = next((item.split("=", 1)[1] for item in conf if item.split("=", 1)[0].strip() == DRIVER_MEMORY), None)
     if active_session is not None:
@@ -253,7 +253,7 @@ def sized_session(app_name: str, args, sized_conf):
 def fold_in_conf(model_dirs, conf: list, active_session) -> list:
     """Driver memory for a job that broadcasts a trained model's K x V word weights (infer, evaluate)."""
     from drivers import storage
-    from drivers.memory import BASE_BYTES
+    from drivers.engines.memory import BASE_BYTES
 
     needed, what = BASE_BYTES, []
     for model_dir in model_dirs:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from drivers import model_store
+from drivers.store import model_store
 from jobs.spark import local_path
 
 

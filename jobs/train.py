@@ -11,9 +11,12 @@ import argparse
 import logging
 from dataclasses import replace
 
-from drivers import model_root, model_store, publish, registry, storage
+from drivers import registry, storage
+from drivers.engines.memory import BASE_BYTES
 from drivers.families import TrainRequest
-from drivers.memory import BASE_BYTES
+from drivers.store import model_root
+from drivers.store import model_store
+from drivers.store import publish
 from inference.errors import UsageError
 from jobs.spark import add_spark_arguments, local_path, positive_int, sized_driver_conf, sized_session
 
@@ -138,9 +141,9 @@ def parse_request(argv) -> TrainRequest:
 
 
 def train(spark, request: TrainRequest) -> dict:
-    """Fit the requested model and publish its directory whole (:mod:`drivers.publish`: written aside, marked
+    """Fit the requested model and publish its directory whole (:mod:`drivers.store.publish`: written aside, marked
     complete, moved into place); returns model.json's content. The run holds the output's lease
-    (:mod:`drivers.lease`): a second run on the same output refuses while this one lives."""
+    (:mod:`drivers.store.lease`): a second run on the same output refuses while this one lives."""
     spec = request.spec
     output = request.output
     if model_root.is_root(output):

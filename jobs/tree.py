@@ -70,7 +70,7 @@ def corpus_vocabulary(corpus_dir: str) -> tuple[dict, tuple, dict]:
 def spark_tokenizer(spark, options: dict):
     """``tokenize(language, phrases)`` with the corpus' own tokenizer (its pattern and minimum length; no stop-word
     removal, so a phrase with a stop word in it still counts as several words)."""
-    from jobs.preparation.text import DEFAULT_TOKEN_PATTERN, tokenize as tokenize_frame
+    from drivers.preparation.text import DEFAULT_TOKEN_PATTERN, tokenize as tokenize_frame
 
     def tokenize(language: str, phrases: list[str]) -> list[list[str]]:
         opts = options.get(language) or {}

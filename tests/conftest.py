@@ -116,7 +116,7 @@ SAMPLE_DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__fil
 @pytest.fixture(scope="session")
 def sample_corpus(spark_session, tmp_path_factory):
     """sample_data/web_chapters.jsonl.gz prepared with the default options: (directory, corpus.json)."""
-    from jobs.preparation.corpus import prepare_corpus
+    from drivers.preparation.corpus import prepare_corpus
 
     out = str(tmp_path_factory.mktemp("sample") / "corpus")
     meta = prepare_corpus(spark_session, os.path.join(SAMPLE_DATA, "web_chapters.jsonl.gz"), out)

@@ -7,6 +7,6 @@
   concatenated vocabularies.
 
 What a corpus directory holds (:mod:`drivers.corpora.files`) is written by ``spark-topics prepare``
-(:mod:`jobs.preparation`). Documents go to partitions by a stable hash of their id and are sorted by id
+(:mod:`drivers.preparation`). Documents go to partitions by a stable hash of their id and are sorted by id
 inside a partition, so blocks, and models, do not depend on the cluster.
 """

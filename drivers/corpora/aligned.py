@@ -5,7 +5,7 @@
 :class:`inference.layout.VocabLayout`) and turns every tuple into one document
 whose terms span its languages, so the variational mapper runs unchanged; the
 per-language Dirichlets live in the layout. How such a corpus is written:
-:mod:`jobs.preparation.aligned`.
+:mod:`drivers.preparation.aligned`.
 """
 from __future__ import annotations
 

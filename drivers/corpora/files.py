@@ -32,22 +32,24 @@ REJECT_COLUMNS = ("id", "reason", "source", "raw")
 
 def is_corpus_file(name: str) -> bool:
     """Whether a top-level name of a corpus directory is written by ``prepare`` (not the user's): a corpus
-    written before markers lists no files (:mod:`drivers.publish`)."""
+    written before markers lists no files (:mod:`drivers.store.publish`)."""
     return name in OUTPUTS or name == FAILED_REJECTS or name in ALIGNED_OUTPUTS
 
 
 def looks_like_corpus(directory: str) -> bool:
     """``directory`` holds a corpus, complete or not (its ``corpus.json``, marker, documents or vocabulary)."""
-    from drivers import publish, storage
+    from drivers import storage
+    from drivers.store import publish
 
     return any(storage.exists(storage.join(directory, name)) for name in (CORPUS_JSON, publish.MARKER, DOCS, VOCAB))
 
 
 def require_corpus(directory: str) -> None:
     """Refuse in one line a corpus that is not completely written: one published whole (``_SUCCESS``,
-    :mod:`drivers.publish`) is checked against its manifest (files and sizes) and gets back the user's files a
+    :mod:`drivers.store.publish`) is checked against its manifest (files and sizes) and gets back the user's files a
     killed ``prepare`` left beside it; one written before markers (``corpus.json`` last) is read as it is."""
-    from drivers import publish, storage
+    from drivers import storage
+    from drivers.store import publish
 
     if storage.exists(storage.join(directory, publish.MARKER)):
         publish.require_complete(directory, check_hashes=False)

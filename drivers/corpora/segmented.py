@@ -7,7 +7,7 @@ a partition, so the blocks do not depend on the cluster. A corpus prepared
 without ``--segments`` loads as one segment per document (enough for LDA at
 document level). An optional deterministic held-out split by a hash of the
 document id selects the training or the test documents. How segments are cut:
-:mod:`jobs.preparation.segments`.
+:mod:`drivers.preparation.segments`.
 """
 from __future__ import annotations
 

@@ -136,7 +136,7 @@ class ModelFamily:
 
     # ---- the work
     def driver_bytes(self, num_topics: int, vocab_size: int, spec=None, tokens: int | None = None) -> int:
-        """Driver JVM heap a K x V model of this family needs beyond Spark's own (:mod:`drivers.memory`);
+        """Driver JVM heap a K x V model of this family needs beyond Spark's own (:mod:`drivers.engines.memory`);
         ``spec``: the registered model, ``tokens``: the corpus' tokens, when known."""
         return 0
 
@@ -169,7 +169,8 @@ class ModelFamily:
 
     def refresh(self, spark, spec, base, corpus_dir: str, request, history: dict, output: str) -> dict:
         """Fit the batch in ``corpus_dir`` from the trained model ``base`` as ``request.mode`` says (``spark-topics
-        refresh``, :mod:`drivers.refresh`), writing the model files into ``output``; returns model.json's content.
+        refresh``, :mod:`drivers.refresh.update`), writing the model files into ``output``; returns model.json's
+        content.
         The registry's ``refresh_modes`` say which models get here."""
         raise RefusedError(f"refresh is not supported for --model {spec.name}: retrain with `spark-topics train`")
 

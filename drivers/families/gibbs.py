@@ -19,7 +19,7 @@ the model directory::
 
 ``infer`` estimates every new document as a held-out one (the model's own sampler with the topics fixed
 to the trained phi-hat, :func:`inference.gibbs.heldout.frozen_chain`), ``evaluate`` scores held-out
-perplexity with the thesis' estimator (:func:`drivers.evaluation.score_heldout`, the same for every Gibbs
+perplexity with the thesis' estimator (:func:`drivers.evaluation.heldout.score_heldout`, the same for every Gibbs
 model) and NPMI coherence as for the variational models.
 """
 from __future__ import annotations
@@ -33,17 +33,19 @@ from functools import partial
 
 import numpy as np
 
-from drivers import model_store, outputs, registry, storage
+from drivers import registry, storage
+from drivers.corpora.aligned import is_aligned
 from drivers.corpora.bow import check_topics, load_corpus
 from drivers.corpora.files import data_version
-from drivers.corpora.aligned import is_aligned
 from drivers.corpora.segmented import load_segmented_corpus
-from drivers.evaluation import score_heldout, topic_coherence
-from drivers.families import EvaluateRequest, InferRequest, ModelFamily, TrainRequest
 from drivers.engines.gibbs.engine import GibbsEngine
 from drivers.engines.gibbs.settings import SETTING_CONSTRAINTS, GibbsSettings, SampleSchedule
 from drivers.engines.gibbs.tables import TableLayout
-from drivers.model_store import require_same_vocabulary
+from drivers.evaluation.heldout import score_heldout, topic_coherence
+from drivers.families import EvaluateRequest, InferRequest, ModelFamily, TrainRequest
+from drivers.store import model_store
+from drivers.store import outputs
+from drivers.store.model_store import require_same_vocabulary
 from inference.constraints import AT_LEAST_0, AT_LEAST_1, UNIT_LEFT, Constrained, Interval, Real
 from inference.errors import UsageError
 from inference.gibbs.heldout import HeldoutSchedule

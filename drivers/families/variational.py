@@ -1,11 +1,12 @@
-"""The variational family: models fitted by variational EM on :class:`drivers.variational.VariationalEngine`.
+"""The variational family: models fitted by variational EM on
+:class:`drivers.engines.variational.engine.VariationalEngine`.
 
 A model of this family (:class:`VariationalModel`: ``lda``, ``polylda``; its own
 module under ``drivers/models/``) says which corpus it reads and which
 topic-word prior it puts on lambda; the family does the rest for all of them:
 
 * ``train``: variational EM as Mr. LDA structures it, then the model directory
-  (:mod:`drivers.model_store`): ``model.json``, ``vocab.parquet``/``lambda.npy``
+  (:mod:`drivers.store.model_store`): ``model.json``, ``vocab.parquet``/``lambda.npy``
   (per language for a polylingual model), ``doc_topics.parquet`` (written by the
   tasks from the last E-step's gamma), ``elbo.png``, ``topics.txt``;
 * ``infer``: the E-step of Alg. 1 on new documents with the topics fixed (eq 3.4
@@ -15,7 +16,7 @@ topic-word prior it puts on lambda; the family does the rest for all of them:
   ``n_unknown`` and ``no_known_words`` (documents ``prepare`` rejected as empty
   get gamma = alpha, theta = the prior mean);
 * ``evaluate``: document-completion perplexity, held-out ELBO and NPMI
-  (:mod:`drivers.evaluation`); on an aligned test corpus, per-language scores and
+  (:mod:`drivers.evaluation.heldout`); on an aligned test corpus, per-language scores and
   cross-language retrieval (a polylingual model, or one model per language).
 """
 from __future__ import annotations
@@ -28,17 +29,20 @@ from functools import partial
 
 import numpy as np
 
-from drivers import model_store, outputs, publish, storage
-from drivers.checkpoint import Checkpointer
+from drivers import storage
 from drivers.corpora.aligned import is_aligned, load_aligned_corpus
 from drivers.corpora.bow import Corpus, check_topics, load_corpus
 from drivers.corpora.files import CORPUS_JSON, DOCS, REJECTS, data_version, rejects_schema
-from drivers.evaluation import heldout_elbo, score_topic_word, topic_coherence
+from drivers.engines.variational.checkpoint import Checkpointer
+from drivers.engines.variational.engine import EMSettings, EStep, HybridStep, VariationalEngine
+from drivers.evaluation.heldout import heldout_elbo, score_topic_word, topic_coherence
 from drivers.families import EvaluateRequest, InferRequest, ModelFamily, TrainRequest
 from drivers.families.variational_refresh import refresh_model
 from drivers.families.variational_shared import VariationalTraining, check_python_memory, write_doc_topics
-from drivers.model_store import TopicModel, load_model, require_same_vocabulary
-from drivers.variational import EMSettings, EStep, HybridStep, VariationalEngine
+from drivers.store import model_store
+from drivers.store import outputs
+from drivers.store import publish
+from drivers.store.model_store import TopicModel, load_model, require_same_vocabulary
 from inference.errors import UsageError
 from inference.estep import compile_kernels
 from inference.heldout import fold_in, word_factor
@@ -151,7 +155,8 @@ class VariationalFamily(ModelFamily):
 
     def driver_bytes(self, num_topics: int, vocab_size: int, spec=None, tokens: int | None = None) -> int:
         """No topic matrix passes through the JVM (the reducers write lambda and the mappers' weights to the topic
-        files, :mod:`drivers.topic_store`): the driver collects K ELBO terms; in local mode its JVM also carries
+        files, :mod:`drivers.engines.variational.topic_store`): the driver collects K ELBO terms; in local mode its
+        JVM also carries
         the shuffled statistics, in records of at most :data:`inference.mapper.RECORD_ENTRIES` numbers (16 MB),
         a few per running task. Measured: K = 1000, V = 25k runs in Spark's default 1g (README)."""
         return 256 * (1 << 20)
@@ -560,7 +565,7 @@ def evaluate_aligned(spark, models: dict, corpus_dir: str, top_words: int = 10, 
 def crosslingual_topic_coherence(spark, views: dict, corpus_dir: str, languages: list, top_words: int,
                                  partitions: int | None) -> dict:
     """CNPMI of one multilingual model's topics (its language views) over the aligned tuples of ``corpus_dir``."""
-    from drivers.evaluation import crosslingual_coherence
+    from drivers.evaluation.heldout import crosslingual_coherence
     from inference.heldout import top_word_ids
 
     aligned = load_aligned_corpus(spark, corpus_dir, partitions, languages)

@@ -1,6 +1,7 @@
 """The variational family's refresh: the previous version's model fitted further on a batch of new documents.
 
-Only the engine's plug-in points change (:class:`drivers.variational.VariationalEngine`): the start is the
+Only the engine's plug-in points change (:class:`drivers.engines.variational.engine.VariationalEngine`): the start is
+the
 previous lambda and alpha (:class:`WarmStart`, new words at their prior), and by mode
 
 * ``accumulate`` (streaming variational Bayes, Broderick et al. 2013): the previous posterior is the batch's
@@ -26,15 +27,18 @@ import time
 import numpy as np
 import pandas as pd
 
-from drivers import model_store, outputs, publish, storage
-from drivers.checkpoint import Checkpointer
+from drivers import storage
 from drivers.corpora.files import data_version
+from drivers.engines.variational.checkpoint import Checkpointer
+from drivers.engines.variational.engine import (EMSettings, EStep, GuidedStart, HybridStep, NewtonAlpha, OnlineAlpha,
+                                 VariationalEngine, WarmStart)
 from drivers.families import TrainRequest
 from drivers.families.variational_shared import VariationalTraining, check_python_memory, write_doc_topics
 from drivers.models.lda.informed_prior import build_prior, spec_from_json
-from drivers.refresh import extend_lambda
-from drivers.variational import (EMSettings, EStep, GuidedStart, HybridStep, NewtonAlpha, OnlineAlpha,
-                                 VariationalEngine, WarmStart)
+from drivers.refresh.update import extend_lambda
+from drivers.store import model_store
+from drivers.store import outputs
+from drivers.store import publish
 from inference.errors import RefusedError
 from inference.estep import compile_kernels
 from inference.mapper import EStepSettings

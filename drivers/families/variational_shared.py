@@ -7,10 +7,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from drivers import outputs, storage
-from drivers.checkpoint import Checkpointer
+from drivers import storage
 from drivers.corpora.bow import Corpus
-from drivers.memory import python_memory_check, variational_task_bytes
+from drivers.engines.memory import python_memory_check, variational_task_bytes
+from drivers.engines.variational.checkpoint import Checkpointer
+from drivers.store import outputs
 from inference.constraints import (AT_LEAST_0, AT_LEAST_1, NON_NEGATIVE, Constrained, Integral, Interval,
                                    StrOptions)
 from partitioners.topic import TopicPartitioner
@@ -42,7 +43,7 @@ class VariationalTraining(Constrained):
 
 def check_python_memory(sc, corpus: Corpus, num_topics: int, reducers: int | None) -> None:
     """Size the tasks' Python memory from the model (the largest partition vocabulary x K, K/R x V) and refuse
-    a run that cannot fit before the first iteration (:func:`drivers.memory.python_memory_check`)."""
+    a run that cannot fit before the first iteration (:func:`drivers.engines.memory.python_memory_check`)."""
     sc.setJobDescription("train: the largest partition vocabulary (Python memory of a task)")
     local_vocab = corpus.blocks.map(lambda item: len(item[1].vocab_ids)).max()
     sc.setJobDescription(None)

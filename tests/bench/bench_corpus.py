@@ -126,7 +126,7 @@ def ensure_corpus(spark, n_docs: int, heldout: float = 0.1, seed: int = 0, min_d
                   max_df: float = 0.5, cache: Path = CACHE, kind: str | None = None) -> tuple[str, str]:
     """Prepared (train, test) corpus directories of the benchmark, built and cached when missing (``kind``:
     only verses, or only commentary paragraphs; default both)."""
-    from jobs.preparation.corpus import prepare_corpus
+    from drivers.preparation.corpus import prepare_corpus
 
     pool = cache / "pool.jsonl.gz"
     if not pool.exists():

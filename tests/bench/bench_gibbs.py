@@ -7,7 +7,7 @@
    workers. Throughput is tokens x
    iterations / seconds / cores, over the iterations after the first (the first includes Spark's start
    up of the job chain; tomotopy's initialisation is not timed either). Both models are scored by the
-   same held-out estimator (``drivers.evaluation.score_heldout``: LDA sampler on half of every test document's
+   same held-out estimator (``drivers.evaluation.heldout.score_heldout``: LDA sampler on half of every test document's
    words with the model's topics fixed, the other half scored, thesis eq 5.10).
 2. Every registered Gibbs model (lda-gibbs, stm, seqlda, adatm) on a segmented corpus: the 1,189 chapters
    of the World English Bible (``sample_data``) split into sentences (``prepare --segments sentence``),
@@ -106,7 +106,7 @@ def heldout(spark, test_dir: str, topic_word: np.ndarray, alpha, seed: int) -> f
     from inference.gibbs.heldout import HeldoutSchedule
     from drivers.models.lda_gibbs.model import LdaGibbs
     from drivers.corpora.segmented import load_segmented_corpus
-    from drivers.evaluation import score_heldout
+    from drivers.evaluation.heldout import score_heldout
 
     test = load_segmented_corpus(spark, test_dir)
     try:
@@ -119,7 +119,7 @@ def heldout(spark, test_dir: str, topic_word: np.ndarray, alpha, seed: int) -> f
 
 def segmented_corpus(spark) -> str:
     """The WEB Bible chapters split into sentences (cached under out/bench/)."""
-    from jobs.preparation.corpus import prepare_corpus
+    from drivers.preparation.corpus import prepare_corpus
 
     out = CACHE / "web-chapters-sentences"
     if not (out / "corpus.json").exists():

@@ -10,7 +10,8 @@ the corpus of ``bench_lda.py``), with the same K and iterations:
 * tomotopy ``LDAModel(alpha=0.1, eta=0.01)`` (its defaults otherwise: alpha optimised every 10 iterations) with 1
   and 2 workers.
 
-All are scored by one held-out estimator (``drivers.evaluation.score_heldout``: document completion, half of every
+All are scored by one held-out estimator (``drivers.evaluation.heldout.score_heldout``: document completion, half of
+every
 test document observed, the topics fixed). Throughput is tokens x iterations / seconds / cores, two ways: by the
 wall clock (cores = 2 for ours, the workers for tomotopy), and by CPU time (user + system seconds of every process
 of the run: for ours the driver, the JVM and its Python workers, read from /proc; for tomotopy its process), which

@@ -5,7 +5,7 @@ of the Python library reference (Debian's python3-doc, as bench_orderings.py rea
 benchmark corpus of bench_lda.py (:mod:`bench_corpus`, ``--docs`` short documents, its own 90/10 split).
 Documents are split 90/10 by a hash of their id; the training part is prepared with the default
 options and the test part with its vocabulary; every model is scored by document completion with the same
-estimator (:func:`drivers.evaluation.score_topic_word`: theta from half of each test document, the other half
+estimator (:func:`drivers.evaluation.heldout.score_topic_word`: theta from half of each test document, the other half
 scored). Peers (``--peers``): scikit-learn batch VB (50 iterations) and tomotopy's collapsed Gibbs LDA (2 workers,
 300 iterations, then continued to 1000: a converged sampler). Seconds: the whole fit, reading the corpus
 included for our jobs, not for the peers. Beside the tests, not in the default run::
@@ -52,7 +52,7 @@ def documents(source: str) -> list[dict]:
 
 def split_sample(spark, source: str = "web", docs: int = 100000) -> tuple[str, str]:
     """The prepared training and test corpora (cached under out/bench/)."""
-    from jobs.preparation.corpus import prepare_corpus
+    from drivers.preparation.corpus import prepare_corpus
 
     if source == "bench":
         from bench_corpus import ensure_corpus
@@ -115,8 +115,8 @@ def main() -> None:
     args = parser.parse_args()
     spark = bench_session("spark-topics held-out sample benchmark")
     from drivers.corpora.bow import load_corpus
-    from drivers.evaluation import score_topic_word
-    from drivers.model_store import load_model
+    from drivers.evaluation.heldout import score_topic_word
+    from drivers.store.model_store import load_model
     from jobs import train
 
     train_dir, test_dir = split_sample(spark, args.source, args.docs)

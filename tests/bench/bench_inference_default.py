@@ -19,7 +19,7 @@ Ours: ``train --model lda|polylda --topics K --seed S --iterations I`` exactly a
 scikit-learn's batch VB (50 iterations) and tomotopy's collapsed Gibbs LDA (2 workers, 300 then 1000 iterations,
 converged); on an aligned corpus they fit one monolingual model per language (the per-language reference; they have
 no polylingual model). Every model is scored by document completion with the estimator ``evaluate`` reports
-(:func:`drivers.evaluation.score_topic_word`: theta from half of each held-out document, the other half scored;
+(:func:`drivers.evaluation.heldout.score_topic_word`: theta from half of each held-out document, the other half scored;
 per language for the aligned corpora). Polylingual runs also report ``evaluate``'s cross-language retrieval
 (precision@1 of the held-out partner, mean of en->es and es->en). Seconds: the whole ``train`` job (reading the
 corpus included) for ours, the fit for the peers. Beside the tests, not in the default run::
@@ -87,8 +87,8 @@ def source_rows(name: str) -> list[dict]:
 
 def prepared(spark, name: str, max_docs: int | None) -> dict:
     """``{"train": dir, "test": dir, "languages": [...] or None}`` of a corpus (built and cached when missing)."""
-    from jobs.preparation.aligned import prepare_aligned
-    from jobs.preparation.corpus import prepare_corpus
+    from drivers.preparation.aligned import prepare_aligned
+    from drivers.preparation.corpus import prepare_corpus
 
     root = ROOT / "corpora" / (name + (f"-{max_docs}" if max_docs else ""))
     if name in ALIGNED:
@@ -130,9 +130,9 @@ def describe(corpus: dict) -> str:
 def ours(spark, corpus: dict, name: str, inference: str, topics: int, iterations: int, seed: int) -> dict:
     """Train as a user does and score; a row of the table."""
     from drivers.corpora.bow import load_corpus
-    from drivers.evaluation import score_topic_word
+    from drivers.evaluation.heldout import score_topic_word
     from drivers.families.variational import evaluate_model
-    from drivers.model_store import load_model
+    from drivers.store.model_store import load_model
     from jobs import train
 
     model = "lda" if corpus["languages"] is None else "polylda"
@@ -164,7 +164,7 @@ def peers(spark, corpus: dict, topics: int, seed: int, which) -> list[dict]:
     """Rows of scikit-learn and tomotopy (per language on an aligned corpus)."""
     from bench_heldout_sample import peer_runs
     from drivers.corpora.bow import load_corpus
-    from drivers.evaluation import score_topic_word
+    from drivers.evaluation.heldout import score_topic_word
 
     parts = [(None, corpus["train"], corpus["test"])] if corpus["languages"] is None else \
         [(l, f"{corpus['train']}/{l}", f"{corpus['test']}/{l}") for l in corpus["languages"]]

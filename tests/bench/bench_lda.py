@@ -56,7 +56,7 @@ BUSY_LOAD = 3.0
 def fit_ours(spark, train_dir: str, topics: int, iterations: int, seed: int, out: Path) -> dict:
     """``spark-topics train --inference variational`` (variational EM, the measured engine of the README's table;
     the default of ``lda`` is hybrid since, bench_inference_default.py) with a fixed number of iterations (--tol 0)."""
-    from drivers.model_store import load_model
+    from drivers.store.model_store import load_model
     from jobs import train
 
     args = train.parse_request(["--corpus", train_dir, "--output", str(out / "model"), "--topics", str(topics),
@@ -153,7 +153,7 @@ def run_benchmark(spark, docs: int, topics: int, iterations: int, seed: int = 0,
                   heldout: float = 0.1, top_words: int = 10) -> dict:
     from inference.heldout import top_word_ids
     from drivers.corpora.bow import load_corpus
-    from drivers.evaluation import coherence, score_topic_word
+    from drivers.evaluation.heldout import coherence, score_topic_word
 
     train_dir, test_dir = ensure_corpus(spark, docs, heldout, seed)
     train_meta = json.loads(Path(train_dir, "corpus.json").read_text())
@@ -206,7 +206,7 @@ def run_benchmark(spark, docs: int, topics: int, iterations: int, seed: int = 0,
 def versions() -> dict:
     import numba
     import pyspark
-    from drivers.model_store import code_version
+    from drivers.store.model_store import code_version
     found = {"python": platform.python_version(), "pyspark": pyspark.__version__, "numpy": np.__version__,
              "numba": numba.__version__, "spark-topics": code_version()}
     try:

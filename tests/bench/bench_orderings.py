@@ -19,7 +19,7 @@ iterations, sample schedule and the same 20% held-out documents (hash of the id)
                                                the thesis' PTrTe)
     AdaTM        adatm
 
-and scores each by the same held-out estimator (``drivers.evaluation.score_heldout``, thesis eq 5.10: the
+and scores each by the same held-out estimator (``drivers.evaluation.heldout.score_heldout``, thesis eq 5.10: the
 model's own sampler on each test document with the topics fixed; what ``spark-topics evaluate`` reports).
 It prints model, held-out perplexity, seconds and training tokens/s, and whether each ordering holds:
 STM < LDA_D, SeqLDA < SeqLDA-perm, AdaTM <= STM. Same settings for every model: nothing is tuned per model
@@ -71,7 +71,7 @@ ORDERINGS = [("STM", "LDA_D", True), ("SeqLDA", "SeqLDA-perm", True), ("AdaTM", 
 
 def segmented_corpus(spark, verses_per_segment: int) -> str:
     """The WEB chapters cut into segments of N verses (N = 0: sentences), prepared once under out/bench/."""
-    from jobs.preparation.corpus import prepare_corpus
+    from drivers.preparation.corpus import prepare_corpus
 
     if verses_per_segment <= 0:
         out = CACHE / "web-chapters-sentences"
@@ -97,7 +97,7 @@ def book_corpus(spark, verses_per_segment: int) -> str:
     """The WEB books as documents: chapters grouped by book (ids ``Book.chapter``) in chapter order, cut into
     segments of N consecutive verses running across chapter boundaries (N = 0: one segment per chapter);
     prepared once under out/bench/ with the vocabulary of the chapter corpus (the same tokens)."""
-    from jobs.preparation.corpus import prepare_corpus
+    from drivers.preparation.corpus import prepare_corpus
 
     name = "chapters" if verses_per_segment <= 0 else f"{verses_per_segment}verses"
     out = CACHE / f"web-books-{name}"
@@ -182,7 +182,7 @@ def python_docs_source() -> str:
 def source_corpus(spark, source: str) -> str:
     """Any JSON-lines file of documents with an ``id`` and a ``segments`` list (in order), prepared once under
     out/bench/ with the default vocabulary pruning."""
-    from jobs.preparation.corpus import prepare_corpus
+    from drivers.preparation.corpus import prepare_corpus
 
     name = Path(source).name.split(".")[0]
     out = CACHE / f"source-{name}"

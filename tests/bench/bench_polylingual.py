@@ -50,7 +50,7 @@ def aligned_input() -> Path:
 
 
 def fit(spark, corpus, topics: int, iterations: int, layout, label: str) -> dict:
-    from drivers.variational import EMSettings, VariationalEngine
+    from drivers.engines.variational.engine import EMSettings, VariationalEngine
     from inference.mapper import EStepSettings
     from inference.priors import DirichletPrior, SymmetricPrior
 
@@ -69,7 +69,7 @@ def fit(spark, corpus, topics: int, iterations: int, layout, label: str) -> dict
 
 def run(topics: int, iterations: int) -> list:
     from drivers.corpora.aligned import load_aligned_corpus
-    from jobs.preparation.aligned import prepare_aligned
+    from drivers.preparation.aligned import prepare_aligned
     from drivers.corpora.bow import load_corpus
     from jobs.spark import get_spark
     from inference.estep import compile_kernels

@@ -47,10 +47,11 @@ def main() -> None:
     options = parser.parse_args()
 
     from bench_heldout_sample import documents
-    from drivers import model_root, model_store
+    from drivers.store import model_root
+    from drivers.store import model_store
     from drivers.families.variational import evaluate_model
     from jobs import refresh, train
-    from jobs.preparation.corpus import prepare_corpus
+    from drivers.preparation.corpus import prepare_corpus
 
     spark = bench_session("bench-refresh")
     work = CACHE / f"refresh-{options.source}-{options.order}"
@@ -129,7 +130,7 @@ def pool_documents() -> list[dict]:
 
 def _restricted(model, vocab_path):
     """The model over the words of ``vocab_path`` (a prefix of its vocabulary: versions only add words)."""
-    from drivers import model_store
+    from drivers.store import model_store
     from drivers.corpora.files import read_vocab
 
     V = len(read_vocab(vocab_path))

@@ -50,7 +50,7 @@ def prepare(spark):
 
     from bench_polylingual import aligned_input
     from drivers.models.tree.prior_tree import build_concepts, coverage_report, save_tree
-    from jobs.preparation.aligned import prepare_aligned
+    from drivers.preparation.aligned import prepare_aligned
     from drivers.models.tree.dictionaries import read_dictionaries
     from jobs.tree import corpus_vocabulary, spark_tokenizer
 
@@ -106,7 +106,7 @@ def tokens_per_second(row) -> float:
 
 def run_one(spark, corpus, tree, pairs, model, inference, topics, seed, iterations) -> dict:
     from drivers.families import EvaluateRequest
-    from drivers.model_store import load_model
+    from drivers.store.model_store import load_model
     from jobs import evaluate, train
 
     name = f"{model}-{inference}-K{topics}-s{seed}"

@@ -18,9 +18,10 @@ import pandas as pd
 import pytest
 
 from conftest import train_args
-from drivers import evaluation_report, registry
+from drivers import registry
+from drivers.evaluation import report as evaluation_report
 from drivers.families import InferRequest
-from drivers.model_store import load_model
+from drivers.store.model_store import load_model
 from jobs import evaluate, infer, topics, train
 from tiny_corpora import FAMILY_FLAGS
 from inference.errors import UsageError

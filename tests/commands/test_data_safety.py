@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from conftest import train_args
-from drivers import model_store, publish
 from drivers.corpora.bow import load_corpus
+from drivers.store import model_store
+from drivers.store import publish
 from jobs import train
 from partitioners.topic import TopicPartitioner
 from tiny_corpora import FAMILY_FLAGS, tiny_segmented
@@ -141,7 +142,7 @@ DOCS = [{"id": f"d{i}", "text": f"apples pears plums figs {'dates ' * i}kiwis"} 
 
 
 def test_prepare_overwrite_keeps_the_old_corpus_until_the_new_one_is_complete(spark_session, tmp_path):
-    from jobs.preparation.corpus import PrepareError, prepare_corpus
+    from drivers.preparation.corpus import PrepareError, prepare_corpus
 
     out = tmp_path / "out"
     raw = _write_jsonl(tmp_path / "docs.jsonl", DOCS)
@@ -159,7 +160,7 @@ def test_prepare_overwrite_keeps_the_old_corpus_until_the_new_one_is_complete(sp
 
 
 def test_prepare_refuses_an_output_inside_its_input_and_reads_an_input_inside_its_output(spark_session, tmp_path):
-    from jobs.preparation.corpus import PrepareError, prepare_corpus
+    from drivers.preparation.corpus import PrepareError, prepare_corpus
 
     folder = tmp_path / "texts"
     folder.mkdir()
@@ -240,7 +241,7 @@ def test_driver_memory_is_sized_from_the_model_or_the_run_is_refused_up_front():
     vocabulary used to die with java.lang.OutOfMemoryError at the default 1g). The variational engine's driver
     no longer holds K x V (the topic files): its need does not grow with K and fits Spark's default."""
     from drivers import registry
-    from drivers.memory import BASE_BYTES, driver_memory_conf, parse_size
+    from drivers.engines.memory import BASE_BYTES, driver_memory_conf, parse_size
 
     variational = registry.family("variational")
     assert variational.driver_bytes(1000, 35_000) == variational.driver_bytes(50, 35_000)
@@ -264,7 +265,7 @@ def test_python_memory_of_the_tasks_is_sized_from_the_model_or_the_run_is_refuse
     """A task's Python memory follows the larger of a mapper's U x K and a reducer's K/R x V: a run whose tasks
     cannot fit this machine (local) or the executor's spark.executor.pyspark.memory (a cluster) is refused in one
     line that says what to set."""
-    from drivers.memory import PYTHON_BASE_BYTES, parse_size, python_memory_check, variational_task_bytes
+    from drivers.engines.memory import PYTHON_BASE_BYTES, parse_size, python_memory_check, variational_task_bytes
 
     small = variational_task_bytes(50, 25_000, 20_000, 2)
     assert small == PYTHON_BASE_BYTES + 4 * 8 * 20_000 * 50
@@ -286,7 +287,7 @@ def test_infer_and_evaluate_size_the_driver_from_the_model(tmp_path):
     from model.json (K = 1000, V = 25k died with java.lang.OutOfMemoryError at the default 1g)."""
     import json
 
-    from drivers.memory import parse_size
+    from drivers.engines.memory import parse_size
     from jobs.spark import fold_in_conf
 
     (tmp_path / "model.json").write_text(json.dumps({"model": "lda", "topics": 1000, "vocab_size": 25_000}))

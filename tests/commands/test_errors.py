@@ -89,7 +89,7 @@ def test_a_bad_option_raises_the_project_exception_and_the_cli_exits_with_one_li
 
     # a refusal from deep inside a job (a model directory that is not complete) takes the same one path
     with pytest.raises(DamagedError, match="has no _SUCCESS marker"):
-        from drivers import model_store
+        from drivers.store import model_store
         model_store.load_model(str(tmp_path))
     with pytest.raises(SystemExit) as exited:
         main(["topics", "--model", str(tmp_path)])
@@ -160,7 +160,7 @@ def test_the_exception_types():
     from drivers.models.lda.informed_prior import PriorError
     from drivers.storage import OutsideDirectory
     from jobs.cli import exit_message
-    from jobs.preparation.corpus import PrepareError
+    from drivers.preparation.corpus import PrepareError
     from drivers.models.tree.dictionaries import DictionaryError
 
     assert issubclass(UsageError, ValueError) and issubclass(DamagedError, ValueError)

@@ -11,16 +11,17 @@ import pytest
 from scipy import special
 
 from conftest import sample_lda_corpus, train_args, write_corpus
+from drivers.corpora.bow import load_corpus
+from drivers.evaluation import heldout as evaluation
+from drivers.families import variational
+from drivers.store import publish
+from drivers.store.model_store import save_model
 from inference.blocks import DocBlock
 from inference.heldout import (completion_log_likelihood, cooccurrence_counts, distinct_word_ids,
                                fold_in, npmi_coherence, score_document_completion, split_block,
                                split_document_completion, top_word_ids)
 from inference.mapper import EStepSettings
-from drivers import evaluation, publish
-from drivers.families import variational
 from jobs import evaluate, train
-from drivers.corpora.bow import load_corpus
-from drivers.model_store import save_model
 from test_kernels import reference_estep
 from inference.errors import UsageError
 
@@ -217,7 +218,7 @@ def test_trained_model_beats_uniform_and_shuffled_topics(spark_session, heldout_
     model_dir, _, test_dir, beta = heldout_setup
     metrics = evaluate.evaluate_model(spark_session, model_dir, test_dir, seed=0)
     corpus = load_corpus(spark_session, test_dir)
-    from drivers.model_store import load_model
+    from drivers.store.model_store import load_model
     model = load_model(model_dir)
     uniform = evaluation.score_topic_word(spark_session, corpus, np.ones((4, 80)), model.alpha, seed=0)
     rng = np.random.default_rng(0)

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from conftest import train_args
-from drivers import evaluation_report
+from drivers.evaluation import report as evaluation_report
 from jobs import train
 from jobs.cli import main
 from tiny_corpora import FAMILY_FLAGS

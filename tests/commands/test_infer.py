@@ -12,13 +12,13 @@ import pandas as pd
 import pytest
 
 from conftest import sample_lda_corpus, train_args, write_corpus
-from jobs import infer, train
-from drivers import publish
-from drivers.model_store import load_model
-from jobs.preparation.corpus import prepare_corpus
-from jobs.spark import add_spark_arguments
-from jobs.preparation.text import load_stopwords
+from drivers.preparation.corpus import prepare_corpus
+from drivers.preparation.text import load_stopwords
+from drivers.store import publish
+from drivers.store.model_store import load_model
 from inference.errors import UsageError
+from jobs import infer, train
+from jobs.spark import add_spark_arguments
 
 #: letters-only words (the default tokenizer drops digits), none of them an English stop word
 WORDS = [w for w in ("".join(p) for p in itertools.product("bdgkmt", "aeiou", "lnrs"))

@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 
 from conftest import train_args
+from drivers.preparation.corpus import prepare_corpus
 from inference.gibbs.synthetic import stm_corpus
 from jobs import infer, train
-from jobs.preparation.corpus import prepare_corpus
 from test_infer import WORDS, infer_args
 from inference.errors import UsageError
 

@@ -1,4 +1,4 @@
-"""One run per output directory (drivers/lease.py): a live holder is named and refused, a killed run's lease is
+"""One run per output directory (drivers/store/lease.py): a live holder is named and refused, a killed run's lease is
 taken over, racing processes get exactly one lease, and train and infer hold it while they run."""
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ import time
 import pytest
 
 from conftest import train_args
-from drivers import lease
-from jobs import train
+from drivers.store import lease
 from inference.errors import DamagedError, RefusedError
+from jobs import train
 
 
 def write_lease(directory, pid, job="spark-topics train --model lda", host=None):

@@ -7,8 +7,11 @@ import os
 
 import pytest
 
-from drivers import model_root, model_store, publish, storage
+from drivers import storage
 from drivers.storage import OutsideDirectory, join_inside
+from drivers.store import model_root
+from drivers.store import model_store
+from drivers.store import publish
 
 
 @pytest.mark.parametrize("name", ["../../../../etc/passwd", "a/../../b", "/etc/passwd", "file:/etc/passwd",

@@ -11,11 +11,11 @@ import os
 import pandas as pd
 import pytest
 
-from jobs.prepare import add_arguments, count_or_fraction, run
-from jobs.preparation.corpus import (PersistedFrames, PrepareError, PrepareOptions, build_vocabulary, count_terms,
+from drivers.preparation.corpus import (PersistedFrames, PrepareError, PrepareOptions, build_vocabulary, count_terms,
                                      prepare_corpus)
-from jobs.preparation.text import available_languages, load_stopwords
+from drivers.preparation.text import available_languages, load_stopwords
 from inference.errors import UsageError
+from jobs.prepare import add_arguments, count_or_fraction, run
 
 # Texts with what CSV must quote (commas, quotes, newlines) and a stop word or two.
 TEXTS = {

@@ -6,8 +6,8 @@ import json
 
 import numpy as np
 import pandas as pd
-from jobs.preparation.corpus import prepare_corpus
 from drivers.corpora.segmented import load_segmented_corpus
+from drivers.preparation.corpus import prepare_corpus
 from inference.errors import UsageError
 
 OPTS = dict(min_df=1, max_df=1.0, language="none", overwrite=True)
@@ -53,7 +53,7 @@ def test_paragraphs_keep_order_and_match_the_bag_of_words(spark_session, tmp_pat
 def test_split_rules_and_segment_column(spark_session):
     """The sentence rule (Unicode terminators, closing quotes, no split inside 3.5) and the column parser."""
     from pyspark.sql import functions as F
-    from jobs.preparation.segments import join_segment_column, split_pattern
+    from drivers.preparation.segments import join_segment_column, split_pattern
 
     texts = ["First one here. «Second one!» Third?\nStill third, 3.5 apples… Fourth",
              "日本語です。次の文です！最後", "नमस्ते दुनिया। दूसरा वाक्य", "a b\n\n\n  \n c d\r\n\r\ne"]

@@ -14,10 +14,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from drivers import lease, publish
 from drivers.corpora.bow import open_corpus_meta
+from drivers.preparation.corpus import prepare_corpus
+from drivers.store import lease
+from drivers.store import publish
 from jobs import infer, train
-from jobs.preparation.corpus import prepare_corpus
 from test_data_safety import DOCS, _write_jsonl, lda_model, tiny  # noqa: F401 (module fixtures)
 from conftest import train_args
 from inference.errors import DamagedError, UsageError
@@ -110,7 +111,7 @@ def test_a_failed_run_leaves_no_empty_directory_it_created(spark_session, tiny, 
 
 
 def test_the_next_ml_fit_removes_the_working_directories_of_killed_fits(tmp_path):
-    from drivers import ml
+    from drivers.api import ml
 
     host = socket.gethostname()
     killed = tmp_path / f"spark-topics-ml-{host}-999999999-0123456789ab"       # no such process
@@ -209,7 +210,8 @@ def test_a_same_size_edit_is_refused_by_the_content_hash(lda_model, tmp_path, mo
     """The manifest's sizes passed one digit of alpha changed or two rows of lambda swapped (the model then loaded
     as if intact); its content hashes do not. A file is hashed once per process and version (a model opened
     again reads nothing more); a manifest written before hashes is checked by size, as before."""
-    from drivers import manifest, model_store
+    from drivers.store import manifest
+    from drivers.store import model_store
 
     copy = tmp_path / "model"
     shutil.copytree(lda_model, copy)

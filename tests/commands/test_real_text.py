@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from drivers import model_store
+from drivers.store import model_store
 
 
 

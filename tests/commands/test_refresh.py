@@ -16,11 +16,14 @@ import pandas as pd
 import pytest
 
 from conftest import sample_lda_corpus
-from drivers import lease, model_root, model_store, publish
-from jobs import refresh, train
-from jobs.preparation.corpus import prepare_corpus
-from jobs.spark import add_spark_arguments
+from drivers.preparation.corpus import prepare_corpus
+from drivers.store import lease
+from drivers.store import model_root
+from drivers.store import model_store
+from drivers.store import publish
 from inference.errors import DamagedError, RefusedError, UsageError
+from jobs import refresh, train
+from jobs.spark import add_spark_arguments
 
 SYLLABLES = ["ka", "lo", "mi", "nu", "pe", "ra", "si", "tu", "ve", "zo"]
 WORDS = [a + b + c for a in SYLLABLES[:4] for b in SYLLABLES for c in ("n", "r")]   # 80 words, letters only
@@ -238,7 +241,7 @@ def test_a_second_refresh_of_a_root_is_refused_and_gibbs_models_are_refused(spar
 KILL = """
 import os, signal, sys
 sys.path.insert(0, {repo!r})
-from drivers import publish
+from drivers.store import publish
 step = os.environ.get("KILL_AT")
 publish.STEP_HOOK = lambda name: os.kill(os.getpid(), signal.SIGKILL) if name == step else None
 from jobs.cli import main
@@ -394,7 +397,7 @@ def test_stored_relative_paths_are_read_beside_the_root_and_checked_against_the_
     paths, the base model's completion token and its corpus' data version."""
     import logging
 
-    from drivers import refresh_sources
+    from drivers.refresh import sources as refresh_sources
 
     root = copy_root(refreshed, tmp_path)
     first = refreshed[2]["version"]

@@ -118,7 +118,7 @@ def test_one_concept_per_single_word_pair_in_the_vocabularies():
 
 @pytest.fixture(scope="module")
 def aligned_corpus(spark_session, tmp_path_factory):
-    from jobs.preparation.aligned import prepare_aligned
+    from drivers.preparation.aligned import prepare_aligned
 
     base = tmp_path_factory.mktemp("tree_corpus")
     rows = []

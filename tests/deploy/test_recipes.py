@@ -41,8 +41,8 @@ def confs(argv):
 # ------------------------------------------------------------------------------------------ the code zip
 def test_code_zip_is_importable_without_the_project_installed(tmp_path):
     """dist/spark_topics_code.zip (--py-files) holds every module and the stop-word lists, and every package
-    in it is a regular one (zipimport finds no namespace package inside a zip: jobs/preparation has no
-    __init__.py in the source tree), imported here by the bare interpreter of the packed env."""
+    in it is a regular one (zipimport finds no namespace package inside a zip: package.sh gives any folder of
+    modules without one an ``__init__.py``), imported here by the bare interpreter of the packed env."""
     import zipfile
 
     result = subprocess.run([os.path.join(DEPLOY, "package.sh")], env=dict(os.environ, PYTHON=sys.executable,
@@ -59,16 +59,16 @@ def test_code_zip_is_importable_without_the_project_installed(tmp_path):
     assert {f"{p}/__init__.py" for p in packages} <= names
     base = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
     probe = subprocess.run([base, "-I", "-S", "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
-                            "import importlib.util as u; print(u.find_spec('jobs.preparation.text').origin)",
+                            "import importlib.util as u; print(u.find_spec('drivers.preparation.text').origin)",
                             str(code)], capture_output=True, text=True, timeout=60)
-    assert probe.returncode == 0 and probe.stdout.strip() == f"{code}/jobs/preparation/text.py", probe.stderr
+    assert probe.returncode == 0 and probe.stdout.strip() == f"{code}/drivers/preparation/text.py", probe.stderr
 
 
 def test_stopword_lists_are_readable_from_the_code_zip(tmp_path):
     subprocess.run([os.path.join(DEPLOY, "package.sh")], env=dict(os.environ, PYTHON=sys.executable,
                    SPARK_TOPICS_DIST=str(tmp_path)), capture_output=True, check=True, timeout=60)
     probe = ("import sys; sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in repr(f).lower()]; "
-             "sys.path.insert(0, sys.argv[1]); import jobs.preparation.text as t; "
+             "sys.path.insert(0, sys.argv[1]); import drivers.preparation.text as t; "
              "assert t.__file__.startswith(sys.argv[1]), t.__file__; print(len(t.load_stopwords('english')))")
     result = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "spark_topics_code.zip")],
                             capture_output=True, text=True, timeout=120)

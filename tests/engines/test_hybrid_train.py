@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from conftest import HYBRID, HYBRID_SYNTHETIC, hellinger_matched, train_args
-from drivers.model_store import load_model
+from drivers.store.model_store import load_model
 from jobs import train
 
 

@@ -1,4 +1,4 @@
-"""The Spark ML stages (drivers/ml.py): SparkTopicsLDA in a Pipeline, its model's methods, persistence.
+"""The Spark ML stages (drivers/api/ml.py): SparkTopicsLDA in a Pipeline, its model's methods, persistence.
 
 The fitted model is checked against the existing path rather than against itself: the same lambda, bit for bit,
 as ``spark-topics train`` on the same corpus and seed; ``transform`` against the fold-in ``infer`` runs, on the
@@ -18,8 +18,8 @@ from pyspark.ml.linalg import VectorUDT
 from scipy.special import digamma, gammaln
 
 from conftest import SAMPLE_DATA, sample_lda_corpus, train_args, write_corpus
-from drivers.ml import DEFAULT_INFERENCE, SparkTopicsLDA, SparkTopicsLDAModel
-from drivers.model_store import load_model
+from drivers.api.ml import DEFAULT_INFERENCE, SparkTopicsLDA, SparkTopicsLDAModel
+from drivers.store.model_store import load_model
 
 K_TEXT = 4
 # the text pipeline's checks were written for variational EM (the default of the estimator, like train's, is hybrid:
@@ -279,7 +279,7 @@ def test_log_likelihood_and_perplexity(spark_session, drawn, drawn_model):
     loglik, perplexity = model.logLikelihood(frame), model.logPerplexity(frame)
     tokens = sum(sum(bag.values()) for _, bag in drawn["docs"])
     assert np.isfinite(loglik) and perplexity == pytest.approx(-loglik / tokens, rel=1e-12)
-    # independently: evaluate's held-out ELBO (drivers.evaluation.heldout_elbo: the fold-in's document terms and
+    # independently: evaluate's held-out ELBO (drivers.evaluation.heldout.heldout_elbo: the fold-in's document terms and
     # the alpha terms) of the document list in one block, + MLlib's topic terms written out
     weights, log_scale = exp_elogbeta(topic_model)
     fit = fold_in(_drawn_block(drawn), weights, topic_model.alpha, log_scale=log_scale)
@@ -327,7 +327,7 @@ def test_unfitted_pipeline_save_load_keeps_the_params(spark_session, tmp_path):
 def test_vocabulary_from_the_column_attributes():
     from pyspark.sql.types import StructField
 
-    from drivers.ml import attribute_names
+    from drivers.api.ml import attribute_names
 
     names = {"ml_attr": {"attrs": {"numeric": [{"idx": 1, "name": "b"}, {"idx": 0, "name": "a"}],
                                    "binary": [{"idx": 2, "name": "c"}]}, "num_attrs": 3}}
@@ -372,7 +372,8 @@ def test_bad_input_is_refused_in_one_line(spark_session, drawn, drawn_model):
 def test_a_saved_stage_whose_data_leaves_its_directory_is_refused(spark_session, tmp_path):
     """A stage's metadata ``"data": "../../other/model"`` (a pipeline handed over) loaded a model from outside
     its directory; now refused in one line, before anything is read there."""
-    from drivers import model_store, publish
+    from drivers.store import model_store
+    from drivers.store import publish
     outside = str(tmp_path / "other" / "model")
     model_store.save_model(outside, {"model": "lda", "topics": 2, "vocab_size": 3, "alpha": [0.5, 0.5],
                                      "eta": 0.1}, pd.DataFrame({"term": ["a", "b", "c"], "id": [0, 1, 2]}),
@@ -382,7 +383,7 @@ def test_a_saved_stage_whose_data_leaves_its_directory_is_refused(spark_session,
     stage = tmp_path / "pipeline" / "stages" / "1_SparkTopicsLDAModel_x"
     (stage / "metadata").mkdir(parents=True)
     (stage / "metadata" / "part-00000").write_text(json.dumps({
-        "class": "drivers.ml.SparkTopicsLDAModel", "timestamp": 0, "sparkVersion": spark_session.version,
+        "class": "drivers.api.ml.SparkTopicsLDAModel", "timestamp": 0, "sparkVersion": spark_session.version,
         "uid": "SparkTopicsLDAModel_x", "paramMap": {}, "defaultParamMap": {}, "data": "../../../other/model"}))
     with pytest.raises(ValueError, match=r"the stage metadata's data '../../../other/model' is not a path inside"):
         SparkTopicsLDAModel.load(str(stage))
@@ -391,14 +392,15 @@ def test_a_saved_stage_whose_data_leaves_its_directory_is_refused(spark_session,
 def _saved_stage(spark, directory, metadata_text=None, **metadata):
     """A saved SparkTopicsLDAModel stage: ``data/`` an ordinary 3-topic model directory, ``metadata/part-00000``
     the params (``metadata``) or ``metadata_text`` as it is."""
-    from drivers import model_store, publish
+    from drivers.store import model_store
+    from drivers.store import publish
     data = str(directory / "data")
     model_store.save_model(data, {"model": "lda", "topics": 3, "vocab_size": 4, "alpha": [0.5] * 3, "eta": 0.1},
                            pd.DataFrame({"term": ["a", "b", "c", "d"], "id": range(4)}), np.ones((3, 4)))
     publish.write_marker(data, publish.new_token())
     (directory / "metadata").mkdir(parents=True)
     (directory / "metadata" / "part-00000").write_text(metadata_text if metadata_text is not None else json.dumps({
-        "class": "drivers.ml.SparkTopicsLDAModel", "timestamp": 0, "sparkVersion": spark.version,
+        "class": "drivers.api.ml.SparkTopicsLDAModel", "timestamp": 0, "sparkVersion": spark.version,
         "uid": "SparkTopicsLDAModel_x", "paramMap": {}, "defaultParamMap": {}, "data": "data", **metadata}))
     return str(directory)
 
@@ -427,7 +429,7 @@ def test_a_vocabulary_too_large_for_the_driver_is_refused_before_it_is_allocated
     K x V model) and the out-of-memory killer; refused up front now, saying what to set."""
     from pyspark.ml.linalg import Vectors
 
-    from drivers.memory import estimator_memory_problem
+    from drivers.engines.memory import estimator_memory_problem
 
     huge = spark_session.createDataFrame([(Vectors.sparse(10 ** 9, [0, 5], [1.0, 2.0]),),
                                           (Vectors.sparse(10 ** 9, [1], [3.0]),)], ["features"])

@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from drivers.engines.variational.engine import collect_checked
 from drivers.failures import one_line
 from drivers.families.variational import name_words
 from drivers.models.tree.layout import TreeLayout
-from drivers.variational import collect_checked
 from inference.reducer import topic_weights
 
 

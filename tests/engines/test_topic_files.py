@@ -9,10 +9,10 @@ import pytest
 from scipy import sparse
 
 from drivers import storage
-from drivers.topic_store import TopicFiles
+from drivers.engines.variational.topic_store import TopicFiles
+from inference.errors import RefusedError
 from inference.mapper import compact
 from inference.reducer import split_by_topic, sum_in_partition_order
-from inference.errors import RefusedError
 
 
 @pytest.mark.parametrize("uri", [False, True])
@@ -76,7 +76,7 @@ def test_online_rule_gets_the_previous_lambda_and_the_driver_no_topic_matrix(spa
     iteration from a warm start blends it with what batch EM forms from the same E-step. The reducers write their
     topics' files (word-major weights); the checkpoint's state holds per-topic numbers only."""
     from drivers.corpora.bow import load_corpus
-    from drivers.variational import EMSettings, VariationalEngine, WarmStart
+    from drivers.engines.variational.engine import EMSettings, VariationalEngine, WarmStart
     from inference.priors import SymmetricPrior
 
     from inference.reducer import BatchUpdate
@@ -115,7 +115,7 @@ def test_online_rule_gets_the_previous_lambda_and_the_driver_no_topic_matrix(spa
 
 
 def test_checkpoint_of_an_older_layout_is_refused(tmp_path):
-    from drivers.checkpoint import Checkpointer
+    from drivers.engines.variational.checkpoint import Checkpointer
 
     (tmp_path / "state.json").write_text(json.dumps({"iteration": 3, "alpha": [0.1]}))
     with pytest.raises(RefusedError, match="older spark-topics"):
@@ -144,7 +144,7 @@ def test_reducer_streams_in_partition_order_and_refuses_disorder():
 def test_small_records_give_the_same_model(spark_session, synthetic_lda, tmp_path, monkeypatch):
     """Records split to one topic each (a tiny RECORD_ENTRIES) give the model of the default grouping, bit for
     bit: a topic's statistics still reach its reducer in partition order."""
-    import drivers.variational as engine_module
+    import drivers.engines.variational.engine as engine_module
     from jobs import train
     from conftest import train_args
 
@@ -163,7 +163,7 @@ def test_resume_with_other_reducers_gives_the_same_model(spark_session, syntheti
     from dataclasses import replace
 
     from drivers.corpora.bow import load_corpus
-    from drivers.variational import EMSettings, VariationalEngine
+    from drivers.engines.variational.engine import EMSettings, VariationalEngine
     from inference.priors import SymmetricPrior
 
     corpus_dir, _ = synthetic_lda

@@ -14,7 +14,7 @@ from scipy.special import gammaln
 
 from conftest import hellinger_matched, train_args
 from gibbs_corpus import sample_segmented_lda, terms, write_segmented_corpus
-from drivers.evaluation import score_heldout
+from drivers.evaluation.heldout import score_heldout
 from drivers.models.lda_gibbs.model import LdaGibbs, doc_topic_counts, lda_sweep, minka_statistics
 from inference.dirichlet import minka_step
 from inference.errors import UsageError

@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from conftest import train_args
-from drivers import model_store
 from drivers.models.lda.informed_prior import PriorError, build_prior, read_prior
+from drivers.store import model_store
 
 VOCAB = pd.DataFrame({"term": ["america", "american", "americas", "fear", "hate", "table", "worried", "worry"],
                       "id": range(8)})

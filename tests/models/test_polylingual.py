@@ -10,14 +10,14 @@ import pandas as pd
 import pytest
 
 from conftest import SAMPLE_DATA, hellinger_matched, train_args
+from drivers.corpora.aligned import load_aligned_corpus
+from drivers.preparation.aligned import prepare_aligned
+from drivers.store import model_store
+from inference.distances import hellinger_matrix
 from inference.elbo import topic_terms
 from inference.layout import VocabLayout
 from inference.priors import DirichletPrior
-from inference.distances import hellinger_matrix
 from inference.retrieval import retrieval_scores
-from drivers import model_store
-from drivers.corpora.aligned import load_aligned_corpus
-from jobs.preparation.aligned import prepare_aligned
 
 LANGS = ("en", "es")
 

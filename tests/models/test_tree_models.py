@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 from conftest import hellinger_matched, train_args
-from drivers.model_store import load_model
 from drivers.models.tree.prior_tree import save_tree
+from drivers.store.model_store import load_model
 from gibbs_corpus import terms, write_segmented_corpus
 from drivers.models.tree.layout import TreeLayout
 from inference.errors import UsageError
@@ -154,7 +154,7 @@ def test_tlda_gibbs_recovers_planted_topics_on_one_language(spark_session, tree_
     """On the English side of the tree corpus with the concepts among English words (a monolingual tree), the
     sampler recovers the topics the tree model drew; a model without aligned Gibbs reading refuses an aligned
     corpus in one line."""
-    from drivers.model_store import load_model as load
+    from drivers.store.model_store import load_model as load
 
     base, truth = tree_corpus
     english = truth[:, :V_LANG] / truth[:, :V_LANG].sum(axis=1, keepdims=True)

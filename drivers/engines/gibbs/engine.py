@@ -10,7 +10,7 @@ from functools import partial
 import numpy as np
 from pyspark import StorageLevel
 
-from drivers.checkpoint import check_fingerprint
+from drivers.engines.checkpoint import check_fingerprint
 from drivers.engines.gibbs.checkpoint import DriverCheckpoint
 from drivers.engines.gibbs.resident import ResidentSampler, resident_groups, resident_slots
 from drivers.engines.gibbs.settings import (GibbsRecord, GibbsResult, GibbsSettings, SyncPlan, hyper_summary)

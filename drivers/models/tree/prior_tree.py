@@ -107,11 +107,11 @@ def format_report(report: dict) -> str:
 
 
 def save_tree(directory: str, concepts: pd.DataFrame, meta: dict) -> None:
-    """The tree directory, published whole as a model is (:mod:`drivers.publish`; the user's other files in it are
+    """The tree directory, published whole as a model is (:mod:`drivers.store.publish`; the user's other files in it are
     kept)."""
     import pyarrow as pa
 
-    from drivers import publish
+    from drivers.store import publish
 
     with publish.published(directory, "spark-topics tree", _is_tree_file) as staging:
         storage.write_parquet(storage.join(staging, CONCEPTS), pa.Table.from_pandas(concepts, preserve_index=False))
@@ -124,7 +124,7 @@ def _is_tree_file(name: str) -> bool:
 
 def load_tree(directory: str) -> tuple[pd.DataFrame, dict]:
     """(concepts, tree.json) of a tree directory, checked (against its manifest when it has one)."""
-    from drivers import publish
+    from drivers.store import publish
 
     if storage.exists(storage.join(directory, publish.MARKER)):
         publish.require_complete(directory)

@@ -4,7 +4,7 @@ Layout under the checkpoint directory::
 
     state.json                 driver state after the last completed iteration (written last)
     topics/iter-<t>/           lambda and the mappers' word weights after iteration t, written by the
-                               reducers (:mod:`drivers.topic_store`; iter-0: the start, by the driver)
+                               reducers (:mod:`.topic_store`; iter-0: the start, by the driver)
     gamma/iter-<t>/part-<p>.npy  per-partition gamma after the E-step of iteration t,
                                written by the executors; also the warm start of iteration t+1
 
@@ -62,11 +62,3 @@ class Checkpointer:
     def clear(self) -> None:
         storage.delete(self.directory)
 
-
-def check_fingerprint(saved: dict, current: dict) -> None:
-    """Refuse ``--resume`` when the checkpoint was made with other settings than the current run."""
-    diff = {k: (saved.get(k), v) for k, v in current.items() if saved.get(k) != v}
-    if diff:
-        raise RefusedError("cannot resume: the checkpoint was made with different settings "
-                           + ", ".join(f"{k}: checkpoint {a!r} vs now {b!r}" for k, (a, b) in diff.items())
-                           + ". Remove the checkpoint directory or drop --resume.")

@@ -8,7 +8,7 @@ ledger has not seen, grows the vocabulary, has the model's family fit the batch 
   ``status`` and ``version`` of each document that version ingested (``new``, ``revision``: a known id with
   another text) or adopted (``base``: a training document of the base model, text unknown; ``adopted``: such a
   document met again, its hash recorded). The ledger of a root is the union over its committed versions
-  (:func:`drivers.model_root.chain`): a version abandoned by a killed run or a rollback un-ingests itself.
+  (:func:`drivers.store.model_root.chain`): a version abandoned by a killed run or a rollback un-ingests itself.
 * **Vocabulary growth**: a word the model does not know enters when its document frequency over the batches
   (``pending_terms.parquet`` carries the counts of words not yet admitted) reaches ``min_new_df``; at most
   ``max_new_terms`` per refresh, the most frequent first. It enters with the prior: lambda_kv = eta_v.

@@ -1,6 +1,6 @@
 """What a model root reads from outside itself, by paths stored in its files: the base model's training corpus
 (``refresh --mode batch`` refits it) and the base model's document-topic proportions (the ``version=base``
-partition of the root's table, :func:`drivers.model_root.sync_doc_topics`).
+partition of the root's table, :func:`drivers.store.model_root.sync_doc_topics`).
 
 A refresh stores these paths absolute (or as URIs), with what identifies what they name: the base model's
 completion token, its document count, its training corpus' data version. A root (or a model) written before
@@ -15,8 +15,9 @@ from __future__ import annotations
 import logging
 import os
 
-from drivers import publish, storage
+from drivers import storage
 from drivers.corpora.files import CORPUS_JSON, DOCS, VOCAB, data_version
+from drivers.store import publish
 from inference.errors import RefusedError, UsageError
 
 log = logging.getLogger("spark_topics.refresh")

@@ -2,9 +2,9 @@
 
 One protocol for every directory a job writes: a model (``train --output``, a version of a model root), a corpus
 (``prepare --output``, also the corpus ``infer`` prepares from raw text) and ``infer``'s results. The directory is
-never written in place. The run (:func:`published`: under the target's lease, :mod:`drivers.lease`, after
+never written in place. The run (:func:`published`: under the target's lease, :mod:`drivers.store.lease`, after
 :func:`recover`) writes it into a hidden sibling (:func:`staging_dir`), writes the marker ``_SUCCESS`` last (a
-manifest: every file's size and content hash and a token naming this publication, :mod:`drivers.manifest`) and
+manifest: every file's size and content hash and a token naming this publication, :mod:`drivers.store.manifest`) and
 then:
 
 * a new target: one rename (atomic on POSIX and HDFS);
@@ -22,7 +22,7 @@ missing between the two renames is moved in, the user's files in the old directo
 are given back, the rest is deleted. A reader gives the user's files back too (:func:`give_back`), deleting
 nothing (it holds no lease).
 
-On object stores without rename (S3) use a model root (:mod:`drivers.model_root`): its pointer ``LATEST`` is
+On object stores without rename (S3) use a model root (:mod:`drivers.store.model_root`): its pointer ``LATEST`` is
 written last, so no reader sees a version before it is complete.
 """
 from __future__ import annotations
@@ -34,8 +34,9 @@ import os
 import time
 from contextlib import contextmanager
 
-from drivers import lease, storage
-from drivers.manifest import (MARKER, RUN_FILES, new_token, read_marker, require_complete,  # noqa: F401 (the API)
+from drivers import storage
+from drivers.store import lease
+from drivers.store.manifest import (MARKER, RUN_FILES, new_token, read_marker, require_complete,  # noqa: F401 (the API)
                               write_marker)
 from inference.errors import RefusedError
 

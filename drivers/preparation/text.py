@@ -3,7 +3,7 @@
 Tokens come from Spark's own :class:`~pyspark.ml.feature.RegexTokenizer`
 (lower-cased, matched by a Java regular expression) followed by
 :class:`~pyspark.ml.feature.StopWordsRemover` with a list shipped in
-``jobs/preparation/stopwords/<language>.txt`` (Spark's Snowball lists, see the README there).
+``drivers/preparation/stopwords/<language>.txt`` (Spark's Snowball lists, see the README there).
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ APOSTROPHES = "[\u2019\u02bc]"
 
 
 def available_languages() -> list[str]:
-    """Names of the stop-word lists shipped in ``jobs/preparation/stopwords/``."""
+    """Names of the stop-word lists shipped in ``drivers/preparation/stopwords/``."""
     return sorted(entry.name[:-4] for entry in _stopwords_dir().iterdir() if entry.name.endswith(".txt"))
 
 
@@ -97,9 +97,9 @@ def _parse_word_list(text: str) -> list[str]:
 
 
 def _stopwords_dir():
-    """``jobs/preparation/stopwords/``, package data next to this module: read through importlib.resources, so
+    """``drivers/preparation/stopwords/``, package data next to this module: read through importlib.resources, so
     the lists are found also when ``jobs`` is imported from the code zip (``--py-files``: a driver in cluster
     mode)."""
     from importlib.resources import files
 
-    return files("jobs.preparation") / "stopwords"
+    return files("drivers.preparation") / "stopwords"

@@ -1,4 +1,4 @@
-"""The completion marker of a directory published whole (:mod:`drivers.publish`): ``_SUCCESS``, written last.
+"""The completion marker of a directory published whole (:mod:`drivers.store.publish`): ``_SUCCESS``, written last.
 
 The marker is a manifest: the publication's token, when it was written, every file's size (``files``) and a
 content hash of every file (``blake2b``: BLAKE2b with 16-byte digests, streamed in 1 MiB reads). The run files

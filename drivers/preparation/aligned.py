@@ -25,12 +25,13 @@ from __future__ import annotations
 import json
 import logging
 
-from drivers import publish, storage
+from drivers import storage
 from drivers.corpora.files import LEGACY_STAGING, is_corpus_file
+from drivers.store import publish
 
 log = logging.getLogger("spark_topics.prepare")
 
-#: ISO 639-1 codes -> the stop-word lists shipped in jobs/preparation/stopwords/
+#: ISO 639-1 codes -> the stop-word lists shipped in drivers/preparation/stopwords/
 STOPWORD_LANGUAGES = {"da": "danish", "nl": "dutch", "en": "english", "fi": "finnish", "fr": "french",
                       "de": "german", "hu": "hungarian", "it": "italian", "no": "norwegian", "nb": "norwegian",
                       "pt": "portuguese", "ru": "russian", "es": "spanish", "sv": "swedish", "tr": "turkish"}
@@ -39,7 +40,7 @@ SPLIT_REASONS = ("malformed", "missing_language", "invalid_encoding")
 
 
 def stopword_language(code: str) -> str:
-    from jobs.preparation.text import NO_STOPWORDS, available_languages
+    from drivers.preparation.text import NO_STOPWORDS, available_languages
 
     if code in STOPWORD_LANGUAGES:
         return STOPWORD_LANGUAGES[code]
@@ -54,7 +55,7 @@ def _read_raw(spark, path: str, fmt: str, id_column: str, text_column: str, lang
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    from jobs.preparation.corpus import PrepareError
+    from drivers.preparation.corpus import PrepareError
 
     columns = [id_column, text_column, lang_column]
     if fmt == "parquet":
@@ -99,7 +100,7 @@ def prepare_aligned(spark, input_path: str, output_dir: str, lang_column: str = 
     ``options["vocab"]`` may name a polylingual model directory (``vocab.<L>.parquet``)
     or an aligned corpus (``<L>/vocab.parquet``) whose vocabularies are reused.
     """
-    from jobs.preparation.corpus import PrepareError, resolve_format
+    from drivers.preparation.corpus import PrepareError, resolve_format
 
     fmt = resolve_format(spark, input_path, options.get("format", "auto"))
     if storage.exists(output_dir) and storage.list_dir(output_dir) and not options.get("overwrite"):
@@ -116,7 +117,7 @@ def _prepare_aligned_into(spark, input_path: str, staging: str, output_dir: str,
     """The aligned corpus written into ``staging`` (published at ``output_dir`` when complete)."""
     from pyspark.sql import functions as F
 
-    from jobs.preparation.corpus import PrepareError
+    from drivers.preparation.corpus import PrepareError
 
     id_column, text_column = options.get("id_column", "id"), options.get("text_column", "text")
     rows = _read_raw(spark, input_path, fmt, id_column, text_column, lang_column).cache()
@@ -168,7 +169,7 @@ def _vocabularies(vocab: str | None, languages) -> dict:
     """language -> vocabulary to reuse (``--vocab`` naming a polylingual model or an aligned corpus)."""
     if not vocab:
         return {}
-    from jobs.preparation.corpus import PrepareError
+    from drivers.preparation.corpus import PrepareError
 
     found = {}
     for lang in languages:
@@ -184,7 +185,7 @@ def _vocabularies(vocab: str | None, languages) -> dict:
 
 def _prepare_languages(spark, split_dir: str, output_dir: str, languages, base: dict, stop_words: dict,
                        vocab_of: dict) -> dict:
-    from jobs.preparation.corpus import prepare_corpus
+    from drivers.preparation.corpus import prepare_corpus
 
     per_language = {}
     for lang in languages:

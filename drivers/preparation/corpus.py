@@ -17,7 +17,7 @@ Output, in ``CORPUS_DIR`` (the contract the trainer reads):
     ``df`` long (documents containing the term), ``cf`` long (occurrences).
 ``segments.parquet/`` (with ``--segments``)
     ``doc_id``, ``segments`` array<array<int>> (ordered segments, word ids in text
-    order), ``segment_index`` array<int>; see :mod:`jobs.preparation.segments`.
+    order), ``segment_index`` array<int>; see :mod:`drivers.preparation.segments`.
 ``ordered.parquet/`` (with ``--ordered`` and no ``--segments``)
     the same columns, one segment per document: its tokens in text order (with ``--segments`` the segments
     keep that order, and ``corpus.json["ordered"]`` names ``segments.parquet``).
@@ -29,7 +29,7 @@ Output, in ``CORPUS_DIR`` (the contract the trainer reads):
 ``corpus.json``
     counts, options and input path.  ``input_rows == documents + sum(rejected.values())``.
 ``_SUCCESS``
-    the completion marker, written last (:mod:`drivers.publish`: every file's size and content hash); a
+    the completion marker, written last (:mod:`drivers.store.publish`: every file's size and content hash); a
     corpus written before markers (``corpus.json`` last, no ``_SUCCESS``) is read as it is.
 """
 from __future__ import annotations
@@ -45,13 +45,14 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from drivers import publish, storage
+from drivers import storage
 from drivers.corpora.files import (CORPUS_JSON, DOCS, FAILED_REJECTS, LEGACY_STAGING, REJECT_REASONS, REJECTS,
                                   ORDERED, SEGMENTS, STOPWORDS, VOCAB, is_corpus_file, rejects_schema)
-from inference.errors import UsageError
-from jobs.preparation import segments as segments_mod
-from jobs.preparation.text import DEFAULT_TOKEN_PATTERN, stopword_list, tokenize
 from drivers.failures import is_spark_failure, one_line
+from drivers.preparation import segments as segments_mod
+from drivers.preparation.text import DEFAULT_TOKEN_PATTERN, stopword_list, tokenize
+from drivers.store import publish
+from inference.errors import UsageError
 
 log = logging.getLogger("spark_topics.prepare")
 
@@ -144,7 +145,7 @@ def prepare_corpus(spark: SparkSession, input_path: str, output_dir: str, **opti
     ``corpus.json`` dictionary.  Raises :class:`PrepareError` for bad input or
     options, and when no document is left (after writing ``rejects/``).
 
-    The corpus is published whole (:mod:`drivers.publish`, as ``train`` publishes a model): written into a
+    The corpus is published whole (:mod:`drivers.store.publish`, as ``train`` publishes a model): written into a
     hidden sibling folder, ``corpus.json`` then the ``_SUCCESS`` manifest last, and exchanged with
     ``output_dir`` in one step (the user's other files in it are kept). A typo in a column name, an input that
     yields no document or a run killed at any point leaves an earlier corpus as it was (or the new one
@@ -699,7 +700,7 @@ def _check_df_threshold(name: str, value) -> None:
 
 def _check_output_dir(output_dir: str, overwrite: bool) -> None:
     """Refuse a non-empty ``output_dir`` unless ``overwrite`` (nothing is removed here: the corpus is published
-    whole, :mod:`drivers.publish`)."""
+    whole, :mod:`drivers.store.publish`)."""
     if not storage.exists(output_dir):
         return
     if not storage.is_dir(output_dir):

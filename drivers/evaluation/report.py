@@ -22,11 +22,12 @@ from __future__ import annotations
 import json
 import math
 
-from drivers import model_store, storage
+from drivers import storage
+from drivers.store import model_store
 
 FORMAT = "spark-topics-evaluate/1"
 MAX_VECTOR = 1000
-#: the variational estimator folds in this fraction of every test document's tokens (drivers.evaluation)
+#: the variational estimator folds in this fraction of every test document's tokens (drivers.evaluation.heldout)
 VARIATIONAL_OBSERVED = 0.5
 
 

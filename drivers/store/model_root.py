@@ -8,10 +8,10 @@
     ROOT/doc_topics/version=<V>/      the document-topic table: each committed version's doc_topics.parquet
                                       (and version=base: the base model's training documents), one
                                       partition per version (``spark.read.parquet("ROOT/doc_topics")``)
-    ROOT/_lease.json                  held by the run that refreshes the root (:mod:`drivers.lease`)
+    ROOT/_lease.json                  held by the run that refreshes the root (:mod:`drivers.store.lease`)
 
 A version is written into a hidden staging folder under ``versions/``, marked complete, renamed to its name
-and only then named by ``LATEST`` (:mod:`drivers.publish`), so a reader that follows ``LATEST`` never sees a
+and only then named by ``LATEST`` (:mod:`drivers.store.publish`), so a reader that follows ``LATEST`` never sees a
 version that is not complete, also on stores without rename (there the version is written in place and the
 pointer is still written last). Versions are never renamed or reused; ``--rollback`` only moves the pointer.
 Each version's ``model.json`` names its ``parent``: the versions a root has committed are the chain of parents
@@ -22,7 +22,9 @@ from __future__ import annotations
 import re
 import time
 
-from drivers import publish, refresh_sources, storage
+from drivers import storage
+from drivers.refresh import sources as refresh_sources
+from drivers.store import publish
 from inference.errors import DamagedError, RefusedError, UsageError
 
 LATEST = "LATEST"

@@ -3,7 +3,8 @@
 The Gibbs engine's driver moves the dense K x V count table through the JVM every iteration, and ``infer`` and
 ``evaluate`` broadcast a model's K x V weights once, so their driver heap (``spark.driver.memory``) grows with
 K x V; the variational engine's does not (its topic parameters travel in the reducers' files,
-:mod:`drivers.topic_store`). :func:`driver_memory_conf` chooses the setting for a local run (unless the user set
+:mod:`drivers.engines.variational.topic_store`). :func:`driver_memory_conf` chooses the setting for a local run
+(unless the user set
 it) and refuses, in one line saying what to set, a run whose setting is too small or that this machine cannot
 hold. The tasks' Python memory is checked by :func:`python_memory_check`.
 """
@@ -106,7 +107,7 @@ def python_memory_check(task_bytes: int, master: str, conf: dict, cores: int, ma
             f"spark.executor.memoryOverhead on YARN and Kubernetes)")
 
 
-#: the driver's Python memory per vocabulary entry of a Spark ML fit (:mod:`drivers.ml`): the term's document and
+#: the driver's Python memory per vocabulary entry of a Spark ML fit (:mod:`drivers.api.ml`): the term's document and
 #: collection frequencies, the term itself (a string) and their Arrow copies when ``vocab.parquet`` is written
 ESTIMATOR_BYTES_PER_TERM = 128
 

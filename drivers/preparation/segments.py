@@ -86,7 +86,7 @@ def segment_vectors(candidates, vocab, segments: str, tokenize_options: dict):
     """
     from pyspark.sql import functions as F
 
-    from jobs.preparation.text import tokenize
+    from drivers.preparation.text import tokenize
 
     pieces = F.filter(F.split(F.col("text"), split_pattern(segments), -1),
                       lambda x: F.length(F.regexp_replace(x, r"(?U)\s", "")) > 0)

@@ -14,7 +14,7 @@ of ``pyspark.ml.clustering.LDA`` (``k``, ``maxIter``, ``seed``, ``featuresCol``,
    in a log line and listed in ``rejects/`` as ``empty``, as ``prepare`` does;
 2. the variational family trains ``lda`` on it exactly as ``spark-topics train``
    does (same corpus, seed, K and settings: the same lambda, bit for bit);
-3. the model directory is read back (:func:`drivers.model_store.load_model`) into
+3. the model directory is read back (:func:`drivers.store.model_store.load_model`) into
    a :class:`SparkTopicsLDAModel`.
 
 :class:`SparkTopicsLDAModel` has MLlib's ``LDAModel`` methods (``isDistributed``,
@@ -71,13 +71,14 @@ from pyspark.ml.param.shared import HasCheckpointInterval, HasFeaturesCol, HasMa
 from pyspark.ml.util import (DefaultParamsReadable, DefaultParamsReader, DefaultParamsWritable, DefaultParamsWriter,
                              MLReadable, MLReader, MLWritable, MLWriter)
 
-from drivers import model_store, registry, storage
-from drivers.memory import estimator_memory_problem
-from drivers.ml_saved import CheckedParamsReader, check_model_stage, stage_metadata
+from drivers import registry, storage
+from drivers.api.saved import CheckedParamsReader, check_model_stage, stage_metadata
 from drivers.corpora.files import CORPUS_JSON, DOCS, NO_STOPWORDS, REJECTS, VOCAB
+from drivers.engines.memory import estimator_memory_problem
 from drivers.families import TrainRequest
 from drivers.families.variational import exp_elogbeta
 from drivers.families.variational_shared import VariationalTraining
+from drivers.store import model_store
 from inference.blocks import DocBlock
 from inference.constraints import AT_LEAST_1, NON_NEGATIVE, POSITIVE, TOPICS, StrOptions, validate
 from inference.elbo import alpha_terms, topic_terms
@@ -455,7 +456,7 @@ class SparkTopicsLDAModel(Model, _SparkTopicsLDAParams, MLReadable, MLWritable):
         return dict(self._fitted().meta)
 
     def topicModel(self) -> model_store.TopicModel:
-        """The model as the jobs see it (:class:`drivers.model_store.TopicModel`)."""
+        """The model as the jobs see it (:class:`drivers.store.model_store.TopicModel`)."""
         return self._fitted()
 
     # ---- transform and bounds
@@ -873,7 +874,7 @@ def _theta_batches(batches, params, features_index: int, output: str, vocab_size
 
 def _bound_batches(batches, params, vocab_size: int, options: EStepSettings):
     """mapInArrow: per batch [sum of the documents' ELBO terms, documents, tokens, alpha statistics (K)] over the
-    documents with words (:func:`drivers.evaluation.heldout_elbo`'s vector), keyed by (partition, batch)."""
+    documents with words (:func:`drivers.evaluation.heldout.heldout_elbo`'s vector), keyed by (partition, batch)."""
     import pyarrow as pa
     from pyspark import TaskContext
 
@@ -932,7 +933,7 @@ WORK_PREFIX = "spark-topics-ml-"
 def _remove_abandoned(base: str) -> None:
     """Delete the working directories in ``base`` of fits killed before they could (named by host and pid: of this
     host, whose process is gone)."""
-    from drivers import lease
+    from drivers.store import lease
 
     for name in storage.list_dir(base):
         host, _, pid = name[len(WORK_PREFIX):].rpartition("-")[0].rpartition("-")
@@ -958,10 +959,10 @@ def _absolute(path: str) -> str:
 
 
 def _mark_complete(directory: str) -> None:
-    """The completion marker of a model directory (``_SUCCESS``, :mod:`drivers.publish`) where this version of
+    """The completion marker of a model directory (``_SUCCESS``, :mod:`drivers.store.publish`) where this version of
     spark-topics writes one (model directories are read only when marked complete)."""
     try:
-        from drivers import publish
+        from drivers.store import publish
     except ImportError:
         return
     publish.write_marker(directory, publish.new_token())

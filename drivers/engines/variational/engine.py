@@ -4,7 +4,7 @@ One iteration is one Spark job:
 
 1. the driver broadcasts alpha; each mapper reads the log word weights of its own
    partition's vocabulary (E_q[log beta], U x K) from the files the reducers
-   wrote in the previous iteration (:mod:`drivers.topic_store`, Mr. LDA's
+   wrote in the previous iteration (:mod:`drivers.engines.variational.topic_store`, Mr. LDA's
    distributed cache);
 2. ``mapPartitionsWithIndex`` runs the local step over each partition's
    :class:`DocBlock` with the partition's state of the previous iteration (a
@@ -53,10 +53,11 @@ from functools import partial
 import numpy as np
 
 from drivers import storage
-from drivers.checkpoint import Checkpointer, check_fingerprint
-from drivers.topic_store import TopicFiles
-from inference.dirichlet import newton_alpha
+from drivers.engines.checkpoint import check_fingerprint
+from drivers.engines.variational.checkpoint import Checkpointer
+from drivers.engines.variational.topic_store import TopicFiles
 from inference.constraints import AT_LEAST_0, AT_LEAST_1, validate
+from inference.dirichlet import newton_alpha
 from inference.elbo import alpha_terms
 from inference.errors import DamagedError
 from inference.layout import VocabLayout

@@ -38,9 +38,11 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from drivers import model_root, publish, storage
+from drivers import storage
 from drivers.corpora.files import CORPUS_JSON, NO_STOPWORDS, STOPWORDS, read_vocab
 from drivers.models.tree.layout import TreeLayout
+from drivers.store import model_root
+from drivers.store import publish
 from inference.errors import DamagedError, UsageError
 from inference.layout import VocabLayout
 
@@ -334,7 +336,7 @@ def is_model_file(name: str) -> bool:
 
 def resolve(directory: str, version: str | None = None) -> str:
     """The complete model directory to read: ``directory``, or a model root's version (default: its LATEST,
-    :mod:`drivers.model_root`)."""
+    :mod:`drivers.store.model_root`)."""
     return model_root.resolve(directory, version)
 
 

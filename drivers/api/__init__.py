@@ -1,0 +1,1 @@
+"""The Spark ML API: ``SparkTopicsLDA`` (a ``pyspark.ml`` Estimator) and ``SparkTopicsLDAModel``."""
