@@ -126,7 +126,7 @@ def minka_step(alpha: np.ndarray, stats: np.ndarray) -> np.ndarray:
 
 def alpha_newton_step(alpha: np.ndarray, stats: np.ndarray, max_factor: float = ALPHA_MAX_FACTOR) -> np.ndarray:
     """One Newton-Raphson step on alpha (thesis §6.5) with Minka's inverse of diag(q) + z 11^T, from
-    :func:`drivers.models.seqlda.model.alpha_newton_terms`.
+    :func:`drivers.models.seqlda.kernels.alpha_newton_terms`.
 
     The step is halved until alpha stays positive (at most 10 times); otherwise (or when a topic has no table in
     any first segment, q_k = 0) Minka's fixed-point step alpha_k <- alpha_k S_k / S_0 is taken. Each component

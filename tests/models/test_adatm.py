@@ -15,7 +15,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from drivers.models.adatm.model import AdaTM, _removal_draws, _sweep_kernel, generate_adatm
+from drivers.models.adatm.model import AdaTM, generate_adatm
+from drivers.models.adatm.kernels import _removal_draws, _sweep_kernel
 from inference import distances as distances_module
 from inference.gibbs.counts import topic_word_estimate
 from inference.gibbs.local import global_counts, run_local

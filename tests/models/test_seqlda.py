@@ -11,8 +11,9 @@ import pytest
 from scipy.special import gammaln, polygamma
 
 from gibbs_helpers import exact_log_stirling, stationary_tvs
-from drivers.models.seqlda.model import (SeqLDA, alpha_newton_terms, seqlda_sweep, seqlda_table_support,
-                                    seqlda_table_weights, seqlda_topic_weights)
+from drivers.models.seqlda.model import SeqLDA
+from drivers.models.seqlda.kernels import alpha_newton_terms, seqlda_sweep, seqlda_topic_weights
+from drivers.models.seqlda.token_steps import seqlda_table_support, seqlda_table_weights
 from inference.dirichlet import alpha_newton_step
 from inference.distances import matched_hellinger
 from inference.gibbs.counts import topic_word_estimate
