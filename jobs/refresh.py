@@ -27,6 +27,8 @@ from drivers.refresh.update import RefreshRequest
 from drivers.store import lease
 from drivers.store import model_root
 from drivers.store import model_store
+from drivers.store import tokenizer
+from drivers.store import topic_model
 from drivers.store import publish
 from inference.errors import RefusedError, UsageError
 from jobs.spark import local_path, positive_int, sized_session
@@ -176,7 +178,7 @@ def _build_version(spark, request, root, current, base, base_dir, spec, history,
         if request.mode == "batch" else None   # checked before the batch is read
     ledger = refresh.read_ledger(spark, chain_dirs) if current is not None else \
         refresh.base_ledger(spark, base_dir, version)
-    options = {k: v for k, v in model_store.raw_text_options(base).items() if k != "segments"}
+    options = {k: v for k, v in tokenizer.raw_text_options(base).items() if k != "segments"}
     sc.setJobDescription(f"refresh {root}: read and classify {request.input}")
     rows = read_documents(spark, request.input, format=request.format, id_column=request.id_column,
                           text_column=request.text_column)
@@ -330,7 +332,7 @@ def probe_perplexity(spark, model_dir: str, probe: str) -> dict:
             model.vocab["term"].astype(str).tolist()[:V]:
         raise UsageError(f"--probe {probe}: its vocabulary is not the model's (prepare it with --vocab "
                          f"<the base model>/vocab.parquet)")
-    view = model_store.TopicModel(model.directory, dict(model.meta, vocab_size=V), model.vocab.iloc[:V].copy(),
+    view = topic_model.TopicModel(model.directory, dict(model.meta, vocab_size=V), model.vocab.iloc[:V].copy(),
                                   model.lambda_[:, :V])
     metrics = evaluate_model(spark, view, probe, None, 10, 0, None, None)
     return {"corpus": probe, "perplexity": metrics.get("perplexity"), "documents": metrics.get("documents"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 
 from drivers.store import model_store
+from drivers.store import topics_text
 from jobs.spark import local_path
 
 
@@ -18,7 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
 
 def run(args) -> str:
     model = model_store.load_model(args.model_dir, getattr(args, "version", None))
-    text = model_store.format_model_topics(model, args.top_words, args.weights)
+    text = topics_text.format_model_topics(model, args.top_words, args.weights)
     print(text)
     return text
 

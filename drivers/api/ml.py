@@ -79,6 +79,8 @@ from drivers.families import TrainRequest
 from drivers.families.variational import exp_elogbeta
 from drivers.families.variational_shared import VariationalTraining
 from drivers.store import model_store
+from drivers.store import topics_text
+from drivers.store import topic_model
 from inference.blocks import DocBlock
 from inference.constraints import AT_LEAST_1, NON_NEGATIVE, POSITIVE, TOPICS, StrOptions, validate
 from inference.elbo import alpha_terms, topic_terms
@@ -355,7 +357,7 @@ class SparkTopicsLDAModel(Model, _SparkTopicsLDAParams, MLReadable, MLWritable):
     ``describeTopics`` reports as ``termWeights``.
     """
 
-    def __init__(self, topic_model: model_store.TopicModel | None = None, vocabulary_known: bool = False):
+    def __init__(self, topic_model: topic_model.TopicModel | None = None, vocabulary_known: bool = False):
         super().__init__()
         self._model = topic_model
         self._vocabulary_known = bool(vocabulary_known)
@@ -381,7 +383,7 @@ class SparkTopicsLDAModel(Model, _SparkTopicsLDAParams, MLReadable, MLWritable):
                              f"{self.vocabSize()}")
         vocab = self._fitted().vocab.copy()
         vocab["term"] = terms
-        self._model = model_store.TopicModel(self._model.directory, self._model.meta, vocab, self._model.lambda_)
+        self._model = topic_model.TopicModel(self._model.directory, self._model.meta, vocab, self._model.lambda_)
         self._vocabulary_known = self._vocabulary_changed = True
         return self._set(vocabulary=terms)
 
@@ -455,8 +457,8 @@ class SparkTopicsLDAModel(Model, _SparkTopicsLDAParams, MLReadable, MLWritable):
         """``model.json`` of the model (K, V, alpha, eta, iterations, the ELBO trace, seed, ...)."""
         return dict(self._fitted().meta)
 
-    def topicModel(self) -> model_store.TopicModel:
-        """The model as the jobs see it (:class:`drivers.store.model_store.TopicModel`)."""
+    def topicModel(self) -> topic_model.TopicModel:
+        """The model as the jobs see it (:class:`drivers.store.topic_model.TopicModel`)."""
         return self._fitted()
 
     # ---- transform and bounds
@@ -517,7 +519,7 @@ class SparkTopicsLDAModel(Model, _SparkTopicsLDAParams, MLReadable, MLWritable):
             self._broadcast = (sc, sc.broadcast((exp_elogbeta(model), model.alpha)))
         return self._broadcast[1]
 
-    def _fitted(self) -> model_store.TopicModel:
+    def _fitted(self) -> topic_model.TopicModel:
         if self._model is None:
             raise UsageError("SparkTopicsLDAModel has no model: fit SparkTopicsLDA or load a saved model")
         return self._model
@@ -567,7 +569,7 @@ class _ModelReader(MLReader):
         return instance
 
 
-def save_model_directory(model: model_store.TopicModel, target: str, rewrite_vocabulary: bool = False) -> None:
+def save_model_directory(model: topic_model.TopicModel, target: str, rewrite_vocabulary: bool = False) -> None:
     """``target`` as an ordinary model directory of ``model``: the files of its directory when that still exists
     (everything ``train`` wrote but the run's own files), else the model files from memory (model.json,
     lambda.npy, vocab.parquet, topics.txt); a renamed vocabulary rewrites vocab.parquet and topics.txt; the
@@ -593,7 +595,7 @@ def save_model_directory(model: model_store.TopicModel, target: str, rewrite_voc
     if rewrite_vocabulary:
         cols = [c for c in ("term", "id", "df", "cf") if c in model.vocab.columns]
         model_store.write_parquet(storage.join(target, "vocab.parquet"), model.vocab[cols])
-        model_store.write_topics_file(target, 10)
+        topics_text.write_topics_file(target, 10)
     _mark_complete(target)
 
 

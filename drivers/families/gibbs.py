@@ -44,6 +44,8 @@ from drivers.engines.gibbs.tables import TableLayout
 from drivers.evaluation.heldout import score_heldout, topic_coherence
 from drivers.families import EvaluateRequest, InferRequest, ModelFamily, TrainRequest
 from drivers.store import model_store
+from drivers.store import topics_text
+from drivers.store import tokenizer
 from drivers.store import outputs
 from drivers.store.model_store import require_same_vocabulary
 from inference.constraints import AT_LEAST_0, AT_LEAST_1, UNIT_LEFT, Constrained, Interval, Real
@@ -358,9 +360,9 @@ class GibbsFamily(ModelFamily):
         storage.save_json(storage.join(request.output, "model.json"), meta)
         if trace:
             outputs.plot_trace(storage.join(request.output, "loglik.png"), trace, f"{display}: Gibbs sampler")
-        model_store.save_tokenizer(request.output, request.corpus,
+        tokenizer.save_tokenizer(request.output, request.corpus,
                                    corpus.layout.languages if corpus.layout is not None else None)
-        model_store.write_topics_file(request.output, request.top_words)
+        topics_text.write_topics_file(request.output, request.top_words)
         if not request.keep_checkpoint:
             engine.clear_checkpoint()
         return meta
@@ -383,7 +385,7 @@ class GibbsFamily(ModelFamily):
         if request.lang is not None:
             raise UsageError("--lang applies to polylingual models")
         settings = request.engine or GibbsInference()
-        options = model_store.raw_text_options(saved)
+        options = tokenizer.raw_text_options(saved)
         options["segments"] = settings.segments or options.get("segments")
         log.info("raw input is cut into segments: %s", options["segments"] or "one per document")
         return dict(options, format=request.format, id_column=request.id_column, text_column=request.text_column,

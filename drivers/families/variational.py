@@ -40,9 +40,12 @@ from drivers.families import EvaluateRequest, InferRequest, ModelFamily, TrainRe
 from drivers.families.variational_refresh import refresh_model
 from drivers.families.variational_shared import VariationalTraining, check_python_memory, write_doc_topics
 from drivers.store import model_store
+from drivers.store import topics_text
+from drivers.store import tokenizer
 from drivers.store import outputs
 from drivers.store import publish
-from drivers.store.model_store import TopicModel, load_model, require_same_vocabulary
+from drivers.store.model_store import load_model, require_same_vocabulary
+from drivers.store.topic_model import TopicModel
 from inference.errors import UsageError
 from inference.estep import compile_kernels
 from inference.heldout import fold_in, word_factor
@@ -248,9 +251,9 @@ class VariationalFamily(ModelFamily):
                          prior.topic_names, local_step, result.alpha)
         if trace:
             outputs.plot_elbo(storage.join(request.output, "elbo.png"), trace, hybrid=e.inference == "hybrid")
-        model_store.save_tokenizer(request.output, request.corpus,
+        tokenizer.save_tokenizer(request.output, request.corpus,
                                    None if corpus.layout is None else corpus.layout.languages)
-        model_store.write_topics_file(request.output, request.top_words)
+        topics_text.write_topics_file(request.output, request.top_words)
         if not request.keep_checkpoint:
             Checkpointer(request.checkpoint).clear()
         return meta
@@ -273,7 +276,7 @@ class VariationalFamily(ModelFamily):
             model = model.language_view(request.lang)
         language = model.meta.get("language")  # a language view of a polylingual model
         vocab = f"vocab.{language}.parquet" if language else "vocab.parquet"
-        options = model_store.raw_text_options(model)
+        options = tokenizer.raw_text_options(model)
         options.pop("segments", None)         # bags of words: the segments of the training corpus do not matter
         return dict(options, format=request.format,
                     id_column=request.id_column, text_column=request.text_column,

@@ -37,6 +37,9 @@ from drivers.families.variational_shared import VariationalTraining, check_pytho
 from drivers.models.lda.informed_prior import build_prior, spec_from_json
 from drivers.refresh.update import extend_lambda
 from drivers.store import model_store
+from drivers.store import topics_text
+from drivers.store import tokenizer
+from drivers.store import topic_model
 from drivers.store import outputs
 from drivers.store import publish
 from inference.errors import RefusedError
@@ -48,7 +51,7 @@ from inference.reducer import BatchUpdate, OnlineUpdate
 log = logging.getLogger("spark_topics.refresh")
 
 
-def base_prior(base: model_store.TopicModel, vocab: pd.DataFrame):
+def base_prior(base: topic_model.TopicModel, vocab: pd.DataFrame):
     """The model's own topic-word prior eta over the grown vocabulary ``vocab`` (``term``, ``id``): symmetric, or
     the informed prior re-applied (prior_spec.json: its word lists and patterns, or its sparse entries, matched
     against the grown vocabulary, so a new word a seeded topic's pattern matches gets --prior-high and every other
@@ -75,7 +78,7 @@ def base_prior(base: model_store.TopicModel, vocab: pd.DataFrame):
     return DirichletPrior(np.full(V, float(eta)), overrides), base.topic_names()
 
 
-def refresh_model(spark, spec, base: model_store.TopicModel, corpus_dir: str, request, history: dict,
+def refresh_model(spark, spec, base: topic_model.TopicModel, corpus_dir: str, request, history: dict,
                   output: str) -> dict:
     """Fit the batch in ``corpus_dir`` (its vocabulary: the base's, then the new words) from ``base`` as
     ``request.mode`` says; writes the model files into ``output``; returns model.json's content.
@@ -167,8 +170,8 @@ def _refresh(spark, model, base, corpus, request, history: dict, output: str, se
     if trace:
         outputs.plot_elbo(storage.join(output, "elbo.png"), trace, hybrid=inference == "hybrid")
     for name in storage.list_dir(base.directory):
-        if name == model_store.TOKENIZER or name.startswith("stopwords"):
+        if name == tokenizer.TOKENIZER or name.startswith("stopwords"):
             storage.write_bytes(storage.join(output, name), storage.read_bytes(storage.join(base.directory, name)))
-    model_store.write_topics_file(output, 10)
+    topics_text.write_topics_file(output, 10)
     Checkpointer(checkpoint).clear()
     return meta

@@ -29,9 +29,7 @@ rows sum to 1) instead of ``lambda.npy``; :func:`load_model` puts it in ``lambda
 from __future__ import annotations
 
 import logging
-import os
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -39,171 +37,19 @@ import pandas as pd
 import pyarrow as pa
 
 from drivers import storage
-from drivers.corpora.files import CORPUS_JSON, NO_STOPWORDS, STOPWORDS, read_vocab
+from drivers.corpora.files import read_vocab
 from drivers.models.tree.layout import TreeLayout
-from drivers.store import model_root
-from drivers.store import publish
+from drivers.store import model_root, publish
+from drivers.store.topic_model import (PointTopicModel, TREE_CONCEPTS, TREE_EDGE_COUNTS, TREE_LAMBDA, TopicModel,
+                                       TreeTopicModel)
 from inference.errors import DamagedError, UsageError
-from inference.layout import VocabLayout
+
 
 CODE_VERSION = "0.2.0"
 #: model directories of this version were written in place, without the completion marker
 UNMARKED_VERSIONS = ("0.1.0",)
 
 log = logging.getLogger("spark_topics.model_store")
-
-
-@dataclass
-class TopicModel:
-    directory: str
-    meta: dict
-    vocab: pd.DataFrame
-    lambda_: np.ndarray
-
-    @property
-    def num_topics(self) -> int:
-        return int(self.meta["topics"])
-
-    @property
-    def alpha(self) -> np.ndarray:
-        return np.asarray(self.meta["alpha"], dtype=np.float64)
-
-    @property
-    def languages(self) -> list:
-        return list(self.meta.get("languages") or [])
-
-    @property
-    def layout(self) -> VocabLayout:
-        if self.languages:
-            return VocabLayout.from_sizes(self.languages, [self.meta["vocab_sizes"][l] for l in self.languages])
-        return VocabLayout.monolingual(self.lambda_.shape[1])
-
-    def topic_word(self) -> np.ndarray:
-        """E_q[beta]: lambda normalised by row (K x V), within each language for a polylingual model."""
-        return self.layout.normalise(self.lambda_)
-
-    def language_view(self, language: str) -> "TopicModel":
-        """One language of a polylingual model as a monolingual model (same alpha, that language's lambda)."""
-        if language not in self.languages:
-            raise UsageError(f"--lang {language}: {self.directory} has no language {language!r} "
-                             f"(its languages: {', '.join(self.languages)})")
-        s = self.layout.slice_of(language)
-        vocab = self.vocab.iloc[s].copy()
-        vocab["id"] = vocab["id"] - s.start
-        meta = {k: v for k, v in self.meta.items() if k not in ("languages", "vocab_sizes")}
-        meta.update(model="lda", language=language, vocab_size=s.stop - s.start, polylingual_model=self.directory)
-        return TopicModel(self.directory, meta, vocab.reset_index(drop=True), self.lambda_[:, s])
-
-    def topic_names(self) -> list[str]:
-        return self.meta.get("topic_names") or [f"topic {k}" for k in range(self.num_topics)]
-
-    def top_words(self, n: int = 10) -> list[list[tuple[str, float]]]:
-        beta = self.topic_word()
-        terms = self.vocab["term"].to_numpy()
-        out = []
-        for row in beta:
-            top = np.argsort(-row, kind="stable")[:n]
-            out.append([(str(terms[i]), float(row[i])) for i in top])
-        return out
-
-
-TREE_LAMBDA = "tree_lambda.npy"
-TREE_CONCEPTS = "tree_concepts.npy"
-TREE_EDGE_COUNTS = "tree_edge_counts.npy"     # a Gibbs tree model's K x E (topic, edge) counts
-
-
-@dataclass
-class TreeTopicModel(TopicModel):
-    """A tree model: ``lambda_`` holds the edge parameters (K x E) of the prior tree ``concepts``."""
-    concepts: np.ndarray = None
-
-    @property
-    def layout(self) -> TreeLayout:
-        sizes = [self.meta["vocab_sizes"][l] for l in self.languages] if self.languages else [len(self.vocab)]
-        flat = VocabLayout.from_sizes(self.languages or [""], sizes)
-        return TreeLayout(len(self.vocab), self.concepts, flat.languages, flat.offsets)
-
-    def joint_topic_word(self) -> np.ndarray:
-        """p(w | k): the sum over w's paths of the product of E_q[pi] along the path (K x V, rows sum to 1 over
-        every language's words)."""
-        return self.layout.normalise(self.lambda_)
-
-    def topic_word(self) -> np.ndarray:
-        """p(w | k), within each language for a multilingual tree (p(w | k, L), as a polylingual model's rows)."""
-        joint = self.joint_topic_word()
-        if not self.languages:
-            return joint
-        out = np.empty_like(joint)
-        for start, stop in zip(self.layout.offsets[:-1], self.layout.offsets[1:]):
-            out[:, start:stop] = joint[:, start:stop] / joint[:, start:stop].sum(axis=1, keepdims=True)
-        return out
-
-    def language_view(self, language: str) -> TopicModel:
-        """One language as a monolingual model: p(w | k, language) (the topic's words of that language,
-        renormalised), and for the fold-in of documents in that language the log word weights log W_kw of the
-        tree."""
-        if language not in self.languages:
-            raise UsageError(f"--lang {language}: {self.directory} has no language {language!r} "
-                             f"(its languages: {', '.join(self.languages)})")
-        s = VocabLayout.from_sizes(self.languages, [self.meta["vocab_sizes"][l] for l in self.languages]) \
-            .slice_of(language)
-        vocab = self.vocab.iloc[s].copy()
-        vocab["id"] = vocab["id"] - s.start
-        meta = {k: v for k, v in self.meta.items() if k not in ("languages", "vocab_sizes", "tree")}
-        meta.update(language=language, vocab_size=s.stop - s.start, polylingual_model=self.directory)
-        topic_word = self.joint_topic_word()[:, s]
-        log_weights = self.layout.dirichlet_expectation(self.lambda_)[:, s]
-        return WeightsModel(self.directory, meta, vocab.reset_index(drop=True), log_weights,
-                            topic_word / topic_word.sum(axis=1, keepdims=True))
-
-
-@dataclass(frozen=True)
-class LogWeightsLayout(VocabLayout):
-    """The layout of explicit word weights (probabilities): log W stands for E_q[log beta] (what the fold-in
-    exponentiates)."""
-
-    def dirichlet_expectation(self, weights: np.ndarray) -> np.ndarray:
-        return np.log(weights)
-
-
-@dataclass
-class PointTopicModel(TopicModel):
-    """A sampled model (the Gibbs family): ``lambda_`` holds the posterior-mean p(w | k) (within each language of
-    a multilingual model), a point estimate whose logs the fold-in uses for E_q[log beta]."""
-
-    @property
-    def layout(self) -> LogWeightsLayout:
-        flat = super().layout
-        return LogWeightsLayout(flat.languages, flat.offsets)
-
-    def topic_word(self) -> np.ndarray:
-        return self.lambda_
-
-    def language_view(self, language: str) -> "PointTopicModel":
-        view = super().language_view(language)
-        return PointTopicModel(view.directory, view.meta, view.vocab, view.lambda_)
-
-
-@dataclass(frozen=True)
-class GivenLogWeightsLayout(VocabLayout):
-    """The layout of explicit log word weights: log W is E_q[log beta] as it is."""
-
-    def dirichlet_expectation(self, log_weights: np.ndarray) -> np.ndarray:
-        return np.asarray(log_weights, dtype=np.float64)
-
-
-@dataclass
-class WeightsModel(TopicModel):
-    """A model given by its fold-in log word weights (``lambda_``: log W, K x V, finite where W underflows) and
-    its topic-word matrix (a language of a tree model)."""
-    topic_word_matrix: np.ndarray = None
-
-    @property
-    def layout(self) -> GivenLogWeightsLayout:
-        return GivenLogWeightsLayout.from_sizes([""], [self.lambda_.shape[1]])
-
-    def topic_word(self) -> np.ndarray:
-        return self.topic_word_matrix
 
 
 def save_tree_model(directory: str, meta: dict, vocab: pd.DataFrame, lambda_: np.ndarray, tree: TreeLayout) -> None:
@@ -454,118 +300,3 @@ def check_model(model: TopicModel, matrix_file: str, positive: bool) -> None:
             raise DamagedError(f"{model.directory}: model.json's alpha is not {K} positive numbers: {advice}")
 
 
-#: ``prepare`` options that decide which words a text yields: kept with the model for raw ``infer`` input
-TOKENIZER_OPTIONS = ("language", "stopwords", "min_token_length", "token_pattern", "segments", "ordered")
-TOKENIZER = "tokenizer.json"
-
-
-def save_tokenizer(model_dir: str, corpus_dir: str, languages=None) -> None:
-    """``tokenizer.json`` (and ``stopwords[.L].txt``): how the training corpus turned text into words, kept in the
-    model directory so raw text given to ``infer`` is read the same way wherever the model (or its training
-    corpus) has moved. ``languages``: the sub-corpora of an aligned corpus, one entry each."""
-    parts = {"": corpus_dir} if not languages else {l: storage.join(corpus_dir, l) for l in languages}
-    entries = {}
-    for language, directory in parts.items():
-        path = storage.join(directory, CORPUS_JSON)
-        options = (storage.load_json(path).get("options") or {}) if storage.exists(path) else {}
-        entry = {key: options[key] for key in TOKENIZER_OPTIONS if key in options}
-        entry.pop("stopwords", None)          # a path on the training machine: the words themselves are kept
-        if storage.exists(storage.join(directory, STOPWORDS)):
-            name = f"stopwords.{language}.txt" if language else STOPWORDS
-            storage.write_bytes(storage.join(model_dir, name), storage.read_bytes(storage.join(directory, STOPWORDS)))
-            entry["stopwords_file"] = name
-        entries[language] = entry
-    storage.save_json(storage.join(model_dir, TOKENIZER), entries)
-
-
-def raw_text_options(model: TopicModel) -> dict:
-    """``prepare`` options that read raw text as the model's training corpus was read (tokenizer, stop words,
-    segments), from the model directory's ``tokenizer.json``; {} (prepare's defaults) without one."""
-    path = storage.join(model.directory, TOKENIZER)
-    if not storage.exists(path):
-        return _legacy_tokenizer(model)
-    entry = dict(storage.load_json(path).get(model.meta.get("language") or "") or {})
-    stopwords = entry.pop("stopwords_file", None)
-    options = {key: entry[key] for key in TOKENIZER_OPTIONS if key in entry}
-    if stopwords:
-        options.update(language=NO_STOPWORDS,
-                       stopwords=storage.join_inside(model.directory, stopwords, f"{TOKENIZER}'s stopwords_file"))
-    return options
-
-
-def _legacy_tokenizer(model: TopicModel) -> dict:
-    """A model trained before ``tokenizer.json``: its training corpus' options, when model.json names that corpus
-    by an absolute path that still exists (a relative one would be read against the working directory)."""
-    corpus_dir = (model.meta.get("data") or {}).get("corpus")
-    if corpus_dir and model.meta.get("language"):
-        corpus_dir = storage.join(corpus_dir, model.meta["language"])
-    path = storage.join(corpus_dir, CORPUS_JSON) if corpus_dir else None
-    if path and ("://" in path or os.path.isabs(path)) and storage.exists(path):
-        log.warning("%s has no %s: raw text is tokenised with the options of its training corpus %s",
-                    model.directory, TOKENIZER, corpus_dir)
-        options = storage.load_json(path).get("options") or {}
-        return {key: options[key] for key in TOKENIZER_OPTIONS if key in options}
-    log.warning("%s has no %s and its training corpus is not at an absolute path that exists: raw text is "
-                "tokenised with prepare's defaults", model.directory, TOKENIZER)
-    return {}
-
-
-def write_topics_file(directory: str, top_words: int) -> None:
-    """``topics.txt``: the top words of every topic of the model in ``directory``."""
-    text = format_model_topics(read_model_files(directory), top_words) + "\n"
-    storage.write_bytes(storage.join(directory, "topics.txt"), text.encode("utf-8"))
-
-
-#: the mark of a word that a concept of the prior tree links to a translation (``topics`` of a tree model)
-LINKED_MARK = "~"
-
-
-def tree_concepts(model: TopicModel) -> np.ndarray | None:
-    """The concepts (C x 2 word ids) of a tree model's prior tree, of either engine; None for other models."""
-    if isinstance(model, TreeTopicModel):
-        return model.concepts
-    if model.meta.get("prior_tree") is not None:      # a tree model of the Gibbs engine
-        return _read(model.directory, TREE_CONCEPTS, storage.load_npy)
-    return None
-
-
-def format_model_topics(model: TopicModel, n: int = 10, weights: bool = False) -> str:
-    """The top words of every topic; a polylingual model shows each topic's languages side by side; a tree
-    model marks the words a concept links (``word~``)."""
-    linked = None
-    concepts = tree_concepts(model)
-    if concepts is not None and len(concepts):
-        ids = np.unique(concepts)
-        linked = set(zip(model.vocab["lang"].to_numpy()[ids], model.vocab["term"].to_numpy()[ids])) \
-            if "lang" in model.vocab.columns else {("", t) for t in model.vocab["term"].to_numpy()[ids]}
-
-    def mark(language, words):
-        if linked is None:
-            return words
-        return [(w + LINKED_MARK if (language, w) in linked else w, p) for w, p in words]
-
-    if not model.languages:
-        text = format_topics(model.topic_names(), [mark("", t) for t in model.top_words(n)], n, weights)
-        return text if linked is None else text + f"\n({LINKED_MARK}: linked to a word by a concept of the tree)"
-    views = [model.language_view(l) for l in model.languages]
-    tops = [[mark(l, t) for t in v.top_words(n)] for l, v in zip(model.languages, views)]
-    lines = []
-    for k, name in enumerate(model.topic_names()):
-        for i, language in enumerate(model.languages):
-            label = f"{name} [{language}]" if i == 0 else f"[{language}]"
-            words = tops[i][k]
-            text = ", ".join(f"{w} {p:.4f}" for w, p in words) if weights else " ".join(w for w, _ in words)
-            lines.append(f"{label:>15}: {text}")
-    if linked is not None:
-        lines.append(f"({LINKED_MARK}: linked to a translation by a concept of the tree)")
-    return "\n".join(lines)
-
-
-def format_topics(names: list[str], top_words, n: int, weights: bool = False) -> str:
-    if weights:
-        return "\n".join(f"{name}: " + ", ".join(f"{w} {p:.4f}" for w, p in words[:n])
-                         for name, words in zip(names, top_words))
-    lines = []
-    for name, words in zip(names, top_words):
-        lines.append(f"{name:>10}: " + " ".join(w for w, _ in words[:n]))
-    return "\n".join(lines)

@@ -12,6 +12,7 @@ import pytest
 from conftest import train_args
 from drivers.corpora.bow import load_corpus
 from drivers.store import model_store
+from drivers.store import topics_text
 from drivers.store import publish
 from jobs import train
 from partitioners.topic import TopicPartitioner
@@ -60,7 +61,7 @@ def test_a_model_directory_holds_one_model(spark_session, tiny, tmp_path):
     assert not (out / "lambda.npy").exists() and not (out / "elbo.png").exists()
     loaded = model_store.load_model(str(out))
     np.testing.assert_array_equal(loaded.lambda_, np.load(out / "topic_word.npy"))
-    assert (out / "topics.txt").read_text() == model_store.format_model_topics(loaded, 10) + "\n"
+    assert (out / "topics.txt").read_text() == topics_text.format_model_topics(loaded, 10) + "\n"
     _train(spark_session, tiny, out, "lda")
     assert not any((out / name).exists() for name in ("topic_word.npy", "segment_topics.parquet", "loglik.png"))
     assert model_store.load_model(str(out)).meta["model"] == "lda" and (out / "mine.txt").read_text() == "kept"

@@ -11,6 +11,7 @@ from drivers import storage
 from drivers.storage import OutsideDirectory, join_inside
 from drivers.store import model_root
 from drivers.store import model_store
+from drivers.store import tokenizer
 from drivers.store import publish
 
 
@@ -46,12 +47,12 @@ def test_tokenizer_stopwords_file_outside_the_model_is_refused(tmp_path):
     """tokenizer.json's stopwords_file named /etc/passwd through ``..`` (today: read as the stop words)."""
     (tmp_path / "m").mkdir()
     (tmp_path / "m" / "stopwords.txt").write_text("the\n")
-    tokenizer = tmp_path / "m" / model_store.TOKENIZER
+    tokenizer = tmp_path / "m" / tokenizer.TOKENIZER
     tokenizer.write_text(json.dumps({"": {"stopwords_file": "stopwords.txt"}}))
-    assert model_store.raw_text_options(_Model(str(tmp_path / "m")))["stopwords"].endswith("/m/stopwords.txt")
+    assert tokenizer.raw_text_options(_Model(str(tmp_path / "m")))["stopwords"].endswith("/m/stopwords.txt")
     tokenizer.write_text(json.dumps({"": {"stopwords_file": "../../../../etc/passwd"}}))
     with pytest.raises(OutsideDirectory, match="tokenizer.json's stopwords_file '../../../../etc/passwd'"):
-        model_store.raw_text_options(_Model(str(tmp_path / "m")))
+        tokenizer.raw_text_options(_Model(str(tmp_path / "m")))
 
 
 def test_a_language_in_model_json_cannot_name_a_file_outside(tmp_path):

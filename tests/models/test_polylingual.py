@@ -13,6 +13,7 @@ from conftest import SAMPLE_DATA, hellinger_matched, train_args
 from drivers.corpora.aligned import load_aligned_corpus
 from drivers.preparation.aligned import prepare_aligned
 from drivers.store import model_store
+from drivers.store import topics_text
 from inference.distances import hellinger_matrix
 from inference.elbo import topic_terms
 from inference.layout import VocabLayout
@@ -145,7 +146,7 @@ def test_polylingual_lda_recovers_aligned_topics(spark_session, synthetic_poly, 
         assert hellinger_matched(est, truth).max() < 0.15
     # topic k is the same topic in both languages: it matches the same true topic
     assert matches["en"].tolist() == matches["es"].tolist() and len(set(matches["en"])) == 3
-    text = model_store.format_model_topics(model, 5)
+    text = topics_text.format_model_topics(model, 5)
     assert "topic 0 [en]" in text and "[es]" in text
 
 

@@ -29,6 +29,7 @@ from drivers.models.tree.gibbs import TreeGibbs
 from drivers.models.tree.layout import TreeLayout
 from drivers.models.tree.prior_tree import concept_word_ids, load_tree
 from drivers.store import model_store
+from drivers.store import topic_model
 from inference.constraints import POSITIVE
 from inference.errors import UsageError
 from inference.options import ModelOption
@@ -134,13 +135,13 @@ class TreeLDAGibbs(TreeGibbs):
         """The tree (``tree_concepts.npy``) and its edge parameters after the last iteration
         (``tree_edge_counts.npy``: K x E counts of the tokens' (topic, edge); with the edge priors of ``--beta`` and
         ``--link-strength`` they give the Dirichlet posterior of every node's children)."""
-        storage.save_npy(storage.join(directory, model_store.TREE_CONCEPTS), self.tree.concept_words)
-        storage.save_npy(storage.join(directory, model_store.TREE_EDGE_COUNTS),
+        storage.save_npy(storage.join(directory, topic_model.TREE_CONCEPTS), self.tree.concept_words)
+        storage.save_npy(storage.join(directory, topic_model.TREE_EDGE_COUNTS),
                          np.ascontiguousarray(np.asarray(result.tables["nwk"]).T, dtype=np.int64))
 
     def bind_directory(self, directory: str) -> None:
         self.set_tree(TreeLayout(self.vocab_size, storage.load_npy(storage.join(directory,
-                                                                                model_store.TREE_CONCEPTS))))
+                                                                                topic_model.TREE_CONCEPTS))))
 
     def describe(self) -> dict:
         paths = self.tree.paths_of_words()
