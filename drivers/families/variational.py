@@ -34,7 +34,9 @@ from drivers.corpora.aligned import is_aligned, load_aligned_corpus
 from drivers.corpora.bow import Corpus, check_topics, load_corpus
 from drivers.corpora.files import CORPUS_JSON, DOCS, REJECTS, data_version, rejects_schema
 from drivers.engines.variational.checkpoint import Checkpointer
-from drivers.engines.variational.engine import EMSettings, EStep, HybridStep, VariationalEngine
+from drivers.engines.variational.engine import VariationalEngine
+from drivers.engines.variational.local_steps import EStep, HybridStep
+from drivers.engines.variational.settings import EMSettings
 from drivers.evaluation.heldout import heldout_elbo, score_topic_word, topic_coherence
 from drivers.families import EvaluateRequest, InferRequest, ModelFamily, TrainRequest
 from drivers.families.variational_refresh import refresh_model

@@ -30,8 +30,10 @@ import pandas as pd
 from drivers import storage
 from drivers.corpora.files import data_version
 from drivers.engines.variational.checkpoint import Checkpointer
-from drivers.engines.variational.engine import (EMSettings, EStep, GuidedStart, HybridStep, NewtonAlpha, OnlineAlpha,
-                                 VariationalEngine, WarmStart)
+from drivers.engines.variational.engine import VariationalEngine
+from drivers.engines.variational.local_steps import EStep, HybridStep
+from drivers.engines.variational.settings import EMSettings
+from drivers.engines.variational.starts import GuidedStart, NewtonAlpha, OnlineAlpha, WarmStart
 from drivers.families import TrainRequest
 from drivers.families.variational_shared import VariationalTraining, check_python_memory, write_doc_topics
 from drivers.models.lda.informed_prior import build_prior, spec_from_json

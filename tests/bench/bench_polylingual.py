@@ -50,7 +50,8 @@ def aligned_input() -> Path:
 
 
 def fit(spark, corpus, topics: int, iterations: int, layout, label: str) -> dict:
-    from drivers.engines.variational.engine import EMSettings, VariationalEngine
+    from drivers.engines.variational.engine import VariationalEngine
+    from drivers.engines.variational.settings import EMSettings
     from inference.mapper import EStepSettings
     from inference.priors import DirichletPrior, SymmetricPrior
 

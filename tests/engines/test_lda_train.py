@@ -62,7 +62,9 @@ def test_warm_start_continues_from_a_trained_model(spark_session, synthetic_lda,
     """The engine's initial-state plug-in: a WarmStart from a trained model's lambda and alpha starts where the
     model ended (its first ELBO is at least the trained run's last, and close to it), far above a random start."""
     from drivers.corpora.bow import load_corpus
-    from drivers.engines.variational.engine import EMSettings, VariationalEngine, WarmStart
+    from drivers.engines.variational.engine import VariationalEngine
+    from drivers.engines.variational.starts import WarmStart
+    from drivers.engines.variational.settings import EMSettings
     from inference.priors import SymmetricPrior
 
     corpus_dir, _ = synthetic_lda
@@ -91,7 +93,8 @@ def test_warm_start_continues_from_a_trained_model(spark_session, synthetic_lda,
 def test_guided_start_is_the_cold_start_plus_weight_pseudo_tokens_per_topic():
     """GuidedStart (batch refresh): weight 0 is RandomStart exactly; otherwise topic k gains ``weight`` pseudo-tokens
     spread as its statistics (negative entries clipped, an empty topic nothing), alpha as the cold start's."""
-    from drivers.engines.variational.engine import EMSettings, GuidedStart, RandomStart
+    from drivers.engines.variational.starts import GuidedStart, RandomStart
+    from drivers.engines.variational.settings import EMSettings
     from inference.priors import SymmetricPrior
 
     settings, prior = EMSettings(num_topics=3, seed=5), SymmetricPrior(0.1, 4)

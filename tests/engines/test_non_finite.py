@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from drivers.engines.variational.engine import collect_checked
+from drivers.engines.variational.tasks import collect_checked
 from drivers.failures import one_line
 from drivers.families.variational import name_words
 from drivers.models.tree.layout import TreeLayout

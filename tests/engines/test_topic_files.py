@@ -76,7 +76,9 @@ def test_online_rule_gets_the_previous_lambda_and_the_driver_no_topic_matrix(spa
     iteration from a warm start blends it with what batch EM forms from the same E-step. The reducers write their
     topics' files (word-major weights); the checkpoint's state holds per-topic numbers only."""
     from drivers.corpora.bow import load_corpus
-    from drivers.engines.variational.engine import EMSettings, VariationalEngine, WarmStart
+    from drivers.engines.variational.engine import VariationalEngine
+    from drivers.engines.variational.starts import WarmStart
+    from drivers.engines.variational.settings import EMSettings
     from inference.priors import SymmetricPrior
 
     from inference.reducer import BatchUpdate
@@ -163,7 +165,8 @@ def test_resume_with_other_reducers_gives_the_same_model(spark_session, syntheti
     from dataclasses import replace
 
     from drivers.corpora.bow import load_corpus
-    from drivers.engines.variational.engine import EMSettings, VariationalEngine
+    from drivers.engines.variational.engine import VariationalEngine
+    from drivers.engines.variational.settings import EMSettings
     from inference.priors import SymmetricPrior
 
     corpus_dir, _ = synthetic_lda

@@ -168,7 +168,7 @@ def test_cold_refit_against_the_warm_start(small_problem):
 
 
 def test_estep_schedule():
-    from drivers.engines.variational.engine import EMSettings, IterationRecord
+    from drivers.engines.variational.settings import EMSettings, IterationRecord
     from inference.mapper import EStepSettings
 
     s = EMSettings(num_topics=5, estep=EStepSettings(tol=1e-3, max_iter=100))

@@ -61,4 +61,3 @@ class Checkpointer:
 
     def clear(self) -> None:
         storage.delete(self.directory)
-
