@@ -26,8 +26,8 @@ ORDERED = "ordered tokens"                     # prepare --ordered (every docume
 
 #: family name -> "module:Class" of its :class:`drivers.families.ModelFamily`
 FAMILIES = {
-    "variational": "drivers.families.variational:VariationalFamily",
-    "gibbs": "drivers.families.gibbs:GibbsFamily",
+    "variational": "drivers.families.variational.family:VariationalFamily",
+    "gibbs": "drivers.families.gibbs.family:GibbsFamily",
 }
 
 

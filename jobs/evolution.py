@@ -19,8 +19,7 @@ import json
 import numpy as np
 
 from drivers import registry, storage
-from drivers.store import model_store
-from drivers.store import outputs
+from drivers.store import model_store, outputs
 from inference.distances import hellinger
 from inference.errors import UsageError
 from jobs.spark import local_path

@@ -21,9 +21,7 @@ from drivers import registry, storage
 from drivers.corpora.files import CORPUS_JSON, looks_like_corpus
 from drivers.families import InferRequest
 from drivers.preparation.corpus import prepare_corpus
-from drivers.store import model_root
-from drivers.store import model_store
-from drivers.store import publish
+from drivers.store import model_root, model_store, publish
 from inference.errors import UsageError
 from jobs.spark import fold_in_conf, local_path, positive_int, sized_session
 

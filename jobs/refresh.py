@@ -7,7 +7,7 @@
 The first refresh of a root starts from a trained model (``--base``), later ones from the root's LATEST version.
 The run holds the root's lease; it reads the documents as ``prepare`` does, keeps those the root's ledger has not
 seen (by id and content hash, :mod:`drivers.refresh.update`), grows the vocabulary, has the model's family fit the batch
-(:mod:`drivers.families.variational_refresh`) and publishes the version whole, LATEST last
+(:mod:`drivers.families.variational.refresh`) and publishes the version whole, LATEST last
 (:mod:`drivers.store.model_root`). A batch with nothing new publishes nothing and says so.
 """
 from __future__ import annotations
@@ -21,15 +21,9 @@ import pandas as pd
 from drivers import registry, storage
 from drivers.corpora.files import DOCS
 from drivers.preparation.corpus import document_terms, prepare_corpus, read_documents
-from drivers.refresh import sources as refresh_sources
-from drivers.refresh import update as refresh
+from drivers.refresh import sources as refresh_sources, update as refresh
 from drivers.refresh.update import RefreshRequest
-from drivers.store import lease
-from drivers.store import model_root
-from drivers.store import model_store
-from drivers.store import tokenizer
-from drivers.store import topic_model
-from drivers.store import publish
+from drivers.store import lease, model_root, model_store, publish, tokenizer, topic_model
 from inference.errors import RefusedError, UsageError
 from jobs.spark import local_path, positive_int, sized_session
 
@@ -323,7 +317,7 @@ def probe_perplexity(spark, model_dir: str, probe: str) -> dict:
     """Document-completion perplexity of the new version on a prepared held-out corpus, over the probe's own
     vocabulary (prepared with the base model's, a prefix of every later version's: ids only grow)."""
     from drivers.corpora.bow import open_corpus_meta
-    from drivers.families.variational import evaluate_model
+    from drivers.families.variational.evaluate import evaluate_model
 
     model = model_store.read_model_files(model_dir)
     _, probe_vocab = open_corpus_meta(spark, probe)

@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from drivers.store import model_store
-from drivers.store import topics_text
+from drivers.store import model_store, topics_text
 from jobs.spark import local_path
 
 

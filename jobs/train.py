@@ -14,9 +14,7 @@ from dataclasses import replace
 from drivers import registry, storage
 from drivers.engines.memory import BASE_BYTES
 from drivers.families import TrainRequest
-from drivers.store import model_root
-from drivers.store import model_store
-from drivers.store import publish
+from drivers.store import model_root, model_store, publish
 from inference.errors import UsageError
 from jobs.spark import add_spark_arguments, local_path, positive_int, sized_driver_conf, sized_session
 

@@ -76,11 +76,9 @@ from drivers.api.saved import CheckedParamsReader, check_model_stage, stage_meta
 from drivers.corpora.files import CORPUS_JSON, DOCS, NO_STOPWORDS, REJECTS, VOCAB
 from drivers.engines.memory import estimator_memory_problem
 from drivers.families import TrainRequest
-from drivers.families.variational import exp_elogbeta
-from drivers.families.variational_shared import VariationalTraining
-from drivers.store import model_store
-from drivers.store import topics_text
-from drivers.store import topic_model
+from drivers.families.variational.infer import exp_elogbeta
+from drivers.families.variational.shared import VariationalTraining
+from drivers.store import model_store, topic_model, topics_text
 from inference.blocks import DocBlock
 from inference.constraints import AT_LEAST_1, NON_NEGATIVE, POSITIVE, TOPICS, StrOptions, validate
 from inference.elbo import alpha_terms, topic_terms

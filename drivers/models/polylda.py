@@ -7,7 +7,7 @@ import numpy as np
 from drivers.corpora.aligned import is_aligned, load_aligned_corpus
 from drivers.corpora.bow import Corpus
 from drivers.families import TrainRequest
-from drivers.families.variational import TopicWordPrior, VariationalModel
+from drivers.families.variational.family import TopicWordPrior, VariationalModel
 from inference.constraints import POSITIVE
 from inference.errors import UsageError
 from inference.options import ModelOption

@@ -23,7 +23,7 @@ sampling (``inference: gibbs``, ``prior_tree`` in ``model.json``), it has ``tree
 (topic, edge) counts after the last iteration) in place of ``tree_lambda.npy``.
 
 A Gibbs model (``lda-gibbs``, ``stm``, ``seqlda``, ``adatm``; written by
-:mod:`drivers.families.gibbs`) has ``topic_word.npy`` (K x V posterior-mean probabilities,
+:mod:`drivers.families.gibbs.family`) has ``topic_word.npy`` (K x V posterior-mean probabilities,
 rows sum to 1) instead of ``lambda.npy``; :func:`load_model` puts it in ``lambda_``.
 """
 from __future__ import annotations

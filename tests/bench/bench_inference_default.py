@@ -131,7 +131,7 @@ def ours(spark, corpus: dict, name: str, inference: str, topics: int, iterations
     """Train as a user does and score; a row of the table."""
     from drivers.corpora.bow import load_corpus
     from drivers.evaluation.heldout import score_topic_word
-    from drivers.families.variational import evaluate_model
+    from drivers.families.variational.evaluate import evaluate_model
     from drivers.store.model_store import load_model
     from jobs import train
 

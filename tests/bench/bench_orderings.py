@@ -209,7 +209,7 @@ def train_one(spark, corpus: str, label: str, model: str, extra, topics: int, it
     """Train one model (``hyper``: ``--hyper KEY=JSON`` values for it) and score its held-out split; with
     ``reuse`` a model already trained in ``out`` is only scored again (e.g. with another held-out protocol)."""
     from conftest import train_args
-    from drivers.families import gibbs
+    from drivers.families.gibbs import family as gibbs
     from jobs import train
 
     samples, lag = min(5, max(1, iterations // 4)), max(1, iterations // 20)
@@ -395,7 +395,7 @@ def test_benchmark(spark_session):
 
 
 def main(argv=None) -> int:
-    from drivers.families.gibbs import observed_fraction
+    from drivers.families.gibbs.settings import observed_fraction
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--topics", default="20",

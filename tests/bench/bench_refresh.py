@@ -5,7 +5,7 @@ A corpus is split 90/10 by a hash of the id (the test part), the training part s
 refresh it one after the other (``refresh``, each mode in its own root: accumulate and online 20 iterations over
 the batch, batch 10 over the union). A retrain on the union of the four batches (50 iterations) is the
 reference. Every model is scored on the test part with one estimator (document completion,
-:func:`drivers.families.variational.evaluate_model`), the test part and the retrain prepared with the last
+:func:`drivers.families.variational.evaluate.evaluate_model`), the test part and the retrain prepared with the last
 refreshed version's vocabulary, so all models share their words. Seconds: the whole job (reading and preparing
 the documents included) for each refresh, preparing and training for the retrain. Beside the tests::
 
@@ -49,7 +49,7 @@ def main() -> None:
     from bench_heldout_sample import documents
     from drivers.store import model_root
     from drivers.store import model_store
-    from drivers.families.variational import evaluate_model
+    from drivers.families.variational.evaluate import evaluate_model
     from jobs import refresh, train
     from drivers.preparation.corpus import prepare_corpus
 

@@ -11,9 +11,7 @@ import pytest
 
 from conftest import train_args
 from drivers.corpora.bow import load_corpus
-from drivers.store import model_store
-from drivers.store import topics_text
-from drivers.store import publish
+from drivers.store import model_store, publish, topics_text
 from jobs import train
 from partitioners.topic import TopicPartitioner
 from tiny_corpora import FAMILY_FLAGS, tiny_segmented

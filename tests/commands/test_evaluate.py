@@ -13,7 +13,7 @@ from scipy import special
 from conftest import sample_lda_corpus, train_args, write_corpus
 from drivers.corpora.bow import load_corpus
 from drivers.evaluation import heldout as evaluation
-from drivers.families import variational
+from drivers.families.variational import infer as variational_infer
 from drivers.store import publish
 from drivers.store.model_store import save_model
 from inference.blocks import DocBlock
@@ -256,8 +256,8 @@ def test_heldout_elbo_matches_the_reference_estep(spark_session, tmp_path):
     lam = rng.gamma(1.0, 1.0, size=(3, 80)) + 0.05
     alpha = np.array([0.3, 0.1, 0.6])
     model_dir = model_with(tmp_path / "m", lam, alpha)
-    model, corpus = variational.open_model_and_corpus(spark_session, model_dir, corpus_dir)
-    result = evaluation.heldout_elbo(spark_session, corpus, variational.exp_elogbeta(model), alpha,
+    model, corpus = variational_infer.open_model_and_corpus(spark_session, model_dir, corpus_dir)
+    result = evaluation.heldout_elbo(spark_session, corpus, variational_infer.exp_elogbeta(model), alpha,
                                    EStepSettings(1e-10, 3000))
     corpus.blocks.unpersist()
     total, tokens = 0.0, 0.0

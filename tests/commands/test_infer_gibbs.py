@@ -1,4 +1,5 @@
-"""``spark-topics infer`` with a Gibbs model (drivers/families/gibbs.py): STM trained on raw text cut into paragraphs,
+"""``spark-topics infer`` with a Gibbs model (drivers/families/gibbs/family.py): STM trained on raw text cut into
+paragraphs,
 then new documents, prepared and raw."""
 from __future__ import annotations
 

@@ -9,10 +9,7 @@ import pytest
 
 from drivers import storage
 from drivers.storage import OutsideDirectory, join_inside
-from drivers.store import model_root
-from drivers.store import model_store
-from drivers.store import tokenizer
-from drivers.store import publish
+from drivers.store import model_root, model_store, publish, tokenizer
 
 
 @pytest.mark.parametrize("name", ["../../../../etc/passwd", "a/../../b", "/etc/passwd", "file:/etc/passwd",

@@ -16,8 +16,7 @@ import pytest
 
 from drivers.corpora.bow import open_corpus_meta
 from drivers.preparation.corpus import prepare_corpus
-from drivers.store import lease
-from drivers.store import publish
+from drivers.store import lease, publish
 from jobs import infer, train
 from test_data_safety import DOCS, _write_jsonl, lda_model, tiny  # noqa: F401 (module fixtures)
 from conftest import train_args

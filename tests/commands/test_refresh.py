@@ -17,10 +17,7 @@ import pytest
 
 from conftest import sample_lda_corpus
 from drivers.preparation.corpus import prepare_corpus
-from drivers.store import lease
-from drivers.store import model_root
-from drivers.store import model_store
-from drivers.store import publish
+from drivers.store import lease, model_root, model_store, publish
 from inference.errors import DamagedError, RefusedError, UsageError
 from jobs import refresh, train
 from jobs.spark import add_spark_arguments
@@ -241,7 +238,6 @@ def test_a_second_refresh_of_a_root_is_refused_and_gibbs_models_are_refused(spar
 KILL = """
 import os, signal, sys
 sys.path.insert(0, {repo!r})
-from drivers.store import publish
 step = os.environ.get("KILL_AT")
 publish.STEP_HOOK = lambda name: os.kill(os.getpid(), signal.SIGKILL) if name == step else None
 from jobs.cli import main

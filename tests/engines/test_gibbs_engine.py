@@ -18,14 +18,14 @@ from standalone import cluster_apps, submit_train
 from drivers.engines.gibbs.engine import GibbsEngine
 from drivers.engines.gibbs.settings import GibbsSettings, SampleSchedule
 from gibbs_corpus import sample_segmented_lda, terms, write_segmented_corpus
+from drivers import registry
+from drivers.corpora.segmented import load_segmented_corpus
+from drivers.families.gibbs import family as gibbs_family
+from inference.errors import RefusedError, SparkTopicsError, UsageError
 from inference.gibbs.counts import topic_word_estimate
 from inference.gibbs.local import run_local, run_local_tables
 from inference.gibbs.model import SegmentedBlock
-from drivers import registry
-from drivers.families import gibbs as gibbs_family
 from jobs import train
-from drivers.corpora.segmented import load_segmented_corpus
-from inference.errors import RefusedError, SparkTopicsError, UsageError
 
 
 

@@ -245,7 +245,7 @@ def _drawn_block(drawn):
 def test_transform_equals_the_fold_in_of_infer(drawn, drawn_model):
     """transform runs what ``spark-topics infer`` runs on each document (fold_in with exp E[log beta] and alpha):
     the same theta, bit for bit; a document without words gets zeros."""
-    from drivers.families.variational import exp_elogbeta
+    from drivers.families.variational.infer import exp_elogbeta
     from inference.heldout import fold_in
 
     model, _ = drawn_model
@@ -268,7 +268,7 @@ def _mllib_topic_terms(lam: np.ndarray, eta: float) -> float:
 
 
 def test_log_likelihood_and_perplexity(spark_session, drawn, drawn_model):
-    from drivers.families.variational import exp_elogbeta
+    from drivers.families.variational.infer import exp_elogbeta
     from inference.elbo import alpha_terms
     from inference.heldout import fold_in
     from pyspark.ml.linalg import Vectors

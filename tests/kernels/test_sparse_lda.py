@@ -270,7 +270,7 @@ def test_the_sampler_switch():
         small.initial_hyper(sampler="fast")
     # the command line: `train --model lda-gibbs --sampler sparse` (with --segment-level) reaches the hyperparameters
     import argparse
-    from drivers.families.gibbs import hyper_overrides, initial_hyper, make_model
+    from drivers.families.gibbs.models import hyper_overrides, initial_hyper, make_model
     from jobs import train
     from inference.errors import UsageError
     for flag, expected in (("sparse", "sparse"), ("fast", UsageError)):

@@ -20,7 +20,7 @@ import pytest
 from scipy.optimize import minimize
 from scipy.special import gammaln
 
-from drivers.families.gibbs import make_model
+from drivers.families.gibbs.models import make_model
 from drivers.models.lda_gibbs.model import DEFAULT_ALPHA, doc_topic_counts
 from inference.distances import matched_hellinger
 from inference.gibbs.local import run_local

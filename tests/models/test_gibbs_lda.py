@@ -226,7 +226,7 @@ def _random_topics_perplexity(out, corpus, shape):
 
 def test_evaluate_job_reuses_the_heldout_split(spark_session, synthetic_gibbs_model):
     """`evaluate` on the training corpus scores the same held-out documents with the same estimator and seed."""
-    from drivers.families.gibbs import GibbsEvaluation
+    from drivers.families.gibbs.settings import GibbsEvaluation
     from jobs.evaluate import evaluate_model, format_metrics
     corpus, out, meta, _ = synthetic_gibbs_model
     metrics = evaluate_model(spark_session, str(out), corpus)

@@ -12,8 +12,7 @@ import pytest
 from conftest import SAMPLE_DATA, hellinger_matched, train_args
 from drivers.corpora.aligned import load_aligned_corpus
 from drivers.preparation.aligned import prepare_aligned
-from drivers.store import model_store
-from drivers.store import topics_text
+from drivers.store import model_store, topics_text
 from inference.distances import hellinger_matrix
 from inference.elbo import topic_terms
 from inference.layout import VocabLayout
@@ -153,7 +152,7 @@ def test_polylingual_lda_recovers_aligned_topics(spark_session, synthetic_poly, 
 def test_sample_retrieval_beats_monolingual(spark_session, tmp_path):
     """On the aligned English/Spanish sample: polylingual topics retrieve the aligned chapter far above
     chance, monolingual models of each language (unaligned topics) do not."""
-    from drivers.families.variational import evaluate_aligned, language_models
+    from drivers.families.variational.evaluate import evaluate_aligned, language_models
     from jobs.train import train as train_lda
 
     corpus = str(tmp_path / "corpus")

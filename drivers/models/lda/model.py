@@ -7,7 +7,7 @@ from drivers.corpora.aligned import is_aligned
 from drivers.corpora.bow import Corpus, load_corpus
 from drivers.corpora.files import CORPUS_JSON
 from drivers.families import TrainRequest
-from drivers.families.variational import TopicWordPrior, VariationalModel
+from drivers.families.variational.family import TopicWordPrior, VariationalModel
 from drivers.models.lda.informed_prior import PriorError, build_prior, read_prior, spec_to_json
 from inference.constraints import POSITIVE
 from inference.errors import UsageError

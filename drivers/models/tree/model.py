@@ -24,12 +24,11 @@ from drivers import storage
 from drivers.corpora.aligned import is_aligned, load_aligned_corpus
 from drivers.corpora.bow import Corpus, load_corpus
 from drivers.families import TrainRequest
-from drivers.families.variational import TopicWordPrior, VariationalModel
+from drivers.families.variational.family import TopicWordPrior, VariationalModel
 from drivers.models.tree.gibbs import TreeGibbs
 from drivers.models.tree.layout import TreeLayout
 from drivers.models.tree.prior_tree import concept_word_ids, load_tree
-from drivers.store import model_store
-from drivers.store import topic_model
+from drivers.store import model_store, topic_model
 from inference.constraints import POSITIVE
 from inference.errors import UsageError
 from inference.options import ModelOption

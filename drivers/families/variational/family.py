@@ -22,36 +22,32 @@ topic-word prior it puts on lambda; the family does the rest for all of them:
 from __future__ import annotations
 
 import logging
-import re
 import time
 from dataclasses import dataclass
-from functools import partial
 
 import numpy as np
 
 from drivers import storage
-from drivers.corpora.aligned import is_aligned, load_aligned_corpus
-from drivers.corpora.bow import Corpus, check_topics, load_corpus
-from drivers.corpora.files import CORPUS_JSON, DOCS, REJECTS, data_version, rejects_schema
+from drivers.corpora.aligned import is_aligned
+from drivers.corpora.bow import Corpus, check_topics
+from drivers.corpora.files import data_version
 from drivers.engines.variational.checkpoint import Checkpointer
 from drivers.engines.variational.engine import VariationalEngine
 from drivers.engines.variational.local_steps import EStep, HybridStep
 from drivers.engines.variational.settings import EMSettings
-from drivers.evaluation.heldout import heldout_elbo, score_topic_word, topic_coherence
 from drivers.families import EvaluateRequest, InferRequest, ModelFamily, TrainRequest
-from drivers.families.variational_refresh import refresh_model
-from drivers.families.variational_shared import VariationalTraining, check_python_memory, write_doc_topics
-from drivers.store import model_store
-from drivers.store import topics_text
-from drivers.store import tokenizer
-from drivers.store import outputs
-from drivers.store import publish
-from drivers.store.model_store import load_model, require_same_vocabulary
+from drivers.families.variational.evaluate import (evaluate_aligned, evaluate_model, format_aligned_metrics,
+                                                   format_metrics, language_models)
+from drivers.families.variational.infer import infer_documents, name_words
+from drivers.families.variational.refresh import refresh_model
+from drivers.families.variational.shared import VariationalTraining, check_python_memory, write_doc_topics
+from drivers.store import model_store, outputs, publish, tokenizer, topics_text
+from drivers.store.model_store import load_model
 from drivers.store.topic_model import TopicModel
 from inference.errors import UsageError
 from inference.estep import compile_kernels
-from inference.heldout import fold_in, word_factor
 from inference.mapper import EStepSettings
+
 
 log = logging.getLogger("spark_topics.train")
 
@@ -314,300 +310,7 @@ class VariationalFamily(ModelFamily):
         return refresh_model(spark, spec, base, corpus_dir, request, history, output)
 
 
-def name_words(message: str, vocab) -> str:
-    """``message`` with every "word id N" followed by the word itself (and its language)."""
-    terms = dict(zip(vocab["id"].astype(int), vocab["term"]))
-    languages = dict(zip(vocab["id"].astype(int), vocab["lang"])) if "lang" in vocab.columns else {}
-
-    def name(match):
-        i = int(match.group(1))
-        if i not in terms:
-            return match.group(0)
-        return f"word id {i} ({terms[i]!r}" + (f", {languages[i]})" if i in languages else ")")
-    return re.sub(r"word id (\d+)", name, message)
-
-
 # --------------------------------------------------------------------------- inference
-
-def exp_elogbeta(model: TopicModel) -> tuple[np.ndarray, np.ndarray]:
-    """The fold-in's word factor: exp(E_q[log beta_kv]) = exp(Psi(lambda_kv) - Psi(sum_v lambda_kv)), K x V (sums
-    within a language), each word's column scaled to a maximum of 1, and the (V,) logs of the scales
-    (:func:`inference.heldout.word_factor`; pass them to ``fold_in(log_scale=...)`` for the exact ELBO)."""
-    return word_factor(model.layout.dirichlet_expectation(model.lambda_))
-
-
-def open_model_and_corpus(spark, model: TopicModel | str, corpus_dir: str, partitions: int | None = None,
-                          lang: str | None = None):
-    """The model and the corpus as blocks, after checking that they share the vocabulary.
-
-    A polylingual model reads either one language (``lang``: the model's view of that
-    language, a monolingual corpus) or an aligned corpus (every language of a tuple).
-    """
-    model = load_model(model) if isinstance(model, str) else model
-    if model.languages and lang is None and is_aligned(corpus_dir):
-        corpus_langs = storage.load_json(storage.join(corpus_dir, CORPUS_JSON))["languages"]
-        corpus = load_aligned_corpus(spark, corpus_dir, partitions, [l for l in model.languages if l in corpus_langs])
-        for language in corpus.layout.languages:
-            require_same_vocabulary(model.language_view(language), language_vocabulary(corpus, language))
-        if corpus.layout.languages != tuple(model.languages):  # a subset: the model's columns of those languages
-            keep = np.concatenate([np.arange(model.layout.slice_of(l).start, model.layout.slice_of(l).stop)
-                                   for l in corpus.layout.languages])
-            model = type(model)(model.directory, dict(model.meta, languages=list(corpus.layout.languages)),
-                                model.vocab.iloc[keep].reset_index(drop=True), model.lambda_[:, keep])
-        return model, corpus
-    if model.languages:
-        if lang is None:
-            raise UsageError(f"{model.directory} is polylingual ({', '.join(model.languages)}): pass --lang for "
-                             f"documents in one language, or an aligned corpus (prepare --lang-column)")
-        model = model.language_view(lang)
-    elif lang is not None:
-        raise UsageError(f"--lang applies to polylingual models; {model.directory} is monolingual")
-    corpus = load_corpus(spark, corpus_dir, partitions)
-    require_same_vocabulary(model, corpus)
-    return model, corpus
-
-
-def language_vocabulary(corpus: Corpus, language: str) -> Corpus:
-    """A Corpus shell with one language's vocabulary of an aligned corpus (for vocabulary checks)."""
-    part = corpus.vocab[corpus.vocab["lang"] == language]
-    vocab = part.assign(id=part["local_id"]).reset_index(drop=True)
-    return Corpus(storage.join(corpus.directory, language), {}, vocab, None, 0)
-
-
-def _infer_task(items, bc_params, options: EStepSettings):
-    """Spark task: gamma and theta of every document of the partition's block."""
-    (topic_word, _), alpha = bc_params.value
-    for _, block in items:
-        fit = fold_in(block, topic_word, alpha, options.tol, options.max_iter)
-        for doc_id, gamma, theta in zip(block.doc_ids, fit.gamma.tolist(), fit.theta.tolist()):
-            yield str(doc_id), gamma, theta
-
-
-def empty_documents(spark, corpus_dir: str):
-    """Ids of the documents ``prepare`` rejected as ``empty`` (no known word), as a DataFrame."""
-    from pyspark.sql import functions as F
-
-    path = storage.join(corpus_dir, REJECTS)
-    if not storage.exists(path):
-        return spark.createDataFrame([], "doc_id string")
-    return (spark.read.schema(rejects_schema()).json(path).where(F.col("reason") == "empty")
-            .select(F.col("id").alias("doc_id")))
-
-
-def infer_documents(spark, model: TopicModel | str, corpus_dir: str, output_dir: str,
-                    options: EStepSettings | None = None, partitions: int | None = None,
-                    lang: str | None = None) -> dict:
-    """Topic proportions of every document of a prepared corpus; writes OUT_DIR/doc_topics.parquet.
-
-    Returns the counts printed by the job: documents, known and unknown tokens,
-    documents with no known words.
-    """
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import ArrayType, DoubleType, StringType, StructField, StructType
-
-    options = options or EStepSettings()
-    model, corpus = open_model_and_corpus(spark, model, corpus_dir, partitions, lang)
-    alpha = model.alpha
-    sc = spark.sparkContext
-    sc.setJobDescription("infer: E-step with the model's topics")
-    bc_params = sc.broadcast((exp_elogbeta(model), alpha))
-    schema = StructType([StructField("doc_id", StringType(), False),
-                         StructField("gamma", ArrayType(DoubleType(), False), False),
-                         StructField("theta", ArrayType(DoubleType(), False), False)])
-    fitted = spark.createDataFrame(corpus.blocks.mapPartitions(partial(_infer_task, bc_params=bc_params,
-                                                                       options=options)), schema)
-    parts = ([storage.join(corpus_dir, l) for l in corpus.layout.languages] if corpus.layout is not None
-             else [corpus_dir])
-    sizes = None
-    for part in parts:  # an aligned corpus: a tuple's tokens are summed over its languages
-        s = spark.read.parquet(storage.join(part, DOCS)).select(
-            "doc_id", F.col("n_tokens").cast("long"), F.col("n_oov").cast("long").alias("n_unknown"))
-        sizes = s if sizes is None else sizes.unionByName(s)
-    sizes = sizes.groupBy("doc_id").agg(F.sum("n_tokens").alias("n_tokens"), F.sum("n_unknown").alias("n_unknown"))
-    known = fitted.join(sizes, "doc_id").withColumn("no_known_words", F.lit(False))
-    prior_mean = (alpha / alpha.sum()).tolist()
-    empty = None
-    for part in parts:
-        e = empty_documents(spark, part)
-        empty = e if empty is None else empty.unionByName(e)
-    unknown_only = (empty.distinct().join(sizes.select("doc_id"), "doc_id", "left_anti")
-                    .select("doc_id", F.lit(alpha.tolist()).cast("array<double>").alias("gamma"),
-                            F.lit(prior_mean).cast("array<double>").alias("theta"),
-                            F.lit(0).cast("long").alias("n_tokens"),
-                            F.lit(None).cast("long").alias("n_unknown"),
-                            F.lit(True).alias("no_known_words")))
-    path = storage.join(output_dir, "doc_topics.parquet")
-    known.unionByName(unknown_only).orderBy("doc_id").write.mode("overwrite").parquet(path)
-    bc_params.destroy()
-    corpus.blocks.unpersist()
-    sc.setJobDescription(None)
-
-    written = spark.read.parquet(path).agg(
-        F.count("*").alias("documents"), F.sum("n_tokens").alias("tokens"),
-        F.sum("n_unknown").alias("unknown"), F.sum(F.col("no_known_words").cast("int")).alias("empty")).first()
-    return {"documents": int(written.documents), "known_tokens": int(written.tokens or 0),
-            "unknown_tokens": int(written.unknown or 0), "no_known_words": int(written.empty or 0),
-            "output": path}
 
 
 # --------------------------------------------------------------------------- evaluation
-
-def evaluate_model(spark, model_dir: str, corpus_dir: str, reference_dir: str | None = None,
-                   top_words: int = 10, seed: int = 0, options: EStepSettings | None = None,
-                   partitions: int | None = None) -> dict:
-    """All metrics of the model in ``model_dir`` on the test corpus ``corpus_dir``."""
-    options = options or EStepSettings()
-    if is_aligned(corpus_dir):
-        return evaluate_aligned(spark, language_models(model_dir, None), corpus_dir, top_words, seed,
-                                options, partitions)
-    model, corpus = open_model_and_corpus(spark, model_dir, corpus_dir, partitions)
-    if model.languages:
-        raise UsageError(f"{model_dir} is a polylingual model: evaluate it on an aligned test corpus "
-                         f"(prepare --lang-column ... --vocab {model_dir}, or the heldout/ of --holdout-fraction)")
-    reference = corpus if reference_dir in (None, corpus_dir) else load_corpus(spark, reference_dir, partitions)
-    try:
-        metrics = topic_model_metrics(spark, model, corpus, reference, top_words, seed, options)
-    finally:
-        corpus.blocks.unpersist()
-        reference.blocks.unpersist()
-    return dict(metrics, model=model_dir, corpus=corpus_dir)
-
-
-def topic_model_metrics(spark, model, corpus: Corpus, reference: Corpus, top_words: int, seed: int,
-                        options: EStepSettings) -> dict:
-    """Document-completion perplexity, held-out ELBO and NPMI of a (monolingual view of a) model."""
-    completion = score_topic_word(spark, corpus, model.topic_word(), model.alpha, seed, options)
-    elbo = heldout_elbo(spark, corpus, exp_elogbeta(model), model.alpha, options)
-    npmi = topic_coherence(spark, model.vocab["term"].to_numpy(), model.topic_word(), reference, top_words)
-    return {
-        "model": model.directory, "corpus": corpus.directory, "reference": reference.directory, "seed": seed,
-        "topics": model.num_topics, "documents": corpus.num_documents,
-        "perplexity": completion.perplexity,
-        "completion": {"loglik": completion.loglik, "heldout_tokens": completion.heldout_tokens,
-                       "documents": completion.documents, "skipped_short_documents": completion.skipped},
-        "heldout_elbo_per_token": elbo["per_token"], "heldout_elbo": elbo,
-        "npmi": npmi["mean"], "npmi_per_topic": npmi["per_topic"],
-        "npmi_settings": {"top_words": npmi["top_words"], "reference_documents": npmi["reference_documents"]},
-        "estep": {"tol": options.tol, "max_iter": options.max_iter},
-    }
-
-
-def language_models(model_dir: str | None, language_dirs: str | None) -> dict:
-    """language -> monolingual model: the views of one polylingual model, or one model per language."""
-    if language_dirs:
-        models = {}
-        for item in language_dirs.split(","):
-            lang, _, directory = item.partition("=")
-            if not directory:
-                raise UsageError(f"--language-models: {item!r} is not LANG=MODEL_DIR")
-            models[lang.strip()] = load_model(directory.strip())
-        return models
-    if model_dir is None:
-        raise UsageError("evaluate needs --model (or --language-models for an aligned test corpus)")
-    model = load_model(model_dir)
-    if not model.languages:
-        raise UsageError(f"{model_dir} is monolingual: on an aligned test corpus evaluate a polylingual model, "
-                         f"or give one model per language with --language-models, or evaluate one "
-                         f"language's sub-corpus (CORPUS_DIR/<lang>)")
-    return {language: model.language_view(language) for language in model.languages}
-
-
-def document_thetas(spark, model, corpus: Corpus, options: EStepSettings) -> dict:
-    """doc_id -> theta (posterior mean of the fold-in) for every document of the corpus."""
-    sc = spark.sparkContext
-    bc_params = sc.broadcast((exp_elogbeta(model), model.alpha))
-    try:
-        rows = corpus.blocks.mapPartitions(partial(_infer_task, bc_params=bc_params, options=options)).collect()
-    finally:
-        bc_params.destroy()
-    return {doc_id: np.asarray(theta) for doc_id, _, theta in rows}
-
-
-def evaluate_aligned(spark, models: dict, corpus_dir: str, top_words: int = 10, seed: int = 0,
-                     options: EStepSettings | None = None, partitions: int | None = None) -> dict:
-    """Per-language document completion (each language of a tuple alone) and cross-language retrieval.
-
-    Retrieval: theta from each language alone; for every ordered language pair (A, B) and
-    every tuple present in both, is the tuple's B document the nearest (Hellinger) to its
-    A document among all B documents? (precision at 1, mean rank, mean aligned divergence.)
-    """
-    from itertools import permutations
-
-    from inference.retrieval import retrieval_scores
-
-    options = options or EStepSettings()
-    corpus_langs = storage.load_json(storage.join(corpus_dir, CORPUS_JSON))["languages"]
-    languages = [l for l in models if l in corpus_langs]
-    if not languages:
-        raise UsageError(f"no language of the model(s) ({', '.join(models)}) is in {corpus_dir} "
-                         f"({', '.join(corpus_langs)})")
-    per_language, thetas = {}, {}
-    for language in languages:
-        model = models[language]
-        corpus = load_corpus(spark, storage.join(corpus_dir, language), partitions)
-        require_same_vocabulary(model, corpus)
-        try:
-            spark.sparkContext.setJobDescription(f"evaluate language {language}")
-            per_language[language] = topic_model_metrics(spark, model, corpus, corpus, top_words, seed, options)
-            thetas[language] = document_thetas(spark, model, corpus, options)
-        finally:
-            corpus.blocks.unpersist()
-    retrieval = {}
-    for a, b in permutations(languages, 2):
-        ids = sorted(set(thetas[a]) & set(thetas[b]))
-        if len(ids) >= 2:
-            retrieval[f"{a}->{b}"] = retrieval_scores(np.stack([thetas[a][i] for i in ids]),
-                                                      np.stack([thetas[b][i] for i in ids]))
-    spark.sparkContext.setJobDescription(None)
-    sources = {m.meta.get("polylingual_model", m.directory) for m in models.values()}
-    cnpmi = crosslingual_topic_coherence(spark, models, corpus_dir, languages, top_words, partitions) \
-        if len(sources) == 1 and len(languages) > 1 else {}
-    return {"corpus": corpus_dir, "aligned": True, "languages": languages,
-            "models": {l: m.meta.get("polylingual_model", m.directory) for l, m in models.items()},
-            "per_language": per_language, "retrieval": retrieval, "cnpmi": cnpmi}
-
-
-def crosslingual_topic_coherence(spark, views: dict, corpus_dir: str, languages: list, top_words: int,
-                                 partitions: int | None) -> dict:
-    """CNPMI of one multilingual model's topics (its language views) over the aligned tuples of ``corpus_dir``."""
-    from drivers.evaluation.heldout import crosslingual_coherence
-    from inference.heldout import top_word_ids
-
-    aligned = load_aligned_corpus(spark, corpus_dir, partitions, languages)
-    try:
-        offsets = dict(zip(aligned.layout.languages, aligned.layout.offsets))
-        tops = {l: top_word_ids(views[l].topic_word(), top_words) + offsets[l] for l in languages}
-        result = crosslingual_coherence(spark, aligned, tops)
-    finally:
-        aligned.blocks.unpersist()
-    return {pair: {"mean": r["mean"], "top_words": top_words} for pair, r in result.items()}
-
-
-def format_aligned_metrics(metrics: dict) -> str:
-    lines = []
-    for language, m in metrics["per_language"].items():
-        lines.append(f"[{language}] document-completion perplexity {m['perplexity']:.3f} "
-                     f"({m['completion']['documents']} documents), held-out ELBO/token "
-                     f"{m['heldout_elbo_per_token']:.4f}, NPMI {m['npmi']:.4f}")
-    for pair, r in metrics["retrieval"].items():
-        lines.append(f"retrieval {pair}: precision@1 {r['precision_at_1']:.3f} (chance {r['chance_precision']:.3f}), "
-                     f"MRR {r['mean_reciprocal_rank']:.3f}, mean rank {r['mean_rank']:.1f} of {r['documents']}, "
-                     f"Hellinger aligned {r['mean_aligned_divergence']:.3f} vs all pairs "
-                     f"{r['mean_divergence_all_pairs']:.3f}")
-    for pair, r in (metrics.get("cnpmi") or {}).items():
-        lines.append(f"crosslingual coherence CNPMI {pair} (top {r['top_words']}, over the aligned tuples): "
-                     f"{r['mean']:.4f}")
-    return "\n".join(lines)
-
-
-def format_metrics(metrics: dict) -> str:
-    c = metrics["completion"]
-    per_topic = " ".join(f"{v:.3f}" for v in metrics["npmi_per_topic"])
-    return "\n".join([
-        f"document-completion perplexity: {metrics['perplexity']:.3f} "
-        f"({c['documents']} documents, {c['heldout_tokens']:.0f} held-out tokens, "
-        f"{c['skipped_short_documents']} documents with < 2 tokens skipped)",
-        f"held-out ELBO per token:        {metrics['heldout_elbo_per_token']:.4f}",
-        f"NPMI coherence (top {metrics['npmi_settings']['top_words']}): {metrics['npmi']:.4f}",
-        f"NPMI per topic: {per_topic}",
-    ])

@@ -35,15 +35,10 @@ from drivers.engines.variational.local_steps import EStep, HybridStep
 from drivers.engines.variational.settings import EMSettings
 from drivers.engines.variational.starts import GuidedStart, NewtonAlpha, OnlineAlpha, WarmStart
 from drivers.families import TrainRequest
-from drivers.families.variational_shared import VariationalTraining, check_python_memory, write_doc_topics
+from drivers.families.variational.shared import VariationalTraining, check_python_memory, write_doc_topics
 from drivers.models.lda.informed_prior import build_prior, spec_from_json
 from drivers.refresh.update import extend_lambda
-from drivers.store import model_store
-from drivers.store import topics_text
-from drivers.store import tokenizer
-from drivers.store import topic_model
-from drivers.store import outputs
-from drivers.store import publish
+from drivers.store import model_store, outputs, publish, tokenizer, topic_model, topics_text
 from inference.errors import RefusedError
 from inference.estep import compile_kernels
 from inference.mapper import EStepSettings

@@ -28,158 +28,35 @@ import argparse
 import json
 import logging
 import time
-from dataclasses import dataclass, replace
-from functools import partial
+from dataclasses import replace
 
 import numpy as np
 
-from drivers import registry, storage
+from drivers import storage
 from drivers.corpora.aligned import is_aligned
-from drivers.corpora.bow import check_topics, load_corpus
+from drivers.corpora.bow import check_topics
 from drivers.corpora.files import data_version
 from drivers.corpora.segmented import load_segmented_corpus
 from drivers.engines.gibbs.engine import GibbsEngine
-from drivers.engines.gibbs.settings import SETTING_CONSTRAINTS, GibbsSettings, SampleSchedule
+from drivers.engines.gibbs.settings import GibbsSettings, SampleSchedule
 from drivers.engines.gibbs.tables import TableLayout
-from drivers.evaluation.heldout import score_heldout, topic_coherence
 from drivers.families import EvaluateRequest, InferRequest, ModelFamily, TrainRequest
-from drivers.store import model_store
-from drivers.store import topics_text
-from drivers.store import tokenizer
-from drivers.store import outputs
-from drivers.store.model_store import require_same_vocabulary
-from inference.constraints import AT_LEAST_0, AT_LEAST_1, UNIT_LEFT, Constrained, Interval, Real
+from drivers.families.gibbs.evaluate import evaluate, evaluate_split
+from drivers.families.gibbs.infer import infer_gibbs, point_estimates, write_proportions
+from drivers.families.gibbs.models import (hyper_overrides, initial_hyper, make_model, needs_order, needs_segments,
+                                           open_trained)
+from drivers.families.gibbs.settings import GibbsEvaluation, GibbsInference, GibbsTraining, observed_fraction
+from drivers.store import model_store, outputs, tokenizer, topics_text
 from inference.errors import UsageError
-from inference.gibbs.heldout import HeldoutSchedule
-from inference.gibbs.model import GibbsModel
+
 
 log = logging.getLogger("spark_topics.train")
 
 
 # --------------------------------------------------------------------------- settings
 
-@dataclass(frozen=True)
-class GibbsTraining(Constrained):
-    """The family's training settings (``train`` flags), checked against their declared constraints when made."""
-    burn_in: int | None = None
-    lag: int | None = None
-    samples: int | None = None
-    hyper: tuple = ()                   # "KEY=JSON" items for the model's initial_hyper
-    checkpoint_every: int = 10
-    sweeps_per_sync: int = 1
-    heldout_fraction: float = 0.0
-    heldout_iterations: int = 50
-    heldout_samples: int = 5
-    heldout_observed: float | None = 0.5
-    permute_segments: int | None = None
-    sync: str = "auto"                  # resident | jobs | auto (GibbsSettings.sync)
-
-    parameter_constraints = {**SETTING_CONSTRAINTS, "burn_in": AT_LEAST_0, "lag": AT_LEAST_1, "samples": AT_LEAST_1,
-                             "heldout_fraction": UNIT_LEFT, "heldout_iterations": AT_LEAST_1,
-                             "heldout_samples": AT_LEAST_1,
-                             "heldout_observed": Interval(Real, 0, 1, closed="neither")}
-
-
-@dataclass(frozen=True)
-class GibbsInference:
-    """``infer`` settings of the family."""
-    segments: str | None = None         # raw input: how to cut documents (default: as the training corpus)
-    sweeps: int = 50
-    samples: int = 5
-    seed: int = 0
-
-
-@dataclass(frozen=True)
-class GibbsEvaluation:
-    """``evaluate`` settings of the family: the held-out protocol (``"model"``: the one it was trained with)."""
-    observed: float | None | str = "model"
-    iterations: int | None = None
-    samples: int | None = None
-
-
-def observed_fraction(text: str) -> float | None:
-    """``--heldout-observed``: a fraction in (0, 1), or ``all`` (None: the same-words estimator)."""
-    if text.strip().lower() == "all":
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a fraction in (0, 1) or 'all', got {text!r}") from None
-    if not 0.0 < value < 1.0:
-        raise argparse.ArgumentTypeError(f"expected a fraction in (0, 1) or 'all', got {text!r}")
-    return value
-
 
 # --------------------------------------------------------------------------- models
-
-def make_model(name, num_topics: int, vocab_size: int, **construction) -> GibbsModel:
-    """The GibbsModel of a registered name (or spec); ``construction``: its constructor options (e.g.
-    segment_level)."""
-    cls = (name if isinstance(name, registry.ModelSpec) else registry.model(name)).model_class()
-    accepted = set(cls.construction_options)
-    for key, value in construction.items():
-        if value and key not in accepted:
-            owners = [s.name for s in registry.models_of("gibbs")
-                      if key in s.model_class().construction_options]
-            raise UsageError(f"--{key.replace('_', '-')} applies to --model {', '.join(owners) or 'no model'} only")
-    return cls(num_topics, vocab_size, **{k: v for k, v in construction.items() if k in accepted and v})
-
-
-def open_trained(model_dir: str):
-    """A trained Gibbs model directory: ``(saved, model)``, the stored model (``meta``, ``vocab``, ``lambda_``
-    = the K x V topic-word matrix) and the GibbsModel it was trained with."""
-    saved = model_store.load_model(model_dir)
-    K, V = saved.lambda_.shape
-    spec = registry.of_meta(saved.meta)
-    cls = spec.model_class()
-    construction = {k: saved.meta.get(k) for k in cls.construction_options}
-    model = make_model(spec, K, V, **construction)
-    model.bind_directory(model_dir)
-    model.bind_arrays({name: storage.load_npy(storage.join(saved.directory, f"{name}.npy"))
-                       for name in model.array_files}, saved.meta)
-    return saved, model
-
-
-def hyper_overrides(request: TrainRequest, model: GibbsModel) -> dict:
-    """The hyperparameters given on the command line, as ``initial_hyper`` keyword arguments."""
-    construction = set(model.construction_options)
-    overrides = {key: value for key, value in request.options.items()
-                 if value is not None and key not in construction}
-    if request.alpha is not None:
-        overrides["alpha"] = request.alpha
-    if request.fixed_alpha:
-        overrides["optimize_alpha"] = False
-    for item in (request.engine.hyper if request.engine else ()):
-        if "=" not in item:
-            raise UsageError(f"--hyper expects KEY=JSON, got {item!r}")
-        key, value = item.split("=", 1)
-        try:
-            overrides[key.strip().replace("-", "_")] = json.loads(value)
-        except json.JSONDecodeError:
-            overrides[key.strip().replace("-", "_")] = value
-    return overrides
-
-
-def initial_hyper(model: GibbsModel, overrides: dict) -> dict:
-    try:
-        hyper = model.initial_hyper(**overrides)
-    except TypeError as exc:
-        raise UsageError(f"--model {model.name} does not take these hyperparameters "
-                         f"({', '.join(sorted(overrides))}): {exc}") from None
-    except ValueError as exc:
-        raise UsageError(f"--model {model.name}: {exc}") from None
-    if "beta" not in hyper:
-        raise TypeError(f"{model.name}.initial_hyper must set beta")
-    json.dumps(hyper)  # the driver writes it to model.json: it must be JSON
-    return hyper
-
-
-def needs_segments(name: str) -> bool:
-    return registry.model(name).corpus == registry.SEGMENTED
-
-
-def needs_order(name: str) -> bool:
-    return registry.model(name).corpus == registry.ORDERED
 
 
 # --------------------------------------------------------------------------- the family
@@ -445,138 +322,10 @@ class GibbsFamily(ModelFamily):
         ])
 
 
-def point_estimates():
-    """The family that folds documents into fixed topics (variational E-steps): what ``infer`` and ``evaluate``
-    use for a multilingual Gibbs model, whose posterior-mean topics (``PointTopicModel``) stand for E_q[beta]."""
-    return registry.family("variational")
-
-
 # --------------------------------------------------------------------------- outputs
-
-def write_proportions(spark, model: GibbsModel, states, directory: str) -> None:
-    """doc_topics.parquet (doc_id, theta) and segment_topics.parquet (doc_id, segment, theta) (the model's
-    ``document_proportions``), and the model's own per-document tables (``document_files``): each task writes its
-    partition's rows (sorted by document, segments in order) as one Parquet part of each directory."""
-    files = ("doc_topics.parquet", "segment_topics.parquet") + tuple(model.document_files)
-    paths = [storage.join(directory, name) for name in files]
-
-    def tables_of(_, item):
-        own = model.document_outputs(item)
-        return list(outputs.proportion_tables(item["orig"], *model.document_proportions(item))) + \
-            [outputs.columns_table(own[name]) for name in model.document_files]
-
-    outputs.write_partition_tables(spark, states, paths, tables_of, "write document and segment topic proportions")
-
-
-def evaluate_split(spark, model: GibbsModel, hyper: dict, topic_word, request: TrainRequest,
-                   e: GibbsTraining) -> dict:
-    """Held-out perplexity of the test split of the training corpus (``--heldout-fraction``)."""
-    test = load_segmented_corpus(spark, request.corpus, None, heldout_fraction=e.heldout_fraction, split="test",
-                                 require_segments=needs_segments(model.name), ordered=needs_order(model.name),
-                                 permute_seed=e.permute_segments,
-                                 separate_languages=model.aligned_documents_per == "language")
-    try:
-        schedule = HeldoutSchedule.default(e.heldout_iterations, e.heldout_samples, e.heldout_observed)
-        score = score_heldout(spark, model, hyper, topic_word, test.blocks, schedule, seed=request.seed)
-    finally:
-        test.blocks.unpersist()
-    return dict(score, fraction=e.heldout_fraction)
 
 
 # --------------------------------------------------------------------------- infer
 
-def _infer_task(partition, items, model: GibbsModel, bc, schedule: HeldoutSchedule, seed: int):
-    """(partition, item) with the sample sums of the partition's documents, for ``write_proportions``."""
-    hyper, phi_vk = bc.value
-    for _, orig in items:
-        block = model.prepare_block(orig)
-        if block.n_tokens == 0:          # an empty partition (prepare keeps no document without a known word)
-            continue
-        yield partition, {"orig": orig, "block": block, "state": None,
-                          "acc": model.infer_sums(block, hyper, phi_vk, schedule, seed, partition)}
-
-
-def infer_gibbs(spark, trained, corpus_dir: str, output_dir: str, sweeps: int = 50, samples: int = 5,
-                seed: int = 0, partitions: int | None = None) -> dict:
-    """Document and segment topic proportions of every document of a prepared corpus: the model's own
-    sampler on each with the topics fixed to the trained phi-hat and the trained hyperparameters, ``sweeps``
-    sweeps, proportions (mu-hat, nu-hat: eqs 5.5/5.6, 6.8/6.9, 7.11/7.12) averaged over ``samples`` samples
-    in the second half; draws seeded by (seed, sweep, partition), so a retried task writes the same rows."""
-    saved, model = open_trained(trained) if isinstance(trained, str) else trained
-    meta = saved.meta
-    corpus = load_segmented_corpus(spark, corpus_dir, partitions, require_segments=needs_segments(meta["model"]),
-                                   ordered=needs_order(meta["model"]))
-    sc = spark.sparkContext
-    bc = None
-    try:
-        require_same_vocabulary(saved, corpus)
-        schedule = HeldoutSchedule.default(sweeps, samples)
-        sc.setJobDescription(f"infer ({meta['model']}): {sweeps} sweeps per document, topics fixed")
-        bc = sc.broadcast((meta["hyper"], np.ascontiguousarray(saved.lambda_.T, dtype=np.float64)))
-        items = corpus.blocks.mapPartitionsWithIndex(partial(_infer_task, model=model, bc=bc, schedule=schedule,
-                                                             seed=seed))
-        write_proportions(spark, model, items, output_dir)
-    finally:
-        if bc is not None:
-            bc.destroy()
-        corpus.blocks.unpersist()
-        sc.setJobDescription(None)
-    return {"documents": corpus.num_documents, "segments": corpus.num_segments, "tokens": corpus.num_tokens,
-            "sweeps": sweeps, "samples": schedule.samples, "seed": seed,
-            "output": storage.join(output_dir, "doc_topics.parquet"),
-            "segment_output": storage.join(output_dir, "segment_topics.parquet")}
-
 
 # --------------------------------------------------------------------------- evaluate
-
-def evaluate(spark, model_dir: str, corpus_dir: str, reference_dir: str | None = None, top_words: int = 10,
-             seed: int = 0, partitions: int | None = None, iterations: int | None = None,
-             samples: int | None = None, observed: float | None | str = "model") -> dict:
-    """Held-out perplexity and NPMI of a Gibbs model. The test documents are the held-out split of the
-    training corpus when ``corpus_dir`` is the corpus it was trained on (same data version) with
-    ``--heldout-fraction``, otherwise every document of ``corpus_dir`` (prepared with the model's vocabulary,
-    and with ``--segments`` for the structured models)."""
-    saved, model = open_trained(model_dir)
-    meta = saved.meta
-    topic_word = saved.lambda_
-    K = topic_word.shape[0]
-    data = meta.get("data") or {}
-    fraction = float(data.get("heldout_fraction") or 0.0)
-    corpus_meta_path = storage.join(corpus_dir, "corpus.json")
-    same_corpus = fraction > 0 and storage.exists(corpus_meta_path) and \
-        data_version(storage.load_json(corpus_meta_path)) == data.get("version")
-    test = load_segmented_corpus(spark, corpus_dir, partitions, heldout_fraction=fraction if same_corpus else 0.0,
-                                 split="test" if same_corpus else "all",
-                                 require_segments=needs_segments(meta["model"]), ordered=needs_order(meta["model"]),
-                                 permute_seed=meta.get("permute_segments"))
-    reference = None
-    try:
-        require_same_vocabulary(saved, test)
-        trained = meta.get("heldout") or {}
-        schedule = HeldoutSchedule.default(iterations or trained.get("iterations") or 50,
-                                           samples or trained.get("samples") or 5,
-                                           heldout_observed(observed, trained))
-        score = score_heldout(spark, model, meta["hyper"], topic_word, test.blocks, schedule, seed)
-        reference = load_corpus(spark, reference_dir or corpus_dir, partitions)
-        npmi = topic_coherence(spark, saved.vocab["term"].to_numpy(), topic_word, reference, top_words)
-    finally:
-        test.blocks.unpersist()
-        if reference is not None:
-            reference.blocks.unpersist()
-    return {
-        "gibbs": True, "model": model_dir, "model_type": meta["model"], "corpus": corpus_dir,
-        "test_documents": "held-out split of the training corpus" if same_corpus else "all",
-        "reference": reference_dir or corpus_dir, "seed": seed, "topics": K,
-        "perplexity": score["perplexity"], "heldout": score,
-        "npmi": npmi["mean"], "npmi_per_topic": npmi["per_topic"],
-        "npmi_settings": {"top_words": npmi["top_words"], "reference_documents": npmi["reference_documents"]},
-    }
-
-
-def heldout_observed(observed, trained: dict) -> float | None:
-    """The held-out protocol of ``evaluate``: ``observed`` as given (a fraction, or None for the same-words
-    estimator), or with ``"model"`` the one the model was trained with (document completion of half of every
-    segment, 0.5, when it records none)."""
-    if observed != "model":
-        return observed
-    return trained["observed"] if "observed" in trained else 0.5

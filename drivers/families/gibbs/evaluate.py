@@ -1,0 +1,84 @@
+"""Evaluation of a Gibbs model: held-out perplexity by the thesis' estimator (one for every Gibbs model; of a test
+split of the training corpus with ``--heldout-fraction``, or of a prepared corpus with ``evaluate``) and NPMI
+coherence."""
+from __future__ import annotations
+
+from drivers import storage
+from drivers.corpora.bow import load_corpus
+from drivers.corpora.files import data_version
+from drivers.corpora.segmented import load_segmented_corpus
+from drivers.evaluation.heldout import score_heldout, topic_coherence
+from drivers.families import TrainRequest
+from drivers.families.gibbs.models import needs_order, needs_segments, open_trained
+from drivers.families.gibbs.settings import GibbsTraining
+from drivers.store.model_store import require_same_vocabulary
+from inference.gibbs.heldout import HeldoutSchedule
+from inference.gibbs.model import GibbsModel
+
+
+def evaluate_split(spark, model: GibbsModel, hyper: dict, topic_word, request: TrainRequest,
+                   e: GibbsTraining) -> dict:
+    """Held-out perplexity of the test split of the training corpus (``--heldout-fraction``)."""
+    test = load_segmented_corpus(spark, request.corpus, None, heldout_fraction=e.heldout_fraction, split="test",
+                                 require_segments=needs_segments(model.name), ordered=needs_order(model.name),
+                                 permute_seed=e.permute_segments,
+                                 separate_languages=model.aligned_documents_per == "language")
+    try:
+        schedule = HeldoutSchedule.default(e.heldout_iterations, e.heldout_samples, e.heldout_observed)
+        score = score_heldout(spark, model, hyper, topic_word, test.blocks, schedule, seed=request.seed)
+    finally:
+        test.blocks.unpersist()
+    return dict(score, fraction=e.heldout_fraction)
+
+
+def evaluate(spark, model_dir: str, corpus_dir: str, reference_dir: str | None = None, top_words: int = 10,
+             seed: int = 0, partitions: int | None = None, iterations: int | None = None,
+             samples: int | None = None, observed: float | None | str = "model") -> dict:
+    """Held-out perplexity and NPMI of a Gibbs model. The test documents are the held-out split of the
+    training corpus when ``corpus_dir`` is the corpus it was trained on (same data version) with
+    ``--heldout-fraction``, otherwise every document of ``corpus_dir`` (prepared with the model's vocabulary,
+    and with ``--segments`` for the structured models)."""
+    saved, model = open_trained(model_dir)
+    meta = saved.meta
+    topic_word = saved.lambda_
+    K = topic_word.shape[0]
+    data = meta.get("data") or {}
+    fraction = float(data.get("heldout_fraction") or 0.0)
+    corpus_meta_path = storage.join(corpus_dir, "corpus.json")
+    same_corpus = fraction > 0 and storage.exists(corpus_meta_path) and \
+        data_version(storage.load_json(corpus_meta_path)) == data.get("version")
+    test = load_segmented_corpus(spark, corpus_dir, partitions, heldout_fraction=fraction if same_corpus else 0.0,
+                                 split="test" if same_corpus else "all",
+                                 require_segments=needs_segments(meta["model"]), ordered=needs_order(meta["model"]),
+                                 permute_seed=meta.get("permute_segments"))
+    reference = None
+    try:
+        require_same_vocabulary(saved, test)
+        trained = meta.get("heldout") or {}
+        schedule = HeldoutSchedule.default(iterations or trained.get("iterations") or 50,
+                                           samples or trained.get("samples") or 5,
+                                           heldout_observed(observed, trained))
+        score = score_heldout(spark, model, meta["hyper"], topic_word, test.blocks, schedule, seed)
+        reference = load_corpus(spark, reference_dir or corpus_dir, partitions)
+        npmi = topic_coherence(spark, saved.vocab["term"].to_numpy(), topic_word, reference, top_words)
+    finally:
+        test.blocks.unpersist()
+        if reference is not None:
+            reference.blocks.unpersist()
+    return {
+        "gibbs": True, "model": model_dir, "model_type": meta["model"], "corpus": corpus_dir,
+        "test_documents": "held-out split of the training corpus" if same_corpus else "all",
+        "reference": reference_dir or corpus_dir, "seed": seed, "topics": K,
+        "perplexity": score["perplexity"], "heldout": score,
+        "npmi": npmi["mean"], "npmi_per_topic": npmi["per_topic"],
+        "npmi_settings": {"top_words": npmi["top_words"], "reference_documents": npmi["reference_documents"]},
+    }
+
+
+def heldout_observed(observed, trained: dict) -> float | None:
+    """The held-out protocol of ``evaluate``: ``observed`` as given (a fraction, or None for the same-words
+    estimator), or with ``"model"`` the one the model was trained with (document completion of half of every
+    segment, 0.5, when it records none)."""
+    if observed != "model":
+        return observed
+    return trained["observed"] if "observed" in trained else 0.5

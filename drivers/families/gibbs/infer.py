@@ -1,0 +1,78 @@
+"""Inference with a Gibbs model (``infer``): the model's own sampler on every new document with the topics fixed,
+and the per-document outputs a run writes (document and segment topic proportions, the model's own tables)."""
+from __future__ import annotations
+
+from functools import partial
+
+import numpy as np
+
+from drivers import registry, storage
+from drivers.corpora.segmented import load_segmented_corpus
+from drivers.families.gibbs.models import needs_order, needs_segments, open_trained
+from drivers.store import outputs
+from drivers.store.model_store import require_same_vocabulary
+from inference.gibbs.heldout import HeldoutSchedule
+from inference.gibbs.model import GibbsModel
+
+
+def point_estimates():
+    """The family that folds documents into fixed topics (variational E-steps): what ``infer`` and ``evaluate``
+    use for a multilingual Gibbs model, whose posterior-mean topics (``PointTopicModel``) stand for E_q[beta]."""
+    return registry.family("variational")
+
+
+def write_proportions(spark, model: GibbsModel, states, directory: str) -> None:
+    """doc_topics.parquet (doc_id, theta) and segment_topics.parquet (doc_id, segment, theta) (the model's
+    ``document_proportions``), and the model's own per-document tables (``document_files``): each task writes its
+    partition's rows (sorted by document, segments in order) as one Parquet part of each directory."""
+    files = ("doc_topics.parquet", "segment_topics.parquet") + tuple(model.document_files)
+    paths = [storage.join(directory, name) for name in files]
+
+    def tables_of(_, item):
+        own = model.document_outputs(item)
+        return list(outputs.proportion_tables(item["orig"], *model.document_proportions(item))) + \
+            [outputs.columns_table(own[name]) for name in model.document_files]
+
+    outputs.write_partition_tables(spark, states, paths, tables_of, "write document and segment topic proportions")
+
+
+def infer_task(partition, items, model: GibbsModel, bc, schedule: HeldoutSchedule, seed: int):
+    """(partition, item) with the sample sums of the partition's documents, for ``write_proportions``."""
+    hyper, phi_vk = bc.value
+    for _, orig in items:
+        block = model.prepare_block(orig)
+        if block.n_tokens == 0:          # an empty partition (prepare keeps no document without a known word)
+            continue
+        yield partition, {"orig": orig, "block": block, "state": None,
+                          "acc": model.infer_sums(block, hyper, phi_vk, schedule, seed, partition)}
+
+
+def infer_gibbs(spark, trained, corpus_dir: str, output_dir: str, sweeps: int = 50, samples: int = 5,
+                seed: int = 0, partitions: int | None = None) -> dict:
+    """Document and segment topic proportions of every document of a prepared corpus: the model's own
+    sampler on each with the topics fixed to the trained phi-hat and the trained hyperparameters, ``sweeps``
+    sweeps, proportions (mu-hat, nu-hat: eqs 5.5/5.6, 6.8/6.9, 7.11/7.12) averaged over ``samples`` samples
+    in the second half; draws seeded by (seed, sweep, partition), so a retried task writes the same rows."""
+    saved, model = open_trained(trained) if isinstance(trained, str) else trained
+    meta = saved.meta
+    corpus = load_segmented_corpus(spark, corpus_dir, partitions, require_segments=needs_segments(meta["model"]),
+                                   ordered=needs_order(meta["model"]))
+    sc = spark.sparkContext
+    bc = None
+    try:
+        require_same_vocabulary(saved, corpus)
+        schedule = HeldoutSchedule.default(sweeps, samples)
+        sc.setJobDescription(f"infer ({meta['model']}): {sweeps} sweeps per document, topics fixed")
+        bc = sc.broadcast((meta["hyper"], np.ascontiguousarray(saved.lambda_.T, dtype=np.float64)))
+        items = corpus.blocks.mapPartitionsWithIndex(partial(infer_task, model=model, bc=bc, schedule=schedule,
+                                                             seed=seed))
+        write_proportions(spark, model, items, output_dir)
+    finally:
+        if bc is not None:
+            bc.destroy()
+        corpus.blocks.unpersist()
+        sc.setJobDescription(None)
+    return {"documents": corpus.num_documents, "segments": corpus.num_segments, "tokens": corpus.num_tokens,
+            "sweeps": sweeps, "samples": schedule.samples, "seed": seed,
+            "output": storage.join(output_dir, "doc_topics.parquet"),
+            "segment_output": storage.join(output_dir, "segment_topics.parquet")}
