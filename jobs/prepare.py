@@ -10,7 +10,8 @@ import argparse
 import dataclasses
 
 from drivers.preparation import aligned
-from drivers.preparation.corpus import FORMATS, PrepareOptions, prepare_corpus, summary_line
+from drivers.preparation.corpus import prepare_corpus, summary_line
+from drivers.preparation.options import FORMATS, PrepareOptions
 from drivers.preparation.text import NO_STOPWORDS, available_languages
 from jobs.spark import get_spark, local_path
 

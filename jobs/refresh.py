@@ -20,7 +20,8 @@ import pandas as pd
 
 from drivers import registry, storage
 from drivers.corpora.files import DOCS
-from drivers.preparation.corpus import document_terms, prepare_corpus, read_documents
+from drivers.preparation.corpus import document_terms, prepare_corpus
+from drivers.preparation.reading import read_documents
 from drivers.refresh import sources as refresh_sources, update as refresh
 from drivers.refresh.update import RefreshRequest
 from drivers.store import lease, model_root, model_store, publish, tokenizer, topic_model

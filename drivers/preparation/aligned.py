@@ -55,7 +55,7 @@ def _read_raw(spark, path: str, fmt: str, id_column: str, text_column: str, lang
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    from drivers.preparation.corpus import PrepareError
+    from drivers.preparation.options import PrepareError
 
     columns = [id_column, text_column, lang_column]
     if fmt == "parquet":
@@ -100,7 +100,8 @@ def prepare_aligned(spark, input_path: str, output_dir: str, lang_column: str = 
     ``options["vocab"]`` may name a polylingual model directory (``vocab.<L>.parquet``)
     or an aligned corpus (``<L>/vocab.parquet``) whose vocabularies are reused.
     """
-    from drivers.preparation.corpus import PrepareError, resolve_format
+    from drivers.preparation.reading import resolve_format
+    from drivers.preparation.options import PrepareError
 
     fmt = resolve_format(spark, input_path, options.get("format", "auto"))
     if storage.exists(output_dir) and storage.list_dir(output_dir) and not options.get("overwrite"):
@@ -117,7 +118,7 @@ def _prepare_aligned_into(spark, input_path: str, staging: str, output_dir: str,
     """The aligned corpus written into ``staging`` (published at ``output_dir`` when complete)."""
     from pyspark.sql import functions as F
 
-    from drivers.preparation.corpus import PrepareError
+    from drivers.preparation.options import PrepareError
 
     id_column, text_column = options.get("id_column", "id"), options.get("text_column", "text")
     rows = _read_raw(spark, input_path, fmt, id_column, text_column, lang_column).cache()
@@ -169,7 +170,7 @@ def _vocabularies(vocab: str | None, languages) -> dict:
     """language -> vocabulary to reuse (``--vocab`` naming a polylingual model or an aligned corpus)."""
     if not vocab:
         return {}
-    from drivers.preparation.corpus import PrepareError
+    from drivers.preparation.options import PrepareError
 
     found = {}
     for lang in languages:

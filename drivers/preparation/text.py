@@ -28,7 +28,6 @@ DEFAULT_TOKEN_PATTERN = r"[\p{L}\p{M}]+(?:'(?!s\b)[\p{L}\p{M}]+)*"
 APOSTROPHES = "[\u2019\u02bc]"
 
 
-
 def available_languages() -> list[str]:
     """Names of the stop-word lists shipped in ``drivers/preparation/stopwords/``."""
     return sorted(entry.name[:-4] for entry in _stopwords_dir().iterdir() if entry.name.endswith(".txt"))

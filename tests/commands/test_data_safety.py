@@ -141,7 +141,8 @@ DOCS = [{"id": f"d{i}", "text": f"apples pears plums figs {'dates ' * i}kiwis"} 
 
 
 def test_prepare_overwrite_keeps_the_old_corpus_until_the_new_one_is_complete(spark_session, tmp_path):
-    from drivers.preparation.corpus import PrepareError, prepare_corpus
+    from drivers.preparation.corpus import prepare_corpus
+    from drivers.preparation.options import PrepareError
 
     out = tmp_path / "out"
     raw = _write_jsonl(tmp_path / "docs.jsonl", DOCS)
@@ -159,7 +160,8 @@ def test_prepare_overwrite_keeps_the_old_corpus_until_the_new_one_is_complete(sp
 
 
 def test_prepare_refuses_an_output_inside_its_input_and_reads_an_input_inside_its_output(spark_session, tmp_path):
-    from drivers.preparation.corpus import PrepareError, prepare_corpus
+    from drivers.preparation.corpus import prepare_corpus
+    from drivers.preparation.options import PrepareError
 
     folder = tmp_path / "texts"
     folder.mkdir()

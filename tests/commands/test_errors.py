@@ -160,7 +160,7 @@ def test_the_exception_types():
     from drivers.models.lda.informed_prior import PriorError
     from drivers.storage import OutsideDirectory
     from jobs.cli import exit_message
-    from drivers.preparation.corpus import PrepareError
+    from drivers.preparation.options import PrepareError
     from drivers.models.tree.dictionaries import DictionaryError
 
     assert issubclass(UsageError, ValueError) and issubclass(DamagedError, ValueError)

@@ -11,9 +11,10 @@ import os
 import pandas as pd
 import pytest
 
-from drivers.preparation.corpus import (PersistedFrames, PrepareError, PrepareOptions, build_vocabulary, count_terms,
-                                     prepare_corpus)
+from drivers.preparation.corpus import PersistedFrames, prepare_corpus
+from drivers.preparation.options import PrepareError, PrepareOptions
 from drivers.preparation.text import available_languages, load_stopwords
+from drivers.preparation.vocabulary import build_vocabulary, count_terms
 from inference.errors import UsageError
 from jobs.prepare import add_arguments, count_or_fraction, run
 

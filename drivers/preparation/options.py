@@ -1,0 +1,73 @@
+"""The options of corpus preparation (the ``prepare`` flags, one to one), checked when made, and its one-line error."""
+from __future__ import annotations
+
+import dataclasses
+
+from drivers.preparation.text import DEFAULT_TOKEN_PATTERN
+from inference.errors import UsageError
+
+
+FORMATS = ("txt", "jsonl", "csv", "parquet")
+
+
+class PrepareError(UsageError):
+    """Bad input or options: the message says what is wrong and what to do (the command line shows it after the
+    name of the job that prepared the corpus: prepare, infer of raw text, refresh)."""
+
+    names_job = True
+
+
+@dataclasses.dataclass(frozen=True)
+class PrepareOptions:
+    """Options of :func:`prepare_corpus`; the ``prepare`` flags map onto them one to one.
+
+    ``min_df`` / ``max_df``: an ``int`` is a number of documents, a ``float``
+    in [0, 1] a fraction of the documents that reach tokenising (the input rows
+    that were not rejected as malformed, invalid_encoding or duplicate_id).
+    A term is kept when ``min_df <= df <= max_df``; then the ``max_vocab``
+    terms with the highest ``cf`` (ties: alphabetical) are kept.
+    """
+
+    format: str = "auto"
+    id_column: str = "id"
+    text_column: str = "text"
+    language: str = "english"
+    stopwords: str | None = None
+    min_token_length: int = 2
+    token_pattern: str = DEFAULT_TOKEN_PATTERN
+    min_df: int | float = 2
+    max_df: int | float = 0.5
+    max_vocab: int | None = None
+    vocab: str | None = None
+    partitions: int | None = None
+    overwrite: bool = False
+    segments: str | None = None   # paragraph | sentence | COLUMN: also write segments.parquet
+    ordered: bool = False         # keep every document's tokens in text order (segments.parquet or ordered.parquet)
+
+    def __post_init__(self):
+        if self.segments is not None and (not str(self.segments).strip() or self.segments == self.id_column):
+            raise PrepareError(f"--segments must be paragraph, sentence or a column other than the id, "
+                               f"got {self.segments!r}")
+        if self.format not in ("auto",) + FORMATS:
+            raise PrepareError(f"unknown format {self.format!r}; "
+                               f"choose one of auto, {', '.join(FORMATS)}")
+        if self.id_column == self.text_column:
+            raise PrepareError(f"--id-column and --text-column are both {self.id_column!r}")
+        if self.min_token_length < 1:
+            raise PrepareError(f"--min-token-length must be at least 1, got {self.min_token_length}")
+        _check_df_threshold("min_df", self.min_df)
+        _check_df_threshold("max_df", self.max_df)
+        if self.max_vocab is not None and self.max_vocab < 1:
+            raise PrepareError(f"--max-vocab must be at least 1, got {self.max_vocab}")
+        if self.partitions is not None and self.partitions < 1:
+            raise PrepareError(f"--partitions must be at least 1, got {self.partitions}")
+
+
+def _check_df_threshold(name: str, value) -> None:
+    flag = "--" + name.replace("_", "-")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise PrepareError(f"{flag} must be an integer count or a fraction, got {value!r}")
+    if isinstance(value, float) and not 0.0 <= value <= 1.0:
+        raise PrepareError(f"{flag} as a fraction must be in [0, 1], got {value}")
+    if isinstance(value, int) and value < 0:
+        raise PrepareError(f"{flag} must not be negative, got {value}")

@@ -1,0 +1,89 @@
+"""Writing the corpus format (:mod:`drivers.corpora.files`): the vocabulary, the documents in input order, the
+rejected rows, and corpus.json's counts read back from the files written."""
+from __future__ import annotations
+
+import dataclasses
+import dataclasses
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from drivers import storage
+from drivers.corpora.files import DOCS, REJECTS, REJECT_REASONS, VOCAB, rejects_schema
+from drivers.preparation.options import PrepareOptions
+from drivers.preparation.reading import RAW_MAX_CHARS, absolute_path
+
+
+FORMAT_VERSION = 1
+REJECTS_SCHEMA = rejects_schema()
+
+
+def write_vocabulary(vocab: DataFrame, path: str) -> None:
+    (vocab.select("term", F.col("id").cast("int"), F.col("df").cast("long"), F.col("cf").cast("long"))
+     .coalesce(1).sortWithinPartitions("id").write.parquet(path))
+
+
+def write_documents(docs: DataFrame, path: str, partitions: int | None) -> None:
+    """Non-empty documents in input order, in ``partitions`` files when given."""
+    kept = docs.where(F.col("n_tokens") > 0)
+    if partitions:
+        kept = kept.repartitionByRange(partitions, "order").sortWithinPartitions("order")
+    else:
+        kept = kept.orderBy("order")
+    kept.select("doc_id", F.col("term_ids").cast("array<int>"), F.col("counts").cast("array<int>"),
+                F.col("n_tokens").cast("int"), F.col("n_oov").cast("int")).write.parquet(path)
+
+
+def write_rejects(rows: DataFrame, docs: DataFrame, path: str) -> None:
+    """All rejected rows, in input order: read-time, duplicate_id and empty rejects."""
+    empty_ids = docs.where(F.col("n_tokens") == 0).select("doc_id")
+    empty = (rows.where(F.col("reason").isNull()).join(empty_ids, "doc_id", "left_semi")
+             .withColumn("reason", F.lit("empty")))
+    rejects = rows.where(F.col("reason").isNotNull()).unionByName(empty)
+    (rejects.orderBy("order")
+     .select(F.col("doc_id").alias("id"), "reason", "source",
+             F.substring(F.coalesce("raw", "text"), 1, RAW_MAX_CHARS).alias("raw"))
+     .write.option("ignoreNullFields", False).json(path))
+
+
+def corpus_summary(spark: SparkSession, output_dir: str, input_path: str, input_rows: int,
+                    fmt: str, opts: PrepareOptions) -> dict:
+    """The ``corpus.json`` dictionary, counted from the files just written."""
+    path = in_directory(output_dir)
+    docs = spark.read.parquet(path(DOCS)).agg(
+        F.count("*").alias("n"), F.sum("n_tokens").alias("tokens"), F.sum("n_oov").alias("oov")).first()
+    vocab_size = spark.read.parquet(path(VOCAB)).count()
+    counts = dict(spark.read.schema(REJECTS_SCHEMA).json(path(REJECTS))
+                  .groupBy("reason").count().collect())
+    rejected = {reason: int(counts.pop(reason, 0)) for reason in REJECT_REASONS}
+    if counts or input_rows != docs.n + sum(rejected.values()):
+        raise RuntimeError(f"internal error: {input_rows} input rows but {docs.n} documents "
+                           f"and rejects {rejected} (other: {counts})")
+    return {
+        "format_version": FORMAT_VERSION,
+        "documents": int(docs.n),
+        "vocab_size": int(vocab_size),
+        "tokens": int(docs.tokens or 0),
+        "oov_tokens": int(docs.oov or 0),
+        "input_rows": int(input_rows),
+        "rejected": rejected,
+        "options": {**dataclasses.asdict(opts), "format": fmt},
+        "input": absolute_path(input_path),
+    }
+
+
+def no_documents_message(corpus: dict, rejects_path: str) -> str:
+    rejected = ", ".join(f"{reason}={n}" for reason, n in corpus["rejected"].items())
+    opts = corpus["options"]
+    vocab = (f"reused vocabulary {opts['vocab']}" if opts["vocab"] else
+             f"min_df={opts['min_df']}, max_df={opts['max_df']}, max_vocab={opts['max_vocab']}")
+    return (f"no documents left: all {corpus['input_rows']} input rows were rejected "
+            f"({rejected}); vocabulary size {corpus['vocab_size']} ({vocab}); "
+            f"the rejected rows are in {rejects_path}")
+
+
+def in_directory(directory: str):
+    """``in_directory("out")("docs.parquet")`` -> ``"out/docs.parquet"`` (URIs too)."""
+    return lambda name: storage.join(directory, name)
