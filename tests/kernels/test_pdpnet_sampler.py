@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from inference.gibbs.lda import lda_sweep
+from drivers.models.lda_gibbs.model import lda_sweep
+from drivers.models.stm import stm_table_weights, stm_topic_weights
 from inference.gibbs.pdp import stirling_table
-from inference.gibbs.stm import stm_table_weights, stm_topic_weights
 from inference.pdpnet import kernels
 from inference.pdpnet.compile import KIND_PYP, CorpusLayout, compile_network
 from inference.pdpnet.sampler import NetworkSampler
