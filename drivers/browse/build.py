@@ -1,14 +1,14 @@
 """``browse``: a model's topic browser site (:mod:`drivers.browse.site`), or pyLDAvis' prepared data
-(:mod:`drivers.browse.pyldavis`), published whole at the output (:mod:`drivers.publish`)."""
+(:mod:`drivers.browse.pyldavis`), published whole at the output (:mod:`drivers.store.publish`)."""
 from __future__ import annotations
 
 import logging
 import time
 
-from drivers import model_root, publish, storage
-from drivers.browse import data as site_data
-from drivers.browse import site
+from drivers import storage
+from drivers.browse import data as site_data, site
 from drivers.corpora.files import CORPUS_JSON
+from drivers.store import model_root, publish
 from inference.errors import UsageError
 
 log = logging.getLogger("spark_topics.browse")

@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from drivers import model_root, model_store, storage
+from drivers import storage
 from drivers.browse import corpus_view, family_views
+from drivers.store import model_root, model_store
 from inference import topic_map
 from inference.errors import DamagedError
 

@@ -17,7 +17,9 @@ import logging
 
 import numpy as np
 
-from drivers import model_root, model_store, registry, storage
+from drivers import registry, storage
+from drivers.store import model_root, model_store
+from drivers.store import topics_text
 from inference.distances import hellinger
 
 log = logging.getLogger("spark_topics.browse")
@@ -120,7 +122,7 @@ def clusters(directory: str, K: int, views: FamilyViews) -> None:
 
 
 def tree_links(model, views: FamilyViews) -> None:
-    concepts = model_store.tree_concepts(model)
+    concepts = topics_text.tree_concepts(model)
     if concepts is None:
         return
     links = {}

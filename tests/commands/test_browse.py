@@ -15,7 +15,7 @@ import pytest
 from conftest import train_args
 from drivers import registry
 from drivers.browse.build import build
-from drivers.model_store import load_model
+from drivers.store.model_store import load_model
 from headless_browser import Browser, chromium
 from inference import topic_map
 from inference.errors import UsageError
