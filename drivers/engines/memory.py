@@ -107,7 +107,7 @@ def python_memory_check(task_bytes: int, master: str, conf: dict, cores: int, ma
             f"spark.executor.memoryOverhead on YARN and Kubernetes)")
 
 
-#: the driver's Python memory per vocabulary entry of a Spark ML fit (:mod:`drivers.api.ml`): the term's document and
+#: the driver's Python memory per vocabulary entry of a Spark ML fit (:mod:`drivers.api.model`): the term's document and
 #: collection frequencies, the term itself (a string) and their Arrow copies when ``vocab.parquet`` is written
 ESTIMATOR_BYTES_PER_TERM = 128
 

@@ -110,7 +110,7 @@ def test_a_failed_run_leaves_no_empty_directory_it_created(spark_session, tiny, 
 
 
 def test_the_next_ml_fit_removes_the_working_directories_of_killed_fits(tmp_path):
-    from drivers.api import ml
+    from drivers.api.work import work_directory
 
     host = socket.gethostname()
     killed = tmp_path / f"spark-topics-ml-{host}-999999999-0123456789ab"       # no such process
@@ -120,7 +120,7 @@ def test_the_next_ml_fit_removes_the_working_directories_of_killed_fits(tmp_path
         folder.mkdir()
         (folder / "docs.parquet").write_text("")
     spark = types.SimpleNamespace(sparkContext=types.SimpleNamespace(master="local[1]"))
-    work = ml._work_directory(spark, str(tmp_path))
+    work = work_directory(spark, str(tmp_path))
     assert os.path.basename(work).startswith(f"spark-topics-ml-{host}-{os.getpid()}-")
     assert not killed.exists() and live.exists() and other_host.exists()
 

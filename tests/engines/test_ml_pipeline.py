@@ -1,4 +1,4 @@
-"""The Spark ML stages (drivers/api/ml.py): SparkTopicsLDA in a Pipeline, its model's methods, persistence.
+"""The Spark ML stages (drivers/api/model.py): SparkTopicsLDA in a Pipeline, its model's methods, persistence.
 
 The fitted model is checked against the existing path rather than against itself: the same lambda, bit for bit,
 as ``spark-topics train`` on the same corpus and seed; ``transform`` against the fold-in ``infer`` runs, on the
@@ -18,7 +18,9 @@ from pyspark.ml.linalg import VectorUDT
 from scipy.special import digamma, gammaln
 
 from conftest import SAMPLE_DATA, sample_lda_corpus, train_args, write_corpus
-from drivers.api.ml import DEFAULT_INFERENCE, SparkTopicsLDA, SparkTopicsLDAModel
+from drivers.api.estimator import SparkTopicsLDA
+from drivers.api.model import SparkTopicsLDAModel
+from drivers.api.params import DEFAULT_INFERENCE
 from drivers.store.model_store import load_model
 
 K_TEXT = 4
@@ -327,7 +329,7 @@ def test_unfitted_pipeline_save_load_keeps_the_params(spark_session, tmp_path):
 def test_vocabulary_from_the_column_attributes():
     from pyspark.sql.types import StructField
 
-    from drivers.api.ml import attribute_names
+    from drivers.preparation.vectors import attribute_names
 
     names = {"ml_attr": {"attrs": {"numeric": [{"idx": 1, "name": "b"}, {"idx": 0, "name": "a"}],
                                    "binary": [{"idx": 2, "name": "c"}]}, "num_attrs": 3}}
@@ -383,7 +385,7 @@ def test_a_saved_stage_whose_data_leaves_its_directory_is_refused(spark_session,
     stage = tmp_path / "pipeline" / "stages" / "1_SparkTopicsLDAModel_x"
     (stage / "metadata").mkdir(parents=True)
     (stage / "metadata" / "part-00000").write_text(json.dumps({
-        "class": "drivers.api.ml.SparkTopicsLDAModel", "timestamp": 0, "sparkVersion": spark_session.version,
+        "class": "drivers.api.model.SparkTopicsLDAModel", "timestamp": 0, "sparkVersion": spark_session.version,
         "uid": "SparkTopicsLDAModel_x", "paramMap": {}, "defaultParamMap": {}, "data": "../../../other/model"}))
     with pytest.raises(ValueError, match=r"the stage metadata's data '../../../other/model' is not a path inside"):
         SparkTopicsLDAModel.load(str(stage))
@@ -400,9 +402,20 @@ def _saved_stage(spark, directory, metadata_text=None, **metadata):
     publish.write_marker(data, publish.new_token())
     (directory / "metadata").mkdir(parents=True)
     (directory / "metadata" / "part-00000").write_text(metadata_text if metadata_text is not None else json.dumps({
-        "class": "drivers.api.ml.SparkTopicsLDAModel", "timestamp": 0, "sparkVersion": spark.version,
+        "class": "drivers.api.model.SparkTopicsLDAModel", "timestamp": 0, "sparkVersion": spark.version,
         "uid": "SparkTopicsLDAModel_x", "paramMap": {}, "defaultParamMap": {}, "data": "data", **metadata}))
     return str(directory)
+
+
+def test_a_stage_saved_before_the_api_moved_finds_its_class(spark_session, tmp_path):
+    """Stages saved while the API was drivers/ml.py name ``drivers.ml.SparkTopicsLDAModel`` in their metadata;
+    ``PipelineModel.load`` imports the class by that name (DefaultParamsReader.loadParamsInstance) and finds it."""
+    from pyspark.ml.util import DefaultParamsReader
+
+    path = _saved_stage(spark_session, tmp_path / "old", paramMap={"k": 3}, topics=3, vocabSize=4,
+                        **{"class": "drivers.ml.SparkTopicsLDAModel"})
+    stage = DefaultParamsReader.loadParamsInstance(path, spark_session)
+    assert type(stage) is SparkTopicsLDAModel and stage.getK() == 3 and stage.vocabSize() == 4
 
 
 def test_a_saved_stage_is_checked_against_its_model_and_unreadable_metadata_named(spark_session, tmp_path):
