@@ -1,6 +1,5 @@
 """Reading a saved spark-topics Spark ML stage (:mod:`drivers.api.model`): its ``metadata`` refused in one line
-naming it
-when it is not a stage's (garbage, truncated, not JSON), and a model stage's params checked against the model
+naming it when it is not a stage's (garbage, truncated, not JSON), and a model stage's params checked against the model
 directory its ``data`` names (a stage saying ``k = 99`` beside a 3-topic model is refused, not loaded)."""
 from __future__ import annotations
 
