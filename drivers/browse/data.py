@@ -73,19 +73,21 @@ def _theta_batches(model_dir: str, batch_rows: int = 65536):
         yield np.asarray(batch.column(0).to_pylist(), dtype=object), values.reshape(batch.num_rows, -1)
 
 
-def document_topics(model_dir: str, num_topics: int, lengths: pd.Series | None, top_docs: int):
+def document_topics(model_dir: str, num_topics: int, lengths: pd.Series | None, top_docs: int,
+                    mean_length: float = 1.0):
     """(topic frequencies (K,): sum_d n_d theta_dk, each topic's top documents [(id, proportion)], documents) in one
-    pass over ``doc_topics.parquet``; n_d the document's tokens when the corpus gives them, else 1."""
+    pass over ``doc_topics.parquet``; n_d the document's tokens when the corpus gives them, else ``mean_length``."""
     weighted = np.zeros(num_topics)
     count = [0]
-    fill = float(lengths.mean()) if lengths is not None and len(lengths) else 1.0
+    fill = float(lengths.mean()) if lengths is not None and len(lengths) else mean_length
 
     def batches():
         for ids, theta in _theta_batches(model_dir):
             if theta.shape[1] != num_topics:
                 raise DamagedError(f"{model_dir}: doc_topics.parquet has {theta.shape[1]} topics, model.json "
                                    f"{num_topics}: the model directory is damaged; train the model again")
-            w = np.ones(len(ids)) if lengths is None else lengths.reindex(ids).fillna(fill).to_numpy(np.float64)
+            w = np.full(len(ids), fill) if lengths is None else \
+                lengths.reindex(ids).fillna(fill).to_numpy(np.float64)
             weighted[:] += w @ theta
             count[0] += len(ids)
             yield ids, theta
@@ -157,7 +159,10 @@ def read_model(path: str, version: str | None = None, top_docs: int = 10) -> Mod
             part = corpus_view.document_lengths(corpus)
             lengths = part if lengths is None else lengths.add(part, fill_value=0)
     log.info("reading the document-topic proportions of %s", directory)
-    topic_freq, best_docs, documents = document_topics(directory, model.num_topics, lengths, top_docs)
+    data_meta = model.meta.get("data") or {}
+    mean_length = data_meta["tokens"] / data_meta["documents"] if data_meta.get("tokens") and \
+        data_meta.get("documents") else 1.0              # the corpus is gone: model.json's tokens per document
+    topic_freq, best_docs, documents = document_topics(directory, model.num_topics, lengths, top_docs, mean_length)
     data = ModelData(model, directory, root, panels, corpora, topic_freq, best_docs, documents)
     for panel in panels:
         panel.p_w = data.shares @ panel.phi

@@ -131,3 +131,37 @@ def test_nearest_topics():
     d = np.array([[0, 3, 1, 2], [3, 0, 5, 1], [1, 5, 0, 1], [2, 1, 1, 0]], dtype=float)
     np.testing.assert_array_equal(topic_map.nearest_topics(d, 2), [[2, 3], [3, 0], [0, 3], [1, 2]])
     assert topic_map.nearest_topics(d, 10).shape == (4, 3)
+
+
+def test_pyldavis_format_is_pyldavis_prepare():
+    """``browse --format pyldavis`` = pyLDAvis 3.4.1's ``prepare(...).to_json()`` on the same inputs (recorded by
+    tests/bench/pyldavis_golden.py): every column of mdsDat, tinfo and token.table, R, lambda.step, topic.order;
+    the principal coordinates up to each axis' sign (an eigenvector's sign is arbitrary)."""
+    import json
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
+    from pyldavis_golden import GOLDEN, inputs
+
+    from drivers.browse.pyldavis import prepared_data
+
+    phi, theta, lengths, vocab = inputs()
+    ours = json.loads(json.dumps(prepared_data(phi, lengths @ theta, vocab)))
+    with open(GOLDEN) as f:
+        theirs = json.load(f)
+    assert set(ours) == set(theirs)
+    for key in ("R", "lambda.step", "topic.order", "plot.opts"):
+        assert ours[key] == theirs[key], key
+    for table in ("mdsDat", "tinfo", "token.table"):
+        assert set(ours[table]) == set(theirs[table]), table
+        for column, values in theirs[table].items():
+            mine = ours[table][column]
+            assert len(mine) == len(values), (table, column)
+            if values and isinstance(values[0], str):
+                assert mine == values, (table, column)
+            elif table == "mdsDat" and column in ("x", "y"):
+                sign = np.sign(np.dot(mine, values))
+                np.testing.assert_allclose(sign * np.asarray(mine), values, atol=1e-12)
+            else:
+                np.testing.assert_allclose(mine, values, rtol=1e-12, atol=1e-12, err_msg=f"{table}.{column}")
