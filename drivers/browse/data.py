@@ -63,7 +63,11 @@ def _theta_batches(model_dir: str, batch_rows: int = 65536):
     """``(doc ids, theta (B x K))`` of ``doc_topics.parquet``, batch by batch."""
     import pyarrow.dataset as ds
 
-    filesystem, p = storage.resolve(storage.join(model_dir, "doc_topics.parquet"))
+    path = storage.join(model_dir, "doc_topics.parquet")
+    if not storage.exists(path):
+        raise DamagedError(f"{model_dir} has no doc_topics.parquet: the model directory is incomplete; train the "
+                           f"model again")
+    filesystem, p = storage.resolve(path)
     for batch in ds.dataset(p, filesystem=filesystem, format="parquet").to_batches(columns=["doc_id", "theta"],
                                                                                     batch_size=batch_rows):
         if batch.num_rows == 0:

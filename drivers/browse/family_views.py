@@ -18,8 +18,8 @@ import logging
 import numpy as np
 
 from drivers import registry, storage
-from drivers.store import model_root, model_store
-from drivers.store import topics_text
+from drivers.refresh import sources as refresh_sources
+from drivers.store import model_root, model_store, publish, topics_text
 from inference.distances import hellinger
 
 log = logging.getLogger("spark_topics.browse")
@@ -136,21 +136,42 @@ def tree_links(model, views: FamilyViews) -> None:
                         for i in {j for targets in links.values() for j in targets}}
 
 
+def base_model(root: str, oldest: str) -> str | None:
+    """The base model the oldest version was refreshed from, when it is still there and is that model (its
+    completion token is the one the root recorded)."""
+    meta = storage.load_json(storage.join(model_root.version_dir(root, oldest), "model.json"))
+    parent = (meta.get("refresh") or {}).get("parent") or {}
+    base = refresh_sources.stored_path(parent.get("base"), root)
+    if base is None or not storage.exists(storage.join(base, "model.json")):
+        return None
+    if parent.get("token") and (publish.read_marker(base) or {}).get("token") != parent["token"]:
+        log.warning("%s is not the base model %s was refreshed from (another completion token): drift starts at "
+                    "the oldest version", base, root)
+        return None
+    return base
+
+
 def version_drift(root: str, views: FamilyViews) -> None:
-    """Hellinger distance of each topic to itself in the previous committed version, over the older vocabulary."""
-    names = list(reversed(model_root.chain(root)))[-MAX_VERSIONS:]
-    if len(names) < 2:
+    """Hellinger distance of each topic to itself in the previous committed version (the first version: to the
+    base model), over the older vocabulary, as ``refresh`` reports it."""
+    names = list(reversed(model_root.chain(root)))
+    if not names:
+        return
+    base = base_model(root, names[0])
+    steps = ([("base", base)] if base is not None else []) + [(n, model_root.version_dir(root, n)) for n in names]
+    steps = steps[-MAX_VERSIONS:]
+    if len(steps) < 2:
         return
     previous, rows = None, []
-    for name in names:
-        phi = np.asarray(model_store.load_model(root, name).topic_word(), dtype=np.float64)
+    for _, directory in steps:
+        phi = np.asarray(model_store.load_model(directory).topic_word(), dtype=np.float64)
         if previous is not None and previous.shape[0] == phi.shape[0]:
             v = previous.shape[1]
             newer = phi[:, :v] / phi[:, :v].sum(axis=1, keepdims=True)
             rows.append(hellinger(previous, newer))
         previous = phi
-    if len(rows) == len(names) - 1:
-        views.drift_versions = names
+    if len(rows) == len(steps) - 1:
+        views.drift_versions = [name for name, _ in steps]
         views.drift = np.asarray(rows)
 
 

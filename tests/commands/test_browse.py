@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 
 import numpy as np
 import pandas as pd
@@ -160,3 +161,99 @@ def test_browse_refuses_to_write_over_a_model(sites):
         build(model_dir, model_dir)
     with pytest.raises(SystemExit, match="spark-topics browse: --output .* is a model directory"):
         cli.main(["browse", "--model-dir", model_dir, "--output", model_dir])
+
+
+# ------------------------------------------------------------------------------------------------ family views
+
+@pytest.fixture(scope="module")
+def family_sites(spark_session, sites, tiny_corpora_of_kind, tmp_path_factory):
+    """The family views' sites: ptlda with a prior tree (languages side by side, linked words), dp-mixture
+    (clusters) and a model root of the lda whose version has other topics (drift from the base)."""
+    from drivers.models.tree.prior_tree import save_tree
+    from drivers.store import model_root, publish
+    from test_tree_models import LINKED, LANGS, sample_tree_corpus
+
+    root = tmp_path_factory.mktemp("browse_families")
+    concepts, _ = sample_tree_corpus(str(root / "tree_corpus"), n_tuples=40, tokens=30)
+    save_tree(str(root / "tree"), concepts, {"languages": list(LANGS),
+                                             "report": {"concepts": LINKED, "pairs_read": LINKED, "dropped": {},
+                                                        "languages": {}}})
+    out = {}
+    train.train(spark_session, train_args(root / "tree_corpus", root / "ptlda", "--model", "ptlda", "--tree",
+                                          root / "tree", "--topics", 3, "--iterations", 3, "--seed", 1))
+    spec = registry.MODELS["dp-mixture"]
+    train.train(spark_session, train_args(tiny_corpora_of_kind[spec.corpus], root / "dp-mixture", "--model",
+                                          "dp-mixture", *FAMILY_FLAGS[spec.family]))
+    # a model root by hand: one version of the lda whose lambda is perturbed, refreshed from the lda as its base
+    base = sites["lda"][0]
+    version = "000001-20261127T000000Z"
+    os.makedirs(root / "root" / "versions")
+    with publish.publishing(str(root / "root" / "versions" / version)) as staging:
+        for name in ("vocab.parquet", "doc_topics.parquet"):
+            copy = shutil.copytree if os.path.isdir(os.path.join(base, name)) else shutil.copy2
+            copy(os.path.join(base, name), os.path.join(staging, name))
+        lam = np.load(os.path.join(base, "lambda.npy"))
+        np.save(os.path.join(staging, "lambda.npy"), lam * np.random.default_rng(0).gamma(5.0, 0.2, lam.shape))
+        meta = json.load(open(os.path.join(base, "model.json")))
+        meta["refresh"] = {"parent": {"base": base, "token": publish.read_marker(base)["token"], "documents": 40}}
+        json.dump(meta, open(os.path.join(staging, "model.json"), "w"))
+    model_root.set_latest(str(root / "root"), version)
+    for name, model in (("ptlda", root / "ptlda"), ("dp-mixture", root / "dp-mixture"), ("root", root / "root")):
+        site = str(root / f"site-{name}")
+        build(str(model), site)
+        out[name] = str(model), site
+    return out
+
+
+def test_family_views(family_sites):
+    from drivers.store import model_store
+    from inference.distances import hellinger
+
+    ptlda, site = family_sites["ptlda"]
+    summary = site_summary(site)
+    assert summary["views"] == ["languages", "tree"]
+    for k in range(3):
+        en, es = site_topic(site, k)["panels"]
+        assert (en["language"], es["language"]) == ("en", "es")
+        for term, linked in zip(en["terms"], en["linked"]):     # word i of each language is a concept for i < 10
+            assert linked == ([f"es:{term}"] if int(term[1:]) < 10 else []), term
+        assert set(en["terms"]) <= set(load_model(ptlda).language_view("en").vocab["term"])
+    dp, site = family_sites["dp-mixture"]
+    assert site_summary(site)["views"] == ["clusters"]
+    sampled = pd.read_parquet(os.path.join(dp, "doc_clusters.parquet"))
+    K = load_model(dp).num_topics
+    for k in range(K):
+        cluster = site_topic(site, k)["cluster"]
+        mine = sampled[sampled["cluster"] == k]
+        assert cluster["documents"] == len(mine)
+        assert cluster["mean_probability"] == (pytest.approx(mine["probability"].mean(), abs=1e-4) if len(mine)
+                                               else None)
+    root, site = family_sites["root"]
+    assert site_summary(site)["views"] == ["drift"] and site_summary(site)["card"]["version"].startswith("000001")
+    old = model_store.load_model(family_sites_base(root)).topic_word()
+    new = model_store.load_model(root).topic_word()
+    for k in range(3):
+        drift = site_topic(site, k)["drift"]
+        assert drift["versions"] == ["base", site_summary(site)["card"]["version"]]
+        assert drift["hellinger"] == [pytest.approx(float(hellinger(old[k], new[k])), abs=1e-5)]
+        assert drift["hellinger"][0] > 0.01
+
+
+def family_sites_base(root: str) -> str:
+    from drivers.store import model_root
+
+    meta = json.load(open(os.path.join(model_root.resolve(root), "model.json")))
+    return meta["refresh"]["parent"]["base"]
+
+
+def test_family_views_in_headless_chromium(family_sites):
+    require(chromium() is not None, "Debian's chromium (headless browser)")
+    with Browser() as b:
+        for name, selector in (("ptlda", "#topic-0 ol.words[data-language=\"es\"] li"),
+                               ("ptlda", "#topic-0 span.linked"),
+                               ("dp-mixture", "#topic-0 .topic-body p"),
+                               ("root", "#topic-0 svg.flow rect")):
+            b.open("file://" + os.path.join(family_sites[name][1], "index.html") + "#topic-0")
+            b.wait_for(f"document.querySelectorAll('{selector}').length > 0")
+        b.pump(0.2)
+        assert b.errors() == []

@@ -201,12 +201,16 @@
       el("i", {style: "background:var(--accent)"}), document.createTextNode("its estimated frequency in this topic")]));
     if (t.cluster) body.appendChild(el("p", {text: t.cluster.documents + " documents sampled into this cluster (mean membership probability " +
                                         fmt(t.cluster.mean_probability, 3) + ")"}));
-    if (t.flow) flow(body, t);
+    if (t.flow) {
+      body.appendChild(el("h3", {text: "topic flow: mean proportion by segment position"}));
+      body.appendChild(bars(t.flow.mean, t.flow.mean.map(function (_, i) { return "segment " + (i + 1); }),
+        t.flow.mean.map(function (v, i) { return "segment " + (i + 1) + ": " + fmt(v, 3) + " (" + t.flow.segments[i] + " segments)"; })));
+    }
     if (t.drift) {
       body.appendChild(el("h3", {text: "drift across versions (Hellinger distance to the previous version)"}));
-      body.appendChild(line(t.drift.hellinger, "flow", 520, 90));
-      body.appendChild(el("p", {"class": "note", text: t.drift.versions.slice(1).map(function (v, i) {
-        return v + ": " + fmt(t.drift.hellinger[i], 3); }).join(" · ")}));
+      var names = t.drift.versions.slice(1).map(function (v) { return v.split("-")[0]; });
+      body.appendChild(bars(t.drift.hellinger, names, t.drift.versions.slice(1).map(function (v, i) {
+        return t.drift.versions[i] + " -> " + v + ": " + fmt(t.drift.hellinger[i], 4); })));
     }
     body.appendChild(el("h3", {text: "related topics (Jensen-Shannon divergence)"}));
     var rel = el("div", {"class": "related"});
@@ -225,24 +229,24 @@
     });
     body.appendChild(docs);
   }
-  function flow(body, t) {
-    body.appendChild(el("h3", {text: "topic flow: mean proportion by segment position"}));
-    // bars from 0 to the largest mean (labelled), one per segment position
-    var m = t.flow.mean, w = 520, h = 90, top = Math.max.apply(null, m) || 1, bw = w / m.length, base = h - 14;
+  function bars(values, names, titles) {
+    // bars from 0 to the largest value (labelled when there are few), one per position
+    var w = 520, h = 90, top = Math.max.apply(null, values) || 1, bw = w / Math.max(values.length, 1), base = h - 14;
     var s = svg("svg", {"class": "flow", viewBox: "0 0 " + w + " " + h});
-    m.forEach(function (v, i) {
-      var bh = v / top * (base - 12);
-      var r = svg("rect", {x: (i * bw + 1).toFixed(1), width: Math.max(bw - 2, 1).toFixed(1),
+    values.forEach(function (v, i) {
+      var bh = (v || 0) / top * (base - 12);
+      var r = svg("rect", {x: (i * bw + 1).toFixed(1), width: Math.max(Math.min(bw - 2, 160), 1).toFixed(1),
                            y: (base - bh).toFixed(1), height: bh.toFixed(1)});
-      var title = svg("title", {}); title.textContent = "segment " + i + ": " + fmt(v, 3) + " (" + t.flow.segments[i] + " segments)";
+      var title = svg("title", {}); title.textContent = titles[i];
       r.appendChild(title); s.appendChild(r);
-      if (m.length <= 20) {
-        var value = svg("text", {x: ((i + 0.5) * bw).toFixed(1), y: (base - bh - 3).toFixed(1)}); value.textContent = fmt(v, 2);
-        var pos = svg("text", {x: ((i + 0.5) * bw).toFixed(1), y: h - 2}); pos.textContent = "segment " + (i + 1);
+      if (values.length <= 20) {
+        var middle = (i * bw + 1 + Math.min(bw - 2, 160) / 2).toFixed(1);
+        var value = svg("text", {x: middle, y: (base - bh - 3).toFixed(1)}); value.textContent = fmt(v, 2);
+        var pos = svg("text", {x: middle, y: h - 2}); pos.textContent = names[i];
         s.appendChild(value); s.appendChild(pos);
       }
     });
-    body.appendChild(s);
+    return s;
   }
 
   // ---------------------------------------------------------------------------------------- controls, labels
