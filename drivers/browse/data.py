@@ -25,6 +25,8 @@ log = logging.getLogger("spark_topics.browse")
 WORDS_PER_TOPIC = 30
 DEFAULT_LAMBDA = 0.6
 COHERENCE_WORDS = 10
+#: a topic's most probable words (per language) that the page's filter box searches
+FILTER_WORDS = 10
 #: model.json entries shown on the card as they are (scalars); the traces are drawn
 TRACE_KEYS = (("elbo_trace", "elbo", "ELBO"), ("trace", "loglik", "log p(w | z)"))
 
@@ -205,11 +207,12 @@ def collect(path: str, version: str | None = None, top_docs: int = 10, related: 
         order = np.argsort(-s, kind="stable")[:words]
         salient.append({"language": panel.language, "terms": panel.terms[order].tolist(),
                         "saliency": np.round(s[order], 6).tolist()})
-    labels = [" ".join(panels[0].terms[np.argsort(-panels[0].phi[k], kind="stable")[:3]]) for k in range(K)]
+    tops = [[p.terms[np.argsort(-p.phi[k], kind="stable")[:FILTER_WORDS]].tolist() for p in panels] for k in range(K)]
+    labels = [" ".join(top[0][:3]) for top in tops]
     summary = {"card": card, "lambda": DEFAULT_LAMBDA, "words": words, "views": views.kinds(),
                "salient": salient, "topics": [
                    {"k": k, "share": float(shares[k]), "x": float(coords[k, 0]), "y": float(coords[k, 1]),
-                    "label": labels[k], "names": model.topic_names()[k] if model.meta.get("topic_names") else None,
+                    "label": labels[k], "top": " ".join(w for words_ in tops[k] for w in words_), "names": model.topic_names()[k] if model.meta.get("topic_names") else None,
                     "coherence": {lang: _finite(c[k]) for lang, c in coherences.items()}}
                    for k in range(K)]}
     snippet_texts = {}

@@ -136,6 +136,14 @@ def test_page_in_headless_chromium(sites, name):
             rankings[lam] = browser_ranking(b, 1)
             assert rankings[lam] == expected, lam
         assert rankings[0.0] != rankings[1.0]
+        # the filter box keeps the topics among whose top words (or label, or #k) the text occurs
+        summary = site_summary(site)
+        word = summary["topics"][0]["top"].split()[0]
+        b.evaluate(f"var f = document.getElementById('filter'); f.value = '{word}'; f.dispatchEvent(new Event('input'))")
+        shown = b.evaluate("[...document.querySelectorAll('section.topic:not(.hidden)')].map(s => Number(s.dataset.topic))")
+        assert shown == [t["k"] for t in summary["topics"] if word in t["top"]] and 0 in shown
+        b.evaluate("var f = document.getElementById('filter'); f.value = ''; f.dispatchEvent(new Event('input'))")
+        assert b.evaluate("document.querySelectorAll('section.topic.hidden').length") == 0
         # a related topic's link opens that topic
         related = record["related"][0][0]
         b.evaluate(f"document.querySelector('#topic-1 a[data-related=\"{related}\"]').click()")

@@ -79,7 +79,7 @@
   function map() {
     var s = document.getElementById("map"), T = M.topics, size = 400;
     var xs = T.map(function (t) { return t.x; }), ys = T.map(function (t) { return t.y; });
-    var maxR = Math.max(8, Math.min(40, 600 / Math.sqrt(T.length))), pad = maxR + 4;
+    var maxR = Math.max(5, Math.min(40, 300 / Math.sqrt(T.length))), pad = maxR + 4;
     var maxShare = Math.max.apply(null, T.map(function (t) { return t.share; })) || 1;
     // one scale for both axes (distances stay comparable), each axis centred
     var span = Math.max(Math.max.apply(null, xs) - Math.min.apply(null, xs),
@@ -96,7 +96,9 @@
       c.appendChild(title);
       c.addEventListener("click", function () { go(t.k); });
       s.appendChild(c);
-      var label = svg("text", {x: cx.toFixed(1), y: cy.toFixed(1)}); label.textContent = t.k; s.appendChild(label);
+      if (T.length <= 60) {     // more numbers than that only clutter: the circle's title names it
+        var label = svg("text", {x: cx.toFixed(1), y: cy.toFixed(1)}); label.textContent = t.k; s.appendChild(label);
+      }
     });
   }
 
@@ -264,7 +266,7 @@
     document.getElementById("filter").addEventListener("input", function (e) {
       var q = e.target.value.trim().toLowerCase();
       M.topics.forEach(function (t) {
-        var hit = !q || (t.label + " " + (labels[t.k] || "") + " " + t.k).toLowerCase().indexOf(q) >= 0;
+        var hit = !q || (t.top + " " + (labels[t.k] || "") + " #" + t.k).toLowerCase().indexOf(q) >= 0;
         document.getElementById("topic-" + t.k).classList.toggle("hidden", !hit);
         document.getElementById("map-" + t.k).classList.toggle("hidden", !hit);
       });
