@@ -151,8 +151,11 @@ class _Context:
         return out
 
 
-def compile_network(spec: NetworkSpec, layout: CorpusLayout, num_topics: int) -> CompiledNetwork:
-    """The arrays of ``spec`` on ``layout`` with ``num_topics`` topics (module docstring)."""
+def compile_network(spec: NetworkSpec, layout: CorpusLayout, num_topics: int,
+                    word_side: bool = True) -> CompiledNetwork:
+    """The arrays of ``spec`` on ``layout`` with ``num_topics`` topics (module docstring). ``word_side=False``:
+    the word draw's vectors are not made (the Gibbs engine keeps the topic-word counts); ``word_inst`` is then
+    (1, K) zeros."""
     K, V = int(num_topics), int(layout.vocab_size)
     if K < 1:
         raise UsageError("network: the number of topics must be >= 1")
@@ -165,9 +168,9 @@ def compile_network(spec: NetworkSpec, layout: CorpusLayout, num_topics: int) ->
     t_cols = [ctx.evaluate(e, tok_vals, N) for e in spec.topic.index]
     topic_key = ctx.flat(spec.nodes[spec.topic.node].index, t_cols) if t_cols else np.zeros(N, np.int64)
     keys[spec.topic.node].append(topic_key)
-    word_keys = np.zeros((N, K), np.int64)
+    word_keys = np.zeros((N if word_side else 0, K), np.int64)
     wnode = spec.nodes[spec.word.node]
-    for k in range(K):
+    for k in range(K if word_side else 0):
         vals = dict(tok_vals, topic=np.full(N, k, np.int64))
         cols = [ctx.evaluate(e, vals, N) for e in spec.word.index]
         word_keys[:, k] = ctx.flat(wnode.index, cols) if cols else 0
@@ -254,7 +257,8 @@ def compile_network(spec: NetworkSpec, layout: CorpusLayout, num_topics: int) ->
     off = np.concatenate([[0], np.cumsum(dim)]).astype(np.int64)
     eoff = np.concatenate([[0], np.cumsum(dim[par_child])]).astype(np.int64)
     topic_inst = ids(spec.topic.node, topic_key).astype(np.int64)
-    word_inst = ids(spec.word.node, word_keys.ravel()).reshape(N, K).astype(np.int64)
+    word_inst = (ids(spec.word.node, word_keys.ravel()).reshape(N, K).astype(np.int64) if word_side
+                 else np.zeros((1, K), np.int64))
     return CompiledNetwork(
         spec=spec, K=K, V=V, family=family, key=key, kind=kind, dim=dim, off=off, alpha=alpha, a_of=a_of,
         b_of=b_of, par_ptr=par_ptr, par_node=par_node, par_gamma=par_gamma, gamma_sum=gamma_sum, eoff=eoff,

@@ -245,10 +245,14 @@ def undo_path(depth, v, data, pnode, pedge, off, n, tc, tp, Nn, TC, TP, s, Se, e
 @numba.njit(cache=True)
 def network_sweep(start, reseed, seed, reseat, words, z, topic_inst, word_inst, anc_ptr, anc, kind, dim, off,
                   alpha, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum, avals, bvals, L3, n, tc, tp, Nn, TC,
-                  TP, s, Se, eoff, mx, init):
+                  TP, s, Se, eoff, mx, init, ext_word, nwk, nk, beta, frozen_phi, frozen):
     """One cycle from position ``start``: every token (``init``: add token i with its topic z[i] instead), then,
     with ``reseat``, one re-seating of a customer of every occupied Pitman-Yor cell. Returns -1 when done, or the
-    position to resume from once the Stirling table covers max c + 2 and max t + 2 (``mx``)."""
+    position to resume from once the Stirling table covers max c + 2 and max t + 2 (``mx``).
+
+    ``ext_word``: the word side is the Gibbs engine's topic-word table instead of the network's own cells (a
+    Dirichlet(beta) family indexed by topic): the word factor is (nwk[w, k] + beta) / (nk[k] + V beta), or
+    ``frozen_phi[w, k]`` with ``frozen`` (then nwk/nk stay untouched)."""
     if reseed:
         np.random.seed(seed)
     N = words.shape[0]
@@ -264,6 +268,7 @@ def network_sweep(start, reseed, seed, reseat, words, z, topic_inst, word_inst, 
     pnB = np.empty(J + 1, np.int64)
     peB = np.empty(J + 1, np.int64)
     p = np.empty(K)
+    vbeta = nwk.shape[0] * beta
     rows = L3.shape[1]
     cols = L3.shape[2]
     pos = start
@@ -279,19 +284,31 @@ def network_sweep(start, reseed, seed, reseat, words, z, topic_inst, word_inst, 
             k0 = z[i]
             da, ia = remove_path(jt, k0, True, pnA, peA, kind, off, par_ptr, par_node, n, tc, tp, Nn, TC, TP, s,
                                  Se, eoff, mx)
-            db, ib = remove_path(word_inst[i, k0], w, True, pnB, peB, kind, off, par_ptr, par_node, n, tc, tp, Nn,
-                                 TC, TP, s, Se, eoff, mx)
+            db, ib = 0, False
+            if not ext_word:
+                db, ib = remove_path(word_inst[i, k0], w, True, pnB, peB, kind, off, par_ptr, par_node, n, tc, tp,
+                                     Nn, TC, TP, s, Se, eoff, mx)
             if ia or ib:
                 undo_path(da, k0, True, pnA, peA, off, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
                 undo_path(db, w, True, pnB, peB, off, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
                 pos += 1
                 continue
+            if ext_word and not frozen:
+                nwk[w, k0] -= 1
+                nk[k0] -= 1
             total = 0.0
             for kk in range(K):
                 zt = eval_zplus(jt, kk, Z, terms, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr,
                                 par_node, par_gamma, gamma_sum, avals, bvals, L3, n, tc, tp, Nn, TC, TP, Se)
-                zw = eval_zplus(word_inst[i, kk], w, Z, terms, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of,
-                                par_ptr, par_node, par_gamma, gamma_sum, avals, bvals, L3, n, tc, tp, Nn, TC, TP, Se)
+                if ext_word:
+                    if frozen:
+                        zw = frozen_phi[w, kk]
+                    else:
+                        zw = (nwk[w, kk] + beta) / (nk[kk] + vbeta)
+                else:
+                    zw = eval_zplus(word_inst[i, kk], w, Z, terms, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of,
+                                    par_ptr, par_node, par_gamma, gamma_sum, avals, bvals, L3, n, tc, tp, Nn, TC,
+                                    TP, Se)
                 p[kk] = zt * zw
                 total += p[kk]
             r = np.random.random() * total
@@ -303,11 +320,16 @@ def network_sweep(start, reseed, seed, reseat, words, z, topic_inst, word_inst, 
                    gamma_sum, avals, bvals, L3, n, tc, tp, Nn, TC, TP, Se)
         add_path(jt, k, True, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum,
                  avals, bvals, L3, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
-        jw = word_inst[i, k]
-        eval_zplus(jw, w, Z, terms, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma,
-                   gamma_sum, avals, bvals, L3, n, tc, tp, Nn, TC, TP, Se)
-        add_path(jw, w, True, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum,
-                 avals, bvals, L3, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
+        if ext_word:
+            if not frozen:
+                nwk[w, k] += 1
+                nk[k] += 1
+        else:
+            jw = word_inst[i, k]
+            eval_zplus(jw, w, Z, terms, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node,
+                       par_gamma, gamma_sum, avals, bvals, L3, n, tc, tp, Nn, TC, TP, Se)
+            add_path(jw, w, True, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma,
+                     gamma_sum, avals, bvals, L3, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
         z[i] = k
         pos += 1
     if init or not reseat:

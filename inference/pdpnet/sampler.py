@@ -9,6 +9,10 @@ from inference.pdpnet import hyper, kernels
 from inference.pdpnet.compile import KIND_PYP, CompiledNetwork
 
 
+#: the engine arguments of :func:`kernels.network_sweep` when the network owns its word side
+NO_ENGINE = (False, np.zeros((1, 1), np.int32), np.zeros(1, np.int64), 0.0, np.zeros((1, 1)), False)
+
+
 class StirlingStack:
     """log S^N_{M, a_p} for every discount parameter p, stacked as ``L3[p, N, M]`` for the kernels; grown on
     demand (fixed discounts share the process-wide :func:`stirling_table`, sampled ones get their own table)."""
@@ -84,7 +88,7 @@ class NetworkSampler:
                 pos, reseed, seed, self.reseat, net.words, self.z, net.topic_inst, net.word_inst, self.anc_ptr,
                 self.anc, net.kind, net.dim, net.off, net.alpha, net.a_of, net.b_of, net.par_ptr, net.par_node,
                 net.par_gamma, net.gamma_sum, self.avals, self.bvals, self.stirling.L3, self.n, self.tc, self.tp,
-                self.Nn, self.TC, self.TP, self.s, self.Se, net.eoff, self.mx, init)
+                self.Nn, self.TC, self.TP, self.s, self.Se, net.eoff, self.mx, init, *NO_ENGINE)
             if pos < 0:
                 return
             reseed = False
@@ -150,3 +154,54 @@ class NetworkSampler:
         assert np.array_equal(np.bincount(cell_node, self.n, J).astype(np.int64), self.Nn)
         assert np.array_equal(np.bincount(cell_node, self.tc, J).astype(np.int64), self.TC)
         assert np.array_equal(np.bincount(cell_node, self.tp, J).astype(np.int64), self.TP)
+
+
+def rebuild_counts(net: CompiledNetwork, z: np.ndarray, s: np.ndarray, word_side: bool = True) -> dict:
+    """Every derived count of the kernels from (z, s) alone: n, tc, tp per cell, N, TC, TP per vector, S per edge,
+    and the running maxima ``mx`` (the Gibbs engine keeps only z and s in a partition's state)."""
+    J, ncell = net.num_nodes, net.num_cells
+    n = np.zeros(ncell, np.int64)
+    np.add.at(n, net.off[net.topic_inst] + z, 1)
+    if word_side:
+        np.add.at(n, net.off[net.word_inst[np.arange(len(z)), z]] + net.words, 1)
+    E = len(net.par_node)
+    child = np.repeat(np.arange(J), np.diff(net.par_ptr))
+    edge_of_cell = np.repeat(np.arange(E), np.diff(net.eoff))
+    value = np.arange(int(net.eoff[-1])) - net.eoff[edge_of_cell]
+    tc = np.zeros(ncell, np.int64)
+    tp = np.zeros(ncell, np.int64)
+    np.add.at(tc, net.off[net.par_node[edge_of_cell]] + value, s)
+    np.add.at(tp, net.off[child[edge_of_cell]] + value, s)
+    cell_node = np.repeat(np.arange(J), net.dim)
+    c = n + tc
+    return {"n": n, "tc": tc, "tp": tp,
+            "Nn": np.bincount(cell_node, n, J).astype(np.int64),
+            "TC": np.bincount(cell_node, tc, J).astype(np.int64),
+            "TP": np.bincount(cell_node, tp, J).astype(np.int64),
+            "Se": np.bincount(edge_of_cell, s, E).astype(np.int64),
+            "mx": np.array([c.max(initial=0), tp.max(initial=0)], np.int64)}
+
+
+def posterior_means(net: CompiledNetwork, counts: dict, avals: np.ndarray, bvals: np.ndarray) -> np.ndarray:
+    """(cells,) the posterior mean of every vector given the counts, parents first: a root (alpha + c)/(dim alpha
+    + C), a fixed uniform 1/dim, a Pitman-Yor vector ((c - a t) + (b + a T) sum_i rho_i nu_i) / (b + C) with
+    rho_i = (gamma_i + S_i)/(sum gamma + T) (thesis (7.12) for any network)."""
+    out = np.zeros(net.num_cells)
+    c_all = counts["n"] + counts["tc"]
+    for j in range(net.num_nodes):
+        lo, hi = net.off[j], net.off[j + 1]
+        c = c_all[lo:hi].astype(np.float64)
+        C = float(counts["Nn"][j] + counts["TC"][j])
+        if net.kind[j] == KIND_PYP:
+            a, b = float(avals[net.a_of[j]]), float(bvals[net.b_of[j]])
+            T = float(counts["TP"][j])
+            mix = np.zeros(hi - lo)
+            for e in range(net.par_ptr[j], net.par_ptr[j + 1]):
+                q = net.par_node[e]
+                mix += (net.par_gamma[e] + counts["Se"][e]) / (net.gamma_sum[j] + T) * out[net.off[q]:net.off[q + 1]]
+            out[lo:hi] = ((c - a * counts["tp"][lo:hi]) + (b + a * T) * mix) / (b + C)
+        elif net.dim[j] and net.alpha[j] > 0:
+            out[lo:hi] = (net.alpha[j] + c) / (net.alpha[j] * net.dim[j] + C)
+        else:
+            out[lo:hi] = 1.0 / net.dim[j]
+    return out

@@ -13,7 +13,7 @@ from drivers.models.stm import stm_table_weights, stm_topic_weights
 from inference.gibbs.pdp import stirling_table
 from inference.pdpnet import kernels
 from inference.pdpnet.compile import KIND_PYP, CorpusLayout, compile_network
-from inference.pdpnet.sampler import NetworkSampler
+from inference.pdpnet.sampler import NO_ENGINE, NetworkSampler
 from inference.pdpnet.spec import parse_network
 from tests.kernels.pdpnet_reference import counts_of, enumerate_states, reference_log_joint
 
@@ -159,7 +159,7 @@ def _chain_histogram(net, sweeps, thin, seed):
             0, it == 0, seed, True, net.words, sm.z, net.topic_inst, net.word_inst, sm.anc_ptr, sm.anc, net.kind,
             net.dim, net.off, net.alpha, net.a_of, net.b_of, net.par_ptr, net.par_node, net.par_gamma, net.gamma_sum,
             sm.avals, sm.bvals, sm.stirling.L3, sm.n, sm.tc, sm.tp, sm.Nn, sm.TC, sm.TP, sm.s, sm.Se, net.eoff,
-            sm.mx, False)
+            sm.mx, False, *NO_ENGINE)
         assert pos == -1
         if it % thin == 0:
             key = (tuple(int(x) for x in sm.z), tuple(int(x) for x in sm.s))
@@ -225,7 +225,7 @@ def test_lda_spec_is_collapsed_lda_draw_for_draw():
                               sm.anc_ptr, sm.anc, net.kind, net.dim, net.off, net.alpha, net.a_of, net.b_of,
                               net.par_ptr, net.par_node, net.par_gamma, net.gamma_sum, sm.avals, sm.bvals,
                               sm.stirling.L3, sm.n, sm.tc, sm.tp, sm.Nn, sm.TC, sm.TP, sm.s, sm.Se, net.eoff, sm.mx,
-                              False)
+                              False, *NO_ENGINE)
         assert np.array_equal(z, sm.z), sweep
     assert len(set(z.tolist())) > 1
 

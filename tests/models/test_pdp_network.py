@@ -1,0 +1,74 @@
+"""pdp-network on the Gibbs engine's model contract (issue 28, 3), without Spark: lda.json is the collapsed LDA
+kernel draw for draw, the engine's word table stays the recount of z, refusals of what the engine cannot run."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from drivers.models.pdp_network import PdpNetwork
+from inference.errors import UsageError
+from inference.gibbs.block import SegmentedBlock
+from inference.gibbs.lda import lda_sweep
+
+
+def _block(seed=0, D=6, V=8):
+    rng = np.random.default_rng(seed)
+    doc_ptr, seg_ptr, words = [0], [0], []
+    for _ in range(D):
+        for _ in range(rng.integers(1, 4)):
+            words += list(rng.integers(0, V, rng.integers(0, 7)))
+            seg_ptr.append(len(words))
+        doc_ptr.append(len(seg_ptr) - 1)
+    return SegmentedBlock(np.array([f"d{i}" for i in range(D)], dtype=object), np.array(doc_ptr, np.int64),
+                          np.array(seg_ptr, np.int64), np.array(words, np.int32))
+
+
+def test_lda_spec_on_the_engine_contract_is_the_lda_kernel_draw_for_draw():
+    V, K = 8, 3
+    blk = _block()
+    m = PdpNetwork(K, V)
+    hyper = m.initial_hyper(network="lda")
+    nwk, nk = np.zeros((V, K), np.int32), np.zeros(K, np.int64)
+    state = m.init_state(blk, hyper, nwk, nk, 4)
+    z, nwk2, nk2 = state["z"].copy(), nwk.copy(), nk.copy()
+    alpha = np.full(K, hyper["network"]["nodes"]["theta"]["dirichlet"])
+    for it in range(6):
+        m.sweep(blk, state, hyper, nwk, nk, 50 + it)
+        lda_sweep(blk.token_ptr(), blk.words, z, nwk2, nk2, alpha, hyper["beta"], np.zeros((1, 1)), False, 50 + it)
+        assert np.array_equal(state["z"], z) and np.array_equal(nwk, nwk2), it
+    assert len(set(z.tolist())) > 1
+
+
+@pytest.mark.parametrize("name", ["stm", "seqlda", "adatm"])
+def test_segmented_specs_keep_the_word_table_and_sample_b(name):
+    V, K = 8, 3
+    blk = _block(1)
+    m = PdpNetwork(K, V)
+    hyper = m.initial_hyper(network=name)
+    nwk, nk = np.zeros((V, K), np.int32), np.zeros(K, np.int64)
+    state = m.init_state(blk, hyper, nwk, nk, 2)
+    b0 = dict(hyper["b_values"])
+    for it in range(10):
+        m.sweep(blk, state, hyper, nwk, nk, 10 + it)
+        hyper = m.update_hyper(hyper, m.partition_stats(blk, state, hyper, 20 + it), blk.n_docs, 30 + it)
+    recount = np.zeros((V, K), np.int32)
+    np.add.at(recount, (blk.words, state["z"]), 1)
+    assert np.array_equal(recount, nwk) and np.array_equal(nk, recount.sum(axis=0))
+    assert hyper["b_values"] != b0
+    doc, seg = m.doc_topic(blk, state, hyper), m.segment_topic(blk, state, hyper)
+    np.testing.assert_allclose(doc.sum(axis=1), 1.0)
+    np.testing.assert_allclose(seg.sum(axis=1), 1.0)
+    json.dumps(hyper)
+
+
+@pytest.mark.parametrize("name,message", [
+    ("hdp-lda", "node 'corpus': indexed by ['corpus']: a vector shared by several documents"),
+    ("pyp-lda", "node 'phi': on the Gibbs engine the word draw must be a Dirichlet family"),
+    ("no-such-spec", "--network no-such-spec: no such file, nor a shipped spec"),
+])
+def test_what_the_engine_cannot_run_is_refused_in_one_line(name, message):
+    with pytest.raises(UsageError) as info:
+        PdpNetwork(3, 8).initial_hyper(network=name)
+    assert message in str(info.value) and "\n" not in str(info.value)
