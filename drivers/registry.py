@@ -86,6 +86,9 @@ MODELS = {spec.name: spec for spec in (
     ModelSpec("dp-mixture", "gibbs", "drivers.models.dp_mixture.model:DPMixture", BAG_OF_WORDS,
               "word-based Dirichlet-process mixture of documents (Wallach 4.5): a cluster per document, --topics: "
               "the most clusters of the start"),
+    ModelSpec("pdp-network", "gibbs", "drivers.models.pdp_network:PdpNetwork", SEGMENTED,
+              "a topic model given as a network of Dirichlet/Pitman-Yor vectors (--network FILE or a shipped "
+              "spec: lda, stm, seqlda, adatm)"),
     ModelSpec("bigram-lm", "gibbs", "drivers.models.bigram_lm:BigramLM", ORDERED,
               "hierarchical Dirichlet bigram language model (MacKay & Peto; Wallach 2.2): no topics (--topics "
               "is not used), beta n by the fixed point"),
