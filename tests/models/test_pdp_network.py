@@ -10,7 +10,7 @@ import pytest
 from drivers.models.pdp_network import PdpNetwork
 from inference.errors import UsageError
 from inference.gibbs.block import SegmentedBlock
-from inference.gibbs.lda import lda_sweep
+from drivers.models.lda_gibbs.model import lda_sweep
 
 
 def _block(seed=0, D=6, V=8):
