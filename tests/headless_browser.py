@@ -152,7 +152,8 @@ class Browser:
         result = self.call("Runtime.evaluate", session=True, expression=expression, returnByValue=True,
                            awaitPromise=True)
         if "exceptionDetails" in result:
-            raise BrowserError(f"{expression[:80]}: {result['exceptionDetails'].get('exception', {}).get('description')}")
+            details = result["exceptionDetails"].get("exception", {}).get("description")
+            raise BrowserError(f"{expression[:80]}: {details}")
         return result["result"].get("value")
 
     def wait_for(self, expression: str, timeout: float | None = None):

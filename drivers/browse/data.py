@@ -212,7 +212,8 @@ def collect(path: str, version: str | None = None, top_docs: int = 10, related: 
     summary = {"card": card, "lambda": DEFAULT_LAMBDA, "words": words, "views": views.kinds(),
                "salient": salient, "topics": [
                    {"k": k, "share": float(shares[k]), "x": float(coords[k, 0]), "y": float(coords[k, 1]),
-                    "label": labels[k], "top": " ".join(w for words_ in tops[k] for w in words_), "names": model.topic_names()[k] if model.meta.get("topic_names") else None,
+                    "label": labels[k], "top": " ".join(w for words_ in tops[k] for w in words_),
+                    "names": model.topic_names()[k] if model.meta.get("topic_names") else None,
                     "coherence": {lang: _finite(c[k]) for lang, c in coherences.items()}}
                    for k in range(K)]}
     snippet_texts = {}

@@ -1,5 +1,6 @@
-"""Write tests/golden/pyldavis_prepared.json: ``pyLDAvis.prepare(...).to_json()`` (pyLDAvis 3.4.1 from PyPI, whose __version__ says 3.4.0; defaults but
-``n_jobs=1``) of the inputs :func:`inputs` draws, for ``tests/kernels/test_topic_map.py`` to compare
+"""Write tests/golden/pyldavis_prepared.json: ``pyLDAvis.prepare(...).to_json()`` (pyLDAvis 3.4.1 from PyPI,
+whose __version__ says 3.4.0; defaults but ``n_jobs=1``) of the inputs :func:`inputs` draws, for
+``tests/kernels/test_topic_map.py`` to compare
 ``drivers.browse.pyldavis.prepared_data`` with. pyLDAvis is not a dependency: run this in an environment that has
 it (``python -m venv V && V/bin/pip install pyLDAvis==3.4.1 && V/bin/python tests/bench/pyldavis_golden.py``)."""
 from __future__ import annotations

@@ -139,8 +139,10 @@ def test_page_in_headless_chromium(sites, name):
         # the filter box keeps the topics among whose top words (or label, or #k) the text occurs
         summary = site_summary(site)
         word = summary["topics"][0]["top"].split()[0]
-        b.evaluate(f"var f = document.getElementById('filter'); f.value = '{word}'; f.dispatchEvent(new Event('input'))")
-        shown = b.evaluate("[...document.querySelectorAll('section.topic:not(.hidden)')].map(s => Number(s.dataset.topic))")
+        b.evaluate(f"var f = document.getElementById('filter'); f.value = '{word}';"
+                   "f.dispatchEvent(new Event('input'))")
+        shown = b.evaluate("[...document.querySelectorAll('section.topic:not(.hidden)')]"
+                           ".map(s => Number(s.dataset.topic))")
         assert shown == [t["k"] for t in summary["topics"] if word in t["top"]] and 0 in shown
         b.evaluate("var f = document.getElementById('filter'); f.value = ''; f.dispatchEvent(new Event('input'))")
         assert b.evaluate("document.querySelectorAll('section.topic.hidden').length") == 0
@@ -152,8 +154,20 @@ def test_page_in_headless_chromium(sites, name):
         # an edited label is kept (localStorage) across a reload
         b.evaluate("var i = document.querySelector('#topic-0 input.label'); i.value = 'my label';"
                    "i.dispatchEvent(new Event('input'))")
+        b.open("about:blank", ready="location.href === 'about:blank'")       # leave the page: a new load
+        assert b.evaluate("window.SPARK_TOPICS_READY === undefined")
         b.open(url + f"#topic-{K - 1}")                     # a #topic-k link opens topic k, scrolled to
         assert b.evaluate("document.querySelector('#topic-0 input.label').value") == "my label"
+        # the labels download as CSV and JSON (the files the buttons hand to the browser)
+        b.evaluate("window.__saved = []; URL.createObjectURL = function (blob) { window.__saved.push(blob); "
+                   "return 'data:,'; }")
+        b.evaluate("document.getElementById('download-csv').click(); document.getElementById('download-json').click()")
+        csv_text, json_text = b.evaluate("Promise.all(window.__saved.map(b => b.text()))")
+        summary = site_summary(site)
+        assert csv_text.splitlines() == ["topic,label,top_words"] + [
+            f"{t['k']},{'my label' if t['k'] == 0 else ''},{t['label']}" for t in summary["topics"]]
+        assert json.loads(json_text) == [{"topic": t["k"], "label": "my label" if t["k"] == 0 else None,
+                                          "top_words": t["label"]} for t in summary["topics"]]
         b.wait_for(f"document.querySelector('ol.words[data-topic=\"{K - 1}\"]') !== null")
         assert b.evaluate(f"document.getElementById('topic-{K - 1}').classList.contains('open')")
         assert b.evaluate(f"Math.abs(document.getElementById('topic-{K - 1}').getBoundingClientRect().top) < 200")
@@ -265,3 +279,44 @@ def test_family_views_in_headless_chromium(family_sites):
             b.wait_for(f"document.querySelectorAll('{selector}').length > 0")
         b.pump(0.2)
         assert b.errors() == []
+
+
+def test_snippets_lengths_and_coherence_from_the_corpus_files(tmp_path):
+    """corpus_view against the files: a kept text column is the snippet (whitespace folded, cut at a word), a
+    segmented corpus gives its first words in order, a bag of words its words by count; NPMI = the definition
+    counted document by document."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from drivers.browse import corpus_view
+    from inference.heldout import npmi
+
+    terms = np.array(["a", "b", "c", "d"])
+    docs = {"doc_id": ["x", "y", "z"], "term_ids": [[0, 1], [1, 2, 3], [0, 3]], "counts": [[1, 3], [2, 1, 5], [1, 1]],
+            "n_tokens": [4, 8, 2], "n_oov": [0, 0, 0]}
+    bag = tmp_path / "bag"
+    os.makedirs(bag / "docs.parquet")
+    pq.write_table(pa.table(docs), bag / "docs.parquet" / "part-0.parquet")
+    assert corpus_view.snippets(str(bag), ["y", "x"], terms) == {"x": "[bag] b a", "y": "[bag] d b c"}
+    assert corpus_view.document_lengths(str(bag)).to_dict() == {"x": 4, "y": 8, "z": 2}
+    text = tmp_path / "text"
+    os.makedirs(text / "docs.parquet")
+    pq.write_table(pa.table(dict(docs, text=["one  two\nthree", "w " * 400, "z"])), text / "docs.parquet" / "p.parquet")
+    got = corpus_view.snippets(str(text), ["x", "y"], terms)
+    assert got["x"] == "one two three"
+    assert got["y"].endswith(" ...") and len(got["y"]) <= 304
+    seg = tmp_path / "seg"
+    os.makedirs(seg / "docs.parquet")
+    pq.write_table(pa.table(docs), seg / "docs.parquet" / "p.parquet")
+    pq.write_table(pa.table({"doc_id": ["x"], "segments": [[[3, 0], [1]]], "segment_index": [[0, 1]]}),
+                   seg / "segments.parquet")
+    assert corpus_view.snippets(str(seg), ["x"], terms, n_words=2) == {"x": "d a ..."}
+    top = np.array([[0, 1, 3], [1, 2, 3]])
+    got = corpus_view.npmi_per_topic(top, str(bag))
+    present = [set(t) for t in docs["term_ids"]]
+    for row, value in zip(top, got):
+        pairs = [(a, b) for i, a in enumerate(row) for b in row[i + 1:]]
+        joint = [sum(a in s and b in s for s in present) for a, b in pairs]
+        df = {w: sum(w in s for s in present) for w in row}
+        assert value == pytest.approx(np.mean(npmi(np.array(joint), np.array([df[a] for a, _ in pairs]),
+                                                    np.array([df[b] for _, b in pairs]), 3)))

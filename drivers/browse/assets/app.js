@@ -43,7 +43,8 @@
     if (c.alpha !== undefined) rows.push(["alpha", typeof c.alpha === "object"
       ? "sum " + fmt(c.alpha.sum, 3) + ", min " + fmt(c.alpha.min, 4) + ", max " + fmt(c.alpha.max, 4) : c.alpha]);
     if (c.coherence) Object.keys(c.coherence.mean).forEach(function (l) {
-      rows.push(["coherence" + (l ? " [" + l + "]" : ""), fmt(c.coherence.mean[l], 4) + " (" + c.coherence.measure + ")"]);
+      rows.push(["coherence" + (l ? " [" + l + "]" : ""),
+                 fmt(c.coherence.mean[l], 4) + " (" + c.coherence.measure + ")"]);
     });
     Object.keys(c.heldout || {}).forEach(function (k) { rows.push([k, JSON.stringify(c.heldout[k])]); });
     Object.keys(c.settings || {}).forEach(function (k) { rows.push([k, String(c.settings[k])]); });
@@ -59,7 +60,9 @@
   }
   function table(rows) {
     var t = el("table", {"class": "kv"});
-    rows.forEach(function (r) { t.appendChild(el("tr", {}, [el("td", {text: r[0]}), el("td", {text: String(r[1])})])); });
+    rows.forEach(function (r) {
+      t.appendChild(el("tr", {}, [el("td", {text: r[0]}), el("td", {text: String(r[1])})]));
+    });
     return t;
   }
   function line(values, cls, w, h) {
@@ -71,7 +74,9 @@
       return (i * (w - 4) / (v.length - 1) + 2).toFixed(1) + "," + (h - 3 - (x - lo) / span * (h - 6)).toFixed(1);
     });
     s.appendChild(svg("polyline", {points: pts.join(" ")}));
-    var t = svg("title", {}); t.textContent = "from " + lo.toPrecision(5) + " to " + hi.toPrecision(5); s.appendChild(t);
+    var t = svg("title", {});
+    t.textContent = "from " + lo.toPrecision(5) + " to " + hi.toPrecision(5);
+    s.appendChild(t);
     return s;
   }
 
@@ -84,7 +89,8 @@
     // one scale for both axes (distances stay comparable), each axis centred
     var span = Math.max(Math.max.apply(null, xs) - Math.min.apply(null, xs),
                         Math.max.apply(null, ys) - Math.min.apply(null, ys)) || 1;
-    var mx = (Math.max.apply(null, xs) + Math.min.apply(null, xs)) / 2, my = (Math.max.apply(null, ys) + Math.min.apply(null, ys)) / 2;
+    var mx = (Math.max.apply(null, xs) + Math.min.apply(null, xs)) / 2;
+    var my = (Math.max.apply(null, ys) + Math.min.apply(null, ys)) / 2;
     s.appendChild(svg("line", {x1: size / 2, y1: 0, x2: size / 2, y2: size}));
     s.appendChild(svg("line", {x1: 0, y1: size / 2, x2: size, y2: size / 2}));
     var order = T.slice().sort(function (a, b) { return b.share - a.share; });   // small circles on top
@@ -104,7 +110,8 @@
 
   // ---------------------------------------------------------------------------------------------- topic list
   function list() {
-    var box = document.getElementById("topics"), maxShare = Math.max.apply(null, M.topics.map(function (t) { return t.share; }));
+    var box = document.getElementById("topics");
+    var maxShare = Math.max.apply(null, M.topics.map(function (t) { return t.share; }));
     M.topics.forEach(function (t) {
       var input = el("input", {"class": "label", type: "text", "aria-label": "label of topic " + t.k,
                                placeholder: t.names || "label this topic"});
@@ -180,7 +187,8 @@
     var ol = el("ol", {"class": "words", "data-topic": t.k, "data-language": panel.language});
     order.forEach(function (i, j) {
       var bars = el("div", {"class": "bars", title: "p(w | k) = " + Math.exp(panel.log_phi[i]).toPrecision(3) +
-                    ", lift = " + Math.exp(panel.log_lift[i]).toPrecision(3)}, [el("div", {"class": "all"}), el("div", {"class": "here"})]);
+                    ", lift = " + Math.exp(panel.log_lift[i]).toPrecision(3)},
+                    [el("div", {"class": "all"}), el("div", {"class": "here"})]);
       bars.children[0].style.width = (100 * all[j] / top).toFixed(1) + "%";
       bars.children[1].style.width = (100 * Math.min(here[j], all[j]) / top).toFixed(1) + "%";
       var linked = panel.linked && panel.linked[i] && panel.linked[i].length
@@ -199,14 +207,18 @@
         el("h3", {text: "words" + (p.language ? " [" + p.language + "]" : "") + " by relevance"}), words(t, p)]));
     });
     body.appendChild(panels);
-    body.appendChild(el("div", {"class": "legend"}, [el("i", {style: "background:var(--bar)"}), document.createTextNode("the word's frequency in the corpus"),
+    body.appendChild(el("div", {"class": "legend"}, [
+      el("i", {style: "background:var(--bar)"}), document.createTextNode("the word's frequency in the corpus"),
       el("i", {style: "background:var(--accent)"}), document.createTextNode("its estimated frequency in this topic")]));
-    if (t.cluster) body.appendChild(el("p", {text: t.cluster.documents + " documents sampled into this cluster (mean membership probability " +
+    if (t.cluster) body.appendChild(el("p", {text: t.cluster.documents +
+      " documents sampled into this cluster (mean membership probability " +
                                         fmt(t.cluster.mean_probability, 3) + ")"}));
     if (t.flow) {
       body.appendChild(el("h3", {text: "topic flow: mean proportion by segment position"}));
       body.appendChild(bars(t.flow.mean, t.flow.mean.map(function (_, i) { return "segment " + (i + 1); }),
-        t.flow.mean.map(function (v, i) { return "segment " + (i + 1) + ": " + fmt(v, 3) + " (" + t.flow.segments[i] + " segments)"; })));
+        t.flow.mean.map(function (v, i) {
+          return "segment " + (i + 1) + ": " + fmt(v, 3) + " (" + t.flow.segments[i] + " segments)";
+        })));
     }
     if (t.drift) {
       body.appendChild(el("h3", {text: "drift across versions (Hellinger distance to the previous version)"}));
@@ -224,8 +236,11 @@
     body.appendChild(el("h3", {text: "top documents"}));
     var docs = el("table", {"class": "docs"});
     t.docs.forEach(function (d) {
-      var snip = d.snippet ? Object.keys(d.snippet).map(function (l) { return (l ? "[" + l + "] " : "") + d.snippet[l]; }).join("  ") : "";
-      var cells = [el("td", {"class": "id", text: d.id}), el("td", {"class": "p", text: pct(d.p)}), el("td", {text: snip})];
+      var snip = d.snippet ? Object.keys(d.snippet).map(function (l) {
+        return (l ? "[" + l + "] " : "") + d.snippet[l];
+      }).join("  ") : "";
+      var cells = [el("td", {"class": "id", text: d.id}), el("td", {"class": "p", text: pct(d.p)}),
+                   el("td", {text: snip})];
       if (t.flow && t.flow.docs[d.id]) cells.push(el("td", {}, [line(t.flow.docs[d.id], "spark", 90, 18)]));
       docs.appendChild(el("tr", {}, cells));
     });
