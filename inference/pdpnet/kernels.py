@@ -36,12 +36,13 @@ import math
 import numba
 import numpy as np
 
+from inference.gibbs.common import token_kernel
 from inference.pdpnet.compile import KIND_DIRICHLET, KIND_PYP, KIND_UNIFORM
 
 DIR, PYP, UNI = KIND_DIRICHLET, KIND_PYP, KIND_UNIFORM
 
 
-@numba.njit(cache=True)
+@token_kernel
 def log_s(L3, p, c, t):
     """log S^c_{t, a_p}; -inf for t > c; IndexError outside the stored table."""
     if t > c or t < 0:
@@ -97,7 +98,7 @@ def ancestor_lists(par_ptr, par_node):
     return ptr, out
 
 
-@numba.njit(cache=True)
+@token_kernel
 def node_terms(j, v, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum,
                avals, bvals, L3, n, tc, tp, Nn, TC, TP, Se):
     """The increment terms of cell (j, v) into ``terms`` (join first, then one per parent edge, parents' Z^+
@@ -134,7 +135,7 @@ def node_terms(j, v, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_n
     return total
 
 
-@numba.njit(cache=True)
+@token_kernel
 def eval_zplus(j, v, Z, terms, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma,
                gamma_sum, avals, bvals, L3, n, tc, tp, Nn, TC, TP, Se):
     """Z^+ of value v at j and at each of its ancestors into ``Z`` (E14/E15, table-indicator form); returns Z_j."""
@@ -145,7 +146,7 @@ def eval_zplus(j, v, Z, terms, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, 
     return Z[j]
 
 
-@numba.njit(cache=True)
+@token_kernel
 def _count(j, cell, data, delta, n, tc, Nn, TC, mx):
     if data:
         n[cell] += delta
@@ -157,7 +158,7 @@ def _count(j, cell, data, delta, n, tc, Nn, TC, mx):
         mx[0] = n[cell] + tc[cell]
 
 
-@numba.njit(cache=True)
+@token_kernel
 def add_path(j, v, data, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum,
              avals, bvals, L3, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx):
     """Increment cell (j, v) along a path drawn from the terms (``Z`` must hold Z^+ of v at j's ancestors)."""
@@ -191,7 +192,7 @@ def add_path(j, v, data, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, p
         data = False
 
 
-@numba.njit(cache=True)
+@token_kernel
 def remove_path(j, v, data, pnode, pedge, kind, off, par_ptr, par_node, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx):
     """Decrement cell (j, v) with the exact indicator draw (module docstring); the path goes into ``pnode``/
     ``pedge`` (edge -1: no table removed there). Returns (path length, illegal rest)."""
@@ -227,7 +228,7 @@ def remove_path(j, v, data, pnode, pedge, kind, off, par_ptr, par_node, n, tc, t
         data = False
 
 
-@numba.njit(cache=True)
+@token_kernel
 def undo_path(depth, v, data, pnode, pedge, off, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx):
     """Put back what :func:`remove_path` took (same path)."""
     for d in range(depth):
@@ -242,7 +243,7 @@ def undo_path(depth, v, data, pnode, pedge, off, n, tc, tp, Nn, TC, TP, s, Se, e
             Se[e] += 1
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def network_sweep(start, reseed, seed, reseat, words, z, topic_inst, word_inst, anc_ptr, anc, kind, dim, off,
                   alpha, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum, avals, bvals, L3, n, tc, tp, Nn, TC,
                   TP, s, Se, eoff, mx, init, ext_word, nwk, nk, beta, frozen_phi, frozen):
