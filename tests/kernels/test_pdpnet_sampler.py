@@ -313,3 +313,48 @@ def test_stm_spec_against_the_hand_written_stm_kernel():
         np.testing.assert_allclose(p / tot, ref / ref.sum(), rtol=1e-10)
 
 
+
+
+def test_seqlda_spec_against_the_hand_written_seqlda_table_conditional():
+    """On a SeqLDA state of the compiled seqlda network (segments PYP over the previous segment, the first over
+    the document), the hand-written kernel's table-count conditional (6.7) (seqlda_table_weights, over the
+    support seqlda_table_support) equals the normalised ratios of the network's joint for every occupied cell."""
+    from drivers.models.seqlda.token_steps import seqlda_table_support, seqlda_table_weights
+    a, b, alpha = 0.25, 1.7, 0.3
+    spec = {"nodes": {"doc": {"index": ["document"], "over": "topic", "dirichlet": alpha},
+                      "seg": {"index": ["segment"], "over": "topic", "pyp": {"a": a, "b": b},
+                              "parents": [{"node": "seg", "index": ["previous_segment"],
+                                           "if_missing": {"node": "doc", "index": ["document"]}}]},
+                      "phi": {"index": ["topic"], "over": "word", "dirichlet": 0.2}},
+            "topic": {"node": "seg", "index": ["segment"]}, "word": {"node": "phi", "index": ["topic"]}}
+    V, K = 5, 3
+    net = _net(spec, [[[0, 1, 1, 2], [1, 3, 1], [4, 4, 0, 1, 2], [2, 2]]], V, K)
+    sm = NetworkSampler(net, seed=3)
+    tab = stirling_table(a).ensure(30, 30)
+    names = [net.spec.order[f] for f in net.family]
+    segs = [j for j, nm in enumerate(names) if nm == "seg"]
+    checked = 0
+    for _ in range(4):
+        sm.sweep()
+        sm.check()
+        n_d = np.array([sm.n[net.off[j]:net.off[j] + K] for j in segs])
+        t_d = np.array([sm.tp[net.off[j]:net.off[j] + K] for j in segs])
+        N, T = n_d.sum(axis=1), t_d.sum(axis=1)
+        for r, j in enumerate(segs):
+            e = net.par_ptr[j]
+            for k in range(K):
+                lo, hi = seqlda_table_support(r, k, n_d, t_d, 100)
+                if hi <= lo:
+                    continue
+                wt = np.zeros(hi + 1)
+                tot = seqlda_table_weights(wt, r, k, lo, hi, n_d, t_d, N, T, np.full(K, alpha), K * alpha, a, b,
+                                           tab.ratio, tab.cratio)
+                ref = []
+                for v in range(lo, hi + 1):
+                    s2 = sm.s.copy()
+                    s2[net.eoff[e] + k] = v
+                    ref.append(reference_log_joint(net, sm.z, s2))
+                ref = np.exp(np.array(ref) - max(ref))
+                np.testing.assert_allclose(wt[lo:] / tot, ref / ref.sum(), rtol=1e-10)
+                checked += 1
+    assert checked >= 4
