@@ -182,6 +182,28 @@ def known_tokens(words: np.ndarray, vocab_size: int) -> np.ndarray:
     return (words >= 0) & (words < vocab_size)
 
 
+def known_block(block, vocab_size: int):
+    """``(block without its out-of-vocabulary tokens, (D,) skipped tokens per document)`` of a
+    :class:`inference.gibbs.block.SegmentedBlock` (segments keep their places, possibly emptied)."""
+    from inference.gibbs.block import SegmentedBlock
+
+    known = known_tokens(block.words, vocab_size)
+    kept = np.concatenate([[0], np.cumsum(known)]).astype(np.int64)
+    doc_tokens = block.token_ptr()
+    skipped = np.diff(doc_tokens) - np.diff(kept[doc_tokens])
+    return (SegmentedBlock(block.doc_ids, block.doc_ptr, kept[block.seg_ptr], block.words[known]),
+            skipped.astype(np.float64))
+
+
+def exact_scores(block, vocab_size: int, document_logliks, protocol: str) -> LeftToRightScores:
+    """The scores of a model that computes every document's log p(w_d) exactly (``document_logliks``: block ->
+    (D,) natural logs, of a block with known words only): the same value in both estimate columns."""
+    known, skipped = known_block(block, vocab_size)
+    loglik = np.asarray(document_logliks(known), dtype=np.float64) if block.n_docs else np.zeros(0)
+    scored = np.diff(known.token_ptr()).astype(np.float64)
+    return LeftToRightScores(np.column_stack([loglik, loglik, scored, skipped]).reshape(-1, COLUMNS), protocol)
+
+
 def lda_scores(doc_ids, token_ptr: np.ndarray, words: np.ndarray, alpha, phi_vk: np.ndarray,
                settings: LeftToRight) -> np.ndarray:
     """(D, 4) ``[log p(w_d) by left-to-right, by importance sampling, scored tokens, skipped tokens]`` of every

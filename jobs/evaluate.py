@@ -16,6 +16,7 @@ from drivers.evaluation import report as evaluation_report
 from drivers.families import EvaluateRequest
 from drivers.store import model_store
 from inference.errors import UsageError
+from inference.left_to_right import DEFAULT_PARTICLES, LeftToRight
 from jobs.spark import fold_in_conf, local_path, path_map, positive_int, sized_session
 
 
@@ -33,13 +34,21 @@ def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
     parser.add_argument("--reference", default=None, type=local_path,
                         help="CORPUS_DIR whose document co-occurrences define NPMI (default: the test corpus)")
     parser.add_argument("--top-words", type=int, default=10, help="top words per topic for NPMI")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the observed/held-out token split")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the observed/held-out token split (left-to-right: of the particles)")
     parser.add_argument("--json", default=None, type=local_path, metavar="FILE",
                         help="also write the figures it prints to FILE as JSON (written whole): perplexity, NPMI, "
                              "token counts, the model's and the method's settings (drivers/evaluation/report.py)")
     parser.add_argument("--output", default=None, type=local_path,
                         help="also write every metric, with its internal names, to this JSON file")
     parser.add_argument("--partitions", type=positive_int, default=None, help="document partitions (default: by size)")
+    parser.add_argument("--method", choices=("heldout", "left-to-right"), default="heldout",
+                        help="heldout: the family's held-out perplexity and NPMI (default); left-to-right: bits per "
+                             "word by Wallach et al.'s (2009) left-to-right estimator, topics frozen, for every "
+                             "monolingual model (drivers/evaluation/left_to_right.py)")
+    parser.add_argument("--particles", type=positive_int, default=DEFAULT_PARTICLES,
+                        help=f"left-to-right: particles per document (default {DEFAULT_PARTICLES})")
+    parser.add_argument("--resample", choices=("on", "off"), default="on",
+                        help="left-to-right: resample every particle's earlier topics before each token (default on)")
     for family in registry.families():
         family.add_evaluate_flags(parser.add_argument_group(
             f"{family.name} models ({', '.join(s.name for s in registry.models_of(family.name))})"))
@@ -55,16 +64,25 @@ def evaluate(spark, request: EvaluateRequest) -> dict:
 
 
 def evaluate_model(spark, model_dir: str, corpus_dir: str, reference: str | None = None, top_words: int = 10,
-                   seed: int = 0, partitions: int | None = None, engine=None) -> dict:
+                   seed: int = 0, partitions: int | None = None, engine=None,
+                   left_to_right: LeftToRight | None = None) -> dict:
     """All metrics of the model in ``model_dir`` on ``corpus_dir``, with the family's default settings
-    (or ``engine``)."""
-    return evaluate(spark, EvaluateRequest((model_dir,), corpus_dir, reference, top_words, seed, partitions, engine))
+    (or ``engine``); with ``left_to_right``, the left-to-right figures instead."""
+    return evaluate(spark, EvaluateRequest((model_dir,), corpus_dir, reference, top_words, seed, partitions, engine,
+                                           left_to_right))
 
 
 def format_metrics(metrics: dict) -> str:
     """The metrics as the job prints them (by the family of the model they are of)."""
     model = metrics.get("model") or next(iter(metrics["models"].values()))
     return family_of([model]).format_metrics(metrics)
+
+
+def left_to_right_settings(args) -> LeftToRight | None:
+    """``--method left-to-right``: its settings (``--particles``, ``--resample``, ``--seed``); None otherwise."""
+    if getattr(args, "method", "heldout") != "left-to-right":
+        return None
+    return LeftToRight(args.particles, args.resample == "on", args.seed)
 
 
 def run(args) -> dict:
@@ -76,7 +94,7 @@ def run(args) -> dict:
         model_dirs = (model_store.resolve(args.model, getattr(args, "version", None)),)     # one version for the job
     family = family_of(model_dirs)
     request = EvaluateRequest(model_dirs, args.corpus, args.reference, args.top_words, args.seed, args.partitions,
-                              engine=family.evaluate_settings(args))
+                              engine=family.evaluate_settings(args), left_to_right=left_to_right_settings(args))
     spark = sized_session("spark-topics evaluate", args,
                           lambda conf, active: fold_in_conf(model_dirs, conf, active))
     metrics = family.evaluate(spark, request)

@@ -26,7 +26,30 @@ def main(master: str, out: str, corpora: dict, extra: dict | None = None) -> Non
                                 *FAMILY_FLAGS[spec.family]))
     for name, flags in (extra or {}).items():
         train(spark, train_args(flags[1], os.path.join(out, name), *flags[2:]))
+    left_to_right_on(spark, out, corpora)
     spark.stop()
+
+
+#: the models whose left-to-right figures the conformance test compares with local[2] (the kernel's two callers)
+LEFT_TO_RIGHT_MODELS = ("lda-gibbs", "lda")
+LEFT_TO_RIGHT_SETTINGS = {"particles": 3, "resample": True, "seed": 2}
+
+
+def left_to_right_on(spark, out: str, corpora: dict) -> None:
+    """``OUT/left_to_right.json``: ``{model: [loglik, loglik_importance]}`` by ``evaluate --method left-to-right``."""
+    import json
+
+    from drivers import registry
+    from inference.left_to_right import LeftToRight
+    from jobs.evaluate import evaluate_model
+
+    figures = {}
+    for name in LEFT_TO_RIGHT_MODELS:
+        r = evaluate_model(spark, os.path.join(out, name), corpora[registry.model(name).corpus],
+                           left_to_right=LeftToRight(**LEFT_TO_RIGHT_SETTINGS))["left_to_right"]
+        figures[name] = [r["loglik"], r["loglik_importance"]]
+    with open(os.path.join(out, "left_to_right.json"), "w") as f:
+        json.dump(figures, f)
 
 
 if __name__ == "__main__":

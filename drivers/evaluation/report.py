@@ -10,6 +10,10 @@ and schedulers, the same keys for every model and method.
                   (observed fraction, sweeps, samples, E-step tolerance, seed)
     perplexity, loglik, documents (scored), tokens {"scored": ...}; variational: corpus_documents,
                   skipped_short_documents
+    bits_per_word (--method left-to-right, method {"name": "left-to-right", particles, resample, seed, protocol,
+                  token_order}; also perplexity = 2^bits_per_word, loglik, bits_per_word_importance and
+                  loglik_importance (the mean of the particles' products), tokens {"scored", "skipped_oov"},
+                  seconds, seconds_per_token; no NPMI)
     heldout_elbo_per_token (variational models)
     npmi, npmi_per_topic, npmi_top_words, npmi_reference_documents
     per_language, retrieval, cnpmi (an aligned test corpus: per_language holds the figures above per language)
@@ -33,7 +37,10 @@ VARIATIONAL_OBSERVED = 0.5
 
 def report(metrics: dict) -> dict:
     """The report of ``metrics`` as a family's ``evaluate`` returns them."""
-    if metrics.get("aligned"):
+    if metrics.get("left_to_right"):
+        body = dict(model=model_settings(metrics["model"]), corpus=metrics["corpus"],
+                    test_documents=metrics["test_documents"], **_left_to_right(metrics["left_to_right"]))
+    elif metrics.get("aligned"):
         body = {"corpus": metrics["corpus"], "languages": metrics["languages"],
                 "models": {lang: model_settings(d) for lang, d in metrics["models"].items()},
                 "per_language": {lang: _document_completion(m) for lang, m in metrics["per_language"].items()},
@@ -86,6 +93,16 @@ def _gibbs_heldout(m: dict) -> dict:
               "lag": h.get("lag"), "samples": h["samples"], "seed": h.get("seed", m["seed"])}
     return {"method": method, "perplexity": m["perplexity"], "loglik": h.get("loglik"),
             "documents": h["documents"], "tokens": {"scored": h["tokens"]}, **_npmi(m)}
+
+
+def _left_to_right(r: dict) -> dict:
+    method = {"name": "left-to-right", "particles": r["particles"], "resample": r["resample"], "seed": r["seed"],
+              "protocol": r["protocol"], "token_order": r["token_order"]}
+    return {"method": method, "bits_per_word": r["bits_per_word"], "perplexity": r["perplexity"],
+            "loglik": r["loglik"], "bits_per_word_importance": r["bits_per_word_importance"],
+            "loglik_importance": r["loglik_importance"], "documents": r["documents"],
+            "tokens": {"scored": r["tokens"], "skipped_oov": r["skipped_oov"]},
+            "seconds": r["seconds"], "seconds_per_token": r["seconds_per_token"]}
 
 
 def _npmi(m: dict) -> dict:

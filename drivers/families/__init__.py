@@ -103,6 +103,7 @@ class EvaluateRequest(Constrained):
     seed: int = 0
     partitions: int | None = None
     engine: object = None
+    left_to_right: object = None        # inference.left_to_right.LeftToRight: --method left-to-right
 
     parameter_constraints = {"partitions": AT_LEAST_1}
 

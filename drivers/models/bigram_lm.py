@@ -31,6 +31,7 @@ import math
 import numpy as np
 from scipy.special import gammaln
 
+from inference import left_to_right
 from inference.constraints import POSITIVE
 from inference.dm import CountHistograms, estimate
 from inference.gibbs.model import GibbsModel, SegmentedBlock
@@ -219,6 +220,12 @@ class BigramLM(GibbsModel):
 
     def infer_sums(self, block, hyper, phi_vk, schedule, seed, partition) -> dict:
         return {"samples": np.ones(1), "loglik": self.document_logliks(block)}
+
+    def left_to_right(self, block, hyper, phi_vk, settings) -> left_to_right.LeftToRightScores:
+        """Exact: nothing is latent, so p(w_d) is the product of the predictives (3.6) left to right (the
+        training bigrams and the document's earlier ones); particles are not used."""
+        return left_to_right.exact_scores(block, self.vocab_size, self.document_logliks,
+                                          "exact: the bigram predictive chain (3.6), nothing latent")
 
 
 def _earlier_equal(group: np.ndarray, values: np.ndarray) -> np.ndarray:

@@ -42,12 +42,14 @@ import math
 import numba
 import numpy as np
 
+from inference import left_to_right
 from inference.dirichlet import gamma_concentration_step
 from inference.gibbs.common import (BIG, check_cmgs_hyper, check_pdp, dirichlet_mean, draw_scan, frozen_args,
                                     inverse_topic_totals, longest_span, move_word, parse_hyper, positive_vector,
                                     random_segment_topics, rescale_weights, token_kernel, word_factor)
 from inference.gibbs.model import PDP_CONCENTRATION, PDP_DISCOUNT, GibbsModel, SegmentedBlock
 from inference.gibbs.pdp import stirling_table
+from inference.gibbs.franchise_left_to_right import franchise_scores, star
 
 DEFAULT_ALPHA = 0.1
 DEFAULT_BETA = 0.01
@@ -275,6 +277,9 @@ def stirling_arrays(a: float, max_customers: int, m_max: int):
     return table.log, table.ratio, table.cratio
 
 
+PROTOCOL_OF_SEATING = "particles: every particle seats the document's tokens in its segments' PDPs (exact)"
+
+
 class STM(GibbsModel):
     """Segmented Topic Model with the collapsed multiplicity Gibbs sampler (thesis ch. 5)."""
 
@@ -338,6 +343,12 @@ class STM(GibbsModel):
     def update_hyper(self, hyper, stats, num_documents, seed) -> dict:
         """b ~ Gamma(shape = sum T, rate = sum log 1/q) (5.8; numpy's scale is 1/rate, pitfall 10)."""
         return gamma_concentration_step(hyper, stats, self.samples_b(hyper), seed)
+
+    def left_to_right(self, block, hyper, phi_vk, settings) -> left_to_right.LeftToRightScores:
+        """Exact in the model: every particle carries the document's seating in its segments' PDPs, each
+        hanging from the document's mu (:mod:`inference.gibbs.franchise_left_to_right`)."""
+        return franchise_scores(block, hyper["alpha"], float(hyper["a"]), float(hyper["b"]), phi_vk, settings, star,
+                                PROTOCOL_OF_SEATING)
 
     def doc_topic(self, block, state, hyper) -> np.ndarray:
         """(D, K) mu-hat_ik = (alpha_k + sum_j t_ijk) / sum_k (alpha_k + sum_j t_ijk) (5.5)."""

@@ -25,6 +25,7 @@ from drivers.store.model_store import load_model
 from jobs import evaluate, infer, topics, train
 from tiny_corpora import FAMILY_FLAGS
 from inference.errors import UsageError
+from inference.left_to_right import LeftToRight
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # tests/
 MODELS = list(registry.MODELS)
@@ -86,8 +87,35 @@ def test_train_reopen_infer_evaluate_topics(spark_session, trained, corpora, nam
     assert [f["perplexity"] for f in figures] == [s["perplexity"] for s in scores] and all(
         f["tokens"]["scored"] > 0 and f["method"]["name"] for f in figures) and json.dumps(report, allow_nan=False)
 
+    _left_to_right(spark_session, model_dir, corpus, spec)
+
     shown = topics.run(argparse.Namespace(model_dir=model_dir, top_words=4, weights=False))
     assert len(shown.splitlines()) == K * (len(saved.languages) or 1)
+
+
+#: how each model's left-to-right estimate says it was computed (the default: particles, LDA's predictive)
+LEFT_TO_RIGHT_PROTOCOL = {"bigram-lm": "exact", "dp-mixture": "exact", "stm": "particles: every particle seats",
+                          "seqlda": "particles: every particle seats", "adatm": "particles: every particle seats"}
+
+
+def _left_to_right(spark_session, model_dir, corpus, spec):
+    """``evaluate --method left-to-right`` (2 particles): every monolingual model scores all 1,200 tokens of the
+    40 documents below uniform's log2 30 bits and says how; a polylingual model is refused in one line."""
+    settings = LeftToRight(particles=2, seed=1)
+    if spec.corpus == registry.ALIGNED:
+        with pytest.raises(UsageError, match="left-to-right scores monolingual models"):
+            evaluate.evaluate_model(spark_session, model_dir, corpus, left_to_right=settings)
+        return
+    metrics = evaluate.evaluate_model(spark_session, model_dir, corpus, left_to_right=settings)
+    r = metrics["left_to_right"]
+    assert r["tokens"] == 1200 and r["documents"] == 40 and r["skipped_oov"] == 0, r
+    assert 0 < r["bits_per_word"] < np.log2(30) and 0 < r["bits_per_word_importance"] < np.log2(30), r
+    assert r["protocol"].startswith(LEFT_TO_RIGHT_PROTOCOL.get(spec.name, "particles")), r["protocol"]
+    if r["protocol"].startswith("exact"):
+        assert r["loglik"] == r["loglik_importance"]
+    report = evaluation_report.report(metrics)
+    assert report["method"]["name"] == "left-to-right" and report["bits_per_word"] == r["bits_per_word"]
+    assert "left-to-right" in evaluate.format_metrics(metrics) and json.dumps(report, allow_nan=False)
 
 
 @pytest.mark.parametrize("name", MODELS)
@@ -143,6 +171,18 @@ def test_every_model_is_the_same_on_local1(trained, local1_models):
                                       err_msg=name)
         np.testing.assert_array_equal(_theta(local1_models / name / "doc_topics.parquet"),
                                       _theta(os.path.join(model_dir, "doc_topics.parquet")), err_msg=name)
+
+
+def test_left_to_right_is_the_same_on_local1(spark_session, trained, corpora, local1_models):
+    """The left-to-right figures of the local[1] application (tests/train_every_model.py) are this session's."""
+    import train_every_model
+
+    with open(local1_models / "left_to_right.json") as f:
+        local1 = json.load(f)
+    for name in train_every_model.LEFT_TO_RIGHT_MODELS:
+        r = evaluate.evaluate_model(spark_session, trained[name][0], corpora[registry.model(name).corpus],
+                                    left_to_right=LeftToRight(**train_every_model.LEFT_TO_RIGHT_SETTINGS))
+        assert local1[name] == [r["left_to_right"]["loglik"], r["left_to_right"]["loglik_importance"]], name
 
 
 def test_train_help_shows_the_models_own_flags():

@@ -208,3 +208,205 @@ def test_long_document_of_tiny_probabilities_stays_finite():
 
 def test_bits_per_word():
     assert bits_per_word(-8 * math.log(2) * 10, 10) == pytest.approx(8.0)
+
+
+# --------------------------------------------------------------------------- the STM's seating particles
+
+def _stirling(n: int, t: int, a: float) -> float:
+    """Generalised Stirling number S^n_{t,a}: S^{n+1}_t = S^n_{t-1} + (n - t a) S^n_t, S^0_0 = 1."""
+    table = np.zeros((n + 1, n + 1))
+    table[0, 0] = 1.0
+    for m in range(n):
+        for u in range(1, m + 2):
+            table[m + 1, u] = table[m, u - 1] + (m - u * a) * table[m, u]
+    return table[n, t]
+
+
+def exact_stm_log_p(segments, alpha, a, b, phi_vk) -> float:
+    """log p(w | Phi, alpha, a, b) of one STM document: sum over topics z and table counts t of (5.2)."""
+    K = len(alpha)
+    words = [w for s in segments for w in s]
+    seg_of = [j for j, s in enumerate(segments) for _ in s]
+    J = len(segments)
+
+    def pochhammer(x, step, m):
+        return np.prod([x + i * step for i in range(m)]) if m else 1.0
+
+    def log_beta(v):
+        return np.sum(gammaln(v)) - gammaln(np.sum(v))
+
+    total = 0.0
+    for z in itertools.product(range(K), repeat=len(words)):
+        n = np.zeros((J, K), dtype=int)
+        for j, k in zip(seg_of, z):
+            n[j, k] += 1
+        word_part = np.prod(phi_vk[words, list(z)])
+        ranges = [range(1, n[j, k] + 1) if n[j, k] else range(0, 1) for j in range(J) for k in range(K)]
+        topic_part = 0.0
+        for flat in itertools.product(*ranges):
+            t = np.array(flat).reshape(J, K)
+            value = math.exp(log_beta(alpha + t.sum(axis=0)) - log_beta(alpha))
+            for j in range(J):
+                value *= pochhammer(b, a, t[j].sum()) / pochhammer(b, 1.0, n[j].sum())
+                for k in range(K):
+                    value *= _stirling(n[j, k], t[j, k], a)
+            topic_part += value
+        total += word_part * topic_part
+    return math.log(total)
+
+
+STM_DOCS = [[[0, 1], [2, 0]], [[1, 1, 3], [0]], [[2], [2, 0], [1]]]
+PHI_2 = PHI_VK[:, :2] / PHI_VK[:, :2].sum(axis=0)
+
+
+@pytest.mark.parametrize("a,resample", [(0.0, False), (0.0, True), (0.4, True)])
+def test_stm_particle_products_are_unbiased_for_the_enumerated_marginal(a, resample):
+    """The STM's seating particles (R = 20,000): the mean of their products is the STM's p(w) by enumeration over
+    topics and table counts, (5.2), within 4 standard errors; with one segment and b -> infinity nothing
+    checks this, so the documents have 2-3 segments."""
+    from inference.gibbs.franchise_left_to_right import estimate_franchise_document, star
+
+    alpha, b = np.array([0.4, 0.7]), 1.5
+    for d, segments in enumerate(STM_DOCS):
+        words = np.array([w for s in segments for w in s])
+        ptr = np.concatenate([[0], np.cumsum([len(s) for s in segments])])
+        est = estimate_franchise_document(PHI_2[words], ptr, star(len(segments)), alpha, a, b,
+                                          particle_seeds(9, f"s{d}", 20000), resample)
+        mean, err = _mean_and_error(est.particle_log_weight)
+        exact = math.exp(exact_stm_log_p(segments, alpha, a, b, PHI_2))
+        assert abs(mean - exact) < 4 * err, (d, mean, exact, err)
+        lda = math.exp(exact_log_p(words, alpha, PHI_2))
+        assert abs(lda - exact) > 8 * err                       # the STM's p(w) is not LDA's: the test can tell
+
+
+def exact_seqlda_log_p(segments, alpha, a, b, phi_vk) -> float:
+    """log p(w | Phi, alpha, a, b) of one SeqLDA document: sum over topics z and the chain's table counts t of
+    (6.3) (restaurant j's customers: its tokens and the tables of j+1)."""
+    K = len(alpha)
+    words = [w for s in segments for w in s]
+    seg_of = [j for j, s in enumerate(segments) for _ in s]
+    J = len(segments)
+
+    def pochhammer(x, step, m):
+        return np.prod([x + i * step for i in range(m)]) if m else 1.0
+
+    def log_beta(v):
+        return np.sum(gammaln(v)) - gammaln(np.sum(v))
+
+    def tables(j, n, below):
+        """sum over t_j..t_1 given t_{j+1} = below of the factors of restaurants j..1 and the root."""
+        if j < 0:
+            return math.exp(log_beta(alpha + below) - log_beta(alpha))
+        customers = n[j] + below
+        total = 0.0
+        for t in itertools.product(*[range(1, c + 1) if c else range(0, 1) for c in customers]):
+            t = np.array(t)
+            value = pochhammer(b, a, t.sum()) / pochhammer(b, 1.0, customers.sum())
+            for k in range(K):
+                value *= _stirling(customers[k], t[k], a)
+            total += value * tables(j - 1, n, t)
+        return total
+
+    total = 0.0
+    for z in itertools.product(range(K), repeat=len(words)):
+        n = np.zeros((J, K), dtype=int)
+        for j, k in zip(seg_of, z):
+            n[j, k] += 1
+        total += np.prod(phi_vk[words, list(z)]) * tables(J - 1, n, np.zeros(K, dtype=int))
+    return math.log(total)
+
+
+@pytest.mark.parametrize("a,resample", [(0.0, False), (0.3, True)])
+def test_seqlda_particle_products_are_unbiased_for_the_enumerated_marginal(a, resample):
+    """SeqLDA's chain of seatings (R = 20,000): the mean of the particle products is (6.3) summed over topics and
+    table counts, within 4 standard errors; not STM's p(w) (the restaurant tree matters)."""
+    from inference.gibbs.franchise_left_to_right import chain, estimate_franchise_document
+
+    alpha, b = np.array([0.4, 0.7]), 1.5
+    for d, segments in enumerate(STM_DOCS):
+        words = np.array([w for s in segments for w in s])
+        ptr = np.concatenate([[0], np.cumsum([len(s) for s in segments])])
+        est = estimate_franchise_document(PHI_2[words], ptr, chain(len(segments)), alpha, a, b,
+                                          particle_seeds(4, f"q{d}", 20000), resample)
+        mean, err = _mean_and_error(est.particle_log_weight)
+        exact = math.exp(exact_seqlda_log_p(segments, alpha, a, b, PHI_2))
+        assert abs(mean - exact) < 4 * err, (d, mean, exact, err)
+        assert abs(math.exp(exact_stm_log_p(segments, alpha, a, b, PHI_2)) - exact) > 8 * err
+
+
+def crf_log_p(segments, links, alpha, a, b, phi_vk, lam_t=1.0, lam_s=1.0) -> float:
+    """log p(w) of a segmented PDP model by enumerating its generative Chinese restaurant franchise, token by token
+    (every table a token joins, or a new table whose dish comes from the previous restaurant or the root, rho
+    collapsed: (T_prev + lambda_T) / (T + lambda_T + lambda_S)); ``links`` per segment: 0 root, 1 previous,
+    2 adaptive. An independent reading of the models, checked against (5.2) and (6.3) below."""
+    K = len(alpha)
+
+    def arrive(r, state):
+        """[(probability, dish, new state)] of one customer arriving at restaurant r."""
+        tables, roots = state
+        mine = tables[r]
+        N = sum(size for _, size, _ in mine)
+        T = len(mine)
+        out = []
+        for i, (dish, size, up) in enumerate(mine):
+            new = list(mine)
+            new[i] = (dish, size + 1, up)
+            out.append(((size - a) / (b + N), dish, (tables[:r] + (tuple(new),) + tables[r + 1:], roots)))
+        opening = (b + a * T) / (b + N)
+        to_prev = {0: 0.0, 1: 1.0}.get(links[r], None)
+        if to_prev is None:
+            to_prev = (sum(1 for _, _, up in mine if up == "prev") + lam_t) / (T + lam_t + lam_s)
+        if to_prev > 0:
+            for p, dish, (tabs, rts) in arrive(r - 1, state):
+                new = tabs[r] + ((dish, 1, "prev"),)
+                out.append((opening * to_prev * p, dish, (tabs[:r] + (new,) + tabs[r + 1:], rts)))
+        if to_prev < 1:
+            for k in range(K):
+                p = (roots[k] + alpha[k]) / (sum(roots) + alpha.sum())
+                new = mine + ((k, 1, "root"),)
+                out.append((opening * (1 - to_prev) * p, k, (tables[:r] + (new,) + tables[r + 1:],
+                                                            roots[:k] + (roots[k] + 1,) + roots[k + 1:])))
+        return out
+
+    tokens = [(j, w) for j, s in enumerate(segments) for w in s]
+
+    def total(i, state):
+        if i == len(tokens):
+            return 1.0
+        j, w = tokens[i]
+        return sum(p * phi_vk[w, dish] * total(i + 1, new) for p, dish, new in arrive(j, state))
+
+    return math.log(total(0, (tuple(() for _ in segments), (0,) * K)))
+
+
+def test_the_franchise_reference_is_the_table_count_joints():
+    """The generative enumeration equals (5.2) for the star and (6.3) for the chain (a = 0.3)."""
+    alpha, a, b = np.array([0.4, 0.7]), 0.3, 1.5
+    for segments in STM_DOCS[:2]:
+        J = len(segments)
+        assert crf_log_p(segments, [0] * J, alpha, a, b, PHI_2) == pytest.approx(
+            exact_stm_log_p(segments, alpha, a, b, PHI_2), abs=1e-12)
+        assert crf_log_p(segments, [0] + [1] * (J - 1), alpha, a, b, PHI_2) == pytest.approx(
+            exact_seqlda_log_p(segments, alpha, a, b, PHI_2), abs=1e-12)
+
+
+@pytest.mark.parametrize("resample", [False, True])
+def test_adatm_particle_products_are_unbiased_for_the_enumerated_franchise(resample):
+    """AdaTM's adaptive seatings (lambda_T = 0.5, lambda_S = 2, a = 0.2; R = 20,000): the mean of the particle
+    products is the franchise's p(w) within 4 standard errors, and neither STM's nor SeqLDA's."""
+    from inference.gibbs.franchise_left_to_right import adaptive, estimate_franchise_document
+
+    alpha, a, b = np.array([0.4, 0.7]), 0.2, 1.5
+    told = {"star": False, "chain": False}
+    for d, segments in enumerate(STM_DOCS):
+        J = len(segments)
+        words = np.array([w for s in segments for w in s])
+        ptr = np.concatenate([[0], np.cumsum([len(s) for s in segments])])
+        est = estimate_franchise_document(PHI_2[words], ptr, adaptive(J), alpha, a, b,
+                                          particle_seeds(6, f"ada{d}", 20000), resample, lambda_t=0.5, lambda_s=2.0)
+        mean, err = _mean_and_error(est.particle_log_weight)
+        exact = math.exp(crf_log_p(segments, [0] + [2] * (J - 1), alpha, a, b, PHI_2, 0.5, 2.0))
+        assert abs(mean - exact) < 4 * err, (d, mean, exact, err)
+        for name, other in (("star", [0] * J), ("chain", [0] + [1] * (J - 1))):
+            told[name] |= abs(math.exp(crf_log_p(segments, other, alpha, a, b, PHI_2)) - exact) > 4 * err
+    assert all(told.values()), told                    # the test can tell AdaTM from STM and from SeqLDA

@@ -6,7 +6,8 @@ from __future__ import annotations
 from drivers import storage
 from drivers.corpora.bow import load_corpus
 from drivers.corpora.files import data_version
-from drivers.corpora.segmented import load_segmented_corpus
+from drivers.corpora.segmented import heldout_condition, load_segmented_corpus
+from drivers.evaluation import left_to_right
 from drivers.evaluation.heldout import score_heldout, topic_coherence
 from drivers.families import TrainRequest
 from drivers.families.gibbs.models import needs_order, needs_segments, open_trained
@@ -42,15 +43,8 @@ def evaluate(spark, model_dir: str, corpus_dir: str, reference_dir: str | None =
     meta = saved.meta
     topic_word = saved.lambda_
     K = topic_word.shape[0]
-    data = meta.get("data") or {}
-    fraction = float(data.get("heldout_fraction") or 0.0)
-    corpus_meta_path = storage.join(corpus_dir, "corpus.json")
-    same_corpus = fraction > 0 and storage.exists(corpus_meta_path) and \
-        data_version(storage.load_json(corpus_meta_path)) == data.get("version")
-    test = load_segmented_corpus(spark, corpus_dir, partitions, heldout_fraction=fraction if same_corpus else 0.0,
-                                 split="test" if same_corpus else "all",
-                                 require_segments=needs_segments(meta["model"]), ordered=needs_order(meta["model"]),
-                                 permute_seed=meta.get("permute_segments"))
+    test, _ = open_test_corpus(spark, meta, corpus_dir, partitions)
+    same_corpus = test.split == "test"
     reference = None
     try:
         require_same_vocabulary(saved, test)
@@ -73,6 +67,46 @@ def evaluate(spark, model_dir: str, corpus_dir: str, reference_dir: str | None =
         "npmi": npmi["mean"], "npmi_per_topic": npmi["per_topic"],
         "npmi_settings": {"top_words": npmi["top_words"], "reference_documents": npmi["reference_documents"]},
     }
+
+
+def open_test_corpus(spark, meta: dict, corpus_dir: str, partitions: int | None = None,
+                     text_order: bool = False):
+    """``(test corpus, held-out fraction)``: the held-out split of the training corpus when ``corpus_dir`` is the
+    corpus the model was trained on (same data version) with ``--heldout-fraction``, otherwise every document
+    of ``corpus_dir``; loaded as the model needs it (segments, order, permuted segments); ``text_order``: the
+    tokens in text order whenever the corpus keeps it (left-to-right)."""
+    data = meta.get("data") or {}
+    fraction = float(data.get("heldout_fraction") or 0.0)
+    corpus_meta_path = storage.join(corpus_dir, "corpus.json")
+    corpus_meta = storage.load_json(corpus_meta_path) if storage.exists(corpus_meta_path) else {}
+    same_corpus = fraction > 0 and bool(corpus_meta) and data_version(corpus_meta) == data.get("version")
+    ordered = needs_order(meta["model"]) or (text_order and bool((corpus_meta.get("ordered") or {}).get("file")))
+    test = load_segmented_corpus(spark, corpus_dir, partitions, heldout_fraction=fraction if same_corpus else 0.0,
+                                 split="test" if same_corpus else "all",
+                                 require_segments=needs_segments(meta["model"]), ordered=ordered,
+                                 permute_seed=meta.get("permute_segments"))
+    return test, fraction
+
+
+def evaluate_left_to_right(spark, model_dir: str, corpus_dir: str, settings, partitions: int | None = None) -> dict:
+    """Left-to-right figures (:mod:`drivers.evaluation.left_to_right`) of a Gibbs model on its test documents (as
+    :func:`evaluate` chooses them), the model's own :meth:`GibbsModel.left_to_right` on every block."""
+    saved, model = open_trained(model_dir)
+    meta = saved.meta
+    test, fraction = open_test_corpus(spark, meta, corpus_dir, partitions, text_order=True)
+    try:
+        require_same_vocabulary(saved, test)
+        result = left_to_right.score(spark, left_to_right.gibbs_payload(model, meta["hyper"], saved.lambda_),
+                                     test.blocks, settings, meta["model"])
+    finally:
+        test.blocks.unpersist()
+    where = heldout_condition(fraction) if test.split == "test" else None
+    result = left_to_right.with_removed_oov(result, left_to_right.removed_oov(spark, corpus_dir, where))
+    result["token_order"] = left_to_right.token_order(test.segmented)
+    test_documents = "held-out split of the training corpus" if test.split == "test" else "all"
+    return {"left_to_right": result, "gibbs": True, "model": model_dir, "model_type": meta["model"],
+            "corpus": corpus_dir, "test_documents": test_documents, "seed": settings.seed,
+            "topics": int(saved.lambda_.shape[0])}
 
 
 def heldout_observed(observed, trained: dict) -> float | None:

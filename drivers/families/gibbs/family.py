@@ -41,7 +41,8 @@ from drivers.engines.gibbs.engine import GibbsEngine
 from drivers.engines.gibbs.settings import GibbsSettings, SampleSchedule
 from drivers.engines.gibbs.tables import TableLayout
 from drivers.families import EvaluateRequest, InferRequest, ModelFamily, TrainRequest
-from drivers.families.gibbs.evaluate import evaluate, evaluate_split
+from drivers.evaluation import left_to_right
+from drivers.families.gibbs.evaluate import evaluate, evaluate_left_to_right, evaluate_split
 from drivers.families.gibbs.infer import infer_gibbs, point_estimates, write_proportions
 from drivers.families.gibbs.models import (hyper_overrides, initial_hyper, make_model, needs_order, needs_segments,
                                            open_trained)
@@ -301,11 +302,16 @@ class GibbsFamily(ModelFamily):
         if len(request.model_dirs) != 1 or "=" in request.model_dirs[0] or \
                 model_store.read_meta(request.model_dirs[0]).get("languages"):
             return point_estimates().evaluate(spark, replace(request, engine=None))
+        if request.left_to_right is not None:
+            return evaluate_left_to_right(spark, request.model_dirs[0], request.corpus, request.left_to_right,
+                                          request.partitions)
         e = request.engine or GibbsEvaluation()
         return evaluate(spark, request.model_dirs[0], request.corpus, request.reference, request.top_words,
                         request.seed, request.partitions, e.iterations, e.samples, e.observed)
 
     def format_metrics(self, metrics: dict) -> str:
+        if metrics.get("left_to_right"):
+            return left_to_right.format_metrics(metrics)
         if not metrics.get("gibbs"):
             return point_estimates().format_metrics(metrics)
         h = metrics["heldout"]

@@ -35,6 +35,7 @@ from drivers.engines.variational.checkpoint import Checkpointer
 from drivers.engines.variational.engine import VariationalEngine
 from drivers.engines.variational.local_steps import EStep, HybridStep
 from drivers.engines.variational.settings import EMSettings
+from drivers.evaluation import left_to_right
 from drivers.families import EvaluateRequest, InferRequest, ModelFamily, TrainRequest
 from drivers.families.variational.evaluate import (evaluate_aligned, evaluate_model, format_aligned_metrics,
                                                    format_metrics, language_models)
@@ -293,6 +294,11 @@ class VariationalFamily(ModelFamily):
 
     # ---- evaluate
     def evaluate(self, spark, request: EvaluateRequest) -> dict:
+        if request.left_to_right is not None:
+            if len(request.model_dirs) > 1 or "=" in request.model_dirs[0]:
+                raise UsageError("--method left-to-right scores one monolingual --model")
+            return left_to_right.evaluate_topic_model(spark, request.model_dirs[0], request.corpus,
+                                                      request.left_to_right, request.partitions)
         options = request.engine or EStepSettings()
         if len(request.model_dirs) > 1 or "=" in request.model_dirs[0]:
             if not is_aligned(request.corpus):
@@ -303,6 +309,8 @@ class VariationalFamily(ModelFamily):
                               request.seed, options, request.partitions)
 
     def format_metrics(self, metrics: dict) -> str:
+        if metrics.get("left_to_right"):
+            return left_to_right.format_metrics(metrics)
         return format_aligned_metrics(metrics) if metrics.get("aligned") else format_metrics(metrics)
 
     # ---- refresh

@@ -80,6 +80,8 @@ import numpy as np
 
 from drivers.models.adatm.kernels import (_b_auxiliary, _conditional_kernel, _init_kernel, _remove_token,
                                           _segment_topic_kernel, _sweep_kernel, btigs_factors)
+from inference import left_to_right
+from inference.gibbs.franchise_left_to_right import adaptive, franchise_scores
 from inference.constraints import POSITIVE
 from inference.dirichlet import gamma_concentration_step
 from inference.gibbs.common import frozen_args, longest_span
@@ -230,6 +232,15 @@ class AdaTM(GibbsModel):
         return hyper
 
     # -- estimates -----------------------------------------------------------------------------------------
+    def left_to_right(self, block, hyper, phi_vk, settings) -> left_to_right.LeftToRightScores:
+        """Every particle carries the document's seating: segment restaurants whose new tables go to the previous
+        segment or to the document, rho collapsed per restaurant (Beta(lambda_T, lambda_S), thesis §7.2)
+        (:mod:`inference.gibbs.franchise_left_to_right`); the ``max_tables`` cap of training is not applied."""
+        return franchise_scores(block, hyper["alpha"], float(hyper["a"]), float(hyper["b"]), phi_vk, settings,
+                                adaptive, "particles: every particle seats the document's tokens in its adaptive "
+                                "segment PDPs (exact, no max_tables cap)", float(hyper["lambda_t"]),
+                                float(hyper["lambda_s"]))
+
     def doc_topic(self, block: SegmentedBlock, state: dict, hyper: dict) -> np.ndarray:
         """(7.11)."""
         return self._estimates(block, state, hyper)[0]

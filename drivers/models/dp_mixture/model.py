@@ -48,6 +48,7 @@ import numpy as np
 
 from drivers.models.dp_mixture.kernels import (document_bags, dp_sweep, log_partition_prior,
                                                 log_words_given_clusters, membership_log_weights, slice_sample)
+from inference import left_to_right
 from inference.constraints import POSITIVE
 from inference.gibbs.heldout import split_observed
 from inference.gibbs.model import GibbsModel, SegmentedBlock
@@ -338,6 +339,12 @@ class DPMixture(GibbsModel):
         both = _concatenated(observed, scored)
         loglik = self._log_mixture(both).sum() - self._log_mixture(observed).sum()
         return np.array([float(loglik), float(scored.n_tokens), n_docs])
+
+    def left_to_right(self, block, hyper, phi_vk, settings) -> left_to_right.LeftToRightScores:
+        """Exact: the document's one latent variable, its cluster, takes C + 1 values (the trained clusters and a
+        new one), so p(w_d) = sum_c pi_c DM(w_d | c) = prod_n p(w_n | w_<n) is summed out, no particles."""
+        return left_to_right.exact_scores(block, self.vocab_size, self._log_mixture,
+                                          "exact: the document's cluster summed out (5.42), no particles")
 
     def infer_sums(self, block, hyper, phi_vk, schedule, seed, partition) -> dict:
         """The posterior over the trained clusters of every new document (exact: no sampling)."""

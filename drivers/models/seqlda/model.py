@@ -56,6 +56,8 @@ from __future__ import annotations
 import numpy as np
 
 from drivers.models.seqlda.kernels import alpha_newton_terms, seqlda_init, seqlda_sweep
+from inference import left_to_right
+from inference.gibbs.franchise_left_to_right import chain, franchise_scores
 from inference.dirichlet import alpha_newton_step
 from inference.gibbs.common import (check_cmgs_hyper, check_pdp, dirichlet_mean, frozen_args, longest_span,
                                     parse_hyper, positive_vector)
@@ -160,6 +162,15 @@ class SeqLDA(GibbsModel):
         if stats.shape[0] >= 2 * K + 5 and stats[2 * K + 4] > 0:
             hyper["b_mean"] = float(stats[2 * K + 3] / stats[2 * K + 4])
         return hyper
+
+    def left_to_right(self, block, hyper, phi_vk, settings) -> left_to_right.LeftToRightScores:
+        """Every particle carries the document's seating in its chain of segment PDPs
+        (:mod:`inference.gibbs.franchise_left_to_right`); a test document's b_i is not sampled: the training
+        documents' mean ``b_mean`` (``b`` when b is fixed), said in the protocol."""
+        b = float(hyper.get("b_mean", hyper["b"])) if hyper.get("sample_b", True) else float(hyper["b"])
+        return franchise_scores(block, hyper["alpha"], float(hyper["a"]), b, phi_vk, settings, chain,
+                                f"particles: every particle seats the document's tokens in its chain of segment PDPs "
+                                f"(exact given b_i = {b:.4g}, the training documents' mean)")
 
     def doc_topic(self, block, state, hyper) -> np.ndarray:
         """(D, K) mu-hat_i0k = (alpha_k + t_i1k) / sum_k (alpha_k + t_i1k) ((6.8), t of the first segment)."""
