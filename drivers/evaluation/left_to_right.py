@@ -37,10 +37,17 @@ def _lda_scores(payload, block, settings: LeftToRight):
         left_to_right.LDA_PROTOCOL)
 
 
-def gibbs_payload(model, hyper: dict, topic_word: np.ndarray) -> tuple:
+def gibbs_payload(model, hyper: dict, topic_word: np.ndarray, settings: LeftToRight) -> tuple:
     """What a Gibbs model's tasks need, broadcast once: the model (with its trained tables), its hyperparameters
-    and phi as V x K."""
-    return _gibbs_scores, (model, hyper, np.ascontiguousarray(np.asarray(topic_word, dtype=np.float64).T))
+    and phi as V x K; the hook runs once on an empty block here first, so a model that refuses does it on the
+    driver, in one line."""
+    from inference.gibbs.block import SegmentedBlock
+
+    phi_vk = np.ascontiguousarray(np.asarray(topic_word, dtype=np.float64).T)
+    empty = SegmentedBlock(np.zeros(0, dtype=object), np.zeros(1, np.int64), np.zeros(1, np.int64),
+                           np.zeros(0, np.int32))
+    model.left_to_right(empty, hyper, phi_vk, settings)
+    return _gibbs_scores, (model, hyper, phi_vk)
 
 
 def lda_payload(alpha, topic_word: np.ndarray) -> tuple:

@@ -52,6 +52,7 @@ from inference.gibbs import heldout
 from inference.gibbs.counts import count_local, topic_word_estimate, word_loglik
 from inference.gibbs.tables import CountTable
 from inference.constraints import POSITIVE, UNIT_LEFT
+from inference.errors import RefusedError
 from inference.options import ModelOption
 
 
@@ -351,9 +352,13 @@ class GibbsModel:
 
         Default (LDA): one state z per particle over the document's tokens, p(w_n | w_<n, z_<n) = sum_k
         (N_k|d + alpha m_k) / (n + alpha) phi_{k, w_n}, alpha m = ``hyper["alpha"]`` (K values), phi frozen
-        (:func:`inference.left_to_right.lda_scores`); a model that sees other documents than the block has
+        (:func:`inference.left_to_right.lda_scores`), refused in one line without ``hyper["alpha"]``; a model
+        that sees other documents than the block has
         (LDA_P: ``prepare_block`` makes every segment a document) is scored on its documents, whose rows are
         summed into the block's."""
+        if "alpha" not in hyper:
+            raise RefusedError(f"--method left-to-right: {self.name} has no document Dirichlet alpha for the default "
+                               "(LDA's) predictive and no left_to_right hook of its own yet")
         seen = self.prepare_block(block)
         scores = left_to_right.lda_scores(seen.doc_ids, seen.token_ptr(), seen.words, hyper["alpha"], phi_vk,
                                           settings)

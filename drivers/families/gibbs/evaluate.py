@@ -96,7 +96,7 @@ def evaluate_left_to_right(spark, model_dir: str, corpus_dir: str, settings, par
     test, fraction = open_test_corpus(spark, meta, corpus_dir, partitions, text_order=True)
     try:
         require_same_vocabulary(saved, test)
-        result = left_to_right.score(spark, left_to_right.gibbs_payload(model, meta["hyper"], saved.lambda_),
+        result = left_to_right.score(spark, left_to_right.gibbs_payload(model, meta["hyper"], saved.lambda_, settings),
                                      test.blocks, settings, meta["model"])
     finally:
         test.blocks.unpersist()
