@@ -31,6 +31,8 @@ def build(model: str, output: str, version: str | None = None, fmt: str = "site"
     returns what was written."""
     if fmt not in FORMATS:
         raise UsageError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    if not isinstance(top_docs, int) or top_docs < 1:
+        raise UsageError(f"--top-docs must be a positive whole number, got {top_docs!r}")
     refuse_output_that_holds_data(output)
     start = time.perf_counter()
     with publish.published(output, "spark-topics browse", site.is_site_file) as staging:

@@ -183,6 +183,8 @@ def test_browse_refuses_to_write_over_a_model(sites):
         build(model_dir, model_dir)
     with pytest.raises(SystemExit, match="spark-topics browse: --output .* is a model directory"):
         cli.main(["browse", "--model-dir", model_dir, "--output", model_dir])
+    with pytest.raises(SystemExit, match="--top-docs must be a positive whole number, got 0"):
+        cli.main(["browse", "--model-dir", model_dir, "--output", model_dir + "-site", "--top-docs", "0"])
 
 
 # ------------------------------------------------------------------------------------------------ family views

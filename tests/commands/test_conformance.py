@@ -125,6 +125,28 @@ def _left_to_right(spark_session, model_dir, corpus, spec):
 
 
 @pytest.mark.parametrize("name", MODELS)
+def test_browse_site_of_every_model(trained, name, tmp_path):
+    """``browse`` writes a site for every registered model: a script per topic with its ranked words (every
+    language), its top documents (the model's own doc_topics ids) and its related topics."""
+    from drivers.browse.build import build
+
+    model_dir, meta = trained[name]
+    site = tmp_path / "site"
+    assert build(model_dir, str(site))["topics"] == int(meta["topics"])
+    summary = json.loads((site / "data" / "model.js").read_text().strip()[len("window.SPARK_TOPICS_MODEL = "):-1])
+    K = int(meta["topics"])
+    assert [t["k"] for t in summary["topics"]] == list(range(K))
+    assert sum(t["share"] for t in summary["topics"]) == pytest.approx(1.0)
+    ids = set(pd.read_parquet(os.path.join(model_dir, "doc_topics.parquet"))["doc_id"])
+    languages = load_model(model_dir).languages or [""]
+    for k in range(K):
+        record = json.loads((site / "data" / "topics" / f"{k}.js").read_text().strip()[len("SPARK_TOPICS_TOPIC("):-2])
+        assert [p["language"] for p in record["panels"]] == languages and all(p["terms"] for p in record["panels"])
+        assert record["docs"] and {d["id"] for d in record["docs"]} <= ids
+        assert len(record["related"]) == min(5, K - 1)
+
+
+@pytest.mark.parametrize("name", MODELS)
 def test_same_models_as_before_the_registry(trained, name):
     """The models the code before the registry trained (locally bit for bit; the tolerance only allows for
     another CPU's floating-point code)."""
