@@ -12,11 +12,12 @@ class Interrupted(Exception):
 
 
 def fit_and_recount(spark_session, model, blocks, partitions: int, directory, schedule, seed: int, sync: str,
-                    hyper: dict, resume: bool = False, stop_after: int | None = None):
+                    hyper: dict, resume: bool = False, stop_after: int | None = None, sweeps_per_sync: int = 1):
     """``(GibbsResult, {table name: the table recounted from the final states})``; checkpoints every 2
     iterations; raises :class:`Interrupted` after iteration ``stop_after``."""
     engine = GibbsEngine(spark_session.sparkContext, model,
-                         GibbsSettings(schedule, seed=seed, checkpoint_every=2, sync=sync), str(directory))
+                         GibbsSettings(schedule, seed=seed, checkpoint_every=2, sync=sync,
+                                       sweeps_per_sync=sweeps_per_sync), str(directory))
 
     def on_iteration(record):
         if record.iteration == stop_after:
