@@ -127,6 +127,23 @@ def topic_weights(p, ndk, alpha_m, out, variant, beta, beta0, beta1, bn, beta_t,
 
 
 @numba.njit(cache=True)
+def resample_token(p, old, ndk, alpha_m, cum, variant, minimal, beta, beta0, beta1, bn, beta_t, pair_counts,
+                   ctx_totals, pair_ctx, pair_word, pair_prev, mid, mid_t, midp, mid_ctx, top, toptot):
+    """One Gibbs step (3.28)/(3.54) of a token of pair ``p`` in topic ``old``: taken out of the document's counts
+    ``ndk`` and every level, a topic drawn from its conditional, put back; returns the new topic."""
+    ndk[old] -= 1
+    remove_token(p, old, variant, minimal, pair_counts, ctx_totals, pair_ctx, pair_word, pair_prev, mid, mid_t,
+                 midp, mid_ctx, top, toptot)
+    total = topic_weights(p, ndk, alpha_m, cum, variant, beta, beta0, beta1, bn, beta_t, pair_counts, ctx_totals,
+                          pair_ctx, pair_word, pair_prev, mid, mid_t, midp, mid_ctx, top, toptot)
+    new = _draw(cum, total, alpha_m.shape[0])
+    ndk[new] += 1
+    add_token(p, new, variant, minimal, pair_counts, ctx_totals, pair_ctx, pair_word, pair_prev, mid, mid_t, midp,
+              mid_ctx, top, toptot)
+    return new
+
+
+@numba.njit(cache=True)
 def tlm_sweep(token_ptr, pair_of, z, alpha_m, variant, minimal, beta, beta0, beta1, bn, beta_t, pair_counts,
               ctx_totals, pair_ctx, pair_word, pair_prev, mid, mid_t, midp, mid_ctx, top, toptot, seed):
     """One Gibbs sweep (3.28)/(3.54) over every token, documents in order; ``z`` and every count in place."""
@@ -139,17 +156,9 @@ def tlm_sweep(token_ptr, pair_of, z, alpha_m, variant, minimal, beta, beta0, bet
         for i in range(token_ptr[d], token_ptr[d + 1]):
             ndk[z[i]] += 1
         for i in range(token_ptr[d], token_ptr[d + 1]):
-            p = pair_of[i]
-            ndk[z[i]] -= 1
-            remove_token(p, z[i], variant, minimal, pair_counts, ctx_totals, pair_ctx, pair_word, pair_prev, mid,
-                         mid_t, midp, mid_ctx, top, toptot)
-            total = topic_weights(p, ndk, alpha_m, cum, variant, beta, beta0, beta1, bn, beta_t, pair_counts,
-                                  ctx_totals, pair_ctx, pair_word, pair_prev, mid, mid_t, midp, mid_ctx, top, toptot)
-            new = _draw(cum, total, K)
-            z[i] = new
-            ndk[new] += 1
-            add_token(p, new, variant, minimal, pair_counts, ctx_totals, pair_ctx, pair_word, pair_prev, mid, mid_t,
-                      midp, mid_ctx, top, toptot)
+            z[i] = resample_token(pair_of[i], z[i], ndk, alpha_m, cum, variant, minimal, beta, beta0, beta1, bn,
+                                  beta_t, pair_counts, ctx_totals, pair_ctx, pair_word, pair_prev, mid, mid_t, midp,
+                                  mid_ctx, top, toptot)
 
 
 @numba.njit(cache=True)
@@ -191,17 +200,9 @@ def left_to_right_document(pair_of, alpha_m, particles, variant, minimal, beta, 
         ndk[:] = 0
         for n in range(L):
             for m in range(n):
-                p = pair_of[m]
-                ndk[z[m]] -= 1
-                remove_token(p, z[m], variant, minimal, pair_counts, ctx_totals, pair_ctx, pair_word, pair_prev,
-                             mid, mid_t, midp, mid_ctx, top, toptot)
-                total = topic_weights(p, ndk, alpha_m, cum, variant, beta, beta0, beta1, bn, beta_t, pair_counts,
-                                      ctx_totals, pair_ctx, pair_word, pair_prev, mid, mid_t, midp, mid_ctx, top,
-                                      toptot)
-                z[m] = _draw(cum, total, K)
-                ndk[z[m]] += 1
-                add_token(p, z[m], variant, minimal, pair_counts, ctx_totals, pair_ctx, pair_word, pair_prev, mid,
-                          mid_t, midp, mid_ctx, top, toptot)
+                z[m] = resample_token(pair_of[m], z[m], ndk, alpha_m, cum, variant, minimal, beta, beta0, beta1, bn,
+                                      beta_t, pair_counts, ctx_totals, pair_ctx, pair_word, pair_prev, mid, mid_t,
+                                      midp, mid_ctx, top, toptot)
             p = pair_of[n]
             total = topic_weights(p, ndk, alpha_m, cum, variant, beta, beta0, beta1, bn, beta_t, pair_counts,
                                   ctx_totals, pair_ctx, pair_word, pair_prev, mid, mid_t, midp, mid_ctx, top, toptot)
@@ -241,16 +242,9 @@ def document_topics(pair_of, alpha_m, iterations, burn_in, lag, samples, variant
     taken = 0
     for it in range(1, iterations + 1):
         for n in range(L):
-            p = pair_of[n]
-            ndk[z[n]] -= 1
-            remove_token(p, z[n], variant, minimal, pair_counts, ctx_totals, pair_ctx, pair_word, pair_prev, mid,
-                         mid_t, midp, mid_ctx, top, toptot)
-            total = topic_weights(p, ndk, alpha_m, cum, variant, beta, beta0, beta1, bn, beta_t, pair_counts,
-                                  ctx_totals, pair_ctx, pair_word, pair_prev, mid, mid_t, midp, mid_ctx, top, toptot)
-            z[n] = _draw(cum, total, K)
-            ndk[z[n]] += 1
-            add_token(p, z[n], variant, minimal, pair_counts, ctx_totals, pair_ctx, pair_word, pair_prev, mid,
-                      mid_t, midp, mid_ctx, top, toptot)
+            z[n] = resample_token(pair_of[n], z[n], ndk, alpha_m, cum, variant, minimal, beta, beta0, beta1, bn,
+                                  beta_t, pair_counts, ctx_totals, pair_ctx, pair_word, pair_prev, mid, mid_t, midp,
+                                  mid_ctx, top, toptot)
         if it > burn_in and (it - burn_in) % lag == 0 and (it - burn_in) // lag <= samples:
             for t in range(K):
                 sums[t] += (ndk[t] + alpha_m[t]) / (L + alpha)

@@ -55,6 +55,11 @@ def kernel_conditional(model, block, z, hyper, n):
     return np.diff(np.r_[0.0, cum]) / total
 
 
+def normalised(log_values):
+    values = np.exp(np.asarray(log_values) - max(log_values))
+    return values / values.sum()
+
+
 def tokens(block, V):
     """(previous word, word, document) of every token, read directly."""
     out = []
@@ -109,9 +114,7 @@ def test_conditionals_of_the_non_hierarchical_priors_are_the_joint(variant):
             zt = z.copy()
             zt[n] = t
             joint.append(direct_joint(block, zt, V, K, alpha_m, bn))
-        expected = np.exp(np.array(joint) - max(joint))
-        np.testing.assert_allclose(kernel_conditional(model, block, z, hyper, n), expected / expected.sum(),
-                                   rtol=1e-10)
+        np.testing.assert_allclose(kernel_conditional(model, block, z, hyper, n), normalised(joint), rtol=1e-10)
 
 
 class SlowHierarchy:
@@ -199,9 +202,7 @@ def test_conditionals_of_the_hierarchical_priors_are_the_sequential_joint_with_t
                                  hyper.get("beta1", 1.0))
             joint.append(slow.sequential([(toks[i][0], zt[i], toks[i][1]) for i in order])
                          + log_p_z(zt, docs, alpha_m, block.n_docs))
-        expected = np.exp(np.array(joint) - max(joint))
-        np.testing.assert_allclose(kernel_conditional(model, block, z, hyper, n), expected / expected.sum(),
-                                   rtol=1e-10)
+        np.testing.assert_allclose(kernel_conditional(model, block, z, hyper, n), normalised(joint), rtol=1e-10)
 
 
 @pytest.mark.parametrize("variant,path", HIERARCHICAL)
