@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from inference import left_to_right
 from inference.constraints import POSITIVE, StrOptions
 from inference.dm import CountHistograms
 from inference.gibbs.model import GibbsModel, SegmentedBlock
@@ -243,19 +244,38 @@ class TopicLM(GibbsModel):
         return prior, local, local.pair_of(keys)
 
     def heldout_loglik(self, block, hyper, phi_vk, schedule, seed, partition) -> np.ndarray:
-        return np.array([float(self.document_logliks(block, hyper, schedule.samples, seed).sum()),
-                         float(block.n_tokens), float(block.n_docs)])
+        """``evaluate``'s default method: the left-to-right estimate with ``schedule.samples`` particles."""
+        scores = self.left_to_right(block, hyper, phi_vk, left_to_right.LeftToRight(schedule.samples, True, seed))
+        rows = scores.per_document
+        return np.array([rows[:, left_to_right.LEFT_TO_RIGHT].sum(), rows[:, left_to_right.SCORED].sum(),
+                         float(block.n_docs)])
 
-    def document_logliks(self, block: SegmentedBlock, hyper: dict, particles: int, seed: int) -> np.ndarray:
-        """(D,) log p(w_d | training state) of every document by the left-to-right algorithm."""
-        prior, local, pair_of = self._block_counts(block, hyper)
+    def left_to_right(self, block, hyper, phi_vk, settings) -> left_to_right.LeftToRightScores:
+        """Left-to-right (Alg. 3.3, one state per particle; :func:`left_to_right_document`) of every document: the
+        training state frozen, each particle's earlier tokens in the counts it scores the next word with (the
+        model's own predictive), words outside the vocabulary skipped (the previous word of the next one is the
+        last known word)."""
+        known = left_to_right.known_tokens(block.words, self.vocab_size)
+        doc = np.repeat(np.arange(block.n_docs), np.diff(block.token_ptr()))
+        skipped = np.bincount(doc, weights=~known, minlength=block.n_docs)
+        kept = block if known.all() else _known_only(block, known)
+        prior, local, pair_of = self._block_counts(kept, hyper)
         alpha_m = np.asarray(hyper["alpha"], dtype=np.float64)
-        ptr = block.token_ptr()
-        out = np.zeros(block.n_docs)
+        ptr = kept.token_ptr()
+        out = np.zeros((block.n_docs, left_to_right.COLUMNS))
         for d in range(block.n_docs):
-            out[d] = left_to_right_document(pair_of[ptr[d]:ptr[d + 1]], alpha_m, int(particles), *prior.scalars(),
-                                            *local.arrays(), _doc_seed(seed, block.doc_ids[d])).sum()
-        return out
+            probs = left_to_right_document(pair_of[ptr[d]:ptr[d + 1]], alpha_m, settings.particle_seeds(
+                block.doc_ids[d]), bool(settings.resample), *prior.scalars(), *local.arrays())
+            logs = np.log(probs)
+            top = logs.max(axis=0) if probs.shape[1] else np.zeros(0)
+            estimate = left_to_right.DocumentEstimate(top + np.log(np.mean(np.exp(logs - top), axis=0)),
+                                                      logs.sum(axis=1))
+            out[d] = (estimate.log_left_to_right, estimate.log_importance if probs.shape[1] else 0.0,
+                      ptr[d + 1] - ptr[d], skipped[d])
+        protocol = (f"particles: z of the document's tokens with the training counts frozen and each particle's "
+                    f"earlier tokens in the bigram-topic counts ({hyper['prior_variant']}"
+                    f"{', ' + hyper['path'] + ' path' if hyper.get('path') else ''})")
+        return left_to_right.LeftToRightScores(out, protocol)
 
     def infer_sums(self, block, hyper, phi_vk, schedule, seed, partition) -> dict:
         prior, local, pair_of = self._block_counts(block, hyper)
@@ -268,3 +288,9 @@ class TopicLM(GibbsModel):
                                       _doc_seed(seed, block.doc_ids[d]))
             doc[d] = sums
         return {"samples": np.array([float(schedule.samples)]), "doc": doc, "seg": doc[block.doc_of_segment()]}
+
+
+def _known_only(block: SegmentedBlock, known: np.ndarray) -> SegmentedBlock:
+    """The block without the tokens ``known`` marks False (segments and documents kept, maybe empty)."""
+    kept = np.concatenate([[0], np.cumsum(known)])
+    return SegmentedBlock(block.doc_ids, block.doc_ptr, kept[block.seg_ptr].astype(np.int64), block.words[known])

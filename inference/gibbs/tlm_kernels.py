@@ -178,35 +178,37 @@ def sequential_log_evidence(order_pair, order_topic, variant, minimal, beta, bet
 
 
 @numba.njit(cache=True)
-def left_to_right_document(pair_of, alpha_m, particles, variant, minimal, beta, beta0, beta1, bn, beta_t,
+def left_to_right_document(pair_of, alpha_m, seeds, resample, variant, minimal, beta, beta0, beta1, bn, beta_t,
                            pair_counts, ctx_totals, pair_ctx, pair_word, pair_prev, mid, mid_t, midp, mid_ctx, top,
-                           toptot, seed):
-    """(L,) log p(w_n | w_<n) of one document by the left-to-right algorithm (thesis Alg. 3.3; each particle its
-    own assignments, Wallach et al. 2009): particle r, at every position n, resamples z_<n given w_<n, adds
-    sum_t P(w_n | w_{n-1}, t) P(t | z_<n) to p_n and draws z_n with w_n; log of p_n averaged over the particles.
-    Particles are independent, so each runs through the whole document in turn; the counts (the training
-    state) are restored after each."""
-    np.random.seed(seed)
+                           toptot):
+    """(R, L) p_n^(r) of one document by the left-to-right algorithm (thesis Alg. 3.3 with one state per particle,
+    Wallach et al. 2009): particle r (drawing from ``seeds[r]``), at every position n, resamples z_<n given w_<n
+    (``resample``: one sweep in order), scores p_n^(r) = sum_t P(w_n | w_{n-1}, t, counts) P(t | z_<n) and draws
+    z_n with w_n. The word counts are the training state plus the particle's own earlier tokens (with their
+    topics and the path counts they make): the model's predictive. Particles are independent, so each runs
+    through the whole document in turn; the counts are restored after each."""
     K = alpha_m.shape[0]
     L = pair_of.shape[0]
     alpha = 0.0
     for t in range(K):
         alpha += alpha_m[t]
-    probs = np.zeros(L)
+    probs = np.zeros((seeds.shape[0], L))
     z = np.zeros(L, dtype=np.int64)
     ndk = np.zeros(K, dtype=np.int64)
     cum = np.empty(K)
-    for r in range(particles):
+    for r in range(seeds.shape[0]):
+        np.random.seed(seeds[r])
         ndk[:] = 0
         for n in range(L):
-            for m in range(n):
-                z[m] = resample_token(pair_of[m], z[m], ndk, alpha_m, cum, variant, minimal, beta, beta0, beta1, bn,
-                                      beta_t, pair_counts, ctx_totals, pair_ctx, pair_word, pair_prev, mid, mid_t,
-                                      midp, mid_ctx, top, toptot)
+            if resample:
+                for m in range(n):
+                    z[m] = resample_token(pair_of[m], z[m], ndk, alpha_m, cum, variant, minimal, beta, beta0, beta1,
+                                          bn, beta_t, pair_counts, ctx_totals, pair_ctx, pair_word, pair_prev, mid,
+                                          mid_t, midp, mid_ctx, top, toptot)
             p = pair_of[n]
             total = topic_weights(p, ndk, alpha_m, cum, variant, beta, beta0, beta1, bn, beta_t, pair_counts,
                                   ctx_totals, pair_ctx, pair_word, pair_prev, mid, mid_t, midp, mid_ctx, top, toptot)
-            probs[n] += total / (n + alpha)
+            probs[r, n] = total / (n + alpha)
             z[n] = _draw(cum, total, K)
             ndk[z[n]] += 1
             add_token(p, z[n], variant, minimal, pair_counts, ctx_totals, pair_ctx, pair_word, pair_prev, mid,
@@ -214,7 +216,7 @@ def left_to_right_document(pair_of, alpha_m, particles, variant, minimal, beta, 
         for n in range(L):
             remove_token(pair_of[n], z[n], variant, minimal, pair_counts, ctx_totals, pair_ctx, pair_word, pair_prev,
                          mid, mid_t, midp, mid_ctx, top, toptot)
-    return np.log(probs / particles)
+    return probs
 
 
 @numba.njit(cache=True)

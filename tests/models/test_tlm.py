@@ -409,3 +409,73 @@ def test_recovers_planted_bigram_topics(variant, path):
                 estimate[local.pair_word[rows]] = local.pair_counts[rows, t] / total
                 errors.append(0.5 * np.abs(estimate - phi[previous, perm[t]]).sum())
     assert len(errors) >= 6 and np.mean(errors) < 0.2
+
+
+class SlowDirichlet(SlowHierarchy):
+    """The non-hierarchical predictive (3.29) with the bottom counts of :class:`SlowHierarchy`."""
+
+    def __init__(self, V, K, bn):
+        super().__init__("none", False, V, K, 0.0, 0.0, 0.0)
+        self.bn = bn
+
+    def prob(self, previous, t, w):
+        context = sum(c for (a, b, _), c in self.N.items() if a == previous and b == t)
+        return (self.N[(previous, t, w)] + self.bn[t, w]) / (context + self.bn[t].sum())
+
+
+@pytest.mark.parametrize("variant,path", [("2", None), ("h2b", "minimal"), ("h3", "maximal")])
+def test_left_to_right_importance_estimate_converges_to_the_enumerated_probability(variant, path):
+    """The hook's importance column (the mean of the particles' products, unbiased) against p(w_d | training) by
+    enumeration of the document's topics, with its earlier tokens in the counts; K = 1 is the same exactly."""
+    from inference.left_to_right import IMPORTANCE, LEFT_TO_RIGHT, LeftToRight
+    V, K = 3, 2
+    rng = np.random.default_rng(29)
+    train = tiny_block(8, V, docs=4, length=6)
+    test = SegmentedBlock.from_segments([("x", [[0, 2, 2], [1]])])
+    model = TopicLM(K, V)
+    hyper = hier_hyper(model, variant, path, rng) if path else model.initial_hyper(
+        alpha=rng.uniform(0.3, 1.5, K), prior_variant="2")
+    bn = rng.uniform(0.2, 1.0, (K, V))
+    if not path:
+        hyper["beta_n"] = bn.tolist()
+    z = rng.integers(0, K, train.n_tokens).astype(np.int32)
+    table = recount(model, train, z)["bigram_topics"]
+    model._bind(table.keys, table.counts[:, 0], hyper)
+    alpha_m = np.asarray(hyper["alpha"])
+    toks = tokens(test, V)
+    logs = []
+    for zs in itertools.product(range(K), repeat=len(toks)):
+        slow = SlowDirichlet(V, K, bn) if not path else SlowHierarchy(
+            variant, path == "minimal", V, K, hyper["beta"], hyper["beta0"], hyper.get("beta1", 1.0))
+        for (previous, w, _), t in zip(tokens(train, V), z):
+            slow.N[(previous, int(t), w)] += 1
+        value, ndk = 0.0, np.zeros(K)
+        for n, ((previous, w, _), t) in enumerate(zip(toks, zs)):
+            value += np.log((ndk[t] + alpha_m[t]) / (n + alpha_m.sum())) + np.log(slow.prob(previous, t, w))
+            slow.N[(previous, t, w)] += 1
+            ndk[t] += 1
+        logs.append(value)
+    exact = np.log(np.exp(logs).sum())
+    rows = model.left_to_right(test, hyper, None, LeftToRight(4000, True, 3)).per_document
+    assert rows[0, IMPORTANCE] == pytest.approx(exact, abs=0.02)
+    assert rows[0, 2:].tolist() == [4, 0]
+    again = model.left_to_right(test, hyper, None, LeftToRight(4000, True, 3)).per_document
+    np.testing.assert_array_equal(rows, again)
+    off = model.left_to_right(test, hyper, None, LeftToRight(4000, False, 3)).per_document
+    assert off[0, IMPORTANCE] == pytest.approx(exact, abs=0.02) and off[0, LEFT_TO_RIGHT] != rows[0, LEFT_TO_RIGHT]
+
+
+def test_left_to_right_skips_words_outside_the_vocabulary():
+    from inference.left_to_right import LeftToRight
+    V, K = 4, 2
+    model = TopicLM(K, V)
+    hyper = model.initial_hyper(prior_variant="h1")
+    train = tiny_block(9, V)
+    table = recount(model, train, np.zeros(train.n_tokens, np.int32))["bigram_topics"]
+    model._bind(table.keys, table.counts[:, 0], hyper)
+    with_oov = SegmentedBlock.from_segments([("a", [[1, 7, 2, 3]]), ("b", [[9]]), ("c", [[0, 1]])])
+    without = SegmentedBlock.from_segments([("a", [[1, 2, 3]]), ("b", [[]]), ("c", [[0, 1]])])
+    settings = LeftToRight(5, True, 1)
+    rows = model.left_to_right(with_oov, hyper, None, settings).per_document
+    np.testing.assert_array_equal(rows[:, 3], [1, 1, 0])
+    np.testing.assert_array_equal(rows[:, :3], model.left_to_right(without, hyper, None, settings).per_document[:, :3])
