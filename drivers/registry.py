@@ -92,7 +92,7 @@ MODELS = {spec.name: spec for spec in (
     ModelSpec("bigram-lm", "gibbs", "drivers.models.bigram_lm:BigramLM", ORDERED,
               "hierarchical Dirichlet bigram language model (MacKay & Peto; Wallach 2.2): no topics (--topics "
               "is not used), beta n by the fixed point"),
-    ModelSpec("tlm", "gibbs", "inference.gibbs.tlm:TopicLM", ORDERED,
+    ModelSpec("tlm", "gibbs", "drivers.models.tlm.model:TopicLM", ORDERED,
               "topic-based language model (Wallach 3.4): a word depends on its topic and the previous word; "
               "--prior-variant 1|2 (Gibbs EM) or h1|h2a|h2b|h3 (--path minimal|maximal, sampled concentrations)"),
 )}

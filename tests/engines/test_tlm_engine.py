@@ -1,4 +1,4 @@
-"""The topic-based language model on the Gibbs engine (:mod:`inference.gibbs.tlm`): two partitions sweep their
+"""The topic-based language model on the Gibbs engine (:mod:`drivers.models.tlm.model`): two partitions sweep their
 pairs' counts (every variant's upper levels rebuilt from the keyed table), the counts summed by the reducers equal
 to a recount of the final states (N_{w|w't} and the documents' topic histograms of Gibbs EM's alpha step), the same
 chain through Spark jobs and the resident sampler, two sweeps per synchronisation (the partition's counts kept
@@ -13,8 +13,8 @@ from drivers.engines.gibbs.settings import SampleSchedule
 from engine_runs import Interrupted, assert_same_runs, fit_and_recount
 from inference.dm import CountHistograms
 from inference.gibbs.model import SegmentedBlock
-from inference.gibbs.tlm import TopicLM
-from inference.gibbs.tlm_counts import pair_keys
+from drivers.models.tlm.model import TopicLM
+from drivers.models.tlm.counts import pair_keys
 from test_tlm import sample_tlm
 
 V, K, ITERATIONS = 10, 3, 6

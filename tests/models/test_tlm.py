@@ -1,4 +1,4 @@
-"""The topic-based language model (Wallach §3.4, :mod:`inference.gibbs.tlm`) without Spark: the sampler's
+"""The topic-based language model (Wallach §3.4, :mod:`drivers.models.tlm.model`) without Spark: the sampler's
 conditionals against the joint computed directly (non-hierarchical priors) and against the sequential joint with
 the token last (hierarchical priors, both path assumptions), the path counts against a slow reference after random
 add/remove sequences and after sweeps, the limits that are exactly bigram-lm (one topic) and LDA (no previous
@@ -18,10 +18,10 @@ from inference.gibbs.bigram_lm import log_evidence as bigram_log_evidence
 from inference.gibbs.heldout import HeldoutSchedule
 from inference.gibbs.model import SegmentedBlock
 from inference.gibbs.tables import merge
-from inference.gibbs.tlm import TopicLM
-from inference.gibbs.tlm_counts import local_counts, pair_keys, upper_counts
-from inference.gibbs.tlm_hyper import SequentialEvidence
-from inference.gibbs.tlm_kernels import add_token, remove_token, tlm_sweep, topic_weights
+from drivers.models.tlm.model import TopicLM
+from drivers.models.tlm.counts import local_counts, pair_keys, upper_counts
+from drivers.models.tlm.hyper import SequentialEvidence
+from drivers.models.tlm.kernels import add_token, remove_token, tlm_sweep, topic_weights
 
 HIERARCHICAL = [(v, p) for v in ("h1", "h2a", "h2b", "h3") for p in ("minimal", "maximal")]
 

@@ -1,6 +1,6 @@
 """The topic-based language model's counts (Wallach §3.4): keys of the one keyed table, the prior variants and the
 upper levels of the hierarchical priors under the path assumptions, and the local arrays the kernels of
-:mod:`inference.gibbs.tlm_kernels` work on.
+:mod:`drivers.models.tlm.kernels` work on.
 
 The statistics are N_{w|w't}: a keyed table with one column and key ``(w' V + w) K + t`` (w' the previous word of
 the segment, or the start context V for a segment's first token), so the K topics of a (w', w) pair are K
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from inference.gibbs.model import SegmentedBlock
-from inference.gibbs.tlm_kernels import H1, H2A, H2B, H3, NONHIER, fill_rows
+from drivers.models.tlm.kernels import H1, H2A, H2B, H3, NONHIER, fill_rows
 
 #: --prior-variant: non-hierarchical priors 1 and 2 (Gibbs EM), hierarchical priors 1, 2a, 2b, 3 (slice sampling)
 VARIANTS = {"1": NONHIER, "2": NONHIER, "h1": H1, "h2a": H2A, "h2b": H2B, "h3": H3}
@@ -119,7 +119,7 @@ def upper_counts(keys: np.ndarray, counts: np.ndarray, vocab_size: int, num_topi
 @dataclass
 class LocalCounts:
     """The counts of the pairs one piece of work touches (``pair_keys`` ascending unique w' V + w), as the kernels'
-    arrays (module docstring of :mod:`inference.gibbs.tlm_kernels`)."""
+    arrays (module docstring of :mod:`drivers.models.tlm.kernels`)."""
     pair_keys: np.ndarray
     pair_counts: np.ndarray
     ctx_totals: np.ndarray

@@ -19,8 +19,8 @@ from scipy.special import gammaln
 
 from inference.dm import CountHistograms, estimate, slice_sample
 from inference.gibbs.tables import KeyedCounts
-from inference.gibbs.tlm_counts import Prior, empty_counts, split_keys
-from inference.gibbs.tlm_kernels import H2B, H3, sequential_log_evidence
+from drivers.models.tlm.counts import Prior, empty_counts, split_keys
+from drivers.models.tlm.kernels import H2B, H3, sequential_log_evidence
 
 #: the order of the sequential evidence: a fixed permutation of the table's observations
 ORDER_SEED = 20080101

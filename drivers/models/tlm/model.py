@@ -6,23 +6,23 @@ has no previous word: its context is a start symbol (id V, one context per topic
 ``first_token_context``. Priors over phi (``--prior-variant``):
 
 * ``1``, ``2``: non-hierarchical, phi_{w't} ~ Dir(beta n) (3.22) or Dir(beta n_t) (3.23), with the base measures
-  optimised by Gibbs EM (Alg. 3.1, :mod:`inference.gibbs.tlm_hyper`);
+  optimised by Gibbs EM (Alg. 3.1, :mod:`drivers.models.tlm.hyper`);
 * ``h1``, ``h2a``, ``h2b``, ``h3``: hierarchical (Table 3.3), the base measures integrated out, the internal draws
   replaced by the minimal or maximal path assumption (``--path``), beta, beta0 (beta1) slice-sampled.
 
 alpha m is optimised by the same fixed point (2.58) on the documents' topic histograms (``--fixed-alpha``: not).
 
 The Gibbs conditional is (3.28)/(3.54): p(z_n = t | .) ∝ (N_{t|d} + alpha m_t) P(w_n | w_{n-1}, t, .), the token
-taken out of every count first (:mod:`inference.gibbs.tlm_kernels`). Global statistics: ``bigram_topics``, the
-keyed table N_{w|w't} (key (w' V + w) K + t, :mod:`inference.gibbs.tlm_counts`), and ``doc_topic_histograms``,
+taken out of every count first (:mod:`drivers.models.tlm.kernels`). Global statistics: ``bigram_topics``, the
+keyed table N_{w|w't} (key (w' V + w) K + t, :mod:`drivers.models.tlm.counts`), and ``doc_topic_histograms``,
 the documents' topic-count histograms C_t(n), C_.(n) as a keyed table (:meth:`CountHistograms.rows`) for the
 alpha m step. A partition sweeps on its own copies of the counts of the pairs its tokens use (AD-LDA).
 
 Outputs: ``topic_word.npy`` every topic's unigram estimate (N_{w|t} + beta_t q_t(w)) / (N_t + beta_t) (q_t the
 base measure it backs off to) of the final state, ``doc_topics`` (3.31) averaged over the samples,
 ``bigram_topic_keys.npy``/``bigram_topic_counts.npy`` the final N_{w|w't}. Held-out documents are scored left to
-right (Alg. 3.3, one state per particle, ``--samples`` particles of ``evaluate``; the training state frozen, every
-test document on its own, §6.2), every word of a document from its first.
+right (Alg. 3.3, one state per particle: :meth:`TopicLM.left_to_right`; the training state frozen, every test
+document on its own, §6.2), every word of a document from its first.
 """
 from __future__ import annotations
 
@@ -33,11 +33,11 @@ from inference.constraints import POSITIVE, StrOptions
 from inference.dm import CountHistograms
 from inference.gibbs.model import GibbsModel, SegmentedBlock
 from inference.gibbs.tables import CountTable, KeyedCounts
-from inference.gibbs.tlm_counts import (HIERARCHICAL, PATHS, VARIANTS, local_counts, pair_keys, prior_of,
+from drivers.models.tlm.counts import (HIERARCHICAL, PATHS, VARIANTS, local_counts, pair_keys, prior_of,
                                         split_keys, upper_counts)
-from inference.gibbs.tlm_hyper import (SequentialEvidence, alpha_step, base_measure_step, concentration_names,
+from drivers.models.tlm.hyper import (SequentialEvidence, alpha_step, base_measure_step, concentration_names,
                                        dirichlet_log_evidence, sample_concentrations)
-from inference.gibbs.tlm_kernels import document_topics, left_to_right_document, tlm_sweep
+from drivers.models.tlm.kernels import document_topics, left_to_right_document, tlm_sweep
 from inference.heldout import document_seed
 from inference.options import ModelOption
 
@@ -73,8 +73,8 @@ class TopicLM(GibbsModel):
         ModelOption("beta1", "initial concentration beta1 of the middle level (h2b, h3; default 0.1 V)",
                     constraint=POSITIVE))
     array_files = ("bigram_topic_keys", "bigram_topic_counts")
-    heldout_protocol = ("left to right (Alg. 3.3), one state per particle (--samples particles), training state "
-                        "frozen, every word of every test document scored")
+    heldout_protocol = ("left to right (Alg. 3.3), one state per particle (--heldout-samples particles), training "
+                        "state frozen, each particle's earlier tokens in its counts, every word scored")
 
     def __init__(self, num_topics: int, vocab_size: int):
         super().__init__(num_topics, vocab_size)

@@ -1,4 +1,4 @@
-"""Kernels of the topic-based language model (Wallach §3.4, :mod:`inference.gibbs.tlm`): pure numba/numpy.
+"""Kernels of the topic-based language model (Wallach §3.4, :mod:`drivers.models.tlm.model`): pure numba/numpy.
 
 Counts live in local arrays indexed by the (previous word w', word w) pairs a piece of work touches (a
 partition's tokens, a held-out document, the driver's tokens): never V^2 x K.
