@@ -56,15 +56,16 @@ def test_tables_are_the_recount_and_resident_is_the_same_chain(spark_session, bl
     assert hist.num_groups == whole.n_docs and hist.num_observations == whole.n_tokens
     assert {"beta", "beta0", "beta1"} <= set(result.hyper) and result.hyper["beta"] != 0.1 * V    # sampled
     np.testing.assert_allclose(result.topic_word.sum(axis=1), 1.0)
+    assert_same_runs(_fit(spark_session, blocks, tmp_path / "resident", "resident"), jobs_run)
     monkeypatch.setattr("drivers.engines.gibbs.engine.DRIVER_SUM_BYTES", 0)     # through the reducers
     reducers = _fit(spark_session, blocks, tmp_path / "reducers", "jobs")
     assert reducers[0].counts_summed_on == "reducers" and result.counts_summed_on == "driver"
     assert_same_runs(reducers, jobs_run)
-    assert_same_runs(_fit(spark_session, blocks, tmp_path / "resident", "resident"), jobs_run)
 
 
 def test_two_sweeps_per_synchronisation_keep_the_partitions_counts(spark_session, blocks, tmp_path):
-    result, recount = _fit(spark_session, blocks, tmp_path / "two", "jobs", variant="2", sweeps_per_sync=2)
+    result, recount = _fit(spark_session, blocks, tmp_path / "two", "jobs", variant="2", path=None,
+                               sweeps_per_sync=2)
     assert result.tables["bigram_topics"].equals(recount["bigram_topics"])
     assert len(result.hyper["beta_n"]) == K and result.trace[-1].iteration == ITERATIONS
 
