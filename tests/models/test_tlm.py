@@ -13,8 +13,8 @@ import pytest
 from scipy.special import gammaln
 
 from gibbs_corpus import sample_bigram_lm
-from inference.gibbs.bigram_lm import BigramLM, bigram_keys, fixed_point
-from inference.gibbs.bigram_lm import log_evidence as bigram_log_evidence
+from drivers.models.bigram_lm import BigramLM, bigram_keys, fixed_point
+from drivers.models.bigram_lm import log_evidence as bigram_log_evidence
 from inference.gibbs.heldout import HeldoutSchedule
 from inference.gibbs.model import SegmentedBlock
 from inference.gibbs.tables import merge
