@@ -1,0 +1,42 @@
+"""Cluster ids of the models whose clusters come and go (Wallach ch. 5 on the Gibbs engine).
+
+A partition's new cluster takes a provisional id, a hash of its founding document and the sweep's seed, in the
+upper half of the id space (a function of the data and the seed only, never of a worker or the time); the
+driver's global step then numbers the clusters with documents 0..C-1 in the order of their ids (so the
+partitions' new clusters come last, in the order of their provisional ids) and sends the renumbering to every
+partition as a directive.
+"""
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+
+def id_space(columns: int) -> int:
+    """Cluster ids are below this: a keyed table's rows x ``columns`` fit int64 indices."""
+    return 1 << (61 - int(columns).bit_length())
+
+
+def provisional_ids(space: int, doc_ids, seed: int) -> np.ndarray:
+    """The provisional id of a cluster founded by each document in the sweep of ``seed``."""
+    half = space // 2
+    return np.array([half + int.from_bytes(hashlib.blake2b(f"{seed}\x00{d}".encode("utf-8"), digest_size=8).digest(),
+                                           "little") % half for d in doc_ids], dtype=np.int64)
+
+
+def renumbering(keys: np.ndarray) -> dict | None:
+    """The directive that numbers the clusters ``keys`` (ascending) 0..C-1, or None when they already are."""
+    C = keys.shape[0]
+    if np.array_equal(keys, np.arange(C)):
+        return None
+    return {"old": keys.copy(), "new": np.arange(C, dtype=np.int64)}
+
+
+def renumbered(clusters: np.ndarray, directive: dict, name: str) -> np.ndarray:
+    """Every document's cluster id after the directive (which must name each of them)."""
+    old, new = directive["old"], directive["new"]
+    at = np.searchsorted(old, clusters)
+    if clusters.shape[0] and (np.any(at >= old.shape[0]) or np.any(old[np.minimum(at, old.shape[0] - 1)] != clusters)):
+        raise ValueError(f"{name}: the directive does not name every cluster of the partition")
+    return new[at].astype(np.int64)

@@ -1,0 +1,374 @@
+"""The cluster-based topic model (Wallach §5.3, Fig. 5.1; extract §4.4) on the Gibbs engine.
+
+Documents fall into latent clusters by the Chinese restaurant process of concentration zeta (5.27; prior
+(5.29)/(5.30)); each cluster has a topic base measure m_c ~ Dir(alpha1 m) with m ~ Dir(alpha0 u) (5.25)/(5.26),
+a document's topic distribution theta_d ~ Dir(alpha m_{c_d}) (5.18), and every token's topic z ~ theta_d, its
+word w ~ phi_z with phi_t ~ Dir(beta u) (u uniform, as the thesis advises for topics, pitfall 7; ``beta`` per
+word, the engine's convention). theta, m_c and m are integrated out with a path assumption, which gives the
+predictive (5.7) of a topic (:mod:`inference.gibbs.cluster_lda_kernels`): ``--path minimal`` (the default, the
+thesis' reported runs) or ``maximal``.
+
+Gibbs sampling (5.31)-(5.33), :func:`~inference.gibbs.cluster_lda_kernels.cluster_lda_sweep`: per document the
+cluster step (N_c P(z_d | c), or zeta P(z_d | empty) for a new cluster, P(z_d | c) by adding the document's topics
+one at a time) and the topic step of its tokens. On the engine (AD-LDA) a partition sweeps its documents on its
+private copy of the tables; a new cluster gets a provisional id and the driver's global step numbers the clusters
+0..C-1 and removes the empty ones (:mod:`inference.gibbs.cluster_ids`), as for the DP mixture. The random start
+(the thesis starts from LDA's topics): each document in turn draws its topics from the hierarchical predictive of
+a document in no cluster, then the cluster step (at most ``--initial-clusters`` clusters opened).
+
+Hyperparameters, after every synchronisation (``sample_hyper``; 5 slice-sampling iterations each, Alg. 3.2, in
+log space, under a vague Gamma(1, 1000) hyperprior): zeta under P(c | zeta) (5.30); beta under P(w | z, beta)
+(5.15); and, under the minimal path assumption, alpha, alpha1 and alpha0 under the probability of the seating
+that the assumption imputes (one table per distinct topic of a document, of a cluster, of the corpus): at a level
+of concentration a, prod_r a^{J_r} Gamma(a) / Gamma(a + n_r) over its restaurants r (J_r tables, n_r customers;
+Teh et al. 2006). This deviates from the thesis, which slice-samples under the sequential evidence (3.55): that
+depends on the order of all documents and needs a pass over the corpus per density evaluation (extract §6.2);
+the seating probability needs only the summed tables (and the histogram of document lengths, a table of its
+own). Under ``--path maximal`` every token is its own table, which says nothing about the concentrations (its
+probability grows without bound in each), so alpha, alpha1 and alpha0 keep their given values there.
+
+Global statistics (:mod:`inference.gibbs.tables`): ``nwk`` (V x T topic-word counts); ``clusters``, keyed by
+cluster id, column 0 the cluster's documents N_c and columns 1..T its level counts M_ct (minimal: documents of
+the cluster using t; maximal: tokens); ``document_lengths``, keyed by length, the documents of that length.
+Derived: ``nk``, the corpus level K_t (minimal: clusters using t; maximal: tokens) and its total. A partition's
+state: ``z`` (int32 per token) and ``cluster`` (int64 per document).
+
+Outputs, of the run: ``topic_word.npy`` the mean of the samples' (N_wt + beta) / (N_t + V beta); of the final state
+(cluster labels mean nothing across samples): ``doc_topics.parquet`` every document's predictive topic proportions
+(5.7), ``doc_clusters.parquet`` its cluster (largest first), that cluster's probability in the cluster step and a
+new cluster's, ``cluster_topics.npy`` / ``cluster_docs.npy`` the clusters' counts; ``model.json`` the number of
+clusters and their sizes. Held-out documents (``evaluate``) and new ones (``infer``): the model's own sampler on
+each document with the topics fixed and the training clusters frozen (each document sees the training counts
+only), scored by document completion as every Gibbs model (:mod:`inference.gibbs.heldout`).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from inference.constraints import AT_LEAST_1, POSITIVE, StrOptions
+from inference.dm.slice import sample_concentrations
+from inference.gibbs import cluster_ids
+from inference.gibbs.cluster_lda_kernels import (cluster_lda_sweep, log_seating, membership_log_weights,
+                                                 path_counts, predictive_theta)
+from inference.gibbs.dp_mixture_kernels import log_partition_prior, log_words_given_clusters
+from inference.gibbs.heldout import frozen_chain
+from inference.gibbs.model import GibbsModel, SegmentedBlock
+from inference.gibbs.tables import CountTable, KeyedCounts, merge_keyed
+from inference.options import ModelOption
+
+DEFAULTS = {"beta": 0.01, "alpha": 1.0, "alpha1": 10.0, "alpha0": 10.0, "zeta": 1.0}
+PATHS = ("minimal", "maximal")
+#: the hyperprior of every sampled concentration: Gamma(shape 1, scale HYPER_SCALE), vague
+HYPER_SCALE = 1000.0
+SLICE_ITERATIONS = 5
+#: document lengths are below this (the row space of the ``document_lengths`` table)
+LENGTH_SPACE = 1 << 40
+
+
+class ClusterLDA(GibbsModel):
+    """Cluster-based topic model (Wallach §5.3): ``num_topics`` topics, clusters found by a Dirichlet process."""
+
+    name = "cluster-lda"
+    options = (ModelOption("beta", "symmetric prior of a topic's word distribution (per word; initial value when "
+                                   "sampled)", constraint=POSITIVE),
+               ModelOption("alpha1", "concentration of a cluster's topic distribution around the corpus' (initial "
+                                     "value when sampled)", constraint=POSITIVE),
+               ModelOption("alpha0", "concentration of the corpus' topic distribution around uniform (initial value "
+                                     "when sampled)", constraint=POSITIVE),
+               ModelOption("zeta", "concentration of the Dirichlet process over clusters (initial value when "
+                                   "sampled)", constraint=POSITIVE),
+               ModelOption("path", "path assumption of the topic hierarchy: minimal (type counts, default) or "
+                                   "maximal (token counts)", type=str, constraint=StrOptions(PATHS)),
+               ModelOption("initial_clusters", "most clusters the random start opens (default: no limit)", type=int,
+                           constraint=AT_LEAST_1))
+    construction_options = ("path",)
+    document_files = ("doc_clusters.parquet",)
+    array_files = ("cluster_topics", "cluster_docs")
+
+    def __init__(self, num_topics: int, vocab_size: int, path: str = "minimal"):
+        super().__init__(num_topics, vocab_size)
+        if path not in PATHS:
+            raise ValueError(f"path must be minimal or maximal, got {path!r}")
+        self.path = path
+        self.maximal = path == "maximal"
+        self.id_space = cluster_ids.id_space(num_topics + 1)
+        self.trained = None     # the final clusters, largest first: counts (C x T), docs (C,), ids; hyper
+
+    # ---- hyperparameters
+    def initial_hyper(self, beta=None, alpha=None, alpha1=None, alpha0=None, zeta=None, initial_clusters=None, sample_hyper=True, optimize_alpha=True,
+                      slice_iterations=SLICE_ITERATIONS) -> dict:
+        """The concentrations (> 0; initial values when sampled) and the start's cap
+        (0: none); ``sample_hyper`` false keeps every value, ``optimize_alpha`` false (``--fixed-alpha``) keeps
+        alpha, alpha1 and alpha0."""
+        given = {"beta": beta, "alpha": alpha, "alpha1": alpha1, "alpha0": alpha0, "zeta": zeta}
+        hyper = {}
+        for key, value in given.items():
+            value = DEFAULTS[key] if value is None else value
+            if isinstance(value, (list, tuple)) or not math.isfinite(float(value)) or float(value) <= 0:
+                raise ValueError(f"{key} must be a positive number, got {value}")
+            hyper[key] = float(value)
+        if initial_clusters is not None and int(initial_clusters) < 1:
+            raise ValueError("initial_clusters must be at least 1")
+        if int(slice_iterations) < 1:
+            raise ValueError("slice_iterations must be at least 1")
+        return dict(hyper, initial_clusters=int(initial_clusters or 0), sample_hyper=bool(sample_hyper),
+                    sample_alpha=bool(optimize_alpha), slice_iterations=int(slice_iterations))
+
+    # ---- the tables
+    def count_tables(self) -> tuple:
+        T = self.num_topics
+        return (CountTable("nwk", self.vocab_size, T, "dense", cells_per_token=1),
+                CountTable("clusters", self.id_space, T + 1, "keyed", cells_per_token=2),
+                CountTable("document_lengths", LENGTH_SPACE, 1, "keyed", cells_per_token=1))
+
+    def table_counts(self, block: SegmentedBlock, state: dict, local) -> dict:
+        ids, row = np.unique(state["cluster"], return_inverse=True)
+        row = row.ravel()
+        ptr = block.token_ptr()
+        level, _ = path_counts(ptr, state["z"], row, ids.shape[0], self.num_topics, self.maximal)
+        counts = np.hstack([np.bincount(row, minlength=ids.shape[0])[:, None], level]).astype(np.int32)
+        lengths, how_many = np.unique(np.diff(ptr), return_counts=True)
+        return {"nwk": self.shared_counts(block, state, local), "clusters": (ids, counts),
+                "document_lengths": (lengths.astype(np.int64), how_many.astype(np.int32)[:, None])}
+
+    def derive(self, tables: dict) -> dict:
+        levels = tables["clusters"].counts[:, 1:]
+        nwk = tables["nwk"]
+        nk = nwk.sum(axis=0, dtype=np.int64)
+        kt = self.corpus_level(levels)
+        return {"nk": nk, "corpus_topics": kt, "corpus_total": np.array([kt.sum()], dtype=np.int64)}
+
+    def corpus_level(self, levels: np.ndarray) -> np.ndarray:
+        """K_t from the cluster level (C x T): minimal, the clusters using t; maximal, the tokens of t."""
+        return levels.sum(axis=0, dtype=np.int64) if self.maximal else (levels > 0).sum(axis=0).astype(np.int64)
+
+    def initial_state(self, block: SegmentedBlock, hyper: dict, seed: int) -> dict:
+        T, V = self.num_topics, self.vocab_size
+        state = {"z": np.full(block.n_tokens, -1, dtype=np.int32), "cluster": np.full(block.n_docs, -1, np.int64)}
+        tables = {"nwk": np.zeros((V, T), dtype=np.int32),
+                  "clusters": KeyedCounts.empty(T + 1)}
+        derived = {"nk": np.zeros(T, np.int64), "corpus_topics": np.zeros(T, np.int64),
+                   "corpus_total": np.zeros(1, np.int64)}
+        cap = int(hyper.get("initial_clusters", 0)) or np.iinfo(np.int64).max
+        self._cluster_sweep(block, state, hyper, tables, derived, seed, cap)
+        return state
+
+    def check_state(self, block: SegmentedBlock, state: dict) -> None:
+        super().check_state(block, state)
+        c = state.get("cluster")
+        if c is None or c.shape != (block.n_docs,) or c.dtype != np.int64:
+            raise TypeError(f"{self.name}: the state needs 'cluster', int64 of shape ({block.n_docs},)")
+        if block.n_docs and (c.min() < 0 or c.max() >= self.id_space):
+            raise ValueError(f"{self.name}: cluster ids outside 0..{self.id_space - 1}")
+
+    # ---- the sweep
+    def sweep_tables(self, block, state, hyper, tables, derived, seed) -> None:
+        """The cluster and topic steps of every document of the block, on the partition's copies of the tables
+        (updated in place: the partition's new clusters under provisional ids, its emptied ones gone)."""
+        self._cluster_sweep(block, state, hyper, tables, derived, seed, np.iinfo(np.int64).max)
+
+    def _cluster_sweep(self, block, state, hyper, tables, derived, seed, max_clusters) -> None:
+        T = self.num_topics
+        maximal = self.maximal
+        table = tables["clusters"]
+        keys, C = table.keys, table.nnz
+        placed = state["cluster"] >= 0
+        rows = np.where(placed, np.searchsorted(keys, state["cluster"]), -1).astype(np.int64)
+        if np.any(rows[placed] >= C) or np.any(keys[rows[placed]] != state["cluster"][placed]):
+            raise ValueError(f"{self.name}: a document's cluster is not in the tables (a directive was lost)")
+        capacity = C + 16
+        sizes = np.zeros(capacity, np.int64)
+        ctk = np.zeros((capacity, T), np.int64)
+        sizes[:C], ctk[:C] = table.counts[:, 0], table.counts[:, 1:]
+        ck = ctk.sum(axis=1)
+        kt = derived["corpus_topics"].astype(np.int64).copy()
+        ktot = np.array([kt.sum()], dtype=np.int64)
+        founder = np.full(capacity, -1, np.int64)
+        ptr = block.token_ptr()
+        uniforms = np.random.default_rng(seed).random(2 * block.n_tokens + block.n_docs)
+        start, used = 0, C
+        while start >= 0:
+            start, used = cluster_lda_sweep(ptr, block.words, state["z"], rows, tables["nwk"], derived["nk"], ctk, ck,
+                                            sizes, kt, ktot, used, founder, float(hyper["zeta"]),
+                                            float(hyper["alpha"]), float(hyper["alpha1"]), float(hyper["alpha0"]),
+                                            float(hyper["beta"]), maximal, np.zeros((1, 1)), False, uniforms, start,
+                                            max_clusters, np.zeros((1, 1)))
+            if start >= 0:      # more rows for new clusters
+                grow = ctk.shape[0]
+                ctk = np.vstack([ctk, np.zeros((grow, T), np.int64)])
+                ck, sizes = np.r_[ck, np.zeros(grow, np.int64)], np.r_[sizes, np.zeros(grow, np.int64)]
+                founder = np.r_[founder, np.full(grow, -1, np.int64)]
+        ids = np.concatenate([keys, cluster_ids.provisional_ids(self.id_space, block.doc_ids[founder[C:used]], seed)])
+        state["cluster"] = ids[rows]
+        live = np.flatnonzero(sizes[:used] > 0)
+        tables["clusters"] = merge_keyed(T + 1, ids[live], np.hstack([sizes[live, None], ctk[live]]))
+        derived["corpus_topics"], derived["corpus_total"] = kt, ktot
+
+    # ---- the driver's global step: ids, hyperparameters
+    def global_step(self, tables, hyper, stats, seed):
+        clusters = tables["clusters"]
+        directive = cluster_ids.renumbering(clusters.keys)
+        if directive is not None:
+            tables = dict(tables, clusters=KeyedCounts(directive["new"], clusters.counts))
+        if hyper.get("sample_hyper", True):
+            hyper = self.sample_hyper(tables, hyper, np.random.default_rng(seed))
+        return tables, hyper, directive
+
+    def apply_directive(self, block, state, directive) -> None:
+        state["cluster"] = cluster_ids.renumbered(state["cluster"], directive, self.name)
+
+    def log_densities(self, tables: dict, hyper: dict) -> dict:
+        """Every sampled hyperparameter's log density (up to a constant, without the hyperprior) as a function of
+        its value: zeta (5.30), beta (5.15) and, under the minimal path assumption, alpha, alpha1, alpha0 (the
+        imputed seating)."""
+        clusters, nwk = tables["clusters"], tables["nwk"]
+        sizes, levels = clusters.counts[:, 0].astype(np.int64), clusters.counts[:, 1:].astype(np.int64)
+        C, D = clusters.nnz, int(sizes.sum())
+        cell_values, cell_counts = np.unique(nwk[nwk > 0], return_counts=True)
+        total_values, total_counts = np.unique(nwk.sum(axis=0, dtype=np.int64), return_counts=True)
+        T, V = self.num_topics, self.vocab_size
+        out = {"zeta": lambda z: log_partition_prior(z, C, D),
+               "beta": lambda b: log_words_given_clusters(b, V, cell_values, cell_counts, total_values, total_counts, T)}
+        if self.maximal or not hyper.get("sample_alpha", True):
+            return out
+        lengths = tables["document_lengths"]
+        length_values, length_counts = lengths.keys, lengths.counts[:, 0].astype(np.int64)
+        cluster_values, cluster_counts = np.unique(levels.sum(axis=1), return_counts=True)
+        kt = self.corpus_level(levels)
+        doc_tables, cluster_tables, corpus_tables = int(levels.sum()), int(kt.sum()), int((kt > 0).sum())
+        out["alpha"] = lambda a: log_seating(a, doc_tables, length_values, length_counts)
+        out["alpha1"] = lambda a: log_seating(a, cluster_tables, cluster_values, cluster_counts)
+        out["alpha0"] = lambda a: log_seating(a, corpus_tables, np.array([cluster_tables]), np.array([1]))
+        return out
+
+    def sample_hyper(self, tables: dict, hyper: dict, rng: np.random.Generator) -> dict:
+        """Each sampled hyperparameter in turn by slice sampling (Alg. 3.2) in log space."""
+        hyper = dict(hyper)
+        for key, density in self.log_densities(tables, hyper).items():
+            value = sample_concentrations(lambda v, f=density: f(float(v[0])) - float(v[0]) / HYPER_SCALE,
+                                          [hyper[key]], rng, 1.0, int(hyper.get("slice_iterations", SLICE_ITERATIONS)))
+            hyper[key] = float(value[0])
+        return hyper
+
+    # ---- outputs: the final state
+    def accumulate_sample(self, block, state, hyper, acc) -> dict:
+        return dict(acc, samples=acc["samples"] + 1)
+
+    @staticmethod
+    def ordered(clusters: KeyedCounts):
+        """The clusters, largest first (ties: smaller id first): ``(ids, counts (C x T+1))``."""
+        order = np.lexsort((clusters.keys, -clusters.counts[:, 0].astype(np.int64)))
+        return clusters.keys[order], clusters.counts[order]
+
+    def bind_result(self, result) -> None:
+        ids, counts = self.ordered(result.tables["clusters"])
+        self.trained = {"ids": ids, "levels": counts[:, 1:].astype(np.int64), "docs": counts[:, 0].astype(np.int64),
+                        "hyper": dict(result.hyper)}
+
+    def saved_arrays(self) -> dict:
+        return {"cluster_topics": self.trained["levels"], "cluster_docs": self.trained["docs"]}
+
+    def bind_arrays(self, arrays: dict, meta: dict) -> None:
+        levels = np.asarray(arrays["cluster_topics"], dtype=np.int64)
+        self.trained = {"ids": np.arange(levels.shape[0], dtype=np.int64), "levels": levels,
+                        "docs": np.asarray(arrays["cluster_docs"], dtype=np.int64), "hyper": dict(meta["hyper"])}
+
+    def describe(self) -> dict:
+        docs = self.trained["docs"]
+        return {"topics": self.num_topics, "clusters": int(docs.shape[0]), "cluster_sizes": docs.tolist(),
+                "path": self.path}
+
+    def frozen_levels(self):
+        """The trained cluster and corpus levels as the kernels take them, with a spare empty row for a new
+        cluster: ``(ctk (C+1 x T), ck, sizes, kt, ktot)``."""
+        t = self.trained
+        levels = t["levels"]
+        ctk = np.vstack([levels, np.zeros((1, self.num_topics), np.int64)])
+        kt = self.corpus_level(levels)
+        return ctk, ctk.sum(axis=1), np.r_[t["docs"], 0], kt, np.array([kt.sum()], dtype=np.int64)
+
+    def _own_rows(self, state: dict) -> np.ndarray:
+        ids = self.trained["ids"]
+        order = np.argsort(ids)
+        return order[np.searchsorted(ids, state["cluster"], sorter=order)]
+
+    def _concentrations(self, hyper: dict):
+        return float(hyper["alpha"]), float(hyper["alpha1"]), float(hyper["alpha0"])
+
+    def document_proportions(self, item: dict):
+        block = item["block"]
+        if item.get("state") is None:                       # infer: the mean over the frozen chain's samples
+            n = float(item["acc"]["samples"][0])
+            return item["acc"]["doc"] / n, item["acc"]["seg"] / n
+        ctk, ck, _, kt, ktot = self.frozen_levels()
+        theta = predictive_theta(block.token_ptr(), item["state"]["z"], self._own_rows(item["state"]), ctk, ck, kt,
+                                 ktot, *self._concentrations(self.trained["hyper"]))
+        return theta, theta[block.doc_of_segment()]
+
+    def membership(self, block: SegmentedBlock, state: dict) -> np.ndarray:
+        """(D, C + 1) the cluster step's probabilities (5.31) of the documents of the final state: the C
+        clusters in output order, then a new one."""
+        ctk, ck, sizes, kt, ktot = self.frozen_levels()
+        hyper = self.trained["hyper"]
+        logw = membership_log_weights(block.token_ptr(), state["z"], self._own_rows(state), ctk, ck, sizes, kt, ktot,
+                                      float(hyper["zeta"]), *self._concentrations(hyper), self.maximal)
+        p = np.exp(logw - logw.max(axis=1, keepdims=True))
+        return p / p.sum(axis=1, keepdims=True)
+
+    def document_outputs(self, item: dict) -> dict:
+        block = item["block"]
+        if item.get("state") is None:
+            acc = item["acc"]
+            cluster, probability, new = acc["cluster"], acc["probability"], acc["new_cluster"]
+        else:
+            cluster = self._own_rows(item["state"])
+            p = self.membership(block, item["state"])
+            probability, new = p[np.arange(block.n_docs), cluster], p[:, -1]
+        return {"doc_clusters.parquet": {"doc_id": np.asarray(block.doc_ids, dtype=object),
+                                         "cluster": cluster.astype(np.int64), "probability": probability,
+                                         "new_cluster": new}}
+
+    # ---- the frozen chain of held-out and new documents (inference.gibbs.heldout)
+    def init_state(self, block, hyper, nwk, nk, seed) -> dict:
+        """A held-out block's start: no topics, no clusters (the first frozen sweep draws them)."""
+        return {"z": np.full(block.n_tokens, -1, dtype=np.int32), "cluster": np.full(block.n_docs, -1, np.int64),
+                "theta": np.zeros((block.n_docs, self.num_topics))}
+
+    def sweep(self, block, state, hyper, nwk, nk, seed, frozen_phi=None) -> None:
+        """The frozen chain's sweep (topics ``frozen_phi``, the trained clusters): training runs sweep_tables."""
+        if frozen_phi is None:
+            raise NotImplementedError(f"{self.name}: trained through sweep_tables")
+        ctk, ck, sizes, kt, ktot = self.frozen_levels()
+        C = sizes.shape[0] - 1
+        rows = np.full(block.n_docs, -1, np.int64)
+        uniforms = np.random.default_rng(seed).random(2 * block.n_tokens + block.n_docs)
+        cluster_lda_sweep(block.token_ptr(), block.words, state["z"], rows, nwk, nk, ctk, ck, sizes, kt, ktot, C,
+                          np.full(C + 1, -1, np.int64), float(hyper["zeta"]), *self._concentrations(hyper),
+                          float(hyper["beta"]), self.maximal, np.ascontiguousarray(frozen_phi), True,
+                          uniforms, 0, np.iinfo(np.int64).max, state["theta"])
+        state["cluster"] = np.where(rows == C, -1, rows)       # row of the trained clusters; -1: a new one
+
+    def doc_topic(self, block, state, hyper) -> np.ndarray:
+        return state["theta"].copy()
+
+    def segment_topic(self, block, state, hyper) -> np.ndarray:
+        return state["theta"][block.doc_of_segment()]
+
+    def infer_sums(self, block, hyper, phi_vk, schedule, seed, partition) -> dict:
+        """The frozen chain's document and segment proportions summed over its samples, and every document's
+        most frequent cluster (-1: a new one), the fraction of samples in it and in a new cluster."""
+        C = self.trained["docs"].shape[0]
+        votes = np.zeros((block.n_docs, C + 1))
+        acc = {"doc": np.zeros((block.n_docs, self.num_topics)),
+               "seg": np.zeros((block.n_segments, self.num_topics)), "samples": np.zeros(1)}
+        for state in frozen_chain(self, block, hyper, np.ascontiguousarray(phi_vk), schedule, seed, partition):
+            acc["doc"] += state["theta"]
+            acc["seg"] += state["theta"][block.doc_of_segment()]
+            acc["samples"] += 1
+            votes[np.arange(block.n_docs), np.where(state["cluster"] < 0, C, state["cluster"])] += 1
+        votes /= max(acc["samples"][0], 1.0)
+        best = np.argmax(votes, axis=1)
+        return dict(acc, cluster=np.where(best == C, -1, best).astype(np.int64),
+                    probability=votes[np.arange(block.n_docs), best], new_cluster=votes[:, C])
