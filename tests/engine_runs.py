@@ -46,3 +46,17 @@ def assert_same_runs(a, b) -> None:
             np.testing.assert_array_equal(table, rb.tables[name], err_msg=name)
         else:
             assert table.equals(rb.tables[name]), name
+
+
+def interrupted_and_resumed(fit, directory, stop_after: int = 3):
+    """``fit(directory, sync, resume=..., stop_after=...)`` run with jobs and stopped after iteration
+    ``stop_after``, then resumed from its checkpoint with the resident sampler: ``(state.json's content, the resumed
+    run)``."""
+    import json
+
+    import pytest
+
+    with pytest.raises(Interrupted):
+        fit(directory, "jobs", stop_after=stop_after)
+    state = json.loads((directory / "state.json").read_text())
+    return state, fit(directory, "resident", resume=True)

@@ -5,13 +5,11 @@ after iteration 3 and resumed from its checkpoint (a pending relabelling directi
 uninterrupted one."""
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 
 from drivers.engines.gibbs.settings import SampleSchedule
-from engine_runs import Interrupted, fit_and_recount, assert_same_runs
+from engine_runs import assert_same_runs, fit_and_recount, interrupted_and_resumed
 from drivers.models.dp_mixture.model import DPMixture
 from inference.gibbs.model import SegmentedBlock
 
@@ -54,8 +52,7 @@ def test_clusters_proposed_by_partitions_and_numbered_by_the_driver_give_one_cha
 
 
 def test_resumed_from_a_checkpoint_equals_uninterrupted(spark_session, blocks, jobs_run, tmp_path):
-    with pytest.raises(Interrupted):
-        _fit(spark_session, blocks, tmp_path / "ckpt", "jobs", stop_after=3)
-    state = json.loads((tmp_path / "ckpt" / "state.json").read_text())
+    state, resumed = interrupted_and_resumed(
+        lambda directory, sync, **kw: _fit(spark_session, blocks, directory, sync, **kw), tmp_path / "ckpt")
     assert state["iteration"] == 2 and state["summary"] is False and state["directive"]["arrays"] == ["new", "old"]
-    assert_same_runs(_fit(spark_session, blocks, tmp_path / "ckpt", "resident", resume=True), jobs_run)
+    assert_same_runs(resumed, jobs_run)

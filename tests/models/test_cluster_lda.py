@@ -1,0 +1,327 @@
+"""The cluster-based topic model (Wallach §5.3, :mod:`inference.gibbs.cluster_lda`): the path counts against a
+recount after random add/remove sequences, the two conditionals (the cluster step (5.31)-(5.32), the topic step
+(5.33)) against ratios of the joint computed directly, the sweep kernel against a slow sweep from the joint, the
+hyperparameters' seating densities against the seating built customer by customer, recovery of planted clusters
+from data drawn from the model, and the frozen chain of held-out documents (each sees the training counts only)."""
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from inference.gibbs.cluster_lda import ClusterLDA
+from inference.gibbs.cluster_lda_kernels import (cluster_lda_sweep, log_seating, membership_log_weights,
+                                                 path_add, path_counts, path_remove)
+from inference.gibbs.heldout import HeldoutSchedule
+from inference.gibbs.local import run_local_tables
+from inference.gibbs.model import SegmentedBlock
+
+HYPER = {"alpha": 0.7, "alpha1": 1.3, "alpha0": 2.1, "zeta": 0.8, "beta": 0.4}
+
+
+# ---- the joint, straight from the definitions
+def log_topics_sequential(docs_z, clusters, order, T, hyper, maximal):
+    """log P(z | c) (5.16) as the product of the predictives (5.7) of the tokens in ``order`` ((doc, position)
+    pairs), every count recounted from the tokens before by the path assumption's definition."""
+    a, a1, a0 = hyper["alpha"], hyper["alpha1"], hyper["alpha0"]
+    seen = []
+    out = 0.0
+    for d, i in order:
+        t = docs_z[d][i]
+        n_d = Counter(docs_z[dd][ii] for dd, ii in seen if dd == d)
+        in_cluster = {}                 # doc -> its topic counts, docs of d's cluster
+        for dd, ii in seen:
+            if clusters[dd] == clusters[d]:
+                in_cluster.setdefault(dd, Counter())[docs_z[dd][ii]] += 1
+        per_cluster = {}
+        for dd, ii in seen:
+            per_cluster.setdefault(clusters[dd], {}).setdefault(dd, Counter())[docs_z[dd][ii]] += 1
+
+        def level(docs):                # M_ct of one cluster: documents using t (minimal) or tokens (maximal)
+            m = Counter()
+            for counts in docs.values():
+                for k, n in counts.items():
+                    m[k] += n if maximal else 1
+            return m
+        M = level(in_cluster)
+        Ks = Counter()
+        for docs in per_cluster.values():
+            for k, n in level(docs).items():
+                Ks[k] += n if maximal else 1
+        base = (Ks[t] + a0 / T) / (sum(Ks.values()) + a0)
+        q = (M[t] + a1 * base) / (sum(M.values()) + a1)
+        out += math.log((n_d[t] + a * q) / (sum(n_d.values()) + a))
+        seen.append((d, i))
+    return out
+
+
+def log_joint(docs_w, docs_z, clusters, order, T, V, hyper, maximal):
+    """log P(w, z, c): (5.30) x (5.16) in ``order`` x the topics' Dirichlet-multinomials (5.15)."""
+    D, beta, zeta = len(docs_w), hyper["beta"], hyper["zeta"]
+    sizes = Counter(clusters)
+    out = len(sizes) * math.log(zeta) + sum(math.lgamma(n) for n in sizes.values()) \
+        - sum(math.log(zeta + d) for d in range(D))
+    out += log_topics_sequential(docs_z, clusters, order, T, hyper, maximal)
+    nwk = np.zeros((V, T))
+    for w, z in zip(docs_w, docs_z):
+        np.add.at(nwk, (w, z), 1)
+    out += T * (math.lgamma(V * beta) - V * math.lgamma(beta)) + sum(
+        math.lgamma(n + beta) for n in nwk.ravel()) - sum(math.lgamma(n + V * beta) for n in nwk.sum(axis=0))
+    return out
+
+
+def order_with_last(docs_z, last):
+    """Every token in document order, those of ``last`` (a document, or a (doc, position) pair) at the end."""
+    every = [(d, i) for d in range(len(docs_z)) for i in range(len(docs_z[d]))]
+    if isinstance(last, tuple):
+        return [p for p in every if p != last] + [last]
+    return [p for p in every if p[0] != last] + [p for p in every if p[0] == last]
+
+
+def kernel_levels(docs_z, clusters, T, maximal, spare=1):
+    """The kernels' arrays of the state: ptr, z, rows, ctk (C + spare rows), ck, sizes, kt, ktot."""
+    ptr = np.r_[0, np.cumsum([len(z) for z in docs_z])].astype(np.int64)
+    z = np.concatenate([np.asarray(z, np.int32) for z in docs_z])
+    rows = np.asarray(clusters, np.int64)
+    C = rows.max() + 1
+    M, K = path_counts(ptr, z, rows, C + spare, T, maximal)
+    sizes = np.bincount(rows, minlength=C + spare).astype(np.int64)
+    return ptr, z, rows, M, M.sum(axis=1), sizes, K, np.array([K.sum()], np.int64)
+
+
+def random_state(rng, D, T, V, C):
+    docs_w = [rng.integers(0, V, rng.integers(1, 5)).tolist() for _ in range(D)]
+    docs_z = [rng.integers(0, T, len(w)).tolist() for w in docs_w]
+    clusters = rng.integers(0, C, D)
+    clusters = np.unique(clusters, return_inverse=True)[1].ravel().tolist()      # labels 0..C'-1
+    return docs_w, docs_z, clusters
+
+
+# ---- the path counts
+@pytest.mark.parametrize("maximal", [False, True])
+def test_path_counts_equal_a_recount_after_random_adds_and_removes(maximal):
+    rng = np.random.default_rng(1)
+    D, T, C = 7, 4, 3
+    clusters = rng.integers(0, C, D)
+    topics = [[] for _ in range(D)]
+    ndk = np.zeros((D, T), np.int64)
+    ctk, ck, kt, ktot = np.zeros((C, T), np.int64), np.zeros(C, np.int64), np.zeros(T, np.int64), np.zeros(1, np.int64)
+    for step in range(2000):
+        d = int(rng.integers(D))
+        if topics[d] and rng.random() < 0.45:
+            t = topics[d].pop(int(rng.integers(len(topics[d]))))
+            path_remove(clusters[d], t, ndk[d], ctk, ck, kt, ktot, maximal)
+        elif topics[d] and rng.random() < 0.1:          # the document moves to another cluster
+            for t in topics[d][::-1]:
+                path_remove(clusters[d], t, ndk[d], ctk, ck, kt, ktot, maximal)
+            clusters[d] = rng.integers(C)
+            for t in topics[d]:
+                path_add(clusters[d], t, ndk[d], ctk, ck, kt, ktot, maximal)
+        else:
+            t = int(rng.integers(T))
+            topics[d].append(t)
+            path_add(clusters[d], t, ndk[d], ctk, ck, kt, ktot, maximal)
+        ptr = np.r_[0, np.cumsum([len(z) for z in topics])].astype(np.int64)
+        z = np.array([t for zs in topics for t in zs], dtype=np.int32)
+        M, K = path_counts(ptr, z, clusters, C, T, maximal)
+        # the slow reference, from the definitions
+        slow_M = np.zeros((C, T), np.int64)
+        for dd in range(D):
+            for t, n in Counter(topics[dd]).items():
+                slow_M[clusters[dd], t] += n if maximal else 1
+        slow_K = slow_M.sum(axis=0) if maximal else (slow_M > 0).sum(axis=0)
+        assert np.array_equal(M, slow_M) and np.array_equal(K, slow_K), step
+        assert np.array_equal(ctk, slow_M) and np.array_equal(kt, slow_K), step
+        assert np.array_equal(ck, slow_M.sum(axis=1)) and ktot[0] == slow_K.sum(), step
+        assert all(np.array_equal(ndk[dd], np.bincount(topics[dd], minlength=T)) for dd in range(D))
+
+
+# ---- the conditionals against the joint
+@pytest.mark.parametrize("maximal", [False, True])
+def test_cluster_step_weights_are_ratios_of_the_joint(maximal):
+    rng = np.random.default_rng(2)
+    T, V = 3, 4
+    docs_w, docs_z, clusters = random_state(rng, 6, T, V, 3)
+    ptr, z, rows, ctk, ck, sizes, kt, ktot = kernel_levels(docs_z, clusters, T, maximal)
+    C = ctk.shape[0] - 1
+    logw = membership_log_weights(ptr, z, rows, ctk, ck, sizes, kt, ktot, HYPER["zeta"], HYPER["alpha"],
+                                  HYPER["alpha1"], HYPER["alpha0"], maximal)
+    for d in range(len(docs_w)):
+        others = sorted(set(clusters[:d] + clusters[d + 1:]))
+        choices = others + [C]                          # every other cluster, then a new one
+        order = order_with_last(docs_z, d)
+        exact = np.array([log_joint(docs_w, docs_z, clusters[:d] + [c] + clusters[d + 1:], order, T, V, HYPER,
+                                    maximal) for c in choices])
+        got = logw[d, choices]
+        assert np.all(np.isfinite(got)) and np.isinf(logw[d]).sum() == C + 1 - len(choices)
+        np.testing.assert_allclose(got - got.max(), exact - exact.max(), atol=1e-10)
+
+
+def slow_sweep(docs_w, docs_z, clusters, T, V, hyper, maximal, uniforms):
+    """One cycle from the joint's ratios: per document the cluster step (its rows in order, skipping empty ones,
+    then a new row), then the topic step of each token; draws as the kernel's (uniform x total, cumulative)."""
+    docs_z = [list(z) for z in docs_z]
+    clusters = list(clusters)
+    offset = 0
+    for d in range(len(docs_w)):
+        L, u0 = len(docs_w[d]), 2 * offset + d
+        n_rows = max(clusters) + 1
+        live = [r for r in range(n_rows) if any(clusters[e] == r for e in range(len(clusters)) if e != d)]
+        choices = live + [n_rows]
+        order = order_with_last(docs_z, d)
+        logw = np.array([log_joint(docs_w, docs_z, clusters[:d] + [c] + clusters[d + 1:], order, T, V, hyper,
+                                   maximal) for c in choices])
+        clusters[d] = choices[_draw(np.exp(logw - logw.max()), uniforms[u0 + L])]
+        for i in range(L):
+            order = order_with_last(docs_z, (d, i))
+            logw = []
+            for t in range(T):
+                docs_z[d][i] = t
+                logw.append(log_joint(docs_w, docs_z, clusters, order, T, V, hyper, maximal))
+            docs_z[d][i] = _draw(np.exp(np.array(logw) - max(logw)), uniforms[u0 + L + 1 + i])
+        offset += L
+    return docs_z, clusters
+
+
+def _draw(weights, u):
+    acc, target = 0.0, u * weights.sum()
+    for k, w in enumerate(weights):
+        acc += w
+        if target < acc:
+            return k
+    return len(weights) - 1
+
+
+def canonical(clusters):
+    seen = {}
+    return tuple(seen.setdefault(c, len(seen)) for c in clusters)
+
+
+@pytest.mark.parametrize("maximal", [False, True])
+def test_sweep_kernel_is_the_slow_sweep_from_the_joint(maximal):
+    """Topic step (5.33) and cluster step (5.31) together: the kernel's cycle, fed the same uniforms, makes the
+    same moves as a cycle whose every conditional is a ratio of the directly computed joint."""
+    rng = np.random.default_rng(5)
+    T, V = 3, 5
+    docs_w, docs_z, clusters = random_state(rng, 6, T, V, 2)
+    ptr, z, rows, ctk, ck, sizes, kt, ktot = kernel_levels(docs_z, clusters, T, maximal, spare=8)
+    words = np.concatenate([np.asarray(w, np.int32) for w in docs_w])
+    nwk = np.zeros((V, T), np.int32)
+    np.add.at(nwk, (words, z), 1)
+    nk = nwk.sum(axis=0).astype(np.int64)
+    uniforms = rng.random(2 * words.shape[0] + len(docs_w))
+    start, used = cluster_lda_sweep(ptr, words, z, rows, nwk, nk, ctk, ck, sizes, kt, ktot, max(clusters) + 1,
+                                    np.full(ctk.shape[0], -1, np.int64), HYPER["zeta"], HYPER["alpha"],
+                                    HYPER["alpha1"], HYPER["alpha0"], HYPER["beta"], maximal, np.zeros((1, 1)), False,
+                                    uniforms, 0, 10**9, np.zeros((1, 1)))
+    assert start == -1
+    slow_z, slow_c = slow_sweep(docs_w, docs_z, clusters, T, V, HYPER, maximal, uniforms)
+    assert z.tolist() == [t for zs in slow_z for t in zs]
+    assert canonical(rows.tolist()) == canonical(slow_c)
+    assert slow_z != docs_z and canonical(slow_c) != canonical(clusters)     # the cycle moved something
+    # the kernel's counts are still the recount of its state
+    M, K = path_counts(ptr, z, rows, ctk.shape[0], T, maximal)
+    assert np.array_equal(ctk, M) and np.array_equal(kt, K) and np.array_equal(sizes, np.bincount(rows, minlength=
+                                                                                                   ctk.shape[0]))
+    np.testing.assert_array_equal(nk, np.bincount(z, minlength=T))
+
+
+# ---- the hyperparameters
+def test_seating_densities_are_the_seating_built_customer_by_customer():
+    """alpha, alpha1, alpha0 under the minimal path assumption: log_densities equals the log probability of the
+    imputed seating (one table per distinct topic per restaurant), customer by customer, up to a constant."""
+    rng = np.random.default_rng(3)
+    T, V = 4, 6
+    docs_w, docs_z, clusters = random_state(rng, 8, T, V, 3)
+    model = ClusterLDA(T, V)
+    block = SegmentedBlock.from_segments([(f"d{d}", [w]) for d, w in enumerate(docs_w)])
+    state = {"z": np.concatenate([np.asarray(z, np.int32) for z in docs_z]), "cluster": np.asarray(clusters, np.int64)}
+    from inference.gibbs.local import count_tables
+    from inference.gibbs.counts import local_vocabulary
+    tables, _ = count_tables(model, block, state, local_vocabulary(block.words))
+    densities = model.log_densities(tables, model.initial_hyper())
+
+    def crp(a, restaurants):
+        """log prob of seating the customers (lists of dish labels) one per dish: a new table for a new dish."""
+        out = 0.0
+        for dishes in restaurants:
+            seen = Counter()
+            for n, k in enumerate(dishes):
+                out += math.log(seen[k] if seen[k] else a) - math.log(n + a)
+                seen[k] += 1
+        return out
+    doc_level = [z for z in docs_z]
+    cluster_level = [[t for d in range(len(docs_z)) if clusters[d] == c for t in sorted(set(docs_z[d]))]
+                     for c in sorted(set(clusters))]
+    corpus_level = [[t for dishes in cluster_level for t in sorted(set(dishes))]]
+    for key, restaurants in (("alpha", doc_level), ("alpha1", cluster_level), ("alpha0", corpus_level)):
+        values = [0.3, 1.0, 7.5]
+        got = np.array([densities[key](a) for a in values])
+        exact = np.array([crp(a, restaurants) for a in values])
+        np.testing.assert_allclose(got - got[0], exact - exact[0], rtol=1e-10, atol=1e-10, err_msg=key)
+    assert log_seating(2.0, 3, np.array([4]), np.array([1])) == pytest.approx(
+        3 * math.log(2) + math.lgamma(2) - math.lgamma(6))
+    assert set(ClusterLDA(T, V, path="maximal").log_densities(tables, model.initial_hyper())) == {"zeta", "beta"}
+
+
+# ---- recovery
+def sample_model(n_docs, T, V, length, seed):
+    """Data drawn from the model: 3 clusters, each with its own pair of topics (disjoint word supports)."""
+    rng = np.random.default_rng(seed)
+    phi = np.zeros((T, V))
+    for t in range(T):
+        phi[t, t * (V // T):(t + 1) * (V // T)] = rng.dirichlet(np.full(V // T, 1.0))
+    m = np.full((3, T), 0.01)
+    for c in range(3):
+        m[c, 2 * c:2 * c + 2] = 1.0
+    truth = rng.integers(0, 3, n_docs)
+    docs = []
+    for c in truth:
+        theta = rng.dirichlet(5 * m[c])
+        docs.append([int(rng.choice(V, p=phi[k])) for k in rng.choice(T, length, p=theta)])
+    return docs, truth
+
+
+def test_recovers_planted_clusters_from_data_drawn_from_the_model():
+    docs, truth = sample_model(90, 6, 48, 25, seed=4)
+    model = ClusterLDA(6, 48)
+    block = SegmentedBlock.from_segments([(f"d{d:03d}", [w]) for d, w in enumerate(docs)])
+    _, state, hyper, tables, _ = run_local_tables(model, block, 40, seed=2)
+    pairs = Counter(zip(truth.tolist(), state["cluster"].tolist()))
+    big = [c for c, n in Counter(state["cluster"].tolist()).items() if n >= 5]
+    assert len(big) == 3
+    # every large found cluster is one planted cluster; at most 3 documents elsewhere
+    assert sum(max(n for (t, c), n in pairs.items() if c == b) for b in big) >= 87
+    assert 0 < hyper["alpha"] < 50 and 0 < hyper["zeta"] < 10 and hyper["beta"] > 0
+
+
+# ---- held-out documents: the frozen chain
+def test_frozen_chain_documents_see_the_training_counts_only():
+    docs, _ = sample_model(40, 6, 48, 20, seed=6)
+    model = ClusterLDA(6, 48)
+    block = SegmentedBlock.from_segments([(f"d{d:03d}", [w]) for d, w in enumerate(docs)])
+    _, state, hyper, tables, derived = run_local_tables(model, block, 8, seed=1)
+
+    class Result:
+        pass
+    result = Result()
+    result.tables, result.hyper = model.global_step(tables, hyper, None, 0)[0], hyper
+    model.bind_result(result)
+    phi_vk = np.ascontiguousarray(model.topic_word(tables["nwk"], derived["nk"], hyper).T)
+    levels = model.trained["levels"].copy()
+    one = SegmentedBlock.from_segments([("a", [docs[0]])])
+    two = SegmentedBlock.from_segments([("a", [docs[0]]), ("b", [docs[1] + docs[2]])])
+    schedule = HeldoutSchedule(iterations=6, burn_in=2, lag=2, samples=2)
+    sums_one = model.infer_sums(one, hyper, phi_vk, schedule, 7, 0)
+    sums_two = model.infer_sums(two, hyper, phi_vk, schedule, 7, 0)
+    np.testing.assert_array_equal(sums_one["doc"][0], sums_two["doc"][0])      # b never changed a's chain
+    np.testing.assert_allclose(sums_two["doc"].sum(axis=1), 2.0)                # two samples
+    assert np.array_equal(model.trained["levels"], levels)                      # the training counts untouched
+    assert sums_two["cluster"].shape == (2,) and np.all(sums_two["cluster"] < levels.shape[0])
+    score = model.heldout_loglik(two, hyper, phi_vk, HeldoutSchedule(iterations=6, burn_in=2, lag=2, samples=2,
+                                                                       observed=0.5), 3, 0)
+    assert np.isfinite(score[0]) and score[0] < 0 and score[2] == 2
+    with pytest.raises(TypeError, match="cluster"):
+        model.check_state(one, {"z": np.zeros(one.n_tokens, np.int32)})
