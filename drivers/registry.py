@@ -89,7 +89,7 @@ MODELS = {spec.name: spec for spec in (
     ModelSpec("pdp-network", "gibbs", "drivers.models.pdp_network:PdpNetwork", SEGMENTED,
               "a topic model given as a network of Dirichlet/Pitman-Yor vectors (--network FILE or a shipped "
               "spec: lda, stm, seqlda, adatm)"),
-    ModelSpec("cluster-lda", "gibbs", "inference.gibbs.cluster_lda:ClusterLDA", BAG_OF_WORDS,
+    ModelSpec("cluster-lda", "gibbs", "drivers.models.cluster_lda.model:ClusterLDA", BAG_OF_WORDS,
               "cluster-based topic model (Wallach 5.3): documents in clusters found by a Dirichlet process"),
     ModelSpec("bigram-lm", "gibbs", "drivers.models.bigram_lm:BigramLM", ORDERED,
               "hierarchical Dirichlet bigram language model (MacKay & Peto; Wallach 2.2): no topics (--topics "

@@ -1,4 +1,4 @@
-"""The cluster-based topic model on the Gibbs engine (:mod:`inference.gibbs.cluster_lda`): two partitions open
+"""The cluster-based topic model on the Gibbs engine (:mod:`drivers.models.cluster_lda.model`): two partitions open
 clusters under provisional ids and the driver's global step numbers them and samples the concentrations; the same
 chain through a Spark job per synchronisation and through the resident sampler, tables equal to a recount of the
 states, and a run interrupted after iteration 3 and resumed from its checkpoint equal to an uninterrupted one."""
@@ -9,7 +9,7 @@ import pytest
 
 from drivers.engines.gibbs.settings import SampleSchedule
 from engine_runs import assert_same_runs, fit_and_recount, interrupted_and_resumed
-from inference.gibbs.cluster_lda import ClusterLDA
+from drivers.models.cluster_lda.model import ClusterLDA
 from inference.gibbs.model import SegmentedBlock
 
 V, T, ITERATIONS = 24, 3, 6

@@ -1,4 +1,4 @@
-"""Kernels of the cluster-based topic model (:mod:`inference.gibbs.cluster_lda`, Wallach §5.3, extract §4.4).
+"""Kernels of the cluster-based topic model (:mod:`drivers.models.cluster_lda.model`, Wallach §5.3, extract §4.4).
 
 The document-topic prior is a three-level hierarchical Dirichlet, document -> cluster -> corpus -> uniform
 (5.4)-(5.6), joined by a path assumption; the predictive of topic t in document d of cluster c is (5.7)

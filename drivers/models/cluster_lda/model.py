@@ -5,10 +5,10 @@ Documents fall into latent clusters by the Chinese restaurant process of concent
 a document's topic distribution theta_d ~ Dir(alpha m_{c_d}) (5.18), and every token's topic z ~ theta_d, its
 word w ~ phi_z with phi_t ~ Dir(beta u) (u uniform, as the thesis advises for topics, pitfall 7; ``beta`` per
 word, the engine's convention). theta, m_c and m are integrated out with a path assumption, which gives the
-predictive (5.7) of a topic (:mod:`inference.gibbs.cluster_lda_kernels`): ``--path minimal`` (the default, the
+predictive (5.7) of a topic (:mod:`drivers.models.cluster_lda.kernels`): ``--path minimal`` (the default, the
 thesis' reported runs) or ``maximal``.
 
-Gibbs sampling (5.31)-(5.33), :func:`~inference.gibbs.cluster_lda_kernels.cluster_lda_sweep`: per document the
+Gibbs sampling (5.31)-(5.33), :func:`~drivers.models.cluster_lda.kernels.cluster_lda_sweep`: per document the
 cluster step (N_c P(z_d | c), or zeta P(z_d | empty) for a new cluster, P(z_d | c) by adding the document's topics
 one at a time) and the topic step of its tokens. On the engine (AD-LDA) a partition sweeps its documents on its
 private copy of the tables; a new cluster gets a provisional id and the driver's global step numbers the clusters
@@ -48,11 +48,12 @@ import math
 import numpy as np
 
 from inference.constraints import AT_LEAST_1, POSITIVE, StrOptions
+from inference.dm.evidence import log_evidence
+from inference.dm.histograms import CountHistograms
 from inference.dm.slice import sample_concentrations
 from inference.gibbs import cluster_ids
-from inference.gibbs.cluster_lda_kernels import (cluster_lda_sweep, log_seating, membership_log_weights,
+from drivers.models.cluster_lda.kernels import (cluster_lda_sweep, log_seating, membership_log_weights,
                                                  path_counts, predictive_theta)
-from inference.gibbs.dp_mixture_kernels import log_partition_prior, log_words_given_clusters
 from inference.gibbs.heldout import frozen_chain
 from inference.gibbs.model import GibbsModel, SegmentedBlock
 from inference.gibbs.tables import CountTable, KeyedCounts, merge_keyed
@@ -226,11 +227,9 @@ class ClusterLDA(GibbsModel):
         clusters, nwk = tables["clusters"], tables["nwk"]
         sizes, levels = clusters.counts[:, 0].astype(np.int64), clusters.counts[:, 1:].astype(np.int64)
         C, D = clusters.nnz, int(sizes.sum())
-        cell_values, cell_counts = np.unique(nwk[nwk > 0], return_counts=True)
-        total_values, total_counts = np.unique(nwk.sum(axis=0, dtype=np.int64), return_counts=True)
-        T, V = self.num_topics, self.vocab_size
-        out = {"zeta": lambda z: log_partition_prior(z, C, D),
-               "beta": lambda b: log_words_given_clusters(b, V, cell_values, cell_counts, total_values, total_counts, T)}
+        topics = CountHistograms(self.vocab_size).add_counts(nwk.T)         # a topic a group (Alg. 2.3)
+        out = {"zeta": lambda z: log_seating(z, C, np.array([D]), np.array([1])),      # (5.30): one restaurant
+               "beta": lambda b: log_evidence(topics, np.full(self.vocab_size, b))}
         if self.maximal or not hyper.get("sample_alpha", True):
             return out
         lengths = tables["document_lengths"]
