@@ -397,9 +397,48 @@ def test_chain_visits_the_enumerated_fixed_point_of_its_sweep():
     model = ClusterLDA(T, V)
     visits = Counter()
     run_local_tables(model, SegmentedBlock.from_segments([(f"d{d}", [w]) for d, w in enumerate(docs_w)]), 5000,
-                     seed=3, hyper=model.initial_hyper(sample_hyper=False, **HYPER),
+                     seed=1, hyper=model.initial_hyper(sample_hyper=False, **HYPER),
                      on_iteration=lambda it, state, hyper: visits.update(
                          [(canonical(state["cluster"].tolist()), tuple(state["z"].tolist()))]))
     empirical = np.array([visits[s] for s in states]) / sum(visits.values())
-    print("TV", 0.5 * np.abs(empirical - pi).sum())
     assert 0.5 * np.abs(empirical - pi).sum() < 0.07
+
+
+# ---- left-to-right evaluation
+@pytest.mark.parametrize("maximal", [False, True])
+def test_left_to_right_particles_are_unbiased_for_the_enumerated_likelihood(maximal):
+    """A document of 3 tokens (one out of the vocabulary) under 2 trained clusters: p(w_d) summed over the cluster
+    (2 + a new one) and the 8 topic vectors, every predictive (5.7) from the levels recounted by definition, equals
+    the mean of the particles' products (resampling on and off); one particle's left-to-right is its product."""
+    from inference.left_to_right import LeftToRight
+
+    T, V = 2, 3
+    levels, docs = np.array([[3, 1], [0, 2]]), np.array([4, 2])
+    model = ClusterLDA(T, V, path="maximal" if maximal else "minimal")
+    model.bind_arrays({"cluster_topics": levels, "cluster_docs": docs}, {"hyper": HYPER})
+    phi_vk = np.array([[0.6, 0.1], [0.3, 0.2], [0.1, 0.7]])
+    doc = [2, 0, 7, 2]                                  # 7: out of the vocabulary, skipped
+    known = [w for w in doc if w < V]
+    a, a1, a0, zeta = HYPER["alpha"], HYPER["alpha1"], HYPER["alpha0"], HYPER["zeta"]
+    exact = 0.0
+    for c in range(3):
+        prior = (docs[c] if c < 2 else zeta) / (docs.sum() + zeta)
+        for z in np.ndindex(*(T,) * len(known)):
+            p = prior
+            for n, (w, t) in enumerate(zip(known, z)):
+                prefix = np.bincount(z[:n], minlength=T)
+                M = np.vstack([levels, np.zeros((1, T), int)])
+                M[c] += prefix if maximal else (prefix > 0)
+                K = M.sum(axis=0) if maximal else (M > 0).sum(axis=0)
+                q = (M[c, t] + a1 * (K[t] + a0 / T) / (K.sum() + a0)) / (M[c].sum() + a1)
+                p *= (prefix[t] + a * q) / (n + a) * phi_vk[w, t]
+            exact += p
+    block = SegmentedBlock.from_segments([("doc", [doc])])
+    for resample in (True, False):
+        scores = model.left_to_right(block, HYPER, phi_vk, LeftToRight(particles=6000, resample=resample, seed=1))
+        row = scores.per_document[0]
+        assert row[2:].tolist() == [3, 1] and "particles" in scores.protocol
+        assert abs(row[1] - math.log(exact)) < 0.01, (resample, row[1], math.log(exact))
+        one = model.left_to_right(block, HYPER, phi_vk, LeftToRight(particles=1, resample=resample, seed=2))
+        assert one.per_document[0, 0] == pytest.approx(one.per_document[0, 1], abs=1e-12)
+    assert np.array_equal(model.trained["levels"], levels)          # the training counts untouched

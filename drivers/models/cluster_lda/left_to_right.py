@@ -21,6 +21,7 @@ import numba
 import numpy as np
 
 from drivers.models.cluster_lda.kernels import cluster_topic, log_topics_given_cluster, path_add, path_remove
+from inference.left_to_right import COLUMNS, DocumentEstimate, known_tokens
 
 PROTOCOL = ("particles: the document's cluster and topics; before each token the cluster is redrawn from its exact "
             "conditional given the earlier topics (the cluster step with the prefix; with resampling), "
@@ -84,4 +85,30 @@ def cluster_lda_particles(scaled, ctk, ck, sizes, kt, ktot, zeta, alpha, alpha1,
             path_add(c, z[i], ndk, ctk, ck, kt, ktot, maximal)
         for m in range(n - 1, -1, -1):
             path_remove(c, z[m], ndk, ctk, ck, kt, ktot, maximal)
+    return out
+
+
+def cluster_lda_scores(model, block, hyper: dict, phi_vk: np.ndarray, settings) -> np.ndarray:
+    """(D, 4) ``[log p(w_d) by left-to-right, by importance sampling, scored tokens, skipped tokens]`` of every
+    document of ``block`` under the trained ``model`` (its frozen levels) with the topics ``phi_vk`` (V x T)."""
+    phi_vk = np.ascontiguousarray(phi_vk, dtype=np.float64)
+    ctk, ck, sizes, kt, ktot = model.frozen_levels()
+    alphas = float(hyper["alpha"]), float(hyper["alpha1"]), float(hyper["alpha0"])
+    ptr = block.token_ptr()
+    out = np.zeros((block.n_docs, COLUMNS))
+    for d in range(block.n_docs):
+        doc = np.asarray(block.words[ptr[d]:ptr[d + 1]])
+        known = known_tokens(doc, phi_vk.shape[0])
+        rows = phi_vk[doc[known]]
+        seeds = settings.particle_seeds(block.doc_ids[d])
+        if rows.shape[0] == 0:
+            out[d] = (0.0, 0.0, 0, (~known).sum())
+            continue
+        scale = rows.max(axis=1)
+        probs = cluster_lda_particles(np.ascontiguousarray(rows / scale[:, None]), ctk, ck, sizes, kt, ktot,
+                                      float(hyper["zeta"]), *alphas, model.maximal, bool(settings.resample), seeds)
+        log_probs = np.log(probs) + np.log(scale)[None, :]
+        top = log_probs.max(axis=0)
+        est = DocumentEstimate(top + np.log(np.mean(np.exp(log_probs - top[None, :]), axis=0)), log_probs.sum(axis=1))
+        out[d] = (est.log_left_to_right, est.log_importance, known.sum(), (~known).sum())
     return out

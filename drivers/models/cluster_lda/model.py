@@ -52,6 +52,8 @@ from inference.dm.evidence import log_evidence
 from inference.dm.histograms import CountHistograms
 from inference.dm.slice import sample_concentrations
 from inference.gibbs import cluster_ids
+from drivers.models.cluster_lda.left_to_right import PROTOCOL, cluster_lda_scores
+from inference.left_to_right import LeftToRightScores
 from drivers.models.cluster_lda.kernels import (cluster_lda_sweep, log_seating, membership_log_weights,
                                                  path_counts, predictive_theta)
 from inference.gibbs.heldout import frozen_chain
@@ -354,6 +356,11 @@ class ClusterLDA(GibbsModel):
 
     def segment_topic(self, block, state, hyper) -> np.ndarray:
         return state["theta"][block.doc_of_segment()]
+
+    def left_to_right(self, block, hyper, phi_vk, settings) -> LeftToRightScores:
+        """Particles of (cluster, topics) with the training levels frozen
+        (:mod:`drivers.models.cluster_lda.left_to_right`)."""
+        return LeftToRightScores(cluster_lda_scores(self, block, hyper, phi_vk, settings), PROTOCOL)
 
     def infer_sums(self, block, hyper, phi_vk, schedule, seed, partition) -> dict:
         """The frozen chain's document and segment proportions summed over its samples, and every document's
