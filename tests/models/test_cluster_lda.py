@@ -256,7 +256,7 @@ def test_seating_densities_are_the_seating_built_customer_by_customer():
     cluster_level = [[t for d in range(len(docs_z)) if clusters[d] == c for t in sorted(set(docs_z[d]))]
                      for c in sorted(set(clusters))]
     corpus_level = [[t for dishes in cluster_level for t in sorted(set(dishes))]]
-    for key, restaurants in (("alpha", doc_level), ("alpha1", cluster_level), ("alpha0", corpus_level)):
+    for key, restaurants in (("alpha_doc", doc_level), ("alpha1", cluster_level), ("alpha0", corpus_level)):
         values = [0.3, 1.0, 7.5]
         got = np.array([densities[key](a) for a in values])
         exact = np.array([crp(a, restaurants) for a in values])
@@ -305,7 +305,7 @@ def test_recovers_planted_clusters_from_data_drawn_from_the_model():
     assert len(big) == 3
     # every large found cluster is one planted cluster; at most 3 documents elsewhere
     assert sum(max(n for (t, c), n in pairs.items() if c == b) for b in big) >= 87
-    assert 0 < hyper["alpha"] < 50 and 0 < hyper["zeta"] < 10 and hyper["beta"] > 0
+    assert 0 < hyper["alpha_doc"] < 50 and 0 < hyper["zeta"] < 10 and hyper["beta"] > 0
 
 
 # ---- held-out documents: the frozen chain
@@ -415,7 +415,8 @@ def test_left_to_right_particles_are_unbiased_for_the_enumerated_likelihood(maxi
     T, V = 2, 3
     levels, docs = np.array([[3, 1], [0, 2]]), np.array([4, 2])
     model = ClusterLDA(T, V, path="maximal" if maximal else "minimal")
-    model.bind_arrays({"cluster_topics": levels, "cluster_docs": docs}, {"hyper": HYPER})
+    hyper = model.initial_hyper(sample_hyper=False, **HYPER)
+    model.bind_arrays({"cluster_topics": levels, "cluster_docs": docs}, {"hyper": hyper})
     phi_vk = np.array([[0.6, 0.1], [0.3, 0.2], [0.1, 0.7]])
     doc = [2, 0, 7, 2]                                  # 7: out of the vocabulary, skipped
     known = [w for w in doc if w < V]
@@ -435,10 +436,10 @@ def test_left_to_right_particles_are_unbiased_for_the_enumerated_likelihood(maxi
             exact += p
     block = SegmentedBlock.from_segments([("doc", [doc])])
     for resample in (True, False):
-        scores = model.left_to_right(block, HYPER, phi_vk, LeftToRight(particles=6000, resample=resample, seed=1))
+        scores = model.left_to_right(block, hyper, phi_vk, LeftToRight(particles=6000, resample=resample, seed=1))
         row = scores.per_document[0]
         assert row[2:].tolist() == [3, 1] and "particles" in scores.protocol
         assert abs(row[1] - math.log(exact)) < 0.01, (resample, row[1], math.log(exact))
-        one = model.left_to_right(block, HYPER, phi_vk, LeftToRight(particles=1, resample=resample, seed=2))
+        one = model.left_to_right(block, hyper, phi_vk, LeftToRight(particles=1, resample=resample, seed=2))
         assert one.per_document[0, 0] == pytest.approx(one.per_document[0, 1], abs=1e-12)
     assert np.array_equal(model.trained["levels"], levels)          # the training counts untouched

@@ -93,7 +93,7 @@ def cluster_lda_scores(model, block, hyper: dict, phi_vk: np.ndarray, settings) 
     document of ``block`` under the trained ``model`` (its frozen levels) with the topics ``phi_vk`` (V x T)."""
     phi_vk = np.ascontiguousarray(phi_vk, dtype=np.float64)
     ctk, ck, sizes, kt, ktot = model.frozen_levels()
-    alphas = float(hyper["alpha"]), float(hyper["alpha1"]), float(hyper["alpha0"])
+    alphas = model.concentrations(hyper)
     ptr = block.token_ptr()
     out = np.zeros((block.n_docs, COLUMNS))
     for d in range(block.n_docs):

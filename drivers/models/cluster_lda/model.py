@@ -111,7 +111,7 @@ class ClusterLDA(GibbsModel):
             value = DEFAULTS[key] if value is None else value
             if isinstance(value, (list, tuple)) or not math.isfinite(float(value)) or float(value) <= 0:
                 raise ValueError(f"{key} must be a positive number, got {value}")
-            hyper[key] = float(value)
+            hyper["alpha_doc" if key == "alpha" else key] = float(value)      # model.json's alpha is K values
         if initial_clusters is not None and int(initial_clusters) < 1:
             raise ValueError("initial_clusters must be at least 1")
         if int(slice_iterations) < 1:
@@ -195,7 +195,7 @@ class ClusterLDA(GibbsModel):
         while start >= 0:
             start, used = cluster_lda_sweep(ptr, block.words, state["z"], rows, tables["nwk"], derived["nk"], ctk, ck,
                                             sizes, kt, ktot, used, founder, float(hyper["zeta"]),
-                                            float(hyper["alpha"]), float(hyper["alpha1"]), float(hyper["alpha0"]),
+                                            *self.concentrations(hyper),
                                             float(hyper["beta"]), maximal, np.zeros((1, 1)), False, uniforms, start,
                                             max_clusters, np.zeros((1, 1)))
             if start >= 0:      # more rows for new clusters
@@ -239,7 +239,7 @@ class ClusterLDA(GibbsModel):
         cluster_values, cluster_counts = np.unique(levels.sum(axis=1), return_counts=True)
         kt = self.corpus_level(levels)
         doc_tables, cluster_tables, corpus_tables = int(levels.sum()), int(kt.sum()), int((kt > 0).sum())
-        out["alpha"] = lambda a: log_seating(a, doc_tables, length_values, length_counts)
+        out["alpha_doc"] = lambda a: log_seating(a, doc_tables, length_values, length_counts)
         out["alpha1"] = lambda a: log_seating(a, cluster_tables, cluster_values, cluster_counts)
         out["alpha0"] = lambda a: log_seating(a, corpus_tables, np.array([cluster_tables]), np.array([1]))
         return out
@@ -295,8 +295,10 @@ class ClusterLDA(GibbsModel):
         order = np.argsort(ids)
         return order[np.searchsorted(ids, state["cluster"], sorter=order)]
 
-    def _concentrations(self, hyper: dict):
-        return float(hyper["alpha"]), float(hyper["alpha1"]), float(hyper["alpha0"])
+    @staticmethod
+    def concentrations(hyper: dict):
+        """(alpha, alpha1, alpha0): the document, cluster and corpus levels' concentrations."""
+        return float(hyper["alpha_doc"]), float(hyper["alpha1"]), float(hyper["alpha0"])
 
     def document_proportions(self, item: dict):
         block = item["block"]
@@ -305,7 +307,7 @@ class ClusterLDA(GibbsModel):
             return item["acc"]["doc"] / n, item["acc"]["seg"] / n
         ctk, ck, _, kt, ktot = self.frozen_levels()
         theta = predictive_theta(block.token_ptr(), item["state"]["z"], self._own_rows(item["state"]), ctk, ck, kt,
-                                 ktot, *self._concentrations(self.trained["hyper"]))
+                                 ktot, *self.concentrations(self.trained["hyper"]))
         return theta, theta[block.doc_of_segment()]
 
     def membership(self, block: SegmentedBlock, state: dict) -> np.ndarray:
@@ -314,7 +316,7 @@ class ClusterLDA(GibbsModel):
         ctk, ck, sizes, kt, ktot = self.frozen_levels()
         hyper = self.trained["hyper"]
         logw = membership_log_weights(block.token_ptr(), state["z"], self._own_rows(state), ctk, ck, sizes, kt, ktot,
-                                      float(hyper["zeta"]), *self._concentrations(hyper), self.maximal)
+                                      float(hyper["zeta"]), *self.concentrations(hyper), self.maximal)
         p = np.exp(logw - logw.max(axis=1, keepdims=True))
         return p / p.sum(axis=1, keepdims=True)
 
@@ -346,7 +348,7 @@ class ClusterLDA(GibbsModel):
         rows = np.full(block.n_docs, -1, np.int64)
         uniforms = np.random.default_rng(seed).random(2 * block.n_tokens + block.n_docs)
         cluster_lda_sweep(block.token_ptr(), block.words, state["z"], rows, nwk, nk, ctk, ck, sizes, kt, ktot, C,
-                          np.full(C + 1, -1, np.int64), float(hyper["zeta"]), *self._concentrations(hyper),
+                          np.full(C + 1, -1, np.int64), float(hyper["zeta"]), *self.concentrations(hyper),
                           float(hyper["beta"]), self.maximal, np.ascontiguousarray(frozen_phi), True,
                           uniforms, 0, np.iinfo(np.int64).max, state["theta"])
         state["cluster"] = np.where(rows == C, -1, rows)       # row of the trained clusters; -1: a new one
