@@ -91,6 +91,12 @@ def kernel_levels(docs_z, clusters, T, maximal, spare=1):
     return ptr, z, rows, M, M.sum(axis=1), sizes, K, np.array([K.sum()], np.int64)
 
 
+def no_author_args(n_docs, rows):
+    """The kernels' author arguments of documents without authors."""
+    return (np.zeros(n_docs + 1, np.int64), np.zeros(0, np.int64), np.zeros((rows, 0), np.int64),
+            np.zeros(rows, np.int64), np.zeros(0, np.int64), np.zeros(1, np.int64), 1.0, 1.0)
+
+
 def random_state(rng, D, T, V, C):
     docs_w = [rng.integers(0, V, rng.integers(1, 5)).tolist() for _ in range(D)]
     docs_z = [rng.integers(0, T, len(w)).tolist() for w in docs_w]
@@ -147,7 +153,7 @@ def test_cluster_step_weights_are_ratios_of_the_joint(maximal):
     ptr, z, rows, ctk, ck, sizes, kt, ktot = kernel_levels(docs_z, clusters, T, maximal)
     C = ctk.shape[0] - 1
     logw = membership_log_weights(ptr, z, rows, ctk, ck, sizes, kt, ktot, HYPER["zeta"], HYPER["alpha"],
-                                  HYPER["alpha1"], HYPER["alpha0"], maximal)
+                                  HYPER["alpha1"], HYPER["alpha0"], maximal, *no_author_args(len(docs_w), ctk.shape[0]))
     for d in range(len(docs_w)):
         others = sorted(set(clusters[:d] + clusters[d + 1:]))
         choices = others + [C]                          # every other cluster, then a new one
@@ -215,7 +221,7 @@ def test_sweep_kernel_is_the_slow_sweep_from_the_joint(maximal):
     start, used = cluster_lda_sweep(ptr, words, z, rows, nwk, nk, ctk, ck, sizes, kt, ktot, max(clusters) + 1,
                                     np.full(ctk.shape[0], -1, np.int64), HYPER["zeta"], HYPER["alpha"],
                                     HYPER["alpha1"], HYPER["alpha0"], HYPER["beta"], maximal, np.zeros((1, 1)), False,
-                                    uniforms, 0, 10**9, np.zeros((1, 1)))
+                                    uniforms, 0, 10**9, np.zeros((1, 1)), *no_author_args(len(docs_w), ctk.shape[0]))
     assert start == -1
     slow_z, slow_c = slow_sweep(docs_w, docs_z, clusters, T, V, HYPER, maximal, uniforms)
     assert z.tolist() == [t for zs in slow_z for t in zs]
@@ -443,3 +449,83 @@ def test_left_to_right_particles_are_unbiased_for_the_enumerated_likelihood(maxi
         one = model.left_to_right(block, hyper, phi_vk, LeftToRight(particles=1, resample=resample, seed=2))
         assert one.per_document[0, 0] == pytest.approx(one.per_document[0, 1], abs=1e-12)
     assert np.array_equal(model.trained["levels"], levels)          # the training counts untouched
+
+
+# ---- the author variant (§4.7)
+def log_authors_sequential(docs_a, clusters, order, A, eta1, eta0, maximal):
+    """log P(a | c) (5.59) as the product of the predictives (5.55) of the author tokens of the documents in
+    ``order``, counts from the definitions: N_a|c every author token of c, N_a the clusters with a (minimal) or
+    a's tokens (maximal)."""
+    seen = []
+    out = 0.0
+    for d in order:
+        for a in docs_a[d]:
+            in_c = Counter(b for e, b in seen if clusters[e] == clusters[d])
+            per = {}
+            for e, b in seen:
+                per.setdefault(clusters[e], Counter())[b] += 1
+            N = Counter()
+            for counts in per.values():
+                for b, n in counts.items():
+                    N[b] += n if maximal else 1
+            base = (N[a] + eta0 / A) / (sum(N.values()) + eta0)
+            out += math.log((in_c[a] + eta1 * base) / (sum(in_c.values()) + eta1))
+            seen.append((d, a))
+    return out
+
+
+@pytest.mark.parametrize("maximal", [False, True])
+def test_author_cluster_step_weights_are_ratios_of_the_joint(maximal):
+    """(5.58): the cluster step's weights with authors against the joint P(c) P(z | c) P(a | c) P(w | z), P(a | c)
+    with the moving document last."""
+    from drivers.models.cluster_lda.authors import Authors
+
+    rng = np.random.default_rng(7)
+    T, V, A = 3, 4, 5
+    docs_w, docs_z, clusters = random_state(rng, 6, T, V, 3)
+    docs_a = [rng.integers(0, A, rng.integers(0, 4)).tolist() for _ in docs_w]
+    model = ClusterLDA(T, V, path="maximal" if maximal else "minimal")
+    model.set_authors(Authors([f"a{i}" for i in range(A)], {f"d{d}": np.array(a, np.int64)
+                                                            for d, a in enumerate(docs_a)}))
+    hyper = dict(model.initial_hyper(**HYPER), eta1=0.6, eta0=1.7)
+    ptr, z, rows, ctk, ck, sizes, kt, ktot = kernel_levels(docs_z, clusters, T, maximal)
+    from drivers.models.cluster_lda.authors import author_counts
+    cat = author_counts(*model.authors.of_block([f"d{d}" for d in range(6)]), rows, ctk.shape[0], A)
+    logw = membership_log_weights(ptr, z, rows, ctk, ck, sizes, kt, ktot, HYPER["zeta"], HYPER["alpha"],
+                                  HYPER["alpha1"], HYPER["alpha0"], maximal,
+                                  *model.author_args([f"d{d}" for d in range(6)], cat, hyper))
+    C = ctk.shape[0] - 1
+    for d in range(len(docs_w)):
+        choices = sorted(set(clusters[:d] + clusters[d + 1:])) + [C]
+        order = order_with_last(docs_z, d)
+        doc_order = [e for e in range(len(docs_w)) if e != d] + [d]
+        exact = []
+        for c in choices:
+            moved = clusters[:d] + [c] + clusters[d + 1:]
+            exact.append(log_joint(docs_w, docs_z, moved, order, T, V, HYPER, maximal)
+                         + log_authors_sequential(docs_a, moved, doc_order, A, 0.6, 1.7, maximal))
+        got = logw[d, choices]
+        exact = np.array(exact)
+        np.testing.assert_allclose(got - got.max(), exact - exact.max(), atol=1e-10)
+
+
+def test_author_variant_separates_clusters_that_differ_only_in_their_authors():
+    """Two planted clusters with the same topic mixtures but disjoint authors: the author variant finds them."""
+    from drivers.models.cluster_lda.authors import Authors
+
+    rng = np.random.default_rng(11)
+    T, V = 4, 32
+    phi = np.zeros((T, V))
+    for t in range(T):
+        phi[t, t * 8:(t + 1) * 8] = rng.dirichlet(np.ones(8))
+    truth = rng.integers(0, 2, 60)
+    docs = [[int(rng.choice(V, p=phi[k])) for k in rng.choice(T, 20, p=rng.dirichlet(np.ones(T)))] for _ in truth]
+    authors = {f"d{d:03d}": rng.choice(5, 2, replace=False) + 5 * c for d, c in enumerate(truth)}
+    block = SegmentedBlock.from_segments([(f"d{d:03d}", [w]) for d, w in enumerate(docs)])
+    model = ClusterLDA(T, V, author_column="authors")
+    model.set_authors(Authors([f"a{i}" for i in range(10)], authors))
+    _, state, hyper, tables, _ = run_local_tables(model, block, 25, seed=3)
+    pairs = Counter(zip(truth.tolist(), state["cluster"].tolist()))
+    big = [c for c, n in Counter(state["cluster"].tolist()).items() if n >= 10]
+    assert len(big) == 2 and sum(max(n for (t, c), n in pairs.items() if c == b) for b in big) >= 58
+    assert tables["clusters"].counts.shape[1] == 1 + T + 10 and hyper["eta1"] != 1.0

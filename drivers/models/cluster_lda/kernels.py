@@ -65,6 +65,43 @@ def cluster_topic(c, t, ctk, ck, kt, ktot, alpha1, alpha0, T):
     return (ctk[c, t] + alpha1 * base) / (ck[c] + alpha1)
 
 
+@numba.njit(inline="always", cache=True)
+def author_add(c, a, cat, ca, ka, katot, maximal):
+    """An author token a enters cluster row c (5.56)/(5.57): N_a|c counts every one; the corpus level N_a every one
+    (maximal) or the clusters with a (minimal)."""
+    cat[c, a] += 1
+    ca[c] += 1
+    if maximal or cat[c, a] == 1:
+        ka[a] += 1
+        katot[0] += 1
+
+
+@numba.njit(inline="always", cache=True)
+def author_remove(c, a, cat, ca, ka, katot, maximal):
+    """The inverse of author_add."""
+    cat[c, a] -= 1
+    ca[c] -= 1
+    if maximal or cat[c, a] == 0:
+        ka[a] -= 1
+        katot[0] -= 1
+
+
+@numba.njit(cache=True)
+def log_authors_given_cluster(author_ids, lo, hi, c, cat, ca, ka, katot, eta1, eta0, maximal):
+    """log P(a_d | c) of (5.59): the document's author tokens lo:hi added one at a time to cluster row c, each with
+    the predictive (5.55); the counts are restored after."""
+    A = ka.shape[0]
+    s = 0.0
+    for j in range(lo, hi):
+        a = author_ids[j]
+        base = (ka[a] + eta0 / A) / (katot[0] + eta0)
+        s += math.log((cat[c, a] + eta1 * base) / (ca[c] + eta1))
+        author_add(c, a, cat, ca, ka, katot, maximal)
+    for j in range(hi - 1, lo - 1, -1):
+        author_remove(c, author_ids[j], cat, ca, ka, katot, maximal)
+    return s
+
+
 @numba.njit(cache=True)
 def log_topics_given_cluster(z, lo, hi, c, scratch, ctk, ck, kt, ktot, alpha, alpha1, alpha0, maximal):
     """log P(z_d | c) of (5.32): the document's topics (tokens lo:hi, in order) added one at a time to cluster
@@ -111,7 +148,8 @@ def _topic_weights(w, c, ndk, nwk, nk, ctk, ck, kt, ktot, alpha, alpha1, alpha0,
 
 @numba.njit(cache=True)
 def cluster_lda_sweep(token_ptr, words, z, rows, nwk, nk, ctk, ck, sizes, kt, ktot, n_rows, founder, zeta, alpha,
-                      alpha1, alpha0, beta, maximal, phi_vk, frozen, uniforms, start, max_clusters, theta):
+                      alpha1, alpha0, beta, maximal, phi_vk, frozen, uniforms, start, max_clusters, theta,
+                      author_ptr, author_ids, cat, ca, ka, katot, eta1, eta0):
     """One Gibbs cycle over documents ``start``.. in place (see the module's docstring).
 
     ``z`` (N,) topics (-1: none yet), ``rows`` (D,) every document's cluster row (-1: none yet); ``nwk`` (V x T),
@@ -122,7 +160,10 @@ def cluster_lda_sweep(token_ptr, words, z, rows, nwk, nk, ctk, ck, sizes, kt, kt
     ``frozen``: the word factor is ``phi_vk`` (V x T), ``nwk``/``nk`` stay untouched, every document enters the
     counts only for its own step and leaves them after (its new cluster is row ``n_rows``, never kept), and its
     predictive topic proportions (5.7) go to ``theta`` (D x T). Returns ``(next document, rows used)``: -1 when
-    all are done, else the document that found no free row (the caller grows the cluster arrays)."""
+    all are done, else the document that found no free row (the caller grows the cluster arrays). The author
+    variant (§4.7): document d's author tokens ``author_ids[author_ptr[d]:author_ptr[d+1]]`` enter the cluster
+    step by P(a_d | c) (5.58)/(5.59) against ``cat`` (rows x A, N_a|c), ``ca``, ``ka``, ``katot`` (no authors: an
+    all-zero ``author_ptr``)."""
     D = token_ptr.shape[0] - 1
     T = kt.shape[0]
     V = nwk.shape[0]
@@ -163,6 +204,8 @@ def cluster_lda_sweep(token_ptr, words, z, rows, nwk, nk, ctk, ck, sizes, kt, kt
                 scratch[z[i]] += 1
             for i in range(hi - 1, lo - 1, -1):
                 path_remove(c, z[i], scratch, ctk, ck, kt, ktot, maximal)
+            for j in range(author_ptr[d + 1] - 1, author_ptr[d] - 1, -1):
+                author_remove(c, author_ids[j], cat, ca, ka, katot, maximal)
             sizes[c] -= 1
             if sizes[c] == 0:
                 live -= 1
@@ -171,13 +214,17 @@ def cluster_lda_sweep(token_ptr, words, z, rows, nwk, nk, ctk, ck, sizes, kt, kt
         for r in range(n_rows):
             if sizes[r] > 0:
                 logw[r] = math.log(sizes[r]) + log_topics_given_cluster(z, lo, hi, r, scratch, ctk, ck, kt, ktot,
-                                                                        alpha, alpha1, alpha0, maximal)
+                                                                        alpha, alpha1, alpha0, maximal) \
+                    + log_authors_given_cluster(author_ids, author_ptr[d], author_ptr[d + 1], r, cat, ca, ka, katot,
+                                                eta1, eta0, maximal)
                 if logw[r] > best:
                     best = logw[r]
         may_open = live < max_clusters
         if may_open:
             logw[n_rows] = math.log(zeta) + log_topics_given_cluster(z, lo, hi, n_rows, scratch, ctk, ck, kt,
-                                                                     ktot, alpha, alpha1, alpha0, maximal)
+                                                                     ktot, alpha, alpha1, alpha0, maximal) \
+                + log_authors_given_cluster(author_ids, author_ptr[d], author_ptr[d + 1], n_rows, cat, ca, ka, katot,
+                                            eta1, eta0, maximal)
             if logw[n_rows] > best:
                 best = logw[n_rows]
         for r in range(n_rows + 1):
@@ -194,6 +241,8 @@ def cluster_lda_sweep(token_ptr, words, z, rows, nwk, nk, ctk, ck, sizes, kt, kt
         rows[d] = c
         for i in range(lo, hi):
             path_add(c, z[i], scratch, ctk, ck, kt, ktot, maximal)
+        for j in range(author_ptr[d], author_ptr[d + 1]):
+            author_add(c, author_ids[j], cat, ca, ka, katot, maximal)
         sizes[c] += 1
         # the topic step (5.33) of every token of d (scratch holds N_td)
         for i in range(lo, hi):
@@ -216,6 +265,8 @@ def cluster_lda_sweep(token_ptr, words, z, rows, nwk, nk, ctk, ck, sizes, kt, kt
                     / (hi - lo + alpha)
             for i in range(hi - 1, lo - 1, -1):
                 path_remove(c, z[i], scratch, ctk, ck, kt, ktot, maximal)
+            for j in range(author_ptr[d + 1] - 1, author_ptr[d] - 1, -1):
+                author_remove(c, author_ids[j], cat, ca, ka, katot, maximal)
             sizes[c] -= 1
             if sizes[c] == 0:
                 live -= 1
@@ -240,7 +291,8 @@ def predictive_theta(token_ptr, z, rows, ctk, ck, kt, ktot, alpha, alpha1, alpha
 
 
 @numba.njit(cache=True)
-def membership_log_weights(token_ptr, z, rows, ctk, ck, sizes, kt, ktot, zeta, alpha, alpha1, alpha0, maximal):
+def membership_log_weights(token_ptr, z, rows, ctk, ck, sizes, kt, ktot, zeta, alpha, alpha1, alpha0, maximal,
+                           author_ptr, author_ids, cat, ca, ka, katot, eta1, eta0):
     """(D, C + 1) the cluster step's log weights (5.31) of documents that stay where they are: column r
     log N_r + log P(z_d | r) with d taken out of its row ``rows[d]`` first (-1: in none), column C (``ctk`` must
     have a spare zero row C) log zeta + log P(z_d | empty); rows without documents get -inf."""
@@ -256,15 +308,21 @@ def membership_log_weights(token_ptr, z, rows, ctk, ck, sizes, kt, ktot, zeta, a
                 scratch[z[i]] += 1
             for i in range(hi - 1, lo - 1, -1):
                 path_remove(r0, z[i], scratch, ctk, ck, kt, ktot, maximal)
+            for j in range(author_ptr[d + 1] - 1, author_ptr[d] - 1, -1):
+                author_remove(r0, author_ids[j], cat, ca, ka, katot, maximal)
             sizes[r0] -= 1
         for r in range(C + 1):
             if r == C or sizes[r] > 0:
                 weight = math.log(zeta) if r == C else math.log(sizes[r])
                 out[d, r] = weight + log_topics_given_cluster(z, lo, hi, r, scratch, ctk, ck, kt, ktot, alpha,
-                                                              alpha1, alpha0, maximal)
+                                                              alpha1, alpha0, maximal) \
+                    + log_authors_given_cluster(author_ids, author_ptr[d], author_ptr[d + 1], r, cat, ca, ka, katot,
+                                                eta1, eta0, maximal)
         if r0 >= 0:
             for i in range(lo, hi):
                 path_add(r0, z[i], scratch, ctk, ck, kt, ktot, maximal)
+            for j in range(author_ptr[d], author_ptr[d + 1]):
+                author_add(r0, author_ids[j], cat, ca, ka, katot, maximal)
             sizes[r0] += 1
             scratch[:] = 0
     return out

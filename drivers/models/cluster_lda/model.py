@@ -52,6 +52,7 @@ from inference.dm.evidence import log_evidence
 from inference.dm.histograms import CountHistograms
 from inference.dm.slice import sample_concentrations
 from inference.gibbs import cluster_ids
+from drivers.models.cluster_lda.authors import Authors, AuthorVariant, author_counts, corpus_authors
 from drivers.models.cluster_lda.left_to_right import PROTOCOL, cluster_lda_scores
 from inference.left_to_right import LeftToRightScores
 from drivers.models.cluster_lda.kernels import (cluster_lda_sweep, log_seating, membership_log_weights,
@@ -61,7 +62,7 @@ from inference.gibbs.model import GibbsModel, SegmentedBlock
 from inference.gibbs.tables import CountTable, KeyedCounts, merge_keyed
 from inference.options import ModelOption
 
-DEFAULTS = {"beta": 0.01, "alpha": 1.0, "alpha1": 10.0, "alpha0": 10.0, "zeta": 1.0}
+DEFAULTS = {"beta": 0.01, "alpha": 1.0, "alpha1": 10.0, "alpha0": 10.0, "zeta": 1.0, "eta1": 1.0, "eta0": 1.0}
 PATHS = ("minimal", "maximal")
 #: the hyperprior of every sampled concentration: Gamma(shape 1, scale HYPER_SCALE), vague
 HYPER_SCALE = 1000.0
@@ -70,7 +71,7 @@ SLICE_ITERATIONS = 5
 LENGTH_SPACE = 1 << 40
 
 
-class ClusterLDA(GibbsModel):
+class ClusterLDA(AuthorVariant, GibbsModel):
     """Cluster-based topic model (Wallach §5.3): ``num_topics`` topics, clusters found by a Dirichlet process."""
 
     name = "cluster-lda"
@@ -85,27 +86,37 @@ class ClusterLDA(GibbsModel):
                ModelOption("path", "path assumption of the topic hierarchy: minimal (type counts, default) or "
                                    "maximal (token counts)", type=str, constraint=StrOptions(PATHS)),
                ModelOption("initial_clusters", "most clusters the random start opens (default: no limit)", type=int,
-                           constraint=AT_LEAST_1))
-    construction_options = ("path",)
+                           constraint=AT_LEAST_1),
+               ModelOption("author_column", "the author variant (Wallach 5.4): the documents' authors from this column "
+                                            "of docs.parquet (prepare --keep-columns), names in a list or separated "
+                                            "by ';'", type=str, metavar="COLUMN"),
+               ModelOption("eta1", "author variant: concentration of a cluster's author distribution around the "
+                                   "corpus' (initial value when sampled)", constraint=POSITIVE),
+               ModelOption("eta0", "author variant: concentration of the corpus' author distribution around uniform "
+                                   "(initial value when sampled)", constraint=POSITIVE))
+    construction_options = ("path", "author_column")
     document_files = ("doc_clusters.parquet",)
-    array_files = ("cluster_topics", "cluster_docs")
+    array_files = ("cluster_topics", "cluster_docs", "cluster_authors")
 
-    def __init__(self, num_topics: int, vocab_size: int, path: str = "minimal"):
+    def __init__(self, num_topics: int, vocab_size: int, path: str = "minimal", author_column: str | None = None):
         super().__init__(num_topics, vocab_size)
         if path not in PATHS:
             raise ValueError(f"path must be minimal or maximal, got {path!r}")
         self.path = path
         self.maximal = path == "maximal"
-        self.id_space = cluster_ids.id_space(num_topics + 1)
+        self.author_column = author_column
+        self.set_authors(Authors([], {}))
         self.trained = None     # the final clusters, largest first: counts (C x T), docs (C,), ids; hyper
 
     # ---- hyperparameters
-    def initial_hyper(self, beta=None, alpha=None, alpha1=None, alpha0=None, zeta=None, initial_clusters=None, sample_hyper=True, optimize_alpha=True,
+    def initial_hyper(self, beta=None, alpha=None, alpha1=None, alpha0=None, zeta=None, eta1=None, eta0=None,
+                      initial_clusters=None, sample_hyper=True, optimize_alpha=True,
                       slice_iterations=SLICE_ITERATIONS) -> dict:
         """The concentrations (> 0; initial values when sampled) and the start's cap
         (0: none); ``sample_hyper`` false keeps every value, ``optimize_alpha`` false (``--fixed-alpha``) keeps
         alpha, alpha1 and alpha0."""
-        given = {"beta": beta, "alpha": alpha, "alpha1": alpha1, "alpha0": alpha0, "zeta": zeta}
+        given = {"beta": beta, "alpha": alpha, "alpha1": alpha1, "alpha0": alpha0, "zeta": zeta, "eta1": eta1,
+                 "eta0": eta0}
         hyper = {}
         for key, value in given.items():
             value = DEFAULTS[key] if value is None else value
@@ -123,7 +134,7 @@ class ClusterLDA(GibbsModel):
     def count_tables(self) -> tuple:
         T = self.num_topics
         return (CountTable("nwk", self.vocab_size, T, "dense", cells_per_token=1),
-                CountTable("clusters", self.id_space, T + 1, "keyed", cells_per_token=2),
+                CountTable("clusters", self.id_space, self.columns, "keyed", cells_per_token=2),
                 CountTable("document_lengths", LENGTH_SPACE, 1, "keyed", cells_per_token=1))
 
     def table_counts(self, block: SegmentedBlock, state: dict, local) -> dict:
@@ -131,13 +142,14 @@ class ClusterLDA(GibbsModel):
         row = row.ravel()
         ptr = block.token_ptr()
         level, _ = path_counts(ptr, state["z"], row, ids.shape[0], self.num_topics, self.maximal)
-        counts = np.hstack([np.bincount(row, minlength=ids.shape[0])[:, None], level]).astype(np.int32)
+        authors = author_counts(*self.authors.of_block(block.doc_ids), row, ids.shape[0], self.num_authors)
+        counts = np.hstack([np.bincount(row, minlength=ids.shape[0])[:, None], level, authors]).astype(np.int32)
         lengths, how_many = np.unique(np.diff(ptr), return_counts=True)
         return {"nwk": self.shared_counts(block, state, local), "clusters": (ids, counts),
                 "document_lengths": (lengths.astype(np.int64), how_many.astype(np.int32)[:, None])}
 
     def derive(self, tables: dict) -> dict:
-        levels = tables["clusters"].counts[:, 1:]
+        levels = tables["clusters"].counts[:, 1:1 + self.num_topics]
         nwk = tables["nwk"]
         nk = nwk.sum(axis=0, dtype=np.int64)
         kt = self.corpus_level(levels)
@@ -151,7 +163,7 @@ class ClusterLDA(GibbsModel):
         T, V = self.num_topics, self.vocab_size
         state = {"z": np.full(block.n_tokens, -1, dtype=np.int32), "cluster": np.full(block.n_docs, -1, np.int64)}
         tables = {"nwk": np.zeros((V, T), dtype=np.int32),
-                  "clusters": KeyedCounts.empty(T + 1)}
+                  "clusters": KeyedCounts.empty(self.columns)}
         derived = {"nk": np.zeros(T, np.int64), "corpus_topics": np.zeros(T, np.int64),
                    "corpus_total": np.zeros(1, np.int64)}
         cap = int(hyper.get("initial_clusters", 0)) or np.iinfo(np.int64).max
@@ -184,7 +196,10 @@ class ClusterLDA(GibbsModel):
         capacity = C + 16
         sizes = np.zeros(capacity, np.int64)
         ctk = np.zeros((capacity, T), np.int64)
-        sizes[:C], ctk[:C] = table.counts[:, 0], table.counts[:, 1:]
+        sizes[:C], ctk[:C] = table.counts[:, 0], table.counts[:, 1:1 + T]
+        cat = np.zeros((capacity, self.num_authors), np.int64)
+        cat[:C] = table.counts[:, 1 + T:]
+        authors = list(self.author_args(block.doc_ids, cat, hyper))
         ck = ctk.sum(axis=1)
         kt = derived["corpus_topics"].astype(np.int64).copy()
         ktot = np.array([kt.sum()], dtype=np.int64)
@@ -197,16 +212,19 @@ class ClusterLDA(GibbsModel):
                                             sizes, kt, ktot, used, founder, float(hyper["zeta"]),
                                             *self.concentrations(hyper),
                                             float(hyper["beta"]), maximal, np.zeros((1, 1)), False, uniforms, start,
-                                            max_clusters, np.zeros((1, 1)))
+                                            max_clusters, np.zeros((1, 1)), *authors)
             if start >= 0:      # more rows for new clusters
                 grow = ctk.shape[0]
                 ctk = np.vstack([ctk, np.zeros((grow, T), np.int64)])
+                authors[2] = np.vstack([authors[2], np.zeros((grow, self.num_authors), np.int64)])
+                authors[3] = np.r_[authors[3], np.zeros(grow, np.int64)]
                 ck, sizes = np.r_[ck, np.zeros(grow, np.int64)], np.r_[sizes, np.zeros(grow, np.int64)]
                 founder = np.r_[founder, np.full(grow, -1, np.int64)]
         ids = np.concatenate([keys, cluster_ids.provisional_ids(self.id_space, block.doc_ids[founder[C:used]], seed)])
         state["cluster"] = ids[rows]
         live = np.flatnonzero(sizes[:used] > 0)
-        tables["clusters"] = merge_keyed(T + 1, ids[live], np.hstack([sizes[live, None], ctk[live]]))
+        tables["clusters"] = merge_keyed(self.columns, ids[live], np.hstack([sizes[live, None], ctk[live],
+                                                                             authors[2][live]]))
         derived["corpus_topics"], derived["corpus_total"] = kt, ktot
 
     # ---- the driver's global step: ids, hyperparameters
@@ -227,7 +245,8 @@ class ClusterLDA(GibbsModel):
         its value: zeta (5.30), beta (5.15) and, under the minimal path assumption, alpha, alpha1, alpha0 (the
         imputed seating)."""
         clusters, nwk = tables["clusters"], tables["nwk"]
-        sizes, levels = clusters.counts[:, 0].astype(np.int64), clusters.counts[:, 1:].astype(np.int64)
+        T = self.num_topics
+        sizes, levels = clusters.counts[:, 0].astype(np.int64), clusters.counts[:, 1:1 + T].astype(np.int64)
         C, D = clusters.nnz, int(sizes.sum())
         topics = CountHistograms(self.vocab_size).add_counts(nwk.T)         # a topic a group (Alg. 2.3)
         out = {"zeta": lambda z: log_seating(z, C, np.array([D]), np.array([1])),      # (5.30): one restaurant
@@ -242,6 +261,13 @@ class ClusterLDA(GibbsModel):
         out["alpha_doc"] = lambda a: log_seating(a, doc_tables, length_values, length_counts)
         out["alpha1"] = lambda a: log_seating(a, cluster_tables, cluster_values, cluster_counts)
         out["alpha0"] = lambda a: log_seating(a, corpus_tables, np.array([cluster_tables]), np.array([1]))
+        if self.num_authors:        # the author levels' seating: one table per distinct author of a cluster
+            cat = clusters.counts[:, 1 + T:].astype(np.int64)
+            author_values, author_counts_ = np.unique(cat.sum(axis=1), return_counts=True)
+            ka = corpus_authors(cat, False)
+            author_tables = int(ka.sum())
+            out["eta1"] = lambda e: log_seating(e, author_tables, author_values, author_counts_)
+            out["eta0"] = lambda e: log_seating(e, int((ka > 0).sum()), np.array([author_tables]), np.array([1]))
         return out
 
     def sample_hyper(self, tables: dict, hyper: dict, rng: np.random.Generator) -> dict:
@@ -259,27 +285,33 @@ class ClusterLDA(GibbsModel):
 
     @staticmethod
     def ordered(clusters: KeyedCounts):
-        """The clusters, largest first (ties: smaller id first): ``(ids, counts (C x T+1))``."""
+        """The clusters, largest first (ties: smaller id first): ``(ids, counts (C x columns))``."""
         order = np.lexsort((clusters.keys, -clusters.counts[:, 0].astype(np.int64)))
         return clusters.keys[order], clusters.counts[order]
 
     def bind_result(self, result) -> None:
         ids, counts = self.ordered(result.tables["clusters"])
-        self.trained = {"ids": ids, "levels": counts[:, 1:].astype(np.int64), "docs": counts[:, 0].astype(np.int64),
+        T = self.num_topics
+        self.trained = {"ids": ids, "levels": counts[:, 1:1 + T].astype(np.int64),
+                        "authors": counts[:, 1 + T:].astype(np.int64), "docs": counts[:, 0].astype(np.int64),
                         "hyper": dict(result.hyper)}
 
     def saved_arrays(self) -> dict:
-        return {"cluster_topics": self.trained["levels"], "cluster_docs": self.trained["docs"]}
+        return {"cluster_topics": self.trained["levels"], "cluster_docs": self.trained["docs"],
+                "cluster_authors": self.trained["authors"]}
 
     def bind_arrays(self, arrays: dict, meta: dict) -> None:
         levels = np.asarray(arrays["cluster_topics"], dtype=np.int64)
+        authors = arrays.get("cluster_authors")
         self.trained = {"ids": np.arange(levels.shape[0], dtype=np.int64), "levels": levels,
+                        "authors": np.zeros((levels.shape[0], 0), np.int64) if authors is None
+                        else np.asarray(authors, dtype=np.int64).reshape(levels.shape[0], -1),
                         "docs": np.asarray(arrays["cluster_docs"], dtype=np.int64), "hyper": dict(meta["hyper"])}
 
     def describe(self) -> dict:
         docs = self.trained["docs"]
         return {"topics": self.num_topics, "clusters": int(docs.shape[0]), "cluster_sizes": docs.tolist(),
-                "path": self.path}
+                "path": self.path, "author_column": self.author_column, "authors": self.num_authors}
 
     def frozen_levels(self):
         """The trained cluster and corpus levels as the kernels take them, with a spare empty row for a new
@@ -315,8 +347,10 @@ class ClusterLDA(GibbsModel):
         clusters in output order, then a new one."""
         ctk, ck, sizes, kt, ktot = self.frozen_levels()
         hyper = self.trained["hyper"]
+        cat = np.vstack([self.trained["authors"], np.zeros((1, self.trained["authors"].shape[1]), np.int64)])
         logw = membership_log_weights(block.token_ptr(), state["z"], self._own_rows(state), ctk, ck, sizes, kt, ktot,
-                                      float(hyper["zeta"]), *self.concentrations(hyper), self.maximal)
+                                      float(hyper["zeta"]), *self.concentrations(hyper), self.maximal,
+                                      *self.author_args(block.doc_ids, cat, hyper))
         p = np.exp(logw - logw.max(axis=1, keepdims=True))
         return p / p.sum(axis=1, keepdims=True)
 
@@ -350,7 +384,8 @@ class ClusterLDA(GibbsModel):
         cluster_lda_sweep(block.token_ptr(), block.words, state["z"], rows, nwk, nk, ctk, ck, sizes, kt, ktot, C,
                           np.full(C + 1, -1, np.int64), float(hyper["zeta"]), *self.concentrations(hyper),
                           float(hyper["beta"]), self.maximal, np.ascontiguousarray(frozen_phi), True,
-                          uniforms, 0, np.iinfo(np.int64).max, state["theta"])
+                          uniforms, 0, np.iinfo(np.int64).max, state["theta"],
+                          *self.author_args(block.doc_ids, np.zeros((C + 1, 0), np.int64), hyper, known=False))
         state["cluster"] = np.where(rows == C, -1, rows)       # row of the trained clusters; -1: a new one
 
     def doc_topic(self, block, state, hyper) -> np.ndarray:

@@ -1,0 +1,119 @@
+"""The author variant of the cluster-based topic model (Wallach §5.4, Fig. 5.6; extract §4.7).
+
+Every cluster also has an author distribution q_c ~ Dir(eta1 q), q ~ Dir(eta0 v) (5.52)-(5.54), v uniform over
+the A authors, and a document's authors are drawn from its cluster's q_c, independently of its topics; the
+cluster step weighs a cluster by N_c P(z_d | c) P(a_d | c) (5.58), P(a_d | c) the predictives (5.55) of the
+document's author tokens added one at a time (5.59). N_a|c counts every author token of the cluster (5.56); the
+corpus level N_a is the number of clusters with a (minimal path) or of a's tokens (maximal) (5.57).
+
+The authors come from a column of the prepared corpus' ``docs.parquet`` (``prepare --keep-columns COLUMN``):
+a list of names, or one string of names separated by ``;``. ``train --author-column COLUMN`` reads it on the
+driver (the model then carries every training document's author ids to the executors); the author names are
+kept in ``authors.json`` beside the model. Held-out and new documents are scored and placed without their
+authors (their topics only).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from drivers import storage
+from drivers.corpora.files import DOCS
+from inference.errors import UsageError
+from inference.gibbs import cluster_ids
+
+AUTHORS_FILE = "authors.json"
+SEPARATOR = ";"
+
+
+def _names(value) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [n.strip() for n in value.split(SEPARATOR) if n.strip()]
+    return [str(n).strip() for n in value if n is not None and str(n).strip()]
+
+
+class Authors:
+    """The authors of the training documents: ``names`` (A,), sorted, and every document's author ids."""
+
+    def __init__(self, names: list[str], by_doc: dict):
+        self.names = list(names)
+        self.by_doc = by_doc
+
+    @property
+    def count(self) -> int:
+        return len(self.names)
+
+    @classmethod
+    def read(cls, corpus_directory: str, column: str) -> "Authors":
+        """The ``column`` of the corpus' docs.parquet (one line of error when it is missing)."""
+        import pyarrow.parquet as pq
+
+        fs, path = storage.resolve(storage.join(corpus_directory, DOCS))
+        try:
+            table = pq.read_table(path, columns=["doc_id", column], filesystem=fs)
+        except (KeyError, ValueError) as exc:
+            raise UsageError(f"--author-column {column}: {corpus_directory}/{DOCS} has no column {column!r} "
+                             f"(keep it with `spark-topics prepare --keep-columns {column}`)") from exc
+        docs = [(str(d), _names(v)) for d, v in zip(table.column("doc_id").to_pylist(), table.column(column).to_pylist())]
+        names = sorted({n for _, ns in docs for n in ns})
+        index = {n: i for i, n in enumerate(names)}
+        return cls(names, {d: np.array([index[n] for n in ns], dtype=np.int64) for d, ns in docs})
+
+    def of_block(self, doc_ids) -> tuple[np.ndarray, np.ndarray]:
+        """``(author_ptr (D+1,), author_ids)`` of the block's documents (none for a document not known)."""
+        lists = [self.by_doc.get(str(d), np.zeros(0, np.int64)) for d in doc_ids]
+        ptr = np.r_[0, np.cumsum([a.shape[0] for a in lists])].astype(np.int64)
+        return ptr, (np.concatenate(lists).astype(np.int64) if lists else np.zeros(0, np.int64))
+
+
+def no_authors(n_docs: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(author_ptr, author_ids)`` of documents without authors."""
+    return np.zeros(n_docs + 1, np.int64), np.zeros(0, np.int64)
+
+
+def author_counts(author_ptr: np.ndarray, author_ids: np.ndarray, rows: np.ndarray, num_rows: int,
+                  num_authors: int) -> np.ndarray:
+    """N_a|c (rows x A) of the documents in cluster rows ``rows``."""
+    counts = np.zeros((num_rows, num_authors), dtype=np.int64)
+    np.add.at(counts, (np.repeat(rows, np.diff(author_ptr)), author_ids), 1)
+    return counts
+
+
+def corpus_authors(cat: np.ndarray, maximal: bool) -> np.ndarray:
+    """N_a (5.57): the clusters with a (minimal) or a's tokens (maximal)."""
+    return cat.sum(axis=0, dtype=np.int64) if maximal else (cat > 0).sum(axis=0).astype(np.int64)
+
+
+class AuthorVariant:
+    """The author variant's part of :class:`drivers.models.cluster_lda.model.ClusterLDA`: its authors, read at
+    training (``bind_corpus``), their names kept in ``authors.json``, and the kernels' author arguments."""
+
+    def set_authors(self, authors: Authors) -> None:
+        """The authors (none: the plain model); a cluster's row is [N_c, M_c1..M_cT, N_a1|c..N_aA|c]."""
+        self.authors = authors
+        self.num_authors = authors.count
+        self.columns = 1 + self.num_topics + self.num_authors
+        self.id_space = cluster_ids.id_space(self.columns)
+
+    def bind_corpus(self, corpus, request) -> None:
+        if self.author_column:
+            self.set_authors(Authors.read(corpus.directory, self.author_column))
+
+    def save_files(self, directory: str, result) -> None:
+        if self.author_column:
+            storage.save_json(storage.join(directory, AUTHORS_FILE), {"column": self.author_column,
+                                                                      "names": self.authors.names})
+
+    def bind_directory(self, directory: str) -> None:
+        if self.author_column:
+            self.set_authors(Authors(storage.load_json(storage.join(directory, AUTHORS_FILE))["names"], {}))
+
+    def author_args(self, doc_ids, cat: np.ndarray, hyper: dict, known: bool = True) -> tuple:
+        """The kernels' author arguments: the documents' author tokens (none unless ``known``), N_a|c (``cat``,
+        rows x A), its row sums, the corpus level, eta1, eta0."""
+        ptr, ids = self.authors.of_block(doc_ids) if known else no_authors(len(doc_ids))
+        ka = corpus_authors(cat, self.maximal)
+        return (ptr, ids, cat, cat.sum(axis=1), ka, np.array([ka.sum()], np.int64), float(hyper.get("eta1", 1.0)),
+                float(hyper.get("eta0", 1.0)))
+
