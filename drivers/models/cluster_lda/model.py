@@ -47,19 +47,19 @@ import math
 
 import numpy as np
 
+from drivers.models.cluster_lda.authors import Authors, AuthorVariant, author_counts, corpus_authors
+from drivers.models.cluster_lda.kernels import (cluster_lda_sweep, log_seating, membership_log_weights,
+                                                path_counts, predictive_theta)
+from drivers.models.cluster_lda.left_to_right import PROTOCOL, cluster_lda_scores
 from inference.constraints import AT_LEAST_1, POSITIVE, StrOptions
 from inference.dm.evidence import log_evidence
 from inference.dm.histograms import CountHistograms
 from inference.dm.slice import sample_concentrations
 from inference.gibbs import cluster_ids
-from drivers.models.cluster_lda.authors import Authors, AuthorVariant, author_counts, corpus_authors
-from drivers.models.cluster_lda.left_to_right import PROTOCOL, cluster_lda_scores
-from inference.left_to_right import LeftToRightScores
-from drivers.models.cluster_lda.kernels import (cluster_lda_sweep, log_seating, membership_log_weights,
-                                                 path_counts, predictive_theta)
 from inference.gibbs.heldout import frozen_chain
 from inference.gibbs.model import GibbsModel, SegmentedBlock
 from inference.gibbs.tables import CountTable, KeyedCounts, merge_keyed
+from inference.left_to_right import LeftToRightScores
 from inference.options import ModelOption
 
 DEFAULTS = {"beta": 0.01, "alpha": 1.0, "alpha1": 10.0, "alpha0": 10.0, "zeta": 1.0, "eta1": 1.0, "eta0": 1.0}
