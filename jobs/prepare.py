@@ -45,6 +45,10 @@ def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
                     help="also write segments.parquet: each document's ordered segments, split at blank "
                          "lines (paragraph), at sentence ends (sentence), or given as a list of strings in "
                          "COLUMN (then the text is that column); see drivers/preparation/segments.py")
+    io.add_argument("--keep-columns", default=(), metavar="COLUMN[,COLUMN...]",
+                    type=lambda text: tuple(c.strip() for c in text.split(",") if c.strip()),
+                    help="copy these input columns into docs.parquet as they are (e.g. the authors that "
+                         "train --model cluster-lda --author-column reads)")
     io.add_argument("--ordered", action="store_true",
                     help="also keep every document's tokens in text order, after stop-word and vocabulary "
                          "filtering (for models of word order, e.g. --model bigram-lm): ordered.parquet, or "

@@ -125,11 +125,11 @@ def _prepare_into(spark: SparkSession, input_path: str, staging: str, output_dir
             vocab = cache.add(load_vocabulary(spark, opts.vocab, term_counts))
         else:
             vocab = cache.add(build_vocabulary(term_counts, n_candidates, opts, cache))
-        docs = cache.add(document_vectors(candidates, term_counts, vocab))
+        docs = cache.add(document_vectors(candidates, term_counts, vocab, opts.keep_columns))
 
         write_vocabulary(vocab, path(VOCAB))
         log.debug("wrote %s", path(VOCAB))
-        write_documents(docs, path(DOCS), opts.partitions)
+        write_documents(docs, path(DOCS), opts.partitions, opts.keep_columns)
         log.debug("wrote %s", path(DOCS))
         write_rejects(rows, docs, path(REJECTS))
         log.debug("wrote %s", path(REJECTS))

@@ -43,6 +43,7 @@ class PrepareOptions:
     overwrite: bool = False
     segments: str | None = None   # paragraph | sentence | COLUMN: also write segments.parquet
     ordered: bool = False         # keep every document's tokens in text order (segments.parquet or ordered.parquet)
+    keep_columns: tuple = ()      # input columns copied into docs.parquet as they are (e.g. a document's authors)
 
     def __post_init__(self):
         if self.segments is not None and (not str(self.segments).strip() or self.segments == self.id_column):
@@ -59,6 +60,13 @@ class PrepareOptions:
         _check_df_threshold("max_df", self.max_df)
         if self.max_vocab is not None and self.max_vocab < 1:
             raise PrepareError(f"--max-vocab must be at least 1, got {self.max_vocab}")
+        reserved = {"doc_id", "term_ids", "counts", "n_tokens", "n_oov", "order", self.id_column, self.text_column}
+        clash = [c for c in self.keep_columns if not str(c).strip() or c in reserved]
+        if clash or len(set(self.keep_columns)) != len(self.keep_columns):
+            raise PrepareError(f"--keep-columns names input columns other than the id and the text, each once, and "
+                               f"none of {', '.join(sorted(reserved - {''}))}; got {', '.join(self.keep_columns)}")
+        if self.keep_columns and self.segments not in (None, "paragraph", "sentence"):
+            raise PrepareError("--keep-columns does not go with --segments COLUMN")
         if self.partitions is not None and self.partitions < 1:
             raise PrepareError(f"--partitions must be at least 1, got {self.partitions}")
 

@@ -89,6 +89,8 @@ def _read_txt(spark: SparkSession, path: str, opts: PrepareOptions) -> DataFrame
     Spark's file scan skips zero-length files; they are added back from the
     scan's file listing as empty documents so that they show up as rejects.
     """
+    if opts.keep_columns:
+        raise PrepareError(f"--keep-columns: {path} is read as text files, which have no columns")
     files = _file_reader(spark, path, "binaryFile").load(path)
     read = files.select(_file_uri(F.col("_metadata.file_path")).alias("uri"), "content")
     listed = spark.createDataFrame([(uri,) for uri in files.inputFiles()], "uri string")
@@ -113,7 +115,7 @@ def _read_jsonl(spark: SparkSession, path: str, opts: PrepareOptions) -> DataFra
     """JSON lines (blank lines skipped); unparseable lines and lines without id or text are malformed."""
     lines = _file_reader(spark, path, "text").load(path)
     _check_columns(_json_keys(lines), opts, path)
-    schema = _string_schema([opts.id_column, opts.text_column])
+    schema = _string_schema([opts.id_column, opts.text_column, *opts.keep_columns])    # kept: their JSON text
     parsed = F.from_json("value", schema, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": _CORRUPT})
     df = (lines.select("value", "_metadata")
           .where(F.trim("value") != "")
@@ -179,6 +181,7 @@ def _classify(df: DataFrame, opts: PrepareOptions, *, text: Column | None = None
         F.when(bad_encoding | malformed, F.make_valid_utf8(F.coalesce(raw, text))).alias("raw"),
         _order(),
         F.when(bad_encoding, "invalid_encoding").when(malformed, "malformed").alias("reason"),
+        *[_col(c).alias(c) for c in opts.keep_columns],
     )
 
 
@@ -206,12 +209,12 @@ def _check_columns(available: list[str], opts: PrepareOptions, path: str) -> Non
     An empty ``available`` (no parseable record to look at) passes: the rows
     are then reported as malformed.
     """
-    missing = [c for c in (opts.id_column, opts.text_column) if c not in available]
+    missing = [c for c in (opts.id_column, opts.text_column, *opts.keep_columns) if c not in available]
     if available and missing:
         raise PrepareError(
             f"column{'s' if len(missing) > 1 else ''} {', '.join(map(repr, missing))} not in "
             f"{path}; available columns: {', '.join(available)} "
-            f"(choose with --id-column / --text-column)")
+            f"(choose with --id-column / --text-column / --keep-columns)")
 
 
 def _file_reader(spark: SparkSession, path: str, source: str, options: dict | None = None):

@@ -98,9 +98,9 @@ def number_rows(df: DataFrame, order: list[Column], name: str, cache: "Persisted
             .drop("_part", "_pos", "_offset"))
 
 
-def document_vectors(candidates: DataFrame, term_counts: DataFrame, vocab: DataFrame) -> DataFrame:
+def document_vectors(candidates: DataFrame, term_counts: DataFrame, vocab: DataFrame, keep=()) -> DataFrame:
     """One row per candidate document: ``doc_id``, ``order``, ``term_ids``, ``counts``,
-    ``n_tokens``, ``n_oov``.  An empty document has ``n_tokens == 0`` and empty arrays."""
+    ``n_tokens``, ``n_oov`` and the ``keep`` columns.  An empty document has ``n_tokens == 0`` and empty arrays."""
     in_vocab = F.col("id").isNotNull()
     per_doc = (term_counts.join(vocab.select("term", "id"), "term", "left")
                .groupBy("doc_id")
@@ -109,10 +109,10 @@ def document_vectors(candidates: DataFrame, term_counts: DataFrame, vocab: DataF
                     F.array_sort(F.collect_list(F.when(in_vocab, F.struct("id", "tf")))).alias("pairs")))
     pairs = F.coalesce("pairs", F.array().cast("array<struct<id:int,tf:int>>"))
     n_tokens = F.aggregate(pairs, F.lit(0), lambda total, p: total + p["tf"])
-    return (candidates.select("doc_id", "order")
+    return (candidates.select("doc_id", "order", *keep)
             .join(per_doc, "doc_id", "left")
             .select("doc_id", "order",
                     F.transform(pairs, lambda p: p["id"]).alias("term_ids"),
                     F.transform(pairs, lambda p: p["tf"]).alias("counts"),
                     n_tokens.alias("n_tokens"),
-                    (F.coalesce("n_total", F.lit(0)) - n_tokens).cast("int").alias("n_oov")))
+                    (F.coalesce("n_total", F.lit(0)) - n_tokens).cast("int").alias("n_oov"), *keep))

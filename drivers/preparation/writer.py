@@ -25,15 +25,15 @@ def write_vocabulary(vocab: DataFrame, path: str) -> None:
      .coalesce(1).sortWithinPartitions("id").write.parquet(path))
 
 
-def write_documents(docs: DataFrame, path: str, partitions: int | None) -> None:
-    """Non-empty documents in input order, in ``partitions`` files when given."""
+def write_documents(docs: DataFrame, path: str, partitions: int | None, keep=()) -> None:
+    """Non-empty documents in input order, in ``partitions`` files when given, with the ``keep`` columns."""
     kept = docs.where(F.col("n_tokens") > 0)
     if partitions:
         kept = kept.repartitionByRange(partitions, "order").sortWithinPartitions("order")
     else:
         kept = kept.orderBy("order")
     kept.select("doc_id", F.col("term_ids").cast("array<int>"), F.col("counts").cast("array<int>"),
-                F.col("n_tokens").cast("int"), F.col("n_oov").cast("int")).write.parquet(path)
+                F.col("n_tokens").cast("int"), F.col("n_oov").cast("int"), *keep).write.parquet(path)
 
 
 def write_rejects(rows: DataFrame, docs: DataFrame, path: str) -> None:

@@ -7,12 +7,14 @@ document's author tokens added one at a time (5.59). N_a|c counts every author t
 corpus level N_a is the number of clusters with a (minimal path) or of a's tokens (maximal) (5.57).
 
 The authors come from a column of the prepared corpus' ``docs.parquet`` (``prepare --keep-columns COLUMN``):
-a list of names, or one string of names separated by ``;``. ``train --author-column COLUMN`` reads it on the
+a list of names, a JSON list's text, or one string of names separated by ``;``. ``train --author-column COLUMN`` reads it on the
 driver (the model then carries every training document's author ids to the executors); the author names are
 kept in ``authors.json`` beside the model. Held-out and new documents are scored and placed without their
 authors (their topics only).
 """
 from __future__ import annotations
+
+import json
 
 import numpy as np
 
@@ -29,6 +31,8 @@ def _names(value) -> list[str]:
     if value is None:
         return []
     if isinstance(value, str):
+        if value.strip().startswith("["):        # a JSON list (JSON lines input keeps a column as its JSON text)
+            return _names(json.loads(value))
         return [n.strip() for n in value.split(SEPARATOR) if n.strip()]
     return [str(n).strip() for n in value if n is not None and str(n).strip()]
 
