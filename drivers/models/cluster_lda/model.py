@@ -27,19 +27,13 @@ the seating probability needs only the summed tables (and the histogram of docum
 own). Under ``--path maximal`` every token is its own table, which says nothing about the concentrations (its
 probability grows without bound in each), so alpha, alpha1 and alpha0 keep their given values there.
 
-Global statistics (:mod:`inference.gibbs.tables`): ``nwk`` (V x T topic-word counts); ``clusters``, keyed by
-cluster id, column 0 the cluster's documents N_c and columns 1..T its level counts M_ct (minimal: documents of
-the cluster using t; maximal: tokens); ``document_lengths``, keyed by length, the documents of that length.
-Derived: ``nk``, the corpus level K_t (minimal: clusters using t; maximal: tokens) and its total. A partition's
-state: ``z`` (int32 per token) and ``cluster`` (int64 per document).
-
-Outputs, of the run: ``topic_word.npy`` the mean of the samples' (N_wt + beta) / (N_t + V beta); of the final state
-(cluster labels mean nothing across samples): ``doc_topics.parquet`` every document's predictive topic proportions
-(5.7), ``doc_clusters.parquet`` its cluster (largest first), that cluster's probability in the cluster step and a
-new cluster's, ``cluster_topics.npy`` / ``cluster_docs.npy`` the clusters' counts; ``model.json`` the number of
-clusters and their sizes. Held-out documents (``evaluate``) and new ones (``infer``): the model's own sampler on
-each document with the topics fixed and the training clusters frozen (each document sees the training counts
-only), scored by document completion as every Gibbs model (:mod:`inference.gibbs.heldout`).
+Tables: ``nwk`` (V x T); ``clusters`` keyed by cluster id, a row [N_c, M_c1..M_cT, N_a1|c..N_aA|c] (the author
+columns: :mod:`drivers.models.cluster_lda.authors`); ``document_lengths`` keyed by length. State: ``z`` per token,
+``cluster`` per document. Outputs: ``topic_word.npy`` (mean of the samples), and of the final state (labels mean
+nothing across samples) ``doc_topics.parquet`` (the predictive (5.7)), ``doc_clusters.parquet``, the clusters'
+counts (``cluster_*.npy``) and their sizes in ``model.json``. Held-out and new documents: the model's own sampler
+with the topics and the training clusters frozen (:mod:`inference.gibbs.heldout`); left-to-right:
+:mod:`drivers.models.cluster_lda.left_to_right`.
 """
 from __future__ import annotations
 
