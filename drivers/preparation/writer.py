@@ -69,7 +69,8 @@ def corpus_summary(spark: SparkSession, output_dir: str, input_path: str, input_
         "oov_tokens": int(docs.oov or 0),
         "input_rows": int(input_rows),
         "rejected": rejected,
-        "options": {**dataclasses.asdict(opts), "format": fmt},
+        "options": {**{k: v for k, v in dataclasses.asdict(opts).items() if k != "keep_columns" or v},
+                    "format": fmt},                         # keep_columns only when given (corpus.json as before)
         "input": absolute_path(input_path),
     }
 
