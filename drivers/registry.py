@@ -12,17 +12,14 @@ listing the models (``train --help``) imports no model code.
 from __future__ import annotations
 
 import importlib
+import sys
 from dataclasses import dataclass
 from functools import lru_cache
 
 from drivers import storage
+#: corpus kinds: what a model needs from ``spark-topics prepare``
+from drivers.corpora.kinds import ALIGNED, BAG_OF_WORDS, ORDERED, SEGMENTED  # noqa: F401 (the registry's names)
 from inference.errors import RefusedError, UsageError
-
-# corpus kinds: what a model needs from ``spark-topics prepare``
-BAG_OF_WORDS = "bag of words"                  # docs.parquet
-SEGMENTED = "ordered segments"                 # prepare --segments (segments.parquet)
-ALIGNED = "aligned languages"                  # prepare --lang-column (one sub-corpus per language)
-ORDERED = "ordered tokens"                     # prepare --ordered (every document's tokens in text order)
 
 #: family name -> "module:Class" of its :class:`drivers.families.ModelFamily`
 FAMILIES = {
@@ -127,8 +124,9 @@ def models_of(family_name: str) -> list[ModelSpec]:
 
 @lru_cache(maxsize=None)
 def family(name: str):
-    """The family object (one per process)."""
-    return _load(FAMILIES[name], f"model family {name!r}")()
+    """The family object (one per process), given this registry to look its models up in (a family never imports
+    the registry, which names it)."""
+    return _load(FAMILIES[name], f"model family {name!r}")(catalogue=sys.modules[__name__])
 
 
 def families() -> list:

@@ -15,6 +15,7 @@ from drivers import registry, storage
 from drivers.engines.memory import BASE_BYTES
 from drivers.families import TrainRequest
 from drivers.store import model_root, model_store, publish
+from inference.constraints import validate_options
 from inference.errors import UsageError
 from jobs.spark import add_spark_arguments, local_path, positive_int, sized_driver_conf, sized_session
 
@@ -95,7 +96,7 @@ def request_from(args) -> TrainRequest:
         partitions=args.partitions, reducers=args.reducers, checkpoint_dir=args.checkpoint_dir,
         resume=args.resume, keep_checkpoint=args.keep_checkpoint, top_words=args.top_words,
         engine=spec.family_object().train_settings(args),
-        options={option.name: getattr(args, option.name) for option in spec.options},
+        options={option.name: getattr(args, option.name) for option in spec.options}, model_options=spec.options,
         inference=getattr(args, "inference", None) if spec.family != registry.model(args.model).family else None)
 
 
@@ -142,7 +143,8 @@ def train(spark, request: TrainRequest) -> dict:
     """Fit the requested model and publish its directory whole (:mod:`drivers.store.publish`: written aside, marked
     complete, moved into place); returns model.json's content. The run holds the output's lease
     (:mod:`drivers.store.lease`): a second run on the same output refuses while this one lives."""
-    spec = request.spec
+    spec = registry.model(request.model, request.inference)
+    validate_options(request.options, spec.options)      # a request made without its model's options
     output = request.output
     if model_root.is_root(output):
         raise UsageError(f"{output} is a model root (it has versions/): train into a new directory and refresh "
@@ -163,7 +165,7 @@ def driver_memory(request: TrainRequest, conf: list, active_session) -> list:
     vocab = meta.get("vocab_size")
     if isinstance(vocab, dict) or vocab is None:      # an aligned corpus: the languages' vocabularies
         vocab = sum((meta.get("vocab_sizes") or {}).values()) if isinstance(meta.get("vocab_sizes"), dict) else 0
-    spec = request.spec
+    spec = registry.model(request.model, request.inference)
     tokens = meta.get("tokens") if isinstance(meta.get("tokens"), int) else None
     needed = BASE_BYTES + spec.family_object().driver_bytes(request.topics, int(vocab or 0), spec, tokens)
     return sized_driver_conf(needed, conf, active_session, f"K={request.topics} x V={int(vocab or 0)}")
@@ -175,7 +177,7 @@ def run(args) -> dict:
                           lambda conf, active: driver_memory(request, conf, active))
     meta = train(spark, request)
     print(storage.read_bytes(storage.join(request.output, "topics.txt")).decode("utf-8"), end="")
-    print(request.spec.family_object().train_summary(meta, request))
+    print(registry.model(request.model, request.inference).family_object().train_summary(meta, request))
     return meta
 
 

@@ -44,25 +44,21 @@ class TrainRequest(Constrained):
     options: dict = field(default_factory=dict)   # the model's own settings, by ModelOption.name
     inference: str | None = None        # an inference mode that picks another family (registry ``engines``)
     final_output: str | None = None     # where the model is published; ``output`` is then the staging directory
+    #: the model's own settings as it declares them (its ``ModelOption``s: the registry spec's ``options``), whose
+    #: constraints ``options`` is checked against when the request is made
+    model_options: tuple = field(default=(), repr=False, compare=False)
 
     parameter_constraints = {"topics": TOPICS, "iterations": AT_LEAST_1,
                              "alpha": POSITIVE, "partitions": AT_LEAST_1, "reducers": AT_LEAST_1}
 
     def __post_init__(self):
         super().__post_init__()
-        validate_options(self.options, self.spec.options)
+        validate_options(self.options, self.model_options)
 
     @property
     def destination(self) -> str:
         """The model directory the user named (``output`` itself, or where the staging directory is published)."""
         return self.final_output or self.output
-
-    @property
-    def spec(self):
-        """The registry's spec of the model in the requested inference mode."""
-        from drivers import registry
-
-        return registry.model(self.model, self.inference)
 
     @property
     def checkpoint(self) -> str:
@@ -113,8 +109,11 @@ class ModelFamily:
 
     name = "abstract"
     kind = "abstract"                   # how its models are fitted, in words ("variational", "sampled")
-    matrix_file = "lambda.npy"          # the K x V topic-word matrix of its model directories
-    positive_parameters = True          # the matrix holds Dirichlet parameters (> 0), not probabilities (>= 0)
+
+    def __init__(self, catalogue=None):
+        #: the registry that made the family (``drivers.registry``: ``of_meta``, ``models_of``, ...), where it
+        #: looks its models up; given, not imported, since the registry imports the families it names
+        self.catalogue = catalogue
 
     # ---- flags (the only place a family sees argparse)
     def add_train_flags(self, parser) -> None:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -75,7 +76,8 @@ def save_matrix(directory: str, stem: str, matrix: np.ndarray, vocab: pd.DataFra
         part = matrix[:, start:stop]
         if normalise:
             part = part / part.sum(axis=1, keepdims=True)
-        storage.save_npy(storage.join(directory, f"{stem}.{language}.npy"), np.ascontiguousarray(part, dtype=np.float64))
+        storage.save_npy(storage.join(directory, f"{stem}.{language}.npy"),
+                         np.ascontiguousarray(part, dtype=np.float64))
         words = vocab.iloc[start:stop][cols].copy()
         words["id"] = words["id"] - start
         write_parquet(storage.join(directory, f"vocab.{language}.parquet"), words)
@@ -248,16 +250,39 @@ def load_model(directory: str, version: str | None = None) -> TopicModel:
     return publish.read_consistently(directory, read_model_files, own_file=is_model_file)
 
 
+@dataclass(frozen=True)
+class MatrixFormat:
+    """How a family's model directory keeps its K x V topic-word matrix."""
+    matrix_file: str            # lambda.npy (per language: lambda.<L>.npy)
+    positive: bool              # Dirichlet parameters (> 0), not probabilities (>= 0)
+    kind: type                  # the TopicModel it is read into
+
+
+#: the variational family's lambda (Dirichlet parameters) and a sampled family's posterior-mean probabilities
+VARIATIONAL = MatrixFormat("lambda.npy", True, TopicModel)
+SAMPLED = MatrixFormat("topic_word.npy", False, PointTopicModel)
+
+
+def matrix_format(directory: str, meta: dict) -> MatrixFormat:
+    """The format of a model directory's matrix: by model.json's ``inference`` (``gibbs``: sampled; ``variational``
+    or ``hybrid``: variational); a directory written before model.json recorded it by the file it holds."""
+    inference = meta.get("inference")
+    if inference is not None:
+        return SAMPLED if inference == "gibbs" else VARIATIONAL
+    stem = "topic_word" if not meta.get("languages") else f"topic_word.{meta['languages'][0]}"
+    sampled = storage.exists(storage.join_inside(directory, f"{stem}.npy")) and not storage.exists(
+        storage.join_inside(directory, f"{stem.replace('topic_word', 'lambda', 1)}.npy"))
+    return SAMPLED if sampled else VARIATIONAL
+
+
 def read_model_files(directory: str) -> TopicModel:
     """The model files of ``directory`` as :func:`load_model` checks them, without the completion marker (for the
     run that is writing the directory)."""
-    from drivers import registry
-
     meta = _read_meta(directory)
-    family = registry.of_meta(meta).family_object()
     if meta.get("tree"):
         return _load_tree_model(directory, meta)
-    kind = PointTopicModel if family.kind == "sampled" else TopicModel
+    family = matrix_format(directory, meta)
+    kind = family.kind
     if meta.get("languages"):  # polylingual: concatenate the languages in model.json's order
         stem = family.matrix_file[:-len(".npy")]
         vocabs, lambdas, offset = [], [], 0
@@ -270,11 +295,11 @@ def read_model_files(directory: str) -> TopicModel:
             raise DamagedError(f"{directory}: the languages' {stem} files have different numbers of topics: the model "
                                f"directory is damaged; train the model again")
         model = kind(directory, meta, pd.concat(vocabs, ignore_index=True), np.hstack(lambdas))
-        check_model(model, f"{stem}.<L>.npy", family.positive_parameters)
+        check_model(model, f"{stem}.<L>.npy", family.positive)
         return model
     vocab = _read(directory, "vocab.parquet", read_vocab)
     model = kind(directory, meta, vocab, _read(directory, family.matrix_file, storage.load_npy))
-    check_model(model, family.matrix_file, family.positive_parameters)
+    check_model(model, family.matrix_file, family.positive)
     return model
 
 

@@ -209,6 +209,7 @@ def train_one(spark, corpus: str, label: str, model: str, extra, topics: int, it
     """Train one model (``hyper``: ``--hyper KEY=JSON`` values for it) and score its held-out split; with
     ``reuse`` a model already trained in ``out`` is only scored again (e.g. with another held-out protocol)."""
     from conftest import train_args
+    from drivers import registry
     from drivers.families.gibbs import family as gibbs
     from jobs import train
 
@@ -222,9 +223,10 @@ def train_one(spark, corpus: str, label: str, model: str, extra, topics: int, it
                       "--heldout-observed", "all" if heldout_observed is None else heldout_observed, *extra)
     started = time.perf_counter()
     if reuse and (out / label / "model.json").exists():
-        saved, model_object = gibbs.open_trained(str(out / label))
+        saved, model_object = gibbs.open_trained(str(out / label), registry)
         meta = saved.meta
-        meta["heldout"] = gibbs.evaluate_split(spark, model_object, meta["hyper"], saved.lambda_, args, args.engine)
+        meta["heldout"] = gibbs.evaluate_split(spark, registry.of_meta(meta), model_object, meta["hyper"],
+                                               saved.lambda_, args, args.engine)
         wall = float(meta.get("train_seconds", 0.0))
     else:
         meta = train.train(spark, args)

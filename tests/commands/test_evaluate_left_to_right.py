@@ -61,7 +61,7 @@ def test_figures_are_the_kernels_summed_over_documents(spark_session, models, na
         saved = load_model(model_dir)
         alpha, topic_word = saved.alpha, saved.topic_word()
     else:
-        saved, _ = open_trained(model_dir)
+        saved, _ = open_trained(model_dir, registry)
         alpha, topic_word = np.asarray(saved.meta["hyper"]["alpha"]), saved.lambda_
     assert one["loglik"] == pytest.approx(_direct(block, alpha, topic_word, settings), rel=1e-12)
     assert one["tokens"] == block.n_tokens == 1200 and one["documents"] == 40 and one["skipped_oov"] == 0

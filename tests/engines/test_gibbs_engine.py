@@ -68,7 +68,7 @@ def test_single_partition_equals_run_local(spark_session, small_corpus, tmp_path
         corpus, tmp_path / "m", "--model", "lda-gibbs", "--topics", 3, "--iterations", 8, "--burn-in", 7,
         "--lag", 1, "--samples", 1, "--partitions", 1, "--checkpoint-every", 3, "--seed", 5, *extra))
 
-    model = gibbs_family.make_model("lda-gibbs", 3, 40, segment_level=segment_level)
+    model = gibbs_family.make_model(registry.model("lda-gibbs"), 3, 40, segment_level=segment_level)
     block = SegmentedBlock.from_segments(docs)
     hypers = {}
     prepared, state, hyper, nwk, nk = run_local(model, block, 8, seed=5,
@@ -100,7 +100,7 @@ def test_sweeps_per_sync(spark_session, small_corpus, tmp_path):
         "--lag", 2, "--samples", 1, "--partitions", 1, "--checkpoint-every", 4, "--sweeps-per-sync", 2,
         "--fixed-alpha", "--seed", 5))
     assert [r["iteration"] for r in meta["trace"]] == [2, 4, 6, 8]
-    model = gibbs_family.make_model("lda-gibbs", 3, 40)
+    model = gibbs_family.make_model(registry.model("lda-gibbs"), 3, 40)
     _, _, hyper, nwk, nk = run_local(model, SegmentedBlock.from_segments(docs), 8, seed=5,
                                      hyper=model.initial_hyper(optimize_alpha=False))
     np.testing.assert_array_equal(np.load(tmp_path / "m" / "topic_word.npy"),
@@ -252,7 +252,7 @@ def test_lost_worker_state_gives_the_same_model(spark_session, small_corpus, tmp
     try:
         results = []
         for lose in ((), (2, 6), tuple(range(8))):
-            model = gibbs_family.make_model("lda-gibbs", 3, 40)
+            model = gibbs_family.make_model(registry.model("lda-gibbs"), 3, 40)
             engine = GibbsEngine(spark_session.sparkContext, model,
                                  GibbsSettings(SampleSchedule.resolve(7, 3, 2, 2), seed=1, checkpoint_every=4),
                                  str(tmp_path / f"ckpt{len(lose)}"))
@@ -291,7 +291,7 @@ def test_retried_task_reproduces_its_result(tmp_path):
 
     rng = np.random.default_rng(4)
     block = SegmentedBlock.from_segments([(f"d{i}", [rng.integers(0, 30, 25).tolist()]) for i in range(20)])
-    model = gibbs_family.make_model("lda-gibbs", 4, 30)
+    model = gibbs_family.make_model(registry.model("lda-gibbs"), 4, 30)
     hyper, layout = model.initial_hyper(), TableLayout(model.count_tables(), 2)
     groups = layout.groups[0]
     assert groups == [[0, 2], [1, 3]]
@@ -393,7 +393,7 @@ def test_registered_model_on_spark_equals_run_local(spark_session, small_corpus,
     topic_word = np.load(tmp_path / name / "topic_word.npy", allow_pickle=False)
     assert topic_word.shape == (meta["topics"], 40)     # K = 3, or a DP mixture's clusters at the end
     np.testing.assert_allclose(topic_word.sum(axis=1), 1.0, rtol=1e-12)
-    model = gibbs_family.make_model(name, 3, 40)
+    model = gibbs_family.make_model(registry.model(name), 3, 40)
     hypers = {}
     orig = SegmentedBlock.from_segments(docs)
     block, state, hyper, tables, derived = run_local_tables(model, orig, 4, seed=2,
@@ -441,4 +441,4 @@ def test_bad_input(spark_session, small_corpus, tmp_path):
         train.train(spark_session, train_args(corpus, tmp_path / "m", "--model", "lda-gibbs",
                                                           "--topics", 3, "--eta", 0.1))
     with pytest.raises(UsageError, match="segment-level applies"):
-        gibbs_family.make_model("stm", 3, 40, segment_level=True)
+        gibbs_family.make_model(registry.model("stm"), 3, 40, registry, segment_level=True)

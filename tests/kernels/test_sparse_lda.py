@@ -270,6 +270,7 @@ def test_the_sampler_switch():
         small.initial_hyper(sampler="fast")
     # the command line: `train --model lda-gibbs --sampler sparse` (with --segment-level) reaches the hyperparameters
     import argparse
+    from drivers import registry
     from drivers.families.gibbs.models import hyper_overrides, initial_hyper, make_model
     from jobs import train
     from inference.errors import UsageError
@@ -283,7 +284,7 @@ def test_the_sampler_switch():
                 train.request_from(parser.parse_args(argv))
             continue
         request = train.request_from(parser.parse_args(argv))
-        model = make_model("lda-gibbs", 5, 30, segment_level=True)
+        model = make_model(registry.model("lda-gibbs"), 5, 30, segment_level=True)
         assert initial_hyper(model, hyper_overrides(request, model))["sampler"] == expected
         assert model.segment_level and model.uses_sparse_kernel({"sampler": expected})
     ptr, words, z0, nwk, nk, _, alpha = random_problem(9, SPARSE_MIN_TOPICS - 1, V=30)

@@ -20,6 +20,7 @@ import pytest
 from scipy.optimize import minimize
 from scipy.special import gammaln
 
+from drivers import registry
 from drivers.families.gibbs.models import make_model
 from drivers.models.lda_gibbs.model import DEFAULT_ALPHA, doc_topic_counts
 from inference.distances import matched_hellinger
@@ -74,7 +75,7 @@ def dirichlet_multinomial_mle(ndk: np.ndarray) -> np.ndarray:
 
 def fit(docs, seed: int, restarts: int = RESTARTS, iterations: int = ITERATIONS, **hyper):
     """The best of ``restarts`` chains by joint log-likelihood: ``(alpha (K,), topic_word (K x V), joint)``."""
-    model = make_model("lda-gibbs", K, V)
+    model = make_model(registry.model("lda-gibbs"), K, V)
     block = SegmentedBlock.from_segments(docs)
     best = None
     for r in range(restarts):

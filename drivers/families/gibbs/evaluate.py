@@ -17,11 +17,11 @@ from inference.gibbs.heldout import HeldoutSchedule
 from inference.gibbs.model import GibbsModel
 
 
-def evaluate_split(spark, model: GibbsModel, hyper: dict, topic_word, request: TrainRequest,
+def evaluate_split(spark, spec, model: GibbsModel, hyper: dict, topic_word, request: TrainRequest,
                    e: GibbsTraining) -> dict:
     """Held-out perplexity of the test split of the training corpus (``--heldout-fraction``)."""
     test = load_segmented_corpus(spark, request.corpus, None, heldout_fraction=e.heldout_fraction, split="test",
-                                 require_segments=needs_segments(model.name), ordered=needs_order(model.name),
+                                 require_segments=needs_segments(spec), ordered=needs_order(spec),
                                  permute_seed=e.permute_segments,
                                  separate_languages=model.aligned_documents_per == "language")
     try:
@@ -34,16 +34,18 @@ def evaluate_split(spark, model: GibbsModel, hyper: dict, topic_word, request: T
 
 def evaluate(spark, model_dir: str, corpus_dir: str, reference_dir: str | None = None, top_words: int = 10,
              seed: int = 0, partitions: int | None = None, iterations: int | None = None,
-             samples: int | None = None, observed: float | None | str = "model") -> dict:
+             samples: int | None = None, observed: float | None | str = "model", catalogue=None) -> dict:
     """Held-out perplexity and NPMI of a Gibbs model. The test documents are the held-out split of the
     training corpus when ``corpus_dir`` is the corpus it was trained on (same data version) with
     ``--heldout-fraction``, otherwise every document of ``corpus_dir`` (prepared with the model's vocabulary,
-    and with ``--segments`` for the structured models)."""
-    saved, model = open_trained(model_dir)
+    and with ``--segments`` for the structured models). ``catalogue``: the registry, where the model's spec is
+    found."""
+    saved, model = open_trained(model_dir, catalogue)
     meta = saved.meta
+    spec = catalogue.of_meta(meta)
     topic_word = saved.lambda_
     K = topic_word.shape[0]
-    test, _ = open_test_corpus(spark, meta, corpus_dir, partitions)
+    test, _ = open_test_corpus(spark, spec, meta, corpus_dir, partitions)
     same_corpus = test.split == "test"
     reference = None
     try:
@@ -69,7 +71,7 @@ def evaluate(spark, model_dir: str, corpus_dir: str, reference_dir: str | None =
     }
 
 
-def open_test_corpus(spark, meta: dict, corpus_dir: str, partitions: int | None = None,
+def open_test_corpus(spark, spec, meta: dict, corpus_dir: str, partitions: int | None = None,
                      text_order: bool = False):
     """``(test corpus, held-out fraction)``: the held-out split of the training corpus when ``corpus_dir`` is the
     corpus the model was trained on (same data version) with ``--heldout-fraction``, otherwise every document
@@ -80,20 +82,21 @@ def open_test_corpus(spark, meta: dict, corpus_dir: str, partitions: int | None 
     corpus_meta_path = storage.join(corpus_dir, "corpus.json")
     corpus_meta = storage.load_json(corpus_meta_path) if storage.exists(corpus_meta_path) else {}
     same_corpus = fraction > 0 and bool(corpus_meta) and data_version(corpus_meta) == data.get("version")
-    ordered = needs_order(meta["model"]) or (text_order and bool((corpus_meta.get("ordered") or {}).get("file")))
+    ordered = needs_order(spec) or (text_order and bool((corpus_meta.get("ordered") or {}).get("file")))
     test = load_segmented_corpus(spark, corpus_dir, partitions, heldout_fraction=fraction if same_corpus else 0.0,
                                  split="test" if same_corpus else "all",
-                                 require_segments=needs_segments(meta["model"]), ordered=ordered,
+                                 require_segments=needs_segments(spec), ordered=ordered,
                                  permute_seed=meta.get("permute_segments"))
     return test, fraction
 
 
-def evaluate_left_to_right(spark, model_dir: str, corpus_dir: str, settings, partitions: int | None = None) -> dict:
+def evaluate_left_to_right(spark, model_dir: str, corpus_dir: str, settings, partitions: int | None = None,
+                           catalogue=None) -> dict:
     """Left-to-right figures (:mod:`drivers.evaluation.left_to_right`) of a Gibbs model on its test documents (as
     :func:`evaluate` chooses them), the model's own :meth:`GibbsModel.left_to_right` on every block."""
-    saved, model = open_trained(model_dir)
+    saved, model = open_trained(model_dir, catalogue)
     meta = saved.meta
-    test, fraction = open_test_corpus(spark, meta, corpus_dir, partitions, text_order=True)
+    test, fraction = open_test_corpus(spark, catalogue.of_meta(meta), meta, corpus_dir, partitions, text_order=True)
     try:
         require_same_vocabulary(saved, test)
         result = left_to_right.score(spark, left_to_right.gibbs_payload(model, meta["hyper"], saved.lambda_, settings),

@@ -65,8 +65,6 @@ log = logging.getLogger("spark_topics.train")
 class GibbsFamily(ModelFamily):
     name = "gibbs"
     kind = "sampled"
-    matrix_file = "topic_word.npy"
-    positive_parameters = False
 
     # ---- flags
     def add_train_flags(self, g) -> None:
@@ -141,7 +139,7 @@ class GibbsFamily(ModelFamily):
         the tree is read), LDA's V x K table."""
         layout = None
         if spec is not None:
-            model = make_model(spec, num_topics, vocab_size)
+            model = make_model(spec, num_topics, vocab_size, self.catalogue)
             try:
                 layout = TableLayout(model.count_tables(), 1)
             except AttributeError:      # the tables need bind_corpus (a tree model's)
@@ -161,7 +159,7 @@ class GibbsFamily(ModelFamily):
                              f"train it on one language's sub-corpus ({request.corpus}/<lang>)")
         corpus = load_segmented_corpus(spark, request.corpus, request.partitions, heldout_fraction=heldout,
                                        split="train" if heldout > 0 else "all",
-                                       require_segments=needs_segments(spec.name), ordered=needs_order(spec.name),
+                                       require_segments=needs_segments(spec), ordered=needs_order(spec),
                                        permute_seed=e.permute_segments,
                                        separate_languages=per == "language", power_of_two=True)
         try:
@@ -174,7 +172,7 @@ class GibbsFamily(ModelFamily):
         check_topics(K, V)
         schedule = SampleSchedule.resolve(request.iterations, e.burn_in, e.lag, e.samples)
         cls = spec.model_class()
-        model = make_model(spec, K, V, **{k: request.options.get(k)
+        model = make_model(spec, K, V, self.catalogue, **{k: request.options.get(k)
                                           for k in cls.construction_options})
         model.bind_corpus(corpus, request)   # a model that needs more of the corpus than its size (a tree)
         hyper0 = initial_hyper(model, hyper_overrides(request, model))
@@ -224,7 +222,7 @@ class GibbsFamily(ModelFamily):
             "code": model_store.code_version(),
         }
         if e.heldout_fraction > 0:
-            meta["heldout"] = evaluate_split(spark, model, result.hyper, topic_word, request, e)
+            meta["heldout"] = evaluate_split(spark, spec, model, result.hyper, topic_word, request, e)
             observed = meta["heldout"]["observed"]
             log.info("held-out perplexity %.3f (%d documents, %d %s tokens)", meta["heldout"]["perplexity"],
                      meta["heldout"]["documents"], meta["heldout"]["tokens"],
@@ -254,7 +252,7 @@ class GibbsFamily(ModelFamily):
     def open(self, model_dir: str):
         if model_store.read_meta(model_dir).get("languages"):
             return point_estimates().open(model_dir)
-        return open_trained(model_dir)
+        return open_trained(model_dir, self.catalogue)
 
     def raw_text_options(self, trained, request: InferRequest) -> dict:
         if not isinstance(trained, tuple):
@@ -278,7 +276,7 @@ class GibbsFamily(ModelFamily):
         if prepared is None and settings.segments:
             raise UsageError("--segments applies to raw input; a prepared corpus keeps its segments")
         result = infer_gibbs(spark, trained, corpus_dir, request.output, settings.sweeps, settings.samples,
-                             settings.seed, request.partitions)
+                             settings.seed, request.partitions, self.catalogue)
         result["no_known_words"] = int(((prepared or {}).get("rejected") or {}).get("empty", 0))
         result["rejects"] = storage.join(corpus_dir, "rejects")
         return result
@@ -304,10 +302,10 @@ class GibbsFamily(ModelFamily):
             return point_estimates().evaluate(spark, replace(request, engine=None))
         if request.left_to_right is not None:
             return evaluate_left_to_right(spark, request.model_dirs[0], request.corpus, request.left_to_right,
-                                          request.partitions)
+                                          request.partitions, self.catalogue)
         e = request.engine or GibbsEvaluation()
         return evaluate(spark, request.model_dirs[0], request.corpus, request.reference, request.top_words,
-                        request.seed, request.partitions, e.iterations, e.samples, e.observed)
+                        request.seed, request.partitions, e.iterations, e.samples, e.observed, self.catalogue)
 
     def format_metrics(self, metrics: dict) -> str:
         if metrics.get("left_to_right"):

@@ -6,8 +6,9 @@ from functools import partial
 
 import numpy as np
 
-from drivers import registry, storage
+from drivers import storage
 from drivers.corpora.segmented import load_segmented_corpus
+from drivers.families.variational.family import VariationalFamily
 from drivers.families.gibbs.models import needs_order, needs_segments, open_trained
 from drivers.store import outputs
 from drivers.store.model_store import require_same_vocabulary
@@ -18,7 +19,7 @@ from inference.gibbs.model import GibbsModel
 def point_estimates():
     """The family that folds documents into fixed topics (variational E-steps): what ``infer`` and ``evaluate``
     use for a multilingual Gibbs model, whose posterior-mean topics (``PointTopicModel``) stand for E_q[beta]."""
-    return registry.family("variational")
+    return VariationalFamily()
 
 
 def write_proportions(spark, model: GibbsModel, states, directory: str) -> None:
@@ -48,15 +49,17 @@ def infer_task(partition, items, model: GibbsModel, bc, schedule: HeldoutSchedul
 
 
 def infer_gibbs(spark, trained, corpus_dir: str, output_dir: str, sweeps: int = 50, samples: int = 5,
-                seed: int = 0, partitions: int | None = None) -> dict:
+                seed: int = 0, partitions: int | None = None, catalogue=None) -> dict:
     """Document and segment topic proportions of every document of a prepared corpus: the model's own
     sampler on each with the topics fixed to the trained phi-hat and the trained hyperparameters, ``sweeps``
     sweeps, proportions (mu-hat, nu-hat: eqs 5.5/5.6, 6.8/6.9, 7.11/7.12) averaged over ``samples`` samples
-    in the second half; draws seeded by (seed, sweep, partition), so a retried task writes the same rows."""
-    saved, model = open_trained(trained) if isinstance(trained, str) else trained
+    in the second half; draws seeded by (seed, sweep, partition), so a retried task writes the same rows.
+    ``catalogue``: the registry, where the model's spec is found."""
+    saved, model = open_trained(trained, catalogue) if isinstance(trained, str) else trained
     meta = saved.meta
-    corpus = load_segmented_corpus(spark, corpus_dir, partitions, require_segments=needs_segments(meta["model"]),
-                                   ordered=needs_order(meta["model"]))
+    spec = catalogue.of_meta(meta)
+    corpus = load_segmented_corpus(spark, corpus_dir, partitions, require_segments=needs_segments(spec),
+                                   ordered=needs_order(spec))
     sc = spark.sparkContext
     bc = None
     try:

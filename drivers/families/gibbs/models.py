@@ -4,35 +4,37 @@ from __future__ import annotations
 
 import json
 
-from drivers import registry, storage
+from drivers import storage
+from drivers.corpora.kinds import ORDERED, SEGMENTED
 from drivers.families import TrainRequest
 from drivers.store import model_store
 from inference.errors import UsageError
 from inference.gibbs.model import GibbsModel
 
 
-def make_model(name, num_topics: int, vocab_size: int, **construction) -> GibbsModel:
-    """The GibbsModel of a registered name (or spec); ``construction``: its constructor options (e.g.
-    segment_level)."""
-    cls = (name if isinstance(name, registry.ModelSpec) else registry.model(name)).model_class()
+def make_model(spec, num_topics: int, vocab_size: int, catalogue=None, **construction) -> GibbsModel:
+    """The GibbsModel of a registry spec; ``construction``: its constructor options (e.g. segment_level), refused
+    when the model takes none of that name, naming the models of ``catalogue`` (the registry) that do."""
+    cls = spec.model_class()
     accepted = set(cls.construction_options)
     for key, value in construction.items():
         if value and key not in accepted:
-            owners = [s.name for s in registry.models_of("gibbs")
+            owners = [s.name for s in (catalogue.models_of("gibbs") if catalogue is not None else ())
                       if key in s.model_class().construction_options]
             raise UsageError(f"--{key.replace('_', '-')} applies to --model {', '.join(owners) or 'no model'} only")
     return cls(num_topics, vocab_size, **{k: v for k, v in construction.items() if k in accepted and v})
 
 
-def open_trained(model_dir: str):
+def open_trained(model_dir: str, catalogue):
     """A trained Gibbs model directory: ``(saved, model)``, the stored model (``meta``, ``vocab``, ``lambda_``
-    = the K x V topic-word matrix) and the GibbsModel it was trained with."""
+    = the K x V topic-word matrix) and the GibbsModel it was trained with, found in ``catalogue`` (the
+    registry) by its model.json."""
     saved = model_store.load_model(model_dir)
     K, V = saved.lambda_.shape
-    spec = registry.of_meta(saved.meta)
+    spec = catalogue.of_meta(saved.meta)
     cls = spec.model_class()
     construction = {k: saved.meta.get(k) for k in cls.construction_options}
-    model = make_model(spec, K, V, **construction)
+    model = make_model(spec, K, V, catalogue, **construction)
     model.bind_directory(model_dir)
     model.bind_arrays({name: storage.load_npy(storage.join(saved.directory, f"{name}.npy"))
                        for name in model.array_files}, saved.meta)
@@ -73,9 +75,11 @@ def initial_hyper(model: GibbsModel, overrides: dict) -> dict:
     return hyper
 
 
-def needs_segments(name: str) -> bool:
-    return registry.model(name).corpus == registry.SEGMENTED
+def needs_segments(spec) -> bool:
+    """Whether the model (its registry spec) reads segments."""
+    return spec.corpus == SEGMENTED
 
 
-def needs_order(name: str) -> bool:
-    return registry.model(name).corpus == registry.ORDERED
+def needs_order(spec) -> bool:
+    """Whether the model (its registry spec) reads every document's tokens in text order."""
+    return spec.corpus == ORDERED

@@ -104,8 +104,6 @@ def _add_estep_flags(parser) -> None:
 class VariationalFamily(ModelFamily):
     name = "variational"
     kind = "variational"
-    matrix_file = "lambda.npy"
-    positive_parameters = True
 
     # ---- flags
     def add_train_flags(self, parser) -> None:
