@@ -89,14 +89,15 @@ def warm(path: str = SIGNATURES, processes: int | None = None) -> dict:
             "processes": processes}
 
 
-def record(path: str = SIGNATURES) -> dict:
-    """Rewrite the list from the ``.nbi`` cache index files under the kernel packages."""
+def record(path: str = SIGNATURES, checkouts: tuple = (PROJECT,)) -> dict:
+    """Rewrite the list from the ``.nbi`` cache index files under the kernel packages of ``checkouts`` (this one,
+    or several worktrees whose runs compiled different kernels: their union)."""
     listed: dict = {}
-    for tree in KERNEL_TREES:
-        for root, dirs, files in os.walk(os.path.join(PROJECT, tree)):
+    for checkout, tree in ((c, t) for c in checkouts for t in KERNEL_TREES):
+        for root, dirs, files in os.walk(os.path.join(checkout, tree)):
             if os.path.basename(root) != "__pycache__":
                 continue
-            package = os.path.relpath(os.path.dirname(root), PROJECT).replace(os.sep, ".")
+            package = os.path.relpath(os.path.dirname(root), checkout).replace(os.sep, ".")
             for file in sorted(files):
                 match = _INDEX.match(file)
                 if not match or "<locals>" in match["name"] or "." in match["name"]:
@@ -128,9 +129,11 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m drivers.kernel_cache", description=__doc__.split("\n")[0])
     parser.add_argument("action", choices=("warm", "record"))
     parser.add_argument("--processes", type=int, default=None, help="compiling processes (default: the cores)")
+    parser.add_argument("--from", dest="checkouts", action="append", default=None, metavar="CHECKOUT",
+                        help="record: read the caches of this checkout (repeatable; default: this one)")
     args = parser.parse_args(argv)
     if args.action == "record":
-        listed = record()
+        listed = record(checkouts=tuple(args.checkouts or (PROJECT,)))
         print(f"{sum(len(s) for k in listed.values() for s in k.values())} signatures of "
               f"{sum(map(len, listed.values()))} kernels in {len(listed)} modules -> {SIGNATURES}")
         return
