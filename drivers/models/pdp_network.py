@@ -30,14 +30,15 @@ from inference.pdpnet.spec import NetworkSpec, parse_network
 
 SHIPPED = Path(__file__).resolve().parents[2] / "sample_data" / "networks"
 NETWORK = ModelOption("network", "network spec: a JSON file, or the name of a shipped one (lda, stm, seqlda, adatm)",
-                      type=str, default="stm", metavar="FILE", path=False)
+                      type=str, default="stm", metavar="FILE", path=True)
 
 
 def read_spec_file(name_or_path: str) -> dict:
     """The raw spec of a file, or of a shipped spec by name; one line when neither exists or it is not JSON."""
     p = Path(name_or_path)
-    if not p.exists() and (SHIPPED / f"{name_or_path}.json").exists():
-        p = SHIPPED / f"{name_or_path}.json"
+    # a shipped spec's name: the command line made it absolute as it does every path flag (jobs/spark.local_path)
+    if not p.exists() and p.suffix == "" and (SHIPPED / f"{p.name}.json").exists():
+        p = SHIPPED / f"{p.name}.json"
     try:
         return json.loads(p.read_text())
     except OSError:

@@ -103,7 +103,7 @@ def test_every_model_option_with_a_constraint_is_checked_when_the_request_is_mad
     spec = registry.model(name)
     base = ["--model", name, "--corpus", str(tmp_path / "c"), "--output", str(tmp_path / "m"), "--topics", "3"]
     for option in [o for o in spec.options if o.constraint is not None]:
-        bad = {POSITIVE: "-1", UNIT_LEFT: "1.5"}.get(option.constraint, "no-such-value")
+        bad = {POSITIVE: "-1", UNIT_LEFT: "1.5", AT_LEAST_1: "0"}.get(option.constraint, "no-such-value")
         with pytest.raises(UsageError, match=rf"^{option.flag} must be .*, got "):
             train.parse_request(base + [option.flag, bad])
     with pytest.raises(UsageError, match=r"^--alpha must be a positive number, got 0\.0$"):

@@ -44,10 +44,10 @@ def test_tokenizer_stopwords_file_outside_the_model_is_refused(tmp_path):
     """tokenizer.json's stopwords_file named /etc/passwd through ``..`` (today: read as the stop words)."""
     (tmp_path / "m").mkdir()
     (tmp_path / "m" / "stopwords.txt").write_text("the\n")
-    tokenizer = tmp_path / "m" / tokenizer.TOKENIZER
-    tokenizer.write_text(json.dumps({"": {"stopwords_file": "stopwords.txt"}}))
+    settings = tmp_path / "m" / tokenizer.TOKENIZER
+    settings.write_text(json.dumps({"": {"stopwords_file": "stopwords.txt"}}))
     assert tokenizer.raw_text_options(_Model(str(tmp_path / "m")))["stopwords"].endswith("/m/stopwords.txt")
-    tokenizer.write_text(json.dumps({"": {"stopwords_file": "../../../../etc/passwd"}}))
+    settings.write_text(json.dumps({"": {"stopwords_file": "../../../../etc/passwd"}}))
     with pytest.raises(OutsideDirectory, match="tokenizer.json's stopwords_file '../../../../etc/passwd'"):
         tokenizer.raw_text_options(_Model(str(tmp_path / "m")))
 
