@@ -7,6 +7,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from collections import Counter
@@ -239,6 +240,7 @@ KILL = """
 import os, signal, sys
 sys.path.insert(0, {repo!r})
 step = os.environ.get("KILL_AT")
+from drivers.store import publish
 publish.STEP_HOOK = lambda name: os.kill(os.getpid(), signal.SIGKILL) if name == step else None
 from jobs.cli import main
 sys.exit(main(sys.argv[1:]))
@@ -300,7 +302,9 @@ def test_killed_refreshes_and_trains_leave_a_complete_latest_and_nothing_ingeste
             train.train(spark_session, train.parse_request(common[1:] + ("--output", outs["model-written"],
                                                                          "--seed", 5)))
         monkeypatch.setattr(publish, "STEP_HOOK", None)
-        assert refreshed_killed.result()[0] != 0 and train_killed.result()[0] != 0
+        # killed by the SIGKILL at its step, not failed for another reason
+        assert refreshed_killed.result()[0] == -signal.SIGKILL, refreshed_killed.result()[1][-2000:]
+        assert train_killed.result()[0] == -signal.SIGKILL, train_killed.result()[1][-2000:]
     for name, root in roots.items():
         assert model_root.latest(str(root)) == first, name                 # the pointer did not move
         assert model_store.load_model(str(root)).meta["refresh"]["documents"] == 60
