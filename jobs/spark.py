@@ -218,6 +218,8 @@ def setup_logging(verbose: bool = False) -> None:
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
                         datefmt="%H:%M:%S")
+    if not verbose:   # py4j's INFO ("Closing down clientserver connection" at every job's end) is Spark's, not ours
+        logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
 DRIVER_MEMORY = "spark.driver.memory"
