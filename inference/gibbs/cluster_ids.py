@@ -40,3 +40,18 @@ def renumbered(clusters: np.ndarray, directive: dict, name: str) -> np.ndarray:
     if clusters.shape[0] and (np.any(at >= old.shape[0]) or np.any(old[np.minimum(at, old.shape[0] - 1)] != clusters)):
         raise ValueError(f"{name}: the directive does not name every cluster of the partition")
     return new[at].astype(np.int64)
+
+
+def doc_clusters(doc_ids, item: dict, own_rows, membership) -> dict:
+    """``doc_clusters.parquet`` of a cluster model's documents: each one's cluster, its probability and a new
+    cluster's, from the samples' sums (``item["acc"]``) or else from the final state (``own_rows(state)``: the
+    documents' clusters; ``membership(state, clusters)``: (D, C + 1) probabilities, a new cluster last)."""
+    if item.get("state") is None:
+        acc = item["acc"]
+        cluster, probability, new = acc["cluster"], acc["probability"], acc["new_cluster"]
+    else:
+        cluster = own_rows(item["state"])
+        p = membership(item["state"], cluster)
+        probability, new = p[np.arange(len(cluster)), cluster], p[:, -1]
+    return {"doc_clusters.parquet": {"doc_id": np.asarray(doc_ids, dtype=object), "cluster": cluster.astype(np.int64),
+                                     "probability": probability, "new_cluster": new}}

@@ -333,16 +333,8 @@ class ClusterLDA(AuthorVariant, GibbsModel):
 
     def document_outputs(self, item: dict) -> dict:
         block = item["block"]
-        if item.get("state") is None:
-            acc = item["acc"]
-            cluster, probability, new = acc["cluster"], acc["probability"], acc["new_cluster"]
-        else:
-            cluster = self._own_rows(item["state"])
-            p = self.membership(block, item["state"])
-            probability, new = p[np.arange(block.n_docs), cluster], p[:, -1]
-        return {"doc_clusters.parquet": {"doc_id": np.asarray(block.doc_ids, dtype=object),
-                                         "cluster": cluster.astype(np.int64), "probability": probability,
-                                         "new_cluster": new}}
+        return cluster_ids.doc_clusters(block.doc_ids, item, self._own_rows,
+                                        lambda state, _clusters: self.membership(block, state))
 
     # ---- the frozen chain of held-out and new documents (inference.gibbs.heldout)
     def init_state(self, block, hyper, nwk, nk, seed) -> dict:

@@ -50,6 +50,7 @@ from drivers.models.dp_mixture.kernels import (document_bags, dp_sweep, log_part
                                                 log_words_given_clusters, membership_log_weights, slice_sample)
 from inference import left_to_right
 from inference.constraints import POSITIVE
+from inference.gibbs.cluster_ids import doc_clusters
 from inference.gibbs.heldout import split_observed
 from inference.gibbs.model import GibbsModel, SegmentedBlock
 from inference.gibbs.tables import CountTable, KeyedCounts, merge_keyed
@@ -304,16 +305,8 @@ class DPMixture(GibbsModel):
 
     def document_outputs(self, item: dict) -> dict:
         block = item["block"]
-        if item.get("state") is None:
-            acc = item["acc"]
-            cluster, probability, new = acc["cluster"], acc["probability"], acc["new_cluster"]
-        else:
-            cluster = self._own_rows(item["state"])
-            p = self.membership(block, cluster)
-            probability, new = p[np.arange(block.n_docs), cluster], p[:, -1]
-        return {"doc_clusters.parquet": {"doc_id": np.asarray(block.doc_ids, dtype=object),
-                                         "cluster": cluster.astype(np.int64), "probability": probability,
-                                         "new_cluster": new}}
+        return doc_clusters(block.doc_ids, item, self._own_rows,
+                            lambda _state, clusters: self.membership(block, clusters))
 
     # ---- the predictive
     def _log_mixture(self, block: SegmentedBlock) -> np.ndarray:
