@@ -1,0 +1,128 @@
+"""The truncation ordered sets (TOS) of the infinite-vocabulary topic model and their online update (thesis §7.4,
+Algorithm 4 lines 6-8). Pure numpy.
+
+Each topic k keeps, in TOS order, its terms rho_k1..rho_kT_k with the Beta parameters (nu1, nu2) of their sticks,
+their ranking scores R (7.5 interpolated by 7.8) and the minibatch at which each entered. After the local step
+of minibatch i has given topic k's expected counts c_k(w) = sum_{d in S} sum_n phi_dnk delta(w_dn = w),
+:func:`update_topic` does, with scale = D / |S| and epsilon_i = (tau0 + i)^-kappa:
+
+1. **expand** (§7.4.1): every word with c_k(w) > 0 and not in the TOS is appended (T_k(w) = T_k + 1, most counts
+   first, then by string) with nu1 = nu2 = 1 and R = 0 as its "previous" values;
+2. **nu** (7.6-7.7): nu1_kt += eps (1 + scale c_k(rho_kt) - nu1_kt);
+   nu2_kt += eps (alpha^beta + scale sum_{s>t} c_k(rho_ks) - nu2_kt) (the mass after t: every token whose word's
+   index is above t, the appended words included);
+3. **ranking score** (7.8): R_k(rho) = (1 - eps) R_k(rho) + eps G_0(rho) scale c_k(rho) (the per-minibatch
+   estimate r of §7.4.1, i.e. (7.5) on the minibatch).
+
+Every ``delay`` (U) minibatches :func:`reorder_topic` sorts each TOS by R (the words keep their nu and R) and
+**contracts** it to its top ``truncation`` (T) words: a dropped word's nu, R and entry are discarded, and if it
+comes back it is new again (R from 0). So a topic holds at most T words after a reordering and T + (the new words
+of U minibatches) before one: memory is bounded by the stream's rate of new words, not by every word ever seen
+(the thesis' "reset scores for dropped words").
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+
+@dataclass
+class TopicSet:
+    """One topic's TOS: arrays in TOS order (position t = array index + 1)."""
+    terms: np.ndarray      # (T_k,) object: the strings rho_kt
+    nu1: np.ndarray        # (T_k,) float64
+    nu2: np.ndarray        # (T_k,) float64
+    rank: np.ndarray       # (T_k,) float64: R_k(rho_kt) (7.8)
+    since: np.ndarray      # (T_k,) int64: the minibatch at which rho_kt (last) entered the TOS
+
+    def __post_init__(self):
+        self.index = pd.Index(self.terms, dtype=object)
+
+    def __len__(self) -> int:
+        return int(self.terms.shape[0])
+
+    @classmethod
+    def empty(cls) -> "TopicSet":
+        return cls(np.empty(0, dtype=object), np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(0, dtype=np.int64))
+
+
+def step_size(minibatch: int, tau0: float, kappa: float) -> float:
+    """epsilon_i = (tau0 + i)^-kappa of minibatch i (1, 2, ...)."""
+    return float((tau0 + minibatch) ** -kappa)
+
+
+def update_topic(topic: TopicSet, terms, counts, log_base, scale: float, eps: float, alpha_beta: float,
+                 minibatch: int) -> TopicSet:
+    """Expand, update nu (7.6-7.7) and R (7.8) of one topic with its minibatch counts ``counts`` of the words
+    ``terms`` (unique strings; ``log_base``: their log G_0). See the module docstring."""
+    terms = np.asarray(terms, dtype=object)
+    counts = np.asarray(counts, dtype=np.float64)
+    log_base = np.asarray(log_base, dtype=np.float64)
+    keep = counts > 0
+    terms, counts, log_base = terms[keep], counts[keep], log_base[keep]
+    position = topic.index.get_indexer(terms) if len(topic) else np.full(terms.shape[0], -1)
+    new = np.flatnonzero(position < 0)
+    new = new[np.lexsort((terms[new].astype(str), -counts[new]))]        # most counts first, then the string
+    T_old = len(topic)
+    all_terms = np.concatenate([topic.terms, terms[new]])
+    nu1 = np.concatenate([topic.nu1, np.ones(new.shape[0])])
+    nu2 = np.concatenate([topic.nu2, np.ones(new.shape[0])])
+    rank = np.concatenate([topic.rank, np.zeros(new.shape[0])])
+    since = np.concatenate([topic.since, np.full(new.shape[0], minibatch, dtype=np.int64)])
+    position[new] = T_old + np.arange(new.shape[0])
+    c = np.zeros(all_terms.shape[0])
+    c[position] = counts
+    after = np.concatenate([np.cumsum(c[::-1])[::-1][1:], [0.0]])         # sum_{s>t} c_s
+    nu1 = nu1 + eps * (1.0 + scale * c - nu1)
+    nu2 = nu2 + eps * (alpha_beta + scale * after - nu2)
+    g0 = np.zeros(all_terms.shape[0])
+    g0[position] = np.exp(log_base)
+    rank = (1.0 - eps) * rank + eps * g0 * scale * c
+    return TopicSet(all_terms, nu1, nu2, rank, since)
+
+
+def reorder_topic(topic: TopicSet, truncation: int) -> TopicSet:
+    """The TOS sorted by R, highest first (ties keep their order), cut to its first ``truncation`` words."""
+    order = np.argsort(-topic.rank, kind="stable")[:int(truncation)]
+    return TopicSet(topic.terms[order], topic.nu1[order], topic.nu2[order], topic.rank[order], topic.since[order])
+
+
+@dataclass
+class OnlineSettings:
+    """The settings of the online update: alpha^beta, T, U, tau0, kappa, D (the corpus size of (7.6))."""
+    alpha_beta: float = 1000.0
+    truncation: int = 4000
+    delay: int = 10
+    tau0: float = 64.0
+    kappa: float = 0.8
+    corpus_size: float = 0.0     # D; 0: the documents seen so far (this minibatch included)
+
+    def check(self) -> None:
+        if not self.alpha_beta > 0:
+            raise ValueError("alpha^beta must be positive")
+        if self.truncation < 1 or self.delay < 1:
+            raise ValueError("the truncation T and the reordering delay U must be at least 1")
+        if not 0.5 < self.kappa <= 1.0:
+            raise ValueError("kappa must be in (0.5, 1]")
+        if self.tau0 < 0:
+            raise ValueError("tau0 must be >= 0")
+
+
+def update_sets(sets: list, topic_counts: dict, log_base: dict, batch_docs: int, documents_seen: int,
+                minibatch: int, settings: OnlineSettings) -> list:
+    """Algorithm 4 lines 6-8 for every topic: ``topic_counts[k] = (terms, counts)`` of minibatch ``minibatch``
+    (``batch_docs`` documents; ``documents_seen`` including them), ``log_base``: word -> log G_0."""
+    D = settings.corpus_size or documents_seen
+    scale = float(D) / max(int(batch_docs), 1)
+    eps = step_size(minibatch, settings.tau0, settings.kappa)
+    out = []
+    for k, topic in enumerate(sets):
+        terms, counts = topic_counts.get(k, (np.empty(0, dtype=object), np.zeros(0)))
+        logs = np.array([log_base[w] for w in terms], dtype=np.float64)
+        topic = update_topic(topic, terms, counts, logs, scale, eps, settings.alpha_beta, minibatch)
+        if minibatch % settings.delay == 0:
+            topic = reorder_topic(topic, settings.truncation)
+        out.append(topic)
+    return out

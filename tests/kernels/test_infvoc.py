@@ -1,0 +1,200 @@
+"""The infinite-vocabulary kernels (inference/infvoc) against direct, slow implementations of each equation of
+thesis chapter 7 on a tiny stream; the truncation ordered set after a known sequence of minibatches; bounded
+memory under a stream of unique junk words."""
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+from scipy.special import digamma
+
+from inference.infvoc.base_measure import CharNgramBase, fit_lengths
+from inference.infvoc.local_step import StringBlock, sample_block
+from inference.infvoc.stick import expected_log_sticks, word_log_weights
+from inference.infvoc.tos import OnlineSettings, TopicSet, reorder_topic, step_size, update_sets, update_topic
+
+
+def slow_e_log_beta(nu1, nu2, t):
+    """(8.6) for atom t (1-based), term by term."""
+    value = digamma(nu1[t - 1]) - digamma(nu1[t - 1] + nu2[t - 1])
+    for s in range(1, t):
+        value += digamma(nu2[s - 1]) - digamma(nu1[s - 1] + nu2[s - 1])
+    return value
+
+
+def slow_leftover(nu1, nu2):
+    """(7.4) with s <= T_k."""
+    return sum(digamma(nu2[s]) - digamma(nu1[s] + nu2[s]) for s in range(len(nu1)))
+
+
+def test_stick_expectations_match_8_6_and_7_4():
+    rng = np.random.default_rng(0)
+    nu1, nu2 = rng.gamma(2.0, 3.0, 7) + 0.1, rng.gamma(2.0, 300.0, 7) + 0.1
+    e_log, leftover = expected_log_sticks(nu1, nu2)
+    for t in range(1, 8):
+        assert e_log[t - 1] == pytest.approx(slow_e_log_beta(nu1, nu2, t), rel=1e-12)
+    assert leftover == pytest.approx(slow_leftover(nu1, nu2), rel=1e-12)
+    # the misprinted (7.3) (nu2 summed to s <= t) is a different number: the test tells them apart
+    printed = slow_e_log_beta(nu1, nu2, 3) + digamma(nu2[2])
+    assert abs(printed - e_log[2]) > 1e-3
+
+
+def topic(terms, nu1, nu2, rank=None, since=None):
+    n = len(terms)
+    return TopicSet(np.array(terms, dtype=object), np.array(nu1, float), np.array(nu2, float),
+                    np.zeros(n) if rank is None else np.array(rank, float),
+                    np.zeros(n, dtype=np.int64) if since is None else np.array(since))
+
+
+def test_word_factor_is_7_3_inside_and_7_4_times_g0_outside():
+    sets = [topic(["a", "b", "c"], [5, 2, 1.5], [40, 30, 20]), topic(["c", "d"], [3, 9], [10, 8])]
+    words = np.array(["a", "c", "d", "zz"], dtype=object)
+    log_g0 = np.array([-3.0, -4.0, -5.0, -9.0])
+    got = word_log_weights(words, sets, log_g0)
+    for k, ts in enumerate(sets):
+        for u, w in enumerate(words):
+            where = list(ts.terms).index(w) + 1 if w in ts.terms else None
+            want = slow_e_log_beta(ts.nu1, ts.nu2, where) if where else slow_leftover(ts.nu1, ts.nu2) + log_g0[u]
+            assert got[u, k] == pytest.approx(want, rel=1e-12)
+    printed = word_log_weights(words, sets, log_g0, with_base=False)
+    assert printed[3, 0] == pytest.approx(slow_leftover(sets[0].nu1, sets[0].nu2))
+
+
+def slow_online_step(tos, nu1, nu2, rank, stream_phi, D, S, eps, alpha_beta, g0):
+    """(7.6)-(7.8) written per token: ``stream_phi`` = [(word, phi_k)] for every token of the minibatch; ``tos``
+    already expanded (the words in their order)."""
+    n1, n2, r = dict(nu1), dict(nu2), dict(rank)
+    index = {w: t for t, w in enumerate(tos, 1)}
+    for w in tos:
+        t = index[w]
+        same = sum(phi for word, phi in stream_phi if word == w)
+        after = sum(phi for word, phi in stream_phi if index[word] > t)
+        n1[w] = n1[w] + eps * (1 + D / S * same - n1[w])
+        n2[w] = n2[w] + eps * (alpha_beta + D / S * after - n2[w])
+        r[w] = (1 - eps) * r[w] + eps * (g0[w] * D / S * same)
+    return n1, n2, r
+
+
+def test_online_update_matches_7_6_to_7_8_on_a_tiny_stream():
+    """Three minibatches of two documents, phi given per token (one topic's column), against the per-token sums."""
+    g0 = {"apple": 1e-3, "pear": 5e-4, "fig": 2e-3, "kiwi": 1e-4}
+    stream = [[("apple", 0.9), ("apple", 0.5), ("pear", 0.2)],
+              [("fig", 1.0), ("apple", 0.3), ("kiwi", 0.7), ("kiwi", 0.1)],
+              [("pear", 0.6), ("fig", 0.2)]]
+    settings = OnlineSettings(alpha_beta=7.0, truncation=10, delay=100, tau0=2.0, kappa=0.7, corpus_size=20)
+    sets = [TopicSet.empty()]
+    tos, n1, n2, r = [], {}, {}, {}
+    for i, tokens in enumerate(stream, 1):
+        counts = {}
+        for w, phi in tokens:
+            counts[w] = counts.get(w, 0.0) + phi
+        terms = np.array(sorted(counts), dtype=object)
+        sets = update_sets(sets, {0: (terms, np.array([counts[w] for w in terms]))},
+                           {w: math.log(g0[w]) for w in terms}, batch_docs=2, documents_seen=2 * i, minibatch=i,
+                           settings=settings)
+        for w in sorted((w for w in counts if w not in tos), key=lambda w: (-counts[w], w)):   # expand
+            tos.append(w)
+            n1[w], n2[w], r[w] = 1.0, 1.0, 0.0
+        n1, n2, r = slow_online_step(tos, n1, n2, r, tokens, 20, 2, step_size(i, 2.0, 0.7), 7.0, g0)
+        assert list(sets[0].terms) == tos
+        np.testing.assert_allclose(sets[0].nu1, [n1[w] for w in tos], rtol=1e-12)
+        np.testing.assert_allclose(sets[0].nu2, [n2[w] for w in tos], rtol=1e-12)
+        np.testing.assert_allclose(sets[0].rank, [r[w] for w in tos], rtol=1e-12)
+    assert list(sets[0].since) == [1, 1, 2, 2]
+
+
+def test_truncation_ordered_set_after_a_known_sequence_of_minibatches():
+    """U = 2, T = 3, eps = 1/2 (tau0 = 1, kappa = 1 at i = 1, then 1/3, 1/4, ...), G_0 uniform: the TOS is the
+    interpolated counts' order after every second minibatch, cut to 3; a dropped word comes back as new."""
+    settings = OnlineSettings(alpha_beta=1.0, truncation=3, delay=2, tau0=1.0, kappa=1.0, corpus_size=1)
+    batches = [{"a": 1, "b": 5, "c": 3}, {"d": 9, "a": 1}, {"e": 1}, {"a": 30}, {"b": 1}]
+    sets = [TopicSet.empty()]
+    orders = []
+    for i, batch in enumerate(batches, 1):
+        terms = np.array(sorted(batch), dtype=object)
+        sets = update_sets(sets, {0: (terms, np.array([float(batch[w]) for w in terms]))},
+                           {w: 0.0 for w in terms}, 1, i, i, settings)
+        orders.append(list(sets[0].terms))
+    assert orders[0] == ["b", "c", "a"]                  # appended by count
+    # R after 2 (eps 1/2, 1/3): a = (1/2)(2/3) + 1/3 = 2/3, b = (5/2)(2/3), c = (3/2)(2/3) = 1, d = 9/3
+    assert orders[1] == ["d", "b", "c"]                  # reordered and cut to 3: a dropped
+    assert orders[2] == ["d", "b", "c", "e"]             # e appended, no reordering at 3
+    # after 4 (eps 1/4, 1/5): d 1.8, b 1, c 0.6, e 0.2, a new (R from 0): 30/5 = 6
+    assert orders[3] == ["a", "d", "b"]
+    assert orders[4] == ["a", "d", "b"]
+    assert list(sets[0].since) == [4, 2, 1]              # a came back as a new word at minibatch 4
+    np.testing.assert_allclose(sets[0].rank, [6 * 5 / 6, 1.8 * 5 / 6, 1 * 5 / 6 + 1 / 6])
+
+
+def test_memory_stays_bounded_under_a_stream_of_unique_junk_words():
+    rng = np.random.default_rng(3)
+    settings = OnlineSettings(alpha_beta=100.0, truncation=40, delay=3, tau0=4.0, kappa=0.7)
+    base = CharNgramBase.fit(["river", "water", "stone", "forest", "mountain", "valley", "rain", "snow"])
+    real = ["river", "water", "stone", "forest", "mountain", "valley", "rain", "snow"]
+    sets = [TopicSet.empty(), TopicSet.empty()]
+    sizes = []
+    for i in range(1, 61):
+        junk = ["".join(rng.choice(list("qxzjvk"), 9)) + str(i) + str(j) for j in range(50)]
+        terms = np.array(sorted(set(real) | set(junk)), dtype=object)
+        counts = {k: rng.gamma(1.0, 1.0, terms.shape[0]) * np.array([20.0 if w in real else 1.0 for w in terms])
+                  for k in range(2)}
+        sets = update_sets(sets, {k: (terms, c) for k, c in counts.items()},
+                           {w: base.log_prob(w) for w in terms}, 10, 10 * i, i, settings)
+        sizes.append(max(len(s) for s in sets))
+        if i % settings.delay == 0:
+            assert max(len(s) for s in sets) <= settings.truncation
+            for s in sets:                    # the real words rank above the junk and stay
+                assert set(real) <= set(s.terms)
+    assert max(sizes) <= settings.truncation + (settings.delay - 1) * 58
+    assert max(sizes[-15:]) <= max(sizes[:15])          # no growth with the stream
+
+
+def test_char_model_is_a_distribution_over_strings_of_each_length():
+    base = CharNgramBase.fit(["ab", "ba", "abb", "b"], order=3)
+    alphabet = ["a", "b", "z"]          # z: one character never seen stands for the unseen slot
+    for length in (1, 2, 3, 4):
+        total = sum(math.exp(base.log_chars("".join(s))) for s in itertools.product(alphabet, repeat=length))
+        assert total == pytest.approx(1.0, abs=1e-12)
+    # G_0 = p(length) * chars: summed over all strings of length <= 6 it is the length model's mass there
+    mass = sum(math.exp(base.log_prob("".join(s))) for l in range(1, 7) for s in itertools.product(alphabet, repeat=l))
+    assert mass == pytest.approx(sum(math.exp(base.log_length(l)) for l in range(1, 7)), rel=1e-10)
+    assert base.log_prob("zzzzzzzzzzzzzzzzzzzz") > -math.inf       # a length and characters never seen
+
+
+def test_length_fits():
+    words = ["at", "to", "cat", "dog", "tree", "horse", "hat"]
+    freq = np.array([9.0, 7, 5, 4, 2, 1, 3])
+    base = CharNgramBase.fit(words, freq, lengths="kl")
+    np.testing.assert_allclose(base.zeta[2:6], np.array([16, 12, 2, 1]) / 31.0)
+    lengths = np.array([len(w) for w in words])
+    p = freq / freq.sum()
+    c = np.exp([base.log_chars(w) for w in words])
+    zeta = fit_lengths(lengths, p, c)
+
+    def objective(z):
+        return float(np.sum((p - z[lengths - 2] * c) ** 2))
+
+    best = minimize(objective, np.full(4, 0.25), method="SLSQP", bounds=[(0, 1)] * 4,
+                    constraints=[{"type": "eq", "fun": lambda z: z.sum() - 1}], options={"ftol": 1e-16})
+    assert objective(zeta[2:6]) <= best.fun + 1e-12
+    assert zeta.sum() == pytest.approx(1.0)
+
+
+def test_local_step_samples_7_2():
+    """Documents of one token: q(z = k) ∝ alpha_k exp(word factor_k) exactly; the sampled phi follows it."""
+    sets = [topic(["a", "b"], [50, 5], [60, 40]), topic(["b"], [80], [30]), topic([], [], [])]
+    block = StringBlock.from_documents([(f"d{i}", ["a"]) for i in range(3000)] + [("x", ["b", "b", "c"])])
+    log_g0 = np.array([-2.0, -2.0, -6.0])
+    alpha = np.array([0.5, 1.0, 1.5])
+    phi, doc_topics = sample_block(block, sets, log_g0, alpha, seed=1, minibatch=1, burn_in=2, samples=3)
+    w = word_log_weights(np.array(["a"], dtype=object), sets, log_g0[:1])[0]
+    want = alpha * np.exp(w - w.max())
+    want /= want.sum()
+    np.testing.assert_allclose(phi[0] / phi[0].sum(), want, atol=0.02)
+    assert phi.sum() == pytest.approx(3003)
+    assert doc_topics.sum() == 3003
+    again, _ = sample_block(block, sets, log_g0, alpha, seed=1, minibatch=1, burn_in=2, samples=3)
+    np.testing.assert_array_equal(phi, again)
