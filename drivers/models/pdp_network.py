@@ -22,7 +22,7 @@ import numpy as np
 from inference.errors import UsageError
 from inference.gibbs.model import GibbsModel
 from inference.options import ModelOption
-from inference.pdpnet import kernels
+from inference.pdpnet import kernels, sweep
 from inference.pdpnet.compile import CorpusLayout, compile_network
 from inference.pdpnet.hyper import sample_concentration  # noqa: F401 (the in-process sampler's b step)
 from inference.pdpnet.sampler import StirlingStack, posterior_means, rebuild_counts
@@ -114,7 +114,7 @@ class PdpNetwork(GibbsModel):
         pos, reseed = 0, True
         while pos >= 0:
             stirling.ensure(cnt["mx"][0], cnt["mx"][1])
-            pos = kernels.network_sweep(
+            pos = sweep.network_sweep(
                 pos, reseed, seed, True, net.words, z, net.topic_inst, net.word_inst, anc_ptr, anc, net.kind,
                 net.dim, net.off, net.alpha, net.a_of, net.b_of, net.par_ptr, net.par_node, net.par_gamma,
                 net.gamma_sum, avals, bvals, stirling.L3, cnt["n"], cnt["tc"], cnt["tp"], cnt["Nn"], cnt["TC"],

@@ -243,124 +243,31 @@ def undo_path(depth, v, data, pnode, pedge, off, n, tc, tp, Nn, TC, TP, s, Se, e
             Se[e] += 1
 
 
-@numba.njit(cache=True, error_model="numpy")
-def network_sweep(start, reseed, seed, reseat, words, z, topic_inst, word_inst, anc_ptr, anc, kind, dim, off,
-                  alpha, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum, avals, bvals, L3, n, tc, tp, Nn, TC,
-                  TP, s, Se, eoff, mx, init, ext_word, nwk, nk, beta, frozen_phi, frozen):
-    """One cycle from position ``start``: every token (``init``: add token i with its topic z[i] instead), then,
-    with ``reseat``, one re-seating of a customer of every occupied Pitman-Yor cell. Returns -1 when done, or the
-    position to resume from once the Stirling table covers max c + 2 and max t + 2 (``mx``).
-
-    ``ext_word``: the word side is the Gibbs engine's topic-word table instead of the network's own cells (a
-    Dirichlet(beta) family indexed by topic): the word factor is (nwk[w, k] + beta) / (nk[k] + V beta), or
-    ``frozen_phi[w, k]`` with ``frozen`` (then nwk/nk stay untouched)."""
-    if reseed:
-        np.random.seed(seed)
-    N = words.shape[0]
-    K = word_inst.shape[1]
-    J = kind.shape[0]
-    Z = np.zeros(J)
-    maxpar = 1
+@numba.njit(cache=True)
+def count_state(z, s, topic_inst, word_inst, words, word_side, off, par_ptr, par_node, eoff, n, tc, tp, Nn, TC, TP,
+                Se, mx):
+    """Fill the zeroed counts from the topics ``z`` and the table attributions ``s`` (see the module docstring);
+    ``mx`` = (max customers of a cell, max tables of a cell)."""
+    for i in range(z.shape[0]):
+        j = topic_inst[i]
+        n[off[j] + z[i]] += 1
+        Nn[j] += 1
+        if word_side:
+            jw = word_inst[i, z[i]]
+            n[off[jw] + words[i]] += 1
+            Nn[jw] += 1
+    J = off.shape[0] - 1
     for j in range(J):
-        maxpar = max(maxpar, par_ptr[j + 1] - par_ptr[j] + 1)
-    terms = np.zeros(maxpar)
-    pnA = np.empty(J + 1, np.int64)
-    peA = np.empty(J + 1, np.int64)
-    pnB = np.empty(J + 1, np.int64)
-    peB = np.empty(J + 1, np.int64)
-    p = np.empty(K)
-    vbeta = nwk.shape[0] * beta
-    rows = L3.shape[1]
-    cols = L3.shape[2]
-    pos = start
-    while pos < N:
-        if mx[0] + 3 > rows or mx[1] + 3 > cols:
-            return pos
-        i = pos
-        w = words[i]
-        jt = topic_inst[i]
-        if init:
-            k = z[i]
-        else:
-            k0 = z[i]
-            da, ia = remove_path(jt, k0, True, pnA, peA, kind, off, par_ptr, par_node, n, tc, tp, Nn, TC, TP, s,
-                                 Se, eoff, mx)
-            db, ib = 0, False
-            if not ext_word:
-                db, ib = remove_path(word_inst[i, k0], w, True, pnB, peB, kind, off, par_ptr, par_node, n, tc, tp,
-                                     Nn, TC, TP, s, Se, eoff, mx)
-            if ia or ib:
-                undo_path(da, k0, True, pnA, peA, off, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
-                undo_path(db, w, True, pnB, peB, off, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
-                pos += 1
-                continue
-            if ext_word and not frozen:
-                nwk[w, k0] -= 1
-                nk[k0] -= 1
-            total = 0.0
-            for kk in range(K):
-                zt = eval_zplus(jt, kk, Z, terms, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr,
-                                par_node, par_gamma, gamma_sum, avals, bvals, L3, n, tc, tp, Nn, TC, TP, Se)
-                if ext_word:
-                    if frozen:
-                        zw = frozen_phi[w, kk]
-                    else:
-                        zw = (nwk[w, kk] + beta) / (nk[kk] + vbeta)
-                else:
-                    zw = eval_zplus(word_inst[i, kk], w, Z, terms, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of,
-                                    par_ptr, par_node, par_gamma, gamma_sum, avals, bvals, L3, n, tc, tp, Nn, TC,
-                                    TP, Se)
-                p[kk] = zt * zw
-                total += p[kk]
-            r = np.random.random() * total
-            k = 0
-            while k < K - 1 and r >= p[k]:
-                r -= p[k]
-                k += 1
-        eval_zplus(jt, k, Z, terms, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma,
-                   gamma_sum, avals, bvals, L3, n, tc, tp, Nn, TC, TP, Se)
-        add_path(jt, k, True, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum,
-                 avals, bvals, L3, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
-        if ext_word:
-            if not frozen:
-                nwk[w, k] += 1
-                nk[k] += 1
-        else:
-            jw = word_inst[i, k]
-            eval_zplus(jw, w, Z, terms, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node,
-                       par_gamma, gamma_sum, avals, bvals, L3, n, tc, tp, Nn, TC, TP, Se)
-            add_path(jw, w, True, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma,
-                     gamma_sum, avals, bvals, L3, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
-        z[i] = k
-        pos += 1
-    if init or not reseat:
-        return -1
-    ncell = off[J]
-    while pos < N + ncell:
-        if mx[0] + 3 > rows or mx[1] + 3 > cols:
-            return pos
-        cell = pos - N
-        pos += 1
-        # the vector of this cell (binary search on off)
-        lo, hi = 0, J - 1
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if off[mid] <= cell:
-                lo = mid
-            else:
-                hi = mid - 1
-        j = lo
-        if kind[j] != PYP or n[cell] + tc[cell] == 0:
-            continue
-        v = cell - off[j]
-        data = n[cell] > 0
-        da, ia = remove_path(j, v, data, pnA, peA, kind, off, par_ptr, par_node, n, tc, tp, Nn, TC, TP, s, Se, eoff,
-                             mx)
-        if ia:
-            undo_path(da, v, data, pnA, peA, off, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
-            continue
-        eval_zplus(j, v, Z, terms, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma,
-                   gamma_sum, avals, bvals, L3, n, tc, tp, Nn, TC, TP, Se)
-        add_path(j, v, data, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum,
-                 avals, bvals, L3, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
-    return -1
+        for e in range(par_ptr[j], par_ptr[j + 1]):
+            q = par_node[e]
+            for v in range(eoff[e + 1] - eoff[e]):
+                x = s[eoff[e] + v]
+                if x:
+                    tc[off[q] + v] += x
+                    TC[q] += x
+                    tp[off[j] + v] += x
+                    TP[j] += x
+                    Se[e] += x
+    for cell in range(n.shape[0]):
+        mx[0] = max(mx[0], n[cell] + tc[cell])
+        mx[1] = max(mx[1], tp[cell])

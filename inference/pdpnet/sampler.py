@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 from inference.gibbs.pdp import StirlingTable, stirling_table
-from inference.pdpnet import hyper, kernels
+from inference.pdpnet import hyper, kernels, sweep
 from inference.pdpnet.compile import KIND_PYP, CompiledNetwork
 
 
-#: the engine arguments of :func:`kernels.network_sweep` when the network owns its word side
+#: the engine arguments of :func:`sweep.network_sweep` when the network owns its word side
 NO_ENGINE = (False, np.zeros((1, 1), np.int32), np.zeros(1, np.int64), 0.0, np.zeros((1, 1)), False)
 
 
@@ -84,7 +84,7 @@ class NetworkSampler:
         pos, reseed = 0, True
         while True:
             self.stirling.ensure(self.mx[0], self.mx[1])
-            pos = kernels.network_sweep(
+            pos = sweep.network_sweep(
                 pos, reseed, seed, self.reseat, net.words, self.z, net.topic_inst, net.word_inst, self.anc_ptr,
                 self.anc, net.kind, net.dim, net.off, net.alpha, net.a_of, net.b_of, net.par_ptr, net.par_node,
                 net.par_gamma, net.gamma_sum, self.avals, self.bvals, self.stirling.L3, self.n, self.tc, self.tp,
@@ -160,26 +160,13 @@ def rebuild_counts(net: CompiledNetwork, z: np.ndarray, s: np.ndarray, word_side
     """Every derived count of the kernels from (z, s) alone: n, tc, tp per cell, N, TC, TP per vector, S per edge,
     and the running maxima ``mx`` (the Gibbs engine keeps only z and s in a partition's state)."""
     J, ncell = net.num_nodes, net.num_cells
-    n = np.zeros(ncell, np.int64)
-    np.add.at(n, net.off[net.topic_inst] + z, 1)
-    if word_side:
-        np.add.at(n, net.off[net.word_inst[np.arange(len(z)), z]] + net.words, 1)
-    E = len(net.par_node)
-    child = np.repeat(np.arange(J), np.diff(net.par_ptr))
-    edge_of_cell = np.repeat(np.arange(E), np.diff(net.eoff))
-    value = np.arange(int(net.eoff[-1])) - net.eoff[edge_of_cell]
-    tc = np.zeros(ncell, np.int64)
-    tp = np.zeros(ncell, np.int64)
-    np.add.at(tc, net.off[net.par_node[edge_of_cell]] + value, s)
-    np.add.at(tp, net.off[child[edge_of_cell]] + value, s)
-    cell_node = np.repeat(np.arange(J), net.dim)
-    c = n + tc
-    return {"n": n, "tc": tc, "tp": tp,
-            "Nn": np.bincount(cell_node, n, J).astype(np.int64),
-            "TC": np.bincount(cell_node, tc, J).astype(np.int64),
-            "TP": np.bincount(cell_node, tp, J).astype(np.int64),
-            "Se": np.bincount(edge_of_cell, s, E).astype(np.int64),
-            "mx": np.array([c.max(initial=0), tp.max(initial=0)], np.int64)}
+    out = {"n": np.zeros(ncell, np.int64), "tc": np.zeros(ncell, np.int64), "tp": np.zeros(ncell, np.int64),
+           "Nn": np.zeros(J, np.int64), "TC": np.zeros(J, np.int64), "TP": np.zeros(J, np.int64),
+           "Se": np.zeros(len(net.par_node), np.int64), "mx": np.zeros(2, np.int64)}
+    kernels.count_state(np.asarray(z, np.int64), np.asarray(s, np.int64), net.topic_inst, net.word_inst,
+                        net.words, word_side, net.off, net.par_ptr, net.par_node, net.eoff, out["n"], out["tc"],
+                        out["tp"], out["Nn"], out["TC"], out["TP"], out["Se"], out["mx"])
+    return out
 
 
 def posterior_means(net: CompiledNetwork, counts: dict, avals: np.ndarray, bvals: np.ndarray) -> np.ndarray:

@@ -11,7 +11,7 @@ from scipy import stats
 from drivers.models.lda_gibbs.model import lda_sweep
 from drivers.models.stm import stm_table_weights, stm_topic_weights
 from inference.gibbs.pdp import stirling_table
-from inference.pdpnet import kernels
+from inference.pdpnet import kernels, sweep
 from inference.pdpnet.compile import KIND_PYP, CorpusLayout, compile_network
 from inference.pdpnet.sampler import NO_ENGINE, NetworkSampler
 from inference.pdpnet.spec import parse_network
@@ -155,7 +155,7 @@ def _chain_histogram(net, sweeps, thin, seed):
     sm.stirling.ensure(len(net.words) + 2, len(net.words) + 2)
     counts = {}
     for it in range(sweeps):
-        pos = kernels.network_sweep(
+        pos = sweep.network_sweep(
             0, it == 0, seed, True, net.words, sm.z, net.topic_inst, net.word_inst, sm.anc_ptr, sm.anc, net.kind,
             net.dim, net.off, net.alpha, net.a_of, net.b_of, net.par_ptr, net.par_node, net.par_gamma, net.gamma_sum,
             sm.avals, sm.bvals, sm.stirling.L3, sm.n, sm.tc, sm.tp, sm.Nn, sm.TC, sm.TP, sm.s, sm.Se, net.eoff,
@@ -218,15 +218,15 @@ def test_lda_spec_is_collapsed_lda_draw_for_draw():
     nk = np.zeros(K, np.int32)
     np.add.at(nwk, (words, z), 1)
     np.add.at(nk, z, 1)
-    for sweep in range(5):
+    for cycle in range(5):
         lda_sweep(token_ptr, words.astype(np.int32), z, nwk, nk, np.full(K, 0.3), 0.05, np.zeros((1, 1)), False,
-                  100 + sweep)
-        kernels.network_sweep(0, True, 100 + sweep, True, net.words, sm.z, net.topic_inst, net.word_inst,
-                              sm.anc_ptr, sm.anc, net.kind, net.dim, net.off, net.alpha, net.a_of, net.b_of,
-                              net.par_ptr, net.par_node, net.par_gamma, net.gamma_sum, sm.avals, sm.bvals,
-                              sm.stirling.L3, sm.n, sm.tc, sm.tp, sm.Nn, sm.TC, sm.TP, sm.s, sm.Se, net.eoff, sm.mx,
-                              False, *NO_ENGINE)
-        assert np.array_equal(z, sm.z), sweep
+                  100 + cycle)
+        sweep.network_sweep(0, True, 100 + cycle, True, net.words, sm.z, net.topic_inst, net.word_inst,
+                            sm.anc_ptr, sm.anc, net.kind, net.dim, net.off, net.alpha, net.a_of, net.b_of,
+                            net.par_ptr, net.par_node, net.par_gamma, net.gamma_sum, sm.avals, sm.bvals,
+                            sm.stirling.L3, sm.n, sm.tc, sm.tp, sm.Nn, sm.TC, sm.TP, sm.s, sm.Se, net.eoff, sm.mx,
+                            False, *NO_ENGINE)
+        assert np.array_equal(z, sm.z), cycle
     assert len(set(z.tolist())) > 1
 
 

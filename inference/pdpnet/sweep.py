@@ -1,0 +1,241 @@
+"""The network sampler's cycle over a corpus (one numba kernel), built from the moves of
+:mod:`inference.pdpnet.kernels` (001_003 extract §2.4-2.6).
+
+Speed (issue 28, 1): a token's topic conditional needs Z^+_topic(k) for every k. It is computed one vector at a
+time over all K values (:func:`topic_zplus_rows`): the token's topic vector and its ancestors, parents first,
+each a tight loop over k whose parent terms read the parents' rows; the per-vector factors (b + C, b + a T,
+(gamma_e + S_e)/(sum gamma + T)) are taken out of the loop. When the topic vector is a Dirichlet root its
+row is left unnormalised (alpha + c_k: the denominator is the same for every k), and with the engine's word
+table the word factor is (n_wk + beta) * inv_k with inv_k = 1/(n_k + V beta) kept per topic: for lda.json
+this is the collapsed LDA kernel's arithmetic, operation for operation.
+"""
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from inference.gibbs.common import token_kernel
+from inference.pdpnet.kernels import DIR, PYP, UNI, add_path, eval_zplus, remove_path, undo_path
+
+
+@token_kernel
+def topic_zplus_rows(jt, K, Zb, slot, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node,
+                     par_gamma, gamma_sum, avals, bvals, L3, n, tc, tp, Nn, TC, TP, Se):
+    """``Zb[r, k]`` = Z^+ of value k at the r-th ancestor of ``jt`` (ascending ids, parents first; ``slot[x]``
+    = r), for every k, with the formulas of :func:`kernels.node_terms`; returns the row of ``jt``, which is
+    unnormalised when ``jt`` is a Dirichlet root."""
+    r = 0
+    for q in range(anc_ptr[jt], anc_ptr[jt + 1]):
+        x = anc[q]
+        slot[x] = r
+        o = off[x]
+        C = Nn[x] + TC[x]
+        kd = kind[x]
+        row = Zb[r]
+        if kd == DIR:
+            ax = alpha[x]
+            if x == jt:
+                for k in range(K):
+                    row[k] = ax + (n[o + k] + tc[o + k])
+            else:
+                den = ax * dim[x] + C
+                for k in range(K):
+                    row[k] = (ax + (n[o + k] + tc[o + k])) / den
+        elif kd == UNI:
+            u = 1.0 / dim[x]
+            for k in range(K):
+                row[k] = u
+        else:
+            p = a_of[x]
+            a = avals[p]
+            b = bvals[b_of[x]]
+            T = TP[x]
+            gs = gamma_sum[x]
+            e0, e1 = par_ptr[x], par_ptr[x + 1]
+            bc = b + C
+            lead = (b + a * T) / bc
+            Lp = L3[p]
+            for k in range(K):
+                c = n[o + k] + tc[o + k]
+                t = tp[o + k]
+                base = Lp[c, t]
+                join = 0.0
+                if c > 0:
+                    join = math.exp(Lp[c + 1, t] - base) * (c + 1 - t) / (c + 1) / bc
+                opn = lead * math.exp(Lp[c + 1, t + 1] - base) * (t + 1) / (c + 1)
+                total = join
+                for e in range(e0, e1):
+                    total += opn * (par_gamma[e] + Se[e]) / (gs + T) * Zb[slot[par_node[e]], k]
+                row[k] = total
+        r += 1
+    return r - 1
+
+
+@numba.njit(cache=True, error_model="numpy")
+def network_sweep(start, reseed, seed, reseat, words, z, topic_inst, word_inst, anc_ptr, anc, kind, dim, off,
+                  alpha, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum, avals, bvals, L3, n, tc, tp, Nn, TC,
+                  TP, s, Se, eoff, mx, init, ext_word, nwk, nk, beta, frozen_phi, frozen):
+    """One cycle from position ``start``: every token (``init``: add token i with its topic z[i] instead), then,
+    with ``reseat``, one re-seating of a customer of every occupied Pitman-Yor cell. Returns -1 when done, or the
+    position to resume from once the Stirling table covers max c + 2 and max t + 2 (``mx``).
+
+    ``ext_word``: the word side is the Gibbs engine's topic-word table instead of the network's own cells (a
+    Dirichlet(beta) family indexed by topic): the word factor is (nwk[w, k] + beta) / (nk[k] + V beta), or
+    ``frozen_phi[w, k]`` with ``frozen`` (then nwk/nk stay untouched)."""
+    if reseed:
+        np.random.seed(seed)
+    N = words.shape[0]
+    K = word_inst.shape[1]
+    J = kind.shape[0]
+    Z = np.zeros(J)
+    maxpar = 1
+    maxanc = 1
+    for j in range(J):
+        maxpar = max(maxpar, par_ptr[j + 1] - par_ptr[j] + 1)
+        maxanc = max(maxanc, anc_ptr[j + 1] - anc_ptr[j])
+    terms = np.zeros(maxpar)
+    Zb = np.zeros((maxanc, K))
+    slot = np.zeros(J, np.int64)
+    pnA = np.empty(J + 1, np.int64)
+    peA = np.empty(J + 1, np.int64)
+    pnB = np.empty(J + 1, np.int64)
+    peB = np.empty(J + 1, np.int64)
+    cum = np.empty(K)
+    vbeta = nwk.shape[0] * beta
+    inv = np.empty(K)
+    if ext_word and not frozen:
+        for k in range(K):
+            inv[k] = 1.0 / (nk[k] + vbeta)
+    rows = L3.shape[1]
+    cols = L3.shape[2]
+    pos = start
+    while pos < N:
+        if mx[0] + 3 > rows or mx[1] + 3 > cols:
+            return pos
+        i = pos
+        w = words[i]
+        jt = topic_inst[i]
+        if init:
+            k = z[i]
+            eval_zplus(jt, k, Z, terms, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node,
+                       par_gamma, gamma_sum, avals, bvals, L3, n, tc, tp, Nn, TC, TP, Se)
+        else:
+            k0 = z[i]
+            da, ia = remove_path(jt, k0, True, pnA, peA, kind, off, par_ptr, par_node, n, tc, tp, Nn, TC, TP, s,
+                                 Se, eoff, mx)
+            db, ib = 0, False
+            if not ext_word:
+                db, ib = remove_path(word_inst[i, k0], w, True, pnB, peB, kind, off, par_ptr, par_node, n, tc, tp,
+                                     Nn, TC, TP, s, Se, eoff, mx)
+            if ia or ib:
+                undo_path(da, k0, True, pnA, peA, off, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
+                undo_path(db, w, True, pnB, peB, off, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
+                pos += 1
+                continue
+            if ext_word and not frozen:
+                nwk[w, k0] -= 1
+                nk[k0] -= 1
+                inv[k0] = 1.0 / (nk[k0] + vbeta)
+            total = 0.0
+            r = -1
+            if kind[jt] == DIR and ext_word and not frozen:    # a Dirichlet root's row fused with the word factor
+                o = off[jt]
+                ax = alpha[jt]
+                if TC[jt] == 0:                                 # no children's tables: tc is zero
+                    for kk in range(K):
+                        total += (ax + n[o + kk]) * (nwk[w, kk] + beta) * inv[kk]
+                        cum[kk] = total
+                else:
+                    for kk in range(K):
+                        total += (ax + (n[o + kk] + tc[o + kk])) * (nwk[w, kk] + beta) * inv[kk]
+                        cum[kk] = total
+            else:
+                r = topic_zplus_rows(jt, K, Zb, slot, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr,
+                                     par_node, par_gamma, gamma_sum, avals, bvals, L3, n, tc, tp, Nn, TC, TP, Se)
+            if r < 0:
+                pass
+            elif ext_word and frozen:
+                for kk in range(K):
+                    total += Zb[r, kk] * frozen_phi[w, kk]
+                    cum[kk] = total
+            elif ext_word:
+                for kk in range(K):
+                    total += Zb[r, kk] * (nwk[w, kk] + beta) * inv[kk]
+                    cum[kk] = total
+            else:
+                for kk in range(K):
+                    zw = eval_zplus(word_inst[i, kk], w, Z, terms, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of,
+                                    par_ptr, par_node, par_gamma, gamma_sum, avals, bvals, L3, n, tc, tp, Nn, TC,
+                                    TP, Se)
+                    total += Zb[r, kk] * zw
+                    cum[kk] = total
+            u = np.random.random() * total
+            k = 0
+            while k < K - 1 and cum[k] <= u:
+                k += 1
+            if r >= 0:
+                for q in range(anc_ptr[jt], anc_ptr[jt + 1]):
+                    x = anc[q]
+                    Z[x] = Zb[slot[x], k]
+        add_path(jt, k, True, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum,
+                 avals, bvals, L3, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
+        if ext_word:
+            if not frozen:
+                nwk[w, k] += 1
+                nk[k] += 1
+                inv[k] = 1.0 / (nk[k] + vbeta)
+        else:
+            jw = word_inst[i, k]
+            eval_zplus(jw, w, Z, terms, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node,
+                       par_gamma, gamma_sum, avals, bvals, L3, n, tc, tp, Nn, TC, TP, Se)
+            add_path(jw, w, True, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma,
+                     gamma_sum, avals, bvals, L3, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
+        z[i] = k
+        pos += 1
+    if init or not reseat:
+        return -1
+    return reseat_cells(pos, N, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum, avals,
+                        bvals, L3, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx, anc_ptr, anc, Z, terms, pnA, peA)
+
+
+@token_kernel
+def reseat_cells(pos, N, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum, avals, bvals,
+                 L3, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx, anc_ptr, anc, Z, terms, pnA, peA):
+    """The re-seating pass from position ``pos`` (N + cell): one customer of every occupied Pitman-Yor cell, vector
+    by vector (other vectors skipped whole). Returns -1 when done or the position to resume from."""
+    J = kind.shape[0]
+    rows = L3.shape[1]
+    cols = L3.shape[2]
+    ncell = off[J]
+    if pos >= N + ncell:
+        return -1
+    cell = pos - N
+    lo, hi = 0, J - 1           # the vector of this cell
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if off[mid] <= cell:
+            lo = mid
+        else:
+            hi = mid - 1
+    for j in range(lo, J):
+        if kind[j] != PYP:
+            continue
+        for cell in range(max(pos - N, off[j]), off[j + 1]):
+            if n[cell] + tc[cell] == 0:
+                continue
+            if mx[0] + 3 > rows or mx[1] + 3 > cols:
+                return N + cell
+            v = cell - off[j]
+            data = n[cell] > 0
+            da, ia = remove_path(j, v, data, pnA, peA, kind, off, par_ptr, par_node, n, tc, tp, Nn, TC, TP, s, Se,
+                                 eoff, mx)
+            if ia:
+                undo_path(da, v, data, pnA, peA, off, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
+                continue
+            eval_zplus(j, v, Z, terms, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node,
+                       par_gamma, gamma_sum, avals, bvals, L3, n, tc, tp, Nn, TC, TP, Se)
+            add_path(j, v, data, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma,
+                     gamma_sum, avals, bvals, L3, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
+    return -1
