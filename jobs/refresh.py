@@ -20,6 +20,7 @@ import pandas as pd
 
 from drivers import registry, storage
 from drivers.corpora.files import DOCS
+from drivers.models.infvoc import commands as infinite
 from drivers.preparation.corpus import document_terms, prepare_corpus
 from drivers.preparation.reading import read_documents
 from drivers.refresh import sources as refresh_sources, update as refresh
@@ -70,6 +71,7 @@ def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
     parser.add_argument("--format", default="auto", help="input format, as in `prepare`")
     parser.add_argument("--id-column", default="id")
     parser.add_argument("--text-column", default="text")
+    infinite.add_flags(parser.add_argument_group("online LDA with an infinite vocabulary"), False)
 
 
 def request_from(args) -> RefreshRequest:
@@ -346,6 +348,8 @@ def summary(report: dict) -> str:
 
 
 def run(args) -> dict:
+    if args.vocabulary == "infinite":
+        return infinite.refresh(sized_session("spark-topics refresh", args, lambda conf, active: conf), args)
     request = request_from(args)
     spark = sized_session("spark-topics refresh", args, lambda conf, active: conf)
     return refresh_root(spark, request)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 
+from drivers.models.infvoc import model as infinite_model
 from drivers.store import model_store, topics_text
 from jobs.spark import local_path
 
@@ -17,6 +18,12 @@ def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
 
 
 def run(args) -> str:
+    meta = model_store.read_meta(args.model_dir, getattr(args, "version", None))
+    if infinite_model.is_infinite(meta):     # marks the words that entered after the base vocabulary
+        directory = model_store.resolve(args.model_dir, getattr(args, "version", None))
+        text = infinite_model.InfVocModel.load(directory).format_topics(args.top_words, args.weights)
+        print(text)
+        return text
     model = model_store.load_model(args.model_dir, getattr(args, "version", None))
     text = topics_text.format_model_topics(model, args.top_words, args.weights)
     print(text)

@@ -14,6 +14,7 @@ from dataclasses import replace
 from drivers import registry, storage
 from drivers.engines.memory import BASE_BYTES
 from drivers.families import TrainRequest
+from drivers.models.infvoc import commands as infinite
 from drivers.store import model_root, model_store, publish
 from inference.constraints import validate_options
 from inference.errors import UsageError
@@ -66,6 +67,7 @@ def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
     parser.add_argument("--resume", action="store_true", help="continue from the last checkpoint")
     parser.add_argument("--keep-checkpoint", action="store_true", help="keep the checkpoint after success")
     parser.add_argument("--top-words", type=int, default=10, help="words per topic in the printed summary")
+    infinite.add_flags(parser.add_argument_group("online LDA with an infinite vocabulary (--model lda)"), True)
     family = spec.family_object()
     family.add_train_flags(parser.add_argument_group(
         f"{family.name} family ({', '.join(s.name for s in registry.models_of(family.name))})"))
@@ -172,12 +174,26 @@ def driver_memory(request: TrainRequest, conf: list, active_session) -> list:
 
 
 def run(args) -> dict:
+    if args.vocabulary == "infinite":
+        return run_infinite(args)
     request = request_from(args)
     spark = sized_session("spark-topics train", args,
                           lambda conf, active: driver_memory(request, conf, active))
     meta = train(spark, request)
     print(storage.read_bytes(storage.join(request.output, "topics.txt")).decode("utf-8"), end="")
     print(registry.model(request.model, request.inference).family_object().train_summary(meta, request))
+    return meta
+
+
+def run_infinite(args) -> dict:
+    """``train --vocabulary infinite`` (:mod:`drivers.models.infvoc.commands`)."""
+    if args.model != "lda":
+        raise UsageError(f"--vocabulary infinite is online LDA: --model {args.model} does not take it")
+    spark = sized_session("spark-topics train --vocabulary infinite", args, lambda conf, active: conf)
+    meta = infinite.train(spark, args)
+    print(storage.read_bytes(storage.join(args.output, "topics.txt")).decode("utf-8"), end="")
+    print(f"trained --vocabulary infinite: {meta['documents']} documents in {meta['minibatches']} minibatches, "
+          f"topic sizes {min(meta['tos_sizes'])}-{max(meta['tos_sizes'])} words -> {args.output}")
     return meta
 
 

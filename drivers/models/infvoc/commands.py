@@ -1,0 +1,211 @@
+"""``train --vocabulary infinite`` and ``refresh --vocabulary infinite``: online LDA whose topics' vocabularies
+grow with the stream (thesis chapter 7; :mod:`drivers.models.infvoc.engine` runs each minibatch on Spark).
+
+* ``train``: the prepared corpus' documents, sorted by id (a date-like id gives a stream in time), as the model's
+  strings, in minibatches of ``--minibatch-size``; G_0 is fitted on the corpus' vocabulary (the reasons: README,
+  "Infinite vocabulary"), which is also the base vocabulary ``topics`` marks new words against.
+* ``refresh``: a root's next version from raw documents (any ``prepare`` input), tokenised as the model's
+  training corpus was (``tokenizer.json``) but with no vocabulary at all: every word can enter a topic, and
+  nothing is re-prepared. Documents are streamed in input order.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+
+from drivers import storage
+from drivers.corpora.files import DOCS, VOCAB, read_vocab, require_corpus
+from drivers.models.infvoc.engine import empty_sets, run_stream
+from drivers.models.infvoc.model import InfVocModel, is_infinite, is_model_file
+from drivers.refresh import sources as refresh_sources
+from drivers.store import lease, model_root, model_store, publish, tokenizer
+from drivers.store.manifest import new_token, write_marker
+from inference.errors import UsageError
+from inference.infvoc.base_measure import CharNgramBase
+from inference.infvoc.tos import OnlineSettings
+
+log = logging.getLogger("spark_topics.infvoc")
+
+VOCABULARIES = ("fixed", "infinite")
+
+
+def add_flags(group, schedule: bool) -> None:
+    """The flags of ``--vocabulary infinite`` (``schedule``: also --tau0/--kappa, which ``refresh`` has already)."""
+    group.add_argument("--vocabulary", choices=VOCABULARIES, default="fixed",
+                       help="infinite: online LDA whose topics take in words never seen before (Zhai & "
+                            "Boyd-Graber 2013); the flags below apply to it")
+    group.add_argument("--alpha-beta", type=float, default=None,
+                       help="infinite: the DP scale alpha^beta of every topic (default 1000, or the model's)")
+    group.add_argument("--truncation", type=int, default=None,
+                       help="infinite: T, the words a topic keeps at each reordering (default 4000, or the model's)")
+    group.add_argument("--reorder-delay", type=int, default=None,
+                       help="infinite: U, reorder and cut the topics' word sets every U minibatches (default 10)")
+    group.add_argument("--minibatch-size", type=int, default=256, help="infinite: documents per minibatch")
+    if schedule:
+        group.add_argument("--tau0", type=float, default=64.0, help="infinite: eps_i = (tau0 + i)^-kappa")
+        group.add_argument("--kappa", type=float, default=0.8, help="infinite: in (0.5, 1]")
+        group.add_argument("--passes", type=int, default=1, help="infinite: passes over the stream (default 1)")
+
+
+def _settings(args, previous: OnlineSettings | None) -> OnlineSettings:
+    base = previous or OnlineSettings()
+    settings = OnlineSettings(
+        alpha_beta=args.alpha_beta if args.alpha_beta is not None else base.alpha_beta,
+        truncation=args.truncation if args.truncation is not None else base.truncation,
+        delay=args.reorder_delay if args.reorder_delay is not None else base.delay,
+        tau0=args.tau0 if getattr(args, "tau0", None) is not None else base.tau0,
+        kappa=args.kappa if getattr(args, "kappa", None) is not None else base.kappa,
+        corpus_size=base.corpus_size)
+    try:
+        settings.check()
+    except ValueError as exc:
+        raise UsageError(f"--vocabulary infinite: {exc}") from None
+    if args.minibatch_size < 1:
+        raise UsageError("--minibatch-size must be at least 1")
+    return settings
+
+
+def corpus_documents(spark, corpus_dir: str, vocab: pd.DataFrame) -> list:
+    """[(doc_id, tokens as strings)] of a prepared corpus, sorted by id."""
+    frame = spark.read.parquet(storage.join(corpus_dir, DOCS)).select("doc_id", "term_ids", "counts").toPandas()
+    terms = vocab.sort_values("id")["term"].astype(str).to_numpy(dtype=object)
+    docs = []
+    for doc_id, ids, counts in zip(frame["doc_id"], frame["term_ids"], frame["counts"]):
+        docs.append((str(doc_id), np.repeat(terms[np.asarray(ids, dtype=np.int64)],
+                                            np.asarray(counts, dtype=np.int64)).tolist()))
+    docs.sort(key=lambda item: item[0])
+    return docs
+
+
+def train(spark, args) -> dict:
+    """``train --vocabulary infinite``: fit on the prepared corpus ``args.corpus`` in minibatches, publish the
+    model directory ``args.output`` whole."""
+    started = time.time()
+    require_corpus(args.corpus)
+    vocab = read_vocab(storage.join(args.corpus, VOCAB))
+    if args.topics < 2:
+        raise UsageError("--topics must be at least 2")
+    settings = _settings(args, None)
+    K = int(args.topics)
+    base = CharNgramBase.fit(vocab["term"].astype(str).tolist())
+    alpha = np.full(K, args.alpha if args.alpha is not None else 1.0 / K)
+    model = InfVocModel(empty_sets(K), base, alpha, settings,
+                        pd.Index(vocab["term"].astype(str).to_numpy(), dtype=object),
+                        burn_in=getattr(args, "hybrid_burn_in", None) or 5,
+                        samples=getattr(args, "hybrid_samples", None) or 10, seed=int(args.seed))
+    documents = corpus_documents(spark, args.corpus, vocab)
+    partitions = args.partitions or max(1, spark.sparkContext.defaultParallelism)
+    frames = []
+    for p in range(max(1, int(getattr(args, "passes", 1) or 1))):
+        frames.append(run_stream(spark.sparkContext, model, documents, args.minibatch_size, partitions,
+                                 args.reducers, progress=f"train --vocabulary infinite, pass {p + 1}: "))
+    with publish.published(args.output, "spark-topics train --vocabulary infinite", is_model_file) as staging:
+        meta = model.save(staging, {"data": {"corpus": storage.absolute(args.corpus)},
+                                    "minibatch_size": args.minibatch_size, "corpus_documents": len(documents),
+                                    "seconds": round(time.time() - started, 3)})
+        tokenizer.save_tokenizer(staging, args.corpus)
+        _write_doc_topics(staging, frames[-1])
+        storage.write_bytes(storage.join(staging, "topics.txt"),
+                            (model.format_topics(args.top_words) + "\n").encode("utf-8"))
+    return meta
+
+
+def _write_doc_topics(directory: str, frame: pd.DataFrame) -> None:
+    """doc_topics.parquet (doc_id, theta, minibatch) as a directory of one part, as Spark writes it (a model
+    root copies it into ROOT/doc_topics/)."""
+    frame = frame.assign(theta=[np.asarray(t, dtype=np.float64).tolist() for t in frame["theta"]])
+    table = storage.join(directory, "doc_topics.parquet")
+    storage.makedirs(table)
+    model_store.write_parquet(storage.join(table, "part-00000.parquet"), frame)
+
+
+def raw_documents(spark, path: str, model_dir: str, meta: dict, args) -> tuple[list, int]:
+    """([(doc_id, tokens)] of the valid rows of ``path`` in input order, rejected rows), tokenised as the model's
+    training corpus was, with no vocabulary."""
+    from pyspark.sql import functions as F
+
+    from drivers.preparation.options import PrepareOptions
+    from drivers.preparation.reading import read_documents
+    from drivers.preparation.text import stopword_list, tokenize
+
+    rows = read_documents(spark, path, format=args.format, id_column=args.id_column, text_column=args.text_column)
+    options = tokenizer.raw_text_options(SimpleNamespace(directory=model_dir, meta=meta))
+    opts = PrepareOptions(**{k: v for k, v in options.items() if k != "segments"})
+    stop = stopword_list(opts.language, opts.stopwords)
+    valid = rows.where(F.col("reason").isNull())
+    rejected = rows.count() - valid.count()
+    tokens = tokenize(valid.select("doc_id", "text", "order"), "text", "tokens", pattern=opts.token_pattern,
+                      min_token_length=opts.min_token_length, stopwords=stop)
+    frame = (tokens.orderBy("order.file", "order.offset", "order.row").select("doc_id", "tokens").toPandas())
+    return [(str(d), list(t)) for d, t in zip(frame["doc_id"], frame["tokens"]) if len(t)], int(rejected)
+
+
+def refresh(spark, args) -> dict:
+    """``refresh --vocabulary infinite``: the root's next version from ``args.input`` (see the module docstring)."""
+    started = time.time()
+    root = args.model
+    if args.rollback is not None:
+        raise UsageError("--vocabulary infinite: roll back without it (`refresh --model ROOT --rollback`)")
+    if not args.input:
+        raise UsageError("refresh needs --input NEW_DOCS")
+    with lease.hold(root, "spark-topics refresh --vocabulary infinite"):
+        for name in model_root.recover(root):
+            log.warning("%s: put right after a killed run: %s", root, name)
+        current = model_root.latest(root)
+        if current is None and not args.base:
+            raise UsageError(f"{root} has no version yet: the first refresh needs --base MODEL_DIR (a model trained "
+                             f"with --vocabulary infinite)")
+        if current is not None and args.base:
+            raise UsageError(f"{root} already has versions (LATEST {current}): --base is only for its first refresh")
+        source = args.base if current is None else model_root.version_dir(root, current)
+        meta = storage.load_json(storage.join(source, "model.json"))
+        if not is_infinite(meta):
+            raise UsageError(f"--vocabulary infinite needs a model trained with `train --vocabulary infinite`; "
+                             f"{source} is --model {meta.get('model')}")
+        model = InfVocModel.load(source)
+        model.settings = _settings(args, model.settings)
+        if args.seed is not None:
+            model.seed = int(args.seed)
+        documents, rejected = raw_documents(spark, args.input, source, meta, args)
+        if not documents:
+            raise UsageError(f"{args.input}: no document with words to ingest ({rejected} rejected rows)")
+        before = set(model.new_words())
+        first = model.minibatches
+        frame = run_stream(spark.sparkContext, model, documents, args.minibatch_size,
+                           args.partitions or max(1, spark.sparkContext.defaultParallelism), None,
+                           progress=f"refresh {root}: ")
+        version = model_root.next_version(root)
+        token = new_token()
+        staging = model_root.staging_version(root, version, token)
+        storage.makedirs(staging)
+        try:
+            entered = sorted(set(model.new_words()) - before)
+            parent = {"version": current} if current is not None else \
+                refresh_sources.base_parent(source, int(meta.get("corpus_documents") or 0))
+            report = {"version": version, "parent": parent, "vocabulary": "infinite",
+                      "documents": {"ingested": len(documents), "rejected": rejected},
+                      "minibatches": [first + 1, model.minibatches], "new_words_in_topics": len(entered),
+                      "new_words": entered[:200], "tos_sizes": [len(s) for s in model.sets]}
+            model.save(staging, {"refresh": report})
+            for name in ("tokenizer.json", "stopwords.txt"):
+                if storage.exists(storage.join(source, name)):
+                    storage.write_bytes(storage.join(staging, name), storage.read_bytes(storage.join(source, name)))
+            _write_doc_topics(staging, frame)
+            storage.write_bytes(storage.join(staging, "topics.txt"),
+                                (model.format_topics(10) + "\n").encode("utf-8"))
+            report["seconds"] = round(time.time() - started, 3)
+            storage.save_json(storage.join(staging, "refresh.json"), report)
+            write_marker(staging, token)
+            model_root.publish_version(root, staging, version)
+        finally:
+            if storage.exists(staging):
+                storage.delete(staging)
+    print(f"{root}: version {version} (--vocabulary infinite): {len(documents)} documents in minibatches "
+          f"{first + 1}-{model.minibatches}, {len(entered)} words new to the base vocabulary entered the topics"
+          + (f" ({', '.join(entered[:10])}{', ...' if len(entered) > 10 else ''})" if entered else "")
+          + f"; topic sizes {min(report['tos_sizes'])}-{max(report['tos_sizes'])} words")
+    return report

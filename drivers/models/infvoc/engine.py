@@ -1,0 +1,140 @@
+"""Online inference of the infinite-vocabulary model on Spark (thesis Algorithm 4), one job per minibatch.
+
+* **Mappers**: each partition of the minibatch's documents (strings, not ids: any word can come) runs the hybrid
+  local step (7.2-7.4) over a broadcast of every topic's truncation ordered set, G_0 and alpha, and emits per
+  topic the sampled counts of its words (integers: the kept samples' assignments, so the reduction is exact in
+  any order) and, under the reserved statistics key, its documents' topic proportions.
+* **Reducers**: the :class:`~partitioners.topic.TopicPartitioner` routes each topic's records to one reducer
+  (thesis Alg. 2), which sums them and updates that topic's TOS: expand, nu (7.6-7.7), R (7.8) and, every U
+  minibatches, reorder and contract to T (:func:`inference.infvoc.tos.update_topic`). The driver collects the K
+  updated sets (bounded: at most T words each after a reordering) and broadcasts them to the next minibatch.
+
+Draws are seeded by (seed, minibatch, document id), so the same seed gives the same model in local[1],
+local[2] or on a cluster.
+"""
+from __future__ import annotations
+
+import logging
+import zlib
+
+import numpy as np
+import pandas as pd
+
+from inference.infvoc.local_step import StringBlock, sample_block
+from inference.infvoc.tos import TopicSet, reorder_topic, step_size, update_topic
+from partitioners.topic import STATISTICS_KEY, TopicPartitioner
+
+log = logging.getLogger("spark_topics.infvoc")
+
+
+def partition_of(doc_id: str, partitions: int) -> int:
+    """A stable partition of a document (CRC32 of its id; Python's hash of a str differs between processes)."""
+    return zlib.crc32(str(doc_id).encode("utf-8")) % partitions
+
+
+def mapper_task(documents, bc_state, minibatch: int):
+    """The local step over one partition's documents ``(doc_id, tokens)``: ``(topic, (terms, int counts))``
+    records and one ``(STATISTICS_KEY, (doc_ids, theta))``."""
+    sets, base, alpha, burn_in, samples, seed = bc_state.value
+    block = StringBlock.from_documents(documents)
+    if block.n_docs == 0:
+        return
+    log_base = base.log_probs(block.terms)
+    phi, doc_topics = sample_block(block, sets, log_base, alpha, seed, minibatch, burn_in, samples)
+    kept = np.rint(phi * samples).astype(np.int64)          # exact: the kept samples' assignment counts
+    for k in range(kept.shape[1]):
+        nonzero = np.flatnonzero(kept[:, k])
+        if nonzero.size:
+            yield k, (block.terms[nonzero], kept[nonzero, k])
+    theta = doc_topics + alpha[None, :]
+    yield STATISTICS_KEY, (block.doc_ids, theta / theta.sum(axis=1, keepdims=True))
+
+
+def reducer_task(records, bc_state, settings, scale: float, minibatch: int):
+    """Sum each topic's records and update its TOS; the statistics records pass through."""
+    sets, base, _, _, samples, _ = bc_state.value
+    by_topic: dict = {}
+    for key, value in records:
+        by_topic.setdefault(key, []).append(value)
+    eps = step_size(minibatch, settings.tau0, settings.kappa)
+    for key, values in by_topic.items():
+        if key == STATISTICS_KEY:
+            for value in values:
+                yield key, value
+            continue
+        frame = pd.DataFrame({"term": np.concatenate([v[0] for v in values]),
+                              "count": np.concatenate([v[1] for v in values])})
+        summed = frame.groupby("term", sort=True)["count"].sum()
+        terms = summed.index.to_numpy(dtype=object)
+        topic = update_topic(sets[key], terms, summed.to_numpy(dtype=np.float64) / samples,
+                             base.log_probs(terms), scale, eps, settings.alpha_beta, minibatch)
+        if minibatch % settings.delay == 0:
+            topic = reorder_topic(topic, settings.truncation)
+        yield key, topic
+
+
+def run_minibatch(sc, model, documents: list, partitions: int, reducers: int | None = None):
+    """One minibatch (Algorithm 4) over ``documents`` [(doc_id, tokens)]: updates ``model`` in place (its sets,
+    counters) and returns the documents' topic proportions as a DataFrame (doc_id, theta, minibatch)."""
+    minibatch = model.minibatches + 1
+    settings = model.settings
+    documents_seen = model.documents + len(documents)
+    scale = float(settings.corpus_size or documents_seen) / max(len(documents), 1)
+    K = model.num_topics
+    partitioner = TopicPartitioner.for_topics(K, reducers, sc.defaultParallelism)
+    bc_state = sc.broadcast((model.sets, model.base, model.alpha, model.burn_in, model.samples, model.seed))
+    try:
+        groups = [[] for _ in range(partitions)]
+        for d, t in documents:
+            groups[partition_of(d, partitions)].append((d, t))
+        rdd = (sc.parallelize(groups, partitions)
+               .mapPartitions(lambda group: mapper_task([doc for docs in group for doc in docs], bc_state,
+                                                        minibatch))
+               .partitionBy(partitioner.num_reducers, partitioner)
+               .mapPartitions(lambda records: reducer_task(records, bc_state, settings, scale, minibatch)))
+        results = rdd.collect()
+    finally:
+        bc_state.unpersist()
+    sets = list(model.sets)
+    touched = set()
+    ids, thetas = [], []
+    for key, value in results:
+        if key == STATISTICS_KEY:
+            ids.extend(value[0].tolist())
+            thetas.extend(value[1])
+        else:
+            sets[key] = value
+            touched.add(key)
+    eps = step_size(minibatch, settings.tau0, settings.kappa)
+    for k in range(K):                  # a topic no token visited: nu and R still decay (7.7, 7.8)
+        if k not in touched:
+            sets[k] = update_topic(sets[k], np.empty(0, dtype=object), np.zeros(0), np.zeros(0), scale, eps,
+                                   settings.alpha_beta, minibatch)
+            if minibatch % settings.delay == 0:
+                sets[k] = reorder_topic(sets[k], settings.truncation)
+    model.sets = sets
+    model.minibatches = minibatch
+    model.documents = documents_seen
+    order = np.argsort(np.array(ids, dtype=object).astype(str), kind="stable")
+    return pd.DataFrame({"doc_id": [str(ids[i]) for i in order], "theta": [np.asarray(thetas[i]) for i in order],
+                         "minibatch": np.full(len(ids), minibatch, dtype=np.int64)})
+
+
+def run_stream(sc, model, documents: list, minibatch_size: int, partitions: int, reducers: int | None = None,
+               progress: str = "") -> pd.DataFrame:
+    """The documents [(doc_id, tokens)] in order, in minibatches of ``minibatch_size``; the proportions of all."""
+    frames = []
+    batches = max(1, -(-len(documents) // minibatch_size))
+    for b in range(batches):
+        chunk = documents[b * minibatch_size:(b + 1) * minibatch_size]
+        if not chunk:
+            continue
+        sc.setJobDescription(f"{progress}minibatch {b + 1}/{batches} ({len(chunk)} documents)")
+        frames.append(run_minibatch(sc, model, chunk, partitions, reducers))
+        log.info("%sminibatch %d/%d: %d documents; TOS sizes %d-%d", progress, b + 1, batches, len(chunk),
+                 min(len(s) for s in model.sets), max(len(s) for s in model.sets))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame({"doc_id": [], "theta": []})
+
+
+def empty_sets(num_topics: int) -> list:
+    return [TopicSet.empty() for _ in range(num_topics)]

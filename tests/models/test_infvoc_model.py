@@ -1,0 +1,101 @@
+"""Online LDA with an infinite vocabulary on Spark (drivers/models/infvoc): train over minibatches, refresh a
+root with raw documents whose words the base never saw, `topics` marking them; the same model for any number of
+partitions."""
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from drivers.models.infvoc import commands as infinite
+from drivers.models.infvoc.model import NEW_MARK, InfVocModel
+from drivers.preparation.corpus import prepare_corpus
+from jobs import refresh as refresh_job, topics as topics_job, train as train_job
+
+SPORT = ["goal", "match", "team", "player", "score", "league", "coach", "stadium", "referee", "season"]
+COOKING = ["flour", "sugar", "oven", "bake", "butter", "recipe", "dough", "salt", "kitchen", "bread"]
+
+
+def write_docs(path, docs):
+    with gzip.open(path, "wt", encoding="utf-8") as f:
+        for doc_id, words in docs:
+            f.write(json.dumps({"id": doc_id, "text": " ".join(words)}) + "\n")
+    return path
+
+
+def themed(rng, prefix, n, extra=None):
+    docs = []
+    for i in range(n):
+        theme = SPORT if i % 2 == 0 else COOKING
+        words = list(rng.choice(theme, 14))
+        if extra and (i % 2 == 0) == (extra[1] == "sport"):
+            words += [extra[0]] * 3
+        docs.append((f"{prefix}{i:04d}", words))
+    return docs
+
+
+@pytest.fixture(scope="module")
+def base_corpus(spark_session, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("infvoc")
+    rng = np.random.default_rng(0)
+    raw = write_docs(str(tmp / "base.jsonl.gz"), themed(rng, "a", 80))
+    corpus = str(tmp / "corpus")
+    prepare_corpus(spark_session, raw, corpus)
+    return tmp, corpus
+
+
+def parse(job, argv):
+    parser = argparse.ArgumentParser()
+    job.add_arguments(parser, argv)
+    return parser.parse_args(argv)
+
+
+def train_infinite(spark, corpus, output, *extra):
+    args = parse(train_job, ["--corpus", corpus, "--output", output, "--topics", "2", "--vocabulary", "infinite",
+                             "--minibatch-size", "20", "--reorder-delay", "2", "--truncation", "30",
+                             "--alpha-beta", "50", "--seed", "3", "--tau0", "1", "--kappa", "0.6", *extra])
+    return infinite.train(spark, args)
+
+
+def test_train_refresh_and_topics_mark_new_words(spark_session, base_corpus, capsys):
+    tmp, corpus = base_corpus
+    model_dir = str(tmp / "model")
+    meta = train_infinite(spark_session, corpus, model_dir, "--passes", "2")
+    assert meta["minibatches"] == 8 and meta["documents"] == 160
+    model = InfVocModel.load(model_dir)
+    tops = [{w for w, _, _ in topic} for topic in model.top_words(6)]
+    assert sorted(len(t & set(SPORT)) for t in tops) == [0, 6] and sorted(len(t & set(COOKING)) for t in tops) == [0, 6]
+    assert all(len(s) <= 20 for s in model.sets)                 # the 20 words of the base, no junk
+    assert not model.new_words()
+    assert set(pd.read_parquet(os.path.join(model_dir, "doc_topics.parquet"))["doc_id"]) == \
+        {f"a{i:04d}" for i in range(80)}
+
+    # a refresh from raw text: "vuvuzela" (sport documents only) was never seen, nothing is re-prepared
+    rng = np.random.default_rng(1)
+    batch = write_docs(str(tmp / "batch.jsonl.gz"), themed(rng, "b", 40, extra=("vuvuzela", "sport")))
+    root = str(tmp / "root")
+    report = infinite.refresh(spark_session, parse(refresh_job, ["--model", root, "--base", model_dir, "--input", batch,
+                                                 "--vocabulary", "infinite", "--minibatch-size", "20"]))
+    assert "vuvuzela" in report["new_words"]
+    latest = InfVocModel.load(os.path.join(root, "versions", report["version"]))
+    sport = int(np.argmax([len({w for w, _, _ in t} & set(SPORT)) for t in latest.top_words(10)]))
+    assert "vuvuzela" in set(latest.sets[sport].terms)
+    weights = latest.expected_weights(sport)
+    rank = list(latest.sets[sport].terms[np.argsort(-weights, kind="stable")]).index("vuvuzela")
+    assert rank < 12                                            # one of the sport topic's main words now
+    capsys.readouterr()
+    text = topics_job.run(parse(topics_job, ["--model-dir", root, "--top-words", "12"]))
+    assert "vuvuzela" + NEW_MARK in text and "goal" + NEW_MARK not in text
+
+
+def test_same_model_for_any_number_of_partitions(spark_session, base_corpus):
+    tmp, corpus = base_corpus
+    train_infinite(spark_session, corpus, str(tmp / "p1"), "--partitions", "1")
+    train_infinite(spark_session, corpus, str(tmp / "p3"), "--partitions", "3", "--reducers", "2")
+    one, three = (pd.read_parquet(str(tmp / d / "tos.parquet")) for d in ("p1", "p3"))
+    pd.testing.assert_frame_equal(one, three)
