@@ -46,8 +46,8 @@ def add_flags(group, schedule: bool) -> None:
                        help="infinite: U, reorder and cut the topics' word sets every U minibatches (default 10)")
     group.add_argument("--minibatch-size", type=int, default=256, help="infinite: documents per minibatch")
     if schedule:
-        group.add_argument("--tau0", type=float, default=64.0, help="infinite: eps_i = (tau0 + i)^-kappa")
-        group.add_argument("--kappa", type=float, default=0.8, help="infinite: in (0.5, 1]")
+        group.add_argument("--tau0", type=float, default=1.0, help="infinite: eps_i = (tau0 + i)^-kappa (default 1)")
+        group.add_argument("--kappa", type=float, default=0.6, help="infinite: in (0.5, 1] (default 0.6)")
         group.add_argument("--passes", type=int, default=1, help="infinite: passes over the stream (default 1)")
 
 
