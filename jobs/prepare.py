@@ -13,7 +13,8 @@ from drivers.preparation import aligned
 from drivers.preparation.corpus import prepare_corpus, summary_line
 from drivers.preparation.options import FORMATS, PrepareOptions
 from drivers.preparation.text import NO_STOPWORDS, available_languages
-from jobs.spark import get_spark, local_path
+from inference.errors import UsageError
+from jobs.spark import engine_of, get_spark, local_path
 
 def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
     """Flags of ``spark-topics prepare`` (``--master``/``--conf``/``-v`` come from the CLI)."""
@@ -98,13 +99,17 @@ def count_or_fraction(text: str) -> int | float:
 def run(args: argparse.Namespace) -> dict:
     """Entry point of ``spark-topics prepare``: prepare the corpus and print the summary."""
     options = {field.name: getattr(args, field.name) for field in dataclasses.fields(PrepareOptions)}
-    spark = get_spark("spark-topics prepare", args.master, args.conf)
+    engine = engine_of(args.master)
     if args.lang_column:
+        if engine == "in-process":
+            raise UsageError("--master none: an aligned corpus (--lang-column) is prepared with Spark")
+        spark = get_spark("spark-topics prepare", args.master, args.conf)
         corpus = aligned.prepare_aligned(spark, args.input, args.output, args.lang_column, args.holdout_fraction,
                                          **options)
         print(aligned.summary_line(corpus, args.output))
         return corpus
-    corpus = prepare_corpus(spark, args.input, args.output, **options)
+    corpus = prepare_corpus(lambda: get_spark("spark-topics prepare", args.master, args.conf), args.input,
+                            args.output, engine, **options)
     print(summary_line(corpus, args.output))
     return corpus
 

@@ -20,9 +20,23 @@ log = logging.getLogger("spark_topics")
 def add_spark_arguments(parser: argparse.ArgumentParser) -> None:
     """Add ``--master`` and repeatable ``--conf key=value`` to a job's parser."""
     parser.add_argument("--master", default=None,
-                        help="Spark master URL (default: local[*], or whatever spark-submit set)")
+                        help="Spark master URL (default: local[*], or whatever spark-submit set; prepare "
+                             "runs a small local input in this process unless a master is given); 'none': "
+                             "in this process, without Spark, or a one-line refusal saying why not")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                         help="extra Spark configuration, repeatable")
+
+
+#: ``--master none``: run in this process, without Spark
+NO_SPARK = "none"
+
+
+def engine_of(master: str | None) -> str:
+    """Where a job that can run without Spark runs: ``in-process`` for ``--master none``, ``spark`` for any
+    other master the user named, ``auto`` (this process when the input is small) without ``--master``."""
+    if master is None:
+        return "auto"
+    return "in-process" if master == NO_SPARK else "spark"
 
 
 def positive_int(text: str) -> int:

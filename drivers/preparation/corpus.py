@@ -47,6 +47,7 @@ from drivers.corpora.files import (CORPUS_JSON, DOCS, FAILED_REJECTS, LEGACY_STA
                                    STOPWORDS, VOCAB, is_corpus_file)
 from drivers.failures import is_spark_failure, one_line
 from drivers.preparation import segments as segments_mod
+from drivers.preparation.in_process import corpus as in_process_corpus
 from drivers.preparation.options import PrepareError, PrepareOptions
 from drivers.preparation.reading import absolute_path, flag_duplicates, read_input, resolve_format
 from drivers.preparation.text import stopword_list, tokenize
@@ -62,17 +63,22 @@ log = logging.getLogger("spark_topics.prepare")
 #: job caches several shuffled frames, and without this each keeps
 #: ``spark.sql.shuffle.partitions`` (200) partitions, i.e. hundreds of tiny tasks.
 _SQL_CONF = {"spark.sql.optimizer.canChangeCachedPlanOutputPartitioning": "true"}
+#: where ``prepare`` runs: ``auto`` chooses this process for small local inputs (:mod:`drivers.preparation.in_process`)
+ENGINES = ("auto", "spark", "in-process")
 
 
 # ------------------------------------------------------------------ the pipeline
 
 
-def prepare_corpus(spark: SparkSession, input_path: str, output_dir: str, **options) -> dict:
+def prepare_corpus(spark, input_path: str, output_dir: str, engine: str = "auto", **options) -> dict:
     """Turn the documents at ``input_path`` into a corpus in ``output_dir``.
 
-    ``options`` are the fields of :class:`PrepareOptions`.  Returns the
-    ``corpus.json`` dictionary.  Raises :class:`PrepareError` for bad input or
-    options, and when no document is left (after writing ``rejects/``).
+    ``spark`` is a SparkSession, or a function that makes one when first needed (a small input is prepared
+    without ever starting Spark). ``engine``: ``spark``; ``in-process`` (:mod:`drivers.preparation.in_process`:
+    the same files, for a local input of at most 32 MiB in txt, JSON lines or Parquet; refused otherwise with the
+    reason); ``auto`` (in this process where it can, else Spark). ``options`` are the fields of
+    :class:`PrepareOptions`. Returns the ``corpus.json`` dictionary. Raises :class:`PrepareError` for bad input
+    or options, and when no document is left (after writing ``rejects/``).
 
     The corpus is published whole (:mod:`drivers.store.publish`, as ``train`` publishes a model): written into a
     hidden sibling folder, ``corpus.json`` then the ``_SUCCESS`` manifest last, and exchanged with
@@ -80,25 +86,63 @@ def prepare_corpus(spark: SparkSession, input_path: str, output_dir: str, **opti
     yields no document or a run killed at any point leaves an earlier corpus as it was (or the new one
     complete); the next run (or read) puts right what a killed run left beside it.
     """
+    if engine not in ENGINES:
+        raise PrepareError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
     opts = PrepareOptions(**options)
     stopwords = _stopwords(opts)
     _check_paths(input_path, output_dir)
-    fmt = resolve_format(spark, input_path, opts.format)
+    fmt = resolve_format(None, input_path, opts.format)
     _check_output_dir(output_dir, opts.overwrite)
+    in_process = engine != "spark" and in_process_corpus.eligible(input_path, output_dir, fmt, opts)
+    if engine == "in-process" and in_process:
+        raise PrepareError(f"cannot prepare {input_path} without Spark: {in_process}")
     with publish.published(output_dir, "spark-topics prepare", is_corpus_file, LEGACY_STAGING) as staging:
-        try:
-            corpus = _prepare_into(spark, input_path, staging, output_dir, fmt, opts, stopwords)
-        except Exception as exc:
-            if not is_spark_failure(exc):
-                raise
-            raise PrepareError(f"cannot read {input_path}: {one_line(exc)}") from None
+        corpus = None
+        if in_process is None:
+            try:
+                corpus = in_process_corpus.prepare_into(input_path, staging, fmt, opts, stopwords)
+                log.info("prepared in this process (no Spark job)")
+            except in_process_corpus.NeedsSpark as reason:
+                if engine == "in-process":
+                    raise PrepareError(f"cannot prepare {input_path} without Spark: {reason}") from None
+                log.info("preparing with Spark: the input has %s", reason)
+                _empty(staging)
+        if corpus is None:
+            session = spark() if callable(spark) else spark
+            try:
+                corpus = _prepare_into(session, input_path, staging, fmt, opts, stopwords)
+            except Exception as exc:
+                if not is_spark_failure(exc):
+                    raise
+                raise PrepareError(f"cannot read {input_path}: {one_line(exc)}") from None
+        _finish(corpus, staging, output_dir)
     log.info("%s", summary_line(corpus, output_dir))
     return corpus
 
 
-def _prepare_into(spark: SparkSession, input_path: str, staging: str, output_dir: str, fmt: str,
+def _finish(corpus: dict, staging: str, output_dir: str) -> None:
+    """Write corpus.json into ``staging``; with no document left, put the rejects where the user looks, beside
+    (never over) an earlier corpus, and raise :class:`PrepareError` saying why."""
+    path = in_directory(staging)
+    if corpus["documents"] == 0:
+        has_corpus = storage.exists(storage.join(output_dir, CORPUS_JSON))
+        rejects = storage.join(output_dir, FAILED_REJECTS if has_corpus else REJECTS)
+        storage.makedirs(output_dir)
+        storage.delete(rejects)
+        storage.move(path(REJECTS), rejects)
+        raise PrepareError(no_documents_message(corpus, rejects)
+                           + (f"; the corpus already in {output_dir} was left as it was" if has_corpus else ""))
+    storage.write_bytes(path(CORPUS_JSON), (json.dumps(corpus, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+
+
+def _empty(staging: str) -> None:
+    for name in storage.list_dir(staging):
+        storage.delete(storage.join(staging, name))
+
+
+def _prepare_into(spark: SparkSession, input_path: str, staging: str, fmt: str,
                   opts: PrepareOptions, stopwords: list) -> dict:
-    """The pipeline, writing into ``staging``; returns corpus.json's content."""
+    """The Spark job, writing into ``staging``; returns corpus.json's content."""
     log.info("reading %s as %s", input_path, fmt)
     path = in_directory(staging)
 
@@ -143,17 +187,6 @@ def _prepare_into(spark: SparkSession, input_path: str, staging: str, output_dir
         if opts.ordered and corpus["documents"]:
             corpus["ordered"] = ordered_tokens(spark, candidates.select("doc_id", "text"), vocab, path, opts,
                                                stopwords)
-
-    if corpus["documents"] == 0:
-        # the rejects say why: they go where the user looks, beside (never over) an earlier corpus
-        has_corpus = storage.exists(storage.join(output_dir, CORPUS_JSON))
-        rejects = storage.join(output_dir, FAILED_REJECTS if has_corpus else REJECTS)
-        storage.makedirs(output_dir)
-        storage.delete(rejects)
-        storage.move(path(REJECTS), rejects)
-        raise PrepareError(no_documents_message(corpus, rejects)
-                           + (f"; the corpus already in {output_dir} was left as it was" if has_corpus else ""))
-    storage.write_bytes(path(CORPUS_JSON), (json.dumps(corpus, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
     return corpus
 
 
@@ -187,21 +220,6 @@ def summary_line(corpus: dict, output_dir: str) -> str:
     return (f"prepared {corpus['documents']} documents, {corpus['vocab_size']} terms, "
             f"{corpus['tokens']} tokens ({corpus['oov_tokens']} out of vocabulary) from "
             f"{corpus['input_rows']} input rows; rejected: {rejected} -> {output_dir}")
-
-
-# ------------------------------------------------------------------- the format
-
-
-# -------------------------------------------------------------------- the input
-
-
-# ------------------------------------------------------------------- vocabulary
-
-
-# -------------------------------------------------------------------- documents
-
-
-# ---------------------------------------------------------------------- writing
 
 
 # ---------------------------------------------------------------------- helpers

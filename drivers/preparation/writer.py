@@ -3,10 +3,7 @@ rejected rows, and corpus.json's counts read back from the files written."""
 from __future__ import annotations
 
 import dataclasses
-import dataclasses
 
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -69,10 +66,15 @@ def corpus_summary(spark: SparkSession, output_dir: str, input_path: str, input_
         "oov_tokens": int(docs.oov or 0),
         "input_rows": int(input_rows),
         "rejected": rejected,
-        "options": {**{k: v for k, v in dataclasses.asdict(opts).items() if k != "keep_columns" or v},
-                    "format": fmt},                         # keep_columns only when given (corpus.json as before)
-        "input": absolute_path(input_path),
+        **options_record(input_path, fmt, opts),
     }
+
+
+def options_record(input_path: str, fmt: str, opts: PrepareOptions) -> dict:
+    """corpus.json's ``options`` (``keep_columns`` only when given, so corpus.json is as before) and ``input``."""
+    return {"options": {**{k: v for k, v in dataclasses.asdict(opts).items() if k != "keep_columns" or v},
+                        "format": fmt},
+            "input": absolute_path(input_path)}
 
 
 def no_documents_message(corpus: dict, rejects_path: str) -> str:
