@@ -12,13 +12,15 @@ import sys
 
 from drivers.failures import one_line
 from inference.errors import SparkTopicsError
+from jobs.flags import DefaultsFormatter
 from jobs.spark import add_spark_arguments, setup_logging
 
 JOBS = {
     "prepare": "raw text -> Parquet corpus and vocabulary",
     "train": "fit a topic model on a prepared corpus",
     "infer": "topic proportions for new documents with a trained model",
-    "evaluate": "held-out perplexity, held-out ELBO and NPMI coherence",
+    "evaluate": "held-out perplexity, held-out ELBO and coherence (gensim's c_v, c_npmi, u_mass and ours)",
+    "select-k": "train once per number of topics K and compare them on held-out documents (table and curves)",
     "topics": "print the top words of every topic of a trained model",
     "evolution": "per-segment topic proportions of one document and their changes (Gibbs models), with a plot",
     "tree": "a prior tree from bilingual dictionaries, for tree LDA (tlda, ptlda)",
@@ -27,15 +29,37 @@ JOBS = {
 }
 
 
+def installed_version() -> str:
+    """The installed package's version (pyproject.toml's when run from a checkout without an install)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("spark-topics")
+    except metadata.PackageNotFoundError:
+        import os
+        import tomllib
+
+        with open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "pyproject.toml"),
+                  "rb") as f:
+            return tomllib.load(f)["project"]["version"]
+
+
+def module_name(job: str) -> str:
+    """The module of a job in ``jobs/`` (``select-k`` -> ``select_k``)."""
+    return job.replace("-", "_")
+
+
 def build_parser(only: str | None = None, argv: list[str] | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="spark-topics", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"spark-topics {installed_version()}")
     sub = parser.add_subparsers(dest="job", required=True)
     for name, help_text in JOBS.items():
         if only is not None and name != only:
             continue
-        module = importlib.import_module(f"jobs.{name}")
-        p = sub.add_parser(name, help=help_text, description=help_text)
+        module = importlib.import_module(f"jobs.{module_name(name)}")
+        p = sub.add_parser(name, help=help_text, description=help_text, formatter_class=DefaultsFormatter)
         module.add_arguments(p, argv)
+        p.formatter_class = DefaultsFormatter
         add_spark_arguments(p)
         p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     return parser
@@ -51,7 +75,7 @@ def main(argv: list[str] | None = None, only: str | None = None) -> int:
         parser = build_parser(only, argv)
         args, unknown = parser.parse_known_args(argv)
         job = args.job
-        module = importlib.import_module(f"jobs.{args.job}")
+        module = importlib.import_module(f"jobs.{module_name(args.job)}")
         if unknown:
             explain = getattr(module, "unknown_arguments", None)
             parser.error(explain(args, unknown) if explain else f"unrecognized arguments: {' '.join(unknown)}")

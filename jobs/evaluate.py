@@ -13,16 +13,18 @@ import json
 
 from drivers import registry, storage
 from drivers.evaluation import report as evaluation_report
+from drivers.evaluation import standard_coherence as standard
 from drivers.families import EvaluateRequest
 from drivers.store import model_store
 from inference.errors import UsageError
 from inference.left_to_right import DEFAULT_PARTICLES, LeftToRight
-from jobs.spark import fold_in_conf, local_path, path_map, positive_int, sized_session
+from jobs.flags import add_model_dir
+from jobs.spark import fold_in_conf, local_path, path_list, path_map, positive_int, sized_session
 
 
 def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
-    parser.add_argument("--model", default=None, type=local_path,
-                        help="MODEL_DIR written by `spark-topics train`, or a model ROOT (its LATEST version)")
+    add_model_dir(parser, "MODEL_DIR written by `spark-topics train`, or a model ROOT (its LATEST version)",
+                  required=False)
     parser.add_argument("--version", default=None,
                         help="a model root's version to read (default: its LATEST; a number like 000003 is enough)")
     parser.add_argument("--language-models", default=None, metavar="L=DIR,...", type=path_map,
@@ -33,7 +35,11 @@ def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
                              "(`spark-topics prepare ... --vocab MODEL_DIR/vocab.parquet`)")
     parser.add_argument("--reference", default=None, type=local_path,
                         help="CORPUS_DIR whose document co-occurrences define NPMI (default: the test corpus)")
-    parser.add_argument("--top-words", type=int, default=10, help="top words per topic for NPMI")
+    parser.add_argument("--top-words", type=int, default=10,
+                        help="top words per topic for every coherence figure (default: %(default)s)")
+    parser.add_argument("--stability-of", default=None, metavar="DIR[,DIR...]", type=path_list,
+                        help="other runs of the same model on the same corpus (e.g. other --seed): also report how "
+                             "well their topics match this model's, topics paired one to one")
     parser.add_argument("--seed", type=int, default=0, help="seed of the observed/held-out token split (left-to-right: of the particles)")
     parser.add_argument("--json", default=None, type=local_path, metavar="FILE",
                         help="also write the figures it prints to FILE as JSON (written whole): perplexity, NPMI, "
@@ -85,11 +91,26 @@ def left_to_right_settings(args) -> LeftToRight | None:
     return LeftToRight(args.particles, args.resample == "on", args.seed)
 
 
+def add_standard_figures(spark, args, model_dir: str, metrics: dict) -> None:
+    """gensim's coherence measures, topic diversity, stability against other runs (``--stability-of``) and the
+    in-sample warning, added to ``metrics`` and printed (drivers/evaluation/standard_coherence.py)."""
+    metrics["standard_coherence"] = standard.standard_coherence(spark, model_dir, args.reference or args.corpus,
+                                                                args.top_words)
+    print(standard.format_standard(metrics["standard_coherence"]))
+    if args.stability_of:
+        others = [model_store.resolve(d.strip()) for d in args.stability_of.split(",") if d.strip()]
+        metrics["stability"] = standard.stability(model_dir, others, args.top_words)
+        print(standard.format_stability(metrics["stability"]))
+    metrics["in_sample"] = standard.in_sample(model_dir, args.corpus, metrics)
+    if metrics["in_sample"]:
+        print(standard.IN_SAMPLE_WARNING.format(corpus=args.corpus))
+
+
 def run(args) -> dict:
     if args.language_models:
         model_dirs = tuple(item.strip() for item in args.language_models.split(","))
     elif args.model is None:
-        raise UsageError("evaluate needs --model MODEL_DIR")
+        raise UsageError("evaluate needs --model-dir MODEL_DIR")
     else:
         model_dirs = (model_store.resolve(args.model, getattr(args, "version", None)),)     # one version for the job
     family = family_of(model_dirs)
@@ -99,6 +120,8 @@ def run(args) -> dict:
                           lambda conf, active: fold_in_conf(model_dirs, conf, active))
     metrics = family.evaluate(spark, request)
     print(family.format_metrics(metrics))
+    if not args.language_models and request.left_to_right is None:
+        add_standard_figures(spark, args, model_dirs[0], metrics)
     if args.output:
         storage.write_bytes(args.output, (json.dumps(metrics, indent=2) + "\n").encode("utf-8"))
         print(f"metrics written to {args.output}")

@@ -9,7 +9,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from drivers.preparation import aligned
+from drivers import storage
+from drivers.preparation import aligned, holdout
 from drivers.preparation.corpus import prepare_corpus, summary_line
 from drivers.preparation.options import FORMATS, PrepareOptions
 from drivers.preparation.text import NO_STOPWORDS, available_languages
@@ -36,8 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
                     help="aligned multilingual input: rows sharing an id in different languages (this "
                          "column) form one tuple; one sub-corpus per language (see drivers/preparation/aligned.py)")
     io.add_argument("--holdout-fraction", type=float, default=0.0, metavar="F",
-                    help="with --lang-column: hold out this fraction of the tuples (by a hash of the id) "
-                         "into CORPUS_DIR/heldout, prepared with the training vocabularies")
+                    help="hold out this fraction of the documents (aligned input: of the tuples), chosen by a "
+                         "hash of the id, into CORPUS_DIR/heldout, prepared with the training vocabulary, for "
+                         "`evaluate` and `select-k` (default: %(default)s, none)")
     io.add_argument("--partitions", type=int, default=None, metavar="N",
                     help="number of docs.parquet files (default: chosen by Spark)")
     io.add_argument("--overwrite", action="store_true",
@@ -98,7 +100,8 @@ def count_or_fraction(text: str) -> int | float:
 
 def run(args: argparse.Namespace) -> dict:
     """Entry point of ``spark-topics prepare``: prepare the corpus and print the summary."""
-    options = {field.name: getattr(args, field.name) for field in dataclasses.fields(PrepareOptions)}
+    options = {field.name: getattr(args, field.name) for field in dataclasses.fields(PrepareOptions)
+               if hasattr(args, field.name)}
     engine = engine_of(args.master)
     if args.lang_column:
         if engine == "in-process":
@@ -108,8 +111,14 @@ def run(args: argparse.Namespace) -> dict:
                                          **options)
         print(aligned.summary_line(corpus, args.output))
         return corpus
-    corpus = prepare_corpus(lambda: get_spark("spark-topics prepare", args.master, args.conf), args.input,
-                            args.output, engine, **options)
+    session = lambda: get_spark("spark-topics prepare", args.master, args.conf)  # noqa: E731 (made when needed)
+    if args.holdout_fraction:
+        corpus = holdout.prepare_with_holdout(session, args.input, args.output, args.holdout_fraction, engine,
+                                              **options)
+        print(summary_line(corpus, args.output))
+        print(summary_line(corpus["heldout"], storage.join(args.output, holdout.HELDOUT_DIR)) + " (held out)")
+        return corpus
+    corpus = prepare_corpus(session, args.input, args.output, engine, **options)
     print(summary_line(corpus, args.output))
     return corpus
 

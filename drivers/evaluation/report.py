@@ -17,6 +17,8 @@ and schedulers, the same keys for every model and method.
     heldout_elbo_per_token (variational models)
     npmi, npmi_per_topic, npmi_top_words, npmi_reference_documents
     per_language, retrieval, cnpmi (an aligned test corpus: per_language holds the figures above per language)
+    standard_coherence (gensim's c_npmi, c_v, u_mass, topic diversity: drivers/evaluation/standard_coherence.py),
+                  stability (with --stability-of), in_sample (the scored corpus is the training corpus)
 
 A value that is not finite is written as null (JSON has no NaN). Vectors of more than :data:`MAX_VECTOR` values in
 the hyperparameters (a bigram model's base measure over the vocabulary) are written as their length and sum.
@@ -52,7 +54,8 @@ def report(metrics: dict) -> dict:
     else:
         body = dict(model=model_settings(metrics["model"]), corpus=metrics["corpus"],
                     reference=metrics["reference"], test_documents="all", **_document_completion(metrics))
-    return _json_safe({"format": FORMAT, **body})
+    extra = {k: metrics[k] for k in ("standard_coherence", "stability", "in_sample") if k in metrics}
+    return _json_safe({"format": FORMAT, **body, **extra})
 
 
 def write(path: str, metrics: dict) -> dict:

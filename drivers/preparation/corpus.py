@@ -48,6 +48,7 @@ from drivers.corpora.files import (CORPUS_JSON, DOCS, FAILED_REJECTS, LEGACY_STA
 from drivers.failures import is_spark_failure, one_line
 from drivers.preparation import segments as segments_mod
 from drivers.preparation.in_process import corpus as in_process_corpus
+from drivers.preparation.holdout import rows_of_part
 from drivers.preparation.options import PrepareError, PrepareOptions
 from drivers.preparation.reading import absolute_path, flag_duplicates, read_input, resolve_format
 from drivers.preparation.text import stopword_list, tokenize
@@ -150,9 +151,9 @@ def _prepare_into(spark: SparkSession, input_path: str, staging: str, fmt: str,
         if segments_mod.is_column_mode(opts.segments):   # the text is the segment column's pieces
             read_opts = dataclasses.replace(opts, text_column=opts.segments)
             rows = cache.add(flag_duplicates(segments_mod.join_segment_column(
-                read_input(spark, input_path, fmt, read_opts))))
+                rows_of_part(read_input(spark, input_path, fmt, read_opts), opts.holdout))))
         else:
-            rows = cache.add(flag_duplicates(read_input(spark, input_path, fmt, opts)))
+            rows = cache.add(flag_duplicates(rows_of_part(read_input(spark, input_path, fmt, opts), opts.holdout)))
         input_rows = rows.count()
         if input_rows == 0:
             raise PrepareError(f"no input rows in {input_path} (read as {fmt})")

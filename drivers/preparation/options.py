@@ -44,6 +44,7 @@ class PrepareOptions:
     segments: str | None = None   # paragraph | sentence | COLUMN: also write segments.parquet
     ordered: bool = False         # keep every document's tokens in text order (segments.parquet or ordered.parquet)
     keep_columns: tuple = ()      # input columns copied into docs.parquet as they are (e.g. a document's authors)
+    holdout: tuple = ()           # (F, "train"|"heldout"): only that part of a --holdout-fraction split (holdout.py)
 
     def __post_init__(self):
         if self.segments is not None and (not str(self.segments).strip() or self.segments == self.id_column):
@@ -67,6 +68,8 @@ class PrepareOptions:
                                f"none of {', '.join(sorted(reserved - {''}))}; got {', '.join(self.keep_columns)}")
         if self.keep_columns and self.segments not in (None, "paragraph", "sentence"):
             raise PrepareError("--keep-columns does not go with --segments COLUMN")
+        from drivers.preparation.holdout import check as check_holdout
+        check_holdout(self.holdout)
         if self.partitions is not None and self.partitions < 1:
             raise PrepareError(f"--partitions must be at least 1, got {self.partitions}")
 

@@ -71,9 +71,10 @@ def corpus_summary(spark: SparkSession, output_dir: str, input_path: str, input_
 
 
 def options_record(input_path: str, fmt: str, opts: PrepareOptions) -> dict:
-    """corpus.json's ``options`` (``keep_columns`` only when given, so corpus.json is as before) and ``input``."""
-    return {"options": {**{k: v for k, v in dataclasses.asdict(opts).items() if k != "keep_columns" or v},
-                        "format": fmt},
+    """corpus.json's ``options`` (``keep_columns`` and ``holdout`` only when given, so corpus.json is as before)
+    and ``input``."""
+    return {"options": {**{k: v for k, v in dataclasses.asdict(opts).items()
+                           if k not in ("keep_columns", "holdout") or v}, "format": fmt},
             "input": absolute_path(input_path)}
 
 

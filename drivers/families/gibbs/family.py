@@ -42,6 +42,7 @@ from drivers.engines.gibbs.settings import GibbsSettings, SampleSchedule
 from drivers.engines.gibbs.tables import TableLayout
 from drivers.families import EvaluateRequest, InferRequest, ModelFamily, TrainRequest
 from drivers.evaluation import left_to_right
+from drivers.evaluation.standard_coherence import DOCUMENT_NPMI
 from drivers.families.gibbs.evaluate import evaluate, evaluate_left_to_right, evaluate_split
 from drivers.families.gibbs.infer import infer_gibbs, point_estimates, write_proportions
 from drivers.families.gibbs.models import (hyper_overrides, initial_hyper, make_model, needs_order, needs_segments,
@@ -321,8 +322,8 @@ class GibbsFamily(ModelFamily):
         return "\n".join([
             f"held-out perplexity ({metrics['model_type']}, {protocol}): {metrics['perplexity']:.3f} "
             f"({h['documents']} documents [{metrics['test_documents']}], {h['tokens']} tokens)",
-            f"NPMI coherence (top {metrics['npmi_settings']['top_words']}): {metrics['npmi']:.4f}",
-            f"NPMI per topic: {per_topic}",
+            f"{DOCUMENT_NPMI} (top {metrics['npmi_settings']['top_words']}): {metrics['npmi']:.4f}",
+            f"document-level NPMI per topic: {per_topic}",
         ])
 
 

@@ -11,6 +11,7 @@ from drivers.corpora.aligned import is_aligned, load_aligned_corpus
 from drivers.corpora.bow import Corpus, load_corpus
 from drivers.corpora.files import CORPUS_JSON
 from drivers.evaluation.heldout import heldout_elbo, score_topic_word, topic_coherence
+from drivers.evaluation.standard_coherence import DOCUMENT_NPMI
 from drivers.families.variational.infer import exp_elogbeta, infer_task, open_model_and_corpus
 from drivers.store.model_store import load_model, require_same_vocabulary
 from inference.errors import UsageError
@@ -153,7 +154,7 @@ def format_aligned_metrics(metrics: dict) -> str:
     for language, m in metrics["per_language"].items():
         lines.append(f"[{language}] document-completion perplexity {m['perplexity']:.3f} "
                      f"({m['completion']['documents']} documents), held-out ELBO/token "
-                     f"{m['heldout_elbo_per_token']:.4f}, NPMI {m['npmi']:.4f}")
+                     f"{m['heldout_elbo_per_token']:.4f}, document-level NPMI {m['npmi']:.4f}")
     for pair, r in metrics["retrieval"].items():
         lines.append(f"retrieval {pair}: precision@1 {r['precision_at_1']:.3f} (chance {r['chance_precision']:.3f}), "
                      f"MRR {r['mean_reciprocal_rank']:.3f}, mean rank {r['mean_rank']:.1f} of {r['documents']}, "
@@ -173,6 +174,6 @@ def format_metrics(metrics: dict) -> str:
         f"({c['documents']} documents, {c['heldout_tokens']:.0f} held-out tokens, "
         f"{c['skipped_short_documents']} documents with < 2 tokens skipped)",
         f"held-out ELBO per token:        {metrics['heldout_elbo_per_token']:.4f}",
-        f"NPMI coherence (top {metrics['npmi_settings']['top_words']}): {metrics['npmi']:.4f}",
-        f"NPMI per topic: {per_topic}",
+        f"{DOCUMENT_NPMI} (top {metrics['npmi_settings']['top_words']}): {metrics['npmi']:.4f}",
+        f"document-level NPMI per topic: {per_topic}",
     ])

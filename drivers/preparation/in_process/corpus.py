@@ -38,6 +38,8 @@ def eligible(input_path: str, output_dir: str, fmt: str, opts: PrepareOptions) -
         return f"{fmt} input"
     if segments_mod.is_column_mode(opts.segments):
         return "segments given as a column"
+    if opts.holdout:
+        return "a --holdout-fraction split (by Spark's hash of the id)"
     size = sum(os.path.getsize(f) for f in input_files(input_path, None if fmt == "parquet" else fmt))
     if size > MAX_INPUT_BYTES:
         return f"an input of {size >> 20} MiB (more than {MAX_INPUT_BYTES >> 20} MiB)"
