@@ -4,12 +4,13 @@ from __future__ import annotations
 import argparse
 
 from drivers.browse.build import FORMATS, build
+from jobs.flags import add_model_dir
 from jobs.spark import local_path
 
 
 def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
-    parser.add_argument("--model-dir", "--model", dest="model_dir", required=True, type=local_path,
-                        help="MODEL_DIR, or a model ROOT (its LATEST version; the page shows drift across versions)")
+    add_model_dir(parser, "MODEL_DIR, or a model ROOT (its LATEST version; the page shows drift across versions)",
+                  dest="model_dir")
     parser.add_argument("--version", default=None,
                         help="a model root's version to show (default: its LATEST; a number like 000003 is enough)")
     parser.add_argument("--output", required=True, metavar="SITE", type=local_path,

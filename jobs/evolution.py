@@ -22,12 +22,12 @@ from drivers import registry, storage
 from drivers.store import model_store, outputs
 from inference.distances import hellinger
 from inference.errors import UsageError
+from jobs.flags import add_model_dir
 from jobs.spark import local_path
 
 
 def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
-    parser.add_argument("--model-dir", "--model", dest="model_dir", required=True, type=local_path,
-                        help="MODEL_DIR of a Gibbs model (it has segment_topics.parquet)")
+    add_model_dir(parser, "MODEL_DIR of a Gibbs model (it has segment_topics.parquet)", dest="model_dir")
     parser.add_argument("--version", default=None,
                         help="a model root's version to read (default: its LATEST; a number like 000003 is enough)")
     parser.add_argument("--doc-id", required=True, help="the document to show")

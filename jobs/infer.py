@@ -23,14 +23,14 @@ from drivers.families import InferRequest
 from drivers.preparation.corpus import prepare_corpus
 from drivers.store import model_root, model_store, publish
 from inference.errors import UsageError
+from jobs.flags import add_model_dir
 from jobs.spark import fold_in_conf, local_path, positive_int, sized_session
 
 log = logging.getLogger("spark_topics.infer")
 
 
 def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
-    parser.add_argument("--model", required=True, type=local_path,
-                        help="MODEL_DIR written by `spark-topics train`, or a model ROOT (its LATEST version)")
+    add_model_dir(parser, "MODEL_DIR written by `spark-topics train`, or a model ROOT (its LATEST version)")
     parser.add_argument("--version", default=None,
                         help="a model root's version to read (default: its LATEST; a number like 000003 is enough)")
     parser.add_argument("--input", required=True, metavar="PATH", type=local_path,

@@ -27,14 +27,14 @@ from drivers.refresh import sources as refresh_sources, update as refresh
 from drivers.refresh.update import RefreshRequest
 from drivers.store import lease, model_root, model_store, publish, tokenizer, topic_model
 from inference.errors import RefusedError, UsageError
+from jobs.flags import add_model_dir
 from jobs.spark import local_path, positive_int, sized_session
 
 log = logging.getLogger("spark_topics.refresh")
 
 
 def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
-    parser.add_argument("--model", required=True, metavar="ROOT", type=local_path,
-                        help="the model root (created by the first refresh)")
+    add_model_dir(parser, "the model ROOT (created by the first refresh)", metavar="ROOT")
     parser.add_argument("--input", metavar="NEW_DOCS", type=local_path,
                         help="new documents: any input of `spark-topics prepare`")
     parser.add_argument("--base", metavar="MODEL_DIR", type=local_path,

@@ -5,12 +5,12 @@ import argparse
 
 from drivers.models.infvoc import model as infinite_model
 from drivers.store import model_store, topics_text
+from jobs.flags import add_model_dir
 from jobs.spark import local_path
 
 
 def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
-    parser.add_argument("--model-dir", "--model", dest="model_dir", required=True, type=local_path,
-                        help="MODEL_DIR, or a model ROOT (its LATEST version)")
+    add_model_dir(parser, "MODEL_DIR, or a model ROOT (its LATEST version)", dest="model_dir")
     parser.add_argument("--version", default=None,
                         help="a model root's version to read (default: its LATEST; a number like 000003 is enough)")
     parser.add_argument("--top-words", "-n", type=int, default=10)

@@ -121,20 +121,21 @@ class VariationalFamily(ModelFamily):
                             help="also fit documents from a cold start and keep the better fit: in the first "
                                  "iterations and while it pays (auto), every iteration, or never")
         parser.add_argument("--inference", choices=("variational", "hybrid"), default="variational",
-                            help="the local step: the variational E-step, or hybrid variational-MCMC (each "
-                                 "document's topics Gibbs-sampled given E[log beta], sparse averaged counts; "
-                                 "thesis §4.2); default: %(default)s (the model's, README: why this default)")
+                            help="how each document's topics are fitted: variational (closed-form updates), or "
+                                 "hybrid (Gibbs-sampled given the current topics, with sparse averaged "
+                                 "counts); default: %(default)s (the model's, README: why this default)")
         parser.add_argument("--hybrid-burn-in", type=int, default=5, help="hybrid: burn-in sweeps per document")
         parser.add_argument("--hybrid-samples", type=int, default=5,
                             help="hybrid: kept sweeps per document, averaged into the statistics")
         parser.add_argument("--hybrid-weights", choices=("mean", "digamma"), default="mean",
-                            help="hybrid: the word factor of eq 4.9, E[beta] (mean: a collapsed sampler's "
-                                 "(n_kw + eta) / (n_k + V eta) with the last iteration's counts; default, see the "
-                                 "README) or exp(E[log beta]) (digamma, the thesis)")
+                            help="hybrid: how the sampler weighs a word under a topic: mean (the topic's word "
+                                 "probabilities from the last iteration's counts, as a collapsed Gibbs sampler does; "
+                                 "default, see the README) or digamma (the variational estimate, as in the thesis)")
         parser.add_argument("--hybrid-alpha-warmup", type=int, default=10, metavar="N",
-                            help="hybrid: the first N EM iterations learn alpha from Psi of the kept samples' mean "
-                                 "counts, later ones from the samples' mean of Psi (the unbiased E[log theta]; the "
-                                 "first alone lets alpha drift upward); -1: the mean counts throughout (default 10)")
+                            help="hybrid: the first N iterations learn the document-topic prior alpha from the "
+                                 "samples' averaged counts (fast, but alone it lets alpha drift upward), later ones "
+                                 "from each sample's counts (unbiased); -1: the averaged counts throughout "
+                                 "(default: %(default)s)")
 
     def train_settings(self, args) -> VariationalTraining:
         return VariationalTraining(args.tol, args.estep_tol, args.estep_max_iter, args.estep_schedule, args.restarts,
