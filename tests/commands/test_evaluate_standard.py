@@ -114,7 +114,10 @@ def test_evaluate_on_the_training_corpus_warns_in_sample(setup, capsys):
     assert len(warning) == 1 and warning[0].startswith("warning: ") and "training corpus" in warning[0]
 
 
-def test_select_k_trains_scores_and_plots_every_k(setup, tmp_path, capsys):
+def test_select_k_trains_scores_and_plots_every_k(setup, tmp_path, capsys, caplog):
+    import logging
+
+    caplog.set_level(logging.INFO, logger="spark_topics")
     _, corpus, (model, _), _ = setup
     out = tmp_path / "select"
     assert main(["select-k", "--model", "lda", "--corpus", corpus, "--topics", "3,2", "--output", str(out),
@@ -133,6 +136,11 @@ def test_select_k_trains_scores_and_plots_every_k(setup, tmp_path, capsys):
     assert metrics["c_v"] == pytest.approx(direct["standard_coherence"]["c_v"]["mean"], rel=1e-9)
     assert metrics["document_npmi"] == pytest.approx(direct["npmi"], rel=1e-9)
     assert "select-k: K=2 (1 of 2)" in printed and "perplexity" in printed.splitlines()[-4]
+    # training's progress: one short line per iteration, the time left, the objective by its name
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("iteration ")]
+    short = r"iteration 4/8 50%, [\d a-z]+, about [\d a-z]+ left: ELBO -?[\d.]+e[+-]\d+"
+    assert any(re.fullmatch(short, x) for x in lines), lines
+    assert all(len(x) < 100 for x in lines)
 
 
 def test_select_k_without_a_heldout_part_is_refused(setup, tmp_path):

@@ -10,6 +10,7 @@ from functools import partial
 import numpy as np
 from pyspark import StorageLevel
 
+from drivers import progress
 from drivers.engines.checkpoint import check_fingerprint
 from drivers.engines.gibbs.checkpoint import DriverCheckpoint
 from drivers.engines.gibbs.resident import ResidentSampler, resident_groups, resident_slots
@@ -266,7 +267,10 @@ class GibbsEngine:
                                      m * self.num_tokens / sweep_seconds if sweep_seconds > 0 else 0.0,
                                      loglik, loglik / max(self.num_tokens, 1), plan.sample, hyper_summary(hyper))
                 trace.append(record)
-                log.info("iteration %d/%d  loglik=%.6e  per_token=%.4f  seconds=%.2f  tokens/s=%.3g  "
+                log.info("%s", progress.line(t, sched.iterations, sum(r.seconds for r in trace),
+                                             figure=f"log p(w | z) per token {record.loglik_per_token:.4f}"
+                                             + (f" (sample {samples_taken}/{sched.samples})" if plan.sample else "")))
+                log.debug("iteration %d/%d  loglik=%.6e  per_token=%.4f  seconds=%.2f  tokens/s=%.3g  "
                          "sweep_tokens/s/core=%.3g%s%s", t, sched.iterations, loglik, record.loglik_per_token,
                          seconds, record.tokens_per_second, record.sweep_tokens_per_second,
                          "".join(f"  {k}={v:.4g}" for k, v in record.hyper.items()),

@@ -51,6 +51,7 @@ from functools import partial
 
 import numpy as np
 
+from drivers import progress
 from drivers.engines.checkpoint import check_fingerprint
 from drivers.engines.variational.checkpoint import Checkpointer
 from drivers.engines.variational.local_steps import EStep
@@ -67,6 +68,8 @@ from partitioners.topic import STATISTICS_KEY, TopicPartitioner
 
 
 log = logging.getLogger("spark_topics.train")
+#: the objective's name in the progress line: hybrid inference's is the kept samples' mean log joint, not an ELBO
+OBJECTIVES = {"elbo": "ELBO", "log_joint": "mean log joint of the samples"}
 
 
 # --------------------------------------------------------------------------- plug-ins
@@ -194,7 +197,10 @@ class VariationalEngine:
                                      float(estep.tol) if hasattr(estep, "tol") else None)
             trace.append(record)
             converged = bool(rel is not None and s.tol > 0 and abs(rel) < s.tol)
-            log.info("iteration %d/%d  %s=%.6e  change=%s  seconds=%.2f  tokens/s=%.3g  mean_inner=%.1f%s%s  "
+            log.info("%s", progress.line(t, s.max_iterations, sum(r.seconds for r in trace),
+                                         figure=f"{OBJECTIVES.get(self.local_step.objective_name, 'objective')} "
+                                                f"{elbo:.6e}"))
+            log.debug("iteration %d/%d  %s=%.6e  change=%s  seconds=%.2f  tokens/s=%.3g  mean_inner=%.1f%s%s  "
                      "alpha_sum=%.4g", t, s.max_iterations, self.local_step.objective_name, elbo,
                      "-" if rel is None else f"{rel:.3e}", record.seconds, tokens / record.seconds,
                      record.mean_inner_iterations, "" if record.estep_tol is None else f"  estep_tol={estep.tol:.1e}",

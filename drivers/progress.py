@@ -1,0 +1,34 @@
+"""The short progress line of a long phase (training iterations): how far, how long still, the objective.
+
+In a terminal the line carries a bar; otherwise (a log file, a scheduler) it is plain text. The estimate of the
+time left is the mean time per step so far times the steps left. The detailed per-iteration figures are logged at
+debug level (``-v``)."""
+from __future__ import annotations
+
+import sys
+
+BAR_WIDTH = 20
+
+
+def duration(seconds: float) -> str:
+    """``42 s``, ``3 min 05 s``, ``2 h 07 min``."""
+    seconds = max(0, int(round(seconds)))
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60:02d} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
+
+
+def line(done: int, total: int, elapsed: float, what: str = "iteration", figure: str = "",
+         terminal: bool | None = None) -> str:
+    """``iteration 3/50 [###.......] 6%, 12 s, about 3 min 08 s left: ELBO -1.234e+06`` (no bar outside a
+    terminal; no estimate before the first step ends)."""
+    terminal = sys.stderr.isatty() if terminal is None else terminal
+    share = done / total if total else 1.0
+    bar = ""
+    if terminal:
+        filled = int(round(share * BAR_WIDTH))
+        bar = f" [{'#' * filled}{'.' * (BAR_WIDTH - filled)}]"
+    left = "" if done <= 0 or done >= total else f", about {duration(elapsed / done * (total - done))} left"
+    return f"{what} {done}/{total}{bar} {share:.0%}, {duration(elapsed)}{left}" + (f": {figure}" if figure else "")
