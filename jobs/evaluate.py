@@ -12,6 +12,7 @@ import argparse
 import json
 
 from drivers import registry, storage
+from drivers.failures import one_line
 from drivers.evaluation import report as evaluation_report
 from drivers.evaluation import standard_coherence as standard
 from drivers.families import EvaluateRequest
@@ -94,8 +95,13 @@ def left_to_right_settings(args) -> LeftToRight | None:
 def add_standard_figures(spark, args, model_dir: str, metrics: dict) -> None:
     """gensim's coherence measures, topic diversity, stability against other runs (``--stability-of``) and the
     in-sample warning, added to ``metrics`` and printed (drivers/evaluation/standard_coherence.py)."""
-    metrics["standard_coherence"] = standard.standard_coherence(spark, model_dir, args.reference or args.corpus,
-                                                                args.top_words)
+    try:
+        metrics["standard_coherence"] = standard.standard_coherence(spark, model_dir, args.reference or args.corpus,
+                                                                    args.top_words)
+    except Exception as exc:    # the family's figures above stand; this one says in one line why it is missing
+        if getattr(args, "verbose", False):
+            raise
+        metrics["standard_coherence"] = {"skipped": one_line(exc)}
     print(standard.format_standard(metrics["standard_coherence"]))
     if args.stability_of:
         others = [model_store.resolve(d.strip()) for d in args.stability_of.split(",") if d.strip()]
