@@ -125,7 +125,7 @@ def model_card(model, directory: str, root: str | None, documents: int) -> dict:
     for key, value, name in TRACE_KEYS:
         trace = meta.get(key)
         if isinstance(trace, list) and trace and isinstance(trace[0], dict) and value in trace[0]:
-            card["trace"] = {"name": name, "values": [t.get(value) for t in trace],
+            card["trace"] = {"name": meta.get("objective") or name, "values": [t.get(value) for t in trace],
                              "seconds": [t.get("seconds") for t in trace]}
             break
     return card

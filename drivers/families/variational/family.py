@@ -32,7 +32,7 @@ from drivers.corpora.aligned import is_aligned
 from drivers.corpora.bow import Corpus, check_topics
 from drivers.corpora.files import data_version
 from drivers.engines.variational.checkpoint import Checkpointer
-from drivers.engines.variational.engine import VariationalEngine
+from drivers.engines.variational.engine import OBJECTIVES, VariationalEngine
 from drivers.engines.variational.local_steps import EStep, HybridStep
 from drivers.engines.variational.settings import EMSettings
 from drivers.evaluation import left_to_right
@@ -219,6 +219,7 @@ class VariationalFamily(ModelFamily):
             "alpha": result.alpha.tolist(), "eta": result.prior.to_json(),
             "iterations": result.iterations, "converged": result.converged,
             "elbo": trace[-1]["elbo"] if trace else None, "elbo_trace": trace,
+            "objective": OBJECTIVES[local_step.objective_name],   # what "elbo" holds: hybrid's is not an ELBO
             "seed": request.seed, "partitions": result.num_partitions,
             "settings": {"tol": e.tol, "estep_tol": e.estep_tol, "estep_max_iter": e.estep_max_iter,
                          "estep_schedule": e.estep_schedule, "restarts": e.restarts,
