@@ -61,6 +61,17 @@ def _count_window(members, m, num_words, pair_keys, occurrences, joint):
 
 
 @numba.njit(cache=True)
+def _enter(t, present, slot, members, m):
+    """Word ``t`` (-1: none counted) enters the window's set; returns the set's new size."""
+    if t >= 0 and not present[t]:
+        present[t] = True
+        slot[t] = m
+        members[m] = t
+        m += 1
+    return m
+
+
+@numba.njit(cache=True)
 def window_counts(tokens, window, num_words, pair_keys, occurrences, joint):
     """Add one document's window counts to ``occurrences`` (M) and ``joint`` (one per key of ``pair_keys``,
     keys ``lo * num_words + hi``); returns the document's number of windows.
@@ -74,12 +85,7 @@ def window_counts(tokens, window, num_words, pair_keys, occurrences, joint):
     m = 0
     first = n if (window <= 0 or n < window) else window
     for p in range(first):
-        t = tokens[p]
-        if t >= 0 and not present[t]:
-            present[t] = True
-            slot[t] = m
-            members[m] = t
-            m += 1
+        m = _enter(tokens[p], present, slot, members, m)
     _count_window(members, m, num_words, pair_keys, occurrences, joint)
     if first == n:
         return 1
@@ -92,12 +98,7 @@ def window_counts(tokens, window, num_words, pair_keys, occurrences, joint):
             slot[last] = slot[edge]
             slot[edge] = -1
             m -= 1
-        t = tokens[start + window - 1]
-        if t >= 0 and not present[t]:
-            present[t] = True
-            slot[t] = m
-            members[m] = t
-            m += 1
+        m = _enter(tokens[start + window - 1], present, slot, members, m)
         _count_window(members, m, num_words, pair_keys, occurrences, joint)
     return n - window + 1
 

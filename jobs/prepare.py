@@ -10,7 +10,7 @@ import argparse
 import dataclasses
 
 from drivers import storage
-from drivers.preparation import aligned, holdout
+from drivers.preparation import aligned, heldout_corpus, holdout
 from drivers.preparation.corpus import prepare_corpus, summary_line
 from drivers.preparation.options import FORMATS, PrepareOptions
 from drivers.preparation.text import NO_STOPWORDS, available_languages
@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> dict:
         return corpus
     session = lambda: get_spark("spark-topics prepare", args.master, args.conf)  # noqa: E731 (made when needed)
     if args.holdout_fraction:
-        corpus = holdout.prepare_with_holdout(session, args.input, args.output, args.holdout_fraction, engine,
+        corpus = heldout_corpus.prepare_with_holdout(session, args.input, args.output, args.holdout_fraction, engine,
                                               **options)
         print(summary_line(corpus, args.output))
         print(summary_line(corpus["heldout"], storage.join(args.output, holdout.HELDOUT_DIR)) + " (held out)")

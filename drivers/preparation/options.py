@@ -68,8 +68,9 @@ class PrepareOptions:
                                f"none of {', '.join(sorted(reserved - {''}))}; got {', '.join(self.keep_columns)}")
         if self.keep_columns and self.segments not in (None, "paragraph", "sentence"):
             raise PrepareError("--keep-columns does not go with --segments COLUMN")
-        from drivers.preparation.holdout import check as check_holdout
-        check_holdout(self.holdout)
+        if self.holdout and (len(self.holdout) != 2 or self.holdout[1] not in ("train", "heldout")
+                             or not 0.0 < float(self.holdout[0]) < 1.0):
+            raise PrepareError(f"--holdout-fraction must be in [0, 1), got {self.holdout[0]}")
         if self.partitions is not None and self.partitions < 1:
             raise PrepareError(f"--partitions must be at least 1, got {self.partitions}")
 
