@@ -71,7 +71,7 @@ class GibbsFamily(ModelFamily):
     def add_train_flags(self, g) -> None:
         g.add_argument("--permute-segments", type=int, default=None, metavar="SEED",
                        help="randomly permute the segment order of every document, in training and in the "
-                            "held-out split (thesis PTrTe); the permutation is a fixed function of (SEED, doc_id)")
+                            "held-out split (to test whether the order matters); the permutation is a fixed function of (SEED, doc_id)")
         g.add_argument("--burn-in", type=int, default=None,
                        help="iterations before the first sample (default: iterations - samples x lag)")
         g.add_argument("--lag", type=int, default=None, help="iterations between samples (default: iterations/10)")
@@ -92,14 +92,14 @@ class GibbsFamily(ModelFamily):
                             "the driver, else jobs. The same model either way")
         g.add_argument("--heldout-fraction", type=float, default=0.0,
                        help="hold out this fraction of documents (by a hash of doc_id) and report their "
-                            "perplexity (thesis: 0.2)")
+                            "perplexity (0.2 is a common choice)")
         g.add_argument("--heldout-iterations", type=int, default=50,
                        help="sweeps per held-out document (samples over the second half)")
         g.add_argument("--heldout-samples", type=int, default=5, help="samples averaged per held-out token")
         g.add_argument("--heldout-observed", type=observed_fraction, default=0.5, metavar="F|all",
                        help="document completion (default 0.5): the sampler sees a random fraction F of every "
-                            "test segment and the other words are scored (the thesis' 'likelihood of each unseen "
-                            "word', Rosen-Zvi et al. 2004); 'all': every word is fitted and scored")
+                            "test segment and the other words are scored (the likelihood of each unseen word, "
+                            "Rosen-Zvi et al. 2004); 'all': every word is fitted and scored")
 
     def train_settings(self, args) -> GibbsTraining:
         return GibbsTraining(args.burn_in, args.lag, args.samples, tuple(args.hyper or ()), args.checkpoint_every,

@@ -193,7 +193,7 @@ class LdaGibbs(GibbsModel):
 
     name = "lda-gibbs"
     options = GibbsModel.options + (
-        ModelOption("segment_level", "every segment is a document (LDA_P of the thesis)", bool),
+        ModelOption("segment_level", "every segment (e.g. paragraph) is a document of its own", bool),
         ModelOption("sampler", "kernel of eq (4.3): dense (O(K) per token), sparse (SparseLDA: per token, the "
                     "topics its word and document use), auto (default: sparse from "
                     f"{SPARSE_MIN_TOPICS} topics on)", str, metavar="dense|sparse|auto",
