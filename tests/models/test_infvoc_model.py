@@ -99,3 +99,11 @@ def test_same_model_for_any_number_of_partitions(spark_session, base_corpus):
     train_infinite(spark_session, corpus, str(tmp / "p3"), "--partitions", "3", "--reducers", "2")
     one, three = (pd.read_parquet(str(tmp / d / "tos.parquet")) for d in ("p1", "p3"))
     pd.testing.assert_frame_equal(one, three)
+
+
+def test_jobs_that_cannot_read_an_infinite_model_refuse_it_in_one_line():
+    from drivers import registry
+    from inference.errors import RefusedError
+
+    with pytest.raises(RefusedError, match="--vocabulary infinite"):
+        registry.of_meta({"model": "lda-infvoc", "vocabulary": "infinite"})
