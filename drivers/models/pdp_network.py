@@ -1,13 +1,15 @@
 """``pdp-network``: a topic model given as a network spec (``--network FILE`` or the name of a shipped spec in
 sample_data/networks/) on the Gibbs engine (issue 28, 3).
 
-What runs on the engine now: networks whose topic side is partition-local (every topic-side family indexed by
-document and/or segment, so every vector lives in one partition's documents) and whose word draw is one
-Dirichlet family indexed by topic (the engine's topic-word table M_kw, with the family's prior as beta): lda,
-stm, seqlda, adatm. Sampled concentrations need a = 0 (the auxiliary-variable Gamma step on the driver, E20,
-from the partitions' (sum T_j, sum log 1/q_j)); sampled discounts are refused. Global topic-side vectors
-(hdp-lda's corpus level) and Pitman-Yor word sides (pyp-lda) are refused here with one line: they need the
-engine's typed statistics for the network's global nodes (not done).
+What runs on the engine now: networks whose topic vectors are per document and/or segment, plus corpus-level
+Dirichlet roots (hdp-lda's and Wallach's AS prior's shared topic vector: its customers, the documents' tables,
+are the engine's table ``network_tc``), and whose word draw is one Dirichlet family indexed by topic (the engine's
+topic-word table M_kw, with the family's prior as beta): lda, stm, seqlda, adatm, hdp-lda, wallach-as.
+Concentrations: partitions draw q_j ~ Beta(b, C_j); when every discount of b's vectors is a fixed 0 the driver
+draws b from Gamma (E20), otherwise b and every sampled discount are slice-sampled on the driver from the summed
+(c, t) and T_j histograms (table ``discount_counts``, :mod:`inference.pdpnet.engine_stats`). Refused in one line:
+corpus-level Pitman-Yor topic vectors and Pitman-Yor word sides (pyp-lda), which need table constraints across
+partitions (not done).
 
 A partition's state is ``z`` (int32) and ``s`` (the table attributions of every parent edge and topic); every
 other count is rebuilt from them at each sweep (:func:`inference.pdpnet.sampler.rebuild_counts`).
@@ -22,9 +24,10 @@ import numpy as np
 from inference.errors import UsageError
 from inference.gibbs.model import GibbsModel
 from inference.options import ModelOption
-from inference.pdpnet import kernels, sweep
+from inference.gibbs.tables import CountTable
+from inference.pdpnet import engine_stats, kernels, sweep
+from inference.pdpnet.engine_stats import MAX_GLOBAL, MAX_PARAMS
 from inference.pdpnet.compile import CorpusLayout, compile_network
-from inference.pdpnet.hyper import sample_concentration  # noqa: F401 (the in-process sampler's b step)
 from inference.pdpnet.sampler import StirlingStack, posterior_means, rebuild_counts
 from inference.pdpnet.spec import NetworkSpec, parse_network
 
@@ -48,26 +51,43 @@ def read_spec_file(name_or_path: str) -> dict:
         raise UsageError(f"--network {p}: not JSON ({exc.msg} at line {exc.lineno})") from None
 
 
-def check_engine_network(spec: NetworkSpec) -> float:
-    """Refuse (one line naming the node) what the engine cannot run yet; returns the word side's beta."""
+def check_engine_network(spec: NetworkSpec) -> tuple[float, list[str]]:
+    """Refuse (one line naming the node) what the engine cannot run yet; returns the word side's beta and the
+    corpus-level topic families (Dirichlet roots indexed by [corpus]: the engine's ``network_tc`` rows)."""
     word = spec.nodes[spec.word.node]
     if word.kind != "dirichlet" or word.index != ("topic",) or spec.word.index != ("topic",):
         raise UsageError(f"network spec: node '{word.name}': on the Gibbs engine the word draw must be a Dirichlet "
                          "family indexed by [topic] (Pitman-Yor word sides are not on the engine yet)")
+    global_families = []
     for name in spec.order:
         node = spec.nodes[name]
-        if node.over != "topic":
+        if node.over != "topic" or (node.index and set(node.index) <= {"document", "segment"}):
             continue
-        if not set(node.index) <= {"document", "segment"} or not node.index:
-            raise UsageError(f"network spec: node '{name}': indexed by {list(node.index)}: a vector shared by "
-                             "several documents, not on the Gibbs engine yet (only document/segment vectors)")
-    for p in spec.params.values():
-        if p.sample and p.kind == "a":
-            raise UsageError(f"network spec: parameter '{p.name}': sampled discounts are not on the Gibbs engine yet")
+        if node.index == ("corpus",) and node.kind != "pyp":
+            global_families.append(name)
+            continue
+        if node.index == ("corpus",):
+            raise UsageError(f"network spec: node '{name}': a Pitman-Yor vector shared by every document is not on "
+                             "the Gibbs engine yet (a corpus-level topic vector must be a Dirichlet root)")
+        raise UsageError(f"network spec: node '{name}': indexed by {list(node.index)}: a vector shared by "
+                         "several documents, not on the Gibbs engine yet (only document/segment vectors and "
+                         "corpus-level Dirichlet roots)")
+    if len(global_families) > MAX_GLOBAL:
+        raise UsageError(f"network spec: more than {MAX_GLOBAL} corpus-level topic families")
+    if len(spec.params) > MAX_PARAMS:
+        raise UsageError(f"network spec: more than {MAX_PARAMS} discount or concentration parameters")
+    return word.alpha, global_families
+
+
+def _slice_b_names(spec: NetworkSpec, a_values: dict) -> set:
+    """The sampled concentrations whose vectors have a discount that is sampled or > 0: slice-sampled on the
+    driver from the histograms (E21); the others take the Gamma step of (E20)."""
+    out = set()
     for node in spec.nodes.values():
-        if node.kind == "pyp" and spec.params[node.b].sample and spec.params[node.a].value != 0.0:
-            raise UsageError(f"network spec: node '{node.name}': a sampled b needs a = 0 on the Gibbs engine")
-    return word.alpha
+        if node.kind == "pyp" and spec.params[node.b].sample and (spec.params[node.a].sample
+                                                                   or a_values[node.a] != 0.0):
+            out.add(node.b)
+    return out
 
 
 class PdpNetwork(GibbsModel):
@@ -79,20 +99,24 @@ class PdpNetwork(GibbsModel):
     def initial_hyper(self, network=None, **overrides) -> dict:
         raw = read_spec_file(network or NETWORK.default)
         spec = parse_network(raw)
-        beta = check_engine_network(spec)
-        return {"network": raw, "beta": float(beta),
+        beta, global_families = check_engine_network(spec)
+        self._raw = raw
+        return {"network": raw, "beta": float(beta), "global_families": global_families,
                 "b_values": {n: p.value for n, p in spec.params.items() if p.kind == "b"},
                 "a_values": {n: p.value for n, p in spec.params.items() if p.kind == "a"}}
 
     # ---- compiled network of a block (cached per block object)
     def _compiled(self, block, hyper):
-        key = (id(block), json.dumps(hyper["network"], sort_keys=True))
+        return self._compiled_raw(block, hyper["network"])
+
+    def _compiled_raw(self, block, raw):
+        key = (id(block), json.dumps(raw, sort_keys=True))
         cache = self.__dict__.setdefault("_nets", {})
         if key not in cache:
             layout = CorpusLayout(block.doc_ptr.astype(np.int64), block.seg_ptr.astype(np.int64),
                                   block.words.astype(np.int64), self.vocab_size)
             cache.clear()
-            cache[key] = compile_network(parse_network(hyper["network"]), layout, self.num_topics, word_side=False)
+            cache[key] = compile_network(parse_network(raw), layout, self.num_topics, word_side=False)
         return cache[key]
 
     @staticmethod
@@ -101,11 +125,39 @@ class PdpNetwork(GibbsModel):
         bvals = np.array([hyper["b_values"][n] for n in net.b_names], np.float64)
         return avals, bvals
 
-    def _run(self, block, state, hyper, nwk, nk, seed, frozen_phi, init):
+    @staticmethod
+    def _global_nodes(net, names) -> list:
+        """(row of network_tc, instance id) of the corpus-level topic families present in this block."""
+        order = list(net.spec.order)
+        out = []
+        for g, name in enumerate(names):
+            ids = np.flatnonzero(net.family == order.index(name))
+            if len(ids):
+                out.append((g, int(ids[0])))
+        return out
+
+    def _counts(self, net, block, state, hyper, global_tc):
+        """The kernels' counts from (z, s); a corpus-level root's t^c is ``global_tc``'s row (the sum over every
+        partition) or, without it, the trained model's plus this block's own (held-out documents, ``infer``)."""
+        cnt = rebuild_counts(net, state["z"].astype(np.int64), state["s"], word_side=False)
+        trained = self.__dict__.get("_trained_tc")
+        for g, j in self._global_nodes(net, hyper.get("global_families", [])):
+            lo, hi = net.off[j], net.off[j + 1]
+            if global_tc is not None:
+                row = np.asarray(global_tc[g], np.int64)
+            elif trained is not None:
+                row = cnt["tc"][lo:hi] + np.asarray(trained[g], np.int64)
+            else:
+                continue
+            cnt["tc"][lo:hi] = row
+            cnt["TC"][j] = row.sum()
+        return cnt
+
+    def _run(self, block, state, hyper, nwk, nk, seed, frozen_phi, init, global_tc=None):
         net = self._compiled(block, hyper)
         z = state["z"].astype(np.int64)
         s = state["s"]
-        cnt = rebuild_counts(net, z, s, word_side=False)
+        cnt = self._counts(net, block, state, hyper, global_tc)
         avals, bvals = self._values(net, hyper)
         anc_ptr, anc = kernels.ancestor_lists(net.par_ptr, net.par_node)
         stirling = StirlingStack(avals)
@@ -133,7 +185,44 @@ class PdpNetwork(GibbsModel):
     def sweep(self, block, state, hyper, nwk, nk, seed, frozen_phi=None) -> None:
         self._run(block, state, hyper, nwk, nk, seed, frozen_phi, init=False)
 
-    # ---- concentrations (a = 0): partitions draw q_j, the driver draws b (E20)
+    # ---- the engine's tables: the word counts, the corpus-level roots' t^c, the discount histograms
+    def count_tables(self) -> tuple:
+        return (CountTable("nwk", self.shared_rows, self.num_topics, "dense", cells_per_token=1),
+                CountTable("network_tc", MAX_GLOBAL, self.num_topics, "dense"),
+                CountTable("discount_counts", engine_stats.HIST_ROWS, 1, "keyed"))
+
+    def table_counts(self, block, state, local) -> dict:
+        raw = self.__dict__.get("_raw")
+        net = self._compiled_raw(block, raw)
+        cnt = rebuild_counts(net, state["z"].astype(np.int64), state["s"], word_side=False)
+        names = check_engine_network(net.spec)[1]
+        rows = self._global_nodes(net, names)
+        tc = np.zeros((len(rows), self.num_topics), np.int32)
+        for r, (g, j) in enumerate(rows):
+            tc[r] = cnt["tc"][net.off[j]:net.off[j + 1]]
+        return {"nwk": self.shared_counts(block, state, local),
+                "network_tc": (np.array([g for g, _ in rows], np.int64), tc),
+                "discount_counts": engine_stats.histogram_contribution(net, cnt)}
+
+    def sweep_tables(self, block, state, hyper, tables, derived, seed) -> None:
+        self._run(block, state, hyper, tables["nwk"], derived["nk"], seed, None, init=False,
+                  global_tc=tables["network_tc"])
+
+    def bind_result(self, result) -> None:
+        self._trained_tc = np.asarray(result.tables["network_tc"], np.int64)
+
+    array_files = ("network_tc",)
+
+    def saved_arrays(self) -> dict:
+        return {"network_tc": self.__dict__.get("_trained_tc", np.zeros((MAX_GLOBAL, self.num_topics), np.int64))}
+
+    def bind_arrays(self, arrays: dict, meta: dict) -> None:
+        if "network_tc" in arrays:
+            self._trained_tc = np.asarray(arrays["network_tc"], np.int64)
+        self._raw = meta.get("hyper", {}).get("network", self.__dict__.get("_raw"))
+
+    # ---- concentrations: partitions draw q_j ~ Beta(b, C_j); the driver draws b by (E20) when every discount of
+    # its vectors is a fixed 0, else slice-samples it with the sampled discounts in the global step (E21)
     def partition_stats(self, block, state, hyper, seed) -> np.ndarray:
         net = self._compiled(block, hyper)
         spec = net.spec
@@ -157,13 +246,40 @@ class PdpNetwork(GibbsModel):
         names = sorted(n for n, p in spec.params.items() if p.kind == "b" and p.sample)
         if not names or len(stats) == 0:
             return hyper
+        sliced = _slice_b_names(spec, hyper["a_values"])
         rng = np.random.default_rng(seed)
         b_values = dict(hyper["b_values"])
         for r, name in enumerate(names):
             shape, rate = float(stats[2 * r]), float(stats[2 * r + 1])
-            if shape > 0 and rate > 0:
+            if name not in sliced and shape > 0 and rate > 0:
                 b_values[name] = float(min(max(rng.gamma(shape, 1.0 / rate), 1e-3), 1e6))
         return dict(hyper, b_values=b_values)
+
+    def global_step(self, tables, hyper, stats, seed) -> tuple:
+        """Slice-sample the concentrations of vectors with discounts (E21) and the sampled discounts from the
+        summed histograms (module :mod:`inference.pdpnet.engine_stats`)."""
+        spec = parse_network(hyper["network"])
+        sliced = _slice_b_names(spec, hyper["a_values"])
+        a_sampled = sorted(n for n, p in spec.params.items() if p.kind == "a" and p.sample)
+        if not sliced and not a_sampled:
+            return tables, hyper, None
+        hist = tables["discount_counts"]
+        a_names = sorted(n for n, p in spec.params.items() if p.kind == "a")
+        b_names = sorted(n for n, p in spec.params.items() if p.kind == "b")
+        b_sampled = sorted(n for n in b_names if spec.params[n].sample)
+        avals = np.array([hyper["a_values"][n] for n in a_names])
+        bvals = np.array([hyper["b_values"][n] for n in b_names])
+        rng = np.random.default_rng(seed)
+        for name in sorted(sliced):
+            q = b_names.index(name)
+            bvals[q] = engine_stats.sample_concentration(float(bvals[q]), q, hist.keys, hist.counts, avals,
+                                                         float(stats[2 * b_sampled.index(name) + 1]), rng)
+        for name in a_sampled:
+            p = a_names.index(name)
+            avals[p] = engine_stats.sample_discount(float(avals[p]), hist.keys, hist.counts, p, bvals, rng)
+        hyper = dict(hyper, a_values={n: float(v) for n, v in zip(a_names, avals)},
+                     b_values={n: float(v) for n, v in zip(b_names, bvals)})
+        return tables, hyper, None
 
     # ---- outputs
     def segment_topic(self, block, state, hyper) -> np.ndarray:

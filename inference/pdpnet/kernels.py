@@ -147,14 +147,14 @@ def eval_zplus(j, v, Z, terms, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, 
 
 
 @token_kernel
-def _count(j, cell, data, delta, n, tc, Nn, TC, mx):
+def _count(j, cell, data, delta, n, tc, Nn, TC, mx, track):
     if data:
         n[cell] += delta
         Nn[j] += delta
     else:
         tc[cell] += delta
         TC[j] += delta
-    if delta > 0 and n[cell] + tc[cell] > mx[0]:
+    if track and n[cell] + tc[cell] > mx[0]:
         mx[0] = n[cell] + tc[cell]
 
 
@@ -165,13 +165,13 @@ def add_path(j, v, data, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, p
     while True:
         cell = off[j] + v
         if kind[j] != PYP:
-            _count(j, cell, data, 1, n, tc, Nn, TC, mx)
+            _count(j, cell, data, 1, n, tc, Nn, TC, mx, False)
             return
         total = node_terms(j, v, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma,
                            gamma_sum, avals, bvals, L3, n, tc, tp, Nn, TC, TP, Se)
         r = np.random.random() * total
         if r < terms[0]:
-            _count(j, cell, data, 1, n, tc, Nn, TC, mx)
+            _count(j, cell, data, 1, n, tc, Nn, TC, mx, True)
             return
         r -= terms[0]
         e1 = par_ptr[j + 1] - 1
@@ -181,7 +181,7 @@ def add_path(j, v, data, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, p
             r -= terms[m]
             e += 1
             m += 1
-        _count(j, cell, data, 1, n, tc, Nn, TC, mx)
+        _count(j, cell, data, 1, n, tc, Nn, TC, mx, True)
         tp[cell] += 1
         TP[j] += 1
         if tp[cell] > mx[1]:
@@ -201,7 +201,7 @@ def remove_path(j, v, data, pnode, pedge, kind, off, par_ptr, par_node, n, tc, t
     while True:
         cell = off[j] + v
         c = n[cell] + tc[cell]
-        _count(j, cell, data, -1, n, tc, Nn, TC, mx)
+        _count(j, cell, data, -1, n, tc, Nn, TC, mx, False)
         pnode[depth] = j
         pedge[depth] = -1
         depth += 1
@@ -234,7 +234,7 @@ def undo_path(depth, v, data, pnode, pedge, off, n, tc, tp, Nn, TC, TP, s, Se, e
     for d in range(depth):
         j = pnode[d]
         cell = off[j] + v
-        _count(j, cell, data and d == 0, 1, n, tc, Nn, TC, mx)
+        _count(j, cell, data and d == 0, 1, n, tc, Nn, TC, mx, False)
         e = pedge[d]
         if e >= 0:
             tp[cell] += 1
@@ -244,10 +244,10 @@ def undo_path(depth, v, data, pnode, pedge, off, n, tc, tp, Nn, TC, TP, s, Se, e
 
 
 @numba.njit(cache=True)
-def count_state(z, s, topic_inst, word_inst, words, word_side, off, par_ptr, par_node, eoff, n, tc, tp, Nn, TC, TP,
-                Se, mx):
+def count_state(z, s, topic_inst, word_inst, words, word_side, kind, off, par_ptr, par_node, eoff, n, tc, tp, Nn, TC,
+                TP, Se, mx):
     """Fill the zeroed counts from the topics ``z`` and the table attributions ``s`` (see the module docstring);
-    ``mx`` = (max customers of a cell, max tables of a cell)."""
+    ``mx`` = (max customers of a Pitman-Yor cell, max tables of a cell)."""
     for i in range(z.shape[0]):
         j = topic_inst[i]
         n[off[j] + z[i]] += 1
@@ -268,6 +268,9 @@ def count_state(z, s, topic_inst, word_inst, words, word_side, off, par_ptr, par
                     tp[off[j] + v] += x
                     TP[j] += x
                     Se[e] += x
-    for cell in range(n.shape[0]):
-        mx[0] = max(mx[0], n[cell] + tc[cell])
-        mx[1] = max(mx[1], tp[cell])
+    for j in range(J):              # the Stirling table serves the Pitman-Yor cells only
+        if kind[j] != PYP:
+            continue
+        for cell in range(off[j], off[j + 1]):
+            mx[0] = max(mx[0], n[cell] + tc[cell])
+            mx[1] = max(mx[1], tp[cell])

@@ -164,8 +164,8 @@ def rebuild_counts(net: CompiledNetwork, z: np.ndarray, s: np.ndarray, word_side
            "Nn": np.zeros(J, np.int64), "TC": np.zeros(J, np.int64), "TP": np.zeros(J, np.int64),
            "Se": np.zeros(len(net.par_node), np.int64), "mx": np.zeros(2, np.int64)}
     kernels.count_state(np.asarray(z, np.int64), np.asarray(s, np.int64), net.topic_inst, net.word_inst,
-                        net.words, word_side, net.off, net.par_ptr, net.par_node, net.eoff, out["n"], out["tc"],
-                        out["tp"], out["Nn"], out["TC"], out["TP"], out["Se"], out["mx"])
+                        net.words, word_side, net.kind, net.off, net.par_ptr, net.par_node, net.eoff, out["n"],
+                        out["tc"], out["tp"], out["Nn"], out["TC"], out["TP"], out["Se"], out["mx"])
     return out
 
 

@@ -1,0 +1,71 @@
+"""pdp-network on the Gibbs engine with global statistics (issue 28, 2): hdp-lda's corpus-level topic vector
+(the documents' tables summed over two partitions, table ``network_tc``) and a network with a sampled discount and
+a sampled concentration (the driver's slice steps on the summed histograms, table ``discount_counts``): the
+tables the reducers sum equal a recount of the final states, the hyperparameters move, and a run interrupted
+after iteration 3 and resumed from its checkpoint is the uninterrupted chain."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from drivers.engines.gibbs.settings import SampleSchedule
+from drivers.models.pdp_network import PdpNetwork
+from engine_runs import Interrupted, assert_same_runs, fit_and_recount
+from inference.gibbs.model import SegmentedBlock
+
+V, K, ITERATIONS = 12, 3, 6
+SAMPLED_STM = {"name": "stm-ab",
+               "nodes": {"doc": {"index": ["document"], "over": "topic", "dirichlet": 0.3},
+                         "seg": {"index": ["segment"], "over": "topic",
+                                 "pyp": {"a": {"value": 0.2, "sample": True}, "b": {"value": 2.0, "sample": True}},
+                                 "parents": [{"node": "doc", "index": ["document"]}]},
+                         "phi": {"index": ["topic"], "over": "word", "dirichlet": 0.05}},
+               "topic": {"node": "seg", "index": ["segment"]}, "word": {"node": "phi", "index": ["topic"]}}
+
+
+@pytest.fixture(scope="module")
+def blocks(spark_session):
+    rng = np.random.default_rng(4)
+    docs = [(f"d{i:02d}", [list(rng.integers(0, V, rng.integers(3, 9))) for _ in range(rng.integers(1, 4))])
+            for i in range(24)]
+    parts = [SegmentedBlock.from_segments(docs[p::2]) for p in range(2)]
+    rdd = spark_session.sparkContext.parallelize(list(enumerate(parts)), 2).cache()
+    yield rdd
+    rdd.unpersist()
+
+
+def _fit(spark_session, blocks, directory, network, resume=False, stop_after=None):
+    model = PdpNetwork(K, V)
+    return fit_and_recount(spark_session, model, blocks, 2, directory, SampleSchedule.resolve(ITERATIONS, 4, 1, 1),
+                           7, "jobs", model.initial_hyper(network=network), resume, stop_after)
+
+
+@pytest.fixture(scope="module")
+def spec_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("spec") / "stm-ab.json"
+    path.write_text(json.dumps(SAMPLED_STM))
+    return str(path)
+
+
+@pytest.mark.parametrize("which", ["hdp-lda", "sampled"])
+def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(spark_session, blocks, spec_file,
+                                                                                tmp_path, which):
+    network = "hdp-lda" if which == "hdp-lda" else spec_file
+    run = _fit(spark_session, blocks, tmp_path / "run", network)
+    result, recount = run
+    for name in ("nwk", "network_tc"):
+        np.testing.assert_array_equal(result.tables[name], recount[name], err_msg=name)
+    assert result.tables["discount_counts"].equals(recount["discount_counts"])
+    tc = result.tables["network_tc"]
+    if which == "hdp-lda":      # the corpus vector's customers: every document's tables, >= 1 per document
+        assert tc[0].sum() >= 24 and not tc[1:].any()
+        assert result.hyper["b_values"]["theta.b"] != 1.0
+    else:
+        assert not tc.any()
+        assert result.hyper["a_values"]["seg.a"] != 0.2 and result.hyper["b_values"]["seg.b"] != 2.0
+        assert 0.0 <= result.hyper["a_values"]["seg.a"] < 1.0
+    with pytest.raises(Interrupted):
+        _fit(spark_session, blocks, tmp_path / "ckpt", network, stop_after=3)
+    assert_same_runs(_fit(spark_session, blocks, tmp_path / "ckpt", network, resume=True), run)
