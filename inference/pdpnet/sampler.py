@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from inference.gibbs.pdp import StirlingTable, stirling_table
-from inference.pdpnet import hyper, kernels, sweep
+from inference.pdpnet import engine_stats, hyper, kernels, sweep
 from inference.pdpnet.compile import KIND_PYP, CompiledNetwork
 
 
@@ -99,28 +99,35 @@ class NetworkSampler:
         self._run(init=False, seed=self._seed(self.iteration, 1))
 
     def sample_hyper(self) -> None:
-        """Every sampled b (auxiliary variables) and a (slice sampling) once; the Stirling tables follow a."""
+        """Every sampled b (auxiliary q_j ~ Beta(b, C_j); then Gamma (E20) when every discount of its vectors is
+        a fixed 0, else a slice step, E21) and every sampled a (slice step), by the driver's steps of the Gibbs
+        engine on this state's histograms (:mod:`inference.pdpnet.engine_stats`); the Stirling tables follow a."""
         net, sp = self.net, self.net.spec
         pyp = net.kind == KIND_PYP
+        counts = {"n": self.n, "tc": self.tc, "tp": self.tp, "Nn": self.Nn, "TC": self.TC, "TP": self.TP}
+        keys, hist = engine_stats.histogram_contribution(net, counts)
+        rng = np.random.default_rng([self.seed, self.iteration, 1000])
         for q, name in enumerate(net.b_names):
             if not sp.params[name].sample:
                 continue
             js = np.flatnonzero(pyp & (net.b_of == q))
-            self.bvals[q] = hyper.sample_concentration(
-                float(self.bvals[q]), self.avals[net.a_of[js]].astype(np.float64), self.TP[js].astype(np.int64),
-                (self.Nn[js] + self.TC[js]).astype(np.int64), self._seed(self.iteration, 2 + q))
-        changed = False
-        rng = np.random.default_rng([self.seed, self.iteration, 1000])
-        for p, name in enumerate(net.a_names):
-            if not sp.params[name].sample:
+            C = (self.Nn + self.TC)[js]
+            live = C > 0
+            sum_T = int(self.TP[js][live].sum())
+            if sum_T == 0:
                 continue
-            js = np.flatnonzero(pyp & (net.a_of == p))
-            cells = np.concatenate([np.arange(net.off[j], net.off[j + 1]) for j in js]) if len(js) else np.zeros(0, int)
-            c = (self.n + self.tc)[cells]
-            occ = c > 0
-            self.avals[p] = hyper.sample_discount(float(self.avals[p]), c[occ], self.tp[cells][occ],
-                                                  self.bvals[net.b_of[js]], self.TP[js], rng)
-            changed = True
+            sum_log = float(-np.log(np.maximum(rng.beta(self.bvals[q], C[live]), 1e-300)).sum())
+            a_names = {net.a_names[p] for p in net.a_of[js]}
+            if all(not sp.params[n].sample and self.avals[net.a_names.index(n)] == 0.0 for n in a_names):
+                self.bvals[q] = min(max(rng.gamma(sum_T, 1.0 / max(sum_log, 1e-300)), 1e-3), 1e6)
+            else:
+                self.bvals[q] = engine_stats.sample_concentration(float(self.bvals[q]), q, keys, hist, self.avals,
+                                                                  sum_log, rng)
+        changed = False
+        for p, name in enumerate(net.a_names):
+            if sp.params[name].sample:
+                self.avals[p] = engine_stats.sample_discount(float(self.avals[p]), keys, hist, p, self.bvals, rng)
+                changed = True
         if changed:
             self.stirling.tables = [stirling_table(float(a)) if not sp.params[nm].sample else fresh_table(float(a))
                                     for a, nm in zip(self.avals, net.a_names)]

@@ -1,6 +1,7 @@
-"""The network's hyperparameter steps (issue 28, 2) leave their target conditionals invariant: b by auxiliary
-variables (Gamma when every a = 0, slice sampling otherwise), a by slice sampling; KS tests of long chains
-against the numerically integrated target."""
+"""The network's hyperparameter steps (issue 28, 2; :mod:`inference.pdpnet.engine_stats`, the Gibbs engine's driver
+steps and the in-process sampler's) leave their target conditionals invariant: b by auxiliary variables (Gamma
+when every a = 0, a slice step on the summed histograms otherwise), a by a slice step on the histograms; KS tests
+of long chains against the numerically integrated target."""
 from __future__ import annotations
 
 import math
@@ -11,7 +12,28 @@ from scipy import stats
 from scipy.special import gammaln
 
 from inference.gibbs.pdp import log_stirling_table
-from inference.pdpnet.hyper import sample_concentration, sample_discount
+from inference.pdpnet import engine_stats
+
+
+def sample_concentration(b, avec, T, C, seed):
+    """The b step as the in-process sampler and the engine take it: q_j ~ Beta(b, C_j), then Gamma (every a = 0)
+    or the slice step on the (a_j, T_j) histogram."""
+    rng = np.random.default_rng(seed)
+    sum_log = float(-np.log(np.maximum(rng.beta(b, C), 1e-300)).sum())
+    if not avec.any():
+        return min(max(rng.gamma(T.sum(), 1.0 / sum_log), 1e-3), 1e6)
+    avals, p = np.unique(avec, return_inverse=True)
+    keys, counts = np.unique(engine_stats.hist_keys(1, p, np.zeros_like(p), T, np.zeros_like(T)), return_counts=True)
+    return engine_stats.sample_concentration(b, 0, keys, counts[:, None], avals, sum_log, rng)
+
+
+def sample_discount(a, c, t, bvec, Tvec, rng):
+    """The a step on the histograms of the cells (c, t) and of the vectors' (b_q, T_j)."""
+    q = np.arange(len(bvec))
+    keys = np.concatenate([engine_stats.hist_keys(0, np.zeros_like(c), np.zeros_like(c), c, t),
+                           engine_stats.hist_keys(1, np.zeros_like(q), q, Tvec, np.zeros_like(q))])
+    keys, counts = np.unique(keys, return_counts=True)
+    return engine_stats.sample_discount(a, keys, counts[:, None], 0, bvec, rng)
 
 
 def _log_poch(b, a, T):
