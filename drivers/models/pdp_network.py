@@ -160,7 +160,7 @@ class PdpNetwork(GibbsModel):
         cnt = self._counts(net, block, state, hyper, global_tc)
         avals, bvals = self._values(net, hyper)
         anc_ptr, anc = kernels.ancestor_lists(net.par_ptr, net.par_node)
-        stirling = StirlingStack(avals)
+        stirling = StirlingStack(avals, sampled=[net.spec.params[n].sample for n in net.a_names])
         frozen = frozen_phi is not None
         phi = np.ascontiguousarray(frozen_phi, dtype=np.float64) if frozen else np.zeros((1, 1))
         pos, reseed = 0, True

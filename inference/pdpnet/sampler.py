@@ -17,13 +17,16 @@ class StirlingStack:
     """log S^N_{M, a_p} for every discount parameter p, stacked as ``L3[p, N, M]`` for the kernels; grown on
     demand (fixed discounts share the process-wide :func:`stirling_table`, sampled ones get their own table)."""
 
-    def __init__(self, avals: np.ndarray, rows: int = 16, cols: int = 16):
+    def __init__(self, avals: np.ndarray, rows: int = 16, cols: int = 16, sampled=None):
         self.rows, self.cols = rows, cols
-        self.set_values(avals)
+        self.set_values(avals, sampled)
 
-    def set_values(self, avals: np.ndarray) -> None:
+    def set_values(self, avals: np.ndarray, sampled=None) -> None:
+        """``sampled[p]``: discount p is sampled, so its table is this stack's own (the process-wide cache would
+        keep one table per value ever drawn)."""
         self.avals = np.array(avals, dtype=np.float64)
-        self.tables = [stirling_table(float(a)) for a in self.avals]
+        sampled = [False] * len(self.avals) if sampled is None else list(sampled)
+        self.tables = [fresh_table(float(a)) if f else stirling_table(float(a)) for a, f in zip(self.avals, sampled)]
         self._stack()
 
     def _stack(self) -> None:
@@ -59,7 +62,7 @@ class NetworkSampler:
         self.avals = net.a_values.copy()
         self.bvals = net.b_values.copy()
         self.anc_ptr, self.anc = kernels.ancestor_lists(net.par_ptr, net.par_node)
-        self.stirling = StirlingStack(self.avals)
+        self.stirling = StirlingStack(self.avals, sampled=[net.spec.params[n].sample for n in net.a_names])
         ncell, necell, J, E = net.num_cells, int(net.eoff[-1]), net.num_nodes, len(net.par_node)
         self.n = np.zeros(ncell, np.int64)
         self.tc = np.zeros(ncell, np.int64)
@@ -129,9 +132,7 @@ class NetworkSampler:
                 self.avals[p] = engine_stats.sample_discount(float(self.avals[p]), keys, hist, p, self.bvals, rng)
                 changed = True
         if changed:
-            self.stirling.tables = [stirling_table(float(a)) if not sp.params[nm].sample else fresh_table(float(a))
-                                    for a, nm in zip(self.avals, net.a_names)]
-            self.stirling._stack()
+            self.stirling.set_values(self.avals, [sp.params[nm].sample for nm in net.a_names])
 
     def log_joint(self) -> float:
         return hyper.log_joint(self.net, self.n, self.tc, self.tp, self.Nn, self.TC, self.TP, self.s, self.Se,
