@@ -11,7 +11,7 @@ import logging
 import shlex
 import time
 
-from drivers import registry, storage
+from drivers import progress, registry, storage
 from drivers.corpora.files import CORPUS_JSON
 from drivers.evaluation import k_curves
 from drivers.evaluation import standard_coherence as standard
@@ -71,7 +71,7 @@ def run(args) -> list[dict]:
     requests = [train_request(args, k) for k in args.topics]          # bad flags refused before Spark starts
     spark = sized_session("spark-topics select-k", args,
                           lambda conf, active: train.driver_memory(requests[-1], conf, active))
-    rows = []
+    rows, began = [], time.perf_counter()
     for n, request in enumerate(requests, 1):
         started = time.perf_counter()
         print(f"select-k: K={request.topics} ({n} of {len(requests)}): training {args.model}", flush=True)
@@ -79,8 +79,9 @@ def run(args) -> list[dict]:
         metrics = evaluate.evaluate_model(spark, request.output, heldout, top_words=args.top_words, seed=args.seed)
         metrics["standard_coherence"] = standard.standard_coherence(spark, request.output, heldout, args.top_words)
         rows.append(k_curves.row(request.topics, metrics, request.output, time.perf_counter() - started))
-        print(f"select-k: K={request.topics} done in {rows[-1]['seconds']:.0f} s: held-out perplexity "
-              f"{rows[-1]['heldout_perplexity']:.2f}", flush=True)
+        print("select-k: " + progress.line(n, len(requests), time.perf_counter() - began, what="K",
+                                           figure=f"K={request.topics} held-out perplexity "
+                                                  f"{rows[-1]['heldout_perplexity']:.2f}"), flush=True)
     settings = {"model": args.model, "corpus": args.corpus, "heldout": heldout, "topics": list(args.topics),
                 "iterations": args.iterations, "seed": args.seed, "top_words": args.top_words,
                 "train_args": args.train_args}

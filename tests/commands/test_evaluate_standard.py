@@ -136,6 +136,7 @@ def test_select_k_trains_scores_and_plots_every_k(setup, tmp_path, capsys, caplo
     assert metrics["c_v"] == pytest.approx(direct["standard_coherence"]["c_v"]["mean"], rel=1e-9)
     assert metrics["document_npmi"] == pytest.approx(direct["npmi"], rel=1e-9)
     assert "select-k: K=2 (1 of 2)" in printed and "perplexity" in printed.splitlines()[-4]
+    assert re.search(r"select-k: K 1/2 50%, .* left: K=2 held-out perplexity [\d.]+", printed), printed
     # training's progress: one short line per iteration, the time left, the objective by its name
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("iteration ")]
     short = r"iteration 4/8 50%, [\d a-z]+, about [\d a-z]+ left: ELBO -?[\d.]+e[+-]\d+"
