@@ -45,12 +45,12 @@ def plot(frame: pd.DataFrame, settings: dict) -> bytes:
     left.set_xlabel("topics K")
     left.set_ylabel("held-out perplexity (lower is better)")
     for name, label in (("c_v", "c_v (gensim)"), ("c_npmi", "c_npmi (gensim)"),
-                        ("document_npmi", "document-level NPMI"), ("topic_diversity", "topic diversity")):
+                        ("document_npmi", "document-level NPMI"), ("topic_diversity", "topic diversity (top 25 words)")):
         values = pd.to_numeric(frame[name], errors="coerce")
         if values.notna().any():
             right.plot(frame["topics"], values, marker="o", label=label)
     right.set_xlabel("topics K")
-    right.set_ylabel(f"coherence of the top {settings.get('top_words', 10)} words (higher is better)")
+    right.set_ylabel(f"coherence of the top {settings.get('top_words', 10)} words, diversity (higher is better)")
     right.legend(fontsize=8)
     fig.suptitle(f"select-k: {settings.get('model')} on {settings.get('corpus')}", fontsize=9)
     fig.tight_layout()
