@@ -60,7 +60,7 @@ def plot(frame: pd.DataFrame, settings: dict) -> bytes:
 def format_table(rows: list[dict]) -> str:
     """The rows as the job prints them."""
     def cell(value, spec):
-        return "n/a" if value is None or value != value else format(value, spec)
+        return "n/a".rjust(int(spec.split(".")[0])) if value is None or value != value else format(value, spec)
 
     lines = [f"{'K':>5} {'perplexity':>11} {'c_v':>7} {'c_npmi':>7} {'u_mass':>8} {'doc NPMI':>8} {'diversity':>9}"]
     for r in sorted(rows, key=lambda r: r["topics"]):
