@@ -24,7 +24,7 @@ from drivers.preparation.corpus import prepare_corpus
 from drivers.store import model_root, model_store, publish
 from inference.errors import UsageError
 from jobs.flags import add_model_dir
-from jobs.spark import fold_in_conf, local_path, positive_int, sized_session
+from jobs.spark import engine_of, fold_in_conf, local_path, positive_int, sized_session
 
 log = logging.getLogger("spark_topics.infer")
 
@@ -84,14 +84,24 @@ def infer(spark, request: InferRequest) -> dict:
 
 
 def _infer(spark, request: InferRequest) -> dict:
+    """``spark``: a SparkSession, or a function that makes one when first needed (a small input is prepared and
+    inferred in this process, where its family can: ``request.runs_on``)."""
     family = registry.model_of_directory(request.model_dir).family_object()
     trained = family.open(request.model_dir)
     corpus_dir, prepared = request.input, None
     if not is_prepared_corpus(request.input):
         corpus_dir = storage.join(request.output, "corpus")
         log.info("preparing %s with the model's vocabulary into %s", request.input, corpus_dir)
-        prepared = prepare_corpus(spark, request.input, corpus_dir, **family.raw_text_options(trained, request))
-    return family.infer(spark, trained, corpus_dir, request, prepared)
+        prepared = prepare_corpus(spark, request.input, corpus_dir, request.runs_on,
+                                  **family.raw_text_options(trained, request))
+    if request.runs_on != "spark":
+        why_not = family.why_not_in_process(trained, corpus_dir, request)
+        if why_not is None:
+            log.info("inferring in this process (no Spark job)")
+            return family.infer_in_process(trained, corpus_dir, request)
+        if request.runs_on == "in-process":
+            raise UsageError(f"spark-topics infer: --master none: cannot infer without Spark: {why_not}")
+    return family.infer(spark() if callable(spark) else spark, trained, corpus_dir, request, prepared)
 
 
 def infer_documents(spark, model_dir: str, corpus_dir: str, output_dir: str, partitions: int | None = None,
@@ -105,9 +115,10 @@ def run(args) -> dict:
     args.model = model_store.resolve(args.model, getattr(args, "version", None))     # one version for the job
     family = registry.model_of_directory(args.model).family_object()
     request = InferRequest(args.model, args.input, args.output, args.format, args.id_column, args.text_column,
-                           args.lang, args.partitions, engine=family.infer_settings(args))
-    spark = sized_session("spark-topics infer", args, lambda conf, active: fold_in_conf([args.model], conf, active))
-    result = infer(spark, request)
+                           args.lang, args.partitions, engine=family.infer_settings(args),
+                           runs_on=engine_of(args.master))
+    result = infer(lambda: sized_session("spark-topics infer", args,
+                                         lambda conf, active: fold_in_conf([args.model], conf, active)), request)
     print(family.infer_summary(result, request))
     return result
 

@@ -160,6 +160,9 @@ def get_spark(app_name: str, master: str | None = None, conf: list[str] | None =
     """
     from pyspark.sql import SparkSession
 
+    if master == NO_SPARK:
+        raise UsageError(f"--master {NO_SPARK}: {app_name} runs on Spark (prepare and infer of small inputs "
+                         f"run without it); give a Spark master or leave --master out")
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
@@ -259,6 +262,8 @@ def sized_session(app_name: str, args, sized_conf):
     any Spark job (under spark-submit the session exists first, and its setting is checked)."""
     from pyspark.sql import SparkSession
 
+    if args.master == NO_SPARK:
+        get_spark(app_name, args.master)     # refused in one line
     active = SparkSession.getActiveSession()
     if active is None and under_submit():   # spark-submit chose the driver's memory: check it, in the session
         active = get_spark(app_name, args.master, args.conf)

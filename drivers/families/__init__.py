@@ -86,6 +86,7 @@ class InferRequest(Constrained):
     lang: str | None = None             # polylingual model: the language of the input
     partitions: int | None = None
     engine: object = None
+    runs_on: str = "auto"               # auto (this process when small) | spark | in-process (--master none)
 
     parameter_constraints = {"partitions": AT_LEAST_1}
 
@@ -159,6 +160,15 @@ class ModelFamily:
     def infer(self, spark, trained, corpus_dir: str, request: InferRequest, prepared: dict | None = None) -> dict:
         """Topic proportions of every document of the prepared corpus ``corpus_dir`` (``prepared``: its
         corpus.json when the job prepared it from raw text); writes ``request.output``."""
+        raise NotImplementedError
+
+    def why_not_in_process(self, trained, corpus_dir: str, request: InferRequest) -> str | None:
+        """None when :meth:`infer_in_process` can infer the corpus without Spark (``infer`` then does, unless
+        ``--master`` names a master); else why not, in a few words."""
+        return f"{self.name} models infer on Spark only"
+
+    def infer_in_process(self, trained, corpus_dir: str, request: InferRequest) -> dict:
+        """:meth:`infer` in this process, without Spark: the same ``doc_topics.parquet`` and counts."""
         raise NotImplementedError
 
     def infer_summary(self, result: dict, request: InferRequest) -> str:

@@ -39,6 +39,7 @@ from drivers.evaluation import left_to_right
 from drivers.families import EvaluateRequest, InferRequest, ModelFamily, TrainRequest
 from drivers.families.variational.evaluate import (evaluate_aligned, evaluate_model, format_aligned_metrics,
                                                    format_metrics, language_models)
+from drivers.families.variational import infer_in_process as in_process
 from drivers.families.variational.infer import infer_documents, name_words
 from drivers.families.variational.refresh import refresh_model
 from drivers.families.variational.shared import VariationalTraining, check_python_memory, write_doc_topics
@@ -285,6 +286,12 @@ class VariationalFamily(ModelFamily):
               prepared: dict | None = None) -> dict:
         return infer_documents(spark, trained, corpus_dir, request.output, request.engine, request.partitions,
                                request.lang)
+
+    def why_not_in_process(self, trained: TopicModel, corpus_dir: str, request: InferRequest) -> str | None:
+        return in_process.why_not_in_process(trained, corpus_dir, request.lang)
+
+    def infer_in_process(self, trained: TopicModel, corpus_dir: str, request: InferRequest) -> dict:
+        return in_process.infer_in_process(trained, corpus_dir, request.output, request.engine, request.lang)
 
     def infer_summary(self, result: dict, request: InferRequest) -> str:
         return (f"inferred topic proportions of {result['documents']} documents -> {result['output']}\n"

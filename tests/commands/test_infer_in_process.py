@@ -1,0 +1,99 @@
+"""``infer`` of a small input without Spark (:mod:`drivers.families.variational.infer_in_process`): the same
+``doc_topics.parquet`` as the Spark job, number for number, for a prepared corpus and for raw text with a
+document of unknown words only; ``--master none`` starts no Spark job and names what needs Spark."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import train_args
+from drivers import registry
+from drivers.preparation.corpus import prepare_corpus
+from jobs import infer, train
+from jobs.infer import InferRequest
+from test_prepare import records, write_jsonl
+from tiny_corpora import FAMILY_FLAGS
+
+
+@pytest.fixture(scope="module")
+def models(spark_session, tiny_corpora_of_kind, tmp_path_factory):
+    root = tmp_path_factory.mktemp("in-process")
+    out = {}
+    for name in ("lda", "tlda", "polylda"):
+        spec = registry.model(name)
+        out[name] = str(root / name)
+        train.train(spark_session, train_args(tiny_corpora_of_kind[spec.corpus], out[name], "--model", name,
+                                              *FAMILY_FLAGS[spec.family]))
+    # a model of words (the tiny corpora's terms hold digits, which the tokenizer drops): for raw text
+    rng = np.random.default_rng(5)
+    words = [a + b for a in ("apple", "pear", "plum", "fig", "kiwi") for b in ("", "tree", "leaf", "jam", "pie")]
+    texts = {f"d{i:02d}": " ".join(rng.choice(words, size=30)) for i in range(40)}
+    prepare_corpus(None, write_jsonl(root / "fruit.jsonl", records(texts)), str(root / "fruit"), "in-process",
+                   min_df=1, max_df=1.0, language="none")
+    out["words"] = str(root / "words")
+    train.train(spark_session, train_args(str(root / "fruit"), out["words"], *FAMILY_FLAGS["variational"]))
+    return out
+
+
+def doc_topics(path) -> pd.DataFrame:
+    return pd.read_parquet(path).reset_index(drop=True)
+
+
+def both(spark, model_dir, input_path, tmp_path, lang=None):
+    results, tables = {}, {}
+    for runs_on in ("spark", "in-process"):
+        out = tmp_path / runs_on
+        request = InferRequest(model_dir, str(input_path), str(out), lang=lang, runs_on=runs_on)
+        jobs_before = len(spark.sparkContext.statusTracker().getJobIdsForGroup(None))
+        results[runs_on] = infer.infer(spark, request)
+        ran = len(spark.sparkContext.statusTracker().getJobIdsForGroup(None)) - jobs_before
+        assert (ran == 0) == (runs_on == "in-process"), (runs_on, ran)
+        tables[runs_on] = doc_topics(out / "doc_topics.parquet")
+    pd.testing.assert_frame_equal(tables["in-process"], tables["spark"], check_exact=True)
+    assert {k: v for k, v in results["in-process"].items() if k != "output"} == \
+        {k: v for k, v in results["spark"].items() if k != "output"}
+    return tables["in-process"]
+
+
+@pytest.mark.parametrize("name", ["lda", "tlda"])
+def test_a_prepared_corpus_gives_the_spark_jobs_table(spark_session, models, tiny_corpora_of_kind, name,
+                                                      tmp_path):
+    table = both(spark_session, models[name], tiny_corpora_of_kind[registry.model(name).corpus], tmp_path)
+    assert len(table) > 5 and not table.no_known_words.any()
+
+
+def test_raw_text_with_unknown_words_gives_the_spark_jobs_table(spark_session, models, tmp_path):
+    vocab = pd.read_parquet(f"{models['words']}/vocab.parquet").sort_values("id").term.tolist()
+    raw = write_jsonl(tmp_path / "new.jsonl", records({
+        "known": " ".join(vocab[:6] + vocab[:3]),
+        "mixed": " ".join(vocab[-4:]) + " zzzunknown words",
+        "unknown": "zzzunknown qqqnever",
+    }))
+    table = both(spark_session, models["words"], raw, tmp_path)
+    assert table.doc_id.tolist() == ["known", "mixed", "unknown"]
+    assert table.no_known_words.tolist() == [False, False, True]
+
+
+def test_one_language_of_a_polylingual_model(spark_session, models, tiny_corpora_of_kind, tmp_path):
+    import os
+
+    corpus = tiny_corpora_of_kind[registry.ALIGNED]
+    language = sorted(d for d in os.listdir(corpus) if os.path.isfile(os.path.join(corpus, d, "corpus.json")))[0]
+    both(spark_session, models["polylda"], os.path.join(corpus, language), tmp_path, lang=language)
+
+
+def test_master_none_names_what_needs_spark(spark_session, models, tiny_corpora_of_kind, tmp_path, capsys):
+    from jobs.cli import main
+
+    corpus = tiny_corpora_of_kind[registry.BAG_OF_WORDS]
+    jobs_before = len(spark_session.sparkContext.statusTracker().getJobIdsForGroup(None))
+    main(["infer", "--model", models["lda"], "--input", corpus, "--output", str(tmp_path / "out"),
+          "--master", "none"])
+    assert "inferred topic proportions of" in capsys.readouterr().out
+    assert len(spark_session.sparkContext.statusTracker().getJobIdsForGroup(None)) == jobs_before
+    with pytest.raises(SystemExit, match="without Spark: an aligned corpus of a polylingual model"):
+        main(["infer", "--model", models["polylda"], "--input", tiny_corpora_of_kind[registry.ALIGNED],
+              "--output", str(tmp_path / "aligned"), "--master", "none"])
+    with pytest.raises(SystemExit, match="--master none: spark-topics train runs on Spark"):
+        main(["train", "--corpus", corpus, "--output", str(tmp_path / "m"), "--topics", "2", "--master", "none"])
