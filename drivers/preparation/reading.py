@@ -114,7 +114,7 @@ def _read_txt(spark: SparkSession, path: str, opts: PrepareOptions) -> DataFrame
 def _read_jsonl(spark: SparkSession, path: str, opts: PrepareOptions) -> DataFrame:
     """JSON lines (blank lines skipped); unparseable lines and lines without id or text are malformed."""
     lines = _file_reader(spark, path, "text").load(path)
-    _check_columns(_json_keys(lines), opts, path)
+    check_columns(_json_keys(lines), opts, path)
     schema = _string_schema([opts.id_column, opts.text_column, *opts.keep_columns])    # kept: their JSON text
     parsed = F.from_json("value", schema, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": _CORRUPT})
     df = (lines.select("value", "_metadata")
@@ -127,7 +127,7 @@ def _read_jsonl(spark: SparkSession, path: str, opts: PrepareOptions) -> DataFra
 def _read_csv(spark: SparkSession, path: str, opts: PrepareOptions) -> DataFrame:
     """CSV with a header row (RFC 4180 quoting, fields may span lines)."""
     header = _file_reader(spark, path, "csv", _csv_options()).load(path).columns
-    _check_columns(header, opts, path)
+    check_columns(header, opts, path)
     df = (_file_reader(spark, path, "csv", _csv_options()).schema(_string_schema(header))
           .option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", _CORRUPT)
           .load(path))
@@ -139,7 +139,7 @@ def _read_csv(spark: SparkSession, path: str, opts: PrepareOptions) -> DataFrame
 def _read_parquet(spark: SparkSession, path: str, opts: PrepareOptions) -> DataFrame:
     """Parquet; the id may be of any type (read as a string), the text string or binary."""
     df = spark.read.parquet(path)
-    _check_columns(df.columns, opts, path)
+    check_columns(df.columns, opts, path)
     text_type = df.schema[opts.text_column].dataType
     if opts.text_column == opts.segments and isinstance(text_type, T.ArrayType):   # --segments COLUMN
         return _classify(df.withColumn(_CORRUPT, F.lit(None).cast("string")), opts,
@@ -203,7 +203,7 @@ def _json_keys(lines: DataFrame) -> list[str]:
     return sorted(row.key for row in lines.limit(_JSON_SAMPLE_ROWS).select(keys).distinct().collect())
 
 
-def _check_columns(available: list[str], opts: PrepareOptions, path: str) -> None:
+def check_columns(available: list[str], opts: PrepareOptions, path: str) -> None:
     """Fail when the id or text column is not among the input's columns.
 
     An empty ``available`` (no parseable record to look at) passes: the rows

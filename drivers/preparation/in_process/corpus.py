@@ -99,16 +99,22 @@ def prepare_into(input_path: str, staging: str, fmt: str, opts: PrepareOptions, 
 
 def build_vocabulary(term_counts: list, n_docs: int, opts: PrepareOptions) -> dict:
     """As :func:`drivers.preparation.vocabulary.build_vocabulary`: ``term``, ``df``, ``cf`` lists in id order."""
-    df, cf = collections.Counter(), collections.Counter()
-    for counts in term_counts:
-        df.update(counts.keys())
-        cf.update(counts)
+    df, cf = _frequencies(term_counts)
     min_count = opts.min_df if isinstance(opts.min_df, int) else opts.min_df * n_docs
     max_count = opts.max_df if isinstance(opts.max_df, int) else opts.max_df * n_docs
     terms = sorted((term for term in df if min_count <= df[term] <= max_count), key=lambda t: (-cf[t], t))
     if opts.max_vocab is not None:
         terms = terms[:opts.max_vocab]
     return {"term": terms, "df": [df[t] for t in terms], "cf": [cf[t] for t in terms]}
+
+
+def _frequencies(term_counts: list) -> tuple[collections.Counter, collections.Counter]:
+    """Every term's document frequency and collection frequency."""
+    df, cf = collections.Counter(), collections.Counter()
+    for counts in term_counts:
+        df.update(counts.keys())
+        cf.update(counts)
+    return df, cf
 
 
 def _given_vocabulary(path: str, term_counts: list) -> dict:
@@ -136,10 +142,7 @@ def _given_vocabulary(path: str, term_counts: list) -> dict:
             f"vocabulary {path} needs unique terms and ids 0..{n - 1}: it has {n} rows, "
             f"{len(set(named))} distinct terms, {len(set(given_ids))} distinct ids from "
             f"{min(given_ids, default=None)} to {max(given_ids, default=None)}")
-    df, cf = collections.Counter(), collections.Counter()
-    for counts in term_counts:
-        df.update(counts.keys())
-        cf.update(counts)
+    df, cf = _frequencies(term_counts)
     by_id = sorted(zip(ids, terms))
     return {"term": [t for _, t in by_id], "df": [df[t] for _, t in by_id], "cf": [cf[t] for _, t in by_id]}
 

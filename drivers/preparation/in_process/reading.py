@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from drivers.preparation.options import PrepareError, PrepareOptions
-from drivers.preparation.reading import EXTENSIONS
+from drivers.preparation.reading import EXTENSIONS, check_columns
 
 REPLACEMENT_CHAR = "\ufffd"
 JSON_SAMPLE_ROWS = 1000      # as the Spark reader: the column check looks at the keys of the first lines
@@ -114,7 +114,7 @@ def _read_jsonl(path: str, opts: PrepareOptions) -> tuple[list[InputRow], dict]:
     """JSON lines as Spark's ``from_json`` reads them into string fields; blank lines are not rows."""
     files = input_files(path, "jsonl")
     lines = [(file, i, line) for file in files for i, line in enumerate(_lines(file))]
-    _check_columns(_json_keys(line for _, _, line in lines[:JSON_SAMPLE_ROWS]), opts, path)
+    check_columns(_json_keys(line for _, _, line in lines[:JSON_SAMPLE_ROWS]), opts, path)
     rows = []
     for file, i, line in lines:
         value = made_valid(line)
@@ -167,7 +167,7 @@ def _read_parquet(path: str, opts: PrepareOptions) -> tuple[list[InputRow], dict
         raise NeedsSpark("a partitioned Parquet folder")
     files = input_files(path, None)
     schema = pq.read_schema(files[0]) if files else pa.schema([])
-    _check_columns(list(schema.names), opts, path)
+    check_columns(list(schema.names), opts, path)
     rows = []
     for file in files:
         table = pq.read_table(file)
@@ -204,12 +204,3 @@ def _classify(fields: dict, opts: PrepareOptions, *, source: str, order: tuple, 
     return InputRow(doc_id=doc_id or None, text=text, source=source,
                     raw=(raw if raw is not None else text) if reason else None, order=order, reason=reason,
                     kept={c: fields[c] for c in opts.keep_columns})
-
-
-def _check_columns(available: list[str], opts: PrepareOptions, path: str) -> None:
-    missing = [c for c in (opts.id_column, opts.text_column, *opts.keep_columns) if c not in available]
-    if available and missing:
-        raise PrepareError(
-            f"column{'s' if len(missing) > 1 else ''} {', '.join(map(repr, missing))} not in "
-            f"{path}; available columns: {', '.join(available)} "
-            f"(choose with --id-column / --text-column / --keep-columns)")
