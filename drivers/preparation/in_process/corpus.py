@@ -19,6 +19,7 @@ import regex
 
 from drivers.corpora.files import DOCS, ORDERED, REJECT_REASONS, REJECTS, SEGMENTS, STOPWORDS, VOCAB
 from drivers.preparation import segments as segments_mod
+from drivers.preparation.id_hash import in_part
 from drivers.preparation.in_process.reading import NeedsSpark, input_files, read_rows
 from drivers.preparation.in_process.tokens import Tokenizer
 from drivers.preparation.options import PrepareError, PrepareOptions
@@ -38,8 +39,6 @@ def eligible(input_path: str, output_dir: str, fmt: str, opts: PrepareOptions) -
         return f"{fmt} input"
     if segments_mod.is_column_mode(opts.segments):
         return "segments given as a column"
-    if opts.holdout:
-        return "a --holdout-fraction split (by Spark's hash of the id)"
     size = sum(os.path.getsize(f) for f in input_files(input_path, None if fmt == "parquet" else fmt))
     if size > MAX_INPUT_BYTES:
         return f"an input of {size >> 20} MiB (more than {MAX_INPUT_BYTES >> 20} MiB)"
@@ -51,6 +50,7 @@ def prepare_into(input_path: str, staging: str, fmt: str, opts: PrepareOptions, 
     before writing anything when the input needs the Spark reader."""
     tokenizer = Tokenizer(opts.token_pattern, opts.min_token_length, stopwords)
     rows, kept_types = read_rows(input_path, fmt, opts)
+    rows = [row for row in rows if in_part(row.doc_id, opts.holdout)]     # --holdout-fraction: one part
     if not rows:
         raise PrepareError(f"no input rows in {input_path} (read as {fmt})")
     candidates = [row for row in rows if row.reason is None]
