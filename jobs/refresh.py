@@ -13,6 +13,7 @@ seen (by id and content hash, :mod:`drivers.refresh.update`), grows the vocabula
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import time
 
@@ -23,7 +24,7 @@ from drivers.corpora.files import DOCS
 from drivers.models.infvoc import commands as infinite
 from drivers.preparation.corpus import document_terms, prepare_corpus
 from drivers.preparation.reading import read_documents
-from drivers.refresh import sources as refresh_sources, update as refresh
+from drivers.refresh import base_version, reinfer, schedule, sources as refresh_sources, update as refresh
 from drivers.refresh.update import RefreshRequest
 from drivers.store import lease, model_root, model_store, publish, tokenizer, topic_model
 from inference.errors import RefusedError, UsageError
@@ -39,12 +40,19 @@ def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
                         help="new documents: any input of `spark-topics prepare`")
     parser.add_argument("--base", metavar="MODEL_DIR", type=local_path,
                         help="first refresh of a root: the trained model it starts from")
-    parser.add_argument("--mode", choices=refresh.MODES, default="accumulate",
-                        help="accumulate: the old posterior is the batch's prior (no forgetting; default); online: "
+    parser.add_argument("--mode", choices=refresh.MODES, default="auto",
+                        help="auto (default): accumulate, and a guided batch pass over the stored batches once the "
+                             "documents ingested reach --guided-growth x those of the last full fit; "
+                             "accumulate: the old posterior is the batch's prior (no forgetting); online: "
                              "Hoffman's online VB, old documents fade at rate rho_t (drifting corpora); batch: EM "
                              "over every document ingested, from a cold start guided by the previous topics (a "
                              "retrain's quality; each iteration costs a retrain's)")
     parser.add_argument("--iterations", type=int, default=20, help="EM iterations over the batch (default 20)")
+    parser.add_argument("--guided-iterations", type=positive_int, default=10,
+                        help="auto: EM iterations of a guided pass over every document ingested (default 10)")
+    parser.add_argument("--guided-growth", type=float, default=2.0,
+                        help="auto: a guided pass once the documents ingested reach this many times those of the "
+                             "last full fit (default 2: the union at least doubles between passes; 1: every time)")
     parser.add_argument("--inference", choices=("variational", "hybrid"), default=None,
                         help="the local step (default: the one the model was trained with)")
     parser.add_argument("--tau0", type=float, default=64.0, help="online: rho_t = (tau0 + t)^-kappa (default 64)")
@@ -65,6 +73,12 @@ def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
                         help="keep the model files of the N newest versions (older ones keep their ledger and report)")
     parser.add_argument("--rollback", nargs="?", const="", default=None, metavar="VERSION",
                         help="point LATEST at VERSION (default: the parent of LATEST); nothing is trained")
+    parser.add_argument("--drift-report", metavar="OUT_DIR", type=local_path, default=None,
+                        help="write OUT_DIR/drift.json and drift.png: topics matched over every committed version, "
+                             "their drift and the new words' rank trajectories; nothing is trained")
+    parser.add_argument("--reinfer-old", action="store_true",
+                        help="also infer every earlier document's topic proportions under the new version (the "
+                             "version's doc_topics.parquet then holds every document ingested)")
     parser.add_argument("--seed", type=int, default=None, help="default: the model's seed")
     parser.add_argument("--partitions", type=positive_int, default=None)
     parser.add_argument("--dry-run", action="store_true", help="read and count the batch; publish nothing")
@@ -75,15 +89,17 @@ def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
 
 
 def request_from(args) -> RefreshRequest:
-    if args.rollback is None and not args.input:
-        raise UsageError("refresh needs --input NEW_DOCS (or --rollback)")
+    if args.rollback is None and not args.input and not args.drift_report:
+        raise UsageError("refresh needs --input NEW_DOCS (or --rollback, or --drift-report)")
     return RefreshRequest(root=args.model, input=args.input, base=args.base, mode=args.mode,
-                          iterations=args.iterations, inference=args.inference, tau0=args.tau0, kappa=args.kappa,
+                          iterations=args.iterations, guided_iterations=args.guided_iterations,
+                          guided_growth=args.guided_growth, inference=args.inference, tau0=args.tau0, kappa=args.kappa,
                           corpus_size=args.corpus_size,
                           guide_weight=args.guide_weight, min_new_df=args.min_new_df,
                           max_new_terms=args.max_new_terms, probe=args.probe, keep=args.keep,
                           rollback=args.rollback, seed=args.seed, partitions=args.partitions,
-                          dry_run=args.dry_run, format=args.format, id_column=args.id_column,
+                          dry_run=args.dry_run, drift_report=args.drift_report,
+                          reinfer_old=args.reinfer_old, format=args.format, id_column=args.id_column,
                           text_column=args.text_column)
 
 
@@ -104,13 +120,34 @@ def refresh_root(spark, request: RefreshRequest) -> dict:
         return report
 
 
+def family_infer(spark, spec, staging: str):
+    """``infer(model, corpus_dir, output_dir)`` by the model's family, as ``spark-topics infer`` runs it."""
+    from drivers.families import InferRequest
+
+    def infer(model, corpus_dir: str, output_dir: str) -> dict:
+        request = InferRequest(model_dir=staging, input=corpus_dir, output=output_dir)
+        return spec.family_object().infer(spark, model, corpus_dir, request)
+    return infer
+
+
+def drift_report(request: RefreshRequest) -> dict:
+    """``--drift-report OUT_DIR`` alone: the report across the root's versions; no Spark, no lease (reads only)."""
+    from drivers.refresh import drift_report as report_module
+
+    report = report_module.write_report(request.root, request.drift_report)
+    moved = sum(not s["identity"] for s in report["steps"])
+    print(f"drift report of {len(report['versions'])} versions of {request.root} -> {request.drift_report} "
+          f"({moved} step(s) where a topic matched another best)")
+    return report
+
+
 def rollback(request: RefreshRequest) -> dict:
     root = request.root
     current = model_root.latest(root)
     if current is None:
         raise UsageError(f"{root} has no published version to roll back")
     if request.rollback:
-        target = model_root.resolve(root, request.rollback).rstrip("/").rsplit("/", 1)[1]
+        target = model_root.version_name(root, request.rollback)
     else:
         committed = model_root.chain(root)
         if len(committed) < 2:
@@ -139,7 +176,8 @@ def _refresh(spark, request: RefreshRequest) -> dict:
         base_dir = model_root.version_dir(root, current)
     base = model_store.load_model(base_dir)
     spec = registry.of_meta(base.meta)
-    if request.mode not in spec.refresh_modes:
+    auto = request.mode == "auto" and schedule.CHEAP in spec.refresh_modes
+    if request.mode not in spec.refresh_modes and not auto:
         raise RefusedError(f"refresh --mode {request.mode} is not supported for --model {spec.name}"
                            + (f" (it supports: {', '.join(spec.refresh_modes)})" if spec.refresh_modes else
                               ": retrain on the union of the documents with `spark-topics train`"))
@@ -152,6 +190,10 @@ def _refresh(spark, request: RefreshRequest) -> dict:
         report = _build_version(spark, request, root, current, base, base_dir, spec, history, version, staging)
         if report.get("published") is False or request.dry_run:
             return report
+        if request.reinfer_old and report["mode"] != "batch":   # batch: every document was inferred already
+            report["reinferred"] = reinfer.reinfer_all(spark, root, staging, family_infer(spark, spec, staging))
+        if current is None:                    # the base model becomes version 0, the first version's parent
+            base_version.publish_base_version(root, base_dir, staging, report)
         report["seconds"] = round(time.time() - started, 3)
         storage.save_json(storage.join(staging, refresh.REPORT_JSON), report)
         refresh.plot_report(storage.join(staging, refresh.REPORT_PNG), report)
@@ -171,8 +213,7 @@ def _build_version(spark, request, root, current, base, base_dir, spec, history,
     chain_dirs = [model_root.version_dir(root, v) for v in model_root.chain(root)]
     if current is None:                        # the base model's training corpus, by absolute path
         history = dict(history, **refresh_sources.training_history(base_dir, base.meta))
-    training = refresh_sources.training_corpus(root, chain_dirs[-1] if chain_dirs else None, history) \
-        if request.mode == "batch" else None   # checked before the batch is read
+    training = schedule.guided_training(request, spec.refresh_modes, root, chain_dirs, history)   # checked before the batch is read
     ledger = refresh.read_ledger(spark, chain_dirs) if current is not None else \
         refresh.base_ledger(spark, base_dir, version)
     options = {k: v for k, v in tokenizer.raw_text_options(base).items() if k != "segments"}
@@ -223,11 +264,7 @@ def _build_version(spark, request, root, current, base, base_dir, spec, history,
         kept_ids = spark.read.parquet(storage.join(corpus_dir, DOCS)).select("doc_id")
         ledger_rows = (ingested_rows.join(kept_ids, "doc_id", "inner")
                        .select("doc_id", "content_hash", "status", F.lit(version).alias("version")))
-        ledger_rows = ledger_rows.unionByName(adopted)
-        if current is None:                    # the base's training documents start the root's ledger
-            seen = ledger_rows.select("doc_id")
-            ledger_rows = ledger_rows.unionByName(
-                refresh.base_ledger(spark, base_dir, version).join(seen, "doc_id", "left_anti"))
+        ledger_rows = ledger_rows.unionByName(adopted)   # the base's documents: version 0's ledger
         ledger_rows.coalesce(1).write.parquet(storage.join(staging, refresh.LEDGER))
         storage.delete(input_dir)
     finally:
@@ -237,7 +274,14 @@ def _build_version(spark, request, root, current, base, base_dir, spec, history,
     if current is None:
         stats, n_base = refresh.alpha_statistics(storage.join(base_dir, "doc_topics.parquet"))
         history_before.update(documents=n_base, alpha_statistics=None if stats is None else stats.tolist(),
-                              steps=0)
+                              steps=0, base_documents=n_base)
+    decision = None
+    if request.mode == "auto":
+        decision = schedule.decide(history_before, prepared["documents"], request.guided_growth,
+                                   training is not None, spec.refresh_modes)
+        log.info("refresh --mode auto: %s (%s)", decision.mode, decision.reason)
+        request = dataclasses.replace(request, mode=decision.mode, iterations=request.guided_iterations
+                                      if decision.mode == schedule.GUIDED else request.iterations)
     fit_dir = corpus_dir
     if request.mode == "batch":
         fit_dir = refresh_sources.union_corpus(spark, training, chain_dirs, corpus_dir, staging)
@@ -260,6 +304,8 @@ def _build_version(spark, request, root, current, base, base_dir, spec, history,
         "documents": documents_total, "alpha_statistics": stats_total.tolist(),
         "training_corpus": refresh_sources.stored_path(history_before.get("training_corpus"), root),
         "training_version": history_before.get("training_version"), "batch_documents": prepared["documents"],
+        "base_documents": history_before.get("base_documents"),
+        "guided_documents": schedule.recorded_fit(history_before, request.mode, documents_total),
         "new_terms": len(new_terms), "tau0": request.tau0, "kappa": request.kappa}
     storage.save_json(storage.join(staging, "model.json"), meta)
     model_store.write_parquet(storage.join(staging, refresh.NEW_TERMS), new_terms)
@@ -267,6 +313,7 @@ def _build_version(spark, request, root, current, base, base_dir, spec, history,
     new_model = model_store.read_model_files(staging)
     drift = refresh.topic_drift(base.topic_word(), new_model.topic_word())
     report = {"version": version, "parent": parent, "mode": request.mode, "documents": documents,
+              "schedule": None if decision is None else {"requested": "auto", "reason": decision.reason},
               "ingested": prepared["documents"], "tokens": prepared.get("tokens"),
               "vocabulary": {"before": int(base.lambda_.shape[1]), "after": int(len(vocab)),
                              "added": int(len(new_terms)), "new_terms": new_terms["term"].astype(str).tolist()[:200],
@@ -351,6 +398,8 @@ def run(args) -> dict:
     if args.vocabulary == "infinite":
         return infinite.refresh(sized_session("spark-topics refresh", args, lambda conf, active: conf), args)
     request = request_from(args)
+    if request.drift_report and request.input is None and request.rollback is None:
+        return drift_report(request)
     spark = sized_session("spark-topics refresh", args, lambda conf, active: conf)
     return refresh_root(spark, request)
 

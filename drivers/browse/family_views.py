@@ -140,6 +140,8 @@ def base_model(root: str, oldest: str) -> str | None:
     """The base model the oldest version was refreshed from, when it is still there and is that model (its
     completion token is the one the root recorded)."""
     meta = storage.load_json(storage.join(model_root.version_dir(root, oldest), "model.json"))
+    if (meta.get("refresh") or {}).get("mode") == "base":
+        return None                       # the oldest version is the base model itself (version 0)
     parent = (meta.get("refresh") or {}).get("parent") or {}
     base = refresh_sources.stored_path(parent.get("base"), root)
     if base is None or not storage.exists(storage.join(base, "model.json")):

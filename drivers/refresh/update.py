@@ -35,7 +35,7 @@ PENDING_TERMS = "pending_terms.parquet"
 NEW_TERMS = "new_terms.parquet"
 REPORT_JSON = "refresh.json"
 REPORT_PNG = "refresh.png"
-MODES = ("accumulate", "online", "batch")
+MODES = ("auto", "accumulate", "online", "batch")
 #: pending words kept between refreshes (the most frequent)
 MAX_PENDING_TERMS = 200_000
 
@@ -45,8 +45,10 @@ class RefreshRequest(Constrained):
     root: str
     input: str | None
     base: str | None = None
-    mode: str = "accumulate"
+    mode: str = "auto"                    # auto: accumulate, or a guided batch pass when due (drivers.refresh.schedule)
     iterations: int = 20
+    guided_iterations: int = 10           # auto: EM iterations of a guided pass over the union
+    guided_growth: float = 2.0            # auto: a guided pass once the documents reach this x the last full fit's
     inference: str | None = None          # the local step: variational | hybrid (default: the base model's)
     tau0: float = 64.0
     kappa: float = 0.7
@@ -60,13 +62,16 @@ class RefreshRequest(Constrained):
     seed: int | None = None
     partitions: int | None = None
     dry_run: bool = False
+    drift_report: str | None = None      # write the drift report across every version here (nothing trained)
+    reinfer_old: bool = False             # the new version's doc_topics also for every earlier document
     format: str = "auto"
     id_column: str = "id"
     text_column: str = "text"
     tol: float = 1e-5
 
     parameter_constraints = {"mode": StrOptions(MODES), "iterations": AT_LEAST_1, "min_new_df": AT_LEAST_1,
-                             "max_new_terms": AT_LEAST_0, "guide_weight": NON_NEGATIVE, "tau0": NON_NEGATIVE,
+                             "max_new_terms": AT_LEAST_0, "guide_weight": NON_NEGATIVE,
+                             "guided_iterations": AT_LEAST_1, "guided_growth": Interval(Real, 1.0, None, closed="left"), "tau0": NON_NEGATIVE,
                              "kappa": Interval(Real, 0.5, 1.0, closed="right"), "keep": AT_LEAST_1,
                              "partitions": AT_LEAST_1}
 

@@ -31,6 +31,7 @@ LATEST = "LATEST"
 VERSIONS = "versions"
 DOC_TOPICS = "doc_topics"          # the table: ROOT/doc_topics/version=<V>/
 BASE_PARTITION = "base"
+BASE_NAMES = ("base", "0")             # version 0: the base model (drivers.refresh.base_version)
 VERSION_NAME = re.compile(r"^(\d{6})-(\d{8}T\d{6}Z)$")
 
 
@@ -68,6 +69,8 @@ def resolve(path: str, version: str | None = None) -> str:
                              f"{LATEST} or {VERSIONS}/)")
         return path
     name = version if version is not None else latest(path)
+    if name is not None and version is not None:           # 3, 000003, base, latest, or the full name
+        name = version_name(path, version)
     if name is None:
         raise UsageError(f"{path} is a model root without a published version (no {LATEST}); run `spark-topics "
                          f"refresh --model {path} --base MODEL_DIR --input NEW_DOCS` to create its first version")
@@ -81,6 +84,42 @@ def resolve(path: str, version: str | None = None) -> str:
         raise RefusedError(f"{path}: version {name} was pruned (refresh --keep): only its ledger, report and document "
                            f"proportions remain")
     return version_dir(path, name)
+
+
+def version_name(root: str, name: str) -> str:
+    """A version as a person types it (``3``, ``000003``, ``base``, ``latest``, or the full name) -> the full name
+    of that version of ``root``; one-line refusals for an unknown name or a root whose base is no version."""
+    known = versions(root)
+    text = str(name).strip()
+    if text.lower() == "latest":
+        current = latest(root)
+        if current is None:
+            raise UsageError(f"{root} has no published version (no {LATEST})")
+        return current
+    if text.lower() in BASE_NAMES:
+        first = known[0] if known else None
+        if first is None or not first.startswith("000000-"):
+            raise UsageError(f"{root} has no version 0: its first refresh predates base versions (the base model "
+                             f"is {base_path(root) or 'not recorded'}; read it with --model that path)")
+        return first
+    if text in known:
+        return text
+    if text.isdigit():
+        text = f"{int(text):06d}"
+    matches = [v for v in known if v.startswith(text + "-") or (len(text) > 6 and v.startswith(text))]
+    if len(matches) != 1:
+        raise UsageError(f"{root} has no version {name!r} (versions: {', '.join(known[-5:]) or 'none'}; a version "
+                         f"is named by its number, e.g. 3, by 'base' or by its full name)")
+    return matches[0]
+
+
+def base_path(root: str) -> str | None:
+    """The base model's directory as the oldest version recorded it."""
+    names = versions(root)
+    if not names:
+        return None
+    meta = storage.load_json(storage.join(version_dir(root, names[0]), "model.json"))
+    return refresh_sources.stored_path(((meta.get("refresh") or {}).get("parent") or {}).get("base"), root)
 
 
 def next_version(root: str) -> str:

@@ -1,15 +1,17 @@
 """Refresh against a full retrain on real text: quality after the last refresh and the cost of each refresh.
 
 A corpus is split 90/10 by a hash of the id (the test part), the training part sorted by id (or by a hash:
-``--order hash``) into four batches: the first trains the base model (``train``, 50 EM iterations), the other three
-refresh it one after the other (``refresh``, each mode in its own root: accumulate and online 20 iterations over
-the batch, batch 10 over the union). A retrain on the union of the four batches (50 iterations) is the
-reference. Every model is scored on the test part with one estimator (document completion,
+``--order hash``) into four batches (``--batches N``): the first trains the base model (``train``, 50 EM
+iterations), the others refresh it one after the other (``refresh``, each mode in its own root: accumulate and
+online 20 iterations over the batch, batch 10 over the union, auto the one or the other as its schedule says).
+A retrain on the union of all batches (50 iterations) is the reference; each refresh's seconds are also given
+as a share of the retrain's, with the mode it ran (a: accumulate, b: a guided batch pass). Every model is scored on the test part with one estimator (document completion,
 :func:`drivers.families.variational.evaluate.evaluate_model`), the test part and the retrain prepared with the last
 refreshed version's vocabulary, so all models share their words. Seconds: the whole job (reading and preparing
 the documents included) for each refresh, preparing and training for the retrain. Beside the tests::
 
     .venv/bin/python tests/bench/bench_refresh.py --source web --topics 20
+    .venv/bin/python tests/bench/bench_refresh.py --source web --modes auto --batches 11
     .venv/bin/python tests/bench/bench_refresh.py --source pydoc --topics 20
     .venv/bin/python tests/bench/bench_refresh.py --source pool --topics 50
 """
@@ -37,7 +39,8 @@ def main() -> None:
                         help="web: WEB chapters (~1.2k); pydoc: Python library docs; pool: the 100k-document "
                              "benchmark pool (verses and commentary paragraphs of five works, tests/bench/bench_corpus.py)")
     parser.add_argument("--topics", type=int, default=20)
-    parser.add_argument("--modes", nargs="+", default=["accumulate", "online", "batch"])
+    parser.add_argument("--modes", nargs="+", default=["auto", "accumulate", "batch"])
+    parser.add_argument("--batches", type=int, default=4, help="the base model's batch and the refreshes' (default 4)")
     parser.add_argument("--refresh-iterations", type=int, default=20, help="accumulate and online")
     parser.add_argument("--batch-iterations", type=int, default=10, help="batch mode (over the union)")
     parser.add_argument("--retrain-iterations", type=int, default=50, help="the base model and the retrain")
@@ -54,16 +57,17 @@ def main() -> None:
     from drivers.preparation.corpus import prepare_corpus
 
     spark = bench_session("bench-refresh")
-    work = CACHE / f"refresh-{options.source}-{options.order}"
+    work = CACHE / (f"refresh-{options.source}-{options.order}" + (f"-{options.batches}" if options.batches != 4 else ""))
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     rows = pool_documents() if options.source == "pool" else documents(options.source)
     test = [r for r in rows if hashlib.sha256(r["id"].encode()).digest()[0] < 26]
     key = (lambda r: r["id"]) if options.order == "id" else (lambda r: hashlib.sha256(b"order" + r["id"].encode()).digest())
     training = sorted((r for r in rows if hashlib.sha256(r["id"].encode()).digest()[0] >= 26), key=key)
-    quarter = (len(training) + 3) // 4
-    batches = [write_jsonl(work / f"batch{i}.jsonl", training[i * quarter:(i + 1) * quarter]) for i in range(4)]
-    print(f"{options.source}: {len(training)} training documents in 4 batches of ~{quarter} (by {options.order}), "
+    n = options.batches
+    quarter = (len(training) + n - 1) // n
+    batches = [write_jsonl(work / f"batch{i}.jsonl", training[i * quarter:(i + 1) * quarter]) for i in range(n)]
+    print(f"{options.source}: {len(training)} training documents in {n} batches of ~{quarter} (by {options.order}), "
           f"{len(test)} test documents; K={options.topics}")
 
     started = time.time()
@@ -75,7 +79,7 @@ def main() -> None:
     results = {}
     for mode in options.modes:
         root = work / f"root-{mode}"
-        seconds = []
+        seconds, chosen = [], []
         for i, batch in enumerate(batches[1:]):
             iterations = options.batch_iterations if mode == "batch" else options.refresh_iterations
             flags = ["--model", root, "--input", batch, "--mode", mode, "--iterations", iterations]
@@ -84,9 +88,10 @@ def main() -> None:
             parser_ = argparse.ArgumentParser()
             refresh.add_arguments(parser_)
             began = time.time()
-            refresh.refresh_root(spark, refresh.request_from(parser_.parse_args([str(f) for f in flags])))
+            report = refresh.refresh_root(spark, refresh.request_from(parser_.parse_args([str(f) for f in flags])))
             seconds.append(time.time() - began)
-        results[mode] = (str(root), seconds)
+            chosen.append(report["mode"][0])
+        results[mode] = (str(root), seconds, chosen)
 
     # one vocabulary for every score: the last accumulate version's (ids only grow, so it holds the base's)
     final = model_store.resolve(results[options.modes[0]][0])
@@ -106,13 +111,13 @@ def main() -> None:
 
     print(f"\nbase model (first batch): {base_seconds:.1f} s; retrain on the union: {retrain_seconds:.1f} s, "
           f"test perplexity {retrain:.1f}")
-    print(f"{'mode':<12} {'perplexity':>10} {'vs retrain':>10} {'seconds per refresh':>28}")
-    for mode, (root, seconds) in results.items():
+    print(f"{'mode':<12} {'perplexity':>10} {'vs retrain':>10}  seconds per refresh (x retrain; a/b: mode run)")
+    for mode, (root, seconds, chosen) in results.items():
         model = model_store.load_model(root)
         view = _restricted(model, vocab)
         perplexity = evaluate_model(spark, view, str(work / "test"))["perplexity"]
         print(f"{mode:<12} {perplexity:>10.1f} {100 * (perplexity / retrain - 1):>+9.1f}% "
-              f"{' / '.join(f'{s:.1f}' for s in seconds):>28}")
+              f"  {' / '.join(f'{s:.1f} ({s / retrain_seconds:.2f}{c})' for s, c in zip(seconds, chosen))}")
     spark.stop()
 
 

@@ -1,0 +1,49 @@
+"""``refresh --reinfer-old``: the new version's topic proportions for every document ingested so far, not only the
+batch's, so the document-topic table's newest partition describes every document under the newest topics.
+
+The earlier documents are read as they were prepared (the base model's training corpus and each committed
+version's ``corpus/``, each id's latest text: :func:`drivers.refresh.sources.union_corpus`) and inferred with the
+new version's topics (the variational E-step, as ``spark-topics infer``); the batch's own rows are inferred again
+with the rest, so every row of the version comes from one inference. Its cost follows the history: it is a
+request, not the default.
+"""
+from __future__ import annotations
+
+import logging
+
+from drivers import storage
+from drivers.refresh import sources as refresh_sources
+from drivers.store import model_root, model_store
+from inference.errors import RefusedError
+
+log = logging.getLogger("spark_topics.refresh")
+
+DOC_TOPICS = "doc_topics.parquet"
+
+
+def reinfer_all(spark, root: str, staging: str, infer) -> int:
+    """Replace ``staging``'s doc_topics.parquet (the batch's) by the proportions of every document the root has
+    ingested, inferred under the staged version's topics by ``infer(model, corpus_dir, output_dir)`` (the
+    family's ``infer``, writing output_dir/doc_topics.parquet); returns their number."""
+    meta = storage.load_json(storage.join(staging, "model.json"))
+    history = meta.get("refresh") or {}
+    chain_dirs = [model_root.version_dir(root, v) for v in model_root.chain(root)]
+    oldest = chain_dirs[-1] if chain_dirs else None
+    try:
+        training = refresh_sources.training_corpus(root, oldest, history)
+    except RefusedError as e:
+        raise RefusedError(f"--reinfer-old: {str(e).split(';')[0]}; drop --reinfer-old") from None
+    union = refresh_sources.union_corpus(spark, training, chain_dirs, storage.join(staging, "corpus"), staging)
+    out = storage.join(staging, "work-reinfer")
+    try:
+        model = model_store.read_model_files(staging)
+        result = infer(model, union, out)
+        target = storage.join(staging, DOC_TOPICS)
+        storage.delete(target)
+        storage.move(storage.join(out, DOC_TOPICS), target)
+    finally:
+        for path in (union, out):
+            if storage.exists(path):
+                storage.delete(path)
+    log.info("--reinfer-old: topic proportions of %d documents under the new version", result["documents"])
+    return int(result["documents"])
