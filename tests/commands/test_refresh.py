@@ -114,7 +114,9 @@ def test_accumulate_adds_the_batch_statistics_to_the_old_posterior(spark_session
         assert os.path.exists(os.path.join(version, name)), name
     ledger = model_store.read_parquet(os.path.join(version, "ledger.parquet"))
     assert sorted(ledger[ledger.status == "new"].doc_id) == [d for d, _ in batch]
-    assert (ledger.status == "base").sum() == 40 and ledger.doc_id.is_unique
+    assert (ledger.status == "base").sum() == 0 and ledger.doc_id.is_unique          # the base's: version 0's
+    base_ledger = model_store.read_parquet(os.path.join(model_root.resolve(str(root), "base"), "ledger.parquet"))
+    assert (base_ledger.status == "base").sum() == 40 and meta["refresh"]["parent"]["version"].startswith("000000")
     table = spark_session.read.parquet(str(root / model_root.DOC_TOPICS))   # the table, partitioned by version
     counts = {r["version"]: r["count"] for r in table.groupBy("version").count().collect()}
     assert counts == {"base": 40, report["version"]: 20}
