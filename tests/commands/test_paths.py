@@ -23,7 +23,7 @@ EXPECTED = {
     "topics": {"--model-dir"},
     "evolution": {"--model-dir", "--output"},
     "tree": {"--dictionary", "--corpus", "--output"},
-    "refresh": {"--model", "--input", "--base", "--probe"},
+    "refresh": {"--model", "--input", "--base", "--probe", "--drift-report"},
     "browse": {"--model-dir", "--output"},
 }
 MODEL_PATHS = {"lda": {"--prior"}, "tlda": {"--tree"}, "ptlda": {"--tree"}, "pdp-network": {"--network"}}
