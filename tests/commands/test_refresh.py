@@ -414,6 +414,13 @@ def test_stored_relative_paths_are_read_beside_the_root_and_checked_against_the_
     with open(os.path.join(version, "model.json"), "w") as f:
         json.dump(meta, f)
     publish.write_marker(version, publish.read_marker(version)["token"])
+    latest = model_root.version_dir(str(root), refreshed[2]["version"])    # the refresh's history: LATEST's
+    latest_meta = json.loads(open(os.path.join(latest, "model.json")).read())
+    latest_meta["refresh"].update(training_corpus="c0")
+    del latest_meta["refresh"]["training_version"]
+    with open(os.path.join(latest, "model.json"), "w") as f:
+        json.dump(latest_meta, f)
+    publish.write_marker(latest, publish.read_marker(latest)["token"])
     elsewhere = tmp_path / "elsewhere"                                     # where the job runs: other m0 and c0
     shutil.copytree(base / "m0", elsewhere / "m0")
     _cut_parquet(elsewhere / "m0" / "doc_topics.parquet", 30)
