@@ -94,7 +94,7 @@ def write_report(root: str, output: str, words_per_topic: int = 5, topics_plotte
         raise RefusedError(f"{root}: its versions have different numbers of topics; no drift report")
     terms = models[-1].vocab["term"].astype(str).tolist()
     history = drift_history(phis, phis[0].shape[1], words_per_topic)
-    topic_labels = labels(phis[-1], terms, models[-1].topic_names())
+    topic_labels = labels(phis[-1], terms, models[-1].meta.get("topic_names"))   # given names, else words
     for words in history["new_words"]:
         for w in words:
             w["term"] = terms[w.pop("id")]
