@@ -22,10 +22,10 @@ from inference.pdpnet.kernels import DIR, PYP, UNI, add_path, eval_zplus, remove
 
 @token_kernel
 def topic_zplus_rows(jt, K, Zb, slot, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node,
-                     par_gamma, gamma_sum, avals, bvals, L3, n, tc, tp, Nn, TC, TP, Se):
+                     par_gamma, gamma_sum, avals, bvals, RJ, RO, n, tc, tp, Nn, TC, TP, Se):
     """``Zb[r, k]`` = Z^+ of value k at the r-th ancestor of ``jt`` (ascending ids, parents first; ``slot[x]``
-    = r), for every k, with the formulas of :func:`kernels.node_terms`; returns the row of ``jt``, which is
-    unnormalised when ``jt`` is a Dirichlet root."""
+    = r), for every k, with the formulas of :func:`kernels.node_terms` and the Stirling ratios of
+    :func:`ratio_tables`; returns the row of ``jt``, which is unnormalised when ``jt`` is a Dirichlet root."""
     r = 0
     for q in range(anc_ptr[jt], anc_ptr[jt + 1]):
         x = anc[q]
@@ -40,9 +40,9 @@ def topic_zplus_rows(jt, K, Zb, slot, anc_ptr, anc, kind, dim, off, alpha, a_of,
                 for k in range(K):
                     row[k] = ax + (n[o + k] + tc[o + k])
             else:
-                den = ax * dim[x] + C
+                iden = 1.0 / (ax * dim[x] + C)
                 for k in range(K):
-                    row[k] = (ax + (n[o + k] + tc[o + k])) / den
+                    row[k] = (ax + (n[o + k] + tc[o + k])) * iden
         elif kd == UNI:
             u = 1.0 / dim[x]
             for k in range(K):
@@ -56,21 +56,53 @@ def topic_zplus_rows(jt, K, Zb, slot, anc_ptr, anc, kind, dim, off, alpha, a_of,
             e0, e1 = par_ptr[x], par_ptr[x + 1]
             bc = b + C
             lead = (b + a * T) / bc
-            Lp = L3[p]
+            Jp = RJ[p]
+            Op = RO[p]
+            if e1 - e0 == 1:                      # one parent: its factor and row out of the loop
+                pr = Zb[slot[par_node[e0]]]
+                f = lead * (par_gamma[e0] + Se[e0]) / (gs + T)
+                ibc = 1.0 / bc
+                if TC[x] == 0:                    # no children's tables: c = n
+                    for k in range(K):
+                        c = n[o + k]
+                        t = tp[o + k]
+                        row[k] = Jp[c, t] * ibc + f * Op[c, t] * pr[k]
+                else:
+                    for k in range(K):
+                        c = n[o + k] + tc[o + k]
+                        t = tp[o + k]
+                        row[k] = Jp[c, t] * ibc + f * Op[c, t] * pr[k]
+                r += 1
+                continue
             for k in range(K):
                 c = n[o + k] + tc[o + k]
                 t = tp[o + k]
-                base = Lp[c, t]
-                join = 0.0
-                if c > 0:
-                    join = math.exp(Lp[c + 1, t] - base) * (c + 1 - t) / (c + 1) / bc
-                opn = lead * math.exp(Lp[c + 1, t + 1] - base) * (t + 1) / (c + 1)
+                join = Jp[c, t] / bc
+                opn = lead * Op[c, t]
                 total = join
                 for e in range(e0, e1):
                     total += opn * (par_gamma[e] + Se[e]) / (gs + T) * Zb[slot[par_node[e]], k]
                 row[k] = total
         r += 1
     return r - 1
+
+
+@numba.njit(cache=True)
+def ratio_tables(L3):
+    """``RJ[p, c, t]`` = S^{c+1}_t / S^c_t (c+1-t)/(c+1) (0 for c = 0: no table to join) and ``RO[p, c, t]`` =
+    S^{c+1}_{t+1} / S^c_t (t+1)/(c+1), the Stirling factors of joining and opening a table (node_terms), for
+    every stored (c, t) with t <= c; 0 elsewhere (never read in a legal state)."""
+    P, R, M = L3.shape
+    RJ = np.zeros((P, R - 1, M - 1))
+    RO = np.zeros((P, R - 1, M - 1))
+    for p in range(P):
+        for c in range(R - 1):
+            for t in range(min(c + 1, M - 1)):
+                base = L3[p, c, t]
+                if c > 0:
+                    RJ[p, c, t] = math.exp(L3[p, c + 1, t] - base) * (c + 1 - t) / (c + 1)
+                RO[p, c, t] = math.exp(L3[p, c + 1, t + 1] - base) * (t + 1) / (c + 1)
+    return RJ, RO
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -110,6 +142,7 @@ def network_sweep(start, reseed, seed, reseat, words, z, topic_inst, word_inst, 
             inv[k] = 1.0 / (nk[k] + vbeta)
     rows = L3.shape[1]
     cols = L3.shape[2]
+    RJ, RO = ratio_tables(L3)
     pos = start
     while pos < N:
         if mx[0] + 3 > rows or mx[1] + 3 > cols:
@@ -153,7 +186,7 @@ def network_sweep(start, reseed, seed, reseat, words, z, topic_inst, word_inst, 
                         cum[kk] = total
             else:
                 r = topic_zplus_rows(jt, K, Zb, slot, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr,
-                                     par_node, par_gamma, gamma_sum, avals, bvals, L3, n, tc, tp, Nn, TC, TP, Se)
+                                     par_node, par_gamma, gamma_sum, avals, bvals, RJ, RO, n, tc, tp, Nn, TC, TP, Se)
             if r < 0:
                 pass
             elif ext_word and frozen:

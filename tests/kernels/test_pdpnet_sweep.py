@@ -1,6 +1,6 @@
-"""The network sweep's all-topics rows (issue 28, 1: the fast path) against the scalar Z^+ recursion of
-:func:`inference.pdpnet.kernels.eval_zplus`, on states visited by the sampler, and the counts kernel against a
-recount with numpy."""
+"""The network sweep's all-topics rows (issue 28, 1: the fast path, with the Stirling ratio tables) against the
+scalar Z^+ recursion of :func:`inference.pdpnet.kernels.eval_zplus` (exp of log Stirling differences), on states
+visited by the sampler, and the counts kernel against a recount with numpy."""
 from __future__ import annotations
 
 import numpy as np
@@ -41,8 +41,10 @@ def test_topic_rows_equal_the_scalar_recursion(spec):
         sm.stirling.ensure(sm.mx[0] + 2, sm.mx[1] + 2)
         args = (net.kind, net.dim, net.off, net.alpha, net.a_of, net.b_of, net.par_ptr, net.par_node, net.par_gamma,
                 net.gamma_sum, sm.avals, sm.bvals, sm.stirling.L3, sm.n, sm.tc, sm.tp, sm.Nn, sm.TC, sm.TP, sm.Se)
+        RJ, RO = sweep.ratio_tables(sm.stirling.L3)
+        fast = args[:12] + (RJ, RO) + args[13:]
         for jt in np.unique(net.topic_inst):
-            r = sweep.topic_zplus_rows(jt, K, Zb, slot, sm.anc_ptr, sm.anc, *args)
+            r = sweep.topic_zplus_rows(jt, K, Zb, slot, sm.anc_ptr, sm.anc, *fast)
             row = Zb[r].copy()
             if net.kind[jt] == KIND_DIRICHLET:      # left unnormalised: (alpha + c_k)
                 row /= net.alpha[jt] * K + sm.Nn[jt] + sm.TC[jt]
