@@ -26,6 +26,7 @@ from drivers.preparation.corpus import document_terms, prepare_corpus
 from drivers.preparation.reading import read_documents
 from drivers.refresh import base_version, reinfer, schedule, sources as refresh_sources, update as refresh
 from drivers.refresh.update import RefreshRequest
+from drivers.refresh.unpublished import REJECTS_UNPUBLISHED, unpublished, write_rejects  # noqa: F401 (tests)
 from drivers.store import lease, model_root, model_store, publish, tokenizer, topic_model
 from inference.errors import RefusedError, UsageError
 from jobs.flags import add_model_dir
@@ -233,7 +234,9 @@ def _build_version(spark, request, root, current, base, base_dir, spec, history,
                  sum(documents["rejected"].values()))
         rejected_rows = classified.where(~F.col("status").isin("new", "revision", "duplicate", "adopted"))
         if ingest == 0 or request.dry_run:
-            return unpublished(request, current, documents, rejected_rows)
+            report = unpublished(request, current, documents, rejected_rows)
+            print(report["message"])
+            return report
         input_dir = storage.join(staging, "work-input")
         classified.where(F.col("status").isin(*refresh.INGESTED)).select(
             F.col("doc_id").alias("id"), "text").write.parquet(input_dir)
@@ -322,45 +325,6 @@ def _build_version(spark, request, root, current, base, base_dir, spec, history,
     if request.probe:
         report["probe"] = probe_perplexity(spark, staging, request.probe)
     return report
-
-
-def unpublished(request: RefreshRequest, current: str | None, documents: dict, rejected_rows) -> dict:
-    """The report of a run that publishes nothing (a dry run, a batch with nothing new); the batch's rejected rows
-    go to ``ROOT/rejects.unpublished/`` (replaced by the next such run). A batch with no valid document at all
-    (every row rejected, or none) is refused."""
-    rejected = sum(documents["rejected"].values())
-    reasons = ", ".join(f"{n} {reason}" for reason, n in sorted(documents["rejected"].items()))
-    kept = ""
-    if rejected and not request.dry_run:
-        path = storage.join(request.root, REJECTS_UNPUBLISHED)
-        if storage.exists(path):
-            storage.delete(path)
-        write_rejects(rejected_rows, path, request.input)
-        kept = f"; the {rejected} rejected rows ({reasons}) are in {path}"
-    latest = f"LATEST stays {current or '(none)'}"
-    if documents["read"] == rejected and not request.dry_run:
-        raise UsageError(f"no valid document in {request.input}: "
-                         + (f"all {rejected} rows were rejected{kept}" if rejected else "it has no rows")
-                         + f"; nothing was published, {latest}")
-    ingest = documents["new"] + documents["revision"]
-    message = (f"dry run: {ingest} documents would be ingested into {request.root}, {rejected} rows rejected"
-               + (f" ({reasons})" if rejected else "") if request.dry_run else
-               f"nothing new in {request.input}: all {documents['duplicate'] + documents['adopted']} valid "
-               f"documents were ingested before{kept}; {latest}")
-    print(message)
-    return {"published": False, "documents": documents, "message": message, "version": current}
-
-
-#: the rejected rows of the last refresh of a root that published nothing
-REJECTS_UNPUBLISHED = "rejects.unpublished"
-
-
-def write_rejects(rejected_rows, path: str, source: str) -> None:
-    """Rejected rows (classified: doc_id, status = the reason, text) as ``prepare`` writes its rejects."""
-    from pyspark.sql import functions as F
-
-    rejected_rows.select(F.col("doc_id").alias("id"), F.col("status").alias("reason"), F.lit(source).alias("source"),
-                         F.col("text").alias("raw")).write.option("ignoreNullFields", False).json(path)
 
 
 def probe_perplexity(spark, model_dir: str, probe: str) -> dict:
