@@ -36,11 +36,7 @@ def path_add(c, t, ndk, ctk, ck, kt, ktot, maximal):
     first = ndk[t] == 0
     ndk[t] += 1
     if maximal or first:
-        ctk[c, t] += 1
-        ck[c] += 1
-        if maximal or ctk[c, t] == 1:
-            kt[t] += 1
-            ktot[0] += 1
+        seat_add(c, t, ctk, ck, kt, ktot, maximal)
 
 
 @numba.njit(inline="always", cache=True)
@@ -48,11 +44,7 @@ def path_remove(c, t, ndk, ctk, ck, kt, ktot, maximal):
     """A token of topic t leaves a document (topic counts ``ndk``) of cluster row c: the inverse of path_add."""
     ndk[t] -= 1
     if maximal or ndk[t] == 0:
-        ctk[c, t] -= 1
-        ck[c] -= 1
-        if maximal or ctk[c, t] == 0:
-            kt[t] -= 1
-            ktot[0] -= 1
+        seat_remove(c, t, ctk, ck, kt, ktot, maximal)
 
 
 @numba.njit(inline="always", cache=True)
@@ -66,9 +58,9 @@ def cluster_topic(c, t, ctk, ck, kt, ktot, alpha1, alpha0, T):
 
 
 @numba.njit(inline="always", cache=True)
-def author_add(c, a, cat, ca, ka, katot, maximal):
-    """An author token a enters cluster row c (5.56)/(5.57): N_a|c counts every one; the corpus level N_a every one
-    (maximal) or the clusters with a (minimal)."""
+def seat_add(c, a, cat, ca, ka, katot, maximal):
+    """A token a (a topic reaching the cluster level, or an author token) enters cluster row c (5.56)/(5.57): the
+    cluster's count N_a|c every one; the corpus level N_a every one (maximal) or the clusters with a (minimal)."""
     cat[c, a] += 1
     ca[c] += 1
     if maximal or cat[c, a] == 1:
@@ -77,8 +69,8 @@ def author_add(c, a, cat, ca, ka, katot, maximal):
 
 
 @numba.njit(inline="always", cache=True)
-def author_remove(c, a, cat, ca, ka, katot, maximal):
-    """The inverse of author_add."""
+def seat_remove(c, a, cat, ca, ka, katot, maximal):
+    """The inverse of seat_add."""
     cat[c, a] -= 1
     ca[c] -= 1
     if maximal or cat[c, a] == 0:
@@ -96,9 +88,9 @@ def log_authors_given_cluster(author_ids, lo, hi, c, cat, ca, ka, katot, eta1, e
         a = author_ids[j]
         base = (ka[a] + eta0 / A) / (katot[0] + eta0)
         s += math.log((cat[c, a] + eta1 * base) / (ca[c] + eta1))
-        author_add(c, a, cat, ca, ka, katot, maximal)
+        seat_add(c, a, cat, ca, ka, katot, maximal)
     for j in range(hi - 1, lo - 1, -1):
-        author_remove(c, author_ids[j], cat, ca, ka, katot, maximal)
+        seat_remove(c, author_ids[j], cat, ca, ka, katot, maximal)
     return s
 
 
@@ -205,7 +197,7 @@ def cluster_lda_sweep(token_ptr, words, z, rows, nwk, nk, ctk, ck, sizes, kt, kt
             for i in range(hi - 1, lo - 1, -1):
                 path_remove(c, z[i], scratch, ctk, ck, kt, ktot, maximal)
             for j in range(author_ptr[d + 1] - 1, author_ptr[d] - 1, -1):
-                author_remove(c, author_ids[j], cat, ca, ka, katot, maximal)
+                seat_remove(c, author_ids[j], cat, ca, ka, katot, maximal)
             sizes[c] -= 1
             if sizes[c] == 0:
                 live -= 1
@@ -242,7 +234,7 @@ def cluster_lda_sweep(token_ptr, words, z, rows, nwk, nk, ctk, ck, sizes, kt, kt
         for i in range(lo, hi):
             path_add(c, z[i], scratch, ctk, ck, kt, ktot, maximal)
         for j in range(author_ptr[d], author_ptr[d + 1]):
-            author_add(c, author_ids[j], cat, ca, ka, katot, maximal)
+            seat_add(c, author_ids[j], cat, ca, ka, katot, maximal)
         sizes[c] += 1
         # the topic step (5.33) of every token of d (scratch holds N_td)
         for i in range(lo, hi):
@@ -266,7 +258,7 @@ def cluster_lda_sweep(token_ptr, words, z, rows, nwk, nk, ctk, ck, sizes, kt, kt
             for i in range(hi - 1, lo - 1, -1):
                 path_remove(c, z[i], scratch, ctk, ck, kt, ktot, maximal)
             for j in range(author_ptr[d + 1] - 1, author_ptr[d] - 1, -1):
-                author_remove(c, author_ids[j], cat, ca, ka, katot, maximal)
+                seat_remove(c, author_ids[j], cat, ca, ka, katot, maximal)
             sizes[c] -= 1
             if sizes[c] == 0:
                 live -= 1
@@ -309,7 +301,7 @@ def membership_log_weights(token_ptr, z, rows, ctk, ck, sizes, kt, ktot, zeta, a
             for i in range(hi - 1, lo - 1, -1):
                 path_remove(r0, z[i], scratch, ctk, ck, kt, ktot, maximal)
             for j in range(author_ptr[d + 1] - 1, author_ptr[d] - 1, -1):
-                author_remove(r0, author_ids[j], cat, ca, ka, katot, maximal)
+                seat_remove(r0, author_ids[j], cat, ca, ka, katot, maximal)
             sizes[r0] -= 1
         for r in range(C + 1):
             if r == C or sizes[r] > 0:
@@ -322,7 +314,7 @@ def membership_log_weights(token_ptr, z, rows, ctk, ck, sizes, kt, ktot, zeta, a
             for i in range(lo, hi):
                 path_add(r0, z[i], scratch, ctk, ck, kt, ktot, maximal)
             for j in range(author_ptr[d], author_ptr[d + 1]):
-                author_add(r0, author_ids[j], cat, ca, ka, katot, maximal)
+                seat_add(r0, author_ids[j], cat, ca, ka, katot, maximal)
             sizes[r0] += 1
             scratch[:] = 0
     return out
