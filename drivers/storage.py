@@ -235,6 +235,18 @@ def write_parquet(path: str, table) -> None:
     write_bytes(path, buffer.getvalue())
 
 
+def read_vocab(path: str):
+    """A vocabulary (``vocab.parquet`` of a corpus or a model: a Spark-written Parquet directory or a single file)
+    as a pandas frame sorted by id, read with pyarrow on the driver; ids must be 0..V-1."""
+    import pyarrow.parquet as pq
+
+    filesystem, p = resolve(path)
+    vocab = pq.read_table(p, filesystem=filesystem).to_pandas().sort_values("id").reset_index(drop=True)
+    if len(vocab) and not (vocab["id"].to_numpy() == range(len(vocab))).all():
+        raise ValueError(f"{path}: vocabulary ids must be 0..V-1 without gaps")
+    return vocab
+
+
 def save_json(path: str, obj) -> None:
     write_bytes(path, json.dumps(obj, indent=2, sort_keys=False).encode("utf-8"))
 

@@ -37,6 +37,7 @@ local[1] and local[2].
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numba
@@ -184,14 +185,13 @@ def known_tokens(words: np.ndarray, vocab_size: int) -> np.ndarray:
 
 def known_block(block, vocab_size: int):
     """``(block without its out-of-vocabulary tokens, (D,) skipped tokens per document)`` of a
-    :class:`inference.gibbs.block.SegmentedBlock` (segments keep their places, possibly emptied)."""
-    from inference.gibbs.block import SegmentedBlock
-
+    :class:`inference.gibbs.block.SegmentedBlock` (segments keep their places, possibly emptied; a copy of the
+    same class, so this module stays below the Gibbs package that uses it)."""
     known = known_tokens(block.words, vocab_size)
     kept = np.concatenate([[0], np.cumsum(known)]).astype(np.int64)
     doc_tokens = block.token_ptr()
     skipped = np.diff(doc_tokens) - np.diff(kept[doc_tokens])
-    return (SegmentedBlock(block.doc_ids, block.doc_ptr, kept[block.seg_ptr], block.words[known]),
+    return (dataclasses.replace(block, seg_ptr=kept[block.seg_ptr], words=block.words[known]),
             skipped.astype(np.float64))
 
 

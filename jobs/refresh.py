@@ -27,7 +27,8 @@ from drivers.preparation.reading import read_documents
 from drivers.refresh import base_version, reinfer, schedule, sources as refresh_sources, update as refresh
 from drivers.refresh.update import RefreshRequest
 from drivers.refresh.unpublished import REJECTS_UNPUBLISHED, unpublished, write_rejects  # noqa: F401 (tests)
-from drivers.store import lease, model_root, model_store, publish, tokenizer, topic_model
+from drivers.corpora import tokenizer
+from drivers.store import base_link, lease, model_root, model_store, publish, topic_model
 from inference.errors import RefusedError, UsageError
 from jobs.flags import add_model_dir
 from jobs.spark import local_path, positive_int, sized_session
@@ -305,7 +306,7 @@ def _build_version(spark, request, root, current, base, base_dir, spec, history,
         "parent": parent, "mode": request.mode, "steps": int(history_before.get("steps") or 0)
         + (meta["iterations"] if request.mode == "online" else 0),
         "documents": documents_total, "alpha_statistics": stats_total.tolist(),
-        "training_corpus": refresh_sources.stored_path(history_before.get("training_corpus"), root),
+        "training_corpus": base_link.stored_path(history_before.get("training_corpus"), root),
         "training_version": history_before.get("training_version"), "batch_documents": prepared["documents"],
         "base_documents": history_before.get("base_documents"),
         "guided_documents": schedule.recorded_fit(history_before, request.mode, documents_total),

@@ -50,7 +50,6 @@ def parse_languages(text: str | None) -> dict:
 def corpus_vocabulary(corpus_dir: str) -> tuple[dict, tuple, dict]:
     """((language, word) -> global id, the corpus' languages, its tokenizer options per language)."""
     from drivers.corpora.aligned import aligned_vocab, is_aligned
-    from drivers.corpora.files import read_vocab
 
     meta_path = storage.join(corpus_dir, CORPUS_JSON)
     if not storage.exists(meta_path):
@@ -62,7 +61,7 @@ def corpus_vocabulary(corpus_dir: str) -> tuple[dict, tuple, dict]:
         options = {l: (storage.load_json(storage.join(corpus_dir, l, CORPUS_JSON)).get("options") or {})
                    for l in languages}
         return dict(zip(zip(vocab["lang"], vocab["term"]), vocab["id"].astype(int))), languages, options
-    vocab = read_vocab(storage.join(corpus_dir, "vocab.parquet"))
+    vocab = storage.read_vocab(storage.join(corpus_dir, "vocab.parquet"))
     return (dict(zip(zip([""] * len(vocab), vocab["term"]), vocab["id"].astype(int))), ("",),
             {"": meta.get("options") or {}})
 

@@ -18,8 +18,8 @@ import logging
 import numpy as np
 
 from drivers import registry, storage
-from drivers.refresh import sources as refresh_sources
 from drivers.store import model_root, model_store, publish, topics_text
+from drivers.store.base_link import stored_path
 from inference.distances import hellinger
 
 log = logging.getLogger("spark_topics.browse")
@@ -143,7 +143,7 @@ def base_model(root: str, oldest: str) -> str | None:
     if (meta.get("refresh") or {}).get("mode") == "base":
         return None                       # the oldest version is the base model itself (version 0)
     parent = (meta.get("refresh") or {}).get("parent") or {}
-    base = refresh_sources.stored_path(parent.get("base"), root)
+    base = stored_path(parent.get("base"), root)
     if base is None or not storage.exists(storage.join(base, "model.json")):
         return None
     if parent.get("token") and (publish.read_marker(base) or {}).get("token") != parent["token"]:

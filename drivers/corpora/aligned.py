@@ -16,7 +16,7 @@ import pandas as pd
 
 from drivers import storage
 from drivers.corpora.bow import Corpus, chosen_partitions, docs_to_blocks, reading
-from drivers.corpora.files import CORPUS_JSON, DOCS, VOCAB, read_vocab, require_corpus
+from drivers.corpora.files import CORPUS_JSON, DOCS, VOCAB, require_corpus
 from inference.errors import UsageError
 from inference.layout import VocabLayout
 
@@ -30,7 +30,7 @@ def is_aligned(corpus_dir: str) -> bool:
 
 def aligned_vocab(corpus_dir: str, languages) -> tuple[pd.DataFrame, VocabLayout]:
     """The concatenated vocabulary (``term``, ``id`` global, ``lang``, ``local_id``) and its layout."""
-    frames = [read_vocab(storage.join(storage.join_inside(corpus_dir, lang, "a language"), VOCAB))
+    frames = [storage.read_vocab(storage.join(storage.join_inside(corpus_dir, lang, "a language"), VOCAB))
               for lang in languages]
     layout = VocabLayout.from_sizes(languages, [len(f) for f in frames])
     parts = []

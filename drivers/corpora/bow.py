@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from drivers import storage
-from drivers.corpora.files import CORPUS_JSON, DOCS, VOCAB, read_vocab, require_corpus
+from drivers.corpora.files import CORPUS_JSON, DOCS, VOCAB, require_corpus
 from drivers.failures import is_spark_failure, one_line
 from inference.blocks import DocBlock
 from inference.constraints import AT_LEAST_1, TOPICS, check
@@ -131,7 +131,7 @@ def open_corpus_meta(spark, directory: str) -> tuple[dict, pd.DataFrame]:
     """``corpus.json`` and the vocabulary of CORPUS_DIR, refusing a missing or empty corpus."""
     require_corpus(directory)
     meta = storage.load_json(storage.join(directory, CORPUS_JSON))
-    vocab = read_vocab(storage.join(directory, VOCAB))
+    vocab = storage.read_vocab(storage.join(directory, VOCAB))
     if meta.get("vocab_size") is not None and meta["vocab_size"] != len(vocab):
         raise DamagedError(f"{directory}: vocab.parquet has {len(vocab)} terms but corpus.json says "
                            f"{meta['vocab_size']}: the files are not of one corpus; prepare it again")

@@ -62,20 +62,6 @@ def require_corpus(directory: str) -> None:
         raise UsageError(f"{directory} is not a prepared corpus (no {CORPUS_JSON}); run `spark-topics prepare` first")
 
 
-def read_vocab(path: str):
-    """A vocabulary (a Spark-written Parquet directory or a single file) as a pandas frame sorted by id,
-    read with pyarrow on the driver; ids must be 0..V-1."""
-    import pyarrow.parquet as pq
-
-    from drivers import storage
-
-    filesystem, p = storage.resolve(path)
-    vocab = pq.read_table(p, filesystem=filesystem).to_pandas().sort_values("id").reset_index(drop=True)
-    if len(vocab) and not (vocab["id"].to_numpy() == range(len(vocab))).all():
-        raise ValueError(f"{path}: vocabulary ids must be 0..V-1 without gaps")
-    return vocab
-
-
 def rejects_schema():
     """The Spark schema of ``rejects/``."""
     from pyspark.sql import types as T

@@ -23,8 +23,8 @@ import re
 import time
 
 from drivers import storage
-from drivers.refresh import sources as refresh_sources
 from drivers.store import publish
+from drivers.store.base_link import base_doc_topics, stored_path
 from inference.errors import DamagedError, RefusedError, UsageError
 
 LATEST = "LATEST"
@@ -119,7 +119,7 @@ def base_path(root: str) -> str | None:
     if not names:
         return None
     meta = storage.load_json(storage.join(version_dir(root, names[0]), "model.json"))
-    return refresh_sources.stored_path(((meta.get("refresh") or {}).get("parent") or {}).get("base"), root)
+    return stored_path(((meta.get("refresh") or {}).get("parent") or {}).get("base"), root)
 
 
 def next_version(root: str) -> str:
@@ -186,7 +186,7 @@ def sync_doc_topics(root: str) -> list[str]:
     for version, source in sources.items():
         name = f"version={version}"
         if version == BASE_PARTITION and name not in present:
-            source = refresh_sources.base_doc_topics(root, version_dir(root, committed[-1]))
+            source = base_doc_topics(root, version_dir(root, committed[-1]))
         if name in present or source is None or not storage.exists(source):
             continue
         hidden = storage.join(table, f".{name}.{publish.new_token()}")

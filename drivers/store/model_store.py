@@ -15,7 +15,7 @@ model with an informed prior also has ``prior.parquet`` (``topic``, ``name``,
 ``id``, ``term``, ``eta``: every prior entry that differs from the symmetric eta).
 
 A tree model (``tlda``, ``ptlda``: ``tree`` in ``model.json``) has ``tree_lambda.npy`` (K x E: the variational
-parameters of the tree's edges, :class:`drivers.models.tree.layout.TreeLayout`), ``tree_concepts.npy`` (C x 2 word
+parameters of the tree's edges, :class:`inference.tree_layout.TreeLayout`), ``tree_concepts.npy`` (C x 2 word
 ids of the
 concepts' leaves) and ``topic_word.npy`` (K x V: p(w | k), a sum over the word's paths), or per language
 ``topic_word.<L>.npy`` = p(w | k, L) (K x V_L, rows sum to 1) beside ``vocab.<L>.parquet``. Trained by Gibbs
@@ -38,8 +38,7 @@ import pandas as pd
 import pyarrow as pa
 
 from drivers import storage
-from drivers.corpora.files import read_vocab
-from drivers.models.tree.layout import TreeLayout
+from inference.tree_layout import TreeLayout
 from drivers.store import model_root, publish
 from drivers.store.topic_model import (PointTopicModel, TREE_CONCEPTS, TREE_EDGE_COUNTS, TREE_LAMBDA, TopicModel,
                                        TreeTopicModel)
@@ -87,12 +86,12 @@ def _load_tree_model(directory: str, meta: dict) -> TreeTopicModel:
     if meta.get("languages"):
         vocabs, offset = [], 0
         for language in meta["languages"]:
-            v = _read(directory, f"vocab.{language}.parquet", read_vocab)
+            v = _read(directory, f"vocab.{language}.parquet", storage.read_vocab)
             vocabs.append(v.assign(id=v["id"] + offset, lang=language, local_id=v["id"]))
             offset += len(v)
         vocab = pd.concat(vocabs, ignore_index=True)
     else:
-        vocab = _read(directory, "vocab.parquet", read_vocab)
+        vocab = _read(directory, "vocab.parquet", storage.read_vocab)
     lambda_ = _read(directory, TREE_LAMBDA, storage.load_npy)
     concepts = _read(directory, TREE_CONCEPTS, storage.load_npy)
     model = TreeTopicModel(directory, meta, vocab, lambda_, concepts)
@@ -287,7 +286,7 @@ def read_model_files(directory: str) -> TopicModel:
         stem = family.matrix_file[:-len(".npy")]
         vocabs, lambdas, offset = [], [], 0
         for language in meta["languages"]:
-            v = _read(directory, f"vocab.{language}.parquet", read_vocab)
+            v = _read(directory, f"vocab.{language}.parquet", storage.read_vocab)
             vocabs.append(v.assign(id=v["id"] + offset, lang=language, local_id=v["id"]))
             lambdas.append(_read(directory, f"{stem}.{language}.npy", storage.load_npy))
             offset += len(v)
@@ -297,7 +296,7 @@ def read_model_files(directory: str) -> TopicModel:
         model = kind(directory, meta, pd.concat(vocabs, ignore_index=True), np.hstack(lambdas))
         check_model(model, f"{stem}.<L>.npy", family.positive)
         return model
-    vocab = _read(directory, "vocab.parquet", read_vocab)
+    vocab = _read(directory, "vocab.parquet", storage.read_vocab)
     model = kind(directory, meta, vocab, _read(directory, family.matrix_file, storage.load_npy))
     check_model(model, family.matrix_file, family.positive)
     return model

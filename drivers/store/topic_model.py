@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from drivers.models.tree.layout import TreeLayout
+from inference.tree_layout import TreeLayout
 from inference.errors import UsageError
 from inference.layout import VocabLayout
 

@@ -137,7 +137,7 @@ def _restricted(model, vocab_path):
     """The model over the words of ``vocab_path`` (a prefix of its vocabulary: versions only add words)."""
     from drivers.store import model_store
     from drivers.store import topic_model
-    from drivers.corpora.files import read_vocab
+    from drivers.storage import read_vocab
 
     V = len(read_vocab(vocab_path))
     assert model.vocab["term"].astype(str).tolist()[:V] == read_vocab(vocab_path)["term"].astype(str).tolist()

@@ -9,7 +9,8 @@ import pytest
 
 from drivers import storage
 from drivers.storage import OutsideDirectory, join_inside
-from drivers.store import model_root, model_store, publish, tokenizer
+from drivers.corpora import tokenizer
+from drivers.store import model_root, model_store, publish
 
 
 @pytest.mark.parametrize("name", ["../../../../etc/passwd", "a/../../b", "/etc/passwd", "file:/etc/passwd",

@@ -9,7 +9,7 @@ import pytest
 from drivers.engines.variational.tasks import collect_checked
 from drivers.failures import one_line
 from drivers.families.variational.infer import name_words
-from drivers.models.tree.layout import TreeLayout
+from inference.tree_layout import TreeLayout
 from inference.reducer import topic_weights
 
 

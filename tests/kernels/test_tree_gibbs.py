@@ -8,7 +8,7 @@ from scipy.special import gammaln
 
 from drivers.models.lda_gibbs.model import lda_init, lda_sweep
 from drivers.models.tree.gibbs import edge_counts, log_joint_words, path_tables, token_weights, tree_init, tree_sweep
-from drivers.models.tree.layout import TreeLayout
+from inference.tree_layout import TreeLayout
 
 ETA, LINK = 0.3, 4.0
 

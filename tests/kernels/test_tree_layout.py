@@ -1,4 +1,4 @@
-"""The tree structure (drivers/models/tree/layout.py) against direct enumeration of paths, per-group Dirichlet terms
+"""The tree structure (inference/tree_layout.py) against direct enumeration of paths, per-group Dirichlet terms
 and the
 joint (topic, path) phi of eq 5.5; a tree without concepts is flat LDA bit for bit."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy.special import digamma
 
-from drivers.models.tree.layout import TreeLayout
+from inference.tree_layout import TreeLayout
 from inference.elbo import dirichlet_prior_term, neg_entropy
 from inference.layout import VocabLayout
 

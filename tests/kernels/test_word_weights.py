@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.special import digamma, logsumexp
 
-from drivers.models.tree.layout import TreeLayout
+from inference.tree_layout import TreeLayout
 from inference.blocks import DocBlock
 from inference.heldout import fold_in, word_factor
 from inference.mapper import EStepSettings, hybrid_block, map_block

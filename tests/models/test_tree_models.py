@@ -14,7 +14,7 @@ from conftest import hellinger_matched, train_args
 from drivers.models.tree.prior_tree import save_tree
 from drivers.store.model_store import load_model
 from gibbs_corpus import terms, write_segmented_corpus
-from drivers.models.tree.layout import TreeLayout
+from inference.tree_layout import TreeLayout
 from inference.errors import UsageError
 from jobs import train
 

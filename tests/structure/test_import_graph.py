@@ -1,4 +1,5 @@
-"""The import structure: no circle and no import from a higher layer (jobs > drivers > partitioners > inference),
+"""The import structure: no circle (of modules, nor of folders) and no import from a higher layer (jobs > drivers >
+partitioners > inference),
 counting every import in a module (those inside functions too) and the modules the registry names by string
 (``"module:Class"``, imported when first used), read from the source with ``ast``; and every one of those modules
 imports, and the largest module stays under ~400 lines."""
@@ -145,6 +146,39 @@ def test_no_import_from_a_higher_layer():
     upward = sorted(f"{source} -> {target}" for source, targets in graph.items() for target in targets
                     if layer(target) < layer(source))
     assert not upward, "imports from a higher layer: " + ", ".join(upward)
+
+
+def folder(module: str) -> str:
+    """The room a module stands in: its first-level folder (or module) of ``drivers`` and ``inference``
+    (``drivers.store``, ``inference.gibbs``, ``inference.heldout``), else its package (``jobs``)."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] in ("drivers", "inference") else parts[0]
+
+
+def folder_graph(graph: dict) -> dict:
+    """The imports between folders: ``a -> b`` when a module of folder a imports one of folder b."""
+    folders = {}
+    for source, targets in graph.items():
+        for target in targets:
+            if folder(source) != folder(target):
+                folders.setdefault(folder(source), set()).add(folder(target))
+    return folders
+
+
+def test_no_circle_among_the_folders():
+    """The folders are layers too: no two folders import each other, however indirectly (a store that reads the
+    corpus format while the corpus readers check the store's publishing marker is such a circle, though no two
+    modules make one), so every folder has a floor and every arrow between folders points down."""
+    graph = import_graph()
+    found = circles(folder_graph(graph))
+    ties = [f"{source} -> {target}" for circle in found for source, targets in sorted(graph.items())
+            for target in sorted(targets) if folder(source) in circle and folder(target) in circle
+            and folder(source) != folder(target)]
+    assert not found, "folder circles: " + "; ".join(" <-> ".join(c) for c in found) + " (" + ", ".join(ties) + ")"
+    # the check can fail: two folders tied by modules that form no circle of modules
+    modules = {"drivers.store.model_store": {"drivers.corpora.files"}, "drivers.corpora.bow": {"drivers.store.publish"}}
+    assert not circles(modules)
+    assert circles(folder_graph(modules)) == [["drivers.corpora", "drivers.store"]]
 
 
 def test_imports_inside_functions_and_relative_ones_are_read(tmp_path):

@@ -48,7 +48,8 @@ from drivers.families.gibbs.infer import infer_gibbs, point_estimates, write_pro
 from drivers.families.gibbs.models import (hyper_overrides, initial_hyper, make_model, needs_order, needs_segments,
                                            open_trained)
 from drivers.families.gibbs.settings import GibbsEvaluation, GibbsInference, GibbsTraining, observed_fraction
-from drivers.store import model_store, outputs, tokenizer, topics_text
+from drivers.corpora import tokenizer
+from drivers.store import model_store, outputs, topics_text
 from inference.errors import UsageError
 
 

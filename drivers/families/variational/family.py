@@ -43,7 +43,8 @@ from drivers.families.variational import infer_in_process as in_process
 from drivers.families.variational.infer import infer_documents, name_words
 from drivers.families.variational.refresh import refresh_model
 from drivers.families.variational.shared import VariationalTraining, check_python_memory, write_doc_topics
-from drivers.store import model_store, outputs, publish, tokenizer, topics_text
+from drivers.corpora import tokenizer
+from drivers.store import model_store, outputs, publish, topics_text
 from drivers.store.model_store import load_model
 from drivers.store.topic_model import TopicModel
 from inference.errors import UsageError
@@ -83,7 +84,7 @@ class VariationalModel:
 
     def structure(self, request: TrainRequest, corpus: Corpus):
         """How lambda's columns form Dirichlets (the engine's ``layout``): one per topic over the vocabulary, or
-        per language (the corpus' layout); a tree model its tree (:class:`drivers.models.tree.layout.TreeLayout`)."""
+        per language (the corpus' layout); a tree model its tree (:class:`inference.tree_layout.TreeLayout`)."""
         return corpus.layout
 
     def describe(self, request: TrainRequest, corpus: Corpus, structure) -> dict:
@@ -93,6 +94,11 @@ class VariationalModel:
     def save(self, directory: str, meta: dict, corpus: Corpus, lambda_: np.ndarray, structure) -> None:
         """The model's parameter and vocabulary files (and model.json)."""
         model_store.save_model(directory, meta, corpus.vocab, lambda_, corpus.layout)
+
+    def refreshed_prior(self, base: TopicModel, vocab, eta: float):
+        """Its own topic-word prior re-applied over a refresh's grown vocabulary ``vocab`` (``term``, ``id``) as
+        (prior, topic names), or None: the family's (symmetric ``eta``; an older model's prior.parquet kept)."""
+        return None
 
 
 # --------------------------------------------------------------------------- settings

@@ -36,9 +36,9 @@ from drivers.engines.variational.settings import EMSettings
 from drivers.engines.variational.starts import GuidedStart, NewtonAlpha, OnlineAlpha, WarmStart
 from drivers.families import TrainRequest
 from drivers.families.variational.shared import VariationalTraining, check_python_memory, write_doc_topics
-from drivers.models.lda.informed_prior import build_prior, spec_from_json
 from drivers.refresh.update import extend_lambda
-from drivers.store import model_store, outputs, publish, tokenizer, topic_model, topics_text
+from drivers.corpora import tokenizer
+from drivers.store import model_store, outputs, publish, topic_model, topics_text
 from inference.errors import RefusedError
 from inference.estep import compile_kernels
 from inference.mapper import EStepSettings
@@ -48,21 +48,18 @@ from inference.reducer import BatchUpdate, OnlineUpdate
 log = logging.getLogger("spark_topics.refresh")
 
 
-def base_prior(base: topic_model.TopicModel, vocab: pd.DataFrame):
-    """The model's own topic-word prior eta over the grown vocabulary ``vocab`` (``term``, ``id``): symmetric, or
-    the informed prior re-applied (prior_spec.json: its word lists and patterns, or its sparse entries, matched
-    against the grown vocabulary, so a new word a seeded topic's pattern matches gets --prior-high and every other
-    new word --prior-low there); a model trained before prior_spec.json existed keeps prior.parquet's entries and
-    its new words get the symmetric eta. Returns (prior, topic names or None)."""
+def base_prior(model, base: topic_model.TopicModel, vocab: pd.DataFrame):
+    """The ``model``'s own topic-word prior eta over the grown vocabulary ``vocab`` (``term``, ``id``): symmetric, or
+    the model's (:meth:`VariationalModel.refreshed_prior`: lda's informed prior re-applied from prior_spec.json); a
+    model trained before prior_spec.json existed keeps prior.parquet's entries and its new words get the symmetric
+    eta. Returns (prior, topic names or None)."""
     eta = base.meta.get("eta")
     if not isinstance(eta, (int, float)):
         raise RefusedError(f"{base.directory}: refresh needs a symmetric eta in model.json, found {eta!r}")
     V = len(vocab)
-    spec_path = storage.join(base.directory, model_store.PRIOR_SPEC)
-    if storage.exists(spec_path):
-        spec, high, low = spec_from_json(storage.load_json(spec_path))
-        prior, names, _ = build_prior(spec, vocab, base.num_topics, float(eta), high, low)
-        return prior, names
+    own = model.refreshed_prior(base, vocab, float(eta))
+    if own is not None:
+        return own
     path = storage.join(base.directory, "prior.parquet")
     if not storage.exists(path):
         return SymmetricPrior(float(eta), V), None
@@ -102,7 +99,7 @@ def _refresh(spark, model, base, corpus, request, history: dict, output: str, se
     saved = base.meta.get("settings") or {}
     defaults = VariationalTraining()
     inference = request.inference or saved.get("inference", "variational")
-    topic_prior, topic_names = base_prior(base, corpus.vocab)
+    topic_prior, topic_names = base_prior(model, base, corpus.vocab)
     prior = topic_prior
     prior_rows = np.vstack([prior.row(k) for k in range(K)])          # eta_k over the grown vocabulary
     lambda_old = extend_lambda(base.lambda_, prior_rows[:, V_old:])

@@ -18,11 +18,12 @@ import numpy as np
 import pandas as pd
 
 from drivers import storage
-from drivers.corpora.files import DOCS, VOCAB, read_vocab, require_corpus
+from drivers.corpora.files import DOCS, VOCAB, require_corpus
 from drivers.models.infvoc.engine import empty_sets, run_stream
 from drivers.models.infvoc.model import InfVocModel, is_infinite, is_model_file
 from drivers.refresh import sources as refresh_sources
-from drivers.store import lease, model_root, model_store, publish, tokenizer
+from drivers.corpora import tokenizer
+from drivers.store import lease, model_root, model_store, publish
 from drivers.store.manifest import new_token, write_marker
 from inference.errors import UsageError
 from inference.infvoc.base_measure import CharNgramBase
@@ -86,7 +87,7 @@ def train(spark, args) -> dict:
     model directory ``args.output`` whole."""
     started = time.time()
     require_corpus(args.corpus)
-    vocab = read_vocab(storage.join(args.corpus, VOCAB))
+    vocab = storage.read_vocab(storage.join(args.corpus, VOCAB))
     if args.topics < 2:
         raise UsageError("--topics must be at least 2")
     settings = _settings(args, None)

@@ -8,7 +8,8 @@ from drivers.corpora.bow import Corpus, load_corpus
 from drivers.corpora.files import CORPUS_JSON
 from drivers.families import TrainRequest
 from drivers.families.variational.family import TopicWordPrior, VariationalModel
-from drivers.models.lda.informed_prior import PriorError, build_prior, read_prior, spec_to_json
+from drivers.store import model_store
+from drivers.models.lda.informed_prior import PriorError, build_prior, read_prior, spec_from_json, spec_to_json
 from inference.constraints import POSITIVE
 from inference.errors import UsageError
 from inference.options import ModelOption
@@ -52,3 +53,14 @@ class LDA(VariationalModel):
             raise UsageError(f"--prior {path}: {exc}") from None
         report["file"] = path
         return TopicWordPrior(prior, names, report, [path, high, low], spec_to_json(spec, high, low))
+
+    def refreshed_prior(self, base, vocab, eta: float):
+        """The informed prior re-applied (prior_spec.json: its word lists and patterns, or its sparse entries,
+        matched against the grown vocabulary, so a new word a seeded topic's pattern matches gets --prior-high and
+        every other new word --prior-low there); None for a model trained without one."""
+        spec_path = storage.join(base.directory, model_store.PRIOR_SPEC)
+        if not storage.exists(spec_path):
+            return None
+        spec, high, low = spec_from_json(storage.load_json(spec_path))
+        prior, names, _ = build_prior(spec, vocab, base.num_topics, eta, high, low)
+        return prior, names

@@ -1,6 +1,6 @@
 """Collapsed Gibbs sampling of tree LDA (thesis eq 5.2; Boyd-Graber et al. 2007, Hu & Boyd-Graber 2012) on the
 Gibbs engine's contract: every token has a topic z and a path y among the paths of its word
-(:class:`drivers.models.tree.layout.TreeLayout`: root -> word, or root -> concept -> word), and
+(:class:`inference.tree_layout.TreeLayout`: root -> word, or root -> concept -> word), and
 
     (5.2)   p(z = k, y = s | .)  ∝  (n_dk + alpha_k) * prod_{i -> j in s} (n_{k,i->j} + beta_{i->j})
                                                                         / (n_{k,i} + sum_j' beta_{i->j'})
@@ -20,7 +20,7 @@ import numba
 import numpy as np
 
 from drivers.models.lda_gibbs.model import LdaGibbs
-from drivers.models.tree.layout import TreeLayout
+from inference.tree_layout import TreeLayout
 from inference.constraints import POSITIVE
 from inference.options import ModelOption
 
@@ -181,7 +181,7 @@ def log_joint_words(tree: TreeLayout, nek: np.ndarray, beta: np.ndarray) -> floa
 class TreeGibbs(LdaGibbs):
     """Tree LDA on the Gibbs engine: the shared table counts (edge, topic) (:func:`tree_sweep`); the state is
     every token's topic ``z`` and path ``y``. ``beta`` is eta, the prior of a root -> word edge; the other edges
-    follow from it and ``link_strength`` (:meth:`drivers.models.tree.layout.TreeLayout.edge_priors`). The tree is
+    follow from it and ``link_strength`` (:meth:`inference.tree_layout.TreeLayout.edge_priors`). The tree is
     given with
     :meth:`set_tree` before anything is sampled. alpha is learnt as LDA-Gibbs learns it (Minka)."""
 

@@ -2,7 +2,7 @@
 Hu et al. 2014), the tree built from bilingual dictionaries by ``spark-topics tree``
 (:mod:`drivers.models.tree.prior_tree`).
 
-Each topic is a distribution over the tree's paths (:class:`drivers.models.tree.layout.TreeLayout`): words linked by a
+Each topic is a distribution over the tree's paths (:class:`inference.tree_layout.TreeLayout`): words linked by a
 concept share probability through the concept's edge, so a topic that likes a word likes its translation.
 
 * ``tlda``: on a monolingual corpus, or on an aligned corpus whose documents are not aligned: every language's
@@ -26,7 +26,7 @@ from drivers.corpora.bow import Corpus, load_corpus
 from drivers.families import TrainRequest
 from drivers.families.variational.family import TopicWordPrior, VariationalModel
 from drivers.models.tree.gibbs import TreeGibbs
-from drivers.models.tree.layout import TreeLayout
+from inference.tree_layout import TreeLayout
 from drivers.models.tree.prior_tree import concept_word_ids, load_tree
 from drivers.store import model_store, topic_model
 from inference.constraints import POSITIVE
