@@ -18,6 +18,15 @@ def id_space(columns: int) -> int:
     return 1 << (61 - int(columns).bit_length())
 
 
+def check_clusters(state, n_docs: int, space: int, name: str) -> None:
+    """A state's ``cluster``: int64, one per document, every id in 0..space-1 (TypeError / ValueError if not)."""
+    c = state.get("cluster") if isinstance(state, dict) else None
+    if c is None or c.shape != (n_docs,) or c.dtype != np.int64:
+        raise TypeError(f"{name}: the state needs 'cluster', int64 of shape ({n_docs},)")
+    if n_docs and (c.min() < 0 or c.max() >= space):
+        raise ValueError(f"{name}: cluster ids outside 0..{space - 1}")
+
+
 def provisional_ids(space: int, doc_ids, seed: int) -> np.ndarray:
     """The provisional id of a cluster founded by each document in the sweep of ``seed``."""
     half = space // 2

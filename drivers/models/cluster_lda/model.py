@@ -149,11 +149,7 @@ class ClusterLDA(AuthorVariant, GibbsModel):
 
     def check_state(self, block: SegmentedBlock, state: dict) -> None:
         super().check_state(block, state)
-        c = state.get("cluster")
-        if c is None or c.shape != (block.n_docs,) or c.dtype != np.int64:
-            raise TypeError(f"{self.name}: the state needs 'cluster', int64 of shape ({block.n_docs},)")
-        if block.n_docs and (c.min() < 0 or c.max() >= self.id_space):
-            raise ValueError(f"{self.name}: cluster ids outside 0..{self.id_space - 1}")
+        cluster_ids.check_clusters(state, block.n_docs, self.id_space, self.name)
 
     # ---- the sweep
     def sweep_tables(self, block, state, hyper, tables, derived, seed) -> None:

@@ -41,7 +41,6 @@ document its posterior over the clusters and assigns it to the most probable (-1
 """
 from __future__ import annotations
 
-import hashlib
 import math
 
 import numpy as np
@@ -50,7 +49,7 @@ from drivers.models.dp_mixture.kernels import (document_bags, dp_sweep, log_part
                                                 log_words_given_clusters, membership_log_weights, slice_sample)
 from inference import left_to_right
 from inference.constraints import POSITIVE
-from inference.gibbs.cluster_ids import doc_clusters
+from inference.gibbs import cluster_ids
 from inference.gibbs.heldout import split_observed
 from inference.gibbs.model import GibbsModel, SegmentedBlock
 from inference.gibbs.tables import CountTable, KeyedCounts, merge_keyed
@@ -89,7 +88,7 @@ class DPMixture(GibbsModel):
         super().__init__(num_topics, vocab_size)
         #: cluster ids are below id_space (a keyed table's rows x V columns fit int64 indices); the partitions'
         #: new clusters take provisional ids in its upper half
-        self.id_space = 1 << (61 - int(vocab_size).bit_length())
+        self.id_space = cluster_ids.id_space(vocab_size)
         self.trained = None     # the final clusters: ids, words (C x V), docs (C,), largest first; and hyper
 
     # ---- hyperparameters
@@ -137,21 +136,9 @@ class DPMixture(GibbsModel):
         return state
 
     def check_state(self, block: SegmentedBlock, state: dict) -> None:
-        c = state.get("cluster") if isinstance(state, dict) else None
-        if c is None or c.shape != (block.n_docs,) or c.dtype != np.int64:
-            raise TypeError(f"{self.name}: the state needs 'cluster', int64 of shape ({block.n_docs},)")
-        if block.n_docs and (c.min() < 0 or c.max() >= self.id_space):
-            raise ValueError(f"{self.name}: cluster ids outside 0..{self.id_space - 1}")
+        cluster_ids.check_clusters(state, block.n_docs, self.id_space, self.name)
 
     # ---- the sweep
-    def provisional_ids(self, doc_ids, seed: int) -> np.ndarray:
-        """The provisional id of a cluster founded by each document in the sweep of ``seed``: a hash of both, in
-        the upper half of the id space (a function of the data and the seed only)."""
-        half = self.id_space // 2
-        return np.array([half + int.from_bytes(hashlib.blake2b(f"{seed}\x00{d}".encode("utf-8"),
-                                                               digest_size=8).digest(), "little") % half
-                         for d in doc_ids], dtype=np.int64)
-
     def sweep_tables(self, block, state, hyper, tables, derived, seed) -> None:
         """The cluster step for every document of the block, on the partition's copies of the tables (updated
         in place: the partition's new clusters under provisional ids, its emptied ones gone)."""
@@ -183,7 +170,7 @@ class DPMixture(GibbsModel):
                 counts = np.vstack([counts, np.zeros((grow, self.vocab_size), dtype=np.int32)])
                 totals, sizes = np.r_[totals, np.zeros(grow, np.int64)], np.r_[sizes, np.zeros(grow, np.int64)]
                 founder = np.r_[founder, np.full(grow, -1, np.int64)]
-        ids = np.concatenate([keys, self.provisional_ids(block.doc_ids[founder[C:used]], seed)])
+        ids = np.concatenate([keys, cluster_ids.provisional_ids(self.id_space, block.doc_ids[founder[C:used]], seed)])
         state["cluster"] = ids[rows]
         live = np.flatnonzero(sizes[:used] > 0)
         merged_words = merge_keyed(self.vocab_size, ids[live], counts[live])
@@ -194,23 +181,16 @@ class DPMixture(GibbsModel):
     # ---- the driver's global step: ids, hyperparameters
     def global_step(self, tables, hyper, stats, seed):
         words, docs = tables["cluster_words"], tables["cluster_docs"]
-        C = words.nnz
-        directive = None
-        if not np.array_equal(words.keys, np.arange(C)):
-            directive = {"old": words.keys.copy(), "new": np.arange(C, dtype=np.int64)}
-            tables = {"cluster_words": KeyedCounts(np.arange(C, dtype=np.int64), words.counts),
-                      "cluster_docs": KeyedCounts(np.arange(C, dtype=np.int64), docs.counts)}
+        directive = cluster_ids.renumbering(words.keys)
+        if directive is not None:
+            tables = {"cluster_words": KeyedCounts(directive["new"], words.counts),
+                      "cluster_docs": KeyedCounts(directive["new"], docs.counts)}
         if hyper.get("sample_hyper", True):
             hyper = self.sample_hyper(tables, hyper, np.random.default_rng(seed))
         return tables, hyper, directive
 
     def apply_directive(self, block, state, directive) -> None:
-        old, new = directive["old"], directive["new"]
-        at = np.searchsorted(old, state["cluster"])
-        if block.n_docs and (np.any(at >= old.shape[0]) or np.any(old[np.minimum(at, old.shape[0] - 1)]
-                                                                   != state["cluster"])):
-            raise ValueError(f"{self.name}: the directive does not name every cluster of the partition")
-        state["cluster"] = new[at].astype(np.int64)
+        state["cluster"] = cluster_ids.renumbered(state["cluster"], directive, self.name)
 
     def log_hyper_density(self, tables: dict):
         """log P(c | zeta) + log P(w | c, beta) + the log hyperprior, as a function of (log zeta, log beta)."""
@@ -305,7 +285,7 @@ class DPMixture(GibbsModel):
 
     def document_outputs(self, item: dict) -> dict:
         block = item["block"]
-        return doc_clusters(block.doc_ids, item, self._own_rows,
+        return cluster_ids.doc_clusters(block.doc_ids, item, self._own_rows,
                             lambda _state, clusters: self.membership(block, clusters))
 
     # ---- the predictive
