@@ -56,6 +56,10 @@ class ModelSpec:
         return family(self.family)
 
 
+#: a Gibbs model's refresh: its chain continued (drivers.families.gibbs.refresh, which refuses, naming why, a model
+#: whose chain cannot be continued)
+GIBBS_REFRESH = ("chain",)
+
 MODELS = {spec.name: spec for spec in (
     ModelSpec("lda", "variational", "drivers.models.lda.model:LDA", BAG_OF_WORDS,
               "LDA by hybrid variational-MCMC EM (Mr. LDA's engine, sampled local steps; --inference variational: "
@@ -73,27 +77,36 @@ MODELS = {spec.name: spec for spec in (
               "on the Gibbs engine",
               engines=(("gibbs", "gibbs", "drivers.models.tree.model:PolylingualTreeLDAGibbs"),)),
     ModelSpec("lda-gibbs", "gibbs", "drivers.models.lda_gibbs.model:LdaGibbs", BAG_OF_WORDS,
-              "LDA by collapsed Gibbs sampling (AD-LDA); --segment-level: segments as documents"),
+              "LDA by collapsed Gibbs sampling (AD-LDA); --segment-level: segments as documents",
+              refresh_modes=GIBBS_REFRESH),
     ModelSpec("stm", "gibbs", "drivers.models.stm:STM", SEGMENTED,
-              "segmented topic model: a Pitman-Yor process per segment over its document's topics"),
+              "segmented topic model: a Pitman-Yor process per segment over its document's topics",
+              refresh_modes=GIBBS_REFRESH),
     ModelSpec("seqlda", "gibbs", "drivers.models.seqlda.model:SeqLDA", SEGMENTED,
-              "sequential LDA: each segment's topics drawn around the previous segment's"),
+              "sequential LDA: each segment's topics drawn around the previous segment's",
+              refresh_modes=GIBBS_REFRESH),
     ModelSpec("adatm", "gibbs", "drivers.models.adatm.model:AdaTM", SEGMENTED,
-              "adaptive topic model: segments inherit from the document or the previous segment"),
+              "adaptive topic model: segments inherit from the document or the previous segment",
+              refresh_modes=GIBBS_REFRESH),
     ModelSpec("dp-mixture", "gibbs", "drivers.models.dp_mixture.model:DPMixture", BAG_OF_WORDS,
               "word-based Dirichlet-process mixture of documents (Wallach 4.5): a cluster per document, --topics: "
-              "the most clusters of the start"),
+              "the most clusters of the start",
+              refresh_modes=GIBBS_REFRESH),
     ModelSpec("pdp-network", "gibbs", "drivers.models.pdp_network:PdpNetwork", SEGMENTED,
               "a topic model given as a network of Dirichlet/Pitman-Yor vectors (--network FILE or a shipped "
-              "spec: lda, stm, seqlda, adatm)"),
+              "spec: lda, stm, seqlda, adatm)",
+              refresh_modes=GIBBS_REFRESH),
     ModelSpec("cluster-lda", "gibbs", "drivers.models.cluster_lda.model:ClusterLDA", BAG_OF_WORDS,
-              "cluster-based topic model (Wallach 5.3): documents in clusters found by a Dirichlet process"),
+              "cluster-based topic model (Wallach 5.3): documents in clusters found by a Dirichlet process",
+              refresh_modes=GIBBS_REFRESH),
     ModelSpec("bigram-lm", "gibbs", "drivers.models.bigram_lm:BigramLM", ORDERED,
               "hierarchical Dirichlet bigram language model (MacKay & Peto; Wallach 2.2): no topics (--topics "
-              "is not used), beta n by the fixed point"),
+              "is not used), beta n by the fixed point",
+              refresh_modes=GIBBS_REFRESH),
     ModelSpec("tlm", "gibbs", "drivers.models.tlm.model:TopicLM", ORDERED,
               "topic-based language model (Wallach 3.4): a word depends on its topic and the previous word; "
-              "--prior-variant 1|2 (Gibbs EM) or h1|h2a|h2b|h3 (--path minimal|maximal, sampled concentrations)"),
+              "--prior-variant 1|2 (Gibbs EM) or h1|h2a|h2b|h3 (--path minimal|maximal, sampled concentrations)",
+              refresh_modes=GIBBS_REFRESH),
 )}
 
 

@@ -48,7 +48,9 @@ def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
                              "accumulate: the old posterior is the batch's prior (no forgetting); online: "
                              "Hoffman's online VB, old documents fade at rate rho_t (drifting corpora); batch: EM "
                              "over every document ingested, from a cold start guided by the previous topics (a "
-                             "retrain's quality; each iteration costs a retrain's)")
+                             "retrain's quality; each iteration costs a retrain's); chain (Gibbs models, their auto): the saved "
+                             "chain continued on the old and the new documents for --iterations sweeps; with nothing "
+                             "new in the batch, --mode chain continues it on the same documents")
     parser.add_argument("--iterations", type=int, default=20, help="EM iterations over the batch (default 20)")
     parser.add_argument("--guided-iterations", type=positive_int, default=10,
                         help="auto: EM iterations of a guided pass over every document ingested (default 10)")
@@ -178,7 +180,9 @@ def _refresh(spark, request: RefreshRequest) -> dict:
         base_dir = model_root.version_dir(root, current)
     base = model_store.load_model(base_dir)
     spec = registry.of_meta(base.meta)
-    auto = request.mode == "auto" and schedule.CHEAP in spec.refresh_modes
+    auto = request.mode == "auto" and (schedule.CHEAP in spec.refresh_modes or "chain" in spec.refresh_modes)
+    if spec.family == "gibbs" and spec.refresh_modes:    # refused before the batch is read, naming why
+        spec.family_object().check_refreshable(spec, base.meta)
     if request.mode not in spec.refresh_modes and not auto:
         raise RefusedError(f"refresh --mode {request.mode} is not supported for --model {spec.name}"
                            + (f" (it supports: {', '.join(spec.refresh_modes)})" if spec.refresh_modes else
@@ -192,7 +196,7 @@ def _refresh(spark, request: RefreshRequest) -> dict:
         report = _build_version(spark, request, root, current, base, base_dir, spec, history, version, staging)
         if report.get("published") is False or request.dry_run:
             return report
-        if request.reinfer_old and report["mode"] != "batch":   # batch: every document was inferred already
+        if request.reinfer_old and report["mode"] not in ("batch", "chain"):   # every document inferred already
             report["reinferred"] = reinfer.reinfer_all(spark, root, staging, family_infer(spark, spec, staging))
         if current is None:                    # the base model becomes version 0, the first version's parent
             base_version.publish_base_version(root, base_dir, staging, report)
@@ -218,7 +222,7 @@ def _build_version(spark, request, root, current, base, base_dir, spec, history,
     training = schedule.guided_training(request, spec.refresh_modes, root, chain_dirs, history)   # checked before the batch is read
     ledger = refresh.read_ledger(spark, chain_dirs) if current is not None else \
         refresh.base_ledger(spark, base_dir, version)
-    options = {k: v for k, v in tokenizer.raw_text_options(base).items() if k != "segments"}
+    options = {k: v for k, v in tokenizer.raw_text_options(base).items() if k != "segments" or spec.family == "gibbs"}
     sc.setJobDescription(f"refresh {root}: read and classify {request.input}")
     rows = read_documents(spark, request.input, format=request.format, id_column=request.id_column,
                           text_column=request.text_column)
@@ -234,7 +238,8 @@ def _build_version(spark, request, root, current, base, base_dir, spec, history,
                  documents["new"], documents["revision"], documents["duplicate"] + documents["adopted"],
                  sum(documents["rejected"].values()))
         rejected_rows = classified.where(~F.col("status").isin("new", "revision", "duplicate", "adopted"))
-        if ingest == 0 or request.dry_run:
+        chain_only = ingest == 0 and request.mode == "chain"    # a Gibbs chain continued on the same documents
+        if (ingest == 0 and not chain_only) or request.dry_run:
             report = unpublished(request, current, documents, rejected_rows)
             print(report["message"])
             return report
@@ -261,11 +266,13 @@ def _build_version(spark, request, root, current, base, base_dir, spec, history,
         vocab["id"] = range(len(vocab))
         vocab_path = storage.join(staging, "work-vocab.parquet")
         model_store.write_parquet(vocab_path, vocab)
-        corpus_dir = storage.join(staging, "corpus")
-        prepared = prepare_corpus(spark, input_dir, corpus_dir, format="parquet", id_column="id",
-                                  text_column="text", vocab=vocab_path, **options)
+        corpus_dir = None if chain_only else storage.join(staging, "corpus")
+        prepared = {"documents": 0, "tokens": 0} if chain_only else prepare_corpus(
+            spark, input_dir, corpus_dir, format="parquet", id_column="id", text_column="text", vocab=vocab_path,
+            **options)
         storage.delete(vocab_path)
-        kept_ids = spark.read.parquet(storage.join(corpus_dir, DOCS)).select("doc_id")
+        kept_ids = ingested_rows.select("doc_id") if chain_only else \
+            spark.read.parquet(storage.join(corpus_dir, DOCS)).select("doc_id")
         ledger_rows = (ingested_rows.join(kept_ids, "doc_id", "inner")
                        .select("doc_id", "content_hash", "status", F.lit(version).alias("version")))
         ledger_rows = ledger_rows.unionByName(adopted)   # the base's documents: version 0's ledger
@@ -300,12 +307,12 @@ def _build_version(spark, request, root, current, base, base_dir, spec, history,
     else:
         documents_total = int(history_before.get("documents") or 0) + n_batch
         previous = history_before.get("alpha_statistics")
-        stats_total = batch_stats if previous is None else batch_stats + previous
+        stats_total = batch_stats if previous is None or batch_stats is None else batch_stats + previous
     parent = {"version": current} if current is not None else refresh_sources.base_parent(base_dir, n_base)
     meta["refresh"] = {
         "parent": parent, "mode": request.mode, "steps": int(history_before.get("steps") or 0)
         + (meta["iterations"] if request.mode == "online" else 0),
-        "documents": documents_total, "alpha_statistics": stats_total.tolist(),
+        "documents": documents_total, "alpha_statistics": None if stats_total is None else stats_total.tolist(),
         "training_corpus": base_link.stored_path(history_before.get("training_corpus"), root),
         "training_version": history_before.get("training_version"), "batch_documents": prepared["documents"],
         "base_documents": history_before.get("base_documents"),

@@ -51,7 +51,7 @@ def decide(history: dict, ingest: int, growth: float, guided_possible: bool, mod
     fitted = fitted_documents(history)
     after = int(history.get("documents") or 0) + int(ingest)
     if GUIDED not in modes:
-        return Decision(CHEAP, f"the model has no guided pass ({', '.join(modes)})", fitted, after)
+        return Decision(CHEAP if CHEAP in modes else modes[0], f"the model has no guided pass ({', '.join(modes)})", fitted, after)
     if after < growth * max(fitted, 1):
         return Decision(CHEAP, f"{after} documents ingested < {growth:g} x {fitted} fitted by the last full fit",
                         fitted, after)

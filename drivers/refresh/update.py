@@ -35,7 +35,7 @@ PENDING_TERMS = "pending_terms.parquet"
 NEW_TERMS = "new_terms.parquet"
 REPORT_JSON = "refresh.json"
 REPORT_PNG = "refresh.png"
-MODES = ("auto", "accumulate", "online", "batch")
+MODES = ("auto", "accumulate", "online", "batch", "chain")   # chain: a Gibbs model's (drivers.families.gibbs.refresh)
 #: pending words kept between refreshes (the most frequent)
 MAX_PENDING_TERMS = 200_000
 
@@ -181,7 +181,10 @@ def alpha_statistics(doc_topics_path: str) -> tuple[np.ndarray, int]:
 
     filesystem, path = storage.resolve(doc_topics_path)
     total, n = None, 0
-    for batch in ds.dataset(path, filesystem=filesystem, format="parquet").to_batches(columns=["gamma"]):
+    dataset = ds.dataset(path, filesystem=filesystem, format="parquet")
+    if "gamma" not in dataset.schema.names:          # a Gibbs model's (theta): no alpha statistics to keep
+        return None, dataset.count_rows()
+    for batch in dataset.to_batches(columns=["gamma"]):
         column = batch.column(0)
         if len(column) == 0:
             continue

@@ -37,6 +37,7 @@ from drivers.corpora.aligned import is_aligned
 from drivers.corpora.bow import check_topics
 from drivers.corpora.files import data_version
 from drivers.corpora.segmented import load_segmented_corpus
+from drivers.engines.gibbs.chain import save_chain
 from drivers.engines.gibbs.engine import GibbsEngine
 from drivers.engines.gibbs.settings import GibbsSettings, SampleSchedule
 from drivers.engines.gibbs.tables import TableLayout
@@ -44,7 +45,8 @@ from drivers.families import EvaluateRequest, InferRequest, ModelFamily, TrainRe
 from drivers.evaluation import left_to_right
 from drivers.evaluation.standard_coherence import DOCUMENT_NPMI
 from drivers.families.gibbs.evaluate import evaluate, evaluate_left_to_right, evaluate_split
-from drivers.families.gibbs.infer import infer_gibbs, point_estimates, write_proportions
+from drivers.families.gibbs.infer import infer_gibbs, point_estimates, write_model_files
+from drivers.families.gibbs.refresh import check_refreshable, refresh_chain
 from drivers.families.gibbs.models import (hyper_overrides, initial_hyper, make_model, needs_order, needs_segments,
                                            open_trained)
 from drivers.families.gibbs.settings import GibbsEvaluation, GibbsInference, GibbsTraining, observed_fraction
@@ -194,17 +196,9 @@ class GibbsFamily(ModelFamily):
             result = engine.fit(corpus.blocks, corpus.num_partitions, hyper0, resume=request.resume,
                                 fingerprint=fingerprint)
             topic_word = result.topic_word
-            if not np.allclose(topic_word.sum(axis=1), 1.0):
-                raise RuntimeError("topic_word rows do not sum to 1")
-            storage.makedirs(request.output)
-            model_store.save_matrix(request.output, "topic_word", topic_word, corpus.vocab, corpus.layout,
-                                    normalise=True)
-            model.bind_result(result)        # what the outputs and the predictive need of the final state
-            write_proportions(spark, model, result.states, request.output)
-            model.save_files(request.output, result)
-            arrays = model.saved_arrays()
-            for name in model.array_files:
-                storage.save_npy(storage.join(request.output, f"{name}.npy"), arrays[name])
+            write_model_files(spark, model, result, request.output, corpus.vocab, corpus.layout)
+            if model.latent:                 # what `refresh` continues (drivers.engines.gibbs.chain)
+                save_chain(request.checkpoint, request.output, result.iterations, model.count_tables())
         finally:
             engine.release()
         trace = [r.__dict__ for r in result.trace]
@@ -294,6 +288,15 @@ class GibbsFamily(ModelFamily):
                          f"{result['no_known_words']}")
         return "\n".join(lines)
 
+    # ---- refresh
+    def refresh(self, spark, spec, base, corpus_dir: str | None, request, history: dict, output: str) -> dict:
+        """The chain continued on the old and the new documents (:mod:`drivers.families.gibbs.refresh`)."""
+        return refresh_chain(spark, spec, base, corpus_dir, request, output, self.catalogue)
+
+    def check_refreshable(self, spec, meta: dict) -> None:
+        """Refuse (one line, naming why) a model whose chain cannot be continued."""
+        check_refreshable(spec, meta, self.catalogue)
+
     # ---- evaluate
     def evaluate(self, spark, request: EvaluateRequest) -> dict:
         """Held-out perplexity with the Gibbs estimator and NPMI; a multilingual model, or one model per language
@@ -329,6 +332,7 @@ class GibbsFamily(ModelFamily):
 
 
 # --------------------------------------------------------------------------- outputs
+
 
 
 # --------------------------------------------------------------------------- infer

@@ -10,7 +10,7 @@ from drivers import storage
 from drivers.corpora.segmented import load_segmented_corpus
 from drivers.families.variational.family import VariationalFamily
 from drivers.families.gibbs.models import needs_order, needs_segments, open_trained
-from drivers.store import outputs
+from drivers.store import model_store, outputs
 from drivers.store.model_store import require_same_vocabulary
 from inference.gibbs.heldout import HeldoutSchedule
 from inference.gibbs.model import GibbsModel
@@ -35,6 +35,21 @@ def write_proportions(spark, model: GibbsModel, states, directory: str) -> None:
             [outputs.columns_table(own[name]) for name in model.document_files]
 
     outputs.write_partition_tables(spark, states, paths, tables_of, "write document and segment topic proportions")
+
+
+def write_model_files(spark, model, result, output: str, vocab, layout=None) -> None:
+    """The model files of a finished run (``result``: the engine's GibbsResult): topic_word.npy and the
+    vocabulary, the document and segment proportions, the model's own files and arrays."""
+    if not np.allclose(result.topic_word.sum(axis=1), 1.0):
+        raise RuntimeError("topic_word rows do not sum to 1")
+    storage.makedirs(output)
+    model_store.save_matrix(output, "topic_word", result.topic_word, vocab, layout, normalise=True)
+    model.bind_result(result)        # what the outputs and the predictive need of the final state
+    write_proportions(spark, model, result.states, output)
+    model.save_files(output, result)
+    arrays = model.saved_arrays()
+    for name in model.array_files:
+        storage.save_npy(storage.join(output, f"{name}.npy"), arrays[name])
 
 
 def infer_task(partition, items, model: GibbsModel, bc, schedule: HeldoutSchedule, seed: int):

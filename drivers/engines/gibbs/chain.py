@@ -1,0 +1,74 @@
+"""A Gibbs model's chain, kept in its model directory (``chain/``) so that ``spark-topics refresh`` continues it.
+
+After the last iteration the engine's checkpoint directory holds everything a resumed run reads
+(:mod:`drivers.engines.gibbs.checkpoint`, :mod:`drivers.engines.gibbs.state`): every partition's block
+(``blocks/part-<p>.npz``), every partition's state of the last iteration t (``state/iter-<t>/part-<p>.npz``:
+``z`` and whatever else the model keeps), the count tables of iteration t (``<table>-<t>.npy``) and
+``state.json`` (iteration, hyperparameters, trace, documents, tokens, the run's fingerprint). ``chain/`` is a
+copy of exactly those files in the same layout (``.npz`` = zipped ``.npy``, read with ``allow_pickle=False``;
+no pickle anywhere), so a run started on a copy of it with ``resume`` continues the chain where it stopped. The
+sums of the samples are not kept: a continuation takes its own samples.
+"""
+from __future__ import annotations
+
+from drivers import storage
+from drivers.engines.gibbs import state as gibbs_state
+from inference.errors import RefusedError
+
+CHAIN = "chain"
+STATE_JSON = "state.json"
+
+
+def chain_dir(model_dir: str) -> str:
+    return storage.join(model_dir, CHAIN)
+
+
+def table_files(tables, iteration: int) -> list[str]:
+    """The file names of the count tables of ``iteration`` in a checkpoint directory."""
+    names = []
+    for table in tables:
+        parts = (f"{table.name}.keys", f"{table.name}.counts") if table.keyed else (table.name,)
+        names += [f"{name}-{iteration:05d}.npy" for name in parts]
+    return names
+
+
+def save_chain(checkpoint_dir: str, model_dir: str, iteration: int, tables) -> None:
+    """Copy the chain of ``iteration`` (the run's last: its checkpoint) from the engine's checkpoint directory to
+    ``model_dir/chain``; ``tables``: the model's ``count_tables()``."""
+    target = chain_dir(model_dir)
+    storage.copy_tree(gibbs_state.blocks_dir(checkpoint_dir), gibbs_state.blocks_dir(target))
+    storage.copy_tree(gibbs_state.state_dir(checkpoint_dir, iteration), gibbs_state.state_dir(target, iteration))
+    for name in table_files(tables, iteration):
+        storage.copy_tree(storage.join(checkpoint_dir, name), storage.join(target, name))
+    meta = storage.load_json(storage.join(checkpoint_dir, STATE_JSON))
+    if int(meta["iteration"]) != iteration:
+        raise RuntimeError(f"the checkpoint in {checkpoint_dir} is of iteration {meta['iteration']}, not {iteration}")
+    storage.save_json(storage.join(target, STATE_JSON), meta)
+
+
+def read_chain_meta(model_dir: str) -> dict:
+    """``chain/state.json`` of a model directory; refused (one line) for a model without a kept chain."""
+    path = storage.join(chain_dir(model_dir), STATE_JSON)
+    if not storage.exists(path):
+        raise RefusedError(f"{model_dir} keeps no Gibbs chain (chain/state.json): it was trained before models "
+                           f"kept their chain; retrain it with `spark-topics train` to refresh it")
+    return storage.load_json(path)
+
+
+def load_chain_tables(model_dir: str, tables, iteration: int) -> dict:
+    """The dense count tables of the kept chain (``tables``: the ``count_tables()`` of the model as trained)."""
+    if any(table.keyed for table in tables):
+        raise RefusedError("a model with keyed count tables: its chain cannot be extended yet")
+    return {table.name: storage.load_npy(storage.join(chain_dir(model_dir), f"{table.name}-{iteration:05d}.npy"))
+            for table in tables}
+
+
+def copy_chain(model_dir: str, work_dir: str, iteration: int, partitions: int) -> None:
+    """The blocks and states of the kept chain's ``partitions`` into a new checkpoint directory ``work_dir``."""
+    source = chain_dir(model_dir)
+    storage.makedirs(gibbs_state.blocks_dir(work_dir))
+    storage.makedirs(gibbs_state.state_dir(work_dir, iteration))
+    for p in range(partitions):
+        name = f"part-{p:05d}.npz"
+        for folder in (gibbs_state.blocks_dir, lambda d: gibbs_state.state_dir(d, iteration)):
+            storage.copy_tree(storage.join(folder(source), name), storage.join(folder(work_dir), name))

@@ -1,0 +1,219 @@
+"""``refresh`` of a Gibbs model: its chain continued from the saved state, the new documents sampled in.
+
+The model directory keeps the chain of its last iteration N (``chain/``, :mod:`drivers.engines.gibbs.chain`): the
+P partitions' blocks and states and the count tables. A refresh with M iterations
+
+1. copies the P blocks and states into a new checkpoint directory (untouched: the old documents keep their
+   assignments, and their partitions keep their numbers, so their draws stay ``task_seed(seed, t, p)``);
+2. extends the count tables to the grown vocabulary (new words' rows start at zero: ids only grow) and puts the
+   new documents in Q new partitions P..P+Q-1, each initialised as the engine initialises a partition
+   (``model.initial_state(block, hyper, task_seed(seed, 0, p))``) and its counts added to the tables;
+3. resumes the engine on the P+Q partitions at iteration N for iterations N+1..N+M (samples: the refresh's own
+   schedule of M iterations, shifted by N; the samples of the first run are not reused).
+
+Where the data are the same (no new document: ``refresh --mode chain`` with a batch that holds nothing new),
+step 2 adds nothing and the refresh *is* the engine's resume: the chain equals an uninterrupted run of N+M
+iterations with the same seed, burn-in N + the refresh's burn-in, the same lag and samples, bit for bit
+(tests/commands/test_refresh_gibbs.py). Each iteration sweeps every document, old and new: a refresh costs M
+iterations over the union.
+
+Refused (one line, before the batch is read): models without latent variables (their counts are the model:
+retrain), models with a driver-side global step (the step after the last iteration is not kept with the chain,
+so the continued chain would not be the uninterrupted one), models with keyed count tables or a tree bound to
+the corpus.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import time
+from functools import partial
+
+import numpy as np
+
+from drivers import storage
+from drivers.corpora.bow import open_corpus_meta
+from drivers.corpora.files import DOCS
+from drivers.corpora.segmented import load_segmented_corpus
+from drivers.engines.gibbs import chain, state as gibbs_state
+from drivers.engines.gibbs.engine import STATE_FORMAT, GibbsEngine
+from drivers.engines.gibbs.settings import GibbsSettings, SampleSchedule
+from drivers.engines.gibbs.tables import TableLayout, count_records, gather_tables, reduce_records
+from drivers.families.gibbs.infer import write_model_files
+from drivers.families.gibbs.models import make_model, needs_order, needs_segments
+from drivers.store import model_store, outputs, publish, topics_text
+from inference.errors import RefusedError
+from inference.gibbs.model import GibbsModel, task_seed
+from partitioners.topic import STATISTICS_KEY
+
+log = logging.getLogger("spark_topics.refresh")
+
+WORK = "work-chain"
+
+
+def refusal(spec, meta: dict, catalogue) -> str | None:
+    """Why the model of ``spec`` (trained as ``meta`` says) cannot continue its chain (None: it can)."""
+    cls = spec.model_class()
+    if not cls.latent:
+        return (f"--model {spec.name} samples nothing (its counts are the model): retrain on the union with "
+                f"`spark-topics train` (one counting pass)")
+    if cls.global_step is not GibbsModel.global_step:
+        return (f"--model {spec.name} takes a driver-side global step between iterations, and the step after "
+                f"the last one is not kept with the chain (a continued chain would not be the uninterrupted "
+                f"one): retrain on the union with `spark-topics train`")
+    if cls.bind_corpus is not GibbsModel.bind_corpus:
+        return f"--model {spec.name} binds its tables to the training corpus (a tree): retrain on the union"
+    return None
+
+
+def check_refreshable(spec, meta: dict, catalogue) -> None:
+    why = refusal(spec, meta, catalogue)
+    if why is not None:
+        raise RefusedError(f"refresh is not supported for {why}")
+
+
+def continued_schedule(first_iterations: int, request) -> SampleSchedule:
+    """The refresh's schedule: ``request.iterations`` more iterations after the chain's ``first_iterations``,
+    the samples of a run of that many iterations (defaults as ``train``'s) shifted by ``first_iterations``."""
+    own = SampleSchedule.resolve(request.iterations)
+    return SampleSchedule(first_iterations + own.iterations, first_iterations + own.burn_in, own.lag, own.samples)
+
+
+def _padded(table: np.ndarray, shape: tuple) -> np.ndarray:
+    """A dense count table grown to ``shape`` (new rows/columns: zero counts)."""
+    if table.shape[0] > shape[0] or table.shape[1] > shape[1]:
+        raise RefusedError(f"the chain's table of shape {table.shape} does not fit the model's {shape}")
+    out = np.zeros(shape, dtype=table.dtype)
+    out[:table.shape[0], :table.shape[1]] = table
+    return out
+
+
+def sample_in_task(q, items, model: GibbsModel, hyper: dict, seed: int, offset: int, iteration: int,
+                   directory: str, layout: TableLayout, run: str):
+    """New partition ``offset + q``: its block staged, its state initialised as the engine initialises a
+    partition and written as of ``iteration``; emits its counts and its record (as a synchronisation does)."""
+    records = list(items)
+    if len(records) != 1:
+        raise RuntimeError(f"partition {q} expects one block, got {len(records)}")
+    p, orig = offset + q, records[0][1]
+    gibbs_state.save_block(directory, p, orig)
+    item = gibbs_state.new_item(model, orig)
+    block = item["block"]
+    item["state"] = model.initial_state(block, hyper, task_seed(seed, 0, p))
+    model.check_state(block, item["state"])
+    gibbs_state.checkin(run, p, item, directory, iteration)
+    yield from count_records(q, model.table_counts(block, item["state"], (item["vocab_ids"], item["local"])), layout)
+    yield STATISTICS_KEY, (q, np.zeros(0), block.n_docs, block.n_tokens, 0.0, [])
+
+
+def refresh_chain(spark, spec, base, corpus_dir: str | None, request, output: str, catalogue) -> dict:
+    """Continue ``base``'s chain on its documents and those of the prepared batch ``corpus_dir`` (None: no new
+    document) for ``request.iterations`` iterations; writes the model files and its chain into ``output``;
+    returns model.json's content."""
+    started = time.time()
+    check_refreshable(spec, base.meta, catalogue)
+    chain_meta = chain.read_chain_meta(base.directory)
+    N, P = int(chain_meta["iteration"]), int(chain_meta["fingerprint"]["partitions"])
+    seed = int(chain_meta["fingerprint"]["seed"] if request.seed is None else request.seed)
+    K, V_old = int(base.meta["topics"]), int(base.meta["vocab_size"])
+    vocab = base.vocab
+    if corpus_dir is not None:
+        corpus_meta, vocab = open_corpus_meta(spark, corpus_dir)
+        if vocab["term"].astype(str).tolist()[:V_old] != base.vocab["term"].astype(str).tolist()[:V_old]:
+            raise RefusedError(f"{corpus_dir}: its vocabulary does not extend the model's")
+    V = len(vocab)
+    cls = spec.model_class()
+    construction = {k: base.meta.get(k) for k in cls.construction_options}
+    old_tables = make_model(spec, K, V_old, catalogue, **construction).count_tables()
+    model = make_model(spec, K, V, catalogue, **construction)
+    declared = model.count_tables()
+    tables = chain.load_chain_tables(base.directory, old_tables, N)
+    tables = {t.name: _padded(tables[t.name], (t.rows, t.columns)) for t in declared}
+    hyper = chain_meta["hyper"]
+    work = storage.join(output, WORK)
+    chain.copy_chain(base.directory, work, N, P)
+    Q, documents, tokens = 0, int(chain_meta["documents"]), int(chain_meta["tokens"])
+    if corpus_dir is not None:
+        Q = request.partitions or max(1, min(P, math.ceil(P * int(corpus_meta.get("tokens") or 1)
+                                                         / max(1, tokens))))
+        corpus = load_segmented_corpus(spark, corpus_dir, Q, require_segments=needs_segments(spec),
+                                       ordered=needs_order(spec))
+        Q = corpus.num_partitions
+        layout = TableLayout(declared, 1)
+        spark.sparkContext.setJobDescription(f"refresh: the batch's documents into partitions {P}..{P + Q - 1}")
+        try:
+            records = corpus.blocks.mapPartitionsWithIndex(partial(
+                sample_in_task, model=model, hyper=hyper, seed=seed, offset=P, iteration=N, directory=work,
+                layout=layout, run=f"refresh-{N}")).collect()
+        finally:
+            corpus.blocks.unpersist()
+        added, parts = gather_tables(reduce_records(records, layout), layout, Q)
+        tables = {name: value + added[name] for name, value in tables.items()}
+        documents += sum(r[2] for r in parts)
+        tokens += sum(r[3] for r in parts)
+    schedule = continued_schedule(N, request)
+    settings = GibbsSettings(schedule, seed=seed, checkpoint_every=int(base.meta.get("checkpoint_every") or 10),
+                             sweeps_per_sync=int(base.meta.get("sweeps_per_sync") or 1))
+    fingerprint = {"model": model.name, "topics": K, "vocab_size": V, "partitions": P + Q, "seed": seed,
+                   "schedule": schedule.to_json(), "sweeps_per_sync": settings.sweeps_per_sync,
+                   "state_format": STATE_FORMAT}
+    for t in declared:
+        storage.save_npy(storage.join(work, f"{t.name}-{N:05d}.npy"), tables[t.name])
+    storage.save_json(storage.join(work, chain.STATE_JSON),
+                      dict(chain_meta, fingerprint=fingerprint, samples=0, summary=False, directive=None,
+                           documents=documents, tokens=tokens))
+    log.info("%s: continuing the chain of %s after iteration %d: %d old partitions, %d new (%d documents, %d "
+             "tokens in all), V %d -> %d, iterations %d-%d", model.name, base.directory, N, P, Q, documents, tokens,
+             V_old, V, N + 1, schedule.iterations)
+    sc = spark.sparkContext
+    blocks = sc.parallelize(range(P + Q), P + Q).map(lambda p: (p, gibbs_state.load_block(work, p)))
+    engine = GibbsEngine(sc, model, settings, work)
+    try:
+        result = engine.fit(blocks, P + Q, hyper, resume=True, fingerprint={})
+        write_model_files(spark, model, result, output, vocab, None)
+        publish.step("model-written")         # a test kills the run here: the version half written
+        chain.save_chain(work, output, result.iterations, declared)
+    finally:
+        engine.release()
+    if not request.reinfer_old:
+        _keep_new_documents(spark, output, corpus_dir)
+    storage.delete(work)
+    trace = [r.__dict__ for r in result.trace]
+    meta = dict(base.meta)
+    for key in ("heldout", "alpha"):
+        meta.pop(key, None)
+    meta.update({**({"alpha": result.hyper["alpha"]} if "alpha" in result.hyper else {}),
+                 "vocab_size": V, "beta": result.hyper.get("beta"), "hyper": result.hyper, **schedule.to_json(),
+                 "samples_taken": result.samples, "loglik": trace[-1]["loglik"], "trace": trace, "seed": seed,
+                 "partitions": P + Q, "counts_summed_on": result.counts_summed_on, "sync": result.sync,
+                 "code": model_store.code_version(), "train_seconds": round(time.time() - started, 3),
+                 "chain": {"continued_from": N, "old_partitions": P, "new_partitions": Q}})
+    meta["data"] = dict(base.meta.get("data") or {}, documents=result.num_documents, tokens=result.num_tokens,
+                        split="all", heldout_fraction=0.0)
+    meta.update(model.describe())
+    storage.save_json(storage.join(output, "model.json"), meta)
+    outputs.plot_trace(storage.join(output, "loglik.png"), trace, f"{model.display_name}: Gibbs sampler")
+    _copy_tokenizer(base.directory, output)
+    topics_text.write_topics_file(output, 10)
+    return meta
+
+
+def _keep_new_documents(spark, output: str, corpus_dir: str | None) -> None:
+    """doc_topics.parquet of the version: the batch's documents only (the root's table holds every version's;
+    ``--reinfer-old`` keeps every document's, re-estimated by the continued chain)."""
+    path = storage.join(output, "doc_topics.parquet")
+    everything = storage.join(output, "doc_topics.all.parquet")
+    storage.move(path, everything)
+    rows = spark.read.parquet(everything)
+    if corpus_dir is None:
+        rows.limit(0).coalesce(1).write.parquet(path)
+    else:
+        new_ids = spark.read.parquet(storage.join(corpus_dir, DOCS)).select("doc_id")
+        rows.join(new_ids, "doc_id", "left_semi").write.parquet(path)
+    storage.delete(everything)
+
+
+def _copy_tokenizer(source: str, target: str) -> None:
+    for name in storage.list_dir(source):
+        if name == "tokenizer.json" or (name.startswith("stopwords") and name.endswith(".txt")):
+            storage.copy_tree(storage.join(source, name), storage.join(target, name))

@@ -1,0 +1,203 @@
+"""spark-topics refresh of Gibbs models (issue 30, item 2): the chain kept in the model directory continues from its
+saved state, new documents are sampled in, the vocabulary grows, and where the data are the same the continued
+chain is the uninterrupted one, bit for bit."""
+from __future__ import annotations
+
+import os
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from drivers import registry
+from drivers.engines.gibbs import chain
+from drivers.families.gibbs.refresh import refusal
+from drivers.preparation.corpus import prepare_corpus
+from drivers.store import model_root, model_store, publish
+from inference.errors import RefusedError
+from jobs import evaluate, infer, refresh, topics, train
+from test_refresh import NEW_WORDS, Killed, _raise, args, run, texts, write_batch
+
+N, M = 4, 4          # iterations of the first run, then of the refresh
+
+
+def paragraphs(docs):
+    """The documents cut into paragraphs of at most 12 words (segmented models)."""
+    out = []
+    for doc_id, text in docs:
+        words = text.split()
+        out.append((doc_id, "\n\n".join(" ".join(words[i:i + 12]) for i in range(0, len(words), 12))))
+    return out
+
+
+@pytest.fixture(scope="module")
+def corpora(spark_session, tmp_path_factory):
+    """40 documents (K=3 LDA) as a bag-of-words corpus and as a segmented one."""
+    root = tmp_path_factory.mktemp("refresh_gibbs")
+    docs = texts(40, 1, "a")
+    out = {}
+    for kind, rows, extra in (("bow", docs, {}), ("segmented", paragraphs(docs), {"segments": "paragraph"})):
+        raw = write_batch(root / f"{kind}.jsonl", rows)
+        prepare_corpus(spark_session, raw, str(root / kind), min_df=1, max_df=1.0, language="none", **extra)
+        out[kind] = (raw, root / kind)
+    return root, out
+
+
+def train_gibbs(spark, name, corpus, output, iterations, *extra):
+    train.train(spark, train.parse_request(["--model", name, "--corpus", corpus, "--output", output, "--topics", 3,
+                                            "--iterations", iterations, "--seed", 3, "--partitions", 2, *extra]))
+
+
+def npz(path):
+    with np.load(path, allow_pickle=False) as f:
+        return {k: f[k] for k in f.files}
+
+
+def chain_arrays(model_dir) -> dict:
+    """Every array of the kept chain (blocks, states, tables) by file and key."""
+    out = {}
+    top = chain.chain_dir(str(model_dir))
+    for folder, _, files in os.walk(top):
+        for name in files:
+            path = os.path.join(folder, name)
+            rel = os.path.relpath(path, top)
+            if name.endswith(".npz"):
+                out.update({f"{rel}:{k}": v for k, v in npz(path).items()})
+            elif name.endswith(".npy"):
+                out[rel] = np.load(path, allow_pickle=False)
+    return out
+
+
+@pytest.mark.parametrize("name", ["lda-gibbs", "stm", "seqlda", "adatm"])
+def test_a_refresh_where_the_data_are_the_same_continues_the_uninterrupted_chain(spark_session, corpora, tmp_path,
+                                                                                name):
+    """Train N iterations, then refresh M more with a batch that holds nothing new (the training documents again:
+    adopted, not ingested) and ``--mode chain``: the version equals a run of N+M iterations with the same seed
+    whose samples are the refresh's (burn-in N, lag 1, M samples), bit for bit: every partition's state, the
+    count tables, the hyperparameters, topic_word and every document's proportions (``--reinfer-old``: the
+    continued chain's). The continued chain is not the first run's (the test can fail)."""
+    raw, corpus = corpora[1]["bow" if name == "lda-gibbs" else "segmented"]
+    first, whole = tmp_path / "first", tmp_path / "whole"
+    train_gibbs(spark_session, name, corpus, first, N)
+    report = run(spark_session, "--model", tmp_path / "root", "--base", first, "--input", raw, "--mode", "chain",
+                 "--iterations", M, "--reinfer-old")
+    assert report["documents"]["adopted"] == 40 and report["ingested"] == 0 and report["mode"] == "chain"
+    train_gibbs(spark_session, name, corpus, whole, N + M, "--burn-in", N, "--lag", 1, "--samples", M)
+    version = model_store.resolve(str(tmp_path / "root"))
+    continued, uninterrupted, before = chain_arrays(version), chain_arrays(whole), chain_arrays(first)
+    assert sorted(continued) == sorted(uninterrupted) and any(k.startswith(f"state/iter-{N + M:05d}") for k in continued)
+    for key, value in uninterrupted.items():
+        assert np.array_equal(continued[key], value), key
+    z = [k for k in before if k.startswith("state/") and k.endswith(":z")]
+    assert z and any(not np.array_equal(before[k], continued[k.replace(f"iter-{N:05d}", f"iter-{N + M:05d}")])
+                     for k in z)
+    assert np.array_equal(np.load(os.path.join(version, "topic_word.npy")), np.load(whole / "topic_word.npy"))
+    new, old = model_store.read_meta(version), model_store.read_meta(str(whole))
+    assert new["hyper"] == old["hyper"] and new["iterations"] == N + M and new["chain"]["continued_from"] == N
+    for table, keys in (("doc_topics.parquet", ["doc_id"]), ("segment_topics.parquet", ["doc_id", "segment"])):
+        a, b = (pd.read_parquet(os.path.join(d, table)).sort_values(keys).reset_index(drop=True)
+                for d in (version, str(whole)))
+        assert len(a) >= 40 and list(a["doc_id"]) == list(b["doc_id"]), table
+        assert np.array_equal(np.stack(a["theta"]), np.stack(b["theta"])), table
+
+
+@pytest.fixture(scope="module")
+def grown(spark_session, corpora):
+    """An lda-gibbs root refreshed once with 20 new documents carrying 3 new words (--mode auto: the chain)."""
+    root_dir, out = corpora
+    raw, corpus = out["bow"]
+    train_gibbs(spark_session, "lda-gibbs", corpus, root_dir / "g0", N)
+    batch = texts(20, 2, "b", extra=NEW_WORDS)
+    raw1 = write_batch(root_dir / "g1.jsonl", batch)
+    report = run(spark_session, "--model", root_dir / "groot", "--base", root_dir / "g0", "--input", raw1,
+                 "--iterations", M, "--min-new-df", 3)
+    return root_dir, report, batch
+
+
+def test_new_documents_and_words_are_sampled_in_and_the_version_is_usable(spark_session, corpora, grown, tmp_path,
+                                                                          capsys):
+    """The new documents get partitions of their own (the old partitions keep their states' files and numbers),
+    the count table grows by the new words, whose counts are their occurrences in the batch; the tables equal
+    the counts of the kept states; topics, infer and evaluate read the version; the root's document table holds
+    the batch's documents."""
+    root_dir, report, batch = grown
+    root = root_dir / "groot"
+    version = model_store.resolve(str(root))
+    base = model_store.load_model(str(root_dir / "g0"))
+    model = model_store.load_model(str(root))
+    V0, V = len(base.vocab), len(model.vocab)
+    assert report["mode"] == "chain" and report["documents"]["new"] == 20
+    assert set(NEW_WORDS) <= set(model.vocab["term"][V0:]) and model.lambda_.shape == (3, V)
+    meta = model.meta
+    P, Q = meta["chain"]["old_partitions"], meta["chain"]["new_partitions"]
+    assert P == 2 and Q >= 1 and meta["partitions"] == P + Q and meta["iterations"] == N + M
+    arrays = chain_arrays(version)
+    nwk = arrays[f"nwk-{N + M:05d}.npy"]
+    assert nwk.shape == (V, 3)
+    words = np.concatenate([arrays[f"blocks/part-{p:05d}.npz:words"] for p in range(P + Q)])
+    z = np.concatenate([arrays[f"state/iter-{N + M:05d}/part-{p:05d}.npz:z"] for p in range(P + Q)])
+    counted = np.zeros_like(nwk)
+    np.add.at(counted, (words, z), 1)
+    assert np.array_equal(counted, nwk)                       # the tables are the states' counts
+    occurrences = pd.Series(" ".join(t for _, t in batch).split()).value_counts()
+    for w in NEW_WORDS:
+        assert nwk[list(model.vocab["term"]).index(w)].sum() == occurrences[w]
+    old_blocks = chain_arrays(root_dir / "g0")
+    for p in range(P):                                         # the old documents stay in their partitions
+        key = f"blocks/part-{p:05d}.npz:doc_ids"
+        assert np.array_equal(old_blocks[key], arrays[key])
+    new_ids = sorted(np.concatenate([arrays[f"blocks/part-{p:05d}.npz:doc_ids"] for p in range(P, P + Q)]))
+    assert new_ids == sorted(d for d, _ in batch)
+    doc_topics = pd.read_parquet(os.path.join(version, "doc_topics.parquet"))
+    assert sorted(doc_topics["doc_id"]) == new_ids            # the version's: the batch's documents
+    text = topics.run(_topics_args(root))
+    assert any(w in text for w in NEW_WORDS) or len(text.splitlines()) >= 3
+    out = infer.infer_documents(spark_session, str(root), str(corpora[1]["bow"][1]), str(tmp_path / "inferred"))
+    assert out["documents"] == 40
+    metrics = evaluate.evaluate_model(spark_session, str(root), str(corpora[1]["bow"][1]))
+    assert np.isfinite(metrics["perplexity"]) and metrics["perplexity"] > 1
+
+
+def _topics_args(root):
+    import argparse
+    parser = argparse.ArgumentParser()
+    topics.add_arguments(parser)
+    return parser.parse_args(["--model", str(root)])
+
+
+def test_models_whose_chain_cannot_continue_are_refused_in_one_line(spark_session, corpora, tmp_path):
+    """lda-gibbs, stm, seqlda and adatm continue their chain; the others are refused naming why, before the batch
+    is read (dp-mixture through the command)."""
+    why = {name: refusal(spec, {}, registry) for name, spec in registry.MODELS.items() if spec.family == "gibbs"}
+    assert {name for name, w in why.items() if w is None} == {"lda-gibbs", "stm", "seqlda", "adatm"}
+    assert all("\n" not in w and "retrain" in w for w in why.values() if w)
+    raw, corpus = corpora[1]["bow"]
+    train.train(spark_session, train.parse_request(["--model", "dp-mixture", "--corpus", corpus, "--output",
+                                                    tmp_path / "dp", "--topics", 3, "--iterations", 2]))
+    with pytest.raises(RefusedError, match="dp-mixture takes a driver-side global step"):
+        run(spark_session, "--model", tmp_path / "root", "--base", tmp_path / "dp", "--input", tmp_path / "none")
+
+
+@pytest.mark.parametrize("step", ["model-written", "version-moved"])
+def test_a_killed_gibbs_refresh_leaves_the_root_readable(spark_session, grown, tmp_path, monkeypatch, step):
+    """A refresh killed with the version half written (the chain sampled, model files written, its chain not yet)
+    or right after the version's rename (LATEST not yet moved): the root reads its previous version, and the next
+    refresh publishes on top of it with every document once."""
+    root_dir, report, _ = grown
+    root = tmp_path / "root"
+    shutil.copytree(root_dir / "groot", root)
+    first = model_root.latest(str(root))
+    raw2 = write_batch(tmp_path / "b2.jsonl", texts(10, 10, "m"))
+    monkeypatch.setattr(publish, "STEP_HOOK", lambda name: _raise(Killed) if name == step else None)
+    with pytest.raises(Killed):
+        run(spark_session, "--model", root, "--input", raw2, "--iterations", 2)
+    monkeypatch.setattr(publish, "STEP_HOOK", None)
+    assert model_root.latest(str(root)) == first
+    assert model_store.load_model(str(root)).meta["refresh"]["documents"] == 60
+    again = run(spark_session, "--model", root, "--input", raw2, "--iterations", 2)
+    assert again["documents"]["new"] == 10 and model_root.chain(str(root))[1] == first
+    ledgers = pd.concat([model_store.read_parquet(os.path.join(model_root.version_dir(str(root), v),
+                                                               "ledger.parquet")) for v in model_root.chain(str(root))])
+    assert ledgers.doc_id.is_unique and (ledgers.status == "new").sum() == 30
+    assert model_store.load_model(str(root)).meta["chain"]["continued_from"] == N + M
