@@ -83,6 +83,9 @@ def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
     parser.add_argument("--reinfer-old", action="store_true",
                         help="also infer every earlier document's topic proportions under the new version (the "
                              "version's doc_topics.parquet then holds every document ingested)")
+    parser.add_argument("--chain-sweeps", choices=("all", "new"), default="all",
+                        help="Gibbs models: sweep every document (the chain continued: default), or only the new "
+                             "ones, the old keeping their assignments (a refresh then costs sampling the batch)")
     parser.add_argument("--seed", type=int, default=None, help="default: the model's seed")
     parser.add_argument("--partitions", type=positive_int, default=None)
     parser.add_argument("--dry-run", action="store_true", help="read and count the batch; publish nothing")
@@ -104,7 +107,7 @@ def request_from(args) -> RefreshRequest:
                           rollback=args.rollback, seed=args.seed, partitions=args.partitions,
                           dry_run=args.dry_run, drift_report=args.drift_report,
                           reinfer_old=args.reinfer_old, format=args.format, id_column=args.id_column,
-                          text_column=args.text_column)
+                          text_column=args.text_column, chain_sweeps=args.chain_sweeps)
 
 
 def refresh_root(spark, request: RefreshRequest) -> dict:

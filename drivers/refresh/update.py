@@ -68,12 +68,13 @@ class RefreshRequest(Constrained):
     id_column: str = "id"
     text_column: str = "text"
     tol: float = 1e-5
+    chain_sweeps: str = "all"             # a Gibbs chain: sweep all documents, or the new ones given the old
 
     parameter_constraints = {"mode": StrOptions(MODES), "iterations": AT_LEAST_1, "min_new_df": AT_LEAST_1,
                              "max_new_terms": AT_LEAST_0, "guide_weight": NON_NEGATIVE,
                              "guided_iterations": AT_LEAST_1, "guided_growth": Interval(Real, 1.0, None, closed="left"), "tau0": NON_NEGATIVE,
                              "kappa": Interval(Real, 0.5, 1.0, closed="right"), "keep": AT_LEAST_1,
-                             "partitions": AT_LEAST_1}
+                             "partitions": AT_LEAST_1, "chain_sweeps": StrOptions(("all", "new"))}
 
     def __post_init__(self):
         super().__post_init__()

@@ -153,9 +153,10 @@ def test_new_documents_and_words_are_sampled_in_and_the_version_is_usable(spark_
     assert sorted(doc_topics["doc_id"]) == new_ids            # the version's: the batch's documents
     text = topics.run(_topics_args(root))
     assert any(w in text for w in NEW_WORDS) or len(text.splitlines()) >= 3
-    out = infer.infer_documents(spark_session, str(root), str(corpora[1]["bow"][1]), str(tmp_path / "inferred"))
-    assert out["documents"] == 40
-    metrics = evaluate.evaluate_model(spark_session, str(root), str(corpora[1]["bow"][1]))
+    batch_corpus = os.path.join(version, "corpus")             # the batch, prepared with the grown vocabulary
+    out = infer.infer_documents(spark_session, version, batch_corpus, str(tmp_path / "inferred"))
+    assert out["documents"] == 20
+    metrics = evaluate.evaluate_model(spark_session, version, batch_corpus)
     assert np.isfinite(metrics["perplexity"]) and metrics["perplexity"] > 1
 
 
@@ -201,3 +202,42 @@ def test_a_killed_gibbs_refresh_leaves_the_root_readable(spark_session, grown, t
                                                                "ledger.parquet")) for v in model_root.chain(str(root))])
     assert ledgers.doc_id.is_unique and (ledgers.status == "new").sum() == 30
     assert model_store.load_model(str(root)).meta["chain"]["continued_from"] == N + M
+
+
+def test_chain_sweeps_new_samples_the_batch_given_the_old_assignments(spark_session, grown, tmp_path):
+    """``--chain-sweeps new``: the old partitions keep their assignments (marked frozen in the kept chain), the new
+    ones are sampled from their start (not the engine's initial state any more), and the tables are still the
+    counts of the kept states (the old documents' counts stay in them)."""
+    from drivers.engines.gibbs import state as gibbs_state
+    from drivers.families.gibbs.models import make_model
+    from inference.gibbs.model import task_seed
+
+    root_dir, _, _ = grown
+    root = tmp_path / "root"
+    shutil.copytree(root_dir / "groot", root)
+    previous = model_store.resolve(str(root))
+    before = chain_arrays(previous)
+    P = model_store.read_meta(previous)["partitions"]
+    raw2 = write_batch(tmp_path / "b2.jsonl", texts(10, 10, "m"))
+    run(spark_session, "--model", root, "--input", raw2, "--iterations", 2, "--chain-sweeps", "new")
+    version = model_store.resolve(str(root))
+    after = chain_arrays(version)
+    meta = model_store.read_meta(version)
+    t0, t1 = N + M, N + M + 2
+    assert meta["chain"]["swept"] == "new documents" and meta["partitions"] > P
+    for p in range(P):
+        assert np.array_equal(before[f"state/iter-{t0:05d}/part-{p:05d}.npz:z"],
+                              after[f"state/iter-{t1:05d}/part-{p:05d}.npz:z"])
+        assert f"state/iter-{t1:05d}/part-{p:05d}.npz:{chain.FROZEN}" in after
+    model = make_model(registry.MODELS["lda-gibbs"], 3, meta["vocab_size"])
+    hyper = chain.read_chain_meta(previous)["hyper"]
+    for p in range(P, meta["partitions"]):
+        block = model.prepare_block(gibbs_state.load_block(chain.chain_dir(version), p))
+        start = model.initial_state(block, hyper, task_seed(meta["seed"], 0, p))["z"]
+        assert not np.array_equal(start, after[f"state/iter-{t1:05d}/part-{p:05d}.npz:z"])
+    nwk = after[f"nwk-{t1:05d}.npy"]
+    counted = np.zeros_like(nwk)
+    for p in range(meta["partitions"]):
+        np.add.at(counted, (after[f"blocks/part-{p:05d}.npz:words"], after[f"state/iter-{t1:05d}/part-{p:05d}.npz:z"]),
+                  1)
+    assert np.array_equal(counted, nwk)

@@ -11,6 +11,8 @@ sums of the samples are not kept: a continuation takes its own samples.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from drivers import storage
 from drivers.engines.gibbs import state as gibbs_state
 from inference.errors import RefusedError
@@ -63,12 +65,21 @@ def load_chain_tables(model_dir: str, tables, iteration: int) -> dict:
             for table in tables}
 
 
-def copy_chain(model_dir: str, work_dir: str, iteration: int, partitions: int) -> None:
-    """The blocks and states of the kept chain's ``partitions`` into a new checkpoint directory ``work_dir``."""
+#: a state key marking a partition whose documents keep their assignments (``refresh --chain-sweeps new``)
+FROZEN = "frozen"
+
+
+def copy_chain(model_dir: str, work_dir: str, iteration: int, partitions: int, frozen: bool = False) -> None:
+    """The blocks and states of the kept chain's ``partitions`` into a new checkpoint directory ``work_dir``;
+    ``frozen``: their states marked :data:`FROZEN` (else unmarked)."""
     source = chain_dir(model_dir)
     storage.makedirs(gibbs_state.blocks_dir(work_dir))
-    storage.makedirs(gibbs_state.state_dir(work_dir, iteration))
     for p in range(partitions):
         name = f"part-{p:05d}.npz"
-        for folder in (gibbs_state.blocks_dir, lambda d: gibbs_state.state_dir(d, iteration)):
-            storage.copy_tree(storage.join(folder(source), name), storage.join(folder(work_dir), name))
+        storage.copy_tree(storage.join(gibbs_state.blocks_dir(source), name),
+                          storage.join(gibbs_state.blocks_dir(work_dir), name))
+        arrays = gibbs_state.read_state(source, iteration, p)
+        arrays.pop(FROZEN, None)
+        if frozen:
+            arrays[FROZEN] = np.ones(1, dtype=np.int8)
+        gibbs_state.write_state(work_dir, iteration, p, arrays)

@@ -81,6 +81,15 @@ def load_block(directory: str, partition: int) -> SegmentedBlock:
     return SegmentedBlock(a["doc_ids"].astype(object), a["doc_ptr"], a["seg_ptr"], a["words"])
 
 
+def read_state(directory: str, iteration: int, partition: int) -> dict:
+    """The state file of ``partition`` after ``iteration``."""
+    return _load_arrays(_part(state_dir(directory, iteration), partition))
+
+
+def write_state(directory: str, iteration: int, partition: int, arrays: dict) -> None:
+    _save_arrays(_part(state_dir(directory, iteration), partition), arrays)
+
+
 def iteration_dirs(directory: str, kind: str) -> dict[int, str]:
     """Iteration -> folder of every ``state`` or ``samples`` iteration under ``directory``."""
     parent = storage.join(directory, kind)

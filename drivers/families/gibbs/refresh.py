@@ -72,6 +72,26 @@ def check_refreshable(spec, meta: dict, catalogue) -> None:
         raise RefusedError(f"refresh is not supported for {why}")
 
 
+class _FrozenPartitions:
+    """Mixed into a model: a partition whose state is marked :data:`chain.FROZEN` is not swept (its documents keep
+    their assignments, and its counts stay in the tables): the new documents are sampled given the old ones'
+    (o-LDA, Canini, Shi & Griffiths 2009)."""
+
+    def sweep_tables(self, block, state, hyper, tables, derived, seed) -> None:
+        if chain.FROZEN not in state:
+            super().sweep_tables(block, state, hyper, tables, derived, seed)
+
+    def local_hyper_update(self, block, state, hyper, seed) -> None:
+        if chain.FROZEN not in state:
+            super().local_hyper_update(block, state, hyper, seed)
+
+
+def frozen_model(model: GibbsModel) -> GibbsModel:
+    """``model`` that leaves the partitions marked frozen as they are (``refresh --chain-sweeps new``)."""
+    model.__class__ = type(f"Frozen{type(model).__name__}", (_FrozenPartitions, type(model)), {})
+    return model
+
+
 def continued_schedule(first_iterations: int, request) -> SampleSchedule:
     """The refresh's schedule: ``request.iterations`` more iterations after the chain's ``first_iterations``,
     the samples of a run of that many iterations (defaults as ``train``'s) shifted by ``first_iterations``."""
@@ -131,7 +151,10 @@ def refresh_chain(spark, spec, base, corpus_dir: str | None, request, output: st
     tables = {t.name: _padded(tables[t.name], (t.rows, t.columns)) for t in declared}
     hyper = chain_meta["hyper"]
     work = storage.join(output, WORK)
-    chain.copy_chain(base.directory, work, N, P)
+    frozen = request.chain_sweeps == "new"
+    chain.copy_chain(base.directory, work, N, P, frozen=frozen)
+    if frozen:
+        model = frozen_model(model)
     Q, documents, tokens = 0, int(chain_meta["documents"]), int(chain_meta["tokens"])
     if corpus_dir is not None:
         Q = request.partitions or max(1, min(P, math.ceil(P * int(corpus_meta.get("tokens") or 1)
@@ -187,7 +210,8 @@ def refresh_chain(spark, spec, base, corpus_dir: str | None, request, output: st
                  "samples_taken": result.samples, "loglik": trace[-1]["loglik"], "trace": trace, "seed": seed,
                  "partitions": P + Q, "counts_summed_on": result.counts_summed_on, "sync": result.sync,
                  "code": model_store.code_version(), "train_seconds": round(time.time() - started, 3),
-                 "chain": {"continued_from": N, "old_partitions": P, "new_partitions": Q}})
+                 "chain": {"continued_from": N, "old_partitions": P, "new_partitions": Q,
+                           "swept": "new documents" if frozen else "all documents"}})
     meta["data"] = dict(base.meta.get("data") or {}, documents=result.num_documents, tokens=result.num_tokens,
                         split="all", heldout_fraction=0.0)
     meta.update(model.describe())
