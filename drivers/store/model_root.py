@@ -207,8 +207,9 @@ def recover(root: str) -> list[str]:
     return removed + [f"{DOC_TOPICS}/{change}" for change in sync_doc_topics(root)]
 
 
-#: the files a pruned version loses (its ledger, report, vocabulary and document proportions stay)
-MODEL_PARTS = ("lambda", "topic_word", "tree_lambda", "tree_concepts", "tree_edge_counts")
+#: the files a pruned version loses (its ledger, report, vocabulary and document proportions stay; chain: a Gibbs
+#: model's kept chain, drivers/engines/gibbs/chain.py)
+MODEL_PARTS = ("lambda", "topic_word", "tree_lambda", "tree_concepts", "tree_edge_counts", "chain")
 
 
 def prune(root: str, keep: int) -> list[str]:
