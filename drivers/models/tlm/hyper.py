@@ -1,7 +1,8 @@
 """The topic-based language model's hyperparameters (Wallach §3.4.1-3.4.2), on the driver from the summed tables.
 
-* **Gibbs EM** (Alg. 3.1) for the non-hierarchical priors: the E-step is the engine's sweep (one sample per
-  M-step), the M-step the thesis' fixed point (2.58)/(3.30) by :func:`inference.dm.estimate` ("exact") on count
+* **Gibbs EM** (Alg. 3.1) for the non-hierarchical priors: the E-step is the engine's sweeps, S samples (one per
+  synchronisation, ``em_samples``, default 1) pooled by :class:`SamplePool`, the M-step the thesis' fixed point
+  (2.58)/(3.30) by :func:`inference.dm.estimate` ("exact") on count
   histograms: alpha m from the document-topic histograms (a keyed table the partitions count), beta n (prior 1:
   the contexts are the (w', t) pairs) or beta n_t (prior 2: the contexts of topic t are its previous words).
 * **Slice sampling** (Alg. 3.2, :func:`inference.dm.slice_sample`) of beta, beta0 (and beta1) for the hierarchical
@@ -28,28 +29,63 @@ ORDER_SEED = 20080101
 LOG_BOUND = 25.0
 
 
-def alpha_step(hist_table: KeyedCounts, num_topics: int, alpha_m, tol: float, max_steps: int) -> np.ndarray:
-    """alpha m maximising P(z | alpha m) (3.27) of the documents' topic counts (the histograms' rows), by (2.58)."""
-    hist = CountHistograms.from_rows(num_topics, hist_table.keys, hist_table.counts[:, 0])
-    return estimate(hist, "exact", np.asarray(alpha_m, dtype=np.float64), tol=tol, max_iter=max_steps).alpha_m
+def alpha_histograms(hist_table: KeyedCounts, num_topics: int) -> CountHistograms:
+    """The documents' topic-count histograms C_t(n), C_.(n) of one sample (the summed keyed table's rows)."""
+    return CountHistograms.from_rows(num_topics, hist_table.keys, hist_table.counts[:, 0])
 
 
-def base_measure_step(table: KeyedCounts, vocab_size: int, num_topics: int, prior_variant: str, bn: np.ndarray,
-                      tol: float, max_steps: int) -> np.ndarray:
-    """(K, V) beta n_t maximising P(w | z, U) (3.26): prior 1 one beta n over every (w', t) context (equal rows),
-    prior 2 one beta n_t per topic over its contexts w' (a topic without tokens keeps its values)."""
+def context_histograms(table: KeyedCounts, vocab_size: int, num_topics: int, prior_variant: str) -> list:
+    """The bigram contexts' word-count histograms of one sample: prior 1 one set over every (w', t) context,
+    prior 2 one per topic over its contexts w' (None for a topic without tokens)."""
     V, K = int(vocab_size), int(num_topics)
     prev, word, topic = split_keys(table.keys, V, K)
     counts = table.counts[:, 0].astype(np.int64)
-    out = np.array(bn, dtype=np.float64, copy=True)
     if prior_variant == "1":
-        hist = CountHistograms(V).add_sparse(prev * K + topic, word, counts)
-        out[:] = estimate(hist, "exact", out[0], tol=tol, max_iter=max_steps).alpha_m
-        return out
+        return [CountHistograms(V).add_sparse(prev * K + topic, word, counts)]
+    out = []
     for t in range(K):
         mine = topic == t
-        if mine.any():
-            hist = CountHistograms(V).add_sparse(prev[mine], word[mine], counts[mine])
+        out.append(CountHistograms(V).add_sparse(prev[mine], word[mine], counts[mine]) if mine.any() else None)
+    return out
+
+
+class SamplePool:
+    """The E-step's samples of Gibbs EM (Alg. 3.1): the histograms of the samples drawn since the last M-step,
+    merged, every sample's documents and contexts groups of their own, so the fixed point (2.58) maximises
+    sum_s log P(w, z^(s) | U), the Monte Carlo E-step's objective, rather than one sample's."""
+
+    def __init__(self, vocab_size: int, num_topics: int, prior_variant: str):
+        self.V, self.K, self.variant = int(vocab_size), int(num_topics), prior_variant
+        self.size = 0
+        self.alpha = CountHistograms(self.K)
+        self.contexts = [None] * (1 if prior_variant == "1" else self.K)
+
+    def add(self, tables: dict, with_contexts: bool) -> "SamplePool":
+        """Add one sample (the summed tables of one synchronisation)."""
+        self.alpha.merge(alpha_histograms(tables["doc_topic_histograms"], self.K))
+        if with_contexts:
+            for i, hist in enumerate(context_histograms(tables["bigram_topics"], self.V, self.K, self.variant)):
+                if hist is not None:
+                    self.contexts[i] = hist if self.contexts[i] is None else self.contexts[i].merge(hist)
+        self.size += 1
+        return self
+
+
+def alpha_step(hist: CountHistograms, alpha_m, tol: float, max_steps: int) -> np.ndarray:
+    """alpha m maximising P(z | alpha m) (3.27) of the documents' topic counts in ``hist``, by (2.58)."""
+    return estimate(hist, "exact", np.asarray(alpha_m, dtype=np.float64), tol=tol, max_iter=max_steps).alpha_m
+
+
+def base_measure_step(contexts: list, bn: np.ndarray, tol: float, max_steps: int) -> np.ndarray:
+    """(K, V) beta n_t maximising P(w | z, U) (3.26) of the contexts' histograms (:func:`context_histograms`):
+    prior 1 one beta n (equal rows), prior 2 one beta n_t per topic (a topic without tokens keeps its values)."""
+    out = np.array(bn, dtype=np.float64, copy=True)
+    if len(contexts) == 1:
+        if contexts[0] is not None:
+            out[:] = estimate(contexts[0], "exact", out[0], tol=tol, max_iter=max_steps).alpha_m
+        return out
+    for t, hist in enumerate(contexts):
+        if hist is not None:
             out[t] = estimate(hist, "exact", out[t], tol=tol, max_iter=max_steps).alpha_m
     return out
 

@@ -29,14 +29,15 @@ from __future__ import annotations
 import numpy as np
 
 from inference import left_to_right
-from inference.constraints import POSITIVE, StrOptions
+from inference.constraints import AT_LEAST_1, POSITIVE, StrOptions
+from inference.errors import RefusedError
 from inference.dm import CountHistograms
 from inference.gibbs.model import GibbsModel, SegmentedBlock
 from inference.gibbs.tables import CountTable, KeyedCounts
 from drivers.models.tlm.counts import (HIERARCHICAL, PATHS, VARIANTS, local_counts, pair_keys, prior_of,
                                         split_keys, upper_counts)
-from drivers.models.tlm.hyper import (SequentialEvidence, alpha_step, base_measure_step, concentration_names,
-                                       dirichlet_log_evidence, sample_concentrations)
+from drivers.models.tlm.hyper import (SamplePool, SequentialEvidence, alpha_step, base_measure_step,
+                                       concentration_names, dirichlet_log_evidence, sample_concentrations)
 from drivers.models.tlm.kernels import document_topics, left_to_right_document, tlm_sweep
 from inference.heldout import document_seed
 from inference.options import ModelOption
@@ -71,7 +72,9 @@ class TopicLM(GibbsModel):
         ModelOption("beta0", "initial concentration beta0 of the top level (hierarchical; default 0.1 V)",
                     constraint=POSITIVE),
         ModelOption("beta1", "initial concentration beta1 of the middle level (h2b, h3; default 0.1 V)",
-                    constraint=POSITIVE))
+                    constraint=POSITIVE),
+        ModelOption("em_samples", "Gibbs EM (Alg. 3.1): samples S of the E-step, one per synchronisation, pooled "
+                    "in each M-step of alpha m and beta n (default 1)", int, metavar="S", constraint=AT_LEAST_1))
     array_files = ("bigram_topic_keys", "bigram_topic_counts")
     heldout_protocol = ("left to right (Alg. 3.3), one state per particle (--heldout-samples particles), training "
                         "state frozen, each particle's earlier tokens in its counts, every word scored")
@@ -81,11 +84,16 @@ class TopicLM(GibbsModel):
         if (int(vocab_size) + 1) * int(vocab_size) * int(num_topics) >= 1 << 62:
             raise ValueError(f"tlm: (V + 1) V K = {(vocab_size + 1) * vocab_size * num_topics} keys do not fit int64")
         self.trained = None
+        self._pool = None       # the driver's samples since the last M-step (Gibbs EM with em_samples > 1)
+
+    def __getstate__(self):
+        """The model as shipped to the executors: the driver's pool of Gibbs EM stays on the driver."""
+        return dict(self.__dict__, _pool=None)
 
     # ---- hyperparameters
     def initial_hyper(self, alpha=None, optimize_alpha=True, prior_variant=None, path=None, beta=None, beta0=None,
                       beta1=None, optimize_beta=True, sample_hyper=True, slice_iterations=5, slice_width=1.0,
-                      tolerance=TOLERANCE, max_steps=MAX_STEPS) -> dict:
+                      tolerance=TOLERANCE, max_steps=MAX_STEPS, em_samples=None) -> dict:
         K, V = self.num_topics, self.vocab_size
         variant = "2" if prior_variant is None else str(prior_variant)
         if variant not in VARIANTS:
@@ -106,7 +114,9 @@ class TopicLM(GibbsModel):
                 raise ValueError(f"{key} must be a positive number, got {value}")
         hyper = {"prior_variant": variant, "alpha": a.tolist(), "beta": values["beta"],
                  "optimize_alpha": bool(optimize_alpha), "tolerance": float(tolerance), "max_steps": int(max_steps),
-                 "cycles": 0}
+                 "cycles": 0, "em_samples": 1 if em_samples is None else int(em_samples), "em_pooled": 0}
+        if hyper["em_samples"] < 1:
+            raise ValueError(f"em_samples must be at least 1, got {em_samples}")
         if variant in HIERARCHICAL:
             hyper.update(path=path or "maximal", beta0=values["beta0"], sample_hyper=bool(sample_hyper),
                          slice_iterations=int(slice_iterations), slice_width=float(slice_width))
@@ -160,23 +170,45 @@ class TopicLM(GibbsModel):
 
     # ---- the driver: Gibbs EM's M-step or the slice sampler
     def global_step(self, tables, hyper, stats, seed):
+        """Gibbs EM's M-step once ``em_samples`` samples are pooled (alpha m; beta n of priors 1, 2), and the
+        slice sampler of the hierarchical priors' concentrations after every synchronisation."""
         hyper = dict(hyper, cycles=int(hyper.get("cycles", 0)) + 1)
         tol, steps = float(hyper.get("tolerance", TOLERANCE)), int(hyper.get("max_steps", MAX_STEPS))
-        if hyper.get("optimize_alpha", True):
-            hyper["alpha"] = alpha_step(tables["doc_topic_histograms"], self.num_topics, hyper["alpha"], tol,
-                                        steps).tolist()
         variant = hyper["prior_variant"]
-        if variant in HIERARCHICAL:
-            if hyper.get("sample_hyper", True):
-                evidence = SequentialEvidence(tables["bigram_topics"], self.vocab_size, self.num_topics,
-                                              self.prior(hyper))
-                hyper.update(sample_concentrations(evidence, hyper, np.random.default_rng(seed)))
-        elif hyper.get("optimize_beta", True):
-            bn = base_measure_step(tables["bigram_topics"], self.vocab_size, self.num_topics, variant,
-                                   self.prior(hyper).bn, tol, steps)
-            hyper["beta_n"] = bn[0].tolist() if variant == "1" else bn.tolist()
-            hyper["beta"] = float(bn.sum(axis=1).mean())
+        fit_beta = variant not in HIERARCHICAL and hyper.get("optimize_beta", True)
+        if hyper.get("optimize_alpha", True) or fit_beta:
+            pool = self._pooled(tables, hyper, fit_beta)
+            if pool is not None:
+                if hyper.get("optimize_alpha", True):
+                    hyper["alpha"] = alpha_step(pool.alpha, hyper["alpha"], tol, steps).tolist()
+                if fit_beta:
+                    bn = base_measure_step(pool.contexts, self.prior(hyper).bn, tol, steps)
+                    hyper["beta_n"] = bn[0].tolist() if variant == "1" else bn.tolist()
+                    hyper["beta"] = float(bn.sum(axis=1).mean())
+        if variant in HIERARCHICAL and hyper.get("sample_hyper", True):
+            evidence = SequentialEvidence(tables["bigram_topics"], self.vocab_size, self.num_topics,
+                                          self.prior(hyper))
+            hyper.update(sample_concentrations(evidence, hyper, np.random.default_rng(seed)))
         return tables, hyper, None
+
+    def _pooled(self, tables: dict, hyper: dict, with_contexts: bool):
+        """Add this synchronisation's sample to the driver's pool; the pool once it holds ``em_samples`` samples
+        (then emptied), else None. ``hyper["em_pooled"]`` counts the pooled samples, so a run resumed from a
+        checkpoint taken inside a pool (whose samples were never written) refuses rather than pools fewer."""
+        pooled = int(hyper.get("em_pooled", 0))
+        if pooled and (self._pool is None or self._pool.size != pooled):
+            raise RefusedError(f"tlm: the checkpoint is in the middle of Gibbs EM's pool of {hyper['em_samples']} "
+                               f"samples ({pooled} pooled, not in the checkpoint): resume from a run whose "
+                               f"--checkpoint-every is a multiple of --em-samples")
+        if self._pool is None:
+            self._pool = SamplePool(self.vocab_size, self.num_topics, hyper["prior_variant"])
+        self._pool.add(tables, with_contexts)
+        if self._pool.size < int(hyper.get("em_samples", 1)):
+            hyper["em_pooled"] = self._pool.size
+            return None
+        pool, self._pool = self._pool, None
+        hyper["em_pooled"] = 0
+        return pool
 
     def loglik(self, tables, derived, hyper) -> float:
         """log P(w | z, U): (3.26), or (3.55) for the hierarchical priors."""
