@@ -135,8 +135,7 @@ def python_docs_source() -> str:
     (code, ``pre`` and inline ``code`` left out). Technical prose in long documents of many short paragraphs:
     the nearest freely available relative of the thesis' patents. Written once to out/bench/."""
     import glob
-    import re
-    from html.parser import HTMLParser
+    from pydoc_pages import Paragraphs
 
     out = CACHE / "python-library.jsonl.gz"
     if out.exists():
@@ -145,37 +144,14 @@ def python_docs_source() -> str:
     if not pages:
         raise SystemExit(f"no {PYDOC}: install Debian's python3-doc (apt-get install python3-doc)")
 
-    class Paragraphs(HTMLParser):
-        def __init__(self):
-            super().__init__()
-            self.open, self.skip, self.text, self.found = 0, 0, [], []
-
-        def handle_starttag(self, tag, attrs):
-            if tag == "p":
-                self.open, self.text = self.open + 1, []
-            elif tag in ("pre", "code", "script", "style"):
-                self.skip += 1
-
-        def handle_endtag(self, tag):
-            if tag in ("pre", "code", "script", "style") and self.skip:
-                self.skip -= 1
-            elif tag == "p" and self.open:
-                self.open -= 1
-                text = re.sub(r"\s+", " ", "".join(self.text)).strip()
-                if len(text.split()) >= 5:
-                    self.found.append(text)
-
-        def handle_data(self, data):
-            if self.open and not self.skip:
-                self.text.append(data)
-
     CACHE.mkdir(parents=True, exist_ok=True)
     with gzip.open(out, "wt", encoding="utf-8") as dst:
         for page in pages:
             parser = Paragraphs()
             parser.feed(Path(page).read_text(encoding="utf-8"))
-            if len(parser.found) >= 10:
-                dst.write(json.dumps({"id": Path(page).stem, "segments": parser.found}) + "\n")
+            found = [p for p in parser.found if len(p.split()) >= 5]
+            if len(found) >= 10:
+                dst.write(json.dumps({"id": Path(page).stem, "segments": found}) + "\n")
     return str(out)
 
 

@@ -14,37 +14,19 @@ from drivers.models.tlm.model import TopicLM
 from inference.errors import RefusedError
 from inference.gibbs.model import SegmentedBlock
 from inference.gibbs.tables import merge
+from test_tlm import sample_tlm
 
 V, K, S = 5, 3, 3
 
 
 def drawn(seed):
-    """A block drawn from the TLM with prior 2 (theta_d ~ Dir(0.3), n_t ~ Dir(1), phi_w't ~ Dir(2 n_t)), and S
-    samples of z: the drawn topics with a third of them drawn again from theta_d (so the joint's maximum in
-    alpha m and beta n is finite and every sample differs)."""
+    """A block drawn from the TLM with prior 2 (:func:`test_tlm.sample_tlm`: alpha 0.3, beta 2) and S samples of z:
+    the drawn topics with a quarter of them drawn again uniformly (so every sample differs and the joint's maximum
+    in alpha m and beta n stays finite)."""
+    docs, z, _ = sample_tlm(n_docs=8, length=20, V=V, K=K, alpha=0.3, beta=2.0, seed=seed)
     rng = np.random.default_rng(seed)
-    n = rng.dirichlet(np.ones(V), size=K)
-    phi = np.stack([[rng.dirichlet(2.0 * n[t]) for t in range(K)] for _ in range(V + 1)])
-    docs, z, thetas = [], [], []
-    for d in range(8):
-        theta = rng.dirichlet(np.full(K, 0.3))
-        segments = []
-        for length in (14, 6):
-            words, previous = [], V
-            for _ in range(length):
-                t = int(rng.choice(K, p=theta))
-                previous = int(rng.choice(V, p=phi[previous, t]))
-                words.append(previous)
-                z.append(t)
-                thetas.append(theta)
-            segments.append(words)
-        docs.append((f"d{d}", segments))
-    z, thetas = np.array(z, np.int32), np.array(thetas)
-    samples = []
-    for _ in range(S):
-        again = rng.random(z.shape[0]) < 1 / 3
-        redrawn = np.array([rng.choice(K, p=p) for p in thetas], np.int32)
-        samples.append(np.where(again, redrawn, z).astype(np.int32))
+    samples = [np.where(rng.random(z.shape[0]) < 0.25, rng.integers(0, K, z.shape[0]), z).astype(np.int32)
+               for _ in range(S)]
     return SegmentedBlock.from_segments(docs), samples
 
 
