@@ -22,11 +22,11 @@ variational mapper runs unchanged; the per-language Dirichlets live in the layou
 """
 from __future__ import annotations
 
-import json
 import logging
 
 from drivers import storage
 from drivers.corpora.files import LEGACY_STAGING, is_corpus_file
+from drivers.preparation.writer import write_corpus_json
 from drivers.store import publish
 
 log = logging.getLogger("spark_topics.prepare")
@@ -160,8 +160,7 @@ def _prepare_aligned_into(spark, input_path: str, staging: str, output_dir: str,
         test = _prepare_languages(spark, split, test_dir, present, base, stop_words, train_vocab)
         corpus["heldout"] = _write_summary(spark, test_dir, present, test, lang_column, input_path,
                                            holdout_of=output_dir)["documents"]
-        storage.write_bytes(storage.join(staging, "corpus.json"),
-                            (json.dumps(corpus, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+        write_corpus_json(staging, corpus)
         storage.delete(split)
     return corpus
 
@@ -227,8 +226,7 @@ def _write_summary(spark, output_dir: str, languages, per_language: dict, lang_c
     }
     if holdout_of:
         corpus["heldout_of"] = holdout_of
-    storage.write_bytes(storage.join(output_dir, "corpus.json"),
-                        (json.dumps(corpus, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+    write_corpus_json(output_dir, corpus)
     return corpus
 
 

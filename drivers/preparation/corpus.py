@@ -36,15 +36,14 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import logging
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from drivers import storage
-from drivers.corpora.files import (CORPUS_JSON, DOCS, FAILED_REJECTS, LEGACY_STAGING, REJECTS, ORDERED, SEGMENTS,
-                                   STOPWORDS, VOCAB, is_corpus_file)
+from drivers.corpora.files import (CORPUS_JSON, DOCS, FAILED_REJECTS, LEGACY_STAGING, REJECTS, ORDERED, SEGMENTS, VOCAB,
+                                   is_corpus_file)
 from drivers.failures import is_spark_failure, one_line
 from drivers.preparation import segments as segments_mod
 from drivers.preparation.in_process import corpus as in_process_corpus
@@ -53,8 +52,8 @@ from drivers.preparation.options import PrepareError, PrepareOptions
 from drivers.preparation.reading import absolute_path, flag_duplicates, read_input, resolve_format
 from drivers.preparation.text import stopword_list, tokenize
 from drivers.preparation.vocabulary import build_vocabulary, count_terms, document_vectors, load_vocabulary
-from drivers.preparation.writer import (corpus_summary, no_documents_message, write_documents, write_rejects,
-                                        write_vocabulary)
+from drivers.preparation.writer import (corpus_summary, no_documents_message, write_corpus_json, write_documents,
+                                        write_rejects, write_stopwords, write_vocabulary)
 from drivers.preparation.writer import in_directory
 from drivers.store import publish
 
@@ -133,7 +132,7 @@ def _finish(corpus: dict, staging: str, output_dir: str) -> None:
         storage.move(path(REJECTS), rejects)
         raise PrepareError(no_documents_message(corpus, rejects)
                            + (f"; the corpus already in {output_dir} was left as it was" if has_corpus else ""))
-    storage.write_bytes(path(CORPUS_JSON), (json.dumps(corpus, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+    write_corpus_json(staging, corpus)
 
 
 def _empty(staging: str) -> None:
@@ -178,7 +177,7 @@ def _prepare_into(spark: SparkSession, input_path: str, staging: str, fmt: str,
         log.debug("wrote %s", path(DOCS))
         write_rejects(rows, docs, path(REJECTS))
         log.debug("wrote %s", path(REJECTS))
-        storage.write_bytes(path(STOPWORDS), "".join(f"{word}\n" for word in stopwords).encode("utf-8"))
+        write_stopwords(staging, stopwords)
         corpus = corpus_summary(spark, staging, input_path, input_rows, fmt, opts)
         if opts.segments and corpus["documents"]:
             corpus["segmentation"] = segments_mod.write_segments(

@@ -10,8 +10,9 @@ import numpy as np
 from pyspark.ml.linalg import VectorUDT
 
 from drivers import storage
-from drivers.corpora.files import CORPUS_JSON, DOCS, NO_STOPWORDS, REJECTS, VOCAB
+from drivers.corpora.files import DOCS, NO_STOPWORDS, REJECTS, VOCAB
 from drivers.engines.memory import estimator_memory_problem
+from drivers.preparation.writer import corpus_record, vocabulary_table, write_corpus_json, write_dataset
 from inference.errors import UsageError
 
 log = logging.getLogger("spark_topics.ml")
@@ -122,15 +123,13 @@ def write_corpus(spark, dataset, features: str, corpus_dir: str, id_col: str | N
     df, cf = np.zeros(V, dtype=np.int64), np.zeros(V, dtype=np.int64)
     for row in frequencies:
         df[row.id], cf[row.id] = row.df, row.cf
-    terms = list(vocabulary) if vocabulary is not None else [str(i) for i in range(V)]
-    _write_vocabulary(storage.join(corpus_dir, VOCAB), terms, df, cf)
-    meta = {"format_version": 1, "documents": documents, "vocab_size": V, "tokens": int(stats.tokens or 0),
-            "oov_tokens": 0, "input_rows": int(stats.rows),
-            "rejected": {"malformed": 0, "invalid_encoding": 0, "duplicate_id": 0, "empty": int(stats.empty)},
-            "options": {"format": "dataframe", "language": NO_STOPWORDS, "features_column": features,
-                        "id_column": id_col, "vocabulary": "given" if vocabulary is not None else "indices"},
-            "input": f"DataFrame column {features}"}
-    storage.save_json(storage.join(corpus_dir, CORPUS_JSON), meta)
+    terms = [str(t) for t in vocabulary] if vocabulary is not None else [str(i) for i in range(V)]
+    write_dataset(storage.join(corpus_dir, VOCAB), vocabulary_table(terms, df, cf))
+    meta = corpus_record(documents, V, stats.tokens or 0, 0, stats.rows, {"empty": stats.empty}, {
+        "options": {"format": "dataframe", "language": NO_STOPWORDS, "features_column": features,
+                    "id_column": id_col, "vocabulary": "given" if vocabulary is not None else "indices"},
+        "input": f"DataFrame column {features}"})
+    write_corpus_json(corpus_dir, meta)
     return meta
 
 
@@ -158,16 +157,6 @@ def _check_documents(stats, features: str, id_col: str | None) -> None:
         if stats.distinct_ids != stats.rows:
             raise UsageError(f"SparkTopicsLDA: idCol {id_col!r} is not unique ({stats.distinct_ids} distinct ids "
                              f"in {stats.rows} rows)")
-
-
-def _write_vocabulary(path: str, terms: list, df: np.ndarray, cf: np.ndarray) -> None:
-    """vocab.parquet as ``prepare`` writes it (a Parquet directory: term string, id int, df long, cf long)."""
-    import pyarrow as pa
-
-    table = pa.table({"term": pa.array([str(t) for t in terms], pa.string()),
-                      "id": pa.array(np.arange(len(terms), dtype=np.int32)),
-                      "df": pa.array(df, pa.int64()), "cf": pa.array(cf, pa.int64())})
-    storage.write_parquet(storage.join(path, "part-00000.parquet"), table)
 
 
 _NOT_COUNTS, _BAD_INDICES = 1, 2

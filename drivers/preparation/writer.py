@@ -1,14 +1,19 @@
-"""Writing the corpus format (:mod:`drivers.corpora.files`): the vocabulary, the documents in input order, the
-rejected rows, and corpus.json's counts read back from the files written."""
+"""Writing the corpus format (:mod:`drivers.corpora.files`), one writer for every producer of a corpus (``prepare``
+on Spark and in this process, the Spark ML API's corpus of vectors, refresh's union of batches): the vocabulary, the
+documents in input order, the rejected rows, the stop words, and corpus.json (its counts read back from the files
+written on Spark, counted as written in this process)."""
 from __future__ import annotations
 
 import dataclasses
+import json
+
+import numpy as np
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from drivers import storage
-from drivers.corpora.files import DOCS, REJECTS, REJECT_REASONS, VOCAB, rejects_schema
+from drivers.corpora.files import CORPUS_JSON, DOCS, REJECTS, REJECT_REASONS, STOPWORDS, VOCAB, rejects_schema
 from drivers.preparation.options import PrepareOptions
 from drivers.preparation.reading import RAW_MAX_CHARS, absolute_path
 
@@ -58,16 +63,53 @@ def corpus_summary(spark: SparkSession, output_dir: str, input_path: str, input_
     if counts or input_rows != docs.n + sum(rejected.values()):
         raise RuntimeError(f"internal error: {input_rows} input rows but {docs.n} documents "
                            f"and rejects {rejected} (other: {counts})")
+    return corpus_record(docs.n, vocab_size, docs.tokens or 0, docs.oov or 0, input_rows, rejected,
+                         options_record(input_path, fmt, opts))
+
+
+def corpus_record(documents: int, vocab_size: int, tokens: int, oov_tokens: int, input_rows: int, rejected: dict,
+                  source: dict) -> dict:
+    """corpus.json's content: the counts in the format's order (``rejected``: every reason of the format, 0 where
+    none), then ``source`` (``options`` and ``input``)."""
     return {
         "format_version": FORMAT_VERSION,
-        "documents": int(docs.n),
+        "documents": int(documents),
         "vocab_size": int(vocab_size),
-        "tokens": int(docs.tokens or 0),
-        "oov_tokens": int(docs.oov or 0),
+        "tokens": int(tokens),
+        "oov_tokens": int(oov_tokens),
         "input_rows": int(input_rows),
-        "rejected": rejected,
-        **options_record(input_path, fmt, opts),
+        "rejected": {reason: int(rejected.get(reason, 0)) for reason in REJECT_REASONS},
+        **source,
     }
+
+
+def write_corpus_json(directory: str, corpus: dict) -> None:
+    """``corpus.json``: indented UTF-8 JSON and a newline."""
+    storage.write_bytes(storage.join(directory, CORPUS_JSON),
+                        (json.dumps(corpus, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+
+
+def write_stopwords(directory: str, words: list) -> None:
+    """``stopwords.txt``: the stop words removed, one a line."""
+    storage.write_bytes(storage.join(directory, STOPWORDS), "".join(f"{word}\n" for word in words).encode("utf-8"))
+
+
+def vocabulary_table(terms: list, df, cf):
+    """``vocab.parquet``'s rows as an Arrow table (term string, id int 0..V-1, df long, cf long), in id order."""
+    import pyarrow as pa
+
+    return pa.table({"term": pa.array(terms, pa.string()), "id": pa.array(np.arange(len(terms)), pa.int32()),
+                     "df": pa.array(df, pa.int64()), "cf": pa.array(cf, pa.int64())})
+
+
+def write_dataset(directory: str, table, parts: int = 1) -> None:
+    """An Arrow table as a Parquet dataset folder laid out as Spark writes one (``part-NNNNN.parquet`` files, rows
+    in order, and ``_SUCCESS``), on any filesystem, without Spark."""
+    storage.makedirs(directory)
+    bounds = np.linspace(0, table.num_rows, parts + 1).round().astype(int)
+    for part, (start, stop) in enumerate(zip(bounds[:-1], bounds[1:])):
+        storage.write_parquet(storage.join(directory, f"part-{part:05d}.parquet"), table.slice(start, stop - start))
+    storage.write_bytes(storage.join(directory, "_SUCCESS"), b"")
 
 
 def options_record(input_path: str, fmt: str, opts: PrepareOptions) -> dict:

@@ -16,6 +16,7 @@ import os
 
 from drivers import storage
 from drivers.corpora.files import CORPUS_JSON, DOCS, VOCAB, data_version
+from drivers.preparation.writer import write_corpus_json
 from drivers.store import publish
 from drivers.store.base_link import base_documents, stored_path
 from inference.errors import RefusedError, UsageError
@@ -91,5 +92,5 @@ def union_corpus(spark, training: str, chain_dirs: list, batch_dir: str, staging
     totals = spark.read.parquet(storage.join(union, DOCS)).agg(F.count("*").alias("n"),
                                                                 F.sum("n_tokens").alias("tokens")).first()
     meta.update(documents=int(totals["n"]), tokens=int(totals["tokens"] or 0))
-    storage.save_json(storage.join(union, CORPUS_JSON), meta)
+    write_corpus_json(union, meta)
     return union

@@ -12,19 +12,19 @@ import collections
 import json
 import os
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import regex
 
-from drivers.corpora.files import DOCS, ORDERED, REJECT_REASONS, REJECTS, SEGMENTS, STOPWORDS, VOCAB
+from drivers.corpora.files import DOCS, ORDERED, REJECTS, SEGMENTS, VOCAB
 from drivers.preparation import segments as segments_mod
 from drivers.preparation.id_hash import in_part
 from drivers.preparation.in_process.reading import NeedsSpark, input_files, read_rows
 from drivers.preparation.in_process.tokens import Tokenizer
 from drivers.preparation.options import PrepareError, PrepareOptions
 from drivers.preparation.reading import RAW_MAX_CHARS
-from drivers.preparation.writer import FORMAT_VERSION, in_directory, options_record
+from drivers.preparation.writer import (corpus_record, in_directory, options_record, vocabulary_table, write_dataset,
+                                        write_stopwords)
 
 #: inputs up to this many bytes are prepared in this process when the choice is automatic
 MAX_INPUT_BYTES = 32 << 20
@@ -62,9 +62,7 @@ def prepare_into(input_path: str, staging: str, fmt: str, opts: PrepareOptions, 
     ids = {term: i for i, term in enumerate(vocab["term"])}
     path = in_directory(staging)
 
-    _write_table(path(VOCAB), pa.table({
-        "term": pa.array(vocab["term"], pa.string()), "id": pa.array(np.arange(len(ids)), pa.int32()),
-        "df": pa.array(vocab["df"], pa.int64()), "cf": pa.array(vocab["cf"], pa.int64())}))
+    write_dataset(path(VOCAB), vocabulary_table(vocab["term"], vocab["df"], vocab["cf"]))
     docs = [_vector(row, counts, ids) for row, counts in zip(candidates, term_counts)]
     for row, doc in zip(candidates, docs):
         if doc["n_tokens"] == 0:
@@ -72,20 +70,12 @@ def prepare_into(input_path: str, staging: str, fmt: str, opts: PrepareOptions, 
     kept = [doc for doc in docs if doc["n_tokens"] > 0]
     _write_documents(path(DOCS), kept, opts, kept_types)
     _write_rejects(path(REJECTS), [row for row in rows if row.reason])
-    with open(path(STOPWORDS), "w", encoding="utf-8") as f:
-        f.write("".join(f"{word}\n" for word in stopwords))
+    write_stopwords(staging, stopwords)
 
     rejected = collections.Counter(row.reason for row in rows if row.reason)
-    corpus = {
-        "format_version": FORMAT_VERSION,
-        "documents": len(kept),
-        "vocab_size": len(ids),
-        "tokens": sum(doc["n_tokens"] for doc in kept),
-        "oov_tokens": sum(doc["n_oov"] for doc in kept),
-        "input_rows": len(rows),
-        "rejected": {reason: rejected[reason] for reason in REJECT_REASONS},
-        **options_record(input_path, fmt, opts),
-    }
+    corpus = corpus_record(len(kept), len(ids), sum(doc["n_tokens"] for doc in kept),
+                           sum(doc["n_oov"] for doc in kept), len(rows), rejected,
+                           options_record(input_path, fmt, opts))
     with_tokens = {doc["doc_id"] for doc in kept}
     texts = [row for row in candidates if row.doc_id in with_tokens]
     if opts.segments and kept:
@@ -154,15 +144,6 @@ def _vector(row, counts: collections.Counter, ids: dict) -> dict:
             "n_tokens": n_tokens, "n_oov": sum(counts.values()) - n_tokens, "kept": row.kept}
 
 
-def _write_table(directory: str, table: pa.Table, parts: int = 1) -> None:
-    """A Parquet dataset folder as Spark writes one: ``part-NNNNN.parquet`` files and ``_SUCCESS``."""
-    os.makedirs(directory)
-    bounds = np.linspace(0, table.num_rows, parts + 1).round().astype(int)
-    for part, (start, stop) in enumerate(zip(bounds[:-1], bounds[1:])):
-        pq.write_table(table.slice(start, stop - start), os.path.join(directory, f"part-{part:05d}.parquet"))
-    open(os.path.join(directory, "_SUCCESS"), "wb").close()
-
-
 def _write_documents(directory: str, docs: list, opts: PrepareOptions, kept_types: dict) -> None:
     columns = {
         "doc_id": pa.array([d["doc_id"] for d in docs], pa.string()),
@@ -174,7 +155,7 @@ def _write_documents(directory: str, docs: list, opts: PrepareOptions, kept_type
     for column in opts.keep_columns:
         columns[column] = pa.array([d["kept"][column] for d in docs], kept_types[column])
     parts = max(1, min(opts.partitions or 1, len(docs)))
-    _write_table(directory, pa.table(columns), parts)
+    write_dataset(directory, pa.table(columns), parts)
 
 
 def _write_rejects(directory: str, rejects: list) -> None:
@@ -210,7 +191,7 @@ def _write_segments(directory: str, rows: list, ids: dict, segments: str, tokeni
         out["segments"].append([words[i] for i in index])
         out["segment_index"].append(index)
         kept += len(index)
-    _write_table(directory, pa.table({"doc_id": pa.array(out["doc_id"], pa.string()),
+    write_dataset(directory, pa.table({"doc_id": pa.array(out["doc_id"], pa.string()),
                                       "segments": pa.array(out["segments"], pa.list_(pa.list_(pa.int32()))),
                                       "segment_index": pa.array(out["segment_index"], pa.list_(pa.int32()))}))
     return {"mode": segments, "column": None, "pattern": segments_mod.split_pattern(segments), "segments": kept,
