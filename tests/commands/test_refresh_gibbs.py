@@ -178,7 +178,7 @@ def _topics_args(root):
 def test_models_whose_chain_cannot_continue_are_refused_in_one_line(spark_session, corpora, tmp_path):
     """lda-gibbs, stm, seqlda and adatm continue their chain; the others are refused naming why, before the batch
     is read (dp-mixture through the command)."""
-    why = {name: refusal(spec, {}, registry) for name, spec in registry.MODELS.items() if spec.family == "gibbs"}
+    why = {name: refusal(spec) for name, spec in registry.MODELS.items() if spec.family == "gibbs"}
     assert {name for name, w in why.items() if w is None} == {"lda-gibbs", "stm", "seqlda", "adatm"}
     assert all("\n" not in w and "retrain" in w for w in why.values() if w)
     raw, corpus = corpora[1]["bow"]

@@ -16,6 +16,8 @@ the model directory::
                             --permute-segments when given), theta (K)
     loglik.png              log p(w | z) per token against iteration
     topics.txt              the top words of every topic
+    chain/                  the chain of the last iteration (blocks, states, count tables, state.json), which
+                            ``refresh`` continues (:mod:`drivers.engines.gibbs.chain`)
 
 ``infer`` estimates every new document as a held-out one (the model's own sampler with the topics fixed
 to the trained phi-hat, :func:`inference.gibbs.heldout.frozen_chain`), ``evaluate`` scores held-out
@@ -293,9 +295,9 @@ class GibbsFamily(ModelFamily):
         """The chain continued on the old and the new documents (:mod:`drivers.families.gibbs.refresh`)."""
         return refresh_chain(spark, spec, base, corpus_dir, request, output, self.catalogue)
 
-    def check_refreshable(self, spec, meta: dict) -> None:
+    def check_refreshable(self, spec) -> None:
         """Refuse (one line, naming why) a model whose chain cannot be continued."""
-        check_refreshable(spec, meta, self.catalogue)
+        check_refreshable(spec)
 
     # ---- evaluate
     def evaluate(self, spark, request: EvaluateRequest) -> dict:

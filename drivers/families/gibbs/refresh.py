@@ -51,8 +51,8 @@ log = logging.getLogger("spark_topics.refresh")
 WORK = "work-chain"
 
 
-def refusal(spec, meta: dict, catalogue) -> str | None:
-    """Why the model of ``spec`` (trained as ``meta`` says) cannot continue its chain (None: it can)."""
+def refusal(spec) -> str | None:
+    """Why the model of ``spec`` cannot continue its chain (None: it can)."""
     cls = spec.model_class()
     if not cls.latent:
         return (f"--model {spec.name} samples nothing (its counts are the model): retrain on the union with "
@@ -66,8 +66,8 @@ def refusal(spec, meta: dict, catalogue) -> str | None:
     return None
 
 
-def check_refreshable(spec, meta: dict, catalogue) -> None:
-    why = refusal(spec, meta, catalogue)
+def check_refreshable(spec) -> None:
+    why = refusal(spec)
     if why is not None:
         raise RefusedError(f"refresh is not supported for {why}")
 
@@ -131,7 +131,7 @@ def refresh_chain(spark, spec, base, corpus_dir: str | None, request, output: st
     document) for ``request.iterations`` iterations; writes the model files and its chain into ``output``;
     returns model.json's content."""
     started = time.time()
-    check_refreshable(spec, base.meta, catalogue)
+    check_refreshable(spec)
     chain_meta = chain.read_chain_meta(base.directory)
     N, P = int(chain_meta["iteration"]), int(chain_meta["fingerprint"]["partitions"])
     seed = int(chain_meta["fingerprint"]["seed"] if request.seed is None else request.seed)
