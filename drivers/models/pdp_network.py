@@ -4,12 +4,13 @@ sample_data/networks/) on the Gibbs engine (issue 28, 3).
 What runs on the engine now: networks whose topic vectors are per document and/or segment, plus corpus-level
 Dirichlet roots (hdp-lda's and Wallach's AS prior's shared topic vector: its customers, the documents' tables,
 are the engine's table ``network_tc``), and whose word draw is one Dirichlet family indexed by topic (the engine's
-topic-word table M_kw, with the family's prior as beta): lda, stm, seqlda, adatm, hdp-lda, wallach-as.
+topic-word table M_kw, with the family's prior as beta): lda, stm, seqlda, adatm, hdp-lda, wallach-as; or one
+Pitman-Yor family indexed by topic over a corpus-level word root, its tables owned by partitions (pyp-lda:
+:mod:`drivers.models.pdp_words`, table ``word_tables``, state ``word_t``).
 Concentrations: partitions draw q_j ~ Beta(b, C_j); when every discount of b's vectors is a fixed 0 the driver
 draws b from Gamma (E20), otherwise b and every sampled discount are slice-sampled on the driver from the summed
 (c, t) and T_j histograms (table ``discount_counts``, :mod:`inference.pdpnet.engine_stats`). Refused in one line:
-corpus-level Pitman-Yor topic vectors and Pitman-Yor word sides (pyp-lda), which need table constraints across
-partitions (not done).
+corpus-level Pitman-Yor topic vectors (they need table constraints across partitions; not done).
 
 A partition's state is ``z`` (int32) and ``s`` (the table attributions of every parent edge and topic); every
 other count is rebuilt from them at each sweep (:func:`inference.pdpnet.sampler.rebuild_counts`).
@@ -21,11 +22,12 @@ from pathlib import Path
 
 import numpy as np
 
+from drivers.models import pdp_words
 from inference.errors import UsageError
 from inference.gibbs.model import GibbsModel
 from inference.options import ModelOption
 from inference.gibbs.tables import CountTable
-from inference.pdpnet import engine_stats, kernels, sweep
+from inference.pdpnet import engine_stats, kernels, sweep, word_pyp
 from inference.pdpnet.engine_stats import MAX_GLOBAL, MAX_PARAMS
 from inference.pdpnet.compile import CorpusLayout, compile_network
 from inference.pdpnet.sampler import StirlingStack, posterior_means, rebuild_counts
@@ -55,9 +57,8 @@ def check_engine_network(spec: NetworkSpec) -> tuple[float, list[str]]:
     """Refuse (one line naming the node) what the engine cannot run yet; returns the word side's beta and the
     corpus-level topic families (Dirichlet roots indexed by [corpus]: the engine's ``network_tc`` rows)."""
     word = spec.nodes[spec.word.node]
-    if word.kind != "dirichlet" or word.index != ("topic",) or spec.word.index != ("topic",):
-        raise UsageError(f"network spec: node '{word.name}': on the Gibbs engine the word draw must be a Dirichlet "
-                         "family indexed by [topic] (Pitman-Yor word sides are not on the engine yet)")
+    side = pdp_words.word_side(spec)
+    beta = word.alpha if side is None else (side["beta0"] or 0.01)
     global_families = []
     for name in spec.order:
         node = spec.nodes[name]
@@ -76,7 +77,7 @@ def check_engine_network(spec: NetworkSpec) -> tuple[float, list[str]]:
         raise UsageError(f"network spec: more than {MAX_GLOBAL} corpus-level topic families")
     if len(spec.params) > MAX_PARAMS:
         raise UsageError(f"network spec: more than {MAX_PARAMS} discount or concentration parameters")
-    return word.alpha, global_families
+    return beta, global_families
 
 
 def _slice_b_names(spec: NetworkSpec, a_values: dict) -> set:
@@ -101,9 +102,11 @@ class PdpNetwork(GibbsModel):
         spec = parse_network(raw)
         beta, global_families = check_engine_network(spec)
         self._raw = raw
-        return {"network": raw, "beta": float(beta), "global_families": global_families,
-                "b_values": {n: p.value for n, p in spec.params.items() if p.kind == "b"},
-                "a_values": {n: p.value for n, p in spec.params.items() if p.kind == "a"}}
+        self._word_pyp = pdp_words.word_side(spec)
+        hyper = {"network": raw, "beta": float(beta), "global_families": global_families,
+                 "b_values": {n: p.value for n, p in spec.params.items() if p.kind == "b"},
+                 "a_values": {n: p.value for n, p in spec.params.items() if p.kind == "a"}}
+        return hyper if self._word_pyp is None else dict(hyper, word_pyp=self._word_pyp)
 
     # ---- compiled network of a block (cached per block object)
     def _compiled(self, block, hyper):
@@ -153,7 +156,8 @@ class PdpNetwork(GibbsModel):
             cnt["TC"][j] = row.sum()
         return cnt
 
-    def _run(self, block, state, hyper, nwk, nk, seed, frozen_phi, init, global_tc=None):
+    def _run(self, block, state, hyper, nwk, nk, seed, frozen_phi, init, global_tc=None, words=None):
+        """``words``: the Pitman-Yor word side's (tables, derived) (:mod:`drivers.models.pdp_words`)."""
         net = self._compiled(block, hyper)
         z = state["z"].astype(np.int64)
         s = state["s"]
@@ -164,8 +168,18 @@ class PdpNetwork(GibbsModel):
         frozen = frozen_phi is not None
         phi = np.ascontiguousarray(frozen_phi, dtype=np.float64) if frozen else np.zeros((1, 1))
         pos, reseed = 0, True
+        if words is not None:
+            wargs = self._word_args(block, state, hyper, net, nwk, nk, words, cnt["mx"])
         while pos >= 0:
             stirling.ensure(cnt["mx"][0], cnt["mx"][1])
+            if words is not None:
+                pos = word_pyp.pyp_word_sweep(
+                    pos, reseed, seed, net.words, wargs[0], wargs[1], z, net.topic_inst, anc_ptr, anc, net.kind,
+                    net.dim, net.off, net.alpha, net.a_of, net.b_of, net.par_ptr, net.par_node, net.par_gamma,
+                    net.gamma_sum, avals, bvals, stirling.L3, cnt["n"], cnt["tc"], cnt["tp"], cnt["Nn"], cnt["TC"],
+                    cnt["TP"], s, cnt["Se"], net.eoff, cnt["mx"], *wargs[2:])
+                reseed = False
+                continue
             pos = sweep.network_sweep(
                 pos, reseed, seed, True, net.words, z, net.topic_inst, net.word_inst, anc_ptr, anc, net.kind,
                 net.dim, net.off, net.alpha, net.a_of, net.b_of, net.par_ptr, net.par_node, net.par_gamma,
@@ -174,6 +188,36 @@ class PdpNetwork(GibbsModel):
                 frozen)
             reseed = False
         state["z"][:] = z
+
+    def _local_vocab(self, block):
+        """(vocab (U,), index of every token) of the block's distinct words (cached per block object)."""
+        cache = self.__dict__.setdefault("_vocab", {})
+        if id(block) not in cache:
+            cache.clear()
+            vocab, uidx = np.unique(block.words, return_inverse=True)
+            cache[id(block)] = (vocab.astype(np.int64), uidx.astype(np.int64).reshape(-1))
+        return cache[id(block)]
+
+    def _word_args(self, block, state, hyper, net, nwk, nk, words, mx) -> tuple:
+        """The word side's arguments of :func:`word_pyp.pyp_word_sweep` (``mx`` raised to its cells' maxima)."""
+        twk, derived = words
+        side = hyper["word_pyp"]
+        vocab, uidx = self._local_vocab(block)
+        own_n = pdp_words.own_customers(uidx, state["z"], len(vocab), self.num_topics)
+        mx[0] = max(int(mx[0]), int(nwk.max(initial=0)))
+        mx[1] = max(int(mx[1]), int(twk.max(initial=0)))
+        return (uidx, vocab, nwk, twk, nk, derived["tk"], derived["tw"], derived["tsum"], own_n, state["word_t"],
+                net.a_names.index(side["a"]), net.b_names.index(side["b"]), float(side["beta0"]))
+
+    def initial_state(self, block, hyper, seed) -> dict:
+        """The network's initial state; with a Pitman-Yor word side also the partition's own tables ``word_t``."""
+        nwk = np.zeros((self.shared_rows, self.num_topics), dtype=np.int32)
+        state = self.init_state(block, hyper, nwk, np.zeros(self.num_topics, dtype=np.int64), seed)
+        if hyper.get("word_pyp") is not None:
+            vocab, uidx = self._local_vocab(block)
+            own_n = pdp_words.own_customers(uidx, state["z"], len(vocab), self.num_topics)
+            state["word_t"] = pdp_words.initial_tables(own_n)
+        return state
 
     def init_state(self, block, hyper, nwk, nk, seed) -> dict:
         net = self._compiled(block, hyper)
@@ -187,9 +231,12 @@ class PdpNetwork(GibbsModel):
 
     # ---- the engine's tables: the word counts, the corpus-level roots' t^c, the discount histograms
     def count_tables(self) -> tuple:
-        return (CountTable("nwk", self.shared_rows, self.num_topics, "dense", cells_per_token=1),
-                CountTable("network_tc", MAX_GLOBAL, self.num_topics, "dense"),
-                CountTable("discount_counts", engine_stats.HIST_ROWS, 1, "keyed"))
+        tables = (CountTable("nwk", self.shared_rows, self.num_topics, "dense", cells_per_token=1),
+                  CountTable("network_tc", MAX_GLOBAL, self.num_topics, "dense"),
+                  CountTable("discount_counts", engine_stats.HIST_ROWS, 1, "keyed"))
+        if self.__dict__.get("_word_pyp") is None:
+            return tables
+        return tables + (pdp_words.count_table(self.shared_rows, self.num_topics),)
 
     def table_counts(self, block, state, local) -> dict:
         raw = self.__dict__.get("_raw")
@@ -200,13 +247,23 @@ class PdpNetwork(GibbsModel):
         tc = np.zeros((len(rows), self.num_topics), np.int32)
         for r, (g, j) in enumerate(rows):
             tc[r] = cnt["tc"][net.off[j]:net.off[j + 1]]
-        return {"nwk": self.shared_counts(block, state, local),
-                "network_tc": (np.array([g for g, _ in rows], np.int64), tc),
-                "discount_counts": engine_stats.histogram_contribution(net, cnt)}
+        out = {"nwk": self.shared_counts(block, state, local),
+               "network_tc": (np.array([g for g, _ in rows], np.int64), tc),
+               "discount_counts": engine_stats.histogram_contribution(net, cnt)}
+        if self.__dict__.get("_word_pyp") is not None:
+            out[pdp_words.TABLE] = (self._local_vocab(block)[0], state["word_t"].astype(np.int32))
+        return out
+
+    def derive(self, tables: dict) -> dict:
+        out = super().derive(tables)
+        if pdp_words.TABLE in tables:
+            out.update(pdp_words.derived(tables[pdp_words.TABLE]))
+        return out
 
     def sweep_tables(self, block, state, hyper, tables, derived, seed) -> None:
+        words = (tables[pdp_words.TABLE], derived) if hyper.get("word_pyp") is not None else None
         self._run(block, state, hyper, tables["nwk"], derived["nk"], seed, None, init=False,
-                  global_tc=tables["network_tc"])
+                  global_tc=tables["network_tc"], words=words)
 
     def bind_result(self, result) -> None:
         self._trained_tc = np.asarray(result.tables["network_tc"], np.int64)
@@ -220,6 +277,22 @@ class PdpNetwork(GibbsModel):
         if "network_tc" in arrays:
             self._trained_tc = np.asarray(arrays["network_tc"], np.int64)
         self._raw = meta.get("hyper", {}).get("network", self.__dict__.get("_raw"))
+        self._word_pyp = meta.get("hyper", {}).get("word_pyp", self.__dict__.get("_word_pyp"))
+
+    # ---- a Pitman-Yor word side: its own topic-word estimate and likelihood (drivers.models.pdp_words)
+    def _word_values(self, hyper) -> tuple:
+        side = hyper["word_pyp"]
+        return float(hyper["a_values"][side["a"]]), float(hyper["b_values"][side["b"]]), float(side["beta0"])
+
+    def sample_topic_word(self, tables, derived, hyper) -> np.ndarray:
+        if hyper.get("word_pyp") is None:
+            return super().sample_topic_word(tables, derived, hyper)
+        return pdp_words.topic_word(tables["nwk"], tables[pdp_words.TABLE], *self._word_values(hyper))
+
+    def loglik(self, tables, derived, hyper) -> float:
+        if hyper.get("word_pyp") is None:
+            return super().loglik(tables, derived, hyper)
+        return pdp_words.loglik(tables["nwk"], tables[pdp_words.TABLE], *self._word_values(hyper))
 
     # ---- concentrations: partitions draw q_j ~ Beta(b, C_j); the driver draws b by (E20) when every discount of
     # its vectors is a fixed 0, else slice-samples it with the sampled discounts in the global step (E21)
@@ -251,7 +324,7 @@ class PdpNetwork(GibbsModel):
         b_values = dict(hyper["b_values"])
         for r, name in enumerate(names):
             shape, rate = float(stats[2 * r]), float(stats[2 * r + 1])
-            if name not in sliced and shape > 0 and rate > 0:
+            if name not in sliced and name != (hyper.get("word_pyp") or {}).get("b") and shape > 0 and rate > 0:
                 b_values[name] = float(min(max(rng.gamma(shape, 1.0 / rate), 1e-3), 1e6))
         return dict(hyper, b_values=b_values)
 
@@ -259,8 +332,14 @@ class PdpNetwork(GibbsModel):
         """Slice-sample the concentrations of vectors with discounts (E21) and the sampled discounts from the
         summed histograms (module :mod:`inference.pdpnet.engine_stats`)."""
         spec = parse_network(hyper["network"])
-        sliced = _slice_b_names(spec, hyper["a_values"])
-        a_sampled = sorted(n for n, p in spec.params.items() if p.kind == "a" and p.sample)
+        side = hyper.get("word_pyp")
+        if side is not None:        # the word side's own steps, on the global tables
+            hyper = pdp_words.sample_hyper(side, tables["nwk"], tables[pdp_words.TABLE], hyper,
+                                           {n: p.sample for n, p in spec.params.items()},
+                                           np.random.default_rng([seed, 1]))
+        own = {side["a"], side["b"]} if side is not None else set()
+        sliced = _slice_b_names(spec, hyper["a_values"]) - own
+        a_sampled = sorted(n for n, p in spec.params.items() if p.kind == "a" and p.sample and n not in own)
         if not sliced and not a_sampled:
             return tables, hyper, None
         hist = tables["discount_counts"]

@@ -2,7 +2,8 @@
 (the documents' tables summed over two partitions, table ``network_tc``) and a network with a sampled discount and
 a sampled concentration (the driver's slice steps on the summed histograms, table ``discount_counts``): the
 tables the reducers sum equal a recount of the final states, the hyperparameters move, and a run interrupted
-after iteration 3 and resumed from its checkpoint is the uninterrupted chain."""
+after iteration 3 and resumed from its checkpoint is the uninterrupted chain; and pyp-lda's Pitman-Yor word side
+(table ``word_tables``, each partition's own tables), likewise."""
 from __future__ import annotations
 
 import json
@@ -49,17 +50,22 @@ def spec_file(tmp_path_factory):
     return str(path)
 
 
-@pytest.mark.parametrize("which", ["hdp-lda", "sampled"])
+@pytest.mark.parametrize("which", ["hdp-lda", "sampled", "pyp-lda"])
 def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(spark_session, blocks, spec_file,
                                                                                 tmp_path, which):
-    network = "hdp-lda" if which == "hdp-lda" else spec_file
+    network = spec_file if which == "sampled" else which
     run = _fit(spark_session, blocks, tmp_path / "run", network)
     result, recount = run
-    for name in ("nwk", "network_tc"):
+    for name in ("nwk", "network_tc") + (("word_tables",) if which == "pyp-lda" else ()):
         np.testing.assert_array_equal(result.tables[name], recount[name], err_msg=name)
     assert result.tables["discount_counts"].equals(recount["discount_counts"])
     tc = result.tables["network_tc"]
-    if which == "hdp-lda":      # the corpus vector's customers: every document's tables, >= 1 per document
+    if which == "pyp-lda":      # the word side's tables: t_wk <= n_wk, and >= 1 but for rare races (repaired)
+        n, t = result.tables["nwk"], result.tables["word_tables"]
+        assert np.all(t <= n) and (t < n).any() and ((n > 0) & (t == 0)).sum() <= (n > 0).sum() // 20
+        assert result.hyper["a_values"]["phi.a"] != 0.5 and result.hyper["b_values"]["phi.b"] != 10.0
+        np.testing.assert_allclose(result.topic_word.sum(axis=1), 1.0)
+    elif which == "hdp-lda":      # the corpus vector's customers: every document's tables, >= 1 per document
         assert tc[0].sum() >= 24 and not tc[1:].any()
         assert result.hyper["b_values"]["theta.b"] != 1.0
     else:

@@ -72,15 +72,24 @@ HDP3 = {"nodes": {"top": {"index": ["corpus"], "over": "topic", "dirichlet": 1.0
         "topic": {"node": "theta", "index": ["document"]}, "word": {"node": "phi", "index": ["topic"]}}
 
 
+PYP2 = {"nodes": {"theta": {"index": ["document"], "over": "topic", "dirichlet": 0.1},
+                  "base": {"index": ["corpus"], "over": "word", "pyp": {"a": 0.5, "b": 1.0},
+                           "parents": [{"node": "u", "index": ["corpus"]}]},
+                  "u": {"index": ["corpus"], "over": "word", "uniform": True},
+                  "phi": {"index": ["topic"], "over": "word", "pyp": {"a": 0.5, "b": 10.0},
+                          "parents": [{"node": "base", "index": ["corpus"]}]}},
+        "topic": {"node": "theta", "index": ["document"]}, "word": {"node": "phi", "index": ["topic"]}}
+
+
 @pytest.mark.parametrize("name,message", [
     ("hdp3", "node 'mid': a Pitman-Yor vector shared by every document is not on the Gibbs engine yet"),
-    ("pyp-lda", "node 'phi': on the Gibbs engine the word draw must be a Dirichlet family"),
+    ("pyp2", "node 'phi': a Pitman-Yor word side on the Gibbs engine has one parent, a corpus-level Dirichlet"),
     ("no-such-spec", "--network no-such-spec: no such file, nor a shipped spec"),
 ])
 def test_what_the_engine_cannot_run_is_refused_in_one_line(name, message, tmp_path):
-    if name == "hdp3":
-        name = str(tmp_path / "hdp3.json")
-        (tmp_path / "hdp3.json").write_text(json.dumps(HDP3))
+    if name in ("hdp3", "pyp2"):
+        (tmp_path / f"{name}.json").write_text(json.dumps(HDP3 if name == "hdp3" else PYP2))
+        name = str(tmp_path / f"{name}.json")
     with pytest.raises(UsageError) as info:
         PdpNetwork(3, 8).initial_hyper(network=name)
     assert message in str(info.value) and "\n" not in str(info.value)

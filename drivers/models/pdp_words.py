@@ -1,0 +1,150 @@
+"""pdp-network's Pitman-Yor word side on the Gibbs engine (issue 28, pyp-lda): phi_k ~ PYP(a, b, nu) per topic
+over one corpus-level word vector nu (a Dirichlet root or the fixed uniform), every table indicator held by the
+partition of the customer holding it (the sweep and its approximation: :mod:`inference.pdpnet.word_pyp`).
+
+Tables: ``nwk`` (customers n_wk, as every model) and ``word_tables`` (t_wk, V x K dense: the indicators each
+partition's customers hold, state ``word_t``, summed). The driver's steps read the global tables: the word cells'
+(c, t) = (n_wk, t_wk) and the topics' T_k give the slice step of a (E12), and the auxiliary q_k ~ Beta(b, N_k)
+for b (E19-E21) are drawn on the driver.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.special import gammaln
+
+from inference.errors import UsageError
+from inference.gibbs.pdp import log_poch, log_poch_incr, log_stirling_table
+from inference.gibbs.tables import CountTable
+from inference.pdpnet import engine_stats
+from inference.pdpnet.spec import NetworkSpec
+
+TABLE = "word_tables"
+
+
+def legal(nwk, twk) -> tuple[np.ndarray, np.ndarray]:
+    """(n, t) as int64 with the cells whose last indicators left in two partitions at once (n > 0, t = 0) read as
+    t = 1, the partitions' repair before their next sweep (:mod:`inference.pdpnet.word_pyp`)."""
+    n = np.asarray(nwk, np.int64)
+    t = np.asarray(twk, np.int64)
+    return n, np.where((n > 0) & (t == 0), 1, t)
+
+
+def word_side(spec: NetworkSpec) -> dict | None:
+    """None for a Dirichlet word side; for a Pitman-Yor one ``{"a", "b", "beta0", "base"}`` (parameter names, the
+    root's prior count, 0 for a uniform root); one line naming the node for what the engine cannot run."""
+    word = spec.nodes[spec.word.node]
+    if word.kind == "dirichlet" and word.index == ("topic",) and spec.word.index == ("topic",):
+        return None
+    if word.kind != "pyp" or word.index != ("topic",) or spec.word.index != ("topic",):
+        raise UsageError(f"network spec: node '{word.name}': on the Gibbs engine the word draw must be a family "
+                         "indexed by [topic], a Dirichlet root or a Pitman-Yor vector over one corpus-level word "
+                         "vector")
+    parents = word.parents
+    base = spec.nodes[parents[0].node] if len(parents) == 1 else None
+    if base is None or parents[0].if_missing is not None or base.index != ("corpus",) or base.kind == "pyp":
+        raise UsageError(f"network spec: node '{word.name}': a Pitman-Yor word side on the Gibbs engine has one "
+                         "parent, a corpus-level Dirichlet root or uniform vector over words")
+    for node in spec.nodes.values():
+        if node is not word and node.kind == "pyp" and {node.a, node.b} & {word.a, word.b}:
+            raise UsageError(f"network spec: node '{node.name}' shares a discount or concentration with the word "
+                             f"side '{word.name}' (not on the Gibbs engine)")
+    return {"a": word.a, "b": word.b, "beta0": float(base.alpha) if base.kind == "dirichlet" else 0.0,
+            "base": base.name}
+
+
+def count_table(rows: int, K: int) -> CountTable:
+    return CountTable(TABLE, rows, K, "dense", cells_per_token=1)
+
+
+def derived(twk: np.ndarray) -> dict:
+    """The word side's totals: T_k, the root's customers t_w, their sum (1-array)."""
+    tk = twk.sum(axis=0, dtype=np.int64)
+    return {"tk": tk, "tw": twk.sum(axis=1, dtype=np.int64), "tsum": np.array([tk.sum()], np.int64)}
+
+
+def initial_tables(own_n: np.ndarray) -> np.ndarray:
+    """One indicator per occupied own cell (a legal start; the re-seating moves t)."""
+    return (own_n > 0).astype(np.int32)
+
+
+def own_customers(uidx: np.ndarray, z: np.ndarray, U: int, K: int) -> np.ndarray:
+    out = np.zeros((U, K), np.int64)
+    np.add.at(out, (uidx, z), 1)
+    return out
+
+
+def base_vector(twk: np.ndarray, beta0: float) -> np.ndarray:
+    """nu: (beta0 + t_w) / (V beta0 + sum t), or uniform."""
+    V = twk.shape[0]
+    if beta0 <= 0.0:
+        return np.full(V, 1.0 / V)
+    tw = twk.sum(axis=1, dtype=np.float64)
+    return (beta0 + tw) / (V * beta0 + tw.sum())
+
+
+def topic_word(nwk, twk, a: float, b: float, beta0: float) -> np.ndarray:
+    """(K, V) posterior mean of phi_k: ((n_wk - a t_wk) + (b + a T_k) nu_w) / (b + N_k) (thesis (7.12))."""
+    n, t = legal(nwk, twk)
+    nu = base_vector(t, beta0)
+    n, t = n.T.astype(np.float64), t.T.astype(np.float64)
+    N = n.sum(axis=1, keepdims=True)
+    T = t.sum(axis=1, keepdims=True)
+    phi = ((n - a * t) + (b + a * T) * nu[None, :]) / (b + N)
+    return phi / phi.sum(axis=1, keepdims=True)
+
+
+def loglik(nwk, twk, a: float, b: float, beta0: float) -> float:
+    """log p(w, t | z) of the word side, its part of (E12) (as :func:`inference.pdpnet.hyper.log_joint`):
+    sum_k log (b|a)_{T_k} / (b)_{N_k} + sum_wk log S^{n_wk}_{t_wk, a}, plus the root's Dirichlet-multinomial of
+    the t_w (or -sum t log V)."""
+    n, t = legal(nwk, twk)
+    occ = n > 0
+    L = log_stirling_table(a, int(n.max(initial=0)) + 1, int(t.max(initial=0)) + 1)
+    c, tt = n[occ], t[occ]
+    total = float(L[c, tt].sum())
+    for N, T in zip(n.sum(axis=0), t.sum(axis=0)):
+        total += log_poch_incr(b, a, int(T)) - log_poch(b, int(N))
+    tw = t.sum(axis=1).astype(np.float64)
+    V = n.shape[0]
+    if beta0 > 0:
+        total += float(gammaln(V * beta0) - gammaln(V * beta0 + tw.sum())
+                       + (gammaln(beta0 + tw) - gammaln(beta0)).sum())
+    else:
+        total -= tw.sum() * math.log(V)
+    return total
+
+
+def histogram(nwk, twk, p: int, q: int) -> tuple[np.ndarray, np.ndarray]:
+    """The word side's rows of the discount histograms (:mod:`inference.pdpnet.engine_stats`)."""
+    n, t = legal(nwk, twk)
+    occ = n > 0
+    N, T = n.sum(axis=0), t.sum(axis=0)
+    live = N > 0
+    keys = np.concatenate([engine_stats.hist_keys(0, p, 0, n[occ], t[occ]),
+                           engine_stats.hist_keys(1, p, q, T[live], np.zeros(int(live.sum()), np.int64))])
+    uniq, counts = np.unique(keys, return_counts=True)
+    return uniq, counts.astype(np.float64)
+
+
+def sample_hyper(side: dict, nwk, twk, hyper: dict, sampled: dict, rng: np.random.Generator) -> dict:
+    """The word side's b (q_k ~ Beta(b, N_k), then Gamma (E20) when a is a fixed 0, else a slice step, E21) and
+    a (slice step on the cells' (c, t) and the topics' T_k); ``sampled``: parameter name -> sampled?"""
+    a_name, b_name = side["a"], side["b"]
+    a, b = float(hyper["a_values"][a_name]), float(hyper["b_values"][b_name])
+    keys, counts = histogram(nwk, twk, 0, 0)
+    n, t = legal(nwk, twk)
+    N, T = n.sum(axis=0), t.sum(axis=0)
+    live = N > 0
+    if sampled[b_name] and live.any():
+        q = rng.beta(b, N[live])
+        sum_log = float(-np.log(np.maximum(q, 1e-300)).sum())
+        if not sampled[a_name] and a == 0.0:
+            b = float(min(max(rng.gamma(T[live].sum(), 1.0 / max(sum_log, 1e-300)), 1e-3), 1e6))
+        else:
+            b = engine_stats.sample_concentration(b, 0, keys, counts, np.array([a]), sum_log, rng)
+    if sampled[a_name]:
+        a = engine_stats.sample_discount(a, keys, counts, 0, np.array([b]), rng)
+    return dict(hyper, a_values=dict(hyper["a_values"], **{a_name: float(a)}),
+                b_values=dict(hyper["b_values"], **{b_name: float(b)}))

@@ -1,0 +1,118 @@
+"""The Pitman-Yor word side on the Gibbs engine (issue 28, pyp-lda; :mod:`inference.pdpnet.word_pyp`): its word
+factor against the ratio of the augmented joint computed directly and against the network's own recursion
+(:func:`inference.pdpnet.kernels.eval_zplus`) on states of the in-process sampler, and the engine sweep's
+bookkeeping: after sweeps of two partitions on their private copies, each copy moved by its partition's changes
+only, every partition's indicators satisfy 0 <= t^p <= n^p, the summed t_wk <= n_wk, and cells left without a
+table by both partitions at once (repaired before the next sweep) are rare."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.special import gammaln
+
+from drivers.models import pdp_words
+from drivers.models.pdp_network import PdpNetwork
+from inference.gibbs.block import SegmentedBlock
+from inference.gibbs.tables import merge
+from inference.pdpnet import kernels, word_pyp
+from inference.pdpnet.compile import CorpusLayout, compile_network
+from inference.pdpnet.sampler import NetworkSampler
+from inference.pdpnet.spec import parse_network
+
+
+def pyp_lda(beta0, a=0.4, b=1.5):
+    base = {"dirichlet": beta0} if beta0 > 0 else {"uniform": True}
+    return {"nodes": {"theta": {"index": ["document"], "over": "topic", "dirichlet": 0.3},
+                      "base": {"index": ["corpus"], "over": "word", **base},
+                      "phi": {"index": ["topic"], "over": "word", "pyp": {"a": a, "b": b},
+                              "parents": [{"node": "base", "index": ["corpus"]}]}},
+            "topic": {"node": "theta", "index": ["document"]}, "word": {"node": "phi", "index": ["topic"]}}
+
+
+def _augmented(nwk, twk, a, b, beta0):
+    """log of the word side's joint (E12) times the table indicators' prod binom(c, t)^-1."""
+    occ = nwk > 0
+    c, t = nwk[occ], twk[occ]
+    return (pdp_words.loglik(nwk, twk, a, b, beta0)
+            + float((gammaln(t + 1.0) + gammaln(c - t + 1.0) - gammaln(c + 1.0)).sum()))
+
+
+@pytest.mark.parametrize("beta0", [0.2, 0.0], ids=["dirichlet-root", "uniform-root"])
+def test_word_factor_is_the_joint_ratio_and_the_network_recursion(beta0):
+    rng = np.random.default_rng(3)
+    V, K, a, b = 5, 3, 0.4, 1.5
+    docs = [[list(rng.integers(0, V, rng.integers(2, 8)))] for _ in range(5)]
+    net = compile_network(parse_network(pyp_lda(beta0, a, b)), CorpusLayout.of(docs, V), K)
+    sm = NetworkSampler(net, seed=2)
+    phi = [int(net.word_inst[0, k]) for k in range(K)]
+    Z, terms = np.zeros(net.num_nodes), np.zeros(4)
+    checked = 0
+    for _ in range(5):
+        sm.sweep()
+        sm.stirling.ensure(sm.mx[0] + 2, sm.mx[1] + 2)
+        nwk = np.stack([sm.n[net.off[j]:net.off[j + 1]] for j in phi], axis=1)
+        twk = np.stack([sm.tp[net.off[j]:net.off[j + 1]] for j in phi], axis=1)
+        tw = twk.sum(axis=1)
+        base = _augmented(nwk, twk, a, b, beta0)
+        for w in range(V):
+            got = word_pyp.word_zplus(w, nwk.astype(np.int32), twk.astype(np.int32), nwk.sum(axis=0), twk.sum(axis=0),
+                                      tw, int(tw.sum()), a, b, beta0, 0, sm.stirling.L3)
+            for k in range(K):
+                join, opened = nwk.copy(), nwk.copy()
+                join[w, k] += 1
+                opened[w, k] += 1
+                t_open = twk.copy()
+                t_open[w, k] += 1
+                want = ((np.exp(_augmented(join, twk, a, b, beta0) - base) if nwk[w, k] else 0.0)
+                        + np.exp(_augmented(opened, t_open, a, b, beta0) - base))
+                np.testing.assert_allclose(got[k], want, rtol=1e-10)
+                network = kernels.eval_zplus(phi[k], w, Z, terms, sm.anc_ptr, sm.anc, net.kind, net.dim, net.off,
+                                             net.alpha, net.a_of, net.b_of, net.par_ptr, net.par_node, net.par_gamma,
+                                             net.gamma_sum, sm.avals, sm.bvals, sm.stirling.L3, sm.n, sm.tc, sm.tp,
+                                             sm.Nn, sm.TC, sm.TP, sm.Se)
+                np.testing.assert_allclose(got[k], network, rtol=1e-12)
+                checked += 1
+    assert checked == 5 * V * K
+
+
+def test_two_partitions_tables_stay_the_recount_and_own_tables_legal():
+    rng = np.random.default_rng(7)
+    V, K = 9, 3
+    docs = [(f"d{i:02d}", [list(rng.integers(0, V, rng.integers(2, 12)))]) for i in range(16)]
+    model = PdpNetwork(K, V)
+    hyper = model.initial_hyper(network="pyp-lda")
+    blocks = [SegmentedBlock.from_segments(docs[p::2]) for p in range(2)]
+    states = [model.initial_state(blk, hyper, 5 + p) for p, blk in enumerate(blocks)]
+
+    def summed():
+        parts = [model.table_counts(blk, st, np.unique(blk.words, return_inverse=True))
+                 for blk, st in zip(blocks, states)]
+        return {t.name: merge(t, [c[t.name] for c in parts]) for t in model.count_tables()}
+    moved = races = occupied = 0
+    for it in range(8):
+        tables = summed()
+        before = [st["z"].copy() for st in states]
+        after = []
+        for p, (blk, st) in enumerate(zip(blocks, states)):
+            own = {name: np.array(tab, copy=True) if isinstance(tab, np.ndarray) else tab
+                   for name, tab in tables.items()}
+            model.sweep_tables(blk, st, hyper, own, model.derive(own), 100 * it + p)
+            after.append(own)
+        moved += sum(int((b0 != st["z"]).sum()) for b0, st in zip(before, states))
+        new = summed()
+        # a partition's private copy moved by exactly its own changes
+        for name in ("nwk", pdp_words.TABLE):
+            delta = sum(own[name].astype(np.int64) - tables[name] for own in after)
+            np.testing.assert_array_equal(tables[name] + delta, new[name], err_msg=name)
+        for blk, st in zip(blocks, states):
+            vocab, uidx = np.unique(blk.words, return_inverse=True)
+            n_own = pdp_words.own_customers(uidx.reshape(-1), st["z"], len(vocab), K)
+            t_own = st["word_t"]
+            assert np.all(t_own >= 0) and np.all(t_own <= n_own)
+        n, t = new["nwk"], new[pdp_words.TABLE]
+        assert np.all(t <= n)
+        races += int(((n > 0) & (t == 0)).sum())
+        occupied += int((n > 0).sum())
+        hyper = model.global_step(new, hyper, model.partition_stats(blocks[0], states[0], hyper, it), it)[1]
+    assert moved > 20 and races <= occupied // 20, (races, occupied)
+    assert hyper["a_values"]["phi.a"] != 0.5 and hyper["b_values"]["phi.b"] != 10.0
