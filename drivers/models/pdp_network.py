@@ -163,7 +163,9 @@ class PdpNetwork(GibbsModel):
         s = state["s"]
         cnt = self._counts(net, block, state, hyper, global_tc)
         avals, bvals = self._values(net, hyper)
-        anc_ptr, anc = kernels.ancestor_lists(net.par_ptr, net.par_node)
+        if getattr(net, "ancestors", None) is None:       # once per compiled block (kept with it)
+            net.ancestors = kernels.ancestor_lists(net.par_ptr, net.par_node)
+        anc_ptr, anc = net.ancestors
         stirling = StirlingStack(avals, sampled=[net.spec.params[n].sample for n in net.a_names])
         frozen = frozen_phi is not None
         phi = np.ascontiguousarray(frozen_phi, dtype=np.float64) if frozen else np.zeros((1, 1))

@@ -17,7 +17,9 @@ extract §2.4-2.6, as :mod:`inference.pdpnet.kernels`):
   (b + a T_k)/(b + N_k) S^{c+1}_{t+1} / S^c_t (t+1)/(c+1) nu_w with c = n_wk, t = t_wk (global), nu_w =
   (beta0 + t_w)/(V beta0 + sum t) (:func:`word_zplus`); the token's topic is drawn from Z^+_topic(k) (join +
   open), then open or join;
-* **re-seating**: one customer of every own cell leaves and comes back (redraws whether it holds an indicator).
+* **re-seating**: every own customer of every cell leaves and comes back once per cycle (redraws whether it holds
+  an indicator; O(1) each against the token step's O(K), so t_wk of a frequent word reaches its equilibrium in a
+  few cycles, not one table per cycle as with one customer per cell).
 
 With one partition this is the network sampler exactly (its conditionals are the joint's). With several it is
 the AD-LDA approximation the engine uses for every global count: a partition sees the others' counts as of the
@@ -186,16 +188,15 @@ def pyp_word_sweep(start, reseed, seed, words, uidx, vocab, z, topic_inst, anc_p
     for cell in range(first, U * K):
         u = cell // K
         k = cell % K
-        if own_n[u, k] == 0:
-            continue
-        if mx[0] + 3 > rows or mx[1] + 3 > cols:
-            return N + ncell + cell
         w = vocab[u]
-        held = _leave(w, u, k, own_n, own_t, nwk, twk)
-        if held < 0:
-            continue
-        _move(w, u, k, -1, held == 1, nwk, twk, nk, tk, tw, Tsum, own_n, own_t, mx)
-        nu = base_weight(w, tw, Tsum[0], beta0, V)
-        jn, op = word_terms(nwk[w, k], twk[w, k], nk[k], tk[k], a, b, nu, RJw, ROw)
-        _move(w, u, k, 1, np.random.random() * (jn + op) >= jn, nwk, twk, nk, tk, tw, Tsum, own_n, own_t, mx)
+        for _ in range(own_n[u, k]):          # every own customer of the cell once
+            if mx[0] + 3 > rows or mx[1] + 3 > cols:
+                return N + ncell + cell
+            held = _leave(w, u, k, own_n, own_t, nwk, twk)
+            if held < 0:
+                continue
+            _move(w, u, k, -1, held == 1, nwk, twk, nk, tk, tw, Tsum, own_n, own_t, mx)
+            nu = base_weight(w, tw, Tsum[0], beta0, V)
+            jn, op = word_terms(nwk[w, k], twk[w, k], nk[k], tk[k], a, b, nu, RJw, ROw)
+            _move(w, u, k, 1, np.random.random() * (jn + op) >= jn, nwk, twk, nk, tk, tw, Tsum, own_n, own_t, mx)
     return -1

@@ -1,0 +1,120 @@
+"""Benchmark (issue 28 targets): held-out perplexity of the shipped network specs against the built-in models on
+real segmented text, and of pyp-lda.json against lda-gibbs on real text with bursty words.
+
+Corpus: the 1,189 chapters of the World English Bible (``sample_data/web_chapters.jsonl.gz``) split into
+sentences (``prepare --segments sentence --holdout-fraction 0.2``: 944 training and 245 held-out chapters; names
+and rare words recur within a chapter, the burstiness a Pitman-Yor topic-word vector models). Pairs, each with the
+same K, iterations, seed and priors (alpha 0.1 fixed, beta 0.01; b = 10 sampled, a = 0 for the segment vectors):
+
+* ``stm`` vs ``pdp-network --network stm``; ``seqlda --fixed-alpha`` vs ``--network seqlda``; ``adatm`` vs
+  ``--network adatm`` (target: within 3%);
+* ``lda-gibbs --fixed-alpha`` vs ``--network pyp-lda`` (target: pyp-lda lower); and lda-gibbs with its alpha
+  optimised (the default) for reference.
+
+Every model is scored by ``evaluate``'s default held-out estimator (document completion: half of every held-out
+chapter observed, the model's own sampler with the topics fixed, eq 5.10). CPU seconds: the cpuacct cgroup of
+this process (the JVM and Python workers included) around each train + evaluate; put the shell in its own group
+first (README, "Measuring"). Not part of the test run::
+
+    python tests/bench/bench_pdp_perplexity.py --topics 20 --iterations 100 [--only stm,pyp-lda] [--again]
+
+Results: a table on stdout and ``out/bench/pdp-perplexity-K{K}-I{iterations}.json`` (runs already there are kept
+unless ``--again``). Training uses ``--sync auto`` (the default).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from bench_common import CACHE, REPO, bench_session  # noqa: E402  (first: puts the project on sys.path)
+
+RUNS = {   # name -> (model, extra train flags)
+    "stm": ("stm", ()),
+    "stm.json": ("pdp-network", ("--network", "stm")),
+    "seqlda": ("seqlda", ("--fixed-alpha",)),
+    "seqlda.json": ("pdp-network", ("--network", "seqlda")),
+    "adatm": ("adatm", ()),
+    "adatm.json": ("pdp-network", ("--network", "adatm")),
+    "lda-gibbs": ("lda-gibbs", ("--fixed-alpha",)),
+    "pyp-lda.json": ("pdp-network", ("--network", "pyp-lda")),
+    "lda-gibbs (alpha optimised)": ("lda-gibbs", ()),
+}
+GROUPS = {"stm": ["stm", "stm.json"], "seqlda": ["seqlda", "seqlda.json"], "adatm": ["adatm", "adatm.json"],
+          "pyp-lda": ["lda-gibbs", "pyp-lda.json", "lda-gibbs (alpha optimised)"]}
+
+
+def cpu_seconds() -> float:
+    """CPU seconds of this process's cpuacct cgroup (children included)."""
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        if "cpuacct" in controllers.split(","):
+            return int(Path(f"/sys/fs/cgroup/cpuacct{path}/cpuacct.usage").read_text()) / 1e9
+    raise SystemExit("no cpuacct cgroup")
+
+
+def segmented_corpus(spark) -> tuple[str, str]:
+    from drivers.preparation.heldout_corpus import prepare_with_holdout
+
+    out = CACHE / "web-chapters-sentences-holdout20"
+    if not (out / "corpus.json").exists():
+        prepare_with_holdout(spark, str(REPO / "sample_data" / "web_chapters.jsonl.gz"), str(out), 0.2,
+                             segments="sentence", overwrite=True)
+    return str(out), str(out / "heldout")
+
+
+def run_one(spark, name: str, train_dir: str, test_dir: str, topics: int, iterations: int, seed: int,
+            root: Path) -> dict:
+    from conftest import train_args
+    from jobs import train
+    from jobs.evaluate import evaluate_model
+
+    model, extra = RUNS[name]
+    out = root / name.replace(" ", "_").replace("(", "").replace(")", "")
+    cpu, wall = cpu_seconds(), time.perf_counter()
+    meta = train.train(spark, train_args(train_dir, out, "--model", model, *extra, "--topics", topics,
+                                         "--iterations", iterations, "--seed", seed))
+    train_cpu = cpu_seconds() - cpu
+    metrics = evaluate_model(spark, str(out), test_dir, seed=seed)
+    hyper = meta.get("hyper", {})
+    return {"run": name, "model": model, "flags": list(extra), "perplexity": metrics["perplexity"],
+            "train_cpu_seconds": train_cpu, "cpu_seconds": cpu_seconds() - cpu,
+            "wall_seconds": time.perf_counter() - wall, "tokens": meta["data"]["tokens"],
+            "hyper": {k: hyper[k] for k in ("a_values", "b_values", "b") if k in hyper}}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--topics", type=int, default=20)
+    parser.add_argument("--iterations", type=int, default=100)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--only", default=",".join(GROUPS), help="groups: " + ",".join(GROUPS))
+    parser.add_argument("--again", action="store_true", help="run again what the results file has")
+    args = parser.parse_args()
+    spark = bench_session("bench pdp-network perplexity")
+    train_dir, test_dir = segmented_corpus(spark)
+    root = CACHE / f"pdp-perplexity-K{args.topics}-I{args.iterations}"
+    result_file = CACHE / f"pdp-perplexity-K{args.topics}-I{args.iterations}.json"
+    rows = json.loads(result_file.read_text()) if result_file.exists() else {}
+    for group in args.only.split(","):
+        for name in GROUPS[group]:
+            if name in rows and not args.again:
+                continue
+            rows[name] = run_one(spark, name, train_dir, test_dir, args.topics, args.iterations, args.seed, root)
+            print(json.dumps(rows[name]), flush=True)
+            result_file.write_text(json.dumps(rows, indent=2))
+    print(f"\n{'run':30s} {'perplexity':>10s} {'train CPU s':>11s} {'CPU s':>8s}  hyper")
+    for name, r in rows.items():
+        print(f"{name:30s} {r['perplexity']:10.1f} {r['train_cpu_seconds']:11.1f} {r['cpu_seconds']:8.1f}  "
+              f"{json.dumps(r['hyper'])}")
+    for group, names in GROUPS.items():
+        have = [n for n in names if n in rows]
+        if len(have) >= 2:
+            base = rows[have[0]]["perplexity"]
+            print(f"{group}: " + ", ".join(f"{n} {rows[n]['perplexity'] / base - 1:+.1%}" for n in have[1:])
+                  + f" against {have[0]}")
+
+
+if __name__ == "__main__":
+    main()
