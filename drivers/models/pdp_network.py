@@ -235,7 +235,8 @@ class PdpNetwork(GibbsModel):
     def count_tables(self) -> tuple:
         tables = (CountTable("nwk", self.shared_rows, self.num_topics, "dense", cells_per_token=1),
                   CountTable("network_tc", MAX_GLOBAL, self.num_topics, "dense"),
-                  CountTable("discount_counts", engine_stats.HIST_ROWS, 1, "keyed"))
+                  CountTable("discount_counts", engine_stats.HIST_ROWS, 1, "keyed",
+                             cells_per_token=engine_stats.KEYS_PER_TOKEN))
         if self.__dict__.get("_word_pyp") is None:
             return tables
         return tables + (pdp_words.count_table(self.shared_rows, self.num_topics),)

@@ -25,6 +25,13 @@ MAX_GLOBAL = 8           # corpus-level topic families (rows of network_tc)
 MAX_PARAMS = 8           # discount / concentration parameters in the histogram keys
 RADIX = 1 << 24          # counts c, t, T below 16.7M
 HIST_ROWS = 2 * MAX_PARAMS * MAX_PARAMS * RADIX * RADIX
+#: a bound on a partition's histogram keys per token (the engine's table bound: without one it sends the counts
+#: through reducers and refuses the resident sampler). The keys are the distinct (p, c, t) of the occupied cells
+#: and (p, q, T) of the live vectors: distinct pairs whose c sum to at most M customers number at most ~(3M)^(2/3)/2,
+#: distinct T summing to at most M at most sqrt(2M), and M <= tokens x the deepest chain of Pitman-Yor vectors L,
+#: so 2 per token holds while L < ~2.5 sqrt(tokens) (790 at 100,000 tokens, per discount parameter); the resident
+#: sampler's replies have 64 MiB of slack beyond the bound besides.
+KEYS_PER_TOKEN = 2
 
 
 def hist_keys(part: int, p: int, q: int, x: np.ndarray, y: np.ndarray) -> np.ndarray:

@@ -3,7 +3,7 @@
 a sampled concentration (the driver's slice steps on the summed histograms, table ``discount_counts``): the
 tables the reducers sum equal a recount of the final states, the hyperparameters move, and a run interrupted
 after iteration 3 and resumed from its checkpoint is the uninterrupted chain; and pyp-lda's Pitman-Yor word side
-(table ``word_tables``, each partition's own tables), likewise."""
+(table ``word_tables``, each partition's own tables), likewise, and with the resident sampler the same chain."""
 from __future__ import annotations
 
 import json
@@ -37,10 +37,10 @@ def blocks(spark_session):
     rdd.unpersist()
 
 
-def _fit(spark_session, blocks, directory, network, resume=False, stop_after=None):
+def _fit(spark_session, blocks, directory, network, resume=False, stop_after=None, sync="jobs"):
     model = PdpNetwork(K, V)
     return fit_and_recount(spark_session, model, blocks, 2, directory, SampleSchedule.resolve(ITERATIONS, 4, 1, 1),
-                           7, "jobs", model.initial_hyper(network=network), resume, stop_after)
+                           7, sync, model.initial_hyper(network=network), resume, stop_after)
 
 
 @pytest.fixture(scope="module")
@@ -75,3 +75,5 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
     with pytest.raises(Interrupted):
         _fit(spark_session, blocks, tmp_path / "ckpt", network, stop_after=3)
     assert_same_runs(_fit(spark_session, blocks, tmp_path / "ckpt", network, resume=True), run)
+    if which == "pyp-lda":      # the tables' bounds let the resident sampler run it: the same chain
+        assert_same_runs(_fit(spark_session, blocks, tmp_path / "resident", network, sync="resident"), run)
