@@ -43,6 +43,7 @@ from drivers.store import model_root, publish
 from drivers.store.topic_model import (PointTopicModel, TREE_CONCEPTS, TREE_EDGE_COUNTS, TREE_LAMBDA, TopicModel,
                                        TreeTopicModel)
 from inference.errors import DamagedError, UsageError
+from inference.layout import VocabLayout
 
 
 CODE_VERSION = "0.2.0"
@@ -71,6 +72,8 @@ def save_matrix(directory: str, stem: str, matrix: np.ndarray, vocab: pd.DataFra
         storage.save_npy(storage.join(directory, f"{stem}.npy"), np.ascontiguousarray(matrix, dtype=np.float64))
         write_parquet(storage.join(directory, "vocab.parquet"), vocab[cols])
         return
+    if stem == TOPIC_WORD[:-len(".npy")]:        # the common file: the joint p(w | k) over every language
+        save_topic_word(directory, matrix)
     for language, start, stop in zip(layout.languages, layout.offsets[:-1], layout.offsets[1:]):
         part = matrix[:, start:stop]
         if normalise:
@@ -147,9 +150,30 @@ def write_parquet(path: str, frame: pd.DataFrame) -> None:
 
 
 def save_model(directory: str, meta: dict, vocab: pd.DataFrame, lambda_: np.ndarray, layout=None) -> None:
+    """A variational model's files: ``lambda.npy`` (per language ``lambda.<L>.npy``), the vocabulary, the common
+    ``topic_word.npy`` (:func:`variational_topic_word`) and model.json."""
     storage.makedirs(directory)
-    save_matrix(directory, "lambda", lambda_, vocab, layout if layout is not None and layout.is_polylingual else None)
+    polylingual = layout is not None and layout.is_polylingual
+    save_matrix(directory, "lambda", lambda_, vocab, layout if polylingual else None)
+    save_topic_word(directory, variational_topic_word(lambda_, layout if polylingual else None))
     storage.save_json(storage.join(directory, "model.json"), meta)
+
+
+#: the file every model directory has (README "Model directory"): K x V, rows sum to 1
+TOPIC_WORD = "topic_word.npy"
+
+
+def variational_topic_word(lambda_: np.ndarray, layout=None) -> np.ndarray:
+    """E_q[beta] as one K x V distribution per topic: lambda normalised by row; a polylingual model (one Dirichlet
+    per language, no joint over the languages) weighs each language's E_q[beta_k,L] by 1 / (number of languages)."""
+    flat = layout if layout is not None else VocabLayout.monolingual(lambda_.shape[1])
+    return flat.normalise(lambda_) / len(flat.languages)
+
+
+def save_topic_word(directory: str, topic_word: np.ndarray) -> None:
+    """``topic_word.npy``: the model's p(w | k) over its whole vocabulary (a polylingual model's languages
+    concatenated in model.json's order), K x V float64, rows summing to 1, saved without pickle."""
+    storage.save_npy(storage.join(directory, TOPIC_WORD), np.ascontiguousarray(topic_word, dtype=np.float64))
 
 
 PRIOR_SPEC = "prior_spec.json"   # an informed prior as given (drivers/models/lda/informed_prior.py spec_to_json)

@@ -232,3 +232,62 @@ def test_a_flag_of_another_model_is_refused_with_its_owner():
         train_args("c", "o", "--model", "stm", "--topics", 3, "--lambda-s", 1)
     with pytest.raises(UsageError, match=r"--model lda is variational: --beta only apply to the sampled models"):
         train_args("c", "o", "--model", "lda", "--topics", 3, "--beta", 0.1)
+
+
+README = os.path.join(os.path.dirname(HERE), "README.md")
+
+
+def readme_family_files() -> dict:
+    """model name -> the files the README's table of each family's own files gives it (rows that name a
+    condition, "trained with ...", are not checked: the tiny models are trained without it)."""
+    import re
+
+    with open(README, encoding="utf-8") as f:
+        text = f.read()
+    table = text[text.index("Beside them, each family's own files"):].split("\n\n")[1]
+    files = {}
+    for row in table.splitlines()[2:]:
+        cells = row.split(" | ")
+        if " with " in cells[1]:
+            continue
+        for model in re.findall(r"`([^`]+)`", cells[1]):
+            files.setdefault(model, []).extend(re.findall(r"`([^`]+)`", cells[0]))
+    return files
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_output_contract(trained, name):
+    """Every model directory has ``topic_word.npy`` (K x V float64, rows sum to 1, read without pickle; the
+    matrix ``load_model`` serves, a polylingual model's languages weighted as the README says) and
+    ``doc_topics.parquet`` with ``doc_id`` and ``theta`` (K, sum 1) for every training document, and beside them
+    the files the README's table gives its family."""
+    model_dir, meta = trained[name]
+    saved = load_model(model_dir)
+    K, V = int(meta["topics"]), len(saved.vocab)
+    topic_word = np.load(os.path.join(model_dir, "topic_word.npy"), allow_pickle=False)
+    assert topic_word.dtype == np.float64 and topic_word.shape == (K, V), topic_word.shape
+    assert np.all(topic_word >= 0)
+    np.testing.assert_allclose(topic_word.sum(axis=1), 1.0, rtol=0, atol=1e-12)
+    languages = saved.languages
+    if not languages:
+        np.testing.assert_array_equal(topic_word, saved.topic_word())
+    else:
+        offsets = np.cumsum([0] + [meta["vocab_sizes"][lang] for lang in languages])
+        for lang, start, stop in zip(languages, offsets[:-1], offsets[1:]):
+            part = topic_word[:, start:stop]
+            np.testing.assert_allclose(part / part.sum(axis=1, keepdims=True), saved.topic_word()[:, start:stop],
+                                       rtol=1e-12, err_msg=lang)
+            if name == "polylda":     # no joint over the languages: each weighted 1 / (number of languages)
+                np.testing.assert_allclose(part.sum(axis=1), 1 / len(languages), rtol=1e-12)
+
+    table = pd.read_parquet(os.path.join(model_dir, "doc_topics.parquet"))
+    assert {"doc_id", "theta"} <= set(table.columns) and table["doc_id"].map(type).eq(str).all()
+    theta = np.stack(table["theta"].to_numpy())
+    assert theta.shape == (int(meta["data"]["documents"]), K) and table["doc_id"].is_unique
+    np.testing.assert_allclose(theta.sum(axis=1), 1.0, rtol=0, atol=1e-12)
+
+    own = readme_family_files()
+    assert name in own, f"the README's model-directory table names no file of {name}"
+    for entry in own[name]:
+        for file in ([entry.replace("<L>", lang) for lang in languages] if "<L>" in entry else [entry]):
+            assert os.path.exists(os.path.join(model_dir, file)), file
