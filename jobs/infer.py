@@ -98,7 +98,7 @@ def _infer(spark, request: InferRequest) -> dict:
         why_not = family.why_not_in_process(trained, corpus_dir, request)
         if why_not is None:
             log.info("inferring in this process (no Spark job)")
-            return family.infer_in_process(trained, corpus_dir, request)
+            return family.infer_in_process(trained, corpus_dir, request, prepared)
         if request.runs_on == "in-process":
             raise UsageError(f"spark-topics infer: --master none: cannot infer without Spark: {why_not}")
     return family.infer(spark() if callable(spark) else spark, trained, corpus_dir, request, prepared)

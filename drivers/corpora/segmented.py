@@ -154,6 +154,23 @@ def heldout_condition(fraction: float, tuple_of_language: bool = False):
     return bucket < F.lit(int(round(fraction * HELDOUT_BUCKETS)))
 
 
+def corpus_source(directory: str, meta: dict, aligned: bool, require_segments: bool,
+                  ordered: bool) -> tuple[bool, str]:
+    """(whether the documents load as segments, the file they load from: ``segments.parquet``, the ordered
+    tokens' file, else ``docs.parquet``), refusing a corpus without what the model needs."""
+    segmented = not aligned and storage.exists(storage.join(directory, SEGMENTS))
+    source_file = SEGMENTS if segmented else DOCS
+    if ordered:
+        if aligned or not (meta.get("ordered") or {}).get("file"):
+            raise UsageError(f"{directory} keeps no word order: prepare it with `spark-topics prepare --ordered` "
+                             f"(this model needs every document's tokens in text order)")
+        segmented, source_file = True, meta["ordered"]["file"]
+    if require_segments and not segmented:
+        raise UsageError(f"{directory} has no segments: prepare it with `spark-topics prepare --segments "
+                         f"paragraph|sentence|COLUMN` (this model needs ordered segments)")
+    return segmented, source_file
+
+
 def load_segmented_corpus(spark, directory: str, num_partitions: int | None = None,
                           heldout_fraction: float = 0.0, split: str = "all",
                           require_segments: bool = False,
@@ -190,16 +207,7 @@ def load_segmented_corpus(spark, directory: str, num_partitions: int | None = No
     check("--heldout-fraction", heldout_fraction, UNIT_LEFT)
     if split != "all" and heldout_fraction <= 0.0:
         raise ValueError("a train/test split needs heldout_fraction > 0")
-    segmented = layout is None and storage.exists(storage.join(directory, SEGMENTS))
-    source_file = SEGMENTS
-    if ordered:
-        if layout is not None or not (meta.get("ordered") or {}).get("file"):
-            raise UsageError(f"{directory} keeps no word order: prepare it with `spark-topics prepare --ordered` "
-                             f"(this model needs every document's tokens in text order)")
-        segmented, source_file = True, meta["ordered"]["file"]
-    if require_segments and not segmented:
-        raise UsageError(f"{directory} has no segments: prepare it with `spark-topics prepare --segments "
-                         f"paragraph|sentence|COLUMN` (this model needs ordered segments)")
+    segmented, source_file = corpus_source(directory, meta, layout is not None, require_segments, ordered)
     docs = int(meta["documents"])
     share = 1.0 if split == "all" else heldout_fraction if split == "test" else 1 - heldout_fraction
     tokens = meta.get("tokens")

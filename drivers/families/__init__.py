@@ -167,7 +167,7 @@ class ModelFamily:
         ``--master`` names a master); else why not, in a few words."""
         return f"{self.name} models infer on Spark only"
 
-    def infer_in_process(self, trained, corpus_dir: str, request: InferRequest) -> dict:
+    def infer_in_process(self, trained, corpus_dir: str, request: InferRequest, prepared: dict | None = None) -> dict:
         """:meth:`infer` in this process, without Spark: the same ``doc_topics.parquet`` and counts."""
         raise NotImplementedError
 

@@ -71,10 +71,11 @@ def test_train_reopen_infer_evaluate_topics(spark_session, trained, corpora, nam
     np.testing.assert_allclose(saved.topic_word().sum(axis=1), len(saved.languages) or 1)
     assert spec.family_object().open(model_dir) is not None
 
-    result = infer.infer(spark_session, InferRequest(model_dir, corpus, str(tmp_path / "inferred")))
+    result = infer.infer(spark_session, InferRequest(model_dir, corpus, str(tmp_path / "inferred"), runs_on="spark"))
     theta = _theta(tmp_path / "inferred" / "doc_topics.parquet")
     assert result["documents"] == theta.shape[0] == 40
     np.testing.assert_allclose(theta.sum(axis=1), 1.0)
+    _same_without_spark(spark_session, model_dir, corpus, spec, result, tmp_path)
 
     metrics = evaluate.evaluate_model(spark_session, model_dir, corpus)
     text = evaluate.format_metrics(metrics)
@@ -91,6 +92,23 @@ def test_train_reopen_infer_evaluate_topics(spark_session, trained, corpora, nam
 
     shown = topics.run(argparse.Namespace(model_dir=model_dir, top_words=4, weights=False))
     assert len(shown.splitlines()) == K * (len(saved.languages) or 1)
+
+
+def _same_without_spark(spark_session, model_dir, corpus, spec, result, tmp_path):
+    """``infer`` in this process (``--master none``, every monolingual model) starts no Spark job and writes the
+    Spark job's tables (doc_topics, segment_topics, the model's own) number for number, and the same counts."""
+    if spec.corpus == registry.ALIGNED:
+        return
+    jobs_before = len(spark_session.sparkContext.statusTracker().getJobIdsForGroup(None))
+    local = infer.infer(spark_session, InferRequest(model_dir, corpus, str(tmp_path / "local"), runs_on="in-process"))
+    assert len(spark_session.sparkContext.statusTracker().getJobIdsForGroup(None)) == jobs_before
+    assert {k: v for k, v in local.items() if not str(v).startswith(str(tmp_path))} == \
+        {k: v for k, v in result.items() if not str(v).startswith(str(tmp_path))}
+    tables = sorted(f for f in os.listdir(tmp_path / "inferred") if f.endswith(".parquet"))
+    assert tables == sorted(f for f in os.listdir(tmp_path / "local") if f.endswith(".parquet")) and tables
+    for table in tables:
+        pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "local" / table),
+                                      pd.read_parquet(tmp_path / "inferred" / table), check_exact=True, obj=table)
 
 
 #: how each model's left-to-right estimate says it was computed (the default: particles, LDA's predictive)

@@ -47,6 +47,7 @@ from drivers.families import EvaluateRequest, InferRequest, ModelFamily, TrainRe
 from drivers.evaluation import left_to_right
 from drivers.evaluation.standard_coherence import DOCUMENT_NPMI
 from drivers.families.gibbs.evaluate import evaluate, evaluate_left_to_right, evaluate_split
+from drivers.families.gibbs import infer_in_process as in_process
 from drivers.families.gibbs.infer import infer_gibbs, point_estimates, write_model_files
 from drivers.families.gibbs.refresh import check_refreshable, refresh_chain
 from drivers.families.gibbs.models import (hyper_overrides, initial_hyper, make_model, needs_order, needs_segments,
@@ -268,13 +269,35 @@ class GibbsFamily(ModelFamily):
     def infer(self, spark, trained, corpus_dir: str, request: InferRequest, prepared: dict | None = None) -> dict:
         if not isinstance(trained, tuple):
             return point_estimates().infer(spark, trained, corpus_dir, replace(request, engine=None), prepared)
+        settings = self._infer_settings(request, prepared)
+        result = infer_gibbs(spark, trained, corpus_dir, request.output, settings.sweeps, settings.samples,
+                             settings.seed, request.partitions, self.catalogue)
+        return self._with_rejects(result, corpus_dir, prepared)
+
+    def why_not_in_process(self, trained, corpus_dir: str, request: InferRequest) -> str | None:
+        if not isinstance(trained, tuple):
+            return point_estimates().why_not_in_process(trained, corpus_dir, replace(request, engine=None))
+        return in_process.why_not_in_process(corpus_dir)
+
+    def infer_in_process(self, trained, corpus_dir: str, request: InferRequest, prepared: dict | None = None) -> dict:
+        if not isinstance(trained, tuple):
+            return point_estimates().infer_in_process(trained, corpus_dir, replace(request, engine=None), prepared)
+        settings = self._infer_settings(request, prepared)
+        result = in_process.infer_in_process(trained, corpus_dir, request.output, settings.sweeps, settings.samples,
+                                             settings.seed, request.partitions, self.catalogue)
+        return self._with_rejects(result, corpus_dir, prepared)
+
+    @staticmethod
+    def _infer_settings(request: InferRequest, prepared: dict | None) -> GibbsInference:
         settings = request.engine or GibbsInference()
         if request.lang is not None:
             raise UsageError("--lang applies to polylingual models")
         if prepared is None and settings.segments:
             raise UsageError("--segments applies to raw input; a prepared corpus keeps its segments")
-        result = infer_gibbs(spark, trained, corpus_dir, request.output, settings.sweeps, settings.samples,
-                             settings.seed, request.partitions, self.catalogue)
+        return settings
+
+    @staticmethod
+    def _with_rejects(result: dict, corpus_dir: str, prepared: dict | None) -> dict:
         result["no_known_words"] = int(((prepared or {}).get("rejected") or {}).get("empty", 0))
         result["rejects"] = storage.join(corpus_dir, "rejects")
         return result

@@ -26,15 +26,21 @@ def write_proportions(spark, model: GibbsModel, states, directory: str) -> None:
     """doc_topics.parquet (doc_id, theta) and segment_topics.parquet (doc_id, segment, theta) (the model's
     ``document_proportions``), and the model's own per-document tables (``document_files``): each task writes its
     partition's rows (sorted by document, segments in order) as one Parquet part of each directory."""
+    outputs.write_partition_tables(spark, states, proportion_paths(model, directory),
+                                   partial(proportion_tables, model), "write document and segment topic proportions")
+
+
+def proportion_paths(model: GibbsModel, directory: str) -> list:
+    """The directories :func:`write_proportions` fills: doc_topics, segment_topics and the model's own tables."""
     files = ("doc_topics.parquet", "segment_topics.parquet") + tuple(model.document_files)
-    paths = [storage.join(directory, name) for name in files]
+    return [storage.join(directory, name) for name in files]
 
-    def tables_of(_, item):
-        own = model.document_outputs(item)
-        return list(outputs.proportion_tables(item["orig"], *model.document_proportions(item))) + \
-            [outputs.columns_table(own[name]) for name in model.document_files]
 
-    outputs.write_partition_tables(spark, states, paths, tables_of, "write document and segment topic proportions")
+def proportion_tables(model: GibbsModel, _partition, item) -> list:
+    """The Arrow tables of one partition's ``item``, in the order of :func:`proportion_paths`."""
+    own = model.document_outputs(item)
+    return list(outputs.proportion_tables(item["orig"], *model.document_proportions(item))) + \
+        [outputs.columns_table(own[name]) for name in model.document_files]
 
 
 def write_model_files(spark, model, result, output: str, vocab, layout=None) -> None:

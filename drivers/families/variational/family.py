@@ -296,7 +296,8 @@ class VariationalFamily(ModelFamily):
     def why_not_in_process(self, trained: TopicModel, corpus_dir: str, request: InferRequest) -> str | None:
         return in_process.why_not_in_process(trained, corpus_dir, request.lang)
 
-    def infer_in_process(self, trained: TopicModel, corpus_dir: str, request: InferRequest) -> dict:
+    def infer_in_process(self, trained: TopicModel, corpus_dir: str, request: InferRequest,
+                         prepared: dict | None = None) -> dict:
         return in_process.infer_in_process(trained, corpus_dir, request.output, request.engine, request.lang)
 
     def infer_summary(self, result: dict, request: InferRequest) -> str:

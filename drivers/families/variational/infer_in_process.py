@@ -49,7 +49,7 @@ def infer_in_process(model: TopicModel, corpus_dir: str, output_dir: str, option
     elif lang is not None:
         raise UsageError(f"--lang applies to polylingual models; {model.directory} is monolingual")
     meta, vocab = open_corpus_meta(None, corpus_dir)
-    require_same_vocabulary(model, _VocabOf(corpus_dir, vocab))
+    require_same_vocabulary(model, VocabOf(corpus_dir, vocab))
     docs = pq.read_table(os.path.join(corpus_dir, DOCS), columns=["doc_id", "term_ids", "counts", "n_tokens",
                                                                   "n_oov"])
     block = DocBlock.from_arrow(docs)
@@ -81,7 +81,7 @@ def infer_in_process(model: TopicModel, corpus_dir: str, output_dir: str, option
             "no_known_words": int(sum(columns[4])), "output": path}
 
 
-class _VocabOf:
+class VocabOf:
     """The two attributes :func:`require_same_vocabulary` reads of a corpus."""
 
     def __init__(self, directory: str, vocab):
