@@ -25,7 +25,7 @@
 #
 # Example:
 #   deploy/submit-yarn.sh --queue batch train --corpus hdfs:///topics/corpus --output hdfs:///topics/m50 --topics 50
-#   deploy/submit-yarn.sh refresh --model hdfs:///topics/model --input hdfs:///topics/incoming --keep 30
+#   deploy/submit-yarn.sh refresh --model-dir hdfs:///topics/model --input hdfs:///topics/incoming --keep 30
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 dist="${SPARK_TOPICS_DIST:-$here/dist}"

@@ -26,7 +26,7 @@
 #
 # Example (standalone cluster):
 #   deploy/submit.sh --master spark://10.0.0.5:7077 train --corpus hdfs:///c --output hdfs:///m --topics 50
-#   deploy/submit.sh --master spark://10.0.0.5:7077 --env refresh --model hdfs:///topics --input hdfs:///new
+#   deploy/submit.sh --master spark://10.0.0.5:7077 --env refresh --model-dir hdfs:///topics --input hdfs:///new
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 dist="${SPARK_TOPICS_DIST:-$here/dist}"

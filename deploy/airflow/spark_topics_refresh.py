@@ -52,6 +52,6 @@ with DAG(
             "spark.executorEnv.PYSPARK_PYTHON": ENV_PYTHON,
             "spark.python.unix.domain.socket.enabled": "true",
         },
-        application_args=["--model", MODEL_ROOT, "--input", INCOMING, "--keep", "30"],
+        application_args=["--model-dir", MODEL_ROOT, "--input", INCOMING, "--keep", "30"],
         retries=0,
     )

@@ -62,7 +62,7 @@ def test_dagbag_loads_the_dag_and_its_command_is_the_yarn_recipes(tmp_path):
     assert (loaded["schedule"], loaded["catchup"], loaded["max_active_runs"]) == ("@daily", False, 1)
     assert loaded["operator"] == "SparkSubmitOperator"
 
-    yarn = subprocess.run([os.path.join(DEPLOY, "submit-yarn.sh"), "--print-command", "refresh", "--model",
+    yarn = subprocess.run([os.path.join(DEPLOY, "submit-yarn.sh"), "--print-command", "refresh", "--model-dir",
                            "hdfs:///t/model", "--input", "hdfs:///t/incoming", "--keep", "30"],
                           env=dict(os.environ, SPARK_SUBMIT="spark-submit", SPARK_TOPICS_DIST=f"{REPO}/dist"),
                           capture_output=True, text=True, timeout=60)
