@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 
 from drivers import registry, storage
 from drivers.failures import one_line
@@ -20,7 +21,9 @@ from drivers.store import model_store
 from inference.errors import UsageError
 from inference.left_to_right import DEFAULT_PARTICLES, LeftToRight
 from jobs.flags import add_model_dir
-from jobs.spark import fold_in_conf, local_path, path_list, path_map, positive_int, sized_session
+from jobs.spark import engine_of, fold_in_conf, local_path, path_list, path_map, positive_int, sized_session
+
+log = logging.getLogger("spark_topics.evaluate")
 
 
 def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
@@ -121,9 +124,18 @@ def run(args) -> dict:
         model_dirs = (model_store.resolve(args.model, getattr(args, "version", None)),)     # one version for the job
     family = family_of(model_dirs)
     request = EvaluateRequest(model_dirs, args.corpus, args.reference, args.top_words, args.seed, args.partitions,
-                              engine=family.evaluate_settings(args), left_to_right=left_to_right_settings(args))
-    spark = sized_session("spark-topics evaluate", args,
-                          lambda conf, active: fold_in_conf(model_dirs, conf, active))
+                              engine=family.evaluate_settings(args), left_to_right=left_to_right_settings(args),
+                              runs_on=engine_of(args.master))
+    spark = None
+    why_not = "--master names a Spark master" if request.runs_on == "spark" else \
+        family.why_not_evaluate_in_process(request)
+    if why_not is None:
+        log.info("evaluating in this process (no Spark job)")
+    elif request.runs_on == "in-process":
+        raise UsageError(f"spark-topics evaluate: --master none: cannot evaluate without Spark: {why_not}")
+    else:
+        spark = sized_session("spark-topics evaluate", args,
+                              lambda conf, active: fold_in_conf(model_dirs, conf, active))
     metrics = family.evaluate(spark, request)
     print(family.format_metrics(metrics))
     if not args.language_models and request.left_to_right is None:

@@ -20,8 +20,8 @@ log = logging.getLogger("spark_topics")
 def add_spark_arguments(parser: argparse.ArgumentParser) -> None:
     """Add ``--master`` and repeatable ``--conf key=value`` to a job's parser."""
     parser.add_argument("--master", default=None,
-                        help="Spark master URL (default: local[*], or whatever spark-submit set; prepare "
-                             "runs a small local input in this process unless a master is given); 'none': "
+                        help="Spark master URL (default: local[*], or whatever spark-submit set; prepare, infer "
+                             "and evaluate run a small local input in this process unless a master is given); 'none': "
                              "in this process, without Spark, or a one-line refusal saying why not")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                         help="extra Spark configuration, repeatable")
@@ -161,8 +161,8 @@ def get_spark(app_name: str, master: str | None = None, conf: list[str] | None =
     from pyspark.sql import SparkSession
 
     if master == NO_SPARK:
-        raise UsageError(f"--master {NO_SPARK}: {app_name} runs on Spark (prepare and infer of small inputs "
-                         f"run without it); give a Spark master or leave --master out")
+        raise UsageError(f"--master {NO_SPARK}: {app_name} runs on Spark (prepare, infer and evaluate of small "
+                         f"inputs run without it); give a Spark master or leave --master out")
     active = SparkSession.getActiveSession()
     if active is not None:
         return active

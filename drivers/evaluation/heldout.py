@@ -22,6 +22,7 @@ from functools import partial
 
 import numpy as np
 
+from drivers.corpora.in_process import Shared
 from inference.elbo import alpha_terms
 from inference.gibbs.heldout import HeldoutSchedule, perplexity
 from inference.gibbs.model import GibbsModel
@@ -32,13 +33,28 @@ from inference.mapper import EStepSettings
 
 # --------------------------------------------------------------------------- deterministic sums
 
+def per_partition(blocks, task) -> list:
+    """``task(partition, items)``'s results over every partition of ``blocks`` (an RDD of ``(partition, block)``,
+    or in this process a list of them, :mod:`drivers.corpora.in_process`), in partition order."""
+    if isinstance(blocks, list):
+        parts = [r for p, block in blocks for r in task(p, iter([(p, block)]))]
+    else:
+        parts = blocks.mapPartitionsWithIndex(task).collect()
+    return sorted(parts, key=lambda r: r[0])
+
+
+def _describe(spark, text: str | None) -> None:
+    if spark is not None:
+        spark.sparkContext.setJobDescription(text)
+
+
 def sum_over_blocks(blocks, block_fn) -> np.ndarray:
     """sum over partitions of ``block_fn(block)`` (an array), added on the driver in partition order."""
     def task(partition, items):
         for _, block in items:
             yield partition, block_fn(block)
 
-    parts = sorted(blocks.mapPartitionsWithIndex(task).collect(), key=lambda r: r[0])
+    parts = per_partition(blocks, task)
     if not parts:
         raise ValueError("the corpus has no blocks")
     total = np.zeros_like(parts[0][1])
@@ -114,14 +130,13 @@ def reference_word_ids(top_terms: np.ndarray, reference) -> np.ndarray:
 def coherence(spark, reference, top_words: np.ndarray) -> dict:
     """NPMI coherence of (K x N) top word ids (reference vocabulary ids) over the reference corpus."""
     word_ids = distinct_word_ids(top_words)
-    sc = spark.sparkContext
-    sc.setJobDescription("evaluate: NPMI co-occurrence counts")
+    _describe(spark, "evaluate: NPMI co-occurrence counts")
     index = np.searchsorted(word_ids, top_words)
     i, j = np.triu_indices(top_words.shape[1], k=1)
     pairs = word_pairs((index[:, i], index[:, j]))
     counts = PairCounts(len(word_ids), pairs, sum_over_blocks(
         reference.blocks, partial(cooccurrence_counts, word_ids=word_ids, pairs=pairs)))
-    sc.setJobDescription(None)
+    _describe(spark, None)
     result = npmi_coherence(top_words, word_ids, counts, reference.num_documents)
     return dict(result, top_words=int(top_words.shape[1]), reference_documents=reference.num_documents)
 
@@ -144,18 +159,17 @@ def _heldout_task(partition, items, model, bc, schedule, seed):
 def score_heldout(spark, model: GibbsModel, hyper: dict, topic_word: np.ndarray, blocks,
                   schedule: HeldoutSchedule, seed: int = 0) -> dict:
     """Held-out perplexity of the documents in ``blocks`` by the model's predictive (``model.heldout_loglik``; by
-    default inference/gibbs/heldout.py), summed in partition order."""
-    sc = spark.sparkContext
-    sc.setJobDescription(f"{model.name}: held-out perplexity ({schedule.iterations} sweeps per document, "
-                         f"topics fixed)")
-    bc = sc.broadcast((hyper, np.ascontiguousarray(topic_word.T)))
+    default inference/gibbs/heldout.py), summed in partition order (``spark`` None: ``blocks`` a list, in this
+    process)."""
+    value = (hyper, np.ascontiguousarray(topic_word.T))
+    _describe(spark, f"{model.name}: held-out perplexity ({schedule.iterations} sweeps per document, topics fixed)")
+    bc = Shared(value) if spark is None else spark.sparkContext.broadcast(value)
     try:
-        parts = sorted(blocks.mapPartitionsWithIndex(partial(_heldout_task, model=model, bc=bc,
-                                                             schedule=schedule, seed=seed)).collect(),
-                       key=lambda r: r[0])
+        parts = per_partition(blocks, partial(_heldout_task, model=model, bc=bc, schedule=schedule, seed=seed))
     finally:
-        bc.destroy()
-        sc.setJobDescription(None)
+        if spark is not None:
+            bc.destroy()
+        _describe(spark, None)
     total = np.zeros(3)
     for _, value in parts:
         total += value

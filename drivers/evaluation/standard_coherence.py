@@ -51,8 +51,14 @@ def _count_task(rows, nested: bool, word_ids, index, windows):
 def spark_counts(spark, path: str, column: str, nested: bool, word_ids, index, windows) -> dict:
     """window -> :class:`~inference.coherence_measures.WindowCounts` over the documents of ``path``'s ``column``
     (a list of word ids, or with ``nested`` a list of segments); window 0: one window per document."""
-    parts = spark.read.parquet(path).select(column).rdd.mapPartitions(
-        partial(_count_task, nested=nested, word_ids=word_ids, index=index, windows=tuple(windows))).collect()
+    task = partial(_count_task, nested=nested, word_ids=word_ids, index=index, windows=tuple(windows))
+    if spark is None:       # in this process: the rows as one partition (the counts are integers: any order)
+        import pyarrow.parquet as pq
+
+        _, local = storage.resolve(path)
+        parts = list(task((value,) for value in pq.read_table(local, columns=[column]).column(column).to_pylist()))
+    else:
+        parts = spark.read.parquet(path).select(column).rdd.mapPartitions(task).collect()
     keys = measures.topic_pairs(index, max(word_ids.size, 1))
     out = {}
     for w in windows:
@@ -84,18 +90,18 @@ def standard_coherence(spark, model_dir: str, reference_dir: str, top_words: int
     ids = np.vectorize(lambda t: index_of.get(t, absent.get(t)), otypes=[np.int64])(top_terms)
     word_ids = np.unique(ids)
     index = np.searchsorted(word_ids, ids)
-    sc = spark.sparkContext
+    describe = spark.sparkContext.setJobDescription if spark is not None else (lambda text: None)
     result = {"top_words": int(top_words), "reference": reference_dir, "absent_top_words": sorted(absent),
               "topic_diversity": measures.topic_diversity(phi), "diversity_words": measures.DIVERSITY_WORDS}
     try:
-        sc.setJobDescription("evaluate: u_mass document counts")
+        describe("evaluate: u_mass document counts")
         counts = spark_counts(spark, storage.join(reference_dir, DOCS), "term_ids", False, word_ids, index, (0,))
         result["u_mass"] = dict(_summary(measures.u_mass(index, counts[0])), documents=counts[0].windows)
         ordered = ordered_file(reference_dir, meta)
         if ordered is None:
             result["c_npmi"] = result["c_v"] = {"mean": None, "note": NEEDS_ORDER}
         else:
-            sc.setJobDescription("evaluate: sliding-window counts (c_npmi, c_v)")
+            describe("evaluate: sliding-window counts (c_npmi, c_v)")
             windows = (measures.WINDOWS["c_npmi"], measures.WINDOWS["c_v"])
             counts = spark_counts(spark, ordered, "segments", True, word_ids, index, windows)
             for name in ("c_npmi", "c_v"):
@@ -103,7 +109,7 @@ def standard_coherence(spark, model_dir: str, reference_dir: str, top_words: int
                 result[name] = dict(_summary(measures.MEASURES[name](index, counts[w])), window=w,
                                     windows=counts[w].windows)
     finally:
-        sc.setJobDescription(None)
+        describe(None)
     return result
 
 

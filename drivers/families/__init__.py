@@ -101,6 +101,7 @@ class EvaluateRequest(Constrained):
     partitions: int | None = None
     engine: object = None
     left_to_right: object = None        # inference.left_to_right.LeftToRight: --method left-to-right
+    runs_on: str = "spark"              # spark | auto (this process when small: the CLI without --master) | in-process
 
     parameter_constraints = {"partitions": AT_LEAST_1}
 
@@ -175,7 +176,13 @@ class ModelFamily:
         raise NotImplementedError
 
     def evaluate(self, spark, request: EvaluateRequest) -> dict:
+        """The model's figures on ``request.corpus``; ``spark`` None: in this process (when
+        :meth:`why_not_evaluate_in_process` says None)."""
         raise NotImplementedError
+
+    def why_not_evaluate_in_process(self, request: EvaluateRequest) -> str | None:
+        """None when :meth:`evaluate` can score the request without Spark; else why not, in a few words."""
+        return f"{self.name} models evaluate on Spark only"
 
     def refresh(self, spark, spec, base, corpus_dir: str, request, history: dict, output: str) -> dict:
         """Fit the batch in ``corpus_dir`` from the trained model ``base`` as ``request.mode`` says (``spark-topics

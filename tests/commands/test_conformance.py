@@ -20,7 +20,7 @@ import pytest
 from conftest import train_args
 from drivers import registry
 from drivers.evaluation import report as evaluation_report
-from drivers.families import InferRequest
+from drivers.families import EvaluateRequest, InferRequest
 from drivers.store.model_store import load_model
 from jobs import evaluate, infer, topics, train
 from tiny_corpora import FAMILY_FLAGS
@@ -78,6 +78,7 @@ def test_train_reopen_infer_evaluate_topics(spark_session, trained, corpora, nam
     _same_without_spark(spark_session, model_dir, corpus, spec, result, tmp_path)
 
     metrics = evaluate.evaluate_model(spark_session, model_dir, corpus)
+    _same_evaluation_without_spark(spark_session, model_dir, corpus, spec, metrics)
     text = evaluate.format_metrics(metrics)
     assert "perplexity" in text and json.loads(json.dumps(metrics))
     scores = [metrics] if "perplexity" in metrics else list(metrics["per_language"].values())
@@ -109,6 +110,33 @@ def _same_without_spark(spark_session, model_dir, corpus, spec, result, tmp_path
     for table in tables:
         pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "local" / table),
                                       pd.read_parquet(tmp_path / "inferred" / table), check_exact=True, obj=table)
+
+
+def _same_evaluation_without_spark(spark_session, model_dir, corpus, spec, metrics):
+    """``evaluate`` in this process (a monolingual Gibbs model: the Spark job's blocks, the same seeded held-out
+    sampler) starts no Spark job and gives the Spark job's figures exactly; gensim's measures too, for every
+    monolingual model; a variational model says it needs Spark."""
+    from drivers.evaluation import standard_coherence as standard
+
+    def spark_jobs():
+        return len(spark_session.sparkContext.statusTracker().getJobIdsForGroup(None))
+
+    request = EvaluateRequest((model_dir,), corpus, runs_on="in-process")
+    why_not = spec.family_object().why_not_evaluate_in_process(request)
+    if spec.corpus == registry.ALIGNED:
+        assert why_not is not None
+        return
+    before = spark_jobs()
+    local = standard.standard_coherence(None, model_dir, corpus)
+    if spec.family == "gibbs":
+        assert why_not is None, why_not
+        assert json.dumps(spec.family_object().evaluate(None, request), sort_keys=True) == \
+            json.dumps(metrics, sort_keys=True)
+    else:
+        assert why_not == "variational models evaluate on Spark only"
+    assert spark_jobs() == before
+    on_spark = standard.standard_coherence(spark_session, model_dir, corpus)
+    assert json.dumps(local, sort_keys=True) == json.dumps(on_spark, sort_keys=True)
 
 
 #: how each model's left-to-right estimate says it was computed (the default: particles, LDA's predictive)
@@ -229,6 +257,21 @@ def test_left_to_right_is_the_same_on_local1(spark_session, trained, corpora, lo
         r = evaluate.evaluate_model(spark_session, trained[name][0], corpora[registry.model(name).corpus],
                                     left_to_right=LeftToRight(**train_every_model.LEFT_TO_RIGHT_SETTINGS))
         assert local1[name] == [r["left_to_right"]["loglik"], r["left_to_right"]["loglik_importance"]], name
+
+
+def test_evaluate_with_master_none(spark_session, trained, corpora, capsys):
+    """``evaluate --master none`` of a Gibbs model prints its figures without a Spark job; a variational model is
+    refused in one line saying why."""
+    from jobs.cli import main
+
+    corpus = corpora[registry.BAG_OF_WORDS]
+    jobs_before = len(spark_session.sparkContext.statusTracker().getJobIdsForGroup(None))
+    main(["evaluate", "--model", trained["lda-gibbs"][0], "--corpus", corpus, "--master", "none"])
+    out = capsys.readouterr().out
+    assert "held-out perplexity" in out and "u_mass" in out, out
+    assert len(spark_session.sparkContext.statusTracker().getJobIdsForGroup(None)) == jobs_before
+    with pytest.raises(SystemExit, match="without Spark: variational models evaluate on Spark only"):
+        main(["evaluate", "--model", trained["lda"][0], "--corpus", corpus, "--master", "none"])
 
 
 def test_train_help_shows_the_models_own_flags():

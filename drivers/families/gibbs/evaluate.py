@@ -4,6 +4,7 @@ coherence."""
 from __future__ import annotations
 
 from drivers import storage
+from drivers.corpora import in_process as local_corpus
 from drivers.corpora.bow import load_corpus
 from drivers.corpora.files import data_version
 from drivers.corpora.segmented import heldout_condition, load_segmented_corpus
@@ -12,6 +13,7 @@ from drivers.evaluation.heldout import score_heldout, topic_coherence
 from drivers.families import TrainRequest
 from drivers.families.gibbs.models import needs_order, needs_segments, open_trained
 from drivers.families.gibbs.settings import GibbsTraining
+from drivers.store import model_store
 from drivers.store.model_store import require_same_vocabulary
 from inference.gibbs.heldout import HeldoutSchedule
 from inference.gibbs.model import GibbsModel
@@ -45,7 +47,10 @@ def evaluate(spark, model_dir: str, corpus_dir: str, reference_dir: str | None =
     spec = catalogue.of_meta(meta)
     topic_word = saved.lambda_
     K = topic_word.shape[0]
-    test, _ = open_test_corpus(spark, spec, meta, corpus_dir, partitions)
+    if spark is None:       # in this process (why_not_in_process: None)
+        test = local_corpus.load_segmented_corpus(corpus_dir, partitions, needs_segments(spec), needs_order(spec))
+    else:
+        test, _ = open_test_corpus(spark, spec, meta, corpus_dir, partitions)
     same_corpus = test.split == "test"
     reference = None
     try:
@@ -55,12 +60,13 @@ def evaluate(spark, model_dir: str, corpus_dir: str, reference_dir: str | None =
                                            samples or trained.get("samples") or 5,
                                            heldout_observed(observed, trained))
         score = score_heldout(spark, model, meta["hyper"], topic_word, test.blocks, schedule, seed)
-        reference = load_corpus(spark, reference_dir or corpus_dir, partitions)
+        reference = local_corpus.load_corpus(reference_dir or corpus_dir, partitions) if spark is None else \
+            load_corpus(spark, reference_dir or corpus_dir, partitions)
         npmi = topic_coherence(spark, saved.vocab["term"].to_numpy(), topic_word, reference, top_words)
     finally:
-        test.blocks.unpersist()
+        local_corpus.release(test.blocks)
         if reference is not None:
-            reference.blocks.unpersist()
+            local_corpus.release(reference.blocks)
     return {
         "gibbs": True, "model": model_dir, "model_type": meta["model"], "corpus": corpus_dir,
         "test_documents": "held-out split of the training corpus" if same_corpus else "all",
@@ -69,6 +75,24 @@ def evaluate(spark, model_dir: str, corpus_dir: str, reference_dir: str | None =
         "npmi": npmi["mean"], "npmi_per_topic": npmi["per_topic"],
         "npmi_settings": {"top_words": npmi["top_words"], "reference_documents": npmi["reference_documents"]},
     }
+
+
+def why_not_in_process(model_dir: str, corpus_dir: str, reference_dir: str | None) -> str | None:
+    """None when :func:`evaluate` can score the model in this process (``spark`` None): the test documents are the
+    whole corpus (not the held-out split of the training corpus), unpermuted, in small local corpora."""
+    meta = model_store.read_meta(model_dir)
+    data = meta.get("data") or {}
+    path = storage.join(corpus_dir, "corpus.json")
+    if float(data.get("heldout_fraction") or 0.0) > 0 and storage.exists(path) and \
+            data_version(storage.load_json(path)) == data.get("version"):
+        return "the held-out split of the training corpus"
+    if meta.get("permute_segments") is not None:
+        return "a model trained with --permute-segments"
+    for directory in dict.fromkeys((corpus_dir, reference_dir or corpus_dir)):
+        why_not = local_corpus.why_not_in_process(directory)
+        if why_not is not None:
+            return why_not
+    return None
 
 
 def open_test_corpus(spark, spec, meta: dict, corpus_dir: str, partitions: int | None = None,

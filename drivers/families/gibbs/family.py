@@ -46,7 +46,9 @@ from drivers.engines.gibbs.tables import TableLayout
 from drivers.families import EvaluateRequest, InferRequest, ModelFamily, TrainRequest
 from drivers.evaluation import left_to_right
 from drivers.evaluation.standard_coherence import DOCUMENT_NPMI
+from drivers.families.gibbs import evaluate as gibbs_evaluate
 from drivers.families.gibbs.evaluate import evaluate, evaluate_left_to_right, evaluate_split
+from drivers.corpora import in_process as local_corpus
 from drivers.families.gibbs import infer_in_process as in_process
 from drivers.families.gibbs.infer import infer_gibbs, point_estimates, write_model_files
 from drivers.families.gibbs.refresh import check_refreshable, refresh_chain
@@ -277,7 +279,7 @@ class GibbsFamily(ModelFamily):
     def why_not_in_process(self, trained, corpus_dir: str, request: InferRequest) -> str | None:
         if not isinstance(trained, tuple):
             return point_estimates().why_not_in_process(trained, corpus_dir, replace(request, engine=None))
-        return in_process.why_not_in_process(corpus_dir)
+        return local_corpus.why_not_in_process(corpus_dir)
 
     def infer_in_process(self, trained, corpus_dir: str, request: InferRequest, prepared: dict | None = None) -> dict:
         if not isinstance(trained, tuple):
@@ -334,8 +336,18 @@ class GibbsFamily(ModelFamily):
             return evaluate_left_to_right(spark, request.model_dirs[0], request.corpus, request.left_to_right,
                                           request.partitions, self.catalogue)
         e = request.engine or GibbsEvaluation()
+        if spark is None and self.why_not_evaluate_in_process(request) is not None:
+            raise UsageError(f"cannot evaluate without Spark: {self.why_not_evaluate_in_process(request)}")
         return evaluate(spark, request.model_dirs[0], request.corpus, request.reference, request.top_words,
                         request.seed, request.partitions, e.iterations, e.samples, e.observed, self.catalogue)
+
+    def why_not_evaluate_in_process(self, request: EvaluateRequest) -> str | None:
+        if len(request.model_dirs) != 1 or "=" in request.model_dirs[0] or \
+                model_store.read_meta(request.model_dirs[0]).get("languages"):
+            return "a multilingual model"
+        if request.left_to_right is not None:
+            return "--method left-to-right"
+        return gibbs_evaluate.why_not_in_process(request.model_dirs[0], request.corpus, request.reference)
 
     def format_metrics(self, metrics: dict) -> str:
         if metrics.get("left_to_right"):
