@@ -67,15 +67,18 @@ MODELS = {spec.name: spec for spec in (
               refresh_modes=("accumulate", "online", "batch"), default_inference="hybrid"),
     ModelSpec("polylda", "variational", "drivers.models.polylda:PolyLDA", ALIGNED,
               "polylingual LDA by hybrid variational-MCMC EM (--inference variational: variational EM), one "
-              "topic-word Dirichlet per language", default_inference="hybrid"),
+              "topic-word Dirichlet per language", refresh_modes=("accumulate", "online", "batch"),
+              default_inference="hybrid"),
     ModelSpec("tlda", "variational", "drivers.models.tree.model:TreeLDA", BAG_OF_WORDS,
               "tree LDA: topics over the paths of a prior tree (--tree, from bilingual dictionaries); "
               "--inference gibbs on the Gibbs engine",
-              engines=(("gibbs", "gibbs", "drivers.models.tree.model:TreeLDAGibbs"),)),
+              engines=(("gibbs", "gibbs", "drivers.models.tree.model:TreeLDAGibbs"),),
+              refresh_modes=("accumulate", "batch")),
     ModelSpec("ptlda", "variational", "drivers.models.tree.model:PolylingualTreeLDA", ALIGNED,
               "polylingual tree LDA: aligned tuples, topics over a tree spanning the languages; --inference gibbs "
               "on the Gibbs engine",
-              engines=(("gibbs", "gibbs", "drivers.models.tree.model:PolylingualTreeLDAGibbs"),)),
+              engines=(("gibbs", "gibbs", "drivers.models.tree.model:PolylingualTreeLDAGibbs"),),
+              refresh_modes=("accumulate", "batch")),
     ModelSpec("lda-gibbs", "gibbs", "drivers.models.lda_gibbs.model:LdaGibbs", BAG_OF_WORDS,
               "LDA by collapsed Gibbs sampling (AD-LDA); --segment-level: segments as documents",
               refresh_modes=GIBBS_REFRESH),

@@ -20,11 +20,13 @@ import time
 import pandas as pd
 
 from drivers import registry, storage
+from drivers.corpora.aligned import word_columns
 from drivers.corpora.files import DOCS
 from drivers.models.infvoc import commands as infinite
-from drivers.preparation.corpus import document_terms, prepare_corpus
+from drivers.preparation.corpus import prepare_corpus
 from drivers.preparation.reading import read_documents
-from drivers.refresh import base_version, reinfer, schedule, sources as refresh_sources, update as refresh
+from drivers.refresh import aligned_batches, base_version, reinfer, schedule, sources as refresh_sources, update as refresh
+from drivers.refresh.triage import grown_words, triage, write_ledger
 from drivers.refresh.update import RefreshRequest
 from drivers.refresh.unpublished import REJECTS_UNPUBLISHED, unpublished, write_rejects  # noqa: F401 (tests)
 from drivers.corpora import tokenizer
@@ -92,6 +94,8 @@ def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
     parser.add_argument("--format", default="auto", help="input format, as in `prepare`")
     parser.add_argument("--id-column", default="id")
     parser.add_argument("--text-column", default="text")
+    parser.add_argument("--lang-column", default="lang",
+                        help="a model of an aligned corpus (polylda, ptlda): the batch's language column (as prepare's)")
     infinite.add_flags(parser.add_argument_group("online LDA with an infinite vocabulary"), False)
 
 
@@ -107,7 +111,8 @@ def request_from(args) -> RefreshRequest:
                           rollback=args.rollback, seed=args.seed, partitions=args.partitions,
                           dry_run=args.dry_run, drift_report=args.drift_report,
                           reinfer_old=args.reinfer_old, format=args.format, id_column=args.id_column,
-                          text_column=args.text_column, chain_sweeps=args.chain_sweeps)
+                          text_column=args.text_column, chain_sweeps=args.chain_sweeps,
+                          lang_column=args.lang_column)
 
 
 def refresh_root(spark, request: RefreshRequest) -> dict:
@@ -216,73 +221,17 @@ def _refresh(spark, request: RefreshRequest) -> dict:
 
 
 def _build_version(spark, request, root, current, base, base_dir, spec, history, version, staging) -> dict:
-    from pyspark.sql import functions as F
-
-    sc = spark.sparkContext
     chain_dirs = [model_root.version_dir(root, v) for v in model_root.chain(root)]
     if current is None:                        # the base model's training corpus, by absolute path
         history = dict(history, **refresh_sources.training_history(base_dir, base.meta))
     training = schedule.guided_training(request, spec.refresh_modes, root, chain_dirs, history)   # checked before the batch is read
     ledger = refresh.read_ledger(spark, chain_dirs) if current is not None else \
         refresh.base_ledger(spark, base_dir, version)
-    options = {k: v for k, v in tokenizer.raw_text_options(base).items() if k != "segments" or spec.family == "gibbs"}
-    sc.setJobDescription(f"refresh {root}: read and classify {request.input}")
-    rows = read_documents(spark, request.input, format=request.format, id_column=request.id_column,
-                          text_column=request.text_column)
-    classified = refresh.classify(rows, ledger).cache()
-    try:
-        counts = {r["status"]: r["count"] for r in classified.groupBy("status").count().collect()}
-        read = sum(counts.values())
-        documents = {"read": read, **{k: counts.get(k, 0) for k in ("new", "revision", "duplicate", "adopted")}}
-        documents["rejected"] = {k: v for k, v in counts.items()
-                                 if k not in ("new", "revision", "duplicate", "adopted")}
-        ingest = documents["new"] + documents["revision"]
-        log.info("%s: %d documents read: %d new, %d revised, %d already ingested, %d rejected", request.input, read,
-                 documents["new"], documents["revision"], documents["duplicate"] + documents["adopted"],
-                 sum(documents["rejected"].values()))
-        rejected_rows = classified.where(~F.col("status").isin("new", "revision", "duplicate", "adopted"))
-        chain_only = ingest == 0 and request.mode == "chain"    # a Gibbs chain continued on the same documents
-        if (ingest == 0 and not chain_only) or request.dry_run:
-            report = unpublished(request, current, documents, rejected_rows)
-            print(report["message"])
-            return report
-        input_dir = storage.join(staging, "work-input")
-        classified.where(F.col("status").isin(*refresh.INGESTED)).select(
-            F.col("doc_id").alias("id"), "text").write.parquet(input_dir)
-        adopted = classified.where(F.col("status") == "adopted").select(
-            "doc_id", "content_hash", "status", F.lit(version).alias("version"))
-        if documents["rejected"]:
-            write_rejects(rejected_rows, storage.join(staging, "rejects"), request.input)
-        ingested_rows = classified.where(F.col("status").isin(*refresh.INGESTED))
-
-        # the vocabulary: the words of the batch the model does not know, counted over the batches
-        sc.setJobDescription(f"refresh {root}: the batch's words the model does not know")
-        known = spark.createDataFrame(base.vocab[["term"]].astype(str))
-        unknown = (document_terms(ingested_rows, **options).join(F.broadcast(known), "term", "left_anti")
-                   .groupBy("term").agg(F.count("*").alias("df")))
-        batch_terms = unknown.toPandas() if unknown.take(1) else pd.DataFrame({"term": [], "df": []})
-        pending_path = storage.join(base_dir, refresh.PENDING_TERMS)
-        pending = model_store.read_parquet(pending_path) if storage.exists(pending_path) else None
-        new_terms, pending = refresh.grow_vocabulary(base.vocab["term"], batch_terms, pending, request.min_new_df,
-                                                     request.max_new_terms)
-        vocab = pd.concat([base.vocab[["term"]], new_terms[["term"]]], ignore_index=True)
-        vocab["id"] = range(len(vocab))
-        vocab_path = storage.join(staging, "work-vocab.parquet")
-        model_store.write_parquet(vocab_path, vocab)
-        corpus_dir = None if chain_only else storage.join(staging, "corpus")
-        prepared = {"documents": 0, "tokens": 0} if chain_only else prepare_corpus(
-            spark, input_dir, corpus_dir, format="parquet", id_column="id", text_column="text", vocab=vocab_path,
-            **options)
-        storage.delete(vocab_path)
-        kept_ids = ingested_rows.select("doc_id") if chain_only else \
-            spark.read.parquet(storage.join(corpus_dir, DOCS)).select("doc_id")
-        ledger_rows = (ingested_rows.join(kept_ids, "doc_id", "inner")
-                       .select("doc_id", "content_hash", "status", F.lit(version).alias("version")))
-        ledger_rows = ledger_rows.unionByName(adopted)   # the base's documents: version 0's ledger
-        ledger_rows.coalesce(1).write.parquet(storage.join(staging, refresh.LEDGER))
-        storage.delete(input_dir)
-    finally:
-        classified.unpersist()
+    ingest = aligned_batches.ingest if base.meta.get("languages") else ingest_batch
+    ingested = ingest(spark, request, root, current, base, base_dir, ledger, version, staging, spec)
+    if isinstance(ingested, dict):             # nothing new, or --dry-run: the report of what was read
+        return ingested
+    documents, prepared, new_terms, pending, vocab, corpus_dir = ingested
 
     history_before = dict(history)
     if current is None:
@@ -298,7 +247,8 @@ def _build_version(spark, request, root, current, base, base_dir, spec, history,
                                       if decision.mode == schedule.GUIDED else request.iterations)
     fit_dir = corpus_dir
     if request.mode == "batch":
-        fit_dir = refresh_sources.union_corpus(spark, training, chain_dirs, corpus_dir, staging)
+        union = aligned_batches.union_corpus if base.meta.get("languages") else refresh_sources.union_corpus
+        fit_dir = union(spark, training, chain_dirs, corpus_dir, staging)
     meta = spec.family_object().refresh(spark, spec, base, fit_dir, request, history_before, staging)
     meta["data"]["corpus"] = storage.join(model_root.version_dir(storage.absolute(root), version), "corpus")
     if fit_dir != corpus_dir:
@@ -325,17 +275,62 @@ def _build_version(spark, request, root, current, base, base_dir, spec, history,
     model_store.write_parquet(storage.join(staging, refresh.NEW_TERMS), new_terms)
     model_store.write_parquet(storage.join(staging, refresh.PENDING_TERMS), pending)
     new_model = model_store.read_model_files(staging)
-    drift = refresh.topic_drift(base.topic_word(), new_model.topic_word())
+    drift = refresh.topic_drift(base.topic_word(), new_model.topic_word()[:, word_columns(
+        base.vocab, new_model.vocab)])
     report = {"version": version, "parent": parent, "mode": request.mode, "documents": documents,
               "schedule": None if decision is None else {"requested": "auto", "reason": decision.reason},
               "ingested": prepared["documents"], "tokens": prepared.get("tokens"),
-              "vocabulary": {"before": int(base.lambda_.shape[1]), "after": int(len(vocab)),
+              "vocabulary": {"before": int(len(base.vocab)), "after": int(len(vocab)),
                              "added": int(len(new_terms)), "new_terms": new_terms["term"].astype(str).tolist()[:200],
                              "pending": int(len(pending)), "min_new_df": request.min_new_df},
               "drift": drift, "iterations": meta["iterations"], "elbo": meta.get("elbo")}
     if request.probe:
         report["probe"] = probe_perplexity(spark, staging, request.probe)
     return report
+
+
+def ingest_batch(spark, request, root, current, base, base_dir, ledger, version, staging, spec):
+    """The batch's documents the ledger has not seen, prepared with the grown vocabulary into ``staging/corpus``:
+    ``(documents, prepared, new_terms, pending, vocab, corpus_dir)``, or the report of a run that publishes
+    nothing (nothing new, or ``--dry-run``)."""
+    from pyspark.sql import functions as F
+
+    sc = spark.sparkContext
+    options = {k: v for k, v in tokenizer.raw_text_options(base).items() if k != "segments" or spec.family == "gibbs"}
+    sc.setJobDescription(f"refresh {root}: read and classify {request.input}")
+    rows = read_documents(spark, request.input, format=request.format, id_column=request.id_column,
+                          text_column=request.text_column)
+    classified = refresh.classify(rows, ledger).cache()
+    try:
+        sorted_batch = triage(classified, request, current, version, staging, request.mode == "chain")
+        if sorted_batch.report is not None:
+            return sorted_batch.report
+        chain_only = sorted_batch.documents["new"] + sorted_batch.documents["revision"] == 0   # a Gibbs chain goes on
+        input_dir = storage.join(staging, "work-input")
+        ingested_rows = sorted_batch.ingested
+        ingested_rows.select(F.col("doc_id").alias("id"), "text").write.parquet(input_dir)
+
+        # the vocabulary: the words of the batch the model does not know, counted over the batches
+        sc.setJobDescription(f"refresh {root}: the batch's words the model does not know")
+        pending_path = storage.join(base_dir, refresh.PENDING_TERMS)
+        pending = model_store.read_parquet(pending_path) if storage.exists(pending_path) else None
+        new_terms, pending = grown_words(spark, ingested_rows, base.vocab["term"], options, pending, request)
+        vocab = pd.concat([base.vocab[["term"]], new_terms[["term"]]], ignore_index=True)
+        vocab["id"] = range(len(vocab))
+        vocab_path = storage.join(staging, "work-vocab.parquet")
+        model_store.write_parquet(vocab_path, vocab)
+        corpus_dir = None if chain_only else storage.join(staging, "corpus")
+        prepared = {"documents": 0, "tokens": 0} if chain_only else prepare_corpus(
+            spark, input_dir, corpus_dir, format="parquet", id_column="id", text_column="text", vocab=vocab_path,
+            **options)
+        storage.delete(vocab_path)
+        kept_ids = ingested_rows.select("doc_id") if chain_only else \
+            spark.read.parquet(storage.join(corpus_dir, DOCS)).select("doc_id")
+        write_ledger(ingested_rows, kept_ids, sorted_batch.adopted, version, staging)
+        storage.delete(input_dir)
+    finally:
+        classified.unpersist()
+    return sorted_batch.documents, prepared, new_terms, pending, vocab, corpus_dir
 
 
 def probe_perplexity(spark, model_dir: str, probe: str) -> dict:

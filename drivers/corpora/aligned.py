@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import time
 
+import numpy as np
 import pandas as pd
 
 from drivers import storage
@@ -38,6 +39,19 @@ def aligned_vocab(corpus_dir: str, languages) -> tuple[pd.DataFrame, VocabLayout
         parts.append(pd.DataFrame({"term": frame["term"].to_numpy(), "id": frame["id"].to_numpy() + offset,
                                    "lang": lang, "local_id": frame["id"].to_numpy()}))
     return pd.concat(parts, ignore_index=True), layout
+
+
+def word_columns(old_vocab: pd.DataFrame, new_vocab: pd.DataFrame) -> np.ndarray:
+    """For every word of ``old_vocab`` (by position) its column in ``new_vocab``, matched by (language, word): the
+    identity prefix for a monolingual model, shifted blocks for a polylingual one."""
+    def keys(vocab):
+        langs = vocab["lang"].astype(str) if "lang" in vocab.columns else pd.Series([""] * len(vocab))
+        return list(zip(langs.tolist(), vocab["term"].astype(str).tolist()))
+    index = {key: i for i, key in enumerate(keys(new_vocab))}
+    try:
+        return np.array([index[key] for key in keys(old_vocab)], dtype=np.int64)
+    except KeyError as missing:
+        raise RuntimeError(f"the new version's vocabulary lost the word {missing}: vocabularies only grow") from None
 
 
 def aligned_documents(spark, directory: str, languages: list | None = None, separate: bool = False):

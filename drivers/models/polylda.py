@@ -46,3 +46,13 @@ class PolyLDA(VariationalModel):
             if not np.isfinite(etas[lang.strip()]) or etas[lang.strip()] <= 0:
                 raise UsageError(f"--eta-per-language: {item!r}: eta must be positive")
         return TopicWordPrior(DirichletPrior.per_language([etas[l] for l in corpus.layout.languages], corpus.layout))
+
+    def refresh_start(self, spark, base, corpus: Corpus):
+        """A refresh's start: each language's Dirichlet over its grown vocabulary with the model's eta for that
+        language (model.json), each old word's lambda where (language, word) puts it now, new words at eta."""
+        from drivers.families.variational.refresh import GrownStart, carried_over
+
+        eta = base.meta.get("eta")
+        etas = [float(eta[l]) if isinstance(eta, dict) else float(eta) for l in corpus.layout.languages]
+        prior = DirichletPrior.per_language(etas, corpus.layout)
+        return GrownStart(corpus.layout, prior, carried_over(base, corpus.vocab, prior))

@@ -50,7 +50,7 @@ def stopword_language(code: str) -> str:
     return NO_STOPWORDS
 
 
-def _read_raw(spark, path: str, fmt: str, id_column: str, text_column: str, lang_column: str):
+def read_aligned_rows(spark, path: str, fmt: str, id_column: str, text_column: str, lang_column: str):
     """The input as (doc_id, text, lang, reason) with malformed rows flagged (not dropped)."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
@@ -121,7 +121,7 @@ def _prepare_aligned_into(spark, input_path: str, staging: str, output_dir: str,
     from drivers.preparation.options import PrepareError
 
     id_column, text_column = options.get("id_column", "id"), options.get("text_column", "text")
-    rows = _read_raw(spark, input_path, fmt, id_column, text_column, lang_column).cache()
+    rows = read_aligned_rows(spark, input_path, fmt, id_column, text_column, lang_column).cache()
     try:
         input_rows = rows.count()
         if input_rows == 0:
@@ -150,7 +150,7 @@ def _prepare_aligned_into(spark, input_path: str, staging: str, output_dir: str,
     per_language = _prepare_languages(spark, storage.join(staging, SPLIT_DIR), staging, languages,
                                       base, stop_words, vocab_of)
     rejected = {r: int(split_rejected.get(r, 0)) for r in SPLIT_REASONS}
-    corpus = _write_summary(spark, staging, languages, per_language, lang_column, input_path,
+    corpus = write_aligned_summary(spark, staging, languages, per_language, lang_column, input_path,
                             input_rows=int(input_rows), rejected=rejected)
     if holdout_fraction > 0:
         test_dir = storage.join(staging, "heldout")
@@ -158,7 +158,7 @@ def _prepare_aligned_into(spark, input_path: str, staging: str, output_dir: str,
         present = [l for l in languages if storage.exists(storage.join(split, f"lang={l}"))]
         train_vocab = {l: storage.join(staging, l, "vocab.parquet") for l in present}
         test = _prepare_languages(spark, split, test_dir, present, base, stop_words, train_vocab)
-        corpus["heldout"] = _write_summary(spark, test_dir, present, test, lang_column, input_path,
+        corpus["heldout"] = write_aligned_summary(spark, test_dir, present, test, lang_column, input_path,
                                            holdout_of=output_dir)["documents"]
         write_corpus_json(staging, corpus)
         storage.delete(split)
@@ -198,7 +198,7 @@ def _prepare_languages(spark, split_dir: str, output_dir: str, languages, base: 
     return per_language
 
 
-def _write_summary(spark, output_dir: str, languages, per_language: dict, lang_column: str, input_path: str,
+def write_aligned_summary(spark, output_dir: str, languages, per_language: dict, lang_column: str, input_path: str,
                    input_rows: int | None = None, rejected: dict | None = None, holdout_of: str | None = None) -> dict:
     """Count the tuples of the prepared languages and write the aligned ``corpus.json``."""
     from pyspark.sql import functions as F

@@ -79,6 +79,26 @@ def labels(phi: np.ndarray, terms: list, names: list | None = None, top: int = 3
     return out
 
 
+def entry_order(vocabs: list) -> tuple[list, list]:
+    """The newest vocabulary's columns in the order its words entered the root (each version's words before
+    the next one's), and each version's columns in that order: every older vocabulary then is a prefix of the
+    next, as :func:`drift_history` needs; the identity for a monolingual root (ids are append-only), the
+    languages' words regrouped for a polylingual one (a language's new words enter inside the global ids)."""
+    from drivers.corpora.aligned import word_columns
+
+    in_newest = [word_columns(v, vocabs[-1]) for v in vocabs]
+    order, seen = [], set()
+    for cols in in_newest:
+        fresh = [int(c) for c in cols if int(c) not in seen]
+        order += fresh
+        seen.update(fresh)
+    columns = []
+    for cols in in_newest:
+        position = {int(c): j for j, c in enumerate(cols)}
+        columns.append(np.array([position[c] for c in order[:len(cols)]], dtype=np.int64))
+    return order, columns
+
+
 def write_report(root: str, output: str, words_per_topic: int = 5, topics_plotted: int = 6) -> dict:
     """drift.json and drift.png of every committed, unpruned version of ``root`` (oldest first) into ``output``."""
     from drivers.store import model_root, model_store
@@ -92,7 +112,10 @@ def write_report(root: str, output: str, words_per_topic: int = 5, topics_plotte
     if len({phi.shape[0] for phi in phis}) != 1:
         from inference.errors import RefusedError
         raise RefusedError(f"{root}: its versions have different numbers of topics; no drift report")
-    terms = models[-1].vocab["term"].astype(str).tolist()
+    order, columns = entry_order([m.vocab for m in models])
+    phis = [phi[:, cols] for phi, cols in zip(phis, columns)]
+    newest = models[-1].vocab["term"].astype(str).tolist()
+    terms = [newest[c] for c in order]
     history = drift_history(phis, phis[0].shape[1], words_per_topic)
     topic_labels = labels(phis[-1], terms, models[-1].meta.get("topic_names"))   # given names, else words
     for words in history["new_words"]:

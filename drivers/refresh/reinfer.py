@@ -12,7 +12,8 @@ from __future__ import annotations
 import logging
 
 from drivers import storage
-from drivers.refresh import sources as refresh_sources
+from drivers.corpora.aligned import is_aligned
+from drivers.refresh import aligned_batches, sources as refresh_sources
 from drivers.store import model_root, model_store
 from inference.errors import RefusedError
 
@@ -33,7 +34,9 @@ def reinfer_all(spark, root: str, staging: str, infer) -> int:
         training = refresh_sources.training_corpus(root, oldest, history)
     except RefusedError as e:
         raise RefusedError(f"--reinfer-old: {str(e).split(';')[0]}; drop --reinfer-old") from None
-    union = refresh_sources.union_corpus(spark, training, chain_dirs, storage.join(staging, "corpus"), staging)
+    batch = storage.join(staging, "corpus")
+    union_of = aligned_batches.union_corpus if is_aligned(batch) else refresh_sources.union_corpus
+    union = union_of(spark, training, chain_dirs, batch, staging)
     out = storage.join(staging, "work-reinfer")
     try:
         model = model_store.read_model_files(staging)

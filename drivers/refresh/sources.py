@@ -53,7 +53,8 @@ def training_corpus(root: str, oldest_version: str | None, history: dict) -> str
 
     path = stored_path(history.get("training_corpus"), root)
     batch_only = "use --mode accumulate or online"
-    if not path or not storage.exists(storage.join(path, DOCS)) or not storage.exists(storage.join(path, CORPUS_JSON)):
+    if not path or not storage.exists(storage.join(path, CORPUS_JSON)) or not (
+            storage.exists(storage.join(path, DOCS)) or storage.load_json(storage.join(path, CORPUS_JSON)).get("aligned")):
         raise RefusedError(f"--mode batch refits every document ingested, but the base model's training corpus "
                            f"{path or history.get('training_corpus')!r} is not there any more; {batch_only}")
     meta = storage.load_json(storage.join(path, CORPUS_JSON))
@@ -70,13 +71,17 @@ def training_corpus(root: str, oldest_version: str | None, history: dict) -> str
     return path
 
 
-def union_corpus(spark, training: str, chain_dirs: list, batch_dir: str, staging: str) -> str:
+def union_corpus(spark, training: str, chain_dirs: list, batch_dir: str, staging: str, part: str = "",
+                 output: str | None = None) -> str:
     """batch mode: every document ingested so far (the base model's ``training`` corpus, checked by
     :func:`training_corpus`, and each committed version's batch) and the batch as one corpus
-    (``staging/work-union``), each id's latest text."""
+    (``output``, default ``staging/work-union``), each id's latest text; ``part``: one language's sub-corpus of
+    aligned corpora (:func:`drivers.refresh.aligned_batches.union_corpus`)."""
     from pyspark.sql import Window, functions as F
 
-    sources = [storage.join(training, DOCS)] + [storage.join(d, "corpus", DOCS) for d in reversed(chain_dirs)] \
+    inner = [part] if part else []
+    training, batch_dir = storage.join(training, *inner), storage.join(batch_dir, *inner)
+    sources = [storage.join(training, DOCS)] + [storage.join(d, "corpus", *inner, DOCS) for d in reversed(chain_dirs)] \
         + [storage.join(batch_dir, DOCS)]
     frames = [spark.read.parquet(p).withColumn("_order", F.lit(i)) for i, p in enumerate(sources)
               if storage.exists(p)]
@@ -85,7 +90,7 @@ def union_corpus(spark, training: str, chain_dirs: list, batch_dir: str, staging
         docs = docs.unionByName(frame, allowMissingColumns=True)
     newest = Window.partitionBy("doc_id").orderBy(F.col("_order").desc())
     docs = docs.withColumn("_n", F.row_number().over(newest)).where("_n = 1").drop("_n", "_order")
-    union = storage.join(staging, "work-union")
+    union = output or storage.join(staging, "work-union")
     docs.write.parquet(storage.join(union, DOCS))
     spark.read.parquet(storage.join(batch_dir, VOCAB)).coalesce(1).write.parquet(storage.join(union, VOCAB))
     meta = storage.load_json(storage.join(batch_dir, CORPUS_JSON))

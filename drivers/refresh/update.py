@@ -67,6 +67,7 @@ class RefreshRequest(Constrained):
     format: str = "auto"
     id_column: str = "id"
     text_column: str = "text"
+    lang_column: str = "lang"             # a model of an aligned corpus: the batch's language column
     tol: float = 1e-5
     chain_sweeps: str = "all"             # a Gibbs chain: sweep all documents, or the new ones given the old
 
@@ -162,14 +163,6 @@ def grow_vocabulary(known_terms, batch_terms: pd.DataFrame, pending: pd.DataFram
     rest = counts.drop(admitted.index).head(MAX_PENDING_TERMS)
     return (admitted.reset_index(drop=True).astype({"df": np.int64}),
             rest.reset_index(drop=True).astype({"df": np.int64}))
-
-
-def extend_lambda(lambda_: np.ndarray, eta_new: np.ndarray) -> np.ndarray:
-    """lambda with columns for new words appended at their prior (lambda_kv = eta_kv: no statistics yet);
-    ``eta_new``: the new words' prior, one row per topic or one row for all."""
-    K = lambda_.shape[0]
-    eta_new = np.asarray(eta_new, dtype=np.float64)
-    return np.hstack([lambda_, np.broadcast_to(eta_new, (K, eta_new.shape[-1]))])
 
 
 # --------------------------------------------------------------------------- alpha's statistics

@@ -100,6 +100,12 @@ class VariationalModel:
         (prior, topic names), or None: the family's (symmetric ``eta``; an older model's prior.parquet kept)."""
         return None
 
+    def refresh_start(self, spark, base: TopicModel, corpus: Corpus):
+        """A refresh's start over the batch's grown vocabulary (``corpus``), a
+        :class:`drivers.families.variational.refresh.GrownStart`; None: lambda's columns are the words, new words
+        enter at the model's prior (lda)."""
+        return None
+
 
 # --------------------------------------------------------------------------- settings
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -36,8 +37,8 @@ from drivers.engines.variational.settings import EMSettings
 from drivers.engines.variational.starts import GuidedStart, NewtonAlpha, OnlineAlpha, WarmStart
 from drivers.families import TrainRequest
 from drivers.families.variational.shared import VariationalTraining, check_python_memory, write_doc_topics
-from drivers.refresh.update import extend_lambda
 from drivers.corpora import tokenizer
+from drivers.corpora.aligned import word_columns
 from drivers.store import model_store, outputs, publish, topic_model, topics_text
 from inference.errors import RefusedError
 from inference.estep import compile_kernels
@@ -90,19 +91,44 @@ def refresh_model(spark, spec, base: topic_model.TopicModel, corpus_dir: str, re
         corpus.blocks.unpersist()
 
 
+@dataclass
+class GrownStart:
+    """A model's start on the grown vocabulary: its topic-word ``structure`` (the engine's layout), ``prior`` over
+    it, the previous lambda carried over (``lambda_``: the old entries kept, new ones at their prior), topic names,
+    and what model.json's entries become (``describe``)."""
+    structure: object
+    prior: object
+    lambda_: np.ndarray
+    topic_names: list | None = None
+    describe: dict = field(default_factory=dict)
+
+
+def carried_over(base: topic_model.TopicModel, vocab: pd.DataFrame, prior) -> np.ndarray:
+    """The previous lambda over the grown vocabulary ``vocab`` of a model whose lambda columns are its words: each
+    old word's column where (language, word) puts it now, a new word's at its prior (lambda_kv = eta_kv)."""
+    lambda_ = np.vstack([prior.row(k) for k in range(base.num_topics)])
+    lambda_[:, word_columns(base.vocab, vocab)] = base.lambda_
+    return lambda_
+
+
+def word_start(model, base: topic_model.TopicModel, corpus) -> GrownStart:
+    """lda's start: its own prior re-applied to the grown vocabulary (:func:`base_prior`), new words appended."""
+    prior, names = base_prior(model, base, corpus.vocab)
+    return GrownStart(corpus.layout, prior, carried_over(base, corpus.vocab, prior), names)
+
+
 def _refresh(spark, model, base, corpus, request, history: dict, output: str, seed: int) -> dict:
-    K, V, V_old = base.num_topics, corpus.vocab_size, base.lambda_.shape[1]
-    if corpus.vocab["term"].astype(str).tolist()[:V_old] != base.vocab["term"].astype(str).tolist():
-        raise RuntimeError("the batch's vocabulary does not extend the model's")
+    K, V, V_old = base.num_topics, corpus.vocab_size, len(base.vocab)
     compile_kernels()
     check_python_memory(spark.sparkContext, corpus, K, None)
     saved = base.meta.get("settings") or {}
     defaults = VariationalTraining()
     inference = request.inference or saved.get("inference", "variational")
-    topic_prior, topic_names = base_prior(model, base, corpus.vocab)
+    grown = model.refresh_start(spark, base, corpus) or word_start(model, base, corpus)
+    topic_prior, topic_names = grown.prior, grown.topic_names
     prior = topic_prior
-    prior_rows = np.vstack([prior.row(k) for k in range(K)])          # eta_k over the grown vocabulary
-    lambda_old = extend_lambda(base.lambda_, prior_rows[:, V_old:])
+    prior_rows = np.vstack([prior.row(k) for k in range(K)])          # eta_k over the grown structure
+    lambda_old = grown.lambda_
     n_batch = corpus.num_documents
     documents_before = int(history.get("documents") or 0)
     steps_before = int(history.get("steps") or 0)
@@ -133,7 +159,7 @@ def _refresh(spark, model, base, corpus, request, history: dict, output: str, se
     else:
         local_step = EStep(settings)
     checkpoint = storage.join(output, "_checkpoint")
-    engine = VariationalEngine(spark.sparkContext, settings, prior, checkpoint, corpus.layout, local_step=local_step,
+    engine = VariationalEngine(spark.sparkContext, settings, prior, checkpoint, grown.structure, local_step=local_step,
                                update=update, start=start, alpha_rule=alpha_rule)
     log.info("refresh (%s, %s): K=%d, V=%d (%d new words), %d new documents, %d tokens, %d partitions",
              request.mode, inference, K, V, V - V_old, n_batch, corpus.meta.get("tokens", -1), corpus.num_partitions)
@@ -149,10 +175,13 @@ def _refresh(spark, model, base, corpus, request, history: dict, output: str, se
         "settings": dict(saved, inference=inference),
         "data": {"corpus": corpus.directory, "version": data_version(corpus.meta),
                  "documents": n_batch, "tokens": corpus.meta.get("tokens")},
-        "code": model_store.code_version(), "train_seconds": round(time.time() - started, 3)})
+        "code": model_store.code_version(), "train_seconds": round(time.time() - started, 3)}, **grown.describe)
+    if corpus.layout is not None:
+        meta.update(languages=list(corpus.layout.languages),
+                    vocab_sizes=dict(zip(corpus.layout.languages, corpus.layout.sizes())))
     if "prior" in base.meta:
         meta["prior"] = base.meta["prior"]
-    model.save(output, meta, corpus, result.lambda_, corpus.layout)
+    model.save(output, meta, corpus, result.lambda_, grown.structure)
     publish.step("model-written")          # a test kills the run here: the version half written
     if topic_names is not None:
         model_store.save_prior(output, topic_prior, topic_names, corpus.vocab)

@@ -83,6 +83,25 @@ class TreeLDA(VariationalModel):
     def save(self, directory: str, meta: dict, corpus: Corpus, lambda_: np.ndarray, structure: TreeLayout) -> None:
         model_store.save_tree_model(directory, meta, corpus.vocab, lambda_, structure)
 
+    def refresh_start(self, spark, base, corpus: Corpus):
+        """A refresh's start: the tree grown with the vocabulary (its dictionaries read again), the edge priors of
+        the model's eta and link strength over it, lambda carried over path by path
+        (:mod:`drivers.models.tree.growth`)."""
+        from drivers.families.variational.refresh import GrownStart
+        from drivers.models.tree.growth import carry_statistics, grown_tree
+        from drivers.corpora.aligned import word_columns
+
+        eta, link = float(base.meta["eta"]), float(base.meta["tree"].get("link_strength", 100.0))
+        tree, grown = grown_tree(spark, base, corpus)
+        beta = tree.edge_priors(eta, link)
+        lambda_ = carry_statistics(base.layout, base.lambda_, base.layout.edge_priors(eta, link), tree, beta,
+                                   word_columns(base.vocab, corpus.vocab))
+        paths = tree.paths_of_words()
+        described = dict(base.meta["tree"], concepts=tree.num_concepts, edges=tree.parameter_size,
+                         words_with_several_paths=int(np.sum(paths > 1)), max_paths=int(paths.max(initial=1)),
+                         refresh=grown)
+        return GrownStart(tree, EdgePrior(beta, eta, link), lambda_, describe={"tree": described})
+
 
 class PolylingualTreeLDA(TreeLDA):
     name = "ptlda"

@@ -1,0 +1,75 @@
+"""A refresh's batch sorted by the ledger (:func:`drivers.refresh.update.classify`): the counts of the report, the
+run that publishes nothing, the rejected rows kept, the documents to ingest; shared by the batches of every corpus
+kind (``jobs.refresh.ingest_batch``, :mod:`drivers.refresh.aligned_batches`)."""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from drivers import storage
+from drivers.refresh import update as refresh
+from drivers.refresh.unpublished import unpublished, write_rejects
+
+log = logging.getLogger("spark_topics.refresh")
+
+SEEN = ("new", "revision", "duplicate", "adopted")
+
+
+@dataclass
+class Triage:
+    documents: dict             # the report's counts: read, new, revision, duplicate, adopted, rejected by reason
+    report: dict | None         # a run that publishes nothing (nothing new, --dry-run): its report, else None
+    ingested: object = None     # the rows to ingest (doc_id, text, content_hash, status)
+    adopted: object = None      # the ledger rows of the base model's documents met again
+
+
+def triage(classified, request, current: str | None, version: str, staging: str,
+           nothing_new_goes_on: bool = False) -> Triage:
+    """Count ``classified`` (cached by the caller) by status; a batch with nothing to ingest (unless
+    ``nothing_new_goes_on``: a Gibbs chain continued on the same documents) or a dry run gets its report
+    (:func:`drivers.refresh.unpublished.unpublished`, printed); otherwise the rejected rows are written to
+    ``staging/rejects`` and the rows to ingest returned."""
+    from pyspark.sql import functions as F
+
+    counts = {r["status"]: r["count"] for r in classified.groupBy("status").count().collect()}
+    read = sum(counts.values())
+    documents = {"read": read, **{k: counts.get(k, 0) for k in SEEN}}
+    documents["rejected"] = {k: v for k, v in counts.items() if k not in SEEN}
+    log.info("%s: %d documents read: %d new, %d revised, %d already ingested, %d rejected", request.input, read,
+             documents["new"], documents["revision"], documents["duplicate"] + documents["adopted"],
+             sum(documents["rejected"].values()))
+    rejected_rows = classified.where(~F.col("status").isin(*SEEN))
+    if (documents["new"] + documents["revision"] == 0 and not nothing_new_goes_on) or request.dry_run:
+        report = unpublished(request, current, documents, rejected_rows)
+        print(report["message"])
+        return Triage(documents, report)
+    if documents["rejected"]:
+        write_rejects(rejected_rows, storage.join(staging, "rejects"), request.input)
+    adopted = classified.where(F.col("status") == "adopted").select(
+        "doc_id", "content_hash", "status", F.lit(version).alias("version"))
+    return Triage(documents, None, classified.where(F.col("status").isin(*refresh.INGESTED)), adopted)
+
+
+def write_ledger(ingested, kept_ids, adopted, version: str, staging: str) -> None:
+    """The version's ledger: the ingested rows whose id the prepared corpus kept (``kept_ids``: doc_id), and the
+    base model's documents met again."""
+    from pyspark.sql import functions as F
+
+    rows = (ingested.join(kept_ids, "doc_id", "inner")
+            .select("doc_id", "content_hash", "status", F.lit(version).alias("version")))
+    rows.unionByName(adopted).coalesce(1).write.parquet(storage.join(staging, refresh.LEDGER))
+
+
+def grown_words(spark, rows, known_terms, options: dict, pending, request):
+    """``(new words, still pending)`` (:func:`drivers.refresh.update.grow_vocabulary`) of the documents ``rows``
+    (doc_id, text) tokenised with ``options``: the words outside ``known_terms``, by document frequency."""
+    import pandas as pd
+    from pyspark.sql import functions as F
+
+    from drivers.preparation.corpus import document_terms
+
+    known = spark.createDataFrame(pd.DataFrame({"term": pd.Series(known_terms, dtype=str).to_numpy()}))
+    unknown = (document_terms(rows, **options).join(F.broadcast(known), "term", "left_anti")
+               .groupBy("term").agg(F.count("*").alias("df")))
+    batch_terms = unknown.toPandas() if unknown.take(1) else pd.DataFrame({"term": [], "df": []})
+    return refresh.grow_vocabulary(known_terms, batch_terms, pending, request.min_new_df, request.max_new_terms)
