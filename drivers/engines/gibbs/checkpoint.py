@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from drivers import storage
+from drivers.engines.checkpoint import DriverState
 from drivers.engines.gibbs import state as gibbs_state
 from drivers.engines.gibbs.settings import GibbsSettings
 from inference.gibbs.tables import KeyedCounts
@@ -21,11 +22,11 @@ from inference.gibbs.tables import KeyedCounts
 KEEP_CHECKPOINTS = 2
 
 
-class DriverCheckpoint:
+class DriverCheckpoint(DriverState):
     """The driver's files of one run's checkpoint directory."""
 
     def __init__(self, directory: str, settings: GibbsSettings):
-        self.directory = directory
+        super().__init__(directory)
         self.settings = settings
 
     def file(self, name: str, t: int) -> str:
@@ -53,16 +54,14 @@ class DriverCheckpoint:
             storage.save_npy(self.file(f"directive.{key}", t), directive[key])
         pending = None if directive is None else {"json": {k: v for k, v in directive.items() if k not in arrays},
                                                   "arrays": arrays}
-        storage.save_json(storage.join(self.directory, "state.json"),
-                          dict(meta, iteration=t, directive=pending, summary=summary is not None))
+        self.write_state(t, dict(meta, directive=pending, summary=summary is not None))
 
     def load(self, layout):
         """``(meta, tables, summary of the samples or None, directive)`` of the last checkpoint, None without
         one."""
-        path = storage.join(self.directory, "state.json")
-        if not storage.exists(path):
+        meta = self.read_state()
+        if meta is None:
             return None
-        meta = storage.load_json(path)
         t = meta["iteration"]
         tables = {}
         for table in layout.tables:
@@ -93,6 +92,3 @@ class DriverCheckpoint:
         for name in storage.list_dir(self.directory):
             if name.endswith(".npy") and "-" in name and int(name.rsplit("-", 1)[1][:5]) <= stale:
                 storage.delete(storage.join(self.directory, name))
-
-    def clear(self) -> None:
-        storage.delete(self.directory)

@@ -10,8 +10,7 @@ from functools import partial
 import numpy as np
 from pyspark import StorageLevel
 
-from drivers import progress
-from drivers.engines.checkpoint import check_fingerprint
+from drivers.engines.checkpoint import Trace, resumed
 from drivers.engines.gibbs.checkpoint import DriverCheckpoint
 from drivers.engines.gibbs.resident import ResidentSampler, resident_groups, resident_slots
 from drivers.engines.gibbs.settings import (GibbsRecord, GibbsResult, GibbsSettings, SyncPlan, hyper_summary)
@@ -195,25 +194,21 @@ class GibbsEngine:
         if not model.latent:
             return self._fit_counts(blocks, num_partitions, hyper, partitioner, resume, on_iteration)
         restored = self.checkpoint.load(self._layout) if resume else None
-        if restored is not None:
+        if resumed(restored and restored[0], resume, self.checkpoint_dir, fingerprint):
             meta, tables, summary, directive = restored
-            check_fingerprint(meta.get("fingerprint", {}), fingerprint)
             t = int(meta["iteration"])
             hyper = meta["hyper"]
-            trace = [GibbsRecord(**r) for r in meta["trace"]]
+            trace = Trace(GibbsRecord, meta["trace"])
             samples_taken = int(meta["samples"])
             num_docs, self.num_tokens = int(meta["documents"]), int(meta["tokens"])
             self._on_driver = self._sums_on_driver(self.num_tokens)
             last_checkpoint = t
-            log.info("resuming from checkpoint %s after iteration %d", self.checkpoint_dir, t)
         self._handles = blocks.mapPartitionsWithIndex(partial(
             stage_task, model=model, run=self._run, directory=self.checkpoint_dir)).setName(
             f"{model.name} staged blocks").persist(StorageLevel.MEMORY_ONLY)
         if restored is None:
-            if resume:
-                log.warning("--resume: no checkpoint in %s, starting from scratch", self.checkpoint_dir)
             self.clear_checkpoint()   # files of an earlier run must not mix with this one's
-            t, trace, samples_taken, last_checkpoint, directive = 0, [], 0, 0, None
+            t, trace, samples_taken, last_checkpoint, directive = 0, Trace(GibbsRecord), 0, 0, None
             summary = None          # the model's summary of the samples (default: the sum of their K x V)
             began = time.perf_counter()
             tables, parts = self._run_job(f"{model.name}: random initial topics", SyncPlan(()),
@@ -266,10 +261,8 @@ class GibbsEngine:
                 record = GibbsRecord(t, seconds, m * self.num_tokens / seconds,
                                      m * self.num_tokens / sweep_seconds if sweep_seconds > 0 else 0.0,
                                      loglik, loglik / max(self.num_tokens, 1), plan.sample, hyper_summary(hyper))
-                trace.append(record)
-                log.info("%s", progress.line(t, sched.iterations, sum(r.seconds for r in trace),
-                                             figure=f"log p(w | z) per token {record.loglik_per_token:.4f}"
-                                             + (f" (sample {samples_taken}/{sched.samples})" if plan.sample else "")))
+                trace.add(record, sched.iterations, f"log p(w | z) per token {record.loglik_per_token:.4f}"
+                          + (f" (sample {samples_taken}/{sched.samples})" if plan.sample else ""))
                 log.debug("iteration %d/%d  loglik=%.6e  per_token=%.4f  seconds=%.2f  tokens/s=%.3g  "
                          "sweep_tokens/s/core=%.3g%s%s", t, sched.iterations, loglik, record.loglik_per_token,
                          seconds, record.tokens_per_second, record.sweep_tokens_per_second,
@@ -277,7 +270,7 @@ class GibbsEngine:
                          f"  [sample {samples_taken}/{sched.samples}]" if plan.sample else "")
                 if self.checkpoint.is_checkpoint(t):
                     self.checkpoint.save(t, {"fingerprint": fingerprint, "hyper": hyper,
-                                             "trace": [r.__dict__ for r in trace], "samples": samples_taken,
+                                             "trace": trace.to_json(), "samples": samples_taken,
                                              "documents": num_docs, "tokens": self.num_tokens},
                                          self._layout, tables, summary, directive)
                     last_checkpoint = t
@@ -301,7 +294,7 @@ class GibbsEngine:
             output_task, model=model, run=self._run, directory=self.checkpoint_dir, iteration=t,
             acc_iteration=sched.last_sample(t))).setName(f"gibbs state {t}")
         topic_word = model.topic_word_of_samples(summary, samples_taken, tables, derived, hyper)
-        return GibbsResult(topic_word, hyper, trace, t, samples_taken, states, num_partitions,
+        return GibbsResult(topic_word, hyper, trace.records, t, samples_taken, states, num_partitions,
                            self.num_tokens, num_docs, "driver" if self._on_driver else "reducers", tables,
                            self.sync_used)
 

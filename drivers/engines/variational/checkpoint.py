@@ -15,6 +15,7 @@ with the model an uninterrupted run gives.
 from __future__ import annotations
 
 from drivers import storage
+from drivers.engines.checkpoint import DriverState
 from inference.errors import RefusedError
 
 KEEP_ITERATIONS = 2
@@ -22,10 +23,7 @@ KEEP_ITERATIONS = 2
 FORMAT = 2
 
 
-class Checkpointer:
-    def __init__(self, directory: str):
-        self.directory = directory
-
+class Checkpointer(DriverState):
     def gamma_dir(self, iteration: int) -> str:
         return storage.join(self.directory, "gamma", f"iter-{iteration:05d}")
 
@@ -38,16 +36,13 @@ class Checkpointer:
 
     def save(self, iteration: int, state: dict) -> None:
         """Commit iteration ``iteration`` (its topic and gamma files are written): state.json, then prune."""
-        storage.save_json(storage.join(self.directory, "state.json"), dict(state, iteration=iteration, format=FORMAT))
+        self.write_state(iteration, dict(state, format=FORMAT))
         self._prune(iteration)
 
     def load(self) -> dict | None:
         """The driver state of the last completed iteration, or None if there is no checkpoint."""
-        path = storage.join(self.directory, "state.json")
-        if not storage.exists(path):
-            return None
-        state = storage.load_json(path)
-        if state.get("format") != FORMAT:
+        state = self.read_state()
+        if state is not None and state.get("format") != FORMAT:
             raise RefusedError(f"cannot resume: the checkpoint in {self.directory} was written by an older "
                                f"spark-topics. Remove the checkpoint directory or drop --resume.")
         return state
@@ -58,6 +53,3 @@ class Checkpointer:
             for name in storage.list_dir(storage.join(self.directory, folder)):
                 if name.startswith("iter-") and int(name[5:]) <= stale:
                     storage.delete(storage.join(self.directory, folder, name))
-
-    def clear(self) -> None:
-        storage.delete(self.directory)

@@ -51,8 +51,7 @@ from functools import partial
 
 import numpy as np
 
-from drivers import progress
-from drivers.engines.checkpoint import check_fingerprint
+from drivers.engines.checkpoint import Trace, resumed
 from drivers.engines.variational.checkpoint import Checkpointer
 from drivers.engines.variational.local_steps import EStep
 from drivers.engines.variational.settings import EMSettings, FitResult, IterationRecord
@@ -108,15 +107,13 @@ class VariationalEngine:
         record_groups = partitioner.topic_groups(max_size=max(1, RECORD_ENTRIES // max(V, 1)))
         files_of = partial(self._topic_files, num_topics=K)
 
-        restored = self.checkpointer.load() if resume else None
-        if restored is not None:
-            state = restored
-            check_fingerprint(state.get("fingerprint", {}), fingerprint)
+        state = self.checkpointer.load() if resume else None
+        if resumed(state, resume, self.checkpointer.directory, fingerprint):
             start = state["iteration"]
             alpha = np.array(state["alpha"], dtype=np.float64)
             if state.get("eta") is not None and getattr(self.prior, "learnable", False):
                 self.prior = type(self.prior)(state["eta"], V)
-            trace = [IterationRecord(**r) for r in state["trace"]]
+            trace = Trace(IterationRecord, state["trace"])
             converged = bool(state.get("converged", False))
             topics_in = files_of(start, state["reducers"])
             prior_terms = np.array(state["prior_terms"], dtype=np.float64)
@@ -124,11 +121,8 @@ class VariationalEngine:
             if not topics_in.complete():
                 raise DamagedError(f"cannot resume: the topic files of iteration {start} are missing from "
                                    f"{self.checkpointer.directory}. Remove the checkpoint directory or drop --resume.")
-            log.info("resuming from checkpoint %s after iteration %d", self.checkpointer.directory, start)
         else:
-            if resume:
-                log.warning("--resume: no checkpoint in %s, starting from scratch", self.checkpointer.directory)
-            start, trace, converged = 0, [], False
+            start, trace, converged = 0, Trace(IterationRecord), False
             lambda_, alpha = self.start.initial(s, layout.parameter_size, self.prior)
             topics_in = files_of(0, partitioner.num_reducers)
             prior_terms, entropy_terms = write_start(topics_in, lambda_, self.prior, layout, mean_weights)
@@ -140,7 +134,7 @@ class VariationalEngine:
             began = time.perf_counter()
             self.sc.setJobDescription(f"LDA iteration {t}/{s.max_iterations}: "
                                       f"{self.local_step.name} -> {partitioner!r} -> lambda reducers")
-            estep = self.local_step.plan(t, trace)
+            estep = self.local_step.plan(t, trace.records)
             bc_alpha = self.sc.broadcast(alpha)
             bc_structure = self.sc.broadcast((self.prior, layout))
             state_in = self.checkpointer.gamma_dir(t - 1) if t > 1 else None
@@ -187,7 +181,7 @@ class VariationalEngine:
                 self.prior = self.prior.optimise(elog_sums)
                 prior_terms = self.prior.prior_terms(elog_sums)
 
-            previous = trace[-1].elbo if trace else None
+            previous = trace.records[-1].elbo if trace.records else None
             rel = None if previous is None else (elbo - previous) / abs(previous)
             record = IterationRecord(t, float(elbo), time.perf_counter() - began,
                                      float(inner / max(n_docs, 1)),
@@ -195,11 +189,9 @@ class VariationalEngine:
                                      float(self.prior.eta) if hasattr(self.prior, "eta") else None,
                                      None if rel is None else float(rel),
                                      float(estep.tol) if hasattr(estep, "tol") else None)
-            trace.append(record)
+            trace.add(record, s.max_iterations,
+                      f"{OBJECTIVES.get(self.local_step.objective_name, 'objective')} {elbo:.6e}")
             converged = bool(rel is not None and s.tol > 0 and abs(rel) < s.tol)
-            log.info("%s", progress.line(t, s.max_iterations, sum(r.seconds for r in trace),
-                                         figure=f"{OBJECTIVES.get(self.local_step.objective_name, 'objective')} "
-                                                f"{elbo:.6e}"))
             log.debug("iteration %d/%d  %s=%.6e  change=%s  seconds=%.2f  tokens/s=%.3g  mean_inner=%.1f%s%s  "
                      "alpha_sum=%.4g", t, s.max_iterations, self.local_step.objective_name, elbo,
                      "-" if rel is None else f"{rel:.3e}", record.seconds, tokens / record.seconds,
@@ -208,7 +200,7 @@ class VariationalEngine:
                      record.alpha_sum)
             self.checkpointer.save(t, {
                 "fingerprint": fingerprint, "alpha": alpha.tolist(), "eta": self.prior.to_json(),
-                "trace": [r.__dict__ for r in trace], "converged": converged,
+                "trace": trace.to_json(), "converged": converged,
                 "reducers": topics_in.num_reducers, "prior_terms": prior_terms.tolist(),
                 "entropy_terms": entropy_terms.tolist()})
             log.debug("iteration %d: Spark job %.3f s, driver %.3f s", t, job_seconds,
@@ -218,7 +210,7 @@ class VariationalEngine:
         self.sc.setJobDescription(None)
         if converged:
             log.info("converged after %d iterations (|relative ELBO change| < %g)", t, s.tol)
-        return FitResult(topics_in.lambda_matrix(), alpha, self.prior, trace, t, converged,
+        return FitResult(topics_in.lambda_matrix(), alpha, self.prior, trace.records, t, converged,
                          self.checkpointer.gamma_dir(t), num_partitions)
 
     def _topic_files(self, iteration: int, num_reducers: int, num_topics: int) -> TopicFiles:
