@@ -160,14 +160,31 @@ HYBRID_SYNTHETIC = ("--topics", 4, "--iterations", 15, "--tol", 0, "--seed", 0, 
 
 @pytest.fixture(scope="session")
 def tiny_corpora_of_kind(tmp_path_factory):
-    """Corpus kind -> the tiny corpus of that kind (:mod:`tiny_corpora`) the conformance suite trains on."""
+    """Corpus kind -> the tiny corpus of that kind (:mod:`tiny_corpora`) the conformance suite trains on (one
+    folder for the whole run, shared by the pytest-xdist workers, as :func:`tiny_models`)."""
     from drivers import registry
+    from shared_runs import made_once, run_folder
     from tiny_corpora import tiny_aligned, tiny_ordered, tiny_segmented
 
-    root = tmp_path_factory.mktemp("tiny")
-    segmented = tiny_segmented(root / "segmented")
-    return {registry.BAG_OF_WORDS: segmented, registry.SEGMENTED: segmented,
-            registry.ALIGNED: tiny_aligned(root / "aligned"), registry.ORDERED: tiny_ordered(root / "ordered")}
+    root = run_folder(tmp_path_factory) / "tiny"
+    kinds = {registry.SEGMENTED: root / "segmented", registry.ALIGNED: root / "aligned",
+             registry.ORDERED: root / "ordered"}
+    with made_once(root) as make:
+        if make:
+            tiny_segmented(kinds[registry.SEGMENTED])
+            tiny_aligned(kinds[registry.ALIGNED])
+            tiny_ordered(kinds[registry.ORDERED])
+    return {registry.BAG_OF_WORDS: str(kinds[registry.SEGMENTED]), **{k: str(v) for k, v in kinds.items()}}
+
+
+@pytest.fixture(scope="session")
+def tiny_models(spark_session, tiny_corpora_of_kind, tmp_path_factory):
+    """Every registered model trained on its kind's tiny corpus with its family's flags, once per run
+    (:class:`shared_runs.TinyModels`: ``tiny_models["lda"]`` is the model's directory). Read them; write
+    elsewhere."""
+    from shared_runs import TinyModels, run_folder
+
+    return TinyModels(spark_session, tiny_corpora_of_kind, run_folder(tmp_path_factory) / "tiny_models")
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,6 @@ import pandas as pd
 import pytest
 
 from conftest import train_args
-from drivers import registry
 from drivers.browse.build import build
 from drivers.store.model_store import load_model
 from headless_browser import Browser, chromium
@@ -22,21 +21,17 @@ from inference import topic_map
 from inference.errors import UsageError
 from jobs import cli, train
 from prerequisites import require
-from tiny_corpora import FAMILY_FLAGS
 
 MODELS = ("lda", "stm")
 
 
 @pytest.fixture(scope="module")
-def sites(spark_session, tiny_corpora_of_kind, tmp_path_factory):
+def sites(tiny_models, tmp_path_factory):
     """name -> (model directory, site directory) of lda and stm on the tiny segmented corpus."""
     root = tmp_path_factory.mktemp("browse")
     out = {}
     for name in MODELS:
-        spec = registry.MODELS[name]
-        model_dir = str(root / name)
-        train.train(spark_session, train_args(tiny_corpora_of_kind[spec.corpus], model_dir, "--model", name,
-                                              *FAMILY_FLAGS[spec.family]))
+        model_dir = tiny_models[name]
         site = str(root / f"site-{name}")
         assert cli.main(["browse", "--model-dir", model_dir, "--output", site]) == 0
         out[name] = model_dir, site
@@ -190,7 +185,7 @@ def test_browse_refuses_to_write_over_a_model(sites):
 # ------------------------------------------------------------------------------------------------ family views
 
 @pytest.fixture(scope="module")
-def family_sites(spark_session, sites, tiny_corpora_of_kind, tmp_path_factory):
+def family_sites(spark_session, sites, tiny_models, tmp_path_factory):
     """The family views' sites: ptlda with a prior tree (languages side by side, linked words), dp-mixture
     (clusters) and a model root of the lda whose version has other topics (drift from the base)."""
     from drivers.models.tree.prior_tree import save_tree
@@ -205,9 +200,6 @@ def family_sites(spark_session, sites, tiny_corpora_of_kind, tmp_path_factory):
     out = {}
     train.train(spark_session, train_args(root / "tree_corpus", root / "ptlda", "--model", "ptlda", "--tree",
                                           root / "tree", "--topics", 3, "--iterations", 3, "--seed", 1))
-    spec = registry.MODELS["dp-mixture"]
-    train.train(spark_session, train_args(tiny_corpora_of_kind[spec.corpus], root / "dp-mixture", "--model",
-                                          "dp-mixture", *FAMILY_FLAGS[spec.family]))
     # a model root by hand: one version of the lda whose lambda is perturbed, refreshed from the lda as its base
     base = sites["lda"][0]
     version = "000001-20261127T000000Z"
@@ -222,7 +214,7 @@ def family_sites(spark_session, sites, tiny_corpora_of_kind, tmp_path_factory):
         meta["refresh"] = {"parent": {"base": base, "token": publish.read_marker(base)["token"], "documents": 40}}
         json.dump(meta, open(os.path.join(staging, "model.json"), "w"))
     model_root.set_latest(str(root / "root"), version)
-    for name, model in (("ptlda", root / "ptlda"), ("dp-mixture", root / "dp-mixture"), ("root", root / "root")):
+    for name, model in (("ptlda", root / "ptlda"), ("dp-mixture", tiny_models["dp-mixture"]), ("root", root / "root")):
         site = str(root / f"site-{name}")
         build(str(model), site)
         out[name] = str(model), site

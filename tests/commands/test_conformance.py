@@ -38,18 +38,13 @@ def corpora(tiny_corpora_of_kind):
 
 
 @pytest.fixture(scope="module")
-def trained(spark_session, corpora, tmp_path_factory):
-    """name -> (model directory, model.json) of every registered model, trained on local[2]."""
-    root = tmp_path_factory.mktemp("conformance")
-    out = {}
+def trained(tiny_models, corpora):
+    """name -> (model directory, model.json) of every registered model, trained on local[2] (once per run:
+    conftest ``tiny_models``)."""
     for spec in registry.MODELS.values():
         if spec.corpus not in corpora:
             pytest.fail(f"no tiny corpus of kind {spec.corpus!r} (model {spec.name}): add one to tests/tiny_corpora.py")
-        model_dir = str(root / spec.name)
-        meta = train.train(spark_session, train_args(corpora[spec.corpus], model_dir, "--model", spec.name,
-                                                     *FAMILY_FLAGS[spec.family]))
-        out[spec.name] = model_dir, meta
-    return out
+    return {name: (path, tiny_models.meta(name)) for name, path in tiny_models.every(registry.MODELS).items()}
 
 
 def _theta(path) -> np.ndarray:

@@ -8,11 +8,8 @@ import re
 
 import pytest
 
-from conftest import train_args
 from drivers.evaluation import report as evaluation_report
-from jobs import train
 from jobs.cli import main
-from tiny_corpora import FAMILY_FLAGS
 
 #: (model, corpus kind, family, method name)
 CASES = [("lda", "segmented", "variational", "document-completion"),
@@ -21,16 +18,10 @@ CASES = [("lda", "segmented", "variational", "document-completion"),
 
 
 @pytest.fixture(scope="module")
-def models(spark_session, tiny_corpora_of_kind, tmp_path_factory):
+def models(tiny_models, tiny_corpora_of_kind):
     from drivers import registry
 
-    root = tmp_path_factory.mktemp("evaluate_json")
-    out = {}
-    for name, _, family, _ in CASES:
-        corpus = tiny_corpora_of_kind[registry.model(name).corpus]
-        train.train(spark_session, train_args(corpus, str(root / name), "--model", name, *FAMILY_FLAGS[family]))
-        out[name] = str(root / name), corpus
-    return out
+    return {name: (tiny_models[name], tiny_corpora_of_kind[registry.model(name).corpus]) for name, *_ in CASES}
 
 
 def _printed(pattern: str, text: str) -> float:

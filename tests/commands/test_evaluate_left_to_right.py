@@ -12,27 +12,19 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import train_args
 from drivers import registry
 from drivers.corpora.segmented import block_from_segments_table
 from drivers.families.gibbs.models import open_trained
 from drivers.store.model_store import load_model
 from inference.left_to_right import LeftToRight, lda_scores
-from jobs import evaluate, train
+from jobs import evaluate
 from jobs.cli import main
-from tiny_corpora import FAMILY_FLAGS
 
 
 @pytest.fixture(scope="module")
-def models(spark_session, tiny_corpora_of_kind, tmp_path_factory):
+def models(tiny_models, tiny_corpora_of_kind):
     """lda-gibbs and lda (variational EM) trained on the tiny segmented corpus: name -> (model dir, corpus)."""
-    root = tmp_path_factory.mktemp("left_to_right")
-    corpus = tiny_corpora_of_kind[registry.SEGMENTED]
-    out = {}
-    for name, family in (("lda-gibbs", "gibbs"), ("lda", "variational")):
-        train.train(spark_session, train_args(corpus, str(root / name), "--model", name, *FAMILY_FLAGS[family]))
-        out[name] = str(root / name), corpus
-    return out
+    return {name: (tiny_models[name], tiny_corpora_of_kind[registry.SEGMENTED]) for name in ("lda-gibbs", "lda")}
 
 
 def _documents(corpus: str):

@@ -17,14 +17,9 @@ from tiny_corpora import FAMILY_FLAGS
 
 
 @pytest.fixture(scope="module")
-def models(spark_session, tiny_corpora_of_kind, tmp_path_factory):
+def models(spark_session, tiny_models, tmp_path_factory):
     root = tmp_path_factory.mktemp("in-process")
-    out = {}
-    for name in ("lda", "tlda", "polylda"):
-        spec = registry.model(name)
-        out[name] = str(root / name)
-        train.train(spark_session, train_args(tiny_corpora_of_kind[spec.corpus], out[name], "--model", name,
-                                              *FAMILY_FLAGS[spec.family]))
+    out = {name: tiny_models[name] for name in ("lda", "tlda", "polylda")}
     # a model of words (the tiny corpora's terms hold digits, which the tokenizer drops): for raw text
     rng = np.random.default_rng(5)
     words = [a + b for a in ("apple", "pear", "plum", "fig", "kiwi") for b in ("", "tree", "leaf", "jam", "pie")]
