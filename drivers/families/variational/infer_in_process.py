@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 
 from drivers.corpora.bow import open_corpus_meta
 from drivers.corpora.files import DOCS, REJECTS
+from drivers.corpora.in_process import why_not_in_process as corpus_why_not_in_process
 from drivers.families.variational.infer import exp_elogbeta
 from drivers.store.model_store import require_same_vocabulary
 from drivers.store.topic_model import TopicModel
@@ -20,22 +21,12 @@ from inference.errors import UsageError
 from inference.heldout import fold_in
 from inference.mapper import EStepSettings
 
-#: corpora up to this many tokens are inferred in this process when the choice is automatic
-MAX_TOKENS = 2_000_000
-
 
 def why_not_in_process(model: TopicModel, corpus_dir: str, lang: str | None) -> str | None:
     """None when this process can infer the corpus; else why not."""
     if model.languages and lang is None:
         return "an aligned corpus of a polylingual model"
-    if "://" in corpus_dir:
-        return "a corpus in a remote store"
-    meta, _ = open_corpus_meta(None, corpus_dir)
-    if "languages" in meta:
-        return "an aligned corpus"
-    if int(meta.get("tokens") or 0) > MAX_TOKENS:
-        return f"a corpus of {meta['tokens']} tokens (more than {MAX_TOKENS})"
-    return None
+    return corpus_why_not_in_process(corpus_dir)
 
 
 def infer_in_process(model: TopicModel, corpus_dir: str, output_dir: str, options: EStepSettings | None = None,
