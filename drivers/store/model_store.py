@@ -288,8 +288,9 @@ SAMPLED = MatrixFormat("topic_word.npy", False, PointTopicModel)
 
 def matrix_format(directory: str, meta: dict) -> MatrixFormat:
     """The format of a model directory's matrix: by model.json's ``inference`` (``gibbs``: sampled; ``variational``
-    or ``hybrid``: variational); a directory written before model.json recorded it by the file it holds."""
-    inference = meta.get("inference")
+    or ``hybrid``, which variational models record in their ``settings``: variational); a directory written before
+    model.json recorded it by the file it holds (every model now also writes ``topic_word.npy``)."""
+    inference = meta.get("inference") or (meta.get("settings") or {}).get("inference")
     if inference is not None:
         return SAMPLED if inference == "gibbs" else VARIATIONAL
     stem = "topic_word" if not meta.get("languages") else f"topic_word.{meta['languages'][0]}"

@@ -61,8 +61,10 @@ def test_a_model_directory_holds_one_model(spark_session, tiny, tmp_path):
     np.testing.assert_array_equal(loaded.lambda_, np.load(out / "topic_word.npy"))
     assert (out / "topics.txt").read_text() == topics_text.format_model_topics(loaded, 10) + "\n"
     _train(spark_session, tiny, out, "lda")
-    assert not any((out / name).exists() for name in ("topic_word.npy", "segment_topics.parquet", "loglik.png"))
-    assert model_store.load_model(str(out)).meta["model"] == "lda" and (out / "mine.txt").read_text() == "kept"
+    assert not any((out / name).exists() for name in ("segment_topics.parquet", "loglik.png", "chain"))
+    loaded = model_store.load_model(str(out))
+    assert loaded.meta["model"] == "lda" and (out / "mine.txt").read_text() == "kept"
+    np.testing.assert_array_equal(np.load(out / "topic_word.npy"), loaded.topic_word())  # the common file, lda's
 
 
 def _damaged(lda_model, tmp_path, damage, remark=True) -> str:
