@@ -18,18 +18,11 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import shutil
 import time
 
 from bench_common import CACHE, bench_session  # noqa: E402  (first: puts the project on sys.path)
-
-
-def write_jsonl(path, rows):
-    with open(path, "w", encoding="utf-8") as f:
-        for r in rows:
-            f.write(json.dumps({"id": r["id"], "text": r["text"]}) + "\n")
-    return str(path)
+from bench_refresh import write_jsonl  # noqa: E402
 
 
 def main() -> None:
