@@ -25,12 +25,12 @@ import numpy as np
 import pandas as pd
 
 from drivers import storage
+from drivers.store.base_link import LEDGER
 from inference.constraints import AT_LEAST_0, AT_LEAST_1, NON_NEGATIVE, Constrained, Interval, Real, StrOptions
 from inference.errors import UsageError
 
 log = logging.getLogger("spark_topics.refresh")
 
-LEDGER = "ledger.parquet"
 PENDING_TERMS = "pending_terms.parquet"
 NEW_TERMS = "new_terms.parquet"
 REPORT_JSON = "refresh.json"
