@@ -2,7 +2,7 @@
 factor against the ratio of the augmented joint computed directly and against the network's own recursion
 (:func:`inference.pdpnet.kernels.eval_zplus`) on states of the in-process sampler, and the engine sweep's
 bookkeeping: after sweeps of two partitions on their private copies, each copy moved by its partition's changes
-only, every partition's indicators satisfy 0 <= t^p <= n^p, the summed t_wk <= n_wk, and cells left without a
+only (and its reading of cells left without tables as one table), every partition's indicators satisfy 0 <= t^p <= n^p, the summed t_wk <= n_wk, and cells left without a
 table by both partitions at once (repaired before the next sweep) are rare."""
 from __future__ import annotations
 
@@ -92,17 +92,23 @@ def test_two_partitions_tables_stay_the_recount_and_own_tables_legal():
     for it in range(8):
         tables = summed()
         before = [st["z"].copy() for st in states]
-        after = []
+        after, read = [], []
+        race = (tables["nwk"] > 0) & (tables[pdp_words.TABLE] == 0)
         for p, (blk, st) in enumerate(zip(blocks, states)):
             own = {name: np.array(tab, copy=True) if isinstance(tab, np.ndarray) else tab
                    for name, tab in tables.items()}
+            held = np.zeros_like(race)          # race cells it reads as one table without customers there
+            vocab, uidx = np.unique(blk.words, return_inverse=True)
+            held[vocab] = pdp_words.own_customers(uidx.reshape(-1), st["z"], len(vocab), K) == 0
+            read.append((race & held).astype(np.int64))
             model.sweep_tables(blk, st, hyper, own, model.derive(own), 100 * it + p)
             after.append(own)
         moved += sum(int((b0 != st["z"]).sum()) for b0, st in zip(before, states))
         new = summed()
-        # a partition's private copy moved by exactly its own changes
+        # a partition's private copy moved by exactly its own changes (and its reading of race cells)
         for name in ("nwk", pdp_words.TABLE):
-            delta = sum(own[name].astype(np.int64) - tables[name] for own in after)
+            delta = sum(own[name].astype(np.int64) - tables[name] - (r if name == pdp_words.TABLE else 0)
+                        for own, r in zip(after, read))
             np.testing.assert_array_equal(tables[name] + delta, new[name], err_msg=name)
         for blk, st in zip(blocks, states):
             vocab, uidx = np.unique(blk.words, return_inverse=True)
@@ -116,3 +122,49 @@ def test_two_partitions_tables_stay_the_recount_and_own_tables_legal():
         hyper = model.global_step(new, hyper, model.partition_stats(blocks[0], states[0], hyper, it), it)[1]
     assert moved > 20 and races <= occupied // 20, (races, occupied)
     assert hyper["a_values"]["phi.a"] != 0.5 and hyper["b_values"]["phi.b"] != 10.0
+
+
+def test_a_cell_left_without_tables_by_a_race_reads_as_one_table_in_every_partition():
+    """Two partitions removed a cell's last indicators in one sweep (n_wk > 0, t_wk = 0 after the merge): a
+    partition with customers of that word but none in the cell sweeps exactly as on the table read legally (t = 1,
+    its totals with it), the driver's reading. Reading t = 0 made the cell's Stirling ratios S^{c+1}_0 / S^c_0 NaN
+    and every token of the word drew topic 0 (the collapse of pyp-lda on two partitions, issue 28)."""
+    rng = np.random.default_rng(11)
+    V, K = 6, 3
+    docs = [(f"d{i:02d}", [list(rng.integers(0, V, rng.integers(4, 12)))]) for i in range(12)]
+    model = PdpNetwork(K, V)
+    hyper = model.initial_hyper(network="pyp-lda")
+    blocks = [SegmentedBlock.from_segments(docs[p::2]) for p in range(2)]
+    states = [model.initial_state(blk, hyper, 5 + p) for p, blk in enumerate(blocks)]
+    vocabs = [np.unique(blk.words, return_inverse=True) for blk in blocks]
+    own_n = [pdp_words.own_customers(u.reshape(-1), st["z"], len(v), K) for (v, u), st in zip(vocabs, states)]
+    # a cell (w, k) with customers only in partition 0, whose word partition 1 also has
+    cells = [(int(w), k) for u0, w in enumerate(vocabs[0][0]) for k in range(K)
+             if own_n[0][u0, k] > 0 and w in vocabs[1][0]
+             and own_n[1][int(np.searchsorted(vocabs[1][0], w)), k] == 0]
+    assert cells
+    w, k = cells[0]
+    states[0]["word_t"][int(np.searchsorted(vocabs[0][0], w)), k] = 0      # its last indicator left
+    parts = [model.table_counts(blk, st, loc) for blk, st, loc in zip(blocks, states, vocabs)]
+    tables = {t.name: merge(t, [c[t.name] for c in parts]) for t in model.count_tables()}
+    assert tables["nwk"][w, k] > 0 and tables[pdp_words.TABLE][w, k] == 0
+    legal = dict(tables)
+    legal[pdp_words.TABLE] = pdp_words.legal(tables["nwk"], tables[pdp_words.TABLE])[1].astype(
+        tables[pdp_words.TABLE].dtype)
+    runs = []
+    for tabs in (tables, legal):
+        st = {name: np.array(v, copy=True) for name, v in states[1].items()}
+        own = {name: np.array(tab, copy=True) for name, tab in tabs.items()}
+        model.sweep_tables(blocks[1], st, hyper, own, model.derive(own), 3)
+        runs.append((st, own))
+    (st_raw, own_raw), (st_legal, own_legal) = runs
+    np.testing.assert_array_equal(st_raw["z"], st_legal["z"])
+    np.testing.assert_array_equal(st_raw["word_t"], st_legal["word_t"])
+    np.testing.assert_array_equal(own_raw[pdp_words.TABLE], own_legal[pdp_words.TABLE])
+    # the partition with customers in the cell opens a table for them (its own indicator)
+    st0 = {name: np.array(v, copy=True) for name, v in states[0].items()}
+    own = {name: np.array(tab, copy=True) for name, tab in tables.items()}
+    model.sweep_tables(blocks[0], st0, hyper, own, model.derive(own), 4)
+    n0 = pdp_words.own_customers(vocabs[0][1].reshape(-1), st0["z"], len(vocabs[0][0]), K)
+    assert np.all(st0["word_t"] >= 0) and np.all(st0["word_t"] <= n0)
+    assert np.all((own["nwk"] == 0) | (own[pdp_words.TABLE] >= 1))
