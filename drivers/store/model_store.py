@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -122,6 +123,11 @@ def require_same_vocabulary(model: TopicModel, corpus) -> None:
         f"({len(theirs)} terms vs {len(ours)}, {differ} ids naming different terms). Prepare it with the "
         f"model's vocabulary: spark-topics prepare --input RAW --output DIR "
         f"--vocab {storage.join(model.directory, 'vocab.parquet')}")
+
+
+def run_stamp(started: float) -> dict:
+    """The code that made a model and the seconds it took since ``started`` (``time.time()``)."""
+    return {"code": code_version(), "train_seconds": round(time.time() - started, 3)}
 
 
 def code_version() -> dict:

@@ -99,6 +99,14 @@ class GibbsResult:
     tables: dict | None = None      # the model's count tables after the last iteration (name -> value)
     sync: str = "jobs"              # how partitions synchronised: "resident", "jobs", "resident, then jobs"
 
+    def meta(self) -> dict:
+        """What model.json records of the chain, the same for ``train`` and ``refresh``."""
+        trace = [r.__dict__ for r in self.trace]
+        return {**({"alpha": self.hyper["alpha"]} if "alpha" in self.hyper else {}),
+                "beta": self.hyper.get("beta"), "hyper": self.hyper, "samples_taken": self.samples,
+                "loglik": trace[-1]["loglik"] if trace else None, "trace": trace,
+                "partitions": self.num_partitions, "counts_summed_on": self.counts_summed_on, "sync": self.sync}
+
 
 def hyper_summary(hyper: dict) -> dict:
     """The numbers of ``hyper`` worth a log line: floats as they are, vectors by their sum."""

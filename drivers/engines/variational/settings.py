@@ -87,3 +87,10 @@ class FitResult:
     converged: bool
     gamma_dir: str
     num_partitions: int
+
+    def meta(self) -> dict:
+        """What model.json records of the run, the same for ``train`` and ``refresh``."""
+        trace = [r.__dict__ for r in self.trace]
+        return {"alpha": self.alpha.tolist(), "iterations": self.iterations, "converged": self.converged,
+                "elbo": trace[-1]["elbo"] if trace else None, "elbo_trace": trace,
+                "partitions": self.num_partitions}

@@ -32,7 +32,6 @@ import logging
 import time
 from dataclasses import replace
 
-import numpy as np
 
 from drivers import storage
 from drivers.corpora.aligned import is_aligned
@@ -206,21 +205,15 @@ class GibbsFamily(ModelFamily):
                 save_chain(request.checkpoint, request.output, result.iterations, model.count_tables())
         finally:
             engine.release()
-        trace = [r.__dict__ for r in result.trace]
         meta = {
             "model": model.name, "inference": "gibbs", "segment_level": segment_level,
-            "permute_segments": e.permute_segments, "topics": K, "vocab_size": V,
-            **({"alpha": result.hyper["alpha"]} if "alpha" in result.hyper else {}),
-            "beta": result.hyper.get("beta"), "hyper": result.hyper,
-            "initial_hyper": hyper0, **settings.schedule.to_json(), "samples_taken": result.samples,
-            "loglik": trace[-1]["loglik"] if trace else None, "trace": trace,
-            "seed": request.seed, "partitions": result.num_partitions, "checkpoint_every": e.checkpoint_every,
-            "sweeps_per_sync": e.sweeps_per_sync, "counts_summed_on": result.counts_summed_on, "sync": result.sync,
+            "permute_segments": e.permute_segments, "topics": K, "vocab_size": V, **result.meta(),
+            "initial_hyper": hyper0, **settings.schedule.to_json(),
+            "seed": request.seed, "checkpoint_every": e.checkpoint_every, "sweeps_per_sync": e.sweeps_per_sync,
             "data": {"corpus": storage.absolute(request.corpus), "version": data_version(corpus.meta),
                      "documents": corpus.num_documents, "segments": corpus.num_segments,
                      "tokens": corpus.num_tokens, "segmented": corpus.segmented, "split": corpus.split,
                      "heldout_fraction": e.heldout_fraction},
-            "code": model_store.code_version(),
         }
         if e.heldout_fraction > 0:
             meta["heldout"] = evaluate_split(spark, spec, model, result.hyper, topic_word, request, e)
@@ -233,10 +226,10 @@ class GibbsFamily(ModelFamily):
                         vocab_sizes=dict(zip(corpus.layout.languages, corpus.layout.sizes())),
                         documents_per=model.aligned_documents_per)
         meta.update(model.describe())
-        meta["train_seconds"] = round(time.time() - started, 3)
+        meta.update(model_store.run_stamp(started))
         storage.save_json(storage.join(request.output, "model.json"), meta)
-        if trace:
-            outputs.plot_trace(storage.join(request.output, "loglik.png"), trace, f"{display}: Gibbs sampler")
+        if meta["trace"]:
+            outputs.plot_trace(storage.join(request.output, "loglik.png"), meta["trace"], f"{display}: Gibbs sampler")
         tokenizer.save_tokenizer(request.output, request.corpus,
                                    corpus.layout.languages if corpus.layout is not None else None)
         topics_text.write_topics_file(request.output, request.top_words)

@@ -201,22 +201,18 @@ def refresh_chain(spark, spec, base, corpus_dir: str | None, request, output: st
     if not request.reinfer_old:
         _keep_new_documents(spark, output, corpus_dir)
     storage.delete(work)
-    trace = [r.__dict__ for r in result.trace]
     meta = dict(base.meta)
     for key in ("heldout", "alpha"):
         meta.pop(key, None)
-    meta.update({**({"alpha": result.hyper["alpha"]} if "alpha" in result.hyper else {}),
-                 "vocab_size": V, "beta": result.hyper.get("beta"), "hyper": result.hyper, **schedule.to_json(),
-                 "samples_taken": result.samples, "loglik": trace[-1]["loglik"], "trace": trace, "seed": seed,
-                 "partitions": P + Q, "counts_summed_on": result.counts_summed_on, "sync": result.sync,
-                 "code": model_store.code_version(), "train_seconds": round(time.time() - started, 3),
+    meta.update({"vocab_size": V, **result.meta(), **schedule.to_json(), "seed": seed,
+                 **model_store.run_stamp(started),
                  "chain": {"continued_from": N, "old_partitions": P, "new_partitions": Q,
                            "swept": "new documents" if frozen else "all documents"}})
     meta["data"] = dict(base.meta.get("data") or {}, documents=result.num_documents, tokens=result.num_tokens,
                         split="all", heldout_fraction=0.0)
     meta.update(model.describe())
     storage.save_json(storage.join(output, "model.json"), meta)
-    outputs.plot_trace(storage.join(output, "loglik.png"), trace, f"{model.display_name}: Gibbs sampler")
+    outputs.plot_trace(storage.join(output, "loglik.png"), meta["trace"], f"{model.display_name}: Gibbs sampler")
     _copy_tokenizer(base.directory, output)
     topics_text.write_topics_file(output, 10)
     return meta

@@ -226,14 +226,10 @@ class VariationalFamily(ModelFamily):
         except FloatingPointError as exc:
             raise FloatingPointError(name_words(str(exc), corpus.vocab)) from None
 
-        trace = [r.__dict__ for r in result.trace]
         meta = {
-            "model": model.name, "topics": K, "vocab_size": V,
-            "alpha": result.alpha.tolist(), "eta": result.prior.to_json(),
-            "iterations": result.iterations, "converged": result.converged,
-            "elbo": trace[-1]["elbo"] if trace else None, "elbo_trace": trace,
+            "model": model.name, "topics": K, "vocab_size": V, **result.meta(), "eta": result.prior.to_json(),
             "objective": OBJECTIVES[local_step.objective_name],   # what "elbo" holds: hybrid's is not an ELBO
-            "seed": request.seed, "partitions": result.num_partitions,
+            "seed": request.seed,
             "settings": {"tol": e.tol, "estep_tol": e.estep_tol, "estep_max_iter": e.estep_max_iter,
                          "estep_schedule": e.estep_schedule, "restarts": e.restarts,
                          "optimize_alpha": settings.optimize_alpha, "optimize_eta": settings.optimize_eta,
@@ -243,8 +239,7 @@ class VariationalFamily(ModelFamily):
                             if e.inference == "hybrid" else {})},
             "data": {"corpus": storage.absolute(request.corpus), "version": data_version(corpus.meta),
                      "documents": corpus.num_documents, "tokens": corpus.meta.get("tokens")},
-            "code": model_store.code_version(),
-            "train_seconds": round(time.time() - started, 3),
+            **model_store.run_stamp(started),
         }
         if prior.topic_names is not None:
             meta["topic_names"] = prior.topic_names
@@ -261,8 +256,8 @@ class VariationalFamily(ModelFamily):
             storage.save_json(storage.join(request.output, model_store.PRIOR_SPEC), prior.spec)
         write_doc_topics(spark, corpus.blocks, result.gamma_dir, storage.join(request.output, "doc_topics.parquet"),
                          prior.topic_names, local_step, result.alpha)
-        if trace:
-            outputs.plot_elbo(storage.join(request.output, "elbo.png"), trace, hybrid=e.inference == "hybrid")
+        if meta["elbo_trace"]:
+            outputs.plot_elbo(storage.join(request.output, "elbo.png"), meta["elbo_trace"], hybrid=e.inference == "hybrid")
         tokenizer.save_tokenizer(request.output, request.corpus,
                                    None if corpus.layout is None else corpus.layout.languages)
         topics_text.write_topics_file(request.output, request.top_words)

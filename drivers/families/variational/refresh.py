@@ -165,17 +165,13 @@ def _refresh(spark, model, base, corpus, request, history: dict, output: str, se
              request.mode, inference, K, V, V - V_old, n_batch, corpus.meta.get("tokens", -1), corpus.num_partitions)
     started = time.time()
     result = engine.fit(corpus.blocks, corpus.num_partitions, V)
-    trace = [r.__dict__ for r in result.trace]
     meta = {key: value for key, value in base.meta.items() if key not in ("refresh", "prior")}
     meta.update({
-        "topics": K, "vocab_size": V, "alpha": result.alpha.tolist(), "eta": base.meta.get("eta"),
-        "iterations": result.iterations, "converged": result.converged,
-        "elbo": trace[-1]["elbo"] if trace else None, "elbo_trace": trace, "seed": seed,
-        "partitions": result.num_partitions,
+        "topics": K, "vocab_size": V, **result.meta(), "eta": base.meta.get("eta"), "seed": seed,
         "settings": dict(saved, inference=inference),
         "data": {"corpus": corpus.directory, "version": data_version(corpus.meta),
                  "documents": n_batch, "tokens": corpus.meta.get("tokens")},
-        "code": model_store.code_version(), "train_seconds": round(time.time() - started, 3)}, **grown.describe)
+        **model_store.run_stamp(started)}, **grown.describe)
     if corpus.layout is not None:
         meta.update(languages=list(corpus.layout.languages),
                     vocab_sizes=dict(zip(corpus.layout.languages, corpus.layout.sizes())))
@@ -190,8 +186,8 @@ def _refresh(spark, model, base, corpus, request, history: dict, output: str, se
         storage.write_bytes(storage.join(output, model_store.PRIOR_SPEC), storage.read_bytes(spec_path))
     write_doc_topics(spark, corpus.blocks, result.gamma_dir, storage.join(output, "doc_topics.parquet"),
                      meta.get("topic_names"), local_step, result.alpha)
-    if trace:
-        outputs.plot_elbo(storage.join(output, "elbo.png"), trace, hybrid=inference == "hybrid")
+    if meta["elbo_trace"]:
+        outputs.plot_elbo(storage.join(output, "elbo.png"), meta["elbo_trace"], hybrid=inference == "hybrid")
     for name in storage.list_dir(base.directory):
         if name == tokenizer.TOKENIZER or name.startswith("stopwords"):
             storage.write_bytes(storage.join(output, name), storage.read_bytes(storage.join(base.directory, name)))
