@@ -126,9 +126,9 @@ def model(name: str, inference: str | None = None) -> ModelSpec:
 
 def of_meta(meta: dict) -> ModelSpec:
     """The spec a model directory's model.json names (its model and the inference mode it was trained with)."""
-    if meta.get("vocabulary") == "infinite":       # drivers/models/infvoc: read by `topics` and `refresh` only
-        raise RefusedError("a model trained with --vocabulary infinite: `topics` and `refresh --vocabulary infinite` "
-                           "read it; infer, evaluate and the other refresh modes do not yet")
+    if meta.get("vocabulary") == "infinite":       # drivers/models/infvoc: its own topics, infer, evaluate, refresh
+        raise RefusedError("a model trained with --vocabulary infinite: `topics`, `infer`, `evaluate` and `refresh "
+                           "--vocabulary infinite` read it; the other refresh modes and jobs do not")
     return model(meta.get("model"), meta.get("inference"))
 
 

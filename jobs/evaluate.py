@@ -17,6 +17,7 @@ from drivers.failures import one_line
 from drivers.evaluation import report as evaluation_report
 from drivers.evaluation import standard_coherence as standard
 from drivers.families import EvaluateRequest
+from drivers.models.infvoc import model as infinite_model, scoring as infinite_scoring
 from drivers.store import model_store
 from inference.errors import UsageError
 from inference.left_to_right import DEFAULT_PARTICLES, LeftToRight
@@ -122,6 +123,8 @@ def run(args) -> dict:
         raise UsageError("evaluate needs --model-dir MODEL_DIR")
     else:
         model_dirs = (model_store.resolve(args.model, getattr(args, "version", None)),)     # one version for the job
+        if infinite_model.is_infinite(model_store.read_meta(model_dirs[0])):
+            return evaluate_infinite(args, model_dirs[0])
     family = family_of(model_dirs)
     request = EvaluateRequest(model_dirs, args.corpus, args.reference, args.top_words, args.seed, args.partitions,
                               engine=family.evaluate_settings(args), left_to_right=left_to_right_settings(args),
@@ -146,6 +149,23 @@ def run(args) -> dict:
     if args.json:
         evaluation_report.write(args.json, metrics)
         print(f"figures written to {args.json}")
+    return metrics
+
+
+def evaluate_infinite(args, model_dir: str) -> dict:
+    """A ``--vocabulary infinite`` model: document completion and NPMI over the corpus' own words
+    (:mod:`drivers.models.infvoc.scoring`); in this process when the corpus is small, else on Spark."""
+    if left_to_right_settings(args) is not None:
+        raise UsageError("evaluate --method left-to-right: not for a --vocabulary infinite model (its document "
+                         "completion is the estimator)")
+    spark = None if engine_of(args.master) == "in-process" else \
+        (lambda: sized_session("spark-topics evaluate", args, lambda conf, active: conf))
+    metrics = infinite_scoring.evaluate(spark, model_dir, args.corpus, args.reference, args.top_words, args.seed,
+                                        args.partitions)
+    print(infinite_scoring.format_metrics(metrics))
+    if args.output:
+        storage.write_bytes(args.output, (json.dumps(metrics, indent=2) + "\n").encode("utf-8"))
+        print(f"metrics written to {args.output}")
     return metrics
 
 

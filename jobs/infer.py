@@ -20,6 +20,7 @@ from dataclasses import replace
 from drivers import registry, storage
 from drivers.corpora.files import CORPUS_JSON, looks_like_corpus
 from drivers.families import InferRequest
+from drivers.models.infvoc import model as infinite_model, scoring as infinite_scoring
 from drivers.preparation.corpus import prepare_corpus
 from drivers.store import model_root, model_store, publish
 from inference.errors import UsageError
@@ -86,6 +87,13 @@ def infer(spark, request: InferRequest) -> dict:
 def _infer(spark, request: InferRequest) -> dict:
     """``spark``: a SparkSession, or a function that makes one when first needed (a small input is prepared and
     inferred in this process, where its family can: ``request.runs_on``)."""
+    meta = model_store.read_meta(request.model_dir)
+    if infinite_model.is_infinite(meta):       # any word scored: raw text keeps every word the tokenizer keeps
+        corpus_dir = request.input
+        if not is_prepared_corpus(request.input):
+            corpus_dir = storage.join(request.output, "corpus")
+            infinite_scoring.raw_corpus(spark, request.model_dir, meta, request, corpus_dir)
+        return infinite_scoring.infer(spark, request.model_dir, corpus_dir, request.output, request.partitions)
     family = registry.model_of_directory(request.model_dir).family_object()
     trained = family.open(request.model_dir)
     corpus_dir, prepared = request.input, None
@@ -113,13 +121,15 @@ def infer_documents(spark, model_dir: str, corpus_dir: str, output_dir: str, par
 
 def run(args) -> dict:
     args.model = model_store.resolve(args.model, getattr(args, "version", None))     # one version for the job
-    family = registry.model_of_directory(args.model).family_object()
+    infinite = infinite_model.is_infinite(model_store.read_meta(args.model))
+    family = None if infinite else registry.model_of_directory(args.model).family_object()
     request = InferRequest(args.model, args.input, args.output, args.format, args.id_column, args.text_column,
-                           args.lang, args.partitions, engine=family.infer_settings(args),
+                           args.lang, args.partitions, engine=None if infinite else family.infer_settings(args),
                            runs_on=engine_of(args.master))
     result = infer(lambda: sized_session("spark-topics infer", args,
                                          lambda conf, active: fold_in_conf([args.model], conf, active)), request)
-    print(family.infer_summary(result, request))
+    print(f"inferred {result['documents']} documents -> {result['output']}" if infinite else
+          family.infer_summary(result, request))
     return result
 
 

@@ -8,12 +8,17 @@ A retrain on the union of all batches (50 iterations) is the reference; each ref
 as a share of the retrain's, with the mode it ran (a: accumulate, b: a guided batch pass). Every model is scored on the test part with one estimator (document completion,
 :func:`drivers.families.variational.evaluate.evaluate_model`), the test part and the retrain prepared with the last
 refreshed version's vocabulary, so all models share their words. Seconds: the whole job (reading and preparing
-the documents included) for each refresh, preparing and training for the retrain. Beside the tests::
+the documents included) for each refresh, preparing and training for the retrain; with ``--cpuacct`` also CPU
+seconds of the whole process tree (Spark's JVM and Python workers included) from the cpuacct cgroup the shell was
+put in, read around each step (the machine is shared: compare CPU, not wall). Beside the tests::
 
     .venv/bin/python tests/bench/bench_refresh.py --source web --topics 20
     .venv/bin/python tests/bench/bench_refresh.py --source web --modes auto --batches 11
     .venv/bin/python tests/bench/bench_refresh.py --source pydoc --topics 20
     .venv/bin/python tests/bench/bench_refresh.py --source pool --topics 50
+    mkdir -p /sys/fs/cgroup/cpuacct/NAME && echo $$ > /sys/fs/cgroup/cpuacct/NAME/cgroup.procs
+    .venv/bin/python tests/bench/bench_refresh.py --source pool --topics 50 --modes auto \
+        --cpuacct /sys/fs/cgroup/cpuacct/NAME/cpuacct.usage [--batches 11]
 """
 from __future__ import annotations
 
@@ -47,7 +52,14 @@ def main() -> None:
     parser.add_argument("--order", choices=("id", "hash"), default="id",
                         help="batches by id order (the issue's split: non-stationary for a book-ordered corpus), or "
                              "by a hash of the id (stationary batches)")
+    parser.add_argument("--cpuacct", help="the cpuacct.usage file of the cgroup this runs in: CPU seconds too")
     options = parser.parse_args()
+
+    def cpu() -> float:
+        if not options.cpuacct:
+            return float("nan")
+        with open(options.cpuacct) as f:
+            return int(f.read()) / 1e9
 
     from bench_heldout_sample import documents
     from drivers.store import model_root
@@ -70,16 +82,16 @@ def main() -> None:
     print(f"{options.source}: {len(training)} training documents in {n} batches of ~{quarter} (by {options.order}), "
           f"{len(test)} test documents; K={options.topics}")
 
-    started = time.time()
+    started, started_cpu = time.time(), cpu()
     prepare_corpus(spark, batches[0], str(work / "c0"))
     train.train(spark, train.parse_request(["--corpus", work / "c0", "--output", work / "base", "--topics",
                                             options.topics, "--iterations", options.retrain_iterations, "--tol", 0,
                                             "--seed", 0, "--inference", "variational"]))
-    base_seconds = time.time() - started
+    base_seconds, base_cpu = time.time() - started, cpu() - started_cpu
     results = {}
     for mode in options.modes:
         root = work / f"root-{mode}"
-        seconds, chosen = [], []
+        seconds, cpus, chosen = [], [], []
         for i, batch in enumerate(batches[1:]):
             iterations = options.batch_iterations if mode == "batch" else options.refresh_iterations
             flags = ["--model", root, "--input", batch, "--mode", mode, "--iterations", iterations]
@@ -87,11 +99,14 @@ def main() -> None:
                 flags += ["--base", work / "base"]
             parser_ = argparse.ArgumentParser()
             refresh.add_arguments(parser_)
-            began = time.time()
+            began, began_cpu = time.time(), cpu()
             report = refresh.refresh_root(spark, refresh.request_from(parser_.parse_args([str(f) for f in flags])))
             seconds.append(time.time() - began)
+            cpus.append(cpu() - began_cpu)
             chosen.append(report["mode"][0])
-        results[mode] = (str(root), seconds, chosen)
+            print(f"{mode} refresh {i + 1}: {seconds[-1]:.1f} s, {cpus[-1]:.1f} CPU s, mode {report['mode']}",
+                  flush=True)
+        results[mode] = (str(root), seconds, cpus, chosen)
 
     # one vocabulary for every score: the last accumulate version's (ids only grow, so it holds the base's)
     final = model_store.resolve(results[options.modes[0]][0])
@@ -101,23 +116,26 @@ def main() -> None:
     with open(union, "w") as out:
         for batch in batches:
             out.write(open(batch).read())
-    began = time.time()
+    began, began_cpu = time.time(), cpu()
     prepare_corpus(spark, str(union), str(work / "cu"), vocab=vocab)
     train.train(spark, train.parse_request(["--corpus", work / "cu", "--output", work / "retrain", "--topics",
                                             options.topics, "--iterations", options.retrain_iterations, "--tol", 0,
                                             "--seed", 0, "--inference", "variational"]))
-    retrain_seconds = time.time() - began
+    retrain_seconds, retrain_cpu = time.time() - began, cpu() - began_cpu
     retrain = evaluate_model(spark, str(work / "retrain"), str(work / "test"))["perplexity"]
 
-    print(f"\nbase model (first batch): {base_seconds:.1f} s; retrain on the union: {retrain_seconds:.1f} s, "
-          f"test perplexity {retrain:.1f}")
+    print(f"\nbase model (first batch): {base_seconds:.1f} s ({base_cpu:.1f} CPU s); retrain on the union: "
+          f"{retrain_seconds:.1f} s ({retrain_cpu:.1f} CPU s), test perplexity {retrain:.1f}")
     print(f"{'mode':<12} {'perplexity':>10} {'vs retrain':>10}  seconds per refresh (x retrain; a/b: mode run)")
-    for mode, (root, seconds, chosen) in results.items():
+    for mode, (root, seconds, cpus, chosen) in results.items():
         model = model_store.load_model(root)
         view = _restricted(model, vocab)
         perplexity = evaluate_model(spark, view, str(work / "test"))["perplexity"]
         print(f"{mode:<12} {perplexity:>10.1f} {100 * (perplexity / retrain - 1):>+9.1f}% "
               f"  {' / '.join(f'{s:.1f} ({s / retrain_seconds:.2f}{c})' for s, c in zip(seconds, chosen))}")
+        if options.cpuacct:
+            print(f"{'':<12} {'':>10} {'':>10}  CPU s per refresh (x retrain's CPU s): "
+                  f"{' / '.join(f'{s:.1f} ({s / retrain_cpu:.2f}{c})' for s, c in zip(cpus, chosen))}")
     spark.stop()
 
 

@@ -15,7 +15,8 @@ import pytest
 from drivers.models.infvoc import commands as infinite
 from drivers.models.infvoc.model import NEW_MARK, InfVocModel
 from drivers.preparation.corpus import prepare_corpus
-from jobs import refresh as refresh_job, topics as topics_job, train as train_job
+from jobs import evaluate as evaluate_job, infer as infer_job, refresh as refresh_job, topics as topics_job, \
+    train as train_job
 
 SPORT = ["goal", "match", "team", "player", "score", "league", "coach", "stadium", "referee", "season"]
 COOKING = ["flour", "sugar", "oven", "bake", "butter", "recipe", "dough", "salt", "kitchen", "bread"]
@@ -91,6 +92,29 @@ def test_train_refresh_and_topics_mark_new_words(spark_session, base_corpus, cap
     capsys.readouterr()
     text = topics_job.run(parse(topics_job, ["--model-dir", root, "--top-words", "12"]))
     assert "vuvuzela" + NEW_MARK in text and "goal" + NEW_MARK not in text
+
+    # infer and evaluate read the refreshed version, in this process (--master none: no Spark job); the word that
+    # entered after the base is scored
+    from jobs.cli import main
+
+    test_raw = write_docs(str(tmp / "test.jsonl.gz"), themed(np.random.default_rng(2), "t", 20,
+                                                             extra=("vuvuzela", "sport")))
+    out = str(tmp / "inferred")
+    jobs_before = len(spark_session.sparkContext.statusTracker().getJobIdsForGroup(None))
+    main(["infer", "--model-dir", root, "--input", test_raw, "--output", out, "--master", "none"])
+    thetas = pd.read_parquet(os.path.join(out, "doc_topics.parquet")).set_index("doc_id")["theta"]
+    assert len(thetas) == 20 and all(np.argmax(thetas[f"t{i:04d}"]) == (sport if i % 2 == 0 else 1 - sport)
+                                     for i in range(20))
+    test_corpus = os.path.join(out, "corpus")                 # prepared with every word: vuvuzela kept
+    scores = {}
+    for name, directory in (("base", model_dir), ("refreshed", root)):
+        main(["evaluate", "--model-dir", directory, "--corpus", test_corpus, "--master", "none", "--top-words", "5",
+              "--output", str(tmp / f"{name}.json")])
+        scores[name] = json.load(open(tmp / f"{name}.json"))
+    assert len(spark_session.sparkContext.statusTracker().getJobIdsForGroup(None)) == jobs_before
+    assert scores["refreshed"]["vocabulary"] == {"corpus_words": 21, "new_to_base": 1}
+    assert scores["refreshed"]["perplexity"] < 0.9 * scores["base"]["perplexity"]   # base: vuvuzela from G_0 only
+    assert scores["refreshed"]["npmi"] > 0.5
 
 
 def test_same_model_for_any_number_of_partitions(spark_session, base_corpus):
