@@ -14,7 +14,11 @@ The corpus: the entries of the Debian package changelogs installed on this machi
 Both are scored at the end of the stream by NPMI coherence of each topic's 10 top words (document co-occurrence,
 averaged over the 45 pairs and the topics; a pair that never co-occurs scores -1), with two reference corpora: the
 whole stream and its last batch (where the new words are). The TOS sizes after each refresh show the memory bound.
-Beside the tests::
+Document classification (thesis Table 7.1): every entry of the stream is inferred under each final model
+(``infer``: fixvoc with its vocabulary, infvoc over every word), and a multinomial logistic regression (Spark ML) on
+the topic proportions predicts the Debian section of the entry's package (``dpkg-query``; sections with at least
+``--min-section`` entries), trained on the packages of 80% of the package names (by a hash) and scored on the rest,
+so no package is in both. Beside the tests::
 
     .venv/bin/python tests/bench/bench_infvoc.py --topics 20 --batches 3
 """
@@ -39,7 +43,8 @@ TRAILER = re.compile(r"^ -- .*?>\s\s?(.+)$")
 
 
 def changelog_entries(pattern: str = "/usr/share/doc/*/changelog.Debian.gz") -> list[dict]:
-    """One row per changelog entry: id (date, package, version: sorts by time), text."""
+    """One row per changelog entry: id (date, package, version: sorts by time), text, package (the binary
+    package whose doc folder holds the changelog)."""
     seen, rows = set(), []
     for path in sorted(glob.glob(pattern)):
         try:
@@ -62,7 +67,8 @@ def changelog_entries(pattern: str = "/usr/share/doc/*/changelog.Debian.gz") -> 
                 if head not in seen and body:
                     seen.add(head)
                     rows.append({"id": f"{when.astimezone(email.utils.datetime.timezone.utc):%Y%m%dT%H%M%S}"
-                                       f"-{head[0]}-{head[1]}", "text": " ".join(body)})
+                                       f"-{head[0]}-{head[1]}", "text": " ".join(body),
+                                 "package": path.split("/")[-2]})
                 head = None
             elif head:
                 text = line.strip()
@@ -74,8 +80,37 @@ def changelog_entries(pattern: str = "/usr/share/doc/*/changelog.Debian.gz") -> 
 def write_jsonl(path, rows):
     with open(path, "w", encoding="utf-8") as f:
         for r in rows:
-            f.write(json.dumps(r) + "\n")
+            f.write(json.dumps({"id": r["id"], "text": r["text"]}) + "\n")
     return str(path)
+
+
+def sections() -> dict:
+    """package -> Debian section of the installed packages."""
+    import subprocess
+
+    out = subprocess.run(["dpkg-query", "-W", "-f=${Package}\t${Section}\n"], check=True, capture_output=True,
+                         text=True).stdout
+    return {p.split(":")[0]: s.split("/")[-1] for p, s in (line.split("\t") for line in out.splitlines() if "\t" in line)}
+
+
+def classification_accuracy(spark, doc_topics_path: str, labels: dict, test_packages: set) -> tuple[float, float, int]:
+    """(accuracy of a multinomial logistic regression on theta, of the majority class, test documents)."""
+    import pandas as pd
+    from pyspark.ml.classification import LogisticRegression
+    from pyspark.ml.linalg import Vectors
+
+    frame = pd.read_parquet(doc_topics_path, columns=["doc_id", "theta"])
+    frame = frame[frame["doc_id"].isin(labels)]
+    classes = sorted({labels[d][1] for d in frame["doc_id"]})
+    rows = [(Vectors.dense(list(t)), float(classes.index(labels[d][1])), labels[d][0] in test_packages)
+            for d, t in zip(frame["doc_id"], frame["theta"])]
+    data = spark.createDataFrame(rows, ["features", "label", "test"])
+    train, test = data.where("not test"), data.where("test")
+    fit = LogisticRegression(maxIter=200, regParam=1e-4, family="multinomial").fit(train)
+    scored = fit.transform(test).select("label", "prediction").toPandas()
+    majority = train.groupBy("label").count().orderBy("count", ascending=False).first()["label"]
+    return (float((scored["label"] == scored["prediction"]).mean()), float((scored["label"] == majority).mean()),
+            len(scored))
 
 
 TOKEN = re.compile(r"[^\W\d_]+(?:'(?!s\b)[^\W\d_]+)*")
@@ -121,6 +156,8 @@ def main() -> None:
     parser.add_argument("--passes", type=int, default=1, help="passes of the infinite model's base training")
     parser.add_argument("--iterations", type=int, default=20, help="fixvoc: EM iterations (base and refreshes)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--reuse", action="store_true", help="score the models of an earlier run again (no training)")
+    parser.add_argument("--min-section", type=int, default=200, help="classification: sections with this many entries")
     options = parser.parse_args()
 
     from drivers.models.infvoc import commands as infinite
@@ -132,8 +169,9 @@ def main() -> None:
 
     spark = bench_session("bench-infvoc")
     work = CACHE / f"infvoc-debian-{options.seed}"
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
+    if not options.reuse:
+        shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True, exist_ok=True)
     rows = changelog_entries()
     quarter = len(rows) // 4
     size = -(-(len(rows) - quarter) // options.batches)
@@ -144,46 +182,71 @@ def main() -> None:
     print(f"Debian changelog entries: {len(rows)} ({rows[0]['id'][:8]} .. {rows[-1]['id'][:8]}); base "
           f"{len(base_rows)} (to {base_rows[-1]['id'][:8]}), then {options.batches} batches of ~{size}; "
           f"K={options.topics}")
-    prepare_corpus(spark, base, str(work / "c0"))
+    if not options.reuse:
+        prepare_corpus(spark, base, str(work / "c0"))
 
     def parse(job, argv):
         p = argparse.ArgumentParser()
         job.add_arguments(p, [str(a) for a in argv])
         return p.parse_args([str(a) for a in argv])
 
-    # infvoc
-    schedule = ["--alpha-beta", options.alpha_beta, "--truncation", options.truncation, "--reorder-delay",
-                options.reorder_delay, "--minibatch-size", options.minibatch_size]
-    began = time.time()
-    infinite.train(spark, parse(train, ["--corpus", work / "c0", "--output", work / "inf-base", "--topics",
-                                        options.topics, "--vocabulary", "infinite", "--tau0", options.tau0,
-                                        "--kappa", options.kappa, "--passes", options.passes, "--seed", options.seed,
-                                        *schedule]))
-    inf_seconds = [time.time() - began]
-    sizes = []
-    for i, batch in enumerate(batches):
+    inf_seconds, fix_seconds, sizes = [], [], []
+    if not options.reuse:
+        # infvoc
+        schedule = ["--alpha-beta", options.alpha_beta, "--truncation", options.truncation, "--reorder-delay",
+                    options.reorder_delay, "--minibatch-size", options.minibatch_size]
         began = time.time()
-        report = infinite.refresh(spark, parse(refresh, ["--model", work / "inf-root", "--input", batch,
-                                                         "--vocabulary", "infinite", "--tau0", options.tau0,
-                                                         "--kappa", options.kappa, *schedule]
-                                               + (["--base", work / "inf-base"] if i == 0 else [])))
-        inf_seconds.append(time.time() - began)
-        sizes.append((min(report["tos_sizes"]), max(report["tos_sizes"]), report["new_words_in_topics"]))
+        infinite.train(spark, parse(train, ["--corpus", work / "c0", "--output", work / "inf-base", "--topics",
+                                            options.topics, "--vocabulary", "infinite", "--tau0", options.tau0,
+                                            "--kappa", options.kappa, "--passes", options.passes, "--seed", options.seed,
+                                            *schedule]))
+        inf_seconds = [time.time() - began]
+        sizes = []
+        for i, batch in enumerate(batches):
+            began = time.time()
+            report = infinite.refresh(spark, parse(refresh, ["--model", work / "inf-root", "--input", batch,
+                                                             "--vocabulary", "infinite", "--tau0", options.tau0,
+                                                             "--kappa", options.kappa, *schedule]
+                                                   + (["--base", work / "inf-base"] if i == 0 else [])))
+            inf_seconds.append(time.time() - began)
+            sizes.append((min(report["tos_sizes"]), max(report["tos_sizes"]), report["new_words_in_topics"]))
     inf_model = InfVocModel.load(model_store.resolve(str(work / "inf-root")))
 
-    # fixvoc: online LDA on the base vocabulary
-    began = time.time()
-    train.train(spark, train.parse_request(["--corpus", work / "c0", "--output", work / "fix-base", "--topics",
-                                            options.topics, "--iterations", options.iterations, "--seed", options.seed]))
-    fix_seconds = [time.time() - began]
-    for i, batch in enumerate(batches):
-        flags = ["--model", work / "fix-root", "--input", batch, "--mode", "online", "--iterations",
-                 options.iterations, "--min-new-df", 10 ** 9, "--tau0", options.tau0, "--kappa", options.kappa]
+    if not options.reuse:
+        # fixvoc: online LDA on the base vocabulary
         began = time.time()
-        refresh.refresh_root(spark, refresh.request_from(parse(refresh, flags + (["--base", work / "fix-base"]
-                                                                              if i == 0 else []))))
-        fix_seconds.append(time.time() - began)
+        train.train(spark, train.parse_request(["--corpus", work / "c0", "--output", work / "fix-base", "--topics",
+                                                options.topics, "--iterations", options.iterations, "--seed", options.seed]))
+        fix_seconds = [time.time() - began]
+        for i, batch in enumerate(batches):
+            flags = ["--model", work / "fix-root", "--input", batch, "--mode", "online", "--iterations",
+                     options.iterations, "--min-new-df", 10 ** 9, "--tau0", options.tau0, "--kappa", options.kappa]
+            began = time.time()
+            refresh.refresh_root(spark, refresh.request_from(parse(refresh, flags + (["--base", work / "fix-base"]
+                                                                                  if i == 0 else []))))
+            fix_seconds.append(time.time() - began)
     fix_model = model_store.load_model(str(work / "fix-root"))
+
+    # classification: every entry of the stream inferred under each final model
+    import hashlib
+
+    from drivers.families import InferRequest
+    from jobs.infer import infer as infer_job
+
+    section_of = sections()
+    counted = Counter(section_of.get(r["package"]) for r in rows)
+    labels = {r["id"]: (r["package"], section_of[r["package"]]) for r in rows
+              if section_of.get(r["package"]) and counted[section_of[r["package"]]] >= options.min_section}
+    test_packages = {p for p, _ in labels.values() if hashlib.sha256(p.encode()).digest()[0] < 52}
+    everything_path = write_jsonl(work / "stream.jsonl", rows)
+    accuracy = {}
+    for name, root in (("infvoc", work / "inf-root"), ("fixvoc", work / "fix-root")):
+        out = work / f"{name}-inferred"
+        infer_job(spark, InferRequest(model_store.resolve(str(root)), everything_path, str(out)))
+        accuracy[name] = classification_accuracy(spark, str(out / "doc_topics.parquet"), labels, test_packages)
+    print(f"classification: {len(labels)} entries labelled by section "
+          f"({', '.join(f'{s} {n}' for s, n in counted.most_common() if s and n >= options.min_section)}); "
+          f"test: the entries of {len(test_packages)} packages")
 
     stop = set(stopword_list("english"))
     everything, last = document_sets(rows, stop), document_sets(batch_rows[-1], stop)
@@ -192,16 +255,17 @@ def main() -> None:
     fix_words = [[w for w, _ in t] for t in fix_model.top_words(300)]
     new = sum(m for t in inf_model.top_words(10) for _, _, m in t)
     print(f"\n{'model':<8} {'NPMI (whole stream)':>20} {'NPMI (last batch)':>18} {'NPMI, words df>=50':>19} "
-          f"{'median df':>10} {'seconds: base, refreshes':>26}")
+          f"{'median df':>10} {'accuracy':>9} {'seconds: base, refreshes':>26}")
     for name, words, seconds in (("infvoc", inf_words, inf_seconds), ("fixvoc", fix_words, fix_seconds)):
         top = [t[:10] for t in words]
         common = [[w for w in t if df[w] >= 50][:10] for t in words]
         median = sorted(df[w] for t in top for w in t)[len(top) * 5]
         print(f"{name:<8} {npmi(top, everything):>20.4f} {npmi(top, last):>18.4f} {npmi(common, everything):>19.4f} "
-              f"{median:>10} {' / '.join(f'{s:.0f}' for s in seconds):>26}")
+              f"{median:>10} {accuracy[name][0]:>9.3f} {' / '.join(f'{s:.0f}' for s in seconds):>26}")
     print(f"infvoc: TOS sizes (min, max, words new to the base in the topics) after each refresh: {sizes}; "
           f"{new} of the {10 * options.topics} top words are new to the base; base vocabulary "
           f"{len(inf_model.known)} words, fixvoc's {fix_model.lambda_.shape[1]}")
+    print(f"classification: majority class {accuracy['infvoc'][1]:.3f} of {accuracy['infvoc'][2]} test entries")
     for k, words in enumerate(inf_model.top_words(10)[:5]):
         print(f"  infvoc topic {k}: " + " ".join(w + ("+" if m else "") for w, _, m in words))
     for k, words in enumerate(fix_model.top_words(10)[:5]):
