@@ -92,7 +92,7 @@ def union_corpus(spark, training: str, chain_dirs: list, batch_dir: str, staging
     docs = docs.withColumn("_n", F.row_number().over(newest)).where("_n = 1").drop("_n", "_order")
     union = output or storage.join(staging, "work-union")
     docs.write.parquet(storage.join(union, DOCS))
-    spark.read.parquet(storage.join(batch_dir, VOCAB)).coalesce(1).write.parquet(storage.join(union, VOCAB))
+    storage.copy_tree(storage.join(batch_dir, VOCAB), storage.join(union, VOCAB))   # the writer's files, as they are
     meta = storage.load_json(storage.join(batch_dir, CORPUS_JSON))
     totals = spark.read.parquet(storage.join(union, DOCS)).agg(F.count("*").alias("n"),
                                                                 F.sum("n_tokens").alias("tokens")).first()
