@@ -110,10 +110,16 @@ def empty_docs_table():
                      "counts": pa.array([], pa.list_(pa.int32()))})
 
 
+def docs_block(table, _partition=None) -> DocBlock:
+    """A partition's rows (doc_id, term_ids, counts) -> its DocBlock, the documents sorted by id (so the block,
+    and every sum over its documents, is the same whatever order Spark's shuffle or a file gave the rows)."""
+    return DocBlock.from_arrow(table.sort_by("doc_id"))
+
+
 def docs_to_blocks(docs_df, num_partitions: int):
     """DataFrame (doc_id, term_ids, counts) -> cached RDD of (partition, DocBlock), converted to CSR."""
-    return blocks_by_partition(docs_df.select("doc_id", "term_ids", "counts"), num_partitions,
-                               lambda table, _: DocBlock.from_arrow(table), empty_docs_table, "corpus blocks")
+    return blocks_by_partition(docs_df.select("doc_id", "term_ids", "counts"), num_partitions, docs_block,
+                               empty_docs_table, "corpus blocks")
 
 
 @contextlib.contextmanager

@@ -11,11 +11,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from drivers.corpora.bow import Corpus, chosen_partitions, empty_docs_table, open_corpus_meta
+from drivers.corpora.bow import Corpus, chosen_partitions, docs_block, empty_docs_table, open_corpus_meta
 from drivers.corpora.files import DOCS
 from drivers.corpora.segmented import SegmentedCorpus, _checked_block, _empty_segments_table, corpus_source
 from drivers.corpora.spark_partition import partition_of
-from inference.blocks import DocBlock
 from inference.errors import UsageError
 
 #: corpora up to this many tokens are worked on in this process when the choice is automatic
@@ -68,12 +67,20 @@ def load_segmented_corpus(corpus_dir: str, partitions: int | None = None, requir
 
 def load_corpus(corpus_dir: str, partitions: int | None = None) -> Corpus:
     """The corpus as :func:`drivers.corpora.bow.load_corpus` loads it, its ``blocks`` a list of ``(partition,
-    DocBlock)`` (the same documents in each; within a block in file order, where Spark's is its shuffle's)."""
+    DocBlock)``: the Spark job's blocks (the same documents in each, sorted by id)."""
     meta, vocab = open_corpus_meta(None, corpus_dir)
     table = pq.read_table(os.path.join(corpus_dir, DOCS), columns=["doc_id", "term_ids", "counts"])
     P = chosen_partitions(partitions, int(meta["documents"]), meta.get("tokens"))
-    return Corpus(corpus_dir, meta, vocab, [(p, DocBlock.from_arrow(rows if rows.num_rows else empty_docs_table()))
+    return Corpus(corpus_dir, meta, vocab, [(p, docs_block(rows if rows.num_rows else empty_docs_table()))
                                             for p, rows in _partitioned(table, P)], P)
+
+
+def opened(spark, corpus_dir: str, partitions: int | None = None) -> Corpus:
+    """The corpus as blocks: on Spark (:func:`drivers.corpora.bow.load_corpus`), or with ``spark`` None in this
+    process (:func:`load_corpus`), the same blocks either way."""
+    from drivers.corpora import bow
+
+    return load_corpus(corpus_dir, partitions) if spark is None else bow.load_corpus(spark, corpus_dir, partitions)
 
 
 def release(blocks) -> None:

@@ -18,6 +18,7 @@ order, so the numbers do not depend on the cluster.
 """
 from __future__ import annotations
 
+import contextlib
 from functools import partial
 
 import numpy as np
@@ -48,6 +49,20 @@ def _describe(spark, text: str | None) -> None:
         spark.sparkContext.setJobDescription(text)
 
 
+@contextlib.contextmanager
+def shared(spark, value, description: str):
+    """``value`` as the tasks read it (``.value``): a Spark broadcast, destroyed after the block, or with ``spark``
+    None (the blocks in this process) the value itself; the Spark jobs described as ``description``."""
+    _describe(spark, description)
+    bc = Shared(value) if spark is None else spark.sparkContext.broadcast(value)
+    try:
+        yield bc
+    finally:
+        if spark is not None:
+            bc.destroy()
+        _describe(spark, None)
+
+
 def sum_over_blocks(blocks, block_fn) -> np.ndarray:
     """sum over partitions of ``block_fn(block)`` (an array), added on the driver in partition order."""
     def task(partition, items):
@@ -72,21 +87,16 @@ def _completion_vector(block, bc_params, seed: int, options: EStepSettings) -> n
 
 def score_topic_word(spark, corpus, topic_word: np.ndarray, alpha, seed: int = 0,
                      options: EStepSettings | None = None) -> CompletionScore:
-    """Document-completion score of any topic-word matrix (K x V, rows normalised here) and alpha on a corpus."""
+    """Document-completion score of any topic-word matrix (K x V, rows normalised here) and alpha on a corpus
+    (``spark`` None: its blocks a list, in this process)."""
     topic_word = np.asarray(topic_word, dtype=np.float64)
     if topic_word.shape[1] != corpus.vocab_size or np.any(topic_word < 0):
         raise ValueError(f"topic_word must be nonnegative K x {corpus.vocab_size}, got shape {topic_word.shape}")
     topic_word = topic_word / topic_word.sum(axis=1, keepdims=True)
     alpha = np.broadcast_to(np.asarray(alpha, dtype=np.float64), (topic_word.shape[0],)).copy()
-    sc = spark.sparkContext
-    sc.setJobDescription("evaluate: document-completion perplexity")
-    bc_params = sc.broadcast((topic_word, alpha))
-    try:
+    with shared(spark, (topic_word, alpha), "evaluate: document-completion perplexity") as bc_params:
         total = sum_over_blocks(corpus.blocks, partial(_completion_vector, bc_params=bc_params, seed=seed,
                                                        options=options or EStepSettings()))
-    finally:
-        bc_params.destroy()
-        sc.setJobDescription(None)
     return CompletionScore.from_vector(total)
 
 
@@ -105,15 +115,9 @@ def heldout_elbo(spark, corpus, lambda_exp_elogbeta: tuple, alpha: np.ndarray,
     :func:`inference.heldout.word_factor`): the kernel's document terms plus the alpha terms.
     Returns the total and its value per test token.
     """
-    sc = spark.sparkContext
-    sc.setJobDescription("evaluate: held-out ELBO")
-    bc_params = sc.broadcast((lambda_exp_elogbeta, alpha))
-    try:
+    with shared(spark, (lambda_exp_elogbeta, alpha), "evaluate: held-out ELBO") as bc_params:
         total = sum_over_blocks(corpus.blocks, partial(_elbo_vector, bc_params=bc_params,
                                                        options=options or EStepSettings()))
-    finally:
-        bc_params.destroy()
-        sc.setJobDescription(None)
     doc_terms, n_docs, n_tokens, alpha_stats = total[0], total[1], total[2], total[3:]
     elbo = float(doc_terms + alpha_terms(alpha, alpha_stats, n_docs))
     return {"elbo": elbo, "per_token": elbo / n_tokens, "documents": int(n_docs), "tokens": float(n_tokens)}
@@ -161,15 +165,9 @@ def score_heldout(spark, model: GibbsModel, hyper: dict, topic_word: np.ndarray,
     """Held-out perplexity of the documents in ``blocks`` by the model's predictive (``model.heldout_loglik``; by
     default inference/gibbs/heldout.py), summed in partition order (``spark`` None: ``blocks`` a list, in this
     process)."""
-    value = (hyper, np.ascontiguousarray(topic_word.T))
-    _describe(spark, f"{model.name}: held-out perplexity ({schedule.iterations} sweeps per document, topics fixed)")
-    bc = Shared(value) if spark is None else spark.sparkContext.broadcast(value)
-    try:
+    with shared(spark, (hyper, np.ascontiguousarray(topic_word.T)),
+                f"{model.name}: held-out perplexity ({schedule.iterations} sweeps per document, topics fixed)") as bc:
         parts = per_partition(blocks, partial(_heldout_task, model=model, bc=bc, schedule=schedule, seed=seed))
-    finally:
-        if spark is not None:
-            bc.destroy()
-        _describe(spark, None)
     total = np.zeros(3)
     for _, value in parts:
         total += value

@@ -108,9 +108,9 @@ def _same_without_spark(spark_session, model_dir, corpus, spec, result, tmp_path
 
 
 def _same_evaluation_without_spark(spark_session, model_dir, corpus, spec, metrics):
-    """``evaluate`` in this process (a monolingual Gibbs model: the Spark job's blocks, the same seeded held-out
-    sampler) starts no Spark job and gives the Spark job's figures exactly; gensim's measures too, for every
-    monolingual model; a variational model says it needs Spark."""
+    """``evaluate`` in this process (every monolingual model: the Spark job's blocks, documents sorted by id in
+    each, the same seeded held-out sampler or document-completion split) starts no Spark job and gives the Spark
+    job's figures exactly, gensim's measures too; a polylingual model says it needs Spark."""
     from drivers.evaluation import standard_coherence as standard
 
     def spark_jobs():
@@ -121,14 +121,11 @@ def _same_evaluation_without_spark(spark_session, model_dir, corpus, spec, metri
     if spec.corpus == registry.ALIGNED:
         assert why_not is not None
         return
+    assert why_not is None, why_not
     before = spark_jobs()
     local = standard.standard_coherence(None, model_dir, corpus)
-    if spec.family == "gibbs":
-        assert why_not is None, why_not
-        assert json.dumps(spec.family_object().evaluate(None, request), sort_keys=True) == \
-            json.dumps(metrics, sort_keys=True)
-    else:
-        assert why_not == "variational models evaluate on Spark only"
+    assert json.dumps(spec.family_object().evaluate(None, request), sort_keys=True) == \
+        json.dumps(metrics, sort_keys=True)
     assert spark_jobs() == before
     on_spark = standard.standard_coherence(spark_session, model_dir, corpus)
     assert json.dumps(local, sort_keys=True) == json.dumps(on_spark, sort_keys=True)
@@ -255,8 +252,8 @@ def test_left_to_right_is_the_same_on_local1(spark_session, trained, corpora, lo
 
 
 def test_evaluate_with_master_none(spark_session, trained, corpora, capsys):
-    """``evaluate --master none`` of a Gibbs model prints its figures without a Spark job; a variational model is
-    refused in one line saying why."""
+    """``evaluate --master none`` of a Gibbs and of a variational model prints its figures without a Spark job; a
+    polylingual model on its aligned corpus is refused in one line saying why."""
     from jobs.cli import main
 
     corpus = corpora[registry.BAG_OF_WORDS]
@@ -264,9 +261,13 @@ def test_evaluate_with_master_none(spark_session, trained, corpora, capsys):
     main(["evaluate", "--model", trained["lda-gibbs"][0], "--corpus", corpus, "--master", "none"])
     out = capsys.readouterr().out
     assert "held-out perplexity" in out and "u_mass" in out, out
+    main(["evaluate", "--model", trained["lda"][0], "--corpus", corpus, "--master", "none"])
+    out = capsys.readouterr().out
+    assert "document-completion perplexity" in out and "u_mass" in out, out
     assert len(spark_session.sparkContext.statusTracker().getJobIdsForGroup(None)) == jobs_before
-    with pytest.raises(SystemExit, match="without Spark: variational models evaluate on Spark only"):
-        main(["evaluate", "--model", trained["lda"][0], "--corpus", corpus, "--master", "none"])
+    with pytest.raises(SystemExit, match="without Spark: a multilingual model"):
+        main(["evaluate", "--model", trained["polylda"][0], "--corpus", corpora[registry.ALIGNED],
+              "--master", "none"])
 
 
 def test_train_help_shows_the_models_own_flags():

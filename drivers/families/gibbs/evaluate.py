@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from drivers import storage
 from drivers.corpora import in_process as local_corpus
-from drivers.corpora.bow import load_corpus
 from drivers.corpora.files import data_version
 from drivers.corpora.segmented import heldout_condition, load_segmented_corpus
 from drivers.evaluation import left_to_right
@@ -60,8 +59,7 @@ def evaluate(spark, model_dir: str, corpus_dir: str, reference_dir: str | None =
                                            samples or trained.get("samples") or 5,
                                            heldout_observed(observed, trained))
         score = score_heldout(spark, model, meta["hyper"], topic_word, test.blocks, schedule, seed)
-        reference = local_corpus.load_corpus(reference_dir or corpus_dir, partitions) if spark is None else \
-            load_corpus(spark, reference_dir or corpus_dir, partitions)
+        reference = local_corpus.opened(spark, reference_dir or corpus_dir, partitions)
         npmi = topic_coherence(spark, saved.vocab["term"].to_numpy(), topic_word, reference, top_words)
     finally:
         local_corpus.release(test.blocks)

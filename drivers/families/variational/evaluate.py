@@ -8,6 +8,7 @@ import numpy as np
 
 from drivers import storage
 from drivers.corpora.aligned import is_aligned, load_aligned_corpus
+from drivers.corpora import in_process as local_corpus
 from drivers.corpora.bow import Corpus, load_corpus
 from drivers.corpora.files import CORPUS_JSON
 from drivers.evaluation.heldout import heldout_elbo, score_topic_word, topic_coherence
@@ -21,7 +22,8 @@ from inference.mapper import EStepSettings
 def evaluate_model(spark, model_dir: str, corpus_dir: str, reference_dir: str | None = None,
                    top_words: int = 10, seed: int = 0, options: EStepSettings | None = None,
                    partitions: int | None = None) -> dict:
-    """All metrics of the model in ``model_dir`` on the test corpus ``corpus_dir``."""
+    """All metrics of the model in ``model_dir`` on the test corpus ``corpus_dir`` (``spark`` None: in this
+    process, on the blocks the Spark job makes, so the same figures; a monolingual corpus only)."""
     options = options or EStepSettings()
     if is_aligned(corpus_dir):
         return evaluate_aligned(spark, language_models(model_dir, None), corpus_dir, top_words, seed,
@@ -30,12 +32,14 @@ def evaluate_model(spark, model_dir: str, corpus_dir: str, reference_dir: str | 
     if model.languages:
         raise UsageError(f"{model_dir} is a polylingual model: evaluate it on an aligned test corpus "
                          f"(prepare --lang-column ... --vocab {model_dir}, or the heldout/ of --holdout-fraction)")
-    reference = corpus if reference_dir in (None, corpus_dir) else load_corpus(spark, reference_dir, partitions)
+    reference = corpus
     try:
+        if reference_dir not in (None, corpus_dir):
+            reference = local_corpus.opened(spark, reference_dir, partitions)
         metrics = topic_model_metrics(spark, model, corpus, reference, top_words, seed, options)
     finally:
-        corpus.blocks.unpersist()
-        reference.blocks.unpersist()
+        local_corpus.release(corpus.blocks)
+        local_corpus.release(reference.blocks)
     return dict(metrics, model=model_dir, corpus=corpus_dir)
 
 

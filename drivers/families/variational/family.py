@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from drivers import storage
+from drivers.corpora import in_process as local_corpus
 from drivers.corpora.aligned import is_aligned
 from drivers.corpora.bow import Corpus, check_topics
 from drivers.corpora.files import data_version
@@ -315,6 +316,8 @@ class VariationalFamily(ModelFamily):
             return left_to_right.evaluate_topic_model(spark, request.model_dirs[0], request.corpus,
                                                       request.left_to_right, request.partitions)
         options = request.engine or EStepSettings()
+        if spark is None and self.why_not_evaluate_in_process(request) is not None:
+            raise UsageError(f"cannot evaluate without Spark: {self.why_not_evaluate_in_process(request)}")
         if len(request.model_dirs) > 1 or "=" in request.model_dirs[0]:
             if not is_aligned(request.corpus):
                 raise UsageError("--language-models needs an aligned test corpus (prepare --lang-column)")
@@ -322,6 +325,18 @@ class VariationalFamily(ModelFamily):
                                     request.top_words, request.seed, options, request.partitions)
         return evaluate_model(spark, request.model_dirs[0], request.corpus, request.reference, request.top_words,
                               request.seed, options, request.partitions)
+
+    def why_not_evaluate_in_process(self, request: EvaluateRequest) -> str | None:
+        if request.left_to_right is not None:
+            return "--method left-to-right"
+        if len(request.model_dirs) != 1 or "=" in request.model_dirs[0] or \
+                model_store.read_meta(request.model_dirs[0]).get("languages"):
+            return "a multilingual model"
+        for directory in dict.fromkeys((request.corpus, request.reference or request.corpus)):
+            why_not = local_corpus.why_not_in_process(directory)
+            if why_not is not None:
+                return why_not
+        return None
 
     def format_metrics(self, metrics: dict) -> str:
         if metrics.get("left_to_right"):

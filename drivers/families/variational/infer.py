@@ -9,7 +9,8 @@ import numpy as np
 
 from drivers import storage
 from drivers.corpora.aligned import is_aligned, load_aligned_corpus
-from drivers.corpora.bow import Corpus, load_corpus
+from drivers.corpora import in_process as local_corpus
+from drivers.corpora.bow import Corpus
 from drivers.corpora.files import CORPUS_JSON, DOCS, REJECTS, rejects_schema
 from drivers.store.model_store import load_model, require_same_vocabulary
 from drivers.store.topic_model import TopicModel
@@ -40,7 +41,8 @@ def exp_elogbeta(model: TopicModel) -> tuple[np.ndarray, np.ndarray]:
 
 def open_model_and_corpus(spark, model: TopicModel | str, corpus_dir: str, partitions: int | None = None,
                           lang: str | None = None):
-    """The model and the corpus as blocks, after checking that they share the vocabulary.
+    """The model and the corpus as blocks, after checking that they share the vocabulary (``spark`` None: a
+    monolingual corpus, its blocks loaded in this process).
 
     A polylingual model reads either one language (``lang``: the model's view of that
     language, a monolingual corpus) or an aligned corpus (every language of a tuple).
@@ -64,7 +66,7 @@ def open_model_and_corpus(spark, model: TopicModel | str, corpus_dir: str, parti
         model = model.language_view(lang)
     elif lang is not None:
         raise UsageError(f"--lang applies to polylingual models; {model.directory} is monolingual")
-    corpus = load_corpus(spark, corpus_dir, partitions)
+    corpus = local_corpus.opened(spark, corpus_dir, partitions)
     require_same_vocabulary(model, corpus)
     return model, corpus
 
