@@ -15,21 +15,21 @@ import numpy as np
 from drivers import storage
 
 
-def write_partition_tables(spark, rdd, paths: list, tables_of, description: str) -> list:
+def write_partition_tables(spark, rdd, paths: list, tables_of, description: str, part: str = "part") -> list:
     """Run ``tables_of(partition, item)`` -> one Arrow table per path over every ``(key, item)`` of ``rdd``,
-    writing the tables as ``<path>/part-<partition>.parquet``; returns the rows written per path.
+    writing the tables as ``<path>/<part>-<partition>.parquet``; returns the rows written per path.
 
-    Existing directories at ``paths`` are replaced.
+    Existing directories at ``paths`` are replaced (with another ``part`` than "part": added to).
     """
     for path in paths:
-        if storage.exists(path):
+        if part == "part" and storage.exists(path):
             storage.delete(path)
 
     def write_part(partition, items):
         for _, item in items:
             tables = tables_of(partition, item)
             for path, table in zip(paths, tables):
-                storage.write_parquet(storage.join(path, f"part-{partition:05d}.parquet"), table)
+                storage.write_parquet(storage.join(path, f"{part}-{partition:05d}.parquet"), table)
             yield [table.num_rows for table in tables]
 
     spark.sparkContext.setJobDescription(description)

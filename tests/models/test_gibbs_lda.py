@@ -198,7 +198,8 @@ def test_model_directory(synthetic_gibbs_model, capsys):
     assert 1 < held["perplexity"] < 80              # vocabulary 80: below uniform
     doc = pd.read_parquet(out / "doc_topics.parquet")
     seg = pd.read_parquet(out / "segment_topics.parquet")
-    assert len(doc) == saved["data"]["documents"] and len(seg) == 4 * len(doc)
+    assert len(doc) == 400 and len(seg) == 4 * len(doc)      # the held-out documents too, inferred
+    assert (~doc["heldout"]).sum() == saved["data"]["documents"] and doc["heldout"].sum() == held["documents"]
     assert set(seg["segment"]) == {0, 1, 2, 3}
     np.testing.assert_allclose(np.stack(doc["theta"]).sum(1), 1.0)
     assert (out / "loglik.png").stat().st_size > 1000 and (out / "topics.txt").exists()

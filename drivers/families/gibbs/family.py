@@ -49,7 +49,7 @@ from drivers.families.gibbs import evaluate as gibbs_evaluate
 from drivers.families.gibbs.evaluate import evaluate, evaluate_left_to_right, evaluate_split
 from drivers.corpora import in_process as local_corpus
 from drivers.families.gibbs import infer_in_process as in_process
-from drivers.families.gibbs.infer import infer_gibbs, point_estimates, write_model_files
+from drivers.families.gibbs.infer import infer_gibbs, point_estimates, write_heldout_proportions, write_model_files
 from drivers.families.gibbs.refresh import check_refreshable, refresh_chain
 from drivers.families.gibbs.models import (hyper_overrides, initial_hyper, make_model, needs_order, needs_segments,
                                            open_trained)
@@ -200,7 +200,8 @@ class GibbsFamily(ModelFamily):
             result = engine.fit(corpus.blocks, corpus.num_partitions, hyper0, resume=request.resume,
                                 fingerprint=fingerprint)
             topic_word = result.topic_word
-            write_model_files(spark, model, result, request.output, corpus.vocab, corpus.layout)
+            write_model_files(spark, model, result, request.output, corpus.vocab, corpus.layout,
+                              False if e.heldout_fraction > 0 and corpus.layout is None else None)
             if model.latent:                 # what `refresh` continues (drivers.engines.gibbs.chain)
                 save_chain(request.checkpoint, request.output, result.iterations, model.count_tables())
         finally:
@@ -217,6 +218,8 @@ class GibbsFamily(ModelFamily):
         }
         if e.heldout_fraction > 0:
             meta["heldout"] = evaluate_split(spark, spec, model, result.hyper, topic_word, request, e)
+            meta["doc_topics"] = write_heldout_proportions(spark, spec, model, result.hyper, topic_word, request,
+                                                           e.heldout_fraction, e.permute_segments)
             observed = meta["heldout"]["observed"]
             log.info("held-out perplexity %.3f (%d documents, %d %s tokens)", meta["heldout"]["perplexity"],
                      meta["heldout"]["documents"], meta["heldout"]["tokens"],

@@ -22,12 +22,15 @@ def point_estimates():
     return VariationalFamily()
 
 
-def write_proportions(spark, model: GibbsModel, states, directory: str) -> None:
+def write_proportions(spark, model: GibbsModel, states, directory: str, heldout: bool | None = None) -> None:
     """doc_topics.parquet (doc_id, theta) and segment_topics.parquet (doc_id, segment, theta) (the model's
     ``document_proportions``), and the model's own per-document tables (``document_files``): each task writes its
-    partition's rows (sorted by document, segments in order) as one Parquet part of each directory."""
+    partition's rows (sorted by document, segments in order) as one Parquet part of each directory. ``heldout``
+    (a model trained with a held-out split): every table gets a ``heldout`` column of that value, and True adds
+    the parts (``heldout-<partition>.parquet``) to the directories the training documents' parts are in."""
     outputs.write_partition_tables(spark, states, proportion_paths(model, directory),
-                                   partial(proportion_tables, model), "write document and segment topic proportions")
+                                   partial(proportion_tables, model, heldout=heldout),
+                                   "write document and segment topic proportions", "heldout" if heldout else "part")
 
 
 def proportion_paths(model: GibbsModel, directory: str) -> list:
@@ -36,22 +39,29 @@ def proportion_paths(model: GibbsModel, directory: str) -> list:
     return [storage.join(directory, name) for name in files]
 
 
-def proportion_tables(model: GibbsModel, _partition, item) -> list:
-    """The Arrow tables of one partition's ``item``, in the order of :func:`proportion_paths`."""
+def proportion_tables(model: GibbsModel, _partition, item, heldout: bool | None = None) -> list:
+    """The Arrow tables of one partition's ``item``, in the order of :func:`proportion_paths` (``heldout``: with
+    a ``heldout`` column of that value)."""
     own = model.document_outputs(item)
-    return list(outputs.proportion_tables(item["orig"], *model.document_proportions(item))) + \
+    tables = list(outputs.proportion_tables(item["orig"], *model.document_proportions(item))) + \
         [outputs.columns_table(own[name]) for name in model.document_files]
+    if heldout is None:
+        return tables
+    import pyarrow as pa
+
+    return [t.append_column("heldout", pa.array([heldout] * t.num_rows, pa.bool_())) for t in tables]
 
 
-def write_model_files(spark, model, result, output: str, vocab, layout=None) -> None:
+def write_model_files(spark, model, result, output: str, vocab, layout=None, heldout: bool | None = None) -> None:
     """The model files of a finished run (``result``: the engine's GibbsResult): topic_word.npy and the
-    vocabulary, the document and segment proportions, the model's own files and arrays."""
+    vocabulary, the document and segment proportions (``heldout`` False: a column saying these documents are
+    the training split's), the model's own files and arrays."""
     if not np.allclose(result.topic_word.sum(axis=1), 1.0):
         raise RuntimeError("topic_word rows do not sum to 1")
     storage.makedirs(output)
     model_store.save_matrix(output, "topic_word", result.topic_word, vocab, layout, normalise=True)
     model.bind_result(result)        # what the outputs and the predictive need of the final state
-    write_proportions(spark, model, result.states, output)
+    write_proportions(spark, model, result.states, output, heldout)
     model.save_files(output, result)
     arrays = model.saved_arrays()
     for name in model.array_files:
@@ -100,3 +110,34 @@ def infer_gibbs(spark, trained, corpus_dir: str, output_dir: str, sweeps: int = 
             "sweeps": sweeps, "samples": schedule.samples, "seed": seed,
             "output": storage.join(output_dir, "doc_topics.parquet"),
             "segment_output": storage.join(output_dir, "segment_topics.parquet")}
+
+
+def write_heldout_proportions(spark, spec, model: GibbsModel, hyper: dict, topic_word: np.ndarray, request,
+                              fraction: float, permute_seed: int | None = None, sweeps: int = 50,
+                              samples: int = 5) -> dict:
+    """The held-out split of a model trained with ``--heldout-fraction`` added to its doc_topics (and
+    segment_topics, its own tables), ``heldout`` True: each whole document inferred as ``infer`` does (the
+    model's sampler with the topics fixed, ``sweeps`` sweeps, ``samples`` samples, seeded by the training seed).
+    An aligned corpus' split is not added (multilingual models infer by point estimates); returns what
+    model.json says of the table."""
+    test = load_segmented_corpus(spark, request.corpus, None, heldout_fraction=fraction, split="test",
+                                 require_segments=needs_segments(spec), ordered=needs_order(spec),
+                                 permute_seed=permute_seed,
+                                 separate_languages=model.aligned_documents_per == "language")
+    if test.layout is not None:
+        test.blocks.unpersist()
+        return {"covers": "the training split only", "heldout_documents_not_in_it": test.num_documents}
+    sc = spark.sparkContext
+    schedule = HeldoutSchedule.default(sweeps, samples)
+    bc = sc.broadcast((hyper, np.ascontiguousarray(topic_word.T, dtype=np.float64)))
+    try:
+        items = test.blocks.mapPartitionsWithIndex(partial(infer_task, model=model, bc=bc, schedule=schedule,
+                                                           seed=request.seed))
+        write_proportions(spark, model, items, request.output, heldout=True)
+    finally:
+        bc.destroy()
+        test.blocks.unpersist()
+    return {"covers": "every document: the training split (heldout false) and the held-out split (heldout true)",
+            "heldout_documents": test.num_documents,
+            "heldout_theta": f"each whole document inferred with the topics fixed, as infer does ({sweeps} sweeps, "
+                             f"{schedule.samples} samples, seed {request.seed})"}
