@@ -32,3 +32,23 @@ def line(done: int, total: int, elapsed: float, what: str = "iteration", figure:
         bar = f" [{'#' * filled}{'.' * (BAR_WIDTH - filled)}]"
     left = "" if done <= 0 or done >= total else f", about {duration(elapsed / done * (total - done))} left"
     return f"{what} {done}/{total}{bar} {share:.0%}, {duration(elapsed)}{left}" + (f": {figure}" if figure else "")
+
+
+#: seconds between two progress lines of a phase (the first after as long: short phases print none)
+EVERY = 10.0
+
+
+def ticking(items, total: int, what: str, log, every: float = EVERY, clock=None):
+    """``items`` (``total`` of them) as they are, logging ``what``'s progress line through ``log`` every
+    ``every`` seconds while the caller works on them (a phase in this process: prepare's documents, evaluate's
+    blocks)."""
+    import time
+
+    clock = clock or time.perf_counter
+    started = last = clock()
+    for done, item in enumerate(items):
+        now = clock()
+        if now - last >= every and done:
+            log.info("%s", line(done, total, now - started, what=what))
+            last = now
+        yield item

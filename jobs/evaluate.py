@@ -18,6 +18,7 @@ from drivers.evaluation import report as evaluation_report
 from drivers.evaluation import standard_coherence as standard
 from drivers.families import EvaluateRequest
 from drivers.models.infvoc import model as infinite_model, scoring as infinite_scoring
+from drivers.spark_progress import watching
 from drivers.store import model_store
 from inference.errors import UsageError
 from inference.left_to_right import DEFAULT_PARTICLES, LeftToRight
@@ -139,7 +140,8 @@ def run(args) -> dict:
     else:
         spark = sized_session("spark-topics evaluate", args,
                               lambda conf, active: fold_in_conf(model_dirs, conf, active))
-    metrics = family.evaluate(spark, request)
+    with watching(spark, "evaluate"):
+        metrics = family.evaluate(spark, request)
     print(family.format_metrics(metrics))
     if not args.language_models and request.left_to_right is None:
         add_standard_figures(spark, args, model_dirs[0], metrics)

@@ -22,6 +22,7 @@ from drivers.corpora.files import CORPUS_JSON, looks_like_corpus
 from drivers.families import InferRequest
 from drivers.models.infvoc import model as infinite_model, scoring as infinite_scoring
 from drivers.preparation.corpus import prepare_corpus
+from drivers.spark_progress import watching
 from drivers.store import model_root, model_store, publish
 from inference.errors import UsageError
 from jobs.flags import add_model_dir
@@ -109,7 +110,9 @@ def _infer(spark, request: InferRequest) -> dict:
             return family.infer_in_process(trained, corpus_dir, request, prepared)
         if request.runs_on == "in-process":
             raise UsageError(f"spark-topics infer: --master none: cannot infer without Spark: {why_not}")
-    return family.infer(spark() if callable(spark) else spark, trained, corpus_dir, request, prepared)
+    session = spark() if callable(spark) else spark
+    with watching(session, "infer"):
+        return family.infer(session, trained, corpus_dir, request, prepared)
 
 
 def infer_documents(spark, model_dir: str, corpus_dir: str, output_dir: str, partitions: int | None = None,

@@ -19,11 +19,13 @@ order, so the numbers do not depend on the cluster.
 from __future__ import annotations
 
 import contextlib
+import logging
 from functools import partial
 
 import numpy as np
 
 from drivers.corpora.in_process import Shared
+from drivers.progress import ticking
 from inference.elbo import alpha_terms
 from inference.gibbs.heldout import HeldoutSchedule, perplexity
 from inference.gibbs.model import GibbsModel
@@ -31,14 +33,18 @@ from inference.heldout import (CompletionScore, PairCounts, cooccurrence_counts,
                                npmi_coherence, score_document_completion, top_word_ids, word_pairs)
 from inference.mapper import EStepSettings
 
+log = logging.getLogger("spark_topics.evaluate")
+
 
 # --------------------------------------------------------------------------- deterministic sums
 
 def per_partition(blocks, task) -> list:
     """``task(partition, items)``'s results over every partition of ``blocks`` (an RDD of ``(partition, block)``,
-    or in this process a list of them, :mod:`drivers.corpora.in_process`), in partition order."""
+    or in this process a list of them, :mod:`drivers.corpora.in_process`, with a progress line every few
+    seconds), in partition order."""
     if isinstance(blocks, list):
-        parts = [r for p, block in blocks for r in task(p, iter([(p, block)]))]
+        parts = [r for p, block in ticking(blocks, len(blocks), "evaluate: blocks", log)
+                 for r in task(p, iter([(p, block)]))]
     else:
         parts = blocks.mapPartitionsWithIndex(task).collect()
     return sorted(parts, key=lambda r: r[0])

@@ -45,6 +45,7 @@ from drivers import storage
 from drivers.corpora.files import (CORPUS_JSON, DOCS, FAILED_REJECTS, LEGACY_STAGING, REJECTS, ORDERED, SEGMENTS, VOCAB,
                                    is_corpus_file)
 from drivers.failures import is_spark_failure, one_line
+from drivers.spark_progress import watching
 from drivers.preparation import segments as segments_mod
 from drivers.preparation.in_process import corpus as in_process_corpus
 from drivers.preparation.holdout import rows_of_part
@@ -110,7 +111,8 @@ def prepare_corpus(spark, input_path: str, output_dir: str, engine: str = "auto"
         if corpus is None:
             session = spark() if callable(spark) else spark
             try:
-                corpus = _prepare_into(session, input_path, staging, fmt, opts, stopwords)
+                with watching(session, "prepare"):
+                    corpus = _prepare_into(session, input_path, staging, fmt, opts, stopwords)
             except Exception as exc:
                 if not is_spark_failure(exc):
                     raise

@@ -6,14 +6,19 @@ Parquet parts, so the tables are the Spark job's number for number (``tests/comm
 compares the two for every Gibbs model)."""
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 
 from drivers import storage
 from drivers.corpora import in_process as local_corpus
 from drivers.families.gibbs.infer import infer_task, proportion_paths, proportion_tables
 from drivers.families.gibbs.models import needs_order, needs_segments
+from drivers.progress import ticking
 from drivers.store.model_store import require_same_vocabulary
 from inference.gibbs.heldout import HeldoutSchedule
+
+log = logging.getLogger("spark_topics.infer")
 
 
 def infer_in_process(trained, corpus_dir: str, output_dir: str, sweeps: int, samples: int, seed: int,
@@ -29,7 +34,7 @@ def infer_in_process(trained, corpus_dir: str, output_dir: str, sweeps: int, sam
     for path in paths:
         if storage.exists(path):
             storage.delete(path)
-    for p, block in corpus.blocks:
+    for p, block in ticking(corpus.blocks, len(corpus.blocks), "infer: blocks", log):
         for partition, item in infer_task(p, [(p, block)], model, bc, schedule, seed):
             for path, part in zip(paths, proportion_tables(model, partition, item)):
                 storage.write_parquet(storage.join(path, f"part-{partition:05d}.parquet"), part)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import json
+import logging
 import os
 
 import pyarrow as pa
@@ -17,6 +18,7 @@ import pyarrow.parquet as pq
 import regex
 
 from drivers.corpora.files import DOCS, ORDERED, REJECTS, SEGMENTS, VOCAB
+from drivers.progress import ticking
 from drivers.preparation import segments as segments_mod
 from drivers.preparation.id_hash import in_part
 from drivers.preparation.in_process.reading import NeedsSpark, input_files, read_rows
@@ -25,6 +27,8 @@ from drivers.preparation.options import PrepareError, PrepareOptions
 from drivers.preparation.reading import RAW_MAX_CHARS
 from drivers.preparation.writer import (corpus_record, in_directory, options_record, vocabulary_table, write_dataset,
                                         write_stopwords)
+
+log = logging.getLogger("spark_topics.prepare")
 
 #: inputs up to this many bytes are prepared in this process when the choice is automatic
 MAX_INPUT_BYTES = 32 << 20
@@ -54,7 +58,8 @@ def prepare_into(input_path: str, staging: str, fmt: str, opts: PrepareOptions, 
     if not rows:
         raise PrepareError(f"no input rows in {input_path} (read as {fmt})")
     candidates = [row for row in rows if row.reason is None]
-    term_counts = [collections.Counter(tokenizer.tokens(row.text)) for row in candidates]
+    term_counts = [collections.Counter(tokenizer.tokens(row.text))
+                   for row in ticking(candidates, len(candidates), "prepare: documents", log)]
     if opts.vocab:
         vocab = _given_vocabulary(opts.vocab, term_counts)
     else:
