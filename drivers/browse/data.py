@@ -184,7 +184,10 @@ def collect(path: str, version: str | None = None, top_docs: int = 10, related: 
     shares, best_docs, documents, K = md.shares, md.best_docs, md.documents, model.num_topics
     joint = md.joint_phi()
     log.info("Jensen-Shannon distances between %d topics and their principal coordinates", K)
-    distances = topic_map.js_divergences(joint)
+    distances, below = topic_map.topic_divergences(joint)
+    if below:
+        log.info("the intertopic map from the words above each topic's floor (every distance at most %.2g below "
+                 "the exact one)", below)
     coords = topic_map.pcoa(distances)
     nearest = topic_map.nearest_topics(distances, related)
     coherences = {}

@@ -165,3 +165,36 @@ def test_pyldavis_format_is_pyldavis_prepare():
                 np.testing.assert_allclose(sign * np.asarray(mine), values, atol=1e-12)
             else:
                 np.testing.assert_allclose(mine, values, rtol=1e-12, atol=1e-12, err_msg=f"{table}.{column}")
+
+
+
+
+def smoothed_topics(K, V, tokens, seed, eta=0.01):
+    """Topics as a trained model's are: eta + counts of ``tokens`` tokens from a Zipf law over each topic's own
+    order of the words."""
+    rng = np.random.default_rng(seed)
+    zipf = 1.0 / np.arange(1, V + 1)
+    phi = np.empty((K, V))
+    for k in range(K):
+        phi[k, rng.permutation(V)] = rng.multinomial(tokens, zipf / zipf.sum()) + eta
+    return phi / phi.sum(axis=1, keepdims=True)
+
+
+def test_truncated_divergences_bracket_the_exact_ones():
+    """The intertopic map of large models, in K^2 x the words above each topic's floor: every divergence within its
+    stated bound below the exact one; exact for smoothed topics (their floor is flat) with far fewer words than V;
+    within the mass left out for topics without a floor; keeping every word gives the exact divergences."""
+    smoothed = smoothed_topics(15, 5000, 2000, seed=5)
+    sparse, _ = random_topics(15, 3000, seed=5, concentration=0.02)
+    for phi, left_out, close in ((smoothed, 1e-6, 1e-12), (sparse, 0.01, 0.01 * np.log(2))):
+        exact = topic_map.js_divergences(phi)
+        approx, bound = topic_map.js_divergences_truncated(phi, left_out)
+        assert np.all(approx <= exact + 1e-12) and np.all(exact - approx <= bound + 1e-12)
+        assert (exact - approx).max() < close, (exact - approx).max()
+        everything, _ = topic_map.js_divergences_truncated(phi, left_out=0.0)
+        np.testing.assert_allclose(everything, exact, rtol=1e-9, atol=1e-13)
+    offsets, _ = topic_map.kept_words(smoothed, 1e-6)
+    assert np.diff(offsets).max() < 5000 / 3                  # the words with counts: K^2 x those, not K^2 V
+    assert (exact - approx).max() > 0                         # the sparse topics: some mass was left out
+    small, worst = topic_map.topic_divergences(sparse)
+    assert worst == 0.0 and np.array_equal(small, topic_map.js_divergences(sparse))
