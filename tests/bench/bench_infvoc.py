@@ -93,8 +93,9 @@ def sections() -> dict:
     return {p.split(":")[0]: s.split("/")[-1] for p, s in (line.split("\t") for line in out.splitlines() if "\t" in line)}
 
 
-def classification_accuracy(spark, doc_topics_path: str, labels: dict, test_packages: set) -> tuple[float, float, int]:
-    """(accuracy of a multinomial logistic regression on theta, of the majority class, test documents)."""
+def classification_accuracy(spark, doc_topics_path: str, labels: dict, test_packages: set) -> tuple:
+    """(accuracy of a multinomial logistic regression on theta, of the majority class, test documents, balanced
+    accuracy: the mean over the test's classes of their recall)."""
     import pandas as pd
     from pyspark.ml.classification import LogisticRegression
     from pyspark.ml.linalg import Vectors
@@ -109,8 +110,9 @@ def classification_accuracy(spark, doc_topics_path: str, labels: dict, test_pack
     fit = LogisticRegression(maxIter=200, regParam=1e-4, family="multinomial").fit(train)
     scored = fit.transform(test).select("label", "prediction").toPandas()
     majority = train.groupBy("label").count().orderBy("count", ascending=False).first()["label"]
+    balanced = float((scored["label"] == scored["prediction"]).groupby(scored["label"]).mean().mean())
     return (float((scored["label"] == scored["prediction"]).mean()), float((scored["label"] == majority).mean()),
-            len(scored))
+            len(scored), balanced)
 
 
 TOKEN = re.compile(r"[^\W\d_]+(?:'(?!s\b)[^\W\d_]+)*")
@@ -265,7 +267,9 @@ def main() -> None:
     print(f"infvoc: TOS sizes (min, max, words new to the base in the topics) after each refresh: {sizes}; "
           f"{new} of the {10 * options.topics} top words are new to the base; base vocabulary "
           f"{len(inf_model.known)} words, fixvoc's {fix_model.lambda_.shape[1]}")
-    print(f"classification: majority class {accuracy['infvoc'][1]:.3f} of {accuracy['infvoc'][2]} test entries")
+    print(f"classification: majority class {accuracy['infvoc'][1]:.3f} of {accuracy['infvoc'][2]} test entries; "
+          f"balanced accuracy (mean recall over classes) infvoc {accuracy['infvoc'][3]:.3f}, fixvoc "
+          f"{accuracy['fixvoc'][3]:.3f}, majority class {1 / len(set(l for _, l in labels.values())):.3f}")
     for k, words in enumerate(inf_model.top_words(10)[:5]):
         print(f"  infvoc topic {k}: " + " ".join(w + ("+" if m else "") for w, _, m in words))
     for k, words in enumerate(fix_model.top_words(10)[:5]):
