@@ -13,82 +13,30 @@ draws b from Gamma (E20), otherwise b and every sampled discount are slice-sampl
 corpus-level Pitman-Yor topic vectors (they need table constraints across partitions; not done).
 
 A partition's state is ``z`` (int32) and ``s`` (the table attributions of every parent edge and topic); every
-other count is rebuilt from them at each sweep (:func:`inference.pdpnet.sampler.rebuild_counts`).
+other count is rebuilt from them (:func:`inference.pdpnet.sampler.rebuild_counts`) unless the model object
+remembers the counts its last sweep of that state left (:mod:`drivers.models.pdp_memo`).
 """
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 
 from drivers.models import pdp_words
-from inference.errors import UsageError
+from drivers.models.pdp_memo import BlockMemo, CountsMemo
+from drivers.models.pdp_specs import check_engine_network, needs_histograms, read_spec_file, slice_b_names
 from inference.gibbs.model import GibbsModel
 from inference.options import ModelOption
 from inference.gibbs.tables import CountTable
 from inference.pdpnet import engine_stats, kernels, sweep, word_pyp
-from inference.pdpnet.engine_stats import MAX_GLOBAL, MAX_PARAMS
+from inference.pdpnet.engine_stats import MAX_GLOBAL
 from inference.pdpnet.compile import CorpusLayout, compile_network
 from inference.pdpnet.sampler import StirlingStack, posterior_means, rebuild_counts
-from inference.pdpnet.spec import NetworkSpec, parse_network
+from inference.pdpnet.spec import parse_network
 
-SHIPPED = Path(__file__).resolve().parents[2] / "sample_data" / "networks"
+NO_HISTOGRAM = (np.zeros(0, np.int64), np.zeros((0, 1), np.int32))
 NETWORK = ModelOption("network", "network spec: a JSON file, or the name of a shipped one (lda, stm, seqlda, adatm)",
                       type=str, default="stm", metavar="FILE", path=True)
-
-
-def read_spec_file(name_or_path: str) -> dict:
-    """The raw spec of a file, or of a shipped spec by name; one line when neither exists or it is not JSON."""
-    p = Path(name_or_path)
-    # a shipped spec's name: the command line made it absolute as it does every path flag (jobs/spark.local_path)
-    if not p.exists() and p.suffix == "" and (SHIPPED / f"{p.name}.json").exists():
-        p = SHIPPED / f"{p.name}.json"
-    try:
-        return json.loads(p.read_text())
-    except OSError:
-        shipped = ", ".join(sorted(q.stem for q in SHIPPED.glob("*.json")))
-        raise UsageError(f"--network {name_or_path}: no such file, nor a shipped spec ({shipped})") from None
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"--network {p}: not JSON ({exc.msg} at line {exc.lineno})") from None
-
-
-def check_engine_network(spec: NetworkSpec) -> tuple[float, list[str]]:
-    """Refuse (one line naming the node) what the engine cannot run yet; returns the word side's beta and the
-    corpus-level topic families (Dirichlet roots indexed by [corpus]: the engine's ``network_tc`` rows)."""
-    word = spec.nodes[spec.word.node]
-    side = pdp_words.word_side(spec)
-    beta = word.alpha if side is None else (side["beta0"] or 0.01)
-    global_families = []
-    for name in spec.order:
-        node = spec.nodes[name]
-        if node.over != "topic" or (node.index and set(node.index) <= {"document", "segment"}):
-            continue
-        if node.index == ("corpus",) and node.kind != "pyp":
-            global_families.append(name)
-            continue
-        if node.index == ("corpus",):
-            raise UsageError(f"network spec: node '{name}': a Pitman-Yor vector shared by every document is not on "
-                             "the Gibbs engine yet (a corpus-level topic vector must be a Dirichlet root)")
-        raise UsageError(f"network spec: node '{name}': indexed by {list(node.index)}: a vector shared by "
-                         "several documents, not on the Gibbs engine yet (only document/segment vectors and "
-                         "corpus-level Dirichlet roots)")
-    if len(global_families) > MAX_GLOBAL:
-        raise UsageError(f"network spec: more than {MAX_GLOBAL} corpus-level topic families")
-    if len(spec.params) > MAX_PARAMS:
-        raise UsageError(f"network spec: more than {MAX_PARAMS} discount or concentration parameters")
-    return beta, global_families
-
-
-def _slice_b_names(spec: NetworkSpec, a_values: dict) -> set:
-    """The sampled concentrations whose vectors have a discount that is sampled or > 0: slice-sampled on the
-    driver from the histograms (E21); the others take the Gamma step of (E20)."""
-    out = set()
-    for node in spec.nodes.values():
-        if node.kind == "pyp" and spec.params[node.b].sample and (spec.params[node.a].sample
-                                                                   or a_values[node.a] != 0.0):
-            out.add(node.b)
-    return out
 
 
 class PdpNetwork(GibbsModel):
@@ -112,15 +60,32 @@ class PdpNetwork(GibbsModel):
     def _compiled(self, block, hyper):
         return self._compiled_raw(block, hyper["network"])
 
+    def _memo(self, kind: str):
+        """The model object's memory of ``kind`` (nets, vocab, counts: :mod:`drivers.models.pdp_memo`)."""
+        memo = self.__dict__.setdefault("_memos", {})
+        if kind not in memo:
+            memo[kind] = CountsMemo() if kind == "counts" else BlockMemo()
+        return memo[kind]
+
+    def __getstate__(self):
+        """The model as shipped to the executors: without what it remembers of the driver's blocks."""
+        return {k: v for k, v in self.__dict__.items() if k != "_memos"}
+
     def _compiled_raw(self, block, raw):
-        key = (id(block), json.dumps(raw, sort_keys=True))
-        cache = self.__dict__.setdefault("_nets", {})
-        if key not in cache:
+        key = json.dumps(raw, sort_keys=True)
+        net = self._memo("nets").get(block, key)
+        if net is None:
             layout = CorpusLayout(block.doc_ptr.astype(np.int64), block.seg_ptr.astype(np.int64),
                                   block.words.astype(np.int64), self.vocab_size)
-            cache.clear()
-            cache[key] = compile_network(parse_network(raw), layout, self.num_topics, word_side=False)
-        return cache[key]
+            net = self._memo("nets").put(block, compile_network(parse_network(raw), layout, self.num_topics,
+                                                                word_side=False), key)
+        return net
+
+    def _local_counts(self, net, block, state) -> dict:
+        """The counts of (z, s) without the corpus-level rows (read only): the last sweep's while unchanged."""
+        cnt = self._memo("counts").recall(block, state)
+        return cnt if cnt is not None else rebuild_counts(net, state["z"].astype(np.int64), state["s"],
+                                                          word_side=False)
 
     @staticmethod
     def _values(net, hyper):
@@ -142,7 +107,9 @@ class PdpNetwork(GibbsModel):
     def _counts(self, net, block, state, hyper, global_tc):
         """The kernels' counts from (z, s); a corpus-level root's t^c is ``global_tc``'s row (the sum over every
         partition) or, without it, the trained model's plus this block's own (held-out documents, ``infer``)."""
-        cnt = rebuild_counts(net, state["z"].astype(np.int64), state["s"], word_side=False)
+        cnt = self._memo("counts").take(block, state)
+        if cnt is None:
+            cnt = rebuild_counts(net, state["z"].astype(np.int64), state["s"], word_side=False)
         trained = self.__dict__.get("_trained_tc")
         for g, j in self._global_nodes(net, hyper.get("global_families", [])):
             lo, hi = net.off[j], net.off[j + 1]
@@ -190,15 +157,16 @@ class PdpNetwork(GibbsModel):
                 frozen)
             reseed = False
         state["z"][:] = z
+        if not self._global_nodes(net, hyper.get("global_families", [])):
+            self._memo("counts").remember(block, state, cnt)
 
     def _local_vocab(self, block):
-        """(vocab (U,), index of every token) of the block's distinct words (cached per block object)."""
-        cache = self.__dict__.setdefault("_vocab", {})
-        if id(block) not in cache:
-            cache.clear()
+        """(vocab (U,), index of every token) of the block's distinct words (remembered per block object)."""
+        got = self._memo("vocab").get(block)
+        if got is None:
             vocab, uidx = np.unique(block.words, return_inverse=True)
-            cache[id(block)] = (vocab.astype(np.int64), uidx.astype(np.int64).reshape(-1))
-        return cache[id(block)]
+            got = self._memo("vocab").put(block, (vocab.astype(np.int64), uidx.astype(np.int64).reshape(-1)))
+        return got
 
     def _word_args(self, block, state, hyper, net, nwk, nk, words, mx) -> tuple:
         """The word side's arguments of :func:`word_pyp.pyp_word_sweep` (``mx`` raised to its cells' maxima)."""
@@ -244,7 +212,7 @@ class PdpNetwork(GibbsModel):
     def table_counts(self, block, state, local) -> dict:
         raw = self.__dict__.get("_raw")
         net = self._compiled_raw(block, raw)
-        cnt = rebuild_counts(net, state["z"].astype(np.int64), state["s"], word_side=False)
+        cnt = self._local_counts(net, block, state)
         names = check_engine_network(net.spec)[1]
         rows = self._global_nodes(net, names)
         tc = np.zeros((len(rows), self.num_topics), np.int32)
@@ -252,7 +220,8 @@ class PdpNetwork(GibbsModel):
             tc[r] = cnt["tc"][net.off[j]:net.off[j + 1]]
         out = {"nwk": self.shared_counts(block, state, local),
                "network_tc": (np.array([g for g, _ in rows], np.int64), tc),
-               "discount_counts": engine_stats.histogram_contribution(net, cnt)}
+               "discount_counts": engine_stats.histogram_contribution(net, cnt) if needs_histograms(net.spec)
+               else NO_HISTOGRAM}
         if self.__dict__.get("_word_pyp") is not None:
             out[pdp_words.TABLE] = (self._local_vocab(block)[0], state["word_t"].astype(np.int32))
         return out
@@ -305,7 +274,7 @@ class PdpNetwork(GibbsModel):
         names = [n for n in net.b_names if spec.params[n].sample]
         if not names:
             return np.zeros(0)
-        cnt = rebuild_counts(net, state["z"].astype(np.int64), state["s"], word_side=False)
+        cnt = self._local_counts(net, block, state)
         rng = np.random.default_rng(seed)
         out = np.zeros(2 * len(names))
         for r, name in enumerate(names):
@@ -322,7 +291,7 @@ class PdpNetwork(GibbsModel):
         names = sorted(n for n, p in spec.params.items() if p.kind == "b" and p.sample)
         if not names or len(stats) == 0:
             return hyper
-        sliced = _slice_b_names(spec, hyper["a_values"])
+        sliced = slice_b_names(spec, hyper["a_values"])
         rng = np.random.default_rng(seed)
         b_values = dict(hyper["b_values"])
         for r, name in enumerate(names):
@@ -341,7 +310,7 @@ class PdpNetwork(GibbsModel):
                                            {n: p.sample for n, p in spec.params.items()},
                                            np.random.default_rng([seed, 1]))
         own = {side["a"], side["b"]} if side is not None else set()
-        sliced = _slice_b_names(spec, hyper["a_values"]) - own
+        sliced = slice_b_names(spec, hyper["a_values"]) - own
         a_sampled = sorted(n for n, p in spec.params.items() if p.kind == "a" and p.sample and n not in own)
         if not sliced and not a_sampled:
             return tables, hyper, None
@@ -368,7 +337,7 @@ class PdpNetwork(GibbsModel):
         """(S, K) posterior mean of every segment's topic vector (its tokens' draw); an empty segment: its
         document's row."""
         net = self._compiled(block, hyper)
-        cnt = rebuild_counts(net, state["z"].astype(np.int64), state["s"], word_side=False)
+        cnt = self._local_counts(net, block, state)
         avals, bvals = self._values(net, hyper)
         means = posterior_means(net, cnt, avals, bvals)
         K = self.num_topics

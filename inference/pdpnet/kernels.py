@@ -274,3 +274,35 @@ def count_state(z, s, topic_inst, word_inst, words, word_side, kind, off, par_pt
         for cell in range(off[j], off[j + 1]):
             mx[0] = max(mx[0], n[cell] + tc[cell])
             mx[1] = max(mx[1], tp[cell])
+
+
+@numba.njit(cache=True)
+def mean_state(kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum, avals, bvals, n, tc, tp,
+               Nn, TC, TP, Se, out):
+    """The posterior mean of every vector into ``out`` (cells), parents first (thesis (7.12) for any network;
+    :func:`inference.pdpnet.sampler.posterior_means`)."""
+    J = off.shape[0] - 1
+    for j in range(J):
+        lo, hi = off[j], off[j + 1]
+        C = float(Nn[j] + TC[j])
+        if kind[j] == PYP:
+            a = avals[a_of[j]]
+            b = bvals[b_of[j]]
+            T = float(TP[j])
+            for cell in range(lo, hi):
+                out[cell] = 0.0
+            for e in range(par_ptr[j], par_ptr[j + 1]):
+                q = par_node[e]
+                f = (par_gamma[e] + Se[e]) / (gamma_sum[j] + T)
+                oq = off[q]
+                for v in range(hi - lo):
+                    out[lo + v] += f * out[oq + v]
+            for cell in range(lo, hi):
+                c = float(n[cell] + tc[cell])
+                out[cell] = ((c - a * tp[cell]) + (b + a * T) * out[cell]) / (b + C)
+        elif dim[j] > 0 and alpha[j] > 0:
+            for cell in range(lo, hi):
+                out[cell] = (alpha[j] + float(n[cell] + tc[cell])) / (alpha[j] * dim[j] + C)
+        else:
+            for cell in range(lo, hi):
+                out[cell] = 1.0 / dim[j]

@@ -182,21 +182,8 @@ def posterior_means(net: CompiledNetwork, counts: dict, avals: np.ndarray, bvals
     + C), a fixed uniform 1/dim, a Pitman-Yor vector ((c - a t) + (b + a T) sum_i rho_i nu_i) / (b + C) with
     rho_i = (gamma_i + S_i)/(sum gamma + T) (thesis (7.12) for any network)."""
     out = np.zeros(net.num_cells)
-    c_all = counts["n"] + counts["tc"]
-    for j in range(net.num_nodes):
-        lo, hi = net.off[j], net.off[j + 1]
-        c = c_all[lo:hi].astype(np.float64)
-        C = float(counts["Nn"][j] + counts["TC"][j])
-        if net.kind[j] == KIND_PYP:
-            a, b = float(avals[net.a_of[j]]), float(bvals[net.b_of[j]])
-            T = float(counts["TP"][j])
-            mix = np.zeros(hi - lo)
-            for e in range(net.par_ptr[j], net.par_ptr[j + 1]):
-                q = net.par_node[e]
-                mix += (net.par_gamma[e] + counts["Se"][e]) / (net.gamma_sum[j] + T) * out[net.off[q]:net.off[q + 1]]
-            out[lo:hi] = ((c - a * counts["tp"][lo:hi]) + (b + a * T) * mix) / (b + C)
-        elif net.dim[j] and net.alpha[j] > 0:
-            out[lo:hi] = (net.alpha[j] + c) / (net.alpha[j] * net.dim[j] + C)
-        else:
-            out[lo:hi] = 1.0 / net.dim[j]
+    kernels.mean_state(net.kind, net.dim, net.off, net.alpha, net.a_of, net.b_of, net.par_ptr, net.par_node,
+                       net.par_gamma, net.gamma_sum, np.asarray(avals, np.float64), np.asarray(bvals, np.float64),
+                       counts["n"], counts["tc"], counts["tp"], counts["Nn"], counts["TC"], counts["TP"],
+                       counts["Se"], out)
     return out

@@ -17,7 +17,8 @@ import numba
 import numpy as np
 
 from inference.gibbs.common import token_kernel
-from inference.pdpnet.kernels import DIR, PYP, UNI, add_path, eval_zplus, remove_path, undo_path
+from inference.pdpnet.kernels import DIR, PYP, UNI, remove_path, undo_path
+from inference.pdpnet.ratio_path import add_path_r, eval_zplus_r, open_exp_table
 
 
 @token_kernel
@@ -87,6 +88,48 @@ def topic_zplus_rows(jt, K, Zb, slot, anc_ptr, anc, kind, dim, off, alpha, a_of,
     return r - 1
 
 
+@token_kernel
+def pyp_over_root_row(jt, w, K, Zb, slot, cum, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma,
+                      gamma_sum, avals, bvals, RJ, RO, n, tc, tp, Nn, TC, TP, Se, nwk, inv, beta, frozen_phi, frozen):
+    """:func:`topic_zplus_rows` and the engine's word factor in one loop over k for a Pitman-Yor topic vector
+    ``jt`` whose one parent is a Dirichlet root (its ancestors: the root, slot 0, and itself, slot 1), the same
+    arithmetic operation for operation; fills ``cum`` and returns the sum."""
+    e0 = par_ptr[jt]
+    q = par_node[e0]
+    slot[q] = 0
+    slot[jt] = 1
+    oq = off[q]
+    aq = alpha[q]
+    Cq = Nn[q] + TC[q]
+    iden = 1.0 / (aq * dim[q] + Cq)
+    o = off[jt]
+    p = a_of[jt]
+    a = avals[p]
+    b = bvals[b_of[jt]]
+    T = TP[jt]
+    bc = b + (Nn[jt] + TC[jt])
+    lead = (b + a * T) / bc
+    f = lead * (par_gamma[e0] + Se[e0]) / (gamma_sum[jt] + T)
+    ibc = 1.0 / bc
+    Jp = RJ[p]
+    Op = RO[p]
+    pr = Zb[0]
+    row = Zb[1]
+    total = 0.0
+    for k in range(K):
+        pr[k] = (aq + (n[oq + k] + tc[oq + k])) * iden
+        c = n[o + k] + tc[o + k]
+        t = tp[o + k]
+        x = Jp[c, t] * ibc + f * Op[c, t] * pr[k]
+        row[k] = x
+        if frozen:
+            total += x * frozen_phi[w, k]
+        else:
+            total += x * (nwk[w, k] + beta) * inv[k]
+        cum[k] = total
+    return total
+
+
 @numba.njit(cache=True)
 def ratio_tables(L3):
     """``RJ[p, c, t]`` = S^{c+1}_t / S^c_t (c+1-t)/(c+1) (0 for c = 0: no table to join) and ``RO[p, c, t]`` =
@@ -143,6 +186,7 @@ def network_sweep(start, reseed, seed, reseat, words, z, topic_inst, word_inst, 
     rows = L3.shape[1]
     cols = L3.shape[2]
     RJ, RO = ratio_tables(L3)
+    EO = open_exp_table(L3)
     pos = start
     while pos < N:
         if mx[0] + 3 > rows or mx[1] + 3 > cols:
@@ -152,8 +196,8 @@ def network_sweep(start, reseed, seed, reseat, words, z, topic_inst, word_inst, 
         jt = topic_inst[i]
         if init:
             k = z[i]
-            eval_zplus(jt, k, Z, terms, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node,
-                       par_gamma, gamma_sum, avals, bvals, L3, n, tc, tp, Nn, TC, TP, Se)
+            eval_zplus_r(jt, k, Z, terms, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node,
+                       par_gamma, gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, Se)
         else:
             k0 = z[i]
             da, ia = remove_path(jt, k0, True, pnA, peA, kind, off, par_ptr, par_node, n, tc, tp, Nn, TC, TP, s,
@@ -184,6 +228,12 @@ def network_sweep(start, reseed, seed, reseat, words, z, topic_inst, word_inst, 
                     for kk in range(K):
                         total += (ax + (n[o + kk] + tc[o + kk])) * (nwk[w, kk] + beta) * inv[kk]
                         cum[kk] = total
+            elif ext_word and kind[jt] == PYP and par_ptr[jt + 1] - par_ptr[jt] == 1 \
+                    and kind[par_node[par_ptr[jt]]] == DIR:     # a PYP over one Dirichlet root (STM): one loop
+                total = pyp_over_root_row(jt, w, K, Zb, slot, cum, kind, dim, off, alpha, a_of, b_of, par_ptr,
+                                          par_node, par_gamma, gamma_sum, avals, bvals, RJ, RO, n, tc, tp, Nn, TC,
+                                          TP, Se, nwk, inv, beta, frozen_phi, frozen)
+                r = -2
             else:
                 r = topic_zplus_rows(jt, K, Zb, slot, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr,
                                      par_node, par_gamma, gamma_sum, avals, bvals, RJ, RO, n, tc, tp, Nn, TC, TP, Se)
@@ -199,8 +249,8 @@ def network_sweep(start, reseed, seed, reseat, words, z, topic_inst, word_inst, 
                     cum[kk] = total
             else:
                 for kk in range(K):
-                    zw = eval_zplus(word_inst[i, kk], w, Z, terms, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of,
-                                    par_ptr, par_node, par_gamma, gamma_sum, avals, bvals, L3, n, tc, tp, Nn, TC,
+                    zw = eval_zplus_r(word_inst[i, kk], w, Z, terms, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of,
+                                    par_ptr, par_node, par_gamma, gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC,
                                     TP, Se)
                     total += Zb[r, kk] * zw
                     cum[kk] = total
@@ -208,12 +258,12 @@ def network_sweep(start, reseed, seed, reseat, words, z, topic_inst, word_inst, 
             k = 0
             while k < K - 1 and cum[k] <= u:
                 k += 1
-            if r >= 0:
+            if r != -1:
                 for q in range(anc_ptr[jt], anc_ptr[jt + 1]):
                     x = anc[q]
                     Z[x] = Zb[slot[x], k]
-        add_path(jt, k, True, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum,
-                 avals, bvals, L3, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
+        add_path_r(jt, k, True, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum,
+                 avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
         if ext_word:
             if not frozen:
                 nwk[w, k] += 1
@@ -221,21 +271,22 @@ def network_sweep(start, reseed, seed, reseat, words, z, topic_inst, word_inst, 
                 inv[k] = 1.0 / (nk[k] + vbeta)
         else:
             jw = word_inst[i, k]
-            eval_zplus(jw, w, Z, terms, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node,
-                       par_gamma, gamma_sum, avals, bvals, L3, n, tc, tp, Nn, TC, TP, Se)
-            add_path(jw, w, True, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma,
-                     gamma_sum, avals, bvals, L3, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
+            eval_zplus_r(jw, w, Z, terms, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node,
+                       par_gamma, gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, Se)
+            add_path_r(jw, w, True, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma,
+                     gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
         z[i] = k
         pos += 1
     if init or not reseat:
         return -1
     return reseat_cells(pos, N, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum, avals,
-                        bvals, L3, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx, anc_ptr, anc, Z, terms, pnA, peA)
+                        bvals, L3, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx, anc_ptr, anc, Z, terms, pnA,
+                        peA)
 
 
 @token_kernel
 def reseat_cells(pos, N, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum, avals, bvals,
-                 L3, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx, anc_ptr, anc, Z, terms, pnA, peA):
+                 L3, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx, anc_ptr, anc, Z, terms, pnA, peA):
     """The re-seating pass from position ``pos`` (N + cell): one customer of every occupied Pitman-Yor cell, vector
     by vector (other vectors skipped whole). Returns -1 when done or the position to resume from."""
     J = kind.shape[0]
@@ -267,8 +318,8 @@ def reseat_cells(pos, N, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, p
             if ia:
                 undo_path(da, v, data, pnA, peA, off, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
                 continue
-            eval_zplus(j, v, Z, terms, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node,
-                       par_gamma, gamma_sum, avals, bvals, L3, n, tc, tp, Nn, TC, TP, Se)
-            add_path(j, v, data, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma,
-                     gamma_sum, avals, bvals, L3, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
+            eval_zplus_r(j, v, Z, terms, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node,
+                       par_gamma, gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, Se)
+            add_path_r(j, v, data, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma,
+                     gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
     return -1

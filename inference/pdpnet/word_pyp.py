@@ -38,7 +38,8 @@ import numpy as np
 import numba
 
 from inference.gibbs.common import token_kernel
-from inference.pdpnet.kernels import add_path, remove_path, undo_path
+from inference.pdpnet.kernels import remove_path, undo_path
+from inference.pdpnet.ratio_path import add_path_r, open_exp_table
 from inference.pdpnet.sweep import ratio_tables, reseat_cells, topic_zplus_rows
 
 
@@ -128,6 +129,7 @@ def pyp_word_sweep(start, reseed, seed, words, uidx, vocab, z, topic_inst, anc_p
     rows = L3.shape[1]
     cols = L3.shape[2]
     RJ, RO = ratio_tables(L3)
+    EO = open_exp_table(L3)
     RJw = RJ[pw]
     ROw = RO[pw]
     a = avals[pw]
@@ -176,8 +178,8 @@ def pyp_word_sweep(start, reseed, seed, words, uidx, vocab, z, topic_inst, anc_p
             k += 1
         for q in range(anc_ptr[jt], anc_ptr[jt + 1]):
             Z[anc[q]] = Zb[slot[anc[q]], k]
-        add_path(jt, k, True, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum,
-                 avals, bvals, L3, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
+        add_path_r(jt, k, True, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma,
+                   gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
         jn, op = word_terms(nwk[w, k], twk[w, k], nk[k], tk[k], a, b, nu, RJw, ROw)
         _move(w, u, k, 1, np.random.random() * (jn + op) >= jn, nwk, twk, nk, tk, tw, Tsum, own_n, own_t, mx)
         z[i] = k
@@ -185,8 +187,8 @@ def pyp_word_sweep(start, reseed, seed, words, uidx, vocab, z, topic_inst, anc_p
     ncell = off[J]
     if pos < N + ncell:
         back = reseat_cells(pos, N, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum,
-                            avals, bvals, L3, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx, anc_ptr, anc, Z, terms, pnA,
-                            peA)
+                            avals, bvals, L3, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx, anc_ptr, anc, Z,
+                            terms, pnA, peA)
         if back >= 0:
             return back
         pos = N + ncell

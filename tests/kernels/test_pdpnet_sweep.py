@@ -68,3 +68,127 @@ def test_count_kernel_equals_a_numpy_recount():
     pyp = np.repeat(net.kind == KIND_PYP, net.dim)        # the Stirling table's cells
     c = (sm.n + sm.tc)[pyp]
     assert list(cnt["mx"]) == [c.max(), sm.tp[pyp].max()]
+
+
+def _direct_means(net, cnt, avals, bvals):
+    """(7.12) vector by vector with numpy (the reference of the numba kernel)."""
+    out = np.zeros(net.num_cells)
+    c_all = (cnt["n"] + cnt["tc"]).astype(np.float64)
+    for j in range(net.num_nodes):
+        lo, hi = net.off[j], net.off[j + 1]
+        C = float(cnt["Nn"][j] + cnt["TC"][j])
+        if net.kind[j] == KIND_PYP:
+            a, b, T = avals[net.a_of[j]], bvals[net.b_of[j]], float(cnt["TP"][j])
+            rho = [(net.par_gamma[e] + cnt["Se"][e]) / (net.gamma_sum[j] + T) for e in
+                   range(net.par_ptr[j], net.par_ptr[j + 1])]
+            mix = sum(r * out[net.off[q]:net.off[q + 1]] for r, q in
+                      zip(rho, net.par_node[net.par_ptr[j]:net.par_ptr[j + 1]]))
+            out[lo:hi] = ((c_all[lo:hi] - a * cnt["tp"][lo:hi]) + (b + a * T) * mix) / (b + C)
+        elif net.dim[j] > 0 and net.alpha[j] > 0:
+            out[lo:hi] = (net.alpha[j] + c_all[lo:hi]) / (net.alpha[j] * net.dim[j] + C)
+        else:
+            out[lo:hi] = 1.0 / net.dim[j]
+    return out
+
+
+@pytest.mark.parametrize("spec", [TINY_ADATM, TINY_HDP, STM], ids=["adatm", "hdp", "stm"])
+def test_posterior_means_kernel_equals_numpy(spec):
+    """The numba posterior means (thesis (7.12), every vector, parents first) equal numpy's, and every vector's
+    mean sums to one."""
+    from inference.pdpnet.sampler import posterior_means
+
+    rng = np.random.default_rng(4)
+    docs, V = _docs(rng)
+    net = compile_network(parse_network(spec), CorpusLayout.of(docs, V), 3)
+    sm = NetworkSampler(net, seed=2)
+    for _ in range(3):
+        sm.sweep()
+        cnt = rebuild_counts(net, sm.z, sm.s)
+        got = posterior_means(net, cnt, sm.avals, sm.bvals)
+        np.testing.assert_allclose(got, _direct_means(net, cnt, sm.avals, sm.bvals), rtol=1e-14, atol=0)
+        sums = np.add.reduceat(got, net.off[:-1])
+        np.testing.assert_allclose(sums[net.dim > 0], 1.0, rtol=1e-12)
+
+
+@pytest.mark.parametrize("frozen", [False, True], ids=["engine-table", "frozen-phi"])
+def test_pyp_over_root_row_is_the_rows_times_the_word_factor(frozen):
+    """The one-loop path of a Pitman-Yor topic vector over a Dirichlet root (stm.json) equals, bit for bit,
+    :func:`sweep.topic_zplus_rows` times the engine's word factor (n_wk + beta) / (n_k + V beta) or the frozen
+    phi, and leaves the same rows in Zb."""
+    rng = np.random.default_rng(6)
+    docs, V = _docs(rng)
+    K = 4
+    net = compile_network(parse_network(STM), CorpusLayout.of(docs, V), K)
+    sm = NetworkSampler(net, seed=5)
+    J = net.num_nodes
+    Zb, Zb2 = np.zeros((J, K)), np.zeros((J, K))
+    slot, slot2 = np.zeros(J, np.int64), np.zeros(J, np.int64)
+    cum = np.zeros(K)
+    nwk = rng.integers(0, 5, (V, K)).astype(np.int32)
+    beta = 0.1
+    inv = 1.0 / (nwk.sum(axis=0) + V * beta)
+    phi = rng.dirichlet(np.ones(K), V)
+    checked = 0
+    for _ in range(4):
+        sm.sweep()
+        sm.stirling.ensure(sm.mx[0] + 2, sm.mx[1] + 2)
+        RJ, RO = sweep.ratio_tables(sm.stirling.L3)
+        args = (net.kind, net.dim, net.off, net.alpha, net.a_of, net.b_of, net.par_ptr, net.par_node, net.par_gamma,
+                net.gamma_sum, sm.avals, sm.bvals, RJ, RO, sm.n, sm.tc, sm.tp, sm.Nn, sm.TC, sm.TP, sm.Se)
+        for jt in np.unique(net.topic_inst):
+            assert net.kind[jt] == KIND_PYP
+            for w in range(V):
+                total = sweep.pyp_over_root_row(jt, w, K, Zb, slot, cum, *args, nwk, inv, beta, phi, frozen)
+                r = sweep.topic_zplus_rows(jt, K, Zb2, slot2, sm.anc_ptr, sm.anc, *args)
+                want = np.cumsum(Zb2[r] * phi[w] if frozen else Zb2[r] * (nwk[w] + beta) * inv)
+                assert np.array_equal(cum, want) and total == want[-1]
+                for x in sm.anc[sm.anc_ptr[jt]:sm.anc_ptr[jt + 1]]:
+                    assert np.array_equal(Zb[slot[x]], Zb2[slot2[x]])
+                checked += 1
+    assert checked >= 40
+
+
+@pytest.mark.parametrize("spec", [TINY_ADATM, TINY_HDP, STM], ids=["adatm", "hdp", "stm"])
+def test_ratio_table_moves_are_the_log_stirling_moves_bit_for_bit(spec):
+    """:mod:`inference.pdpnet.ratio_path` (the sweeps' increment moves, from ratio tables) against
+    :mod:`inference.pdpnet.kernels` (exp of log Stirling differences): every cell's node terms and Z^+ equal bit
+    for bit, and from the same seed the path draws leave the same counts and attributions."""
+    import numba
+
+    from inference.pdpnet import ratio_path
+
+    @numba.njit
+    def seed(x):
+        np.random.seed(x)
+
+    rng = np.random.default_rng(9)
+    docs, V = _docs(rng)
+    net = compile_network(parse_network(spec), CorpusLayout.of(docs, V), 3)
+    sm = NetworkSampler(net, seed=4)
+    J = net.num_nodes
+    checked = 0
+    for sweep_no in range(4):
+        sm.sweep()
+        sm.stirling.ensure(sm.mx[0] + 3, sm.mx[1] + 3)
+        L3 = sm.stirling.L3
+        RJ, _ = sweep.ratio_tables(L3)
+        EO = ratio_path.open_exp_table(L3)
+        head = (net.kind, net.dim, net.off, net.alpha, net.a_of, net.b_of, net.par_ptr, net.par_node,
+                net.par_gamma, net.gamma_sum, sm.avals, sm.bvals)
+        for j in range(J):
+            for v in range(net.dim[j]):
+                Z1, Z2, t1, t2 = np.zeros(J), np.zeros(J), np.zeros(8), np.zeros(8)
+                counts = (sm.n, sm.tc, sm.tp, sm.Nn, sm.TC, sm.TP, sm.Se)
+                z1 = kernels.eval_zplus(j, v, Z1, t1, sm.anc_ptr, sm.anc, *head, L3, *counts)
+                z2 = ratio_path.eval_zplus_r(j, v, Z2, t2, sm.anc_ptr, sm.anc, *head, RJ, EO, *counts)
+                assert z1 == z2 and np.array_equal(Z1, Z2) and np.array_equal(t1, t2), (j, v)
+                outs = []
+                for fn, tables in ((kernels.add_path, (L3,)), (ratio_path.add_path_r, (RJ, EO))):
+                    c = [np.array(x, copy=True) for x in (sm.n, sm.tc, sm.tp, sm.Nn, sm.TC, sm.TP)]
+                    s_, Se, mx = sm.s.copy(), sm.Se.copy(), sm.mx.copy()
+                    seed(100 * sweep_no + j)
+                    fn(j, v, True, Z1.copy(), np.zeros(8), *head, *tables, *c, s_, Se, net.eoff, mx)
+                    outs.append(c + [s_, Se, mx])
+                assert all(np.array_equal(a, b) for a, b in zip(*outs)), (j, v)
+                checked += 1
+    assert checked >= 100

@@ -1,0 +1,107 @@
+"""The increment moves of :mod:`inference.pdpnet.kernels` (node terms, Z^+ at the ancestors, the path draw) read
+from Stirling ratio tables built once per sweep call instead of exp of log Stirling differences per call (issue
+28, 3: the exps of ``add_path`` were a quarter of an STM token step). Operation for operation the same arithmetic
+as :func:`kernels.node_terms` (the join table ``RJ`` of :func:`inference.pdpnet.sweep.ratio_tables` and the open
+table ``EO`` = exp(log S^{c+1}_{t+1} - log S^c_t) below), so the same draws bit for bit (tested). The sweeps
+check the running maxima against the Stirling table before every step, so the tables cover every lookup."""
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from inference.gibbs.common import token_kernel
+from inference.pdpnet.kernels import DIR, PYP, UNI, _count
+
+
+@numba.njit(cache=True)
+def open_exp_table(L3):
+    """``EO[p, c, t]`` = S^{c+1}_{t+1} / S^c_t for every stored (c, t) with t <= c (0 elsewhere)."""
+    P, R, M = L3.shape
+    EO = np.zeros((P, R - 1, M - 1))
+    for p in range(P):
+        for c in range(R - 1):
+            for t in range(min(c + 1, M - 1)):
+                EO[p, c, t] = math.exp(L3[p, c + 1, t + 1] - L3[p, c, t])
+    return EO
+
+
+@token_kernel
+def node_terms_r(j, v, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum,
+                 avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, Se):
+    """:func:`kernels.node_terms` from the ratio tables."""
+    cell = off[j] + v
+    c = n[cell] + tc[cell]
+    C = Nn[j] + TC[j]
+    kd = kind[j]
+    if kd == DIR:
+        terms[0] = (alpha[j] + c) / (alpha[j] * dim[j] + C)
+        return terms[0]
+    if kd == UNI:
+        terms[0] = 1.0 / dim[j]
+        return terms[0]
+    p = a_of[j]
+    a = avals[p]
+    b = bvals[b_of[j]]
+    t = tp[cell]
+    T = TP[j]
+    join = 0.0
+    if c > 0:
+        join = RJ[p, c, t] / (b + C)
+    terms[0] = join
+    opn = (b + a * T) / (b + C) * EO[p, c, t] * (t + 1) / (c + 1)
+    total = join
+    gs = gamma_sum[j]
+    m = 1
+    for e in range(par_ptr[j], par_ptr[j + 1]):
+        x = opn * (par_gamma[e] + Se[e]) / (gs + T) * Z[par_node[e]]
+        terms[m] = x
+        total += x
+        m += 1
+    return total
+
+
+@token_kernel
+def eval_zplus_r(j, v, Z, terms, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma,
+                 gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, Se):
+    """:func:`kernels.eval_zplus` from the ratio tables."""
+    for q in range(anc_ptr[j], anc_ptr[j + 1]):
+        x = anc[q]
+        Z[x] = node_terms_r(x, v, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma,
+                            gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, Se)
+    return Z[j]
+
+
+@token_kernel
+def add_path_r(j, v, data, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum,
+               avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx):
+    """:func:`kernels.add_path` from the ratio tables."""
+    while True:
+        cell = off[j] + v
+        if kind[j] != PYP:
+            _count(j, cell, data, 1, n, tc, Nn, TC, mx, False)
+            return
+        total = node_terms_r(j, v, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma,
+                             gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, Se)
+        r = np.random.random() * total
+        if r < terms[0]:
+            _count(j, cell, data, 1, n, tc, Nn, TC, mx, True)
+            return
+        r -= terms[0]
+        e1 = par_ptr[j + 1] - 1
+        e = par_ptr[j]
+        m = 1
+        while e < e1 and r >= terms[m]:
+            r -= terms[m]
+            e += 1
+            m += 1
+        _count(j, cell, data, 1, n, tc, Nn, TC, mx, True)
+        tp[cell] += 1
+        TP[j] += 1
+        if tp[cell] > mx[1]:
+            mx[1] = tp[cell]
+        s[eoff[e] + v] += 1
+        Se[e] += 1
+        j = par_node[e]
+        data = False
