@@ -157,8 +157,8 @@ class PdpNetwork(GibbsModel):
                 frozen)
             reseed = False
         state["z"][:] = z
-        if not self._global_nodes(net, hyper.get("global_families", [])):
-            self._memo("counts").remember(block, state, cnt)
+        if not init and not self._global_nodes(net, hyper.get("global_families", [])):
+            self._memo("counts").remember(block, state, cnt)     # (an initialisation's are not a recount)
 
     def _local_vocab(self, block):
         """(vocab (U,), index of every token) of the block's distinct words (remembered per block object)."""
