@@ -57,6 +57,8 @@ def run_local_tables(model: GibbsModel, block: SegmentedBlock, iterations: int, 
         model.sweep_tables(block, state, hyper, tables, derived, task_seed(seed, it, 0))
         model.local_hyper_update(block, state, hyper, task_seed(seed, it, 0, 1))
         stats = np.asarray(model.partition_stats(block, state, hyper, task_seed(seed, it, 0, 2)), dtype=np.float64)
+        if model.stats_by_partition:
+            stats = [stats]
         hyper = model.update_hyper(hyper, stats, block.n_docs, task_seed(seed, it, DRIVER_PARTITION, 3))
         tables, derived = count_tables(model, block, state, local)
         if it < iterations:

@@ -136,9 +136,14 @@ class GibbsModel:
         """The hyperparameters at the start (``overrides``: the model's flags); must set ``beta``."""
         raise NotImplementedError
 
+    #: the driver gets the partitions' ``partition_stats`` as a list in partition order instead of their sum
+    #: (``update_hyper`` and ``global_step``'s ``stats``): data that must not be summed, e.g. every document's
+    #: assignments for a density that runs over the corpus in order (cluster-lda's sequential evidence)
+    stats_by_partition: bool = False
+
     def partition_stats(self, block: SegmentedBlock, state: dict, hyper: dict, seed: int) -> np.ndarray:
         """Small float vector of aggregates the driver needs to update global hyperparameters
-        (summed over partitions in partition order). Default: nothing."""
+        (summed over partitions in partition order, or listed: ``stats_by_partition``). Default: nothing."""
         return np.zeros(0)
 
     def update_hyper(self, hyper: dict, stats: np.ndarray, num_documents: int, seed: int) -> dict:

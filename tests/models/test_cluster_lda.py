@@ -1,7 +1,7 @@
 """The cluster-based topic model (Wallach §5.3, :mod:`drivers.models.cluster_lda.model`): the path counts against a
 recount after random add/remove sequences, the two conditionals (the cluster step (5.31)-(5.32), the topic step
 (5.33)) against ratios of the joint computed directly, the sweep kernel against a slow sweep from the joint, the
-hyperparameters' seating densities against the seating built customer by customer, recovery of planted clusters
+hyperparameters' densities against the evidence built token by token, recovery of planted clusters
 from data drawn from the model, and the frozen chain of held-out documents (each sees the training counts only)."""
 from __future__ import annotations
 
@@ -235,38 +235,29 @@ def test_sweep_kernel_is_the_slow_sweep_from_the_joint(maximal):
 
 
 # ---- the hyperparameters
-def test_seating_densities_are_the_seating_built_customer_by_customer():
-    """alpha, alpha1, alpha0 under the minimal path assumption: log_densities equals the log probability of the
-    imputed seating (one table per distinct topic per restaurant), customer by customer, up to a constant."""
+@pytest.mark.parametrize("maximal", [False, True])
+def test_hyperparameter_densities_are_the_evidence_built_token_by_token(maximal):
+    """log_densities: zeta under P(c) (5.30), beta under P(w | z) (5.15), and (alpha, alpha1, alpha0) together under
+    the sequential evidence P(z | c) (5.16) of the block's documents in order (what the thesis slice-samples under,
+    §5.3.2), each against its direct computation up to a constant; fixed concentrations leave only zeta and beta."""
     rng = np.random.default_rng(3)
     T, V = 4, 6
     docs_w, docs_z, clusters = random_state(rng, 8, T, V, 3)
-    model = ClusterLDA(T, V)
+    model = ClusterLDA(T, V, path="maximal" if maximal else "minimal")
     block = SegmentedBlock.from_segments([(f"d{d}", [w]) for d, w in enumerate(docs_w)])
     state = {"z": np.concatenate([np.asarray(z, np.int32) for z in docs_z]), "cluster": np.asarray(clusters, np.int64)}
     from inference.gibbs.local import count_tables
     from inference.gibbs.counts import local_vocabulary
     tables, _ = count_tables(model, block, state, local_vocabulary(block.words))
-    densities = model.log_densities(tables, model.initial_hyper())
-
-    def crp(a, restaurants):
-        """log prob of seating the customers (lists of dish labels) one per dish: a new table for a new dish."""
-        out = 0.0
-        for dishes in restaurants:
-            seen = Counter()
-            for n, k in enumerate(dishes):
-                out += math.log(seen[k] if seen[k] else a) - math.log(n + a)
-                seen[k] += 1
-        return out
-    doc_level = [z for z in docs_z]
-    cluster_level = [[t for d in range(len(docs_z)) if clusters[d] == c for t in sorted(set(docs_z[d]))]
-                     for c in sorted(set(clusters))]
-    corpus_level = [[t for dishes in cluster_level for t in sorted(set(dishes))]]
-    for key, restaurants in (("alpha_doc", doc_level), ("alpha1", cluster_level), ("alpha0", corpus_level)):
-        values = [0.3, 1.0, 7.5]
-        got = np.array([densities[key](a) for a in values])
-        exact = np.array([crp(a, restaurants) for a in values])
-        np.testing.assert_allclose(got - got[0], exact - exact[0], rtol=1e-10, atol=1e-10, err_msg=key)
+    hyper = model.initial_hyper()
+    densities = model.log_densities(tables, hyper, [model.partition_stats(block, state, hyper, 0)])
+    assert set(densities) == {("zeta",), ("beta",), ("alpha_doc", "alpha1", "alpha0")}
+    order = [(d, i) for d in range(len(docs_z)) for i in range(len(docs_z[d]))]
+    points = [(0.3, 2.0, 0.5), (1.0, 0.1, 9.0), (7.5, 30.0, 1.0)]
+    got = np.array([densities[("alpha_doc", "alpha1", "alpha0")](np.array(p)) for p in points])
+    exact = np.array([log_topics_sequential(docs_z, clusters, order, T, {"alpha": a, "alpha1": a1, "alpha0": a0},
+                                            maximal) for a, a1, a0 in points])
+    np.testing.assert_allclose(got, exact, rtol=1e-10, atol=1e-10)
     sizes = Counter(clusters)
     nwk = np.zeros((V, T))
     for w, z in zip(docs_w, docs_z):
@@ -276,11 +267,14 @@ def test_seating_densities_are_the_seating_built_customer_by_customer():
                             math.lgamma(n + b) for n in nwk.ravel()) - sum(math.lgamma(n + V * b)
                                                                           for n in nwk.sum(axis=0)))):
         values = [0.3, 1.0, 7.5]
-        got, exact = np.array([densities[key](v) for v in values]), np.array([direct(v) for v in values])
+        got = np.array([densities[(key,)](np.array([v])) for v in values])
+        exact = np.array([direct(v) for v in values])
         np.testing.assert_allclose(got - got[0], exact - exact[0], rtol=1e-10, atol=1e-9, err_msg=key)
     assert log_seating(2.0, 3, np.array([4]), np.array([1])) == pytest.approx(
         3 * math.log(2) + math.lgamma(2) - math.lgamma(6))
-    assert set(ClusterLDA(T, V, path="maximal").log_densities(tables, model.initial_hyper())) == {"zeta", "beta"}
+    fixed = model.initial_hyper(optimize_alpha=False)
+    assert model.partition_stats(block, state, fixed, 0).shape == (0,)
+    assert set(model.log_densities(tables, fixed, None)) == {("zeta",), ("beta",)}
 
 
 # ---- recovery
@@ -324,7 +318,8 @@ def test_frozen_chain_documents_see_the_training_counts_only():
     class Result:
         pass
     result = Result()
-    result.tables, result.hyper = model.global_step(tables, hyper, None, 0)[0], hyper
+    result.tables, result.hyper = model.global_step(tables, hyper, [model.partition_stats(block, state, hyper, 0)],
+                                                    0)[0], hyper
     model.bind_result(result)
     phi_vk = np.ascontiguousarray(model.topic_word(tables["nwk"], derived["nk"], hyper).T)
     levels = model.trained["levels"].copy()

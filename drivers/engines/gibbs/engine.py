@@ -236,7 +236,7 @@ class GibbsEngine:
                                                               partitioner)
                 job_seconds = time.perf_counter() - job_began
                 self._log_timeline(parts, wall_began)
-                stats = self._sum_stats(parts)
+                stats = [r[1] for r in parts] if model.stats_by_partition else self._sum_stats(parts)
                 hyper = model.update_hyper(hyper, stats, num_docs, task_seed(s.seed, t, DRIVER_PARTITION, 3))
                 if t < sched.iterations:    # between two synchronisations: the model's global step
                     stepped, hyper, directive = model.global_step(tables, hyper, stats,

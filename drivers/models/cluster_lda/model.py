@@ -24,7 +24,8 @@ import math
 
 import numpy as np
 
-from drivers.models.cluster_lda.authors import Authors, AuthorVariant, author_counts, corpus_authors
+from drivers.models.cluster_lda.authors import Authors, AuthorVariant, author_counts
+from drivers.models.cluster_lda.evidence import SequentialEvidence, pack
 from drivers.models.cluster_lda.kernels import (cluster_lda_sweep, log_seating, membership_log_weights,
                                                 path_counts, predictive_theta)
 from drivers.models.cluster_lda.left_to_right import PROTOCOL, cluster_lda_scores
@@ -44,8 +45,9 @@ PATHS = ("minimal", "maximal")
 #: the hyperprior of every sampled concentration: Gamma(shape 1, scale HYPER_SCALE), vague
 HYPER_SCALE = 1000.0
 SLICE_ITERATIONS = 5
-#: document lengths are below this (the row space of the ``document_lengths`` table)
-LENGTH_SPACE = 1 << 40
+#: the concentrations slice-sampled together (Alg. 3.2), each group under its own factor of the evidence
+TOPIC_CONCENTRATIONS = ("alpha_doc", "alpha1", "alpha0")
+AUTHOR_CONCENTRATIONS = ("eta1", "eta0")
 
 
 class ClusterLDA(AuthorVariant, GibbsModel):
@@ -74,6 +76,7 @@ class ClusterLDA(AuthorVariant, GibbsModel):
     construction_options = ("path", "author_column")
     document_files = ("doc_clusters.parquet",)
     array_files = ("cluster_topics", "cluster_docs", "cluster_authors")
+    stats_by_partition = True       # the documents' clusters and topics, in order: the sequential evidence
 
     def __init__(self, num_topics: int, vocab_size: int, path: str = "minimal", author_column: str | None = None):
         super().__init__(num_topics, vocab_size)
@@ -111,8 +114,7 @@ class ClusterLDA(AuthorVariant, GibbsModel):
     def count_tables(self) -> tuple:
         T = self.num_topics
         return (CountTable("nwk", self.vocab_size, T, "dense", cells_per_token=1),
-                CountTable("clusters", self.id_space, self.columns, "keyed", cells_per_token=2),
-                CountTable("document_lengths", LENGTH_SPACE, 1, "keyed", cells_per_token=1))
+                CountTable("clusters", self.id_space, self.columns, "keyed", cells_per_token=2))
 
     def table_counts(self, block: SegmentedBlock, state: dict, local) -> dict:
         ids, row = np.unique(state["cluster"], return_inverse=True)
@@ -121,9 +123,7 @@ class ClusterLDA(AuthorVariant, GibbsModel):
         level, _ = path_counts(ptr, state["z"], row, ids.shape[0], self.num_topics, self.maximal)
         authors = author_counts(*self.authors.of_block(block.doc_ids), row, ids.shape[0], self.num_authors)
         counts = np.hstack([np.bincount(row, minlength=ids.shape[0])[:, None], level, authors]).astype(np.int32)
-        lengths, how_many = np.unique(np.diff(ptr), return_counts=True)
-        return {"nwk": self.shared_counts(block, state, local), "clusters": (ids, counts),
-                "document_lengths": (lengths.astype(np.int64), how_many.astype(np.int32)[:, None])}
+        return {"nwk": self.shared_counts(block, state, local), "clusters": (ids, counts)}
 
     def derive(self, tables: dict) -> dict:
         levels = tables["clusters"].counts[:, 1:1 + self.num_topics]
@@ -207,49 +207,54 @@ class ClusterLDA(AuthorVariant, GibbsModel):
         if directive is not None:
             tables = dict(tables, clusters=KeyedCounts(directive["new"], clusters.counts))
         if hyper.get("sample_hyper", True):
-            hyper = self.sample_hyper(tables, hyper, np.random.default_rng(seed))
+            hyper = self.sample_hyper(tables, hyper, stats, np.random.default_rng(seed))
         return tables, hyper, directive
 
     def apply_directive(self, block, state, directive) -> None:
         state["cluster"] = cluster_ids.renumbered(state["cluster"], directive, self.name)
 
-    def log_densities(self, tables: dict, hyper: dict) -> dict:
-        """Every sampled hyperparameter's log density (up to a constant, without the hyperprior) as a function of
-        its value: zeta (5.30), beta (5.15) and, under the minimal path assumption, alpha, alpha1, alpha0 (the
-        imputed seating)."""
+    def samples_concentrations(self, hyper: dict) -> bool:
+        """Whether alpha, alpha1, alpha0 (and the author variant's eta1, eta0) are sampled."""
+        return bool(hyper.get("sample_hyper", True)) and bool(hyper.get("sample_alpha", True))
+
+    def partition_stats(self, block, state, hyper, seed) -> np.ndarray:
+        """The block's documents (clusters, topics, authors, in order) for the sequential evidence
+        (:func:`drivers.models.cluster_lda.evidence.pack`); nothing when the concentrations stay fixed."""
+        if not self.samples_concentrations(hyper):
+            return np.zeros(0)
+        return pack(state["cluster"], block.token_ptr(), state["z"], *self.authors.of_block(block.doc_ids))
+
+    def log_densities(self, tables: dict, hyper: dict, stats=None) -> dict:
+        """Every group of sampled hyperparameters (a tuple of names) and its log density (up to a constant, without
+        the hyperprior) as a function of their values: zeta under P(c | zeta) (5.30), beta under P(w | z) (5.15)
+        and, from the partitions' documents ``stats`` (:mod:`drivers.models.cluster_lda.evidence`), alpha,
+        alpha1, alpha0 under P(z | c) (5.16) and eta1, eta0 under P(a | c) (5.59), the sequential evidence the
+        thesis slice-samples under (§5.3.2)."""
         clusters, nwk = tables["clusters"], tables["nwk"]
-        T = self.num_topics
-        sizes, levels = clusters.counts[:, 0].astype(np.int64), clusters.counts[:, 1:1 + T].astype(np.int64)
+        sizes = clusters.counts[:, 0].astype(np.int64)
         C, D = clusters.nnz, int(sizes.sum())
         topics = CountHistograms(self.vocab_size).add_counts(nwk.T)         # a topic a group (Alg. 2.3)
-        out = {"zeta": lambda z: log_seating(z, C, np.array([D]), np.array([1])),      # (5.30): one restaurant
-               "beta": lambda b: log_evidence(topics, np.full(self.vocab_size, b))}
-        if self.maximal or not hyper.get("sample_alpha", True):
+        out = {("zeta",): lambda v: log_seating(v[0], C, np.array([D]), np.array([1])),      # (5.30)
+               ("beta",): lambda v: log_evidence(topics, np.full(self.vocab_size, v[0]))}
+        if not self.samples_concentrations(hyper):
             return out
-        lengths = tables["document_lengths"]
-        length_values, length_counts = lengths.keys, lengths.counts[:, 0].astype(np.int64)
-        cluster_values, cluster_counts = np.unique(levels.sum(axis=1), return_counts=True)
-        kt = self.corpus_level(levels)
-        doc_tables, cluster_tables, corpus_tables = int(levels.sum()), int(kt.sum()), int((kt > 0).sum())
-        out["alpha_doc"] = lambda a: log_seating(a, doc_tables, length_values, length_counts)
-        out["alpha1"] = lambda a: log_seating(a, cluster_tables, cluster_values, cluster_counts)
-        out["alpha0"] = lambda a: log_seating(a, corpus_tables, np.array([cluster_tables]), np.array([1]))
-        if self.num_authors:        # the author levels' seating: one table per distinct author of a cluster
-            cat = clusters.counts[:, 1 + T:].astype(np.int64)
-            author_values, author_counts_ = np.unique(cat.sum(axis=1), return_counts=True)
-            ka = corpus_authors(cat, False)
-            author_tables = int(ka.sum())
-            out["eta1"] = lambda e: log_seating(e, author_tables, author_values, author_counts_)
-            out["eta0"] = lambda e: log_seating(e, int((ka > 0).sum()), np.array([author_tables]), np.array([1]))
+        if stats is None:
+            raise ValueError(f"{self.name}: sampling alpha needs the partitions' documents (partition_stats)")
+        evidence = SequentialEvidence(stats, self.num_topics, self.num_authors, self.maximal)
+        out[TOPIC_CONCENTRATIONS] = lambda v: evidence.log_topics(*v)
+        if self.num_authors:
+            out[AUTHOR_CONCENTRATIONS] = lambda v: evidence.log_authors(*v)
         return out
 
-    def sample_hyper(self, tables: dict, hyper: dict, rng: np.random.Generator) -> dict:
-        """Each sampled hyperparameter in turn by slice sampling (Alg. 3.2) in log space."""
+    def sample_hyper(self, tables: dict, hyper: dict, stats, rng: np.random.Generator) -> dict:
+        """Each group of hyperparameters in turn by multidimensional slice sampling (Alg. 3.2) in log space,
+        ``slice_iterations`` draws, under a vague Gamma(1, HYPER_SCALE) hyperprior on each."""
         hyper = dict(hyper)
-        for key, density in self.log_densities(tables, hyper).items():
-            value = sample_concentrations(lambda v, f=density: f(float(v[0])) - float(v[0]) / HYPER_SCALE,
-                                          [hyper[key]], rng, 1.0, int(hyper.get("slice_iterations", SLICE_ITERATIONS)))
-            hyper[key] = float(value[0])
+        for keys, density in self.log_densities(tables, hyper, stats).items():
+            values = sample_concentrations(lambda v, f=density: f(v) - float(np.sum(v)) / HYPER_SCALE,
+                                           [hyper[key] for key in keys], rng, 1.0,
+                                           int(hyper.get("slice_iterations", SLICE_ITERATIONS)))
+            hyper.update({key: float(value) for key, value in zip(keys, values)})
         return hyper
 
     # ---- outputs: the final state
