@@ -18,8 +18,9 @@ The order: the partitions' documents in partition order, each block's in its (so
 stored order. Each partition sends its documents' clusters, topics and authors as its ``partition_stats``
 (:func:`pack`), the engine hands the driver the list (``stats_by_partition``), and the driver makes one pass
 (:func:`topic_arrivals`, :func:`author_arrivals`) that records every token's counts before it; the density of a
-value is then a sum over the distinct count tuples (:class:`SequentialEvidence`). Cost: the partitions' topics
-travel to the driver once per synchronisation (8 bytes a token) and the pass is linear in the tokens.
+value is then a sum over the tokens' count tuples (:class:`SequentialEvidence`). Cost: the partitions' topics
+travel to the driver once per synchronisation (8 bytes a token); the pass and every density evaluation are
+linear in the tokens (267,000 tokens: 0.02 CPU s and 4 ms).
 """
 from __future__ import annotations
 
@@ -133,26 +134,24 @@ def _log_author_terms(tuples, counts, eta1, eta0, num_authors):
     return s
 
 
-def _distinct(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    if rows.shape[0] == 0:
-        return rows, np.zeros(0, np.int64)
-    unique, counts = np.unique(rows, axis=0, return_counts=True)
-    return np.ascontiguousarray(unique), counts.astype(np.float64)
+def _each(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The tuples and their multiplicities (one each: a sort for np.unique costs more than the sums it saves)."""
+    return np.ascontiguousarray(rows), np.ones(rows.shape[0])
 
 
 class SequentialEvidence:
     """log P(z | c, alpha, alpha1, alpha0) (5.16) and log P(a | c, eta1, eta0) (5.59) of one state, as functions of
-    the concentrations (one pass over the corpus when made, then a sum over the distinct count tuples)."""
+    the concentrations (one pass over the corpus when made, then a sum over the tokens' count tuples)."""
 
     def __init__(self, parts, num_topics: int, num_authors: int, maximal: bool):
         rows, token_ptr, z, author_ptr, author_ids = unpack(parts)
         num_rows = int(rows.max()) + 1 if rows.shape[0] else 1
         self.num_topics, self.num_authors = int(num_topics), int(num_authors)
         before, total = topic_arrivals(token_ptr, z.astype(np.int64), rows, num_rows, self.num_topics, maximal)
-        self.topic_tuples, self.topic_counts = _distinct(np.hstack([before, total[:, None]]))
+        self.topic_tuples, self.topic_counts = _each(np.hstack([before, total[:, None]]))
         self.lengths, self.length_counts = np.unique(np.diff(token_ptr), return_counts=True)
         self.tokens = int(z.shape[0])
-        self.author_tuples, self.author_counts = _distinct(
+        self.author_tuples, self.author_counts = _each(
             author_arrivals(author_ptr, author_ids, rows, num_rows, max(self.num_authors, 1), maximal))
 
     def log_topics(self, alpha: float, alpha1: float, alpha0: float) -> float:
