@@ -61,11 +61,13 @@ def measure(name: str, block, vocab_size: int, topics: int, iterations: int, war
         model.sweep_tables(block, state, hyper, private, derived, seed * 1000 + it)
         t1 = clock()
         model.local_hyper_update(block, state, hyper, seed * 1000 + it)
-        stats = model.partition_stats(block, state, hyper, seed * 1000 + it)
+        stats = np.asarray(model.partition_stats(block, state, hyper, seed * 1000 + it), np.float64)
+        if model.stats_by_partition:        # the engine lists the partitions' statistics for such a model
+            stats = [stats]
         t2 = clock()
         tables = summed(model, block, state, local)
         t3 = clock()
-        hyper = model.update_hyper(hyper, np.asarray(stats, np.float64), block.n_docs, seed * 1000 + it)
+        hyper = model.update_hyper(hyper, stats, block.n_docs, seed * 1000 + it)
         tables, hyper, directive = model.global_step(tables, hyper, stats, seed * 1000 + it)
         t4 = clock()
         if it > warm:
