@@ -79,7 +79,7 @@ def table(records) -> str:
         f = r["figures"]
         sizes = r["cluster_sizes"]
         lines.append(f"{r['corpus']:8} {r['model']:12} {r['seed']:>4} {f.get('bits_per_word', float('nan')):>10.4f} "
-                     f"{f.get('importance_bits_per_word', float('nan')):>10.4f} {r['train_cpu_s']:>11.1f} "
+                     f"{f.get('bits_per_word_importance', float('nan')):>10.4f} {r['train_cpu_s']:>11.1f} "
                      f"{r['eval_cpu_s']:>9.1f}  "
                      + " ".join(f"{k}={v:.3g}" for k, v in r["hyper"].items())
                      + (f"  {len(sizes)} clusters (largest {', '.join(map(str, sizes[:3]))})" if sizes else ""))
