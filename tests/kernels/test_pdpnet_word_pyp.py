@@ -75,14 +75,20 @@ def test_word_factor_is_the_joint_ratio_and_the_network_recursion(beta0):
     assert checked == 5 * V * K
 
 
-def test_two_partitions_tables_stay_the_recount_and_own_tables_legal():
-    rng = np.random.default_rng(7)
-    V, K = 9, 3
-    docs = [(f"d{i:02d}", [list(rng.integers(0, V, rng.integers(2, 12)))]) for i in range(16)]
+def two_partitions(seed: int, V: int, K: int, n_docs: int, shortest: int):
+    """pyp-lda's model, hyperparameters, and two partitions (every other document of ``n_docs`` random ones of
+    ``shortest`` to 11 tokens) with their initial states: (model, hyper, blocks, states)."""
+    rng = np.random.default_rng(seed)
+    docs = [(f"d{i:02d}", [list(rng.integers(0, V, rng.integers(shortest, 12)))]) for i in range(n_docs)]
     model = PdpNetwork(K, V)
     hyper = model.initial_hyper(network="pyp-lda")
     blocks = [SegmentedBlock.from_segments(docs[p::2]) for p in range(2)]
-    states = [model.initial_state(blk, hyper, 5 + p) for p, blk in enumerate(blocks)]
+    return model, hyper, blocks, [model.initial_state(blk, hyper, 5 + p) for p, blk in enumerate(blocks)]
+
+
+def test_two_partitions_tables_stay_the_recount_and_own_tables_legal():
+    V, K = 9, 3
+    model, hyper, blocks, states = two_partitions(7, V, K, 16, 2)
 
     def summed():
         parts = [model.table_counts(blk, st, np.unique(blk.words, return_inverse=True))
@@ -129,13 +135,8 @@ def test_a_cell_left_without_tables_by_a_race_reads_as_one_table_in_every_partit
     partition with customers of that word but none in the cell sweeps exactly as on the table read legally (t = 1,
     its totals with it), the driver's reading. Reading t = 0 made the cell's Stirling ratios S^{c+1}_0 / S^c_0 NaN
     and every token of the word drew topic 0 (the collapse of pyp-lda on two partitions, issue 28)."""
-    rng = np.random.default_rng(11)
     V, K = 6, 3
-    docs = [(f"d{i:02d}", [list(rng.integers(0, V, rng.integers(4, 12)))]) for i in range(12)]
-    model = PdpNetwork(K, V)
-    hyper = model.initial_hyper(network="pyp-lda")
-    blocks = [SegmentedBlock.from_segments(docs[p::2]) for p in range(2)]
-    states = [model.initial_state(blk, hyper, 5 + p) for p, blk in enumerate(blocks)]
+    model, hyper, blocks, states = two_partitions(11, V, K, 12, 4)
     vocabs = [np.unique(blk.words, return_inverse=True) for blk in blocks]
     own_n = [pdp_words.own_customers(u.reshape(-1), st["z"], len(v), K) for (v, u), st in zip(vocabs, states)]
     # a cell (w, k) with customers only in partition 0, whose word partition 1 also has
