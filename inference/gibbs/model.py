@@ -136,9 +136,8 @@ class GibbsModel:
         """The hyperparameters at the start (``overrides``: the model's flags); must set ``beta``."""
         raise NotImplementedError
 
-    #: the driver gets the partitions' ``partition_stats`` as a list in partition order instead of their sum
-    #: (``update_hyper`` and ``global_step``'s ``stats``): data that must not be summed, e.g. every document's
-    #: assignments for a density that runs over the corpus in order (cluster-lda's sequential evidence)
+    #: the driver gets the partitions' ``partition_stats`` listed in partition order, not summed: data such as
+    #: every document's assignments for a density over the corpus in order (cluster-lda's sequential evidence)
     stats_by_partition: bool = False
 
     def partition_stats(self, block: SegmentedBlock, state: dict, hyper: dict, seed: int) -> np.ndarray:
