@@ -49,7 +49,15 @@ def pytest_collection_modifyitems(config, items):
         module = item.nodeid.split("::")[0]
         shared = (item.get_closest_marker("cluster") or module.startswith("tests/deploy/")
                   or SHARED_FIXTURES & set(getattr(item, "fixturenames", ())))
-        item.add_marker(pytest.mark.xdist_group(SHARED_GROUP if shared else module))
+        group = SHARED_GROUP if shared else module
+        item.add_marker(pytest.mark.xdist_group(group))
+        if getattr(config.option, "loadgroup", False) and hasattr(item, "_id") and "@" not in item.nodeid:
+            # pytest-xdist 3.8 puts the group into the test id as ``id@group`` (what its scheduler reads) through
+            # a field pytest 9.2 no longer reads (pytest-xdist#1386): every test was a group of its own, the
+            # modules' fixtures were made on both workers and the local[1] application ran twice
+            from _pytest.nodeid import NodeId
+
+            item._id = NodeId.parse(f"{item.nodeid}@{group}")
 
 
 def write_corpus(spark, directory, docs, terms):
