@@ -111,89 +111,100 @@ def test_sweeps_per_sync(spark_session, small_corpus, tmp_path):
             "--sweeps-per-sync", 2))
 
 
-def test_counts_summed_on_the_driver_or_on_reducers_give_the_same_model(spark_session, small_corpus, tmp_path,
-                                                                       monkeypatch):
-    """One stage (the partitions' counts summed on the driver, the default while they fit) and two (the topic
-    partitioner's reducers, forced by a zero budget) are the same chain."""
-    import drivers.engines.gibbs.engine as engine
+#: the runs the resident sampler is compared on (a sample inside a multi-sweep synchronisation too)
+SYNC_FLAGS = ["--topics", 3, "--iterations", 8, "--burn-in", 4, "--lag", 2, "--samples", 2, "--partitions", 2,
+              "--seed", 5, "--checkpoint-every", 2, "--sweeps-per-sync", 2]
 
+
+@pytest.fixture(scope="module")
+def lda_gibbs_jobs(spark_session, small_corpus, tmp_path_factory):
+    """lda-gibbs on ``SYNC_FLAGS`` with one Spark job per synchronisation: (model.json, directory), the reference
+    of two resident runs below."""
     corpus, _ = small_corpus
-    flags = ["--model", "lda-gibbs", "--topics", 3, "--iterations", 6, "--burn-in", 3, "--lag", 1, "--samples", 3,
-             "--partitions", 3, "--seed", 8]
-    driver = train.train(spark_session, train_args(corpus, tmp_path / "driver", *flags))
-    monkeypatch.setattr(engine, "DRIVER_SUM_BYTES", 0)
-    reducers = train.train(spark_session, train_args(corpus, tmp_path / "reducers", *flags, "--reducers", 2))
-    np.testing.assert_array_equal(np.load(tmp_path / "driver" / "topic_word.npy"),
-                                  np.load(tmp_path / "reducers" / "topic_word.npy"))
-    np.testing.assert_array_equal(_theta(tmp_path / "driver" / "doc_topics.parquet"),
-                                  _theta(tmp_path / "reducers" / "doc_topics.parquet"))
-    assert driver["alpha"] == reducers["alpha"] and driver["counts_summed_on"] == "driver" and \
-        reducers["counts_summed_on"] == "reducers"
+    out = tmp_path_factory.mktemp("lda_gibbs_jobs") / "jobs"
+    return train.train(spark_session, train_args(corpus, out, "--model", "lda-gibbs", *SYNC_FLAGS, "--sync",
+                                                 "jobs")), out
+
+
+def _same_chain(runs, dirs):
+    """Topics, proportions, hyperparameters and trace of the runs (name -> model.json), bit for bit."""
+    first, *others = runs
+    for other in others:
+        np.testing.assert_array_equal(np.load(dirs[first] / "topic_word.npy"),
+                                      np.load(dirs[other] / "topic_word.npy"))
+        np.testing.assert_array_equal(_theta(dirs[first] / "segment_topics.parquet", ("doc_id", "segment")),
+                                      _theta(dirs[other] / "segment_topics.parquet", ("doc_id", "segment")))
+        assert runs[first]["hyper"] == runs[other]["hyper"]
+        assert [r["loglik"] for r in runs[first]["trace"]] == [r["loglik"] for r in runs[other]["trace"]]
 
 
 @pytest.mark.parametrize("name,extra", [("lda-gibbs", ()), ("lda-gibbs", ("--sampler", "sparse")), ("stm", ())],
                          ids=["lda-gibbs", "lda-gibbs-sparse", "stm"])
-def test_resident_and_one_job_per_synchronisation_give_the_same_model(spark_session, small_corpus, tmp_path, name,
-                                                                      extra):
+def test_resident_and_one_job_per_synchronisation_give_the_same_model(spark_session, small_corpus, lda_gibbs_jobs,
+                                                                      tmp_path, name, extra):
     """The resident sampler (one barrier stage, messages to the driver's hub) and one Spark job per
     synchronisation are the same chain: topics, proportions, hyperparameters and trace, bit for bit; a sample
     inside a multi-sweep synchronisation too; LDA's sparse kernel (SparseLDA) on Spark as well."""
     corpus, _ = small_corpus
-    flags = ["--model", name, "--topics", 3, "--iterations", 8, "--burn-in", 4, "--lag", 2, "--samples", 2,
-             "--partitions", 2, "--seed", 5, "--checkpoint-every", 2, "--sweeps-per-sync", 2, *extra]
-    runs = {mode: train.train(spark_session, train_args(corpus, tmp_path / mode, *flags, "--sync", mode))
-            for mode in ("resident", "jobs")}
+    flags = ["--model", name, *SYNC_FLAGS, *extra]
+    runs, dirs = {}, {}
+    for mode in ("resident", "jobs"):
+        if (name, extra, mode) == ("lda-gibbs", (), "jobs"):
+            runs[mode], dirs[mode] = lda_gibbs_jobs
+        else:
+            runs[mode] = train.train(spark_session, train_args(corpus, tmp_path / mode, *flags, "--sync", mode))
+            dirs[mode] = tmp_path / mode
     assert runs["resident"]["sync"] == "resident" and runs["jobs"]["sync"] == "jobs"
-    np.testing.assert_array_equal(np.load(tmp_path / "resident" / "topic_word.npy"),
-                                  np.load(tmp_path / "jobs" / "topic_word.npy"))
-    np.testing.assert_array_equal(_theta(tmp_path / "resident" / "segment_topics.parquet", ("doc_id", "segment")),
-                                  _theta(tmp_path / "jobs" / "segment_topics.parquet", ("doc_id", "segment")))
-    assert runs["resident"]["hyper"] == runs["jobs"]["hyper"]
-    assert [r["loglik"] for r in runs["resident"]["trace"]] == [r["loglik"] for r in runs["jobs"]["trace"]]
+    _same_chain(runs, dirs)
 
 
-def test_a_dead_resident_task_hands_the_run_to_one_job_per_synchronisation(spark_session, small_corpus, tmp_path,
-                                                                           monkeypatch):
+def test_a_dead_resident_task_hands_the_run_to_one_job_per_synchronisation(spark_session, small_corpus,
+                                                                           lda_gibbs_jobs, tmp_path, monkeypatch):
     """Partition 1's resident task dies (its Python worker exits) before iteration 5: the driver notices, cancels
     the barrier stage and goes on with a Spark job per synchronisation from the files of iteration 4, ending with
     the model of an undisturbed run."""
     import drivers.engines.gibbs.resident as resident
 
     corpus, _ = small_corpus
-    flags = ["--model", "lda-gibbs", "--topics", 3, "--iterations", 8, "--burn-in", 4, "--lag", 2, "--samples", 2,
-             "--partitions", 2, "--seed", 6]
-    reference = train.train(spark_session, train_args(corpus, tmp_path / "reference", *flags, "--sync", "jobs"))
+    reference, reference_dir = lda_gibbs_jobs
     marker = tmp_path / "killed-once"
     monkeypatch.setattr(resident, "RESIDENT_TEST_KILL", (5, str(marker)))
-    handed = train.train(spark_session, train_args(corpus, tmp_path / "handed", *flags, "--sync", "resident"))
+    handed = train.train(spark_session, train_args(corpus, tmp_path / "handed", "--model", "lda-gibbs",
+                                                   *SYNC_FLAGS, "--sync", "resident"))
     assert marker.exists() and handed["sync"] == "resident, then jobs"
-    np.testing.assert_array_equal(np.load(tmp_path / "reference" / "topic_word.npy"),
-                                  np.load(tmp_path / "handed" / "topic_word.npy"))
-    assert [r["loglik"] for r in reference["trace"]] == [r["loglik"] for r in handed["trace"]]
-    assert reference["hyper"] == handed["hyper"]
+    _same_chain({"reference": reference, "handed": handed},
+                {"reference": reference_dir, "handed": tmp_path / "handed"})
 
 
-def test_more_partitions_than_slots_share_resident_tasks(spark_session, small_corpus, tmp_path):
+def test_more_partitions_than_slots_share_resident_tasks_and_reducers_sum_the_same_counts(spark_session, small_corpus,
+                                                                                        tmp_path, monkeypatch):
     """More partitions than task slots (3 on local[2]): the resident stage's tasks host several partitions each
-    (one connection per partition) and the chain is the one of a Spark job per synchronisation, bit for bit
-    (before, such a run fell back to a Spark job per synchronisation: 1.7-2.5x tomotopy's time per iteration at
-    2.3M tokens, which the default partitioning splits in 3)."""
+    (one connection per partition), the default (auto) picks it, and the chain is the one of a Spark job per
+    synchronisation, bit for bit (before, such a run fell back to a Spark job per synchronisation: 1.7-2.5x
+    tomotopy's time per iteration at 2.3M tokens, which the default partitioning splits in 3). The partitions'
+    counts summed on the driver (one stage, the default while they fit) or by the topic partitioner's reducers (two
+    stages, forced by a zero budget) are the same chain too."""
+    import drivers.engines.gibbs.engine as engine
     from drivers.engines.gibbs.resident import resident_groups
 
     assert resident_groups(3, 2) == [[0, 2], [1]] and resident_groups(2, 4) == [[0], [1]]
     corpus, _ = small_corpus
     flags = ["--model", "lda-gibbs", "--topics", 3, "--iterations", 6, "--burn-in", 2, "--lag", 2, "--samples", 2,
              "--partitions", 3, "--seed", 7]
-    runs = {mode: train.train(spark_session, train_args(corpus, tmp_path / mode, *flags, "--sync", mode))
-            for mode in ("resident", "jobs")}
-    assert runs["resident"]["sync"] == "resident" and runs["jobs"]["sync"] == "jobs"
-    assert train.train(spark_session, train_args(corpus, tmp_path / "auto", *flags))["sync"] == "resident"
-    np.testing.assert_array_equal(np.load(tmp_path / "resident" / "topic_word.npy"),
-                                  np.load(tmp_path / "jobs" / "topic_word.npy"))
-    np.testing.assert_array_equal(_theta(tmp_path / "resident" / "doc_topics.parquet"),
-                                  _theta(tmp_path / "jobs" / "doc_topics.parquet"))
-    assert runs["resident"]["hyper"] == runs["jobs"]["hyper"]
-    assert [r["loglik"] for r in runs["resident"]["trace"]] == [r["loglik"] for r in runs["jobs"]["trace"]]
+    runs = {"auto": train.train(spark_session, train_args(corpus, tmp_path / "auto", *flags)),
+            "jobs": train.train(spark_session, train_args(corpus, tmp_path / "jobs", *flags, "--sync", "jobs"))}
+    monkeypatch.setattr(engine, "DRIVER_SUM_BYTES", 0)
+    runs["reducers"] = train.train(spark_session, train_args(corpus, tmp_path / "reducers", *flags, "--reducers", 2))
+    assert runs["auto"]["sync"] == "resident" and runs["jobs"]["sync"] == "jobs"
+    assert runs["auto"]["counts_summed_on"] == "driver" and runs["jobs"]["counts_summed_on"] == "driver" and \
+        runs["reducers"]["counts_summed_on"] == "reducers"
+    for mode in ("jobs", "reducers"):
+        np.testing.assert_array_equal(np.load(tmp_path / "auto" / "topic_word.npy"),
+                                      np.load(tmp_path / mode / "topic_word.npy"), err_msg=mode)
+        np.testing.assert_array_equal(_theta(tmp_path / "auto" / "doc_topics.parquet"),
+                                      _theta(tmp_path / mode / "doc_topics.parquet"), err_msg=mode)
+        assert runs["auto"]["hyper"] == runs[mode]["hyper"] and runs["auto"]["alpha"] == runs[mode]["alpha"], mode
+        assert [r["loglik"] for r in runs["auto"]["trace"]] == [r["loglik"] for r in runs[mode]["trace"]], mode
 
 
 def test_training_partitions_are_a_power_of_two(spark_session, small_corpus, monkeypatch):
