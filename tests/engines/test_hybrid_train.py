@@ -14,10 +14,16 @@ from jobs import train
 
 @pytest.fixture(scope="module")
 def hybrid_model(spark_session, synthetic_lda, tmp_path_factory):
+    """The hybrid model on ``synthetic_lda``, trained once per run: the determinism test runs on the worker of the
+    local[1] application, the others wherever their module goes (tests/shared_runs.py)."""
+    from shared_runs import made_once, run_folder
+
     corpus, beta = synthetic_lda
-    out = tmp_path_factory.mktemp("hybrid") / "model"
-    meta = train.train(spark_session, train_args(corpus, out, *HYBRID_SYNTHETIC))
-    return out, meta, beta
+    out = run_folder(tmp_path_factory) / "hybrid_synthetic"
+    with made_once(out) as make:
+        if make:
+            train.train(spark_session, train_args(corpus, out, *HYBRID_SYNTHETIC))
+    return out, json.loads((out / "model.json").read_text()), beta
 
 
 def test_hybrid_recovers_known_topics(hybrid_model):
