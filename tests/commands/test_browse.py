@@ -187,21 +187,35 @@ def test_browse_refuses_to_write_over_a_model(sites):
 @pytest.fixture(scope="module")
 def family_sites(spark_session, sites, tiny_models, tmp_path_factory):
     """The family views' sites: ptlda with a prior tree (languages side by side, linked words), dp-mixture
-    (clusters) and a model root of the lda whose version has other topics (drift from the base)."""
+    (clusters) and a model root of the lda whose version has other topics (drift from the base). Made once per
+    run, by whichever pytest-xdist worker needs them first (tests/shared_runs.py: the ptlda is a training)."""
+    from shared_runs import made_once, run_folder
+
+    root = run_folder(tmp_path_factory) / "browse_families"
+    models = {"ptlda": root / "ptlda", "dp-mixture": tiny_models["dp-mixture"], "root": root / "root"}
+    with made_once(root) as make:
+        if make:
+            shutil.rmtree(root, ignore_errors=True)         # a make that failed half-way
+            os.makedirs(root)
+            make_family_models(spark_session, root, sites["lda"][0])
+            for name, model in models.items():
+                build(str(model), str(root / f"site-{name}"))
+    return {name: (str(model), str(root / f"site-{name}")) for name, model in models.items()}
+
+
+def make_family_models(spark_session, root, base):
+    """In ``root``: ``ptlda``, trained on a tree corpus with its prior tree, and ``root``, a model root by hand."""
     from drivers.models.tree.prior_tree import save_tree
     from drivers.store import model_root, publish
     from test_tree_models import LINKED, LANGS, sample_tree_corpus
 
-    root = tmp_path_factory.mktemp("browse_families")
     concepts, _ = sample_tree_corpus(str(root / "tree_corpus"), n_tuples=40, tokens=30)
     save_tree(str(root / "tree"), concepts, {"languages": list(LANGS),
                                              "report": {"concepts": LINKED, "pairs_read": LINKED, "dropped": {},
                                                         "languages": {}}})
-    out = {}
     train.train(spark_session, train_args(root / "tree_corpus", root / "ptlda", "--model", "ptlda", "--tree",
                                           root / "tree", "--topics", 3, "--iterations", 3, "--seed", 1))
     # a model root by hand: one version of the lda whose lambda is perturbed, refreshed from the lda as its base
-    base = sites["lda"][0]
     version = "000001-20261127T000000Z"
     os.makedirs(root / "root" / "versions")
     with publish.publishing(str(root / "root" / "versions" / version)) as staging:
@@ -214,11 +228,6 @@ def family_sites(spark_session, sites, tiny_models, tmp_path_factory):
         meta["refresh"] = {"parent": {"base": base, "token": publish.read_marker(base)["token"], "documents": 40}}
         json.dump(meta, open(os.path.join(staging, "model.json"), "w"))
     model_root.set_latest(str(root / "root"), version)
-    for name, model in (("ptlda", root / "ptlda"), ("dp-mixture", tiny_models["dp-mixture"]), ("root", root / "root")):
-        site = str(root / f"site-{name}")
-        build(str(model), site)
-        out[name] = str(model), site
-    return out
 
 
 def test_family_views(family_sites):

@@ -66,9 +66,14 @@ def test_train_reopen_infer_evaluate_topics(spark_session, trained, corpora, nam
     np.testing.assert_allclose(saved.topic_word().sum(axis=1), len(saved.languages) or 1)
     assert spec.family_object().open(model_dir) is not None
 
+    jobs_before = len(spark_session.sparkContext.statusTracker().getJobIdsForGroup(None))
     result = infer.infer(spark_session, InferRequest(model_dir, corpus, str(tmp_path / "inferred"), runs_on="spark"))
+    assert len(spark_session.sparkContext.statusTracker().getJobIdsForGroup(None)) > jobs_before   # a Spark job
     theta = _theta(tmp_path / "inferred" / "doc_topics.parquet")
-    assert result["documents"] == theta.shape[0] == 40
+    assert result["documents"] == theta.shape[0] == 40 and result["no_known_words"] == 0
+    if spec.family == "variational" and spec.corpus != registry.ALIGNED:   # its table flags documents without a
+        # known word: none here
+        assert not pd.read_parquet(tmp_path / "inferred" / "doc_topics.parquet")["no_known_words"].any()
     np.testing.assert_allclose(theta.sum(axis=1), 1.0)
     _same_without_spark(spark_session, model_dir, corpus, spec, result, tmp_path)
 
@@ -92,7 +97,8 @@ def test_train_reopen_infer_evaluate_topics(spark_session, trained, corpora, nam
 
 def _same_without_spark(spark_session, model_dir, corpus, spec, result, tmp_path):
     """``infer`` in this process (``--master none``, every monolingual model) starts no Spark job and writes the
-    Spark job's tables (doc_topics, segment_topics, the model's own) number for number, and the same counts."""
+    Spark job's tables (doc_topics, segment_topics, the model's own) number for number, and the same counts (for
+    lda and tlda this was also tests/commands/test_infer_in_process.py's, on the same tiny models and corpora)."""
     if spec.corpus == registry.ALIGNED:
         return
     jobs_before = len(spark_session.sparkContext.statusTracker().getJobIdsForGroup(None))

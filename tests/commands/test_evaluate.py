@@ -195,16 +195,24 @@ def test_npmi_matches_brute_force_on_a_toy_corpus():
 
 @pytest.fixture(scope="module")
 def heldout_setup(spark_session, tmp_path_factory):
-    """A model trained on 400 synthetic LDA documents and 120 held-out documents of the same process."""
+    """A model trained on 400 synthetic LDA documents and 120 held-out documents of the same process. Made once
+    per run, by whichever pytest-xdist worker needs it first (tests/shared_runs.py); tests read it."""
+    import shutil
+
+    from shared_runs import made_once, run_folder
+
     docs, beta = sample_lda_corpus(n_docs=520, n_topics=4, vocab_size=80, doc_length=60,
                                    alpha=0.2, eta=0.05, seed=21)
-    root = tmp_path_factory.mktemp("heldout")
-    train_dir = write_corpus(spark_session, str(root / "train"), docs[:400], TERMS)
-    test_dir = write_corpus(spark_session, str(root / "test"), docs[400:], TERMS)
-    model_dir = root / "model"
-    train.train(spark_session, train_args(train_dir, model_dir, "--topics", 4, "--iterations", 25,
-                                              "--tol", 0, "--seed", 0))
-    return str(model_dir), train_dir, test_dir, beta
+    root = run_folder(tmp_path_factory) / "evaluate_heldout"
+    train_dir, test_dir, model_dir = str(root / "train"), str(root / "test"), str(root / "model")
+    with made_once(root) as make:
+        if make:
+            shutil.rmtree(root, ignore_errors=True)         # a make that failed half-way
+            write_corpus(spark_session, train_dir, docs[:400], TERMS)
+            write_corpus(spark_session, test_dir, docs[400:], TERMS)
+            train.train(spark_session, train_args(train_dir, model_dir, "--topics", 4, "--iterations", 25,
+                                                  "--tol", 0, "--seed", 0))
+    return model_dir, train_dir, test_dir, beta
 
 
 def model_with(directory, lambda_, alpha, terms=TERMS):

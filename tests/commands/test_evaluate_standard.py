@@ -28,21 +28,28 @@ TRAIN = ["--model", "lda", "--topics", "3", "--iterations", "8", "--tol", "0", "
 @pytest.fixture(scope="module")
 def setup(spark_session, tmp_path_factory):
     """90 documents of 8 to 160 words from three vocabularies, prepared with 30% held out and the token order
-    kept; lda trained with two seeds."""
-    root = tmp_path_factory.mktemp("standard")
+    kept; lda trained with two seeds. Made once per run, by whichever pytest-xdist worker needs it first
+    (tests/shared_runs.py); tests read it and write elsewhere."""
+    import shutil
+
+    from shared_runs import made_once, run_folder
+
+    root = run_folder(tmp_path_factory) / "evaluate_standard"
     rng = np.random.default_rng(4)
     rows = []
     for d in range(90):
         words = GROUPS[d % 3] + GROUPS[(d + 1) % 3][:2]
         rows.append({"id": f"doc{d:03d}", "text": " ".join(rng.choice(words, int(rng.integers(8, 160))).tolist())})
-    (root / "in.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    corpus = str(root / "corpus")
-    assert main(["prepare", "--input", str(root / "in.jsonl"), "--output", corpus, "--ordered", "--min-df", "1",
-                 "--max-df", "1.0", "--holdout-fraction", "0.3"]) == 0
-    models = []
-    for seed in (1, 2):
-        models.append(str(root / f"model{seed}"))
-        assert main(["train", "--corpus", corpus, "--output", models[-1], "--seed", str(seed), *TRAIN]) == 0
+    corpus, models = str(root / "corpus"), [str(root / f"model{seed}") for seed in (1, 2)]
+    with made_once(root) as make:
+        if make:
+            shutil.rmtree(root, ignore_errors=True)         # a make that failed half-way
+            root.mkdir()
+            (root / "in.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+            assert main(["prepare", "--input", str(root / "in.jsonl"), "--output", corpus, "--ordered", "--min-df",
+                         "1", "--max-df", "1.0", "--holdout-fraction", "0.3"]) == 0
+            for seed, model in zip((1, 2), models):
+                assert main(["train", "--corpus", corpus, "--output", model, "--seed", str(seed), *TRAIN]) == 0
     return root, corpus, models, rows
 
 

@@ -38,16 +38,22 @@ def as_text(bag) -> str:
 
 @pytest.fixture(scope="module")
 def raw_model(spark_session, tmp_path_factory):
-    """A K=3 model trained on raw text prepared with min_token_length=3."""
-    root = tmp_path_factory.mktemp("infer")
+    """A K=3 model trained on raw text prepared with min_token_length=3. Made once per run, by whichever
+    pytest-xdist worker needs it first (tests/shared_runs.py); tests read it and write elsewhere."""
+    from shared_runs import made_once, run_folder
+
+    root = run_folder(tmp_path_factory) / "infer_raw_model"
     docs, _ = sample_lda_corpus(n_docs=300, n_topics=3, vocab_size=len(WORDS), doc_length=40,
                                 alpha=0.2, eta=0.05, seed=3)
-    raw = write_jsonl(root / "train.jsonl", [(d, as_text(bag)) for d, bag in docs])
-    corpus_dir = str(root / "corpus")
-    prepare_corpus(spark_session, raw, corpus_dir, min_df=1, max_df=1.0, min_token_length=3)
-    model_dir = str(root / "model")
-    train.train(spark_session, train_args(corpus_dir, model_dir, "--topics", 3, "--iterations", 15,
-                                              "--tol", 0))
+    corpus_dir, model_dir = str(root / "corpus"), str(root / "model")
+    with made_once(root) as make:
+        if make:
+            shutil.rmtree(root, ignore_errors=True)         # a make that failed half-way
+            root.mkdir()
+            raw = write_jsonl(root / "train.jsonl", [(d, as_text(bag)) for d, bag in docs])
+            prepare_corpus(spark_session, raw, corpus_dir, min_df=1, max_df=1.0, min_token_length=3)
+            train.train(spark_session, train_args(corpus_dir, model_dir, "--topics", 3, "--iterations", 15,
+                                                  "--tol", 0))
     return model_dir, corpus_dir, docs, root
 
 

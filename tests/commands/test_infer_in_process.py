@@ -1,6 +1,7 @@
 """``infer`` of a small input without Spark (:mod:`drivers.families.variational.infer_in_process`): the same
-``doc_topics.parquet`` as the Spark job, number for number, for a prepared corpus and for raw text with a
-document of unknown words only; ``--master none`` starts no Spark job and names what needs Spark."""
+``doc_topics.parquet`` as the Spark job, number for number, for raw text with a document of unknown words only
+and for one language of a polylingual model (a prepared corpus of every monolingual model: the conformance
+suite); ``--master none`` starts no Spark job and names what needs Spark."""
 from __future__ import annotations
 
 import numpy as np
@@ -18,16 +19,27 @@ from tiny_corpora import FAMILY_FLAGS
 
 @pytest.fixture(scope="module")
 def models(spark_session, tiny_models, tmp_path_factory):
-    root = tmp_path_factory.mktemp("in-process")
-    out = {name: tiny_models[name] for name in ("lda", "tlda", "polylda")}
-    # a model of words (the tiny corpora's terms hold digits, which the tokenizer drops): for raw text
-    rng = np.random.default_rng(5)
-    words = [a + b for a in ("apple", "pear", "plum", "fig", "kiwi") for b in ("", "tree", "leaf", "jam", "pie")]
-    texts = {f"d{i:02d}": " ".join(rng.choice(words, size=30)) for i in range(40)}
-    prepare_corpus(None, write_jsonl(root / "fruit.jsonl", records(texts)), str(root / "fruit"), "in-process",
-                   min_df=1, max_df=1.0, language="none")
+    """The tiny lda and polylda (tests/shared_runs.py) and ``words``, a model of words (the tiny corpora's terms
+    hold digits, which the tokenizer drops) for raw text, made once per run by whichever pytest-xdist worker needs
+    it first."""
+    import shutil
+
+    from shared_runs import made_once, run_folder
+
+    root = run_folder(tmp_path_factory) / "infer_in_process"
+    out = {name: tiny_models[name] for name in ("lda", "polylda")}
     out["words"] = str(root / "words")
-    train.train(spark_session, train_args(str(root / "fruit"), out["words"], *FAMILY_FLAGS["variational"]))
+    with made_once(root) as make:
+        if make:
+            shutil.rmtree(root, ignore_errors=True)         # a make that failed half-way
+            root.mkdir()
+            rng = np.random.default_rng(5)
+            words = [a + b for a in ("apple", "pear", "plum", "fig", "kiwi")
+                     for b in ("", "tree", "leaf", "jam", "pie")]
+            texts = {f"d{i:02d}": " ".join(rng.choice(words, size=30)) for i in range(40)}
+            prepare_corpus(None, write_jsonl(root / "fruit.jsonl", records(texts)), str(root / "fruit"),
+                           "in-process", min_df=1, max_df=1.0, language="none")
+            train.train(spark_session, train_args(str(root / "fruit"), out["words"], *FAMILY_FLAGS["variational"]))
     return out
 
 
@@ -51,11 +63,8 @@ def both(spark, model_dir, input_path, tmp_path, lang=None):
     return tables["in-process"]
 
 
-@pytest.mark.parametrize("name", ["lda", "tlda"])
-def test_a_prepared_corpus_gives_the_spark_jobs_table(spark_session, models, tiny_corpora_of_kind, name,
-                                                      tmp_path):
-    table = both(spark_session, models[name], tiny_corpora_of_kind[registry.model(name).corpus], tmp_path)
-    assert len(table) > 5 and not table.no_known_words.any()
+# a prepared corpus: every monolingual model's infer in this process against its Spark job, in the conformance
+# suite (tests/commands/test_conformance.py, _same_without_spark: the same tiny models on the same corpora)
 
 
 def test_raw_text_with_unknown_words_gives_the_spark_jobs_table(spark_session, models, tmp_path):

@@ -15,7 +15,6 @@ import time
 
 import pytest
 
-from gibbs_corpus import sample_segmented_lda, terms, write_segmented_corpus
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NOISE = ("Traceback", "BrokenPipeError", "Broken pipe")
@@ -51,19 +50,13 @@ def test_pyspark_daemon_prints_a_retired_workers_broken_pipe_and_ours_does_not()
 
 
 @pytest.fixture(scope="module")
-def evaluate_run(spark_session, tmp_path_factory):
-    """``evaluate`` of a Gibbs model through the CLI, as a user runs it (local[2], its own session and daemon),
-    with temp folders of its own (socket paths must stay short) holding a killed job's socket folder:
-    (the finished process, the Python temp folder, the JVM's temp folder)."""
-    from conftest import train_args
-    from jobs.train import train
+def evaluate_run(tiny_models, tiny_corpora_of_kind):
+    """``evaluate`` of a Gibbs model (the tiny lda-gibbs, tests/shared_runs.py) through the CLI, as a user runs it
+    (local[2], its own session and daemon), with temp folders of its own (socket paths must stay short) holding a
+    killed job's socket folder: (the finished process, the Python temp folder, the JVM's temp folder)."""
+    from drivers import registry
 
-    tmp_path = tmp_path_factory.mktemp("quiet")
-    docs, _ = sample_segmented_lda(n_docs=40, n_segments=3, seg_length=12, n_topics=3, vocab_size=30,
-                                   alpha=0.3, eta=0.1, seed=4)
-    corpus = write_segmented_corpus(tmp_path / "corpus", docs, terms(30))
-    train(spark_session, train_args(corpus, tmp_path / "model", "--model", "lda-gibbs", "--topics", 3,
-                                    "--iterations", 6, "--burn-in", 4, "--lag", 1, "--samples", 2))
+    model, corpus = tiny_models["lda-gibbs"], tiny_corpora_of_kind[registry.BAG_OF_WORDS]
     short = pathlib.Path(tempfile.mkdtemp(prefix="st-", dir="/tmp"))
     java_tmp, python_tmp = short / "j", short / "p"
     java_tmp.mkdir()
@@ -74,28 +67,28 @@ def evaluate_run(spark_session, tmp_path_factory):
     env = dict(os.environ, SPARK_TOPICS_SPARK_LOG_LEVEL="WARN", TMPDIR=str(python_tmp),
                JAVA_TOOL_OPTIONS=f"-Djava.io.tmpdir={java_tmp}")
     env.pop("PYSPARK_GATEWAY_PORT", None)
-    run = subprocess.run([sys.executable, "-m", "jobs.cli", "evaluate", "--model", "model", "--corpus", corpus,
-                          "--master", "local[2]", "--conf", "spark.ui.enabled=false"], cwd=tmp_path, env=env,
+    run = subprocess.run([sys.executable, "-m", "jobs.cli", "evaluate", "--model", model, "--corpus", corpus,
+                          "--master", "local[2]", "--conf", "spark.ui.enabled=false"], cwd=short, env=env,
                          capture_output=True, text=True, timeout=300)
     yield run, python_tmp, java_tmp
     shutil.rmtree(short)
 
 
-def test_evaluate_of_a_gibbs_model_prints_no_traceback(evaluate_run):
-    run, _, _ = evaluate_run
-    assert run.returncode == 0, run.stderr[-3000:]
-    assert "held-out perplexity" in run.stdout
-    assert not [word for word in NOISE if word in run.stderr], run.stderr[-3000:]
+def test_a_cli_job_prints_no_traceback_and_leaves_no_socket_files(evaluate_run):
+    """One job process for both claims (a Spark application costs 30-45 CPU s):
 
+    ``evaluate`` of a Gibbs model prints its figures and no traceback (a retired worker's BrokenPipeError).
 
-def test_a_job_leaves_no_socket_files(evaluate_run):
-    """Every local job used to leave one to three .<uuid>.sock files in the JVM's temp folder; now they go to a
+    Every local job used to leave one to three .<uuid>.sock files in the JVM's temp folder; now they go to a
     folder of the job's own, removed at exit, and a killed job's folder is removed by the next job. (The job gets
     temp folders of its own, so other Spark processes on the machine do not disturb the count.)"""
     run, python_tmp, java_tmp = evaluate_run
     assert run.returncode == 0, run.stderr[-3000:]
+    assert "held-out perplexity" in run.stdout
+    assert not [word for word in NOISE if word in run.stderr], run.stderr[-3000:]
     sockets = [p for p in java_tmp.rglob("*") if p.is_socket()] + [p for p in python_tmp.rglob("*") if p.is_socket()]
-    assert sockets == [] and not [p for p in os.listdir(python_tmp) if p.startswith("spark-topics-sockets-")]
+    assert sockets == [], sockets
+    assert not [p for p in os.listdir(python_tmp) if p.startswith("spark-topics-sockets-")], os.listdir(python_tmp)
 
 
 def test_a_failed_task_prints_no_java_trace_unless_verbose(spark_session, monkeypatch):
