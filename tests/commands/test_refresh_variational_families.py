@@ -17,9 +17,10 @@ import pytest
 from scipy.special import digamma
 
 from conftest import SAMPLE_DATA, train_args
+from shared_runs import made_once, run_folder
 from drivers.corpora.aligned import word_columns
-from drivers.corpora.bow import load_corpus
-from drivers.families.variational.evaluate import document_thetas
+from drivers.corpora import in_process as local_corpus
+from drivers.families.variational.infer import exp_elogbeta, infer_task
 from drivers.models.tree.growth import carry_statistics
 from inference.tree_layout import TreeLayout
 from drivers.preparation.aligned import prepare_aligned
@@ -58,8 +59,19 @@ def _write(path, rows):
 def aligned(spark_session, tmp_path_factory):
     """The sample's tuples (texts cut to their first words) split by a hash of the id: base 40%, two batches of
     20%, a held-out 20% (prepared with the base model's vocabularies, for retrieval); a polylda base model (K=6)
-    and a tree from a TSV dictionary of true translations plus pairs that link words first seen in batch 1."""
-    base = tmp_path_factory.mktemp("refresh_families")
+    and a tree from a TSV dictionary of true translations plus pairs that link words first seen in batch 1. Made
+    once per test run (both pytest-xdist workers read it, tests/shared_runs.py); tests write elsewhere."""
+    base = run_folder(tmp_path_factory) / "refresh_families"
+    with made_once(base) as make:
+        if make:
+            _make_aligned(spark_session, base)
+    return json.loads((base / "aligned.json").read_text()) | {"dir": base}
+
+
+def _make_aligned(spark_session, base):
+    if base.exists():
+        shutil.rmtree(base)                      # a make that failed half way
+    base.mkdir()
     rows = [json.loads(line) for line in gzip.open(os.path.join(SAMPLE_DATA, "bible_en_es.jsonl.gz"), "rt")]
     for r in rows:
         r["text"] = " ".join(r["text"].split()[:WORDS_PER_TEXT])
@@ -86,16 +98,18 @@ def aligned(spark_session, tmp_path_factory):
     dictionary.write_text("".join(f"en\t{a}\tes\t{b}\n" for a, b in pairs))
     from jobs import tree
     tree.build(spark_session, [str(dictionary)], str(base / "c0"), str(base / "tree"))
-    return {"dir": base, "files": files, "new": new, "pairs": pairs}
+    (base / "aligned.json").write_text(json.dumps({"files": files, "new": new, "pairs": [list(p) for p in pairs]}))
 
 
-def retrieval(spark, model_dir: str, heldout: str) -> tuple[float, float]:
+def retrieval(model_dir: str, heldout: str) -> tuple[float, float]:
     """(mean precision@1, chance) of of en->es and es->en on the held-out tuples, each language's theta folded in with the
-    model's topics renormalised over the base vocabulary (the held-out corpus': one vocabulary for every version)."""
+    model's topics renormalised over the base vocabulary (the held-out corpus': one vocabulary for every version).
+    The fold-in is ``infer``'s Spark task run in this process over the Spark job's blocks (each document's theta is
+    fitted alone: the numbers of the job)."""
     model = model_store.load_model(model_dir)
     thetas = {}
     for language in LANGS:
-        corpus = load_corpus(spark, os.path.join(heldout, language), 2)
+        corpus = local_corpus.load_corpus(os.path.join(heldout, language), 2)
         V = corpus.vocab_size
         view = model.language_view(language)
         meta = dict(view.meta, vocab_size=V)
@@ -105,10 +119,9 @@ def retrieval(spark, model_dir: str, heldout: str) -> tuple[float, float]:
         else:
             view = TopicModel(view.directory, meta, view.vocab.iloc[:V].copy(), view.lambda_[:, :V])
         assert view.vocab["term"].tolist() == corpus.vocab["term"].tolist()
-        try:
-            thetas[language] = document_thetas(spark, view, corpus, EStepSettings())
-        finally:
-            corpus.blocks.unpersist()
+        params = local_corpus.Shared((exp_elogbeta(view), view.alpha))
+        thetas[language] = {doc_id: np.asarray(theta) for doc_id, _, theta
+                            in infer_task(corpus.blocks, bc_params=params, options=EStepSettings())}
     ids = sorted(set(thetas["en"]) & set(thetas["es"]))
     a, b = (np.stack([thetas[l][i] for i in ids]) for l in LANGS)
     assert len(ids) > 50
@@ -135,10 +148,14 @@ def _infer(spark, root, tmp_path, input_file):
 def poly_root(spark_session, aligned, tmp_path_factory):
     """A root of the polylda base refreshed once with batch 1 (--mode auto, the default: it accumulates); tests that
     refresh it further work on a copy."""
-    root = tmp_path_factory.mktemp("poly_root") / "root"
-    report = run(spark_session, "--model", root, "--base", aligned["dir"] / "poly0", "--input", aligned["files"]["b1"],
-                 "--iterations", 2)
-    return root, report
+    root = aligned["dir"] / "poly_root"
+    with made_once(root) as make:
+        if make:
+            shutil.rmtree(root, ignore_errors=True)
+            report = run(spark_session, "--model", root, "--base", aligned["dir"] / "poly0", "--input",
+                         aligned["files"]["b1"], "--iterations", 2)
+            (root.parent / "poly_root.json").write_text(json.dumps(report))
+    return root, json.loads((root.parent / "poly_root.json").read_text())
 
 
 def test_polylda_refreshes_grow_each_language_and_keep_retrieval(spark_session, aligned, poly_root, tmp_path):
@@ -185,7 +202,7 @@ def test_polylda_refreshes_grow_each_language_and_keep_retrieval(spark_session, 
     added = set(pd.concat([pd.read_parquet(os.path.join(model_root.version_dir(str(root), v), "new_terms.parquet"))
                            for v in drift["versions"][1:]])["term"])
     assert entered and entered <= added                    # the words after the base, each language's regrouped
-    scores = [retrieval(spark_session, path, str(d / "heldout"))
+    scores = [retrieval(path, str(d / "heldout"))
               for path in (str(d / "poly0"), model_root.version_dir(str(root), first["version"]), str(root))]
     chance = scores[0][1]
     scores = [score for score, _ in scores]
@@ -195,9 +212,13 @@ def test_polylda_refreshes_grow_each_language_and_keep_retrieval(spark_session, 
 
 @pytest.fixture(scope="module")
 def ptlda_base(spark_session, aligned):
+    """The ptlda base model (K=6) on the aligned base corpus and its tree; made once per test run, read only."""
     d = aligned["dir"]
-    train.train(spark_session, train_args(d / "c0", d / "pt0", "--model", "ptlda", "--tree", d / "tree",
-                                          "--topics", 6, "--iterations", 8, "--seed", 1))
+    with made_once(d / "pt0") as make:
+        if make:
+            shutil.rmtree(d / "pt0", ignore_errors=True)
+            train.train(spark_session, train_args(d / "c0", d / "pt0", "--model", "ptlda", "--tree", d / "tree",
+                                                  "--topics", 6, "--iterations", 8, "--seed", 1))
     return d / "pt0"
 
 
@@ -239,7 +260,7 @@ def test_ptlda_refresh_grows_the_tree_and_keeps_retrieval(spark_session, aligned
                  "--guided-growth", 1.2)
     assert second["mode"] == "batch"
     _infer(spark_session, root, tmp_path, files["heldout"])
-    scores = [retrieval(spark_session, path, str(d / "heldout"))
+    scores = [retrieval(path, str(d / "heldout"))
               for path in (str(ptlda_base), model_root.version_dir(str(root), first["version"]), str(root))]
     chance = scores[0][1]
     scores = [score for score, _ in scores]
