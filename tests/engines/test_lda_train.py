@@ -18,12 +18,17 @@ from jobs import train
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+#: the recovery run's iterations: its topics are within 0.104 of the truth (Hellinger) from iteration 20 on; an
+#: off-by-one between a block's words and their topic weights (mapper) leaves them far off
+SYNTHETIC_ITERATIONS = 20
+
+
 @pytest.fixture(scope="module")
 def synthetic_model(spark_session, synthetic_lda, tmp_path_factory):
     corpus, beta = synthetic_lda
     out = tmp_path_factory.mktemp("synthetic_model") / "model"
-    meta = train.train(spark_session, train_args(corpus, out, "--topics", 4, "--iterations", 40,
-                                                     "--tol", 0, "--seed", 0))
+    meta = train.train(spark_session, train_args(corpus, out, "--topics", 4, "--iterations", SYNTHETIC_ITERATIONS,
+                                                 "--tol", 0, "--seed", 0))
     return out, meta, beta
 
 
@@ -40,7 +45,7 @@ def test_recovers_known_topics(synthetic_model):
 def test_elbo_never_decreases_and_model_files(synthetic_model):
     out, meta, _ = synthetic_model
     elbo = np.array([r["elbo"] for r in meta["elbo_trace"]])
-    assert len(elbo) == 40
+    assert len(elbo) == SYNTHETIC_ITERATIONS
     assert np.all(np.diff(elbo) >= -1e-9 * np.abs(elbo[1:])), np.diff(elbo)
     lam = np.load(out / "lambda.npy", allow_pickle=False)
     assert lam.shape == (4, 80) and np.all(lam > 0)
