@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 
 from conftest import sample_lda_corpus
+from shared_runs import made_once, run_folder
 from drivers.preparation.corpus import prepare_corpus
 from drivers.store import lease, model_root, model_store, publish
 from inference.errors import DamagedError, RefusedError, UsageError
@@ -60,12 +61,17 @@ def run(spark, *items):
 
 @pytest.fixture(scope="module")
 def base(spark_session, tmp_path_factory):
-    """A model trained on 40 documents (K=3, V<=60)."""
-    root = tmp_path_factory.mktemp("refresh")
-    raw = write_batch(root / "b0.jsonl", texts(40, 1, "a"))
-    prepare_corpus(spark_session, raw, str(root / "c0"), min_df=1, max_df=1.0, language="none")
-    train.train(spark_session, train.parse_request(
-        ["--corpus", root / "c0", "--output", root / "m0", "--topics", 3, "--iterations", 15, "--seed", 3]))
+    """A model trained on 40 documents (K=3, V<=60): made once per test run (both pytest-xdist workers read it,
+    tests/shared_runs.py); tests write elsewhere."""
+    root = run_folder(tmp_path_factory) / "refresh"
+    with made_once(root) as make:
+        if make:
+            shutil.rmtree(root, ignore_errors=True)
+            root.mkdir()
+            raw = write_batch(root / "b0.jsonl", texts(40, 1, "a"))
+            prepare_corpus(spark_session, raw, str(root / "c0"), min_df=1, max_df=1.0, language="none")
+            train.train(spark_session, train.parse_request(
+                ["--corpus", root / "c0", "--output", root / "m0", "--topics", 3, "--iterations", 15, "--seed", 3]))
     return root
 
 
@@ -77,11 +83,15 @@ def refreshed(spark_session, base):
     """A root after one accumulate refresh of ``base`` with 20 documents (3 of them new words); tests that refresh
     further work on a copy (:func:`copy_root`)."""
     batch = texts(20, 2, "b", extra=NEW_WORDS)
-    raw = write_batch(base / "b1.jsonl", batch)
     root = base / "root"
-    report = run(spark_session, "--model", root, "--base", base / "m0", "--input", raw, "--iterations", 4,
-                 "--min-new-df", 3)
-    return root, batch, report
+    with made_once(root) as make:
+        if make:
+            shutil.rmtree(root, ignore_errors=True)
+            raw = write_batch(base / "b1.jsonl", batch)
+            report = run(spark_session, "--model", root, "--base", base / "m0", "--input", raw, "--iterations", 4,
+                         "--min-new-df", 3)
+            (base / "root.json").write_text(json.dumps(report))
+    return root, batch, json.loads((base / "root.json").read_text())
 
 
 def copy_root(refreshed, tmp_path):
@@ -122,7 +132,10 @@ def test_accumulate_adds_the_batch_statistics_to_the_old_posterior(spark_session
     assert counts == {"base": 40, report["version"]: 20}
 
 
-def test_the_same_batch_publishes_nothing_and_a_changed_text_is_a_revision(spark_session, refreshed, tmp_path):
+def test_the_same_batch_publishes_nothing_a_changed_text_is_a_revision_and_a_rollback_uningests_it(
+        spark_session, refreshed, tmp_path):
+    """Ingestion by id and content hash; then the rollback of the version that ingested the revision
+    (:func:`rollback_uningests_and_keep_prunes`, on this root: one refresh fewer than a root of its own)."""
     root, batch, first = copy_root(refreshed, tmp_path), refreshed[1], refreshed[2]
     raw = write_batch(tmp_path / "b.jsonl", batch)
     again = run(spark_session, "--model", root, "--input", raw, "--iterations", 2)
@@ -139,6 +152,7 @@ def test_the_same_batch_publishes_nothing_and_a_changed_text_is_a_revision(spark
     fourth = run(spark_session, "--model", root, "--input", write_batch(tmp_path / "d.jsonl", changed[-1:]),
                  "--iterations", 2)
     assert fourth["published"] is False and fourth["documents"]["duplicate"] == 1   # its hash was recorded
+    rollback_uningests_and_keep_prunes(spark_session, root, first["version"], third["version"], tmp_path)
 
 
 def test_an_informed_prior_is_applied_to_the_new_words(spark_session, base, refreshed, tmp_path):
@@ -190,11 +204,12 @@ def test_online_step_is_hoffmans_update(spark_session, refreshed, tmp_path):
         len(model_store.load_model(str(refreshed[0].parent / "m0")).vocab)
 
 
-def test_rollback_uningests_and_keep_prunes(spark_session, refreshed, tmp_path):
-    root = copy_root(refreshed, tmp_path)
-    v1 = refreshed[2]["version"]
+def rollback_uningests_and_keep_prunes(spark_session, root, v1, v2, tmp_path):
+    """Rollback from ``v2`` (LATEST, on top of ``v1``) to ``v1`` un-ingests v2's documents (the document table's
+    partition too; recovery re-syncs the table after a kill); names are never reused; --keep prunes the abandoned
+    version and older ones, which then cannot be loaded or rolled back to. (Part of the test above: its root.)"""
     b2 = write_batch(tmp_path / "h.jsonl", texts(8, 8, "h"))
-    v2 = run(spark_session, "--model", root, "--input", b2, "--iterations", 2)["version"]
+    assert model_root.latest(str(root)) == v2 and model_root.chain(str(root))[1] == v1
     back = run(spark_session, "--model", root, "--rollback")
     assert back["version"] == v1 and model_root.latest(str(root)) == v1
     table = root / model_root.DOC_TOPICS
@@ -234,37 +249,53 @@ def test_a_second_refresh_of_a_root_is_refused_and_a_first_one_needs_a_base(spar
         run(spark_session, "--model", tmp_path / "root3", "--input", base / "b0.jsonl")
 
 
-KILL = """
-import os, signal, sys
+class Killed(BaseException):
+    """A kill at a publication step, in process (raised past every ``except Exception``)."""
+
+
+#: jobs of the command line run side by side in one process, which SIGKILLs itself once each job has reached its
+#: step (argv[1]: JSON [[step, job's argv], ...]): one Spark application for every kill after a rename
+KILL_SIDE_BY_SIDE = """
+import json, os, signal, sys, threading
 sys.path.insert(0, {repo!r})
-step = os.environ.get("KILL_AT")
+jobs = json.loads(sys.argv[1])
+steps = {{step for step, _ in jobs}}
+reached, arrived = set(), threading.Condition()
+
+def at_step(name):
+    if name != threading.current_thread().name:          # a job's thread is named by the step it is killed at
+        return
+    with arrived:
+        reached.add(name)
+        print("reached", name, flush=True)
+        if reached == steps:
+            os.kill(os.getpid(), signal.SIGKILL)
+        arrived.notify_all()
+        arrived.wait(600)                       # the last job to reach its step kills the process
+    raise SystemExit(f"the other jobs did not reach their steps, only {{sorted(reached)}}")
+
 from drivers.store import publish
-publish.STEP_HOOK = lambda name: os.kill(os.getpid(), signal.SIGKILL) if name == step else None
+publish.STEP_HOOK = at_step
 from jobs.cli import main
-sys.exit(main(sys.argv[1:]))
+from jobs.spark import get_spark
+get_spark("spark-topics kill test", "local[2]", ["spark.sql.shuffle.partitions=4", "spark.ui.enabled=false"])
+threads = [threading.Thread(target=main, args=(argv,), name=step) for step, argv in jobs]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+sys.exit(3)                                     # a job ended before its step
 """
 
 
-def _job(*items, kill_at=None, kill_after_line=None):
-    """Run a job in its own process; ``kill_at``: SIGKILL itself at that publishing step; ``kill_after_line``:
-    SIGKILL from outside once that text appears in its log (e.g. during the E-step)."""
-    env = dict(os.environ, KILL_AT=kill_at or "", PYSPARK_PYTHON=sys.executable)
-    proc = subprocess.Popen([sys.executable, "-c", KILL.format(repo=REPO)] + [str(i) for i in items]
-                            + ["--master", "local[2]", "--conf", "spark.sql.shuffle.partitions=4", "--conf",
-                               "spark.ui.enabled=false"], env=env, cwd=REPO, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
-    lines = []
-    for line in proc.stdout:
-        lines.append(line)
-        if kill_after_line and kill_after_line in line:
-            proc.kill()
-            break
-    proc.wait(timeout=300)
-    return proc.returncode, "".join(lines)
-
-
-class Killed(BaseException):
-    """A kill at a publication step, in process (raised past every ``except Exception``)."""
+def _jobs_killed_at(jobs):
+    """Run ``jobs`` ([(step, argv)]) side by side in one process killed by a SIGKILL once each is at its step:
+    (return code, log)."""
+    argv = json.dumps([[step, [str(i) for i in items]] for step, items in jobs])
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
+    run = subprocess.run([sys.executable, "-c", KILL_SIDE_BY_SIDE.format(repo=REPO), argv], env=env, cwd=REPO,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
+    return run.returncode, run.stdout
 
 
 def test_killed_refreshes_and_trains_leave_a_complete_latest_and_nothing_ingested_twice(spark_session, base,
@@ -275,38 +306,39 @@ def test_killed_refreshes_and_trains_leave_a_complete_latest_and_nothing_ingeste
     completes; each document once. Train killed during the model write (the old model stays, the half written
     one is removed by the next run), and right after the new model was swapped in, before the old one was
     cleaned up: the new model is read, and the next run gives the user's file back and removes the old model.
-    The kills right after a rename are real SIGKILLs of a job in its own process (side by side); the kills in
-    the model write are raised in this process (tests/commands/test_publish_whole.py has every step so)."""
+    The kills right after a rename are real SIGKILLs of a process running both jobs (refresh and train side by
+    side, killed once both are at their step: one Spark application); the kills in the model write are raised in
+    this process (tests/commands/test_publish_whole.py has every step so)."""
     from concurrent.futures import ThreadPoolExecutor
 
     first = refreshed[2]["version"]
     raw2 = write_batch(tmp_path / "b2.jsonl", texts(10, 10, "m"))
     kills = ("model-written", "version-moved")
     roots = {name: copy_root(refreshed, tmp_path / name) for name in kills}
-    common = ("train", "--corpus", base / "c0", "--topics", 3, "--iterations", 3)
+    common = ("train", "--corpus", base / "c0", "--topics", 3, "--iterations", 1)
     outs = {name: tmp_path / name / "model" for name in ("model-written", "swapped")}
     train.train(spark_session, train.parse_request(common[1:] + ("--output", outs["swapped"])))
     (outs["swapped"] / "notes.txt").write_text("mine")
     shutil.copytree(outs["swapped"], outs["model-written"])
     before = publish.read_marker(str(outs["swapped"]))["token"]
-    with ThreadPoolExecutor(2) as pool:
-        refreshed_killed = pool.submit(_job, "refresh", "--model", roots["version-moved"], "--input", raw2,
-                                       "--iterations", 2, kill_at="version-moved")
-        train_killed = pool.submit(_job, *common, "--output", outs["swapped"], "--seed", 2, kill_at="swapped")
+    with ThreadPoolExecutor(1) as pool:
+        killed = pool.submit(_jobs_killed_at, [
+            ("version-moved", ("refresh", "--model", roots["version-moved"], "--input", raw2, "--iterations", 1)),
+            ("swapped", (*common, "--output", outs["swapped"], "--seed", 2))])
         monkeypatch.setattr(publish, "STEP_HOOK", lambda step: _raise(Killed) if step == "model-written" else None)
         with pytest.raises(Killed):
-            run(spark_session, "--model", roots["model-written"], "--input", raw2, "--iterations", 2)
+            run(spark_session, "--model", roots["model-written"], "--input", raw2, "--iterations", 1)
         with pytest.raises(Killed):
             train.train(spark_session, train.parse_request(common[1:] + ("--output", outs["model-written"],
                                                                          "--seed", 5)))
         monkeypatch.setattr(publish, "STEP_HOOK", None)
-        # killed by the SIGKILL at its step, not failed for another reason
-        assert refreshed_killed.result()[0] == -signal.SIGKILL, refreshed_killed.result()[1][-2000:]
-        assert train_killed.result()[0] == -signal.SIGKILL, train_killed.result()[1][-2000:]
+        # killed by the SIGKILL once both were at their steps, not failed for another reason
+        code, log = killed.result()
+        assert code == -signal.SIGKILL and "reached version-moved" in log and "reached swapped" in log, log[-3000:]
     for name, root in roots.items():
         assert model_root.latest(str(root)) == first, name                 # the pointer did not move
         assert model_store.load_model(str(root)).meta["refresh"]["documents"] == 60
-        report = run(spark_session, "--model", root, "--input", raw2, "--iterations", 3)
+        report = run(spark_session, "--model", root, "--input", raw2, "--iterations", 1)
         latest = model_root.latest(str(root))
         assert report["documents"]["new"] == 10 and latest != first and model_root.chain(str(root))[:2] == [latest, first]
         ledgers = pd.concat([model_store.read_parquet(os.path.join(model_root.version_dir(str(root), v),
