@@ -125,7 +125,7 @@ def test_polylingual_lda_recovers_aligned_topics(spark_session, synthetic_poly, 
     directory, _, beta, words = synthetic_poly
     out = tmp_path / "model"
     meta = train_lda(spark_session, train_args(directory, out, "--model", "polylda", "--topics", 3,
-                                               "--iterations", 30, "--tol", 0, "--seed", 0))
+                                               "--iterations", 15, "--tol", 0, "--seed", 0))
     elbo = np.array([r["elbo"] for r in meta["elbo_trace"]])
     assert np.all(np.diff(elbo) >= -1e-9 * np.abs(elbo[1:]))
     assert meta["languages"] == ["en", "es"]
@@ -159,7 +159,7 @@ def test_sample_retrieval_beats_monolingual(spark_session, tmp_path):
     meta = prepare_aligned(spark_session, os.path.join(SAMPLE_DATA, "bible_en_es.jsonl.gz"), corpus, "lang",
                            holdout_fraction=0.2)
     assert meta["heldout"] > 80 and meta["tuples"]["complete"] == meta["documents"]
-    args = ("--topics", 12, "--iterations", 12, "--tol", 0, "--seed", 0)
+    args = ("--topics", 12, "--iterations", 6, "--tol", 0, "--seed", 0)
     train_lda(spark_session, train_args(corpus, tmp_path / "poly", "--model", "polylda", *args))
     for l in LANGS:
         train_lda(spark_session, train_args(os.path.join(corpus, l), tmp_path / f"mono_{l}", *args))
