@@ -3,6 +3,7 @@ saved state, new documents are sampled in, the vocabulary grows, and where the d
 chain is the uninterrupted one, bit for bit."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 
@@ -18,6 +19,7 @@ from drivers.refresh.update import RefreshRequest
 from drivers.store import model_root, model_store, publish
 from inference.errors import RefusedError
 from jobs import evaluate, infer, refresh, topics, train
+from shared_runs import made_once, run_folder
 from test_refresh import NEW_WORDS, Killed, _raise, args, run, texts, write_batch
 
 N, M = 4, 4          # iterations of the first run, then of the refresh
@@ -34,15 +36,31 @@ def paragraphs(docs):
 
 @pytest.fixture(scope="module")
 def corpora(spark_session, tmp_path_factory):
-    """40 documents (K=3 LDA) as a bag-of-words corpus and as a segmented one."""
-    root = tmp_path_factory.mktemp("refresh_gibbs")
+    """40 documents (K=3 LDA) as a bag-of-words corpus and as a segmented one; made once per test run (both
+    pytest-xdist workers read them, tests/shared_runs.py), with the models and roots of :func:`g0` and
+    :func:`grown` beside them. Tests write elsewhere."""
+    root = run_folder(tmp_path_factory) / "refresh_gibbs"
     docs = texts(40, 1, "a")
-    out = {}
-    for kind, rows, extra in (("bow", docs, {}), ("segmented", paragraphs(docs), {"segments": "paragraph"})):
-        raw = write_batch(root / f"{kind}.jsonl", rows)
-        prepare_corpus(spark_session, raw, str(root / kind), min_df=1, max_df=1.0, language="none", **extra)
-        out[kind] = (raw, root / kind)
-    return root, out
+    kinds = (("bow", docs, {}), ("segmented", paragraphs(docs), {"segments": "paragraph"}))
+    with made_once(root) as make:
+        if make:
+            shutil.rmtree(root, ignore_errors=True)
+            root.mkdir()
+            for kind, rows, extra in kinds:
+                raw = write_batch(root / f"{kind}.jsonl", rows)
+                prepare_corpus(spark_session, raw, str(root / kind), min_df=1, max_df=1.0, language="none", **extra)
+    return root, {kind: (str(root / f"{kind}.jsonl"), root / kind) for kind, _, _ in kinds}
+
+
+@pytest.fixture(scope="module")
+def g0(spark_session, corpora):
+    """lda-gibbs trained N iterations on the bag-of-words corpus (made once per test run; read only)."""
+    root_dir, out = corpora
+    with made_once(root_dir / "g0") as make:
+        if make:
+            shutil.rmtree(root_dir / "g0", ignore_errors=True)
+            train_gibbs(spark_session, "lda-gibbs", out["bow"][1], root_dir / "g0", N)
+    return root_dir / "g0"
 
 
 def train_gibbs(spark, name, corpus, output, iterations, *extra):
@@ -72,7 +90,7 @@ def chain_arrays(model_dir) -> dict:
 
 @pytest.mark.parametrize("name", ["lda-gibbs", "stm", "seqlda", "adatm"])
 def test_a_refresh_where_the_data_are_the_same_continues_the_uninterrupted_chain(spark_session, corpora, tmp_path,
-                                                                                name):
+                                                                                name, request):
     """Train N iterations, then refresh M more with a batch that holds nothing new (the training documents again:
     adopted, not ingested) and ``--mode chain``: the version equals a run of N+M iterations with the same seed
     whose samples are the refresh's (burn-in N, lag 1, M samples), bit for bit: every partition's state, the
@@ -80,7 +98,10 @@ def test_a_refresh_where_the_data_are_the_same_continues_the_uninterrupted_chain
     continued chain's). The continued chain is not the first run's (the test can fail)."""
     raw, corpus = corpora[1]["bow" if name == "lda-gibbs" else "segmented"]
     first, whole = tmp_path / "first", tmp_path / "whole"
-    train_gibbs(spark_session, name, corpus, first, N)
+    if name == "lda-gibbs":
+        first = request.getfixturevalue("g0")               # that run: read only
+    else:
+        train_gibbs(spark_session, name, corpus, first, N)
     if name == "lda-gibbs":
         report = run(spark_session, "--model", tmp_path / "root", "--base", first, "--input", raw, "--mode", "chain",
                      "--iterations", M, "--reinfer-old")
@@ -111,16 +132,19 @@ def test_a_refresh_where_the_data_are_the_same_continues_the_uninterrupted_chain
 
 
 @pytest.fixture(scope="module")
-def grown(spark_session, corpora):
-    """An lda-gibbs root refreshed once with 20 new documents carrying 3 new words (--mode auto: the chain)."""
+def grown(spark_session, corpora, g0):
+    """An lda-gibbs root of :func:`g0` refreshed once with 20 new documents carrying 3 new words (--mode auto: the
+    chain); made once per test run, read only (tests that refresh it further work on a copy)."""
     root_dir, out = corpora
-    raw, corpus = out["bow"]
-    train_gibbs(spark_session, "lda-gibbs", corpus, root_dir / "g0", N)
     batch = texts(20, 2, "b", extra=NEW_WORDS)
-    raw1 = write_batch(root_dir / "g1.jsonl", batch)
-    report = run(spark_session, "--model", root_dir / "groot", "--base", root_dir / "g0", "--input", raw1,
-                 "--iterations", M, "--min-new-df", 3)
-    return root_dir, report, batch
+    with made_once(root_dir / "groot") as make:
+        if make:
+            shutil.rmtree(root_dir / "groot", ignore_errors=True)
+            raw1 = write_batch(root_dir / "g1.jsonl", batch)
+            report = run(spark_session, "--model", root_dir / "groot", "--base", g0, "--input", raw1,
+                         "--iterations", M, "--min-new-df", 3)
+            (root_dir / "groot.json").write_text(json.dumps(report))
+    return root_dir, json.loads((root_dir / "groot.json").read_text()), batch
 
 
 def test_new_documents_and_words_are_sampled_in_and_the_version_is_usable(spark_session, corpora, grown, tmp_path,
@@ -175,41 +199,40 @@ def _topics_args(root):
     return parser.parse_args(["--model", str(root)])
 
 
-def test_models_whose_chain_cannot_continue_are_refused_in_one_line(spark_session, corpora, tmp_path):
+def test_models_whose_chain_cannot_continue_are_refused_in_one_line(spark_session, tiny_models, tmp_path):
     """lda-gibbs, stm, seqlda and adatm continue their chain; the others are refused naming why, before the batch
-    is read (dp-mixture through the command)."""
+    is read (dp-mixture through the command: the run's tiny dp-mixture model, tests/shared_runs.py)."""
     why = {name: refusal(spec) for name, spec in registry.MODELS.items() if spec.family == "gibbs"}
     assert {name for name, w in why.items() if w is None} == {"lda-gibbs", "stm", "seqlda", "adatm"}
     assert all("\n" not in w and "retrain" in w for w in why.values() if w)
-    raw, corpus = corpora[1]["bow"]
-    train.train(spark_session, train.parse_request(["--model", "dp-mixture", "--corpus", corpus, "--output",
-                                                    tmp_path / "dp", "--topics", 3, "--iterations", 2]))
     with pytest.raises(RefusedError, match="dp-mixture takes a driver-side global step"):
-        run(spark_session, "--model", tmp_path / "root", "--base", tmp_path / "dp", "--input", tmp_path / "none")
+        run(spark_session, "--model", tmp_path / "root", "--base", tiny_models["dp-mixture"], "--input",
+            tmp_path / "none")
 
 
-@pytest.mark.parametrize("step", ["model-written", "version-moved"])
-def test_a_killed_gibbs_refresh_leaves_the_root_readable(spark_session, grown, tmp_path, monkeypatch, step):
-    """A refresh killed with the version half written (the chain sampled, model files written, its chain not yet)
-    or right after the version's rename (LATEST not yet moved): the root reads its previous version, and the next
-    refresh publishes on top of it with every document once."""
+def test_a_killed_gibbs_refresh_leaves_the_root_readable(spark_session, grown, tmp_path, monkeypatch):
+    """A refresh killed with the version half written (the chain sampled, model files written, its chain not yet),
+    then one killed right after the version's rename (LATEST not yet moved): after each the root reads its previous
+    version, and the next refresh publishes on top of it with every document once."""
     root_dir, report, _ = grown
     root = tmp_path / "root"
     shutil.copytree(root_dir / "groot", root)
     first = model_root.latest(str(root))
     raw2 = write_batch(tmp_path / "b2.jsonl", texts(10, 10, "m"))
-    monkeypatch.setattr(publish, "STEP_HOOK", lambda name: _raise(Killed) if name == step else None)
-    with pytest.raises(Killed):
-        run(spark_session, "--model", root, "--input", raw2, "--iterations", 2)
-    monkeypatch.setattr(publish, "STEP_HOOK", None)
-    assert model_root.latest(str(root)) == first
-    assert model_store.load_model(str(root)).meta["refresh"]["documents"] == 60
+    for step in ("model-written", "version-moved"):
+        monkeypatch.setattr(publish, "STEP_HOOK", lambda name, step=step: _raise(Killed) if name == step else None)
+        with pytest.raises(Killed):
+            run(spark_session, "--model", root, "--input", raw2, "--iterations", 2)
+        monkeypatch.setattr(publish, "STEP_HOOK", None)
+        assert model_root.latest(str(root)) == first, step
+        assert model_store.load_model(str(root)).meta["refresh"]["documents"] == 60, step
     again = run(spark_session, "--model", root, "--input", raw2, "--iterations", 2)
     assert again["documents"]["new"] == 10 and model_root.chain(str(root))[1] == first
     ledgers = pd.concat([model_store.read_parquet(os.path.join(model_root.version_dir(str(root), v),
                                                                "ledger.parquet")) for v in model_root.chain(str(root))])
     assert ledgers.doc_id.is_unique and (ledgers.status == "new").sum() == 30
     assert model_store.load_model(str(root)).meta["chain"]["continued_from"] == N + M
+    assert [n for n in os.listdir(root / "versions") if n.startswith(".")] == []
 
 
 def test_chain_sweeps_new_samples_the_batch_given_the_old_assignments(spark_session, grown, tmp_path):
