@@ -26,10 +26,9 @@ def tiny(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def lda_model(spark_session, tiny, tmp_path_factory):
-    out = tmp_path_factory.mktemp("safety_model") / "lda"
-    train.train(spark_session, train_args(tiny, out, "--model", "lda", *FAMILY_FLAGS["variational"]))
-    return out
+def lda_model(tiny_models):
+    """The run's tiny lda model (the tests damage copies of it)."""
+    return tiny_models["lda"]
 
 
 def _train(spark, corpus, out, model, *extra):
@@ -50,10 +49,10 @@ def test_checkpoint_dir_keeps_the_users_files(spark_session, tiny, tmp_path, mod
     assert len(ours) == (1 if extra else 0), ours
 
 
-def test_a_model_directory_holds_one_model(spark_session, tiny, tmp_path):
+def test_a_model_directory_holds_one_model(spark_session, tiny, lda_model, tmp_path):
     """A Gibbs model trained where an LDA model was (and back) is the new model, not the old one's files."""
     out = tmp_path / "m"
-    _train(spark_session, tiny, out, "lda")
+    shutil.copytree(lda_model, out)                  # an lda model as train wrote it
     (out / "mine.txt").write_text("kept")
     _train(spark_session, tiny, out, "lda-gibbs")
     assert not (out / "lambda.npy").exists() and not (out / "elbo.png").exists()
