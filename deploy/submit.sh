@@ -99,10 +99,16 @@ if [[ $master == local* ]]; then
   # keeps the workers the JVM retires (idle for a minute, or at the end) from printing BrokenPipeError
   # tracebacks into the job's output. On a cluster the zip reaches executors with their first task, after the
   # daemon started, so PySpark's own daemon stays there (its output goes to the executors' logs).
-  # The JVM compiles with C1 only (jobs/spark.py LOCAL_JIT: a local job's CPU about 40% lower); a
-  # --spark-arg --conf=spark.driver.extraJavaOptions=... of yours comes later and replaces it.
+  # The JVM compiles with C1 only (jobs/spark.py LOCAL_JIT: a local job's CPU about 40% lower) and maps the
+  # class archive deploy/setup.sh recorded beside the Python (jobs/jvm_classes.py: half the JVM's start-up CPU);
+  # a --spark-arg --conf=spark.driver.extraJavaOptions=... of yours comes later and replaces both.
+  java_opts="-XX:TieredStopAtLevel=1"
+  archive="$(cd "$(dirname "$python")/.." 2>/dev/null && pwd)/spark-topics-jvm-classes.jsa"
+  if [[ -f "$archive" && "$archive" != *" "* && ! "${SPARK_TOPICS_JVM_ARCHIVE:-}" =~ ^(off|0|false)$ ]]; then
+    java_opts+=" -XX:SharedArchiveFile=$archive -Xlog:cds=off -Xlog:cds+dynamic=off"
+  fi
   args+=(--conf spark.executorEnv.PYTHONPATH="$code" --conf spark.python.daemon.module=jobs.quiet_daemon
-         --conf spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1)
+         --conf "spark.driver.extraJavaOptions=$java_opts")
 fi
 command=("$submit" "${args[@]}" ${spark_args[@]+"${spark_args[@]}"} "$here/jobs/$job.py" "$@")
 if [[ $print_only == 1 ]]; then

@@ -12,6 +12,7 @@ import tempfile
 
 from drivers.storage import absolute
 from inference.errors import RefusedError, UsageError
+from jobs import jvm_classes
 
 
 log = logging.getLogger("spark_topics")
@@ -202,10 +203,11 @@ def get_spark(app_name: str, master: str | None = None, conf: list[str] | None =
 
 def local_defaults(master: str | None, given: set) -> dict:
     """The settings a job adds to a local session it starts (none on a cluster): the quiet Python daemon and the
-    JVM's C1-only JIT (:data:`LOCAL_JIT`), each unless ``given`` (the user's ``--conf`` keys) names it."""
+    JVM's C1-only JIT (:data:`LOCAL_JIT`) with the class archive (:mod:`jobs.jvm_classes`), each unless ``given``
+    (the user's ``--conf`` keys) names it."""
     if not (master or "local").startswith("local"):
         return {}
-    defaults = {DAEMON_KEY: QUIET_DAEMON, DRIVER_JAVA_KEY: LOCAL_JIT}
+    defaults = {DAEMON_KEY: QUIET_DAEMON, DRIVER_JAVA_KEY: " ".join([LOCAL_JIT, *jvm_classes.java_options()])}
     return {key: value for key, value in defaults.items() if key not in given}
 
 

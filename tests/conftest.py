@@ -23,10 +23,13 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 #: cluster's daemons) JIT-compile with C1 only. Tests run many short Spark jobs: C2 spent half the driver's CPU
 #: compiling (tests/engines/test_lda_train.py: the JVM's CPU 68 s -> 38 s, 2.8 s of it compiling instead of 33 s;
 #: five prepare tests 167 s -> 114 s). The numbers are the same: the JVM does none of the models' arithmetic.
+#: They also map the JVM class archive deploy/setup.sh records (jobs/jvm_classes.py: a JVM's start-up CPU halved).
+from jobs.jvm_classes import java_options  # noqa: E402
+
 TEST_JIT = "-XX:TieredStopAtLevel=1"
 for _var in ("SPARK_SUBMIT_OPTS", "SPARK_DAEMON_JAVA_OPTS"):
     if TEST_JIT not in os.environ.get(_var, ""):
-        os.environ[_var] = f"{os.environ.get(_var, '')} {TEST_JIT}".strip()
+        os.environ[_var] = " ".join([os.environ.get(_var, ""), TEST_JIT, *java_options()]).strip()
 
 from jobs.spark import check_java  # noqa: E402
 

@@ -126,9 +126,11 @@ def test_a_local_job_runs_the_quiet_daemon_and_a_c1_jit_unless_told_otherwise():
     """The settings a job adds to the local session it starts: the quiet daemon and the JVM's C1-only JIT (a local
     job's CPU about 40% lower, jobs/spark.py LOCAL_JIT); a --conf of the user's for either key wins, and a cluster
     session gets neither."""
+    from jobs.jvm_classes import java_options
     from jobs.spark import DAEMON_KEY, DRIVER_JAVA_KEY, LOCAL_JIT, QUIET_DAEMON, local_defaults
 
-    assert local_defaults("local[2]", set()) == {DAEMON_KEY: QUIET_DAEMON, DRIVER_JAVA_KEY: LOCAL_JIT}
-    assert local_defaults(None, set()) == {DAEMON_KEY: QUIET_DAEMON, DRIVER_JAVA_KEY: LOCAL_JIT}
+    java = " ".join([LOCAL_JIT, *java_options()])       # and the class archive when there is one (test_jvm_classes)
+    assert local_defaults("local[2]", set()) == {DAEMON_KEY: QUIET_DAEMON, DRIVER_JAVA_KEY: java}
+    assert local_defaults(None, set()) == {DAEMON_KEY: QUIET_DAEMON, DRIVER_JAVA_KEY: java}
     assert local_defaults("local[*]", {DRIVER_JAVA_KEY}) == {DAEMON_KEY: QUIET_DAEMON}
     assert local_defaults("spark://h:7077", set()) == {} and local_defaults("yarn", set()) == {}
