@@ -34,7 +34,7 @@ fi
 .venv/bin/python -c 'from jobs.spark import check_java; check_java()'
 # the JVM's class archive for local jobs (jobs/jvm_classes.py: half a JVM's start-up CPU), recorded from a small
 # run of prepare/train/evaluate when missing or made with another pyspark or Java (about a minute)
-.venv/bin/python -m jobs.jvm_classes build --if-stale >&2 \
+.venv/bin/python -m jobs.record_jvm_classes --if-stale >&2 \
   || echo "warning: no JVM class archive was recorded; local jobs start without it" >&2
 if [[ "${1:-}" == test || "${1:-}" == bench ]]; then
   # every model's numba kernels, compiled now on every core instead of one after another at their first calls

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from jobs import jvm_classes
+from jobs import jvm_classes, record_jvm_classes
 from jobs.spark import DRIVER_JAVA_KEY, LOCAL_JIT, local_defaults
 from prerequisites import require
 
@@ -37,7 +37,7 @@ def test_a_failed_recording_keeps_the_old_archive_and_leaves_no_partial_file(tmp
     archive = tmp_path / "classes.jsa"
     archive.write_bytes(b"the old archive")
     with pytest.raises(RuntimeError, match="recording the JVM's classes failed"):
-        jvm_classes.build(str(archive), workdir=str(tmp_path), python=f"/bin/{child}")
+        record_jvm_classes.build(str(archive), workdir=str(tmp_path), python=f"/bin/{child}")
     assert archive.read_bytes() == b"the old archive"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["classes.jsa"]      # no partial file, no work folder
 
