@@ -1,6 +1,6 @@
 """The JVM's class archive for local Spark jobs (application class-data sharing, JDK 13+).
 
-A Spark JVM loads, parses and verifies about 13,000 classes before and during its first jobs: on 2 cores half of a
+A Spark JVM loads, parses and verifies thousands of classes before and during its first jobs: on 2 cores half of a
 small local job's start-up CPU (a session, a Parquet write and read, a Python RDD job: 18-19 CPU s without the
 archive, 9.1 with it). ``deploy/setup.sh`` records the classes a real run loads (prepare, train, evaluate on a
 tiny corpus, :mod:`jobs.record_jvm_classes`) into ``<venv>/spark-topics-jvm-classes.jsa``, and local jobs map it

@@ -75,6 +75,15 @@ def _port_open(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
+def executor_java_options() -> str:
+    """The cluster executors' JVM options: the test run's C1-only JIT and the class archive (conftest.TEST_JIT,
+    jobs/jvm_classes.py), as the session's and every job's driver get them."""
+    from conftest import TEST_JIT
+    from jobs.jvm_classes import java_options
+
+    return f"--conf=spark.executor.extraJavaOptions={' '.join([TEST_JIT, *java_options()])}"
+
+
 def submit_train(url: str, workdir, corpus, output, flags, **popen):
     """``deploy/submit.sh --master URL train ...`` with the project's code shipped to the executors, run in
     ``workdir`` with ``corpus`` and ``output`` relative to it, as a user types them (the executors run in the
@@ -88,7 +97,7 @@ def submit_train(url: str, workdir, corpus, output, flags, **popen):
     env.pop("PYTHONPATH", None)
     command = [os.path.join(REPO, "deploy", "submit.sh"), "--master", url,
                "--spark-arg", "--conf=spark.cores.max=2", "--spark-arg", "--conf=spark.executor.memory=512m",
-               "train", "--corpus", os.path.relpath(corpus, workdir), "--output", os.path.relpath(output, workdir),
+               "--spark-arg", executor_java_options(), "train", "--corpus", os.path.relpath(corpus, workdir), "--output", os.path.relpath(output, workdir),
                *map(str, flags)]
     if popen:
         return subprocess.Popen(command, cwd=str(workdir), env=env, **popen)
