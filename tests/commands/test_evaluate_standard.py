@@ -158,17 +158,5 @@ def test_select_k_without_a_heldout_part_is_refused(setup, tmp_path):
               str(tmp_path / "x")])
 
 
-def test_hybrid_names_its_objective(setup, tmp_path, caplog):
-    """Hybrid inference's objective is the kept samples' mean log joint, not an ELBO: model.json and the progress
-    lines say so (variational EM's stays "ELBO")."""
-    import logging
-
-    caplog.set_level(logging.INFO, logger="spark_topics")
-    _, corpus, (model, _), _ = setup
-    out = str(tmp_path / "hybrid")
-    assert main(["train", "--corpus", corpus, "--output", out, "--model", "lda", "--topics", "3", "--iterations",
-                 "2", "--inference", "hybrid", "--hybrid-burn-in", "1", "--hybrid-samples", "1"]) == 0
-    assert json.loads(open(f"{out}/model.json").read())["objective"] == "mean log joint of the samples"
-    assert json.loads(open(f"{model}/model.json").read())["objective"] == "ELBO"
-    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("iteration 2/2")]
-    assert lines and lines[0].endswith(tuple("0123456789")) and ": mean log joint of the samples " in lines[0]
+# hybrid inference names its objective (model.json, the progress lines): tests/commands/test_conformance.py
+# test_default_inference, whose hybrid lda and polylda are trained anyway

@@ -69,7 +69,7 @@ def evaluate_run(tiny_models, tiny_corpora_of_kind):
     env.pop("PYSPARK_GATEWAY_PORT", None)
     run = subprocess.run([sys.executable, "-m", "jobs.cli", "evaluate", "--model", model, "--corpus", corpus,
                           "--master", "local[2]", "--conf", "spark.ui.enabled=false"], cwd=short, env=env,
-                         capture_output=True, text=True, timeout=300)
+                         capture_output=True, text=True, timeout=900)
     yield run, python_tmp, java_tmp
     shutil.rmtree(short)
 
