@@ -145,23 +145,34 @@ SAMPLE_DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__fil
 
 @pytest.fixture(scope="session")
 def sample_corpus(spark_session, tmp_path_factory):
-    """sample_data/web_chapters.jsonl.gz prepared with the default options: (directory, corpus.json)."""
+    """sample_data/web_chapters.jsonl.gz prepared with the default options: (directory, corpus.json); made once per
+    run, read by both pytest-xdist workers (tests/shared_runs.py)."""
     from drivers.preparation.corpus import prepare_corpus
+    from shared_runs import made_once, run_folder
 
-    out = str(tmp_path_factory.mktemp("sample") / "corpus")
-    meta = prepare_corpus(spark_session, os.path.join(SAMPLE_DATA, "web_chapters.jsonl.gz"), out)
-    return out, meta
+    out = run_folder(tmp_path_factory) / "sample_corpus"
+    with made_once(out) as make:
+        if make:
+            prepare_corpus(spark_session, os.path.join(SAMPLE_DATA, "web_chapters.jsonl.gz"), str(out))
+    with open(out / "corpus.json") as f:
+        return str(out), json.load(f)
 
 
 @pytest.fixture(scope="session")
 def sample_model(spark_session, sample_corpus, tmp_path_factory):
+    """lda on the sample corpus (12 topics, 15 iterations, eta learnt): (directory, model.json); made once per run.
+    Read it; write elsewhere."""
     from jobs.train import train as train_lda
+    from shared_runs import made_once, run_folder
 
     corpus, _ = sample_corpus
-    out = tmp_path_factory.mktemp("sample_model") / "model"
-    meta = train_lda(spark_session, train_args(corpus, out, "--topics", 12, "--iterations", 15,
-                                                     "--tol", 0, "--seed", 1, "--optimize-eta"))
-    return out, meta
+    out = run_folder(tmp_path_factory) / "sample_model"
+    with made_once(out) as make:
+        if make:
+            train_lda(spark_session, train_args(corpus, out, "--topics", 12, "--iterations", 15, "--tol", 0,
+                                                "--seed", 1, "--optimize-eta"))
+    with open(out / "model.json") as f:
+        return out, json.load(f)
 
 
 #: the hybrid model of tests/engines/test_hybrid_train.py on ``synthetic_lda``
