@@ -1,9 +1,10 @@
 """The JVM's class archive for local Spark jobs (application class-data sharing, JDK 13+).
 
-A Spark JVM loads, parses and verifies thousands of classes before and during its first jobs: on 2 cores half of a
-small local job's start-up CPU (a session, a Parquet write and read, a Python RDD job: 18-19 CPU s without the
-archive, 9.1 with it). ``deploy/setup.sh`` records the classes a real run loads (prepare, train, evaluate on a
-tiny corpus, :mod:`jobs.record_jvm_classes`) into ``<venv>/spark-topics-jvm-classes.jsa``, and local jobs map it
+A Spark JVM loads, parses and verifies thousands of classes before and during its first jobs: on 2 cores about
+half of a small local job's start-up CPU (a session, a Parquet write and read, a Python RDD job: 22-23 CPU s
+without the archive, 12.5-15 with it, tests/bench/jvm_start_cpu.py). ``deploy/setup.sh`` records the classes a
+real run loads (prepare, train, evaluate on a tiny corpus, :mod:`jobs.record_jvm_classes`) into
+``<venv>/spark-topics-jvm-classes.jsa``, and local jobs map it
 (:func:`java_options`, added to the driver's options by :func:`jobs.spark.local_defaults` and ``deploy/submit.sh``).
 
 The JVM checks the archive against itself and the class path at start and ignores one that does not match (another
