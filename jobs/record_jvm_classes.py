@@ -59,10 +59,9 @@ def record(folder: str) -> None:
     corpus, spark = os.path.join(folder, "corpus"), ["--master", "local[2]"]
     main(["prepare", "--input", docs, "--output", corpus, *spark])
     for model, flags in (("lda-gibbs", []), ("lda", ["--inference", "variational"])):
-        out = os.path.join(folder, model)
-        main(["train", "--corpus", corpus, "--output", out, "--model", model, "--topics", "3", "--iterations", "2",
-              *flags, *spark])
-    main(["evaluate", "--model", out, "--corpus", corpus, *spark])
+        main(["train", "--corpus", corpus, "--output", os.path.join(folder, model), "--model", model, "--topics", "3",
+              "--iterations", "2", *flags, *spark])
+    main(["evaluate", "--model", os.path.join(folder, "lda"), "--corpus", corpus, *spark])
     _stop_and_wait()
 
 

@@ -97,8 +97,8 @@ def submit_train(url: str, workdir, corpus, output, flags, **popen):
     env.pop("PYTHONPATH", None)
     command = [os.path.join(REPO, "deploy", "submit.sh"), "--master", url,
                "--spark-arg", "--conf=spark.cores.max=2", "--spark-arg", "--conf=spark.executor.memory=512m",
-               "--spark-arg", executor_java_options(), "train", "--corpus", os.path.relpath(corpus, workdir), "--output", os.path.relpath(output, workdir),
-               *map(str, flags)]
+               "--spark-arg", executor_java_options(), "train", "--corpus", os.path.relpath(corpus, workdir),
+               "--output", os.path.relpath(output, workdir), *map(str, flags)]
     if popen:
         return subprocess.Popen(command, cwd=str(workdir), env=env, **popen)
     return subprocess.run(command, cwd=str(workdir), env=env, capture_output=True, text=True, timeout=420)

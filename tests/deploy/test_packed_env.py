@@ -88,7 +88,8 @@ def test_train_with_the_packed_env_on_the_standalone_cluster(standalone_cluster,
     command = [os.path.join(DEPLOY, "submit.sh"), "--master", url, "--env-archive", archive,
                "--spark-arg", "--conf=spark.cores.max=1", "--spark-arg", "--conf=spark.executor.memory=512m",
                "--spark-arg", executor_java_options(), "train", "--corpus", os.path.relpath(corpus, tmp_path),
-               "--output", "model", "--topics", "3", "--iterations", "2", "--tol", "0", "--seed", "5", "--inference", "variational"]
+               "--output", "model", "--topics", "3", "--iterations", "2", "--tol", "0", "--seed", "5",
+               "--inference", "variational"]
     apps_before = set(cluster_apps(logs))      # the cluster is shared by every cluster test of the session
     with PythonWorkers(logs) as workers:
         result = subprocess.run(command, cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=420)
