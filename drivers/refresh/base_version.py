@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from drivers import storage
 from drivers.refresh import update as refresh
-from drivers.store import model_root, publish
+from drivers.store import base_link, model_root, publish
 from inference.errors import UsageError
 
 BASE_MODE = "base"
@@ -67,17 +67,15 @@ def publish_base_version(root: str, base_dir: str, first_staging: str, first_rep
 
 
 def write_base_ledger(base_dir: str, version: str, path: str) -> None:
-    """Version 0's ledger: the base model's training documents (the ids of its doc_topics.parquet), status
-    ``base``, text unknown (as :func:`drivers.refresh.update.base_ledger`, without Spark)."""
+    """Version 0's ledger: the base model's training documents (the ids of its doc_topics.parquet, held-out rows
+    left out), status ``base``, text unknown (as :func:`drivers.refresh.update.base_ledger`, without Spark)."""
     import pyarrow as pa
-    import pyarrow.dataset as ds
 
     source = storage.join(base_dir, "doc_topics.parquet")
     ids = pa.array([], pa.string())
     if storage.exists(source):
-        filesystem, p = storage.resolve(source)
-        ids = ds.dataset(p, filesystem=filesystem, format="parquet").to_table(columns=["doc_id"]).column(0)
-        ids = ids.cast(pa.string()).combine_chunks()
+        dataset, keep = base_link.training_rows(source)
+        ids = dataset.to_table(columns=["doc_id"], filter=keep).column(0).cast(pa.string()).combine_chunks()
     n = len(ids)
     table = pa.table({"doc_id": ids, "content_hash": pa.nulls(n, pa.string()),
                       "status": pa.array(["base"] * n, pa.string()), "version": pa.array([version] * n, pa.string())})

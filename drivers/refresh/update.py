@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from drivers import storage
-from drivers.store.base_link import LEDGER
+from drivers.store.base_link import HELDOUT, LEDGER, training_rows
 from inference.constraints import AT_LEAST_0, AT_LEAST_1, NON_NEGATIVE, Constrained, Interval, Real, StrOptions
 from inference.errors import UsageError
 
@@ -132,13 +132,17 @@ INGESTED = ("new", "revision")
 
 
 def base_ledger(spark, base_dir: str, version: str):
-    """Ledger rows of a base model's training documents (its doc_topics.parquet ids; their texts are unknown)."""
+    """Ledger rows of a base model's training documents (its doc_topics.parquet ids, held-out rows left out:
+    :mod:`drivers.store.base_link`; their texts are unknown)."""
     from pyspark.sql import functions as F
 
     path = storage.join(base_dir, "doc_topics.parquet")
     if not storage.exists(path):
         return spark.createDataFrame([], ledger_schema())
-    return spark.read.parquet(path).select(
+    rows = spark.read.parquet(path)
+    if HELDOUT in rows.columns:
+        rows = rows.where(F.col(HELDOUT) == F.lit(False))
+    return rows.select(
         F.col("doc_id").cast("string").alias("doc_id"), F.lit(None).cast("string").alias("content_hash"),
         F.lit("base").alias("status"), F.lit(version).alias("version"))
 
@@ -169,16 +173,15 @@ def grow_vocabulary(known_terms, batch_terms: pd.DataFrame, pending: pd.DataFram
 
 def alpha_statistics(doc_topics_path: str) -> tuple[np.ndarray, int]:
     """(sum_d E_q[log theta_d], D) over a doc_topics table's gamma column, streamed in batches (no D x K in
-    memory): E_q[log theta_dk] = Psi(gamma_dk) - Psi(sum_k gamma_dk)."""
-    import pyarrow.dataset as ds
+    memory): E_q[log theta_dk] = Psi(gamma_dk) - Psi(sum_k gamma_dk). Its training documents only (held-out
+    rows left out: :func:`drivers.store.base_link.training_rows`)."""
     from scipy.special import digamma
 
-    filesystem, path = storage.resolve(doc_topics_path)
     total, n = None, 0
-    dataset = ds.dataset(path, filesystem=filesystem, format="parquet")
+    dataset, keep = training_rows(doc_topics_path)
     if "gamma" not in dataset.schema.names:          # a Gibbs model's (theta): no alpha statistics to keep
-        return None, dataset.count_rows()
-    for batch in dataset.to_batches(columns=["gamma"]):
+        return None, dataset.count_rows(filter=keep)
+    for batch in dataset.to_batches(columns=["gamma"], filter=keep):
         column = batch.column(0)
         if len(column) == 0:
             continue

@@ -8,6 +8,11 @@ relative to a working directory nobody recorded: such a path is never read again
 rollback rebuilt ``version=base`` from another model) but against the folder holding the root (the model) that
 stored it, and what is found there is checked against the root's ledger before it is used. (The refresh's own
 reads by stored paths, the training corpus of ``--mode batch``: :mod:`drivers.refresh.sources`.)
+
+A base model's training documents are the rows of its ``doc_topics.parquet`` whose ``heldout`` column is false,
+or every row of a table without that column: a Gibbs model trained with ``--heldout-fraction`` adds its held-out
+split's rows (``heldout`` true, in ``heldout-*.parquet`` parts), documents it never learned from. The ledgers of
+the base, its document count and the root's ``version=base`` partition all read :func:`training_rows`.
 """
 from __future__ import annotations
 
@@ -22,6 +27,8 @@ LEDGER = "ledger.parquet"
 DOC_TOPICS_FILE = "doc_topics.parquet"
 #: ledger statuses of the base model's training documents (``adopted``: met again in a batch)
 BASE_STATUSES = ("base", "adopted")
+#: the column a Gibbs model trained with --heldout-fraction adds to its doc_topics (true: a held-out document)
+HELDOUT = "heldout"
 
 
 def stored_path(value, anchor: str) -> str | None:
@@ -48,11 +55,36 @@ def base_documents(oldest_version: str) -> int | None:
     return int(pc.sum(pc.is_in(status, value_set=pa.array(BASE_STATUSES))).as_py() or 0)
 
 
-def _rows(path: str) -> int:
+def training_rows(path: str):
+    """``(dataset, filter)`` of a doc_topics table: the pyarrow dataset and the expression that keeps its training
+    documents' rows (``heldout`` false; None: the table has no such column, every row is one)."""
     import pyarrow.dataset as ds
 
     filesystem, p = storage.resolve(path)
-    return ds.dataset(p, filesystem=filesystem, format="parquet").count_rows()
+    dataset = ds.dataset(p, filesystem=filesystem, format="parquet")
+    return dataset, (ds.field(HELDOUT) == False) if HELDOUT in dataset.schema.names else None  # noqa: E712
+
+
+def training_documents(path: str) -> int:
+    """The number of training documents in a doc_topics table (:func:`training_rows`)."""
+    dataset, keep = training_rows(path)
+    return dataset.count_rows(filter=keep)
+
+
+def copy_training_rows(source: str, target: str) -> None:
+    """Copy a doc_topics table to ``target``; one with a ``heldout`` column: its training rows only, without the
+    column (part by part, a part left without rows not written), so every partition of a root's table has one row
+    per document its version holds and the same columns."""
+    dataset, keep = training_rows(source)
+    if keep is None:
+        storage.copy_tree(source, target)
+        return
+    storage.makedirs(target)
+    columns = [name for name in dataset.schema.names if name != HELDOUT]
+    for fragment in dataset.get_fragments():
+        table = fragment.to_table(schema=dataset.schema, columns=columns, filter=keep)
+        if table.num_rows:
+            storage.write_parquet(storage.join(target, fragment.path.rsplit("/", 1)[-1]), table)
 
 
 def base_doc_topics(root: str, oldest_version: str) -> str | None:
@@ -75,8 +107,8 @@ def base_doc_topics(root: str, oldest_version: str) -> str | None:
         problem = "its completion token is not the one the root recorded: another model"
     elif topics != meta.get("topics"):
         problem = f"it has {topics} topics, the root {meta.get('topics')}"
-    elif expected is not None and _rows(source) != expected:
-        problem = f"it holds {_rows(source)} documents, the root's ledger {expected}"
+    elif expected is not None and training_documents(source) != expected:
+        problem = f"it holds {training_documents(source)} training documents, the root's ledger {expected}"
     if problem:
         log.warning("%s: the document-topic table's version=base is not rebuilt from %s (the base model named by "
                     "%s): %s", root, source, storage.join(oldest_version, "model.json"), problem)

@@ -24,7 +24,7 @@ import time
 
 from drivers import storage
 from drivers.store import publish
-from drivers.store.base_link import base_doc_topics, stored_path
+from drivers.store.base_link import base_doc_topics, copy_training_rows, stored_path
 from inference.errors import DamagedError, RefusedError, UsageError
 
 LATEST = "LATEST"
@@ -190,7 +190,8 @@ def sync_doc_topics(root: str) -> list[str]:
         if name in present or source is None or not storage.exists(source):
             continue
         hidden = storage.join(table, f".{name}.{publish.new_token()}")
-        storage.copy_tree(source, hidden)
+        copy = copy_training_rows if version == BASE_PARTITION else storage.copy_tree   # the base: training rows
+        copy(source, hidden)
         storage.move(hidden, storage.join(table, name))
         changes.append(f"+{name}")
     return changes
