@@ -276,10 +276,11 @@ def test_chain_sweeps_new_samples_the_batch_given_the_old_assignments(spark_sess
 
 def test_a_base_trained_with_a_heldout_fraction_counts_its_training_documents_only(spark_session, corpora, tmp_path):
     """lda-gibbs trained with ``--heldout-fraction`` writes doc_topics rows for its held-out split too (``heldout``
-    true): documents it never learned from. A root of it counts the training documents only, in its ledgers, its
-    documents count and its table's ``version=base`` (no ``heldout`` column there), and a batch that brings a
-    held-out document ingests it as new (issue 29). The first refresh classifies by the base's ledger read with
-    Spark (``update.base_ledger``), the second by version 0's (``base_version.write_base_ledger``)."""
+    true): documents it never learned from. A root of it counts the training documents only: the batch is
+    classified by the base's ledger read with Spark (``update.base_ledger``), so a held-out document in it is new
+    (a training one adopted); version 0's ledger (``base_version.write_base_ledger``, what later refreshes read),
+    the documents counts and the table's ``version=base`` (``base_doc_topics``' check, the copy without the
+    ``heldout`` column) hold the training documents (issue 29)."""
     raw, corpus = corpora[1]["bow"]
     docs = dict(texts(40, 1, "a"))                       # the corpus' documents (its raw input)
     base = tmp_path / "held"
@@ -289,33 +290,24 @@ def test_a_base_trained_with_a_heldout_fraction_counts_its_training_documents_on
     held, trained = sorted(rows.doc_id[rows.heldout]), sorted(rows.doc_id[~rows.heldout])
     assert len(held) >= 2 and len(trained) + len(held) == 40 and rows.doc_id.is_unique
     root = tmp_path / "root"
-    batches = [[(held[0], docs[held[0]]), (trained[0], docs[trained[0]])] + texts(3, 5, "n"),
-               [(held[1], docs[held[1]]), (trained[1], docs[trained[1]])] + texts(2, 6, "m")]
-    ingested = []
-    for i, batch in enumerate(batches):
-        first = ["--base", base] if i == 0 else []
-        report = run(spark_session, "--model", root, *first, "--input", write_batch(tmp_path / f"b{i}.jsonl", batch),
-                     "--iterations", 2)
-        fresh = sorted(d for d, _ in batch if d != trained[i])
-        assert (report["documents"]["new"], report["documents"]["adopted"], report["ingested"]) == (len(fresh), 1,
-                                                                                                   len(fresh)), i
-        ingested += fresh
-        version = model_store.resolve(str(root))
-        meta = model_store.read_meta(version)["refresh"]
-        assert meta["documents"] == len(trained) + len(ingested) and meta["base_documents"] == len(trained), i
-        assert model_store.read_meta(version)["data"]["documents"] == meta["documents"], i    # the chain's
-        assert sorted(pd.read_parquet(os.path.join(version, "doc_topics.parquet")).doc_id) == fresh, i
-        ledger = model_store.read_parquet(os.path.join(version, "ledger.parquet"))
-        assert dict(zip(ledger.doc_id, ledger.status)) == {**{d: "new" for d in fresh}, trained[i]: "adopted"}, i
-    versions = model_root.chain(str(root))
-    assert len(versions) == 3
-    zero = model_root.version_dir(str(root), versions[-1])
+    fresh = held[:2] + [d for d, _ in texts(3, 5, "n")]
+    batch = [(d, docs[d]) for d in held[:2] + trained[:1]] + texts(3, 5, "n")
+    report = run(spark_session, "--model", root, "--base", base, "--input", write_batch(tmp_path / "b.jsonl", batch),
+                 "--iterations", 2)
+    assert (report["documents"]["new"], report["documents"]["adopted"], report["ingested"]) == (5, 1, 5)
+    version = model_store.resolve(str(root))
+    meta = model_store.read_meta(version)
+    assert meta["refresh"]["documents"] == len(trained) + 5 == meta["data"]["documents"]       # the chain's count
+    assert meta["refresh"]["base_documents"] == len(trained)
+    assert sorted(pd.read_parquet(os.path.join(version, "doc_topics.parquet")).doc_id) == sorted(fresh)
+    ledger = model_store.read_parquet(os.path.join(version, "ledger.parquet"))
+    assert dict(zip(ledger.doc_id, ledger.status)) == {**{d: "new" for d in fresh}, trained[0]: "adopted"}
+    zero = model_root.version_dir(str(root), model_root.chain(str(root))[-1])
     ledger = model_store.read_parquet(os.path.join(zero, "ledger.parquet"))
     assert sorted(ledger.doc_id) == trained and set(ledger.status) == {"base"}
-    assert model_store.read_meta(zero)["refresh"]["documents"] == len(trained)
-    table = root / "doc_topics"
-    in_base = pd.read_parquet(table / "version=base")
+    zero_meta = model_store.read_meta(zero)["refresh"]         # parent: the base, what base_doc_topics checks
+    assert zero_meta["documents"] == zero_meta["parent"]["documents"] == len(trained)
+    in_base = pd.read_parquet(root / "doc_topics" / "version=base")
     assert sorted(in_base.doc_id) == trained and "heldout" not in in_base.columns
-    whole = spark_session.read.parquet(str(table))
-    assert "heldout" not in whole.columns
-    assert sorted(r.doc_id for r in whole.where("version != 'base'").select("doc_id").collect()) == sorted(ingested)
+    whole = spark_session.read.parquet(str(root / "doc_topics"))
+    assert "heldout" not in whole.columns and whole.count() == len(trained) + 5
