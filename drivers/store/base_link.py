@@ -108,7 +108,7 @@ def base_doc_topics(root: str, oldest_version: str) -> str | None:
     elif topics != meta.get("topics"):
         problem = f"it has {topics} topics, the root {meta.get('topics')}"
     elif expected is not None and training_documents(source) != expected:
-        problem = f"it holds {training_documents(source)} training documents, the root's ledger {expected}"
+        problem = f"it holds {training_documents(source)} documents, the root's ledger {expected}"
     if problem:
         log.warning("%s: the document-topic table's version=base is not rebuilt from %s (the base model named by "
                     "%s): %s", root, source, storage.join(oldest_version, "model.json"), problem)
