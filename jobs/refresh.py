@@ -254,7 +254,7 @@ def _build_version(spark, request, root, current, base, base_dir, spec, history,
     if fit_dir != corpus_dir:
         storage.delete(fit_dir)
     batch_stats, n_batch = refresh.alpha_statistics(storage.join(staging, "doc_topics.parquet"))
-    if request.mode == "batch":
+    if request.mode == "batch" or (request.mode == "chain" and request.reinfer_old):   # rows for every document
         documents_total = n_batch
         stats_total = batch_stats
     else:

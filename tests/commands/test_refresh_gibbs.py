@@ -107,6 +107,7 @@ def test_a_refresh_where_the_data_are_the_same_continues_the_uninterrupted_chain
                      "--iterations", M, "--reinfer-old")
         assert report["documents"]["adopted"] == 40 and report["ingested"] == 0 and report["mode"] == "chain"
         version = model_store.resolve(str(tmp_path / "root"))
+        assert model_store.read_meta(version)["refresh"]["documents"] == 40    # --reinfer-old: not 40 + 40 rows
     else:       # the family's step alone: the command around it is the same for every Gibbs model
         version = str(tmp_path / "continued")
         request = RefreshRequest(root=str(tmp_path / "root"), input=None, iterations=M, reinfer_old=True)
