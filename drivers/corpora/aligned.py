@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from drivers import storage
-from drivers.corpora.bow import Corpus, chosen_partitions, docs_to_blocks, reading
+from drivers.corpora.bow import Corpus, chosen_partitions, docs_to_blocks, materialise_blocks, reading
 from drivers.corpora.files import CORPUS_JSON, DOCS, VOCAB, require_corpus
 from inference.errors import UsageError
 from inference.layout import VocabLayout
@@ -97,8 +97,8 @@ def load_aligned_corpus(spark, directory: str, num_partitions: int | None = None
     spark.sparkContext.setJobDescription(f"load aligned corpus {directory} into {P} blocks")
     with reading(directory):
         blocks = docs_to_blocks(tuples, P)
-        blocks.count()
+        largest_vocab = materialise_blocks(blocks)
     spark.sparkContext.setJobDescription(None)
     log.info("loaded %d aligned %s (%s) into %d blocks in %.1f s", meta["documents"],
              "documents" if separate else "tuples", ", ".join(layout.languages), P, time.perf_counter() - started)
-    return Corpus(directory, meta, vocab, blocks, P, layout)
+    return Corpus(directory, meta, vocab, blocks, P, layout, largest_vocab)

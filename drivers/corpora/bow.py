@@ -38,6 +38,7 @@ class Corpus:
     blocks: object             # RDD of (partition, DocBlock), cached
     num_partitions: int
     layout: object = None      # VocabLayout of an aligned (polylingual) corpus, else None
+    largest_block_vocab: int | None = None   # the most distinct words of a block (None: not counted yet)
 
     @property
     def vocab_size(self) -> int:
@@ -82,25 +83,54 @@ def _block_rows(batches, to_block, empty_table):
                                       "block": [pickle.dumps(block, protocol=5)]})
 
 
-def blocks_by_partition(frame, num_partitions: int, to_block, empty_table, name: str, after_load=None):
+@contextlib.contextmanager
+def without_adaptive_execution(spark, off: bool = True):
+    """Plan the DataFrames turned into RDDs in the block without adaptive query execution (``off``): AQE runs a
+    plan's shuffle as a Spark job of its own when the RDD is made, to re-plan what follows, which a frame with no
+    other shuffle than ``repartition(P, ...)`` does not need (AQE keeps a partition count given); without it the
+    shuffle is a stage of the first job that reads the RDD."""
+    key = "spark.sql.adaptive.enabled"
+    previous = spark.conf.get(key, None) if off else None
+    if off:
+        spark.conf.set(key, "false")
+    try:
+        yield
+    finally:
+        if off:
+            if previous is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, previous)
+
+
+def blocks_by_partition(frame, num_partitions: int, to_block, empty_table, name: str, after_load=None,
+                        plain: bool = False):
     """DataFrame with a ``doc_id`` column -> cached RDD of ``(partition, block)``, one block per partition.
 
     Rows are hash-partitioned by ``doc_id`` (Spark's murmur3, the same on every
     cluster) and reach Python as Arrow batches; ``to_block(table, partition)``
     turns a partition's table into its block (without a Python loop over
     documents), ``empty_table()`` stands in for a partition without rows, and
-    ``after_load(block)`` (optional) transforms every block as it is read back.
+    ``after_load(block)`` (optional) transforms every block as it is read back. ``plain``: the frame has no
+    shuffle of its own (a file read, filtered): planned without adaptive execution
+    (:func:`without_adaptive_execution`), so the blocks cost one Spark job less.
     """
     from pyspark.sql.types import BinaryType, IntegerType, StructField, StructType
 
     schema = StructType([StructField("partition", IntegerType()), StructField("block", BinaryType())])
     load = (lambda data: pickle.loads(data)) if after_load is None else \
         (lambda data: after_load(pickle.loads(data)))
-    return (frame.repartition(num_partitions, "doc_id")
-            .mapInArrow(lambda batches: _block_rows(batches, to_block, empty_table), schema)
-            .rdd.map(lambda row: (row[0], load(row[1])))
-            .setName(name)
-            .cache())
+    with without_adaptive_execution(frame.sparkSession, plain):
+        rows = (frame.repartition(num_partitions, "doc_id")
+                .mapInArrow(lambda batches: _block_rows(batches, to_block, empty_table), schema).rdd)
+    return rows.map(lambda row: (row[0], load(row[1]))).setName(name).cache()
+
+
+def materialise_blocks(blocks) -> int:
+    """Fill the cache of ``blocks`` (so that iteration timings are iterations only) in one job that also returns the
+    most distinct words of a block (what a task's Python memory is sized from,
+    :func:`drivers.families.variational.shared.check_python_memory`)."""
+    return int(blocks.map(lambda item: len(item[1].vocab_ids)).max())
 
 
 def empty_docs_table():
@@ -116,10 +146,11 @@ def docs_block(table, _partition=None) -> DocBlock:
     return DocBlock.from_arrow(table.sort_by("doc_id"))
 
 
-def docs_to_blocks(docs_df, num_partitions: int):
-    """DataFrame (doc_id, term_ids, counts) -> cached RDD of (partition, DocBlock), converted to CSR."""
+def docs_to_blocks(docs_df, num_partitions: int, plain: bool = False):
+    """DataFrame (doc_id, term_ids, counts) -> cached RDD of (partition, DocBlock), converted to CSR (``plain``: as
+    :func:`blocks_by_partition`)."""
     return blocks_by_partition(docs_df.select("doc_id", "term_ids", "counts"), num_partitions, docs_block,
-                               empty_docs_table, "corpus blocks")
+                               empty_docs_table, "corpus blocks", plain=plain)
 
 
 @contextlib.contextmanager
@@ -154,8 +185,8 @@ def load_corpus(spark, directory: str, num_partitions: int | None = None) -> Cor
     started = time.perf_counter()
     spark.sparkContext.setJobDescription(f"load corpus {directory} into {P} document blocks")
     with reading(directory):
-        blocks = docs_to_blocks(spark.read.parquet(storage.join(directory, DOCS)), P)
-        n_blocks = blocks.count()  # materialise the cache now, so iteration timings are iterations only
+        blocks = docs_to_blocks(spark.read.parquet(storage.join(directory, DOCS)), P, plain=True)
+        largest_vocab = materialise_blocks(blocks)
     spark.sparkContext.setJobDescription(None)
-    log.info("loaded %s documents into %d blocks in %.1f s", meta["documents"], n_blocks, time.perf_counter() - started)
-    return Corpus(directory, meta, vocab, blocks, P)
+    log.info("loaded %s documents into %d blocks in %.1f s", meta["documents"], P, time.perf_counter() - started)
+    return Corpus(directory, meta, vocab, blocks, P, largest_block_vocab=largest_vocab)

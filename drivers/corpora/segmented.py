@@ -232,7 +232,7 @@ def load_segmented_corpus(spark, directory: str, num_partitions: int | None = No
         blocks = blocks_by_partition(
             frame, P, lambda table, partition: _checked_block(table, partition, source, V),
             _empty_segments_table if segmented else empty_docs_table, f"segmented blocks {directory} ({split})",
-            after_load=permute)
+            after_load=permute, plain=aligned_frame is None)
         sizes = blocks.map(lambda pb: (pb[0], pb[1].n_docs, pb[1].n_segments, pb[1].n_tokens)).collect()
     spark.sparkContext.setJobDescription(None)
     if sorted(s[0] for s in sizes) != list(range(P)):

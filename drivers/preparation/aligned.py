@@ -123,10 +123,14 @@ def _prepare_aligned_into(spark, input_path: str, staging: str, output_dir: str,
     id_column, text_column = options.get("id_column", "id"), options.get("text_column", "text")
     rows = read_aligned_rows(spark, input_path, fmt, id_column, text_column, lang_column).cache()
     try:
-        input_rows = rows.count()
+        # one job: the rows by reject reason, the valid ones by language
+        groups = rows.groupBy("reason", F.when(F.col("reason").isNull(), F.col("lang")).alias("lang")).count() \
+            .collect()
+        input_rows = sum(int(g["count"]) for g in groups)
         if input_rows == 0:
             raise PrepareError(f"no input rows in {input_path}")
-        languages = sorted(r[0] for r in rows.where(F.col("reason").isNull()).select("lang").distinct().collect())
+        languages = sorted(g["lang"] for g in groups if g["reason"] is None and g["lang"] is not None)
+        split_rejected = {g["reason"]: int(g["count"]) for g in groups if g["reason"] is not None}
         if not languages:
             raise PrepareError(f"no row of {input_path} has a language in column {lang_column!r}")
         vocab_of = _vocabularies(options.pop("vocab", None), languages)
@@ -140,7 +144,6 @@ def _prepare_aligned_into(spark, input_path: str, staging: str, output_dir: str,
         if holdout_fraction > 0:
             valid.where(heldout).write.mode("overwrite").partitionBy("lang") \
                 .parquet(storage.join(staging, SPLIT_DIR + "_heldout"))
-        split_rejected = dict(rejects.groupBy("reason").count().collect())
     finally:
         rows.unpersist()
 
@@ -207,11 +210,13 @@ def write_aligned_summary(spark, output_dir: str, languages, per_language: dict,
     for lang in languages:
         d = spark.read.parquet(storage.join(output_dir, lang, "docs.parquet")).select("doc_id", F.lit(lang).alias("lang"))
         docs = d if docs is None else docs.unionByName(d)
-    per_tuple = docs.groupBy("doc_id").agg(F.collect_set("lang").alias("langs")).cache()
-    n_tuples = per_tuple.count()
-    complete = per_tuple.where(F.size("langs") == len(languages)).count()
-    missing = {lang: per_tuple.where(~F.array_contains("langs", lang)).count() for lang in languages}
-    per_tuple.unpersist()
+    per_tuple = docs.groupBy("doc_id").agg(F.collect_set("lang").alias("langs"))
+    counted = per_tuple.agg(F.count(F.lit(1)).alias("tuples"),
+                            F.count_if(F.size("langs") == len(languages)).alias("complete"),
+                            *[F.count_if(~F.array_contains("langs", lang)).alias(f"missing_{i}")
+                              for i, lang in enumerate(languages)]).first()     # one aggregation, one job
+    n_tuples, complete = counted["tuples"], counted["complete"]
+    missing = {lang: counted[f"missing_{i}"] for i, lang in enumerate(languages)}
     corpus = {
         "format_version": 1, "aligned": True, "languages": list(languages), "lang_column": lang_column,
         "documents": int(n_tuples),

@@ -155,11 +155,12 @@ def _prepare_into(spark: SparkSession, input_path: str, staging: str, fmt: str,
                 rows_of_part(read_input(spark, input_path, fmt, read_opts), opts.holdout))))
         else:
             rows = cache.add(flag_duplicates(rows_of_part(read_input(spark, input_path, fmt, opts), opts.holdout)))
-        input_rows = rows.count()
+        counted = rows.agg(F.count(F.lit(1)).alias("rows"), F.count_if(F.col("reason").isNull()).alias("valid")) \
+            .first()                    # one job: the input rows and those to tokenise
+        input_rows, n_candidates = int(counted["rows"]), int(counted["valid"])
         if input_rows == 0:
             raise PrepareError(f"no input rows in {input_path} (read as {fmt})")
         candidates = rows.where(F.col("reason").isNull())
-        n_candidates = candidates.count()
         log.debug("%d input rows, %d to tokenise", input_rows, n_candidates)
 
         tokens = tokenize(candidates.select("doc_id", "text"), "text", "tokens",
@@ -173,14 +174,14 @@ def _prepare_into(spark: SparkSession, input_path: str, staging: str, fmt: str,
             vocab = cache.add(build_vocabulary(term_counts, n_candidates, opts, cache))
         docs = cache.add(document_vectors(candidates, term_counts, vocab, opts.keep_columns))
 
-        write_vocabulary(vocab, path(VOCAB))
+        vocab_size = write_vocabulary(vocab, path(VOCAB))
         log.debug("wrote %s", path(VOCAB))
-        write_documents(docs, path(DOCS), opts.partitions, opts.keep_columns)
+        documents = write_documents(docs, path(DOCS), opts.partitions, opts.keep_columns)
         log.debug("wrote %s", path(DOCS))
-        write_rejects(rows, docs, path(REJECTS))
+        rejects = write_rejects(rows, docs, path(REJECTS))
         log.debug("wrote %s", path(REJECTS))
         write_stopwords(staging, stopwords)
-        corpus = corpus_summary(spark, staging, input_path, input_rows, fmt, opts)
+        corpus = corpus_summary(input_path, input_rows, vocab_size, documents, rejects, fmt, opts)
         if opts.segments and corpus["documents"]:
             corpus["segmentation"] = segments_mod.write_segments(
                 spark, candidates.select("doc_id", "text"), vocab, path(DOCS), path(SEGMENTS), opts.segments,

@@ -1,7 +1,7 @@
 """Writing the corpus format (:mod:`drivers.corpora.files`), one writer for every producer of a corpus (``prepare``
 on Spark and in this process, the Spark ML API's corpus of vectors, refresh's union of batches): the vocabulary, the
-documents in input order, the rejected rows, the stop words, and corpus.json (its counts read back from the files
-written on Spark, counted as written in this process)."""
+documents in input order, the rejected rows, the stop words, and corpus.json (its counts observed on the rows the
+Spark writes write, in the same jobs, or counted as written in this process)."""
 from __future__ import annotations
 
 import dataclasses
@@ -9,7 +9,7 @@ import json
 
 import numpy as np
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 
 from drivers import storage
@@ -22,48 +22,64 @@ FORMAT_VERSION = 1
 REJECTS_SCHEMA = rejects_schema()
 
 
-def write_vocabulary(vocab: DataFrame, path: str) -> None:
+def write_vocabulary(vocab: DataFrame, path: str) -> int:
+    """``vocab.parquet``; returns the number of terms written (observed in the write's own job)."""
+    written = Observation("vocabulary written")
     (vocab.select("term", F.col("id").cast("int"), F.col("df").cast("long"), F.col("cf").cast("long"))
-     .coalesce(1).sortWithinPartitions("id").write.parquet(path))
+     .coalesce(1).sortWithinPartitions("id")
+     .observe(written, F.count(F.lit(1)).alias("terms")).write.parquet(path))
+    return int(written.get["terms"])
 
 
-def write_documents(docs: DataFrame, path: str, partitions: int | None, keep=()) -> None:
-    """Non-empty documents in input order, in ``partitions`` files when given, with the ``keep`` columns."""
+def write_documents(docs: DataFrame, path: str, partitions: int | None, keep=()) -> dict:
+    """Non-empty documents in input order, in ``partitions`` files when given, with the ``keep`` columns; returns
+    the documents, tokens and out-of-vocabulary tokens written (``n``, ``tokens``, ``oov``: observed in the write's
+    own job, on the rows it writes)."""
     kept = docs.where(F.col("n_tokens") > 0)
     if partitions:
         kept = kept.repartitionByRange(partitions, "order").sortWithinPartitions("order")
     else:
         kept = kept.orderBy("order")
-    kept.select("doc_id", F.col("term_ids").cast("array<int>"), F.col("counts").cast("array<int>"),
-                F.col("n_tokens").cast("int"), F.col("n_oov").cast("int"), *keep).write.parquet(path)
+    written = Observation("documents written")
+    (kept.select("doc_id", F.col("term_ids").cast("array<int>"), F.col("counts").cast("array<int>"),
+                 F.col("n_tokens").cast("int"), F.col("n_oov").cast("int"), *keep)
+     .observe(written, F.count(F.lit(1)).alias("n"), F.sum("n_tokens").alias("tokens"),
+              F.sum("n_oov").alias("oov"))
+     .write.parquet(path))
+    counts = written.get
+    return {name: int(counts[name] or 0) for name in ("n", "tokens", "oov")}
 
 
-def write_rejects(rows: DataFrame, docs: DataFrame, path: str) -> None:
-    """All rejected rows, in input order: read-time, duplicate_id and empty rejects."""
+def write_rejects(rows: DataFrame, docs: DataFrame, path: str) -> dict:
+    """All rejected rows, in input order: read-time, duplicate_id and empty rejects; returns the rows written per
+    reason (observed in the write's own job; a reason outside :data:`REJECT_REASONS` counts under None)."""
     empty_ids = docs.where(F.col("n_tokens") == 0).select("doc_id")
     empty = (rows.where(F.col("reason").isNull()).join(empty_ids, "doc_id", "left_semi")
              .withColumn("reason", F.lit("empty")))
     rejects = rows.where(F.col("reason").isNotNull()).unionByName(empty)
+    written = Observation("rejects written")
+    per_reason = [F.sum(F.when(F.col("reason") == reason, 1).otherwise(0)).alias(reason) for reason in REJECT_REASONS]
     (rejects.orderBy("order")
      .select(F.col("doc_id").alias("id"), "reason", "source",
              F.substring(F.coalesce("raw", "text"), 1, RAW_MAX_CHARS).alias("raw"))
+     .observe(written, F.count(F.lit(1)).alias("rows"), *per_reason)
      .write.option("ignoreNullFields", False).json(path))
+    counts = written.get
+    rejected = {reason: int(counts[reason] or 0) for reason in REJECT_REASONS}
+    other = int(counts["rows"]) - sum(rejected.values())
+    return dict(rejected, **({None: other} if other else {}))
 
 
-def corpus_summary(spark: SparkSession, output_dir: str, input_path: str, input_rows: int,
-                    fmt: str, opts: PrepareOptions) -> dict:
-    """The ``corpus.json`` dictionary, counted from the files just written."""
-    path = in_directory(output_dir)
-    docs = spark.read.parquet(path(DOCS)).agg(
-        F.count("*").alias("n"), F.sum("n_tokens").alias("tokens"), F.sum("n_oov").alias("oov")).first()
-    vocab_size = spark.read.parquet(path(VOCAB)).count()
-    counts = dict(spark.read.schema(REJECTS_SCHEMA).json(path(REJECTS))
-                  .groupBy("reason").count().collect())
-    rejected = {reason: int(counts.pop(reason, 0)) for reason in REJECT_REASONS}
-    if counts or input_rows != docs.n + sum(rejected.values()):
-        raise RuntimeError(f"internal error: {input_rows} input rows but {docs.n} documents "
-                           f"and rejects {rejected} (other: {counts})")
-    return corpus_record(docs.n, vocab_size, docs.tokens or 0, docs.oov or 0, input_rows, rejected,
+def corpus_summary(input_path: str, input_rows: int, vocab_size: int, documents: dict, rejects: dict,
+                   fmt: str, opts: PrepareOptions) -> dict:
+    """The ``corpus.json`` dictionary from the counts the writes observed (:func:`write_vocabulary`,
+    :func:`write_documents`, :func:`write_rejects`), checked against the input rows."""
+    rejected = {reason: int(rejects.get(reason, 0)) for reason in REJECT_REASONS}
+    other = {reason: n for reason, n in rejects.items() if reason not in REJECT_REASONS}
+    if other or input_rows != documents["n"] + sum(rejected.values()):
+        raise RuntimeError(f"internal error: {input_rows} input rows but {documents['n']} documents "
+                           f"and rejects {rejected} (other: {other})")
+    return corpus_record(documents["n"], vocab_size, documents["tokens"], documents["oov"], input_rows, rejected,
                          options_record(input_path, fmt, opts))
 
 

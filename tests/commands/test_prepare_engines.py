@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from corpus_files import corpus_content
+from spark_jobs import counted_jobs
 from drivers.preparation.corpus import prepare_corpus
 from drivers.preparation.in_process.tokens import Tokenizer
 from drivers.preparation.in_process.reading import NeedsSpark
@@ -32,14 +33,18 @@ def no_spark():
     raise AssertionError("Spark was started for an input prepared in this process")
 
 
-def both(spark, input_path, tmp_path, name, **options):
-    """Prepare ``input_path`` with each engine; returns the two corpora's contents."""
+def both(spark, input_path, tmp_path, name, jobs=None, **options):
+    """Prepare ``input_path`` with each engine; returns the two corpora's contents (``jobs``: a list that gets the
+    call sites of the Spark engine's jobs)."""
     options = {"min_df": 1, "max_df": 1.0, **options}
     contents = []
     for engine, session in (("spark", spark), ("in-process", no_spark)):
         out = tmp_path / f"{name}-{engine}"
-        prepare_corpus(session, str(input_path), str(out), engine, **options)
+        with counted_jobs(spark) as ran:
+            prepare_corpus(session, str(input_path), str(out), engine, **options)
         contents.append(corpus_content(str(out)))
+        if engine == "spark" and jobs is not None:
+            jobs.extend(ran)
     return contents
 
 
@@ -66,9 +71,13 @@ def test_jsonl_with_every_kind_of_row_segments_and_kept_columns(spark_session, t
         b'{"id": "stop", "text": "the and of it", "date": "x"}',
     ]
     path = write_lines(tmp_path / "docs.jsonl", lines)
-    spark_corpus, local_corpus = both(spark_session, path, tmp_path, "jsonl", segments="sentence", ordered=True,
+    jobs = []
+    spark_corpus, local_corpus = both(spark_session, path, tmp_path, "jsonl", jobs, segments="sentence", ordered=True,
                                       keep_columns=("date",))
     assert_same(spark_corpus, local_corpus)
+    # corpus.json's counts are observed by the jobs that write the files (no job reads them back) and the input
+    # rows and those to tokenise are counted in one job: 41 Spark jobs here (AQE runs each shuffle as a job), 48 before
+    assert len(jobs) <= 42, jobs
     assert {r["reason"] for r in local_corpus["rejects"]} == {"malformed", "invalid_encoding", "duplicate_id",
                                                               "empty"}
     assert local_corpus["corpus.json"]["segmentation"]["segments"] > len(TRICKY)

@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 from conftest import train_args
+from spark_jobs import counted_jobs
 from standalone import cluster_apps, submit_train
 from drivers.engines.gibbs.engine import GibbsEngine
 from drivers.engines.gibbs.settings import GibbsSettings, SampleSchedule
@@ -152,8 +153,11 @@ def test_resident_and_one_job_per_synchronisation_give_the_same_model(spark_sess
         if (name, extra, mode) == ("lda-gibbs", (), "jobs"):
             runs[mode], dirs[mode] = lda_gibbs_jobs
         else:
-            runs[mode] = train.train(spark_session, train_args(corpus, tmp_path / mode, *flags, "--sync", mode))
+            with counted_jobs(spark_session) as jobs:
+                runs[mode] = train.train(spark_session, train_args(corpus, tmp_path / mode, *flags, "--sync", mode))
             dirs[mode] = tmp_path / mode
+            if mode == "resident":   # the schema of docs.parquet, the blocks, the start, the stage, the outputs
+                assert len(jobs) <= 5, jobs
     assert runs["resident"]["sync"] == "resident" and runs["jobs"]["sync"] == "jobs"
     _same_chain(runs, dirs)
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from drivers import storage
-from drivers.corpora.bow import Corpus
+from drivers.corpora.bow import Corpus, materialise_blocks
 from drivers.engines.memory import python_memory_check, variational_task_bytes
 from drivers.engines.variational.checkpoint import Checkpointer
 from drivers.store import outputs
@@ -44,9 +44,11 @@ class VariationalTraining(Constrained):
 def check_python_memory(sc, corpus: Corpus, num_topics: int, reducers: int | None) -> None:
     """Size the tasks' Python memory from the model (the largest partition vocabulary x K, K/R x V) and refuse
     a run that cannot fit before the first iteration (:func:`drivers.engines.memory.python_memory_check`)."""
-    sc.setJobDescription("train: the largest partition vocabulary (Python memory of a task)")
-    local_vocab = corpus.blocks.map(lambda item: len(item[1].vocab_ids)).max()
-    sc.setJobDescription(None)
+    local_vocab = corpus.largest_block_vocab      # counted as the corpus was loaded
+    if local_vocab is None:
+        sc.setJobDescription("train: the largest partition vocabulary (Python memory of a task)")
+        local_vocab = materialise_blocks(corpus.blocks)
+        sc.setJobDescription(None)
     num_reducers = TopicPartitioner.for_topics(num_topics, reducers, sc.defaultParallelism).num_reducers
     task = variational_task_bytes(num_topics, corpus.vocab_size, int(local_vocab), num_reducers)
     log.info(python_memory_check(task, sc.master, dict(sc.getConf().getAll()), sc.defaultParallelism))
