@@ -93,7 +93,11 @@ class VariationalEngine:
         self.checkpointer = Checkpointer(checkpoint_dir)
 
     def fit(self, blocks, num_partitions: int, vocab_size: int, resume: bool = False,
-            fingerprint: dict | None = None, on_iteration=None) -> FitResult:
+            fingerprint: dict | None = None, on_iteration=None, final_outputs=None) -> FitResult:
+        """``final_outputs(partition, block, state)``: run by the mappers of iteration ``max_iterations`` after
+        they write their state (the run's outputs written by the last iteration's job instead of a job of their
+        own; ``FitResult.outputs_written`` says whether it ran: not when EM converged earlier or a resumed run
+        had no iteration left)."""
         s = self.settings
         K, V = s.num_topics, vocab_size
         layout = self.layout or VocabLayout.monolingual(V)
@@ -128,9 +132,10 @@ class VariationalEngine:
             prior_terms, entropy_terms = write_start(topics_in, lambda_, self.prior, layout, mean_weights)
             del lambda_
 
-        t = start
+        t, outputs_written = start, False
         while t < s.max_iterations and not converged:
             t += 1
+            outputs_now = final_outputs if t == s.max_iterations else None
             began = time.perf_counter()
             self.sc.setJobDescription(f"LDA iteration {t}/{s.max_iterations}: "
                                       f"{self.local_step.name} -> {partitioner!r} -> lambda reducers")
@@ -144,12 +149,13 @@ class VariationalEngine:
                    .mapPartitionsWithIndex(partial(mapper_task, local_step=self.local_step, plan=estep,
                                                    bc_alpha=bc_alpha, topics_in=topics_in, state_in=state_in,
                                                    state_out=self.checkpointer.gamma_dir(t),
-                                                   topic_groups=record_groups))
+                                                   topic_groups=record_groups, final_outputs=outputs_now))
                    .repartitionAndSortWithinPartitions(partitioner.num_reducers, partitioner)
                    .mapPartitionsWithIndex(partial(reducer_task, bc_structure=bc_structure, update=update,
                                                    num_statistics=K + len(TOTALS), topics_in=topics_in,
                                                    topics_out=topics_out, mean_weights=mean_weights)))
             results = collect_checked(job, f"iteration {t}/{s.max_iterations}")
+            outputs_written = outputs_now is not None
             job_seconds = time.perf_counter() - began
             bc_alpha.destroy()
             bc_structure.destroy()
@@ -211,7 +217,7 @@ class VariationalEngine:
         if converged:
             log.info("converged after %d iterations (|relative ELBO change| < %g)", t, s.tol)
         return FitResult(topics_in.lambda_matrix(), alpha, self.prior, trace.records, t, converged,
-                         self.checkpointer.gamma_dir(t), num_partitions)
+                         self.checkpointer.gamma_dir(t), num_partitions, outputs_written)
 
     def _topic_files(self, iteration: int, num_reducers: int, num_topics: int) -> TopicFiles:
         return TopicFiles(self.checkpointer.topics_dir(iteration), num_topics, num_reducers)

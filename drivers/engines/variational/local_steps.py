@@ -19,6 +19,7 @@ class EStep:
 
     name = "E-step"
     mean_weights = False     # the mappers get E_q[log beta] (eq 3.4)
+    gamma_needs_alpha = False   # gamma is the state: a mapper of the last iteration has the model's gamma
 
     def __init__(self, settings: EMSettings):
         self.settings = settings
@@ -62,6 +63,7 @@ class HybridStep:
 
     name = "hybrid sampling"
     objective_name = "log_joint"
+    gamma_needs_alpha = True    # gamma = alpha + counts, with the alpha of the last M-step (after the mappers)
 
     def __init__(self, seed: int, burn_in: int = 5, samples: int = 5, mean_weights: bool = False,
                  alpha_warmup: int | None = None):

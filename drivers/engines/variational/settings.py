@@ -87,6 +87,8 @@ class FitResult:
     converged: bool
     gamma_dir: str
     num_partitions: int
+    #: the ``final_outputs`` of :meth:`VariationalEngine.fit` were written by the last iteration's mappers
+    outputs_written: bool = False
 
     def meta(self) -> dict:
         """What model.json records of the run, the same for ``train`` and ``refresh``."""

@@ -26,8 +26,9 @@ def collect_checked(job, when: str) -> list:
 
 
 def mapper_task(partition, blocks, local_step, plan, bc_alpha, topics_in: TopicFiles, state_in, state_out,
-                 topic_groups):
-    """Spark task: the local step over one partition (Alg. 1 with in-mapper combining)."""
+                 topic_groups, final_outputs=None):
+    """Spark task: the local step over one partition (Alg. 1 with in-mapper combining); ``final_outputs(partition,
+    block, new state)``, when given, writes the partition's outputs of the run's last iteration."""
     alpha = bc_alpha.value
     for block_partition, block in blocks:
         if block_partition != partition:
@@ -37,6 +38,8 @@ def mapper_task(partition, blocks, local_step, plan, bc_alpha, topics_in: TopicF
                                                         topics_in.log_word_weights(block.vocab_ids), alpha, plan,
                                                         topic_groups)
         storage.save_npy(Checkpointer.gamma_file(state_out, partition), new_state)
+        if final_outputs is not None:
+            final_outputs(partition, block, new_state)
         for first_topic, record in records:
             yield (first_topic, partition), record
         yield (STATISTICS_KEY, partition), (partition, statistics)

@@ -43,7 +43,8 @@ from drivers.families.variational.evaluate import (evaluate_aligned, evaluate_mo
 from drivers.families.variational import infer_in_process as in_process
 from drivers.families.variational.infer import infer_documents, name_words
 from drivers.families.variational.refresh import refresh_model
-from drivers.families.variational.shared import VariationalTraining, check_python_memory, write_doc_topics
+from drivers.families.variational.shared import (VariationalTraining, check_python_memory, doc_topics_writer,
+                                                 write_doc_topics)
 from drivers.corpora import tokenizer
 from drivers.store import model_store, outputs, publish, topics_text
 from drivers.store.model_store import load_model
@@ -221,9 +222,13 @@ class VariationalFamily(ModelFamily):
             fingerprint["inference"] = [e.inference, e.hybrid_burn_in, e.hybrid_samples, e.hybrid_weights]
             if e.hybrid_alpha_warmup != -1:
                 fingerprint["inference"].append(e.hybrid_alpha_warmup)
+        doc_topics = storage.join(request.output, "doc_topics.parquet")
+        storage.delete(doc_topics)          # the last iteration writes it, when its state is the model's gamma
         try:
             result = engine.fit(corpus.blocks, corpus.num_partitions, V, resume=request.resume,
-                                fingerprint=fingerprint)
+                                fingerprint=fingerprint,
+                                final_outputs=None if local_step.gamma_needs_alpha else
+                                doc_topics_writer(doc_topics, prior.topic_names))
         except FloatingPointError as exc:
             raise FloatingPointError(name_words(str(exc), corpus.vocab)) from None
 
@@ -255,8 +260,9 @@ class VariationalFamily(ModelFamily):
             model_store.save_prior(request.output, result.prior, prior.topic_names, corpus.vocab)
         if prior.spec is not None:
             storage.save_json(storage.join(request.output, model_store.PRIOR_SPEC), prior.spec)
-        write_doc_topics(spark, corpus.blocks, result.gamma_dir, storage.join(request.output, "doc_topics.parquet"),
-                         prior.topic_names, local_step, result.alpha)
+        if not result.outputs_written:     # EM converged before the last iteration, or hybrid's gamma needs alpha
+            write_doc_topics(spark, corpus.blocks, result.gamma_dir, doc_topics, prior.topic_names, local_step,
+                             result.alpha)
         if meta["elbo_trace"]:
             outputs.plot_elbo(storage.join(request.output, "elbo.png"), meta["elbo_trace"], hybrid=e.inference == "hybrid")
         tokenizer.save_tokenizer(request.output, request.corpus,

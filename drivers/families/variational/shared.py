@@ -54,6 +54,18 @@ def check_python_memory(sc, corpus: Corpus, num_topics: int, reducers: int | Non
     log.info(python_memory_check(task, sc.master, dict(sc.getConf().getAll()), sc.defaultParallelism))
 
 
+def doc_topics_writer(path: str, topic_names: list | None = None):
+    """``(partition, block, gamma) -> None``: a partition's part of ``path`` as :func:`write_doc_topics` writes it,
+    for the mappers of the last EM iteration (:meth:`VariationalEngine.fit`'s ``final_outputs``) of a local step
+    whose state is gamma."""
+    names = list(topic_names) if topic_names else None
+
+    def write(partition, block, gamma):
+        storage.write_parquet(storage.join(path, f"part-{partition:05d}.parquet"),
+                              outputs.doc_topics_table(block.doc_ids, gamma, names))
+    return write
+
+
 def write_doc_topics(spark, blocks, gamma_dir: str, path: str, topic_names: list | None = None, local_step=None,
                      alpha=None) -> int:
     """doc_id, gamma, theta for every training document, from the last local step's state files (the E-step's
