@@ -134,3 +134,31 @@ def test_a_local_job_runs_the_quiet_daemon_and_a_c1_jit_unless_told_otherwise():
     assert local_defaults(None, set()) == {DAEMON_KEY: QUIET_DAEMON, DRIVER_JAVA_KEY: java}
     assert local_defaults("local[*]", {DRIVER_JAVA_KEY}) == {DAEMON_KEY: QUIET_DAEMON}
     assert local_defaults("spark://h:7077", set()) == {} and local_defaults("yarn", set()) == {}
+
+
+def test_the_session_daemon_forks_warm_workers(spark_session):
+    """A Python worker of a local session starts warm (jobs/quiet_daemon.py): PySpark from its installed package,
+    not compiled from ``pyspark.zip``; the project's modules, pandas and numba imported by the daemon before it
+    forked; what the daemon imported frozen out of the garbage collector that PySpark runs after every task."""
+    def worker_state(_):
+        import gc
+        import sys
+
+        import pyspark
+        return pyspark.__file__, gc.get_freeze_count(), sorted(
+            name for name in ("drivers.engines.variational.local_steps", "inference.mapper", "pandas", "numba")
+            if name in sys.modules)
+
+    path, frozen, modules = spark_session.sparkContext.parallelize([0], 1).map(worker_state).collect()[0]
+    assert "pyspark.zip" not in path, path
+    assert frozen > 10_000, frozen
+    assert modules == ["drivers.engines.variational.local_steps", "inference.mapper", "numba", "pandas"]
+
+
+def test_the_daemon_preloads_every_module_and_prints_nothing():
+    """Every module of the project's packages imports in the daemon (none left to the workers), and nothing reaches
+    the daemon's stdout, where it tells the JVM its port."""
+    run = subprocess.run([sys.executable, "-c", "from jobs.quiet_daemon import preload; failed = preload()\n"
+                          "import sys; sys.stderr.write(repr(failed))"],
+                         capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert run.returncode == 0 and run.stdout == "" and run.stderr.endswith("[]"), (run.stdout, run.stderr[-2000:])
