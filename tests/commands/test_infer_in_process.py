@@ -101,3 +101,26 @@ def test_master_none_names_what_needs_spark(spark_session, models, tiny_corpora_
               "--output", str(tmp_path / "aligned"), "--master", "none"])
     with pytest.raises(SystemExit, match="--master none: spark-topics train runs on Spark"):
         main(["train", "--corpus", corpus, "--output", str(tmp_path / "m"), "--topics", "2", "--master", "none"])
+
+
+def test_blocks_of_documents_give_the_same_table_and_a_progress_line(models, tmp_path, monkeypatch, caplog):
+    """The fold-in in blocks of a few documents gives the one-block table bit for bit, with a progress line per
+    block when each takes longer than the line's interval (a clock that moves 11 s per look)."""
+    import itertools
+    import logging
+    import time
+
+    from drivers.families.variational.infer_in_process import infer_in_process
+    from drivers.store.model_store import load_model
+
+    model = load_model(models["lda"])
+    corpus = model.meta["data"]["corpus"]                  # the tiny corpus it was trained on
+    infer_in_process(model, corpus, str(tmp_path / "one"))
+    ticks = itertools.count(0.0, 11.0)
+    monkeypatch.setattr(time, "perf_counter", lambda: next(ticks))
+    with caplog.at_level(logging.INFO, logger="spark_topics.infer"):
+        infer_in_process(model, corpus, str(tmp_path / "blocks"), block_documents=7)
+    pd.testing.assert_frame_equal(doc_topics(tmp_path / "blocks" / "doc_topics.parquet"),
+                                  doc_topics(tmp_path / "one" / "doc_topics.parquet"), check_exact=True)
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("infer: document blocks")]
+    assert lines and "left" in lines[0], lines

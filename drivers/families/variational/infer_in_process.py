@@ -1,9 +1,11 @@
-"""``infer`` of a small corpus in this process, without Spark: the fold-in E-step of :func:`infer_task` over all
-documents as one block, and ``doc_topics.parquet`` with the rows and columns the Spark job writes
-(``tests/commands/test_infer_in_process.py`` compares the two). Every document's gamma is fitted alone (the kernel
-converges per document), so one block gives the numbers of any partitioning."""
+"""``infer`` of a small corpus in this process, without Spark: the fold-in E-step of :func:`infer_task` over the
+documents in blocks of :data:`BLOCK_DOCUMENTS` (a progress line with the time left every few seconds), and
+``doc_topics.parquet`` with the rows and columns the Spark job writes (``tests/commands/test_infer_in_process.py``
+compares the two). Every document's gamma is fitted alone (the kernel converges per document), so any blocks give
+the numbers of any partitioning."""
 from __future__ import annotations
 
+import logging
 import os
 
 import pyarrow as pa
@@ -13,12 +15,18 @@ from drivers.corpora.bow import open_corpus_meta
 from drivers.corpora.files import DOCS, REJECTS
 from drivers.corpora.in_process import why_not_in_process as corpus_why_not_in_process
 from drivers.families.variational.infer import exp_elogbeta
+from drivers.progress import ticking
 from drivers.store.model_store import require_same_vocabulary
 from drivers.store.topic_model import TopicModel
 from inference.blocks import DocBlock
 from inference.errors import UsageError
 from inference.heldout import fold_in
 from inference.mapper import EStepSettings
+
+log = logging.getLogger("spark_topics.infer")
+
+#: documents folded in at a time (between two looks at the clock for the progress line)
+BLOCK_DOCUMENTS = 2000
 
 
 def why_not_in_process(model: TopicModel, corpus_dir: str, lang: str | None) -> str | None:
@@ -29,7 +37,7 @@ def why_not_in_process(model: TopicModel, corpus_dir: str, lang: str | None) -> 
 
 
 def infer_in_process(model: TopicModel, corpus_dir: str, output_dir: str, options: EStepSettings | None = None,
-                     lang: str | None = None) -> dict:
+                     lang: str | None = None, block_documents: int = BLOCK_DOCUMENTS) -> dict:
     """As :func:`drivers.families.variational.infer.infer_documents`, in this process."""
     options = options or EStepSettings()
     if model.languages:
@@ -42,13 +50,18 @@ def infer_in_process(model: TopicModel, corpus_dir: str, output_dir: str, option
     require_same_vocabulary(model, VocabOf(corpus_dir, vocab))
     docs = pq.read_table(os.path.join(corpus_dir, DOCS), columns=["doc_id", "term_ids", "counts", "n_tokens",
                                                                   "n_oov"])
-    block = DocBlock.from_arrow(docs)
     topic_word, _ = exp_elogbeta(model)
-    fit = fold_in(block, topic_word, model.alpha, options.tol, options.max_iter)
-    sizes = dict(zip(docs.column("doc_id").to_pylist(),
-                     zip(docs.column("n_tokens").to_pylist(), docs.column("n_oov").to_pylist())))
-    rows = {str(doc_id): (gamma, theta, sizes[doc_id][0], sizes[doc_id][1], False)
-            for doc_id, gamma, theta in zip(block.doc_ids, fit.gamma.tolist(), fit.theta.tolist())}
+    starts = range(0, docs.num_rows, block_documents)
+    rows = {}
+    for start in ticking(starts, len(starts), "infer: document blocks", log):
+        block = DocBlock.from_arrow(docs.slice(start, block_documents))
+        fit = fold_in(block, topic_word, model.alpha, options.tol, options.max_iter)
+        rows.update((str(doc_id), [gamma, theta]) for doc_id, gamma, theta
+                    in zip(block.doc_ids, fit.gamma.tolist(), fit.theta.tolist()))
+    sizes = zip(docs.column("doc_id").to_pylist(), docs.column("n_tokens").to_pylist(),
+                docs.column("n_oov").to_pylist())
+    rows = {str(doc_id): (*rows[str(doc_id)], n_tokens, n_oov, False) for doc_id, n_tokens, n_oov in sizes
+            if str(doc_id) in rows}
     alpha = model.alpha.tolist()
     prior_mean = (model.alpha / model.alpha.sum()).tolist()
     for doc_id in _empty_documents(corpus_dir):
