@@ -37,6 +37,23 @@ def line(done: int, total: int, elapsed: float, what: str = "iteration", figure:
 #: seconds between two progress lines of a phase (the first after as long: short phases print none)
 EVERY = 10.0
 
+#: when this process last logged a step's progress line (``time.perf_counter``), see :func:`stepped`
+_last_step = [float("-inf")]
+
+
+def stepped() -> None:
+    """Note that a step's progress line was just logged (a training iteration's)."""
+    import time
+
+    _last_step[0] = time.perf_counter()
+
+
+def seconds_since_step() -> float:
+    """Seconds since :func:`stepped` was last called in this process (infinite before the first step)."""
+    import time
+
+    return time.perf_counter() - _last_step[0]
+
 
 def ticking(items, total: int, what: str, log, every: float = EVERY, clock=None):
     """``items`` (``total`` of them) as they are, logging ``what``'s progress line through ``log`` every

@@ -1,7 +1,7 @@
-"""Progress of a phase that runs as Spark jobs (prepare, infer, evaluate on Spark): every few seconds a short line
-with the tasks done of the stages running now, a bar in a terminal, the time left of those stages
-(:func:`drivers.progress.line`); nothing for a phase shorter than that. Read from Spark's status tracker by a
-thread beside the driver's work."""
+"""Progress of a phase that runs as Spark jobs (prepare, infer, evaluate on Spark; train between its iterations'
+own lines): every few seconds a short line with the tasks done of the stages running now, a bar in a terminal,
+the time left of those stages (:func:`drivers.progress.line`); nothing for a phase shorter than that. Read from
+Spark's status tracker by a thread beside the driver's work."""
 from __future__ import annotations
 
 import contextlib
@@ -27,8 +27,11 @@ def running_tasks(tracker) -> tuple[tuple, int, int]:
 
 
 @contextlib.contextmanager
-def watching(spark, what: str, every: float = progress.EVERY):
-    """Log ``what``'s progress line every ``every`` seconds while the block runs (``spark`` None: nothing)."""
+def watching(spark, what: str, every: float = progress.EVERY, between_steps: bool = False):
+    """Log ``what``'s progress line every ``every`` seconds while the block runs (``spark`` None: nothing);
+    ``between_steps``: only when no step's own line (a training iteration's, :func:`drivers.progress.stepped`)
+    came in the last ``every`` seconds, so a long start-up or first iteration (kernels compiled on a fresh install,
+    a large corpus read) is not silent and short iterations print their own lines only."""
     if spark is None:
         yield
         return
@@ -41,7 +44,7 @@ def watching(spark, what: str, every: float = progress.EVERY):
             running, done, total = running_tasks(tracker)
             if running != stages:            # other stages: their time left counts from now
                 stages, since = running, time.perf_counter()
-            if total:
+            if total and not (between_steps and progress.seconds_since_step() < every):
                 log.info("%s: %s", what, progress.line(done, total, time.perf_counter() - since, what="tasks"))
 
     thread = threading.Thread(target=watch, name=f"progress of {what}", daemon=True)

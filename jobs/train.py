@@ -14,6 +14,7 @@ from dataclasses import replace
 from drivers import registry, storage
 from drivers.engines.memory import BASE_BYTES
 from drivers.families import TrainRequest
+from drivers.spark_progress import watching
 from drivers.models.infvoc import commands as infinite
 from drivers.store import model_root, model_store, publish
 from inference.constraints import validate_options
@@ -154,7 +155,8 @@ def train(spark, request: TrainRequest) -> dict:
     with publish.published(output, f"spark-topics train --model {spec.name}", model_store.is_model_file) as staging:
         if storage.exists(storage.join(output, "model.json")) and not request.resume:
             log.warning("replacing the model in %s when this run completes", output)
-        return spec.family_object().train(spark, spec, replace(request, output=staging, final_output=output))
+        with watching(spark, "train", between_steps=True):
+            return spec.family_object().train(spark, spec, replace(request, output=staging, final_output=output))
 
 
 def driver_memory(request: TrainRequest, conf: list, active_session) -> list:

@@ -67,6 +67,7 @@ class Trace:
         """Append an iteration's record and log its progress line (``figure``: the objective)."""
         self.records.append(record)
         log.info("%s", progress.line(record.iteration, total, self.seconds(), figure=figure))
+        progress.stepped()
 
     def seconds(self) -> float:
         return sum(r.seconds for r in self.records)
