@@ -169,27 +169,37 @@ def add_path(j, v, data, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, p
             return
         total = node_terms(j, v, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma,
                            gamma_sum, avals, bvals, L3, n, tc, tp, Nn, TC, TP, Se)
-        r = np.random.random() * total
-        if r < terms[0]:
-            _count(j, cell, data, 1, n, tc, Nn, TC, mx, True)
+        j = seat_at_node(j, v, cell, data, terms, total, par_ptr, par_node, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
+        if j < 0:
             return
-        r -= terms[0]
-        e1 = par_ptr[j + 1] - 1
-        e = par_ptr[j]
-        m = 1
-        while e < e1 and r >= terms[m]:
-            r -= terms[m]
-            e += 1
-            m += 1
-        _count(j, cell, data, 1, n, tc, Nn, TC, mx, True)
-        tp[cell] += 1
-        TP[j] += 1
-        if tp[cell] > mx[1]:
-            mx[1] = tp[cell]
-        s[eoff[e] + v] += 1
-        Se[e] += 1
-        j = par_node[e]
         data = False
+
+
+@token_kernel
+def seat_at_node(j, v, cell, data, terms, total, par_ptr, par_node, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx):
+    """One step of :func:`add_path` at PYP node j, its ``terms`` (summing to ``total``) computed: the count joins
+    an existing table (returns -1: the path ends) or opens one, sent up the drawn parent edge (returns that
+    parent)."""
+    r = np.random.random() * total
+    if r < terms[0]:
+        _count(j, cell, data, 1, n, tc, Nn, TC, mx, True)
+        return -1
+    r -= terms[0]
+    e1 = par_ptr[j + 1] - 1
+    e = par_ptr[j]
+    m = 1
+    while e < e1 and r >= terms[m]:
+        r -= terms[m]
+        e += 1
+        m += 1
+    _count(j, cell, data, 1, n, tc, Nn, TC, mx, True)
+    tp[cell] += 1
+    TP[j] += 1
+    if tp[cell] > mx[1]:
+        mx[1] = tp[cell]
+    s[eoff[e] + v] += 1
+    Se[e] += 1
+    return par_node[e]
 
 
 @token_kernel

@@ -12,7 +12,7 @@ import numba
 import numpy as np
 
 from inference.gibbs.common import token_kernel
-from inference.pdpnet.kernels import DIR, PYP, UNI, _count
+from inference.pdpnet.kernels import DIR, PYP, UNI, _count, seat_at_node
 
 
 @numba.njit(cache=True)
@@ -84,24 +84,7 @@ def add_path_r(j, v, data, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr,
             return
         total = node_terms_r(j, v, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma,
                              gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, Se)
-        r = np.random.random() * total
-        if r < terms[0]:
-            _count(j, cell, data, 1, n, tc, Nn, TC, mx, True)
+        j = seat_at_node(j, v, cell, data, terms, total, par_ptr, par_node, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
+        if j < 0:
             return
-        r -= terms[0]
-        e1 = par_ptr[j + 1] - 1
-        e = par_ptr[j]
-        m = 1
-        while e < e1 and r >= terms[m]:
-            r -= terms[m]
-            e += 1
-            m += 1
-        _count(j, cell, data, 1, n, tc, Nn, TC, mx, True)
-        tp[cell] += 1
-        TP[j] += 1
-        if tp[cell] > mx[1]:
-            mx[1] = tp[cell]
-        s[eoff[e] + v] += 1
-        Se[e] += 1
-        j = par_node[e]
         data = False
