@@ -158,11 +158,17 @@ def poly_root(spark_session, aligned, tmp_path_factory):
     return root, json.loads((root.parent / "poly_root.json").read_text())
 
 
-def test_polylda_refreshes_grow_each_language_and_keep_retrieval(spark_session, aligned, poly_root, tmp_path):
+def test_polylda_refreshes_grow_each_language_keep_retrieval_and_survive_kills(spark_session, aligned, poly_root,
+                                                                              tmp_path, monkeypatch):
     """Two refreshes with --mode auto (the default): the first accumulates (lambda = the old lambda carried to the
     grown vocabularies + the batch's expected counts, exactly), the second runs the guided pass over the aligned
     union (the documents ingested doubled); every language's vocabulary grows with its own words (old words keep
-    their local ids); versions read back (topics, infer); retrieval precision@1 does not fall."""
+    their local ids); versions read back (topics, infer); retrieval precision@1 does not fall. Before the second:
+    a batch with no Spanish document is refused in one line, nothing published; a refresh (accumulate,
+    --reinfer-old) killed during the model write, then one killed between the version's rename and LATEST, leave
+    LATEST at the previous complete version, readable (the version the second killed run wrote stays unpublished:
+    its --reinfer-old inferred every tuple ingested so far); the next run (the second refresh) completes, each
+    tuple once."""
     d, files = aligned["dir"], aligned["files"]
     root = tmp_path / "root"
     shutil.copytree(poly_root[0], root)
@@ -170,8 +176,8 @@ def test_polylda_refreshes_grow_each_language_and_keep_retrieval(spark_session, 
     base = model_store.load_model(str(d / "poly0"))
     assert first["mode"] == "accumulate" and first["vocabulary"]["added"] > 0
     v1 = model_store.load_model(str(root))
-    assert v1.languages == list(LANGS) and v1.meta["refresh"]["documents"] == base.meta["data"]["documents"] + \
-        first["ingested"]
+    documents = v1.meta["refresh"]["documents"]
+    assert v1.languages == list(LANGS) and documents == base.meta["data"]["documents"] + first["ingested"]
     for language in LANGS:                   # each language grows at its end; its old words keep their local ids
         old, new = base.language_view(language).vocab, v1.language_view(language).vocab
         assert new["term"].tolist()[:len(old)] == old["term"].tolist() and len(new) > len(old)
@@ -186,10 +192,39 @@ def test_polylda_refreshes_grow_each_language_and_keep_retrieval(spark_session, 
     assert (v1.lambda_ - carried).min() > -1e-9 and (v1.lambda_ - carried).sum() == pytest.approx(tokens, rel=1e-9)
     assert first["drift"]["identity_matching"] and len(first["drift"]["hellinger"]) == 6
 
+    english = _write(tmp_path / "en.jsonl", [json.loads(line) for line in open(files["b2"])
+                                             if json.loads(line)["lang"] == "en"])
+    with pytest.raises(RefusedError, match="no document in es, a language of the model"):
+        run(spark_session, "--model", root, "--input", english)
+    for step in ("model-written", "version-moved"):
+        monkeypatch.setattr(publish, "STEP_HOOK", lambda name, step=step: _raise(Killed) if name == step else None)
+        with pytest.raises(Killed):
+            run(spark_session, "--model", root, "--input", files["b2"], "--iterations", 1, "--mode", "accumulate",
+                "--reinfer-old")
+        monkeypatch.setattr(publish, "STEP_HOOK", None)
+        assert model_root.latest(str(root)) == first["version"], step
+        assert model_store.load_model(str(root)).meta["refresh"]["documents"] == documents, step
+    # the version the run killed after its rename wrote, complete but not published: --reinfer-old inferred every
+    # tuple ingested so far (the aligned union of the base corpus and the batches)
+    unpublished = [v for v in model_root.versions(str(root)) if v not in model_root.chain(str(root))]
+    assert len(unpublished) == 1
+    killed = model_root.version_dir(str(root), unpublished[0])
+    report = json.load(open(os.path.join(killed, "refresh.json")))
+    assert report["reinferred"] == documents + report["ingested"] == len(pd.read_parquet(
+        os.path.join(killed, "doc_topics.parquet")))
+    assert report["documents"]["new"] == report["ingested"] > 50
+
     second = run(spark_session, "--model", root, "--input", files["b2"], "--iterations", 2, "--guided-iterations", 4,
                  "--guided-growth", 1.2)
     assert second["mode"] == "batch" and "documents ingested >=" in second["schedule"]["reason"]
+    chain = model_root.chain(str(root))
+    assert chain[:2] == [second["version"], first["version"]] and second["documents"]["new"] == second["ingested"] > 50
+    ledgers = pd.concat([model_store.read_parquet(os.path.join(model_root.version_dir(str(root), v),
+                                                               "ledger.parquet")) for v in chain])
+    assert ledgers.doc_id.is_unique
+    assert [n for n in os.listdir(root / "versions") if n.startswith(".")] == []
     v2 = model_store.load_model(str(root))
+    assert v2.meta["refresh"]["documents"] == documents + second["ingested"]
     assert v2.meta["refresh"]["guided_documents"] == v2.meta["refresh"]["documents"]
     assert len(pd.read_parquet(os.path.join(model_store.resolve(str(root)), "doc_topics.parquet"))) == \
         v2.meta["refresh"]["documents"]                           # the guided pass inferred every tuple
@@ -294,41 +329,6 @@ def test_tlda_on_aligned_documents_refreshes_each_language_document_apart(spark_
     assert ledger.doc_id.str.endswith(("@en", "@es")).all() and len(ledger) == report["ingested"] == \
         len(pd.read_parquet(os.path.join(version, "doc_topics.parquet")))
     assert model_store.load_model(str(tmp_path / "root")).meta["tree"]["concepts"] > 0
-
-
-def test_a_batch_lacking_a_language_is_refused_and_kills_leave_the_root_readable(spark_session, aligned, poly_root,
-                                                                                 tmp_path, monkeypatch):
-    """A batch with no Spanish document is refused in one line, nothing published; a refresh killed during the model
-    write, then one killed between the version's rename and LATEST, leave LATEST at the previous complete version,
-    readable; the next run completes, each tuple once."""
-    files = aligned["files"]
-    root = tmp_path / "root"
-    shutil.copytree(poly_root[0], root)
-    first = poly_root[1]["version"]
-    documents = model_store.load_model(str(root)).meta["refresh"]["documents"]
-    english = _write(tmp_path / "en.jsonl", [json.loads(line) for line in open(files["b2"])
-                                             if json.loads(line)["lang"] == "en"])
-    with pytest.raises(RefusedError, match="no document in es, a language of the model"):
-        run(spark_session, "--model", root, "--input", english)
-    for step in ("model-written", "version-moved"):
-        monkeypatch.setattr(publish, "STEP_HOOK", lambda name, step=step: _raise(Killed) if name == step else None)
-        with pytest.raises(Killed):
-            run(spark_session, "--model", root, "--input", files["b2"], "--iterations", 1, "--mode", "accumulate")
-        monkeypatch.setattr(publish, "STEP_HOOK", None)
-        assert model_root.latest(str(root)) == first, step
-        assert model_store.load_model(str(root)).meta["refresh"]["documents"] == documents, step
-    report = run(spark_session, "--model", root, "--input", files["b2"], "--iterations", 1, "--mode", "accumulate",
-                 "--reinfer-old")
-    chain = model_root.chain(str(root))
-    # --reinfer-old: every tuple ingested so far (the aligned union of the base corpus and the batches) inferred
-    assert report["reinferred"] == documents + report["ingested"] == len(pd.read_parquet(
-        os.path.join(model_root.version_dir(str(root), chain[0]), "doc_topics.parquet")))
-    assert chain[:2] == [report["version"], first] and report["documents"]["new"] == report["ingested"] > 50
-    ledgers = pd.concat([model_store.read_parquet(os.path.join(model_root.version_dir(str(root), v),
-                                                               "ledger.parquet")) for v in chain])
-    assert ledgers.doc_id.is_unique
-    assert model_store.load_model(str(root)).meta["refresh"]["documents"] == documents + report["ingested"]
-    assert [n for n in os.listdir(root / "versions") if n.startswith(".")] == []
 
 
 def test_carrying_a_tree_lambda_keeps_every_path_count():
