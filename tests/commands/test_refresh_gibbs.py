@@ -211,33 +211,12 @@ def test_models_whose_chain_cannot_continue_are_refused_in_one_line(spark_sessio
             tmp_path / "none")
 
 
-def test_a_killed_gibbs_refresh_leaves_the_root_readable(spark_session, grown, tmp_path, monkeypatch):
+def test_killed_gibbs_refreshes_leave_the_root_readable_and_chain_sweeps_new_keeps_the_old_assignments(
+        spark_session, grown, tmp_path, monkeypatch):
     """A refresh killed with the version half written (the chain sampled, model files written, its chain not yet),
     then one killed right after the version's rename (LATEST not yet moved): after each the root reads its previous
-    version, and the next refresh publishes on top of it with every document once."""
-    root_dir, report, _ = grown
-    root = tmp_path / "root"
-    shutil.copytree(root_dir / "groot", root)
-    first = model_root.latest(str(root))
-    raw2 = write_batch(tmp_path / "b2.jsonl", texts(10, 10, "m"))
-    for step in ("model-written", "version-moved"):
-        monkeypatch.setattr(publish, "STEP_HOOK", lambda name, step=step: _raise(Killed) if name == step else None)
-        with pytest.raises(Killed):
-            run(spark_session, "--model", root, "--input", raw2, "--iterations", 2)
-        monkeypatch.setattr(publish, "STEP_HOOK", None)
-        assert model_root.latest(str(root)) == first, step
-        assert model_store.load_model(str(root)).meta["refresh"]["documents"] == 60, step
-    again = run(spark_session, "--model", root, "--input", raw2, "--iterations", 2)
-    assert again["documents"]["new"] == 10 and model_root.chain(str(root))[1] == first
-    ledgers = pd.concat([model_store.read_parquet(os.path.join(model_root.version_dir(str(root), v),
-                                                               "ledger.parquet")) for v in model_root.chain(str(root))])
-    assert ledgers.doc_id.is_unique and (ledgers.status == "new").sum() == 30
-    assert model_store.load_model(str(root)).meta["chain"]["continued_from"] == N + M
-    assert [n for n in os.listdir(root / "versions") if n.startswith(".")] == []
-
-
-def test_chain_sweeps_new_samples_the_batch_given_the_old_assignments(spark_session, grown, tmp_path):
-    """``--chain-sweeps new``: the old partitions keep their assignments (marked frozen in the kept chain), the new
+    version, and the next refresh publishes on top of it with every document once. That refresh runs
+    ``--chain-sweeps new``: the old partitions keep their assignments (marked frozen in the kept chain), the new
     ones are sampled from their start (not the engine's initial state any more), and the tables are still the
     counts of the kept states (the old documents' counts stay in them)."""
     from drivers.engines.gibbs import state as gibbs_state
@@ -247,11 +226,26 @@ def test_chain_sweeps_new_samples_the_batch_given_the_old_assignments(spark_sess
     root_dir, _, _ = grown
     root = tmp_path / "root"
     shutil.copytree(root_dir / "groot", root)
+    first = model_root.latest(str(root))
     previous = model_store.resolve(str(root))
     before = chain_arrays(previous)
     P = model_store.read_meta(previous)["partitions"]
     raw2 = write_batch(tmp_path / "b2.jsonl", texts(10, 10, "m"))
-    run(spark_session, "--model", root, "--input", raw2, "--iterations", 2, "--chain-sweeps", "new")
+    for step in ("model-written", "version-moved"):
+        monkeypatch.setattr(publish, "STEP_HOOK", lambda name, step=step: _raise(Killed) if name == step else None)
+        with pytest.raises(Killed):
+            run(spark_session, "--model", root, "--input", raw2, "--iterations", 2)
+        monkeypatch.setattr(publish, "STEP_HOOK", None)
+        assert model_root.latest(str(root)) == first, step
+        assert model_store.load_model(str(root)).meta["refresh"]["documents"] == 60, step
+    again = run(spark_session, "--model", root, "--input", raw2, "--iterations", 2, "--chain-sweeps", "new")
+    assert again["documents"]["new"] == 10 and model_root.chain(str(root))[1] == first
+    ledgers = pd.concat([model_store.read_parquet(os.path.join(model_root.version_dir(str(root), v),
+                                                               "ledger.parquet")) for v in model_root.chain(str(root))])
+    assert ledgers.doc_id.is_unique and (ledgers.status == "new").sum() == 30
+    assert model_store.load_model(str(root)).meta["chain"]["continued_from"] == N + M
+    assert [n for n in os.listdir(root / "versions") if n.startswith(".")] == []
+
     version = model_store.resolve(str(root))
     after = chain_arrays(version)
     meta = model_store.read_meta(version)
