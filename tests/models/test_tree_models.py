@@ -67,7 +67,7 @@ def tree_corpus(tmp_path_factory):
 @pytest.mark.parametrize("inference", ["variational", "hybrid"])
 def test_a_tree_without_concepts_gives_lda_bit_for_bit(spark_session, synthetic_lda, tmp_path, inference):
     corpus, _ = synthetic_lda
-    flags = ["--topics", 4, "--iterations", 5, "--tol", 0, "--seed", 4, "--inference", inference]
+    flags = ["--topics", 4, "--iterations", 2, "--tol", 0, "--seed", 4, "--inference", inference]
     lda = train.train(spark_session, train_args(corpus, tmp_path / "lda", "--model", "lda", *flags))
     tlda = train.train(spark_session, train_args(corpus, tmp_path / "tlda", "--model", "tlda", *flags))
     np.testing.assert_array_equal(np.load(tmp_path / "lda" / "lambda.npy"),
