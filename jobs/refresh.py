@@ -26,7 +26,7 @@ from drivers.models.infvoc import commands as infinite
 from drivers.preparation.corpus import prepare_corpus
 from drivers.preparation.reading import read_documents
 from drivers.refresh import aligned_batches, base_version, reinfer, schedule, sources as refresh_sources, update as refresh
-from drivers.refresh.triage import grown_words, triage, write_ledger
+from drivers.refresh.triage import grown_words, prepared_ids, triage, write_ledger
 from drivers.refresh.update import RefreshRequest
 from drivers.refresh.unpublished import REJECTS_UNPUBLISHED, unpublished, write_rejects  # noqa: F401 (tests)
 from drivers.corpora import tokenizer
@@ -325,7 +325,7 @@ def ingest_batch(spark, request, root, current, base, base_dir, ledger, version,
             **options)
         storage.delete(vocab_path)
         kept_ids = ingested_rows.select("doc_id") if chain_only else \
-            spark.read.parquet(storage.join(corpus_dir, DOCS)).select("doc_id")
+            prepared_ids(spark, storage.join(corpus_dir, DOCS))
         write_ledger(ingested_rows, kept_ids, sorted_batch.adopted, version, staging)
         storage.delete(input_dir)
     finally:

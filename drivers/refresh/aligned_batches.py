@@ -30,7 +30,7 @@ from drivers.preparation.aligned import read_aligned_rows, write_aligned_summary
 from drivers.preparation.corpus import prepare_corpus
 from drivers.preparation.reading import resolve_format
 from drivers.refresh import sources, update as refresh
-from drivers.refresh.triage import grown_words, triage, write_ledger
+from drivers.refresh.triage import grown_words, prepared_ids, triage, write_ledger
 from drivers.store import model_store
 from inference.errors import RefusedError, UsageError
 
@@ -117,7 +117,7 @@ def ingest(spark, request, root, current, base, base_dir, ledger, version, stagi
             prepared = dict(prepared, documents=sum(int(c["documents"]) for c in per_language.values()))
         kept = None
         for language in languages:
-            ids = spark.read.parquet(storage.join(corpus_dir, language, DOCS)).select(
+            ids = prepared_ids(spark, storage.join(corpus_dir, language, DOCS)).select(
                 F.concat("doc_id", F.lit(f"@{language}")).alias("doc_id") if separate else "doc_id")
             kept = ids if kept is None else kept.unionByName(ids)
         write_ledger(sorted_batch.ingested, kept.distinct(), sorted_batch.adopted, version, staging)

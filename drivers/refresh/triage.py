@@ -50,6 +50,12 @@ def triage(classified, request, current: str | None, version: str, staging: str,
     return Triage(documents, None, classified.where(F.col("status").isin(*refresh.INGESTED)), adopted)
 
 
+def prepared_ids(spark, docs_path: str):
+    """The ``doc_id`` column of a ``docs.parquet`` this run's prepare wrote (ids are strings there), read without
+    the Spark job that infers a Parquet schema."""
+    return spark.read.schema("doc_id string").parquet(docs_path)
+
+
 def write_ledger(ingested, kept_ids, adopted, version: str, staging: str) -> None:
     """The version's ledger: the ingested rows whose id the prepared corpus kept (``kept_ids``: doc_id), and the
     base model's documents met again."""
@@ -71,5 +77,5 @@ def grown_words(spark, rows, known_terms, options: dict, pending, request):
     known = spark.createDataFrame(pd.DataFrame({"term": pd.Series(known_terms, dtype=str).to_numpy()}))
     unknown = (document_terms(rows, **options).join(F.broadcast(known), "term", "left_anti")
                .groupBy("term").agg(F.count("*").alias("df")))
-    batch_terms = unknown.toPandas() if unknown.take(1) else pd.DataFrame({"term": [], "df": []})
+    batch_terms = unknown.toPandas()          # one action (an empty batch: no rows, the columns term and df)
     return refresh.grow_vocabulary(known_terms, batch_terms, pending, request.min_new_df, request.max_new_terms)
