@@ -18,6 +18,7 @@ import pytest
 
 from conftest import sample_lda_corpus
 from shared_runs import made_once, run_folder
+from spark_jobs import counted_jobs
 from drivers.preparation.corpus import prepare_corpus
 from drivers.store import lease, model_root, model_store, publish
 from inference.errors import DamagedError, RefusedError, UsageError
@@ -88,10 +89,25 @@ def refreshed(spark_session, base):
         if make:
             shutil.rmtree(root, ignore_errors=True)
             raw = write_batch(base / "b1.jsonl", batch)
-            report = run(spark_session, "--model", root, "--base", base / "m0", "--input", raw, "--iterations", 4,
-                         "--min-new-df", 3)
+            with counted_jobs(spark_session) as jobs:
+                report = run(spark_session, "--model", root, "--base", base / "m0", "--input", raw, "--iterations",
+                             4, "--min-new-df", 3)
             (base / "root.json").write_text(json.dumps(report))
+            (base / "root-jobs.txt").write_text("\n".join(jobs))
     return root, batch, json.loads((base / "root.json").read_text())
+
+
+#: the most Spark jobs the first refresh (auto: accumulate) of 20 documents with 4 EM iterations may run: reading
+#: and sorting the batch by the ledger, its unknown words (once: it was twice), the ledger, the corpus' load, the
+#: iterations, doc_topics (28 before the unknown words were counted in one action and the batch's ids read with
+#: their schema)
+REFRESH_JOBS = 24
+
+
+def test_a_refresh_of_a_small_batch_runs_few_spark_jobs(refreshed):
+    """The job count of ``refreshed``'s refresh (recorded when it was made: tests/spark_jobs.py)."""
+    jobs = (refreshed[0].parent / "root-jobs.txt").read_text()
+    assert 0 < len(jobs.splitlines()) <= REFRESH_JOBS, f"refresh ran {len(jobs.splitlines())} Spark jobs:\n{jobs}"
 
 
 def copy_root(refreshed, tmp_path):
