@@ -107,10 +107,12 @@ def ingest(spark, request, root, current, base, base_dir, ledger, version, stagi
             vocabs.append(vocab.assign(lang=language))
             vocab_path = storage.join(staging, f"work-vocab.{language}.parquet")
             model_store.write_parquet(vocab_path, vocab[["term", "id"]])
+            spark.sparkContext.setJobDescription(f"refresh {root}: prepare the batch's {language} documents")
             per_language[language] = prepare_corpus(
                 spark, storage.join(input_dir, f"lang={language}"), storage.join(corpus_dir, language),
                 format="parquet", id_column="id", text_column="text", vocab=vocab_path, overwrite=True, **options)
             storage.delete(vocab_path)
+        spark.sparkContext.setJobDescription(None)       # the jobs that follow describe themselves by call site
         prepared = write_aligned_summary(spark, corpus_dir, languages, per_language, request.lang_column,
                                          request.input)
         if separate:                           # tlda's documents: one per tuple and language
