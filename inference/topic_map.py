@@ -151,12 +151,22 @@ def _pair_sums(phi, kept_ptr, kept_words, keeps):
     return own, shared, shared_mass, shared_words, mass_on
 
 
+def _outside_ranges(phi: np.ndarray, keeps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per topic the least and the largest probability of the words it does not keep (both its least probability
+    when it keeps every word)."""
+    low = phi.min(axis=1)
+    high = np.array([row[~kept].max() if not kept.all() else row.min() for row, kept in zip(phi, keeps)])
+    return low, high
+
+
 def js_divergences_truncated(phi: np.ndarray, left_out: float = MAP_MASS_LEFT_OUT) -> tuple[np.ndarray, np.ndarray]:
     """(K x K divergences, K x K bound) for large K x V: JS(P_i, P_j) = sum_w g(p_iw, p_jw) has its terms over the
     words either topic keeps (:func:`kept_words`) exact (read from ``phi``); the m words neither keeps, where i and
     j hold masses a and b, add m g(a / m, b / m), which is at most their sum since g is jointly convex (exact when
     both topics are flat there, as a smoothed topic's tail is). So the exact divergence lies in [value, value +
-    bound], bound = (a + b) log 2 / 2 - m g(a / m, b / m) (g(p, q) <= (p + q) log 2 / 2). Work K^2 N (N: kept
+    bound], bound = min((a + b) log 2 / 2, m max g over the corners of the box [lo_i, hi_i] x [lo_j, hi_j] of
+    the values those words take) - m g(a / m, b / m) (g(p, q) <= (p + q) log 2 / 2; a convex g is largest on a box
+    at a corner), about 0 for smoothed topics (lo = hi within the floor margin). Work K^2 N (N: kept
     words per topic, one pass: :func:`_pair_sums`); memory beyond ``phi``: K x K matrices and a K x V bitmap of the
     kept words (U_ij = sum over i's kept words, I_ij over the words both keep, JS = U_ij + U_ji - I_ij).
     A smoothed topic's floor words are flat, so there the tail term is exact too."""
@@ -175,7 +185,13 @@ def js_divergences_truncated(phi: np.ndarray, left_out: float = MAP_MASS_LEFT_OU
     with np.errstate(divide="ignore", invalid="ignore"):
         tail = np.where(words_outside > 0, words_outside * _js_terms(a / words_outside, b / words_outside), 0.0)
     divergences = union + tail
-    bound = np.maximum(0.5 * np.log(2.0) * (a + b) - tail, 0.0)
+    # the tail at most: every word on disjoint supports, (a + b) log 2 / 2, or m times g's largest value over the
+    # box of values those words can take (g is convex, so its largest value on a box is at a corner): tight when
+    # both topics are flat outside what they keep, as smoothed topics are
+    low, high = _outside_ranges(phi, keeps)
+    corners = np.maximum.reduce([_js_terms(p[:, None], q[None, :]) for p in (low, high) for q in (low, high)])
+    most = np.minimum(0.5 * np.log(2.0) * (a + b), words_outside * corners)
+    bound = np.maximum(most - tail, 0.0)
     np.fill_diagonal(divergences, 0.0)
     np.fill_diagonal(bound, 0.0)
     return np.maximum(divergences, 0.0), bound
