@@ -1,6 +1,7 @@
-"""``infer`` of a small corpus in this process, without Spark: the fold-in E-step of :func:`infer_task` over the
-documents in blocks of :data:`BLOCK_DOCUMENTS` (a progress line with the time left every few seconds), and
-``doc_topics.parquet`` with the rows and columns the Spark job writes (``tests/commands/test_infer_in_process.py``
+"""``infer`` of a small corpus in this process, without Spark: the Spark tasks' own table
+(:func:`drivers.families.variational.infer.doc_topics_table`) over the documents in blocks of
+:data:`BLOCK_DOCUMENTS` (a progress line with the time left every few seconds), so ``doc_topics.parquet`` has the
+rows and columns the Spark job writes (``tests/commands/test_infer_in_process.py``
 compares the two). Every document's gamma is fitted alone (the kernel converges per document), so any blocks give
 the numbers of any partitioning."""
 from __future__ import annotations
@@ -8,19 +9,19 @@ from __future__ import annotations
 import logging
 import os
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from drivers.corpora.bow import open_corpus_meta
 from drivers.corpora.files import DOCS, REJECTS
 from drivers.corpora.in_process import why_not_in_process as corpus_why_not_in_process
-from drivers.families.variational.infer import exp_elogbeta
+from drivers.families.variational.infer import doc_topics_table, exp_elogbeta, table_counts
 from drivers.progress import ticking
 from drivers.store.model_store import require_same_vocabulary
 from drivers.store.topic_model import TopicModel
-from inference.blocks import DocBlock
 from inference.errors import UsageError
-from inference.heldout import fold_in
 from inference.mapper import EStepSettings
 
 log = logging.getLogger("spark_topics.infer")
@@ -50,38 +51,31 @@ def infer_in_process(model: TopicModel, corpus_dir: str, output_dir: str, option
     require_same_vocabulary(model, VocabOf(corpus_dir, vocab))
     docs = pq.read_table(os.path.join(corpus_dir, DOCS), columns=["doc_id", "term_ids", "counts", "n_tokens",
                                                                   "n_oov"])
-    topic_word, _ = exp_elogbeta(model)
+    docs = pa.table({"doc_id": pc.cast(docs.column("doc_id"), pa.string()),
+                     "lang_index": pa.array(np.zeros(docs.num_rows, np.int32)),
+                     "term_ids": pc.cast(docs.column("term_ids"), pa.list_(pa.int32())),
+                     "counts": pc.cast(docs.column("counts"), pa.list_(pa.int32())),
+                     "n_tokens": pc.cast(docs.column("n_tokens"), pa.int64()),
+                     "n_unknown": pc.cast(docs.column("n_oov"), pa.int64()),
+                     "empty": pa.array(np.zeros(docs.num_rows, bool))})
+    params = exp_elogbeta(model)[0], model.alpha
     starts = range(0, docs.num_rows, block_documents)
-    rows = {}
-    for start in ticking(starts, len(starts), "infer: document blocks", log):
-        block = DocBlock.from_arrow(docs.slice(start, block_documents))
-        fit = fold_in(block, topic_word, model.alpha, options.tol, options.max_iter)
-        rows.update((str(doc_id), [gamma, theta]) for doc_id, gamma, theta
-                    in zip(block.doc_ids, fit.gamma.tolist(), fit.theta.tolist()))
-    sizes = zip(docs.column("doc_id").to_pylist(), docs.column("n_tokens").to_pylist(),
-                docs.column("n_oov").to_pylist())
-    rows = {str(doc_id): (*rows[str(doc_id)], n_tokens, n_oov, False) for doc_id, n_tokens, n_oov in sizes
-            if str(doc_id) in rows}
-    alpha = model.alpha.tolist()
-    prior_mean = (model.alpha / model.alpha.sum()).tolist()
-    for doc_id in _empty_documents(corpus_dir):
-        rows.setdefault(doc_id, (alpha, prior_mean, 0, None, True))
-    ordered = sorted(rows)
-    columns = list(zip(*(rows[d] for d in ordered))) or [[]] * 5
-    table = pa.table({
-        "doc_id": pa.array(ordered, pa.string()),
-        "gamma": pa.array(columns[0], pa.list_(pa.float64())),
-        "theta": pa.array(columns[1], pa.list_(pa.float64())),
-        "n_tokens": pa.array(columns[2], pa.int64()),
-        "n_unknown": pa.array(columns[3], pa.int64()),
-        "no_known_words": pa.array(columns[4], pa.bool_()),
-    })
+    tables = [doc_topics_table(docs.slice(start, block_documents), *params, options)
+              for start in ticking(starts, len(starts), "infer: document blocks", log)]
+    fitted = set(docs.column("doc_id").to_pylist())
+    rejected = [doc_id for doc_id in _empty_documents(corpus_dir) if doc_id not in fitted]
+    if rejected or not tables:
+        none = pa.nulls(len(rejected))
+        tables.append(doc_topics_table(pa.table({
+            "doc_id": pa.array(rejected, pa.string()), "lang_index": none.cast(pa.int32()),
+            "term_ids": none.cast(pa.list_(pa.int32())), "counts": none.cast(pa.list_(pa.int32())),
+            "n_tokens": none.cast(pa.int64()), "n_unknown": none.cast(pa.int64()),
+            "empty": pa.array([True] * len(rejected))}), *params, options))
+    table = pa.concat_tables(tables).sort_by("doc_id")
     path = os.path.join(output_dir, "doc_topics.parquet")
     os.makedirs(path)
     pq.write_table(table, os.path.join(path, "part-00000.parquet"))
-    return {"documents": table.num_rows, "known_tokens": int(sum(columns[2])),
-            "unknown_tokens": int(sum(n for n in columns[3] if n is not None)),
-            "no_known_words": int(sum(columns[4])), "output": path}
+    return {**table_counts(table), "output": path}
 
 
 class VocabOf:
