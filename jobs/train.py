@@ -74,6 +74,13 @@ def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
         f"{family.name} family ({', '.join(s.name for s in registry.models_of(family.name))})"))
     if spec.family == base.family and base.default_inference:     # the model's own default of its family's flag
         parser.set_defaults(inference=base.default_inference)
+    other_engines = registry.inference_modes(base.name) if spec.family == base.family else ()
+    family_inference = parser._option_string_actions.get("--inference")
+    if other_engines and family_inference is not None and family_inference.choices:
+        family_inference.choices = (*family_inference.choices, *other_engines)   # --help lists every engine
+        family_inference.help += "; " + "; ".join(
+            f"{mode}: on the {family_name.capitalize()} engine (`--inference {mode} --help`: its flags)"
+            for mode, family_name, _ in base.engines)
     own = parser.add_argument_group(f"--model {spec.name}: {spec.summary}")
     if spec.family != base.family:           # another engine of the model: its family's flags, and this one
         own.add_argument("--inference", choices=registry.inference_modes(base.name), required=True,

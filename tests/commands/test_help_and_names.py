@@ -54,3 +54,18 @@ def test_model_dir_and_its_old_name(job, extra, capsys):
     assert capsys.readouterr().err.strip() == "note: --model is now --model-dir here (the old name still works)"
     dest = "model" if job in ("evaluate", "infer", "refresh") else "model_dir"
     assert getattr(new, dest) == getattr(old, dest) and getattr(new, dest).endswith("/m")
+
+
+def test_inference_choices_in_help_are_every_engine_the_model_accepts():
+    """A model with another engine (tlda, ptlda: --inference gibbs) lists it among --inference's choices in its
+    help, and its help accepts every choice it lists (issue 29: tlda's help showed {variational,hybrid})."""
+    for name, spec in registry.MODELS.items():
+        parser = cli.build_parser("train", ["train", "--model", name])
+        (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        action = sub.choices["train"]._option_string_actions.get("--inference")
+        if action is None:
+            assert not spec.engines, name
+            continue
+        assert set(registry.inference_modes(name)) <= set(action.choices), (name, action.choices)
+        for mode in action.choices:
+            cli.build_parser("train", ["train", "--model", name, "--inference", mode])   # builds, no error
