@@ -50,10 +50,12 @@ def plot(frame: pd.DataFrame, settings: dict) -> bytes:
         if values.notna().any():
             right.plot(frame["topics"], values, marker="o", label=label)
     right.set_xlabel("topics K")
-    right.set_ylabel(f"coherence of the top {settings.get('top_words', 10)} words, diversity (higher is better)")
+    right.set_ylabel(f"coherence of the top {settings.get('top_words', 10)} words\nand diversity (higher is better)")
+    for axes in (left, right):
+        axes.set_xticks(list(frame["topics"]))
     right.legend(fontsize=8)
     fig.suptitle(f"select-k: {settings.get('model')} on {settings.get('corpus')}", fontsize=9)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 0.95))          # room for the title above the axes' labels
     return png_bytes(fig)
 
 
