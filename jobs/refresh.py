@@ -21,19 +21,19 @@ import pandas as pd
 
 from drivers import registry, storage
 from drivers.corpora.aligned import word_columns
-from drivers.corpora.files import DOCS
 from drivers.models.infvoc import commands as infinite
 from drivers.preparation.corpus import prepare_corpus
 from drivers.preparation.reading import read_documents
-from drivers.refresh import aligned_batches, base_version, reinfer, schedule, sources as refresh_sources, update as refresh
-from drivers.refresh.triage import grown_words, prepared_ids, triage, write_ledger
+from drivers.refresh import (aligned_batches, base_version, batch_in_process, reinfer, schedule,
+                             sources as refresh_sources, update as refresh)
+from drivers.refresh.triage import triage
 from drivers.refresh.update import RefreshRequest
 from drivers.refresh.unpublished import REJECTS_UNPUBLISHED, unpublished, write_rejects  # noqa: F401 (tests)
 from drivers.corpora import tokenizer
 from drivers.store import base_link, lease, model_root, model_store, publish, topic_model
 from inference.errors import RefusedError, UsageError
 from jobs.flags import add_model_dir
-from jobs.spark import local_path, positive_int, sized_session
+from jobs.spark import engine_of, local_path, positive_int, sized_session
 
 log = logging.getLogger("spark_topics.refresh")
 
@@ -112,7 +112,7 @@ def request_from(args) -> RefreshRequest:
                           dry_run=args.dry_run, drift_report=args.drift_report,
                           reinfer_old=args.reinfer_old, format=args.format, id_column=args.id_column,
                           text_column=args.text_column, chain_sweeps=args.chain_sweeps,
-                          lang_column=args.lang_column)
+                          lang_column=args.lang_column, batch_in_process=engine_of(args.master) != "spark")
 
 
 def refresh_root(spark, request: RefreshRequest) -> dict:
@@ -225,10 +225,12 @@ def _build_version(spark, request, root, current, base, base_dir, spec, history,
     if current is None:                        # the base model's training corpus, by absolute path
         history = dict(history, **refresh_sources.training_history(base_dir, base.meta))
     training = schedule.guided_training(request, spec.refresh_modes, root, chain_dirs, history)   # checked before the batch is read
-    ledger = refresh.read_ledger(spark, chain_dirs) if current is not None else \
-        refresh.base_ledger(spark, base_dir, version)
-    ingest = aligned_batches.ingest if base.meta.get("languages") else ingest_batch
-    ingested = ingest(spark, request, root, current, base, base_dir, ledger, version, staging, spec)
+    if base.meta.get("languages"):
+        ingested = aligned_batches.ingest(spark, request, root, current, base, base_dir,
+                                          ledger_of(spark, chain_dirs, current, base_dir, version), version, staging,
+                                          spec)
+    else:
+        ingested = ingest_batch(spark, request, root, current, base, base_dir, chain_dirs, version, staging, spec)
     if isinstance(ingested, dict):             # nothing new, or --dry-run: the report of what was read
         return ingested
     documents, prepared, new_terms, pending, vocab, corpus_dir = ingested
@@ -289,32 +291,36 @@ def _build_version(spark, request, root, current, base, base_dir, spec, history,
     return report
 
 
-def ingest_batch(spark, request, root, current, base, base_dir, ledger, version, staging, spec):
+def ingest_batch(spark, request, root, current, base, base_dir, chain_dirs, version, staging, spec):
     """The batch's documents the ledger has not seen, prepared with the grown vocabulary into ``staging/corpus``:
     ``(documents, prepared, new_terms, pending, vocab, corpus_dir)``, or the report of a run that publishes
-    nothing (nothing new, or ``--dry-run``)."""
-    from pyspark.sql import functions as F
-
+    nothing (nothing new, or ``--dry-run``). A small local batch is read, sorted by the ledger and counted in
+    this process (:mod:`drivers.refresh.batch_in_process`), a larger one by Spark jobs (the same outcome)."""
     sc = spark.sparkContext
     options = {k: v for k, v in tokenizer.raw_text_options(base).items() if k != "segments" or spec.family == "gibbs"}
     sc.setJobDescription(f"refresh {root}: read and classify {request.input}")
-    rows = read_documents(spark, request.input, format=request.format, id_column=request.id_column,
-                          text_column=request.text_column)
-    classified = refresh.classify(rows, ledger).cache()
+    chain_on = request.mode == "chain"
+    rows = batch_in_process.read_batch(request, staging) if request.batch_in_process else None
+    if rows is not None:
+        sorted_batch = batch_in_process.BatchInProcess(
+            rows, batch_in_process.committed_ledger(chain_dirs, base_dir, current), request, current, staging, chain_on)
+    else:
+        rows = read_documents(spark, request.input, format=request.format, id_column=request.id_column,
+                              text_column=request.text_column)
+        sorted_batch = triage(refresh.classify(rows, ledger_of(spark, chain_dirs, current, base_dir, version)).cache(),
+                              request, current, version, staging, chain_on)
     try:
-        sorted_batch = triage(classified, request, current, version, staging, request.mode == "chain")
         if sorted_batch.report is not None:
             return sorted_batch.report
         chain_only = sorted_batch.documents["new"] + sorted_batch.documents["revision"] == 0   # a Gibbs chain goes on
         input_dir = storage.join(staging, "work-input")
-        ingested_rows = sorted_batch.ingested
-        ingested_rows.select(F.col("doc_id").alias("id"), "text").write.parquet(input_dir)
+        sorted_batch.write_input(input_dir)
 
         # the vocabulary: the words of the batch the model does not know, counted over the batches
         sc.setJobDescription(f"refresh {root}: the batch's words the model does not know")
         pending_path = storage.join(base_dir, refresh.PENDING_TERMS)
         pending = model_store.read_parquet(pending_path) if storage.exists(pending_path) else None
-        new_terms, pending = grown_words(spark, ingested_rows, base.vocab["term"], options, pending, request)
+        new_terms, pending = sorted_batch.new_words(spark, base.vocab["term"], options, pending, request)
         vocab = pd.concat([base.vocab[["term"]], new_terms[["term"]]], ignore_index=True)
         vocab["id"] = range(len(vocab))
         vocab_path = storage.join(staging, "work-vocab.parquet")
@@ -324,13 +330,18 @@ def ingest_batch(spark, request, root, current, base, base_dir, ledger, version,
             spark, input_dir, corpus_dir, format="parquet", id_column="id", text_column="text", vocab=vocab_path,
             **options)
         storage.delete(vocab_path)
-        kept_ids = ingested_rows.select("doc_id") if chain_only else \
-            prepared_ids(spark, storage.join(corpus_dir, DOCS))
-        write_ledger(ingested_rows, kept_ids, sorted_batch.adopted, version, staging)
+        sorted_batch.write_ledger(spark, corpus_dir, version, staging)
         storage.delete(input_dir)
     finally:
-        classified.unpersist()
+        sorted_batch.release()
     return sorted_batch.documents, prepared, new_terms, pending, vocab, corpus_dir
+
+
+def ledger_of(spark, chain_dirs: list[str], current: str | None, base_dir: str, version: str):
+    """The committed ledger as a Spark DataFrame: the root's, or the base model's documents before the first
+    refresh."""
+    return refresh.read_ledger(spark, chain_dirs) if current is not None else \
+        refresh.base_ledger(spark, base_dir, version)
 
 
 def probe_perplexity(spark, model_dir: str, probe: str) -> dict:

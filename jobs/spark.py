@@ -22,7 +22,8 @@ def add_spark_arguments(parser: argparse.ArgumentParser) -> None:
     """Add ``--master`` and repeatable ``--conf key=value`` to a job's parser."""
     parser.add_argument("--master", default=None,
                         help="Spark master URL (default: local[*], or whatever spark-submit set; prepare, infer "
-                             "and evaluate run a small local input in this process unless a master is given); 'none': "
+                             "and evaluate run a small local input in this process, and refresh reads a small local "
+                             "batch in this process, unless a master is given); 'none': "
                              "in this process, without Spark, or a one-line refusal saying why not")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                         help="extra Spark configuration, repeatable")

@@ -90,7 +90,7 @@ def prepare_corpus(spark, input_path: str, output_dir: str, engine: str = "auto"
     if engine not in ENGINES:
         raise PrepareError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
     opts = PrepareOptions(**options)
-    stopwords = _stopwords(opts)
+    stopwords = stopwords_of(opts)
     _check_paths(input_path, output_dir)
     fmt = resolve_format(None, input_path, opts.format)
     _check_output_dir(output_dir, opts.overwrite)
@@ -213,7 +213,7 @@ def document_terms(rows: DataFrame, **options) -> DataFrame:
     tokenises with ``options``."""
     opts = PrepareOptions(**options)
     tokens = tokenize(rows.select("doc_id", "text"), "text", "tokens", pattern=opts.token_pattern,
-                      min_token_length=opts.min_token_length, stopwords=_stopwords(opts))
+                      min_token_length=opts.min_token_length, stopwords=stopwords_of(opts))
     return tokens.select("doc_id", F.explode(F.array_distinct("tokens")).alias("term"))
 
 
@@ -228,7 +228,7 @@ def summary_line(corpus: dict, output_dir: str) -> str:
 # ---------------------------------------------------------------------- helpers
 
 
-def _stopwords(opts: PrepareOptions) -> list[str]:
+def stopwords_of(opts: PrepareOptions) -> list[str]:
     try:
         return stopword_list(opts.language, opts.stopwords)
     except ValueError as exc:

@@ -7,6 +7,7 @@ import logging
 from dataclasses import dataclass
 
 from drivers import storage
+from drivers.corpora.files import DOCS
 from drivers.refresh import update as refresh
 from drivers.refresh.unpublished import unpublished, write_rejects
 
@@ -21,6 +22,28 @@ class Triage:
     report: dict | None         # a run that publishes nothing (nothing new, --dry-run): its report, else None
     ingested: object = None     # the rows to ingest (doc_id, text, content_hash, status)
     adopted: object = None      # the ledger rows of the base model's documents met again
+    classified: object = None   # the cached rows sorted by the ledger (released by :meth:`release`)
+
+    def write_input(self, path: str) -> None:
+        """The rows to ingest as a Parquet input of ``prepare`` (id, text)."""
+        from pyspark.sql import functions as F
+
+        self.ingested.select(F.col("doc_id").alias("id"), "text").write.parquet(path)
+
+    def new_words(self, spark, known_terms, options: dict, pending, request):
+        return grown_words(spark, self.ingested, known_terms, options, pending, request)
+
+    def write_ledger(self, spark, corpus_dir: str | None, version: str, staging: str) -> None:
+        """The version's ledger: the ingested rows whose id the prepared corpus in ``corpus_dir`` kept (all of
+        them when None: a Gibbs chain continued on the same documents), and the base model's documents met
+        again."""
+        kept_ids = self.ingested.select("doc_id") if corpus_dir is None else \
+            prepared_ids(spark, storage.join(corpus_dir, DOCS))
+        write_ledger(self.ingested, kept_ids, self.adopted, version, staging)
+
+    def release(self) -> None:
+        if self.classified is not None:
+            self.classified.unpersist()
 
 
 def triage(classified, request, current: str | None, version: str, staging: str,
@@ -34,20 +57,21 @@ def triage(classified, request, current: str | None, version: str, staging: str,
     counts = {r["status"]: r["count"] for r in classified.groupBy("status").count().collect()}
     read = sum(counts.values())
     documents = {"read": read, **{k: counts.get(k, 0) for k in SEEN}}
-    documents["rejected"] = {k: v for k, v in counts.items() if k not in SEEN}
+    documents["rejected"] = {k: v for k, v in sorted(counts.items()) if k not in SEEN}
     log.info("%s: %d documents read: %d new, %d revised, %d already ingested, %d rejected", request.input, read,
              documents["new"], documents["revision"], documents["duplicate"] + documents["adopted"],
              sum(documents["rejected"].values()))
     rejected_rows = classified.where(~F.col("status").isin(*SEEN))
     if (documents["new"] + documents["revision"] == 0 and not nothing_new_goes_on) or request.dry_run:
-        report = unpublished(request, current, documents, rejected_rows)
+        report = unpublished(request, current, documents,
+                             lambda path: write_rejects(rejected_rows, path, request.input))
         print(report["message"])
-        return Triage(documents, report)
+        return Triage(documents, report, classified=classified)
     if documents["rejected"]:
         write_rejects(rejected_rows, storage.join(staging, "rejects"), request.input)
     adopted = classified.where(F.col("status") == "adopted").select(
         "doc_id", "content_hash", "status", F.lit(version).alias("version"))
-    return Triage(documents, None, classified.where(F.col("status").isin(*refresh.INGESTED)), adopted)
+    return Triage(documents, None, classified.where(F.col("status").isin(*refresh.INGESTED)), adopted, classified)
 
 
 def prepared_ids(spark, docs_path: str):

@@ -7,10 +7,10 @@ from drivers.refresh.update import RefreshRequest
 from inference.errors import UsageError
 
 
-def unpublished(request: RefreshRequest, current: str | None, documents: dict, rejected_rows) -> dict:
+def unpublished(request: RefreshRequest, current: str | None, documents: dict, write_rejected) -> dict:
     """The report of a run that publishes nothing (a dry run, a batch with nothing new); the batch's rejected rows
-    go to ``ROOT/rejects.unpublished/`` (replaced by the next such run). A batch with no valid document at all
-    (every row rejected, or none) is refused."""
+    go to ``ROOT/rejects.unpublished/`` (``write_rejected(path)``; replaced by the next such run). A batch with no
+    valid document at all (every row rejected, or none) is refused."""
     rejected = sum(documents["rejected"].values())
     reasons = ", ".join(f"{n} {reason}" for reason, n in sorted(documents["rejected"].items()))
     kept = ""
@@ -18,7 +18,7 @@ def unpublished(request: RefreshRequest, current: str | None, documents: dict, r
         path = storage.join(request.root, REJECTS_UNPUBLISHED)
         if storage.exists(path):
             storage.delete(path)
-        write_rejects(rejected_rows, path, request.input)
+        write_rejected(path)
         kept = f"; the {rejected} rejected rows ({reasons}) are in {path}"
     latest = f"LATEST stays {current or '(none)'}"
     if documents["read"] == rejected and not request.dry_run:

@@ -70,6 +70,7 @@ class RefreshRequest(Constrained):
     lang_column: str = "lang"             # a model of an aligned corpus: the batch's language column
     tol: float = 1e-5
     chain_sweeps: str = "all"             # a Gibbs chain: sweep all documents, or the new ones given the old
+    batch_in_process: bool = True         # a small local batch read and sorted in this process (False: Spark)
 
     parameter_constraints = {"mode": StrOptions(MODES), "iterations": AT_LEAST_1, "min_new_df": AT_LEAST_1,
                              "max_new_terms": AT_LEAST_0, "guide_weight": NON_NEGATIVE,

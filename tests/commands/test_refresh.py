@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -498,3 +499,53 @@ def test_stored_relative_paths_are_read_beside_the_root_and_checked_against_the_
     assert refresh_sources.training_history("m0", {"data": {"corpus": "c0", "version": "v"}}) == \
         {"training_corpus": str(elsewhere / "c0"), "training_version": "v"}          # relative to the model's folder
     assert refresh_sources.base_parent("m0", 40)["base"] == str(elsewhere / "m0")
+
+
+def test_a_small_batch_read_in_process_publishes_what_the_spark_jobs_publish(spark_session, base, tmp_path):
+    """A small local batch is read, sorted by the ledger and its new words counted in this process
+    (drivers/refresh/batch_in_process.py); with --master the Spark jobs do it. A first refresh (the base model's
+    ledger: its documents met again are adopted) and a second (the root's ledger: duplicates, a revision, new
+    documents), each batch with rejected rows (no id, no text, a repeated id): the same reports, ledgers, rejects,
+    vocabularies and models, bit for bit, with fewer Spark jobs."""
+    first = texts(10, 2, "b", extra=NEW_WORDS) + texts(40, 1, "a")[:3]            # 3 base documents met again
+    bad = [{"text": "no id here"}, {"id": "b900"}, {"id": "b001", "text": "the same id again"}]
+    second = first[:4] + [(first[5][0], first[5][1] + " kalon")] + texts(6, 4, "c")
+    raw1, raw2 = tmp_path / "b1.jsonl", tmp_path / "b2.jsonl"
+    write_batch(raw1, first)
+    with open(raw1, "a") as f:
+        f.writelines(json.dumps(row) + "\n" for row in bad)
+    write_batch(raw2, second)
+    runs = {}
+    for engine, extra in (("in-process", []), ("spark", ["--master", "local[2]"])):
+        root = tmp_path / engine
+        with counted_jobs(spark_session) as jobs:
+            reports = [run(spark_session, "--model", root, "--base", base / "m0", "--input", raw1, "--iterations", 1,
+                           "--min-new-df", 2, *extra),
+                       run(spark_session, "--model", root, "--input", raw2, "--iterations", 1, "--min-new-df", 2,
+                           *extra)]
+        runs[engine] = root, reports, len(jobs)
+    (root_p, reports_p, jobs_p), (root_s, reports_s, jobs_s) = runs["in-process"], runs["spark"]
+    assert reports_p[0]["documents"] == {"read": 16, "new": 10, "revision": 0, "duplicate": 0, "adopted": 3,
+                                         "rejected": {"duplicate_id": 1, "malformed": 2}}
+    assert reports_p[1]["documents"] == {"read": 11, "new": 6, "revision": 1, "duplicate": 4, "adopted": 0,
+                                         "rejected": {}}
+    for p, s in zip(reports_p, reports_s):
+        for key in ("documents", "ingested", "tokens", "vocabulary", "mode", "iterations", "elbo"):
+            assert p[key] == s[key], key
+    def version(root, n):
+        return Path(model_root.version_dir(str(root), model_root.version_name(str(root), n)))
+
+    for n in ("1", "2"):
+        vp, vs = version(root_p, n), version(root_s, n)
+        ledger_p, ledger_s = (pd.read_parquet(v / "ledger.parquet").sort_values("doc_id", ignore_index=True)
+                              for v in (vp, vs))
+        assert (ledger_p["version"] == vp.name).all() and (ledger_s["version"] == vs.name).all()
+        pd.testing.assert_frame_equal(ledger_p.drop(columns="version"), ledger_s.drop(columns="version"))
+        np.testing.assert_array_equal(np.load(vp / "lambda.npy"), np.load(vs / "lambda.npy"))
+        pd.testing.assert_frame_equal(pd.read_parquet(vp / "vocab.parquet"), pd.read_parquet(vs / "vocab.parquet"))
+    rejects = [sorted((json.loads(line) for f in sorted((version(v, "1") / "rejects").glob("part-*"))
+                       for line in f.read_text().splitlines()), key=lambda r: (str(r["id"]), r["raw"]))
+               for v in (root_p, root_s)]
+    assert rejects[0] == rejects[1] and len(rejects[0]) == 3
+    assert set(pd.read_parquet(version(root_p, "1") / "ledger.parquet")["status"]) == {"new", "adopted"}
+    assert jobs_p < jobs_s, (jobs_p, jobs_s)

@@ -74,7 +74,7 @@ def prepare_into(input_path: str, staging: str, fmt: str, opts: PrepareOptions, 
             row.reason = "empty"
     kept = [doc for doc in docs if doc["n_tokens"] > 0]
     _write_documents(path(DOCS), kept, opts, kept_types)
-    _write_rejects(path(REJECTS), [row for row in rows if row.reason])
+    write_rejects(path(REJECTS), [row for row in rows if row.reason])
     write_stopwords(staging, stopwords)
 
     rejected = collections.Counter(row.reason for row in rows if row.reason)
@@ -163,7 +163,7 @@ def _write_documents(directory: str, docs: list, opts: PrepareOptions, kept_type
     write_dataset(directory, pa.table(columns), parts)
 
 
-def _write_rejects(directory: str, rejects: list) -> None:
+def write_rejects(directory: str, rejects: list) -> None:
     """JSON lines ``id``, ``reason``, ``source``, ``raw`` (the first 1000 characters), in input order."""
     os.makedirs(directory)
     with open(os.path.join(directory, "part-00000.json"), "w", encoding="utf-8") as f:
