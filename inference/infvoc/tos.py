@@ -7,7 +7,8 @@ of minibatch i has given topic k's expected counts c_k(w) = sum_{d in S} sum_n p
 :func:`update_topic` does, with scale = D / |S| and epsilon_i = (tau0 + i)^-kappa:
 
 1. **expand** (§7.4.1): every word with c_k(w) > 0 and not in the TOS is appended (T_k(w) = T_k + 1, most counts
-   first, then by string) with nu1 = nu2 = 1 and R = 0 as its "previous" values;
+   first, then by string) with nu1 = nu2 = 1 and R = 0 as its "previous" values (with a filter of dropped words,
+   ``dropped_words="bloom"``: the TOS' smallest R for a word the filter holds, :func:`returning_ranks`);
 2. **nu** (7.6-7.7): nu1_kt += eps (1 + scale c_k(rho_kt) - nu1_kt);
    nu2_kt += eps (alpha^beta + scale sum_{s>t} c_k(rho_ks) - nu2_kt) (the mass after t: every token whose word's
    index is above t, the appended words included);
@@ -16,9 +17,10 @@ of minibatch i has given topic k's expected counts c_k(w) = sum_{d in S} sum_n p
 
 Every ``delay`` (U) minibatches :func:`reorder_topic` sorts each TOS by R (the words keep their nu and R) and
 **contracts** it to its top ``truncation`` (T) words: a dropped word's nu, R and entry are discarded, and if it
-comes back it is new again (R from 0). So a topic holds at most T words after a reordering and T + (the new words
-of U minibatches) before one: memory is bounded by the stream's rate of new words, not by every word ever seen
-(the thesis' "reset scores for dropped words").
+comes back it is new again (R from 0; with ``"bloom"`` the word is added to the topic's fixed-size Bloom filter and
+comes back with the TOS' smallest R: the thesis' "reset scores for dropped words"). So a topic holds at most T words
+after a reordering and T + (the new words of U minibatches) before one, plus a filter of fixed size: memory is
+bounded by the stream's rate of new words, not by every word ever seen.
 """
 from __future__ import annotations
 
@@ -26,6 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+
+from inference.infvoc import dropped as dropped_words
 
 
 @dataclass
@@ -36,6 +40,7 @@ class TopicSet:
     nu2: np.ndarray        # (T_k,) float64
     rank: np.ndarray       # (T_k,) float64: R_k(rho_kt) (7.8)
     since: np.ndarray      # (T_k,) int64: the minibatch at which rho_kt (last) entered the TOS
+    dropped: np.ndarray | None = None   # the Bloom filter of the words contracted out (``--dropped-words bloom``)
 
     def __post_init__(self):
         self.index = pd.Index(self.terms, dtype=object)
@@ -44,8 +49,9 @@ class TopicSet:
         return int(self.terms.shape[0])
 
     @classmethod
-    def empty(cls) -> "TopicSet":
-        return cls(np.empty(0, dtype=object), np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(0, dtype=np.int64))
+    def empty(cls, bloom: bool = False) -> "TopicSet":
+        return cls(np.empty(0, dtype=object), np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(0, dtype=np.int64),
+                   dropped_words.empty_filter() if bloom else None)
 
 
 def step_size(minibatch: int, tau0: float, kappa: float) -> float:
@@ -69,7 +75,7 @@ def update_topic(topic: TopicSet, terms, counts, log_base, scale: float, eps: fl
     all_terms = np.concatenate([topic.terms, terms[new]])
     nu1 = np.concatenate([topic.nu1, np.ones(new.shape[0])])
     nu2 = np.concatenate([topic.nu2, np.ones(new.shape[0])])
-    rank = np.concatenate([topic.rank, np.zeros(new.shape[0])])
+    rank = np.concatenate([topic.rank, returning_ranks(topic, terms[new])])
     since = np.concatenate([topic.since, np.full(new.shape[0], minibatch, dtype=np.int64)])
     position[new] = T_old + np.arange(new.shape[0])
     c = np.zeros(all_terms.shape[0])
@@ -80,13 +86,28 @@ def update_topic(topic: TopicSet, terms, counts, log_base, scale: float, eps: fl
     g0 = np.zeros(all_terms.shape[0])
     g0[position] = np.exp(log_base)
     rank = (1.0 - eps) * rank + eps * g0 * scale * c
-    return TopicSet(all_terms, nu1, nu2, rank, since)
+    return TopicSet(all_terms, nu1, nu2, rank, since, topic.dropped)
+
+
+def returning_ranks(topic: TopicSet, words) -> np.ndarray:
+    """The "previous" R of words entering the TOS: 0 (a new word), or with a filter of dropped words the smallest
+    R in the TOS for a word the filter holds (the thesis' reset score, :mod:`inference.infvoc.dropped`)."""
+    out = np.zeros(len(words))
+    if topic.dropped is not None and len(topic) and len(words):
+        out[dropped_words.contains(topic.dropped, words)] = float(topic.rank.min())
+    return out
 
 
 def reorder_topic(topic: TopicSet, truncation: int) -> TopicSet:
-    """The TOS sorted by R, highest first (ties keep their order), cut to its first ``truncation`` words."""
-    order = np.argsort(-topic.rank, kind="stable")[:int(truncation)]
-    return TopicSet(topic.terms[order], topic.nu1[order], topic.nu2[order], topic.rank[order], topic.since[order])
+    """The TOS sorted by R, highest first (ties keep their order), cut to its first ``truncation`` words (the
+    words cut go into the topic's filter of dropped words, if it has one)."""
+    ranked = np.argsort(-topic.rank, kind="stable")
+    order, cut = ranked[:int(truncation)], ranked[int(truncation):]
+    remembered = topic.dropped
+    if remembered is not None and cut.size:
+        remembered = dropped_words.add(remembered, topic.terms[cut])
+    return TopicSet(topic.terms[order], topic.nu1[order], topic.nu2[order], topic.rank[order], topic.since[order],
+                    remembered)
 
 
 @dataclass
@@ -98,6 +119,7 @@ class OnlineSettings:
     tau0: float = 64.0
     kappa: float = 0.8
     corpus_size: float = 0.0     # D; 0: the documents seen so far (this minibatch included)
+    dropped_words: str = "forget"  # forget: a returning word is new (R from 0); bloom: reset to the TOS' smallest R
 
     def check(self) -> None:
         if not self.alpha_beta > 0:
@@ -108,6 +130,20 @@ class OnlineSettings:
             raise ValueError("kappa must be in (0.5, 1]")
         if self.tau0 < 0:
             raise ValueError("tau0 must be >= 0")
+        if self.dropped_words not in DROPPED_WORDS:
+            raise ValueError(f"dropped words: one of {', '.join(DROPPED_WORDS)}")
+
+
+#: what the contraction does with the words it drops (``OnlineSettings.dropped_words``)
+DROPPED_WORDS = ("forget", "bloom")
+
+
+def with_filters(sets: list, settings: OnlineSettings) -> list:
+    """``sets`` with an empty filter of dropped words where ``settings`` remembers them and a topic has none."""
+    if settings.dropped_words != "bloom":
+        return sets
+    return [s if s.dropped is not None else TopicSet(s.terms, s.nu1, s.nu2, s.rank, s.since,
+                                                     dropped_words.empty_filter()) for s in sets]
 
 
 def update_sets(sets: list, topic_counts: dict, log_base: dict, batch_docs: int, documents_seen: int,

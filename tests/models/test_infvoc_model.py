@@ -1,6 +1,6 @@
 """Online LDA with an infinite vocabulary on Spark (drivers/models/infvoc): train over minibatches, refresh a
 root with raw documents whose words the base never saw, `topics` marking them; the same model for any number of
-partitions."""
+partitions; bounded memory under refreshes full of unique junk words, the dropped words remembered."""
 from __future__ import annotations
 
 import argparse
@@ -15,6 +15,7 @@ import pytest
 from drivers.models.infvoc import commands as infinite
 from drivers.models.infvoc.model import NEW_MARK, InfVocModel
 from drivers.preparation.corpus import prepare_corpus
+from inference.infvoc import dropped
 from jobs import evaluate as evaluate_job, infer as infer_job, refresh as refresh_job, topics as topics_job, \
     train as train_job
 
@@ -123,6 +124,35 @@ def test_same_model_for_any_number_of_partitions(spark_session, base_corpus):
     train_infinite(spark_session, corpus, str(tmp / "p3"), "--partitions", "3", "--reducers", "2")
     one, three = (pd.read_parquet(str(tmp / d / "tos.parquet")) for d in ("p1", "p3"))
     pd.testing.assert_frame_equal(one, three)
+
+
+def test_refreshes_with_unique_junk_words_keep_memory_bounded_and_remember_the_dropped(spark_session, base_corpus):
+    """Two refreshes of 60 documents, each with 5 words never seen before and never seen again: every TOS is cut
+    to T = 30 at each reordering (the refreshes end on one), the Bloom filters of dropped words (16 KiB a topic)
+    are saved with each version and read by the next refresh, and the themes' words stay in their topics."""
+    tmp, corpus = base_corpus
+    model_dir = str(tmp / "bloom-base")
+    train_infinite(spark_session, corpus, model_dir, "--dropped-words", "bloom")
+    root, rng, junk_seen = str(tmp / "bloom-root"), np.random.default_rng(5), []
+    for r in range(2):
+        docs = themed(rng, f"j{r}", 60)
+        junk = [["zq" + "".join(chr(97 + int(c)) for c in f"{r}{i:02d}{j}") for j in range(5)] for i in range(60)]
+        junk_seen += [w for words in junk for w in words]
+        batch = write_docs(str(tmp / f"junk{r}.jsonl.gz"), [(d, w + j) for (d, w), j in zip(docs, junk)])
+        report = infinite.refresh(spark_session, parse(refresh_job, ["--model", root, "--input", batch,
+                                                                     "--vocabulary", "infinite", "--minibatch-size",
+                                                                     "10"] + (["--base", model_dir] if r == 0 else [])))
+        assert report["minibatches"] == [5 + 6 * r, 10 + 6 * r] and max(report["tos_sizes"]) <= 30
+        version = os.path.join(root, "versions", report["version"])
+        assert np.load(os.path.join(version, "dropped.npy"), allow_pickle=False).shape == (2, dropped.BITS // 8)
+        model = InfVocModel.load(version)
+        assert model.settings.dropped_words == "bloom"
+        # every junk word entered some topic's TOS (each token is drawn to a topic) and left them all
+        gone = [w for w in junk_seen if not any(w in set(topic.terms) for topic in model.sets)]
+        assert len(gone) > 250 * (r + 1)
+        assert np.any([dropped.contains(topic.dropped, gone) for topic in model.sets], axis=0).all()
+        tops = [{w for w, _, _ in t} for t in model.top_words(8)]
+        assert sorted(len(t & set(SPORT)) for t in tops) == [0, 8] and sorted(len(t & set(COOKING)) for t in tops) == [0, 8]
 
 
 def test_jobs_that_cannot_read_an_infinite_model_refuse_it_in_one_line():

@@ -27,7 +27,7 @@ from drivers.store import lease, model_root, model_store, publish
 from drivers.store.manifest import new_token, write_marker
 from inference.errors import UsageError
 from inference.infvoc.base_measure import CharNgramBase
-from inference.infvoc.tos import OnlineSettings
+from inference.infvoc.tos import DROPPED_WORDS, OnlineSettings, with_filters
 
 log = logging.getLogger("spark_topics.infvoc")
 
@@ -46,6 +46,10 @@ def add_flags(group, schedule: bool) -> None:
     group.add_argument("--reorder-delay", type=int, default=None,
                        help="infinite: U, reorder and cut the topics' word sets every U minibatches (default 10)")
     group.add_argument("--minibatch-size", type=int, default=256, help="infinite: documents per minibatch")
+    group.add_argument("--dropped-words", choices=DROPPED_WORDS, default=None,
+                       help="infinite: a word cut from a topic at a reordering comes back as new (forget, the "
+                            "default, or the model's) or with the topic's smallest ranking score, remembered in a "
+                            "Bloom filter of 16 KiB per topic (bloom)")
     if schedule:
         group.add_argument("--tau0", type=float, default=1.0, help="infinite: eps_i = (tau0 + i)^-kappa (default 1)")
         group.add_argument("--kappa", type=float, default=0.6, help="infinite: in (0.5, 1] (default 0.6)")
@@ -60,7 +64,8 @@ def _settings(args, previous: OnlineSettings | None) -> OnlineSettings:
         delay=args.reorder_delay if args.reorder_delay is not None else base.delay,
         tau0=args.tau0 if getattr(args, "tau0", None) is not None else base.tau0,
         kappa=args.kappa if getattr(args, "kappa", None) is not None else base.kappa,
-        corpus_size=base.corpus_size)
+        corpus_size=base.corpus_size,
+        dropped_words=getattr(args, "dropped_words", None) or base.dropped_words)
     try:
         settings.check()
     except ValueError as exc:
@@ -94,7 +99,7 @@ def train(spark, args) -> dict:
     K = int(args.topics)
     base = CharNgramBase.fit(vocab["term"].astype(str).tolist())
     alpha = np.full(K, args.alpha if args.alpha is not None else 1.0 / K)
-    model = InfVocModel(empty_sets(K), base, alpha, settings,
+    model = InfVocModel(with_filters(empty_sets(K), settings), base, alpha, settings,
                         pd.Index(vocab["term"].astype(str).to_numpy(), dtype=object),
                         burn_in=getattr(args, "hybrid_burn_in", None) or 5,
                         samples=getattr(args, "hybrid_samples", None) or 10, seed=int(args.seed))
@@ -169,6 +174,7 @@ def refresh(spark, args) -> dict:
                              f"{source} is --model {meta.get('model')}")
         model = InfVocModel.load(source)
         model.settings = _settings(args, model.settings)
+        model.sets = with_filters(model.sets, model.settings)
         if args.seed is not None:
             model.seed = int(args.seed)
         documents, rejected = raw_documents(spark, args.input, source, meta, args)

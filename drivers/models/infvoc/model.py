@@ -8,6 +8,8 @@ infinite``) holds, besides the usual ``model.json``, ``topics.txt``, ``doc_topic
                          the word entered)
     base_measure.json    G_0 over strings: the character n-gram counts and the length multinomial zeta
     vocab.parquet        term, id: the base vocabulary (the training corpus'); ``topics`` marks every other word
+    dropped.npy          (K, BITS/8) uint8: each topic's Bloom filter of the words dropped from its TOS (only with
+                         ``--dropped-words bloom``; :mod:`inference.infvoc.dropped`)
 
 No pickles: Parquet and JSON only.
 """
@@ -22,13 +24,15 @@ from drivers import storage
 from drivers.store import model_store
 from inference.errors import DamagedError
 from inference.infvoc.base_measure import CharNgramBase
+from inference.infvoc.dropped import empty_filter
 from inference.infvoc.tos import OnlineSettings, TopicSet
 
 MODEL_NAME = "lda-infvoc"
 TOS_FILE = "tos.parquet"
 BASE_MEASURE_FILE = "base_measure.json"
+DROPPED_FILE = "dropped.npy"
 #: the files of this model beyond :data:`drivers.store.model_store.MODEL_FILES`
-OWN_FILES = (TOS_FILE, BASE_MEASURE_FILE)
+OWN_FILES = (TOS_FILE, BASE_MEASURE_FILE, DROPPED_FILE)
 #: ``topics`` marks a word the base vocabulary does not have with this
 NEW_MARK = "+"
 
@@ -105,6 +109,9 @@ class InfVocModel:
                               "since": ts.since.astype(np.int64)}) for k, ts in enumerate(self.sets)]
         model_store.write_parquet(storage.join(directory, TOS_FILE), pd.concat(rows, ignore_index=True))
         storage.save_json(storage.join(directory, BASE_MEASURE_FILE), self.base.to_json())
+        if any(ts.dropped is not None for ts in self.sets):
+            filters = np.stack([ts.dropped if ts.dropped is not None else empty_filter() for ts in self.sets])
+            storage.save_npy(storage.join(directory, DROPPED_FILE), filters)
         model_store.write_parquet(storage.join(directory, "vocab.parquet"),
                                   pd.DataFrame({"term": np.asarray(self.known, dtype=str),
                                                 "id": np.arange(len(self.known), dtype=np.int32)}))
@@ -128,9 +135,14 @@ class InfVocModel:
             table = model_store.read_parquet(storage.join(directory, TOS_FILE))
             base = CharNgramBase.from_json(storage.load_json(storage.join(directory, BASE_MEASURE_FILE)))
             vocab = model_store.read_parquet(storage.join(directory, "vocab.parquet"))
+            filters = storage.load_npy(storage.join(directory, DROPPED_FILE)) \
+                if storage.exists(storage.join(directory, DROPPED_FILE)) else None
         except (OSError, KeyError, ValueError) as exc:
             raise DamagedError(f"{directory}: an infinite-vocabulary model file is missing or damaged ({exc})") from None
         K = int(meta["num_topics"])
+        if filters is not None and (filters.dtype != np.uint8 or filters.shape != (K, empty_filter().shape[0])):
+            raise DamagedError(f"{directory}: {DROPPED_FILE} is not {K} filters of dropped words ({filters.dtype}, "
+                               f"{filters.shape})")
         sets = []
         table = table.sort_values(["topic", "position"])
         for k in range(K):
@@ -139,7 +151,7 @@ class InfVocModel:
             if any(not np.all(np.isfinite(v)) for v in values) or np.any(values[0] <= 0) or np.any(values[1] <= 0):
                 raise DamagedError(f"{directory}: {TOS_FILE} has non-finite or non-positive parameters in topic {k}")
             sets.append(TopicSet(rows["term"].to_numpy(dtype=object), *[v.astype(np.float64) for v in values],
-                                 rows["since"].to_numpy(dtype=np.int64)))
+                                 rows["since"].to_numpy(dtype=np.int64), None if filters is None else filters[k]))
         return cls(sets, base, np.asarray(meta["alpha"], dtype=np.float64), OnlineSettings(**meta["settings"]),
                    pd.Index(vocab.sort_values("id")["term"].astype(str).to_numpy(), dtype=object),
                    int(meta["minibatches"]), int(meta["documents"]), int(meta["hybrid_burn_in"]),
