@@ -1,33 +1,33 @@
-"""Infinite vocabulary against a fixed vocabulary on a stream sorted by time (issue 30, 3; thesis Fig. 7.6).
+"""Infinite vocabulary against a fixed vocabulary on a stream sorted by time (issue 30; thesis Fig. 7.6, Table 7.1).
 
-The corpus: the entries of the Debian package changelogs installed on this machine
-(``/usr/share/doc/*/changelog.Debian.gz``), one document per entry (package, version, its text), deduplicated by
-(package, version), sorted by the entry's date. The first quarter trains the base models; the rest arrives in
-``--batches`` refreshes, in date order:
+The corpus (``--corpus``, pinned in :mod:`infvoc_corpora`): ``python-news``, the 10,017 entries of CPython's
+release notes as Debian's python3.11 ships them (2015-02 to 2023-02, labelled by their section: Library, Core and
+Builtins, IDLE, Windows, Build, ...), or ``debian-changelogs``, the 14,862 entries of the pinned Debian changelogs
+(labelled by the package's Debian section). Sorted by date; the first quarter trains the base models, the rest
+arrives in ``--batches`` refreshes, in date order:
 
 * **infvoc**: ``train --vocabulary infinite`` on the base, then ``refresh --vocabulary infinite`` with each batch
   (raw text; every word may enter a topic);
-* **fixvoc**: the project's online LDA on the base's vocabulary (the thesis' "null" vocabulary): ``train`` (hybrid,
-  the same K), then ``refresh --mode online`` with each batch, new words never admitted (``--min-new-df`` above
-  the corpus size).
+* **fixvoc**: the project's online LDA on the base's vocabulary (the thesis' "null" vocabulary, here the base
+  quarter's rather than the first minibatch's): ``train`` (the same K), then ``refresh --mode online`` with each
+  batch, new words never admitted (``--min-new-df`` above the corpus size); the same tau0 and kappa.
 
 Both are scored at the end of the stream by NPMI coherence of each topic's 10 top words (document co-occurrence,
 averaged over the 45 pairs and the topics; a pair that never co-occurs scores -1), with two reference corpora: the
-whole stream and its last batch (where the new words are). The TOS sizes after each refresh show the memory bound.
-Document classification (thesis Table 7.1): every entry of the stream is inferred under each final model
-(``infer``: fixvoc with its vocabulary, infvoc over every word), and a multinomial logistic regression (Spark ML) on
-the topic proportions predicts the Debian section of the entry's package (``dpkg-query``; sections with at least
-``--min-section`` entries), trained on the packages of 80% of the package names (by a hash) and scored on the rest,
-so no package is in both. Beside the tests::
+whole stream and its last batch (where the new words are). Document classification (thesis Table 7.1): every
+entry of the stream is inferred under each final model (``infer``: fixvoc with its vocabulary, infvoc over every
+word) and classifiers of the topic proportions (a linear SVM, the thesis' Weka SMO with its defaults, and a
+multinomial logistic regression; scikit-learn, ``pip install -e .[bench]``) are trained on the training entries and scored on the test entries:
+``--split date`` the last 40% of the stream (the thesis' split of 20 newsgroups by date; python-news' default),
+``--split package`` the entries of a hashed 8% of the packages (debian-changelogs' default). Beside the tests::
 
-    .venv/bin/python tests/bench/bench_infvoc.py --topics 20 --batches 3
+    .venv/bin/python tests/bench/bench_infvoc.py --corpus python-news --topics 50 --minibatch-size 155 \
+        --alpha-beta 1000 --truncation 2000 --reorder-delay 10 --tau0 64 --kappa 0.6 [--seed 1]
+    .venv/bin/python tests/bench/bench_infvoc.py --corpus debian-changelogs --topics 20 --batches 3
 """
 from __future__ import annotations
 
 import argparse
-import email.utils
-import glob
-import gzip
 import itertools
 import json
 import math
@@ -37,45 +37,7 @@ import time
 from collections import Counter
 
 from bench_common import CACHE, bench_session  # noqa: E402  (first: puts the project on sys.path)
-
-HEADER = re.compile(r"^([a-z0-9][a-z0-9+.-]*) \(([^)]+)\) ")
-TRAILER = re.compile(r"^ -- .*?>\s\s?(.+)$")
-
-
-def changelog_entries(pattern: str = "/usr/share/doc/*/changelog.Debian.gz") -> list[dict]:
-    """One row per changelog entry: id (date, package, version: sorts by time), text, package (the binary
-    package whose doc folder holds the changelog)."""
-    seen, rows = set(), []
-    for path in sorted(glob.glob(pattern)):
-        try:
-            lines = gzip.open(path, "rt", encoding="utf-8", errors="replace").read().splitlines()
-        except (OSError, EOFError):
-            continue
-        head, body = None, []
-        for line in lines:
-            match = HEADER.match(line)
-            if match:
-                head, body = match.groups(), []
-                continue
-            trailer = TRAILER.match(line)
-            if trailer and head:
-                try:
-                    when = email.utils.parsedate_to_datetime(trailer.group(1).strip())
-                except (TypeError, ValueError):
-                    head = None
-                    continue
-                if head not in seen and body:
-                    seen.add(head)
-                    rows.append({"id": f"{when.astimezone(email.utils.datetime.timezone.utc):%Y%m%dT%H%M%S}"
-                                       f"-{head[0]}-{head[1]}", "text": " ".join(body),
-                                 "package": path.split("/")[-2]})
-                head = None
-            elif head:
-                text = line.strip()
-                if text:
-                    body.append(text)
-    return sorted(rows, key=lambda r: r["id"])
-
+from infvoc_corpora import CORPORA, digest
 
 def write_jsonl(path, rows):
     with open(path, "w", encoding="utf-8") as f:
@@ -84,35 +46,33 @@ def write_jsonl(path, rows):
     return str(path)
 
 
-def sections() -> dict:
-    """package -> Debian section of the installed packages."""
-    import subprocess
-
-    out = subprocess.run(["dpkg-query", "-W", "-f=${Package}\t${Section}\n"], check=True, capture_output=True,
-                         text=True).stdout
-    return {p.split(":")[0]: s.split("/")[-1] for p, s in (line.split("\t") for line in out.splitlines() if "\t" in line)}
-
-
-def classification_accuracy(spark, doc_topics_path: str, labels: dict, test_packages: set) -> tuple:
-    """(accuracy of a multinomial logistic regression on theta, of the majority class, test documents, balanced
-    accuracy: the mean over the test's classes of their recall)."""
+def classification_accuracy(doc_topics_path: str, labels: dict, test_ids: set) -> dict:
+    """Accuracies on the test documents of two classifiers of theta trained on the others (scikit-learn, the
+    project's ``bench`` extra): the thesis' Weka SMO with its defaults (a linear SVM, C = 1, features scaled to
+    [0, 1], one-vs-one) and a multinomial logistic regression; the majority class' accuracy and each one's
+    balanced accuracy (mean recall over the test's classes)."""
+    import numpy as np
     import pandas as pd
-    from pyspark.ml.classification import LogisticRegression
-    from pyspark.ml.linalg import Vectors
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import balanced_accuracy_score
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import MinMaxScaler
+    from sklearn.svm import SVC
 
     frame = pd.read_parquet(doc_topics_path, columns=["doc_id", "theta"])
-    frame = frame[frame["doc_id"].isin(labels)]
-    classes = sorted({labels[d][1] for d in frame["doc_id"]})
-    rows = [(Vectors.dense(list(t)), float(classes.index(labels[d][1])), labels[d][0] in test_packages)
-            for d, t in zip(frame["doc_id"], frame["theta"])]
-    data = spark.createDataFrame(rows, ["features", "label", "test"])
-    train, test = data.where("not test"), data.where("test")
-    fit = LogisticRegression(maxIter=200, regParam=1e-4, family="multinomial").fit(train)
-    scored = fit.transform(test).select("label", "prediction").toPandas()
-    majority = train.groupBy("label").count().orderBy("count", ascending=False).first()["label"]
-    balanced = float((scored["label"] == scored["prediction"]).groupby(scored["label"]).mean().mean())
-    return (float((scored["label"] == scored["prediction"]).mean()), float((scored["label"] == majority).mean()),
-            len(scored), balanced)
+    frame = frame[frame["doc_id"].isin(labels)].sort_values("doc_id")
+    features = np.stack([np.asarray(t, dtype=np.float64) for t in frame["theta"]])
+    target = np.array([labels[d] for d in frame["doc_id"]])
+    test = frame["doc_id"].isin(test_ids).to_numpy()
+    classes, counts = np.unique(target[~test], return_counts=True)
+    out = {"test_documents": int(test.sum()), "classes": int(len(np.unique(target))),
+           "majority": float((target[test] == classes[np.argmax(counts)]).mean())}
+    for name, model in (("svm", make_pipeline(MinMaxScaler(), SVC(kernel="linear", C=1.0))),
+                        ("logistic", LogisticRegression(max_iter=1000))):
+        predicted = model.fit(features[~test], target[~test]).predict(features[test])
+        out[name] = float((predicted == target[test]).mean())
+        out[name + "_balanced"] = float(balanced_accuracy_score(target[test], predicted))
+    return out
 
 
 TOKEN = re.compile(r"[^\W\d_]+(?:'(?!s\b)[^\W\d_]+)*")
@@ -156,10 +116,19 @@ def main() -> None:
     parser.add_argument("--tau0", type=float, default=1.0)
     parser.add_argument("--kappa", type=float, default=0.6)
     parser.add_argument("--passes", type=int, default=1, help="passes of the infinite model's base training")
+    parser.add_argument("--corpus-size", default="cumulative",
+                        help="D of both online updates (infvoc's 7.6, fixvoc's online refresh): 'cumulative' (the "
+                             "documents seen so far) or the stream's size")
     parser.add_argument("--iterations", type=int, default=20, help="fixvoc: EM iterations (base and refreshes)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--reuse", action="store_true", help="score the models of an earlier run again (no training)")
-    parser.add_argument("--min-section", type=int, default=200, help="classification: sections with this many entries")
+    parser.add_argument("--corpus", choices=sorted(CORPORA), default="python-news")
+    parser.add_argument("--min-section", type=int, default=None,
+                        help="classification: labels with this many entries (default: python-news 1, debian 200)")
+    parser.add_argument("--split", choices=("date", "package"), default=None,
+                        help="classification's test documents: the last 40%% of the stream (date, the thesis' "
+                             "split; python-news' default) or the entries of a hashed 8%% of the packages "
+                             "(package: debian-changelogs' default)")
     options = parser.parse_args()
 
     from drivers.models.infvoc import commands as infinite
@@ -170,18 +139,21 @@ def main() -> None:
     from jobs import refresh, train
 
     spark = bench_session("bench-infvoc")
-    work = CACHE / f"infvoc-debian-{options.seed}"
+    work = CACHE / (f"infvoc-{options.corpus}-K{options.topics}-tau{options.tau0:g}"
+                    f"{'' if options.corpus_size == 'cumulative' else '-D' + options.corpus_size}-{options.seed}")
     if not options.reuse:
         shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True, exist_ok=True)
-    rows = changelog_entries()
+    rows = CORPORA[options.corpus]()
+    debian = options.corpus == "debian-changelogs"
     quarter = len(rows) // 4
     size = -(-(len(rows) - quarter) // options.batches)
     base_rows = rows[:quarter]
     batch_rows = [rows[quarter + i * size: quarter + (i + 1) * size] for i in range(options.batches)]
     base = write_jsonl(work / "base.jsonl", base_rows)
     batches = [write_jsonl(work / f"batch{i + 1}.jsonl", b) for i, b in enumerate(batch_rows)]
-    print(f"Debian changelog entries: {len(rows)} ({rows[0]['id'][:8]} .. {rows[-1]['id'][:8]}); base "
+    print(f"{options.corpus}: {len(rows)} entries ({rows[0]['id'][:8]} .. {rows[-1]['id'][:8]}, digest "
+          f"{digest(rows)[:16]}); base "
           f"{len(base_rows)} (to {base_rows[-1]['id'][:8]}), then {options.batches} batches of ~{size}; "
           f"K={options.topics}")
     if not options.reuse:
@@ -201,6 +173,7 @@ def main() -> None:
         infinite.train(spark, parse(train, ["--corpus", work / "c0", "--output", work / "inf-base", "--topics",
                                             options.topics, "--vocabulary", "infinite", "--tau0", options.tau0,
                                             "--kappa", options.kappa, "--passes", options.passes, "--seed", options.seed,
+                                            "--corpus-size", options.corpus_size,
                                             *schedule]))
         inf_seconds = [time.time() - began]
         sizes = []
@@ -208,7 +181,8 @@ def main() -> None:
             began = time.time()
             report = infinite.refresh(spark, parse(refresh, ["--model", work / "inf-root", "--input", batch,
                                                              "--vocabulary", "infinite", "--tau0", options.tau0,
-                                                             "--kappa", options.kappa, *schedule]
+                                                             "--kappa", options.kappa, "--corpus-size",
+                                                             options.corpus_size, *schedule]
                                                    + (["--base", work / "inf-base"] if i == 0 else [])))
             inf_seconds.append(time.time() - began)
             sizes.append((min(report["tos_sizes"]), max(report["tos_sizes"]), report["new_words_in_topics"]))
@@ -222,7 +196,8 @@ def main() -> None:
         fix_seconds = [time.time() - began]
         for i, batch in enumerate(batches):
             flags = ["--model", work / "fix-root", "--input", batch, "--mode", "online", "--iterations",
-                     options.iterations, "--min-new-df", 10 ** 9, "--tau0", options.tau0, "--kappa", options.kappa]
+                     options.iterations, "--min-new-df", 10 ** 9, "--tau0", options.tau0, "--kappa", options.kappa,
+                     "--corpus-size", options.corpus_size]
             began = time.time()
             refresh.refresh_root(spark, refresh.request_from(parse(refresh, flags + (["--base", work / "fix-base"]
                                                                                   if i == 0 else []))))
@@ -235,20 +210,24 @@ def main() -> None:
     from drivers.families import InferRequest
     from jobs.infer import infer as infer_job
 
-    section_of = sections()
-    counted = Counter(section_of.get(r["package"]) for r in rows)
-    labels = {r["id"]: (r["package"], section_of[r["package"]]) for r in rows
-              if section_of.get(r["package"]) and counted[section_of[r["package"]]] >= options.min_section}
-    test_packages = {p for p, _ in labels.values() if hashlib.sha256(p.encode()).digest()[0] < 52}
+    least = options.min_section if options.min_section is not None else (200 if debian else 1)
+    counted = Counter(r["label"] for r in rows)
+    labels = {r["id"]: r["label"] for r in rows if r["label"] and counted[r["label"]] >= least}
+    if (options.split or ("package" if debian else "date")) == "date":
+        test_ids = {r["id"] for r in rows[int(0.6 * len(rows)):]}
+        split = f"test: the last 40% of the stream (from {rows[int(0.6 * len(rows))]['id'][:8]})"
+    else:
+        test_packages = {r["package"] for r in rows if hashlib.sha256(r["package"].encode()).digest()[0] < 52}
+        test_ids = {r["id"] for r in rows if r["package"] in test_packages}
+        split = f"test: the entries of {len(test_packages)} packages"
     everything_path = write_jsonl(work / "stream.jsonl", rows)
     accuracy = {}
     for name, root in (("infvoc", work / "inf-root"), ("fixvoc", work / "fix-root")):
         out = work / f"{name}-inferred"
         infer_job(spark, InferRequest(model_store.resolve(str(root)), everything_path, str(out)))
-        accuracy[name] = classification_accuracy(spark, str(out / "doc_topics.parquet"), labels, test_packages)
+        accuracy[name] = classification_accuracy(str(out / "doc_topics.parquet"), labels, test_ids)
     print(f"classification: {len(labels)} entries labelled by section "
-          f"({', '.join(f'{s} {n}' for s, n in counted.most_common() if s and n >= options.min_section)}); "
-          f"test: the entries of {len(test_packages)} packages")
+          f"({', '.join(f'{s} {n}' for s, n in counted.most_common() if s and n >= least)}); {split}")
 
     stop = set(stopword_list("english"))
     everything, last = document_sets(rows, stop), document_sets(batch_rows[-1], stop)
@@ -257,19 +236,23 @@ def main() -> None:
     fix_words = [[w for w, _ in t] for t in fix_model.top_words(300)]
     new = sum(m for t in inf_model.top_words(10) for _, _, m in t)
     print(f"\n{'model':<8} {'NPMI (whole stream)':>20} {'NPMI (last batch)':>18} {'NPMI, words df>=50':>19} "
-          f"{'median df':>10} {'accuracy':>9} {'seconds: base, refreshes':>26}")
+          f"{'median df':>10} {'SVM':>6} {'logistic':>9} {'seconds: base, refreshes':>26}")
     for name, words, seconds in (("infvoc", inf_words, inf_seconds), ("fixvoc", fix_words, fix_seconds)):
         top = [t[:10] for t in words]
         common = [[w for w in t if df[w] >= 50][:10] for t in words]
         median = sorted(df[w] for t in top for w in t)[len(top) * 5]
         print(f"{name:<8} {npmi(top, everything):>20.4f} {npmi(top, last):>18.4f} {npmi(common, everything):>19.4f} "
-              f"{median:>10} {accuracy[name][0]:>9.3f} {' / '.join(f'{s:.0f}' for s in seconds):>26}")
+              f"{median:>10} {accuracy[name]['svm']:>6.3f} {accuracy[name]['logistic']:>9.3f} "
+              f"{' / '.join(f'{s:.0f}' for s in seconds):>26}")
     print(f"infvoc: TOS sizes (min, max, words new to the base in the topics) after each refresh: {sizes}; "
           f"{new} of the {10 * options.topics} top words are new to the base; base vocabulary "
           f"{len(inf_model.known)} words, fixvoc's {fix_model.lambda_.shape[1]}")
-    print(f"classification: majority class {accuracy['infvoc'][1]:.3f} of {accuracy['infvoc'][2]} test entries; "
-          f"balanced accuracy (mean recall over classes) infvoc {accuracy['infvoc'][3]:.3f}, fixvoc "
-          f"{accuracy['fixvoc'][3]:.3f}, majority class {1 / len(set(l for _, l in labels.values())):.3f}")
+    a = accuracy
+    print(f"classification: majority class {a['infvoc']['majority']:.3f} of {a['infvoc']['test_documents']} test "
+          f"entries; balanced accuracy (mean recall over classes), SVM: infvoc {a['infvoc']['svm_balanced']:.3f}, "
+          f"fixvoc {a['fixvoc']['svm_balanced']:.3f}; logistic: infvoc {a['infvoc']['logistic_balanced']:.3f}, "
+          f"fixvoc {a['fixvoc']['logistic_balanced']:.3f}; chance {1 / a['infvoc']['classes']:.3f}")
+    print("accuracy " + json.dumps(accuracy))
     for k, words in enumerate(inf_model.top_words(10)[:5]):
         print(f"  infvoc topic {k}: " + " ".join(w + ("+" if m else "") for w, _, m in words))
     for k, words in enumerate(fix_model.top_words(10)[:5]):
