@@ -126,6 +126,8 @@ class OnlineSettings:
             raise ValueError("alpha^beta must be positive")
         if self.truncation < 1 or self.delay < 1:
             raise ValueError("the truncation T and the reordering delay U must be at least 1")
+        if not self.corpus_size >= 0:
+            raise ValueError("the corpus size D must be >= 0 (0: the documents seen so far)")
         if not 0.5 < self.kappa <= 1.0:
             raise ValueError("kappa must be in (0.5, 1]")
         if self.tau0 < 0:

@@ -161,3 +161,24 @@ def test_jobs_that_cannot_read_an_infinite_model_refuse_it_in_one_line():
 
     with pytest.raises(RefusedError, match="--vocabulary infinite"):
         registry.of_meta({"model": "lda-infvoc", "vocabulary": "infinite"})
+
+
+def test_corpus_size_and_dropped_words_flags_set_the_online_settings():
+    """train's --corpus-size is D of (7.6) ('cumulative': 0, the documents seen so far); refresh's default keeps
+    the model's D and --dropped-words its mode; a bad D is one line."""
+    from drivers.models.infvoc.commands import _settings
+    from inference.errors import UsageError
+    from inference.infvoc.tos import OnlineSettings
+
+    train_argv = ["--corpus", "c", "--output", "o", "--topics", "3", "--vocabulary", "infinite"]
+    assert _settings(parse(train_job, train_argv), None).corpus_size == 0
+    trained = _settings(parse(train_job, train_argv + ["--corpus-size", "10017", "--dropped-words", "bloom"]), None)
+    assert (trained.corpus_size, trained.dropped_words) == (10017.0, "bloom")
+    refresh_argv = ["--model", "r", "--input", "i", "--vocabulary", "infinite"]
+    kept = _settings(parse(refresh_job, refresh_argv), trained)
+    assert (kept.corpus_size, kept.dropped_words) == (10017.0, "bloom")
+    assert _settings(parse(refresh_job, refresh_argv + ["--corpus-size", "500"]), trained).corpus_size == 500.0
+    assert _settings(parse(refresh_job, refresh_argv), OnlineSettings()).dropped_words == "forget"
+    with pytest.raises(UsageError, match="--corpus-size"):
+        _settings(parse(refresh_job, refresh_argv + ["--corpus-size", "many"]), trained)
+

@@ -54,6 +54,10 @@ def add_flags(group, schedule: bool) -> None:
         group.add_argument("--tau0", type=float, default=1.0, help="infinite: eps_i = (tau0 + i)^-kappa (default 1)")
         group.add_argument("--kappa", type=float, default=0.6, help="infinite: in (0.5, 1] (default 0.6)")
         group.add_argument("--passes", type=int, default=1, help="infinite: passes over the stream (default 1)")
+        group.add_argument("--corpus-size", default="cumulative",
+                           help="infinite: D of (7.6), the update's D / |S|: 'cumulative' (the documents seen so "
+                                "far, the default) or the stream's expected size; refresh's --corpus-size sets it "
+                                "for the rest of the stream (its default keeps the model's)")
 
 
 def _settings(args, previous: OnlineSettings | None) -> OnlineSettings:
@@ -64,7 +68,7 @@ def _settings(args, previous: OnlineSettings | None) -> OnlineSettings:
         delay=args.reorder_delay if args.reorder_delay is not None else base.delay,
         tau0=args.tau0 if getattr(args, "tau0", None) is not None else base.tau0,
         kappa=args.kappa if getattr(args, "kappa", None) is not None else base.kappa,
-        corpus_size=base.corpus_size,
+        corpus_size=_corpus_size(getattr(args, "corpus_size", None), base.corpus_size),
         dropped_words=getattr(args, "dropped_words", None) or base.dropped_words)
     try:
         settings.check()
@@ -73,6 +77,17 @@ def _settings(args, previous: OnlineSettings | None) -> OnlineSettings:
     if args.minibatch_size < 1:
         raise UsageError("--minibatch-size must be at least 1")
     return settings
+
+
+def _corpus_size(value, previous: float) -> float:
+    """D of (7.6) from ``--corpus-size``: 'cumulative' (or absent) keeps ``previous`` (0 for a new model: the
+    documents seen so far), a number is D."""
+    if value in (None, "cumulative"):
+        return previous
+    try:
+        return float(value)
+    except ValueError:
+        raise UsageError(f"--corpus-size: 'cumulative' or a number of documents, not {value!r}") from None
 
 
 def corpus_documents(spark, corpus_dir: str, vocab: pd.DataFrame) -> list:
