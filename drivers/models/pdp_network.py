@@ -104,11 +104,14 @@ class PdpNetwork(GibbsModel):
                 out.append((g, int(ids[0])))
         return out
 
-    def _counts(self, net, block, state, hyper, global_tc):
+    def _counts(self, net, block, state, hyper, global_tc, init=False):
         """The kernels' counts from (z, s); a corpus-level root's t^c is ``global_tc``'s row (the sum over every
-        partition) or, without it, the trained model's plus this block's own (held-out documents, ``infer``)."""
+        partition) or, without it, the trained model's plus this block's own (held-out documents, ``infer``).
+        ``init``: from s alone, no token counted (the initialising sweep adds every token of z itself)."""
         cnt = self._memo("counts").take(block, state)
-        if cnt is None:
+        if init:
+            cnt = rebuild_counts(net, np.zeros(0, np.int64), state["s"], word_side=False)
+        elif cnt is None:
             cnt = rebuild_counts(net, state["z"].astype(np.int64), state["s"], word_side=False)
         trained = self.__dict__.get("_trained_tc")
         for g, j in self._global_nodes(net, hyper.get("global_families", [])):
@@ -128,7 +131,7 @@ class PdpNetwork(GibbsModel):
         net = self._compiled(block, hyper)
         z = state["z"].astype(np.int64)
         s = state["s"]
-        cnt = self._counts(net, block, state, hyper, global_tc)
+        cnt = self._counts(net, block, state, hyper, global_tc, init)
         avals, bvals = self._values(net, hyper)
         if getattr(net, "ancestors", None) is None:       # once per compiled block (kept with it)
             net.ancestors = kernels.ancestor_lists(net.par_ptr, net.par_node)

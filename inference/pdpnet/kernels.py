@@ -23,7 +23,9 @@ integrated out), whose augmented joint is the corrected (E12) times prod_jk bino
   decrements, draw z from Z^+_topic(k) Z^+_word(k), add it back along drawn paths.
 * **re-seating** (the s-moving operators of [001] §3.2.3, both at once): one customer of a cell (j, k) of a
   Pitman-Yor vector is decremented and incremented again at the same cell, which redraws whether it holds a
-  table and to which parent that table goes (moving s between parents and changing t^p with flow-on).
+  table and to which parent that table goes (moving s between parents and changing t^p with flow-on). Only
+  cells whose customers are all children's tables (n = 0) need it: a token step that keeps its topic is this
+  move for one data customer (:func:`inference.pdpnet.sweep.reseat_cells`).
 
 The Stirling table ``L3[p, N, M]`` (log S^N_{M, a_p}, one slice per discount parameter) must cover N <= max c + 2
 and M <= max t + 2: the sweep kernels check the running maxima before every step and return the position to
@@ -179,7 +181,9 @@ def add_path(j, v, data, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, p
 def seat_at_node(j, v, cell, data, terms, total, par_ptr, par_node, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx):
     """One step of :func:`add_path` at PYP node j, its ``terms`` (summing to ``total``) computed: the count joins
     an existing table (returns -1: the path ends) or opens one, sent up the drawn parent edge (returns that
-    parent)."""
+    parent). Terms that do not sum to a finite positive number (an illegal cell: customers but no table) raise."""
+    if not (total > 0.0 and total < np.inf):
+        raise FloatingPointError("seat_at_node: a cell's seating terms sum to NaN, inf or 0 (customers, no table)")
     r = np.random.random() * total
     if r < terms[0]:
         _count(j, cell, data, 1, n, tc, Nn, TC, mx, True)

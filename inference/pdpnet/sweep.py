@@ -254,6 +254,8 @@ def network_sweep(start, reseed, seed, reseat, words, z, topic_inst, word_inst, 
                                     TP, Se)
                     total += Zb[r, kk] * zw
                     cum[kk] = total
+            if not (total > 0.0 and total < np.inf):
+                raise FloatingPointError("network_sweep: a token's topic weights sum to NaN, inf or 0")
             u = np.random.random() * total
             k = 0
             while k < K - 1 and cum[k] <= u:
@@ -287,8 +289,11 @@ def network_sweep(start, reseed, seed, reseat, words, z, topic_inst, word_inst, 
 @token_kernel
 def reseat_cells(pos, N, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum, avals, bvals,
                  L3, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx, anc_ptr, anc, Z, terms, pnA, peA):
-    """The re-seating pass from position ``pos`` (N + cell): one customer of every occupied Pitman-Yor cell, vector
-    by vector (other vectors skipped whole). Returns -1 when done or the position to resume from."""
+    """The re-seating pass from position ``pos`` (N + cell): one customer of every Pitman-Yor cell whose customers
+    are all its children's tables (n = 0 < t^c), vector by vector (vectors without children's tables skipped
+    whole). A cell with own data is not re-seated here: the token steps already remove and re-add each of its
+    data customers (a token that keeps its topic is exactly a re-seating of one), and a re-seating of such a cell
+    moved a data customer too. Returns -1 when done or the position to resume from."""
     J = kind.shape[0]
     rows = L3.shape[1]
     cols = L3.shape[2]
@@ -304,22 +309,21 @@ def reseat_cells(pos, N, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, p
         else:
             hi = mid - 1
     for j in range(lo, J):
-        if kind[j] != PYP:
+        if kind[j] != PYP or TC[j] == 0:
             continue
         for cell in range(max(pos - N, off[j]), off[j + 1]):
-            if n[cell] + tc[cell] == 0:
+            if n[cell] > 0 or tc[cell] == 0:
                 continue
             if mx[0] + 3 > rows or mx[1] + 3 > cols:
                 return N + cell
             v = cell - off[j]
-            data = n[cell] > 0
-            da, ia = remove_path(j, v, data, pnA, peA, kind, off, par_ptr, par_node, n, tc, tp, Nn, TC, TP, s, Se,
+            da, ia = remove_path(j, v, False, pnA, peA, kind, off, par_ptr, par_node, n, tc, tp, Nn, TC, TP, s, Se,
                                  eoff, mx)
             if ia:
-                undo_path(da, v, data, pnA, peA, off, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
+                undo_path(da, v, False, pnA, peA, off, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
                 continue
             eval_zplus_r(j, v, Z, terms, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node,
                        par_gamma, gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, Se)
-            add_path_r(j, v, data, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma,
+            add_path_r(j, v, False, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma,
                      gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
     return -1
