@@ -2,10 +2,11 @@
 network and the block's vocabulary of every block it serves (a resident task may serve several partitions, so
 one entry per block, not only the last), and the counts of the state a sweep left, so the hooks that follow
 (``table_counts``, ``partition_stats``, ``segment_topic`` and the next sweep) do not rebuild them from (z, s).
-Counts are recalled only while the state's z and s equal the copies taken when they were remembered."""
+Counts are recalled only for the very z and s arrays they were remembered with (O(1), no copy): the engine treats
+a partition's state as the model's own, only ``pdp-network``'s sweep writes z and s in place, and it takes the
+counts out of the memory before it writes (a state restored, shipped or copied is a new array: recounted)."""
 from __future__ import annotations
 
-import numpy as np
 
 #: blocks remembered per kind of value (oldest dropped first)
 SIZE = 8
@@ -35,15 +36,15 @@ class BlockMemo:
 
 
 class CountsMemo(BlockMemo):
-    """The counts a sweep left, valid while the state's (z, s) are what they were then."""
+    """The counts a sweep left, valid for the same z and s arrays (module docstring)."""
 
     def remember(self, block, state: dict, counts: dict) -> None:
-        self.put(block, (np.array(state["z"], copy=True), np.array(state["s"], copy=True), counts))
+        self.put(block, (state["z"], state["s"], counts))
 
     def recall(self, block, state: dict) -> dict | None:
         """The remembered counts (the caller must not change them), or None."""
         item = self.get(block)
-        if item is None or not (np.array_equal(item[0], state["z"]) and np.array_equal(item[1], state["s"])):
+        if item is None or item[0] is not state["z"] or item[1] is not state["s"]:
             return None
         return item[2]
 

@@ -107,25 +107,43 @@ def node_terms(j, v, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_n
     from ``Z``); returns their sum Z_j^+(v). Roots: terms[0] = the predictive, no parent terms."""
     cell = off[j] + v
     c = n[cell] + tc[cell]
-    C = Nn[j] + TC[j]
-    kd = kind[j]
-    if kd == DIR:
-        terms[0] = (alpha[j] + c) / (alpha[j] * dim[j] + C)
-        return terms[0]
-    if kd == UNI:
-        terms[0] = 1.0 / dim[j]
-        return terms[0]
+    if kind[j] != PYP:
+        return root_term(j, c, Nn[j] + TC[j], terms, kind, dim, alpha)
     p = a_of[j]
-    a = avals[p]
-    b = bvals[b_of[j]]
     t = tp[cell]
-    T = TP[j]
     base = log_s(L3, p, c, t)
     join = 0.0
     if c > 0:
-        join = math.exp(log_s(L3, p, c + 1, t) - base) * (c + 1 - t) / (c + 1) / (b + C)
+        join = math.exp(log_s(L3, p, c + 1, t) - base) * (c + 1 - t) / (c + 1)
+    return pyp_terms(j, c, t, join, math.exp(log_s(L3, p, c + 1, t + 1) - base), Z, terms, a_of, b_of, par_ptr,
+                     par_node, par_gamma, gamma_sum, avals, bvals, Nn, TC, TP, Se)
+
+
+@token_kernel
+def root_term(j, c, C, terms, kind, dim, alpha):
+    """:func:`node_terms` at a root: (alpha + c)/(dim alpha + C) at a Dirichlet root, 1/dim at a fixed uniform."""
+    if kind[j] == DIR:
+        terms[0] = (alpha[j] + c) / (alpha[j] * dim[j] + C)
+    else:
+        terms[0] = 1.0 / dim[j]
+    return terms[0]
+
+
+@token_kernel
+def pyp_terms(j, c, t, join_ratio, open_ratio, Z, terms, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum,
+              avals, bvals, Nn, TC, TP, Se):
+    """:func:`node_terms` at a Pitman-Yor cell with c customers and t tables, from its Stirling factors
+    ``join_ratio`` = S^{c+1}_t / S^c_t (c+1-t)/(c+1) (unread for c = 0) and ``open_ratio`` = S^{c+1}_{t+1} /
+    S^c_t, however they were obtained (logs here, ratio tables in :mod:`inference.pdpnet.ratio_path`)."""
+    a = avals[a_of[j]]
+    b = bvals[b_of[j]]
+    C = Nn[j] + TC[j]
+    T = TP[j]
+    join = 0.0
+    if c > 0:
+        join = join_ratio / (b + C)
     terms[0] = join
-    opn = (b + a * T) / (b + C) * math.exp(log_s(L3, p, c + 1, t + 1) - base) * (t + 1) / (c + 1)
+    opn = (b + a * T) / (b + C) * open_ratio * (t + 1) / (c + 1)
     total = join
     gs = gamma_sum[j]
     m = 1

@@ -12,7 +12,7 @@ import numba
 import numpy as np
 
 from inference.gibbs.common import token_kernel
-from inference.pdpnet.kernels import DIR, PYP, UNI, _count, seat_at_node
+from inference.pdpnet.kernels import PYP, _count, pyp_terms, root_term, seat_at_node
 
 
 @numba.njit(cache=True)
@@ -33,33 +33,12 @@ def node_terms_r(j, v, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par
     """:func:`kernels.node_terms` from the ratio tables."""
     cell = off[j] + v
     c = n[cell] + tc[cell]
-    C = Nn[j] + TC[j]
-    kd = kind[j]
-    if kd == DIR:
-        terms[0] = (alpha[j] + c) / (alpha[j] * dim[j] + C)
-        return terms[0]
-    if kd == UNI:
-        terms[0] = 1.0 / dim[j]
-        return terms[0]
+    if kind[j] != PYP:
+        return root_term(j, c, Nn[j] + TC[j], terms, kind, dim, alpha)
     p = a_of[j]
-    a = avals[p]
-    b = bvals[b_of[j]]
     t = tp[cell]
-    T = TP[j]
-    join = 0.0
-    if c > 0:
-        join = RJ[p, c, t] / (b + C)
-    terms[0] = join
-    opn = (b + a * T) / (b + C) * EO[p, c, t] * (t + 1) / (c + 1)
-    total = join
-    gs = gamma_sum[j]
-    m = 1
-    for e in range(par_ptr[j], par_ptr[j + 1]):
-        x = opn * (par_gamma[e] + Se[e]) / (gs + T) * Z[par_node[e]]
-        terms[m] = x
-        total += x
-        m += 1
-    return total
+    return pyp_terms(j, c, t, RJ[p, c, t], EO[p, c, t], Z, terms, a_of, b_of, par_ptr, par_node, par_gamma,
+                     gamma_sum, avals, bvals, Nn, TC, TP, Se)
 
 
 @token_kernel
