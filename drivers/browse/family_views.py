@@ -3,8 +3,10 @@
 * ``segments``: segment-by-segment topic flow (Gibbs models of segmented corpora: stm, seqlda, adatm; from
   ``segment_topics.parquet``): each topic's mean proportion at each segment position, and its proportion in each
   segment of its top documents;
-* ``clusters``: a dp-mixture's clusters (``doc_clusters.parquet``): the documents sampled into each cluster and
-  their mean membership probability;
+* ``clusters``: a dp-mixture's clusters (``doc_clusters.parquet``; its clusters are its topics): the documents
+  sampled into each cluster and their mean membership probability; a cluster-lda's clusters of documents
+  (``cluster_topics.npy``, ``cluster_docs.npy``: the clusters' topic counts and sizes): per topic the clusters that
+  give it the largest share of their tokens;
 * ``tree``: a tree model's linked words (``tree_concepts.npy``): the words a concept of the prior tree links to
   each listed word;
 * ``drift``: across the committed versions of a model root, each topic's Hellinger distance to its predecessor
@@ -44,6 +46,7 @@ class FamilyViews:
         self.doc_flows = {}         # doc_id -> S_d x K
         self.cluster_docs = None    # K documents sampled into each cluster
         self.cluster_probability = None
+        self.topic_clusters = None  # cluster-lda: per topic [(cluster, documents, the topic's share of its tokens)]
         self.links = None           # global word id -> [global word ids linked by a concept]
         self.link_terms = None      # global id -> label
         self.drift_versions = None
@@ -53,7 +56,8 @@ class FamilyViews:
     def kinds(self) -> list[str]:
         return [name for name, present in (("languages", self.languages),
                                            ("segments", self.flow_mean is not None),
-                                           ("clusters", self.cluster_docs is not None),
+                                           ("clusters", self.cluster_docs is not None
+                                            or self.topic_clusters is not None),
                                            ("tree", self.links is not None),
                                            ("drift", self.drift is not None)) if present]
 
@@ -72,6 +76,9 @@ class FamilyViews:
         if self.cluster_docs is not None:
             out["cluster"] = {"documents": int(self.cluster_docs[k]),
                               "mean_probability": _round(self.cluster_probability[k])}
+        if self.topic_clusters is not None:
+            out["clusters"] = [{"cluster": c, "documents": n, "share": _round(share)}
+                               for c, n, share in self.topic_clusters[k]]
         if self.drift is not None:
             out["drift"] = {"versions": self.drift_versions, "hellinger": np.round(self.drift[:, k], 5).tolist()}
         return out
@@ -108,7 +115,22 @@ def segment_flow(directory: str, K: int, doc_ids: list, views: FamilyViews, batc
     views.doc_flows = {d: np.stack([t for _, t in sorted(rows, key=lambda r: r[0])]) for d, rows in flows.items()}
 
 
+#: clusters listed per topic (cluster-lda)
+CLUSTERS_PER_TOPIC = 5
+
+
 def clusters(directory: str, K: int, views: FamilyViews) -> None:
+    levels_path = storage.join(directory, "cluster_topics.npy")
+    if storage.exists(levels_path):                     # cluster-lda: clusters of documents over the K topics
+        levels = storage.load_npy(levels_path).astype(np.float64)
+        sizes = storage.load_npy(storage.join(directory, "cluster_docs.npy")).astype(np.int64)
+        tokens = levels.sum(axis=1, keepdims=True)
+        shares = np.divide(levels, tokens, out=np.zeros_like(levels), where=tokens > 0)
+        views.topic_clusters = [
+            [(int(c), int(sizes[c]), float(shares[c, k]))
+             for c in np.argsort(-shares[:, k], kind="stable")[:CLUSTERS_PER_TOPIC] if shares[c, k] > 0]
+            for k in range(K)]
+        return
     path = storage.join(directory, "doc_clusters.parquet")
     if not storage.exists(path):
         return

@@ -186,13 +186,14 @@ def test_browse_refuses_to_write_over_a_model(sites):
 
 @pytest.fixture(scope="module")
 def family_sites(spark_session, sites, tiny_models, tmp_path_factory):
-    """The family views' sites: ptlda with a prior tree (languages side by side, linked words), dp-mixture
-    (clusters) and a model root of the lda whose version has other topics (drift from the base). Made once per
+    """The family views' sites: ptlda with a prior tree (languages side by side, linked words), dp-mixture and
+    cluster-lda (clusters) and a model root of the lda whose version has other topics (drift from the base). Made once per
     run, by whichever pytest-xdist worker needs them first (tests/shared_runs.py: the ptlda is a training)."""
     from shared_runs import made_once, run_folder
 
     root = run_folder(tmp_path_factory) / "browse_families"
-    models = {"ptlda": root / "ptlda", "dp-mixture": tiny_models["dp-mixture"], "root": root / "root"}
+    models = {"ptlda": root / "ptlda", "dp-mixture": tiny_models["dp-mixture"], "root": root / "root",
+              "cluster-lda": tiny_models["cluster-lda"]}
     with made_once(root) as make:
         if make:
             shutil.rmtree(root, ignore_errors=True)         # a make that failed half-way
@@ -253,6 +254,20 @@ def test_family_views(family_sites):
         assert cluster["documents"] == len(mine)
         assert cluster["mean_probability"] == (pytest.approx(mine["probability"].mean(), abs=1e-4) if len(mine)
                                                else None)
+    clustered, site = family_sites["cluster-lda"]
+    assert site_summary(site)["views"] == ["clusters"]
+    levels = np.load(os.path.join(clustered, "cluster_topics.npy")).astype(float)
+    sizes = np.load(os.path.join(clustered, "cluster_docs.npy"))
+    shares = levels / levels.sum(axis=1, keepdims=True)
+    for k in range(load_model(clustered).num_topics):
+        listed = site_topic(site, k)["clusters"]             # the clusters giving topic k the largest shares
+        assert "cluster" not in site_topic(site, k)           # not a dp-mixture's cluster = topic
+        assert [c["share"] for c in listed] == sorted((c["share"] for c in listed), reverse=True)
+        assert len(listed) == min(5, int((shares[:, k] > 0).sum()))
+        for c in listed:
+            assert c["share"] == pytest.approx(shares[c["cluster"], k], abs=1e-4)
+            assert c["documents"] == sizes[c["cluster"]]
+        assert listed[0]["share"] == pytest.approx(shares[:, k].max(), abs=1e-4)
     root, site = family_sites["root"]
     assert site_summary(site)["views"] == ["drift"] and site_summary(site)["card"]["version"].startswith("000001")
     old = model_store.load_model(family_sites_base(root)).topic_word()
@@ -277,6 +292,7 @@ def test_family_views_in_headless_chromium(family_sites):
         for name, selector in (("ptlda", "#topic-0 ol.words[data-language=\"es\"] li"),
                                ("ptlda", "#topic-0 span.linked"),
                                ("dp-mixture", "#topic-0 .topic-body p"),
+                               ("cluster-lda", "#topic-0 svg.flow rect"),
                                ("root", "#topic-0 svg.flow rect")):
             b.open("file://" + os.path.join(family_sites[name][1], "index.html") + "#topic-0")
             b.wait_for(f"document.querySelectorAll('{selector}').length > 0")

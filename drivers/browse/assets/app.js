@@ -213,6 +213,14 @@
     if (t.cluster) body.appendChild(el("p", {text: t.cluster.documents +
       " documents sampled into this cluster (mean membership probability " +
                                         fmt(t.cluster.mean_probability, 3) + ")"}));
+    if (t.clusters && t.clusters.length) {
+      body.appendChild(el("h3", {text: "clusters of documents that give this topic the largest share of their tokens"}));
+      body.appendChild(bars(t.clusters.map(function (c) { return c.share; }),
+        t.clusters.map(function (c) { return "cluster " + c.cluster; }),
+        t.clusters.map(function (c) {
+          return "cluster " + c.cluster + " (" + c.documents + " documents): " + fmt(c.share, 3) + " of its tokens";
+        })));
+    }
     if (t.flow) {
       body.appendChild(el("h3", {text: "topic flow: mean proportion by segment position"}));
       body.appendChild(bars(t.flow.mean, t.flow.mean.map(function (_, i) { return "segment " + (i + 1); }),
