@@ -112,7 +112,8 @@ def request_from(args) -> RefreshRequest:
                           dry_run=args.dry_run, drift_report=args.drift_report,
                           reinfer_old=args.reinfer_old, format=args.format, id_column=args.id_column,
                           text_column=args.text_column, chain_sweeps=args.chain_sweeps,
-                          lang_column=args.lang_column, batch_in_process=engine_of(getattr(args, "master", None)) != "spark")
+                          lang_column=args.lang_column,
+                          batch_in_process=engine_of(getattr(args, "master", None)) != "spark")
 
 
 def refresh_root(spark, request: RefreshRequest) -> dict:
