@@ -191,7 +191,7 @@ def _refresh(spark, request: RefreshRequest) -> dict:
     spec = registry.of_meta(base.meta)
     auto = request.mode == "auto" and (schedule.CHEAP in spec.refresh_modes or "chain" in spec.refresh_modes)
     if spec.family == "gibbs" and spec.refresh_modes:    # refused before the batch is read, naming why
-        spec.family_object().check_refreshable(spec)
+        spec.family_object().check_refreshable(spec, base.meta)
     if request.mode not in spec.refresh_modes and not auto:
         raise RefusedError(f"refresh --mode {request.mode} is not supported for --model {spec.name}"
                            + (f" (it supports: {', '.join(spec.refresh_modes)})" if spec.refresh_modes else

@@ -251,8 +251,12 @@ class PdpNetwork(GibbsModel):
     def bind_arrays(self, arrays: dict, meta: dict) -> None:
         if "network_tc" in arrays:
             self._trained_tc = np.asarray(arrays["network_tc"], np.int64)
-        self._raw = meta.get("hyper", {}).get("network", self.__dict__.get("_raw"))
-        self._word_pyp = meta.get("hyper", {}).get("word_pyp", self.__dict__.get("_word_pyp"))
+        self.bind_hyper(meta.get("hyper", {}))
+
+    def bind_hyper(self, hyper: dict) -> None:
+        """The network spec and its word side, from the hyperparameters (a reopened chain, a trained model)."""
+        self._raw = hyper.get("network", self.__dict__.get("_raw"))
+        self._word_pyp = hyper.get("word_pyp", self.__dict__.get("_word_pyp"))
 
     # ---- a Pitman-Yor word side: its own topic-word estimate and likelihood (drivers.models.pdp_words)
     def _word_values(self, hyper) -> tuple:

@@ -47,6 +47,7 @@ import numba
 import numpy as np
 
 from inference.gibbs.block import DRIVER_PARTITION, SegmentedBlock, task_seed  # noqa: F401 (the contract)
+from inference.gibbs.continuation import ChainContinuation
 from inference import left_to_right
 from inference.gibbs import heldout
 from inference.gibbs.counts import count_local, topic_word_estimate, word_loglik
@@ -62,7 +63,7 @@ PDP_DISCOUNT = ModelOption("a", "PDP discount a", constraint=UNIT_LEFT)
 PDP_CONCENTRATION = ModelOption("b", "PDP concentration b (initial value when sampled)")
 
 
-class GibbsModel:
+class GibbsModel(ChainContinuation):
     """A structured topic model on the Gibbs engine: subclass it and implement what the defaults do not cover.
 
     ``hyper`` is a JSON-able dict of hyperparameters (e.g. ``{"alpha": [K floats],
@@ -350,9 +351,8 @@ class GibbsModel:
         skipped (neither scored nor conditioned on) and counted. p(w_n | w_<n) may use the document's earlier
         tokens only; with ``settings.resample`` each particle resamples its earlier latent variables given
         w_<n before scoring w_n; average probabilities over particles, then take the log; work in logs.
-        A model whose p(w_n | w_<n) is exact without particles (no latent variables, or a finite sum) computes
-        it exactly and says "exact ..." in ``protocol``; a model that approximates its own predictive says so
-        in ``protocol``.
+        A model whose p(w_n | w_<n) is exact without particles (no latent variables, or a finite sum) says "exact
+        ..." in ``protocol``; a model that approximates its own predictive says so in ``protocol``.
 
         Default (LDA): one state z per particle over the document's tokens, p(w_n | w_<n, z_<n) = sum_k
         (N_k|d + alpha m_k) / (n + alpha) phi_{k, w_n}, alpha m = ``hyper["alpha"]`` (K values), phi frozen

@@ -4,7 +4,9 @@ After the last iteration the engine's checkpoint directory holds everything a re
 (:mod:`drivers.engines.gibbs.checkpoint`, :mod:`drivers.engines.gibbs.state`): every partition's block
 (``blocks/part-<p>.npz``), every partition's state of the last iteration t (``state/iter-<t>/part-<p>.npz``:
 ``z`` and whatever else the model keeps), the count tables of iteration t (``<table>-<t>.npy``) and
-``state.json`` (iteration, hyperparameters, trace, documents, tokens, the run's fingerprint). ``chain/`` is a
+``state.json`` (iteration, hyperparameters, trace, documents, tokens, the run's fingerprint), and the partitions'
+statistics of iteration t (``last_stats``: what the model's driver-side global step after t reads; the run skips
+that step after its last iteration, a refresh takes it). ``chain/`` is a
 copy of exactly those files in the same layout (``.npz`` = zipped ``.npy``, read with ``allow_pickle=False``;
 no pickle anywhere), so a run started on a copy of it with ``resume`` continues the chain where it stopped. The
 sums of the samples are not kept: a continuation takes its own samples.
@@ -15,7 +17,9 @@ import numpy as np
 
 from drivers import storage
 from drivers.engines.gibbs import state as gibbs_state
+from drivers.engines.gibbs.checkpoint import LAST_STATS
 from inference.errors import RefusedError
+from inference.gibbs.tables import KeyedCounts
 
 CHAIN = "chain"
 STATE_JSON = "state.json"
@@ -40,7 +44,8 @@ def save_chain(checkpoint_dir: str, model_dir: str, iteration: int, tables) -> N
     target = chain_dir(model_dir)
     storage.copy_tree(gibbs_state.blocks_dir(checkpoint_dir), gibbs_state.blocks_dir(target))
     storage.copy_tree(gibbs_state.state_dir(checkpoint_dir, iteration), gibbs_state.state_dir(target, iteration))
-    for name in table_files(tables, iteration):
+    for name in table_files(tables, iteration) + [f"{LAST_STATS}-{iteration:05d}.npy",
+                                                  f"{LAST_STATS}.sizes-{iteration:05d}.npy"]:
         storage.copy_tree(storage.join(checkpoint_dir, name), storage.join(target, name))
     meta = storage.load_json(storage.join(checkpoint_dir, STATE_JSON))
     if int(meta["iteration"]) != iteration:
@@ -58,20 +63,35 @@ def read_chain_meta(model_dir: str) -> dict:
 
 
 def load_chain_tables(model_dir: str, tables, iteration: int) -> dict:
-    """The dense count tables of the kept chain (``tables``: the ``count_tables()`` of the model as trained)."""
-    if any(table.keyed for table in tables):
-        raise RefusedError("a model with keyed count tables: its chain cannot be extended yet")
-    return {table.name: storage.load_npy(storage.join(chain_dir(model_dir), f"{table.name}-{iteration:05d}.npy"))
-            for table in tables}
+    """The count tables of the kept chain (``tables``: the ``count_tables()`` of the model as trained): dense
+    arrays, keyed tables as :class:`KeyedCounts`."""
+    def load(name):
+        return storage.load_npy(storage.join(chain_dir(model_dir), f"{name}-{iteration:05d}.npy"))
+    return {t.name: KeyedCounts(load(f"{t.name}.keys").astype(np.int64),
+                                load(f"{t.name}.counts").astype(np.int32).reshape(-1, t.columns))
+            if t.keyed else load(t.name) for t in tables}
+
+
+def load_last_stats(model_dir: str, iteration: int) -> list | None:
+    """The partitions' statistics of the kept chain's last iteration, in partition order (None: a chain kept
+    before models kept them)."""
+    path = storage.join(chain_dir(model_dir), f"{LAST_STATS}-{iteration:05d}.npy")
+    if not storage.exists(path):
+        return None
+    sizes = storage.load_npy(storage.join(chain_dir(model_dir), f"{LAST_STATS}.sizes-{iteration:05d}.npy"))
+    return np.split(storage.load_npy(path), np.cumsum(sizes)[:-1])
 
 
 #: a state key marking a partition whose documents keep their assignments (``refresh --chain-sweeps new``)
 FROZEN = "frozen"
 
 
-def copy_chain(model_dir: str, work_dir: str, iteration: int, partitions: int, frozen: bool = False) -> None:
+def copy_chain(model_dir: str, work_dir: str, iteration: int, partitions: int, frozen: bool = False,
+               apply_directive=None) -> None:
     """The blocks and states of the kept chain's ``partitions`` into a new checkpoint directory ``work_dir``;
-    ``frozen``: their states marked :data:`FROZEN` (else unmarked)."""
+    ``frozen``: their states marked :data:`FROZEN` (else unmarked); ``apply_directive(block, state)``: the
+    directive of the global step after ``iteration`` applied to each state (as a partition applies it before
+    its next sweep)."""
     source = chain_dir(model_dir)
     storage.makedirs(gibbs_state.blocks_dir(work_dir))
     for p in range(partitions):
@@ -80,6 +100,8 @@ def copy_chain(model_dir: str, work_dir: str, iteration: int, partitions: int, f
                           storage.join(gibbs_state.blocks_dir(work_dir), name))
         arrays = gibbs_state.read_state(source, iteration, p)
         arrays.pop(FROZEN, None)
+        if apply_directive is not None:
+            apply_directive(gibbs_state.load_block(source, p), arrays)
         if frozen:
             arrays[FROZEN] = np.ones(1, dtype=np.int8)
         gibbs_state.write_state(work_dir, iteration, p, arrays)

@@ -20,6 +20,8 @@ from inference.gibbs.tables import KeyedCounts
 
 #: the checkpoints whose files stay
 KEEP_CHECKPOINTS = 2
+#: the partitions' statistics of the run's last iteration (``last_stats-t.npy``, their sizes ``last_stats.sizes-t.npy``)
+LAST_STATS = "last_stats"
 
 
 class DriverCheckpoint(DriverState):
@@ -37,9 +39,14 @@ class DriverCheckpoint(DriverState):
                           or t == self.settings.schedule.iterations)
 
     def save(self, t: int, meta: dict, layout, tables: dict, summary: np.ndarray | None,
-             directive: dict | None) -> None:
+             directive: dict | None, last_stats: list | None = None) -> None:
         """The tables, the model's summary of the samples (none before the first) and the directive of iteration
-        ``t``, then ``state.json``."""
+        ``t``, then ``state.json``; after the last iteration also the partitions' statistics of it
+        (``last_stats``, in partition order: what the global step the run skips would read, so that a refresh
+        takes it, :mod:`drivers.families.gibbs.refresh`)."""
+        if last_stats is not None:
+            storage.save_npy(self.file(LAST_STATS, t), np.concatenate([np.zeros(0)] + list(last_stats)))
+            storage.save_npy(self.file(f"{LAST_STATS}.sizes", t), np.array([s.shape[0] for s in last_stats], np.int64))
         for table in layout.tables:
             value = tables[table.name]
             if table.keyed:

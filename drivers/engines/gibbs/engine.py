@@ -166,11 +166,15 @@ class GibbsEngine:
 
     @staticmethod
     def _sum_stats(parts) -> np.ndarray:
+        return GibbsEngine.summed_stats([r[1] for r in parts])
+
+    @staticmethod
+    def summed_stats(stats: list) -> np.ndarray:
         """partition_stats summed in partition order (shorter vectors zero-padded: an engine extension)."""
-        size = max((r[1].shape[0] for r in parts), default=0)
+        size = max((s.shape[0] for s in stats), default=0)
         total = np.zeros(size)
-        for r in parts:
-            total[: r[1].shape[0]] += r[1]
+        for s in stats:
+            total[: s.shape[0]] += s
         return total
 
     # ---- fit
@@ -272,7 +276,8 @@ class GibbsEngine:
                     self.checkpoint.save(t, {"fingerprint": fingerprint, "hyper": hyper,
                                              "trace": trace.to_json(), "samples": samples_taken,
                                              "documents": num_docs, "tokens": self.num_tokens},
-                                         self._layout, tables, summary, directive)
+                                         self._layout, tables, summary, directive,
+                                         [r[1] for r in parts] if t == sched.iterations else None)
                     last_checkpoint = t
                 self.checkpoint.prune(t, last_checkpoint)
                 log.debug("iteration %d: before the job %.3f s, synchronisation %.3f s, driver %.3f s, summed "

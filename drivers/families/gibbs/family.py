@@ -316,9 +316,10 @@ class GibbsFamily(ModelFamily):
         """The chain continued on the old and the new documents (:mod:`drivers.families.gibbs.refresh`)."""
         return refresh_chain(spark, spec, base, corpus_dir, request, output, self.catalogue)
 
-    def check_refreshable(self, spec) -> None:
-        """Refuse (one line, naming why) a model whose chain cannot be continued."""
-        check_refreshable(spec)
+    def check_refreshable(self, spec, meta: dict | None = None) -> None:
+        """Refuse (one line, naming why) a model (trained as model.json's ``meta`` says) whose chain cannot be
+        continued."""
+        check_refreshable(spec, meta)
 
     # ---- evaluate
     def evaluate(self, spark, request: EvaluateRequest) -> dict:

@@ -17,10 +17,18 @@ iterations with the same seed, burn-in N + the refresh's burn-in, the same lag a
 (tests/commands/test_refresh_gibbs.py). Each iteration sweeps every document, old and new: a refresh costs M
 iterations over the union.
 
+A model with a driver-side global step (dp-mixture, cluster-lda: clusters renumbered, concentrations sampled;
+tlm: Gibbs EM's M-step or the slice sampler; pdp-network: concentrations and discounts) has the step after
+iteration N skipped by the first run (nothing samples after it). The chain keeps the partitions' statistics of
+iteration N (``last_stats``), so the refresh takes that step first, with the model of the old vocabulary and the
+seed the uninterrupted run would give it (``task_seed(seed, N, DRIVER_PARTITION, 4)``); its directive (cluster
+ids renumbered) is applied to the old partitions' states as they are copied (the same state their next sweep
+would see), then the tables and hyperparameters grow to the new vocabulary (the model's ``grown_chain``: tlm
+re-keys its bigram table, dp-mixture pads its clusters' word columns).
+
 Refused (one line, before the batch is read): models without latent variables (their counts are the model:
-retrain), models with a driver-side global step (the step after the last iteration is not kept with the chain,
-so the continued chain would not be the uninterrupted one), models with keyed count tables or a tree bound to
-the corpus.
+retrain), models whose tables are bound to the corpus (a tree) or to the training documents' metadata
+(cluster-lda's author variant), chains kept before the last iteration's statistics were.
 """
 from __future__ import annotations
 
@@ -36,6 +44,7 @@ from drivers.corpora.bow import open_corpus_meta
 from drivers.corpora.files import DOCS
 from drivers.corpora.segmented import load_segmented_corpus
 from drivers.engines.gibbs import chain, state as gibbs_state
+from drivers.engines.gibbs.checkpoint import DriverCheckpoint
 from drivers.engines.gibbs.engine import STATE_FORMAT, GibbsEngine
 from drivers.engines.gibbs.settings import GibbsSettings, SampleSchedule
 from drivers.engines.gibbs.tables import TableLayout, count_records, gather_tables, reduce_records
@@ -43,7 +52,8 @@ from drivers.families.gibbs.infer import write_model_files
 from drivers.families.gibbs.models import make_model, needs_order, needs_segments
 from drivers.store import model_store, outputs, publish, topics_text
 from inference.errors import RefusedError
-from inference.gibbs.model import GibbsModel, task_seed
+from inference.gibbs.model import DRIVER_PARTITION, GibbsModel, task_seed
+from inference.gibbs.tables import KeyedCounts, merge
 from partitioners.topic import STATISTICS_KEY
 
 log = logging.getLogger("spark_topics.refresh")
@@ -51,25 +61,39 @@ log = logging.getLogger("spark_topics.refresh")
 WORK = "work-chain"
 
 
-def refusal(spec) -> str | None:
-    """Why the model of ``spec`` cannot continue its chain (None: it can)."""
+def refusal(spec, meta: dict | None = None) -> str | None:
+    """Why the model of ``spec`` (trained as model.json's ``meta`` says, when given) cannot continue its chain
+    (None: it can)."""
     cls = spec.model_class()
     if not cls.latent:
         return (f"--model {spec.name} samples nothing (its counts are the model): retrain on the union with "
                 f"`spark-topics train` (one counting pass)")
-    if cls.global_step is not GibbsModel.global_step:
-        return (f"--model {spec.name} takes a driver-side global step between iterations, and the step after "
-                f"the last one is not kept with the chain (a continued chain would not be the uninterrupted "
-                f"one): retrain on the union with `spark-topics train`")
-    if cls.bind_corpus is not GibbsModel.bind_corpus:
-        return f"--model {spec.name} binds its tables to the training corpus (a tree): retrain on the union"
-    return None
+    why = cls.chain_refusal({k: (meta or {}).get(k) for k in cls.construction_options})
+    return None if why is None else f"--model {spec.name} {why}: retrain on the union"
 
 
-def check_refreshable(spec) -> None:
-    why = refusal(spec)
+def check_refreshable(spec, meta: dict | None = None) -> None:
+    why = refusal(spec, meta)
     if why is not None:
         raise RefusedError(f"refresh is not supported for {why}")
+
+
+def has_global_step(model: GibbsModel) -> bool:
+    return type(model).global_step is not GibbsModel.global_step
+
+
+def stepped_chain(model: GibbsModel, base_dir: str, N: int, tables: dict, hyper: dict, seed: int):
+    """The driver's global step after the kept chain's last iteration N (skipped by the run that kept it):
+    ``(tables, hyper, directive)`` as the uninterrupted run would have them before iteration N + 1."""
+    if not has_global_step(model):
+        return tables, hyper, None
+    parts = chain.load_last_stats(base_dir, N)
+    if parts is None:
+        raise RefusedError(f"{base_dir}: its chain does not keep the statistics of its last iteration (kept before "
+                           f"refresh took {model.name}'s driver-side step): retrain it to refresh it")
+    stats = parts if model.stats_by_partition else GibbsEngine.summed_stats(parts)
+    stepped, hyper, directive = model.global_step(tables, hyper, stats, task_seed(seed, N, DRIVER_PARTITION, 4))
+    return stepped, hyper, directive
 
 
 class _FrozenPartitions:
@@ -99,15 +123,6 @@ def continued_schedule(first_iterations: int, request) -> SampleSchedule:
     return SampleSchedule(first_iterations + own.iterations, first_iterations + own.burn_in, own.lag, own.samples)
 
 
-def _padded(table: np.ndarray, shape: tuple) -> np.ndarray:
-    """A dense count table grown to ``shape`` (new rows/columns: zero counts)."""
-    if table.shape[0] > shape[0] or table.shape[1] > shape[1]:
-        raise RefusedError(f"the chain's table of shape {table.shape} does not fit the model's {shape}")
-    out = np.zeros(shape, dtype=table.dtype)
-    out[:table.shape[0], :table.shape[1]] = table
-    return out
-
-
 def sample_in_task(q, items, model: GibbsModel, hyper: dict, seed: int, offset: int, iteration: int,
                    directory: str, layout: TableLayout, run: str):
     """New partition ``offset + q``: its block staged, its state initialised as the engine initialises a
@@ -131,11 +146,11 @@ def refresh_chain(spark, spec, base, corpus_dir: str | None, request, output: st
     document) for ``request.iterations`` iterations; writes the model files and its chain into ``output``;
     returns model.json's content."""
     started = time.time()
-    check_refreshable(spec)
+    check_refreshable(spec, base.meta)
     chain_meta = chain.read_chain_meta(base.directory)
     N, P = int(chain_meta["iteration"]), int(chain_meta["fingerprint"]["partitions"])
     seed = int(chain_meta["fingerprint"]["seed"] if request.seed is None else request.seed)
-    K, V_old = int(base.meta["topics"]), int(base.meta["vocab_size"])
+    K, V_old = int(chain_meta["fingerprint"]["topics"]), int(base.meta["vocab_size"])
     vocab = base.vocab
     if corpus_dir is not None:
         corpus_meta, vocab = open_corpus_meta(spark, corpus_dir)
@@ -144,15 +159,18 @@ def refresh_chain(spark, spec, base, corpus_dir: str | None, request, output: st
     V = len(vocab)
     cls = spec.model_class()
     construction = {k: base.meta.get(k) for k in cls.construction_options}
-    old_tables = make_model(spec, K, V_old, catalogue, **construction).count_tables()
-    model = make_model(spec, K, V, catalogue, **construction)
-    declared = model.count_tables()
-    tables = chain.load_chain_tables(base.directory, old_tables, N)
-    tables = {t.name: _padded(tables[t.name], (t.rows, t.columns)) for t in declared}
     hyper = chain_meta["hyper"]
+    old_model, model = (make_model(spec, K, size, catalogue, **construction) for size in (V_old, V))
+    old_model.bind_hyper(hyper)
+    model.bind_hyper(hyper)
+    tables = chain.load_chain_tables(base.directory, old_model.count_tables(), N)
+    tables, hyper, directive = stepped_chain(old_model, base.directory, N, tables, hyper, seed)
+    tables, hyper = model.grown_chain(tables, hyper, V_old)
+    declared = model.count_tables()
     work = storage.join(output, WORK)
     frozen = request.chain_sweeps == "new"
-    chain.copy_chain(base.directory, work, N, P, frozen=frozen)
+    chain.copy_chain(base.directory, work, N, P, frozen=frozen, apply_directive=None if directive is None else (
+        lambda block, state: old_model.apply_directive(old_model.prepare_block(block), state, directive)))
     if frozen:
         model = frozen_model(model)
     Q, documents, tokens = 0, int(chain_meta["documents"]), int(chain_meta["tokens"])
@@ -171,7 +189,7 @@ def refresh_chain(spark, spec, base, corpus_dir: str | None, request, output: st
         finally:
             corpus.blocks.unpersist()
         added, parts = gather_tables(reduce_records(records, layout), layout, Q)
-        tables = {name: value + added[name] for name, value in tables.items()}
+        tables = {t.name: merge(t, [_rows(tables[t.name]), _rows(added[t.name])]) for t in declared}
         documents += sum(r[2] for r in parts)
         tokens += sum(r[3] for r in parts)
     schedule = continued_schedule(N, request)
@@ -180,11 +198,9 @@ def refresh_chain(spark, spec, base, corpus_dir: str | None, request, output: st
     fingerprint = {"model": model.name, "topics": K, "vocab_size": V, "partitions": P + Q, "seed": seed,
                    "schedule": schedule.to_json(), "sweeps_per_sync": settings.sweeps_per_sync,
                    "state_format": STATE_FORMAT}
-    for t in declared:
-        storage.save_npy(storage.join(work, f"{t.name}-{N:05d}.npy"), tables[t.name])
-    storage.save_json(storage.join(work, chain.STATE_JSON),
-                      dict(chain_meta, fingerprint=fingerprint, samples=0, summary=False, directive=None,
-                           documents=documents, tokens=tokens))
+    DriverCheckpoint(work, settings).save(N, dict(chain_meta, fingerprint=fingerprint, hyper=hyper, samples=0,
+                                                  documents=documents, tokens=tokens),
+                                          TableLayout(declared, 1), tables, None, None)
     log.info("%s: continuing the chain of %s after iteration %d: %d old partitions, %d new (%d documents, %d "
              "tokens in all), V %d -> %d, iterations %d-%d", model.name, base.directory, N, P, Q, documents, tokens,
              V_old, V, N + 1, schedule.iterations)
@@ -216,6 +232,13 @@ def refresh_chain(spark, spec, base, corpus_dir: str | None, request, output: st
     _copy_tokenizer(base.directory, output)
     topics_text.write_topics_file(output, 10)
     return meta
+
+
+def _rows(value) -> tuple:
+    """A table's value as one contribution ``(row keys, counts)`` (:func:`inference.gibbs.tables.merge`)."""
+    if isinstance(value, KeyedCounts):
+        return value.keys, value.counts
+    return np.arange(value.shape[0], dtype=np.int64), value
 
 
 def _keep_new_documents(spark, output: str, corpus_dir: str | None) -> None:

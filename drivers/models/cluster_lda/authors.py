@@ -109,6 +109,14 @@ class AuthorVariant:
             storage.save_json(storage.join(directory, AUTHORS_FILE), {"column": self.author_column,
                                                                       "names": self.authors.names})
 
+    @classmethod
+    def chain_refusal(cls, construction: dict) -> str | None:
+        """The plain model continues its chain; the author variant does not yet (a batch's new authors would add
+        columns to every cluster's row)."""
+        if construction.get("author_column"):
+            return "with --author-column (the author variant: new documents' authors would widen the clusters' rows)"
+        return None
+
     def bind_directory(self, directory: str) -> None:
         if self.author_column:
             self.set_authors(Authors(storage.load_json(storage.join(directory, AUTHORS_FILE))["names"], {}))

@@ -210,6 +210,25 @@ class TopicLM(GibbsModel):
         hyper["em_pooled"] = 0
         return pool
 
+    def grown_chain(self, tables, hyper, old_vocab_size):
+        """A chain over ``old_vocab_size`` words for this vocabulary: N_{w|w't} re-keyed ((w' V + w) K + t; the
+        start context V_old becomes V), the histograms as they are; priors 1 and 2: every new word's beta n_t
+        entry starts at its row's mean (as every word starts), and the next M-step fits it."""
+        V0, V, K = int(old_vocab_size), self.vocab_size, self.num_topics
+        table = tables["bigram_topics"]
+        previous, word, topic = split_keys(table.keys, V0, K)
+        previous = np.where(previous == V0, V, previous)
+        keys = (previous * V + word) * K + topic
+        order = np.argsort(keys, kind="stable")
+        grown = dict(tables, bigram_topics=KeyedCounts(keys[order], table.counts[order]))
+        if hyper.get("beta_n") is None or V == V0:
+            return grown, hyper
+        bn = np.asarray(hyper["beta_n"], dtype=np.float64)
+        rows = np.atleast_2d(bn)
+        rows = np.hstack([rows, np.repeat(rows.mean(axis=1, keepdims=True), V - V0, axis=1)])
+        return grown, dict(hyper, beta_n=(rows[0] if bn.ndim == 1 else rows).tolist(),
+                           beta=float(rows.sum(axis=1).mean()))
+
     def loglik(self, tables, derived, hyper) -> float:
         """log P(w | z, U): (3.26), or (3.55) for the hierarchical priors."""
         prior = self.prior(hyper)

@@ -1,0 +1,56 @@
+"""What a Gibbs model does when its kept chain continues (``spark-topics refresh``,
+:mod:`drivers.families.gibbs.refresh`): the hooks, declared with their defaults, that
+:class:`inference.gibbs.model.GibbsModel` inherits.
+
+A refresh reopens the chain of the last iteration N with the model built for the old vocabulary, takes the
+driver's global step after N (which the first run skipped), then grows the count tables and hyperparameters to
+the batch's vocabulary (``grown_chain``: word ids only grow, so an old word keeps its id and a new word has no
+count yet) before the new documents are put in.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from inference.errors import RefusedError
+from inference.gibbs.tables import KeyedCounts
+
+
+def padded(name: str, table: np.ndarray, shape: tuple) -> np.ndarray:
+    """A dense count table grown to ``shape`` (new rows/columns: zero counts)."""
+    if table.shape[0] > shape[0] or table.shape[1] > shape[1]:
+        raise RefusedError(f"the chain's table {name} of shape {table.shape} does not fit the model's {shape}")
+    out = np.zeros(shape, dtype=table.dtype)
+    out[:table.shape[0], :table.shape[1]] = table
+    return out
+
+
+class ChainContinuation:
+    """The continuation hooks of a Gibbs model (defaults: a model whose tables are indexed by word id)."""
+
+    @classmethod
+    def chain_refusal(cls, construction: dict) -> str | None:
+        """Why a model built with ``construction`` (its constructor options, as in model.json) cannot continue its
+        chain, as a clause after "--model NAME" (None: it can). Default: refused when the model binds its tables
+        to the training corpus (a tree over its vocabulary)."""
+        owner = next(c for c in cls.__mro__ if "bind_corpus" in vars(c))      # GibbsModel's default: none
+        if owner.__module__ != "inference.gibbs.model":
+            return "binds its tables to the training corpus (a tree)"
+        return None
+
+    def bind_hyper(self, hyper: dict) -> None:
+        """Reopening a kept chain: what the model reads from its hyperparameters before its tables are declared
+        (a network spec). Default: nothing."""
+
+    def grown_chain(self, tables: dict, hyper: dict, old_vocab_size: int) -> tuple[dict, dict]:
+        """``(tables, hyper)`` of a chain of a model over ``old_vocab_size`` words for this model's (larger or equal)
+        vocabulary, the counts unchanged. Default: dense tables padded with zero rows and columns to the declared
+        shape, keyed tables' counts padded with zero columns (keys unchanged), the hyperparameters as they are."""
+        out = {}
+        for table in self.count_tables():
+            value = tables[table.name]
+            if table.keyed:
+                counts = padded(table.name, value.counts, (value.counts.shape[0], table.columns))
+                out[table.name] = KeyedCounts(value.keys, counts)
+            else:
+                out[table.name] = padded(table.name, value, (table.rows, table.columns))
+        return out, hyper

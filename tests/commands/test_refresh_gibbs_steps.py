@@ -1,0 +1,148 @@
+"""spark-topics refresh of the Gibbs models with a driver-side global step (issue 30, item 2): dp-mixture,
+cluster-lda, pdp-network and tlm continue their chain. The first run skips the step after its last iteration N;
+the chain keeps the partitions' statistics of N, so the refresh takes that step (clusters renumbered,
+concentrations sampled, Gibbs EM's M-step) before iteration N + 1 as the uninterrupted run does."""
+from __future__ import annotations
+
+import os
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from drivers import registry
+from drivers.engines.gibbs import chain, state as gibbs_state
+from drivers.families.gibbs.models import make_model
+from drivers.families.gibbs.refresh import refresh_chain, refusal
+from drivers.preparation.corpus import prepare_corpus
+from drivers.refresh.update import RefreshRequest
+from drivers.store import model_root, model_store, publish
+from inference.errors import RefusedError
+from inference.gibbs.tables import KeyedCounts, merge
+from shared_runs import made_once, run_folder
+from test_refresh import NEW_WORDS, Killed, _raise, run, texts, write_batch
+from test_refresh_gibbs import N, M, chain_arrays, paragraphs, train_gibbs
+
+STEPPED = ("dp-mixture", "cluster-lda", "pdp-network", "tlm")
+#: the corpus each model reads, and its options (small, so the 4 x 3 runs stay cheap)
+KIND = {"dp-mixture": "bow", "cluster-lda": "bow", "pdp-network": "segmented", "tlm": "ordered"}
+EXTRA = {"pdp-network": ("--network", "pyp-lda"), "tlm": ("--prior-variant", "2")}
+PREPARE = {"bow": {}, "segmented": {"segments": "paragraph"}, "ordered": {"ordered": True}}
+
+
+@pytest.fixture(scope="module")
+def step_corpora(spark_session, tmp_path_factory):
+    """30 documents (K=3 LDA) prepared three ways (bag of words, paragraphs, word order); made once per test
+    run."""
+    root = run_folder(tmp_path_factory) / "refresh_gibbs_steps"
+    docs = texts(30, 1, "a")
+    with made_once(root) as make:
+        if make:
+            shutil.rmtree(root, ignore_errors=True)
+            root.mkdir()
+            for kind, options in PREPARE.items():
+                raw = write_batch(root / f"{kind}.jsonl", paragraphs(docs) if kind == "segmented" else docs)
+                prepare_corpus(spark_session, raw, str(root / kind), min_df=1, max_df=1.0, language="none",
+                               **options)
+    return root
+
+
+def _train(spark, name, corpus, output, iterations, *extra):
+    train_gibbs(spark, name, corpus, output, iterations, *EXTRA.get(name, ()), *extra)
+
+
+@pytest.mark.parametrize("name", STEPPED)
+def test_a_refresh_where_the_data_are_the_same_takes_the_skipped_step_and_continues_the_uninterrupted_chain(
+        spark_session, step_corpora, tmp_path, name):
+    """Train N iterations, continue M with no new document: the version equals a run of N+M iterations with the
+    same seed and the refresh's samples, bit for bit (every partition's state, the tables, the hyperparameters,
+    topic_word). The continued chain is not the first run's: its sampled hyperparameters moved."""
+    corpus = step_corpora / KIND[name]
+    first, whole, version = tmp_path / "first", tmp_path / "whole", str(tmp_path / "continued")
+    _train(spark_session, name, corpus, first, N)
+    request = RefreshRequest(root=str(tmp_path / "root"), input=None, iterations=M, reinfer_old=True)
+    refresh_chain(spark_session, registry.MODELS[name], model_store.load_model(str(first)), None, request, version,
+                  registry)
+    publish.write_marker(version, publish.new_token())
+    _train(spark_session, name, corpus, whole, N + M, "--burn-in", N, "--lag", 1, "--samples", M)
+    continued, uninterrupted = chain_arrays(version), chain_arrays(whole)
+    assert sorted(continued) == sorted(uninterrupted) and f"last_stats-{N + M:05d}.npy" in continued
+    for key, value in uninterrupted.items():
+        assert np.array_equal(continued[key], value), key
+    assert np.array_equal(np.load(os.path.join(version, "topic_word.npy")), np.load(whole / "topic_word.npy"))
+    new, old = model_store.read_meta(version), model_store.read_meta(str(whole))
+    assert new["hyper"] == old["hyper"] and new["iterations"] == N + M and new["chain"]["continued_from"] == N
+    assert new["hyper"] != model_store.read_meta(str(first))["hyper"]
+
+
+def summed_state_tables(model, chain_dir: str, iteration: int, partitions: int) -> dict:
+    """The tables as the sum of every kept partition's ``table_counts`` (what the engine's tables must equal)."""
+    contributions = {t.name: [] for t in model.count_tables()}
+    for p in range(partitions):
+        item = gibbs_state.new_item(model, gibbs_state.load_block(chain_dir, p))
+        state = gibbs_state.read_state(chain_dir, iteration, p)
+        state.pop(chain.FROZEN, None)
+        for table, value in model.table_counts(item["block"], state, (item["vocab_ids"], item["local"])).items():
+            contributions[table].append(value)
+    return {t.name: merge(t, contributions[t.name]) for t in model.count_tables()}
+
+
+@pytest.mark.parametrize("name", STEPPED)
+def test_new_documents_and_words_are_sampled_in(spark_session, step_corpora, tmp_path, name, monkeypatch):
+    """A batch of 12 new documents with 3 new words: the vocabulary grows, the new documents get partitions of
+    their own after the old ones (which keep their blocks), the tables equal the summed counts of the kept
+    states over the grown vocabulary, and the version's document table holds the batch. For dp-mixture a refresh
+    killed with the version half written first leaves the root on its previous version."""
+    first = tmp_path / "first"
+    _train(spark_session, name, step_corpora / KIND[name], first, N)
+    root = tmp_path / "root"
+    batch = texts(12, 2, "b", extra=NEW_WORDS)
+    raw = write_batch(tmp_path / "b.jsonl", paragraphs(batch) if KIND[name] == "segmented" else batch)
+    if name == "dp-mixture":
+        monkeypatch.setattr(publish, "STEP_HOOK", lambda step: _raise(Killed) if step == "model-written" else None)
+        with pytest.raises(Killed):
+            run(spark_session, "--model", root, "--base", first, "--input", raw, "--iterations", M, "--min-new-df", 1)
+        monkeypatch.setattr(publish, "STEP_HOOK", None)
+        assert model_root.latest(str(root)) is None and not os.path.exists(root / "versions" / "000001")
+    report = run(spark_session, "--model", root, "--base", first, "--input", raw, "--iterations", M,
+                 "--min-new-df", 1)
+    assert report["mode"] == "chain" and report["documents"]["new"] == 12
+    version = model_store.resolve(str(root))
+    meta = model_store.read_meta(version)
+    V0, V = model_store.read_meta(str(first))["vocab_size"], meta["vocab_size"]
+    vocab = list(model_store.load_model(version).vocab["term"])
+    assert V > V0 and set(NEW_WORDS) <= set(vocab[V0:])
+    P, Q = meta["chain"]["old_partitions"], meta["chain"]["new_partitions"]
+    assert P == 2 and Q >= 1 and meta["iterations"] == N + M
+    arrays, old = chain_arrays(version), chain_arrays(first)
+    for p in range(P):
+        assert np.array_equal(old[f"blocks/part-{p:05d}.npz:doc_ids"], arrays[f"blocks/part-{p:05d}.npz:doc_ids"])
+    new_ids = sorted(np.concatenate([arrays[f"blocks/part-{p:05d}.npz:doc_ids"] for p in range(P, P + Q)]))
+    assert new_ids == sorted(d for d, _ in batch)
+    kept_meta = chain.read_chain_meta(version)
+    model = make_model(registry.MODELS[name], kept_meta["fingerprint"]["topics"], V, registry)
+    model.bind_hyper(kept_meta["hyper"])
+    kept = chain.load_chain_tables(version, model.count_tables(), N + M)
+    counted = summed_state_tables(model, chain.chain_dir(version), N + M, P + Q)
+    for table, value in counted.items():
+        if isinstance(value, KeyedCounts):
+            assert value.equals(kept[table]), table
+        else:
+            assert np.array_equal(value, kept[table]), table
+    words = np.concatenate([arrays[f"blocks/part-{p:05d}.npz:words"] for p in range(P + Q)])
+    assert {vocab.index(w) for w in NEW_WORDS} <= set(words.tolist())
+    doc_topics = pd.read_parquet(os.path.join(version, "doc_topics.parquet"))
+    assert sorted(doc_topics["doc_id"]) == new_ids
+
+
+def test_models_refused_name_why_in_one_line(spark_session, tiny_models, tmp_path):
+    """Every Gibbs model continues its chain but bigram-lm (one counting pass: retrain) and the tree models; the
+    author variant of cluster-lda is refused (new authors would widen the clusters' rows)."""
+    why = {name: refusal(spec) for name, spec in registry.MODELS.items() if spec.family == "gibbs"}
+    assert {name for name, w in why.items() if w is not None} == {"bigram-lm"}
+    authors = refusal(registry.MODELS["cluster-lda"], {"author_column": "authors"})
+    assert authors is not None and "author" in authors and "\n" not in authors
+    with pytest.raises(RefusedError, match="bigram-lm samples nothing"):
+        run(spark_session, "--model", tmp_path / "root", "--base", tiny_models["bigram-lm"], "--input",
+            tmp_path / "none")
