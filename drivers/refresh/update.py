@@ -203,16 +203,22 @@ def hellinger_rows(p: np.ndarray, q: np.ndarray) -> np.ndarray:
 def topic_drift(old_topic_word: np.ndarray, new_topic_word: np.ndarray, top: list | None = None) -> dict:
     """Each topic's drift between versions over the old vocabulary (both renormalised on it), and the best
     one-to-one matching of old to new topics by Hellinger distance (scipy's linear_sum_assignment): topic k
-    of the new version continues topic k unless the matching says otherwise."""
+    of the new version continues topic k unless the matching says otherwise. When the versions have other
+    numbers of rows (a cluster model's clusters come and go), a row's drift is its distance to the row it is
+    matched to (an unmatched one: to the nearest)."""
     from scipy.optimize import linear_sum_assignment
 
     V = old_topic_word.shape[1]
     p = old_topic_word / old_topic_word.sum(axis=1, keepdims=True)
     q = new_topic_word[:, :V] / new_topic_word[:, :V].sum(axis=1, keepdims=True)
-    drift = hellinger_rows(p, q)
     sq_p, sq_q = np.sqrt(p), np.sqrt(q)
     distances = np.sqrt(np.maximum(0.0, 1.0 - sq_p @ sq_q.T))
     rows, cols = linear_sum_assignment(distances)
+    if p.shape[0] == q.shape[0]:
+        drift = hellinger_rows(p, q)
+    else:
+        drift = distances.min(axis=1)
+        drift[rows] = distances[rows, cols]
     moved = [int(k) for k, j in zip(rows, cols) if k != j]
     return {"hellinger": [float(x) for x in drift], "mean": float(drift.mean()), "max": float(drift.max()),
             "identity_matching": not moved, "topics_matched_elsewhere": moved}

@@ -13,11 +13,10 @@ import pytest
 
 from drivers import registry
 from drivers.engines.gibbs import chain
-from drivers.families.gibbs.refresh import refresh_chain, refusal
+from drivers.families.gibbs.refresh import refresh_chain
 from drivers.preparation.corpus import prepare_corpus
 from drivers.refresh.update import RefreshRequest
 from drivers.store import model_root, model_store, publish
-from inference.errors import RefusedError
 from jobs import evaluate, infer, refresh, topics, train
 from shared_runs import made_once, run_folder
 from test_refresh import NEW_WORDS, Killed, _raise, args, run, texts, write_batch
@@ -198,17 +197,6 @@ def _topics_args(root):
     parser = argparse.ArgumentParser()
     topics.add_arguments(parser)
     return parser.parse_args(["--model", str(root)])
-
-
-def test_models_whose_chain_cannot_continue_are_refused_in_one_line(spark_session, tiny_models, tmp_path):
-    """lda-gibbs, stm, seqlda and adatm continue their chain; the others are refused naming why, before the batch
-    is read (dp-mixture through the command: the run's tiny dp-mixture model, tests/shared_runs.py)."""
-    why = {name: refusal(spec) for name, spec in registry.MODELS.items() if spec.family == "gibbs"}
-    assert {name for name, w in why.items() if w is None} == {"lda-gibbs", "stm", "seqlda", "adatm"}
-    assert all("\n" not in w and "retrain" in w for w in why.values() if w)
-    with pytest.raises(RefusedError, match="dp-mixture takes a driver-side global step"):
-        run(spark_session, "--model", tmp_path / "root", "--base", tiny_models["dp-mixture"], "--input",
-            tmp_path / "none")
 
 
 def test_killed_gibbs_refreshes_leave_the_root_readable_and_chain_sweeps_new_keeps_the_old_assignments(
