@@ -136,13 +136,44 @@ def test_new_documents_and_words_are_sampled_in(spark_session, step_corpora, tmp
     assert sorted(doc_topics["doc_id"]) == new_ids
 
 
-def test_models_refused_name_why_in_one_line(spark_session, tiny_models, tmp_path):
-    """Every Gibbs model continues its chain but bigram-lm (one counting pass: retrain) and the tree models; the
-    author variant of cluster-lda is refused (new authors would widen the clusters' rows)."""
+def test_bigram_lm_refresh_adds_the_batch_counts_and_equals_a_retrain_on_the_union(spark_session, step_corpora,
+                                                                                   tmp_path):
+    """bigram-lm (no latent variable: its counts are the model): a refresh counts the batch (12 documents, 3 new
+    words) and adds the model's counts re-keyed to the grown vocabulary, then fits beta n from train's start: the
+    version equals a model trained on the union prepared with the same vocabulary, bit for bit (bigram keys and
+    counts, the base measure, the hyperparameters). A batch with nothing new is refused in one line."""
+    first, union = tmp_path / "first", tmp_path / "union"
+    train_gibbs(spark_session, "bigram-lm", step_corpora / "ordered", first, 1)
+    batch = texts(12, 2, "b", extra=NEW_WORDS)
+    raw = write_batch(tmp_path / "b.jsonl", batch)
+    root = tmp_path / "root"
+    report = run(spark_session, "--model", root, "--base", first, "--input", raw, "--min-new-df", 1)
+    assert report["mode"] == "chain" and report["documents"]["new"] == 12
+    version = model_store.resolve(str(root))
+    refreshed = model_store.load_model(version)
+    assert set(NEW_WORDS) <= set(refreshed.vocab["term"])
+    vocab_path = str(tmp_path / "vocab.parquet")
+    refreshed.vocab[["term", "id"]].to_parquet(vocab_path)
+    both = write_batch(tmp_path / "union.jsonl", texts(30, 1, "a") + batch)
+    prepare_corpus(spark_session, both, str(tmp_path / "union_corpus"), language="none", vocab=vocab_path,
+                   **PREPARE["ordered"])
+    train_gibbs(spark_session, "bigram-lm", tmp_path / "union_corpus", union, 1)
+    for name in ("bigram_keys", "bigram_counts", "base_measure"):
+        assert np.array_equal(np.load(os.path.join(version, f"{name}.npy")), np.load(union / f"{name}.npy")), name
+    new, retrained = model_store.read_meta(version), model_store.read_meta(str(union))
+    assert new["hyper"] == retrained["hyper"] and new["vocab_size"] == retrained["vocab_size"]
+    assert new["data"]["documents"] == 42 and new["bigrams"] == retrained["bigrams"]
+    assert sorted(pd.read_parquet(os.path.join(version, "doc_perplexity.parquet")).doc_id) == sorted(d for d, _ in batch)
+    with pytest.raises(RefusedError, match="no new document"):
+        run(spark_session, "--model", root, "--input", raw, "--mode", "chain")
+
+
+def test_models_refused_name_why_in_one_line():
+    """Every Gibbs model refreshes but the tree models (their tree is bound to the training corpus); the author
+    variant of cluster-lda is refused (new authors would widen the clusters' rows)."""
     why = {name: refusal(spec) for name, spec in registry.MODELS.items() if spec.family == "gibbs"}
-    assert {name for name, w in why.items() if w is not None} == {"bigram-lm"}
+    assert all(w is None for w in why.values()), why
     authors = refusal(registry.MODELS["cluster-lda"], {"author_column": "authors"})
     assert authors is not None and "author" in authors and "\n" not in authors
-    with pytest.raises(RefusedError, match="bigram-lm samples nothing"):
-        run(spark_session, "--model", tmp_path / "root", "--base", tiny_models["bigram-lm"], "--input",
-            tmp_path / "none")
+    from drivers.models.tree.model import PolylingualTreeLDAGibbs, TreeLDAGibbs
+    assert all("tree" in cls.chain_refusal({}) for cls in (TreeLDAGibbs, PolylingualTreeLDAGibbs))

@@ -51,6 +51,7 @@ from drivers.corpora import in_process as local_corpus
 from drivers.families.gibbs import infer_in_process as in_process
 from drivers.families.gibbs.infer import infer_gibbs, point_estimates, write_heldout_proportions, write_model_files
 from drivers.families.gibbs.refresh import check_refreshable, refresh_chain
+from drivers.families.gibbs.refresh_counts import refresh_counts
 from drivers.families.gibbs.models import (hyper_overrides, initial_hyper, make_model, needs_order, needs_segments,
                                            open_trained)
 from drivers.families.gibbs.settings import GibbsEvaluation, GibbsInference, GibbsTraining, observed_fraction
@@ -313,7 +314,10 @@ class GibbsFamily(ModelFamily):
 
     # ---- refresh
     def refresh(self, spark, spec, base, corpus_dir: str | None, request, history: dict, output: str) -> dict:
-        """The chain continued on the old and the new documents (:mod:`drivers.families.gibbs.refresh`)."""
+        """The chain continued on the old and the new documents (:mod:`drivers.families.gibbs.refresh`); a model
+        without latent variables: the batch's counts added (:mod:`drivers.families.gibbs.refresh_counts`)."""
+        if not spec.model_class().latent:
+            return refresh_counts(spark, spec, base, corpus_dir, request, output, self.catalogue)
         return refresh_chain(spark, spec, base, corpus_dir, request, output, self.catalogue)
 
     def check_refreshable(self, spec, meta: dict | None = None) -> None:

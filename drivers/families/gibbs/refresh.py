@@ -26,8 +26,9 @@ ids renumbered) is applied to the old partitions' states as they are copied (the
 would see), then the tables and hyperparameters grow to the new vocabulary (the model's ``grown_chain``: tlm
 re-keys its bigram table, dp-mixture pads its clusters' word columns).
 
-Refused (one line, before the batch is read): models without latent variables (their counts are the model:
-retrain), models whose tables are bound to the corpus (a tree) or to the training documents' metadata
+A model without latent variables (bigram-lm: its counts are the model) is refreshed by
+:mod:`drivers.families.gibbs.refresh_counts` (the batch counted and added). Refused (one line, before the batch
+is read): models whose tables are bound to the corpus (a tree) or to the training documents' metadata
 (cluster-lda's author variant), chains kept before the last iteration's statistics were.
 """
 from __future__ import annotations
@@ -65,9 +66,6 @@ def refusal(spec, meta: dict | None = None) -> str | None:
     """Why the model of ``spec`` (trained as model.json's ``meta`` says, when given) cannot continue its chain
     (None: it can)."""
     cls = spec.model_class()
-    if not cls.latent:
-        return (f"--model {spec.name} samples nothing (its counts are the model): retrain on the union with "
-                f"`spark-topics train` (one counting pass)")
     why = cls.chain_refusal({k: (meta or {}).get(k) for k in cls.construction_options})
     return None if why is None else f"--model {spec.name} {why}: retrain on the union"
 
@@ -229,7 +227,7 @@ def refresh_chain(spark, spec, base, corpus_dir: str | None, request, output: st
     meta.update(model.describe())
     storage.save_json(storage.join(output, "model.json"), meta)
     outputs.plot_trace(storage.join(output, "loglik.png"), meta["trace"], f"{model.display_name}: Gibbs sampler")
-    _copy_tokenizer(base.directory, output)
+    copy_tokenizer(base.directory, output)
     topics_text.write_topics_file(output, 10)
     return meta
 
@@ -256,7 +254,7 @@ def _keep_new_documents(spark, output: str, corpus_dir: str | None) -> None:
     storage.delete(everything)
 
 
-def _copy_tokenizer(source: str, target: str) -> None:
+def copy_tokenizer(source: str, target: str) -> None:
     for name in storage.list_dir(source):
         if name == "tokenizer.json" or (name.startswith("stopwords") and name.endswith(".txt")):
             storage.copy_tree(storage.join(source, name), storage.join(target, name))

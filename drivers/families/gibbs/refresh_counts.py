@@ -1,0 +1,98 @@
+"""``refresh`` of a Gibbs model without latent variables (bigram-lm): its counts are the model, so a refresh
+counts the batch's documents once, adds the kept counts of the model (re-keyed to the grown vocabulary) and
+fits the hyperparameters to the sum as ``train`` fits them, from the same start (``train``'s initial
+hyperparameters over the grown vocabulary: the default beta is V). The version is the model a retrain on the
+union gives, bit for bit, at the cost of one counting pass over the batch (the old documents are not read
+again: their counts are in the model). Its document table holds the batch's documents.
+"""
+from __future__ import annotations
+
+import logging
+import time
+
+import numpy as np
+
+from drivers import storage
+from drivers.corpora.bow import open_corpus_meta
+from drivers.corpora.segmented import load_segmented_corpus
+from drivers.engines.gibbs.engine import GibbsEngine
+from drivers.engines.gibbs.settings import GibbsSettings, SampleSchedule
+from drivers.families.gibbs.infer import write_model_files
+from drivers.families.gibbs.models import make_model, needs_order, needs_segments
+from drivers.families.gibbs.refresh import copy_tokenizer
+from drivers.store import model_store, outputs, publish, topics_text
+from inference.errors import RefusedError
+from inference.gibbs.tables import KeyedCounts, merge_keyed
+
+log = logging.getLogger("spark_topics.refresh")
+
+WORK = "work-counts"
+
+
+def rekeyed_bigrams(keys: np.ndarray, counts: np.ndarray, old_vocab_size: int, vocab_size: int) -> KeyedCounts:
+    """Bigram counts keyed ``w' V_old + w`` (the start context ``V_old``) keyed for ``vocab_size`` words."""
+    previous, word = keys // old_vocab_size, keys % old_vocab_size
+    previous = np.where(previous == old_vocab_size, vocab_size, previous)
+    return merge_keyed(1, previous * vocab_size + word, np.asarray(counts, np.int32).reshape(-1, 1))
+
+
+class _WithKeptCounts:
+    """Mixed into a model: the batch's counted tables plus the model's kept ones before the driver's fit."""
+
+    def global_step(self, tables, hyper, stats, seed):
+        kept = self.kept_counts
+        union = {name: merge_keyed(value.columns, np.r_[value.keys, kept[name].keys],
+                                   np.vstack([value.counts, kept[name].counts])) for name, value in tables.items()}
+        return super().global_step(union, hyper, stats, seed)
+
+
+def refresh_counts(spark, spec, base, corpus_dir: str | None, request, output: str, catalogue) -> dict:
+    """bigram-lm: the batch ``corpus_dir`` counted and added to ``base``'s counts, the fit redone; writes the model
+    files into ``output``; returns model.json's content."""
+    started = time.time()
+    if corpus_dir is None:
+        raise RefusedError(f"--model {spec.name}: the batch holds no new document, and its counts are the model: "
+                           f"nothing would change")
+    V_old = int(base.meta["vocab_size"])
+    corpus_meta, vocab = open_corpus_meta(spark, corpus_dir)
+    if vocab["term"].astype(str).tolist()[:V_old] != base.vocab["term"].astype(str).tolist()[:V_old]:
+        raise RefusedError(f"{corpus_dir}: its vocabulary does not extend the model's")
+    V = len(vocab)
+    model = make_model(spec, 1, V, catalogue)
+    start = dict(base.meta.get("initial_hyper") or {})
+    if start.get("beta") == float(V_old):          # train's default beta is V: over the grown vocabulary
+        start["beta"] = None
+    hyper = model.initial_hyper(**{k: v for k, v in start.items() if k != "base_measure"})
+    keys, counts = (storage.load_npy(storage.join(base.directory, f"{name}.npy"))
+                    for name in ("bigram_keys", "bigram_counts"))
+    model.__class__ = type(f"Refreshed{type(model).__name__}", (_WithKeptCounts, type(model)), {})
+    model.kept_counts = {"bigrams": rekeyed_bigrams(keys.astype(np.int64), counts, V_old, V)}
+    corpus = load_segmented_corpus(spark, corpus_dir, request.partitions, require_segments=needs_segments(spec),
+                                   ordered=needs_order(spec))
+    seed = int(base.meta.get("seed") or 0) if request.seed is None else int(request.seed)
+    settings = GibbsSettings(SampleSchedule.resolve(1), seed=seed)
+    work = storage.join(output, WORK)
+    engine = GibbsEngine(spark.sparkContext, model, settings, work)
+    try:
+        result = engine.fit(corpus.blocks, corpus.num_partitions, hyper)
+        write_model_files(spark, model, result, output, vocab, None)
+        publish.step("model-written")         # a test kills the run here: the version half written
+    finally:
+        engine.release()
+        corpus.blocks.unpersist()
+    storage.delete(work)
+    data = base.meta.get("data") or {}
+    meta = dict(base.meta)
+    meta.update({"vocab_size": V, **result.meta(), "initial_hyper": hyper, "seed": seed,
+                 **model_store.run_stamp(started)})
+    meta["data"] = dict(data, documents=int(data.get("documents") or 0) + result.num_documents,
+                        tokens=int(data.get("tokens") or 0) + result.num_tokens, split="all", heldout_fraction=0.0)
+    meta.pop("heldout", None)
+    meta.update(model.describe())
+    storage.save_json(storage.join(output, "model.json"), meta)
+    outputs.plot_trace(storage.join(output, "loglik.png"), meta["trace"], f"{model.display_name}: counts")
+    log.info("%s: the batch's %d documents (%d tokens) counted and added to the model's; V %d -> %d",
+             model.name, result.num_documents, result.num_tokens, V_old, V)
+    copy_tokenizer(base.directory, output)
+    topics_text.write_topics_file(output, 10)
+    return meta
