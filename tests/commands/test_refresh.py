@@ -261,7 +261,7 @@ def test_a_second_refresh_of_a_root_is_refused_and_a_first_one_needs_a_base(spar
     finally:
         live.kill()
         live.wait()
-    # Gibbs models: tests/commands/test_refresh_gibbs.py (lda-gibbs continues its chain; dp-mixture is refused)
+    # Gibbs models: tests/commands/test_refresh_gibbs.py and test_refresh_gibbs_steps.py (every one refreshes)
     with pytest.raises(UsageError, match="first refresh needs --base"):
         run(spark_session, "--model", tmp_path / "root3", "--input", base / "b0.jsonl")
 

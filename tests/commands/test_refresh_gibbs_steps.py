@@ -52,15 +52,27 @@ def _train(spark, name, corpus, output, iterations, *extra):
     train_gibbs(spark, name, corpus, output, iterations, *EXTRA.get(name, ()), *extra)
 
 
+@pytest.fixture(scope="module")
+def first_runs(spark_session, step_corpora, tmp_path_factory):
+    """Every model trained N iterations on its corpus, once for the module's tests (read only)."""
+    folder, made = tmp_path_factory.mktemp("first_runs"), {}
+
+    def first(name):
+        if name not in made:
+            _train(spark_session, name, step_corpora / KIND[name], folder / name, N)
+            made[name] = folder / name
+        return made[name]
+    return first
+
+
 @pytest.mark.parametrize("name", STEPPED)
 def test_a_refresh_where_the_data_are_the_same_takes_the_skipped_step_and_continues_the_uninterrupted_chain(
-        spark_session, step_corpora, tmp_path, name):
+        spark_session, step_corpora, first_runs, tmp_path, name):
     """Train N iterations, continue M with no new document: the version equals a run of N+M iterations with the
     same seed and the refresh's samples, bit for bit (every partition's state, the tables, the hyperparameters,
     topic_word). The continued chain is not the first run's: its sampled hyperparameters moved."""
     corpus = step_corpora / KIND[name]
-    first, whole, version = tmp_path / "first", tmp_path / "whole", str(tmp_path / "continued")
-    _train(spark_session, name, corpus, first, N)
+    first, whole, version = first_runs(name), tmp_path / "whole", str(tmp_path / "continued")
     request = RefreshRequest(root=str(tmp_path / "root"), input=None, iterations=M, reinfer_old=True)
     refresh_chain(spark_session, registry.MODELS[name], model_store.load_model(str(first)), None, request, version,
                   registry)
@@ -89,13 +101,12 @@ def summed_state_tables(model, chain_dir: str, iteration: int, partitions: int) 
 
 
 @pytest.mark.parametrize("name", STEPPED)
-def test_new_documents_and_words_are_sampled_in(spark_session, step_corpora, tmp_path, name, monkeypatch):
+def test_new_documents_and_words_are_sampled_in(spark_session, first_runs, tmp_path, name, monkeypatch):
     """A batch of 12 new documents with 3 new words: the vocabulary grows, the new documents get partitions of
     their own after the old ones (which keep their blocks), the tables equal the summed counts of the kept
     states over the grown vocabulary, and the version's document table holds the batch. For dp-mixture a refresh
     killed with the version half written first leaves the root on its previous version."""
-    first = tmp_path / "first"
-    _train(spark_session, name, step_corpora / KIND[name], first, N)
+    first = first_runs(name)
     root = tmp_path / "root"
     batch = texts(12, 2, "b", extra=NEW_WORDS)
     raw = write_batch(tmp_path / "b.jsonl", paragraphs(batch) if KIND[name] == "segmented" else batch)
@@ -163,7 +174,8 @@ def test_bigram_lm_refresh_adds_the_batch_counts_and_equals_a_retrain_on_the_uni
     new, retrained = model_store.read_meta(version), model_store.read_meta(str(union))
     assert new["hyper"] == retrained["hyper"] and new["vocab_size"] == retrained["vocab_size"]
     assert new["data"]["documents"] == 42 and new["bigrams"] == retrained["bigrams"]
-    assert sorted(pd.read_parquet(os.path.join(version, "doc_perplexity.parquet")).doc_id) == sorted(d for d, _ in batch)
+    perplexities = pd.read_parquet(os.path.join(version, "doc_perplexity.parquet"))
+    assert sorted(perplexities.doc_id) == sorted(d for d, _ in batch)
     with pytest.raises(RefusedError, match="no new document"):
         run(spark_session, "--model", root, "--input", raw, "--mode", "chain")
 

@@ -44,9 +44,11 @@ def save_chain(checkpoint_dir: str, model_dir: str, iteration: int, tables) -> N
     target = chain_dir(model_dir)
     storage.copy_tree(gibbs_state.blocks_dir(checkpoint_dir), gibbs_state.blocks_dir(target))
     storage.copy_tree(gibbs_state.state_dir(checkpoint_dir, iteration), gibbs_state.state_dir(target, iteration))
-    for name in table_files(tables, iteration) + [f"{LAST_STATS}-{iteration:05d}.npy",
-                                                  f"{LAST_STATS}.sizes-{iteration:05d}.npy"]:
+    for name in table_files(tables, iteration):
         storage.copy_tree(storage.join(checkpoint_dir, name), storage.join(target, name))
+    for name in (f"{LAST_STATS}-{iteration:05d}.npy", f"{LAST_STATS}.sizes-{iteration:05d}.npy"):
+        if storage.exists(storage.join(checkpoint_dir, name)):      # not in a checkpoint written before them
+            storage.copy_tree(storage.join(checkpoint_dir, name), storage.join(target, name))
     meta = storage.load_json(storage.join(checkpoint_dir, STATE_JSON))
     if int(meta["iteration"]) != iteration:
         raise RuntimeError(f"the checkpoint in {checkpoint_dir} is of iteration {meta['iteration']}, not {iteration}")
