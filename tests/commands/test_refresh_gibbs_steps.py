@@ -22,7 +22,9 @@ from inference.errors import RefusedError
 from inference.gibbs.tables import KeyedCounts, merge
 from shared_runs import made_once, run_folder
 from test_refresh import NEW_WORDS, Killed, _raise, run, texts, write_batch
-from test_refresh_gibbs import N, M, chain_arrays, paragraphs, train_gibbs
+from test_refresh_gibbs import chain_arrays, paragraphs, train_gibbs
+
+N, M = 2, 2          # iterations of the first run, then of the refresh (each a Spark job: kept few)
 
 STEPPED = ("dp-mixture", "cluster-lda", "pdp-network", "tlm")
 #: the corpus each model reads, and its options (small, so the 4 x 3 runs stay cheap)
