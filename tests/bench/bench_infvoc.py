@@ -46,20 +46,18 @@ def write_jsonl(path, rows):
     return str(path)
 
 
-def classification_accuracy(doc_topics_path: str, labels: dict, test_ids: set) -> dict:
+def classification_accuracy(frame, labels: dict, test_ids: set) -> dict:
     """Accuracies on the test documents of two classifiers of theta trained on the others (scikit-learn, the
     project's ``bench`` extra): the thesis' Weka SMO with its defaults (a linear SVM, C = 1, features scaled to
     [0, 1], one-vs-one) and a multinomial logistic regression; the majority class' accuracy and each one's
-    balanced accuracy (mean recall over the test's classes)."""
+    balanced accuracy (mean recall over the test's classes). ``frame``: doc_id, theta."""
     import numpy as np
-    import pandas as pd
     from sklearn.linear_model import LogisticRegression
     from sklearn.metrics import balanced_accuracy_score
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import MinMaxScaler
     from sklearn.svm import SVC
 
-    frame = pd.read_parquet(doc_topics_path, columns=["doc_id", "theta"])
     frame = frame[frame["doc_id"].isin(labels)].sort_values("doc_id")
     features = np.stack([np.asarray(t, dtype=np.float64) for t in frame["theta"]])
     target = np.array([labels[d] for d in frame["doc_id"]])
@@ -140,7 +138,8 @@ def main() -> None:
 
     spark = bench_session("bench-infvoc")
     work = CACHE / (f"infvoc-{options.corpus}-K{options.topics}-tau{options.tau0:g}"
-                    f"{'' if options.corpus_size == 'cumulative' else '-D' + options.corpus_size}-{options.seed}")
+                    f"{'' if options.corpus_size == 'cumulative' else '-D' + options.corpus_size}"
+                    f"{'' if options.alpha_beta == 1000 else f'-ab{options.alpha_beta:g}'}-{options.seed}")
     if not options.reuse:
         shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True, exist_ok=True)
@@ -162,7 +161,9 @@ def main() -> None:
     def parse(job, argv):
         p = argparse.ArgumentParser()
         job.add_arguments(p, [str(a) for a in argv])
-        return p.parse_args([str(a) for a in argv])
+        args = p.parse_args([str(a) for a in argv])
+        args.master = getattr(args, "master", None)          # the CLI's common flag: no --master
+        return args
 
     inf_seconds, fix_seconds, sizes = [], [], []
     if not options.reuse:
@@ -207,6 +208,8 @@ def main() -> None:
     # classification: every entry of the stream inferred under each final model
     import hashlib
 
+    import pandas as pd
+
     from drivers.families import InferRequest
     from jobs.infer import infer as infer_job
 
@@ -225,7 +228,10 @@ def main() -> None:
     for name, root in (("infvoc", work / "inf-root"), ("fixvoc", work / "fix-root")):
         out = work / f"{name}-inferred"
         infer_job(spark, InferRequest(model_store.resolve(str(root)), everything_path, str(out)))
-        accuracy[name] = classification_accuracy(str(out / "doc_topics.parquet"), labels, test_ids)
+        accuracy[name] = classification_accuracy(pd.read_parquet(out / "doc_topics.parquet"), labels, test_ids)
+        # the thesis' features (its code's gamma.txt): each document's theta when the stream reached it
+        stream = pd.read_parquet(root / "doc_topics", columns=["doc_id", "theta"])
+        accuracy[name + "-stream"] = classification_accuracy(stream, labels, test_ids)
     print(f"classification: {len(labels)} entries labelled by section "
           f"({', '.join(f'{s} {n}' for s, n in counted.most_common() if s and n >= least)}); {split}")
 
@@ -252,6 +258,11 @@ def main() -> None:
           f"entries; balanced accuracy (mean recall over classes), SVM: infvoc {a['infvoc']['svm_balanced']:.3f}, "
           f"fixvoc {a['fixvoc']['svm_balanced']:.3f}; logistic: infvoc {a['infvoc']['logistic_balanced']:.3f}, "
           f"fixvoc {a['fixvoc']['logistic_balanced']:.3f}; chance {1 / a['infvoc']['classes']:.3f}")
+    for features in ("", "-stream"):
+        print(f"classification, theta {'inferred under the final model' if not features else 'as the stream reached each document'}: "
+              + "; ".join(f"{m}: SVM {a[m + features]['svm']:.3f} (balanced {a[m + features]['svm_balanced']:.3f}), "
+                          f"logistic {a[m + features]['logistic']:.3f} (balanced {a[m + features]['logistic_balanced']:.3f})"
+                          for m in ("infvoc", "fixvoc")))
     print("accuracy " + json.dumps(accuracy))
     for k, words in enumerate(inf_model.top_words(10)[:5]):
         print(f"  infvoc topic {k}: " + " ".join(w + ("+" if m else "") for w, _, m in words))
