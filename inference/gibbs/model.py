@@ -1,9 +1,8 @@
 """The contract between the Gibbs engine and a model: data layout, state, and plug-in methods.
 
-Data: a :class:`SegmentedBlock` holds one partition's documents as ordered
-segments of tokens (word ids in the *global* vocabulary, one entry per token;
-the order of tokens inside a segment carries no meaning, the order of segments
-inside a document does for SeqLDA and AdaTM).
+Data: a :class:`SegmentedBlock` holds one partition's documents as ordered segments of tokens (word ids in the
+*global* vocabulary, one entry per token; the order of tokens inside a segment carries no meaning, the order of
+segments inside a document does for SeqLDA and AdaTM).
 
 Global state: named count tables (:mod:`inference.gibbs.tables`: each dense or keyed, summed over the
 partitions, exact integers independent of partition order) that the model declares (``count_tables``) and
@@ -21,25 +20,21 @@ mixture's cluster step: create, relabel or remove clusters); its ``directive`` (
 goes to every partition with the next synchronisation, and ``apply_directive`` applies it to the partition's
 state before it sweeps.
 
-Per-partition state: a ``dict[str, np.ndarray]`` owned by the model (``"z"``,
-int32 (N,), is required; anything else, e.g. segment-topic customer and table
-counts, is the model's business). The engine stores it as ``.npz`` without
-pickle, so it must be plain numeric arrays.
+Per-partition state: a ``dict[str, np.ndarray]`` owned by the model (``"z"``, int32 (N,), is required; anything
+else, e.g. segment-topic customer and table counts, is the model's business). The engine stores it as ``.npz``
+without pickle, so it must be plain numeric arrays.
 
-Sweeps (AD-LDA, Newman et al. 2009): the engine hands a partition private
-copies of the global tables and derived values (``nwk``/``nk``); the kernel
-updates them as it moves tokens, so a partition sees its own changes at once and
-other partitions' only at the next iteration.
+Sweeps (AD-LDA, Newman et al. 2009): the engine hands a partition private copies of the global tables and
+derived values (``nwk``/``nk``); the kernel updates them as it moves tokens, so a partition sees its own changes
+at once and other partitions' only at the next iteration.
 
-Frozen topics (held-out estimation, ``infer``): ``frozen_phi`` (V x K float64,
-column k = phi_k) replaces the count-based word factor
-(M_{k,w} + beta) / (M_k + V beta) by ``frozen_phi[w, k]`` and the kernel must
-then leave ``nwk``/``nk`` untouched; use :func:`word_weight` in kernels.
+Frozen topics (held-out estimation, ``infer``): ``frozen_phi`` (V x K float64, column k = phi_k) replaces the
+count-based word factor (M_{k,w} + beta) / (M_k + V beta) by ``frozen_phi[w, k]`` and the kernel must then leave
+``nwk``/``nk`` untouched; use :func:`word_weight` in kernels.
 
-Randomness: ``seed`` is derived by the engine from (run seed, iteration,
-partition) with :func:`task_seed`; kernels seed numba's generator with it
-(``np.random.seed(seed)`` inside the jitted function) and draw nothing else, so
-a retried Spark task reproduces its result bit for bit.
+Randomness: ``seed`` is derived by the engine from (run seed, iteration, partition) with :func:`task_seed`;
+kernels seed numba's generator with it (``np.random.seed(seed)`` inside the jitted function) and draw nothing
+else, so a retried Spark task reproduces its result bit for bit.
 """
 from __future__ import annotations
 
@@ -196,11 +191,16 @@ class GibbsModel(ChainContinuation):
         return {"nk": self.topic_totals(tables["nwk"])}
 
     def global_step(self, tables: dict, hyper: dict, stats: np.ndarray, seed: int) -> tuple:
-        """Driver-side step between synchronisations, after :meth:`update_hyper`: ``(tables, hyper,
-        directive)``. A DP mixture samples its global level here (Wallach §4.4-4.5, eqs 5.27, 5.31: clusters
-        created, relabelled or removed); the returned tables must equal the sum of the partitions' states once
-        ``directive`` (a dict of JSON values and numpy arrays, or None) is applied to them. Default: no step."""
+        """Driver-side step between synchronisations, after :meth:`update_hyper`: ``(tables, hyper, directive)``.
+        A DP mixture samples its global level here (Wallach §4.4-4.5, eqs 5.27, 5.31: clusters created, relabelled
+        or removed); the returned tables must equal the sum of the partitions' states once ``directive`` (a dict of
+        JSON values and numpy arrays, or None) is applied to them. Default: no step."""
         return tables, hyper, None
+
+    @classmethod
+    def steps_globally(cls, hyper: dict | None) -> bool:
+        """Whether ``global_step`` can change the chain under ``hyper`` (None: any; refresh replays it then)."""
+        return cls.global_step is not GibbsModel.global_step
 
     def sample_topic_word(self, tables: dict, derived: dict, hyper: dict) -> np.ndarray:
         """(K x V) topic-word point estimate of one sample (averaged over the samples by the engine).

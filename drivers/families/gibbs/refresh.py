@@ -76,14 +76,16 @@ def check_refreshable(spec, meta: dict | None = None) -> None:
         raise RefusedError(f"refresh is not supported for {why}")
 
 
-def has_global_step(model: GibbsModel) -> bool:
-    return type(model).global_step is not GibbsModel.global_step
+def has_global_step(model: GibbsModel, hyper: dict | None = None) -> bool:
+    """Whether the model's global step can change its chain (under the chain's ``hyper``, when given: lda-gibbs
+    steps only with --beta-update)."""
+    return type(model).global_step is not GibbsModel.global_step and type(model).steps_globally(hyper)
 
 
 def stepped_chain(model: GibbsModel, base_dir: str, N: int, tables: dict, hyper: dict, seed: int):
     """The driver's global step after the kept chain's last iteration N (skipped by the run that kept it):
     ``(tables, hyper, directive)`` as the uninterrupted run would have them before iteration N + 1."""
-    if not has_global_step(model):
+    if not has_global_step(model, hyper):
         return tables, hyper, None
     parts = chain.load_last_stats(base_dir, N)
     if parts is None:

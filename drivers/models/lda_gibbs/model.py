@@ -18,7 +18,8 @@ Asymmetric alpha is learnt by Minka's (2000) fixed-point iteration
 
 one step per Gibbs cycle: each partition returns the two digamma sums at the
 broadcast alpha (``partition_stats``, exact), the driver sums them and steps.
-beta (the thesis' gamma) is fixed.
+beta (the thesis' gamma) is fixed unless ``--beta-update sample|optimise`` (the driver's global step on the
+summed topic-word counts, :mod:`drivers.models.lda_gibbs.beta_update`).
 
 Kernels (``sampler``, an ``initial_hyper`` setting and the ``--sampler`` flag): ``dense`` is
 :func:`lda_sweep`, O(K) per token; ``sparse`` is SparseLDA (Yao, Mimno & McCallum 2009,
@@ -31,6 +32,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from drivers.models.lda_gibbs.beta_update import BETA_UPDATES, updated_beta
 from drivers.models.lda_gibbs.sparse import lda_sweep_sparse
 from inference.constraints import StrOptions
 from inference.dirichlet import minka_step
@@ -197,17 +199,22 @@ class LdaGibbs(GibbsModel):
         ModelOption("sampler", "kernel of eq (4.3): dense (O(K) per token), sparse (SparseLDA: per token, the "
                     "topics its word and document use), auto (default: sparse from "
                     f"{SPARSE_MIN_TOPICS} topics on)", str, metavar="dense|sparse|auto",
-                    constraint=StrOptions(SAMPLERS)))
+                    constraint=StrOptions(SAMPLERS)),
+        ModelOption("beta_update", "beta after every iteration: fixed (default), sample (slice sampling under "
+                    "P(w | z, beta), as cluster-lda and dp-mixture) or optimise (its maximiser)", str,
+                    metavar="fixed|sample|optimise", constraint=StrOptions(BETA_UPDATES)))
     construction_options = ("segment_level",)
 
     def __init__(self, num_topics: int, vocab_size: int, segment_level: bool = False):
         super().__init__(num_topics, vocab_size)
         self.segment_level = bool(segment_level)
 
-    def initial_hyper(self, alpha=None, beta=None, optimize_alpha=True, alpha_burn_in=0, sampler=None) -> dict:
-        """``alpha``: a positive scalar (symmetric start) or K values; ``beta`` > 0 symmetric and fixed;
-        alpha is optimised after ``alpha_burn_in`` cycles unless ``optimize_alpha`` is false; ``sampler``:
-        dense, sparse or auto (kept in the hyperparameters only when given; absent means auto)."""
+    def initial_hyper(self, alpha=None, beta=None, optimize_alpha=True, alpha_burn_in=0, sampler=None,
+                      beta_update=None) -> dict:
+        """``alpha``: a positive scalar (symmetric start) or K values; ``beta`` > 0 symmetric (its start when
+        ``beta_update`` is sample or optimise, kept in the hyperparameters only then); alpha is optimised after
+        ``alpha_burn_in`` cycles unless ``optimize_alpha`` is false; ``sampler``: dense, sparse or auto (kept in
+        the hyperparameters only when given; absent means auto)."""
         K = self.num_topics
         a = np.full(K, DEFAULT_ALPHA) if alpha is None else np.broadcast_to(
             np.asarray(alpha, dtype=np.float64), (K,)).copy()
@@ -224,6 +231,10 @@ class LdaGibbs(GibbsModel):
                  "alpha_burn_in": int(alpha_burn_in), "cycles": 0}
         if sampler is not None:
             hyper["sampler"] = str(sampler)
+        if beta_update is not None and beta_update not in BETA_UPDATES:
+            raise ValueError(f"beta_update must be one of {', '.join(BETA_UPDATES)}, got {beta_update!r}")
+        if beta_update not in (None, "fixed"):
+            hyper["beta_update"] = str(beta_update)
         return hyper
 
     def uses_sparse_kernel(self, hyper) -> bool:
@@ -262,6 +273,19 @@ class LdaGibbs(GibbsModel):
         if hyper.get("optimize_alpha", True) and hyper["cycles"] > hyper.get("alpha_burn_in", 0):
             hyper["alpha"] = minka_step(np.asarray(hyper["alpha"], dtype=np.float64), stats).tolist()
         return hyper
+
+    def global_step(self, tables, hyper, stats, seed):
+        """beta by ``beta_update`` on the summed counts (:mod:`drivers.models.lda_gibbs.beta_update`); nothing
+        when it is fixed (the default)."""
+        how = hyper.get("beta_update", "fixed")
+        if how != "fixed":
+            hyper = dict(hyper, beta=updated_beta(how, tables["nwk"], float(hyper["beta"]),
+                                                  np.random.default_rng(seed)))
+        return tables, hyper, None
+
+    @classmethod
+    def steps_globally(cls, hyper) -> bool:
+        return hyper is not None and hyper.get("beta_update", "fixed") != "fixed"
 
     def doc_topic(self, block, state, hyper) -> np.ndarray:
         """(D, K) mu-hat_ik = (m_ik + alpha_k) / (m_i + alpha_0) (thesis ch. 4)."""
