@@ -12,9 +12,10 @@ Gibbs sampling (5.31)-(5.33), :func:`~drivers.models.cluster_lda.kernels.cluster
 cluster step (N_c P(z_d | c), or zeta P(z_d | empty) for a new cluster, P(z_d | c) by adding the document's topics
 one at a time) and the topic step of its tokens. On the engine (AD-LDA) a partition sweeps its documents on its
 private copy of the tables; a new cluster gets a provisional id and the driver's global step numbers the clusters
-0..C-1 and removes the empty ones (:mod:`inference.gibbs.cluster_ids`), as for the DP mixture. The random start
-(the thesis starts from LDA's topics): each document in turn draws its topics from the hierarchical predictive of
-a document in no cluster, then the cluster step (at most ``--initial-clusters`` clusters opened).
+0..C-1 and removes the empty ones (:mod:`inference.gibbs.cluster_ids`), as for the DP mixture. The random start:
+each document in turn draws its topics from the hierarchical predictive of a document in no cluster, then the
+cluster step (at most ``--initial-clusters`` clusters opened); the thesis starts from LDA's topics instead:
+``--one-cluster-iterations N`` (:mod:`drivers.models.cluster_lda.one_cluster`).
 
 Hyperparameters, tables, state and outputs: the package's docstring (:mod:`drivers.models.cluster_lda`).
 """
@@ -29,6 +30,7 @@ from drivers.models.cluster_lda.evidence import SequentialEvidence, pack
 from drivers.models.cluster_lda.kernels import (cluster_lda_sweep, log_seating, membership_log_weights,
                                                 path_counts, predictive_theta)
 from drivers.models.cluster_lda.left_to_right import PROTOCOL, cluster_lda_scores
+from drivers.models.cluster_lda import one_cluster
 from inference.constraints import AT_LEAST_1, POSITIVE, StrOptions
 from inference.dm.evidence import log_evidence
 from inference.dm.histograms import CountHistograms
@@ -66,6 +68,9 @@ class ClusterLDA(AuthorVariant, GibbsModel):
                                    "maximal (token counts)", type=str, constraint=StrOptions(PATHS)),
                ModelOption("initial_clusters", "most clusters the random start opens (default: no limit)", type=int,
                            constraint=AT_LEAST_1),
+               ModelOption("one_cluster_iterations", "the first N iterations keep every document in one cluster: "
+                           "the thesis' hierarchical LDA, from which it starts (N >= --iterations: that LDA "
+                           "baseline throughout)", type=int, metavar="N", constraint=AT_LEAST_1),
                ModelOption("author_column", "the author variant (Wallach 5.4): the documents' authors from this column "
                                             "of docs.parquet (prepare --keep-columns), names in a list or separated "
                                             "by ';'", type=str, metavar="COLUMN"),
@@ -91,7 +96,7 @@ class ClusterLDA(AuthorVariant, GibbsModel):
     # ---- hyperparameters
     def initial_hyper(self, beta=None, alpha=None, alpha1=None, alpha0=None, zeta=None, eta1=None, eta0=None,
                       initial_clusters=None, sample_hyper=True, optimize_alpha=True,
-                      slice_iterations=SLICE_ITERATIONS) -> dict:
+                      slice_iterations=SLICE_ITERATIONS, one_cluster_iterations=None) -> dict:
         """The concentrations (> 0; initial values when sampled) and the start's cap
         (0: none); ``sample_hyper`` false keeps every value, ``optimize_alpha`` false (``--fixed-alpha``) keeps
         alpha, alpha1 and alpha0."""
@@ -108,7 +113,8 @@ class ClusterLDA(AuthorVariant, GibbsModel):
         if int(slice_iterations) < 1:
             raise ValueError("slice_iterations must be at least 1")
         return dict(hyper, initial_clusters=int(initial_clusters or 0), sample_hyper=bool(sample_hyper),
-                    sample_alpha=bool(optimize_alpha), slice_iterations=int(slice_iterations))
+                    sample_alpha=bool(optimize_alpha), slice_iterations=int(slice_iterations),
+                    **one_cluster.phase_hyper(one_cluster_iterations, hyper))
 
     # ---- the tables
     def count_tables(self) -> tuple:
@@ -143,7 +149,7 @@ class ClusterLDA(AuthorVariant, GibbsModel):
                   "clusters": KeyedCounts.empty(self.columns)}
         derived = {"nk": np.zeros(T, np.int64), "corpus_topics": np.zeros(T, np.int64),
                    "corpus_total": np.zeros(1, np.int64)}
-        cap = int(hyper.get("initial_clusters", 0)) or np.iinfo(np.int64).max
+        cap = one_cluster.max_clusters(hyper, int(hyper.get("initial_clusters", 0)) or np.iinfo(np.int64).max)
         self._cluster_sweep(block, state, hyper, tables, derived, seed, cap)
         return state
 
@@ -155,7 +161,9 @@ class ClusterLDA(AuthorVariant, GibbsModel):
     def sweep_tables(self, block, state, hyper, tables, derived, seed) -> None:
         """The cluster and topic steps of every document of the block, on the partition's copies of the tables
         (updated in place: the partition's new clusters under provisional ids, its emptied ones gone)."""
-        self._cluster_sweep(block, state, hyper, tables, derived, seed, np.iinfo(np.int64).max)
+        if one_cluster.reseats(hyper):
+            one_cluster.unseat(state, tables, derived, self.columns)
+        self._cluster_sweep(block, state, hyper, tables, derived, seed, one_cluster.max_clusters(hyper))
 
     def _cluster_sweep(self, block, state, hyper, tables, derived, seed, max_clusters) -> None:
         T = self.num_topics
@@ -208,7 +216,7 @@ class ClusterLDA(AuthorVariant, GibbsModel):
             tables = dict(tables, clusters=KeyedCounts(directive["new"], clusters.counts))
         if hyper.get("sample_hyper", True):
             hyper = self.sample_hyper(tables, hyper, stats, np.random.default_rng(seed))
-        return tables, hyper, directive
+        return one_cluster.step(tables, hyper, directive)
 
     def apply_directive(self, block, state, directive) -> None:
         state["cluster"] = cluster_ids.renumbered(state["cluster"], directive, self.name)
