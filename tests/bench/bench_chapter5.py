@@ -44,7 +44,7 @@ def run_in_cgroup(cmd: list[str], cgroup: Path, log: Path) -> float:
 
 
 def one_run(corpus: str, corpus_dir: Path, model: str, seed: int, args, lock) -> dict:
-    name = f"{corpus}-{model}-K{args.topics}-s{seed}"
+    name = f"{corpus}-{model}{args.tag}-K{args.topics}-s{seed}"
     run_dir = args.out / name
     group = Path(args.cgroup) / name
     extra = args.extra.get(model, [])
@@ -59,9 +59,10 @@ def one_run(corpus: str, corpus_dir: Path, model: str, seed: int, args, lock) ->
     meta = json.loads((run_dir / "model" / "model.json").read_text())
     hyper = meta.get("hyper", {})
     keep = {k: hyper[k] for k in ("alpha_doc", "alpha1", "alpha0", "zeta", "beta") if k in hyper}
+    keep.update({"mean_" + k: v for k, v in mean_hyper(run_dir / "model", list(keep)).items()})
     if isinstance(hyper.get("alpha"), list):
         keep["alpha_sum"] = float(sum(hyper["alpha"]))
-    record = {"corpus": corpus, "model": model, "seed": seed, "topics": args.topics, "iterations": args.iterations,
+    record = {"corpus": corpus, "model": model + args.tag, "seed": seed, "topics": args.topics, "iterations": args.iterations,
               "extra": extra, "figures": json.loads(figures.read_text()), "train_cpu_s": train_cpu,
               "eval_cpu_s": eval_cpu, "hyper": keep, "cluster_sizes": meta.get("cluster_sizes")}
     with lock:
@@ -72,13 +73,21 @@ def one_run(corpus: str, corpus_dir: Path, model: str, seed: int, args, lock) ->
     return record
 
 
+def mean_hyper(model_dir: Path, keys) -> dict:
+    """The mean of every scalar hyperparameter over the second half of the chain (model.json's trace)."""
+    rows = [r.get("hyper") or {} for r in json.loads((model_dir / "model.json").read_text()).get("trace", [])]
+    rows = rows[len(rows) // 2:]
+    return {k: sum(r[k] for r in rows) / len(rows) for k in keys
+            if rows and all(isinstance(r.get(k), (int, float)) for r in rows)}
+
+
 def table(records) -> str:
-    lines = [f"{'corpus':8} {'model':12} {'seed':>4} {'bits/word':>10} {'importance':>10} {'train CPU s':>11} "
+    lines = [f"{'corpus':8} {'model':16} {'topics':>6} {'seed':>4} {'bits/word':>10} {'importance':>10} {'train CPU s':>11} "
              f"{'l2r CPU s':>9}  hyperparameters, clusters"]
     for r in sorted(records, key=lambda r: (r["corpus"], r["topics"], r["model"], r["seed"])):
         f = r["figures"]
         sizes = r["cluster_sizes"]
-        lines.append(f"{r['corpus']:8} {r['model']:12} {r['seed']:>4} {f.get('bits_per_word', float('nan')):>10.4f} "
+        lines.append(f"{r['corpus']:8} {r['model']:16} {r['topics']:>6} {r['seed']:>4} {f.get('bits_per_word', float('nan')):>10.4f} "
                      f"{f.get('bits_per_word_importance', float('nan')):>10.4f} {r['train_cpu_s']:>11.1f} "
                      f"{r['eval_cpu_s']:>9.1f}  "
                      + " ".join(f"{k}={v:.3g}" for k, v in r["hyper"].items())
@@ -98,6 +107,8 @@ def main(argv=None) -> None:
     p.add_argument("--jobs", type=int, default=1)
     p.add_argument("--cgroup", default="/sys/fs/cgroup/cpuacct/w27")
     p.add_argument("--extra", action="append", default=[], help="MODEL:ARGS, extra train arguments of one model")
+    p.add_argument("--tag", default="", help="appended to the model's name in the runs' names and the table (a "
+                                            "variant: --tag=-beta with --extra 'lda-gibbs:--beta-update sample')")
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     args.extra = {m: a.split() for m, a in (e.split(":", 1) for e in args.extra)}
@@ -114,7 +125,7 @@ def main(argv=None) -> None:
         done = {(r["corpus"], r["model"], r["seed"], r["topics"], tuple(r["extra"]))
                 for r in map(json.loads, (args.out / "runs.jsonl").read_text().splitlines())}
     todo = [(c, m, int(s)) for s, c, m in itertools.product(args.seeds.split(","), corpora, args.models.split(","))
-            if (c, m, int(s), args.topics, tuple(args.extra.get(m, []))) not in done]
+            if (c, m + args.tag, int(s), args.topics, tuple(args.extra.get(m, []))) not in done]
     lock = threading.Lock()
     with ThreadPoolExecutor(args.jobs) as pool:
         list(pool.map(lambda job: one_run(job[0], corpora[job[0]], job[1], job[2], args, lock), todo))

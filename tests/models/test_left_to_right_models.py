@@ -147,3 +147,30 @@ def test_stm_seats_particles_in_its_segments():
     lda = LdaGibbs(3, V).left_to_right(TEST, hyper, phi_vk, LeftToRight(400, True, 3)).per_document
     stm = model.left_to_right(TEST, dict(hyper, a=0.0, b=1e9), phi_vk, LeftToRight(400, True, 3)).per_document
     np.testing.assert_allclose(stm[:, 1], lda[:, 1], atol=0.05)
+
+
+def test_dp_mixture_is_exact_on_long_documents_over_a_huge_vocabulary():
+    """Extreme shapes (a 3,000-token document, V = 40,000, beta = 1e-4, 60 clusters of up to 10^5 tokens: each
+    p(w_d | c) far below the smallest double) against the closed form, log sum_c pi_c DM(w_d | N_c + beta), by
+    lnGamma ratios in log space."""
+    from scipy.special import gammaln, logsumexp
+    rng = np.random.default_rng(5)
+    C, Vbig, beta, zeta = 60, 40_000, 1e-4, 2.5
+    words = np.zeros((C, Vbig), dtype=np.int32)
+    for c in range(C):
+        support = rng.choice(Vbig, 2_000, replace=False)
+        words[c, support] = rng.integers(0, 100, support.shape[0])
+    docs = rng.integers(1, 50, C).astype(np.int64)
+    doc = np.concatenate([rng.choice(np.flatnonzero(words[7]), 2_900), rng.integers(0, Vbig, 100)]).astype(np.int32)
+    model = DPMixture(C, Vbig)
+    model.bind_arrays({"cluster_words": words, "cluster_docs": docs}, {"hyper": {"beta": beta, "zeta": zeta}})
+    block = SegmentedBlock.from_segments([("long", [doc.tolist()])])
+    got = model.left_to_right(block, {"beta": beta, "zeta": zeta}, None, SETTINGS).per_document[0, 0]
+    counts = np.vstack([words, np.zeros((1, Vbig), np.int32)]).astype(np.float64)
+    ids, n = np.unique(doc, return_counts=True)
+    log_prior = np.log(np.append(docs, zeta) / (docs.sum() + zeta))
+    per = [log_prior[c] + np.sum(gammaln(counts[c, ids] + n + beta) - gammaln(counts[c, ids] + beta))
+           - gammaln(counts[c].sum() + n.sum() + Vbig * beta) + gammaln(counts[c].sum() + Vbig * beta)
+           for c in range(C + 1)]
+    assert np.isfinite(got) and got < -20_000
+    assert got == pytest.approx(logsumexp(per), rel=1e-11)
