@@ -5,6 +5,8 @@ Python from the saved clusters (cluster_words.npy, cluster_docs.npy, zeta, beta)
 --method left-to-right --json``'s bits per word; a few documents also by the closed form (lnGamma ratios).
 
     python tests/bench/check_dp_mixture_exact.py MODEL_DIR CORPUS_DIR L2R_JSON [--documents 5]
+
+(the held-out documents: doc_topics.parquet's rows marked heldout)
 """
 from __future__ import annotations
 
@@ -17,7 +19,6 @@ import numpy as np
 import pyarrow.parquet as pq
 from scipy.special import gammaln, logsumexp
 
-from drivers.preparation.id_hash import is_heldout
 
 
 def chain_log_p(words, counts, totals, log_prior, beta):
@@ -59,7 +60,8 @@ def main(argv=None):
     words = np.load(args.model_dir / "cluster_words.npy", allow_pickle=False).astype(np.float64)
     docs = np.load(args.model_dir / "cluster_docs.npy", allow_pickle=False).astype(np.float64)
     beta, zeta = float(meta["hyper"]["beta"]), float(meta["hyper"]["zeta"])
-    fraction = float(meta["heldout"]["fraction"]) if isinstance(meta.get("heldout"), dict) else 0.1
+    rows = pq.read_table(args.model_dir / "doc_topics.parquet", columns=["doc_id", "heldout"]).to_pylist()
+    trained_ids = {r["doc_id"] for r in rows if not r["heldout"]}
     counts = np.vstack([words, np.zeros((1, words.shape[1]))])
     totals = counts.sum(axis=1)
     log_prior = np.log(np.append(docs, zeta) / (docs.sum() + zeta))
@@ -67,7 +69,7 @@ def main(argv=None):
     V = words.shape[1]
     total, tokens, checked = 0.0, 0, 0
     for row in ordered:
-        if not is_heldout(row["doc_id"], fraction):
+        if row["doc_id"] in trained_ids:          # the held-out documents: those the model was not trained on
             continue
         seq = [w for seg in row["segments"] for w in seg if 0 <= w < V]
         if not seq:
