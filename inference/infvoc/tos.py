@@ -120,6 +120,7 @@ class OnlineSettings:
     kappa: float = 0.8
     corpus_size: float = 0.0     # D; 0: the documents seen so far (this minibatch included)
     dropped_words: str = "forget"  # forget: a returning word is new (R from 0); bloom: reset to the TOS' smallest R
+    ranking: str = "base"        # R of (7.5)/(7.8): base, G_0(w) x counts (the thesis); counts, G_0 = 1 (its code)
 
     def check(self) -> None:
         if not self.alpha_beta > 0:
@@ -132,8 +133,20 @@ class OnlineSettings:
             raise ValueError("kappa must be in (0.5, 1]")
         if self.tau0 < 0:
             raise ValueError("tau0 must be >= 0")
+        if self.ranking not in RANKINGS:
+            raise ValueError(f"ranking: one of {', '.join(RANKINGS)}")
         if self.dropped_words not in DROPPED_WORDS:
             raise ValueError(f"dropped words: one of {', '.join(DROPPED_WORDS)}")
+
+
+#: the ranking score's weight of a word (``OnlineSettings.ranking``)
+RANKINGS = ("base", "counts")
+
+
+def ranking_log_base(log_base, settings: OnlineSettings) -> np.ndarray:
+    """log G_0 as the ranking score (7.5) weighs the words: as given, or 0 (G_0 = 1) with ``ranking="counts"``."""
+    log_base = np.asarray(log_base, dtype=np.float64)
+    return log_base if settings.ranking == "base" else np.zeros_like(log_base)
 
 
 #: what the contraction does with the words it drops (``OnlineSettings.dropped_words``)
@@ -159,7 +172,8 @@ def update_sets(sets: list, topic_counts: dict, log_base: dict, batch_docs: int,
     for k, topic in enumerate(sets):
         terms, counts = topic_counts.get(k, (np.empty(0, dtype=object), np.zeros(0)))
         logs = np.array([log_base[w] for w in terms], dtype=np.float64)
-        topic = update_topic(topic, terms, counts, logs, scale, eps, settings.alpha_beta, minibatch)
+        topic = update_topic(topic, terms, counts, ranking_log_base(logs, settings), scale, eps, settings.alpha_beta,
+                             minibatch)
         if minibatch % settings.delay == 0:
             topic = reorder_topic(topic, settings.truncation)
         out.append(topic)

@@ -114,6 +114,8 @@ def main() -> None:
     parser.add_argument("--tau0", type=float, default=1.0)
     parser.add_argument("--kappa", type=float, default=0.6)
     parser.add_argument("--passes", type=int, default=1, help="passes of the infinite model's base training")
+    parser.add_argument("--ranking", choices=("base", "counts"), default="base",
+                        help="infvoc's ranking score: G_0 x counts (the thesis) or counts (its code)")
     parser.add_argument("--corpus-size", default="cumulative",
                         help="D of both online updates (infvoc's 7.6, fixvoc's online refresh): 'cumulative' (the "
                              "documents seen so far) or the stream's size")
@@ -139,7 +141,8 @@ def main() -> None:
     spark = bench_session("bench-infvoc")
     work = CACHE / (f"infvoc-{options.corpus}-K{options.topics}-tau{options.tau0:g}"
                     f"{'' if options.corpus_size == 'cumulative' else '-D' + options.corpus_size}"
-                    f"{'' if options.alpha_beta == 1000 else f'-ab{options.alpha_beta:g}'}-{options.seed}")
+                    f"{'' if options.alpha_beta == 1000 else f'-ab{options.alpha_beta:g}'}"
+                    f"{'' if options.ranking == 'base' else '-' + options.ranking}-{options.seed}")
     if not options.reuse:
         shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True, exist_ok=True)
@@ -174,7 +177,7 @@ def main() -> None:
         infinite.train(spark, parse(train, ["--corpus", work / "c0", "--output", work / "inf-base", "--topics",
                                             options.topics, "--vocabulary", "infinite", "--tau0", options.tau0,
                                             "--kappa", options.kappa, "--passes", options.passes, "--seed", options.seed,
-                                            "--corpus-size", options.corpus_size,
+                                            "--corpus-size", options.corpus_size, "--ranking", options.ranking,
                                             *schedule]))
         inf_seconds = [time.time() - began]
         sizes = []

@@ -1,6 +1,7 @@
 """Words dropped from a truncation ordered set (thesis §7.4.1, inference/infvoc/dropped.py and tos.py): the Bloom
 filter against its definition and its error rate, the reset score of a returning word against a direct
-simulation of the TOS, and bounded memory under a stream of unique junk words with the filter on."""
+simulation of the TOS, and bounded memory under a stream of unique junk words with the filter on; the ranking by
+counts alone (the thesis' code) against the same simulation."""
 from __future__ import annotations
 
 import hashlib
@@ -100,3 +101,27 @@ def test_memory_stays_bounded_with_the_filter_of_dropped_words():
     assert max(sizes[-15:]) <= max(sizes[:15])
     gone = [w for w in first_junk if w not in set(sets[0].terms)]
     assert gone and dropped.contains(sets[0].dropped, gone).all()
+
+
+def test_ranking_by_counts_alone_ignores_g0():
+    """ranking="counts" gives the TOS of G_0 = 1 whatever log G_0 is passed; "base" weighs R by G_0 (7.5)."""
+    batches = [{"a": 1, "b": 5, "c": 3}, {"d": 9, "a": 1}, {"e": 1}, {"a": 30, "f": 0.5}, {"b": 1, "e": 2}]
+    log_g0 = {"a": -1.0, "b": -9.0, "c": -2.0, "d": -12.0, "e": -0.5, "f": -3.0}
+    expected = slow_tos(batches, 3, 2, False)
+    final = {}
+    for ranking in ("counts", "base"):
+        settings = OnlineSettings(alpha_beta=1.0, truncation=3, delay=2, tau0=1.0, kappa=1.0, corpus_size=1,
+                                  ranking=ranking)
+        sets = [TopicSet.empty()]
+        for i, batch in enumerate(batches, 1):
+            terms = np.array(sorted(batch), dtype=object)
+            sets = update_sets(sets, {0: (terms, np.array([float(batch[w]) for w in terms]))}, log_g0, 1, i, i,
+                               settings)
+            if ranking == "counts":
+                assert list(sets[0].terms) == expected[i - 1][0]
+                np.testing.assert_allclose(sets[0].rank, expected[i - 1][1], rtol=1e-12)
+        final[ranking] = dict(zip(sets[0].terms, sets[0].rank))
+    assert final["base"] != final["counts"]                      # G_0 weighs R (7.5): another TOS
+    with pytest.raises(ValueError, match="ranking"):
+        OnlineSettings(ranking="g0").check()
+

@@ -27,7 +27,7 @@ from drivers.store import lease, model_root, model_store, publish
 from drivers.store.manifest import new_token, write_marker
 from inference.errors import UsageError
 from inference.infvoc.base_measure import CharNgramBase
-from inference.infvoc.tos import DROPPED_WORDS, OnlineSettings, with_filters
+from inference.infvoc.tos import DROPPED_WORDS, RANKINGS, OnlineSettings, with_filters
 
 log = logging.getLogger("spark_topics.infvoc")
 
@@ -46,6 +46,10 @@ def add_flags(group, schedule: bool) -> None:
     group.add_argument("--reorder-delay", type=int, default=None,
                        help="infinite: U, reorder and cut the topics' word sets every U minibatches (default 10)")
     group.add_argument("--minibatch-size", type=int, default=256, help="infinite: documents per minibatch")
+    group.add_argument("--ranking", choices=RANKINGS, default=None,
+                       help="infinite: the ranking score that orders and cuts a topic's words: G_0(w) x counts (base, "
+                            "the thesis' 7.5; the default, or the model's) or counts alone (counts, as the thesis' "
+                            "code, whose G_0 is switched off)")
     group.add_argument("--dropped-words", choices=DROPPED_WORDS, default=None,
                        help="infinite: a word cut from a topic at a reordering comes back as new (forget, the "
                             "default, or the model's) or with the topic's smallest ranking score, remembered in a "
@@ -69,7 +73,8 @@ def _settings(args, previous: OnlineSettings | None) -> OnlineSettings:
         tau0=args.tau0 if getattr(args, "tau0", None) is not None else base.tau0,
         kappa=args.kappa if getattr(args, "kappa", None) is not None else base.kappa,
         corpus_size=_corpus_size(getattr(args, "corpus_size", None), base.corpus_size),
-        dropped_words=getattr(args, "dropped_words", None) or base.dropped_words)
+        dropped_words=getattr(args, "dropped_words", None) or base.dropped_words,
+        ranking=getattr(args, "ranking", None) or base.ranking)
     try:
         settings.check()
     except ValueError as exc:

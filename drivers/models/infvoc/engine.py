@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from inference.infvoc.local_step import StringBlock, sample_block
-from inference.infvoc.tos import TopicSet, reorder_topic, step_size, update_topic
+from inference.infvoc.tos import TopicSet, ranking_log_base, reorder_topic, step_size, update_topic
 from partitioners.topic import STATISTICS_KEY, TopicPartitioner
 
 log = logging.getLogger("spark_topics.infvoc")
@@ -67,7 +67,8 @@ def reducer_task(records, bc_state, settings, scale: float, minibatch: int):
         summed = frame.groupby("term", sort=True)["count"].sum()
         terms = summed.index.to_numpy(dtype=object)
         topic = update_topic(sets[key], terms, summed.to_numpy(dtype=np.float64) / samples,
-                             base.log_probs(terms), scale, eps, settings.alpha_beta, minibatch)
+                             ranking_log_base(base.log_probs(terms), settings), scale, eps, settings.alpha_beta,
+                             minibatch)
         if minibatch % settings.delay == 0:
             topic = reorder_topic(topic, settings.truncation)
         yield key, topic
