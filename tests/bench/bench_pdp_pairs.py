@@ -18,9 +18,8 @@ import argparse
 import copy
 import time
 
-import numpy as np
-
-from bench_common import CACHE  # noqa: E402  (first: puts the project on sys.path)
+import bench_common  # noqa: F401  (first: puts the project on sys.path)
+from bench_pdp_partitions import common_arguments, web_sentences
 
 BUILT_IN = {"seqlda": {}, "seqlda-exact": {"sampler": "exact"}, "seqlda-fixed-b": {"sample_b": False},
             "seqlda-exact-fixed-b": {"sampler": "exact", "sample_b": False}}
@@ -56,7 +55,6 @@ def model_of(run: str, K: int, V: int):
 
 
 def main() -> None:
-    from drivers.corpora.in_process import load_segmented_corpus
     from drivers.evaluation.heldout import score_heldout
     from inference.gibbs.heldout import HeldoutSchedule
     from inference.gibbs.counts import local_vocabulary
@@ -64,14 +62,10 @@ def main() -> None:
 
     parser = argparse.ArgumentParser()
     parser.add_argument("runs", nargs="+")
-    parser.add_argument("--iterations", type=int, default=100)
-    parser.add_argument("--topics", type=int, default=20)
-    parser.add_argument("--seed", type=int, default=3)
+    common_arguments(parser)
     parser.add_argument("--warm-up", type=int, default=0)
     args = parser.parse_args()
-    corpus = CACHE / "web-chapters-sentences-holdout20"
-    train = load_segmented_corpus(str(corpus), 1)
-    test = load_segmented_corpus(str(corpus / "heldout"), 1)
+    train, test = web_sentences()
     block = train.blocks[0][1]
     for run in args.runs:
         model, hyper = model_of(run, args.topics, train.vocab_size)

@@ -19,8 +19,22 @@ import numpy as np
 from bench_common import CACHE  # noqa: E402  (first: puts the project on sys.path)
 
 
-def main() -> None:
+def common_arguments(parser: argparse.ArgumentParser) -> None:
+    """--iterations, --topics, --seed (the in-process benches of the WEB chapters in sentences)."""
+    parser.add_argument("--iterations", type=int, default=100)
+    parser.add_argument("--topics", type=int, default=20)
+    parser.add_argument("--seed", type=int, default=3)
+
+
+def web_sentences():
+    """(training, held-out) in-process corpora of ``bench_pdp_perplexity.py``'s WEB chapters in sentences."""
     from drivers.corpora.in_process import load_segmented_corpus
+
+    corpus = CACHE / "web-chapters-sentences-holdout20"
+    return load_segmented_corpus(str(corpus), 1), load_segmented_corpus(str(corpus / "heldout"), 1)
+
+
+def main() -> None:
     from drivers.evaluation.heldout import score_heldout
     from drivers.models import pdp_words
     from drivers.models.pdp_network import PdpNetwork
@@ -32,13 +46,9 @@ def main() -> None:
     parser.add_argument("--network", default="pyp-lda")
     parser.add_argument("--parts", type=int, default=2)
     parser.add_argument("--sequential", action="store_true")
-    parser.add_argument("--iterations", type=int, default=100)
-    parser.add_argument("--topics", type=int, default=20)
-    parser.add_argument("--seed", type=int, default=3)
+    common_arguments(parser)
     args = parser.parse_args()
-    corpus = CACHE / "web-chapters-sentences-holdout20"
-    train = load_segmented_corpus(str(corpus), 1)
-    test = load_segmented_corpus(str(corpus / "heldout"), 1)
+    train, test = web_sentences()
     whole = train.blocks[0][1]
     docs = [(whole.doc_ids[d], [whole.words[whole.seg_ptr[s]:whole.seg_ptr[s + 1]].tolist()
                                 for s in range(whole.doc_ptr[d], whole.doc_ptr[d + 1])]) for d in range(whole.n_docs)]
