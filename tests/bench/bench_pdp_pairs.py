@@ -88,7 +88,7 @@ def main() -> None:
         score = score_heldout(None, model, hyper, got["summary"] / got["samples"], test.blocks,
                               HeldoutSchedule.default(50, 5, 0.5), 1)
         b = hyper.get("b_values") or {"b_mean": hyper.get("b_mean", hyper.get("b"))}
-        print(f"{run:24s} perplexity {score['perplexity']:8.1f}  train CPU s {train_cpu:7.1f}  "
+        print(f"{run:24s} perplexity {score['perplexity']:9.2f}  train CPU s {train_cpu:7.1f}  "
               f"score CPU s {time.process_time() - cpu:6.1f}  b {b}", flush=True)
 
 
