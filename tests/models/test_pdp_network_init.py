@@ -40,3 +40,25 @@ def test_engine_init_seats_as_the_in_process_sampler_from_empty_counts(name):
         firsts = [int(ref.Se[e]) for e in range(len(net.par_node))]
         assert sum(1 for x in firsts if x > 0) > len(set(net.par_node.tolist()))
     assert np.any(cnt["tp"][pyp & (c > 1)] < c[pyp & (c > 1)])           # some customers joined a table
+
+
+def test_counts_memo_serves_the_swept_arrays_only():
+    """The counts a sweep left are recalled for the same z and s arrays (O(1), drivers/models/pdp_memo.py) and
+    equal their recount; a state whose arrays were replaced (restored, shipped, copied) is recounted."""
+    V, K = 8, 3
+    blk = _block(5, D=8)
+    m = PdpNetwork(K, V)
+    hyper = m.initial_hyper(network="seqlda")
+    nwk, nk = np.zeros((V, K), np.int32), np.zeros(K, np.int64)
+    state = m.init_state(blk, hyper, nwk, nk, 3)
+    m.sweep(blk, state, hyper, nwk, nk, 4)
+    net = m._compiled(blk, hyper)
+    memo = m._memo("counts")
+    got = memo.recall(blk, state)
+    assert got is not None
+    want = rebuild_counts(net, state["z"].astype(np.int64), state["s"], word_side=False)
+    assert [k for k in want if k != "mx" and not np.array_equal(got[k], want[k])] == []
+    assert np.all(got["mx"] >= want["mx"])          # running maxima: an upper bound (the Stirling table's size)
+    other = {"z": state["z"].copy(), "s": state["s"].copy()}
+    other["z"][0] = (other["z"][0] + 1) % K
+    assert memo.recall(blk, other) is None and memo.recall(blk, dict(state, z=state["z"].copy())) is None
