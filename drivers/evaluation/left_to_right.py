@@ -70,18 +70,24 @@ def _task(items, bc, settings: LeftToRight):
 
 
 def score(spark, payload: tuple, blocks, settings: LeftToRight, description: str) -> dict:
-    """Left-to-right figures of the documents of ``blocks`` (an RDD of ``(partition, SegmentedBlock)``) under
-    ``payload`` (:func:`gibbs_payload` or :func:`lda_payload`)."""
-    sc = spark.sparkContext
-    sc.setJobDescription(f"{description}: left-to-right, {settings.particles} particles, resampling "
-                         f"{'on' if settings.resample else 'off'}")
+    """Left-to-right figures of the documents of ``blocks`` (an RDD of ``(partition, SegmentedBlock)``; with
+    ``spark`` None a list of them, scored in this process by the tasks' own code) under ``payload``
+    (:func:`gibbs_payload` or :func:`lda_payload`)."""
     started = time.perf_counter()
-    bc = sc.broadcast(payload)
-    try:
-        rows = blocks.mapPartitions(lambda items: _task(items, bc, settings)).collect()
-    finally:
-        bc.destroy()
-        sc.setJobDescription(None)
+    if spark is None:
+        from drivers.corpora.in_process import Shared
+
+        rows = list(_task(blocks, Shared(payload), settings))
+    else:
+        sc = spark.sparkContext
+        sc.setJobDescription(f"{description}: left-to-right, {settings.particles} particles, resampling "
+                             f"{'on' if settings.resample else 'off'}")
+        bc = sc.broadcast(payload)
+        try:
+            rows = blocks.mapPartitions(lambda items: _task(items, bc, settings)).collect()
+        finally:
+            bc.destroy()
+            sc.setJobDescription(None)
     seconds = time.perf_counter() - started
     rows.sort(key=lambda r: r[0])
     total = np.zeros(left_to_right.COLUMNS)
@@ -102,12 +108,21 @@ def score(spark, payload: tuple, blocks, settings: LeftToRight, description: str
 
 def removed_oov(spark, corpus_dir: str, where=None) -> int:
     """Out-of-vocabulary tokens ``prepare`` removed from the corpus' documents (docs.parquet ``n_oov``; ``where``:
-    a Spark condition selecting the test documents); 0 for a corpus that does not record them."""
-    from pyspark.sql import functions as F
-
+    a Spark condition selecting the test documents; with ``spark`` None, every document, read in this process);
+    0 for a corpus that does not record them."""
     path = storage.join(corpus_dir, DOCS)
     if not storage.exists(path):
         return 0
+    if spark is None:
+        import pyarrow.compute as pc
+        import pyarrow.dataset as ds
+
+        dataset = ds.dataset(path, format="parquet")
+        if "n_oov" not in dataset.schema.names:
+            return 0
+        return int(pc.sum(dataset.to_table(columns=["n_oov"]).column(0)).as_py() or 0)
+    from pyspark.sql import functions as F
+
     frame = spark.read.parquet(path)
     if "n_oov" not in frame.columns:
         return 0
@@ -146,7 +161,8 @@ def evaluate_topic_model(spark, model_dir: str, corpus_dir: str, settings: LeftT
                          partitions: int | None = None) -> dict:
     """Left-to-right figures of a model of fixed topics (a variational model: LDA with E[beta], rows of lambda
     normalised, and its alpha) on every document of ``corpus_dir`` (tokens in text order when the corpus keeps
-    it)."""
+    it); with ``spark`` None in this process (the same blocks and figures)."""
+    from drivers.corpora import in_process as local_corpus
     from drivers.corpora.aligned import is_aligned
     from drivers.corpora.segmented import load_segmented_corpus
     from drivers.store.model_store import load_model, require_same_vocabulary
@@ -157,14 +173,15 @@ def evaluate_topic_model(spark, model_dir: str, corpus_dir: str, settings: LeftT
         raise UsageError("--method left-to-right scores monolingual models on monolingual corpora; "
                          f"{model_dir} is polylingual or {corpus_dir} is aligned")
     corpus_meta = storage.load_json(storage.join(corpus_dir, "corpus.json"))
-    test = load_segmented_corpus(spark, corpus_dir, partitions,
-                                 ordered=bool((corpus_meta.get("ordered") or {}).get("file")))
+    ordered = bool((corpus_meta.get("ordered") or {}).get("file"))
+    test = local_corpus.load_segmented_corpus(corpus_dir, partitions, ordered=ordered) if spark is None else \
+        load_segmented_corpus(spark, corpus_dir, partitions, ordered=ordered)
     try:
         require_same_vocabulary(model, test)
         result = score(spark, lda_payload(model.alpha, model.topic_word()), test.blocks, settings,
                        model.meta.get("model") or "lda")
     finally:
-        test.blocks.unpersist()
+        local_corpus.release(test.blocks)
     result = with_removed_oov(result, removed_oov(spark, corpus_dir))
     result["token_order"] = token_order(test.segmented)
     return {"left_to_right": result, "model": model_dir, "model_type": model.meta.get("model") or "lda",

@@ -168,7 +168,8 @@ LEFT_TO_RIGHT_REFUSED = {"pdp-network"}
 
 def _left_to_right(spark_session, model_dir, corpus, spec):
     """``evaluate --method left-to-right`` (2 particles): every monolingual model scores all 1,200 tokens of the
-    40 documents below uniform's log2 30 bits and says how; a polylingual model is refused in one line."""
+    40 documents below uniform's log2 30 bits and says how, in this process (no Spark job) exactly as on Spark; a
+    polylingual model is refused in one line."""
     settings = LeftToRight(particles=2, seed=1)
     if spec.name in LEFT_TO_RIGHT_REFUSED:
         with pytest.raises(RefusedError, match="left-to-right"):
@@ -180,6 +181,16 @@ def _left_to_right(spark_session, model_dir, corpus, spec):
         return
     metrics = evaluate.evaluate_model(spark_session, model_dir, corpus, left_to_right=settings)
     r = metrics["left_to_right"]
+    request = EvaluateRequest((model_dir,), corpus, left_to_right=settings, runs_on="in-process")
+    assert spec.family_object().why_not_evaluate_in_process(request) is None      # in this process: the same
+    jobs_before = len(spark_session.sparkContext.statusTracker().getJobIdsForGroup(None))
+    local = spec.family_object().evaluate(None, request)
+    assert len(spark_session.sparkContext.statusTracker().getJobIdsForGroup(None)) == jobs_before
+    timing = ("seconds", "seconds_per_token")
+    assert {k: v for k, v in local["left_to_right"].items() if k not in timing} == \
+        {k: v for k, v in r.items() if k not in timing}
+    assert {k: v for k, v in local.items() if k != "left_to_right"} == \
+        {k: v for k, v in metrics.items() if k != "left_to_right"}
     assert r["tokens"] == 1200 and r["documents"] == 40 and r["skipped_oov"] == 0, r
     assert 0 < r["bits_per_word"] < np.log2(30) and 0 < r["bits_per_word_importance"] < np.log2(30), r
     assert r["protocol"].startswith(LEFT_TO_RIGHT_PROTOCOL.get(spec.name, "particles")), r["protocol"]

@@ -118,13 +118,20 @@ def evaluate_left_to_right(spark, model_dir: str, corpus_dir: str, settings, par
     :func:`evaluate` chooses them), the model's own :meth:`GibbsModel.left_to_right` on every block."""
     saved, model = open_trained(model_dir, catalogue)
     meta = saved.meta
-    test, fraction = open_test_corpus(spark, catalogue.of_meta(meta), meta, corpus_dir, partitions, text_order=True)
+    spec = catalogue.of_meta(meta)
+    if spark is None:       # in this process (why_not_in_process: None): every document of a small local corpus
+        corpus_meta = storage.load_json(storage.join(corpus_dir, "corpus.json"))
+        test, fraction = local_corpus.load_segmented_corpus(
+            corpus_dir, partitions, needs_segments(spec),
+            needs_order(spec) or bool((corpus_meta.get("ordered") or {}).get("file"))), 0.0
+    else:
+        test, fraction = open_test_corpus(spark, spec, meta, corpus_dir, partitions, text_order=True)
     try:
         require_same_vocabulary(saved, test)
         result = left_to_right.score(spark, left_to_right.gibbs_payload(model, meta["hyper"], saved.lambda_, settings),
                                      test.blocks, settings, meta["model"])
     finally:
-        test.blocks.unpersist()
+        local_corpus.release(test.blocks)
     where = heldout_condition(fraction) if test.split == "test" else None
     result = left_to_right.with_removed_oov(result, left_to_right.removed_oov(spark, corpus_dir, where))
     result["token_order"] = left_to_right.token_order(test.segmented)

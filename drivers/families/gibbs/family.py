@@ -346,8 +346,6 @@ class GibbsFamily(ModelFamily):
         if len(request.model_dirs) != 1 or "=" in request.model_dirs[0] or \
                 model_store.read_meta(request.model_dirs[0]).get("languages"):
             return "a multilingual model"
-        if request.left_to_right is not None:
-            return "--method left-to-right"
         return gibbs_evaluate.why_not_in_process(request.model_dirs[0], request.corpus, request.reference)
 
     def format_metrics(self, metrics: dict) -> str:

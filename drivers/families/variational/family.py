@@ -333,8 +333,6 @@ class VariationalFamily(ModelFamily):
                               request.seed, options, request.partitions)
 
     def why_not_evaluate_in_process(self, request: EvaluateRequest) -> str | None:
-        if request.left_to_right is not None:
-            return "--method left-to-right"
         if len(request.model_dirs) != 1 or "=" in request.model_dirs[0] or \
                 model_store.read_meta(request.model_dirs[0]).get("languages"):
             return "a multilingual model"
