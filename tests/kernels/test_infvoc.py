@@ -129,6 +129,17 @@ def test_truncation_ordered_set_after_a_known_sequence_of_minibatches():
     np.testing.assert_allclose(sets[0].rank, [6 * 5 / 6, 1.8 * 5 / 6, 1 * 5 / 6 + 1 / 6])
 
 
+
+def junk_stream(rng, real, batches=60, per_batch=50):
+    """Minibatches of ``real`` words and ``per_batch`` junk words never seen before, for two topics: ``(i, junk,
+    terms, counts per topic)``, the real words 20 times as frequent."""
+    for i in range(1, batches + 1):
+        junk = ["".join(rng.choice(list("qxzjvk"), 9)) + str(i) + str(j) for j in range(per_batch)]
+        terms = np.array(sorted(set(real) | set(junk)), dtype=object)
+        counts = {k: rng.gamma(1.0, 1.0, terms.shape[0]) * np.array([20.0 if w in real else 1.0 for w in terms])
+                  for k in range(2)}
+        yield i, junk, terms, counts
+
 def test_memory_stays_bounded_under_a_stream_of_unique_junk_words():
     rng = np.random.default_rng(3)
     settings = OnlineSettings(alpha_beta=100.0, truncation=40, delay=3, tau0=4.0, kappa=0.7)
@@ -136,11 +147,7 @@ def test_memory_stays_bounded_under_a_stream_of_unique_junk_words():
     real = ["river", "water", "stone", "forest", "mountain", "valley", "rain", "snow"]
     sets = [TopicSet.empty(), TopicSet.empty()]
     sizes = []
-    for i in range(1, 61):
-        junk = ["".join(rng.choice(list("qxzjvk"), 9)) + str(i) + str(j) for j in range(50)]
-        terms = np.array(sorted(set(real) | set(junk)), dtype=object)
-        counts = {k: rng.gamma(1.0, 1.0, terms.shape[0]) * np.array([20.0 if w in real else 1.0 for w in terms])
-                  for k in range(2)}
+    for i, _, terms, counts in junk_stream(rng, real):
         sets = update_sets(sets, {k: (terms, c) for k, c in counts.items()},
                            {w: base.log_prob(w) for w in terms}, 10, 10 * i, i, settings)
         sizes.append(max(len(s) for s in sets))

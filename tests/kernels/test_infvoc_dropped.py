@@ -13,6 +13,7 @@ import pytest
 from inference.infvoc import dropped
 from inference.infvoc.base_measure import CharNgramBase
 from inference.infvoc.tos import OnlineSettings, TopicSet, update_sets, with_filters
+from test_infvoc import junk_stream
 
 
 def test_bloom_filter_positions_hold_every_added_word_and_few_others():
@@ -84,12 +85,8 @@ def test_memory_stays_bounded_with_the_filter_of_dropped_words():
     base = CharNgramBase.fit(real)
     sets = with_filters([TopicSet.empty(), TopicSet.empty()], settings)
     sizes, first_junk = [], None
-    for i in range(1, 61):
-        junk = ["".join(rng.choice(list("qxzjvk"), 9)) + str(i) + str(j) for j in range(50)]
+    for i, junk, terms, counts in junk_stream(rng, real):
         first_junk = first_junk or junk
-        terms = np.array(sorted(set(real) | set(junk)), dtype=object)
-        counts = {k: rng.gamma(1.0, 1.0, terms.shape[0]) * np.array([20.0 if w in real else 1.0 for w in terms])
-                  for k in range(2)}
         sets = update_sets(sets, {k: (terms, c) for k, c in counts.items()},
                            {w: base.log_prob(w) for w in terms}, 10, 10 * i, i, settings)
         sizes.append(max(len(s) for s in sets))
