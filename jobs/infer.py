@@ -23,6 +23,7 @@ from drivers.families import InferRequest
 from drivers.models.infvoc import model as infinite_model, scoring as infinite_scoring
 from drivers.preparation.corpus import prepare_corpus
 from drivers.spark_progress import watching
+from drivers.corpora import kept_columns
 from drivers.store import model_root, model_store, publish
 from inference.errors import UsageError
 from jobs.flags import add_model_dir
@@ -81,6 +82,8 @@ def infer(spark, request: InferRequest) -> dict:
     refuse_output_that_holds_data(request.output)
     with publish.published(request.output, "spark-topics infer", OUTPUTS.__contains__) as staging:
         result = _infer(spark, replace(request, output=staging))
+        if is_prepared_corpus(request.input):
+            kept_columns.carry_into(storage.join(staging, "doc_topics.parquet"), request.input)
     return {key: request.output + value[len(staging):] if isinstance(value, str) and value.startswith(staging)
             else value for key, value in result.items()}
 

@@ -16,6 +16,7 @@ from drivers.engines.memory import BASE_BYTES
 from drivers.families import TrainRequest
 from drivers.spark_progress import watching
 from drivers.models.infvoc import commands as infinite
+from drivers.corpora import kept_columns
 from drivers.store import model_root, model_store, publish
 from inference.constraints import validate_options
 from inference.errors import UsageError
@@ -163,7 +164,9 @@ def train(spark, request: TrainRequest) -> dict:
         if storage.exists(storage.join(output, "model.json")) and not request.resume:
             log.warning("replacing the model in %s when this run completes", output)
         with watching(spark, "train", between_steps=True):
-            return spec.family_object().train(spark, spec, replace(request, output=staging, final_output=output))
+            meta = spec.family_object().train(spark, spec, replace(request, output=staging, final_output=output))
+        kept_columns.carry_into(storage.join(staging, "doc_topics.parquet"), request.corpus)
+        return meta
 
 
 def driver_memory(request: TrainRequest, conf: list, active_session) -> list:

@@ -63,6 +63,30 @@ def test_cluster_lda_reads_the_authors_of_a_kept_column(spark_session, corpus, t
     counts = np.load(model_dir / "cluster_authors.npy")
     assert counts.shape == (meta["clusters"], 4) and counts.sum() == 40      # 20 documents x 2 authors
     assert load_model(str(model_dir)).meta["authors"] == 4
+    assert_carried(model_dir / "doc_topics.parquet", out)            # Spark's parts (with Hadoop's .crc files)
     with pytest.raises(Exception, match="has no column 'editors'"):
         train.train(spark_session, train_args(out, tmp_path / "m2", "--model", "cluster-lda", "--topics", 2,
                                                "--iterations", 2, "--author-column", "editors"))
+
+
+def assert_carried(doc_topics, corpus_dir):
+    """doc_topics holds the kept columns, each row its document's values (rows otherwise as written)."""
+    docs = pd.read_parquet(corpus_dir / "docs.parquet").set_index("doc_id")
+    table = pd.read_parquet(doc_topics)
+    assert {"authors", "year"} <= set(table.columns) and len(table) == 20
+    for _, row in table.iterrows():
+        assert (row["authors"], row["year"]) == tuple(docs.loc[row["doc_id"], ["authors", "year"]])
+
+
+def test_kept_columns_are_carried_into_doc_topics_by_train_and_infer(spark_session, corpus, tmp_path):
+    """Issue 29, 3: train and infer of a corpus with kept columns write them into doc_topics.parquet beside each
+    document's proportions (the model directory still checks whole: the columns are added before _SUCCESS)."""
+    from jobs.infer import infer_documents
+
+    _, out, _ = corpus
+    model_dir = tmp_path / "lda"
+    train.train(spark_session, train_args(out, model_dir, "--topics", 2, "--iterations", 2, "--seed", 1))
+    assert_carried(model_dir / "doc_topics.parquet", out)
+    assert load_model(str(model_dir)).num_topics == 2
+    infer_documents(spark_session, str(model_dir), str(out), str(tmp_path / "inferred"))
+    assert_carried(tmp_path / "inferred" / "doc_topics.parquet", out)
