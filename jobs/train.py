@@ -165,7 +165,11 @@ def train(spark, request: TrainRequest) -> dict:
             log.warning("replacing the model in %s when this run completes", output)
         with watching(spark, "train", between_steps=True):
             meta = spec.family_object().train(spark, spec, replace(request, output=staging, final_output=output))
-        kept_columns.carry_into(storage.join(staging, "doc_topics.parquet"), request.corpus)
+        kept = kept_columns.carry_into(storage.join(staging, "doc_topics.parquet"), request.corpus)
+        if kept:                                  # model.json says which columns doc_topics carries
+            path = storage.join(staging, "model.json")
+            storage.save_json(path, dict(storage.load_json(path), kept_columns=kept))
+            meta = dict(meta, kept_columns=kept)
         return meta
 
 

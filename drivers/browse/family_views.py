@@ -20,6 +20,7 @@ import logging
 import numpy as np
 
 from drivers import registry, storage
+from drivers.browse import metadata_view
 from drivers.store import model_root, model_store, publish, topics_text
 from drivers.store.base_link import stored_path
 from inference.distances import hellinger
@@ -52,6 +53,7 @@ class FamilyViews:
         self.drift_versions = None
         self.drift = None           # (versions - 1) x K
         self.languages = False      # the word panels show the languages side by side
+        self.metadata = {}          # a kept column -> its groups' mean proportions (metadata_view.topic_shares)
 
     def kinds(self) -> list[str]:
         return [name for name, present in (("languages", self.languages),
@@ -59,7 +61,8 @@ class FamilyViews:
                                            ("clusters", self.cluster_docs is not None
                                             or self.topic_clusters is not None),
                                            ("tree", self.links is not None),
-                                           ("drift", self.drift is not None)) if present]
+                                           ("drift", self.drift is not None),
+                                           ("metadata", bool(self.metadata))) if present]
 
     def words(self, k: int, panel, ids: np.ndarray) -> dict:
         """Per listed word of topic k: the words the tree links it to."""
@@ -79,6 +82,10 @@ class FamilyViews:
         if self.topic_clusters is not None:
             out["clusters"] = [{"cluster": c, "documents": n, "share": _round(share)}
                                for c, n, share in self.topic_clusters[k]]
+        if self.metadata:
+            out["metadata"] = {name: {"values": m["values"], "documents": m["documents"],
+                                      "share": np.round(m["share"][k], 5).tolist()}
+                               for name, m in self.metadata.items()}
         if self.drift is not None:
             out["drift"] = {"versions": self.drift_versions, "hellinger": np.round(self.drift[:, k], 5).tolist()}
         return out
@@ -207,6 +214,7 @@ def collect(model, directory: str, root: str | None, doc_ids: list) -> FamilyVie
     clusters(directory, K, views)
     tree_links(model, views)
     views.languages = bool(model.languages)
+    views.metadata = metadata_view.topic_shares(directory, list(model.meta.get("kept_columns") or ()), K)
     if root is not None:
         version_drift(root, views)
     return views

@@ -9,6 +9,8 @@ import pandas as pd
 import pytest
 
 from conftest import train_args
+from headless_browser import Browser, chromium
+from prerequisites import require
 from drivers.store.model_store import load_model
 from drivers.preparation.corpus import prepare_corpus
 from drivers.preparation.options import PrepareError
@@ -90,3 +92,25 @@ def test_kept_columns_are_carried_into_doc_topics_by_train_and_infer(spark_sessi
     assert load_model(str(model_dir)).num_topics == 2
     infer_documents(spark_session, str(model_dir), str(out), str(tmp_path / "inferred"))
     assert_carried(tmp_path / "inferred" / "doc_topics.parquet", out)
+    assert load_model(str(model_dir)).meta["kept_columns"] == ["authors", "year"]
+
+    # the browser page: each topic's share over each kept column (mean proportion of the documents of a value)
+    from drivers.browse.build import build
+
+    build(str(model_dir), str(tmp_path / "site"))
+    table = pd.read_parquet(model_dir / "doc_topics.parquet")
+    theta = np.stack(table["theta"].to_numpy())
+    script = (tmp_path / "site" / "data" / "topics" / "0.js").read_text()
+    record = json.loads(script[len("SPARK_TOPICS_TOPIC("):script.rindex(");")])
+    by_year = record["metadata"]["year"]
+    assert by_year["values"] == sorted(table["year"].unique()) and by_year["documents"] == [1] * 20
+    for value, share in zip(by_year["values"], by_year["share"]):
+        assert share == pytest.approx(theta[(table["year"] == value).to_numpy(), 0].mean(), abs=1e-5)
+    by_authors = record["metadata"]["authors"]
+    assert by_authors["documents"] == [10, 10] and len(by_authors["share"]) == 2
+    require(chromium() is not None, "Debian's chromium (headless browser)")
+    with Browser() as b:                                      # the page draws them
+        b.open("file://" + str(tmp_path / "site" / "index.html") + "#topic-0")
+        b.wait_for("document.querySelectorAll('#topic-0 h3[data-metadata=\"year\"] + svg.flow rect').length == 20")
+        b.pump(0.2)
+        assert b.errors() == []

@@ -221,6 +221,14 @@
           return "cluster " + c.cluster + " (" + c.documents + " documents): " + fmt(c.share, 3) + " of its tokens";
         })));
     }
+    Object.keys(t.metadata || {}).forEach(function (name) {
+      var m = t.metadata[name];
+      body.appendChild(el("h3", {"data-metadata": name,
+                                 text: "topic share by " + name + " (mean proportion of its documents)"}));
+      body.appendChild(bars(m.share, m.values, m.values.map(function (v, i) {
+        return name + " " + v + ": " + fmt(m.share[i], 3) + " (" + m.documents[i] + " documents)";
+      })));
+    });
     if (t.flow) {
       body.appendChild(el("h3", {text: "topic flow: mean proportion by segment position"}));
       body.appendChild(bars(t.flow.mean, t.flow.mean.map(function (_, i) { return "segment " + (i + 1); }),
