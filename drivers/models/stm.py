@@ -44,9 +44,10 @@ import numpy as np
 
 from inference import left_to_right
 from inference.dirichlet import gamma_concentration_step
-from inference.gibbs.common import (BIG, check_cmgs_hyper, check_pdp, dirichlet_mean, draw_scan, frozen_args,
-                                    inverse_topic_totals, longest_span, move_word, parse_hyper, positive_vector,
-                                    random_segment_topics, rescale_weights, token_kernel, word_factor)
+from inference.gibbs.common import (BIG, TABLE_SAMPLER, check_cmgs_hyper, check_pdp, dirichlet_mean, draw_scan,
+                                    frozen_args, inverse_topic_totals, longest_span, move_word, parse_hyper,
+                                    positive_vector, random_segment_topics, rescale_weights, token_kernel,
+                                    word_factor)
 from inference.gibbs.model import PDP_CONCENTRATION, PDP_DISCOUNT, GibbsModel, SegmentedBlock
 from inference.gibbs.pdp import stirling_table
 from inference.gibbs.franchise_left_to_right import franchise_scores, star
@@ -284,7 +285,7 @@ class STM(GibbsModel):
     """Segmented Topic Model with the collapsed multiplicity Gibbs sampler (thesis ch. 5)."""
 
     name = "stm"
-    options = GibbsModel.options + (PDP_DISCOUNT, PDP_CONCENTRATION)
+    options = GibbsModel.options + (PDP_DISCOUNT, PDP_CONCENTRATION, TABLE_SAMPLER)
 
     def initial_hyper(self, **overrides) -> dict:
         """Defaults alpha = 0.1, beta = 0.01, a = 0, b = 10 (sampled by (5.8) when a = 0), m_max = 1000.

@@ -29,6 +29,9 @@ import math
 import numba
 import numpy as np
 
+from inference.constraints import StrOptions
+from inference.options import ModelOption
+
 BIG = 1e250  # rescaling threshold of the running products in the table-count conditionals
 
 # The models' per-token helpers are compiled without numba's reference-counting runtime (``_nrt=False``: they
@@ -186,6 +189,14 @@ def parse_hyper(overrides: dict, spec) -> dict:
     return hyper
 
 
+#: how the table counts of stm's and seqlda's Pitman-Yor nodes are sampled (their ``--sampler``)
+TABLE_SAMPLERS = ("cmgs", "exact")
+TABLE_SAMPLER = ModelOption(
+    "sampler", "how table counts are sampled: cmgs (default: the collapsed multiplicity sampler of Du's thesis, "
+    "fast; it pulls the concentration b down) or exact (tables removed one at a time up the chain: slower, "
+    "invariant; README: seqlda.json)", str, metavar="cmgs|exact", constraint=StrOptions(TABLE_SAMPLERS))
+
+
 def check_cmgs_hyper(hyper: dict) -> None:
     """beta > 0, PDP(a, b) valid, m_max >= 1, sampler "cmgs" or "exact"."""
     if not (np.isfinite(hyper["beta"]) and hyper["beta"] > 0):
@@ -193,7 +204,7 @@ def check_cmgs_hyper(hyper: dict) -> None:
     check_pdp(hyper["a"], hyper["b"])
     if hyper["m_max"] < 1:
         raise ValueError("m_max must be >= 1")
-    if hyper["sampler"] not in ("cmgs", "exact"):
+    if hyper["sampler"] not in TABLE_SAMPLERS:
         raise ValueError(f"sampler must be 'cmgs' or 'exact', got {hyper['sampler']!r}")
 
 

@@ -69,3 +69,22 @@ def test_inference_choices_in_help_are_every_engine_the_model_accepts():
         assert set(registry.inference_modes(name)) <= set(action.choices), (name, action.choices)
         for mode in action.choices:
             cli.build_parser("train", ["train", "--model", name, "--inference", mode])   # builds, no error
+
+
+@pytest.mark.parametrize("name", ["stm", "seqlda"])
+def test_table_sampler_flag_reaches_the_hyperparameters(name):
+    """``train --model stm|seqlda --sampler exact`` chooses the exact table sampler (README: seqlda.json's band);
+    without it the hyperparameters are as before (cmgs); another value is refused in one line."""
+    from drivers.families.gibbs.models import hyper_overrides, initial_hyper, make_model
+    from inference.errors import UsageError
+    from jobs import train
+
+    base = ["--model", name, "--corpus", "c", "--output", "o", "--topics", "3"]
+    model = make_model(registry.model(name), 3, 20)
+    for extra, expected in (([], "cmgs"), (["--sampler", "exact"], "exact")):
+        request = train.request_from(cli.build_parser("train", ["train", *base, *extra]).parse_args(
+            ["train", *base, *extra]))
+        assert initial_hyper(model, hyper_overrides(request, model))["sampler"] == expected
+    argv = ["train", *base, "--sampler", "fast"]
+    with pytest.raises((UsageError, SystemExit)):
+        train.request_from(cli.build_parser("train", argv).parse_args(argv))

@@ -59,8 +59,8 @@ from drivers.models.seqlda.kernels import alpha_newton_terms, seqlda_init, seqld
 from inference import left_to_right
 from inference.gibbs.franchise_left_to_right import chain, franchise_scores
 from inference.dirichlet import alpha_newton_step
-from inference.gibbs.common import (check_cmgs_hyper, check_pdp, dirichlet_mean, frozen_args, longest_span,
-                                    parse_hyper, positive_vector)
+from inference.gibbs.common import (TABLE_SAMPLER, check_cmgs_hyper, check_pdp, dirichlet_mean, frozen_args,
+                                    longest_span, parse_hyper, positive_vector)
 from inference.gibbs.model import PDP_CONCENTRATION, PDP_DISCOUNT, GibbsModel, SegmentedBlock
 from inference.gibbs.pdp import sample_chain_concentrations, stirling_table
 
@@ -77,7 +77,7 @@ class SeqLDA(GibbsModel):
     """Sequential LDA with the collapsed multiplicity Gibbs sampler on the segment chain (thesis ch. 6)."""
 
     name = "seqlda"
-    options = GibbsModel.options + (PDP_DISCOUNT, PDP_CONCENTRATION)
+    options = GibbsModel.options + (PDP_DISCOUNT, PDP_CONCENTRATION, TABLE_SAMPLER)
 
     def initial_hyper(self, **overrides) -> dict:
         """Defaults alpha = 0.1 (optimised after 20 cycles), beta = 0.01, a = 0, b = 10 (initial b_i, sampled),
