@@ -69,6 +69,12 @@ def rejects_schema():
     return T.StructType([T.StructField(name, T.StringType()) for name in REJECT_COLUMNS])
 
 
+def keeps_text_order(corpus_meta: dict) -> bool:
+    """Whether the corpus keeps every document's tokens in text order (``prepare --ordered``: corpus.json's
+    ``ordered.file``)."""
+    return bool((corpus_meta.get("ordered") or {}).get("file"))
+
+
 def data_version(corpus_meta: dict) -> str:
     """Content hash of the corpus manifest: changes whenever the prepared corpus does."""
     return hashlib.sha256(json.dumps(corpus_meta, sort_keys=True).encode()).hexdigest()[:16]

@@ -21,7 +21,7 @@ import pandas as pd
 
 from drivers import storage
 from drivers.corpora.bow import blocks_by_partition, chosen_partitions, empty_docs_table, open_corpus_meta, reading
-from drivers.corpora.files import DOCS, SEGMENTS
+from drivers.corpora.files import DOCS, SEGMENTS, keeps_text_order
 from inference.constraints import UNIT_LEFT, check
 from inference.errors import UsageError
 from inference.gibbs.model import SegmentedBlock
@@ -161,7 +161,7 @@ def corpus_source(directory: str, meta: dict, aligned: bool, require_segments: b
     segmented = not aligned and storage.exists(storage.join(directory, SEGMENTS))
     source_file = SEGMENTS if segmented else DOCS
     if ordered:
-        if aligned or not (meta.get("ordered") or {}).get("file"):
+        if aligned or not keeps_text_order(meta):
             raise UsageError(f"{directory} keeps no word order: prepare it with `spark-topics prepare --ordered` "
                              f"(this model needs every document's tokens in text order)")
         segmented, source_file = True, meta["ordered"]["file"]

@@ -20,7 +20,7 @@ import time
 import numpy as np
 
 from drivers import storage
-from drivers.corpora.files import DOCS
+from drivers.corpora.files import DOCS, keeps_text_order
 from inference import left_to_right
 from inference.left_to_right import IMPORTANCE, LEFT_TO_RIGHT, SCORED, SKIPPED, LeftToRight, bits_per_word
 
@@ -173,7 +173,7 @@ def evaluate_topic_model(spark, model_dir: str, corpus_dir: str, settings: LeftT
         raise UsageError("--method left-to-right scores monolingual models on monolingual corpora; "
                          f"{model_dir} is polylingual or {corpus_dir} is aligned")
     corpus_meta = storage.load_json(storage.join(corpus_dir, "corpus.json"))
-    ordered = bool((corpus_meta.get("ordered") or {}).get("file"))
+    ordered = keeps_text_order(corpus_meta)
     test = local_corpus.load_segmented_corpus(corpus_dir, partitions, ordered=ordered) if spark is None else \
         load_segmented_corpus(spark, corpus_dir, partitions, ordered=ordered)
     try:

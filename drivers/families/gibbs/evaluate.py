@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from drivers import storage
 from drivers.corpora import in_process as local_corpus
-from drivers.corpora.files import data_version
+from drivers.corpora.files import data_version, keeps_text_order
 from drivers.corpora.segmented import heldout_condition, load_segmented_corpus
 from drivers.evaluation import left_to_right
 from drivers.evaluation.heldout import score_heldout, topic_coherence
@@ -93,6 +93,12 @@ def why_not_in_process(model_dir: str, corpus_dir: str, reference_dir: str | Non
     return None
 
 
+def tokens_in_order(spec, corpus_meta: dict, text_order: bool) -> bool:
+    """Whether the test documents are loaded with their tokens in text order: the model needs it, or
+    ``text_order`` (left-to-right) asks for it and the corpus keeps it."""
+    return needs_order(spec) or (text_order and keeps_text_order(corpus_meta))
+
+
 def open_test_corpus(spark, spec, meta: dict, corpus_dir: str, partitions: int | None = None,
                      text_order: bool = False):
     """``(test corpus, held-out fraction)``: the held-out split of the training corpus when ``corpus_dir`` is the
@@ -104,7 +110,7 @@ def open_test_corpus(spark, spec, meta: dict, corpus_dir: str, partitions: int |
     corpus_meta_path = storage.join(corpus_dir, "corpus.json")
     corpus_meta = storage.load_json(corpus_meta_path) if storage.exists(corpus_meta_path) else {}
     same_corpus = fraction > 0 and bool(corpus_meta) and data_version(corpus_meta) == data.get("version")
-    ordered = needs_order(spec) or (text_order and bool((corpus_meta.get("ordered") or {}).get("file")))
+    ordered = tokens_in_order(spec, corpus_meta, text_order)
     test = load_segmented_corpus(spark, corpus_dir, partitions, heldout_fraction=fraction if same_corpus else 0.0,
                                  split="test" if same_corpus else "all",
                                  require_segments=needs_segments(spec), ordered=ordered,
@@ -122,8 +128,7 @@ def evaluate_left_to_right(spark, model_dir: str, corpus_dir: str, settings, par
     if spark is None:       # in this process (why_not_in_process: None): every document of a small local corpus
         corpus_meta = storage.load_json(storage.join(corpus_dir, "corpus.json"))
         test, fraction = local_corpus.load_segmented_corpus(
-            corpus_dir, partitions, needs_segments(spec),
-            needs_order(spec) or bool((corpus_meta.get("ordered") or {}).get("file"))), 0.0
+            corpus_dir, partitions, needs_segments(spec), tokens_in_order(spec, corpus_meta, True)), 0.0
     else:
         test, fraction = open_test_corpus(spark, spec, meta, corpus_dir, partitions, text_order=True)
     try:
