@@ -10,6 +10,7 @@ import contextlib
 import logging
 import math
 import pickle
+import threading
 import time
 from dataclasses import dataclass
 
@@ -83,24 +84,44 @@ def _block_rows(batches, to_block, empty_table):
                                       "block": [pickle.dumps(block, protocol=5)]})
 
 
+#: sessions whose adaptive execution :func:`without_adaptive_execution` has turned off: id(session) -> [threads
+#: inside, the setting before the first entered]; the first thread in saves the setting, the last out restores it
+_ADAPTIVE_OFF: dict[int, list] = {}
+_ADAPTIVE_LOCK = threading.Lock()
+_ADAPTIVE = "spark.sql.adaptive.enabled"
+
+
 @contextlib.contextmanager
 def without_adaptive_execution(spark, off: bool = True):
     """Plan the DataFrames turned into RDDs in the block without adaptive query execution (``off``): AQE runs a
     plan's shuffle as a Spark job of its own when the RDD is made, to re-plan what follows, which a frame with no
     other shuffle than ``repartition(P, ...)`` does not need (AQE keeps a partition count given); without it the
-    shuffle is a stage of the first job that reads the RDD."""
-    key = "spark.sql.adaptive.enabled"
-    previous = spark.conf.get(key, None) if off else None
-    if off:
-        spark.conf.set(key, "false")
+    shuffle is a stage of the first job that reads the RDD.
+
+    The setting is the session's: threads that plan side by side in one session (a pyspark.ml ``CrossValidator``
+    with ``parallelism``) share one switch, counted, so the user's setting comes back when the last one leaves
+    (a plan another thread makes meanwhile runs without AQE: the same rows, planned the older way)."""
+    if not off:
+        yield
+        return
+    key = id(spark)
+    with _ADAPTIVE_LOCK:
+        entry = _ADAPTIVE_OFF.get(key)
+        if entry is None:
+            entry = _ADAPTIVE_OFF[key] = [0, spark.conf.get(_ADAPTIVE, None)]
+            spark.conf.set(_ADAPTIVE, "false")
+        entry[0] += 1
     try:
         yield
     finally:
-        if off:
-            if previous is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, previous)
+        with _ADAPTIVE_LOCK:
+            entry[0] -= 1
+            if entry[0] == 0:
+                del _ADAPTIVE_OFF[key]
+                if entry[1] is None:
+                    spark.conf.unset(_ADAPTIVE)
+                else:
+                    spark.conf.set(_ADAPTIVE, entry[1])
 
 
 def blocks_by_partition(frame, num_partitions: int, to_block, empty_table, name: str, after_load=None,
