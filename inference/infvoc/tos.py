@@ -7,8 +7,14 @@ of minibatch i has given topic k's expected counts c_k(w) = sum_{d in S} sum_n p
 :func:`update_topic` does, with scale = D / |S| and epsilon_i = (tau0 + i)^-kappa:
 
 1. **expand** (§7.4.1): every word with c_k(w) > 0 and not in the TOS is appended (T_k(w) = T_k + 1, most counts
-   first, then by string) with nu1 = nu2 = 1 and R = 0 as its "previous" values (with a filter of dropped words,
-   ``dropped_words="bloom"``: the TOS' smallest R for a word the filter holds, :func:`returning_ranks`);
+   first, then by string) with the prior's stick, nu1 = 1 and nu2 = alpha^beta, and R = 0 as its "previous"
+   values (with a filter of dropped words, ``dropped_words="bloom"``: the TOS' smallest R for a word the filter
+   holds, :func:`returning_ranks`). The prior Beta(1, alpha^beta) is the value the word's nu would have had it sat
+   at the end of the TOS with no counts since the first minibatch (the fixed point of (7.6)-(7.7) there), so
+   appending it changes no other number. The thesis says "nu set to 1"; its code starts the atoms it knows at
+   (1, alpha^beta) and appends new ones at (1, 1): Beta(1, 1) has mean 1/2, and one step of (7.7) leaves nu2 near
+   1 + eps alpha^beta, so a word that entered in the last minibatches had E[b] up to ~1/eps times its evidence's
+   (README, "Infinite vocabulary": new names topped the topics by being new);
 2. **nu** (7.6-7.7): nu1_kt += eps (1 + scale c_k(rho_kt) - nu1_kt);
    nu2_kt += eps (alpha^beta + scale sum_{s>t} c_k(rho_ks) - nu2_kt) (the mass after t: every token whose word's
    index is above t, the appended words included);
@@ -74,7 +80,7 @@ def update_topic(topic: TopicSet, terms, counts, log_base, scale: float, eps: fl
     T_old = len(topic)
     all_terms = np.concatenate([topic.terms, terms[new]])
     nu1 = np.concatenate([topic.nu1, np.ones(new.shape[0])])
-    nu2 = np.concatenate([topic.nu2, np.ones(new.shape[0])])
+    nu2 = np.concatenate([topic.nu2, np.full(new.shape[0], float(alpha_beta))])     # the prior: module docstring
     rank = np.concatenate([topic.rank, returning_ranks(topic, terms[new])])
     since = np.concatenate([topic.since, np.full(new.shape[0], minibatch, dtype=np.int64)])
     position[new] = T_old + np.arange(new.shape[0])

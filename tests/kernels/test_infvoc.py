@@ -97,13 +97,41 @@ def test_online_update_matches_7_6_to_7_8_on_a_tiny_stream():
                            settings=settings)
         for w in sorted((w for w in counts if w not in tos), key=lambda w: (-counts[w], w)):   # expand
             tos.append(w)
-            n1[w], n2[w], r[w] = 1.0, 1.0, 0.0
+            n1[w], n2[w], r[w] = 1.0, 7.0, 0.0                # the prior Beta(1, alpha^beta)
         n1, n2, r = slow_online_step(tos, n1, n2, r, tokens, 20, 2, step_size(i, 2.0, 0.7), 7.0, g0)
         assert list(sets[0].terms) == tos
         np.testing.assert_allclose(sets[0].nu1, [n1[w] for w in tos], rtol=1e-12)
         np.testing.assert_allclose(sets[0].nu2, [n2[w] for w in tos], rtol=1e-12)
         np.testing.assert_allclose(sets[0].rank, [r[w] for w in tos], rtol=1e-12)
     assert list(sets[0].since) == [1, 1, 2, 2]
+
+
+def test_a_word_enters_at_the_prior_as_if_it_had_sat_at_the_end_of_the_tos():
+    """Appending a word at minibatch 4 gives every number (nu, R, order) it would have had sitting at the end of the
+    TOS with no counts since minibatch 1 (the prior Beta(1, alpha^beta) is (7.6)-(7.7)'s fixed point there); and a
+    word that enters with the counts an old word has had every minibatch gets a smaller stick than the old word,
+    not a larger one for being new (a start at Beta(1, 1) fails both)."""
+    settings = OnlineSettings(alpha_beta=100.0, truncation=50, delay=100, tau0=2.0, kappa=0.7, corpus_size=3)
+    batches = [{"a": 4.0, "b": 2.0}, {"a": 3.0, "b": 2.0}, {"a": 1.0, "b": 2.0}, {"a": 2.0, "b": 2.0, "z": 2.0}]
+
+    def run(sets, start):
+        for i, batch in enumerate(batches[start - 1:], start):
+            terms = np.array(sorted(batch), dtype=object)
+            sets = update_sets(sets, {0: (terms, np.array([batch[w] for w in terms]))}, {w: -3.0 for w in terms},
+                               batch_docs=3, documents_seen=3 * i, minibatch=i, settings=settings)
+        return sets[0]
+
+    entered = run([TopicSet.empty()], 1)
+    seeded = update_sets([TopicSet.empty()], {0: (np.array(["a", "b"], dtype=object), np.array([4.0, 2.0]))},
+                         {"a": -3.0, "b": -3.0}, 3, 3, 1, settings)[0]
+    seeded = TopicSet(np.append(seeded.terms, "z"), np.append(seeded.nu1, 1.0), np.append(seeded.nu2, 100.0),
+                      np.append(seeded.rank, 0.0), np.append(seeded.since, 1))
+    sat = run([seeded], 2)
+    assert list(entered.terms) == list(sat.terms) == ["a", "b", "z"]
+    for name in ("nu1", "nu2", "rank"):
+        np.testing.assert_allclose(getattr(entered, name), getattr(sat, name), rtol=1e-12)
+    mean = entered.nu1 / (entered.nu1 + entered.nu2)
+    assert mean[2] < mean[1]                            # z (2 counts once) below b (2 counts in every minibatch)
 
 
 def test_truncation_ordered_set_after_a_known_sequence_of_minibatches():
