@@ -233,3 +233,31 @@ def test_local_step_samples_7_2():
     assert doc_topics.sum() == 3003
     again, _ = sample_block(block, sets, log_g0, alpha, seed=1, minibatch=1, burn_in=2, samples=3)
     np.testing.assert_array_equal(phi, again)
+
+
+def test_local_step_samples_the_collapsed_joint_of_a_document():
+    """A document of three tokens (one in two topics' TOS, one in all three, one in none: (7.4) with G_0) over
+    K = 3: the kept samples' phi of each token against its marginal under the enumerated joint the Gibbs sweep
+    of (7.2) leaves invariant, p(z_d) ∝ prod_k Gamma(n_dk + alpha_k) prod_n exp(word factor(w_n, z_n))."""
+    sets = [topic(["a", "b"], [40, 6], [300, 250]), topic(["b", "a"], [30, 2], [200, 150]),
+            topic(["b"], [5], [400])]
+    words = np.array(["a", "b", "new"], dtype=object)
+    log_g0 = np.array([-4.0, -5.0, -3.0])
+    alpha = np.array([0.1, 0.2, 0.3])
+    factor = word_log_weights(words, sets, log_g0)
+    joint = {}
+    for z in itertools.product(range(3), repeat=3):
+        n = np.bincount(z, minlength=3)
+        joint[z] = math.exp(sum(math.lgamma(n[k] + alpha[k]) for k in range(3))
+                            + sum(factor[u, z[u]] for u in range(3)))
+    total = sum(joint.values())
+    marginal = np.zeros((3, 3))
+    for z, p in joint.items():
+        for u in range(3):
+            marginal[u, z[u]] += p / total
+    copies = 3000
+    block = StringBlock.from_documents([(f"d{i:05d}", ["new", "b", "a"]) for i in range(copies)])
+    assert list(block.terms) == list(words)
+    phi, _ = sample_block(block, sets, log_g0, alpha, seed=5, minibatch=2, burn_in=5, samples=10)
+    np.testing.assert_allclose(phi / copies, marginal, atol=0.02)
+    assert np.abs(marginal - marginal.mean(axis=0)).max() > 0.1     # the tokens' marginals differ: a real check
