@@ -35,7 +35,7 @@ from inference import left_to_right
 from inference.constraints import POSITIVE
 from inference.dm import CountHistograms, estimate
 from inference.gibbs.model import GibbsModel, SegmentedBlock
-from inference.gibbs.tables import CountTable, KeyedCounts
+from inference.gibbs.tables import CountTable, KeyedCounts, merge_keyed
 from inference.options import ModelOption
 
 MIN_PSEUDOCOUNT = 1e-10
@@ -94,6 +94,8 @@ class BigramLM(GibbsModel):
     def __init__(self, num_topics: int, vocab_size: int):
         super().__init__(num_topics, vocab_size)
         self.trained = None     # keys, counts, alpha_m (beta n), context totals
+        #: counts of documents outside the corpus being counted (a refreshed model's), added before the fit
+        self.kept_counts: dict[str, KeyedCounts] | None = None
 
     def initial_hyper(self, beta=None, optimize=True, tolerance=TOLERANCE, max_steps=MAX_STEPS) -> dict:
         b = float(self.vocab_size) if beta is None else float(beta)
@@ -133,6 +135,10 @@ class BigramLM(GibbsModel):
 
     # ---- the driver: the fixed point
     def global_step(self, tables, hyper, stats, seed):
+        if self.kept_counts is not None:
+            tables = {name: merge_keyed(value.columns, np.r_[value.keys, self.kept_counts[name].keys],
+                                        np.vstack([value.counts, self.kept_counts[name].counts]))
+                      for name, value in tables.items()}
         if not hyper.get("optimize", True):
             return tables, hyper, None
         bigrams = tables["bigrams"]

@@ -84,8 +84,7 @@ def load_last_stats(model_dir: str, iteration: int) -> list | None:
     return np.split(storage.load_npy(path), np.cumsum(sizes)[:-1])
 
 
-#: a state key marking a partition whose documents keep their assignments (``refresh --chain-sweeps new``)
-FROZEN = "frozen"
+FROZEN = gibbs_state.FROZEN
 
 
 def copy_chain(model_dir: str, work_dir: str, iteration: int, partitions: int, frozen: bool = False,

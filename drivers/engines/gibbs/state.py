@@ -36,6 +36,10 @@ from inference.gibbs.model import GibbsModel, SegmentedBlock
 
 _CACHE: dict = {}   # (run, partition) -> item, in each Python worker
 
+#: a state key marking a partition whose documents keep their assignments: the engine does not sweep it, its
+#: counts stay in the tables (``refresh --chain-sweeps new``: o-LDA, Canini, Shi & Griffiths 2009)
+FROZEN = "frozen"
+
 
 # --------------------------------------------------------------------------- files
 

@@ -37,7 +37,8 @@ def stage_task(partition, items, model, run, directory):
 
 def _sweep(model: GibbsModel, item: dict, global_values, seed: int, partition: int, plan: SyncPlan) -> tuple:
     """Sweeps (or initialises) the item's state in place on private copies of the tables (AD-LDA), after the
-    directive of the driver's global step; returns (partition statistics, sweep seconds)."""
+    directive of the driver's global step (a partition marked :data:`~drivers.engines.gibbs.state.FROZEN` is not
+    swept); returns (partition statistics, sweep seconds)."""
     tables_global, derived_global, hyper, directive = global_values
     block = item["block"]
     began = time.perf_counter()
@@ -47,11 +48,12 @@ def _sweep(model: GibbsModel, item: dict, global_values, seed: int, partition: i
         return np.zeros(0), 0.0
     if directive is not None:
         model.apply_directive(block, item["state"], directive)
-    tables = {name: value.copy() for name, value in tables_global.items()}
-    derived = {name: value.copy() for name, value in derived_global.items()}
-    for t in plan.iterations:
-        model.sweep_tables(block, item["state"], hyper, tables, derived, task_seed(seed, t, partition))
-        model.local_hyper_update(block, item["state"], hyper, task_seed(seed, t, partition, 1))
+    if gibbs_state.FROZEN not in item["state"]:
+        tables = {name: value.copy() for name, value in tables_global.items()}
+        derived = {name: value.copy() for name, value in derived_global.items()}
+        for t in plan.iterations:
+            model.sweep_tables(block, item["state"], hyper, tables, derived, task_seed(seed, t, partition))
+            model.local_hyper_update(block, item["state"], hyper, task_seed(seed, t, partition, 1))
     seconds = time.perf_counter() - began
     stats = model.partition_stats(block, item["state"], hyper, task_seed(seed, plan.last, partition, 2))
     return np.asarray(stats, dtype=np.float64), seconds

@@ -96,26 +96,6 @@ def stepped_chain(model: GibbsModel, base_dir: str, N: int, tables: dict, hyper:
     return stepped, hyper, directive
 
 
-class _FrozenPartitions:
-    """Mixed into a model: a partition whose state is marked :data:`chain.FROZEN` is not swept (its documents keep
-    their assignments, and its counts stay in the tables): the new documents are sampled given the old ones'
-    (o-LDA, Canini, Shi & Griffiths 2009)."""
-
-    def sweep_tables(self, block, state, hyper, tables, derived, seed) -> None:
-        if chain.FROZEN not in state:
-            super().sweep_tables(block, state, hyper, tables, derived, seed)
-
-    def local_hyper_update(self, block, state, hyper, seed) -> None:
-        if chain.FROZEN not in state:
-            super().local_hyper_update(block, state, hyper, seed)
-
-
-def frozen_model(model: GibbsModel) -> GibbsModel:
-    """``model`` that leaves the partitions marked frozen as they are (``refresh --chain-sweeps new``)."""
-    model.__class__ = type(f"Frozen{type(model).__name__}", (_FrozenPartitions, type(model)), {})
-    return model
-
-
 def continued_schedule(first_iterations: int, request) -> SampleSchedule:
     """The refresh's schedule: ``request.iterations`` more iterations after the chain's ``first_iterations``,
     the samples of a run of that many iterations (defaults as ``train``'s) shifted by ``first_iterations``."""
@@ -171,8 +151,6 @@ def refresh_chain(spark, spec, base, corpus_dir: str | None, request, output: st
     frozen = request.chain_sweeps == "new"
     chain.copy_chain(base.directory, work, N, P, frozen=frozen, apply_directive=None if directive is None else (
         lambda block, state: old_model.apply_directive(old_model.prepare_block(block), state, directive)))
-    if frozen:
-        model = frozen_model(model)
     Q, documents, tokens = 0, int(chain_meta["documents"]), int(chain_meta["tokens"])
     if corpus_dir is not None:
         Q = request.partitions or max(1, min(P, math.ceil(P * int(corpus_meta.get("tokens") or 1)

@@ -36,16 +36,6 @@ def rekeyed_bigrams(keys: np.ndarray, counts: np.ndarray, old_vocab_size: int, v
     return merge_keyed(1, previous * vocab_size + word, np.asarray(counts, np.int32).reshape(-1, 1))
 
 
-class _WithKeptCounts:
-    """Mixed into a model: the batch's counted tables plus the model's kept ones before the driver's fit."""
-
-    def global_step(self, tables, hyper, stats, seed):
-        kept = self.kept_counts
-        union = {name: merge_keyed(value.columns, np.r_[value.keys, kept[name].keys],
-                                   np.vstack([value.counts, kept[name].counts])) for name, value in tables.items()}
-        return super().global_step(union, hyper, stats, seed)
-
-
 def refresh_counts(spark, spec, base, corpus_dir: str | None, request, output: str, catalogue) -> dict:
     """bigram-lm: the batch ``corpus_dir`` counted and added to ``base``'s counts, the fit redone; writes the model
     files into ``output``; returns model.json's content."""
@@ -65,7 +55,6 @@ def refresh_counts(spark, spec, base, corpus_dir: str | None, request, output: s
     hyper = model.initial_hyper(**{k: v for k, v in start.items() if k != "base_measure"})
     keys, counts = (storage.load_npy(storage.join(base.directory, f"{name}.npy"))
                     for name in ("bigram_keys", "bigram_counts"))
-    model.__class__ = type(f"Refreshed{type(model).__name__}", (_WithKeptCounts, type(model)), {})
     model.kept_counts = {"bigrams": rekeyed_bigrams(keys.astype(np.int64), counts, V_old, V)}
     corpus = load_segmented_corpus(spark, corpus_dir, request.partitions, require_segments=needs_segments(spec),
                                    ordered=needs_order(spec))
