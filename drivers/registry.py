@@ -120,7 +120,8 @@ def model(name: str, inference: str | None = None) -> ModelSpec:
         raise UsageError(f"unknown model {name!r}; choose one of {', '.join(MODELS)}")
     for mode, family_name, implementation in spec.engines:
         if mode == inference:
-            return ModelSpec(spec.name, family_name, implementation, spec.corpus, spec.summary)
+            return ModelSpec(spec.name, family_name, implementation, spec.corpus, spec.summary,
+                             refresh_modes=GIBBS_REFRESH if family_name == "gibbs" else ())
     return spec
 
 

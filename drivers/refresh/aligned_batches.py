@@ -57,7 +57,7 @@ def ingest(spark, request, root, current, base, base_dir, ledger, version, stagi
         raise UsageError(f"--probe scores a monolingual model; {root} is polylingual ({base.meta['model']}): drop "
                          f"--probe and score the new version with `spark-topics evaluate` on an aligned test corpus")
     languages = list(base.meta["languages"])
-    separate = base.meta.get("documents_per") == "tuple and language"
+    separate = base.meta.get("documents_per") in ("tuple and language", "language")   # tlda's (variational, Gibbs)
     spark.sparkContext.setJobDescription(f"refresh {root}: read and classify {request.input}")
     fmt = resolve_format(spark, request.input, request.format)
     rows = read_aligned_rows(spark, request.input, fmt, request.id_column, request.text_column, request.lang_column)

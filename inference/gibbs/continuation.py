@@ -41,6 +41,15 @@ class ChainContinuation:
         """Reopening a kept chain: what the model reads from its hyperparameters before its tables are declared
         (a network spec). Default: nothing."""
 
+    def continued_chain(self, spark, old_model, base, batch, seed: int, iteration: int):
+        """Reopening a kept chain: bind this model (over the batch's vocabulary) to what it needs beyond its size,
+        from ``old_model`` (bound to the kept model's directory), the kept model ``base`` and the ``batch`` (None:
+        no new document; else its ``directory``, ``vocab``, ``vocab_size`` and ``layout``). Returns how every old
+        partition changes, ``rewrite(partition, block, state) -> new block or None`` (the state changed in place;
+        the count tables are then recounted from the states), or None: the states stay, the tables grow by
+        :meth:`grown_chain`. Default: None."""
+        return None
+
     def grown_chain(self, tables: dict, hyper: dict, old_vocab_size: int) -> tuple[dict, dict]:
         """``(tables, hyper)`` of a chain of a model over ``old_vocab_size`` words for this model's (larger or equal)
         vocabulary, the counts unchanged. Default: dense tables padded with zero rows and columns to the declared

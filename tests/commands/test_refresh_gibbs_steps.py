@@ -147,6 +147,11 @@ def test_new_documents_and_words_are_sampled_in(spark_session, first_runs, tmp_p
     assert {vocab.index(w) for w in NEW_WORDS} <= set(words.tolist())
     doc_topics = pd.read_parquet(os.path.join(version, "doc_topics.parquet"))
     assert sorted(doc_topics["doc_id"]) == new_ids
+    # every per-document table of the version covers the batch's documents, as doc_topics does (issue 30, 3)
+    tables = [n for n in ("segment_topics.parquet", "doc_clusters.parquet") if os.path.exists(os.path.join(version, n))]
+    assert ("doc_clusters.parquet" in tables) == (name in ("dp-mixture", "cluster-lda"))
+    for table in tables:
+        assert sorted(set(pd.read_parquet(os.path.join(version, table))["doc_id"])) == new_ids, table
 
 
 def test_bigram_lm_refresh_adds_the_batch_counts_and_equals_a_retrain_on_the_union(spark_session, step_corpora,
@@ -183,11 +188,13 @@ def test_bigram_lm_refresh_adds_the_batch_counts_and_equals_a_retrain_on_the_uni
 
 
 def test_models_refused_name_why_in_one_line():
-    """Every Gibbs model refreshes but the tree models (their tree is bound to the training corpus); the author
-    variant of cluster-lda is refused (new authors would widen the clusters' rows)."""
-    why = {name: refusal(spec) for name, spec in registry.MODELS.items() if spec.family == "gibbs"}
+    """Every Gibbs model refreshes, the tree models with --inference gibbs too (tests/commands/
+    test_refresh_tree_gibbs.py); the author variant of cluster-lda is refused (new authors would widen the clusters'
+    rows)."""
+    specs = [spec for spec in registry.MODELS.values() if spec.family == "gibbs"]
+    specs += [registry.model(name, "gibbs") for name in ("tlda", "ptlda")]
+    why = {spec.name: refusal(spec) for spec in specs}
     assert all(w is None for w in why.values()), why
+    assert all(spec.refresh_modes == registry.GIBBS_REFRESH for spec in specs)
     authors = refusal(registry.MODELS["cluster-lda"], {"author_column": "authors"})
     assert authors is not None and "author" in authors and "\n" not in authors
-    from drivers.models.tree.model import PolylingualTreeLDAGibbs, TreeLDAGibbs
-    assert all("tree" in cls.chain_refusal({}) for cls in (TreeLDAGibbs, PolylingualTreeLDAGibbs))

@@ -88,21 +88,27 @@ FROZEN = gibbs_state.FROZEN
 
 
 def copy_chain(model_dir: str, work_dir: str, iteration: int, partitions: int, frozen: bool = False,
-               apply_directive=None) -> None:
+               apply_directive=None, rewrite=None) -> None:
     """The blocks and states of the kept chain's ``partitions`` into a new checkpoint directory ``work_dir``;
     ``frozen``: their states marked :data:`FROZEN` (else unmarked); ``apply_directive(block, state)``: the
     directive of the global step after ``iteration`` applied to each state (as a partition applies it before
-    its next sweep)."""
+    its next sweep); ``rewrite(partition, block, state)``: then the state changed in place for a grown model,
+    returning the partition's new block (None: the block as it was)."""
     source = chain_dir(model_dir)
     storage.makedirs(gibbs_state.blocks_dir(work_dir))
     for p in range(partitions):
         name = f"part-{p:05d}.npz"
-        storage.copy_tree(storage.join(gibbs_state.blocks_dir(source), name),
-                          storage.join(gibbs_state.blocks_dir(work_dir), name))
         arrays = gibbs_state.read_state(source, iteration, p)
         arrays.pop(FROZEN, None)
+        block = gibbs_state.load_block(source, p) if apply_directive is not None or rewrite is not None else None
         if apply_directive is not None:
-            apply_directive(gibbs_state.load_block(source, p), arrays)
+            apply_directive(block, arrays)
+        rewritten = None if rewrite is None else rewrite(p, block, arrays)
+        if rewritten is None:
+            storage.copy_tree(storage.join(gibbs_state.blocks_dir(source), name),
+                              storage.join(gibbs_state.blocks_dir(work_dir), name))
+        else:
+            gibbs_state.save_block(work_dir, p, rewritten)
         if frozen:
             arrays[FROZEN] = np.ones(1, dtype=np.int8)
         gibbs_state.write_state(work_dir, iteration, p, arrays)

@@ -26,35 +26,45 @@ ids renumbered) is applied to the old partitions' states as they are copied (the
 would see), then the tables and hyperparameters grow to the new vocabulary (the model's ``grown_chain``: tlm
 re-keys its bigram table, dp-mixture pads its clusters' word columns).
 
+A model whose tables are bound to more of the corpus than its size (the tree models: a table per edge of a
+prior tree over the vocabulary) grows in ``continued_chain``: the tree grows with the vocabulary, the old
+partitions' words and paths move onto it (:mod:`drivers.models.tree.chain_growth`) and the tables are recounted
+from the moved states. A version's per-document tables (doc_topics, segment_topics, doc_clusters) hold the batch's
+documents (``--reinfer-old``: every document's).
+
 A model without latent variables (bigram-lm: its counts are the model) is refreshed by
 :mod:`drivers.families.gibbs.refresh_counts` (the batch counted and added). Refused (one line, before the batch
-is read): models whose tables are bound to the corpus (a tree) or to the training documents' metadata
-(cluster-lda's author variant), chains kept before the last iteration's statistics were.
+is read): models whose tables are bound to the training documents' metadata (cluster-lda's author variant),
+chains kept before the last iteration's statistics were.
 """
 from __future__ import annotations
 
 import logging
 import math
 import time
+from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
+import pandas as pd
 
 from drivers import storage
+from drivers.corpora.aligned import aligned_vocab
 from drivers.corpora.bow import open_corpus_meta
-from drivers.corpora.files import DOCS
+from drivers.corpora.files import CORPUS_JSON
 from drivers.corpora.segmented import load_segmented_corpus
 from drivers.engines.gibbs import chain, state as gibbs_state
 from drivers.engines.gibbs.checkpoint import DriverCheckpoint
 from drivers.engines.gibbs.engine import STATE_FORMAT, GibbsEngine
 from drivers.engines.gibbs.settings import GibbsSettings, SampleSchedule
 from drivers.engines.gibbs.tables import TableLayout, count_records, gather_tables, reduce_records
-from drivers.families.gibbs.infer import write_model_files
+from drivers.families.gibbs.infer import proportion_paths, write_model_files
 from drivers.families.gibbs.models import make_model, needs_order, needs_segments
 from drivers.store import model_store, outputs, publish, topics_text
 from inference.errors import RefusedError
 from inference.gibbs.model import DRIVER_PARTITION, GibbsModel, task_seed
 from inference.gibbs.tables import KeyedCounts, merge
+from inference.layout import VocabLayout
 from partitioners.topic import STATISTICS_KEY
 
 log = logging.getLogger("spark_topics.refresh")
@@ -131,11 +141,8 @@ def refresh_chain(spark, spec, base, corpus_dir: str | None, request, output: st
     N, P = int(chain_meta["iteration"]), int(chain_meta["fingerprint"]["partitions"])
     seed = int(chain_meta["fingerprint"]["seed"] if request.seed is None else request.seed)
     K, V_old = int(chain_meta["fingerprint"]["topics"]), int(base.meta["vocab_size"])
-    vocab = base.vocab
-    if corpus_dir is not None:
-        corpus_meta, vocab = open_corpus_meta(spark, corpus_dir)
-        if vocab["term"].astype(str).tolist()[:V_old] != base.vocab["term"].astype(str).tolist()[:V_old]:
-            raise RefusedError(f"{corpus_dir}: its vocabulary does not extend the model's")
+    batch = None if corpus_dir is None else BatchVocabulary.open(spark, corpus_dir, base.meta.get("languages"))
+    vocab = base.vocab if batch is None else batch.vocab
     V = len(vocab)
     cls = spec.model_class()
     construction = {k: base.meta.get(k) for k in cls.construction_options}
@@ -143,20 +150,30 @@ def refresh_chain(spark, spec, base, corpus_dir: str | None, request, output: st
     old_model, model = (make_model(spec, K, size, catalogue, **construction) for size in (V_old, V))
     old_model.bind_hyper(hyper)
     model.bind_hyper(hyper)
+    old_model.bind_directory(base.directory)
+    rewrite = model.continued_chain(spark, old_model, base, batch, seed, N)
+    if rewrite is None and vocab["term"].astype(str).tolist()[:V_old] != \
+            base.vocab["term"].astype(str).tolist()[:V_old]:
+        raise RefusedError(f"{corpus_dir}: its vocabulary does not extend the model's")
     tables = chain.load_chain_tables(base.directory, old_model.count_tables(), N)
     tables, hyper, directive = stepped_chain(old_model, base.directory, N, tables, hyper, seed)
-    tables, hyper = model.grown_chain(tables, hyper, V_old)
+    if rewrite is None:
+        tables, hyper = model.grown_chain(tables, hyper, V_old)
     declared = model.count_tables()
     work = storage.join(output, WORK)
     frozen = request.chain_sweeps == "new"
     chain.copy_chain(base.directory, work, N, P, frozen=frozen, apply_directive=None if directive is None else (
-        lambda block, state: old_model.apply_directive(old_model.prepare_block(block), state, directive)))
+        lambda block, state: old_model.apply_directive(old_model.prepare_block(block), state, directive)),
+        rewrite=rewrite)
+    if rewrite is not None:             # the states moved onto the grown model: their counts are the tables
+        tables = recounted_tables(model, work, N, P)
     Q, documents, tokens = 0, int(chain_meta["documents"]), int(chain_meta["tokens"])
     if corpus_dir is not None:
-        Q = request.partitions or max(1, min(P, math.ceil(P * int(corpus_meta.get("tokens") or 1)
+        Q = request.partitions or max(1, min(P, math.ceil(P * int(batch.meta.get("tokens") or 1)
                                                          / max(1, tokens))))
         corpus = load_segmented_corpus(spark, corpus_dir, Q, require_segments=needs_segments(spec),
-                                       ordered=needs_order(spec))
+                                       ordered=needs_order(spec),
+                                       separate_languages=cls.aligned_documents_per == "language")
         Q = corpus.num_partitions
         layout = TableLayout(declared, 1)
         spark.sparkContext.setJobDescription(f"refresh: the batch's documents into partitions {P}..{P + Q - 1}")
@@ -187,17 +204,20 @@ def refresh_chain(spark, spec, base, corpus_dir: str | None, request, output: st
     engine = GibbsEngine(sc, model, settings, work)
     try:
         result = engine.fit(blocks, P + Q, hyper, resume=True, fingerprint={})
-        write_model_files(spark, model, result, output, vocab, None)
+        write_model_files(spark, model, result, output, vocab, batch_layout(base.meta, batch))
         publish.step("model-written")         # a test kills the run here: the version half written
         chain.save_chain(work, output, result.iterations, declared)
     finally:
         engine.release()
     if not request.reinfer_old:
-        _keep_new_documents(spark, output, corpus_dir)
+        keep_new_documents(spark, model, output, batch_document_ids(work, P, Q))
     storage.delete(work)
     meta = dict(base.meta)
     for key in ("heldout", "alpha"):
         meta.pop(key, None)
+    layout = batch_layout(base.meta, batch)
+    if layout is not None:
+        meta["vocab_sizes"] = dict(zip(layout.languages, layout.sizes()))
     meta.update({"vocab_size": V, **result.meta(), **schedule.to_json(), "seed": seed,
                  **model_store.run_stamp(started),
                  "chain": {"continued_from": N, "old_partitions": P, "new_partitions": Q,
@@ -212,6 +232,49 @@ def refresh_chain(spark, spec, base, corpus_dir: str | None, request, output: st
     return meta
 
 
+@dataclass(frozen=True)
+class BatchVocabulary:
+    """A prepared batch's corpus.json, vocabulary and (an aligned corpus) layout, read before its documents."""
+    directory: str
+    meta: dict
+    vocab: pd.DataFrame
+    layout: VocabLayout | None
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.vocab)
+
+    @classmethod
+    def open(cls, spark, corpus_dir: str, languages: list | None) -> "BatchVocabulary":
+        if languages:
+            vocab, layout = aligned_vocab(corpus_dir, languages)
+            return cls(corpus_dir, storage.load_json(storage.join(corpus_dir, CORPUS_JSON)), vocab, layout)
+        meta, vocab = open_corpus_meta(spark, corpus_dir)
+        return cls(corpus_dir, meta, vocab, None)
+
+
+def batch_layout(meta: dict, batch: BatchVocabulary | None) -> VocabLayout | None:
+    """The languages' vocabulary layout of the refreshed model (None: monolingual)."""
+    if batch is not None or not meta.get("languages"):
+        return None if batch is None else batch.layout
+    return VocabLayout.from_sizes(meta["languages"], [meta["vocab_sizes"][l] for l in meta["languages"]])
+
+
+def recounted_tables(model: GibbsModel, directory: str, iteration: int, partitions: int) -> dict:
+    """The count tables of ``model`` as the sum of the ``partitions`` states of ``iteration`` kept in the checkpoint
+    ``directory`` (each partition's ``table_counts``)."""
+    declared = model.count_tables()
+    contributions = {t.name: [] for t in declared}
+    for p in range(partitions):
+        item = gibbs_state.new_item(model, gibbs_state.load_block(directory, p))
+        state = gibbs_state.read_state(directory, iteration, p)
+        state.pop(chain.FROZEN, None)
+        counted = model.table_counts(item["block"], state, (item["vocab_ids"], item["local"]))
+        for name, value in counted.items():
+            contributions[name].append(value)
+    return {t.name: merge(t, contributions[t.name]) for t in declared}
+
+
 def _rows(value) -> tuple:
     """A table's value as one contribution ``(row keys, counts)`` (:func:`inference.gibbs.tables.merge`)."""
     if isinstance(value, KeyedCounts):
@@ -219,19 +282,30 @@ def _rows(value) -> tuple:
     return np.arange(value.shape[0], dtype=np.int64), value
 
 
-def _keep_new_documents(spark, output: str, corpus_dir: str | None) -> None:
-    """doc_topics.parquet of the version: the batch's documents only (the root's table holds every version's;
+def batch_document_ids(work: str, first: int, partitions: int) -> list[str]:
+    """The ids of the documents of the new partitions ``first..first + partitions - 1`` as the model reads them
+    (``<id>@<language>`` for tlda on aligned tuples)."""
+    return [str(d) for p in range(first, first + partitions) for d in gibbs_state.load_block(work, p).doc_ids]
+
+
+def keep_new_documents(spark, model: GibbsModel, output: str, new_ids: list[str]) -> None:
+    """The version's per-document tables (doc_topics.parquet, segment_topics.parquet and the model's own, e.g.
+    doc_clusters.parquet) hold the batch's documents ``new_ids`` only (the root's table holds every version's;
     ``--reinfer-old`` keeps every document's, re-estimated by the continued chain)."""
-    path = storage.join(output, "doc_topics.parquet")
-    everything = storage.join(output, "doc_topics.all.parquet")
-    storage.move(path, everything)
-    rows = spark.read.parquet(everything)
-    if corpus_dir is None:
-        rows.limit(0).coalesce(1).write.parquet(path)
-    else:
-        new_ids = spark.read.parquet(storage.join(corpus_dir, DOCS)).select("doc_id")
-        rows.join(new_ids, "doc_id", "left_semi").write.parquet(path)
-    storage.delete(everything)
+    from pyspark.sql import types as T
+
+    ids = spark.createDataFrame([(d,) for d in new_ids], T.StructType([T.StructField("doc_id", T.StringType())]))
+    for path in proportion_paths(model, output):
+        if not storage.exists(path):
+            continue
+        everything = path[:-len(".parquet")] + ".all.parquet"
+        storage.move(path, everything)
+        rows = spark.read.parquet(everything)
+        if not new_ids:
+            rows.limit(0).coalesce(1).write.parquet(path)
+        else:
+            rows.join(ids, "doc_id", "left_semi").write.parquet(path)
+        storage.delete(everything)
 
 
 def copy_tokenizer(source: str, target: str) -> None:

@@ -70,18 +70,18 @@ def carry_statistics(old: TreeLayout, lambda_old: np.ndarray, beta_old: np.ndarr
     return lam
 
 
-def grown_tree(spark, base, corpus) -> tuple[TreeLayout, dict]:
-    """The tree over the batch's grown vocabulary (``corpus``, the batch as prepared) and a report: concepts
-    before and after, and where the new ones came from (the model's dictionaries, read again)."""
+def grown_tree(spark, old: TreeLayout, old_vocab, tree_dir: str | None, corpus) -> tuple[TreeLayout, dict]:
+    """The tree over the batch's grown vocabulary (``corpus``, the batch as prepared: its ``directory``, ``vocab``,
+    ``vocab_size`` and ``layout``) from the model's tree ``old`` over ``old_vocab``, built by ``spark-topics tree``
+    into ``tree_dir``, and a report: concepts before and after, and where the new ones came from (the model's
+    dictionaries, read again)."""
     from drivers.models.tree.build import dictionary_concepts
 
-    old = base.layout
     languages = tuple(corpus.layout.languages) if corpus.layout is not None else ("",)
     offsets = tuple(corpus.layout.offsets) if corpus.layout is not None else (0, corpus.vocab_size)
-    columns = word_columns(base.vocab, corpus.vocab)
+    columns = word_columns(old_vocab, corpus.vocab)
     pairs = {tuple(int(x) for x in pair) for pair in columns[old.concept_words]}
     report = {"concepts_before": int(old.num_concepts), "dictionaries": None}
-    tree_dir = (base.meta.get("tree") or {}).get("directory")
     tree_json = storage.join(tree_dir, TREE_JSON) if tree_dir else None
     if tree_json and storage.exists(tree_json):
         meta = storage.load_json(tree_json)

@@ -92,7 +92,7 @@ class TreeLDA(VariationalModel):
         from drivers.corpora.aligned import word_columns
 
         eta, link = float(base.meta["eta"]), float(base.meta["tree"].get("link_strength", 100.0))
-        tree, grown = grown_tree(spark, base, corpus)
+        tree, grown = grown_tree(spark, base.layout, base.vocab, base.meta["tree"].get("directory"), corpus)
         beta = tree.edge_priors(eta, link)
         lambda_ = carry_statistics(base.layout, base.lambda_, base.layout.edge_priors(eta, link), tree, beta,
                                    word_columns(base.vocab, corpus.vocab))
@@ -139,6 +139,28 @@ class TreeLDAGibbs(TreeGibbs):
     def __init__(self, num_topics: int, vocab_size: int, link_strength: float | None = None):
         super().__init__(num_topics, vocab_size, 100.0 if link_strength is None else link_strength)
         self.tree_directory = None
+        self.tree_growth = None
+
+    @classmethod
+    def chain_refusal(cls, construction: dict) -> str | None:
+        """Its chain continues: the tree grows with the vocabulary (:meth:`continued_chain`)."""
+        return None
+
+    def continued_chain(self, spark, old_model, base, batch, seed: int, iteration: int):
+        """The tree grown over the batch's vocabulary as the variational refresh grows it
+        (:func:`drivers.models.tree.growth.grown_tree`), the old partitions' words and paths moved onto it
+        (:class:`drivers.models.tree.chain_growth.GrownChain`); without a batch the kept tree."""
+        from drivers.corpora.aligned import word_columns
+        from drivers.models.tree.chain_growth import GrownChain
+        from drivers.models.tree.growth import grown_tree
+
+        self.tree_directory = (base.meta.get("prior_tree") or {}).get("directory")
+        if batch is None:
+            self.set_tree(old_model.tree)
+            return None
+        tree, self.tree_growth = grown_tree(spark, old_model.tree, base.vocab, self.tree_directory, batch)
+        self.set_tree(tree)
+        return GrownChain(old_model.tree, tree, word_columns(base.vocab, batch.vocab), seed, iteration)
 
     def initial_hyper(self, tree=None, link_strength=None, **hyper) -> dict:
         """LDA-Gibbs' hyperparameters (``beta`` is eta); the tree options are the model's, not hyperparameters."""
@@ -167,7 +189,8 @@ class TreeLDAGibbs(TreeGibbs):
                 "prior_tree": {"directory": self.tree_directory, "concepts": self.tree.num_concepts,
                                "link_strength": self.link_strength, "edges": self.tree.parameter_size,
                                "words_with_several_paths": int(np.sum(paths > 1)),
-                               "max_paths": int(paths.max(initial=1))}}
+                               "max_paths": int(paths.max(initial=1)),
+                               **({} if self.tree_growth is None else {"refresh": self.tree_growth})}}
 
 
 class PolylingualTreeLDAGibbs(TreeLDAGibbs):
