@@ -31,12 +31,14 @@ def ranks(phi: np.ndarray) -> np.ndarray:
 
 
 def drift_history(phis: list, first_vocab: int, words_per_topic: int = 5) -> dict:
-    """``phis``: the K x V_i topic-word matrices of the versions, oldest first (V_i non-decreasing, each
-    vocabulary a prefix of the next); ``first_vocab``: the oldest version's vocabulary size (words with an id at
-    or above it entered later). Returns the steps (per consecutive pair: each topic's Hellinger distance to the
-    same id, the best one-to-one matching, whether it is the identity), each newest topic's track (its matched
-    topic id in every version, newest backwards) and, per topic, the new words best ranked in the newest version
-    with their ranks in every version (None before the word existed)."""
+    """``phis``: the K_i x V_i topic-word matrices of the versions, oldest first (V_i non-decreasing, each
+    vocabulary a prefix of the next; K_i may differ: a cluster model's clusters come and go); ``first_vocab``: the
+    oldest version's vocabulary size (words with an id at or above it entered later). Returns the steps (per
+    consecutive pair: each newer topic's Hellinger distance to the same id, or with other numbers of rows to the
+    row it continues; the best one-to-one matching, a newer row left unmatched continuing its nearest older row;
+    whether it is the identity; the rows born (``new_rows``) and ended (``ended_rows``)), each newest topic's
+    track (its matched topic id in every version, newest backwards) and, per topic, the new words best ranked in
+    the newest version with their ranks in every version (None before the word existed)."""
     from scipy.optimize import linear_sum_assignment
 
     steps = []
@@ -46,10 +48,14 @@ def drift_history(phis: list, first_vocab: int, words_per_topic: int = 5) -> dic
         q = new[:, :V] / new[:, :V].sum(axis=1, keepdims=True)
         distances = hellinger_matrix(p, q)
         rows, cols = linear_sum_assignment(distances)
-        matching = np.empty(len(rows), dtype=int)
-        matching[cols] = rows                  # matching[j]: the old topic new topic j continues
-        steps.append({"hellinger": np.diag(distances).tolist(), "matching": matching.tolist(),
-                      "identity": bool(np.all(matching == np.arange(len(matching))))})
+        matching = distances.argmin(axis=0)    # matching[j]: the old topic new topic j continues (unmatched: nearest)
+        matching[cols] = rows
+        same = p.shape[0] == q.shape[0]
+        drift = np.diag(distances) if same else distances[matching, np.arange(q.shape[0])]
+        steps.append({"hellinger": drift.tolist(), "matching": matching.tolist(),
+                      "identity": bool(same and np.all(matching == np.arange(len(matching)))),
+                      "new_rows": sorted(set(range(q.shape[0])) - set(cols.tolist())),
+                      "ended_rows": sorted(set(range(p.shape[0])) - set(rows.tolist()))})
     K = phis[-1].shape[0]
     tracks = []
     for k in range(K):
@@ -109,9 +115,6 @@ def write_report(root: str, output: str, words_per_topic: int = 5, topics_plotte
         raise_few(root, names)
     models = [model_store.load_model(model_root.version_dir(root, n)) for n in names]
     phis = [np.asarray(m.topic_word(), dtype=np.float64) for m in models]
-    if len({phi.shape[0] for phi in phis}) != 1:
-        from inference.errors import RefusedError
-        raise RefusedError(f"{root}: its versions have different numbers of topics; no drift report")
     order, columns = entry_order([m.vocab for m in models])
     phis = [phi[:, cols] for phi, cols in zip(phis, columns)]
     newest = models[-1].vocab["term"].astype(str).tolist()
@@ -133,6 +136,13 @@ def raise_few(root: str, names: list) -> None:
     raise UsageError(f"{root} has {len(names)} committed version(s) with model files: a drift report needs two")
 
 
+def track_drift(report: dict) -> np.ndarray:
+    """(steps, K newest) the drift along every newest topic's track: at step i the distance of the row of version
+    i + 1 it continues (each version's rows then line up, whatever their numbers)."""
+    return np.asarray([[step["hellinger"][track[i + 1]] for track in report["tracks"]]
+                       for i, step in enumerate(report["steps"])], dtype=np.float64).reshape(len(report["steps"]), -1)
+
+
 def plot(path: str, report: dict, topics_plotted: int) -> None:
     """Left: each topic's drift per version (a heat map, topics labelled by their words); right: the rank
     trajectories of the new words of the topics whose new words rank best (log scale, rank 1 on top)."""
@@ -143,7 +153,7 @@ def plot(path: str, report: dict, topics_plotted: int) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    drift = np.asarray([s["hellinger"] for s in report["steps"]])
+    drift = track_drift(report)
     K = drift.shape[1]
     best = sorted(range(K), key=lambda k: min((min(r for r in w["ranks"] if r is not None)
                                               for w in report["new_words"][k]), default=10**9))[:topics_plotted]
@@ -155,7 +165,11 @@ def plot(path: str, report: dict, topics_plotted: int) -> None:
     image = heat.imshow(drift.T, aspect="auto", cmap="viridis", vmin=0)
     heat.set_yticks(range(K), [f"{k}: {report['labels'][k]}" for k in range(K)], fontsize=7)
     heat.set_xticks(range(len(report["steps"])), [v[:6] for v in report["versions"][1:]], rotation=90, fontsize=7)
-    heat.set_title("Hellinger distance to the previous version", fontsize=9)
+    for i, step in enumerate(report["steps"]):           # a row born at this step: its nearest older row
+        for k in range(K):
+            if report["tracks"][k][i + 1] in step.get("new_rows", ()):
+                heat.text(i, k, "new", ha="center", va="center", fontsize=6, color="white")
+    heat.set_title("Hellinger distance to the previous version\n(along each newest topic's track)", fontsize=9)
     fig.colorbar(image, ax=heat, fraction=0.05)
     x = np.arange(len(report["versions"]))
     for i, k in enumerate(best):
