@@ -22,21 +22,26 @@ log = logging.getLogger("spark_topics.refresh")
 DOC_TOPICS = "doc_topics.parquet"
 
 
-def reinfer_all(spark, root: str, staging: str, infer) -> int:
-    """Replace ``staging``'s doc_topics.parquet (the batch's) by the proportions of every document the root has
-    ingested, inferred under the staged version's topics by ``infer(model, corpus_dir, output_dir)`` (the
-    family's ``infer``, writing output_dir/doc_topics.parquet); returns their number."""
-    meta = storage.load_json(storage.join(staging, "model.json"))
-    history = meta.get("refresh") or {}
+def every_document(spark, root: str, history: dict, batch: str, staging: str) -> str:
+    """Every document ``root`` has ingested and the prepared ``batch``, each id's latest text, as one corpus in
+    ``staging`` (:func:`drivers.refresh.sources.union_corpus`); refused in one line when the base model's training
+    corpus is not there any more."""
     chain_dirs = [model_root.version_dir(root, v) for v in model_root.chain(root)]
     oldest = chain_dirs[-1] if chain_dirs else None
     try:
         training = refresh_sources.training_corpus(root, oldest, history)
     except RefusedError as e:
         raise RefusedError(f"--reinfer-old: {str(e).split(';')[0]}; drop --reinfer-old") from None
-    batch = storage.join(staging, "corpus")
     union_of = aligned_batches.union_corpus if is_aligned(batch) else refresh_sources.union_corpus
-    union = union_of(spark, training, chain_dirs, batch, staging)
+    return union_of(spark, training, chain_dirs, batch, staging)
+
+
+def reinfer_all(spark, root: str, staging: str, infer) -> int:
+    """Replace ``staging``'s doc_topics.parquet (the batch's) by the proportions of every document the root has
+    ingested, inferred under the staged version's topics by ``infer(model, corpus_dir, output_dir)`` (the
+    family's ``infer``, writing output_dir/doc_topics.parquet); returns their number."""
+    meta = storage.load_json(storage.join(staging, "model.json"))
+    union = every_document(spark, root, meta.get("refresh") or {}, storage.join(staging, "corpus"), staging)
     out = storage.join(staging, "work-reinfer")
     try:
         model = model_store.read_model_files(staging)

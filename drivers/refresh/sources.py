@@ -89,13 +89,27 @@ def union_corpus(spark, training: str, chain_dirs: list, batch_dir: str, staging
     for frame in frames[1:]:
         docs = docs.unionByName(frame, allowMissingColumns=True)
     newest = Window.partitionBy("doc_id").orderBy(F.col("_order").desc())
-    docs = docs.withColumn("_n", F.row_number().over(newest)).where("_n = 1").drop("_n", "_order")
+    docs = docs.withColumn("_n", F.row_number().over(newest)).where("_n = 1").drop("_n")
     union = output or storage.join(staging, "work-union")
-    docs.write.parquet(storage.join(union, DOCS))
+    docs.drop("_order").write.parquet(storage.join(union, DOCS))
     storage.copy_tree(storage.join(batch_dir, VOCAB), storage.join(union, VOCAB))   # the writer's files, as they are
     meta = storage.load_json(storage.join(batch_dir, CORPUS_JSON))
     totals = spark.read.parquet(storage.join(union, DOCS)).agg(F.count("*").alias("n"),
                                                                 F.sum("n_tokens").alias("tokens")).first()
     meta.update(documents=int(totals["n"]), tokens=int(totals["tokens"] or 0))
+    ordered = (meta.get("ordered") or {}).get("file")
+    if ordered:                  # the tokens in text order (prepare --ordered), each document's from its source
+        texts = [storage.join(os.path.dirname(p.rstrip("/")), ordered) for p in sources]
+        if all(storage.exists(t) for t, p in zip(texts, sources) if storage.exists(p)):
+            frames = [spark.read.parquet(t).withColumn("_order", F.lit(i)) for i, t in enumerate(texts)
+                      if storage.exists(t)]
+            rows = frames[0]
+            for frame in frames[1:]:
+                rows = rows.unionByName(frame, allowMissingColumns=True)
+            rows.join(docs.select("doc_id", "_order"), ["doc_id", "_order"], "left_semi").drop("_order") \
+                .write.parquet(storage.join(union, ordered))
+            meta["ordered"] = dict(meta["ordered"], documents=int(totals["n"]))
+        else:
+            meta.pop("ordered")
     write_corpus_json(union, meta)
     return union

@@ -16,6 +16,7 @@ from drivers.engines.gibbs import chain, state as gibbs_state
 from drivers.families.gibbs.models import make_model
 from drivers.families.gibbs.refresh import refresh_chain, refusal
 from drivers.preparation.corpus import prepare_corpus
+from drivers.refresh.drift_report import write_report
 from drivers.refresh.update import RefreshRequest
 from drivers.store import model_root, model_store, publish
 from inference.errors import RefusedError
@@ -152,6 +153,13 @@ def test_new_documents_and_words_are_sampled_in(spark_session, first_runs, tmp_p
     assert ("doc_clusters.parquet" in tables) == (name in ("dp-mixture", "cluster-lda"))
     for table in tables:
         assert sorted(set(pd.read_parquet(os.path.join(version, table))["doc_id"])) == new_ids, table
+    # the drift report across the base and the version, whatever their numbers of clusters (issue 30, 4)
+    drift = write_report(str(root), str(tmp_path / "drift"))
+    rows = [model_store.load_model(model_root.version_dir(str(root), v)).topic_word().shape[0]
+            for v in drift["versions"]]
+    assert len(drift["tracks"]) == rows[-1] and len(drift["steps"][0]["matching"]) == rows[-1]
+    assert (tmp_path / "drift" / "drift.png").exists()
+    print(f"{name}: rows per version {rows}")
 
 
 def test_bigram_lm_refresh_adds_the_batch_counts_and_equals_a_retrain_on_the_union(spark_session, step_corpora,
@@ -185,6 +193,19 @@ def test_bigram_lm_refresh_adds_the_batch_counts_and_equals_a_retrain_on_the_uni
     assert sorted(perplexities.doc_id) == sorted(d for d, _ in batch)
     with pytest.raises(RefusedError, match="no new document"):
         run(spark_session, "--model", root, "--input", raw, "--mode", "chain")
+    # --reinfer-old: every document counted (the union, each id's latest text, in text order), the model's counts
+    # left out: the same model, and every document's perplexity and row, those of the retrain on the union
+    again = tmp_path / "again"
+    run(spark_session, "--model", again, "--base", first, "--input", raw, "--min-new-df", 1, "--reinfer-old")
+    everything = model_store.resolve(str(again))
+    for name in ("bigram_keys", "bigram_counts", "base_measure"):
+        assert np.array_equal(np.load(os.path.join(everything, f"{name}.npy")), np.load(union / f"{name}.npy")), name
+    assert model_store.read_meta(everything)["data"]["documents"] == 42
+    for table in ("doc_perplexity.parquet", "doc_topics.parquet"):
+        mine, retrained = (pd.read_parquet(os.path.join(d, table)).sort_values("doc_id").reset_index(drop=True)
+                           for d in (everything, union))
+        assert len(mine) == 42 and mine.drop(columns=["heldout"], errors="ignore").equals(
+            retrained.drop(columns=["heldout"], errors="ignore")), table
 
 
 def test_models_refused_name_why_in_one_line():

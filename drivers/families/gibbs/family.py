@@ -317,7 +317,7 @@ class GibbsFamily(ModelFamily):
         """The chain continued on the old and the new documents (:mod:`drivers.families.gibbs.refresh`); a model
         without latent variables: the batch's counts added (:mod:`drivers.families.gibbs.refresh_counts`)."""
         if not spec.model_class().latent:
-            return refresh_counts(spark, spec, base, corpus_dir, request, output, self.catalogue)
+            return refresh_counts(spark, spec, base, corpus_dir, request, output, self.catalogue, history)
         return refresh_chain(spark, spec, base, corpus_dir, request, output, self.catalogue)
 
     def check_refreshable(self, spec, meta: dict | None = None) -> None:

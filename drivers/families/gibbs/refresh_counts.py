@@ -20,6 +20,7 @@ from drivers.engines.gibbs.settings import GibbsSettings, SampleSchedule
 from drivers.families.gibbs.infer import write_model_files
 from drivers.families.gibbs.models import make_model, needs_order, needs_segments
 from drivers.families.gibbs.refresh import copy_tokenizer
+from drivers.refresh.reinfer import every_document
 from drivers.store import model_store, outputs, publish, topics_text
 from inference.errors import RefusedError
 from inference.gibbs.tables import KeyedCounts, merge_keyed
@@ -36,9 +37,13 @@ def rekeyed_bigrams(keys: np.ndarray, counts: np.ndarray, old_vocab_size: int, v
     return merge_keyed(1, previous * vocab_size + word, np.asarray(counts, np.int32).reshape(-1, 1))
 
 
-def refresh_counts(spark, spec, base, corpus_dir: str | None, request, output: str, catalogue) -> dict:
+def refresh_counts(spark, spec, base, corpus_dir: str | None, request, output: str, catalogue,
+                   history: dict | None = None) -> dict:
     """bigram-lm: the batch ``corpus_dir`` counted and added to ``base``'s counts, the fit redone; writes the model
-    files into ``output``; returns model.json's content."""
+    files into ``output``; returns model.json's content. ``request.reinfer_old``: every document ingested (the
+    root's ``history`` says where the base's training corpus is) and the batch counted instead, the model's counts
+    left out: the same model (a retrain on the union), and the version's per-document tables (doc_perplexity,
+    doc_topics) hold every document."""
     started = time.time()
     if corpus_dir is None:
         raise RefusedError(f"--model {spec.name}: the batch holds no new document, and its counts are the model: "
@@ -55,8 +60,12 @@ def refresh_counts(spark, spec, base, corpus_dir: str | None, request, output: s
     hyper = model.initial_hyper(**{k: v for k, v in start.items() if k != "base_measure"})
     keys, counts = (storage.load_npy(storage.join(base.directory, f"{name}.npy"))
                     for name in ("bigram_keys", "bigram_counts"))
-    model.kept_counts = {"bigrams": rekeyed_bigrams(keys.astype(np.int64), counts, V_old, V)}
-    corpus = load_segmented_corpus(spark, corpus_dir, request.partitions, require_segments=needs_segments(spec),
+    counted = corpus_dir
+    if request.reinfer_old:         # every document counted again: the per-document tables cover them all
+        counted = every_document(spark, request.root, history or {}, corpus_dir, output)
+    else:
+        model.kept_counts = {"bigrams": rekeyed_bigrams(keys.astype(np.int64), counts, V_old, V)}
+    corpus = load_segmented_corpus(spark, counted, request.partitions, require_segments=needs_segments(spec),
                                    ordered=needs_order(spec))
     seed = int(base.meta.get("seed") or 0) if request.seed is None else int(request.seed)
     settings = GibbsSettings(SampleSchedule.resolve(1), seed=seed)
@@ -70,12 +79,15 @@ def refresh_counts(spark, spec, base, corpus_dir: str | None, request, output: s
         engine.release()
         corpus.blocks.unpersist()
     storage.delete(work)
+    if counted != corpus_dir:
+        storage.delete(counted)
     data = base.meta.get("data") or {}
     meta = dict(base.meta)
     meta.update({"vocab_size": V, **result.meta(), "initial_hyper": hyper, "seed": seed,
                  **model_store.run_stamp(started)})
-    meta["data"] = dict(data, documents=int(data.get("documents") or 0) + result.num_documents,
-                        tokens=int(data.get("tokens") or 0) + result.num_tokens, split="all", heldout_fraction=0.0)
+    kept = {"documents": 0, "tokens": 0} if counted != corpus_dir else data
+    meta["data"] = dict(data, documents=int(kept.get("documents") or 0) + result.num_documents,
+                        tokens=int(kept.get("tokens") or 0) + result.num_tokens, split="all", heldout_fraction=0.0)
     meta.pop("heldout", None)
     meta.update(model.describe())
     storage.save_json(storage.join(output, "model.json"), meta)
