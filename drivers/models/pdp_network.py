@@ -34,6 +34,7 @@ from inference.pdpnet.compile import CorpusLayout, compile_network
 from inference.pdpnet.sampler import StirlingStack, posterior_means, rebuild_counts
 from inference.pdpnet.spec import parse_network
 
+NO_DRIFT = np.zeros(0)     # network_sweep's self-check of its kept rows: off
 NO_HISTOGRAM = (np.zeros(0, np.int64), np.zeros((0, 1), np.int32))
 NETWORK = ModelOption("network", "network spec: a JSON file, or the name of a shipped one (lda, stm, seqlda, adatm)",
                       type=str, default="stm", metavar="FILE", path=True)
@@ -157,7 +158,7 @@ class PdpNetwork(GibbsModel):
                 net.dim, net.off, net.alpha, net.a_of, net.b_of, net.par_ptr, net.par_node, net.par_gamma,
                 net.gamma_sum, avals, bvals, stirling.L3, cnt["n"], cnt["tc"], cnt["tp"], cnt["Nn"], cnt["TC"],
                 cnt["TP"], s, cnt["Se"], net.eoff, cnt["mx"], init, True, nwk, nk, float(hyper["beta"]), phi,
-                frozen)
+                frozen, NO_DRIFT)
             reseed = False
         state["z"][:] = z
         if not init and not self._global_nodes(net, hyper.get("global_families", [])):

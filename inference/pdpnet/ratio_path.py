@@ -55,15 +55,20 @@ def eval_zplus_r(j, v, Z, terms, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of
 @token_kernel
 def add_path_r(j, v, data, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum,
                avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx):
-    """:func:`kernels.add_path` from the ratio tables."""
+    """:func:`kernels.add_path` from the ratio tables; returns (the node before the path's last, its last node)
+    (-1: none before), the path's two highest nodes (parents have smaller ids)."""
+    prev = -1
     while True:
         cell = off[j] + v
         if kind[j] != PYP:
             _count(j, cell, data, 1, n, tc, Nn, TC, mx, False)
-            return
+            return prev, j
         total = node_terms_r(j, v, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma,
                              gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, Se)
-        j = seat_at_node(j, v, cell, data, terms, total, par_ptr, par_node, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
-        if j < 0:
-            return
+        nxt = seat_at_node(j, v, cell, data, terms, total, par_ptr, par_node, n, tc, tp, Nn, TC, TP, s, Se, eoff,
+                           mx)
+        if nxt < 0:
+            return prev, j
+        prev = j
+        j = nxt
         data = False

@@ -77,6 +77,8 @@ class NetworkSampler:
         N = len(net.words)
         self.z = (rng.integers(0, net.K, N) if z is None else np.asarray(z)).astype(np.int64)
         self.iteration = 0
+        #: size 1: the sweeps check their kept Z^+ rows against a recomputation (largest relative difference)
+        self.drift = np.zeros(0)
         self._run(init=True, seed=self._seed(0, 0))
 
     def _seed(self, iteration: int, step: int) -> int:
@@ -91,7 +93,7 @@ class NetworkSampler:
                 pos, reseed, seed, self.reseat, net.words, self.z, net.topic_inst, net.word_inst, self.anc_ptr,
                 self.anc, net.kind, net.dim, net.off, net.alpha, net.a_of, net.b_of, net.par_ptr, net.par_node,
                 net.par_gamma, net.gamma_sum, self.avals, self.bvals, self.stirling.L3, self.n, self.tc, self.tp,
-                self.Nn, self.TC, self.TP, self.s, self.Se, net.eoff, self.mx, init, *NO_ENGINE)
+                self.Nn, self.TC, self.TP, self.s, self.Se, net.eoff, self.mx, init, *NO_ENGINE, self.drift)
             if pos < 0:
                 return
             reseed = False

@@ -17,6 +17,7 @@ import numba
 import numpy as np
 
 from inference.gibbs.common import token_kernel
+from inference.pdpnet.kept_rows import enter_vector, kept_topic_row, max_row_drift, set_path_values, stale_from
 from inference.pdpnet.kernels import DIR, PYP, UNI, remove_path, undo_path
 from inference.pdpnet.ratio_path import add_path_r, eval_zplus_r, open_exp_table
 
@@ -151,14 +152,18 @@ def ratio_tables(L3):
 @numba.njit(cache=True, error_model="numpy")
 def network_sweep(start, reseed, seed, reseat, words, z, topic_inst, word_inst, anc_ptr, anc, kind, dim, off,
                   alpha, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum, avals, bvals, L3, n, tc, tp, Nn, TC,
-                  TP, s, Se, eoff, mx, init, ext_word, nwk, nk, beta, frozen_phi, frozen):
+                  TP, s, Se, eoff, mx, init, ext_word, nwk, nk, beta, frozen_phi, frozen, drift):
     """One cycle from position ``start``: every token (``init``: add token i with its topic z[i] instead), then,
     with ``reseat``, one re-seating of a customer of every occupied Pitman-Yor cell. Returns -1 when done, or the
     position to resume from once the Stirling table covers max c + 2 and max t + 2 (``mx``).
 
     ``ext_word``: the word side is the Gibbs engine's topic-word table instead of the network's own cells (a
     Dirichlet(beta) family indexed by topic): the word factor is (nwk[w, k] + beta) / (nk[k] + V beta), or
-    ``frozen_phi[w, k]`` with ``frozen`` (then nwk/nk stay untouched)."""
+    ``frozen_phi[w, k]`` with ``frozen`` (then nwk/nk stay untouched).
+
+    A Pitman-Yor topic vector's Z^+ rows (other than a Pitman-Yor vector over one Dirichlet root, STM) are kept
+    from token to token (:mod:`inference.pdpnet.kept_rows`). ``drift`` (size 1, else size 0): recompute them
+    from scratch at every token and keep the largest relative difference in drift[0] (0.0: they are exact)."""
     if reseed:
         np.random.seed(seed)
     N = words.shape[0]
@@ -183,6 +188,15 @@ def network_sweep(start, reseed, seed, reseat, words, z, topic_inst, word_inst, 
     if ext_word and not frozen:
         for k in range(K):
             inv[k] = 1.0 / (nk[k] + vbeta)
+    ZA = np.zeros((maxanc, K))
+    ZB = np.zeros((maxanc, K))
+    zr = np.zeros(K)
+    gk = np.zeros(max(K, maxpar))
+    kept_node = np.full(maxanc, -1, np.int64)
+    kslot = np.zeros(J, np.int64)
+    cur, fresh, rf = -1, 0, -1
+    check = drift.shape[0] > 0
+    Zb2 = np.zeros((maxanc, K)) if check else Zb
     rows = L3.shape[1]
     cols = L3.shape[2]
     RJ, RO = ratio_tables(L3)
@@ -200,6 +214,11 @@ def network_sweep(start, reseed, seed, reseat, words, z, topic_inst, word_inst, 
                        par_gamma, gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, Se)
         else:
             k0 = z[i]
+            kept = kind[jt] == PYP and not (ext_word and par_ptr[jt + 1] - par_ptr[jt] == 1
+                                            and kind[par_node[par_ptr[jt]]] == DIR)
+            if kept:
+                fresh, rf = enter_vector(jt, cur, fresh, rf, kept_node, kslot, anc_ptr, anc, kind)
+                cur = jt
             da, ia = remove_path(jt, k0, True, pnA, peA, kind, off, par_ptr, par_node, n, tc, tp, Nn, TC, TP, s,
                                  Se, eoff, mx)
             db, ib = 0, False
@@ -211,6 +230,9 @@ def network_sweep(start, reseed, seed, reseat, words, z, topic_inst, word_inst, 
                 undo_path(db, w, True, pnB, peB, off, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
                 pos += 1
                 continue
+            fresh = stale_from(fresh, pnA[da - 1], pnA[da - 2] if da > 1 else -1, rf, kept_node, kslot)
+            if db > 0:
+                fresh = stale_from(fresh, pnB[db - 1], pnB[db - 2] if db > 1 else -1, rf, kept_node, kslot)
             if ext_word and not frozen:
                 nwk[w, k0] -= 1
                 nk[k0] -= 1
@@ -234,6 +256,19 @@ def network_sweep(start, reseed, seed, reseat, words, z, topic_inst, word_inst, 
                                           par_node, par_gamma, gamma_sum, avals, bvals, RJ, RO, n, tc, tp, Nn, TC,
                                           TP, Se, nwk, inv, beta, frozen_phi, frozen)
                 r = -2
+            elif kept:
+                last = anc_ptr[jt + 1] - anc_ptr[jt] - 1
+                total = kept_topic_row(jt, K, fresh, rf, ZA, ZB, zr, gk, Zb[last], kept_node, kslot, anc_ptr, kind,
+                                       dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum, avals,
+                                       bvals, RJ, RO, n, tc, tp, Nn, TC, TP, Se, ext_word, w, nwk, inv, beta,
+                                       frozen_phi, frozen, cum)
+                fresh = last
+                r = -2 if ext_word else last
+                if check:
+                    r2 = topic_zplus_rows(jt, K, Zb2, slot, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of,
+                                          par_ptr, par_node, par_gamma, gamma_sum, avals, bvals, RJ, RO, n, tc, tp,
+                                          Nn, TC, TP, Se)
+                    drift[0] = max_row_drift(drift[0], Zb[last], Zb2[r2], K)
             else:
                 r = topic_zplus_rows(jt, K, Zb, slot, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr,
                                      par_node, par_gamma, gamma_sum, avals, bvals, RJ, RO, n, tc, tp, Nn, TC, TP, Se)
@@ -260,12 +295,15 @@ def network_sweep(start, reseed, seed, reseat, words, z, topic_inst, word_inst, 
             k = 0
             while k < K - 1 and cum[k] <= u:
                 k += 1
-            if r != -1:
+            if kept:
+                set_path_values(jt, k, Z, ZA, ZB, zr, rf, Zb[anc_ptr[jt + 1] - anc_ptr[jt] - 1], kept_node, anc_ptr)
+            elif r != -1:
                 for q in range(anc_ptr[jt], anc_ptr[jt + 1]):
                     x = anc[q]
                     Z[x] = Zb[slot[x], k]
-        add_path_r(jt, k, True, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum,
-                 avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
+        prev, last = add_path_r(jt, k, True, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node,
+                                par_gamma, gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
+        fresh = stale_from(fresh, last, prev, rf, kept_node, kslot)
         if ext_word:
             if not frozen:
                 nwk[w, k] += 1
@@ -275,8 +313,9 @@ def network_sweep(start, reseed, seed, reseat, words, z, topic_inst, word_inst, 
             jw = word_inst[i, k]
             eval_zplus_r(jw, w, Z, terms, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node,
                        par_gamma, gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, Se)
-            add_path_r(jw, w, True, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma,
-                     gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
+            prev, last = add_path_r(jw, w, True, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node,
+                                    par_gamma, gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
+            fresh = stale_from(fresh, last, prev, rf, kept_node, kslot)
         z[i] = k
         pos += 1
     if init or not reseat:
@@ -293,7 +332,10 @@ def reseat_cells(pos, N, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, p
     are all its children's tables (n = 0 < t^c), vector by vector (vectors without children's tables skipped
     whole). A cell with own data is not re-seated here: the token steps already remove and re-add each of its
     data customers (a token that keeps its topic is exactly a re-seating of one), and a re-seating of such a cell
-    moved a data customer too. Returns -1 when done or the position to resume from."""
+    moved a data customer too. Nor is a cell of a vector with one parent whose one customer is one child's table:
+    its one table is forced, and the move re-seats that table at the parent, as the hand-written SeqLDA's table
+    step skips restaurants with fewer than two tables from the next segment. Returns -1 when done or the position
+    to resume from."""
     J = kind.shape[0]
     rows = L3.shape[1]
     cols = L3.shape[2]
@@ -311,8 +353,9 @@ def reseat_cells(pos, N, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, p
     for j in range(lo, J):
         if kind[j] != PYP or TC[j] == 0:
             continue
+        one = 1 if par_ptr[j + 1] - par_ptr[j] == 1 else 0
         for cell in range(max(pos - N, off[j]), off[j + 1]):
-            if n[cell] > 0 or tc[cell] == 0:
+            if n[cell] > 0 or tc[cell] <= one:
                 continue
             if mx[0] + 3 > rows or mx[1] + 3 > cols:
                 return N + cell

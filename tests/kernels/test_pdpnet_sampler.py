@@ -159,7 +159,7 @@ def _chain_histogram(net, sweeps, thin, seed):
             0, it == 0, seed, True, net.words, sm.z, net.topic_inst, net.word_inst, sm.anc_ptr, sm.anc, net.kind,
             net.dim, net.off, net.alpha, net.a_of, net.b_of, net.par_ptr, net.par_node, net.par_gamma, net.gamma_sum,
             sm.avals, sm.bvals, sm.stirling.L3, sm.n, sm.tc, sm.tp, sm.Nn, sm.TC, sm.TP, sm.s, sm.Se, net.eoff,
-            sm.mx, False, *NO_ENGINE)
+            sm.mx, False, *NO_ENGINE, sm.drift)
         assert pos == -1
         if it % thin == 0:
             key = (tuple(int(x) for x in sm.z), tuple(int(x) for x in sm.s))
@@ -225,7 +225,7 @@ def test_lda_spec_is_collapsed_lda_draw_for_draw():
                             sm.anc_ptr, sm.anc, net.kind, net.dim, net.off, net.alpha, net.a_of, net.b_of,
                             net.par_ptr, net.par_node, net.par_gamma, net.gamma_sum, sm.avals, sm.bvals,
                             sm.stirling.L3, sm.n, sm.tc, sm.tp, sm.Nn, sm.TC, sm.TP, sm.s, sm.Se, net.eoff, sm.mx,
-                            False, *NO_ENGINE)
+                            False, *NO_ENGINE, sm.drift)
         assert np.array_equal(z, sm.z), cycle
     assert len(set(z.tolist())) > 1
 

@@ -1,0 +1,224 @@
+"""The Z^+ rows of a token's topic vector and its ancestors kept from token to token (issue 28, 1).
+
+A token's topic conditional needs Z^+_jt(k) for every k (001_003 extract E14/E15, table-indicator form), and
+Z^+_jt reads the rows of all of jt's ancestors: for a segment chain (seqlda.json, adatm.json) O(J K) per token.
+Here the rows of the ancestors are kept while the tokens of a segment (and of the next segments of the same
+document) are visited, and recomputed only from the highest ancestor whose counts a path changed, as the
+hand-written SeqLDA/AdaTM kernels keep their chain rows (``stale``).
+
+Each kept row is split as Z^+_x(k) = ZA[r, k] + ZB[r, k] zr[k], zr the predictive of one Dirichlet root ``rf``
+(the lowest-id Dirichlet ancestor: a document's vector), because Z^+ of a Pitman-Yor vector is affine in its
+parents' Z^+ (join + sum_e open_e Z^+_parent(e)). A path that ends in ``rf`` changes only zr (O(K), recomputed
+every token), not the rows below it (AdaTM's segments all have the document as a parent). Ancestors are in
+ascending ids, parents first; a path goes to strictly smaller ids, so its last node is its highest one.
+"""
+from __future__ import annotations
+
+from inference.gibbs.common import token_kernel
+from inference.pdpnet.kernels import DIR, UNI
+
+
+@token_kernel
+def enter_vector(jt, cur, fresh, rf, kept_node, slot, anc_ptr, anc, kind):
+    """Make the slots hold the ancestors of ``jt`` (``cur``: the vector they held). Returns (fresh, rf): the
+    number of leading slots whose rows are still current (the common prefix with the kept ones, at most
+    ``fresh``; 0 when the factored root changes) and the new factored root (-1: none)."""
+    if jt == cur:
+        return fresh, rf
+    rf_new = -1
+    for q in range(anc_ptr[jt], anc_ptr[jt + 1]):
+        if kind[anc[q]] == DIR:
+            rf_new = anc[q]
+            break
+    if rf_new != rf:
+        fresh = 0
+    r = 0
+    for q in range(anc_ptr[jt], anc_ptr[jt + 1]):
+        x = anc[q]
+        if r < fresh and kept_node[r] != x:
+            fresh = r
+        kept_node[r] = x
+        slot[x] = r
+        r += 1
+    return min(fresh, r - 1), rf_new
+
+
+@token_kernel
+def stale_from(fresh, last, prev, rf, kept_node, slot):
+    """``fresh`` after a path whose last node is ``last`` and the one before it ``prev`` (-1: none) changed
+    counts: the rows from the highest changed node's slot on are stale (the factored root's changes live in zr)."""
+    x = last
+    if x == rf:
+        x = prev
+    if x < 0:
+        return fresh
+    r = slot[x]
+    if r < kept_node.shape[0] and kept_node[r] == x and r < fresh:
+        return r
+    return fresh
+
+
+@token_kernel
+def kept_topic_row(jt, K, fresh, rf, ZA, ZB, zr, g, row, kept_node, slot, anc_ptr, kind, dim, off, alpha, a_of,
+                   b_of, par_ptr, par_node, par_gamma, gamma_sum, avals, bvals, RJ, RO, n, tc, tp, Nn, TC, TP, Se,
+                   word, w, nwk, inv, beta, frozen_phi, frozen, cum):
+    """Rows ``fresh``..last - 1 of ZA/ZB (the ancestors, with the formulas of
+    :func:`inference.pdpnet.kernels.node_terms` and the ratio tables of :func:`inference.pdpnet.sweep.ratio_tables`),
+    then in one loop over k the factored root's predictive ``zr`` and the row of ``jt`` itself into ``row`` (its
+    parents' Z^+ = ZA + ZB zr); with ``word`` also times the engine's word factor, cumulated into ``cum``.
+    Returns the sum of the weights (``word``; else 0.0); every slot before jt's is then current."""
+    last = anc_ptr[jt + 1] - anc_ptr[jt] - 1
+    for r in range(fresh, last):
+        x = kept_node[r]
+        A = ZA[r]
+        B = ZB[r]
+        o = off[x]
+        kd = kind[x]
+        if x == rf:
+            for k in range(K):
+                A[k] = 0.0
+                B[k] = 1.0
+        elif kd == DIR:
+            ax = alpha[x]
+            iden = 1.0 / (ax * dim[x] + (Nn[x] + TC[x]))
+            for k in range(K):
+                A[k] = (ax + (n[o + k] + tc[o + k])) * iden
+                B[k] = 0.0
+        elif kd == UNI:
+            u = 1.0 / dim[x]
+            for k in range(K):
+                A[k] = u
+                B[k] = 0.0
+        else:
+            pyp_affine_row(x, K, A, B, g, slot, ZA, ZB, rf, o, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum,
+                           avals, bvals, RJ, RO, n, tc, tp, Nn, TC, TP, Se)
+    zo, za, ziden = 0, 0.0, 0.0
+    if rf >= 0:
+        zo = off[rf]
+        za = alpha[rf]
+        ziden = 1.0 / (za * dim[rf] + (Nn[rf] + TC[rf]))
+    p = a_of[jt]
+    a = avals[p]
+    b = bvals[b_of[jt]]
+    T = TP[jt]
+    bc = b + (Nn[jt] + TC[jt])
+    ibc = 1.0 / bc
+    lead = (b + a * T) / bc
+    Jp = RJ[p]
+    Op = RO[p]
+    o = off[jt]
+    e0, e1 = par_ptr[jt], par_ptr[jt + 1]
+    gs = gamma_sum[jt]
+    for e in range(e0, e1):                 # the edges' factors into g[0:...], as in pyp_affine_row
+        g[e - e0] = lead * (par_gamma[e] + Se[e]) / (gs + T)
+    q0 = par_node[e0]
+    s0 = slot[q0]
+    total = 0.0
+    for k in range(K):
+        zk = 0.0
+        if rf >= 0:
+            zk = (za + (n[zo + k] + tc[zo + k])) * ziden
+            zr[k] = zk
+        c = n[o + k] + tc[o + k]
+        t = tp[o + k]
+        opn = Op[c, t]
+        if q0 == rf:
+            pv = zk
+        else:
+            pv = ZA[s0, k] + ZB[s0, k] * zk
+        x = Jp[c, t] * ibc + g[0] * opn * pv
+        for e in range(e0 + 1, e1):
+            q = par_node[e]
+            if q == rf:
+                pv = zk
+            else:
+                pv = ZA[slot[q], k] + ZB[slot[q], k] * zk
+            x += g[e - e0] * opn * pv
+        row[k] = x
+        if word:
+            if frozen:
+                total += x * frozen_phi[w, k]
+            else:
+                total += x * (nwk[w, k] + beta) * inv[k]
+            cum[k] = total
+    return total
+
+
+@token_kernel
+def pyp_affine_row(x, K, A, B, g, slot, ZA, ZB, rf, o, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum, avals,
+                   bvals, RJ, RO, n, tc, tp, Nn, TC, TP, Se):
+    """A Pitman-Yor vector's row: A = join/(b + C) + sum_e f_e open ZA_parent, B = sum_e f_e open ZB_parent
+    (a parent that is the factored root: ZA 0, ZB 1), f_e = (b + a T)/(b + C) (gamma_e + S_e)/(sum gamma + T)."""
+    p = a_of[x]
+    a = avals[p]
+    b = bvals[b_of[x]]
+    T = TP[x]
+    bc = b + (Nn[x] + TC[x])
+    ibc = 1.0 / bc
+    lead = (b + a * T) / bc
+    Jp = RJ[p]
+    Op = RO[p]
+    gs = gamma_sum[x]
+    e0, e1 = par_ptr[x], par_ptr[x + 1]
+    if e1 - e0 == 1:                        # one parent: one loop
+        q = par_node[e0]
+        f = lead * (par_gamma[e0] + Se[e0]) / (gs + T)
+        if q == rf:
+            for k in range(K):
+                c = n[o + k] + tc[o + k]
+                t = tp[o + k]
+                A[k] = Jp[c, t] * ibc
+                B[k] = f * Op[c, t]
+        else:
+            PA = ZA[slot[q]]
+            PB = ZB[slot[q]]
+            for k in range(K):
+                c = n[o + k] + tc[o + k]
+                t = tp[o + k]
+                fg = f * Op[c, t]
+                A[k] = Jp[c, t] * ibc + fg * PA[k]
+                B[k] = fg * PB[k]
+        return
+    for k in range(K):
+        c = n[o + k] + tc[o + k]
+        t = tp[o + k]
+        A[k] = Jp[c, t] * ibc
+        B[k] = 0.0
+        g[k] = Op[c, t]
+    for e in range(e0, e1):
+        q = par_node[e]
+        f = lead * (par_gamma[e] + Se[e]) / (gs + T)
+        if q == rf:
+            for k in range(K):
+                B[k] += f * g[k]
+        else:
+            PA = ZA[slot[q]]
+            PB = ZB[slot[q]]
+            for k in range(K):
+                fg = f * g[k]
+                A[k] += fg * PA[k]
+                B[k] += fg * PB[k]
+
+
+@token_kernel
+def set_path_values(jt, k, Z, ZA, ZB, zr, rf, row, kept_node, anc_ptr):
+    """Z[x] = Z^+_x(k) at every ancestor of ``jt`` from the kept rows and at jt from its ``row`` (what the path
+    draw of the drawn k reads)."""
+    last = anc_ptr[jt + 1] - anc_ptr[jt] - 1
+    for r in range(last):
+        x = kept_node[r]
+        v = ZA[r, k]
+        if rf >= 0:
+            v += ZB[r, k] * zr[k]
+        Z[x] = v
+    Z[jt] = row[k]
+
+
+@token_kernel
+def max_row_drift(dev, row, ref, K):
+    """max(dev, max_k |row_k - ref_k| / |ref_k|): the sweep's self-check of the kept rows."""
+    for k in range(K):
+        if row[k] != ref[k]:
+            dev = max(dev, abs(row[k] - ref[k]) / max(abs(ref[k]), 1e-300))
+    return dev
+
