@@ -7,28 +7,32 @@ document) are visited, and recomputed only from the highest ancestor whose count
 hand-written SeqLDA/AdaTM kernels keep their chain rows (``stale``).
 
 Each kept row is split as Z^+_x(k) = ZA[r, k] + ZB[r, k] zr[k], zr the predictive of one Dirichlet root ``rf``
-(the lowest-id Dirichlet ancestor: a document's vector), because Z^+ of a Pitman-Yor vector is affine in its
-parents' Z^+ (join + sum_e open_e Z^+_parent(e)). A path that ends in ``rf`` changes only zr (O(K), recomputed
-every token), not the rows below it (AdaTM's segments all have the document as a parent). Ancestors are in
-ascending ids, parents first; a path goes to strictly smaller ids, so its last node is its highest one.
+(a Dirichlet parent of the token's vector: a document's vector; without one, ZA alone), because Z^+ of a
+Pitman-Yor vector is affine in its parents' Z^+ (join + sum_e open_e Z^+_parent(e)). A path that ends in ``rf``
+changes only zr (O(K), recomputed every token), not the rows below it (AdaTM's segments all have the document
+as a parent). Ancestors are in ascending ids, parents first; a path goes to strictly smaller ids, so its last
+node is its highest one. The path of the drawn topic reads the kept rows of the parents it reaches.
 """
 from __future__ import annotations
 
 from inference.gibbs.common import token_kernel
-from inference.pdpnet.kernels import DIR, UNI
+from inference.pdpnet.kernels import DIR, PYP, UNI, _count, seat_at_node
+from inference.pdpnet.ratio_path import node_terms_r
 
 
 @token_kernel
-def enter_vector(jt, cur, fresh, rf, kept_node, slot, anc_ptr, anc, kind):
+def enter_vector(jt, cur, fresh, rf, kept_node, slot, anc_ptr, anc, kind, par_ptr, par_node):
     """Make the slots hold the ancestors of ``jt`` (``cur``: the vector they held). Returns (fresh, rf): the
     number of leading slots whose rows are still current (the common prefix with the kept ones, at most
-    ``fresh``; 0 when the factored root changes) and the new factored root (-1: none)."""
+    ``fresh``; 0 when the factored root changes) and the new factored root (-1: none): the first Dirichlet parent
+    of ``jt`` (a root that is no parent of jt is reached through a Pitman-Yor ancestor, whose row a path to the
+    root makes stale anyway, so it is a plain row there and the rows need no ZB)."""
     if jt == cur:
         return fresh, rf
     rf_new = -1
-    for q in range(anc_ptr[jt], anc_ptr[jt + 1]):
-        if kind[anc[q]] == DIR:
-            rf_new = anc[q]
+    for e in range(par_ptr[jt], par_ptr[jt + 1]):
+        if kind[par_node[e]] == DIR:
+            rf_new = par_node[e]
             break
     if rf_new != rf:
         fresh = 0
@@ -124,6 +128,8 @@ def kept_topic_row(jt, K, fresh, rf, ZA, ZB, zr, g, row, kept_node, slot, anc_pt
         opn = Op[c, t]
         if q0 == rf:
             pv = zk
+        elif rf < 0:
+            pv = ZA[s0, k]
         else:
             pv = ZA[s0, k] + ZB[s0, k] * zk
         x = Jp[c, t] * ibc + g[0] * opn * pv
@@ -131,6 +137,8 @@ def kept_topic_row(jt, K, fresh, rf, ZA, ZB, zr, g, row, kept_node, slot, anc_pt
             q = par_node[e]
             if q == rf:
                 pv = zk
+            elif rf < 0:
+                pv = ZA[slot[q], k]
             else:
                 pv = ZA[slot[q], k] + ZB[slot[q], k] * zk
             x += g[e - e0] * opn * pv
@@ -169,6 +177,12 @@ def pyp_affine_row(x, K, A, B, g, slot, ZA, ZB, rf, o, a_of, b_of, par_ptr, par_
                 t = tp[o + k]
                 A[k] = Jp[c, t] * ibc
                 B[k] = f * Op[c, t]
+        elif rf < 0:
+            PA = ZA[slot[q]]
+            for k in range(K):
+                c = n[o + k] + tc[o + k]
+                t = tp[o + k]
+                A[k] = Jp[c, t] * ibc + f * Op[c, t] * PA[k]
         else:
             PA = ZA[slot[q]]
             PB = ZB[slot[q]]
@@ -201,17 +215,36 @@ def pyp_affine_row(x, K, A, B, g, slot, ZA, ZB, rf, o, a_of, b_of, par_ptr, par_
 
 
 @token_kernel
-def set_path_values(jt, k, Z, ZA, ZB, zr, rf, row, kept_node, anc_ptr):
-    """Z[x] = Z^+_x(k) at every ancestor of ``jt`` from the kept rows and at jt from its ``row`` (what the path
-    draw of the drawn k reads)."""
-    last = anc_ptr[jt + 1] - anc_ptr[jt] - 1
-    for r in range(last):
-        x = kept_node[r]
-        v = ZA[r, k]
-        if rf >= 0:
-            v += ZB[r, k] * zr[k]
-        Z[x] = v
-    Z[jt] = row[k]
+def add_path_kept(jt, k, ZA, ZB, zr, rf, slot, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node,
+                  par_gamma, gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx):
+    """:func:`inference.pdpnet.ratio_path.add_path_r` of the token's cell (jt, k), the parents' Z^+ at each node
+    of the path read from the kept rows as the path reaches it (not every ancestor's). Returns (the node before
+    the path's last, its last node)."""
+    prev = -1
+    j = jt
+    data = True
+    while True:
+        cell = off[j] + k
+        if kind[j] != PYP:
+            _count(j, cell, data, 1, n, tc, Nn, TC, mx, False)
+            return prev, j
+        for e in range(par_ptr[j], par_ptr[j + 1]):
+            q = par_node[e]
+            if q == rf:
+                Z[q] = zr[k]
+            elif rf < 0:
+                Z[q] = ZA[slot[q], k]
+            else:
+                Z[q] = ZA[slot[q], k] + ZB[slot[q], k] * zr[k]
+        total = node_terms_r(j, k, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma,
+                             gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, Se)
+        nxt = seat_at_node(j, k, cell, data, terms, total, par_ptr, par_node, n, tc, tp, Nn, TC, TP, s, Se, eoff,
+                           mx)
+        if nxt < 0:
+            return prev, j
+        prev = j
+        j = nxt
+        data = False
 
 
 @token_kernel

@@ -17,7 +17,7 @@ import numba
 import numpy as np
 
 from inference.gibbs.common import token_kernel
-from inference.pdpnet.kept_rows import enter_vector, kept_topic_row, max_row_drift, set_path_values, stale_from
+from inference.pdpnet.kept_rows import add_path_kept, enter_vector, kept_topic_row, max_row_drift, stale_from
 from inference.pdpnet.kernels import DIR, PYP, UNI, remove_path, undo_path
 from inference.pdpnet.ratio_path import add_path_r, eval_zplus_r, open_exp_table
 
@@ -208,6 +208,7 @@ def network_sweep(start, reseed, seed, reseat, words, z, topic_inst, word_inst, 
         i = pos
         w = words[i]
         jt = topic_inst[i]
+        kept = False
         if init:
             k = z[i]
             eval_zplus_r(jt, k, Z, terms, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node,
@@ -217,7 +218,8 @@ def network_sweep(start, reseed, seed, reseat, words, z, topic_inst, word_inst, 
             kept = kind[jt] == PYP and not (ext_word and par_ptr[jt + 1] - par_ptr[jt] == 1
                                             and kind[par_node[par_ptr[jt]]] == DIR)
             if kept:
-                fresh, rf = enter_vector(jt, cur, fresh, rf, kept_node, kslot, anc_ptr, anc, kind)
+                fresh, rf = enter_vector(jt, cur, fresh, rf, kept_node, kslot, anc_ptr, anc, kind, par_ptr,
+                                         par_node)
                 cur = jt
             da, ia = remove_path(jt, k0, True, pnA, peA, kind, off, par_ptr, par_node, n, tc, tp, Nn, TC, TP, s,
                                  Se, eoff, mx)
@@ -295,14 +297,18 @@ def network_sweep(start, reseed, seed, reseat, words, z, topic_inst, word_inst, 
             k = 0
             while k < K - 1 and cum[k] <= u:
                 k += 1
-            if kept:
-                set_path_values(jt, k, Z, ZA, ZB, zr, rf, Zb[anc_ptr[jt + 1] - anc_ptr[jt] - 1], kept_node, anc_ptr)
-            elif r != -1:
+            if r != -1 and not kept:
                 for q in range(anc_ptr[jt], anc_ptr[jt + 1]):
                     x = anc[q]
                     Z[x] = Zb[slot[x], k]
-        prev, last = add_path_r(jt, k, True, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node,
-                                par_gamma, gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
+        if kept:
+            prev, last = add_path_kept(jt, k, ZA, ZB, zr, rf, kslot, Z, terms, kind, dim, off, alpha, a_of, b_of,
+                                       par_ptr, par_node, par_gamma, gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn,
+                                       TC, TP, s, Se, eoff, mx)
+        else:
+            prev, last = add_path_r(jt, k, True, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node,
+                                    par_gamma, gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff,
+                                    mx)
         fresh = stale_from(fresh, last, prev, rf, kept_node, kslot)
         if ext_word:
             if not frozen:
