@@ -95,6 +95,23 @@ def update_topic(topic: TopicSet, terms, counts, log_base, scale: float, eps: fl
     return TopicSet(all_terms, nu1, nu2, rank, since, topic.dropped)
 
 
+def expand_topic(topic: TopicSet, words, alpha_beta: float, minibatch: int) -> TopicSet:
+    """The TOS with every word of ``words`` it lacks appended (sorted by string) at the prior Beta(1, alpha^beta),
+    R as :func:`returning_ranks` gives, entered at ``minibatch``: ``expand="every"``, done for every topic with the
+    minibatch's words before its local step (the thesis' code: a word new to the model is appended to every
+    topic's TOS), so a word is in every topic's TOS and (7.4) never applies. Appended at the prior, the words
+    change no other number of the update (:func:`update_topic`)."""
+    words = np.asarray(sorted({str(w) for w in words}), dtype=object)
+    if len(topic) and len(words):
+        words = words[topic.index.get_indexer(words) < 0]
+    if not len(words):
+        return topic
+    return TopicSet(np.concatenate([topic.terms, words]), np.concatenate([topic.nu1, np.ones(len(words))]),
+                    np.concatenate([topic.nu2, np.full(len(words), float(alpha_beta))]),
+                    np.concatenate([topic.rank, returning_ranks(topic, words)]),
+                    np.concatenate([topic.since, np.full(len(words), minibatch, dtype=np.int64)]), topic.dropped)
+
+
 def returning_ranks(topic: TopicSet, words) -> np.ndarray:
     """The "previous" R of words entering the TOS: 0 (a new word), or with a filter of dropped words the smallest
     R in the TOS for a word the filter holds (the thesis' reset score, :mod:`inference.infvoc.dropped`)."""
@@ -127,6 +144,8 @@ class OnlineSettings:
     corpus_size: float = 0.0     # D; 0: the documents seen so far (this minibatch included)
     dropped_words: str = "forget"  # forget: a returning word is new (R from 0); bloom: reset to the TOS' smallest R
     ranking: str = "base"        # R of (7.5)/(7.8): base, G_0(w) x counts (the thesis); counts, G_0 = 1 (its code)
+    expand: str = "sampled"      # sampled: a topic takes a word a token of it was sampled into (7.4 with G_0);
+    #                              every: every topic takes the minibatch's words before its local step (its code)
 
     def check(self) -> None:
         if not self.alpha_beta > 0:
@@ -143,6 +162,12 @@ class OnlineSettings:
             raise ValueError(f"ranking: one of {', '.join(RANKINGS)}")
         if self.dropped_words not in DROPPED_WORDS:
             raise ValueError(f"dropped words: one of {', '.join(DROPPED_WORDS)}")
+        if self.expand not in EXPANSIONS:
+            raise ValueError(f"expand: one of {', '.join(EXPANSIONS)}")
+
+
+#: which topics a word of a minibatch enters (``OnlineSettings.expand``)
+EXPANSIONS = ("sampled", "every")
 
 
 #: the ranking score's weight of a word (``OnlineSettings.ranking``)

@@ -14,7 +14,8 @@ from scipy.special import digamma
 from inference.infvoc.base_measure import CharNgramBase, fit_lengths
 from inference.infvoc.local_step import StringBlock, sample_block
 from inference.infvoc.stick import expected_log_sticks, word_log_weights
-from inference.infvoc.tos import OnlineSettings, TopicSet, reorder_topic, step_size, update_sets, update_topic
+from inference.infvoc.tos import (OnlineSettings, TopicSet, expand_topic, reorder_topic, step_size, update_sets,
+                                 update_topic)
 
 
 def slow_e_log_beta(nu1, nu2, t):
@@ -261,3 +262,22 @@ def test_local_step_samples_the_collapsed_joint_of_a_document():
     phi, _ = sample_block(block, sets, log_g0, alpha, seed=5, minibatch=2, burn_in=5, samples=10)
     np.testing.assert_allclose(phi / copies, marginal, atol=0.02)
     assert np.abs(marginal - marginal.mean(axis=0)).max() > 0.1     # the tokens' marginals differ: a real check
+
+
+def test_expand_every_appends_missing_words_at_the_prior_and_changes_nothing_else():
+    """expand_topic appends the words a TOS lacks (by string) at Beta(1, alpha^beta), R = 0, entered now; an
+    update after it gives every other word the numbers it gets without the appended words (they had no counts)."""
+    start = topic(["b", "a"], [3.0, 2.0], [40.0, 30.0], rank=[0.5, 0.25], since=[1, 1])
+    grown = expand_topic(start, ["c", "a", "d", "c"], alpha_beta=30.0, minibatch=4)
+    assert list(grown.terms) == ["b", "a", "c", "d"]
+    np.testing.assert_array_equal(grown.nu1, [3, 2, 1, 1])
+    np.testing.assert_array_equal(grown.nu2, [40, 30, 30, 30])
+    np.testing.assert_array_equal(grown.rank, [0.5, 0.25, 0, 0])
+    np.testing.assert_array_equal(grown.since, [1, 1, 4, 4])
+    assert expand_topic(grown, ["a", "d"], 30.0, 5) is grown
+    args = (np.array(["a", "b"], dtype=object), np.array([2.0, 5.0]), np.array([-1.0, -2.0]), 3.0, 0.2, 30.0, 4)
+    plain, expanded = update_topic(start, *args), update_topic(grown, *args)
+    for name in ("nu1", "nu2", "rank"):
+        np.testing.assert_allclose(getattr(expanded, name)[:2], getattr(plain, name), rtol=1e-12)
+    np.testing.assert_allclose(expanded.nu1[2:], 1.0)
+    np.testing.assert_allclose(expanded.nu2[2:], 30.0)

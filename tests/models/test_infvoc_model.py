@@ -182,3 +182,16 @@ def test_corpus_size_and_dropped_words_flags_set_the_online_settings():
     with pytest.raises(UsageError, match="--corpus-size"):
         _settings(parse(refresh_job, refresh_argv + ["--corpus-size", "many"]), trained)
 
+
+
+def test_expand_every_puts_each_word_in_every_topic_and_still_separates_themes(spark_session, base_corpus):
+    """``--expand every`` (the thesis' code): each of the corpus' 20 words sits in both topics' TOS from the
+    minibatch it first came in (T = 30 never cuts), yet the two themes come out as the two topics' top words."""
+    tmp, corpus = base_corpus
+    model_dir = str(tmp / "model-every")
+    meta = train_infinite(spark_session, corpus, model_dir, "--expand", "every")
+    assert meta["settings"]["expand"] == "every"
+    model = InfVocModel.load(model_dir)
+    assert [sorted(s.terms) for s in model.sets] == [sorted(SPORT + COOKING)] * 2
+    tops = [{w for w, _, _ in topic} for topic in model.top_words(6)]
+    assert sorted(len(t & set(SPORT)) for t in tops) == [0, 6] and sorted(len(t & set(COOKING)) for t in tops) == [0, 6]

@@ -27,7 +27,7 @@ from drivers.store import lease, model_root, model_store, publish
 from drivers.store.manifest import new_token, write_marker
 from inference.errors import UsageError
 from inference.infvoc.base_measure import CharNgramBase
-from inference.infvoc.tos import DROPPED_WORDS, RANKINGS, OnlineSettings, with_filters
+from inference.infvoc.tos import DROPPED_WORDS, EXPANSIONS, RANKINGS, OnlineSettings, with_filters
 
 log = logging.getLogger("spark_topics.infvoc")
 
@@ -54,6 +54,10 @@ def add_flags(group, schedule: bool) -> None:
                        help="infinite: a word cut from a topic at a reordering comes back as new (forget, the "
                             "default, or the model's) or with the topic's smallest ranking score, remembered in a "
                             "Bloom filter of 16 KiB per topic (bloom)")
+    group.add_argument("--expand", choices=EXPANSIONS, default=None,
+                       help="infinite: which topics take a word of a minibatch: the topics a token of it is "
+                            "sampled into, through G_0 (sampled, the default, or the model's), or every topic, "
+                            "before the minibatch's local step (every, as the thesis' code)")
     if schedule:
         group.add_argument("--tau0", type=float, default=1.0, help="infinite: eps_i = (tau0 + i)^-kappa (default 1)")
         group.add_argument("--kappa", type=float, default=0.6, help="infinite: in (0.5, 1] (default 0.6)")
@@ -74,7 +78,8 @@ def _settings(args, previous: OnlineSettings | None) -> OnlineSettings:
         kappa=args.kappa if getattr(args, "kappa", None) is not None else base.kappa,
         corpus_size=_corpus_size(getattr(args, "corpus_size", None), base.corpus_size),
         dropped_words=getattr(args, "dropped_words", None) or base.dropped_words,
-        ranking=getattr(args, "ranking", None) or base.ranking)
+        ranking=getattr(args, "ranking", None) or base.ranking,
+        expand=getattr(args, "expand", None) or base.expand)
     try:
         settings.check()
     except ValueError as exc:

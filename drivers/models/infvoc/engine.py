@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from inference.infvoc.local_step import StringBlock, sample_block
-from inference.infvoc.tos import TopicSet, ranking_log_base, reorder_topic, step_size, update_topic
+from inference.infvoc.tos import TopicSet, expand_topic, ranking_log_base, reorder_topic, step_size, update_topic
 from partitioners.topic import STATISTICS_KEY, TopicPartitioner
 
 log = logging.getLogger("spark_topics.infvoc")
@@ -82,6 +82,9 @@ def run_minibatch(sc, model, documents: list, partitions: int, reducers: int | N
     documents_seen = model.documents + len(documents)
     scale = float(settings.corpus_size or documents_seen) / max(len(documents), 1)
     K = model.num_topics
+    if settings.expand == "every":       # every topic takes the minibatch's words first (tos.expand_topic)
+        words = {w for _, tokens in documents for w in tokens}
+        model.sets = [expand_topic(ts, words, settings.alpha_beta, minibatch) for ts in model.sets]
     partitioner = TopicPartitioner.for_topics(K, reducers, sc.defaultParallelism)
     bc_state = sc.broadcast((model.sets, model.base, model.alpha, model.burn_in, model.samples, model.seed))
     try:
