@@ -38,6 +38,7 @@ from collections import Counter
 
 from bench_common import CACHE, bench_session  # noqa: E402  (first: puts the project on sys.path)
 from infvoc_corpora import CORPORA, digest
+from infvoc_reference import REFERENCES
 
 def write_jsonl(path, rows):
     with open(path, "w", encoding="utf-8") as f:
@@ -103,6 +104,34 @@ def npmi(topics: list[list[str]], documents: list[set]) -> float:
     return sum(scores) / len(scores)
 
 
+def fixvoc_on_minibatches(spark, work, parts, options, parse) -> list:
+    """The thesis' fixvoc hybrid-null (§7.5): online hybrid LDA over the minibatches infvoc sees (each part of the
+    stream cut into --minibatch-size documents, as ``run_stream`` cuts it), one pass, one online step per
+    minibatch (``refresh --mode online --iterations 1``), the vocabulary the first minibatch's words (prepared
+    with --min-df 1; no word enters later). Returns the seconds of the first training and of all refreshes."""
+    from drivers.preparation.corpus import prepare_corpus
+    from jobs import refresh, train
+
+    size = options.minibatch_size
+    chunks = [part[i:i + size] for part in parts for i in range(0, len(part), size)]
+    first = write_jsonl(work / "fix-mb0.jsonl", chunks[0])
+    began = time.time()
+    prepare_corpus(spark, first, str(work / "fix-c0"), min_df=1)
+    train.train(spark, train.parse_request(["--corpus", work / "fix-c0", "--output", work / "fix-base", "--topics",
+                                            options.topics, "--iterations", 1, "--seed", options.seed]))
+    seconds = [time.time() - began]
+    began = time.time()
+    for j, chunk in enumerate(chunks[1:], 1):
+        path = write_jsonl(work / "fix-mb.jsonl", chunk)
+        flags = ["--model", work / "fix-root", "--input", path, "--mode", "online", "--iterations", 1,
+                 "--min-new-df", 10 ** 9, "--tau0", options.tau0, "--kappa", options.kappa,
+                 "--corpus-size", options.corpus_size]
+        refresh.refresh_root(spark, refresh.request_from(parse(refresh, flags + (["--base", work / "fix-base"]
+                                                                              if j == 1 else []))))
+    seconds.append(time.time() - began)
+    return seconds
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--topics", type=int, default=20)
@@ -121,6 +150,18 @@ def main() -> None:
                              "documents seen so far) or the stream's size")
     parser.add_argument("--iterations", type=int, default=20, help="fixvoc: EM iterations (base and refreshes)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--fixvoc", choices=("batches", "minibatches"), default="batches",
+                        help="fixvoc: train on the base, then one online refresh per batch of --iterations EM "
+                             "iterations (batches), or the thesis' fixvoc hybrid-null (minibatches): online over "
+                             "infvoc's minibatches, one pass, one step each, the vocabulary of the first minibatch")
+    parser.add_argument("--expand", choices=("sampled", "every"), default="sampled",
+                        help="infvoc's --expand: the topics a word is sampled into, or every topic (its code)")
+    parser.add_argument("--fixvoc-from", default=None,
+                        help="the folder of an earlier run with the same fixvoc settings: its fixvoc models are "
+                             "copied, not trained again")
+    parser.add_argument("--fixvoc-only", action="store_true",
+                        help="train fixvoc again beside the infvoc models of an earlier run in the same folder")
+    parser.add_argument("--tag", default="", help="a suffix of the run's folder (keeps runs of other code apart)")
     parser.add_argument("--reuse", action="store_true", help="score the models of an earlier run again (no training)")
     parser.add_argument("--corpus", choices=sorted(CORPORA), default="python-news")
     parser.add_argument("--min-section", type=int, default=None,
@@ -142,8 +183,9 @@ def main() -> None:
     work = CACHE / (f"infvoc-{options.corpus}-K{options.topics}-tau{options.tau0:g}"
                     f"{'' if options.corpus_size == 'cumulative' else '-D' + options.corpus_size}"
                     f"{'' if options.alpha_beta == 1000 else f'-ab{options.alpha_beta:g}'}"
-                    f"{'' if options.ranking == 'base' else '-' + options.ranking}-{options.seed}")
-    if not options.reuse:
+                    f"{'' if options.ranking == 'base' else '-' + options.ranking}-{options.seed}"
+                    f"{'-' + options.tag if options.tag else ''}")
+    if not options.reuse and not options.fixvoc_only:
         shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True, exist_ok=True)
     rows = CORPORA[options.corpus]()
@@ -158,7 +200,7 @@ def main() -> None:
           f"{digest(rows)[:16]}); base "
           f"{len(base_rows)} (to {base_rows[-1]['id'][:8]}), then {options.batches} batches of ~{size}; "
           f"K={options.topics}")
-    if not options.reuse:
+    if not options.reuse and not options.fixvoc_only:
         prepare_corpus(spark, base, str(work / "c0"))
 
     def parse(job, argv):
@@ -169,7 +211,10 @@ def main() -> None:
         return args
 
     inf_seconds, fix_seconds, sizes = [], [], []
-    if not options.reuse:
+    if options.fixvoc_only:
+        shutil.rmtree(work / "fix-root", ignore_errors=True)
+        shutil.rmtree(work / "fix-base", ignore_errors=True)
+    if not options.reuse and not options.fixvoc_only:
         # infvoc
         schedule = ["--alpha-beta", options.alpha_beta, "--truncation", options.truncation, "--reorder-delay",
                     options.reorder_delay, "--minibatch-size", options.minibatch_size]
@@ -178,7 +223,7 @@ def main() -> None:
                                             options.topics, "--vocabulary", "infinite", "--tau0", options.tau0,
                                             "--kappa", options.kappa, "--passes", options.passes, "--seed", options.seed,
                                             "--corpus-size", options.corpus_size, "--ranking", options.ranking,
-                                            *schedule]))
+                                            "--expand", options.expand, *schedule]))
         inf_seconds = [time.time() - began]
         sizes = []
         for i, batch in enumerate(batches):
@@ -192,7 +237,12 @@ def main() -> None:
             sizes.append((min(report["tos_sizes"]), max(report["tos_sizes"]), report["new_words_in_topics"]))
     inf_model = InfVocModel.load(model_store.resolve(str(work / "inf-root")))
 
-    if not options.reuse:
+    if options.fixvoc_from and not options.reuse:
+        for name in ("fix-base", "fix-root"):
+            shutil.copytree(CACHE / options.fixvoc_from / name, work / name, symlinks=True)
+    elif not options.reuse and options.fixvoc == "minibatches":
+        fix_seconds = fixvoc_on_minibatches(spark, work, [base_rows, *batch_rows], options, parse)
+    elif not options.reuse:
         # fixvoc: online LDA on the base vocabulary
         began = time.time()
         train.train(spark, train.parse_request(["--corpus", work / "c0", "--output", work / "fix-base", "--topics",
@@ -240,19 +290,26 @@ def main() -> None:
 
     stop = set(stopword_list("english"))
     everything, last = document_sets(rows, stop), document_sets(batch_rows[-1], stop)
+    reference, reference_name = None, "no reference"
+    if options.corpus in REFERENCES:
+        paragraphs, reference_digest = REFERENCES[options.corpus]()
+        reference = document_sets([{"text": t} for t in paragraphs], stop)
+        reference_name = f"{len(reference)} paragraphs, digest {reference_digest[:16]}"
     df = Counter(w for d in everything for w in d)
     inf_words = [[w for w, _, _ in t] for t in inf_model.top_words(300)]
     fix_words = [[w for w, _ in t] for t in fix_model.top_words(300)]
     new = sum(m for t in inf_model.top_words(10) for _, _, m in t)
     print(f"\n{'model':<8} {'NPMI (whole stream)':>20} {'NPMI (last batch)':>18} {'NPMI, words df>=50':>19} "
-          f"{'median df':>10} {'SVM':>6} {'logistic':>9} {'seconds: base, refreshes':>26}")
+          f"{'NPMI (reference)':>17} {'median df':>10} {'SVM':>6} {'logistic':>9} {'seconds: base, refreshes':>26}")
     for name, words, seconds in (("infvoc", inf_words, inf_seconds), ("fixvoc", fix_words, fix_seconds)):
         top = [t[:10] for t in words]
         common = [[w for w in t if df[w] >= 50][:10] for t in words]
         median = sorted(df[w] for t in top for w in t)[len(top) * 5]
+        outside = npmi(top, reference) if reference is not None else float("nan")
         print(f"{name:<8} {npmi(top, everything):>20.4f} {npmi(top, last):>18.4f} {npmi(common, everything):>19.4f} "
-              f"{median:>10} {accuracy[name]['svm']:>6.3f} {accuracy[name]['logistic']:>9.3f} "
+              f"{outside:>17.4f} {median:>10} {accuracy[name]['svm']:>6.3f} {accuracy[name]['logistic']:>9.3f} "
               f"{' / '.join(f'{s:.0f}' for s in seconds):>26}")
+    print(f"NPMI (reference): {reference_name}")
     print(f"infvoc: TOS sizes (min, max, words new to the base in the topics) after each refresh: {sizes}; "
           f"{new} of the {10 * options.topics} top words are new to the base; base vocabulary "
           f"{len(inf_model.known)} words, fixvoc's {fix_model.lambda_.shape[1]}")
