@@ -9,12 +9,13 @@ of minibatch i has given topic k's expected counts c_k(w) = sum_{d in S} sum_n p
 1. **expand** (§7.4.1): every word with c_k(w) > 0 and not in the TOS is appended (T_k(w) = T_k + 1, most counts
    first, then by string) with the prior's stick, nu1 = 1 and nu2 = alpha^beta, and R = 0 as its "previous"
    values (with a filter of dropped words, ``dropped_words="bloom"``: the TOS' smallest R for a word the filter
-   holds, :func:`returning_ranks`). The prior Beta(1, alpha^beta) is the value the word's nu would have had it sat
-   at the end of the TOS with no counts since the first minibatch (the fixed point of (7.6)-(7.7) there), so
-   appending it changes no other number. The thesis says "nu set to 1"; its code starts the atoms it knows at
-   (1, alpha^beta) and appends new ones at (1, 1): Beta(1, 1) has mean 1/2, and one step of (7.7) leaves nu2 near
-   1 + eps alpha^beta, so a word that entered in the last minibatches had E[b] up to ~1/eps times its evidence's
-   (README, "Infinite vocabulary": new names topped the topics by being new);
+   holds, :func:`returning_ranks`; with ``expand="every"`` the engine has already appended every word of the
+   minibatch to every topic, :func:`expand_topic`). The prior Beta(1, alpha^beta) is the value the word's nu
+   would have had it sat at the end of the TOS with no counts since the first minibatch (the fixed point of
+   (7.6)-(7.7) there), so appending it changes no other number. The thesis says "nu set to 1"; its code starts
+   the atoms it knows at (1, alpha^beta) and appends new ones at (1, 1): Beta(1, 1) has mean 1/2, and one step of
+   (7.7) leaves nu2 near 1 + eps alpha^beta, so a word that entered in the last minibatches had E[b] up to ~1/eps
+   times its evidence's (README, "Infinite vocabulary": new names topped the topics by being new);
 2. **nu** (7.6-7.7): nu1_kt += eps (1 + scale c_k(rho_kt) - nu1_kt);
    nu2_kt += eps (alpha^beta + scale sum_{s>t} c_k(rho_ks) - nu2_kt) (the mass after t: every token whose word's
    index is above t, the appended words included);

@@ -10,11 +10,14 @@ arrives in ``--batches`` refreshes, in date order:
   (raw text; every word may enter a topic);
 * **fixvoc**: the project's online LDA on the base's vocabulary (the thesis' "null" vocabulary, here the base
   quarter's rather than the first minibatch's): ``train`` (the same K), then ``refresh --mode online`` with each
-  batch, new words never admitted (``--min-new-df`` above the corpus size); the same tau0 and kappa.
+  batch, new words never admitted (``--min-new-df`` above the corpus size); the same tau0 and kappa. With
+  ``--fixvoc minibatches``, the thesis' fixvoc hybrid-null instead: online over infvoc's minibatches, one step each,
+  the first minibatch's vocabulary.
 
 Both are scored at the end of the stream by NPMI coherence of each topic's 10 top words (document co-occurrence,
 averaged over the 45 pairs and the topics; a pair that never co-occurs scores -1), with two reference corpora: the
-whole stream and its last batch (where the new words are). Document classification (thesis Table 7.1): every
+whole stream and its last batch (where the new words are), and a reference corpus that is not the stream (python-news:
+the Python documentation's paragraphs, :mod:`infvoc_reference`). Document classification (thesis Table 7.1): every
 entry of the stream is inferred under each final model (``infer``: fixvoc with its vocabulary, infvoc over every
 word) and classifiers of the topic proportions (a linear SVM, the thesis' Weka SMO with its defaults, and a
 multinomial logistic regression; scikit-learn, ``pip install -e .[bench]``) are trained on the training entries and scored on the test entries:
