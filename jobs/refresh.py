@@ -24,7 +24,7 @@ from drivers.corpora.aligned import word_columns
 from drivers.models.infvoc import commands as infinite
 from drivers.preparation.corpus import prepare_corpus
 from drivers.preparation.reading import read_documents
-from drivers.refresh import (aligned_batches, base_version, batch_in_process, reinfer, schedule,
+from drivers.refresh import (aligned_batches, base_version, batch_columns, batch_in_process, reinfer, schedule,
                              sources as refresh_sources, update as refresh)
 from drivers.refresh.triage import triage
 from drivers.refresh.update import RefreshRequest
@@ -327,9 +327,12 @@ def ingest_batch(spark, request, root, current, base, base_dir, chain_dirs, vers
         vocab_path = storage.join(staging, "work-vocab.parquet")
         model_store.write_parquet(vocab_path, vocab)
         corpus_dir = None if chain_only else storage.join(staging, "corpus")
+        kept = batch_columns.columns_to_keep(base.meta)          # e.g. cluster-lda's authors
+        if kept and not chain_only:
+            batch_columns.carry_input_columns(spark, request, input_dir, kept)
         prepared = {"documents": 0, "tokens": 0} if chain_only else prepare_corpus(
             spark, input_dir, corpus_dir, format="parquet", id_column="id", text_column="text", vocab=vocab_path,
-            **options)
+            **options, **({"keep_columns": tuple(kept)} if kept else {}))
         storage.delete(vocab_path)
         sorted_batch.write_ledger(spark, corpus_dir, version, staging)
         storage.delete(input_dir)

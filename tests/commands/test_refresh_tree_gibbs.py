@@ -156,3 +156,20 @@ def test_new_tuples_and_words_are_sampled_in_on_the_grown_tree(spark_session, al
     assert model_store.load_model(str(root)).topic_word().shape[1] == len(vocab)
     state = gibbs_state.read_state(chain.chain_dir(version), N + M, 0)
     assert set(state) >= {"z", "y"}
+
+
+def test_tlda_gibbs_on_aligned_documents_refreshes_each_language_document_apart(spark_session, aligned,
+                                                                                 tmp_path):  # noqa: F811
+    """tlda --inference gibbs on an aligned corpus keeps each language's document apart (<id>@<lang>): so do its
+    ledger, its new partitions and its document table."""
+    d = aligned["dir"]
+    train_gibbs(spark_session, "tlda", d / "c0", tmp_path / "t0", N, "--inference", "gibbs", "--tree", d / "tree")
+    report = run(spark_session, "--model", tmp_path / "root", "--base", tmp_path / "t0", "--input",
+                 aligned["files"]["b1"], "--iterations", 1)
+    version = model_store.resolve(str(tmp_path / "root"))
+    ledger = model_store.read_parquet(os.path.join(version, "ledger.parquet"))
+    doc_topics = pd.read_parquet(os.path.join(version, "doc_topics.parquet"))
+    assert ledger.doc_id.str.endswith(("@en", "@es")).all() and len(ledger) == report["ingested"] == len(doc_topics)
+    assert sorted(doc_topics.doc_id) == sorted(ledger.doc_id)
+    assert model_store.read_meta(version)["prior_tree"]["refresh"]["concepts_after"] > \
+        model_store.read_meta(str(tmp_path / "t0"))["prior_tree"]["concepts"]

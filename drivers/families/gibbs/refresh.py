@@ -32,10 +32,13 @@ partitions' words and paths move onto it (:mod:`drivers.models.tree.chain_growth
 from the moved states. A version's per-document tables (doc_topics, segment_topics, doc_clusters) hold the batch's
 documents (``--reinfer-old``: every document's).
 
+cluster-lda's author variant keeps every document's authors and lets new authors in
+(:mod:`drivers.models.cluster_lda.author_growth`; the refresh carries the input's author column into the batch's
+corpus, :mod:`drivers.refresh.batch_columns`).
+
 A model without latent variables (bigram-lm: its counts are the model) is refreshed by
 :mod:`drivers.families.gibbs.refresh_counts` (the batch counted and added). Refused (one line, before the batch
-is read): models whose tables are bound to the training documents' metadata (cluster-lda's author variant),
-chains kept before the last iteration's statistics were.
+is read): chains kept before the last iteration's statistics were.
 """
 from __future__ import annotations
 

@@ -108,13 +108,27 @@ class AuthorVariant:
         if self.author_column:
             storage.save_json(storage.join(directory, AUTHORS_FILE), {"column": self.author_column,
                                                                       "names": self.authors.names})
+        if getattr(self, "keeps_document_authors", False):       # a refreshed version: every document's authors
+            from drivers.models.cluster_lda.author_growth import save_document_authors
+
+            save_document_authors(directory, self.authors)
 
     @classmethod
     def chain_refusal(cls, construction: dict) -> str | None:
-        """The plain model continues its chain; the author variant does not yet (a batch's new authors would add
-        columns to every cluster's row)."""
-        if construction.get("author_column"):
-            return "with --author-column (the author variant: new documents' authors would widen the clusters' rows)"
+        """The plain model and the author variant continue their chain (:meth:`continued_chain`)."""
+        return None
+
+    def continued_chain(self, spark, old_model, base, batch, seed: int, iteration: int):
+        """The author variant: every old document keeps its authors, the batch's bring theirs, new authors get the
+        next ids (:mod:`drivers.models.cluster_lda.author_growth`); the clusters' rows then grow by zero columns
+        (``grown_chain``)."""
+        if self.author_column:
+            from drivers.models.cluster_lda import author_growth
+
+            kept = author_growth.kept_authors(base)
+            self.set_authors(kept if batch is None else
+                             author_growth.grown_authors(kept, batch.directory, self.author_column))
+            self.keeps_document_authors = True
         return None
 
     def bind_directory(self, directory: str) -> None:
