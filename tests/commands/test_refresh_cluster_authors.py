@@ -1,7 +1,7 @@
 """spark-topics refresh of cluster-lda's author variant (--author-column, Wallach 5.4; issue 30, item 2): the chain
 continues, the old documents keep their authors, a batch's documents bring theirs (the input's column carried into
 the batch's corpus) and authors never seen before enter with the next ids (drivers/models/cluster_lda/
-author_growth.py)."""
+authors.py)."""
 from __future__ import annotations
 
 import json
@@ -14,7 +14,7 @@ from drivers import registry
 from drivers.engines.gibbs import chain
 from drivers.families.gibbs.models import make_model
 from drivers.families.gibbs.refresh import recounted_tables, refresh_chain
-from drivers.models.cluster_lda.author_growth import kept_authors
+from drivers.models.cluster_lda.authors import kept_authors
 from drivers.preparation.corpus import prepare_corpus
 from drivers.refresh.update import RefreshRequest
 from drivers.store import model_store, publish

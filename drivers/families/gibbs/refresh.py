@@ -33,7 +33,7 @@ from the moved states. A version's per-document tables (doc_topics, segment_topi
 documents (``--reinfer-old``: every document's).
 
 cluster-lda's author variant keeps every document's authors and lets new authors in
-(:mod:`drivers.models.cluster_lda.author_growth`; the refresh carries the input's author column into the batch's
+(:mod:`drivers.models.cluster_lda.authors`; the refresh carries the input's author column into the batch's
 corpus, :mod:`drivers.refresh.batch_columns`).
 
 A model without latent variables (bigram-lm: its counts are the model) is refreshed by

@@ -11,16 +11,32 @@ a list of names, a JSON list's text, or one string of names separated by ``;``. 
 driver (the model then carries every training document's author ids to the executors); the author names are
 kept in ``authors.json`` beside the model. Held-out and new documents are scored and placed without their
 authors (their topics only).
+
+**Refresh.** The author variant continued by ``refresh`` (:mod:`drivers.families.gibbs.refresh`): the documents
+of the kept chain keep their authors, a batch's documents bring theirs, and authors never seen before enter.
+
+* **Authors by id, ids only grow.** The model's authors keep their ids (``authors.json``'s names, in order); a
+  batch's new authors get the next ids (sorted by name among themselves). A cluster's row [N_c, M_c1..M_cT,
+  N_a1|c..N_aA|c] grows by zero columns at its end (the chain's ``grown_chain`` pads keyed tables' columns): an
+  old cluster has no token of a new author yet, and a new document is seated with its authors as a training
+  document is.
+* **Every document's authors kept.** The chain sweeps the old documents again, so their author tokens must be the
+  ones their counts hold: a version keeps every document's author ids (``document_authors.parquet``); a model
+  trained without it (the base) has them in its training corpus (``prepare --keep-columns``), read again. The
+  batch's come from its prepared corpus, to which the refresh carries the input's author column
+  (:func:`drivers.refresh.batch_columns.carry_input_columns`). A revised document (a known id with another text)
+  keeps the authors its old copy is counted with (the chain holds both copies under one id).
 """
 from __future__ import annotations
 
 import json
 
 import numpy as np
+import pyarrow as pa
 
 from drivers import storage
-from drivers.corpora.files import DOCS
-from inference.errors import UsageError
+from drivers.corpora.files import CORPUS_JSON, DOCS
+from inference.errors import RefusedError, UsageError
 from inference.gibbs import cluster_ids
 
 AUTHORS_FILE = "authors.json"
@@ -89,6 +105,55 @@ def corpus_authors(cat: np.ndarray, maximal: bool) -> np.ndarray:
     return cat.sum(axis=0, dtype=np.int64) if maximal else (cat > 0).sum(axis=0).astype(np.int64)
 
 
+#: every document's author ids in a refreshed version (doc_id, authors: list of int64)
+DOCUMENT_AUTHORS = "document_authors.parquet"
+
+
+def kept_authors(base) -> Authors:
+    """The authors of every document of ``base``'s chain: its ``document_authors.parquet``, or (a trained model)
+    its training corpus' author column read again under the model's author names."""
+    names = storage.load_json(storage.join(base.directory, AUTHORS_FILE))["names"]
+    path = storage.join(base.directory, DOCUMENT_AUTHORS)
+    if storage.exists(path):
+        import pyarrow.parquet as pq
+
+        filesystem, resolved = storage.resolve(path)
+        table = pq.read_table(resolved, filesystem=filesystem)
+        return Authors(names, {str(d): np.asarray(a, dtype=np.int64) for d, a in
+                               zip(table.column("doc_id").to_pylist(), table.column("authors").to_pylist())})
+    corpus = (base.meta.get("data") or {}).get("corpus")
+    if not corpus or not storage.exists(storage.join(corpus, CORPUS_JSON)):
+        raise RefusedError(f"{base.directory}: the author variant's training corpus {corpus!r} (its documents' "
+                           f"authors) is not there any more: retrain on the union")
+    read = Authors.read(corpus, base.meta["author_column"])
+    if read.names != names:
+        raise RefusedError(f"{corpus}: its authors are not the ones {base.directory} was trained with: retrain")
+    return read
+
+
+def grown_authors(kept: Authors, batch_dir: str, column: str) -> Authors:
+    """``kept`` with the batch's documents (``batch_dir``'s author ``column``) and its new authors appended."""
+    batch = Authors.read(batch_dir, column)
+    fresh = sorted(set(batch.names) - set(kept.names))
+    names = kept.names + fresh
+    index = {n: i for i, n in enumerate(names)}
+    by_doc = {d: index_of(batch, ids, index) for d, ids in batch.by_doc.items()}
+    by_doc.update(kept.by_doc)                       # an old copy keeps the authors it is counted with
+    return Authors(names, by_doc)
+
+
+def index_of(authors: Authors, ids: np.ndarray, index: dict) -> np.ndarray:
+    return np.array([index[authors.names[i]] for i in ids], dtype=np.int64)
+
+
+def save_document_authors(directory: str, authors: Authors) -> None:
+    """``document_authors.parquet`` of a refreshed version: every document's author ids."""
+    ids = sorted(authors.by_doc)
+    storage.write_parquet(storage.join(directory, DOCUMENT_AUTHORS), pa.table({
+        "doc_id": pa.array(ids, pa.string()),
+        "authors": pa.array([authors.by_doc[d].tolist() for d in ids], pa.list_(pa.int64()))}))
+
+
 class AuthorVariant:
     """The author variant's part of :class:`drivers.models.cluster_lda.model.ClusterLDA`: its authors, read at
     training (``bind_corpus``), their names kept in ``authors.json``, and the kernels' author arguments."""
@@ -109,8 +174,6 @@ class AuthorVariant:
             storage.save_json(storage.join(directory, AUTHORS_FILE), {"column": self.author_column,
                                                                       "names": self.authors.names})
         if getattr(self, "keeps_document_authors", False):       # a refreshed version: every document's authors
-            from drivers.models.cluster_lda.author_growth import save_document_authors
-
             save_document_authors(directory, self.authors)
 
     @classmethod
@@ -120,14 +183,11 @@ class AuthorVariant:
 
     def continued_chain(self, spark, old_model, base, batch, seed: int, iteration: int):
         """The author variant: every old document keeps its authors, the batch's bring theirs, new authors get the
-        next ids (:mod:`drivers.models.cluster_lda.author_growth`); the clusters' rows then grow by zero columns
+        next ids (:func:`kept_authors`, :func:`grown_authors`); the clusters' rows then grow by zero columns
         (``grown_chain``)."""
         if self.author_column:
-            from drivers.models.cluster_lda import author_growth
-
-            kept = author_growth.kept_authors(base)
-            self.set_authors(kept if batch is None else
-                             author_growth.grown_authors(kept, batch.directory, self.author_column))
+            kept = kept_authors(base)
+            self.set_authors(kept if batch is None else grown_authors(kept, batch.directory, self.author_column))
             self.keeps_document_authors = True
         return None
 
