@@ -15,9 +15,9 @@ node is its highest one. The path of the drawn topic reads the kept rows of the 
 """
 from __future__ import annotations
 
-from inference.gibbs.common import token_kernel
-from inference.pdpnet.kernels import DIR, PYP, UNI, _count, seat_at_node
-from inference.pdpnet.ratio_path import node_terms_r
+from inference.gibbs.common import token_kernel, word_factor
+from inference.pdpnet.kernels import DIR, PYP, UNI
+from inference.pdpnet.ratio_path import path_step_r
 
 
 @token_kernel
@@ -101,15 +101,7 @@ def kept_topic_row(jt, K, fresh, rf, ZA, ZB, zr, g, row, kept_node, slot, anc_pt
         zo = off[rf]
         za = alpha[rf]
         ziden = 1.0 / (za * dim[rf] + (Nn[rf] + TC[rf]))
-    p = a_of[jt]
-    a = avals[p]
-    b = bvals[b_of[jt]]
-    T = TP[jt]
-    bc = b + (Nn[jt] + TC[jt])
-    ibc = 1.0 / bc
-    lead = (b + a * T) / bc
-    Jp = RJ[p]
-    Op = RO[p]
+    ibc, lead, T, Jp, Op = pyp_factors(jt, a_of, b_of, avals, bvals, RJ, RO, Nn, TC, TP)
     o = off[jt]
     e0, e1 = par_ptr[jt], par_ptr[jt + 1]
     gs = gamma_sum[jt]
@@ -144,12 +136,21 @@ def kept_topic_row(jt, K, fresh, rf, ZA, ZB, zr, g, row, kept_node, slot, anc_pt
             x += g[e - e0] * opn * pv
         row[k] = x
         if word:
-            if frozen:
-                total += x * frozen_phi[w, k]
-            else:
-                total += x * (nwk[w, k] + beta) * inv[k]
+            total += x * word_factor(nwk, inv, w, k, beta, frozen_phi, frozen)
             cum[k] = total
     return total
+
+
+@token_kernel
+def pyp_factors(x, a_of, b_of, avals, bvals, RJ, RO, Nn, TC, TP):
+    """A Pitman-Yor vector's topic-free factors: 1/(b + C), (b + a T)/(b + C), T and its discount's join and open
+    ratio tables."""
+    p = a_of[x]
+    a = avals[p]
+    b = bvals[b_of[x]]
+    T = TP[x]
+    bc = b + (Nn[x] + TC[x])
+    return 1.0 / bc, (b + a * T) / bc, T, RJ[p], RO[p]
 
 
 @token_kernel
@@ -157,15 +158,7 @@ def pyp_affine_row(x, K, A, B, g, slot, ZA, ZB, rf, o, a_of, b_of, par_ptr, par_
                    bvals, RJ, RO, n, tc, tp, Nn, TC, TP, Se):
     """A Pitman-Yor vector's row: A = join/(b + C) + sum_e f_e open ZA_parent, B = sum_e f_e open ZB_parent
     (a parent that is the factored root: ZA 0, ZB 1), f_e = (b + a T)/(b + C) (gamma_e + S_e)/(sum gamma + T)."""
-    p = a_of[x]
-    a = avals[p]
-    b = bvals[b_of[x]]
-    T = TP[x]
-    bc = b + (Nn[x] + TC[x])
-    ibc = 1.0 / bc
-    lead = (b + a * T) / bc
-    Jp = RJ[p]
-    Op = RO[p]
+    ibc, lead, T, Jp, Op = pyp_factors(x, a_of, b_of, avals, bvals, RJ, RO, Nn, TC, TP)
     gs = gamma_sum[x]
     e0, e1 = par_ptr[x], par_ptr[x + 1]
     if e1 - e0 == 1:                        # one parent: one loop
@@ -224,22 +217,17 @@ def add_path_kept(jt, k, ZA, ZB, zr, rf, slot, Z, terms, kind, dim, off, alpha, 
     j = jt
     data = True
     while True:
-        cell = off[j] + k
-        if kind[j] != PYP:
-            _count(j, cell, data, 1, n, tc, Nn, TC, mx, False)
-            return prev, j
-        for e in range(par_ptr[j], par_ptr[j + 1]):
-            q = par_node[e]
-            if q == rf:
-                Z[q] = zr[k]
-            elif rf < 0:
-                Z[q] = ZA[slot[q], k]
-            else:
-                Z[q] = ZA[slot[q], k] + ZB[slot[q], k] * zr[k]
-        total = node_terms_r(j, k, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma,
-                             gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, Se)
-        nxt = seat_at_node(j, k, cell, data, terms, total, par_ptr, par_node, n, tc, tp, Nn, TC, TP, s, Se, eoff,
-                           mx)
+        if kind[j] == PYP:
+            for e in range(par_ptr[j], par_ptr[j + 1]):
+                q = par_node[e]
+                if q == rf:
+                    Z[q] = zr[k]
+                elif rf < 0:
+                    Z[q] = ZA[slot[q], k]
+                else:
+                    Z[q] = ZA[slot[q], k] + ZB[slot[q], k] * zr[k]
+        nxt = path_step_r(j, k, data, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma,
+                          gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
         if nxt < 0:
             return prev, j
         prev = j

@@ -59,16 +59,24 @@ def add_path_r(j, v, data, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr,
     (-1: none before), the path's two highest nodes (parents have smaller ids)."""
     prev = -1
     while True:
-        cell = off[j] + v
-        if kind[j] != PYP:
-            _count(j, cell, data, 1, n, tc, Nn, TC, mx, False)
-            return prev, j
-        total = node_terms_r(j, v, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma,
-                             gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, Se)
-        nxt = seat_at_node(j, v, cell, data, terms, total, par_ptr, par_node, n, tc, tp, Nn, TC, TP, s, Se, eoff,
-                           mx)
+        nxt = path_step_r(j, v, data, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma,
+                          gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
         if nxt < 0:
             return prev, j
         prev = j
         j = nxt
         data = False
+
+
+@token_kernel
+def path_step_r(j, v, data, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum,
+                avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx):
+    """One node of :func:`add_path_r`: a root counts the customer (returns -1), a Pitman-Yor node seats it by its
+    terms (``Z`` holds its parents' Z^+ of v) and returns the parent a new table goes to (-1: joined a table)."""
+    cell = off[j] + v
+    if kind[j] != PYP:
+        _count(j, cell, data, 1, n, tc, Nn, TC, mx, False)
+        return -1
+    total = node_terms_r(j, v, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma,
+                         gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, Se)
+    return seat_at_node(j, v, cell, data, terms, total, par_ptr, par_node, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
