@@ -94,11 +94,14 @@ elif [[ -n "${PYSPARK_PYTHON:-}" ]]; then
   args+=(--conf spark.pyspark.python="$PYSPARK_PYTHON")
 fi
 args+=(--conf spark.python.unix.domain.socket.enabled=true)
+own_daemon=1      # a --spark-arg setting the executors' PYTHONPATH or daemon keeps PySpark's daemon
+for arg in ${spark_args[@]+"${spark_args[@]}"}; do
+  [[ "$arg" == *spark.executorEnv.PYTHONPATH=* || "$arg" == *spark.python.daemon.module=* ]] && own_daemon=0
+done
 if [[ $master == local* ]]; then
   # local mode: the Python daemon runs on this machine, so it can import the code zip. jobs/quiet_daemon.py
   # keeps the workers the JVM retires (idle for a minute, or at the end) from printing BrokenPipeError
-  # tracebacks into the job's output. On a cluster the zip reaches executors with their first task, after the
-  # daemon started, so PySpark's own daemon stays there (its output goes to the executors' logs).
+  # tracebacks into the job's output, and forks them warm.
   # The JVM compiles with C1 only (jobs/spark.py LOCAL_JIT: a local job's CPU about 40% lower) and maps the
   # class archive deploy/setup.sh recorded beside the Python (jobs/jvm_classes.py: half the JVM's start-up CPU);
   # a --spark-arg --conf=spark.driver.extraJavaOptions=... of yours comes later and replaces both.
@@ -107,8 +110,15 @@ if [[ $master == local* ]]; then
   if [[ -f "$archive" && "$archive" != *" "* && ! "${SPARK_TOPICS_JVM_ARCHIVE:-}" =~ ^(off|0|false)$ ]]; then
     java_opts+=" -XX:SharedArchiveFile=$archive -Xlog:cds=off -Xlog:cds+dynamic=off"
   fi
-  args+=(--conf spark.executorEnv.PYTHONPATH="$code" --conf spark.python.daemon.module=jobs.quiet_daemon
-         --conf "spark.driver.extraJavaOptions=$java_opts")
+  [[ $own_daemon == 0 ]] || args+=(--conf spark.executorEnv.PYTHONPATH="$code"
+                                   --conf spark.python.daemon.module=jobs.quiet_daemon)
+  args+=(--conf "spark.driver.extraJavaOptions=$java_opts")
+elif [[ $master == spark://* && $own_daemon == 1 ]]; then
+  # a standalone cluster: an executor fetches the code zip into its own folder before its first Python task
+  # starts the daemon there, so the daemon imports jobs/quiet_daemon.py from ./spark_topics_code.zip: workers
+  # forked warm, the imports frozen out of the collection PySpark's daemon runs after every task
+  # (tests/deploy/test_packed_env.py runs it with the packed env, whose python has no project installed)
+  args+=(--conf spark.executorEnv.PYTHONPATH="$(basename "$code")" --conf spark.python.daemon.module=jobs.quiet_daemon)
 fi
 command=("$submit" "${args[@]}" ${spark_args[@]+"${spark_args[@]}"} "$here/jobs/$job.py" "$@")
 if [[ $print_only == 1 ]]; then

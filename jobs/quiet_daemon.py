@@ -15,7 +15,9 @@ buffer fails: since PySpark 4.1 (``spark.python.daemon.killWorkerOnFlushFailure`
 ``BrokenPipeError``'s traceback to the job's stderr, though nothing failed. Here a worker whose socket is gone
 exits quietly, as the JVM expects of it; any other error is reported as PySpark reports it.
 
-``jobs.spark.get_spark`` runs local sessions' daemons with this module (``spark.python.daemon.module``).
+``jobs.spark.get_spark`` runs local sessions' daemons with this module (``spark.python.daemon.module``), and
+``deploy/submit.sh`` local and standalone-cluster jobs' (an executor imports it from the code zip it fetched into its
+folder; what a cluster's interpreter lacks of :data:`PRELOADED_MODULES` its workers import themselves, as before).
 """
 from __future__ import annotations
 

@@ -64,8 +64,9 @@ class PythonWorkers:
                         argv = [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
                 except OSError:
                     continue
-                # python -m pyspark.daemon (or pyspark.worker): Spark's Python workers
-                if cwd.startswith(self.root) and argv[1:2] == ["-m"] and argv[2:3] and argv[2].startswith("pyspark."):
+                # python -m pyspark.daemon (or pyspark.worker, jobs.quiet_daemon): Spark's Python workers
+                if cwd.startswith(self.root) and argv[1:2] == ["-m"] and argv[2:3] and (
+                        argv[2].startswith("pyspark.") or argv[2] == "jobs.quiet_daemon"):
                     self.seen[pid] = (argv, cwd)
             time.sleep(0.1)
 
@@ -112,5 +113,8 @@ def test_train_with_the_packed_env_on_the_standalone_cluster(standalone_cluster,
     ours = [(argv, cwd) for argv, cwd in workers.seen.values() if any(cwd.startswith(str(d)) for d in new_apps)]
     assert ours, "no Python worker of this application was seen"
     assert {argv[0] for argv, _ in ours} == {ENV_PYTHON}, ours
+    # ... as jobs/quiet_daemon.py, which their interpreter (no project installed) imported from the code zip the
+    # executor fetched into its folder before its first Python task
+    assert {argv[2] for argv, _ in ours} == {"jobs.quiet_daemon"}, ours
     # the env holds the project's dependencies and not pyspark (the cluster's Spark provides it)
     assert "pyspark" not in " ".join(stamp["requirements"]) and stamp["requirements"]

@@ -125,16 +125,25 @@ def test_submit_client_mode_passes_this_python_to_the_driver_only():
 
 def test_submit_in_local_mode_runs_the_quiet_daemon_from_the_code_zip():
     """Issue 24, 3: under spark-submit in local mode (the cron line) the Python daemon is jobs.quiet_daemon,
-    importable from the code zip, so retired workers print no BrokenPipeError traceback into the job's log; a
-    cluster keeps PySpark's daemon (the zip reaches executors after their daemon started). The cron test runs
-    this for real: a daemon module that did not import would fail its job."""
+    importable from the code zip, so retired workers print no BrokenPipeError traceback into the job's log and
+    start warm; on a standalone cluster too, from the zip each executor fetches into its folder before its
+    first Python task (tests/deploy/test_packed_env.py runs it); other cluster managers keep PySpark's daemon,
+    and so does a command whose --spark-arg sets the executors' PYTHONPATH or daemon. The cron test runs this
+    for real: a daemon module that did not import would fail its job."""
     local = confs(printed_command("submit.sh", "--master", "local[2]", "evaluate", "--model", "m", "--corpus", "c"))
     assert local[-3:] == ["spark.executorEnv.PYTHONPATH=/nonexistent/dist/spark_topics_code.zip",
                           "spark.python.daemon.module=jobs.quiet_daemon",
                           "spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1"]      # jobs/spark.py LOCAL_JIT
-    cluster = confs(printed_command("submit.sh", "--master", "spark://h:7077", "evaluate", "--model", "m",
-                                    "--corpus", "c"))
-    assert not any("daemon.module" in c or "executorEnv" in c or "extraJavaOptions" in c for c in cluster)
+    standalone = confs(printed_command("submit.sh", "--master", "spark://h:7077", "evaluate", "--model", "m",
+                                       "--corpus", "c"))
+    assert standalone[-2:] == ["spark.executorEnv.PYTHONPATH=spark_topics_code.zip",
+                               "spark.python.daemon.module=jobs.quiet_daemon"]
+    assert not any("extraJavaOptions" in c for c in standalone)
+    for command in (("--master", "yarn"), ("--master", "k8s://h:443"),
+                    ("--master", "spark://h:7077", "--spark-arg", "--conf=spark.executorEnv.PYTHONPATH=x.zip"),
+                    ("--master", "local[2]", "--spark-arg", "--conf=spark.python.daemon.module=pyspark.daemon")):
+        ours = confs(printed_command("submit.sh", *command, "evaluate", "--model", "m", "--corpus", "c"))  # not --conf=
+        assert not any("daemon.module" in c or "executorEnv" in c for c in ours), command
     # the user's own driver options come after ours and replace them
     mine = printed_command("submit.sh", "--master", "local[2]", "--spark-arg",
                            "--conf=spark.driver.extraJavaOptions=-Xss4m", "evaluate", "--model", "m", "--corpus", "c")
