@@ -114,13 +114,14 @@ def test_submit_client_mode_passes_this_python_to_the_driver_only():
                            "--topics", "3")
     assert argv[:5] == ["spark-submit", "--master", "spark://h:7077",
                         "--py-files", "/nonexistent/dist/spark_topics_code.zip"]
+    daemon = ["spark.executorEnv.PYTHONPATH=spark_topics_code.zip", "spark.python.daemon.module=jobs.quiet_daemon"]
     assert confs(argv) == [f"spark.pyspark.driver.python={py}", f"spark.pyspark.python={py}",
-                           "spark.python.unix.domain.socket.enabled=true"]
+                           "spark.python.unix.domain.socket.enabled=true", *daemon]
     env = printed_command("submit.sh", "--master", "spark://h:7077", "--env", "train", "--corpus", "c",
                           "--output", "m", "--topics", "3")
     assert env[env.index("--archives") + 1] == "/nonexistent/dist/spark_topics_env.tar.gz#environment"
     assert confs(env) == [f"spark.pyspark.driver.python={py}", f"spark.pyspark.python={ENV_PYTHON}",
-                          "spark.python.unix.domain.socket.enabled=true"]
+                          "spark.python.unix.domain.socket.enabled=true", *daemon]
 
 
 def test_submit_in_local_mode_runs_the_quiet_daemon_from_the_code_zip():
