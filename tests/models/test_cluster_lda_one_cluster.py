@@ -5,6 +5,7 @@ documents seated again, alpha1, alpha0, zeta restarted), the merged table is the
 LDA with m = u, and the option off leaves the hyperparameters and the chain as they were."""
 from __future__ import annotations
 
+import math
 from collections import Counter
 
 import numpy as np
@@ -95,3 +96,60 @@ def test_off_is_the_old_chain_bit_for_bit():
     np.testing.assert_array_equal(a[1]["z"], b[1]["z"])
     np.testing.assert_array_equal(a[1]["cluster"], b[1]["cluster"])
     assert a[2] == b[2]
+
+
+def enumerated_likelihood(levels, docs, doc, phi_vk, hyper, clusters):
+    """p(w_d) summed over the document's cluster (``clusters``: the rows it may join, row C a new one, each weighed by
+    the CRP) and its topic vectors, every predictive (5.7) from the minimal-path levels recounted by definition."""
+    T = levels.shape[1]
+    a, a1, a0, zeta = hyper["alpha_doc"], hyper["alpha1"], hyper["alpha0"], hyper["zeta"]
+    weights = np.r_[docs, zeta].astype(float)[clusters]
+    total = 0.0
+    for c, prior in zip(clusters, weights / weights.sum()):
+        for z in np.ndindex(*(T,) * len(doc)):
+            p = prior
+            for n, (w, t) in enumerate(zip(doc, z)):
+                prefix = np.bincount(z[:n], minlength=T)
+                M = np.vstack([levels, np.zeros((1, T), int)])
+                M[c] += prefix > 0
+                K = (M > 0).sum(axis=0)
+                q = (M[c, t] + a1 * (K[t] + a0 / T) / (K.sum() + a0)) / (M[c].sum() + a1)
+                p *= (prefix[t] + a * q) / (n + a) * phi_vk[w, t]
+            total += p
+    return total
+
+
+@pytest.mark.parametrize("steps", [9, 10])
+def test_a_model_of_one_cluster_scores_its_test_documents_in_that_cluster(steps):
+    """lda-hier (``--one-cluster-iterations`` N, every sweep in the phase: N - 1 or N global steps) has one cluster by
+    construction: left-to-right's particles are unbiased for p(w_d) with the document in that cluster (no new
+    cluster of weight zeta / (D + zeta), 0.06 nats away here), with the phase's alpha1 and alpha0 even when the
+    last global step reset them; the frozen chain never opens a cluster."""
+    from inference.left_to_right import LeftToRight
+
+    T, V = 2, 3
+    levels, docs = np.array([[3, 1]]), np.array([4])
+    model = ClusterLDA(T, V)
+    hyper = model.initial_hyper(sample_hyper=False, one_cluster_iterations=10, alpha=0.7, alpha1=1.3, alpha0=2.1,
+                                zeta=5.0)
+    phase = dict(hyper)
+    hyper["cluster_steps"] = steps
+    if steps == 10:                 # the last global step reset alpha1, alpha0 and zeta (no sweep came after)
+        hyper.update(phase_alpha1=1.3, phase_alpha0=2.1, phase_zeta=5.0, alpha1=10.0, alpha0=10.0, zeta=1.0)
+    model.bind_arrays({"cluster_topics": levels, "cluster_docs": docs}, {"hyper": hyper})
+    phi_vk = np.array([[0.6, 0.1], [0.3, 0.2], [0.1, 0.7]])
+    doc = [2, 0, 2, 1]
+    exact = math.log(enumerated_likelihood(levels, docs, doc, phi_vk, phase, [0]))
+    with_new = math.log(enumerated_likelihood(levels, docs, doc, phi_vk, phase, [0, 1]))
+    assert abs(exact - with_new) > 0.05
+    block = SegmentedBlock.from_segments([("doc", [doc])])
+    for resample in (True, False):
+        row = model.left_to_right(block, hyper, phi_vk, LeftToRight(particles=6000, resample=resample, seed=1)
+                                  ).per_document[0]
+        assert abs(row[1] - exact) < 0.01, (resample, row[1], exact, with_new)
+    state = model.init_state(block, hyper, None, None, 0)
+    for seed in range(30):
+        model.sweep(block, state, hyper, np.zeros((V, T), np.int32), np.zeros(T, np.int64), seed, frozen_phi=phi_vk)
+        assert state["cluster"].tolist() == [0]
+    membership = model.membership(block, {"z": np.array([1, 0, 1, 0], np.int32), "cluster": np.array([0])})
+    assert membership.tolist() == [[1.0, 0.0]]

@@ -6,7 +6,9 @@ process (N_c / (D + zeta), a new one zeta / (D + zeta)), then every token's topi
 earlier topics (added to the cluster's counts with the path rule as they come) and its word by phi. A particle
 carries (c, z_<n): before token n (``resample``) it redraws c from its exact conditional given z_<n, P(c | z_<n)
 proportional to N_c P(z_<n | c) (the cluster step (5.31)-(5.32) with the document's prefix); then
-p_n = sum_t P(z_n = t | c, z_<n) phi_t(w_n), and z_n is drawn from the normalised terms. The earlier topics are
+p_n = sum_t P(z_n = t | c, z_<n) phi_t(w_n), and z_n is drawn from the normalised terms. A model trained in one
+cluster throughout (``--one-cluster-iterations`` at least the iterations: the thesis' LDA) has no new cluster: its
+test documents are in its one cluster. The earlier topics are
 not revisited: under a path assumption the exact conditional of one of them involves every later token (the
 counts are not exchangeable), and the thesis' "as if last" step would leave the estimator biased. So the
 particles' mean product is an unbiased estimate of p(w_d) with resampling on (annealed importance sampling over
@@ -20,6 +22,7 @@ import math
 import numba
 import numpy as np
 
+from drivers.models.cluster_lda import one_cluster
 from drivers.models.cluster_lda.kernels import cluster_topic, log_topics_given_cluster, path_add, path_remove
 from inference.left_to_right import COLUMNS, DocumentEstimate, known_tokens
 
@@ -43,9 +46,11 @@ def _draw(weights, n):
 
 
 @numba.njit(cache=True)
-def cluster_lda_particles(scaled, ctk, ck, sizes, kt, ktot, zeta, alpha, alpha1, alpha0, maximal, resample, seeds):
+def cluster_lda_particles(scaled, ctk, ck, sizes, kt, ktot, zeta, alpha, alpha1, alpha0, maximal, resample, seeds,
+                          may_open=True):
     """(R, n) p_n^(r) of the rows ``scaled`` (n x T, phi_t(w_n) / max_t phi_t(w_n)) against the frozen levels
-    (``ctk`` with a spare empty row C for a new cluster; restored on return); see the module's docstring."""
+    (``ctk`` with a spare empty row C for a new cluster, weighed zeta unless ``may_open`` is false: a model of one
+    cluster by construction; restored on return); see the module's docstring."""
     n, T = scaled.shape
     C = ctk.shape[0] - 1
     R = seeds.shape[0]
@@ -58,7 +63,7 @@ def cluster_lda_particles(scaled, ctk, ck, sizes, kt, ktot, zeta, alpha, alpha1,
     for r in range(R):
         np.random.seed(seeds[r])
         for k in range(C + 1):
-            weights[k] = sizes[k] if k < C else zeta
+            weights[k] = sizes[k] if k < C else (zeta if may_open else 0.0)
         c = _draw(weights, C + 1)
         for i in range(n):
             if resample and i > 0:
@@ -67,7 +72,7 @@ def cluster_lda_particles(scaled, ctk, ck, sizes, kt, ktot, zeta, alpha, alpha1,
                 best = -np.inf
                 for k in range(C + 1):                  # ... the cluster step (5.31) ...
                     logw[k] = -np.inf
-                    if k == C or sizes[k] > 0:
+                    if (k == C and may_open) or (k < C and sizes[k] > 0):
                         logw[k] = math.log(zeta if k == C else sizes[k]) + log_topics_given_cluster(
                             z, 0, i, k, scratch, ctk, ck, kt, ktot, alpha, alpha1, alpha0, maximal)
                         best = max(best, logw[k])
@@ -93,7 +98,8 @@ def cluster_lda_scores(model, block, hyper: dict, phi_vk: np.ndarray, settings) 
     document of ``block`` under the trained ``model`` (its frozen levels) with the topics ``phi_vk`` (V x T)."""
     phi_vk = np.ascontiguousarray(phi_vk, dtype=np.float64)
     ctk, ck, sizes, kt, ktot = model.frozen_levels()
-    alphas = model.concentrations(hyper)
+    may_open = not one_cluster.never_left(hyper)
+    alphas = model.concentrations(one_cluster.scoring_hyper(hyper))
     ptr = block.token_ptr()
     out = np.zeros((block.n_docs, COLUMNS))
     for d in range(block.n_docs):
@@ -106,7 +112,8 @@ def cluster_lda_scores(model, block, hyper: dict, phi_vk: np.ndarray, settings) 
             continue
         scale = rows.max(axis=1)
         probs = cluster_lda_particles(np.ascontiguousarray(rows / scale[:, None]), ctk, ck, sizes, kt, ktot,
-                                      float(hyper["zeta"]), *alphas, model.maximal, bool(settings.resample), seeds)
+                                      float(hyper["zeta"]), *alphas, model.maximal, bool(settings.resample), seeds,
+                                      may_open)
         log_probs = np.log(probs) + np.log(scale)[None, :]
         top = log_probs.max(axis=0)
         est = DocumentEstimate(top + np.log(np.mean(np.exp(log_probs - top[None, :]), axis=0)), log_probs.sum(axis=1))

@@ -325,18 +325,20 @@ class ClusterLDA(AuthorVariant, GibbsModel):
             return item["acc"]["doc"] / n, item["acc"]["seg"] / n
         ctk, ck, _, kt, ktot = self.frozen_levels()
         theta = predictive_theta(block.token_ptr(), item["state"]["z"], self._own_rows(item["state"]), ctk, ck, kt,
-                                 ktot, *self.concentrations(self.trained["hyper"]))
+                                 ktot, *self.concentrations(one_cluster.scoring_hyper(self.trained["hyper"])))
         return theta, theta[block.doc_of_segment()]
 
     def membership(self, block: SegmentedBlock, state: dict) -> np.ndarray:
         """(D, C + 1) the cluster step's probabilities (5.31) of the documents of the final state: the C
         clusters in output order, then a new one."""
         ctk, ck, sizes, kt, ktot = self.frozen_levels()
-        hyper = self.trained["hyper"]
+        hyper = one_cluster.scoring_hyper(self.trained["hyper"])
         cat = np.vstack([self.trained["authors"], np.zeros((1, self.trained["authors"].shape[1]), np.int64)])
         logw = membership_log_weights(block.token_ptr(), state["z"], self._own_rows(state), ctk, ck, sizes, kt, ktot,
                                       float(hyper["zeta"]), *self.concentrations(hyper), self.maximal,
                                       *self.author_args(block.doc_ids, cat, hyper))
+        if one_cluster.never_left(hyper):       # one cluster by construction: no new one
+            logw[:, -1] = -np.inf
         p = np.exp(logw - logw.max(axis=1, keepdims=True))
         return p / p.sum(axis=1, keepdims=True)
 
@@ -357,12 +359,14 @@ class ClusterLDA(AuthorVariant, GibbsModel):
             raise NotImplementedError(f"{self.name}: trained through sweep_tables")
         ctk, ck, sizes, kt, ktot = self.frozen_levels()
         C = sizes.shape[0] - 1
+        one = one_cluster.never_left(hyper)            # one cluster by construction: no new one
+        hyper = one_cluster.scoring_hyper(hyper)
         rows = np.full(block.n_docs, -1, np.int64)
         uniforms = np.random.default_rng(seed).random(2 * block.n_tokens + block.n_docs)
         cluster_lda_sweep(block.token_ptr(), block.words, state["z"], rows, nwk, nk, ctk, ck, sizes, kt, ktot, C,
                           np.full(C + 1, -1, np.int64), float(hyper["zeta"]), *self.concentrations(hyper),
                           float(hyper["beta"]), self.maximal, np.ascontiguousarray(frozen_phi), True,
-                          uniforms, 0, np.iinfo(np.int64).max, state["theta"],
+                          uniforms, 0, 1 if one else np.iinfo(np.int64).max, state["theta"],
                           *self.author_args(block.doc_ids, np.zeros((C + 1, 0), np.int64), hyper, known=False))
         state["cluster"] = np.where(rows == C, -1, rows)       # row of the trained clusters; -1: a new one
 

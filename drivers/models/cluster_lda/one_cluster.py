@@ -78,6 +78,21 @@ def merged(clusters: KeyedCounts) -> tuple[KeyedCounts, dict]:
             {"old": clusters.keys.copy(), "new": np.zeros(clusters.nnz, dtype=np.int64)})
 
 
+def never_left(hyper: dict) -> bool:
+    """Whether every sweep of the trained chain kept the documents in one cluster (``--one-cluster-iterations`` at
+    least the iterations less one: the LDA baseline): its model has one cluster by construction, so a test
+    document belongs to it (no new cluster, whatever zeta)."""
+    return "one_cluster_iterations" in hyper and int(hyper["cluster_steps"]) <= int(hyper["one_cluster_iterations"])
+
+
+def scoring_hyper(hyper: dict) -> dict:
+    """The hyperparameters a trained model scores documents with: a chain that never left the phase keeps the
+    phase's alpha1 and alpha0 (a reset at its last global step was for a reseating sweep that never came)."""
+    if not never_left(hyper):
+        return hyper
+    return dict(hyper, **{key: hyper[f"phase_{key}"] for key in RESTARTED if f"phase_{key}" in hyper})
+
+
 def step(tables: dict, hyper: dict, directive: dict | None) -> tuple[dict, dict, dict | None]:
     """The phase's part of the global step, after the clusters were renumbered (``directive``) and the
     hyperparameters sampled: count the step and, while the next sweep is in the phase, merge the clusters."""
@@ -85,6 +100,7 @@ def step(tables: dict, hyper: dict, directive: dict | None) -> tuple[dict, dict,
         return tables, hyper, directive
     hyper = dict(hyper, cluster_steps=int(hyper["cluster_steps"]) + 1)
     if reseats(hyper):
+        hyper.update({f"phase_{key}": hyper[key] for key in RESTARTED})
         hyper.update({key: hyper[f"initial_{key}"] for key in RESTARTED})
     clusters = tables["clusters"]
     if not in_phase(hyper) or clusters.nnz <= 1:
