@@ -82,12 +82,12 @@ def mean_hyper(model_dir: Path, keys) -> dict:
 
 
 def table(records) -> str:
-    lines = [f"{'corpus':8} {'model':16} {'topics':>6} {'seed':>4} {'bits/word':>10} {'importance':>10} {'train CPU s':>11} "
+    lines = [f"{'corpus':8} {'model':16} {'topics':>6} {'iter':>5} {'seed':>4} {'bits/word':>10} {'importance':>10} {'train CPU s':>11} "
              f"{'l2r CPU s':>9}  hyperparameters, clusters"]
-    for r in sorted(records, key=lambda r: (r["corpus"], r["topics"], r["model"], r["seed"])):
+    for r in sorted(records, key=lambda r: (r["corpus"], r["topics"], r["model"], r.get("iterations", 200), r["seed"])):
         f = r["figures"]
         sizes = r["cluster_sizes"]
-        lines.append(f"{r['corpus']:8} {r['model']:16} {r['topics']:>6} {r['seed']:>4} {f.get('bits_per_word', float('nan')):>10.4f} "
+        lines.append(f"{r['corpus']:8} {r['model']:16} {r['topics']:>6} {r.get('iterations', 200):>5} {r['seed']:>4} {f.get('bits_per_word', float('nan')):>10.4f} "
                      f"{f.get('bits_per_word_importance', float('nan')):>10.4f} {r['train_cpu_s']:>11.1f} "
                      f"{r['eval_cpu_s']:>9.1f}  "
                      + " ".join(f"{k}={v:.3g}" for k, v in r["hyper"].items())
@@ -122,10 +122,10 @@ def main(argv=None) -> None:
             print(f"prepared {name} ({cpu:.0f} CPU s)", flush=True)
     done = set()
     if (args.out / "runs.jsonl").exists():
-        done = {(r["corpus"], r["model"], r["seed"], r["topics"], tuple(r["extra"]))
+        done = {(r["corpus"], r["model"], r["seed"], r["topics"], r.get("iterations", 200), tuple(r["extra"]))
                 for r in map(json.loads, (args.out / "runs.jsonl").read_text().splitlines())}
     todo = [(c, m, int(s)) for s, c, m in itertools.product(args.seeds.split(","), corpora, args.models.split(","))
-            if (c, m + args.tag, int(s), args.topics, tuple(args.extra.get(m, []))) not in done]
+            if (c, m + args.tag, int(s), args.topics, args.iterations, tuple(args.extra.get(m, []))) not in done]
     lock = threading.Lock()
     with ThreadPoolExecutor(args.jobs) as pool:
         list(pool.map(lambda job: one_run(job[0], corpora[job[0]], job[1], job[2], args, lock), todo))
