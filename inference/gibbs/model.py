@@ -373,6 +373,14 @@ class GibbsModel(ChainContinuation):
             scores = summed
         return left_to_right.LeftToRightScores(scores, left_to_right.LDA_PROTOCOL)
 
+    def sample_word_logliks(self, block: SegmentedBlock, hyper: dict, phi_vk: np.ndarray, schedule, seed: int,
+                            partition: int) -> np.ndarray:
+        """(S, D) log P(w_d | the latent variables of sample s) of the documents of ``block`` (known words only,
+        ``prepare_block`` done) at the ``schedule``'s samples of the model's sampler with the training frozen: the
+        harmonic-mean estimate's samples (:mod:`inference.gibbs.harmonic_mean`, thesis 3.57). Default: refused;
+        a topic model whose words come from phi_z returns :func:`inference.gibbs.harmonic_mean.topic_logliks`."""
+        raise RefusedError(f"the harmonic-mean estimate is not implemented for {self.name}")
+
     # ---- checks
     def check_state(self, block: SegmentedBlock, state: dict) -> None:
         """Refuse a partition's state that is not the model's (read from files, or made by ``initial_state``).

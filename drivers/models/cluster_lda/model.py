@@ -35,7 +35,7 @@ from inference.constraints import AT_LEAST_1, POSITIVE, StrOptions
 from inference.dm.evidence import log_evidence
 from inference.dm.histograms import CountHistograms
 from inference.dm.slice import sample_concentrations
-from inference.gibbs import cluster_ids
+from inference.gibbs import cluster_ids, harmonic_mean
 from inference.gibbs.heldout import frozen_chain
 from inference.gibbs.model import GibbsModel, SegmentedBlock
 from inference.gibbs.tables import CountTable, KeyedCounts, merge_keyed
@@ -375,6 +375,11 @@ class ClusterLDA(AuthorVariant, GibbsModel):
 
     def segment_topic(self, block, state, hyper) -> np.ndarray:
         return state["theta"][block.doc_of_segment()]
+
+    def sample_word_logliks(self, block, hyper, phi_vk, schedule, seed, partition) -> np.ndarray:
+        """The frozen chain's samples of (cluster, topics): sum_n log phi_{z_n}(w_n) (the thesis' chapter-5
+        harmonic mean)."""
+        return harmonic_mean.topic_logliks(self, block, hyper, phi_vk, schedule, seed, partition)
 
     def left_to_right(self, block, hyper, phi_vk, settings) -> LeftToRightScores:
         """Particles of (cluster, topics) with the training levels frozen

@@ -51,6 +51,7 @@ from inference import left_to_right
 from inference.constraints import POSITIVE
 from inference.gibbs import cluster_ids
 from inference.gibbs.heldout import split_observed
+from inference.heldout import document_seed
 from inference.gibbs.model import GibbsModel, SegmentedBlock
 from inference.gibbs.tables import CountTable, KeyedCounts, merge_keyed
 from inference.options import ModelOption
@@ -289,15 +290,20 @@ class DPMixture(GibbsModel):
                             lambda _state, clusters: self.membership(block, clusters))
 
     # ---- the predictive
+    def _new_document_log_weights(self, block: SegmentedBlock) -> np.ndarray:
+        """(D, C + 1) log N_c DM(w_d | c) of every document under the trained clusters, then log zeta DM(w_d | new)."""
+        t = self.trained
+        words = t["words"].copy()
+        return membership_log_weights(*document_bags(block.token_ptr(), block.words, self.vocab_size),
+                                      np.full(block.n_docs, -1, dtype=np.int64), words,
+                                      words.sum(axis=1, dtype=np.int64), t["docs"].copy(), float(t["hyper"]["zeta"]),
+                                      float(t["hyper"]["beta"]))
+
     def _log_mixture(self, block: SegmentedBlock) -> np.ndarray:
         """(D,) log sum_c pi_c DM(w_d | c) of every document under the trained clusters."""
         t = self.trained
         zeta, D = float(t["hyper"]["zeta"]), float(t["docs"].sum())
-        words = t["words"].copy()
-        logw = membership_log_weights(*document_bags(block.token_ptr(), block.words, self.vocab_size),
-                                      np.full(block.n_docs, -1, dtype=np.int64), words,
-                                      words.sum(axis=1, dtype=np.int64), t["docs"].copy(), zeta,
-                                      float(t["hyper"]["beta"]))
+        logw = self._new_document_log_weights(block)
         top = logw.max(axis=1)
         return top + np.log(np.exp(logw - top[:, None]).sum(axis=1)) - math.log(D + zeta)
 
@@ -312,6 +318,20 @@ class DPMixture(GibbsModel):
         both = _concatenated(observed, scored)
         loglik = self._log_mixture(both).sum() - self._log_mixture(observed).sum()
         return np.array([float(loglik), float(scored.n_tokens), n_docs])
+
+    def sample_word_logliks(self, block, hyper, phi_vk, schedule, seed, partition) -> np.ndarray:
+        """The harmonic mean's samples: ``schedule.samples`` clusters of every document drawn from their exact
+        posterior (5.42) (no chain needed; seeded by the document), log DM(w_d | c^(s)) of each."""
+        t = self.trained
+        logw = self._new_document_log_weights(block)
+        log_prior = np.log(np.r_[t["docs"], float(t["hyper"]["zeta"])].astype(np.float64))
+        out = np.empty((schedule.samples, block.n_docs))
+        for d in range(block.n_docs):
+            p = np.exp(logw[d] - logw[d].max())
+            draws = np.random.default_rng(document_seed(seed, str(block.doc_ids[d]))).choice(
+                p.shape[0], size=schedule.samples, p=p / p.sum())
+            out[:, d] = logw[d, draws] - log_prior[draws]
+        return out
 
     def left_to_right(self, block, hyper, phi_vk, settings) -> left_to_right.LeftToRightScores:
         """Exact: the document's one latent variable, its cluster, takes C + 1 values (the trained clusters and a

@@ -36,6 +36,7 @@ from drivers.models.lda_gibbs.beta_update import BETA_UPDATES, updated_beta
 from drivers.models.lda_gibbs.sparse import lda_sweep_sparse
 from inference.constraints import StrOptions
 from inference.dirichlet import minka_step
+from inference.gibbs import harmonic_mean
 from inference.gibbs.model import GibbsModel, SegmentedBlock, word_weight
 from inference.options import ModelOption
 from inference.special import digamma
@@ -263,6 +264,9 @@ class LdaGibbs(GibbsModel):
         phi = frozen_phi if frozen else np.zeros((1, 1))
         lda_sweep(block.token_ptr(), block.words, state["z"], nwk, nk,
                   np.asarray(hyper["alpha"], dtype=np.float64), float(hyper["beta"]), phi, frozen, seed)
+
+    def sample_word_logliks(self, block, hyper, phi_vk, schedule, seed, partition) -> np.ndarray:
+        return harmonic_mean.topic_logliks(self, block, hyper, phi_vk, schedule, seed, partition)
 
     def partition_stats(self, block, state, hyper, seed) -> np.ndarray:
         return minka_statistics_of_assignments(block.token_ptr(), state["z"],
