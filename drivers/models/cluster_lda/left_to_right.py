@@ -31,7 +31,8 @@ from inference.left_to_right import COLUMNS, DocumentEstimate, known_tokens
 
 PROTOCOL = ("particles: the document's cluster and topics; before each token the cluster is redrawn from its exact "
             "conditional given the earlier topics (the cluster step with the prefix; with resampling), "
-            "p(z_n = t | c, z_<n) by (5.7) with the training counts frozen; earlier topics are not revisited")
+            "then (with resampling) its earlier topics revisited by Metropolis-Hastings moves on their exact posterior; "
+            "p(z_n = t | c, z_<n) by (5.7) with the training counts frozen")
 
 
 @numba.njit(cache=True)
