@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from drivers.models.lda_gibbs.model import LdaGibbs
-from inference.gibbs.model import topic_word_counts
+from inference.gibbs.counts import topic_word_counts
 from inference.gibbs.tables import CountTable, KeyedCounts
 
 

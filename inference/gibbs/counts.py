@@ -3,13 +3,21 @@
 The engine computes a block's distinct words and every token's index among
 them once (:func:`local_vocabulary`); after each sweep :func:`count_local`
 rebuilds the block's U x K counts from ``z`` in one pass. The result equals
-:func:`inference.gibbs.model.topic_word_counts` (tested).
+:func:`topic_word_counts` (tested).
 """
 from __future__ import annotations
 
 import numba
 import numpy as np
 from scipy.special import gammaln
+
+
+def topic_word_counts(block, z: np.ndarray, num_topics: int):
+    """A block's contribution to M_{k,w} by a direct count: ``(vocab_ids (U,), counts (U, K) int64)``."""
+    vocab_ids, local = np.unique(block.words, return_inverse=True)
+    counts = np.zeros((vocab_ids.shape[0], num_topics), dtype=np.int64)
+    np.add.at(counts, (local.ravel(), z), 1)
+    return vocab_ids.astype(np.int32), counts
 
 
 def local_vocabulary(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

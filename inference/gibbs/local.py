@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from inference.gibbs.counts import local_vocabulary
-from inference.gibbs.model import DRIVER_PARTITION, GibbsModel, SegmentedBlock, task_seed, topic_word_counts
+from inference.gibbs.counts import topic_word_counts
+from inference.gibbs.model import DRIVER_PARTITION, GibbsModel, SegmentedBlock, task_seed
 from inference.gibbs.tables import merge
 
 

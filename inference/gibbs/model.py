@@ -392,14 +392,6 @@ class GibbsModel(ChainContinuation):
             raise ValueError(f"{self.name}: topic assignments outside 0..{self.num_topics - 1}")
 
 
-def topic_word_counts(block: SegmentedBlock, z: np.ndarray, num_topics: int):
-    """The block's contribution to M_{k,w}: ``(vocab_ids (U,), counts (U, K) int64)``."""
-    vocab_ids, local = np.unique(block.words, return_inverse=True)
-    counts = np.zeros((vocab_ids.shape[0], num_topics), dtype=np.int64)
-    np.add.at(counts, (local.ravel(), z), 1)
-    return vocab_ids.astype(np.int32), counts
-
-
 @numba.njit(inline="always", cache=True)
 def word_weight(nwk, nk, w, k, beta, vbeta, frozen_phi, frozen):
     """(M_{k,w} + beta) / (M_k + V beta), or phi_{k,w} when the topics are frozen."""

@@ -245,7 +245,7 @@ def test_group_nonzeros_equal_numpys():
 
 def test_local_counts_equal_topic_word_counts():
     from inference.gibbs.counts import count_local, local_vocabulary
-    from inference.gibbs.model import topic_word_counts
+    from inference.gibbs.counts import topic_word_counts
     rng = np.random.default_rng(0)
     block = SegmentedBlock.from_segments([("a", [rng.integers(0, 50, 30).tolist()]), ("b", [[7, 7, 3]])])
     z = rng.integers(0, 4, block.n_tokens).astype(np.int32)

@@ -15,9 +15,8 @@ private copy of the tables; a new cluster gets a provisional id and the driver's
 0..C-1 and removes the empty ones (:mod:`inference.gibbs.cluster_ids`), as for the DP mixture. The random start:
 each document in turn draws its topics from the hierarchical predictive of a document in no cluster, then the
 cluster step (at most ``--initial-clusters`` clusters opened); the thesis starts from LDA's topics instead:
-``--one-cluster-iterations N`` (:mod:`drivers.models.cluster_lda.one_cluster`).
-
-Hyperparameters, tables, state and outputs: the package's docstring (:mod:`drivers.models.cluster_lda`).
+``--one-cluster-iterations N`` (:mod:`drivers.models.cluster_lda.one_cluster`). Hyperparameters, tables, state
+and outputs: the package's docstring (:mod:`drivers.models.cluster_lda`).
 """
 from __future__ import annotations
 
@@ -97,9 +96,8 @@ class ClusterLDA(AuthorVariant, GibbsModel):
     def initial_hyper(self, beta=None, alpha=None, alpha1=None, alpha0=None, zeta=None, eta1=None, eta0=None,
                       initial_clusters=None, sample_hyper=True, optimize_alpha=True,
                       slice_iterations=SLICE_ITERATIONS, one_cluster_iterations=None) -> dict:
-        """The concentrations (> 0; initial values when sampled) and the start's cap
-        (0: none); ``sample_hyper`` false keeps every value, ``optimize_alpha`` false (``--fixed-alpha``) keeps
-        alpha, alpha1 and alpha0."""
+        """The concentrations (> 0; initial values when sampled) and the start's cap (0: none); ``sample_hyper``
+        false keeps every value, ``optimize_alpha`` false (``--fixed-alpha``) keeps alpha, alpha1 and alpha0."""
         given = {"beta": beta, "alpha": alpha, "alpha1": alpha1, "alpha0": alpha0, "zeta": zeta, "eta1": eta1,
                  "eta0": eta0}
         hyper = {}
@@ -329,8 +327,7 @@ class ClusterLDA(AuthorVariant, GibbsModel):
         return theta, theta[block.doc_of_segment()]
 
     def membership(self, block: SegmentedBlock, state: dict) -> np.ndarray:
-        """(D, C + 1) the cluster step's probabilities (5.31) of the documents of the final state: the C
-        clusters in output order, then a new one."""
+        """(D, C + 1) the cluster step's probabilities (5.31) of the final state's documents: C clusters, a new one."""
         ctk, ck, sizes, kt, ktot = self.frozen_levels()
         hyper = one_cluster.scoring_hyper(self.trained["hyper"])
         cat = np.vstack([self.trained["authors"], np.zeros((1, self.trained["authors"].shape[1]), np.int64)])
@@ -377,8 +374,7 @@ class ClusterLDA(AuthorVariant, GibbsModel):
         return state["theta"][block.doc_of_segment()]
 
     def sample_word_logliks(self, block, hyper, phi_vk, schedule, seed, partition) -> np.ndarray:
-        """The frozen chain's samples of (cluster, topics): sum_n log phi_{z_n}(w_n) (the thesis' chapter-5
-        harmonic mean)."""
+        """The frozen chain's (cluster, topics): sum_n log phi_{z_n}(w_n) (thesis ch. 5's harmonic mean)."""
         return harmonic_mean.topic_logliks(self, block, hyper, phi_vk, schedule, seed, partition)
 
     def left_to_right(self, block, hyper, phi_vk, settings) -> LeftToRightScores:
