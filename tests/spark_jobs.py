@@ -5,9 +5,22 @@ from __future__ import annotations
 import contextlib
 
 
+def _job_ids(spark) -> list:
+    """The ids of the session's jobs outside a job group, once the listener bus has delivered every event posted so
+    far (the status tracker learns of a job asynchronously: on a loaded machine a job a command has finished may
+    not be listed yet, and a count taken then comes out one short)."""
+    spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty()
+    return spark.sparkContext.statusTracker().getJobIdsForGroup(None)
+
+
+def job_count(spark) -> int:
+    """How many jobs outside a job group the session has run (see :func:`_job_ids`)."""
+    return len(_job_ids(spark))
+
+
 def last_job(spark) -> int:
     """The id of the session's last job outside a job group (-1: none yet); job ids are consecutive."""
-    return max(spark.sparkContext.statusTracker().getJobIdsForGroup(None), default=-1)
+    return max(_job_ids(spark), default=-1)
 
 
 def job_names(spark, first: int, last: int) -> list:

@@ -23,7 +23,7 @@ from drivers.evaluation import report as evaluation_report
 from drivers.families import EvaluateRequest, InferRequest
 from drivers.store.model_store import load_model
 from jobs import evaluate, infer, topics, train
-from spark_jobs import counted_jobs
+from spark_jobs import counted_jobs, job_count
 from tiny_corpora import FAMILY_FLAGS
 from inference.errors import RefusedError, UsageError
 from inference.left_to_right import LeftToRight
@@ -110,9 +110,9 @@ def _same_without_spark(spark_session, model_dir, corpus, spec, result, tmp_path
     lda and tlda this was also tests/commands/test_infer_in_process.py's, on the same tiny models and corpora)."""
     if spec.corpus == registry.ALIGNED:
         return
-    jobs_before = len(spark_session.sparkContext.statusTracker().getJobIdsForGroup(None))
+    jobs_before = job_count(spark_session)
     local = infer.infer(spark_session, InferRequest(model_dir, corpus, str(tmp_path / "local"), runs_on="in-process"))
-    assert len(spark_session.sparkContext.statusTracker().getJobIdsForGroup(None)) == jobs_before
+    assert job_count(spark_session) == jobs_before
     assert {k: v for k, v in local.items() if not str(v).startswith(str(tmp_path))} == \
         {k: v for k, v in result.items() if not str(v).startswith(str(tmp_path))}
     tables = sorted(f for f in os.listdir(tmp_path / "inferred") if f.endswith(".parquet"))
@@ -129,20 +129,17 @@ def _same_evaluation_without_spark(spark_session, model_dir, corpus, spec, metri
     corpus, :data:`COHERENCE_ON_SPARK`); a polylingual model says it needs Spark."""
     from drivers.evaluation import standard_coherence as standard
 
-    def spark_jobs():
-        return len(spark_session.sparkContext.statusTracker().getJobIdsForGroup(None))
-
     request = EvaluateRequest((model_dir,), corpus, runs_on="in-process")
     why_not = spec.family_object().why_not_evaluate_in_process(request)
     if spec.corpus == registry.ALIGNED:
         assert why_not is not None
         return
     assert why_not is None, why_not
-    before = spark_jobs()
+    before = job_count(spark_session)
     local = standard.standard_coherence(None, model_dir, corpus)
     assert json.dumps(spec.family_object().evaluate(None, request), sort_keys=True) == \
         json.dumps(metrics, sort_keys=True)
-    assert spark_jobs() == before
+    assert job_count(spark_session) == before
     if spec.name in COHERENCE_ON_SPARK.values():
         on_spark = standard.standard_coherence(spark_session, model_dir, corpus)
         assert json.dumps(local, sort_keys=True) == json.dumps(on_spark, sort_keys=True)
@@ -183,9 +180,9 @@ def _left_to_right(spark_session, model_dir, corpus, spec):
     r = metrics["left_to_right"]
     request = EvaluateRequest((model_dir,), corpus, left_to_right=settings, runs_on="in-process")
     assert spec.family_object().why_not_evaluate_in_process(request) is None      # in this process: the same
-    jobs_before = len(spark_session.sparkContext.statusTracker().getJobIdsForGroup(None))
+    jobs_before = job_count(spark_session)
     local = spec.family_object().evaluate(None, request)
-    assert len(spark_session.sparkContext.statusTracker().getJobIdsForGroup(None)) == jobs_before
+    assert job_count(spark_session) == jobs_before
     timing = ("seconds", "seconds_per_token")
     assert {k: v for k, v in local["left_to_right"].items() if k not in timing} == \
         {k: v for k, v in r.items() if k not in timing}
@@ -308,14 +305,14 @@ def test_evaluate_with_master_none(spark_session, trained, corpora, capsys):
     from jobs.cli import main
 
     corpus = corpora[registry.BAG_OF_WORDS]
-    jobs_before = len(spark_session.sparkContext.statusTracker().getJobIdsForGroup(None))
+    jobs_before = job_count(spark_session)
     main(["evaluate", "--model", trained["lda-gibbs"][0], "--corpus", corpus, "--master", "none"])
     out = capsys.readouterr().out
     assert "held-out perplexity" in out and "u_mass" in out, out
     main(["evaluate", "--model", trained["lda"][0], "--corpus", corpus, "--master", "none"])
     out = capsys.readouterr().out
     assert "document-completion perplexity" in out and "u_mass" in out, out
-    assert len(spark_session.sparkContext.statusTracker().getJobIdsForGroup(None)) == jobs_before
+    assert job_count(spark_session) == jobs_before
     with pytest.raises(SystemExit, match="without Spark: a multilingual model"):
         main(["evaluate", "--model", trained["polylda"][0], "--corpus", corpora[registry.ALIGNED],
               "--master", "none"])

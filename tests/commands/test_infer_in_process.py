@@ -13,7 +13,7 @@ from drivers import registry
 from drivers.preparation.corpus import prepare_corpus
 from jobs import infer, train
 from jobs.infer import InferRequest
-from spark_jobs import counted_jobs
+from spark_jobs import counted_jobs, job_count
 from test_prepare import records, write_jsonl
 from tiny_corpora import FAMILY_FLAGS
 
@@ -98,11 +98,11 @@ def test_master_none_names_what_needs_spark(spark_session, models, tiny_corpora_
     from jobs.cli import main
 
     corpus = tiny_corpora_of_kind[registry.BAG_OF_WORDS]
-    jobs_before = len(spark_session.sparkContext.statusTracker().getJobIdsForGroup(None))
+    jobs_before = job_count(spark_session)
     main(["infer", "--model", models["lda"], "--input", corpus, "--output", str(tmp_path / "out"),
           "--master", "none"])
     assert "inferred topic proportions of" in capsys.readouterr().out
-    assert len(spark_session.sparkContext.statusTracker().getJobIdsForGroup(None)) == jobs_before
+    assert job_count(spark_session) == jobs_before
     with pytest.raises(SystemExit, match="without Spark: an aligned corpus of a polylingual model"):
         main(["infer", "--model", models["polylda"], "--input", tiny_corpora_of_kind[registry.ALIGNED],
               "--output", str(tmp_path / "aligned"), "--master", "none"])

@@ -16,7 +16,8 @@ from drivers.models.infvoc import commands as infinite
 from drivers.models.infvoc.model import NEW_MARK, InfVocModel
 from drivers.preparation.corpus import prepare_corpus
 from inference.infvoc import dropped
-from jobs import evaluate as evaluate_job, infer as infer_job, refresh as refresh_job, topics as topics_job, \
+from spark_jobs import job_count
+from jobs import refresh as refresh_job, topics as topics_job, \
     train as train_job
 
 SPORT = ["goal", "match", "team", "player", "score", "league", "coach", "stadium", "referee", "season"]
@@ -101,7 +102,7 @@ def test_train_refresh_and_topics_mark_new_words(spark_session, base_corpus, cap
     test_raw = write_docs(str(tmp / "test.jsonl.gz"), themed(np.random.default_rng(2), "t", 20,
                                                              extra=("vuvuzela", "sport")))
     out = str(tmp / "inferred")
-    jobs_before = len(spark_session.sparkContext.statusTracker().getJobIdsForGroup(None))
+    jobs_before = job_count(spark_session)
     main(["infer", "--model-dir", root, "--input", test_raw, "--output", out, "--master", "none"])
     thetas = pd.read_parquet(os.path.join(out, "doc_topics.parquet")).set_index("doc_id")["theta"]
     assert len(thetas) == 20 and all(np.argmax(thetas[f"t{i:04d}"]) == (sport if i % 2 == 0 else 1 - sport)
@@ -112,7 +113,7 @@ def test_train_refresh_and_topics_mark_new_words(spark_session, base_corpus, cap
         main(["evaluate", "--model-dir", directory, "--corpus", test_corpus, "--master", "none", "--top-words", "5",
               "--output", str(tmp / f"{name}.json")])
         scores[name] = json.load(open(tmp / f"{name}.json"))
-    assert len(spark_session.sparkContext.statusTracker().getJobIdsForGroup(None)) == jobs_before
+    assert job_count(spark_session) == jobs_before
     assert scores["refreshed"]["vocabulary"] == {"corpus_words": 21, "new_to_base": 1}
     assert scores["refreshed"]["perplexity"] < 0.9 * scores["base"]["perplexity"]   # base: vuvuzela from G_0 only
     assert scores["refreshed"]["npmi"] > 0.5
