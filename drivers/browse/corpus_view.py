@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from drivers import storage
-from drivers.corpora.files import CORPUS_JSON, DOCS, ORDERED, SEGMENTS
+from drivers.corpora.files import DOCS, ORDERED, SEGMENTS
 
 log = logging.getLogger("spark_topics.browse")
 

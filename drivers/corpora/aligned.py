@@ -18,6 +18,7 @@ import pandas as pd
 from drivers import storage
 from drivers.corpora.bow import Corpus, chosen_partitions, docs_to_blocks, materialise_blocks, reading
 from drivers.corpora.files import CORPUS_JSON, DOCS, VOCAB, require_corpus
+from drivers.spark_parquet import read_parquet
 from inference.errors import UsageError
 from inference.layout import VocabLayout
 
@@ -70,7 +71,7 @@ def aligned_documents(spark, directory: str, languages: list | None = None, sepa
     vocab, layout = aligned_vocab(directory, languages)
     docs = None
     for i, (lang, offset) in enumerate(zip(languages, layout.offsets)):
-        d = (spark.read.parquet(storage.join(storage.join_inside(directory, lang, "a language"), DOCS))
+        d = (read_parquet(spark, storage.join(storage.join_inside(directory, lang, "a language"), DOCS))
              .select(F.concat("doc_id", F.lit(f"@{lang}")).alias("doc_id") if separate else "doc_id",
                      F.lit(i).alias("lang_index"),
                      F.transform("term_ids", lambda t: t + F.lit(offset)).alias("term_ids"), "counts"))

@@ -19,6 +19,7 @@ import pandas as pd
 from drivers import storage
 from drivers.corpora.files import CORPUS_JSON, DOCS, VOCAB, require_corpus
 from drivers.failures import is_spark_failure, one_line
+from drivers.spark_parquet import read_parquet
 from inference.blocks import DocBlock
 from inference.constraints import AT_LEAST_1, TOPICS, check
 from inference.errors import DamagedError, UsageError
@@ -206,7 +207,7 @@ def load_corpus(spark, directory: str, num_partitions: int | None = None) -> Cor
     started = time.perf_counter()
     spark.sparkContext.setJobDescription(f"load corpus {directory} into {P} document blocks")
     with reading(directory):
-        blocks = docs_to_blocks(spark.read.parquet(storage.join(directory, DOCS)), P, plain=True)
+        blocks = docs_to_blocks(read_parquet(spark, storage.join(directory, DOCS)), P, plain=True)
         largest_vocab = materialise_blocks(blocks)
     spark.sparkContext.setJobDescription(None)
     log.info("loaded %s documents into %d blocks in %.1f s", meta["documents"], P, time.perf_counter() - started)

@@ -22,6 +22,7 @@ import pandas as pd
 from drivers import storage
 from drivers.corpora.bow import blocks_by_partition, chosen_partitions, empty_docs_table, open_corpus_meta, reading
 from drivers.corpora.files import DOCS, SEGMENTS, keeps_text_order
+from drivers.spark_parquet import read_parquet
 from inference.constraints import UNIT_LEFT, check
 from inference.errors import UsageError
 from inference.gibbs.model import SegmentedBlock
@@ -221,11 +222,11 @@ def load_segmented_corpus(spark, directory: str, num_partitions: int | None = No
     permute = None if permute_seed is None else (lambda block: permute_block_segments(block, permute_seed))
     with reading(directory):
         if segmented:
-            frame = spark.read.parquet(storage.join(directory, source_file)).select("doc_id", "segments")
+            frame = read_parquet(spark, storage.join(directory, source_file)).select("doc_id", "segments")
         elif aligned_frame is not None:
             frame = aligned_frame
         else:
-            frame = spark.read.parquet(storage.join(directory, DOCS)).select("doc_id", "term_ids", "counts")
+            frame = read_parquet(spark, storage.join(directory, DOCS)).select("doc_id", "term_ids", "counts")
         if split != "all":
             test = heldout_condition(heldout_fraction, tuple_of_language=separate_languages and layout is not None)
             frame = frame.where(test if split == "test" else ~test)

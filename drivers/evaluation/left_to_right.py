@@ -21,6 +21,7 @@ import numpy as np
 
 from drivers import storage
 from drivers.corpora.files import DOCS, keeps_text_order
+from drivers.spark_parquet import read_parquet
 from inference import left_to_right
 from inference.left_to_right import IMPORTANCE, LEFT_TO_RIGHT, SCORED, SKIPPED, LeftToRight, bits_per_word
 
@@ -123,7 +124,7 @@ def removed_oov(spark, corpus_dir: str, where=None) -> int:
         return int(pc.sum(dataset.to_table(columns=["n_oov"]).column(0)).as_py() or 0)
     from pyspark.sql import functions as F
 
-    frame = spark.read.parquet(path)
+    frame = read_parquet(spark, path)
     if "n_oov" not in frame.columns:
         return 0
     if where is not None:

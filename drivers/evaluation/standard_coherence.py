@@ -18,6 +18,7 @@ import numpy as np
 from drivers import storage
 from drivers.corpora.bow import open_corpus_meta
 from drivers.corpora.files import DOCS, SEGMENTS
+from drivers.spark_parquet import read_parquet
 from drivers.store import model_store
 from inference import coherence_measures as measures
 from inference.errors import UsageError
@@ -58,7 +59,7 @@ def spark_counts(spark, path: str, column: str, nested: bool, word_ids, index, w
         _, local = storage.resolve(path)
         parts = list(task((value,) for value in pq.read_table(local, columns=[column]).column(column).to_pylist()))
     else:
-        parts = spark.read.parquet(path).select(column).rdd.mapPartitions(task).collect()
+        parts = read_parquet(spark, path).select(column).rdd.mapPartitions(task).collect()
     keys = measures.topic_pairs(index, max(word_ids.size, 1))
     out = {}
     for w in windows:

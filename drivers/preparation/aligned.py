@@ -27,6 +27,7 @@ import logging
 from drivers import storage
 from drivers.corpora.files import LEGACY_STAGING, is_corpus_file
 from drivers.preparation.writer import write_corpus_json
+from drivers.spark_parquet import read_parquet
 from drivers.store import publish
 
 log = logging.getLogger("spark_topics.prepare")
@@ -208,7 +209,7 @@ def write_aligned_summary(spark, output_dir: str, languages, per_language: dict,
 
     docs = None
     for lang in languages:
-        d = spark.read.parquet(storage.join(output_dir, lang, "docs.parquet")).select("doc_id", F.lit(lang).alias("lang"))
+        d = read_parquet(spark, storage.join(output_dir, lang, "docs.parquet")).select("doc_id", F.lit(lang).alias("lang"))
         docs = d if docs is None else docs.unionByName(d)
     per_tuple = docs.groupBy("doc_id").agg(F.collect_set("lang").alias("langs"))
     counted = per_tuple.agg(F.count(F.lit(1)).alias("tuples"),

@@ -18,6 +18,7 @@ document's segments together are exactly its bag of words in ``docs.parquet``
 from __future__ import annotations
 
 from drivers.corpora.files import SEGMENTS
+from drivers.spark_parquet import read_parquet
 
 SEGMENT_MODES = ("paragraph", "sentence")
 #: ``prepare --ordered`` without ``--segments``: the whole text is one segment (``ordered.parquet``)
@@ -114,8 +115,8 @@ def write_segments(spark, candidates, vocab, docs_path: str, path: str, segments
 
     per_doc, pieces = segment_vectors(candidates, vocab, segments, tokenize_options)
     per_doc.select("doc_id", "segments", "segment_index").write.parquet(path)
-    written = spark.read.parquet(path)
-    docs = spark.read.parquet(docs_path).select("doc_id", F.col("n_tokens").alias("bag_tokens"))
+    written = read_parquet(spark, path)
+    docs = read_parquet(spark, docs_path).select("doc_id", F.col("n_tokens").alias("bag_tokens"))
     lengths = written.select("doc_id", F.aggregate("segments", F.lit(0), lambda a, s: a + F.size(s))
                              .alias("seg_tokens"), F.size("segments").alias("kept"))
     check = docs.join(lengths, "doc_id", "full_outer").agg(

@@ -13,6 +13,7 @@ from drivers import storage
 from drivers.corpora.files import DOCS, NO_STOPWORDS, REJECTS, VOCAB
 from drivers.engines.memory import estimator_memory_problem
 from drivers.preparation.writer import corpus_record, vocabulary_table, write_corpus_json, write_dataset
+from drivers.spark_parquet import read_parquet
 from inference.errors import UsageError
 
 log = logging.getLogger("spark_topics.ml")
@@ -112,7 +113,7 @@ def write_corpus(spark, dataset, features: str, corpus_dir: str, id_col: str | N
         else:
             storage.makedirs(rejects_path)
         sc.setJobDescription("SparkTopicsLDA: document and collection frequencies")
-        frequencies = (spark.read.parquet(spark_path(docs_path))
+        frequencies = (read_parquet(spark, spark_path(docs_path))
                        .select(F.explode(F.arrays_zip("term_ids", "counts")).alias("e"))
                        .groupBy(F.col("e.term_ids").alias("id"))
                        .agg(F.count("*").alias("df"), F.sum(F.col("e.counts").cast("long")).alias("cf"))

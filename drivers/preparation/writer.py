@@ -13,7 +13,7 @@ from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 
 from drivers import storage
-from drivers.corpora.files import CORPUS_JSON, DOCS, REJECTS, REJECT_REASONS, STOPWORDS, VOCAB, rejects_schema
+from drivers.corpora.files import CORPUS_JSON, REJECT_REASONS, STOPWORDS, rejects_schema
 from drivers.preparation.options import PrepareOptions
 from drivers.preparation.reading import RAW_MAX_CHARS, absolute_path
 

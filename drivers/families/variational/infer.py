@@ -12,6 +12,7 @@ from drivers.corpora.aligned import aligned_vocab, is_aligned, load_aligned_corp
 from drivers.corpora import in_process as local_corpus
 from drivers.corpora.bow import Corpus, chosen_partitions, open_corpus_meta, reading
 from drivers.corpora.files import CORPUS_JSON, DOCS, REJECTS, rejects_schema, require_corpus
+from drivers.spark_parquet import read_parquet
 from drivers.store.model_store import load_model, require_same_vocabulary
 from drivers.store.topic_model import TopicModel
 from inference.errors import UsageError
@@ -230,7 +231,7 @@ def infer_documents(spark, model: TopicModel | str, corpus_dir: str, output_dir:
     rows = None
     for i, (part, offset) in enumerate(parts):
         words = F.col("term_ids") if offset is None else F.transform("term_ids", lambda t: t + F.lit(int(offset)))
-        docs = spark.read.parquet(storage.join(part, DOCS)).select(
+        docs = read_parquet(spark, storage.join(part, DOCS)).select(
             F.col("doc_id").cast("string").alias("doc_id"), F.lit(i).alias("lang_index"),
             words.cast("array<int>").alias("term_ids"), F.col("counts").cast("array<int>").alias("counts"),
             F.col("n_tokens").cast("long").alias("n_tokens"), F.col("n_oov").cast("long").alias("n_unknown"),
