@@ -60,7 +60,7 @@ def read_aligned_rows(spark, path: str, fmt: str, id_column: str, text_column: s
 
     columns = [id_column, text_column, lang_column]
     if fmt == "parquet":
-        df = spark.read.parquet(path)
+        df = read_parquet(spark, path)
         missing = [c for c in columns if c not in df.columns]
         if missing:
             raise PrepareError(f"{path} lacks column(s) {', '.join(missing)}; it has {', '.join(df.columns)}")

@@ -12,6 +12,7 @@ from pyspark.sql import types as T
 
 from drivers import storage
 from drivers.preparation.options import FORMATS, PrepareError, PrepareOptions
+from drivers.spark_parquet import read_parquet
 
 
 RAW_MAX_CHARS = 1000
@@ -138,7 +139,7 @@ def _read_csv(spark: SparkSession, path: str, opts: PrepareOptions) -> DataFrame
 
 def _read_parquet(spark: SparkSession, path: str, opts: PrepareOptions) -> DataFrame:
     """Parquet; the id may be of any type (read as a string), the text string or binary."""
-    df = spark.read.parquet(path)
+    df = read_parquet(spark, path)
     check_columns(df.columns, opts, path)
     text_type = df.schema[opts.text_column].dataType
     if opts.text_column == opts.segments and isinstance(text_type, T.ArrayType):   # --segments COLUMN

@@ -8,6 +8,7 @@ from pyspark.sql import functions as F
 from drivers import storage
 from drivers.corpora.files import VOCAB
 from drivers.preparation.options import PrepareError, PrepareOptions
+from drivers.spark_parquet import read_parquet
 
 
 def count_terms(tokens: DataFrame) -> DataFrame:
@@ -48,7 +49,7 @@ def load_vocabulary(spark: SparkSession, path: str, term_counts: DataFrame) -> D
         path = nested
     if not storage.exists(path):
         raise PrepareError(f"vocabulary not found: {path}")
-    given = spark.read.parquet(path)
+    given = read_parquet(spark, path)
     missing = [c for c in ("term", "id") if c not in given.columns]
     if missing:
         raise PrepareError(f"vocabulary {path} lacks column(s) {', '.join(missing)}; "
