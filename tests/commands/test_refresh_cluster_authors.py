@@ -93,8 +93,24 @@ def test_new_documents_bring_their_authors_and_new_authors_enter(spark_session, 
     T = meta["topics"]
     assert kept["clusters"].counts.shape[1] == 1 + T + 9
     assert kept["clusters"].counts[:, 1 + T + 7:].sum(axis=0).tolist() == [6, 6]      # new0, new1: 6 documents each
-    second = texts(6, 3, "c")
-    raw2 = _write(tmp_path / "c.jsonl", second, [["new0", "zed"] for _ in range(6)])
-    run(spark_session, "--model", root, "--input", raw2, "--iterations", 1)
-    again = kept_authors(model_store.load_model(model_store.resolve(str(root))))
+    # the second brings 6 new documents and revises b003 (another text, other authors): its old copy leaves the
+    # chain, with its tokens and its share of its cluster's documents, topics and authors (issue 30, item 2)
+    second = texts(6, 3, "c") + [("b003", texts(1, 4, "r")[0][1])]
+    raw2 = _write(tmp_path / "c.jsonl", second, [["new0", "zed"] for _ in range(6)] + [["q0", "zed"]])
+    report = run(spark_session, "--model", root, "--input", raw2, "--iterations", 1)
+    assert (report["documents"]["new"], report["documents"]["revision"]) == (6, 1)
+    version = model_store.resolve(str(root))
+    again = kept_authors(model_store.load_model(version))
     assert again.names == authors.names + ["zed"] and len(again.by_doc) == 48
+    assert [again.names[a] for a in again.by_doc["b003"]] == ["q0", "zed"]
+    meta = model_store.read_meta(version)
+    partitions, t = meta["partitions"], meta["iterations"]
+    model = make_model(spec, T, meta["vocab_size"], registry, path=meta.get("path"), author_column="authors")
+    model.set_authors(again)
+    kept = chain.load_chain_tables(version, model.count_tables(), t)
+    counted = recounted_tables(model, chain.chain_dir(version), t, partitions)
+    assert counted["clusters"].equals(kept["clusters"]) and np.array_equal(counted["nwk"], kept["nwk"])
+    arrays = chain_arrays(version)
+    ids = np.concatenate([arrays[f"blocks/part-{p:05d}.npz:doc_ids"] for p in range(partitions)])
+    assert len(ids) == len(set(ids)) == 48 == kept["clusters"].counts[:, 0].sum() == meta["refresh"]["documents"]
+    assert kept["nwk"].sum() == sum(len(arrays[f"blocks/part-{p:05d}.npz:words"]) for p in range(partitions))

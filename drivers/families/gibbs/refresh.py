@@ -63,6 +63,7 @@ from drivers.engines.gibbs.settings import GibbsSettings, SampleSchedule
 from drivers.engines.gibbs.tables import TableLayout, count_records, gather_tables, reduce_records
 from drivers.families.gibbs.infer import proportion_paths, write_model_files
 from drivers.families.gibbs.models import make_model, needs_order, needs_segments
+from drivers.families.gibbs.revisions import RevisedOut, revised_ids
 from drivers.store import model_store, outputs, publish, topics_text
 from inference.errors import RefusedError
 from inference.gibbs.model import DRIVER_PARTITION, GibbsModel, task_seed
@@ -165,12 +166,18 @@ def refresh_chain(spark, spec, base, corpus_dir: str | None, request, output: st
     declared = model.count_tables()
     work = storage.join(output, WORK)
     frozen = request.chain_sweeps == "new"
+    revised = revised_ids(output)
+    revisions = RevisedOut(model, revised, rewrite) if revised else None
     chain.copy_chain(base.directory, work, N, P, frozen=frozen, apply_directive=None if directive is None else (
         lambda block, state: old_model.apply_directive(old_model.prepare_block(block), state, directive)),
-        rewrite=rewrite)
-    if rewrite is not None:             # the states moved onto the grown model: their counts are the tables
+        rewrite=revisions or rewrite)
+    if rewrite is not None or revisions:   # the states moved onto the grown model or lost documents: recounted
         tables = recounted_tables(model, work, N, P)
     Q, documents, tokens = 0, int(chain_meta["documents"]), int(chain_meta["tokens"])
+    if revisions:
+        documents, tokens = documents - revisions.documents, tokens - revisions.tokens
+        log.info("%s: %d revised documents' old copies (%d tokens) taken out of the chain", model.name,
+                 revisions.found, revisions.tokens)
     if corpus_dir is not None:
         Q = request.partitions or max(1, min(P, math.ceil(P * int(batch.meta.get("tokens") or 1)
                                                          / max(1, tokens))))
@@ -224,7 +231,8 @@ def refresh_chain(spark, spec, base, corpus_dir: str | None, request, output: st
     meta.update({"vocab_size": V, **result.meta(), **schedule.to_json(), "seed": seed,
                  **model_store.run_stamp(started),
                  "chain": {"continued_from": N, "old_partitions": P, "new_partitions": Q,
-                           "swept": "new documents" if frozen else "all documents"}})
+                           "swept": "new documents" if frozen else "all documents",
+                           "revised_out": revisions.found if revisions else 0}})
     meta["data"] = dict(base.meta.get("data") or {}, documents=result.num_documents, tokens=result.num_tokens,
                         split="all", heldout_fraction=0.0)
     meta.update(model.describe())

@@ -132,13 +132,14 @@ def kept_authors(base) -> Authors:
 
 
 def grown_authors(kept: Authors, batch_dir: str, column: str) -> Authors:
-    """``kept`` with the batch's documents (``batch_dir``'s author ``column``) and its new authors appended."""
+    """``kept`` with the batch's documents (``batch_dir``'s author ``column``: a revised document's replace its old
+    copy's) and its new authors appended."""
     batch = Authors.read(batch_dir, column)
     fresh = sorted(set(batch.names) - set(kept.names))
     names = kept.names + fresh
     index = {n: i for i, n in enumerate(names)}
-    by_doc = {d: index_of(batch, ids, index) for d, ids in batch.by_doc.items()}
-    by_doc.update(kept.by_doc)                       # an old copy keeps the authors it is counted with
+    by_doc = dict(kept.by_doc)      # a revised document's authors are its new text's (its old copy leaves the chain)
+    by_doc.update({d: index_of(batch, ids, index) for d, ids in batch.by_doc.items()})
     return Authors(names, by_doc)
 
 
