@@ -17,9 +17,9 @@ from drivers.families.gibbs.refresh import refresh_chain
 from drivers.preparation.corpus import prepare_corpus
 from drivers.refresh.update import RefreshRequest
 from drivers.store import model_root, model_store, publish
-from jobs import evaluate, infer, refresh, topics, train
+from jobs import evaluate, infer, topics, train
 from shared_runs import made_once, run_folder
-from test_refresh import NEW_WORDS, Killed, _raise, args, run, texts, write_batch
+from test_refresh import NEW_WORDS, Killed, _raise, run, texts, write_batch
 
 N, M = 4, 4          # iterations of the first run, then of the refresh
 
