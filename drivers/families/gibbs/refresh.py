@@ -214,13 +214,14 @@ def refresh_chain(spark, spec, base, corpus_dir: str | None, request, output: st
     engine = GibbsEngine(sc, model, settings, work)
     try:
         result = engine.fit(blocks, P + Q, hyper, resume=True, fingerprint={})
-        write_model_files(spark, model, result, output, vocab, batch_layout(base.meta, batch))
+        write_model_files(spark, model, result, output, vocab, batch_layout(base.meta, batch),
+                          first_partition=0 if request.reinfer_old or Q == 0 else P)   # the batch's partitions
         publish.step("model-written")         # a test kills the run here: the version half written
         chain.save_chain(work, output, result.iterations, declared)
     finally:
         engine.release()
-    if not request.reinfer_old:
-        keep_new_documents(spark, model, output, batch_document_ids(work, P, Q))
+    if not request.reinfer_old and Q == 0:
+        empty_document_tables(spark, model, output)
     storage.delete(work)
     meta = dict(base.meta)
     for key in ("heldout", "alpha"):
@@ -293,29 +294,17 @@ def _rows(value) -> tuple:
     return np.arange(value.shape[0], dtype=np.int64), value
 
 
-def batch_document_ids(work: str, first: int, partitions: int) -> list[str]:
-    """The ids of the documents of the new partitions ``first..first + partitions - 1`` as the model reads them
-    (``<id>@<language>`` for tlda on aligned tuples)."""
-    return [str(d) for p in range(first, first + partitions) for d in gibbs_state.load_block(work, p).doc_ids]
-
-
-def keep_new_documents(spark, model: GibbsModel, output: str, new_ids: list[str]) -> None:
-    """The version's per-document tables (doc_topics.parquet, segment_topics.parquet and the model's own, e.g.
-    doc_clusters.parquet) hold the batch's documents ``new_ids`` only (the root's table holds every version's;
-    ``--reinfer-old`` keeps every document's, re-estimated by the continued chain)."""
-    from pyspark.sql import types as T
-
-    ids = spark.createDataFrame([(d,) for d in new_ids], T.StructType([T.StructField("doc_id", T.StringType())]))
+def empty_document_tables(spark, model: GibbsModel, output: str) -> None:
+    """A version without a new document: its per-document tables (doc_topics.parquet, segment_topics.parquet and
+    the model's own) keep their columns and no row (the root's table holds every version's rows; ``--reinfer-old``
+    keeps every document's, re-estimated by the continued chain). The tables of a version with new documents hold
+    theirs only: those of the batch's partitions (:func:`write_model_files`), without a job or the ids."""
     for path in proportion_paths(model, output):
         if not storage.exists(path):
             continue
         everything = path[:-len(".parquet")] + ".all.parquet"
         storage.move(path, everything)
-        rows = spark.read.parquet(everything)
-        if not new_ids:
-            rows.limit(0).coalesce(1).write.parquet(path)
-        else:
-            rows.join(ids, "doc_id", "left_semi").write.parquet(path)
+        spark.read.parquet(everything).limit(0).coalesce(1).write.parquet(path)
         storage.delete(everything)
 
 

@@ -24,8 +24,8 @@ of the kept chain keep their authors, a batch's documents bring theirs, and auth
   ones their counts hold: a version keeps every document's author ids (``document_authors.parquet``); a model
   trained without it (the base) has them in its training corpus (``prepare --keep-columns``), read again. The
   batch's come from its prepared corpus, to which the refresh carries the input's author column
-  (:func:`drivers.refresh.batch_columns.carry_input_columns`). A revised document (a known id with another text)
-  keeps the authors its old copy is counted with (the chain holds both copies under one id).
+  (:mod:`drivers.refresh.batch_columns`). A revised document (a known id with another text) takes its new text's
+  authors: its old copy leaves the chain (:mod:`drivers.families.gibbs.revisions`).
 """
 from __future__ import annotations
 
