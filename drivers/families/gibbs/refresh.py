@@ -4,7 +4,9 @@ The model directory keeps the chain of its last iteration N (``chain/``, :mod:`d
 P partitions' blocks and states and the count tables. A refresh with M iterations
 
 1. copies the P blocks and states into a new checkpoint directory (untouched: the old documents keep their
-   assignments, and their partitions keep their numbers, so their draws stay ``task_seed(seed, t, p)``);
+   assignments, and their partitions keep their numbers, so their draws stay ``task_seed(seed, t, p)``), less
+   the old copies of the batch's revised documents (:mod:`drivers.families.gibbs.revisions`: each id once, the
+   tables then recounted from the kept states);
 2. extends the count tables to the grown vocabulary (new words' rows start at zero: ids only grow) and puts the
    new documents in Q new partitions P..P+Q-1, each initialised as the engine initialises a partition
    (``model.initial_state(block, hyper, task_seed(seed, 0, p))``) and its counts added to the tables;
@@ -30,7 +32,7 @@ A model whose tables are bound to more of the corpus than its size (the tree mod
 prior tree over the vocabulary) grows in ``continued_chain``: the tree grows with the vocabulary, the old
 partitions' words and paths move onto it (:mod:`drivers.models.tree.chain_growth`) and the tables are recounted
 from the moved states. A version's per-document tables (doc_topics, segment_topics, doc_clusters) hold the batch's
-documents (``--reinfer-old``: every document's).
+documents, written by the batch's partitions alone (``--reinfer-old``: every document's).
 
 cluster-lda's author variant keeps every document's authors and lets new authors in
 (:mod:`drivers.models.cluster_lda.authors`; the refresh carries the input's author column into the batch's
