@@ -167,7 +167,8 @@ def test_bigram_lm_refresh_adds_the_batch_counts_and_equals_a_retrain_on_the_uni
     """bigram-lm (no latent variable: its counts are the model): a refresh counts the batch (12 documents, 3 new
     words) and adds the model's counts re-keyed to the grown vocabulary, then fits beta n from train's start: the
     version equals a model trained on the union prepared with the same vocabulary, bit for bit (bigram keys and
-    counts, the base measure, the hyperparameters). A batch with nothing new is refused in one line."""
+    counts, the base measure, the hyperparameters). A batch with nothing new is refused in one line; a batch that
+    revises a document gives the retrain on the union holding its new text (the old copy's bigrams taken out)."""
     first, union = tmp_path / "first", tmp_path / "union"
     train_gibbs(spark_session, "bigram-lm", step_corpora / "ordered", first, 1)
     batch = texts(12, 2, "b", extra=NEW_WORDS)
