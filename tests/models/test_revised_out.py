@@ -79,9 +79,11 @@ def test_the_kept_documents_count_what_the_partition_counted_less_the_revised_on
 
 
 def test_a_model_whose_state_seats_tables_over_the_partitions_words_refuses_a_revision():
-    """pdp-network's word side seats tables per word of the partition: a revision is refused (one line)."""
-    model, hyper = _model("pdp-network", {})
+    """pdp-network's word side seats tables per word of the partition: a revision is refused (one line). (Its
+    state's keys, as its ``initial_state`` makes them, without running the sampler.)"""
+    model = make_model(registry.MODELS["pdp-network"], K, V, registry)
     orig = _block()
-    state = model.initial_state(model.prepare_block(orig), hyper, 5)
+    state = {"z": np.zeros(orig.n_tokens, np.int32), "s": np.zeros(0, np.int64),
+             "word_t": np.zeros((len(np.unique(orig.words)), K), np.int32)}
     with pytest.raises(RefusedError, match="revised document"):
         RevisedOut(model, frozenset({"d1"}))(0, orig, state)
