@@ -265,7 +265,7 @@ def _build_version(spark, request, root, current, base, base_dir, spec, history,
         stats_total = batch_stats
     else:
         documents_total = int(history_before.get("documents") or 0) + n_batch \
-            - int((meta.get("chain") or {}).get("revised_out") or 0)      # a revision's old copy left the chain
+            - int(meta.get("revised_out") or 0)         # a Gibbs model: its revised documents' old copies left
         previous = history_before.get("alpha_statistics")
         stats_total = batch_stats if previous is None or batch_stats is None else batch_stats + previous
     parent = {"version": current} if current is not None else refresh_sources.base_parent(base_dir, n_base)

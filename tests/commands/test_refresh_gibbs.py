@@ -242,7 +242,7 @@ def test_killed_gibbs_refreshes_leave_the_root_readable_and_chain_sweeps_new_kee
     after = chain_arrays(version)
     meta = model_store.read_meta(version)
     t0, t1 = N + M, N + M + 2
-    assert meta["chain"]["swept"] == "new documents" and meta["partitions"] > P and meta["chain"]["revised_out"] == 1
+    assert meta["chain"]["swept"] == "new documents" and meta["partitions"] > P and meta["revised_out"] == 1
     ids = np.concatenate([after[f"blocks/part-{p:05d}.npz:doc_ids"] for p in range(meta["partitions"])])
     assert len(ids) == len(set(ids)) == 70 == meta["data"]["documents"] == meta["refresh"]["documents"]
     for p in range(P):          # the old partitions keep their assignments, b003's old copy taken out of its own

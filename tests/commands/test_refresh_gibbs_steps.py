@@ -211,7 +211,8 @@ def test_bigram_lm_refresh_adds_the_batch_counts_and_equals_a_retrain_on_the_uni
         assert np.array_equal(np.load(os.path.join(revised, f"{name}.npy")),
                               np.load(tmp_path / "union2" / f"{name}.npy")), name
     assert model_store.read_meta(revised)["hyper"] == model_store.read_meta(str(tmp_path / "union2"))["hyper"]
-    assert model_store.read_meta(revised)["data"]["documents"] == 42
+    assert model_store.read_meta(revised)["data"]["documents"] == 42 == model_store.read_meta(revised)["refresh"][
+        "documents"] and model_store.read_meta(revised)["revised_out"] == 1
     # --reinfer-old: every document counted (the union, each id's latest text, in text order), the model's counts
     # left out: the same model, and every document's perplexity and row, those of the retrain on the union
     again = tmp_path / "again"

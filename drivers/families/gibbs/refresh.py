@@ -234,8 +234,8 @@ def refresh_chain(spark, spec, base, corpus_dir: str | None, request, output: st
     meta.update({"vocab_size": V, **result.meta(), **schedule.to_json(), "seed": seed,
                  **model_store.run_stamp(started),
                  "chain": {"continued_from": N, "old_partitions": P, "new_partitions": Q,
-                           "swept": "new documents" if frozen else "all documents",
-                           "revised_out": revisions.found if revisions else 0}})
+                           "swept": "new documents" if frozen else "all documents"},
+                 "revised_out": revisions.found if revisions else 0})     # revised documents' old copies left
     meta["data"] = dict(base.meta.get("data") or {}, documents=result.num_documents, tokens=result.num_tokens,
                         split="all", heldout_fraction=0.0)
     meta.update(model.describe())

@@ -87,12 +87,12 @@ def refresh_counts(spark, spec, base, corpus_dir: str | None, request, output: s
     if request.reinfer_old:         # every document counted again: the per-document tables cover them all
         counted = every_document(spark, request.root, history or {}, corpus_dir, output)
     else:
-        kept = rekeyed_bigrams(keys.astype(np.int64), counts, V_old, V)
+        bigrams = rekeyed_bigrams(keys.astype(np.int64), counts, V_old, V)
         revised = revised_ids(output)
         if revised:                 # a revised document's old copy leaves the counts (its new text is counted)
-            kept, old = without_old_copies(spark, model, kept, old_copies(
+            bigrams, old = without_old_copies(spark, model, bigrams, old_copies(
                 spark, request.root, history or {}, corpus_dir, output, revised), spec)
-        model.kept_counts = {"bigrams": kept}
+        model.kept_counts = {"bigrams": bigrams}
     corpus = load_segmented_corpus(spark, counted, request.partitions, require_segments=needs_segments(spec),
                                    ordered=needs_order(spec))
     seed = int(base.meta.get("seed") or 0) if request.seed is None else int(request.seed)
@@ -112,7 +112,7 @@ def refresh_counts(spark, spec, base, corpus_dir: str | None, request, output: s
     data = base.meta.get("data") or {}
     meta = dict(base.meta)
     meta.update({"vocab_size": V, **result.meta(), "initial_hyper": hyper, "seed": seed,
-                 **model_store.run_stamp(started)})
+                 **model_store.run_stamp(started), "revised_out": old["documents"]})
     kept = {"documents": 0, "tokens": 0} if counted != corpus_dir else data
     meta["data"] = dict(data, documents=int(kept.get("documents") or 0) - old["documents"] + result.num_documents,
                         tokens=int(kept.get("tokens") or 0) - old["tokens"] + result.num_tokens, split="all",
