@@ -20,6 +20,7 @@ import time
 import pandas as pd
 
 from drivers import registry, storage
+from drivers.corpora import kept_columns
 from drivers.corpora.aligned import word_columns
 from drivers.models.infvoc import commands as infinite
 from drivers.preparation.corpus import prepare_corpus
@@ -254,6 +255,8 @@ def _build_version(spark, request, root, current, base, base_dir, spec, history,
         fit_dir = union(spark, training, chain_dirs, corpus_dir, staging)
     meta = spec.family_object().refresh(spark, spec, base, fit_dir, request, history_before, staging)
     meta["data"]["corpus"] = storage.join(model_root.version_dir(storage.absolute(root), version), "corpus")
+    if fit_dir is not None:               # the columns prepare kept (a document's date, authors), as train carries them
+        kept_columns.carry_into(storage.join(staging, "doc_topics.parquet"), fit_dir)
     if fit_dir != corpus_dir:
         storage.delete(fit_dir)
     batch_stats, n_batch = refresh.alpha_statistics(storage.join(staging, "doc_topics.parquet"))
@@ -261,7 +264,8 @@ def _build_version(spark, request, root, current, base, base_dir, spec, history,
         documents_total = n_batch
         stats_total = batch_stats
     else:
-        documents_total = int(history_before.get("documents") or 0) + n_batch
+        documents_total = int(history_before.get("documents") or 0) + n_batch \
+            - int(meta.get("revised_out") or 0)         # a Gibbs model: its revised documents' old copies left
         previous = history_before.get("alpha_statistics")
         stats_total = batch_stats if previous is None or batch_stats is None else batch_stats + previous
     parent = {"version": current} if current is not None else refresh_sources.base_parent(base_dir, n_base)
@@ -300,22 +304,23 @@ def ingest_batch(spark, request, root, current, base, base_dir, chain_dirs, vers
     sc = spark.sparkContext
     options = {k: v for k, v in tokenizer.raw_text_options(base).items() if k != "segments" or spec.family == "gibbs"}
     sc.setJobDescription(f"refresh {root}: read and classify {request.input}")
-    chain_on = request.mode == "chain"
-    rows = batch_in_process.read_batch(request, staging) if request.batch_in_process else None
-    if rows is not None:
+    chain_on, kept = request.mode == "chain", tuple(batch_columns.columns_to_keep(base.meta))   # e.g. authors
+    read = batch_in_process.read_batch(request, staging, kept) if request.batch_in_process else None
+    if read is not None:                 # the kept columns come with the rows, of the reader's types
         sorted_batch = batch_in_process.BatchInProcess(
-            rows, batch_in_process.committed_ledger(chain_dirs, base_dir, current), request, current, staging, chain_on)
+            read[0], batch_in_process.committed_ledger(chain_dirs, base_dir, current), request, current, staging,
+            chain_on, read[1])
     else:
         rows = read_documents(spark, request.input, format=request.format, id_column=request.id_column,
-                              text_column=request.text_column)
-        sorted_batch = triage(refresh.classify(rows, ledger_of(spark, chain_dirs, current, base_dir, version)).cache(),
-                              request, current, version, staging, chain_on)
+                              text_column=request.text_column, keep_columns=kept)
+        sorted_batch = triage(refresh.classify(rows, ledger_of(spark, chain_dirs, current, base_dir, version),
+                                               kept).cache(), request, current, version, staging, chain_on)
     try:
         if sorted_batch.report is not None:
             return sorted_batch.report
         chain_only = sorted_batch.documents["new"] + sorted_batch.documents["revision"] == 0   # a Gibbs chain goes on
         input_dir = storage.join(staging, "work-input")
-        sorted_batch.write_input(input_dir)
+        sorted_batch.write_input(input_dir, kept)
 
         # the vocabulary: the words of the batch the model does not know, counted over the batches
         sc.setJobDescription(f"refresh {root}: the batch's words the model does not know")
@@ -327,12 +332,9 @@ def ingest_batch(spark, request, root, current, base, base_dir, chain_dirs, vers
         vocab_path = storage.join(staging, "work-vocab.parquet")
         model_store.write_parquet(vocab_path, vocab)
         corpus_dir = None if chain_only else storage.join(staging, "corpus")
-        kept = batch_columns.columns_to_keep(base.meta)          # e.g. cluster-lda's authors
-        if kept and not chain_only:
-            batch_columns.carry_input_columns(spark, request, input_dir, kept)
         prepared = {"documents": 0, "tokens": 0} if chain_only else prepare_corpus(
             spark, input_dir, corpus_dir, format="parquet", id_column="id", text_column="text", vocab=vocab_path,
-            **options, **({"keep_columns": tuple(kept)} if kept else {}))
+            **options, **({"keep_columns": kept} if kept else {}))
         storage.delete(vocab_path)
         sorted_batch.write_ledger(spark, corpus_dir, version, staging)
         storage.delete(input_dir)

@@ -284,6 +284,9 @@ PROTOCOL_OF_SEATING = "particles: every particle seats the document's tokens in 
 class STM(GibbsModel):
     """Segmented Topic Model with the collapsed multiplicity Gibbs sampler (thesis ch. 5)."""
 
+    #: a revised document leaves the chain by these axes (inference.gibbs.continuation)
+    state_axes = {"z": "token", "n": "segment", "t": "segment"}
+
     name = "stm"
     options = GibbsModel.options + (PDP_DISCOUNT, PDP_CONCENTRATION, TABLE_SAMPLER)
 

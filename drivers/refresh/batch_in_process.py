@@ -35,16 +35,17 @@ from drivers.store.base_link import training_rows
 log = logging.getLogger("spark_topics.refresh")
 
 
-def read_batch(request, staging: str):
-    """The batch's rows (:class:`drivers.preparation.in_process.reading.InputRow`, input order) when this process
-    can read it as ``prepare`` would; None (and why, logged) when it needs Spark."""
-    opts = PrepareOptions(format=request.format, id_column=request.id_column, text_column=request.text_column)
+def read_batch(request, staging: str, keep: tuple = ()):
+    """The batch's rows (:class:`drivers.preparation.in_process.reading.InputRow`, input order, with the ``keep``
+    columns, as ``prepare --keep-columns`` reads them) and the Arrow types of those columns, when this process can
+    read it as ``prepare`` would; None (and why, logged) when it needs Spark."""
+    opts = PrepareOptions(format=request.format, id_column=request.id_column, text_column=request.text_column,
+                          keep_columns=tuple(keep))
     fmt = resolve_format(None, request.input, opts.format)
     why = corpus_in_process.eligible(request.input, staging, fmt, opts)
     if why is None:
         try:
-            rows, _ = read_rows(request.input, fmt, opts)
-            return rows
+            return read_rows(request.input, fmt, opts)
         except NeedsSpark as reason:
             why = str(reason)
     log.info("refresh: the batch is read with Spark: %s", why)
@@ -80,8 +81,9 @@ class BatchInProcess:
     """The batch sorted by the ledger, as :class:`drivers.refresh.triage.Triage` holds it on Spark: ``documents``
     (the report's counts), ``report`` (a run that publishes nothing), and the rows to ingest."""
 
-    def __init__(self, rows, ledger: dict, request, current: str | None, staging: str, nothing_new_goes_on: bool):
-        self.source = request.input
+    def __init__(self, rows, ledger: dict, request, current: str | None, staging: str, nothing_new_goes_on: bool,
+                 kept_types: dict | None = None):
+        self.source, self.kept_types = request.input, dict(kept_types or {})
         valid, self.rejected = [], []
         for row in rows:
             if row.reason is not None:
@@ -91,8 +93,8 @@ class BatchInProcess:
             known_hash, known_status = ledger.get(row.doc_id, (None, None))
             status = ("new" if known_status is None else "adopted" if known_hash is None else
                       "duplicate" if known_hash == content_hash else "revision")
-            valid.append((row.doc_id, row.text, content_hash, status))
-        counts = collections.Counter(status for *_, status in valid)
+            valid.append((row.doc_id, row.text, content_hash, status, row.kept))
+        counts = collections.Counter(row[3] for row in valid)
         reasons = collections.Counter(row.reason for row in self.rejected)
         self.documents = {"read": len(rows), **{k: counts.get(k, 0) for k in SEEN},
                           "rejected": dict(sorted(reasons.items()))}
@@ -114,11 +116,13 @@ class BatchInProcess:
             row.source = self.source
         corpus_in_process.write_rejects(path, self.rejected)
 
-    def write_input(self, path: str) -> None:
-        """The rows to ingest as a Parquet input of ``prepare`` (id, text)."""
+    def write_input(self, path: str, columns: tuple = ()) -> None:
+        """The rows to ingest as a Parquet input of ``prepare`` (id, text and the kept ``columns``, of the types
+        the reader gave them)."""
         os.makedirs(path)
+        kept = {c: pa.array([r[4].get(c) for r in self.ingested], self.kept_types.get(c)) for c in columns}
         pq.write_table(pa.table({"id": pa.array([r[0] for r in self.ingested], pa.string()),
-                                 "text": pa.array([r[1] for r in self.ingested], pa.string())}),
+                                 "text": pa.array([r[1] for r in self.ingested], pa.string()), **kept}),
                        os.path.join(path, "part-00000.parquet"))
 
     def new_words(self, spark, known_terms, options: dict, pending, request):
@@ -127,7 +131,7 @@ class BatchInProcess:
         tokenizer = Tokenizer(opts.token_pattern, opts.min_token_length, stopwords_of(opts))
         known = set(map(str, known_terms))
         df = collections.Counter()
-        for _, text, _, _ in self.ingested:
+        for _, text, *_ in self.ingested:
             df.update(set(tokenizer.tokens(text)) - known)
         batch_terms = pd.DataFrame({"term": pd.Series(list(df), dtype=object), "df": list(df.values())})
         return refresh.grow_vocabulary(known_terms, batch_terms, pending, request.min_new_df, request.max_new_terms)

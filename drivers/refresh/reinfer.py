@@ -36,6 +36,20 @@ def every_document(spark, root: str, history: dict, batch: str, staging: str) ->
     return union_of(spark, training, chain_dirs, batch, staging)
 
 
+def old_copies(spark, root: str, history: dict, batch: str, staging: str, ids) -> str:
+    """The documents ``ids`` as the root held them before ``batch`` (revised documents' old copies: each id's latest
+    text among the base model's training corpus and the committed versions' batches) as one corpus in ``staging``,
+    prepared as ``batch`` (its vocabulary: ids only grow); refused in one line when the training corpus is gone."""
+    chain_dirs = [model_root.version_dir(root, v) for v in model_root.chain(root)]
+    try:
+        training = refresh_sources.training_corpus(root, chain_dirs[-1] if chain_dirs else None, history)
+    except RefusedError as e:
+        raise RefusedError(f"a revised document's old copy: {str(e).split(';')[0]}; refresh with new document "
+                           f"ids, or retrain on the union") from None
+    return refresh_sources.union_corpus(spark, training, chain_dirs, batch, staging,
+                                        output=storage.join(staging, "work-old-copies"), ids=sorted(ids))
+
+
 def reinfer_all(spark, root: str, staging: str, infer) -> int:
     """Replace ``staging``'s doc_topics.parquet (the batch's) by the proportions of every document the root has
     ingested, inferred under the staged version's topics by ``infer(model, corpus_dir, output_dir)`` (the

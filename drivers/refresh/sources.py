@@ -72,22 +72,25 @@ def training_corpus(root: str, oldest_version: str | None, history: dict) -> str
 
 
 def union_corpus(spark, training: str, chain_dirs: list, batch_dir: str, staging: str, part: str = "",
-                 output: str | None = None) -> str:
+                 output: str | None = None, ids: list | None = None) -> str:
     """batch mode: every document ingested so far (the base model's ``training`` corpus, checked by
     :func:`training_corpus`, and each committed version's batch) and the batch as one corpus
     (``output``, default ``staging/work-union``), each id's latest text; ``part``: one language's sub-corpus of
-    aligned corpora (:func:`drivers.refresh.aligned_batches.union_corpus`)."""
+    aligned corpora (:func:`drivers.refresh.aligned_batches.union_corpus`). ``ids``: only those documents, as
+    they were before the batch (revised documents' old copies; the batch's vocabulary and options)."""
     from pyspark.sql import Window, functions as F
 
     inner = [part] if part else []
     training, batch_dir = storage.join(training, *inner), storage.join(batch_dir, *inner)
     sources = [storage.join(training, DOCS)] + [storage.join(d, "corpus", *inner, DOCS) for d in reversed(chain_dirs)] \
-        + [storage.join(batch_dir, DOCS)]
+        + ([storage.join(batch_dir, DOCS)] if ids is None else [])
     frames = [spark.read.parquet(p).withColumn("_order", F.lit(i)) for i, p in enumerate(sources)
               if storage.exists(p)]
     docs = frames[0]
     for frame in frames[1:]:
         docs = docs.unionByName(frame, allowMissingColumns=True)
+    if ids is not None:
+        docs = docs.where(F.col("doc_id").cast("string").isin(list(ids)))
     newest = Window.partitionBy("doc_id").orderBy(F.col("_order").desc())
     docs = docs.withColumn("_n", F.row_number().over(newest)).where("_n = 1").drop("_n")
     union = output or storage.join(staging, "work-union")

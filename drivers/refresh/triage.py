@@ -24,11 +24,11 @@ class Triage:
     adopted: object = None      # the ledger rows of the base model's documents met again
     classified: object = None   # the cached rows sorted by the ledger (released by :meth:`release`)
 
-    def write_input(self, path: str) -> None:
-        """The rows to ingest as a Parquet input of ``prepare`` (id, text)."""
+    def write_input(self, path: str, columns: tuple = ()) -> None:
+        """The rows to ingest as a Parquet input of ``prepare`` (id, text and the kept ``columns``)."""
         from pyspark.sql import functions as F
 
-        self.ingested.select(F.col("doc_id").alias("id"), "text").write.parquet(path)
+        self.ingested.select(F.col("doc_id").alias("id"), "text", *columns).write.parquet(path)
 
     def new_words(self, spark, known_terms, options: dict, pending, request):
         return grown_words(spark, self.ingested, known_terms, options, pending, request)

@@ -110,10 +110,10 @@ def read_ledger(spark, version_dirs: list[str]):
     return rows.withColumn("_n", F.row_number().over(latest)).where("_n = 1").drop("_n")
 
 
-def classify(rows, ledger):
+def classify(rows, ledger, keep: tuple = ()):
     """``rows`` (prepare's reader: doc_id, text, reason) with ``content_hash`` and ``status``: new, revision,
     duplicate (same id and text), adopted (a base document met again: not ingested, its hash recorded) or
-    rejected (prepare's reason)."""
+    rejected (prepare's reason); ``keep``: the reader's kept columns, carried on the valid rows."""
     from pyspark.sql import functions as F
 
     valid = rows.where(F.col("reason").isNull()).withColumn("content_hash", F.sha2(F.col("text"), 256))
@@ -126,7 +126,8 @@ def classify(rows, ledger):
     rejected = rows.where(F.col("reason").isNotNull()).select(     # the input's line, as prepare keeps it
         "doc_id", F.coalesce("raw", "text").alias("text"), F.lit(None).cast("string").alias("content_hash"),
         F.col("reason").alias("status"))
-    return joined.select("doc_id", "text", "content_hash", status.alias("status")).unionByName(rejected)
+    return joined.select("doc_id", "text", "content_hash", status.alias("status"), *keep).unionByName(
+        rejected, allowMissingColumns=bool(keep))
 
 
 INGESTED = ("new", "revision")

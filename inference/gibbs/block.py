@@ -36,6 +36,16 @@ class SegmentedBlock:
         """(D+1,) int64: document d owns tokens token_ptr[d]:token_ptr[d+1]."""
         return self.seg_ptr[self.doc_ptr]
 
+    def documents(self, keep: np.ndarray) -> "SegmentedBlock":
+        """The block of the documents where ``keep`` (D bools) is True, in their order."""
+        keep = np.asarray(keep, dtype=bool)
+        seg_counts, tok_ptr = np.diff(self.doc_ptr), self.token_ptr()
+        keep_segment = np.repeat(keep, seg_counts)
+        seg_sizes = np.diff(self.seg_ptr)[keep_segment]
+        keep_token = np.repeat(keep, np.diff(tok_ptr))
+        return SegmentedBlock(self.doc_ids[keep], np.r_[0, np.cumsum(seg_counts[keep])].astype(np.int64),
+                              np.r_[0, np.cumsum(seg_sizes)].astype(np.int64), self.words[keep_token])
+
     def as_segment_documents(self) -> "SegmentedBlock":
         """Every segment becomes a one-segment document (LDA_P, the thesis' segment-level LDA)."""
         S = self.n_segments

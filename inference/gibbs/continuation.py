@@ -27,6 +27,33 @@ def padded(name: str, table: np.ndarray, shape: tuple) -> np.ndarray:
 class ChainContinuation:
     """The continuation hooks of a Gibbs model (defaults: a model whose tables are indexed by word id)."""
 
+    #: how every array of a partition's state follows the block as the model sees it (``prepare_block``): its first
+    #: axis runs over the block's "token"s, "segment"s or "document"s. A state holding an array not named here
+    #: (seated tables over the partition's words) cannot lose a document: a revision is refused
+    state_axes: dict = {"z": "token"}
+
+    def without_documents(self, orig, state: dict, keep: np.ndarray):
+        """A revised document's old copy taken out of the chain: the kept block ``orig`` without the documents
+        where ``keep`` (a bool per document of ``orig``) is False, ``state`` cut alike in place by
+        :attr:`state_axes` (the count tables are then recounted from the states)."""
+        keep = np.asarray(keep, dtype=bool)
+        block = self.prepare_block(orig)
+        masks = {"token": np.repeat(keep, np.diff(orig.token_ptr())),
+                 "segment": np.repeat(keep, np.diff(orig.doc_ptr))}
+        first = np.minimum(block.doc_ptr[:-1], max(0, block.n_segments - 1))      # a document's first segment
+        masks["document"] = keep if block.n_docs == orig.n_docs else masks["segment"][first]
+        for key in state:
+            axis = self.state_axes.get(key)
+            if axis is None:
+                raise RefusedError(f"--model {self.name} cannot take a revised document's old copy out of its chain "
+                                   f"(its state {key!r} is not kept per token, segment or document): retrain on "
+                                   f"the union, or refresh with new document ids")
+            if state[key].shape[0] != masks[axis].shape[0]:
+                raise ValueError(f"{self.name}: state {key!r} has {state[key].shape[0]} rows, not one per {axis}")
+        for key in list(state):
+            state[key] = np.ascontiguousarray(state[key][masks[self.state_axes[key]]])
+        return orig.documents(keep)
+
     @classmethod
     def chain_refusal(cls, construction: dict) -> str | None:
         """Why a model built with ``construction`` (its constructor options, as in model.json) cannot continue its

@@ -1,13 +1,15 @@
 """spark-topics refresh of cluster-lda's author variant (--author-column, Wallach 5.4; issue 30, item 2): the chain
 continues, the old documents keep their authors, a batch's documents bring theirs (the input's column carried into
 the batch's corpus) and authors never seen before enter with the next ids (drivers/models/cluster_lda/
-authors.py)."""
+authors.py); the batch's kept columns are read with its rows (in process, or with Spark under --master) and carried
+into the version's doc_topics as train carries them."""
 from __future__ import annotations
 
 import json
 import os
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from drivers import registry
@@ -81,6 +83,8 @@ def test_new_documents_bring_their_authors_and_new_authors_enter(spark_session, 
     assert len(authors.by_doc) == 42
     assert [authors.names[a] for a in authors.by_doc["a004"]] == ["p0", "q1"]
     assert [authors.names[a] for a in authors.by_doc["b003"]] == ["p1", "new1"]
+    doc_topics = pd.read_parquet(os.path.join(version, "doc_topics.parquet"))      # the kept column, as train's
+    assert len(doc_topics) == 12 and json.loads(doc_topics.set_index("doc_id").authors["b003"]) == ["p1", "new1"]
     meta = model_store.read_meta(version)
     P, Q = meta["chain"]["old_partitions"], meta["chain"]["new_partitions"]
     spec = registry.MODELS["cluster-lda"]
@@ -93,8 +97,26 @@ def test_new_documents_bring_their_authors_and_new_authors_enter(spark_session, 
     T = meta["topics"]
     assert kept["clusters"].counts.shape[1] == 1 + T + 9
     assert kept["clusters"].counts[:, 1 + T + 7:].sum(axis=0).tolist() == [6, 6]      # new0, new1: 6 documents each
-    second = texts(6, 3, "c")
-    raw2 = _write(tmp_path / "c.jsonl", second, [["new0", "zed"] for _ in range(6)])
-    run(spark_session, "--model", root, "--input", raw2, "--iterations", 1)
-    again = kept_authors(model_store.load_model(model_store.resolve(str(root))))
+    # the second brings 6 new documents and revises b003 (another text, other authors): its old copy leaves the
+    # chain, with its tokens and its share of its cluster's documents, topics and authors (issue 30, item 2)
+    second = texts(6, 3, "c") + [("b003", texts(1, 4, "r")[0][1])]
+    raw2 = _write(tmp_path / "c.jsonl", second, [["new0", "zed"] for _ in range(6)] + [["q0", "zed"]])
+    report = run(spark_session, "--model", root, "--input", raw2, "--iterations", 1, "--master", "local[2]")
+    assert (report["documents"]["new"], report["documents"]["revision"]) == (6, 1)
+    version = model_store.resolve(str(root))
+    again = kept_authors(model_store.load_model(version))
     assert again.names == authors.names + ["zed"] and len(again.by_doc) == 48
+    assert [again.names[a] for a in again.by_doc["b003"]] == ["q0", "zed"]      # read by Spark (--master)
+    doc_topics = pd.read_parquet(os.path.join(version, "doc_topics.parquet"))
+    assert len(doc_topics) == 7 and json.loads(doc_topics.set_index("doc_id").authors["b003"]) == ["q0", "zed"]
+    meta = model_store.read_meta(version)
+    partitions, t = meta["partitions"], meta["iterations"]
+    model = make_model(spec, T, meta["vocab_size"], registry, path=meta.get("path"), author_column="authors")
+    model.set_authors(again)
+    kept = chain.load_chain_tables(version, model.count_tables(), t)
+    counted = recounted_tables(model, chain.chain_dir(version), t, partitions)
+    assert counted["clusters"].equals(kept["clusters"]) and np.array_equal(counted["nwk"], kept["nwk"])
+    arrays = chain_arrays(version)
+    ids = np.concatenate([arrays[f"blocks/part-{p:05d}.npz:doc_ids"] for p in range(partitions)])
+    assert len(ids) == len(set(ids)) == 48 == kept["clusters"].counts[:, 0].sum() == meta["refresh"]["documents"]
+    assert kept["nwk"].sum() == sum(len(arrays[f"blocks/part-{p:05d}.npz:words"]) for p in range(partitions))

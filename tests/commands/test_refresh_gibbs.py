@@ -17,9 +17,9 @@ from drivers.families.gibbs.refresh import refresh_chain
 from drivers.preparation.corpus import prepare_corpus
 from drivers.refresh.update import RefreshRequest
 from drivers.store import model_root, model_store, publish
-from jobs import evaluate, infer, refresh, topics, train
+from jobs import evaluate, infer, topics, train
 from shared_runs import made_once, run_folder
-from test_refresh import NEW_WORDS, Killed, _raise, args, run, texts, write_batch
+from test_refresh import NEW_WORDS, Killed, _raise, run, texts, write_batch
 
 N, M = 4, 4          # iterations of the first run, then of the refresh
 
@@ -206,7 +206,9 @@ def test_killed_gibbs_refreshes_leave_the_root_readable_and_chain_sweeps_new_kee
     version, and the next refresh publishes on top of it with every document once. That refresh runs
     ``--chain-sweeps new``: the old partitions keep their assignments (marked frozen in the kept chain), the new
     ones are sampled from their start (not the engine's initial state any more), and the tables are still the
-    counts of the kept states (the old documents' counts stay in them)."""
+    counts of the kept states (the old documents' counts stay in them). The batch also revises a document of
+    the previous version (b003, another text): its old copy leaves its partition (block, state and counts), so
+    the chain holds every id once and the tables are the counts of the documents present."""
     from drivers.engines.gibbs import state as gibbs_state
     from drivers.families.gibbs.models import make_model
     from inference.gibbs.model import task_seed
@@ -218,7 +220,8 @@ def test_killed_gibbs_refreshes_leave_the_root_readable_and_chain_sweeps_new_kee
     previous = model_store.resolve(str(root))
     before = chain_arrays(previous)
     P = model_store.read_meta(previous)["partitions"]
-    raw2 = write_batch(tmp_path / "b2.jsonl", texts(10, 10, "m"))
+    revision = ("b003", texts(1, 11, "r")[0][1])                   # b003 (version 1's) with another text
+    raw2 = write_batch(tmp_path / "b2.jsonl", texts(10, 10, "m") + [revision])
     for step in ("model-written", "version-moved"):
         monkeypatch.setattr(publish, "STEP_HOOK", lambda name, step=step: _raise(Killed) if name == step else None)
         with pytest.raises(Killed):
@@ -227,10 +230,11 @@ def test_killed_gibbs_refreshes_leave_the_root_readable_and_chain_sweeps_new_kee
         assert model_root.latest(str(root)) == first, step
         assert model_store.load_model(str(root)).meta["refresh"]["documents"] == 60, step
     again = run(spark_session, "--model", root, "--input", raw2, "--iterations", 2, "--chain-sweeps", "new")
-    assert again["documents"]["new"] == 10 and model_root.chain(str(root))[1] == first
+    assert (again["documents"]["new"], again["documents"]["revision"]) == (10, 1)
+    assert model_root.chain(str(root))[1] == first
     ledgers = pd.concat([model_store.read_parquet(os.path.join(model_root.version_dir(str(root), v),
                                                                "ledger.parquet")) for v in model_root.chain(str(root))])
-    assert ledgers.doc_id.is_unique and (ledgers.status == "new").sum() == 30
+    assert (ledgers.status == "new").sum() == 30 and ledgers[ledgers.status == "revision"].doc_id.tolist() == ["b003"]
     assert model_store.load_model(str(root)).meta["chain"]["continued_from"] == N + M
     assert [n for n in os.listdir(root / "versions") if n.startswith(".")] == []
 
@@ -238,10 +242,16 @@ def test_killed_gibbs_refreshes_leave_the_root_readable_and_chain_sweeps_new_kee
     after = chain_arrays(version)
     meta = model_store.read_meta(version)
     t0, t1 = N + M, N + M + 2
-    assert meta["chain"]["swept"] == "new documents" and meta["partitions"] > P
-    for p in range(P):
-        assert np.array_equal(before[f"state/iter-{t0:05d}/part-{p:05d}.npz:z"],
+    assert meta["chain"]["swept"] == "new documents" and meta["partitions"] > P and meta["revised_out"] == 1
+    ids = np.concatenate([after[f"blocks/part-{p:05d}.npz:doc_ids"] for p in range(meta["partitions"])])
+    assert len(ids) == len(set(ids)) == 70 == meta["data"]["documents"] == meta["refresh"]["documents"]
+    for p in range(P):          # the old partitions keep their assignments, b003's old copy taken out of its own
+        block = f"blocks/part-{p:05d}.npz"
+        kept = np.repeat(before[f"{block}:doc_ids"] != "b003",
+                         np.diff(before[f"{block}:seg_ptr"][before[f"{block}:doc_ptr"]]))
+        assert np.array_equal(before[f"state/iter-{t0:05d}/part-{p:05d}.npz:z"][kept],
                               after[f"state/iter-{t1:05d}/part-{p:05d}.npz:z"])
+        assert np.array_equal(before[f"{block}:words"][kept], after[f"{block}:words"])
         assert f"state/iter-{t1:05d}/part-{p:05d}.npz:{chain.FROZEN}" in after
     model = make_model(registry.MODELS["lda-gibbs"], 3, meta["vocab_size"])
     hyper = chain.read_chain_meta(previous)["hyper"]

@@ -167,7 +167,8 @@ def test_bigram_lm_refresh_adds_the_batch_counts_and_equals_a_retrain_on_the_uni
     """bigram-lm (no latent variable: its counts are the model): a refresh counts the batch (12 documents, 3 new
     words) and adds the model's counts re-keyed to the grown vocabulary, then fits beta n from train's start: the
     version equals a model trained on the union prepared with the same vocabulary, bit for bit (bigram keys and
-    counts, the base measure, the hyperparameters). A batch with nothing new is refused in one line."""
+    counts, the base measure, the hyperparameters). A batch with nothing new is refused in one line; a batch that
+    revises a document gives the retrain on the union holding its new text (the old copy's bigrams taken out)."""
     first, union = tmp_path / "first", tmp_path / "union"
     train_gibbs(spark_session, "bigram-lm", step_corpora / "ordered", first, 1)
     batch = texts(12, 2, "b", extra=NEW_WORDS)
@@ -193,6 +194,25 @@ def test_bigram_lm_refresh_adds_the_batch_counts_and_equals_a_retrain_on_the_uni
     assert sorted(perplexities.doc_id) == sorted(d for d, _ in batch)
     with pytest.raises(RefusedError, match="no new document"):
         run(spark_session, "--model", root, "--input", raw, "--mode", "chain")
+    # a revision (b003, another text): its old copy's bigrams leave the counts, its new text's enter: the model a
+    # retrain on the union holding b003's new text gives, bit for bit (issue 30, item 2)
+    revision = ("b003", texts(1, 9, "r")[0][1])
+    report = run(spark_session, "--model", root, "--input", write_batch(tmp_path / "r.jsonl", [revision]),
+                 "--min-new-df", 1)
+    assert report["documents"]["revision"] == 1
+    revised = model_store.resolve(str(root))
+    model_store.load_model(revised).vocab[["term", "id"]].to_parquet(vocab_path)
+    both = write_batch(tmp_path / "union2.jsonl", texts(30, 1, "a") + [revision if d == "b003" else (d, t)
+                                                                         for d, t in batch])
+    prepare_corpus(spark_session, both, str(tmp_path / "union2_corpus"), language="none", vocab=vocab_path,
+                   **PREPARE["ordered"])
+    train_gibbs(spark_session, "bigram-lm", tmp_path / "union2_corpus", tmp_path / "union2", 1)
+    for name in ("bigram_keys", "bigram_counts", "base_measure"):
+        assert np.array_equal(np.load(os.path.join(revised, f"{name}.npy")),
+                              np.load(tmp_path / "union2" / f"{name}.npy")), name
+    assert model_store.read_meta(revised)["hyper"] == model_store.read_meta(str(tmp_path / "union2"))["hyper"]
+    assert model_store.read_meta(revised)["data"]["documents"] == 42 == model_store.read_meta(revised)["refresh"][
+        "documents"] and model_store.read_meta(revised)["revised_out"] == 1
     # --reinfer-old: every document counted (the union, each id's latest text, in text order), the model's counts
     # left out: the same model, and every document's perplexity and row, those of the retrain on the union
     again = tmp_path / "again"

@@ -52,16 +52,20 @@ def proportion_tables(model: GibbsModel, _partition, item, heldout: bool | None 
     return [t.append_column("heldout", pa.array([heldout] * t.num_rows, pa.bool_())) for t in tables]
 
 
-def write_model_files(spark, model, result, output: str, vocab, layout=None, heldout: bool | None = None) -> None:
+def write_model_files(spark, model, result, output: str, vocab, layout=None, heldout: bool | None = None,
+                      first_partition: int = 0) -> None:
     """The model files of a finished run (``result``: the engine's GibbsResult): topic_word.npy and the
     vocabulary, the document and segment proportions (``heldout`` False: a column saying these documents are
-    the training split's), the model's own files and arrays."""
+    the training split's; of the partitions from ``first_partition`` on: a refresh's batch), the model's own
+    files and arrays."""
     if not np.allclose(result.topic_word.sum(axis=1), 1.0):
         raise RuntimeError("topic_word rows do not sum to 1")
     storage.makedirs(output)
     model_store.save_matrix(output, "topic_word", result.topic_word, vocab, layout, normalise=True)
     model.bind_result(result)        # what the outputs and the predictive need of the final state
-    write_proportions(spark, model, result.states, output, heldout)
+    states = result.states if not first_partition else result.states.mapPartitionsWithIndex(
+        lambda p, items: items if p >= first_partition else iter(()), preservesPartitioning=True)
+    write_proportions(spark, model, states, output, heldout)      # an earlier partition: its state never read
     model.save_files(output, result)
     arrays = model.saved_arrays()
     for name in model.array_files:

@@ -4,7 +4,9 @@ The model directory keeps the chain of its last iteration N (``chain/``, :mod:`d
 P partitions' blocks and states and the count tables. A refresh with M iterations
 
 1. copies the P blocks and states into a new checkpoint directory (untouched: the old documents keep their
-   assignments, and their partitions keep their numbers, so their draws stay ``task_seed(seed, t, p)``);
+   assignments, and their partitions keep their numbers, so their draws stay ``task_seed(seed, t, p)``), less
+   the old copies of the batch's revised documents (:mod:`drivers.families.gibbs.revisions`: each id once, the
+   tables then recounted from the kept states);
 2. extends the count tables to the grown vocabulary (new words' rows start at zero: ids only grow) and puts the
    new documents in Q new partitions P..P+Q-1, each initialised as the engine initialises a partition
    (``model.initial_state(block, hyper, task_seed(seed, 0, p))``) and its counts added to the tables;
@@ -30,7 +32,7 @@ A model whose tables are bound to more of the corpus than its size (the tree mod
 prior tree over the vocabulary) grows in ``continued_chain``: the tree grows with the vocabulary, the old
 partitions' words and paths move onto it (:mod:`drivers.models.tree.chain_growth`) and the tables are recounted
 from the moved states. A version's per-document tables (doc_topics, segment_topics, doc_clusters) hold the batch's
-documents (``--reinfer-old``: every document's).
+documents, written by the batch's partitions alone (``--reinfer-old``: every document's).
 
 cluster-lda's author variant keeps every document's authors and lets new authors in
 (:mod:`drivers.models.cluster_lda.authors`; the refresh carries the input's author column into the batch's
@@ -63,6 +65,7 @@ from drivers.engines.gibbs.settings import GibbsSettings, SampleSchedule
 from drivers.engines.gibbs.tables import TableLayout, count_records, gather_tables, reduce_records
 from drivers.families.gibbs.infer import proportion_paths, write_model_files
 from drivers.families.gibbs.models import make_model, needs_order, needs_segments
+from drivers.families.gibbs.revisions import RevisedOut, revised_ids
 from drivers.store import model_store, outputs, publish, topics_text
 from inference.errors import RefusedError
 from inference.gibbs.model import DRIVER_PARTITION, GibbsModel, task_seed
@@ -165,12 +168,18 @@ def refresh_chain(spark, spec, base, corpus_dir: str | None, request, output: st
     declared = model.count_tables()
     work = storage.join(output, WORK)
     frozen = request.chain_sweeps == "new"
+    revised = revised_ids(output)
+    revisions = RevisedOut(model, revised, rewrite) if revised else None
     chain.copy_chain(base.directory, work, N, P, frozen=frozen, apply_directive=None if directive is None else (
         lambda block, state: old_model.apply_directive(old_model.prepare_block(block), state, directive)),
-        rewrite=rewrite)
-    if rewrite is not None:             # the states moved onto the grown model: their counts are the tables
+        rewrite=revisions or rewrite)
+    if rewrite is not None or revisions:   # the states moved onto the grown model or lost documents: recounted
         tables = recounted_tables(model, work, N, P)
     Q, documents, tokens = 0, int(chain_meta["documents"]), int(chain_meta["tokens"])
+    if revisions:
+        documents, tokens = documents - revisions.documents, tokens - revisions.tokens
+        log.info("%s: %d revised documents' old copies (%d tokens) taken out of the chain", model.name,
+                 revisions.found, revisions.tokens)
     if corpus_dir is not None:
         Q = request.partitions or max(1, min(P, math.ceil(P * int(batch.meta.get("tokens") or 1)
                                                          / max(1, tokens))))
@@ -207,13 +216,14 @@ def refresh_chain(spark, spec, base, corpus_dir: str | None, request, output: st
     engine = GibbsEngine(sc, model, settings, work)
     try:
         result = engine.fit(blocks, P + Q, hyper, resume=True, fingerprint={})
-        write_model_files(spark, model, result, output, vocab, batch_layout(base.meta, batch))
+        write_model_files(spark, model, result, output, vocab, batch_layout(base.meta, batch),
+                          first_partition=0 if request.reinfer_old or Q == 0 else P)   # the batch's partitions
         publish.step("model-written")         # a test kills the run here: the version half written
         chain.save_chain(work, output, result.iterations, declared)
     finally:
         engine.release()
-    if not request.reinfer_old:
-        keep_new_documents(spark, model, output, batch_document_ids(work, P, Q))
+    if not request.reinfer_old and Q == 0:
+        empty_document_tables(spark, model, output)
     storage.delete(work)
     meta = dict(base.meta)
     for key in ("heldout", "alpha"):
@@ -224,7 +234,8 @@ def refresh_chain(spark, spec, base, corpus_dir: str | None, request, output: st
     meta.update({"vocab_size": V, **result.meta(), **schedule.to_json(), "seed": seed,
                  **model_store.run_stamp(started),
                  "chain": {"continued_from": N, "old_partitions": P, "new_partitions": Q,
-                           "swept": "new documents" if frozen else "all documents"}})
+                           "swept": "new documents" if frozen else "all documents"},
+                 "revised_out": revisions.found if revisions else 0})     # revised documents' old copies left
     meta["data"] = dict(base.meta.get("data") or {}, documents=result.num_documents, tokens=result.num_tokens,
                         split="all", heldout_fraction=0.0)
     meta.update(model.describe())
@@ -285,29 +296,17 @@ def _rows(value) -> tuple:
     return np.arange(value.shape[0], dtype=np.int64), value
 
 
-def batch_document_ids(work: str, first: int, partitions: int) -> list[str]:
-    """The ids of the documents of the new partitions ``first..first + partitions - 1`` as the model reads them
-    (``<id>@<language>`` for tlda on aligned tuples)."""
-    return [str(d) for p in range(first, first + partitions) for d in gibbs_state.load_block(work, p).doc_ids]
-
-
-def keep_new_documents(spark, model: GibbsModel, output: str, new_ids: list[str]) -> None:
-    """The version's per-document tables (doc_topics.parquet, segment_topics.parquet and the model's own, e.g.
-    doc_clusters.parquet) hold the batch's documents ``new_ids`` only (the root's table holds every version's;
-    ``--reinfer-old`` keeps every document's, re-estimated by the continued chain)."""
-    from pyspark.sql import types as T
-
-    ids = spark.createDataFrame([(d,) for d in new_ids], T.StructType([T.StructField("doc_id", T.StringType())]))
+def empty_document_tables(spark, model: GibbsModel, output: str) -> None:
+    """A version without a new document: its per-document tables (doc_topics.parquet, segment_topics.parquet and
+    the model's own) keep their columns and no row (the root's table holds every version's rows; ``--reinfer-old``
+    keeps every document's, re-estimated by the continued chain). The tables of a version with new documents hold
+    theirs only: those of the batch's partitions (:func:`write_model_files`), without a job or the ids."""
     for path in proportion_paths(model, output):
         if not storage.exists(path):
             continue
         everything = path[:-len(".parquet")] + ".all.parquet"
         storage.move(path, everything)
-        rows = spark.read.parquet(everything)
-        if not new_ids:
-            rows.limit(0).coalesce(1).write.parquet(path)
-        else:
-            rows.join(ids, "doc_id", "left_semi").write.parquet(path)
+        spark.read.parquet(everything).limit(0).coalesce(1).write.parquet(path)
         storage.delete(everything)
 
 

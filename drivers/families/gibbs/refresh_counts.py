@@ -3,7 +3,8 @@ counts the batch's documents once, adds the kept counts of the model (re-keyed t
 fits the hyperparameters to the sum as ``train`` fits them, from the same start (``train``'s initial
 hyperparameters over the grown vocabulary: the default beta is V). The version is the model a retrain on the
 union gives, bit for bit, at the cost of one counting pass over the batch (the old documents are not read
-again: their counts are in the model). Its document table holds the batch's documents.
+again: their counts are in the model; a revised document's old copy, read back from where the root keeps it, leaves
+them). Its document table holds the batch's documents.
 """
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ from drivers.engines.gibbs.settings import GibbsSettings, SampleSchedule
 from drivers.families.gibbs.infer import write_model_files
 from drivers.families.gibbs.models import make_model, needs_order, needs_segments
 from drivers.families.gibbs.refresh import copy_tokenizer
-from drivers.refresh.reinfer import every_document
+from drivers.families.gibbs.revisions import revised_ids
+from drivers.refresh.reinfer import every_document, old_copies
 from drivers.store import model_store, outputs, publish, topics_text
 from inference.errors import RefusedError
 from inference.gibbs.tables import KeyedCounts, merge_keyed
@@ -35,6 +37,27 @@ def rekeyed_bigrams(keys: np.ndarray, counts: np.ndarray, old_vocab_size: int, v
     previous, word = keys // old_vocab_size, keys % old_vocab_size
     previous = np.where(previous == old_vocab_size, vocab_size, previous)
     return merge_keyed(1, previous * vocab_size + word, np.asarray(counts, np.int32).reshape(-1, 1))
+
+
+def without_old_copies(spark, model, kept: KeyedCounts, corpus_dir: str, spec) -> tuple[KeyedCounts, dict]:
+    """``kept`` less the bigrams of the documents of ``corpus_dir`` (revised documents' old copies: few, counted
+    here), and their numbers of documents and tokens."""
+    corpus = load_segmented_corpus(spark, corpus_dir, 1, require_segments=needs_segments(spec),
+                                   ordered=needs_order(spec))
+    try:
+        blocks = [block for _, block in corpus.blocks.collect()]
+    finally:
+        corpus.blocks.unpersist()
+        storage.delete(corpus_dir)
+    keys, counts = [kept.keys], [kept.counts.astype(np.int64)]
+    for block in blocks:
+        k, c = model.table_counts(model.prepare_block(block), None, None)["bigrams"]
+        keys.append(np.asarray(k, np.int64))
+        counts.append(-np.asarray(c, np.int64).reshape(-1, 1))
+    out = merge_keyed(1, np.concatenate(keys), np.vstack(counts))
+    if (out.counts < 0).any():
+        raise RuntimeError("a revised document's old copy has bigrams the model never counted")
+    return out, {"documents": sum(b.n_docs for b in blocks), "tokens": sum(b.n_tokens for b in blocks)}
 
 
 def refresh_counts(spark, spec, base, corpus_dir: str | None, request, output: str, catalogue,
@@ -60,11 +83,16 @@ def refresh_counts(spark, spec, base, corpus_dir: str | None, request, output: s
     hyper = model.initial_hyper(**{k: v for k, v in start.items() if k != "base_measure"})
     keys, counts = (storage.load_npy(storage.join(base.directory, f"{name}.npy"))
                     for name in ("bigram_keys", "bigram_counts"))
-    counted = corpus_dir
+    counted, old = corpus_dir, {"documents": 0, "tokens": 0}
     if request.reinfer_old:         # every document counted again: the per-document tables cover them all
         counted = every_document(spark, request.root, history or {}, corpus_dir, output)
     else:
-        model.kept_counts = {"bigrams": rekeyed_bigrams(keys.astype(np.int64), counts, V_old, V)}
+        bigrams = rekeyed_bigrams(keys.astype(np.int64), counts, V_old, V)
+        revised = revised_ids(output)
+        if revised:                 # a revised document's old copy leaves the counts (its new text is counted)
+            bigrams, old = without_old_copies(spark, model, bigrams, old_copies(
+                spark, request.root, history or {}, corpus_dir, output, revised), spec)
+        model.kept_counts = {"bigrams": bigrams}
     corpus = load_segmented_corpus(spark, counted, request.partitions, require_segments=needs_segments(spec),
                                    ordered=needs_order(spec))
     seed = int(base.meta.get("seed") or 0) if request.seed is None else int(request.seed)
@@ -84,10 +112,11 @@ def refresh_counts(spark, spec, base, corpus_dir: str | None, request, output: s
     data = base.meta.get("data") or {}
     meta = dict(base.meta)
     meta.update({"vocab_size": V, **result.meta(), "initial_hyper": hyper, "seed": seed,
-                 **model_store.run_stamp(started)})
+                 **model_store.run_stamp(started), "revised_out": old["documents"]})
     kept = {"documents": 0, "tokens": 0} if counted != corpus_dir else data
-    meta["data"] = dict(data, documents=int(kept.get("documents") or 0) + result.num_documents,
-                        tokens=int(kept.get("tokens") or 0) + result.num_tokens, split="all", heldout_fraction=0.0)
+    meta["data"] = dict(data, documents=int(kept.get("documents") or 0) - old["documents"] + result.num_documents,
+                        tokens=int(kept.get("tokens") or 0) - old["tokens"] + result.num_tokens, split="all",
+                        heldout_fraction=0.0)
     meta.pop("heldout", None)
     meta.update(model.describe())
     storage.save_json(storage.join(output, "model.json"), meta)

@@ -104,6 +104,9 @@ class AdaTM(GibbsModel):
     """Adaptive topic model (thesis ch.7) with the BTIGS sampler (§7.3); alpha, a, lambdas fixed, b sampled
     (a = 0) or fixed."""
 
+    #: a revised document leaves the chain by these axes (inference.gibbs.continuation)
+    state_axes = {"z": "token", "n": "segment", "t": "segment", "s": "segment", "b": "document"}
+
     name = "adatm"
     options = GibbsModel.options + (PDP_DISCOUNT, PDP_CONCENTRATION,
                                     ModelOption("lambda_s", "Beta prior lambda_S", constraint=POSITIVE),

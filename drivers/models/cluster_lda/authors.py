@@ -24,8 +24,8 @@ of the kept chain keep their authors, a batch's documents bring theirs, and auth
   ones their counts hold: a version keeps every document's author ids (``document_authors.parquet``); a model
   trained without it (the base) has them in its training corpus (``prepare --keep-columns``), read again. The
   batch's come from its prepared corpus, to which the refresh carries the input's author column
-  (:func:`drivers.refresh.batch_columns.carry_input_columns`). A revised document (a known id with another text)
-  keeps the authors its old copy is counted with (the chain holds both copies under one id).
+  (:mod:`drivers.refresh.batch_columns`). A revised document (a known id with another text) takes its new text's
+  authors: its old copy leaves the chain (:mod:`drivers.families.gibbs.revisions`).
 """
 from __future__ import annotations
 
@@ -132,13 +132,14 @@ def kept_authors(base) -> Authors:
 
 
 def grown_authors(kept: Authors, batch_dir: str, column: str) -> Authors:
-    """``kept`` with the batch's documents (``batch_dir``'s author ``column``) and its new authors appended."""
+    """``kept`` with the batch's documents (``batch_dir``'s author ``column``: a revised document's replace its old
+    copy's) and its new authors appended."""
     batch = Authors.read(batch_dir, column)
     fresh = sorted(set(batch.names) - set(kept.names))
     names = kept.names + fresh
     index = {n: i for i, n in enumerate(names)}
-    by_doc = {d: index_of(batch, ids, index) for d, ids in batch.by_doc.items()}
-    by_doc.update(kept.by_doc)                       # an old copy keeps the authors it is counted with
+    by_doc = dict(kept.by_doc)      # a revised document's authors are its new text's (its old copy leaves the chain)
+    by_doc.update({d: index_of(batch, ids, index) for d, ids in batch.by_doc.items()})
     return Authors(names, by_doc)
 
 

@@ -53,8 +53,8 @@ AUTHOR_CONCENTRATIONS = ("eta1", "eta0")
 
 class ClusterLDA(AuthorVariant, GibbsModel):
     """Cluster-based topic model (Wallach §5.3): ``num_topics`` topics, clusters found by a Dirichlet process."""
-
     name = "cluster-lda"
+    state_axes = {"z": "token", "cluster": "document", "theta": "document"}     # a revision's way out of the chain
     options = (ModelOption("beta", "symmetric prior of a topic's word distribution (per word; initial value when "
                                    "sampled)", constraint=POSITIVE),
                ModelOption("alpha1", "concentration of a cluster's topic distribution around the corpus' (initial "

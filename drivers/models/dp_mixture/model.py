@@ -75,6 +75,9 @@ def _log_normalised(logw: np.ndarray) -> np.ndarray:
 class DPMixture(GibbsModel):
     """Word-based DP mixture of documents (Wallach §4.5); ``num_topics``: the clusters of the random start."""
 
+    #: a revised document leaves the chain by these axes (inference.gibbs.continuation)
+    state_axes = {"cluster": "document"}
+
     name = "dp-mixture"
     options = (ModelOption("beta", "symmetric prior of a cluster's word distribution (per word; initial value "
                                    "when sampled)", constraint=POSITIVE),

@@ -76,6 +76,9 @@ DEFAULT_ALPHA_BURN_IN = 20
 class SeqLDA(GibbsModel):
     """Sequential LDA with the collapsed multiplicity Gibbs sampler on the segment chain (thesis ch. 6)."""
 
+    #: a revised document leaves the chain by these axes (inference.gibbs.continuation)
+    state_axes = {"z": "token", "n": "segment", "t": "segment", "b": "document"}
+
     name = "seqlda"
     options = GibbsModel.options + (PDP_DISCOUNT, PDP_CONCENTRATION, TABLE_SAMPLER)
 

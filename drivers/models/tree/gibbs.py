@@ -185,6 +185,9 @@ class TreeGibbs(LdaGibbs):
     given with
     :meth:`set_tree` before anything is sampled. alpha is learnt as LDA-Gibbs learns it (Minka)."""
 
+    #: a revised document leaves the chain by these axes (inference.gibbs.continuation)
+    state_axes = {"z": "token", "y": "token"}
+
     name = "tlda"
     options = (ModelOption("beta", "prior of a root -> word edge (the run's eta; the other edges follow from it)",
                            constraint=POSITIVE),)
