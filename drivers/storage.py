@@ -235,6 +235,14 @@ def write_parquet(path: str, table) -> None:
     write_bytes(path, buffer.getvalue())
 
 
+def read_table(path: str, columns=None, filter=None):
+    """A Parquet file or a directory of them as an Arrow table, read with pyarrow on the driver (any filesystem)."""
+    import pyarrow.dataset as ds
+
+    filesystem, p = resolve(path)
+    return ds.dataset(p, filesystem=filesystem, format="parquet").to_table(columns=columns, filter=filter)
+
+
 def read_vocab(path: str):
     """A vocabulary (``vocab.parquet`` of a corpus or a model: a Spark-written Parquet directory or a single file)
     as a pandas frame sorted by id, read with pyarrow on the driver; ids must be 0..V-1."""

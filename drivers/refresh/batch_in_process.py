@@ -140,8 +140,8 @@ class BatchInProcess:
         """The version's ledger (:func:`drivers.refresh.triage.write_ledger`): the ingested rows whose id the
         prepared corpus in ``corpus_dir`` kept (all of them when None: a Gibbs chain continued on the same
         documents), and the base model's documents met again."""
-        kept = None if corpus_dir is None else set(ds.dataset(storage.join(corpus_dir, DOCS), format="parquet").to_table(
-            columns=["doc_id"]).column(0).cast(pa.string()).to_pylist())
+        kept = None if corpus_dir is None else set(storage.read_table(
+            storage.join(corpus_dir, DOCS), columns=["doc_id"]).column(0).cast(pa.string()).to_pylist())
         rows = [r for r in self.ingested if kept is None or r[0] in kept] + self.adopted
         path = storage.join(staging, refresh.LEDGER)
         storage.makedirs(path)

@@ -17,6 +17,7 @@ import os
 from drivers import storage
 from drivers.corpora.files import CORPUS_JSON, DOCS, VOCAB, data_version
 from drivers.preparation.writer import write_corpus_json
+from drivers.spark_parquet import read_parquet
 from drivers.store import publish
 from drivers.store.base_link import base_documents, stored_path
 from inference.errors import RefusedError, UsageError
@@ -84,7 +85,7 @@ def union_corpus(spark, training: str, chain_dirs: list, batch_dir: str, staging
     training, batch_dir = storage.join(training, *inner), storage.join(batch_dir, *inner)
     sources = [storage.join(training, DOCS)] + [storage.join(d, "corpus", *inner, DOCS) for d in reversed(chain_dirs)] \
         + ([storage.join(batch_dir, DOCS)] if ids is None else [])
-    frames = [spark.read.parquet(p).withColumn("_order", F.lit(i)) for i, p in enumerate(sources)
+    frames = [read_parquet(spark, p).withColumn("_order", F.lit(i)) for i, p in enumerate(sources)
               if storage.exists(p)]
     docs = frames[0]
     for frame in frames[1:]:
@@ -97,14 +98,14 @@ def union_corpus(spark, training: str, chain_dirs: list, batch_dir: str, staging
     docs.drop("_order").write.parquet(storage.join(union, DOCS))
     storage.copy_tree(storage.join(batch_dir, VOCAB), storage.join(union, VOCAB))   # the writer's files, as they are
     meta = storage.load_json(storage.join(batch_dir, CORPUS_JSON))
-    totals = spark.read.parquet(storage.join(union, DOCS)).agg(F.count("*").alias("n"),
-                                                                F.sum("n_tokens").alias("tokens")).first()
+    totals = read_parquet(spark, storage.join(union, DOCS)).agg(F.count("*").alias("n"),
+                                                                 F.sum("n_tokens").alias("tokens")).first()
     meta.update(documents=int(totals["n"]), tokens=int(totals["tokens"] or 0))
     ordered = (meta.get("ordered") or {}).get("file")
     if ordered:                  # the tokens in text order (prepare --ordered), each document's from its source
         texts = [storage.join(os.path.dirname(p.rstrip("/")), ordered) for p in sources]
         if all(storage.exists(t) for t, p in zip(texts, sources) if storage.exists(p)):
-            frames = [spark.read.parquet(t).withColumn("_order", F.lit(i)) for i, t in enumerate(texts)
+            frames = [read_parquet(spark, t).withColumn("_order", F.lit(i)) for i, t in enumerate(texts)
                       if storage.exists(t)]
             rows = frames[0]
             for frame in frames[1:]:

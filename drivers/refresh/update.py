@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from drivers import storage
+from drivers.spark_parquet import read_parquet
 from drivers.store.base_link import HELDOUT, LEDGER, training_rows
 from inference.constraints import AT_LEAST_0, AT_LEAST_1, NON_NEGATIVE, Constrained, Interval, Real, StrOptions
 from inference.errors import UsageError
@@ -141,7 +142,7 @@ def base_ledger(spark, base_dir: str, version: str):
     path = storage.join(base_dir, "doc_topics.parquet")
     if not storage.exists(path):
         return spark.createDataFrame([], ledger_schema())
-    rows = spark.read.parquet(path)
+    rows = read_parquet(spark, path)
     if HELDOUT in rows.columns:
         rows = rows.where(F.col(HELDOUT) == F.lit(False))
     return rows.select(

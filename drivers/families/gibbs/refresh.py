@@ -66,6 +66,7 @@ from drivers.engines.gibbs.tables import TableLayout, count_records, gather_tabl
 from drivers.families.gibbs.infer import proportion_paths, write_model_files
 from drivers.families.gibbs.models import make_model, needs_order, needs_segments
 from drivers.families.gibbs.revisions import RevisedOut, revised_ids
+from drivers.spark_parquet import read_parquet
 from drivers.store import model_store, outputs, publish, topics_text
 from inference.errors import RefusedError
 from inference.gibbs.model import DRIVER_PARTITION, GibbsModel, task_seed
@@ -306,7 +307,7 @@ def empty_document_tables(spark, model: GibbsModel, output: str) -> None:
             continue
         everything = path[:-len(".parquet")] + ".all.parquet"
         storage.move(path, everything)
-        spark.read.parquet(everything).limit(0).coalesce(1).write.parquet(path)
+        read_parquet(spark, everything).limit(0).coalesce(1).write.parquet(path)
         storage.delete(everything)
 
 

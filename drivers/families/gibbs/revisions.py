@@ -23,7 +23,7 @@ def revised_ids(directory: str) -> frozenset:
     path = storage.join(directory, LEDGER)
     if not storage.exists(path):
         return frozenset()
-    table = ds.dataset(path, format="parquet").to_table(columns=["doc_id"], filter=ds.field("status") == "revision")
+    table = storage.read_table(path, columns=["doc_id"], filter=ds.field("status") == "revision")
     return frozenset(str(d) for d in table.column(0).to_pylist())
 
 

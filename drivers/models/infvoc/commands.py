@@ -23,6 +23,7 @@ from drivers.models.infvoc.engine import empty_sets, run_stream
 from drivers.models.infvoc.model import InfVocModel, is_infinite, is_model_file
 from drivers.refresh import sources as refresh_sources
 from drivers.corpora import tokenizer
+from drivers.spark_parquet import read_parquet
 from drivers.store import lease, model_root, model_store, publish
 from drivers.store.manifest import new_token, write_marker
 from inference.errors import UsageError
@@ -102,7 +103,7 @@ def _corpus_size(value, previous: float) -> float:
 
 def corpus_documents(spark, corpus_dir: str, vocab: pd.DataFrame) -> list:
     """[(doc_id, tokens as strings)] of a prepared corpus, sorted by id."""
-    frame = spark.read.parquet(storage.join(corpus_dir, DOCS)).select("doc_id", "term_ids", "counts").toPandas()
+    frame = read_parquet(spark, storage.join(corpus_dir, DOCS)).select("doc_id", "term_ids", "counts").toPandas()
     terms = vocab.sort_values("id")["term"].astype(str).to_numpy(dtype=object)
     docs = []
     for doc_id, ids, counts in zip(frame["doc_id"], frame["term_ids"], frame["counts"]):

@@ -135,9 +135,7 @@ def load_tree(directory: str) -> tuple[pd.DataFrame, dict]:
     meta = storage.load_json(meta_path)
     if meta.get("format") != FORMAT:
         raise DamagedError(f"{directory}: a tree of format {meta.get('format')}, this spark-topics reads {FORMAT}")
-    import pyarrow.parquet as pq
-
-    concepts = pq.read_table(storage.join(directory, CONCEPTS)).to_pandas()
+    concepts = storage.read_table(storage.join(directory, CONCEPTS)).to_pandas()
     if len(concepts) != meta["report"]["concepts"]:
         raise DamagedError(f"{directory}: {CONCEPTS} has {len(concepts)} concepts, {TREE_JSON} says "
                            f"{meta['report']['concepts']}")
