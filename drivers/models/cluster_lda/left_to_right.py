@@ -11,7 +11,8 @@ cluster throughout (``--one-cluster-iterations`` at least the iterations: the th
 test documents are in its one cluster. With resampling the particle's earlier topics are revisited too, as LDA's
 are (Alg. 3): under a path assumption the exact conditional of one of them involves every later token (the counts
 are not exchangeable), so each is a Metropolis-Hastings move whose target is the prefix's exact posterior
-(:func:`_revisit`; the thesis' "as if last" step alone would leave the estimator biased). Without revisiting (as
+(:mod:`drivers.models.cluster_lda.revisit`, O(L^2) per particle as LDA's; the thesis' "as if last" step alone
+would leave the estimator biased). Without revisiting (as
 before session 17) the left-to-right product of the particles' means is not consistent (each factor tends to
 its mean under the unweighted proposal): on the Python pages at K = 50 it over-charged the thesis' LDA by 0.08
 bits per word against LDA's estimator on the same model. The particles' mean product is an unbiased estimate of
@@ -27,6 +28,7 @@ import numpy as np
 
 from drivers.models.cluster_lda import one_cluster
 from drivers.models.cluster_lda.kernels import cluster_topic, log_topics_given_cluster, path_add, path_remove
+from drivers.models.cluster_lda.revisit import CAPS, draw, revisit, workspace
 from inference.left_to_right import COLUMNS, DocumentEstimate, known_tokens
 
 PROTOCOL = ("particles: the document's cluster and topics; before each token the cluster is redrawn from its exact "
@@ -36,57 +38,13 @@ PROTOCOL = ("particles: the document's cluster and topics; before each token the
 
 
 @numba.njit(cache=True)
-def _draw(weights, n):
-    total = 0.0
-    for k in range(n):
-        total += weights[k]
-    u = np.random.random() * total
-    acc = 0.0
-    for k in range(n):
-        acc += weights[k]
-        if u < acc:
-            return k
-    return n - 1
-
-
-@numba.njit(cache=True)
-def _revisit(scaled, z, i, c, own, scratch, proposal, ctk, ck, kt, ktot, alpha, alpha1, alpha0, maximal):
-    """One Metropolis-Hastings sweep over a particle's earlier topics z_<i given its cluster c and w_<i (the prefix
-    out of the levels, ``own``/``scratch`` zero on entry and return). The target is the prefix's exact posterior,
-    P(z_<i | c) (5.32, built token by token with the path rule) x prod_m phi_{z_m}(w_m); a topic is proposed from
-    (N_t|d without m + alpha q_c(t)) phi_t(w_m) with q_c of the frozen levels (not a function of z_m, so the move
-    keeps the target whatever the path assumption does with later tokens' counts) and accepted by the ratio."""
-    T = kt.shape[0]
-    for m in range(i):
-        own[z[m]] += 1
-    current = log_topics_given_cluster(z, 0, i, c, scratch, ctk, ck, kt, ktot, alpha, alpha1, alpha0, maximal)
-    for m in range(i):
-        old = z[m]
-        own[old] -= 1
-        for t in range(T):
-            proposal[t] = scaled[m, t] * (own[t] + alpha * cluster_topic(c, t, ctk, ck, kt, ktot, alpha1, alpha0, T))
-        new = _draw(proposal, T)
-        if new != old:
-            z[m] = new
-            moved = log_topics_given_cluster(z, 0, i, c, scratch, ctk, ck, kt, ktot, alpha, alpha1, alpha0, maximal)
-            # pi(new) q(old) / (pi(old) q(new)): phi cancels against the proposal's, leaving its prior terms
-            log_ratio = moved - current + math.log(proposal[old] / scaled[m, old]) \
-                - math.log(proposal[new] / scaled[m, new])
-            if math.log(np.random.random()) < log_ratio:
-                current = moved
-            else:
-                z[m] = old
-        own[z[m]] += 1
-    for m in range(i):
-        own[z[m]] -= 1
-
-
-@numba.njit(cache=True)
 def cluster_lda_particles(scaled, ctk, ck, sizes, kt, ktot, zeta, alpha, alpha1, alpha0, maximal, resample, seeds,
-                          may_open=True):
+                          may_open, work, caps, fast=True):
     """(R, n) p_n^(r) of the rows ``scaled`` (n x T, phi_t(w_n) / max_t phi_t(w_n)) against the frozen levels
     (``ctk`` with a spare empty row C for a new cluster, weighed zeta unless ``may_open`` is false: a model of one
-    cluster by construction; restored on return); see the module's docstring."""
+    cluster by construction; restored on return); see the module's docstring. ``work[0]`` accumulates the token
+    visits, ``caps`` the revisits' schedules (:mod:`drivers.models.cluster_lda.revisit`, ``CAPS``; ``fast`` false:
+    its O(L^3) reference revisits)."""
     n, T = scaled.shape
     C = ctk.shape[0] - 1
     R = seeds.shape[0]
@@ -94,15 +52,14 @@ def cluster_lda_particles(scaled, ctk, ck, sizes, kt, ktot, zeta, alpha, alpha1,
     z = np.zeros(n, dtype=np.int32)
     ndk = np.zeros(T, dtype=np.int64)
     scratch = np.zeros(T, dtype=np.int64)
-    own = np.zeros(T, dtype=np.int64)
-    proposal = np.empty(T)
+    ws = workspace(T)
     weights = np.empty(max(T, C + 1))
     logw = np.empty(C + 1)
     for r in range(R):
         np.random.seed(seeds[r])
         for k in range(C + 1):
             weights[k] = sizes[k] if k < C else (zeta if may_open else 0.0)
-        c = _draw(weights, C + 1)
+        c = draw(weights, C + 1)
         for i in range(n):
             if resample and i > 0:
                 for m in range(i - 1, -1, -1):          # the prefix leaves its cluster ...
@@ -116,9 +73,10 @@ def cluster_lda_particles(scaled, ctk, ck, sizes, kt, ktot, zeta, alpha, alpha1,
                         best = max(best, logw[k])
                 for k in range(C + 1):
                     weights[k] = math.exp(logw[k] - best)
-                c = _draw(weights, C + 1)
-                _revisit(scaled, z, i, c, own, scratch, proposal, ctk, ck, kt, ktot, alpha, alpha1, alpha0,
-                         maximal)                       # ... the earlier topics revisited given c ...
+                work[0] += (C + 3) * i
+                c = draw(weights, C + 1)
+                revisit(scaled, z, i, c, ws, ctk, ck, kt, ktot, alpha, alpha1, alpha0, maximal, caps,
+                        fast, work)                     # ... the earlier topics revisited given c ...
                 for m in range(i):                      # ... and the prefix joins the cluster drawn
                     path_add(c, z[m], ndk, ctk, ck, kt, ktot, maximal)
             total = 0.0
@@ -126,7 +84,7 @@ def cluster_lda_particles(scaled, ctk, ck, sizes, kt, ktot, zeta, alpha, alpha1,
                 weights[t] = scaled[i, t] * (ndk[t] + alpha * cluster_topic(c, t, ctk, ck, kt, ktot, alpha1, alpha0, T))
                 total += weights[t]
             out[r, i] = total / (i + alpha)
-            z[i] = _draw(weights, T)
+            z[i] = draw(weights, T)
             path_add(c, z[i], ndk, ctk, ck, kt, ktot, maximal)
         for m in range(n - 1, -1, -1):
             path_remove(c, z[m], ndk, ctk, ck, kt, ktot, maximal)
@@ -153,7 +111,7 @@ def cluster_lda_scores(model, block, hyper: dict, phi_vk: np.ndarray, settings) 
         scale = rows.max(axis=1)
         probs = cluster_lda_particles(np.ascontiguousarray(rows / scale[:, None]), ctk, ck, sizes, kt, ktot,
                                       float(hyper["zeta"]), *alphas, model.maximal, bool(settings.resample), seeds,
-                                      may_open)
+                                      may_open, np.zeros(1, dtype=np.int64), CAPS)
         log_probs = np.log(probs) + np.log(scale)[None, :]
         top = log_probs.max(axis=0)
         est = DocumentEstimate(top + np.log(np.mean(np.exp(log_probs - top[None, :]), axis=0)), log_probs.sum(axis=1))
