@@ -140,6 +140,22 @@ def _proposal_log_ratio(scaled, m, old, new, proposal):
 
 
 @numba.njit(cache=True)
+def _by_product(z, m, old, new, i, c, current, scratch, ctk, ck, kt, ktot, alpha, alpha1, alpha0, maximal, scaled,
+                proposal, own, work):
+    """The move of token m from ``old`` to ``new`` scored by the prefix's whole product (O(i)) and accepted or not:
+    (accepted, the prefix's log P(z_<i | c) after it)."""
+    z[m] = new
+    moved = log_topics_given_cluster(z, 0, i, c, scratch, ctk, ck, kt, ktot, alpha, alpha1, alpha0, maximal)
+    work[0] += i
+    if math.log(np.random.random()) < moved - current + _proposal_log_ratio(scaled, m, old, new, proposal):
+        own[old] -= 1
+        own[new] += 1
+        return True, moved
+    z[m] = old
+    return False, current
+
+
+@numba.njit(cache=True)
 def revisit(scaled, z, i, c, ws, ctk, ck, kt, ktot, alpha, alpha1, alpha0, maximal, caps, fast, work):
     """One Metropolis-Hastings sweep over a particle's earlier topics z_<i given its cluster c and w_<i (the prefix
     out of the levels). ``ws``: a :func:`workspace`; ``caps``: :data:`CAPS` (the schedules' positions per token);
@@ -161,15 +177,8 @@ def revisit(scaled, z, i, c, ws, ctk, ck, kt, ktot, alpha, alpha1, alpha0, maxim
             new = _propose(scaled, m, old, own, aq, proposal, T)
             work[0] += T
             if new != old:
-                z[m] = new
-                moved = log_topics_given_cluster(z, 0, i, c, scratch, ctk, ck, kt, ktot, alpha, alpha1, alpha0, True)
-                work[0] += i
-                if math.log(np.random.random()) < moved - current + _proposal_log_ratio(scaled, m, old, new, proposal):
-                    current = moved
-                    own[old] -= 1
-                    own[new] += 1
-                else:
-                    z[m] = old
+                _, current = _by_product(z, m, old, new, i, c, current, scratch, ctk, ck, kt, ktot, alpha, alpha1,
+                                         alpha0, True, scaled, proposal, own, work)
         return
     s = _pieces(z, i, c, ctk, first, bpos, knew, cum, T)
     work[0] += i
@@ -195,20 +204,14 @@ def revisit(scaled, z, i, c, ws, ctk, ck, kt, ktot, alpha, alpha1, alpha0, maxim
                     own[old] -= 1
                     own[new] += 1
             elif not fast or scheduled(m, i, caps[0]):
-                z[m] = new
-                moved = log_topics_given_cluster(z, 0, i, c, scratch, ctk, ck, kt, ktot, alpha, alpha1, alpha0, False)
-                work[0] += i
-                if math.log(np.random.random()) < moved - current + _proposal_log_ratio(scaled, m, old, new, proposal):
-                    current = moved
-                    own[old] -= 1
-                    own[new] += 1
+                accepted, current = _by_product(z, m, old, new, i, c, current, scratch, ctk, ck, kt, ktot, alpha,
+                                                alpha1, alpha0, False, scaled, proposal, own, work)
+                if accepted:
                     s = _pieces(z, i, c, ctk, first, bpos, knew, cum, T)
                     work[0] += i
                     p0 = 0
                     while p0 < s and bpos[p0 + 1] <= m:
                         p0 += 1
-                else:
-                    z[m] = old
         before[z[m]] += 1
 
 
