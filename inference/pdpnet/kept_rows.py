@@ -22,13 +22,14 @@ from inference.pdpnet.ratio_path import path_step_r
 
 @token_kernel
 def enter_vector(jt, cur, fresh, rf, kept_node, slot, anc_ptr, anc, kind, par_ptr, par_node):
-    """Make the slots hold the ancestors of ``jt`` (``cur``: the vector they held). Returns (fresh, rf): the
-    number of leading slots whose rows are still current (the common prefix with the kept ones, at most
-    ``fresh``; 0 when the factored root changes) and the new factored root (-1: none): the first Dirichlet parent
+    """Make the slots hold the ancestors of ``jt`` (``cur``: the vector they held). Returns (fresh, rf, same):
+    the number of leading slots whose rows are still current (the common prefix with the kept ones, at most
+    ``fresh``; 0 when the factored root changes), the new factored root (-1: none): the first Dirichlet parent
     of ``jt`` (a root that is no parent of jt is reached through a Pitman-Yor ancestor, whose row a path to the
-    root makes stale anyway, so it is a plain row there and the rows need no ZB)."""
+    root makes stale anyway, so it is a plain row there and the rows need no ZB), and the length of the common
+    prefix (the slots whose Stirling factor rows :func:`raw_rows` stay current)."""
     if jt == cur:
-        return fresh, rf
+        return fresh, rf, anc_ptr[jt + 1] - anc_ptr[jt]
     rf_new = -1
     for e in range(par_ptr[jt], par_ptr[jt + 1]):
         if kind[par_node[e]] == DIR:
@@ -36,15 +37,53 @@ def enter_vector(jt, cur, fresh, rf, kept_node, slot, anc_ptr, anc, kind, par_pt
             break
     if rf_new != rf:
         fresh = 0
+    same = -1
     r = 0
     for q in range(anc_ptr[jt], anc_ptr[jt + 1]):
         x = anc[q]
-        if r < fresh and kept_node[r] != x:
-            fresh = r
+        if same < 0 and kept_node[r] != x:
+            same = r
+            fresh = min(fresh, r)
         kept_node[r] = x
         slot[x] = r
         r += 1
-    return min(fresh, r - 1), rf_new
+    if same < 0:
+        same = r
+    return min(fresh, r - 1), rf_new, same
+
+
+@token_kernel
+def raw_rows(lo, hi, K, JR, OR, kept_node, kind, off, a_of, RJ, RO, n, tc, tp):
+    """``JR[r, k]`` = RJ[a, c, t] and ``OR[r, k]`` = RO[a, c, t] of cell (kept_node[r], k) for the Pitman-Yor
+    slots r in lo..hi - 1: a row's Stirling factors, read from contiguous rows when the row is recomputed because
+    an ancestor changed (:func:`raw_cell` keeps them current as paths change cells)."""
+    for r in range(lo, hi):
+        x = kept_node[r]
+        if kind[x] != PYP:
+            continue
+        o = off[x]
+        Jp = RJ[a_of[x]]
+        Op = RO[a_of[x]]
+        JRr = JR[r]
+        ORr = OR[r]
+        for k in range(K):
+            c = n[o + k] + tc[o + k]
+            t = tp[o + k]
+            JRr[k] = Jp[c, t]
+            ORr[k] = Op[c, t]
+
+
+@token_kernel
+def raw_cell(x, v, rawok, JR, OR, kept_node, slot, kind, off, a_of, RJ, RO, n, tc, tp):
+    """Refresh the factors of cell (x, v) in :func:`raw_rows`' rows after a path changed its counts, when x is a
+    Pitman-Yor vector held in a slot below ``rawok`` (the slots whose factor rows are current)."""
+    r = slot[x]
+    if kind[x] == PYP and r < rawok and kept_node[r] == x:
+        cell = off[x] + v
+        c = n[cell] + tc[cell]
+        t = tp[cell]
+        JR[r, v] = RJ[a_of[x], c, t]
+        OR[r, v] = RO[a_of[x], c, t]
 
 
 @token_kernel
@@ -63,9 +102,9 @@ def stale_from(fresh, last, prev, rf, kept_node, slot):
 
 
 @token_kernel
-def kept_topic_row(jt, K, fresh, rf, ZA, ZB, zr, g, row, kept_node, slot, anc_ptr, kind, dim, off, alpha, a_of,
-                   b_of, par_ptr, par_node, par_gamma, gamma_sum, avals, bvals, RJ, RO, n, tc, tp, Nn, TC, TP, Se,
-                   word, w, nwk, inv, beta, frozen_phi, frozen, cum):
+def kept_topic_row(jt, K, fresh, rf, ZA, ZB, zr, g, row, JR, OR, kept_node, slot, anc_ptr, kind, dim, off, alpha,
+                   a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum, avals, bvals, RJ, RO, n, tc, tp, Nn, TC, TP,
+                   Se, word, w, nwk, inv, beta, frozen_phi, frozen, cum):
     """Rows ``fresh``..last - 1 of ZA/ZB (the ancestors, with the formulas of
     :func:`inference.pdpnet.kernels.node_terms` and the ratio tables of :func:`inference.pdpnet.sweep.ratio_tables`),
     then in one loop over k the factored root's predictive ``zr`` and the row of ``jt`` itself into ``row`` (its
@@ -94,37 +133,36 @@ def kept_topic_row(jt, K, fresh, rf, ZA, ZB, zr, g, row, kept_node, slot, anc_pt
                 A[k] = u
                 B[k] = 0.0
         else:
-            pyp_affine_row(x, K, A, B, g, slot, ZA, ZB, rf, o, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum,
-                           avals, bvals, RJ, RO, n, tc, tp, Nn, TC, TP, Se)
+            pyp_affine_row(x, K, A, B, JR[r], OR[r], slot, ZA, ZB, rf, a_of, b_of, par_ptr, par_node, par_gamma,
+                           gamma_sum, avals, bvals, RJ, RO, Nn, TC, TP, Se)
     zo, za, ziden = 0, 0.0, 0.0
     if rf >= 0:
         zo = off[rf]
         za = alpha[rf]
         ziden = 1.0 / (za * dim[rf] + (Nn[rf] + TC[rf]))
     ibc, lead, T, Jp, Op = pyp_factors(jt, a_of, b_of, avals, bvals, RJ, RO, Nn, TC, TP)
-    o = off[jt]
     e0, e1 = par_ptr[jt], par_ptr[jt + 1]
     gs = gamma_sum[jt]
     for e in range(e0, e1):                 # the edges' factors into g[0:...], as in pyp_affine_row
         g[e - e0] = lead * (par_gamma[e] + Se[e]) / (gs + T)
     q0 = par_node[e0]
     s0 = slot[q0]
+    JRj = JR[last]
+    ORj = OR[last]
     total = 0.0
     for k in range(K):
         zk = 0.0
         if rf >= 0:
             zk = (za + (n[zo + k] + tc[zo + k])) * ziden
             zr[k] = zk
-        c = n[o + k] + tc[o + k]
-        t = tp[o + k]
-        opn = Op[c, t]
+        opn = ORj[k]
         if q0 == rf:
             pv = zk
         elif rf < 0:
             pv = ZA[s0, k]
         else:
             pv = ZA[s0, k] + ZB[s0, k] * zk
-        x = Jp[c, t] * ibc + g[0] * opn * pv
+        x = JRj[k] * ibc + g[0] * opn * pv
         for e in range(e0 + 1, e1):
             q = par_node[e]
             if q == rf:
@@ -154,10 +192,11 @@ def pyp_factors(x, a_of, b_of, avals, bvals, RJ, RO, Nn, TC, TP):
 
 
 @token_kernel
-def pyp_affine_row(x, K, A, B, g, slot, ZA, ZB, rf, o, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum, avals,
-                   bvals, RJ, RO, n, tc, tp, Nn, TC, TP, Se):
+def pyp_affine_row(x, K, A, B, JRr, ORr, slot, ZA, ZB, rf, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum,
+                   avals, bvals, RJ, RO, Nn, TC, TP, Se):
     """A Pitman-Yor vector's row: A = join/(b + C) + sum_e f_e open ZA_parent, B = sum_e f_e open ZB_parent
-    (a parent that is the factored root: ZA 0, ZB 1), f_e = (b + a T)/(b + C) (gamma_e + S_e)/(sum gamma + T)."""
+    (a parent that is the factored root: ZA 0, ZB 1), f_e = (b + a T)/(b + C) (gamma_e + S_e)/(sum gamma + T);
+    join and open are the vector's factor rows ``JRr``/``ORr`` (:func:`raw_rows`)."""
     ibc, lead, T, Jp, Op = pyp_factors(x, a_of, b_of, avals, bvals, RJ, RO, Nn, TC, TP)
     gs = gamma_sum[x]
     e0, e1 = par_ptr[x], par_ptr[x + 1]
@@ -166,53 +205,45 @@ def pyp_affine_row(x, K, A, B, g, slot, ZA, ZB, rf, o, a_of, b_of, par_ptr, par_
         f = lead * (par_gamma[e0] + Se[e0]) / (gs + T)
         if q == rf:
             for k in range(K):
-                c = n[o + k] + tc[o + k]
-                t = tp[o + k]
-                A[k] = Jp[c, t] * ibc
-                B[k] = f * Op[c, t]
+                A[k] = JRr[k] * ibc
+                B[k] = f * ORr[k]
         elif rf < 0:
             PA = ZA[slot[q]]
             for k in range(K):
-                c = n[o + k] + tc[o + k]
-                t = tp[o + k]
-                A[k] = Jp[c, t] * ibc + f * Op[c, t] * PA[k]
+                A[k] = JRr[k] * ibc + f * ORr[k] * PA[k]
         else:
             PA = ZA[slot[q]]
             PB = ZB[slot[q]]
             for k in range(K):
-                c = n[o + k] + tc[o + k]
-                t = tp[o + k]
-                fg = f * Op[c, t]
-                A[k] = Jp[c, t] * ibc + fg * PA[k]
+                fg = f * ORr[k]
+                A[k] = JRr[k] * ibc + fg * PA[k]
                 B[k] = fg * PB[k]
         return
     for k in range(K):
-        c = n[o + k] + tc[o + k]
-        t = tp[o + k]
-        A[k] = Jp[c, t] * ibc
+        A[k] = JRr[k] * ibc
         B[k] = 0.0
-        g[k] = Op[c, t]
     for e in range(e0, e1):
         q = par_node[e]
         f = lead * (par_gamma[e] + Se[e]) / (gs + T)
         if q == rf:
             for k in range(K):
-                B[k] += f * g[k]
+                B[k] += f * ORr[k]
         else:
             PA = ZA[slot[q]]
             PB = ZB[slot[q]]
             for k in range(K):
-                fg = f * g[k]
+                fg = f * ORr[k]
                 A[k] += fg * PA[k]
                 B[k] += fg * PB[k]
 
 
 @token_kernel
-def add_path_kept(jt, k, ZA, ZB, zr, rf, slot, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node,
-                  par_gamma, gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx):
+def add_path_kept(jt, k, ZA, ZB, zr, rf, slot, JR, OR, rawok, kept_node, Z, terms, kind, dim, off, alpha, a_of, b_of,
+                  par_ptr, par_node, par_gamma, gamma_sum, avals, bvals, RJ, RO, EO, n, tc, tp, Nn, TC, TP, s, Se,
+                  eoff, mx):
     """:func:`inference.pdpnet.ratio_path.add_path_r` of the token's cell (jt, k), the parents' Z^+ at each node
-    of the path read from the kept rows as the path reaches it (not every ancestor's). Returns (the node before
-    the path's last, its last node)."""
+    of the path read from the kept rows as the path reaches it (not every ancestor's), each changed cell's
+    factors refreshed (:func:`raw_cell`). Returns (the node before the path's last, its last node)."""
     prev = -1
     j = jt
     data = True
@@ -228,6 +259,7 @@ def add_path_kept(jt, k, ZA, ZB, zr, rf, slot, Z, terms, kind, dim, off, alpha, 
                     Z[q] = ZA[slot[q], k] + ZB[slot[q], k] * zr[k]
         nxt = path_step_r(j, k, data, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma,
                           gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
+        raw_cell(j, k, rawok, JR, OR, kept_node, slot, kind, off, a_of, RJ, RO, n, tc, tp)
         if nxt < 0:
             return prev, j
         prev = j

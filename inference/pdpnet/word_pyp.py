@@ -40,7 +40,8 @@ import numba
 from inference.gibbs.common import token_kernel
 from inference.pdpnet.kernels import remove_path, undo_path
 from inference.pdpnet.ratio_path import add_path_r, open_exp_table
-from inference.pdpnet.sweep import ratio_tables, reseat_cells, topic_zplus_rows
+from inference.pdpnet.reseat import reseat_cells
+from inference.pdpnet.sweep import ratio_tables, topic_zplus_rows
 
 
 @token_kernel
