@@ -188,8 +188,9 @@ def pyp_word_sweep(start, reseed, seed, words, uidx, vocab, z, topic_inst, anc_p
     ncell = off[J]
     if pos < N + ncell:
         back = reseat_cells(pos, N, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum,
-                            avals, bvals, L3, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx, anc_ptr, anc, Z,
-                            terms, pnA, peA)
+                            avals, bvals, L3, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx, anc_ptr, anc,
+                            np.empty((K, J)), np.zeros(K, np.int64), np.full(J + 1, -1, np.int64),
+                            np.zeros(J, np.int64), terms, pnA, peA)
         if back >= 0:
             return back
         pos = N + ncell
