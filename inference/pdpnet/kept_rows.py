@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from inference.gibbs.common import token_kernel, word_factor
 from inference.pdpnet.kernels import DIR, PYP, UNI
-from inference.pdpnet.ratio_path import path_step_r
+from inference.pdpnet.kernels import _count, seat_at_node
 
 
 @token_kernel
@@ -102,15 +102,21 @@ def stale_from(fresh, last, prev, rf, kept_node, slot):
 
 
 @token_kernel
-def kept_topic_row(jt, K, fresh, rf, ZA, ZB, zr, g, row, JR, OR, kept_node, slot, anc_ptr, kind, dim, off, alpha,
+def kept_topic_row(jt, K, fresh, rf, ZA, ZB, zr, SC, row, JR, OR, kept_node, slot, anc_ptr, kind, dim, off, alpha,
                    a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum, avals, bvals, RJ, RO, n, tc, tp, Nn, TC, TP,
                    Se, word, w, nwk, inv, beta, frozen_phi, frozen, cum):
     """Rows ``fresh``..last - 1 of ZA/ZB (the ancestors, with the formulas of
     :func:`inference.pdpnet.kernels.node_terms` and the ratio tables of :func:`inference.pdpnet.sweep.ratio_tables`),
     then in one loop over k the factored root's predictive ``zr`` and the row of ``jt`` itself into ``row`` (its
     parents' Z^+ = ZA + ZB zr); with ``word`` also times the engine's word factor, cumulated into ``cum``.
-    Returns the sum of the weights (``word``; else 0.0); every slot before jt's is then current."""
+    Returns the sum of the weights (``word``; else 0.0); every slot before jt's is then current. The Pitman-Yor
+    rows' topic-free factors go into ``SC`` first (:func:`pyp_scalars`: their divisions do not wait on each other),
+    where :func:`add_path_kept` reads them."""
     last = anc_ptr[jt + 1] - anc_ptr[jt] - 1
+    for r in range(fresh, last + 1):
+        x = kept_node[r]
+        if kind[x] == PYP:
+            pyp_scalars(x, SC[r], a_of, b_of, par_ptr, par_gamma, gamma_sum, avals, bvals, Nn, TC, TP, Se)
     for r in range(fresh, last):
         x = kept_node[r]
         A = ZA[r]
@@ -133,18 +139,15 @@ def kept_topic_row(jt, K, fresh, rf, ZA, ZB, zr, g, row, JR, OR, kept_node, slot
                 A[k] = u
                 B[k] = 0.0
         else:
-            pyp_affine_row(x, K, A, B, JR[r], OR[r], slot, ZA, ZB, rf, a_of, b_of, par_ptr, par_node, par_gamma,
-                           gamma_sum, avals, bvals, RJ, RO, Nn, TC, TP, Se)
+            pyp_affine_row(x, K, A, B, JR[r], OR[r], SC[r], slot, ZA, ZB, rf, par_ptr, par_node)
     zo, za, ziden = 0, 0.0, 0.0
     if rf >= 0:
         zo = off[rf]
         za = alpha[rf]
         ziden = 1.0 / (za * dim[rf] + (Nn[rf] + TC[rf]))
-    ibc, lead, T, Jp, Op = pyp_factors(jt, a_of, b_of, avals, bvals, RJ, RO, Nn, TC, TP)
+    g = SC[last]                            # 1/(b + C), then the edges' factors, as in pyp_affine_row
+    ibc = g[0]
     e0, e1 = par_ptr[jt], par_ptr[jt + 1]
-    gs = gamma_sum[jt]
-    for e in range(e0, e1):                 # the edges' factors into g[0:...], as in pyp_affine_row
-        g[e - e0] = lead * (par_gamma[e] + Se[e]) / (gs + T)
     q0 = par_node[e0]
     s0 = slot[q0]
     JRj = JR[last]
@@ -162,7 +165,7 @@ def kept_topic_row(jt, K, fresh, rf, ZA, ZB, zr, g, row, JR, OR, kept_node, slot
             pv = ZA[s0, k]
         else:
             pv = ZA[s0, k] + ZB[s0, k] * zk
-        x = JRj[k] * ibc + g[0] * opn * pv
+        x = JRj[k] * ibc + g[1] * opn * pv
         for e in range(e0 + 1, e1):
             q = par_node[e]
             if q == rf:
@@ -171,7 +174,7 @@ def kept_topic_row(jt, K, fresh, rf, ZA, ZB, zr, g, row, JR, OR, kept_node, slot
                 pv = ZA[slot[q], k]
             else:
                 pv = ZA[slot[q], k] + ZB[slot[q], k] * zk
-            x += g[e - e0] * opn * pv
+            x += g[1 + e - e0] * opn * pv
         row[k] = x
         if word:
             total += x * word_factor(nwk, inv, w, k, beta, frozen_phi, frozen)
@@ -180,29 +183,38 @@ def kept_topic_row(jt, K, fresh, rf, ZA, ZB, zr, g, row, JR, OR, kept_node, slot
 
 
 @token_kernel
-def pyp_factors(x, a_of, b_of, avals, bvals, RJ, RO, Nn, TC, TP):
-    """A Pitman-Yor vector's topic-free factors: 1/(b + C), (b + a T)/(b + C), T and its discount's join and open
-    ratio tables."""
+def pyp_factors(x, a_of, b_of, avals, bvals, Nn, TC, TP):
+    """A Pitman-Yor vector's topic-free factors: 1/(b + C), (b + a T)/(b + C) and T."""
     p = a_of[x]
     a = avals[p]
     b = bvals[b_of[x]]
     T = TP[x]
     bc = b + (Nn[x] + TC[x])
-    return 1.0 / bc, (b + a * T) / bc, T, RJ[p], RO[p]
+    return 1.0 / bc, (b + a * T) / bc, T
 
 
 @token_kernel
-def pyp_affine_row(x, K, A, B, JRr, ORr, slot, ZA, ZB, rf, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum,
-                   avals, bvals, RJ, RO, Nn, TC, TP, Se):
-    """A Pitman-Yor vector's row: A = join/(b + C) + sum_e f_e open ZA_parent, B = sum_e f_e open ZB_parent
-    (a parent that is the factored root: ZA 0, ZB 1), f_e = (b + a T)/(b + C) (gamma_e + S_e)/(sum gamma + T);
-    join and open are the vector's factor rows ``JRr``/``ORr`` (:func:`raw_rows`)."""
-    ibc, lead, T, Jp, Op = pyp_factors(x, a_of, b_of, avals, bvals, RJ, RO, Nn, TC, TP)
+def pyp_scalars(x, sc, a_of, b_of, par_ptr, par_gamma, gamma_sum, avals, bvals, Nn, TC, TP, Se):
+    """A Pitman-Yor vector's topic-free factors into ``sc``: 1/(b + C), then per parent edge
+    f_e = (b + a T)/(b + C) (gamma_e + S_e)/(sum gamma + T)."""
+    ibc, lead, T = pyp_factors(x, a_of, b_of, avals, bvals, Nn, TC, TP)
+    sc[0] = ibc
     gs = gamma_sum[x]
+    e0 = par_ptr[x]
+    for e in range(e0, par_ptr[x + 1]):
+        sc[1 + e - e0] = lead * (par_gamma[e] + Se[e]) / (gs + T)
+
+
+@token_kernel
+def pyp_affine_row(x, K, A, B, JRr, ORr, sc, slot, ZA, ZB, rf, par_ptr, par_node):
+    """A Pitman-Yor vector's row: A = join/(b + C) + sum_e f_e open ZA_parent, B = sum_e f_e open ZB_parent
+    (a parent that is the factored root: ZA 0, ZB 1), its factors ``sc`` (:func:`pyp_scalars`); join and open
+    are the vector's factor rows ``JRr``/``ORr`` (:func:`raw_rows`)."""
+    ibc = sc[0]
     e0, e1 = par_ptr[x], par_ptr[x + 1]
     if e1 - e0 == 1:                        # one parent: one loop
         q = par_node[e0]
-        f = lead * (par_gamma[e0] + Se[e0]) / (gs + T)
+        f = sc[1]
         if q == rf:
             for k in range(K):
                 A[k] = JRr[k] * ibc
@@ -224,7 +236,7 @@ def pyp_affine_row(x, K, A, B, JRr, ORr, slot, ZA, ZB, rf, a_of, b_of, par_ptr, 
         B[k] = 0.0
     for e in range(e0, e1):
         q = par_node[e]
-        f = lead * (par_gamma[e] + Se[e]) / (gs + T)
+        f = sc[1 + e - e0]
         if q == rf:
             for k in range(K):
                 B[k] += f * ORr[k]
@@ -238,27 +250,44 @@ def pyp_affine_row(x, K, A, B, JRr, ORr, slot, ZA, ZB, rf, a_of, b_of, par_ptr, 
 
 
 @token_kernel
-def add_path_kept(jt, k, ZA, ZB, zr, rf, slot, JR, OR, rawok, kept_node, Z, terms, kind, dim, off, alpha, a_of, b_of,
-                  par_ptr, par_node, par_gamma, gamma_sum, avals, bvals, RJ, RO, EO, n, tc, tp, Nn, TC, TP, s, Se,
-                  eoff, mx):
-    """:func:`inference.pdpnet.ratio_path.add_path_r` of the token's cell (jt, k), the parents' Z^+ at each node
-    of the path read from the kept rows as the path reaches it (not every ancestor's), each changed cell's
-    factors refreshed (:func:`raw_cell`). Returns (the node before the path's last, its last node)."""
+def add_path_kept(jt, k, ZA, ZB, zr, rf, slot, JR, OR, SC, rawok, kept_node, terms, kind, off, a_of, par_ptr,
+                  par_node, RJ, RO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx):
+    """:func:`inference.pdpnet.ratio_path.add_path_r` of the token's cell (jt, k) with the terms of each node
+    the path reaches read from what :func:`kept_topic_row` left (its counts have not changed since): join =
+    JR ibc, open_e = f_e OR Z^+_parent(e), the parents' Z^+ from the kept rows (the terms whose sum is the
+    node's kept row; no division on the path). Each changed cell's factors are refreshed (:func:`raw_cell`).
+    Returns (the node before the path's last, its last node)."""
     prev = -1
     j = jt
     data = True
+    zk = zr[k]
     while True:
-        if kind[j] == PYP:
-            for e in range(par_ptr[j], par_ptr[j + 1]):
-                q = par_node[e]
-                if q == rf:
-                    Z[q] = zr[k]
-                elif rf < 0:
-                    Z[q] = ZA[slot[q], k]
-                else:
-                    Z[q] = ZA[slot[q], k] + ZB[slot[q], k] * zr[k]
-        nxt = path_step_r(j, k, data, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma,
-                          gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
+        cell = off[j] + k
+        if kind[j] != PYP:
+            _count(j, cell, data, 1, n, tc, Nn, TC, mx, False)
+            return prev, j
+        r = slot[j]
+        sc = SC[r]
+        total = 0.0
+        if n[cell] + tc[cell] > 0:
+            total = JR[r, k] * sc[0]
+        terms[0] = total
+        opn = OR[r, k]
+        m = 1
+        for e in range(par_ptr[j], par_ptr[j + 1]):
+            q = par_node[e]
+            if q == rf:
+                pv = zk
+            elif rf < 0:
+                pv = ZA[slot[q], k]
+            else:
+                pv = ZA[slot[q], k] + ZB[slot[q], k] * zk
+            x = sc[m] * opn * pv
+            terms[m] = x
+            total += x
+            m += 1
+        nxt = seat_at_node(j, k, cell, data, terms, total, par_ptr, par_node, n, tc, tp, Nn, TC, TP, s, Se, eoff,
+                           mx)
         raw_cell(j, k, rawok, JR, OR, kept_node, slot, kind, off, a_of, RJ, RO, n, tc, tp)
         if nxt < 0:
             return prev, j

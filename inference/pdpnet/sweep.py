@@ -193,7 +193,7 @@ def network_sweep(start, reseed, seed, reseat, words, z, topic_inst, word_inst, 
     ZA = np.zeros((maxanc, K))
     ZB = np.zeros((maxanc, K))
     zr = np.zeros(K)
-    gk = np.zeros(max(K, maxpar))
+    SC = np.zeros((maxanc, maxpar))       # the kept Pitman-Yor rows' topic-free factors (kept_rows.pyp_scalars)
     kept_node = np.full(maxanc, -1, np.int64)
     kslot = np.zeros(J, np.int64)
     JR = np.zeros((maxanc, K))
@@ -272,7 +272,7 @@ def network_sweep(start, reseed, seed, reseat, words, z, topic_inst, word_inst, 
                 last = anc_ptr[jt + 1] - anc_ptr[jt] - 1
                 raw_rows(rawok, last + 1, K, JR, OR, kept_node, kind, off, a_of, RJ, RO, n, tc, tp)
                 rawok = last + 1
-                total = kept_topic_row(jt, K, fresh, rf, ZA, ZB, zr, gk, Zb[last], JR, OR, kept_node, kslot, anc_ptr,
+                total = kept_topic_row(jt, K, fresh, rf, ZA, ZB, zr, SC, Zb[last], JR, OR, kept_node, kslot, anc_ptr,
                                        kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum,
                                        avals, bvals, RJ, RO, n, tc, tp, Nn, TC, TP, Se, ext_word, w, nwk, inv, beta,
                                        frozen_phi, frozen, cum)
@@ -314,9 +314,8 @@ def network_sweep(start, reseed, seed, reseat, words, z, topic_inst, word_inst, 
                     x = anc[q]
                     Z[x] = Zb[slot[x], k]
         if kept:
-            prev, last = add_path_kept(jt, k, ZA, ZB, zr, rf, kslot, JR, OR, rawok, kept_node, Z, terms, kind, dim,
-                                       off, alpha, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum, avals, bvals,
-                                       RJ, RO, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
+            prev, last = add_path_kept(jt, k, ZA, ZB, zr, rf, kslot, JR, OR, SC, rawok, kept_node, terms, kind, off,
+                                       a_of, par_ptr, par_node, RJ, RO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
         else:
             prev, last = add_path_r(jt, k, True, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node,
                                     par_gamma, gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff,
