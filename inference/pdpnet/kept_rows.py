@@ -104,14 +104,15 @@ def stale_from(fresh, last, prev, rf, kept_node, slot):
 @token_kernel
 def kept_topic_row(jt, K, fresh, rf, ZA, ZB, zr, SC, row, JR, OR, kept_node, slot, anc_ptr, kind, dim, off, alpha,
                    a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum, avals, bvals, RJ, RO, n, tc, tp, Nn, TC, TP,
-                   Se, word, w, nwk, inv, beta, frozen_phi, frozen, cum):
+                   Se, word, w, nwk, inv, beta, frozen_phi, frozen, cum, fast):
     """Rows ``fresh``..last - 1 of ZA/ZB (the ancestors, with the formulas of
     :func:`inference.pdpnet.kernels.node_terms` and the ratio tables of :func:`inference.pdpnet.sweep.ratio_tables`),
     then in one loop over k the factored root's predictive ``zr`` and the row of ``jt`` itself into ``row`` (its
     parents' Z^+ = ZA + ZB zr); with ``word`` also times the engine's word factor, cumulated into ``cum``.
     Returns the sum of the weights (``word``; else 0.0); every slot before jt's is then current. The Pitman-Yor
     rows' topic-free factors go into ``SC`` first (:func:`pyp_scalars`: their divisions do not wait on each other),
-    where :func:`add_path_kept` reads them."""
+    where :func:`add_path_kept` reads them. ``fast``: jt's row by :func:`chain_row` / :func:`chain_doc_row` when
+    its parents are one of those shapes (the engine's word table; the same arithmetic, tested against this loop)."""
     last = anc_ptr[jt + 1] - anc_ptr[jt] - 1
     for r in range(fresh, last + 1):
         x = kept_node[r]
@@ -152,6 +153,12 @@ def kept_topic_row(jt, K, fresh, rf, ZA, ZB, zr, SC, row, JR, OR, kept_node, slo
     s0 = slot[q0]
     JRj = JR[last]
     ORj = OR[last]
+    if fast and word and not frozen:
+        if e1 - e0 == 1 and rf < 0:
+            return chain_row(K, w, JRj, ORj, ibc, g[1], ZA[s0], row, cum, nwk, inv, beta)
+        if e1 - e0 == 2 and rf >= 0 and q0 != rf and par_node[e0 + 1] == rf:
+            return chain_doc_row(K, w, JRj, ORj, ibc, g[1], g[2], ZA[s0], ZB[s0], zr, n, tc, off[rf], alpha[rf],
+                                 ziden, row, cum, nwk, inv, beta)
     total = 0.0
     for k in range(K):
         zk = 0.0
@@ -179,6 +186,36 @@ def kept_topic_row(jt, K, fresh, rf, ZA, ZB, zr, SC, row, JR, OR, kept_node, slo
         if word:
             total += x * word_factor(nwk, inv, w, k, beta, frozen_phi, frozen)
             cum[k] = total
+    return total
+
+
+@token_kernel
+def chain_row(K, w, JRj, ORj, ibc, f, P, row, cum, nwk, inv, beta):
+    """:func:`kept_topic_row`'s last loop for a vector with one Pitman-Yor parent (seqlda.json's segments after
+    the first), its row ``P``, times the engine's word factor."""
+    total = 0.0
+    for k in range(K):
+        x = JRj[k] * ibc + f * ORj[k] * P[k]
+        row[k] = x
+        total += x * ((nwk[w, k] + beta) * inv[k])
+        cum[k] = total
+    return total
+
+
+@token_kernel
+def chain_doc_row(K, w, JRj, ORj, ibc, f0, f1, PA, PB, zr, n, tc, zo, za, ziden, row, cum, nwk, inv, beta):
+    """:func:`kept_topic_row`'s last loop for a vector over a Pitman-Yor parent (its row PA + PB zr) and then
+    the factored Dirichlet root (adatm.json's segments after the first), times the engine's word factor."""
+    total = 0.0
+    for k in range(K):
+        zk = (za + (n[zo + k] + tc[zo + k])) * ziden
+        zr[k] = zk
+        opn = ORj[k]
+        x = JRj[k] * ibc + f0 * opn * (PA[k] + PB[k] * zk)
+        x += f1 * opn * zk
+        row[k] = x
+        total += x * ((nwk[w, k] + beta) * inv[k])
+        cum[k] = total
     return total
 
 

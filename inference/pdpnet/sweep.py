@@ -275,7 +275,7 @@ def network_sweep(start, reseed, seed, reseat, words, z, topic_inst, word_inst, 
                 total = kept_topic_row(jt, K, fresh, rf, ZA, ZB, zr, SC, Zb[last], JR, OR, kept_node, kslot, anc_ptr,
                                        kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum,
                                        avals, bvals, RJ, RO, n, tc, tp, Nn, TC, TP, Se, ext_word, w, nwk, inv, beta,
-                                       frozen_phi, frozen, cum)
+                                       frozen_phi, frozen, cum, True)
                 fresh = last
                 r = -2 if ext_word else last
                 if check:
