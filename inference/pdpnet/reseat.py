@@ -3,13 +3,13 @@ move of :mod:`inference.pdpnet.kernels`' module docstring), split from :mod:`inf
 from __future__ import annotations
 
 from inference.gibbs.common import token_kernel
-from inference.pdpnet.kernels import PYP, remove_path, undo_path
-from inference.pdpnet.ratio_path import add_path_r, node_terms_r
+from inference.pdpnet.kernels import PYP, _count, remove_path, seat_at_node, undo_path
+from inference.pdpnet.ratio_path import node_terms_r
 
 
 @token_kernel
 def reseat_cells(pos, N, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum, avals, bvals,
-                 L3, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx, anc_ptr, anc, ZK, zok, rnode, rslot, terms, pnA,
+                 L3, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx, anc_ptr, anc, Z, ZK, TK, zok, rnode, rslot, pnA,
                  peA):
     """The re-seating pass from position ``pos`` (N + cell): one customer of every Pitman-Yor cell whose customers
     are all its children's tables (n = 0 < t^c), vector by vector (vectors without children's tables skipped
@@ -20,12 +20,13 @@ def reseat_cells(pos, N, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, p
     step skips restaurants with fewer than two tables from the next segment. Returns -1 when done or the position
     to resume from.
 
-    Z^+ of value v at the ancestors of the cell's vector (``ZK[v, node]``) is kept from cell to cell: the
+    Z^+ of value v at the ancestors of the cell's vector (``ZK[v, slot]``) is kept from cell to cell: the
     ancestors sit in slots (``rnode``/``rslot``, ascending ids) and ``zok[v]`` slots are current for v; a path
     whose highest node is in slot m changes the counts of nodes in slots >= m only (a path goes to parents, which
     have smaller ids), so every value's Z from slot m on is recomputed, by :func:`node_terms_r` on the same counts
     as :func:`eval_zplus_r` (the same values bit for bit; issue 28, 1: the full walk up 20-segment chains per
-    cell was a fifth of a seqlda.json sweep)."""
+    cell was a fifth of a seqlda.json sweep). Their terms are kept with them (``TK[v, slot]``): the path draws
+    from them (a node's counts do not change before the path reaches it), as :func:`add_path_r` would."""
     J = kind.shape[0]
     rows = L3.shape[1]
     cols = L3.shape[2]
@@ -65,15 +66,26 @@ def reseat_cells(pos, N, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, p
                 continue
             invalidate(zok, rslot[pnA[da - 1]])
             Zv = ZK[v]
+            Tv = TK[v]
             L = anc_ptr[j + 1] - anc_ptr[j]
+            for r in range(zok[v]):             # the kept ones, where node_terms_r reads them
+                Z[rnode[r]] = Zv[r]
             for r in range(zok[v], L):
                 x = rnode[r]
-                Zv[x] = node_terms_r(x, v, Zv, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node,
-                                     par_gamma, gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, Se)
+                Z[x] = node_terms_r(x, v, Z, Tv[r], kind, dim, off, alpha, a_of, b_of, par_ptr, par_node,
+                                    par_gamma, gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, Se)
+                Zv[r] = Z[x]
             zok[v] = L
-            prev, last = add_path_r(j, v, False, Zv, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node,
-                                    par_gamma, gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
-            invalidate(zok, rslot[last])
+            x = j
+            while kind[x] == PYP:
+                x2 = seat_at_node(x, v, off[x] + v, False, Tv[rslot[x]], Z[x], par_ptr, par_node, n, tc, tp, Nn,
+                                  TC, TP, s, Se, eoff, mx)
+                if x2 < 0:
+                    break
+                x = x2
+            if kind[x] != PYP:
+                _count(x, off[x] + v, False, 1, n, tc, Nn, TC, mx, False)
+            invalidate(zok, rslot[x])
     return -1
 
 

@@ -338,5 +338,6 @@ def network_sweep(start, reseed, seed, reseat, words, z, topic_inst, word_inst, 
     if init or not reseat:
         return -1
     return reseat_cells(pos, N, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum, avals,
-                        bvals, L3, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx, anc_ptr, anc, np.empty((K, J)),
-                        np.zeros(K, np.int64), np.full(maxanc, -1, np.int64), np.zeros(J, np.int64), terms, pnA, peA)
+                        bvals, L3, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx, anc_ptr, anc, Z,
+                        np.empty((K, maxanc)), np.empty((K, maxanc, maxpar)), np.zeros(K, np.int64),
+                        np.full(maxanc, -1, np.int64), np.zeros(J, np.int64), pnA, peA)

@@ -122,6 +122,9 @@ def pyp_word_sweep(start, reseed, seed, words, uidx, vocab, z, topic_inst, anc_p
         maxpar = max(maxpar, par_ptr[j + 1] - par_ptr[j] + 1)
     Z = np.zeros(J)
     terms = np.zeros(maxpar)
+    maxanc = 1
+    for j in range(J):
+        maxanc = max(maxanc, anc_ptr[j + 1] - anc_ptr[j])
     Zb = np.zeros((maxanc, K))
     slot = np.zeros(J, np.int64)
     pnA = np.empty(J + 1, np.int64)
@@ -189,8 +192,8 @@ def pyp_word_sweep(start, reseed, seed, words, uidx, vocab, z, topic_inst, anc_p
     if pos < N + ncell:
         back = reseat_cells(pos, N, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum,
                             avals, bvals, L3, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx, anc_ptr, anc,
-                            np.empty((K, J)), np.zeros(K, np.int64), np.full(J + 1, -1, np.int64),
-                            np.zeros(J, np.int64), terms, pnA, peA)
+                            Z, np.empty((K, maxanc)), np.empty((K, maxanc, maxpar)),
+                            np.zeros(K, np.int64), np.full(maxanc, -1, np.int64), np.zeros(J, np.int64), pnA, peA)
         if back >= 0:
             return back
         pos = N + ncell
