@@ -12,6 +12,11 @@ Pitman-Yor vector is affine in its parents' Z^+ (join + sum_e open_e Z^+_parent(
 changes only zr (O(K), recomputed every token), not the rows below it (AdaTM's segments all have the document
 as a parent). Ancestors are in ascending ids, parents first; a path goes to strictly smaller ids, so its last
 node is its highest one. The path of the drawn topic reads the kept rows of the parents it reaches.
+
+Also kept per slot (session 18, the same arithmetic): the Stirling factor rows JR/OR of every Pitman-Yor
+ancestor (:func:`raw_rows`; a path refreshes the cells it changes, :func:`raw_cell`; ``rawok`` slots are
+current), so a row recomputed because an ancestor changed is a contiguous multiply-add, and the rows' topic-free
+factors SC (:func:`pyp_scalars`), from which the drawn topic's path takes its terms without a division.
 """
 from __future__ import annotations
 
