@@ -25,7 +25,7 @@ integrated out), whose augmented joint is the corrected (E12) times prod_jk bino
   Pitman-Yor vector is decremented and incremented again at the same cell, which redraws whether it holds a
   table and to which parent that table goes (moving s between parents and changing t^p with flow-on). Only
   cells whose customers are all children's tables (n = 0) need it: a token step that keeps its topic is this
-  move for one data customer (:func:`inference.pdpnet.sweep.reseat_cells`).
+  move for one data customer (:func:`inference.pdpnet.reseat.reseat_cells`).
 
 The Stirling table ``L3[p, N, M]`` (log S^N_{M, a_p}, one slice per discount parameter) must cover N <= max c + 2
 and M <= max t + 2: the sweep kernels check the running maxima before every step and return the position to

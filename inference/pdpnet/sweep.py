@@ -17,9 +17,11 @@ import numba
 import numpy as np
 
 from inference.gibbs.common import token_kernel
-from inference.pdpnet.kept_rows import add_path_kept, enter_vector, kept_topic_row, max_row_drift, stale_from
+from inference.pdpnet.kept_rows import (add_path_kept, enter_vector, kept_topic_row, max_row_drift, raw_cell,
+                                        raw_rows, stale_from)
 from inference.pdpnet.kernels import DIR, PYP, UNI, remove_path, undo_path
 from inference.pdpnet.ratio_path import add_path_r, eval_zplus_r, open_exp_table
+from inference.pdpnet.reseat import reseat_cells
 
 
 @token_kernel
@@ -191,10 +193,12 @@ def network_sweep(start, reseed, seed, reseat, words, z, topic_inst, word_inst, 
     ZA = np.zeros((maxanc, K))
     ZB = np.zeros((maxanc, K))
     zr = np.zeros(K)
-    gk = np.zeros(max(K, maxpar))
+    SC = np.zeros((maxanc, maxpar))       # the kept Pitman-Yor rows' topic-free factors (kept_rows.pyp_scalars)
     kept_node = np.full(maxanc, -1, np.int64)
     kslot = np.zeros(J, np.int64)
-    cur, fresh, rf = -1, 0, -1
+    JR = np.zeros((maxanc, K))
+    OR = np.zeros((maxanc, K))
+    cur, fresh, rf, rawok = -1, 0, -1, 0
     check = drift.shape[0] > 0
     Zb2 = np.zeros((maxanc, K)) if check else Zb
     rows = L3.shape[1]
@@ -218,9 +222,12 @@ def network_sweep(start, reseed, seed, reseat, words, z, topic_inst, word_inst, 
             kept = kind[jt] == PYP and not (ext_word and par_ptr[jt + 1] - par_ptr[jt] == 1
                                             and kind[par_node[par_ptr[jt]]] == DIR)
             if kept:
-                fresh, rf = enter_vector(jt, cur, fresh, rf, kept_node, kslot, anc_ptr, anc, kind, par_ptr,
-                                         par_node)
+                fresh, rf, same = enter_vector(jt, cur, fresh, rf, kept_node, kslot, anc_ptr, anc, kind, par_ptr,
+                                               par_node)
+                rawok = min(rawok, same)
                 cur = jt
+            else:                                               # its paths may change the slots' factors
+                rawok = 0
             da, ia = remove_path(jt, k0, True, pnA, peA, kind, off, par_ptr, par_node, n, tc, tp, Nn, TC, TP, s,
                                  Se, eoff, mx)
             db, ib = 0, False
@@ -233,6 +240,9 @@ def network_sweep(start, reseed, seed, reseat, words, z, topic_inst, word_inst, 
                 pos += 1
                 continue
             fresh = stale_from(fresh, pnA[da - 1], pnA[da - 2] if da > 1 else -1, rf, kept_node, kslot)
+            if kept:
+                for d in range(da):
+                    raw_cell(pnA[d], k0, rawok, JR, OR, kept_node, kslot, kind, off, a_of, RJ, RO, n, tc, tp)
             if db > 0:
                 fresh = stale_from(fresh, pnB[db - 1], pnB[db - 2] if db > 1 else -1, rf, kept_node, kslot)
             if ext_word and not frozen:
@@ -260,10 +270,12 @@ def network_sweep(start, reseed, seed, reseat, words, z, topic_inst, word_inst, 
                 r = -2
             elif kept:
                 last = anc_ptr[jt + 1] - anc_ptr[jt] - 1
-                total = kept_topic_row(jt, K, fresh, rf, ZA, ZB, zr, gk, Zb[last], kept_node, kslot, anc_ptr, kind,
-                                       dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum, avals,
-                                       bvals, RJ, RO, n, tc, tp, Nn, TC, TP, Se, ext_word, w, nwk, inv, beta,
-                                       frozen_phi, frozen, cum)
+                raw_rows(rawok, last + 1, K, JR, OR, kept_node, kind, off, a_of, RJ, RO, n, tc, tp)
+                rawok = last + 1
+                total = kept_topic_row(jt, K, fresh, rf, ZA, ZB, zr, SC, Zb[last], JR, OR, kept_node, kslot, anc_ptr,
+                                       kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum,
+                                       avals, bvals, RJ, RO, n, tc, tp, Nn, TC, TP, Se, ext_word, w, nwk, inv, beta,
+                                       frozen_phi, frozen, cum, True)
                 fresh = last
                 r = -2 if ext_word else last
                 if check:
@@ -302,9 +314,8 @@ def network_sweep(start, reseed, seed, reseat, words, z, topic_inst, word_inst, 
                     x = anc[q]
                     Z[x] = Zb[slot[x], k]
         if kept:
-            prev, last = add_path_kept(jt, k, ZA, ZB, zr, rf, kslot, Z, terms, kind, dim, off, alpha, a_of, b_of,
-                                       par_ptr, par_node, par_gamma, gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn,
-                                       TC, TP, s, Se, eoff, mx)
+            prev, last = add_path_kept(jt, k, ZA, ZB, zr, rf, kslot, JR, OR, SC, rawok, kept_node, terms, kind, off,
+                                       a_of, par_ptr, par_node, RJ, RO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
         else:
             prev, last = add_path_r(jt, k, True, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node,
                                     par_gamma, gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff,
@@ -327,52 +338,6 @@ def network_sweep(start, reseed, seed, reseat, words, z, topic_inst, word_inst, 
     if init or not reseat:
         return -1
     return reseat_cells(pos, N, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum, avals,
-                        bvals, L3, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx, anc_ptr, anc, Z, terms, pnA,
-                        peA)
-
-
-@token_kernel
-def reseat_cells(pos, N, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum, avals, bvals,
-                 L3, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx, anc_ptr, anc, Z, terms, pnA, peA):
-    """The re-seating pass from position ``pos`` (N + cell): one customer of every Pitman-Yor cell whose customers
-    are all its children's tables (n = 0 < t^c), vector by vector (vectors without children's tables skipped
-    whole). A cell with own data is not re-seated here: the token steps already remove and re-add each of its
-    data customers (a token that keeps its topic is exactly a re-seating of one), and a re-seating of such a cell
-    moved a data customer too. Nor is a cell of a vector with one parent whose one customer is one child's table:
-    its one table is forced, and the move re-seats that table at the parent, as the hand-written SeqLDA's table
-    step skips restaurants with fewer than two tables from the next segment. Returns -1 when done or the position
-    to resume from."""
-    J = kind.shape[0]
-    rows = L3.shape[1]
-    cols = L3.shape[2]
-    ncell = off[J]
-    if pos >= N + ncell:
-        return -1
-    cell = pos - N
-    lo, hi = 0, J - 1           # the vector of this cell
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if off[mid] <= cell:
-            lo = mid
-        else:
-            hi = mid - 1
-    for j in range(lo, J):
-        if kind[j] != PYP or TC[j] == 0:
-            continue
-        one = 1 if par_ptr[j + 1] - par_ptr[j] == 1 else 0
-        for cell in range(max(pos - N, off[j]), off[j + 1]):
-            if n[cell] > 0 or tc[cell] <= one:
-                continue
-            if mx[0] + 3 > rows or mx[1] + 3 > cols:
-                return N + cell
-            v = cell - off[j]
-            da, ia = remove_path(j, v, False, pnA, peA, kind, off, par_ptr, par_node, n, tc, tp, Nn, TC, TP, s, Se,
-                                 eoff, mx)
-            if ia:
-                undo_path(da, v, False, pnA, peA, off, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
-                continue
-            eval_zplus_r(j, v, Z, terms, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node,
-                       par_gamma, gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, Se)
-            add_path_r(j, v, False, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma,
-                     gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
-    return -1
+                        bvals, L3, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx, anc_ptr, anc, Z,
+                        np.empty((K, maxanc)), np.empty((K, maxanc, maxpar)), np.zeros(K, np.int64),
+                        np.full(maxanc, -1, np.int64), np.zeros(J, np.int64), pnA, peA)

@@ -40,7 +40,8 @@ import numba
 from inference.gibbs.common import token_kernel
 from inference.pdpnet.kernels import remove_path, undo_path
 from inference.pdpnet.ratio_path import add_path_r, open_exp_table
-from inference.pdpnet.sweep import ratio_tables, reseat_cells, topic_zplus_rows
+from inference.pdpnet.reseat import reseat_cells
+from inference.pdpnet.sweep import ratio_tables, topic_zplus_rows
 
 
 @token_kernel
@@ -121,6 +122,9 @@ def pyp_word_sweep(start, reseed, seed, words, uidx, vocab, z, topic_inst, anc_p
         maxpar = max(maxpar, par_ptr[j + 1] - par_ptr[j] + 1)
     Z = np.zeros(J)
     terms = np.zeros(maxpar)
+    maxanc = 1
+    for j in range(J):
+        maxanc = max(maxanc, anc_ptr[j + 1] - anc_ptr[j])
     Zb = np.zeros((maxanc, K))
     slot = np.zeros(J, np.int64)
     pnA = np.empty(J + 1, np.int64)
@@ -187,8 +191,9 @@ def pyp_word_sweep(start, reseed, seed, words, uidx, vocab, z, topic_inst, anc_p
     ncell = off[J]
     if pos < N + ncell:
         back = reseat_cells(pos, N, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum,
-                            avals, bvals, L3, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx, anc_ptr, anc, Z,
-                            terms, pnA, peA)
+                            avals, bvals, L3, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx, anc_ptr, anc,
+                            Z, np.empty((K, maxanc)), np.empty((K, maxanc, maxpar)),
+                            np.zeros(K, np.int64), np.full(maxanc, -1, np.int64), np.zeros(J, np.int64), pnA, peA)
         if back >= 0:
             return back
         pos = N + ncell

@@ -59,3 +59,61 @@ def test_kept_rows_equal_the_rows_recomputed_on_the_engine_contract(name, monkey
     want = np.zeros_like(nwk)
     np.add.at(want, (blk.words, state["z"]), 1)
     assert np.array_equal(nwk, want)
+
+
+@pytest.mark.parametrize("name", ["seqlda", "adatm"])
+def test_fast_topic_rows_equal_the_general_loop(name):
+    """kept_topic_row's fast loops (chain_row: one Pitman-Yor parent; chain_doc_row: a Pitman-Yor parent and the
+    document) give the general loop's row, weights and document predictive bit for bit, on every kept vector and
+    word of a state the engine's sweeps left (fails if a fast loop differs in one operation's order)."""
+    from inference.pdpnet import kept_rows, kernels, sweep
+    from inference.pdpnet.compile import KIND_DIRICHLET, KIND_PYP
+    from inference.pdpnet.sampler import StirlingStack
+
+    docs, V = _docs(6)
+    K = 5
+    blk = SegmentedBlock.from_segments([(f"d{i}", segs) for i, segs in enumerate(docs)])
+    m = PdpNetwork(K, V)
+    hyper = m.initial_hyper(network=name)
+    nwk, nk = np.zeros((V, K), np.int32), np.zeros(K, np.int64)
+    state = m.init_state(blk, hyper, nwk, nk, 3)
+    for it in range(8):
+        m.sweep(blk, state, hyper, nwk, nk, 10 + it)
+    net = m._compiled(blk, hyper)
+    c = m._counts(net, blk, state, hyper, None)
+    anc_ptr, anc = kernels.ancestor_lists(net.par_ptr, net.par_node)
+    avals, bvals = m._values(net, hyper)
+    stirling = StirlingStack(avals)
+    stirling.ensure(c["mx"][0], c["mx"][1])
+    RJ, RO = sweep.ratio_tables(stirling.L3)
+    beta = float(hyper["beta"])
+    inv = 1.0 / (nk + V * beta)
+    J, A = net.num_nodes, int(np.diff(anc_ptr).max())
+    P = int(np.diff(net.par_ptr).max()) + 1
+    fast_shapes = 0
+    for jt in np.flatnonzero(net.kind == KIND_PYP):
+        parents = net.par_node[net.par_ptr[jt]:net.par_ptr[jt + 1]]
+        if len(parents) == 1 and net.kind[parents[0]] == KIND_DIRICHLET:
+            continue                                # not a kept vector (its own fused loop)
+        fast_shapes += 1
+        for w in range(V):
+            got = []
+            for fast in (False, True):
+                kept_node, slot = np.full(A, -1, np.int64), np.zeros(J, np.int64)
+                JR, OR, ZA, ZB, SC = (np.zeros((A, K)), np.zeros((A, K)), np.zeros((A, K)), np.zeros((A, K)),
+                                      np.zeros((A, P)))
+                zr, row, cum = np.zeros(K), np.zeros(K), np.zeros(K)
+                _, rf, _ = kept_rows.enter_vector(jt, -1, 0, -1, kept_node, slot, anc_ptr, anc, net.kind,
+                                                  net.par_ptr, net.par_node)
+                last = anc_ptr[jt + 1] - anc_ptr[jt] - 1
+                kept_rows.raw_rows(0, last + 1, K, JR, OR, kept_node, net.kind, net.off, net.a_of, RJ, RO, c["n"],
+                                   c["tc"], c["tp"])
+                total = kept_rows.kept_topic_row(
+                    jt, K, 0, rf, ZA, ZB, zr, SC, row, JR, OR, kept_node, slot, anc_ptr, net.kind, net.dim, net.off,
+                    net.alpha, net.a_of, net.b_of, net.par_ptr, net.par_node, net.par_gamma, net.gamma_sum, avals,
+                    bvals, RJ, RO, c["n"], c["tc"], c["tp"], c["Nn"], c["TC"], c["TP"], c["Se"], True, w, nwk, inv,
+                    beta, np.zeros((1, 1)), False, cum, fast)
+                got.append((total, row, cum, zr))
+            (t0, r0, c0, z0), (t1, r1, c1, z1) = got
+            assert t0 == t1 and np.array_equal(r0, r1) and np.array_equal(c0, c1) and np.array_equal(z0, z1)
+    assert fast_shapes > 10
