@@ -107,6 +107,18 @@ def stale_from(fresh, last, prev, rf, kept_node, slot):
 
 
 @token_kernel
+def parent_value(q, rf, zk, ZA, ZB, sq, k):
+    """A parent q's value of topic k in a row: the document's predictive ``zk`` where q is the document's vector
+    ``rf``, else its kept Z^+ (``ZA`` at its slot ``sq``; affine in ``zk`` through ``ZB`` when the row has a
+    document's vector)."""
+    if q == rf:
+        return zk
+    if rf < 0:
+        return ZA[sq, k]
+    return ZA[sq, k] + ZB[sq, k] * zk
+
+
+@token_kernel
 def kept_topic_row(jt, K, fresh, rf, ZA, ZB, zr, SC, row, JR, OR, kept_node, slot, anc_ptr, kind, dim, off, alpha,
                    a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum, avals, bvals, RJ, RO, n, tc, tp, Nn, TC, TP,
                    Se, word, w, nwk, inv, beta, frozen_phi, frozen, cum, fast):
@@ -171,22 +183,10 @@ def kept_topic_row(jt, K, fresh, rf, ZA, ZB, zr, SC, row, JR, OR, kept_node, slo
             zk = (za + (n[zo + k] + tc[zo + k])) * ziden
             zr[k] = zk
         opn = ORj[k]
-        if q0 == rf:
-            pv = zk
-        elif rf < 0:
-            pv = ZA[s0, k]
-        else:
-            pv = ZA[s0, k] + ZB[s0, k] * zk
-        x = JRj[k] * ibc + g[1] * opn * pv
+        x = JRj[k] * ibc + g[1] * opn * parent_value(q0, rf, zk, ZA, ZB, s0, k)
         for e in range(e0 + 1, e1):
             q = par_node[e]
-            if q == rf:
-                pv = zk
-            elif rf < 0:
-                pv = ZA[slot[q], k]
-            else:
-                pv = ZA[slot[q], k] + ZB[slot[q], k] * zk
-            x += g[1 + e - e0] * opn * pv
+            x += g[1 + e - e0] * opn * parent_value(q, rf, zk, ZA, ZB, slot[q], k)
         row[k] = x
         if word:
             total += x * word_factor(nwk, inv, w, k, beta, frozen_phi, frozen)
@@ -318,13 +318,7 @@ def add_path_kept(jt, k, ZA, ZB, zr, rf, slot, JR, OR, SC, rawok, kept_node, ter
         m = 1
         for e in range(par_ptr[j], par_ptr[j + 1]):
             q = par_node[e]
-            if q == rf:
-                pv = zk
-            elif rf < 0:
-                pv = ZA[slot[q], k]
-            else:
-                pv = ZA[slot[q], k] + ZB[slot[q], k] * zk
-            x = sc[m] * opn * pv
+            x = sc[m] * opn * parent_value(q, rf, zk, ZA, ZB, slot[q], k)
             terms[m] = x
             total += x
             m += 1
