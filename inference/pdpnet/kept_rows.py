@@ -42,19 +42,27 @@ def enter_vector(jt, cur, fresh, rf, kept_node, slot, anc_ptr, anc, kind, par_pt
             break
     if rf_new != rf:
         fresh = 0
+    depth = anc_ptr[jt + 1] - anc_ptr[jt]
+    same = enter_ancestors(jt, kept_node, slot, anc_ptr, anc)
+    if same < depth:
+        fresh = min(fresh, same)
+    return min(fresh, depth - 1), rf_new, same
+
+
+@token_kernel
+def enter_ancestors(j, rnode, rslot, anc_ptr, anc):
+    """Put the ancestors of j (itself last) into the slots; returns the length of the common prefix with the
+    slots' previous nodes (their kept Z^+ stays valid)."""
     same = -1
     r = 0
-    for q in range(anc_ptr[jt], anc_ptr[jt + 1]):
+    for q in range(anc_ptr[j], anc_ptr[j + 1]):
         x = anc[q]
-        if same < 0 and kept_node[r] != x:
+        if same < 0 and rnode[r] != x:
             same = r
-            fresh = min(fresh, r)
-        kept_node[r] = x
-        slot[x] = r
+        rnode[r] = x
+        rslot[x] = r
         r += 1
-    if same < 0:
-        same = r
-    return min(fresh, r - 1), rf_new, same
+    return r if same < 0 else same
 
 
 @token_kernel

@@ -3,6 +3,7 @@ move of :mod:`inference.pdpnet.kernels`' module docstring), split from :mod:`inf
 from __future__ import annotations
 
 from inference.gibbs.common import token_kernel
+from inference.pdpnet.kept_rows import enter_ancestors
 from inference.pdpnet.kernels import PYP, _count, remove_path, seat_at_node, undo_path
 from inference.pdpnet.ratio_path import node_terms_r
 
@@ -87,22 +88,6 @@ def reseat_cells(pos, N, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, p
                 _count(x, off[x] + v, False, 1, n, tc, Nn, TC, mx, False)
             invalidate(zok, rslot[x])
     return -1
-
-
-@token_kernel
-def enter_ancestors(j, rnode, rslot, anc_ptr, anc):
-    """Put the ancestors of j (itself last) into the slots; returns the length of the common prefix with the
-    slots' previous nodes (their kept Z^+ stays valid)."""
-    same = -1
-    r = 0
-    for q in range(anc_ptr[j], anc_ptr[j + 1]):
-        x = anc[q]
-        if same < 0 and rnode[r] != x:
-            same = r
-        rnode[r] = x
-        rslot[x] = r
-        r += 1
-    return r if same < 0 else same
 
 
 @token_kernel
