@@ -104,7 +104,7 @@ def record(path: str = SIGNATURES, checkouts: tuple = (PROJECT,)) -> dict:
                     continue
                 module = f"{package}.{match['stem']}" if match["stem"] != "__init__" else package
                 for signature in _index_signatures(os.path.join(root, file)):
-                    if any(t.startswith(("Literal", "omitted")) for t in signature):
+                    if any(t.startswith(("Literal", "omitted")) for t in signature) or not _readable(signature):
                         continue
                     kernels = listed.setdefault(module, {}).setdefault(match["name"], [])
                     if signature not in kernels:
@@ -114,6 +114,17 @@ def record(path: str = SIGNATURES, checkouts: tuple = (PROJECT,)) -> dict:
         json.dump(listed, f, indent=1, sort_keys=True)
         f.write("\n")
     return listed
+
+
+def _readable(signature: list[str]) -> bool:
+    """Whether ``warm`` can read every type of ``signature`` (a tuple argument, e.g. a kernel's workspace, is
+    compiled at its first call instead)."""
+    try:
+        for t in signature:
+            parse_type(t)
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return False
+    return True
 
 
 def _index_signatures(path: str) -> list[list[str]]:
