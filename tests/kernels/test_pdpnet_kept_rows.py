@@ -42,15 +42,19 @@ def test_kept_rows_equal_the_rows_recomputed_in_process(name):
     assert sm.drift[0] < 1e-13, sm.drift[0]
 
 
-@pytest.mark.parametrize("name", ["seqlda", "adatm"])
-def test_kept_rows_equal_the_rows_recomputed_on_the_engine_contract(name, monkeypatch):
-    docs, V = _docs(4)
-    K = 5
+def _engine_state(name, seed, K=5):
+    """A shipped network on the engine contract with its initial state: (model, block, hyper, state, nwk, nk, V)."""
+    docs, V = _docs(seed)
     blk = SegmentedBlock.from_segments([(f"d{i}", segs) for i, segs in enumerate(docs)])
     m = PdpNetwork(K, V)
     hyper = m.initial_hyper(network=name)
     nwk, nk = np.zeros((V, K), np.int32), np.zeros(K, np.int64)
-    state = m.init_state(blk, hyper, nwk, nk, 3)
+    return m, blk, hyper, m.init_state(blk, hyper, nwk, nk, 3), nwk, nk, V
+
+
+@pytest.mark.parametrize("name", ["seqlda", "adatm"])
+def test_kept_rows_equal_the_rows_recomputed_on_the_engine_contract(name, monkeypatch):
+    m, blk, hyper, state, nwk, nk, V = _engine_state(name, 4)
     drift = np.zeros(1)
     monkeypatch.setattr(pdp_network, "NO_DRIFT", drift)
     for it in range(20):
@@ -70,13 +74,8 @@ def test_fast_topic_rows_equal_the_general_loop(name):
     from inference.pdpnet.compile import KIND_DIRICHLET, KIND_PYP
     from inference.pdpnet.sampler import StirlingStack
 
-    docs, V = _docs(6)
-    K = 5
-    blk = SegmentedBlock.from_segments([(f"d{i}", segs) for i, segs in enumerate(docs)])
-    m = PdpNetwork(K, V)
-    hyper = m.initial_hyper(network=name)
-    nwk, nk = np.zeros((V, K), np.int32), np.zeros(K, np.int64)
-    state = m.init_state(blk, hyper, nwk, nk, 3)
+    m, blk, hyper, state, nwk, nk, V = _engine_state(name, 6)
+    K = nk.shape[0]
     for it in range(8):
         m.sweep(blk, state, hyper, nwk, nk, 10 + it)
     net = m._compiled(blk, hyper)
