@@ -79,7 +79,7 @@ def union_corpus(spark, training: str, chain_dirs: list, batch_dir: str, staging
     (``output``, default ``staging/work-union``), each id's latest text; ``part``: one language's sub-corpus of
     aligned corpora (:func:`drivers.refresh.aligned_batches.union_corpus`). ``ids``: only those documents, as
     they were before the batch (revised documents' old copies; the batch's vocabulary and options)."""
-    from pyspark.sql import Window, functions as F
+    from pyspark.sql import Observation, Window, functions as F
 
     inner = [part] if part else []
     training, batch_dir = storage.join(training, *inner), storage.join(batch_dir, *inner)
@@ -95,12 +95,13 @@ def union_corpus(spark, training: str, chain_dirs: list, batch_dir: str, staging
     newest = Window.partitionBy("doc_id").orderBy(F.col("_order").desc())
     docs = docs.withColumn("_n", F.row_number().over(newest)).where("_n = 1").drop("_n")
     union = output or storage.join(staging, "work-union")
-    docs.drop("_order").write.parquet(storage.join(union, DOCS))
+    written = Observation("union written")      # the totals observed by the write's own job, not read back
+    docs.drop("_order").observe(written, F.count(F.lit(1)).alias("n"), F.sum("n_tokens").alias("tokens")) \
+        .write.parquet(storage.join(union, DOCS))
     storage.copy_tree(storage.join(batch_dir, VOCAB), storage.join(union, VOCAB))   # the writer's files, as they are
     meta = storage.load_json(storage.join(batch_dir, CORPUS_JSON))
-    totals = read_parquet(spark, storage.join(union, DOCS)).agg(F.count("*").alias("n"),
-                                                                 F.sum("n_tokens").alias("tokens")).first()
-    meta.update(documents=int(totals["n"]), tokens=int(totals["tokens"] or 0))
+    totals = written.get
+    meta.update(documents=int(totals["n"] or 0), tokens=int(totals["tokens"] or 0))
     ordered = (meta.get("ordered") or {}).get("file")
     if ordered:                  # the tokens in text order (prepare --ordered), each document's from its source
         texts = [storage.join(os.path.dirname(p.rstrip("/")), ordered) for p in sources]
