@@ -41,7 +41,7 @@ def rekeyed_bigrams(keys: np.ndarray, counts: np.ndarray, old_vocab_size: int, v
 
 def without_old_copies(spark, model, kept: KeyedCounts, corpus_dir: str, spec) -> tuple[KeyedCounts, dict]:
     """``kept`` less the bigrams of the documents of ``corpus_dir`` (revised documents' old copies: few, counted
-    here), and their numbers of documents and tokens."""
+    here; the staged corpus is deleted once read), and their numbers of documents and tokens."""
     corpus = load_segmented_corpus(spark, corpus_dir, 1, require_segments=needs_segments(spec),
                                    ordered=needs_order(spec))
     try:

@@ -115,10 +115,7 @@ def kept_authors(base) -> Authors:
     names = storage.load_json(storage.join(base.directory, AUTHORS_FILE))["names"]
     path = storage.join(base.directory, DOCUMENT_AUTHORS)
     if storage.exists(path):
-        import pyarrow.parquet as pq
-
-        filesystem, resolved = storage.resolve(path)
-        table = pq.read_table(resolved, filesystem=filesystem)
+        table = storage.read_table(path)
         return Authors(names, {str(d): np.asarray(a, dtype=np.int64) for d, a in
                                zip(table.column("doc_id").to_pylist(), table.column("authors").to_pylist())})
     corpus = (base.meta.get("data") or {}).get("corpus")
