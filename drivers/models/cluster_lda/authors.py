@@ -156,6 +156,8 @@ class AuthorVariant:
     """The author variant's part of :class:`drivers.models.cluster_lda.model.ClusterLDA`: its authors, read at
     training (``bind_corpus``), their names kept in ``authors.json``, and the kernels' author arguments."""
 
+    keeps_document_authors = False    # a refreshed version (continued_chain): save every document's author ids
+
     def set_authors(self, authors: Authors) -> None:
         """The authors (none: the plain model); a cluster's row is [N_c, M_c1..M_cT, N_a1|c..N_aA|c]."""
         self.authors = authors
@@ -171,7 +173,7 @@ class AuthorVariant:
         if self.author_column:
             storage.save_json(storage.join(directory, AUTHORS_FILE), {"column": self.author_column,
                                                                       "names": self.authors.names})
-        if getattr(self, "keeps_document_authors", False):       # a refreshed version: every document's authors
+        if self.keeps_document_authors:
             save_document_authors(directory, self.authors)
 
     @classmethod

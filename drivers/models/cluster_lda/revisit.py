@@ -32,6 +32,7 @@ import numba
 import numpy as np
 
 from drivers.models.cluster_lda.kernels import cluster_topic, log_topics_given_cluster
+from inference.gibbs.common import draw_cumulative
 
 #: the minimal path's positions per token at which a move may change a first occurrence (scored in O(i))
 STRUCTURE_REVISITS = 256
@@ -52,16 +53,11 @@ def scheduled(m, i, cap):
 
 @numba.njit(cache=True)
 def draw(weights, n):
+    """One draw from p(k) ∝ weights[k], k < n (the weights summed here)."""
     total = 0.0
     for k in range(n):
         total += weights[k]
-    u = np.random.random() * total
-    acc = 0.0
-    for k in range(n):
-        acc += weights[k]
-        if u < acc:
-            return k
-    return n - 1
+    return draw_cumulative(weights, total, n)
 
 
 @numba.njit(cache=True)
