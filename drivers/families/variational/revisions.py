@@ -17,6 +17,9 @@ came from the E-step of the last EM iteration of the fit that ingested the copy,
 which no version keeps (a version keeps its result and its parent's; the base model's training kept neither), so
 they cannot be recomputed without re-running that fit (for a base document: the base model's training). The
 difference is the topics' movement since: small once EM converged. Recorded in model.json's ``revisions``.
+
+An aligned corpus' revised tuple is read back per language (:func:`drivers.refresh.aligned_batches.union_corpus`)
+and leaves as one document of the model's structure.
 """
 from __future__ import annotations
 
@@ -26,7 +29,6 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from drivers import storage
-from drivers.corpora.aligned import is_aligned
 from drivers.engines.variational.engine import VariationalEngine
 from drivers.engines.variational.local_steps import EStep
 from drivers.engines.variational.starts import WarmStart
@@ -91,10 +93,6 @@ def old_copies(spark, model, train_request, request, history: dict, corpus, lamb
     revised = revised_ids(output)
     if not revised:
         return OldCopies()
-    if is_aligned(corpus.directory):
-        why = "not done for aligned corpora"
-        log.warning("%d revised tuple(s): their old copies stay in the model (%s)", len(revised), why)
-        return OldCopies(revised=len(revised), kept_because=why)
     try:
         old_dir = reinfer.old_copies(spark, request.root, history, corpus.directory, output, revised)
     except RefusedError as e:
