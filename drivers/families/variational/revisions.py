@@ -85,10 +85,10 @@ class _Recorded:
 
 def old_copies(spark, model, train_request, request, history: dict, corpus, lambda_old: np.ndarray,
                alpha: np.ndarray, structure, settings) -> OldCopies:
-    """The old copies of the documents the staged version (``train_request.output``) ingests as revisions (its ledger), their
-    expected counts and E[log theta] under (``lambda_old``, ``alpha``) by one E-step on Spark (the refresh's
-    engine, fixed: every document fitted to ``settings.estep``'s tolerance, no restarts). Not found (the base
-    model's training corpus gone, or a copy the root no longer holds): kept, with a warning."""
+    """The old copies of the documents the staged version (``train_request.output``) ingests as revisions (its
+    ledger), their expected counts and E[log theta] under (``lambda_old``, ``alpha``) by one E-step on Spark (the
+    refresh's engine, fixed: every document fitted to ``settings.estep``'s tolerance, no restarts). Not found (the
+    base model's training corpus gone, or a copy the root no longer holds): kept, with a warning."""
     output = train_request.output
     revised = revised_ids(output)
     if not revised:
