@@ -166,4 +166,5 @@ def installed_doc_folders() -> list[str]:
     return sorted(p.split("/")[-2] for p in glob.glob("/usr/share/doc/*/changelog.Debian.gz"))
 
 
-CORPORA = {"python-news": python_news, "python-news-joined": python_news_joined, "debian-changelogs": debian_changelogs}
+CORPORA = {"python-news": python_news, "python-news-joined": python_news_joined,
+           "debian-changelogs": debian_changelogs}
