@@ -266,7 +266,7 @@ def _build_version(spark, request, root, current, base, base_dir, spec, history,
     else:
         documents_total = int(history_before.get("documents") or 0) + n_batch \
             - int(meta.get("revised_out") or 0)         # a Gibbs model: its revised documents' old copies left
-        previous = history_before.get("alpha_statistics")
+        previous = refresh.kept_alpha_statistics(history_before, meta)   # less revised documents' old copies
         stats_total = batch_stats if previous is None or batch_stats is None else batch_stats + previous
     parent = {"version": current} if current is not None else refresh_sources.base_parent(base_dir, n_base)
     meta["refresh"] = {

@@ -131,16 +131,21 @@ def ingest(spark, request, root, current, base, base_dir, ledger, version, stagi
             pd.concat(pending, ignore_index=True), vocab, corpus_dir)
 
 
-def union_corpus(spark, training: str, chain_dirs: list, batch_dir: str, staging: str) -> str:
+def union_corpus(spark, training: str, chain_dirs: list, batch_dir: str, staging: str, output: str | None = None,
+                 ids: list | None = None) -> str:
     """A guided pass over an aligned root: each language's documents ingested so far (the base model's training
     corpus and every committed version's batch) and the batch's, each id's latest text
-    (:func:`drivers.refresh.sources.union_corpus` per language), as one aligned corpus ``staging/work-union``."""
+    (:func:`drivers.refresh.sources.union_corpus` per language), as one aligned corpus (``output``, default
+    ``staging/work-union``). ``ids`` (ledger ids: a tuple's, or tlda's ``<id>@<lang>``): only those documents, as
+    they were before the batch (revised tuples' old copies)."""
     meta = storage.load_json(storage.join(batch_dir, CORPUS_JSON))
-    union = storage.join(staging, "work-union")
+    union = output or storage.join(staging, "work-union")
     per_language = {}
     for language in meta["languages"]:
+        mine = None if ids is None else sorted({i[:-len(language) - 1] if i.endswith(f"@{language}") else i
+                                                for i in ids})
         part = sources.union_corpus(spark, training, chain_dirs, batch_dir, staging, part=language,
-                                    output=storage.join(union, language))
+                                    output=storage.join(union, language), ids=mine)
         per_language[language] = storage.load_json(storage.join(part, CORPUS_JSON))
     write_aligned_summary(spark, union, meta["languages"], per_language, meta.get("lang_column", "lang"),
                           "every batch ingested")

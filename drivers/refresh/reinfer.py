@@ -46,8 +46,9 @@ def old_copies(spark, root: str, history: dict, batch: str, staging: str, ids) -
     except RefusedError as e:
         raise RefusedError(f"a revised document's old copy: {str(e).split(';')[0]}; refresh with new document "
                            f"ids, or retrain on the union") from None
-    return refresh_sources.union_corpus(spark, training, chain_dirs, batch, staging,
-                                        output=storage.join(staging, "work-old-copies"), ids=sorted(ids))
+    union_of = aligned_batches.union_corpus if is_aligned(batch) else refresh_sources.union_corpus
+    return union_of(spark, training, chain_dirs, batch, staging, output=storage.join(staging, "work-old-copies"),
+                    ids=sorted(ids))
 
 
 def reinfer_all(spark, root: str, staging: str, infer) -> int:

@@ -195,6 +195,15 @@ def alpha_statistics(doc_topics_path: str) -> tuple[np.ndarray, int]:
     return total, n
 
 
+def kept_alpha_statistics(history: dict, meta: dict):
+    """The parent's sums of E[log theta] (``history``) less those of the documents the new version's ``meta``
+    says its revisions took out (``revised_out_alpha_statistics``, removed from ``meta``); None: none kept."""
+    previous, out = history.get("alpha_statistics"), meta.pop("revised_out_alpha_statistics", None)
+    if previous is None or out is None:
+        return previous
+    return np.asarray(previous, dtype=np.float64) - np.asarray(out, dtype=np.float64)
+
+
 # --------------------------------------------------------------------------- drift
 
 def hellinger_rows(p: np.ndarray, q: np.ndarray) -> np.ndarray:

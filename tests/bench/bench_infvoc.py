@@ -2,7 +2,8 @@
 
 The corpus (``--corpus``, pinned in :mod:`infvoc_corpora`): ``python-news``, the 10,017 entries of CPython's
 release notes as Debian's python3.11 ships them (2015-02 to 2023-02, labelled by their section: Library, Core and
-Builtins, IDLE, Windows, Build, ...), or ``debian-changelogs``, the 14,862 entries of the pinned Debian changelogs
+Builtins, IDLE, Windows, Build, ...), ``python-news-joined``, the same entries joined into 1,398 documents of 20
+newsgroups' lengths (one section of one release each, 143 tokens on average), or ``debian-changelogs``, the 14,862 entries of the pinned Debian changelogs
 (labelled by the package's Debian section). Sorted by date; the first quarter trains the base models, the rest
 arrives in ``--batches`` refreshes, in date order:
 
@@ -179,7 +180,7 @@ def main() -> None:
     from drivers.models.infvoc.model import InfVocModel
     from drivers.preparation.corpus import prepare_corpus
     from drivers.preparation.text import stopword_list
-    from drivers.store import model_root, model_store
+    from drivers.store import model_store
     from jobs import refresh, train
 
     spark = bench_session("bench-infvoc")

@@ -12,6 +12,9 @@
   (``apt-get install`` brings it back; upgrades only add entries after the cut). Label: the package's Debian
   section (``dpkg-query``). The corpus' digest (SHA-256 of the ids and texts) is printed so two runs can be
   compared: 14,862 entries, digest 12eca7cc8546b163 on 2026-11-28. python-news: digest 2db3351c5a514626.
+* ``python-news-joined``: python-news' entries at 20 newsgroups-like lengths (:func:`python_news_joined`): the
+  entries of one section of one release, in the file's order, joined into documents of at least
+  :data:`JOINED_TOKENS` tokens; dated by the release, labelled by the section.
 """
 from __future__ import annotations
 
@@ -69,6 +72,36 @@ def python_news(path: str = NEWS) -> list[dict]:
     ordered = sorted(reversed(entries), key=lambda e: e["date"])
     return [{"id": f"{e['date'].replace('-', '')}-{n:05d}", "text": e["text"], "label": e["label"],
              "package": e["label"]} for n, e in enumerate(ordered)]
+
+
+#: python-news-joined: a document closes once it holds this many tokens (the bench's tokenizer: runs of letters)
+JOINED_TOKENS = 150
+WORD = re.compile(r"[^\W\d_]+")
+
+
+def python_news_joined(path: str = NEWS, least: int = JOINED_TOKENS) -> list[dict]:
+    """python-news at the lengths of 20 newsgroups' posts (the thesis' corpus: ~10x python-news' 13.7 tokens).
+    Within each (release, section), entries in the stream's order are appended to a document until it holds
+    ``least`` tokens (runs of letters, stop words included), then the next document starts; the group's last
+    document, if shorter, joins the one before it (a group shorter than ``least`` in all is one document). The
+    documents keep the release's date and the section as label, ids in time order (the first entry's place)."""
+    groups = {}
+    for row in python_news(path):
+        groups.setdefault((row["id"][:8], row["label"]), []).append(row)
+    documents = []
+    for (date, label), rows in groups.items():
+        parts, tokens = [[]], 0
+        for row in rows:
+            if tokens >= least:
+                parts.append([])
+                tokens = 0
+            parts[-1].append(row)
+            tokens += len(WORD.findall(row["text"]))
+        if len(parts) > 1 and tokens < least:
+            parts[-2].extend(parts.pop())
+        documents += [{"id": f"{date}-{part[0]['id'][9:]}", "text": " ".join(r["text"] for r in part),
+                       "label": label, "package": label, "entries": len(part)} for part in parts]
+    return sorted(documents, key=lambda r: r["id"])
 
 
 def debian_changelogs(packages_file: Path = PACKAGES, cut: str = CHANGELOG_CUT) -> list[dict]:
@@ -133,4 +166,5 @@ def installed_doc_folders() -> list[str]:
     return sorted(p.split("/")[-2] for p in glob.glob("/usr/share/doc/*/changelog.Debian.gz"))
 
 
-CORPORA = {"python-news": python_news, "debian-changelogs": debian_changelogs}
+CORPORA = {"python-news": python_news, "python-news-joined": python_news_joined,
+           "debian-changelogs": debian_changelogs}

@@ -10,7 +10,6 @@ Wikipedia; issue 30): text a Debian package ships about the stream's subject.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from pathlib import Path
 
@@ -34,4 +33,4 @@ def python_docs(root: Path = PYTHON_DOCS) -> tuple[list[str], str]:
     return paragraphs, h.hexdigest()
 
 
-REFERENCES = {"python-news": python_docs}
+REFERENCES = {"python-news": python_docs, "python-news-joined": python_docs}

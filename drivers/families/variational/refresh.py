@@ -36,6 +36,8 @@ from drivers.engines.variational.local_steps import EStep, HybridStep
 from drivers.engines.variational.settings import EMSettings
 from drivers.engines.variational.starts import GuidedStart, NewtonAlpha, OnlineAlpha, WarmStart
 from drivers.families import TrainRequest
+from drivers.families.variational import revisions
+from drivers.families.variational.revisions import OldCopies, revised_ids
 from drivers.families.variational.shared import VariationalTraining, check_python_memory, write_doc_topics
 from drivers.corpora import tokenizer
 from drivers.corpora.aligned import word_columns
@@ -86,7 +88,7 @@ def refresh_model(spark, spec, base: topic_model.TopicModel, corpus_dir: str, re
                                  iterations=request.iterations, seed=seed, partitions=request.partitions)
     corpus = model.open_corpus(spark, train_request)
     try:
-        return _refresh(spark, model, base, corpus, request, history, output, seed)
+        return _refresh(spark, model, base, corpus, request, history, train_request, seed)
     finally:
         corpus.blocks.unpersist()
 
@@ -117,7 +119,8 @@ def word_start(model, base: topic_model.TopicModel, corpus) -> GrownStart:
     return GrownStart(corpus.layout, prior, carried_over(base, corpus.vocab, prior), names)
 
 
-def _refresh(spark, model, base, corpus, request, history: dict, output: str, seed: int) -> dict:
+def _refresh(spark, model, base, corpus, request, history: dict, train_request, seed: int) -> dict:
+    output = train_request.output
     K, V, V_old = base.num_topics, corpus.vocab_size, len(base.vocab)
     compile_kernels()
     check_python_memory(spark.sparkContext, corpus, K, None)
@@ -132,24 +135,30 @@ def _refresh(spark, model, base, corpus, request, history: dict, output: str, se
     n_batch = corpus.num_documents
     documents_before = int(history.get("documents") or 0)
     steps_before = int(history.get("steps") or 0)
-    update, alpha_rule = BatchUpdate(), NewtonAlpha()
-    start = WarmStart(lambda_old, base.alpha)
-    if request.mode == "batch":
-        start = GuidedStart(lambda_old - prior_rows, request.guide_weight)
-    elif request.mode == "accumulate":
-        stats = history.get("alpha_statistics")
-        alpha_rule = NewtonAlpha(stats, documents_before) if stats is not None else NewtonAlpha()
-        prior = MatrixPrior(lambda_old, base.meta.get("eta"))
-    elif request.mode == "online":
-        corpus_size = documents_before + n_batch if request.corpus_size == "cumulative" else int(request.corpus_size)
-        update = OnlineUpdate(request.tau0, request.kappa, corpus_size / max(n_batch, 1), steps_before)
-        alpha_rule = OnlineAlpha(update)
     settings = EMSettings(num_topics=K, max_iterations=request.iterations, tol=request.tol,
                           estep=EStepSettings(saved.get("estep_tol", defaults.estep_tol),
                                               saved.get("estep_max_iter", defaults.estep_max_iter)),
                           optimize_alpha=saved.get("optimize_alpha", True), seed=seed,
                           restarts=saved.get("restarts", defaults.restarts),
                           schedule=saved.get("estep_schedule", defaults.estep_schedule))
+    old = OldCopies(revised=len(revised_ids(output))) if request.mode == "batch" else revisions.old_copies(
+        spark, model, train_request, request, history, corpus, lambda_old, base.alpha, grown.structure, settings)
+    update, alpha_rule = BatchUpdate(), NewtonAlpha()
+    start = WarmStart(lambda_old, base.alpha)
+    if request.mode == "batch":
+        start = GuidedStart(lambda_old - prior_rows, request.guide_weight)
+    elif request.mode == "accumulate":
+        stats = history.get("alpha_statistics")
+        if stats is not None and old.alpha_statistics is not None:
+            stats = np.asarray(stats, dtype=np.float64) - old.alpha_statistics
+        alpha_rule = NewtonAlpha(stats, documents_before - old.documents) if stats is not None else NewtonAlpha()
+        prior = MatrixPrior(old.cleaned(lambda_old, prior_rows), base.meta.get("eta"))
+    elif request.mode == "online":
+        documents = documents_before - old.documents + n_batch
+        corpus_size = documents if request.corpus_size == "cumulative" else int(request.corpus_size)
+        update = OnlineUpdate(request.tau0, request.kappa, corpus_size / max(n_batch, 1), steps_before)
+        alpha_rule = OnlineAlpha(update)
+        start = WarmStart(old.cleaned(lambda_old, prior_rows), base.alpha)
     if inference == "hybrid":
         warmup = saved.get("hybrid_alpha_warmup", defaults.hybrid_alpha_warmup)
         local_step = HybridStep(seed, saved.get("hybrid_burn_in", defaults.hybrid_burn_in),
@@ -172,6 +181,9 @@ def _refresh(spark, model, base, corpus, request, history: dict, output: str, se
         "data": {"corpus": corpus.directory, "version": data_version(corpus.meta),
                  "documents": n_batch, "tokens": corpus.meta.get("tokens")},
         **model_store.run_stamp(started)}, **grown.describe)
+    if old.revised:             # the old copies' share of alpha's sums and the document count leave with them
+        meta.update(revisions=old.describe(request.mode), revised_out=old.documents, revised_out_alpha_statistics=None
+                    if old.alpha_statistics is None else old.alpha_statistics.tolist())
     if corpus.layout is not None:
         meta.update(languages=list(corpus.layout.languages),
                     vocab_sizes=dict(zip(corpus.layout.languages, corpus.layout.sizes())))
