@@ -6,7 +6,6 @@ import argparse
 from drivers.models.infvoc import model as infinite_model
 from drivers.store import model_store, topics_text
 from jobs.flags import add_model_dir
-from jobs.spark import local_path
 
 
 def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:

@@ -52,7 +52,8 @@ from drivers.preparation.holdout import rows_of_part
 from drivers.preparation.options import PrepareError, PrepareOptions
 from drivers.preparation.reading import absolute_path, flag_duplicates, read_input, resolve_format
 from drivers.preparation.text import stopword_list, tokenize
-from drivers.preparation.vocabulary import build_vocabulary, count_terms, document_vectors, load_vocabulary
+from drivers.preparation.vocabulary import (PersistedFrames, build_vocabulary, count_terms, document_vectors,
+                                          load_vocabulary)
 from drivers.preparation.writer import (corpus_summary, no_documents_message, write_corpus_json, write_documents,
                                         write_rejects, write_stopwords, write_vocabulary)
 from drivers.preparation.writer import in_directory
@@ -272,25 +273,3 @@ def _session_conf(spark: SparkSession, conf: dict):
                 spark.conf.unset(key)
             else:
                 spark.conf.set(key, value)
-
-
-class PersistedFrames:
-    """DataFrames persisted during one run, unpersisted together at the end (a context manager)."""
-
-    def __init__(self):
-        self._frames: list[DataFrame] = []
-
-    def add(self, df: DataFrame) -> DataFrame:
-        self._frames.append(df.persist())
-        return df
-
-    def release(self) -> None:
-        for df in reversed(self._frames):
-            df.unpersist()
-        self._frames.clear()
-
-    def __enter__(self) -> "PersistedFrames":
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        self.release()

@@ -11,6 +11,28 @@ from drivers.preparation.options import PrepareError, PrepareOptions
 from drivers.spark_parquet import read_parquet
 
 
+class PersistedFrames:
+    """DataFrames persisted during one run, unpersisted together at the end (a context manager)."""
+
+    def __init__(self):
+        self._frames: list[DataFrame] = []
+
+    def add(self, df: DataFrame) -> DataFrame:
+        self._frames.append(df.persist())
+        return df
+
+    def release(self) -> None:
+        for df in reversed(self._frames):
+            df.unpersist()
+        self._frames.clear()
+
+    def __enter__(self) -> "PersistedFrames":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.release()
+
+
 def count_terms(tokens: DataFrame) -> DataFrame:
     """``(doc_id, term, tf)``: how often each term occurs in each document."""
     return (tokens.select("doc_id", F.explode("tokens").alias("term"))
@@ -23,7 +45,7 @@ def term_statistics(term_counts: DataFrame) -> DataFrame:
 
 
 def build_vocabulary(term_counts: DataFrame, n_docs: int, opts: PrepareOptions,
-                     cache: "PersistedFrames") -> DataFrame:
+                     cache: PersistedFrames) -> DataFrame:
     """``(term, id, df, cf)`` of the terms that pass ``min_df``/``max_df``/``max_vocab``.
 
     Fractions are of ``n_docs``; ids run 0..V-1 by ``cf`` descending, then term.
@@ -77,7 +99,7 @@ def _check_vocabulary(vocab: DataFrame, path: str) -> None:
             f"{row.min_id} to {row.max_id}")
 
 
-def number_rows(df: DataFrame, order: list[Column], name: str, cache: "PersistedFrames") -> DataFrame:
+def number_rows(df: DataFrame, order: list[Column], name: str, cache: PersistedFrames) -> DataFrame:
     """Add ``name`` = 0..n-1 following ``order``, without moving all rows to one partition.
 
     A distributed ``zipWithIndex``: sort, count the rows of each sorted

@@ -14,7 +14,6 @@ from __future__ import annotations
 from drivers import storage
 from drivers.refresh import update as refresh
 from drivers.store import base_link, model_root, publish
-from inference.errors import UsageError
 
 BASE_MODE = "base"
 #: base-model files a version 0 does not copy (its proportions are the table's version=base partition)

@@ -62,7 +62,6 @@ def main() -> None:
             return int(f.read()) / 1e9
 
     from bench_heldout_sample import documents
-    from drivers.store import model_root
     from drivers.store import model_store
     from drivers.families.variational.evaluate import evaluate_model
     from jobs import refresh, train
@@ -153,7 +152,6 @@ def pool_documents() -> list[dict]:
 
 def _restricted(model, vocab_path):
     """The model over the words of ``vocab_path`` (a prefix of its vocabulary: versions only add words)."""
-    from drivers.store import model_store
     from drivers.store import topic_model
     from drivers.storage import read_vocab
 

@@ -46,7 +46,6 @@ def held_out(pair) -> bool:
 
 def prepare(spark):
     """(corpus dir, tree dir, held-out pairs [(en word, es word)]) (cached under out/bench/trees/)."""
-    import pandas as pd
 
     from bench_polylingual import aligned_input
     from drivers.models.tree.prior_tree import build_concepts, coverage_report, save_tree

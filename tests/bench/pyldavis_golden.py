@@ -5,7 +5,6 @@ whose __version__ says 3.4.0; defaults but ``n_jobs=1``) of the inputs :func:`in
 it (``python -m venv V && V/bin/pip install pyLDAvis==3.4.1 && V/bin/python tests/bench/pyldavis_golden.py``)."""
 from __future__ import annotations
 
-import json
 import os
 
 import numpy as np

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 
 from drivers import storage
 from drivers.storage import OutsideDirectory, join_inside
 from drivers.corpora import tokenizer
-from drivers.store import model_root, model_store, publish
+from drivers.store import model_root, model_store
 
 
 @pytest.mark.parametrize("name", ["../../../../etc/passwd", "a/../../b", "/etc/passwd", "file:/etc/passwd",

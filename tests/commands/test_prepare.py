@@ -11,7 +11,8 @@ import os
 import pandas as pd
 import pytest
 
-from drivers.preparation.corpus import PersistedFrames, prepare_corpus
+from drivers.preparation.corpus import prepare_corpus
+from drivers.preparation.vocabulary import PersistedFrames
 from drivers.preparation.options import PrepareError, PrepareOptions
 from drivers.preparation.text import available_languages, load_stopwords
 from drivers.preparation.vocabulary import build_vocabulary, count_terms

@@ -14,7 +14,7 @@ from scipy.special import digamma
 from inference.infvoc.base_measure import CharNgramBase, fit_lengths
 from inference.infvoc.local_step import StringBlock, sample_block
 from inference.infvoc.stick import expected_log_sticks, word_log_weights
-from inference.infvoc.tos import (OnlineSettings, TopicSet, expand_topic, reorder_topic, step_size, update_sets,
+from inference.infvoc.tos import (OnlineSettings, TopicSet, expand_topic, step_size, update_sets,
                                  update_topic)
 
 

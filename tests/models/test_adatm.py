@@ -309,7 +309,6 @@ def stationary_tv(exact, sweeps, seglens=(1, 1, 1), seed=0):
     phi = np.array([[0.5, 0.2], [0.3, 0.5], [0.2, 0.3]])
     alpha = np.array([0.6, 0.9])
     a, b, lam_s, lam_t = 0.3, 1.5, 0.7, 2.0
-    seg_of = np.repeat(np.arange(len(seglens)), seglens)
     keys, logp = [], []
     for z, n, t, s in enumerate_states(seglens, K):
         lp = log_joint_doc(n, t, s, alpha, a, b, lam_s, lam_t, multiplicity=True)
