@@ -245,7 +245,7 @@ def _build_version(spark, request, root, current, base, base_dir, spec, history,
     decision = None
     if request.mode == "auto":
         decision = schedule.decide(history_before, prepared["documents"], request.guided_growth,
-                                   training is not None, spec.refresh_modes)
+                                   training is not None, spec.refresh_modes, revised=documents.get("revision", 0))
         log.info("refresh --mode auto: %s (%s)", decision.mode, decision.reason)
         request = dataclasses.replace(request, mode=decision.mode, iterations=request.guided_iterations
                                       if decision.mode == schedule.GUIDED else request.iterations)

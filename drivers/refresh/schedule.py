@@ -43,13 +43,15 @@ def fitted_documents(history: dict) -> int:
     return 0
 
 
-def decide(history: dict, ingest: int, growth: float, guided_possible: bool, modes: tuple) -> Decision:
+def decide(history: dict, ingest: int, growth: float, guided_possible: bool, modes: tuple,
+           revised: int = 0) -> Decision:
     """The mode of a ``--mode auto`` refresh ingesting ``ingest`` documents into a root with ``history`` (the
     previous version's ``model.json`` ``refresh`` block; the base model's counts on a first refresh);
     ``guided_possible``: the base model's training corpus is still readable; ``modes``: the model's refresh
-    modes."""
+    modes; ``revised``: how many of the ``ingest`` are revisions, which replace a document the root has (the union
+    does not grow by them)."""
     fitted = fitted_documents(history)
-    after = int(history.get("documents") or 0) + int(ingest)
+    after = int(history.get("documents") or 0) + max(int(ingest) - int(revised), 0)
     if GUIDED not in modes:
         return Decision(CHEAP if CHEAP in modes else modes[0], f"the model has no guided pass ({', '.join(modes)})", fitted, after)
     if after < growth * max(fitted, 1):

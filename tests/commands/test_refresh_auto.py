@@ -33,6 +33,10 @@ def test_the_schedule_runs_a_guided_pass_when_the_documents_reach_growth_times_t
     assert schedule.recorded_fit(after_guided, "accumulate", 120) == 80
     assert schedule.recorded_fit(after_guided, "batch", 160) == 160
     assert schedule.fitted_documents({"documents": 7}) == 7              # a root refreshed before the schedule
+    # revisions replace documents the root has: the union does not grow by them
+    assert schedule.decide(history, 40, 2.0, True, modes, revised=40).mode == "accumulate"
+    assert schedule.decide(history, 50, 2.0, True, modes, revised=10).mode == "batch"
+    assert schedule.decide(history, 50, 2.0, True, modes, revised=11).mode == "accumulate"
 
 
 @pytest.fixture(scope="module")
