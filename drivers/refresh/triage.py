@@ -103,3 +103,15 @@ def grown_words(spark, rows, known_terms, options: dict, pending, request):
                .groupBy("term").agg(F.count("*").alias("df")))
     batch_terms = unknown.toPandas()          # one action (an empty batch: no rows, the columns term and df)
     return refresh.grow_vocabulary(known_terms, batch_terms, pending, request.min_new_df, request.max_new_terms)
+
+
+def revised_ids(directory: str) -> frozenset:
+    """The ids the version being written in ``directory`` ingests as revisions (its ``ledger.parquet``; none when
+    there is no ledger: the family's step run alone)."""
+    import pyarrow.dataset as ds
+
+    path = storage.join(directory, refresh.LEDGER)
+    if not storage.exists(path):
+        return frozenset()
+    table = storage.read_table(path, columns=["doc_id"], filter=ds.field("status") == "revision")
+    return frozenset(str(d) for d in table.column(0).to_pylist())

@@ -65,7 +65,8 @@ from drivers.engines.gibbs.settings import GibbsSettings, SampleSchedule
 from drivers.engines.gibbs.tables import TableLayout, count_records, gather_tables, reduce_records
 from drivers.families.gibbs.infer import proportion_paths, write_model_files
 from drivers.families.gibbs.models import make_model, needs_order, needs_segments
-from drivers.families.gibbs.revisions import RevisedOut, revised_ids
+from drivers.families.gibbs.revisions import RevisedOut
+from drivers.refresh.triage import revised_ids
 from drivers.spark_parquet import read_parquet
 from drivers.store import model_store, outputs, publish, topics_text
 from inference.errors import RefusedError

@@ -21,7 +21,7 @@ from drivers.engines.gibbs.settings import GibbsSettings, SampleSchedule
 from drivers.families.gibbs.infer import write_model_files
 from drivers.families.gibbs.models import make_model, needs_order, needs_segments
 from drivers.families.gibbs.refresh import copy_tokenizer
-from drivers.families.gibbs.revisions import revised_ids
+from drivers.refresh.triage import revised_ids
 from drivers.refresh.reinfer import every_document, old_copies
 from drivers.store import model_store, outputs, publish, topics_text
 from inference.errors import RefusedError

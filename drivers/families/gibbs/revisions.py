@@ -11,21 +11,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from drivers import storage
-from drivers.store.base_link import LEDGER
-
-
-def revised_ids(directory: str) -> frozenset:
-    """The ids the version being written in ``directory`` ingests as revisions (its ``ledger.parquet``; none when
-    there is no ledger: the family's step run alone)."""
-    import pyarrow.dataset as ds
-
-    path = storage.join(directory, LEDGER)
-    if not storage.exists(path):
-        return frozenset()
-    table = storage.read_table(path, columns=["doc_id"], filter=ds.field("status") == "revision")
-    return frozenset(str(d) for d in table.column(0).to_pylist())
-
 
 class RevisedOut:
     """``rewrite(partition, block, state)`` for :func:`copy_chain`: the ``revised`` documents taken out of each old

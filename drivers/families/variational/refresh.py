@@ -37,7 +37,8 @@ from drivers.engines.variational.settings import EMSettings
 from drivers.engines.variational.starts import GuidedStart, NewtonAlpha, OnlineAlpha, WarmStart
 from drivers.families import TrainRequest
 from drivers.families.variational import revisions
-from drivers.families.variational.revisions import OldCopies, revised_ids
+from drivers.families.variational.revisions import OldCopies
+from drivers.refresh.triage import revised_ids
 from drivers.families.variational.shared import VariationalTraining, check_python_memory, write_doc_topics
 from drivers.corpora import tokenizer
 from drivers.corpora.aligned import word_columns

@@ -32,7 +32,7 @@ from drivers import storage
 from drivers.engines.variational.engine import VariationalEngine
 from drivers.engines.variational.local_steps import EStep
 from drivers.engines.variational.starts import WarmStart
-from drivers.families.gibbs.revisions import revised_ids
+from drivers.refresh.triage import revised_ids
 from drivers.refresh import reinfer
 from inference.errors import RefusedError
 from inference.priors import MatrixPrior
