@@ -305,7 +305,7 @@ def network_sweep(start, reseed, seed, reseat, words, z, topic_inst, word_inst, 
                     cum[kk] = total
             if not (total > 0.0 and total < np.inf):
                 raise FloatingPointError("network_sweep: a token's topic weights sum to NaN, inf or 0")
-            u = np.random.random() * total
+            u = np.random.random() * total if K > 1 else 0.0     # one topic: forced, no draw
             k = 0
             while k < K - 1 and cum[k] <= u:
                 k += 1
