@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from inference.gibbs.common import token_kernel, word_factor
 from inference.pdpnet.kernels import DIR, PYP, UNI
-from inference.pdpnet.kernels import _count, seat_at_node, seat_forced, seat_table
+from inference.pdpnet.kernels import _count, seat_at_node
 
 
 @token_kernel
@@ -316,11 +316,8 @@ def add_path_kept(jt, k, ZA, ZB, zr, rf, slot, JR, OR, SC, rawok, kept_node, ter
         if kind[j] != PYP:
             _count(j, cell, data, 1, n, tc, Nn, TC, mx, False)
             return prev, j
-        if seat_forced(j, cell, par_ptr, n, tc):
-            nxt = seat_table(j, k, cell, data, par_ptr[j], par_node, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
-        else:
-            nxt = seat_kept(j, k, cell, data, zk, ZA, ZB, rf, slot, JR, OR, SC, terms, par_ptr, par_node, n, tc,
-                            tp, Nn, TC, TP, s, Se, eoff, mx)
+        nxt = seat_kept(j, k, cell, data, zk, ZA, ZB, rf, slot, JR, OR, SC, terms, par_ptr, par_node, n, tc, tp,
+                        Nn, TC, TP, s, Se, eoff, mx)
         raw_cell(j, k, rawok, JR, OR, kept_node, slot, kind, off, a_of, RJ, RO, n, tc, tp)
         if nxt < 0:
             return prev, j

@@ -190,7 +190,7 @@ def add_path(j, v, data, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, p
             _count(j, cell, data, 1, n, tc, Nn, TC, mx, False)
             return
         if seat_forced(j, cell, par_ptr, n, tc):
-            j = seat_table(j, v, cell, data, par_ptr[j], par_node, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
+            j = par_node[seat_table(j, v, cell, data, par_ptr[j], n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)]
         else:
             total = node_terms(j, v, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma,
                                gamma_sum, avals, bvals, L3, n, tc, tp, Nn, TC, TP, Se)
@@ -212,39 +212,41 @@ def seat_forced(j, cell, par_ptr, n, tc):
 def seat_at_node(j, v, cell, data, terms, total, par_ptr, par_node, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx):
     """One step of :func:`add_path` at PYP node j, its ``terms`` (summing to ``total``) computed: the count joins
     an existing table (returns -1: the path ends) or opens one, sent up the drawn parent edge (returns that
-    parent). Terms that do not sum to a finite positive number (an illegal cell: customers but no table) raise.
-    When one term alone is positive the outcome is forced and no random number is drawn (issue 28)."""
+    parent); :func:`seat_edge`."""
+    e = seat_edge(j, v, cell, data, terms, total, par_ptr, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
+    if e < 0:
+        return -1
+    return par_node[e]
+
+
+@token_kernel
+def seat_edge(j, v, cell, data, terms, total, par_ptr, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx):
+    """:func:`seat_at_node` returning the edge of the opened table (-1: joined one). Terms that do not sum to a
+    finite positive number (an illegal cell: customers but no table) raise. The one forced case (issue 28; the
+    open terms are positive, gamma > 0): an empty cell of a one-parent vector opens a table there without a
+    random number."""
     if not (total > 0.0 and total < np.inf):
         raise FloatingPointError("seat_at_node: a cell's seating terms sum to NaN, inf or 0 (customers, no table)")
-    e0 = par_ptr[j]
+    e = par_ptr[j]
     e1 = par_ptr[j + 1] - 1
-    one = -2                                # the one positive term's edge (-1: join), -3: several positive
-    if terms[0] > 0.0:
-        one = -1
-    m = 1
-    for e in range(e0, e1 + 1):
-        if terms[m] > 0.0:
-            one = e if one == -2 else -3
-        m += 1
-    if one >= -1:
-        return seat_table(j, v, cell, data, one, par_node, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
+    if terms[0] == 0.0 and e == e1:         # nothing to join, one parent (open terms are positive: gamma > 0)
+        return seat_table(j, v, cell, data, e, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
     r = np.random.random() * total
     if r < terms[0]:
-        return seat_table(j, v, cell, data, -1, par_node, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
+        return seat_table(j, v, cell, data, -1, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
     r -= terms[0]
-    e = e0
     m = 1
     while e < e1 and r >= terms[m]:
         r -= terms[m]
         e += 1
         m += 1
-    return seat_table(j, v, cell, data, e, par_node, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
+    return seat_table(j, v, cell, data, e, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
 
 
 @token_kernel
-def seat_table(j, v, cell, data, e, par_node, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx):
-    """Count the customer at (j, v): it joins a table (``e`` = -1; returns -1) or opens one attributed to parent
-    edge ``e`` (returns that parent)."""
+def seat_table(j, v, cell, data, e, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx):
+    """Count the customer at (j, v): it joins a table (``e`` = -1) or opens one attributed to parent edge ``e``;
+    returns ``e``."""
     _count(j, cell, data, 1, n, tc, Nn, TC, mx, True)
     if e < 0:
         return -1
@@ -254,7 +256,7 @@ def seat_table(j, v, cell, data, e, par_node, n, tc, tp, Nn, TC, TP, s, Se, eoff
         mx[1] = tp[cell]
     s[eoff[e] + v] += 1
     Se[e] += 1
-    return par_node[e]
+    return e
 
 
 @token_kernel
@@ -283,15 +285,8 @@ def remove_path(j, v, data, pnode, pedge, kind, off, par_ptr, par_node, n, tc, t
             while e < e1 and r >= s[eoff[e] + v]:
                 r -= s[eoff[e] + v]
                 e += 1
-        else:                               # t = c: the customer held a table for certain (no draw)
-            while e < e1 and s[eoff[e] + v] == 0:
-                e += 1
-            if s[eoff[e] + v] < t:          # tables at several parents: which one is drawn
-                e = par_ptr[j]
-                r = np.random.random() * t
-                while e < e1 and r >= s[eoff[e] + v]:
-                    r -= s[eoff[e] + v]
-                    e += 1
+        elif e < e1:                        # t = c: it held a table for certain; at which parent
+            e = forced_edge(e, e1, v, t, s, eoff)
         pedge[depth - 1] = e
         s[eoff[e] + v] -= 1
         Se[e] -= 1
@@ -301,6 +296,22 @@ def remove_path(j, v, data, pnode, pedge, kind, off, par_ptr, par_node, n, tc, t
             illegal = True
         j = par_node[e]
         data = False
+
+
+@token_kernel
+def forced_edge(e, e1, v, t, s, eoff):
+    """The parent edge (e..e1) of a table of value v that leaves a cell with t tables, all its customers holding
+    one: forced (no random number) when one edge holds all t, else drawn in proportion to s."""
+    f = e
+    while f < e1 and s[eoff[f] + v] == 0:
+        f += 1
+    if s[eoff[f] + v] == t:
+        return f
+    r = np.random.random() * t
+    while e < e1 and r >= s[eoff[e] + v]:
+        r -= s[eoff[e] + v]
+        e += 1
+    return e
 
 
 @token_kernel
