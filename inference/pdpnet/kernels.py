@@ -15,8 +15,8 @@ integrated out), whose augmented joint is the corrected (E12) times prod_jk bino
   draw leaves a cell with customers but no table (its only table went), the rest of the state is illegal and the
   only legal completions restore it; the kernel then puts the customer back unchanged (an identity move, which
   leaves the conditional invariant). A draw whose outcome is forced is not made (issue 28; no random number):
-  t_jk = c_jk (the indicator is 1), tables at one parent only; likewise an increment at an empty cell of a
-  one-parent vector (no table to join, one parent to open at) and any seating with one positive term.
+  t_jk = c_jk (the indicator is 1) with its tables at one parent only; an increment at an empty cell of a
+  one-parent vector (no table to join, one parent to open at; open terms are positive since gamma > 0).
 * **increment** (Z+, E14/E15 in table-indicator form): Z_j^+(k) = join + sum_i open_i Z_i^+(k) with
   join = S^{c+1}_{t} / S^c_t (c+1-t)/(c+1) / (b+C), open_i = (b + a T)/(b + C) S^{c+1}_{t+1} / S^c_t (t+1)/(c+1)
   (gamma_i + S_e)/(sum gamma + T), and at a Dirichlet root (alpha + c)/(K alpha + C), at a fixed uniform 1/dim.
