@@ -316,28 +316,35 @@ def add_path_kept(jt, k, ZA, ZB, zr, rf, slot, JR, OR, SC, rawok, kept_node, ter
         if kind[j] != PYP:
             _count(j, cell, data, 1, n, tc, Nn, TC, mx, False)
             return prev, j
-        r = slot[j]
-        sc = SC[r]
-        total = 0.0
-        if n[cell] + tc[cell] > 0:
-            total = JR[r, k] * sc[0]
-        terms[0] = total
-        opn = OR[r, k]
-        m = 1
-        for e in range(par_ptr[j], par_ptr[j + 1]):
-            q = par_node[e]
-            x = sc[m] * opn * parent_value(q, rf, zk, ZA, ZB, slot[q], k)
-            terms[m] = x
-            total += x
-            m += 1
-        nxt = seat_at_node(j, k, cell, data, terms, total, par_ptr, par_node, n, tc, tp, Nn, TC, TP, s, Se, eoff,
-                           mx)
+        nxt = seat_kept(j, k, cell, data, zk, ZA, ZB, rf, slot, JR, OR, SC, terms, par_ptr, par_node, n, tc, tp,
+                        Nn, TC, TP, s, Se, eoff, mx)
         raw_cell(j, k, rawok, JR, OR, kept_node, slot, kind, off, a_of, RJ, RO, n, tc, tp)
         if nxt < 0:
             return prev, j
         prev = j
         j = nxt
         data = False
+
+
+@token_kernel
+def seat_kept(j, k, cell, data, zk, ZA, ZB, rf, slot, JR, OR, SC, terms, par_ptr, par_node, n, tc, tp, Nn, TC, TP,
+              s, Se, eoff, mx):
+    """One node of :func:`add_path_kept`: its terms from the kept rows, then the seating draw."""
+    r = slot[j]
+    sc = SC[r]
+    total = 0.0
+    if n[cell] + tc[cell] > 0:
+        total = JR[r, k] * sc[0]
+    terms[0] = total
+    opn = OR[r, k]
+    m = 1
+    for e in range(par_ptr[j], par_ptr[j + 1]):
+        q = par_node[e]
+        x = sc[m] * opn * parent_value(q, rf, zk, ZA, ZB, slot[q], k)
+        terms[m] = x
+        total += x
+        m += 1
+    return seat_at_node(j, k, cell, data, terms, total, par_ptr, par_node, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
 
 
 @token_kernel

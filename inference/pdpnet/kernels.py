@@ -14,7 +14,9 @@ integrated out), whose augmented joint is the corrected (E12) times prod_jk bino
   and then leaves the parent in turn; this is the exact conditional of its indicator given the counts. When the
   draw leaves a cell with customers but no table (its only table went), the rest of the state is illegal and the
   only legal completions restore it; the kernel then puts the customer back unchanged (an identity move, which
-  leaves the conditional invariant).
+  leaves the conditional invariant). A draw whose outcome is forced is not made (issue 28; no random number):
+  t_jk = c_jk (the indicator is 1) with its tables at one parent only; an increment at an empty cell of a
+  one-parent vector (no table to join, one parent to open at; open terms are positive since gamma > 0).
 * **increment** (Z+, E14/E15 in table-indicator form): Z_j^+(k) = join + sum_i open_i Z_i^+(k) with
   join = S^{c+1}_{t} / S^c_t (c+1-t)/(c+1) / (b+C), open_i = (b + a T)/(b + C) S^{c+1}_{t+1} / S^c_t (t+1)/(c+1)
   (gamma_i + S_e)/(sum gamma + T), and at a Dirichlet root (alpha + c)/(K alpha + C), at a fixed uniform 1/dim.
@@ -187,41 +189,74 @@ def add_path(j, v, data, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, p
         if kind[j] != PYP:
             _count(j, cell, data, 1, n, tc, Nn, TC, mx, False)
             return
-        total = node_terms(j, v, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma,
-                           gamma_sum, avals, bvals, L3, n, tc, tp, Nn, TC, TP, Se)
-        j = seat_at_node(j, v, cell, data, terms, total, par_ptr, par_node, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
+        if seat_forced(j, cell, par_ptr, n, tc):
+            j = par_node[seat_table(j, v, cell, data, par_ptr[j], n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)]
+        else:
+            total = node_terms(j, v, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma,
+                               gamma_sum, avals, bvals, L3, n, tc, tp, Nn, TC, TP, Se)
+            j = seat_at_node(j, v, cell, data, terms, total, par_ptr, par_node, n, tc, tp, Nn, TC, TP, s, Se, eoff,
+                             mx)
         if j < 0:
             return
         data = False
 
 
 @token_kernel
+def seat_forced(j, cell, par_ptr, n, tc):
+    """True when seating a customer at Pitman-Yor cell ``cell`` of j has one outcome (issue 28: no draw, no
+    terms): the cell has no customer, so no table to join, and j has one parent, so the new table goes there."""
+    return n[cell] + tc[cell] == 0 and par_ptr[j + 1] - par_ptr[j] == 1
+
+
+@token_kernel
 def seat_at_node(j, v, cell, data, terms, total, par_ptr, par_node, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx):
     """One step of :func:`add_path` at PYP node j, its ``terms`` (summing to ``total``) computed: the count joins
     an existing table (returns -1: the path ends) or opens one, sent up the drawn parent edge (returns that
-    parent). Terms that do not sum to a finite positive number (an illegal cell: customers but no table) raise."""
+    parent); :func:`seat_edge`."""
+    e = seat_edge(j, v, cell, data, terms, total, par_ptr, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
+    if e < 0:
+        return -1
+    return par_node[e]
+
+
+@token_kernel
+def seat_edge(j, v, cell, data, terms, total, par_ptr, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx):
+    """:func:`seat_at_node` returning the edge of the opened table (-1: joined one). Terms that do not sum to a
+    finite positive number (an illegal cell: customers but no table) raise. The one forced case (issue 28; the
+    open terms are positive, gamma > 0): an empty cell of a one-parent vector opens a table there without a
+    random number."""
     if not (total > 0.0 and total < np.inf):
         raise FloatingPointError("seat_at_node: a cell's seating terms sum to NaN, inf or 0 (customers, no table)")
+    e = par_ptr[j]
+    e1 = par_ptr[j + 1] - 1
+    if terms[0] == 0.0 and e == e1:         # nothing to join, one parent (open terms are positive: gamma > 0)
+        return seat_table(j, v, cell, data, e, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
     r = np.random.random() * total
     if r < terms[0]:
-        _count(j, cell, data, 1, n, tc, Nn, TC, mx, True)
-        return -1
+        return seat_table(j, v, cell, data, -1, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
     r -= terms[0]
-    e1 = par_ptr[j + 1] - 1
-    e = par_ptr[j]
     m = 1
     while e < e1 and r >= terms[m]:
         r -= terms[m]
         e += 1
         m += 1
+    return seat_table(j, v, cell, data, e, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
+
+
+@token_kernel
+def seat_table(j, v, cell, data, e, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx):
+    """Count the customer at (j, v): it joins a table (``e`` = -1) or opens one attributed to parent edge ``e``;
+    returns ``e``."""
     _count(j, cell, data, 1, n, tc, Nn, TC, mx, True)
+    if e < 0:
+        return -1
     tp[cell] += 1
     TP[j] += 1
     if tp[cell] > mx[1]:
         mx[1] = tp[cell]
     s[eoff[e] + v] += 1
     Se[e] += 1
-    return par_node[e]
+    return e
 
 
 @token_kernel
@@ -240,15 +275,18 @@ def remove_path(j, v, data, pnode, pedge, kind, off, par_ptr, par_node, n, tc, t
         if kind[j] != PYP:
             return depth, illegal
         t = tp[cell]
-        r = np.random.random() * c
-        if r < c - t:
-            return depth, illegal
-        r -= c - t
-        e1 = par_ptr[j + 1] - 1
         e = par_ptr[j]
-        while e < e1 and r >= s[eoff[e] + v]:
-            r -= s[eoff[e] + v]
-            e += 1
+        e1 = par_ptr[j + 1] - 1
+        if t < c:
+            r = np.random.random() * c
+            if r < c - t:
+                return depth, illegal
+            r -= c - t
+            while e < e1 and r >= s[eoff[e] + v]:
+                r -= s[eoff[e] + v]
+                e += 1
+        elif e < e1:                        # t = c: it held a table for certain; at which parent
+            e = forced_edge(e, e1, v, t, s, eoff)
         pedge[depth - 1] = e
         s[eoff[e] + v] -= 1
         Se[e] -= 1
@@ -258,6 +296,22 @@ def remove_path(j, v, data, pnode, pedge, kind, off, par_ptr, par_node, n, tc, t
             illegal = True
         j = par_node[e]
         data = False
+
+
+@token_kernel
+def forced_edge(e, e1, v, t, s, eoff):
+    """The parent edge (e..e1) of a table of value v that leaves a cell with t tables, all its customers holding
+    one: forced (no random number) when one edge holds all t, else drawn in proportion to s."""
+    f = e
+    while f < e1 and s[eoff[f] + v] == 0:
+        f += 1
+    if s[eoff[f] + v] == t:
+        return f
+    r = np.random.random() * t
+    while e < e1 and r >= s[eoff[e] + v]:
+        r -= s[eoff[e] + v]
+        e += 1
+    return e
 
 
 @token_kernel

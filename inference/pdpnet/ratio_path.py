@@ -12,7 +12,7 @@ import numba
 import numpy as np
 
 from inference.gibbs.common import token_kernel
-from inference.pdpnet.kernels import PYP, _count, pyp_terms, root_term, seat_at_node
+from inference.pdpnet.kernels import PYP, _count, pyp_terms, root_term, seat_at_node, seat_forced, seat_table
 
 
 @numba.njit(cache=True)
@@ -77,6 +77,8 @@ def path_step_r(j, v, data, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr
     if kind[j] != PYP:
         _count(j, cell, data, 1, n, tc, Nn, TC, mx, False)
         return -1
+    if seat_forced(j, cell, par_ptr, n, tc):
+        return par_node[seat_table(j, v, cell, data, par_ptr[j], n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)]
     total = node_terms_r(j, v, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma,
                          gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, Se)
     return seat_at_node(j, v, cell, data, terms, total, par_ptr, par_node, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)

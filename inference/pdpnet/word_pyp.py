@@ -73,6 +73,13 @@ def word_zplus(w, nwk, twk, nk, tk, tw, Tsum, a, b, beta0, p, L3):
 
 
 @token_kernel
+def opens(jn, op):
+    """Whether a customer arriving at a word cell with terms (join, open) opens a table; forced (no random
+    number, issue 28) when there is no table to join."""
+    return jn == 0.0 or np.random.random() * (jn + op) >= jn
+
+
+@token_kernel
 def _move(w, u, k, d, opened, nwk, twk, nk, tk, tw, Tsum, own_n, own_t, mx):
     own_n[u, k] += d
     nwk[w, k] += d
@@ -92,8 +99,10 @@ def _move(w, u, k, d, opened, nwk, twk, nk, tk, tw, Tsum, own_n, own_t, mx):
 @token_kernel
 def _leave(w, u, k, own_n, own_t, nwk, twk):
     """Draw whether a leaving own customer of cell (u, k) held a table indicator (its partition's t^p of its
-    n^p): 1 yes, 0 no, -1 when that leaves the cell's other customers without a table (refused)."""
-    if np.random.random() * own_n[u, k] < own_t[u, k]:
+    n^p): 1 yes, 0 no, -1 when that leaves the cell's other customers without a table (refused). Forced (no
+    random number, issue 28) when every own customer or none holds an indicator."""
+    t = own_t[u, k]
+    if t == own_n[u, k] or (t > 0 and np.random.random() * own_n[u, k] < t):
         if twk[w, k] == 1 and nwk[w, k] > 1:
             return -1
         return 1
@@ -176,7 +185,7 @@ def pyp_word_sweep(start, reseed, seed, words, uidx, vocab, z, topic_inst, anc_p
             cum[kk] = total
         if not (total > 0.0 and total < np.inf):
             raise FloatingPointError("pyp_word_sweep: a token's topic weights sum to NaN, inf or 0 (illegal tables)")
-        x = np.random.random() * total
+        x = np.random.random() * total if K > 1 else 0.0
         k = 0
         while k < K - 1 and cum[k] <= x:
             k += 1
@@ -185,7 +194,7 @@ def pyp_word_sweep(start, reseed, seed, words, uidx, vocab, z, topic_inst, anc_p
         add_path_r(jt, k, True, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma,
                    gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
         jn, op = word_terms(nwk[w, k], twk[w, k], nk[k], tk[k], a, b, nu, RJw, ROw)
-        _move(w, u, k, 1, np.random.random() * (jn + op) >= jn, nwk, twk, nk, tk, tw, Tsum, own_n, own_t, mx)
+        _move(w, u, k, 1, opens(jn, op), nwk, twk, nk, tk, tw, Tsum, own_n, own_t, mx)
         z[i] = k
         pos += 1
     ncell = off[J]
@@ -212,5 +221,5 @@ def pyp_word_sweep(start, reseed, seed, words, uidx, vocab, z, topic_inst, anc_p
             _move(w, u, k, -1, held == 1, nwk, twk, nk, tk, tw, Tsum, own_n, own_t, mx)
             nu = base_weight(w, tw, Tsum[0], beta0, V)
             jn, op = word_terms(nwk[w, k], twk[w, k], nk[k], tk[k], a, b, nu, RJw, ROw)
-            _move(w, u, k, 1, np.random.random() * (jn + op) >= jn, nwk, twk, nk, tk, tw, Tsum, own_n, own_t, mx)
+            _move(w, u, k, 1, opens(jn, op), nwk, twk, nk, tk, tw, Tsum, own_n, own_t, mx)
     return -1

@@ -192,3 +192,68 @@ def test_ratio_table_moves_are_the_log_stirling_moves_bit_for_bit(spec):
                 assert all(np.array_equal(a, b) for a, b in zip(*outs)), (j, v)
                 checked += 1
     assert checked >= 100
+
+
+@pytest.mark.parametrize("spec", [TINY_ADATM, TINY_HDP], ids=["adatm", "hdp"])
+def test_forced_draws_take_no_random_number(spec):
+    """Issue 28: a removal from a Pitman-Yor cell whose customers all hold tables at one parent, and a seating at
+    an empty cell of a one-parent vector, use no random number (the next draw is the one the seed gives first);
+    a removal with t < c, or with tables at two parents, and a seating at an occupied cell do use one."""
+    import numba
+
+    @numba.njit
+    def seeded_next(x):
+        np.random.seed(x)
+        return np.random.random()
+
+    @numba.njit
+    def next_draw():
+        return np.random.random()
+
+    @numba.njit
+    def seed(x):
+        np.random.seed(x)
+
+    rng = np.random.default_rng(5)
+    docs, V = _docs(rng)
+    net = compile_network(parse_network(spec), CorpusLayout.of(docs, V), 3)
+    sm = NetworkSampler(net, seed=2)
+    seen = {"removal forced": 0, "removal drawn": 0, "seat forced": 0, "seat drawn": 0}
+    for _ in range(3):
+        sm.sweep()
+        for j in np.flatnonzero(net.kind == KIND_PYP):
+            e0, e1 = net.par_ptr[j], net.par_ptr[j + 1]
+            for v in range(net.dim[j]):
+                cell = net.off[j] + v
+                c, t = sm.n[cell] + sm.tc[cell], sm.tp[cell]
+                at = [sm.s[net.eoff[e] + v] for e in range(e0, e1)]
+                state = [np.array(x, copy=True) for x in (sm.n, sm.tc, sm.tp, sm.Nn, sm.TC, sm.TP, sm.s, sm.Se,
+                                                          sm.mx)]
+                n, tc, tp, Nn, TC, TP, s_, Se, mx = state
+                first = seeded_next(7)
+                seed(7)
+                if c > 0:
+                    kernels.remove_path(j, v, sm.n[cell] > 0, np.empty(net.num_nodes + 1, np.int64),
+                                        np.empty(net.num_nodes + 1, np.int64), net.kind, net.off, net.par_ptr,
+                                        net.par_node, n, tc, tp, Nn, TC, TP, s_, Se, net.eoff, mx)
+                    # the removal's first node draws unless t = c with every table at one parent; a parent it
+                    # reaches may draw too, so only the forced case at a root parent is exact here
+                    forced = t == c and max(at) == t
+                    up_is_root = all(net.kind[net.par_node[e]] != KIND_PYP for e in range(e0, e1))
+                    if forced and up_is_root:
+                        assert next_draw() == first, (j, v)
+                        seen["removal forced"] += 1
+                    elif not forced:
+                        assert next_draw() != first, (j, v)
+                        seen["removal drawn"] += 1
+                terms = np.array([0.0 if c == 0 else 0.5] + [0.25] * (e1 - e0) + [0.0] * 4)
+                seed(7)
+                n, tc, tp, Nn, TC, TP, s_, Se, mx = [np.array(x, copy=True) for x in state]
+                if c == 0:
+                    n[cell] = tc[cell] = tp[cell] = 0
+                kernels.seat_at_node(j, v, cell, False, terms, terms.sum(), net.par_ptr, net.par_node, n, tc, tp,
+                                     Nn, TC, TP, s_, Se, net.eoff, mx)
+                one = c == 0 and e1 - e0 == 1
+                assert (next_draw() == first) == one, (j, v)
+                seen["seat forced" if one else "seat drawn"] += 1
+    assert min(seen.values()) > 0, seen
