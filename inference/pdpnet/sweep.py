@@ -20,7 +20,6 @@ from inference.gibbs.common import token_kernel
 from inference.pdpnet.kept_rows import (add_path_kept, enter_vector, kept_topic_row, max_row_drift, raw_cell,
                                         raw_rows, stale_from)
 from inference.pdpnet.kernels import DIR, PYP, UNI, remove_path, undo_path
-from inference.pdpnet.prefetch import prefetch_row
 from inference.pdpnet.ratio_path import add_path_r, eval_zplus_r, open_exp_table
 from inference.pdpnet.reseat import reseat_cells
 
@@ -214,8 +213,6 @@ def network_sweep(start, reseed, seed, reseat, words, z, topic_inst, word_inst, 
         w = words[i]
         jt = topic_inst[i]
         kept = False
-        if ext_word and not frozen and i + 1 < N:
-            prefetch_row(nwk, words[i + 1])
         if init:
             k = z[i]
             eval_zplus_r(jt, k, Z, terms, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node,
