@@ -9,6 +9,7 @@ arguments of font and heading macros kept, escapes dropped. Pages that only incl
 
     apt-get install manpages manpages-dev
     python tests/bench/manpages_corpus.py /tmp/manpages.jsonl
+    python tests/bench/manpages_corpus.py --composition MODEL_DIR   # a trained model's clusters by section
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import argparse
 import gzip
 import json
 import re
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path("/usr/share/man")
@@ -52,10 +54,31 @@ def package_pages() -> list[Path]:
                   if f.is_file() and not f.is_symlink() and not f.name.startswith(SKIP_PREFIX))
 
 
+def composition(model_dir: str) -> None:
+    """Print every cluster of a trained cluster model (``doc_clusters.parquet``; training documents, largest first)
+    with its documents' sections (the ids' ``S/`` prefix)."""
+    import pyarrow.dataset as ds
+
+    table = ds.dataset(str(Path(model_dir) / "doc_clusters.parquet"), format="parquet").to_table()
+    rows = [r for r in table.to_pylist() if not r.get("heldout")]
+    by_cluster: dict[int, Counter] = {}
+    for r in rows:
+        by_cluster.setdefault(r["cluster"], Counter())[r["doc_id"].split("/", 1)[0]] += 1
+    for c, sections in sorted(by_cluster.items(), key=lambda item: -sum(item[1].values())):
+        print(f"cluster {c}: {sum(sections.values())} pages, sections "
+              + ", ".join(f"{s}: {n}" for s, n in sorted(sections.items())))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("output")
+    ap.add_argument("output", nargs="?")
+    ap.add_argument("--composition", metavar="MODEL_DIR")
     args = ap.parse_args(argv)
+    if args.composition:
+        composition(args.composition)
+        return 0
+    if not args.output:
+        ap.error("the output file is required")
     written = 0
     with open(args.output, "w", encoding="utf-8") as out:
         for page in package_pages():
