@@ -59,7 +59,7 @@ def run_ours(block, V: int, K: int, iterations: int, seed: int, partitions: int 
     acc = np.zeros((K, V))
     taken = 0
     for t in range(1, iterations + 1):
-        stats, total = None, []
+        stats = None
         for p, (b, st) in enumerate(zip(parts, states)):
             w, k = nwk.copy(), nk.copy()
             model.sweep(b, st, hyper, w, k, task_seed(seed, t, p))

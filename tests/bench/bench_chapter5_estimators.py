@@ -125,7 +125,6 @@ def main(argv=None) -> None:
         est = harmonic_mean.HarmonicMean(logliks, tokens, sum(e.skipped for e in parts))
         out.update(hm_whole=bits(est.whole_set, tokens), hm_per_document=bits(est.per_document, tokens),
                    hm_schedule=[burn, lag, samples], hm_tokens=tokens, hm_cpu_s=time.process_time() - started)
-    settings = LeftToRight(particles=args.particles, resample=True, seed=args.seed)
 
     def lda_bits(alpha, resample=True):
         total, tokens = 0.0, 0

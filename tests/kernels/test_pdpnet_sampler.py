@@ -93,7 +93,7 @@ def test_increment_terms_are_ratios_of_the_corrected_joint(spec, docs, V, K):
     net = _net(spec, docs, V, K)
     sm = NetworkSampler(net, seed=5)
     checked = 0
-    for sweep in range(6):
+    for _ in range(6):
         sm.sweep()
         sm.check()
         for i in range(len(net.words)):
