@@ -265,7 +265,7 @@ def _build_version(spark, request, root, current, base, base_dir, spec, history,
         stats_total = batch_stats
     else:
         documents_total = int(history_before.get("documents") or 0) + n_batch \
-            - int(meta.get("revised_out") or 0)         # a Gibbs model: its revised documents' old copies left
+            - int(meta.get("revised_out") or 0)         # revised documents' old copies that left the model
         previous = refresh.kept_alpha_statistics(history_before, meta)   # less revised documents' old copies
         stats_total = batch_stats if previous is None or batch_stats is None else batch_stats + previous
     parent = {"version": current} if current is not None else refresh_sources.base_parent(base_dir, n_base)

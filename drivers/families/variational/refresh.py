@@ -37,10 +37,9 @@ from drivers.engines.variational.settings import EMSettings
 from drivers.engines.variational.starts import GuidedStart, NewtonAlpha, OnlineAlpha, WarmStart
 from drivers.families import TrainRequest
 from drivers.families.variational import revisions
-from drivers.families.variational.revisions import OldCopies
-from drivers.refresh.triage import revised_ids
 from drivers.families.variational.shared import VariationalTraining, check_python_memory, write_doc_topics
 from drivers.corpora import tokenizer
+from drivers.refresh.triage import revised_ids
 from drivers.corpora.aligned import word_columns
 from drivers.store import model_store, outputs, publish, topic_model, topics_text
 from inference.errors import RefusedError
@@ -142,7 +141,7 @@ def _refresh(spark, model, base, corpus, request, history: dict, train_request, 
                           optimize_alpha=saved.get("optimize_alpha", True), seed=seed,
                           restarts=saved.get("restarts", defaults.restarts),
                           schedule=saved.get("estep_schedule", defaults.estep_schedule))
-    old = OldCopies(revised=len(revised_ids(output))) if request.mode == "batch" else revisions.old_copies(
+    old = revisions.OldCopies(revised=len(revised_ids(output))) if request.mode == "batch" else revisions.old_copies(
         spark, model, train_request, request, history, corpus, lambda_old, base.alpha, grown.structure, settings)
     update, alpha_rule = BatchUpdate(), NewtonAlpha()
     start = WarmStart(lambda_old, base.alpha)
