@@ -28,7 +28,7 @@ from drivers.models.pdp_specs import check_engine_network, needs_histograms, rea
 from inference.gibbs.model import GibbsModel
 from inference.options import ModelOption
 from inference.gibbs.tables import CountTable
-from inference.pdpnet import engine_stats, kernels, sweep, word_pyp
+from inference.pdpnet import cmgs_run, engine_stats, kernels, sweep, word_pyp
 from inference.pdpnet.engine_stats import MAX_GLOBAL
 from inference.pdpnet.compile import CorpusLayout, compile_network
 from inference.pdpnet.sampler import StirlingStack, posterior_means, rebuild_counts
@@ -137,6 +137,14 @@ class PdpNetwork(GibbsModel):
         if getattr(net, "ancestors", None) is None:       # once per compiled block (kept with it)
             net.ancestors = kernels.ancestor_lists(net.par_ptr, net.par_node)
         anc_ptr, anc = net.ancestors
+        if net.spec.sampler == "cmgs":                    # Du's CMGS on the topic side (inference.pdpnet.cmgs)
+            z32 = state["z"]
+            cmgs_run.run_cmgs(net, block.seg_ptr[block.doc_ptr], z, s, cnt, avals, bvals, nwk, nk, float(hyper["beta"]),
+                          frozen_phi, seed, init)
+            z32[:] = z
+            if not init and not self._global_nodes(net, hyper.get("global_families", [])):
+                self._memo("counts").remember(block, state, cnt)
+            return
         stirling = StirlingStack(avals, sampled=[net.spec.params[n].sample for n in net.a_names])
         frozen = frozen_phi is not None
         phi = np.ascontiguousarray(frozen_phi, dtype=np.float64) if frozen else np.zeros((1, 1))
