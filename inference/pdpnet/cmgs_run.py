@@ -95,7 +95,14 @@ def run_cmgs(net, doc_tok_ptr, z, s, cnt: dict, avals, bvals, nwk, nk, beta: flo
             cnt["TC"], cnt["TP"], s, cnt["Se"])
     if init:
         cmgs_init(z, net.topic_inst, net.words, *args, nwk, nk, frozen)
-        return
+    else:
+        _sweep(net, lay, z, s, cnt, avals, bvals, nwk, nk, beta, phi, frozen, seed)
+    if len(cnt["n"]):                     # the running maxima the table-indicator code keeps (an upper bound)
+        cnt["mx"][0] = max(int(cnt["mx"][0]), int((cnt["n"] + cnt["tc"]).max()))
+        cnt["mx"][1] = max(int(cnt["mx"][1]), int(cnt["tp"].max()))
+
+
+def _sweep(net, lay, z, s, cnt, avals, bvals, nwk, nk, beta, phi, frozen, seed) -> None:
     sampled = [net.spec.params[nm].sample for nm in net.a_names]
     ratio3, cratio3 = stirling_ratios(avals, sampled, lay["cmax"])
     cmgs_sweep(int(seed), net.words, z, net.topic_inst, net.kind, net.dim, net.off, net.alpha, lay["asum"],
