@@ -143,6 +143,23 @@ def resample_table(x, k, wt, kind, dim, off, alpha, asum, a_of, b_of, par_ptr, p
     _move_table(x, k, v - tp[off[x] + k], off, par_ptr, par_node, eoff, tc, tp, TC, TP, s, Se)
 
 
+@token_kernel
+def _refresh(K, m, P, F, lev, kind, dim, off, alpha, asum, a_of, b_of, par_ptr, par_node, avals, bvals, ratio3, n,
+             tc, tp, Nn, TC, TP):
+    """P[1..max m] and every topic's factor F_k from m (the built-in's ``seqlda_cmgs_kept_weights`` when
+    ``above``)."""
+    mm = 0
+    for k in range(K):
+        mm = max(mm, m[k])
+    P[1] = 1.0
+    qq = 1.0
+    for lv in range(1, mm):
+        qq *= _open_factor(lev[lv], kind, asum, a_of, b_of, par_ptr, par_node, avals, bvals, Nn, TC, TP)
+        P[lv + 1] = qq
+    for k in range(K):
+        F[k] = _factor(k, m, P, lev, kind, dim, off, alpha, a_of, ratio3, n, tc, tp)
+
+
 @numba.njit(cache=True)
 def cmgs_init(z, topic_inst, words, kind, off, par_ptr, par_node, eoff, n, tc, tp, Nn, TC, TP, s, Se, nwk, nk,
               frozen):
@@ -167,11 +184,12 @@ def cmgs_init(z, topic_inst, words, kind, off, par_ptr, par_node, eoff, n, tc, t
 @numba.njit(cache=True, error_model="numpy")
 def cmgs_sweep(seed, words, z, topic_inst, kind, dim, off, alpha, asum, a_of, b_of, par_ptr, par_node, avals, bvals,
                ratio3, cratio3, n, tc, tp, Nn, TC, TP, s, Se, eoff, pass_end, pass_lo, pass_hi, nwk, nk, beta,
-               frozen_phi, frozen, maxdepth):
+               frozen_phi, frozen, maxdepth, check):
     """One CMGS cycle over every token (module docstring); after token pass_end[q] - 1 the pass-through cells of
     the Pitman-Yor vectors pass_lo[q] .. pass_hi[q] - 1 (n = 0, t^c >= 2) are redrawn by (6.7). The topic draw
     and every (6.7) draw take one uniform each from numba's generator seeded by ``seed`` (the built-in SeqLDA
-    kernel's order)."""
+    kernel's order). ``check`` (size 1, else 0): recompute m and the topic factors at every token and keep the
+    largest relative difference from the kept ones in check[0] (inf: an m differed; 0.0: they are exact)."""
     np.random.seed(seed)
     N = words.shape[0]
     K = nk.shape[0]
@@ -193,11 +211,16 @@ def cmgs_sweep(seed, words, z, topic_inst, kind, dim, off, alpha, asum, a_of, b_
     cur = -1
     q = 0
     L = 0
+    stale = False
+    m2 = np.zeros(K, np.int64)
+    P2 = np.ones(maxdepth + 1)
+    F2 = np.empty(K)
     for i in range(N):
         w = words[i]
         jt = topic_inst[i]
         k0 = z[i]
-        full = False
+        full = stale
+        stale = False
         if jt != cur:                                       # a new vector: its levels, m_k, everything kept
             L = 0
             x = jt
@@ -236,18 +259,19 @@ def cmgs_sweep(seed, words, z, topic_inst, kind, dim, off, alpha, asum, a_of, b_
             nk[k0] -= 1
             inv[k0] = 1.0 / (nk[k0] + vbeta)
         if full:
-            mm = 0
-            for k in range(K):
-                mm = max(mm, m[k])
-            P[1] = 1.0
-            qq = 1.0
-            for lv in range(1, mm):
-                qq *= _open_factor(lev[lv], kind, asum, a_of, b_of, par_ptr, par_node, avals, bvals, Nn, TC, TP)
-                P[lv + 1] = qq
-            for k in range(K):
-                F[k] = _factor(k, m, P, lev, kind, dim, off, alpha, a_of, ratio3, n, tc, tp)
+            _refresh(K, m, P, F, lev, kind, dim, off, alpha, asum, a_of, b_of, par_ptr, par_node, avals, bvals,
+                     ratio3, n, tc, tp, Nn, TC, TP)
         else:
             F[k0] = _factor(k0, m, P, lev, kind, dim, off, alpha, a_of, ratio3, n, tc, tp)
+        if check.shape[0] > 0:                              # the kept m and F against a recomputation
+            for k in range(K):
+                m2[k] = _empty_levels(k, lev, L, kind, off, tp)
+                if m2[k] != m[k]:
+                    check[0] = np.inf
+            _refresh(K, m2, P2, F2, lev, kind, dim, off, alpha, asum, a_of, b_of, par_ptr, par_node, avals, bvals,
+                     ratio3, n, tc, tp, Nn, TC, TP)
+            for k in range(K):
+                check[0] = max(check[0], abs(F[k] - F2[k]) / max(abs(F2[k]), 1e-300))
         gj = 0.0
         if kind[jt] == PYP:
             gj = _open_factor(jt, kind, asum, a_of, b_of, par_ptr, par_node, avals, bvals, Nn, TC, TP)
@@ -266,6 +290,7 @@ def cmgs_sweep(seed, words, z, topic_inst, kind, dim, off, alpha, asum, a_of, b_
         k = draw_scan(p, 0, K - 1, total)
         for lv in range(m[k]):                              # new tables at x_0 .. x_{m_k - 1}
             _move_table(lev[lv], k, 1, off, par_ptr, par_node, eoff, tc, tp, TC, TP, s, Se)
+        stale = m[k] >= 2                                   # a table above x_0: P and every F next token
         m[k] = 0
         z[i] = k
         n[o0 + k] += 1

@@ -81,11 +81,14 @@ def stirling_ratios(avals, sampled, cmax: int):
     return (np.stack([t.ratio[:r, :c] for t in tabs]), np.stack([t.cratio[:r, :c] for t in tabs]))
 
 
+NO_CHECK = np.zeros(0)
+
+
 def run_cmgs(net, doc_tok_ptr, z, s, cnt: dict, avals, bvals, nwk, nk, beta: float, frozen_phi, seed: int,
-             init: bool) -> None:
+             init: bool, check=NO_CHECK) -> None:
     """One CMGS cycle (``init``: count z and open one table per occupied cell instead) on the counts ``cnt`` of
     :func:`inference.pdpnet.sampler.rebuild_counts`, the engine's topic-word table ``nwk``/``nk`` (untouched with
-    ``frozen_phi``, the topics fixed); z, s and the counts in place."""
+    ``frozen_phi``, the topics fixed); z, s and the counts in place. ``check``: :func:`cmgs_sweep`'s self-check."""
     lay = getattr(net, "cmgs", None)
     if lay is None:
         lay = net.cmgs = layout_arrays(net, np.asarray(doc_tok_ptr, np.int64))
@@ -96,17 +99,17 @@ def run_cmgs(net, doc_tok_ptr, z, s, cnt: dict, avals, bvals, nwk, nk, beta: flo
     if init:
         cmgs_init(z, net.topic_inst, net.words, *args, nwk, nk, frozen)
     else:
-        _sweep(net, lay, z, s, cnt, avals, bvals, nwk, nk, beta, phi, frozen, seed)
+        _sweep(net, lay, z, s, cnt, avals, bvals, nwk, nk, beta, phi, frozen, seed, check)
     if len(cnt["n"]):                     # the running maxima the table-indicator code keeps (an upper bound)
         cnt["mx"][0] = max(int(cnt["mx"][0]), int((cnt["n"] + cnt["tc"]).max()))
         cnt["mx"][1] = max(int(cnt["mx"][1]), int(cnt["tp"].max()))
 
 
-def _sweep(net, lay, z, s, cnt, avals, bvals, nwk, nk, beta, phi, frozen, seed) -> None:
+def _sweep(net, lay, z, s, cnt, avals, bvals, nwk, nk, beta, phi, frozen, seed, check) -> None:
     sampled = [net.spec.params[nm].sample for nm in net.a_names]
     ratio3, cratio3 = stirling_ratios(avals, sampled, lay["cmax"])
     cmgs_sweep(int(seed), net.words, z, net.topic_inst, net.kind, net.dim, net.off, net.alpha, lay["asum"],
                net.a_of, net.b_of, net.par_ptr, net.par_node, np.asarray(avals, np.float64),
                np.asarray(bvals, np.float64), ratio3, cratio3, cnt["n"], cnt["tc"], cnt["tp"], cnt["Nn"], cnt["TC"],
                cnt["TP"], s, cnt["Se"], net.eoff, lay["pass_end"], lay["pass_lo"], lay["pass_hi"], nwk, nk,
-               float(beta), phi, frozen, lay["maxdepth"])
+               float(beta), phi, frozen, lay["maxdepth"], check)
