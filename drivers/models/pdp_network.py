@@ -27,7 +27,8 @@ import numpy as np
 
 from drivers.models import pdp_words
 from drivers.models.pdp_memo import BlockMemo, CountsMemo
-from drivers.models.pdp_specs import check_engine_network, needs_histograms, read_spec_file, slice_b_names
+from drivers.models.pdp_specs import (CMGS_NOTE, INDICATORS_NOTE, check_engine_network, needs_histograms,
+                                      read_spec_file, slice_b_names)
 from inference.gibbs.model import GibbsModel
 from inference.constraints import StrOptions
 from inference.options import ModelOption
@@ -65,6 +66,7 @@ class PdpNetwork(GibbsModel):
         self._raw = raw
         self._word_pyp = pdp_words.word_side(spec)
         hyper = {"network": raw, "beta": float(beta), "global_families": global_families,
+                 "topic_sampler": CMGS_NOTE if spec.sampler == "cmgs" else INDICATORS_NOTE,
                  "b_values": {n: p.value for n, p in spec.params.items() if p.kind == "b"},
                  "a_values": {n: p.value for n, p in spec.params.items() if p.kind == "a"}}
         return hyper if self._word_pyp is None else dict(hyper, word_pyp=self._word_pyp)

@@ -76,3 +76,9 @@ def needs_histograms(spec: NetworkSpec) -> bool:
     fixed_a = {n: p.value for n, p in spec.params.items() if p.kind == "a"}
     sampled_a = {n for n, p in spec.params.items() if p.kind == "a" and p.sample}
     return bool((slice_b_names(spec, fixed_a) | sampled_a) - own)
+
+
+#: what model.json's hyper says of the topic side's sampler (``topic_sampler``)
+CMGS_NOTE = ("cmgs: Du's collapsed multiplicity Gibbs sampler (thesis Alg. 2/5); NOT exactly invariant for the "
+             "network's joint (a removal drops only forced tables), as the built-in stm/seqlda default")
+INDICATORS_NOTE = "indicators: Du's table-indicator sampler ((3.9)/(3.18)), exactly invariant for the network's joint"

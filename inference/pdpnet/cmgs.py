@@ -111,15 +111,22 @@ def table_weights(x, k, wt, kind, dim, off, alpha, asum, a_of, b_of, par_ptr, pa
     xv = 1.0
     wt[lo] = 1.0
     total = 1.0
+    kp = kind[p]                                  # the parent's terms, loop-invariant (the same floats)
+    ap = a_of[p] if kp == PYP else 0
+    tpp = tp[op]
+    bn = bvals[b_of[p]] + Nn[p] if kp == PYP else 0.0
+    ac = alpha[p] + cpr
+    an = asum[p]
+    cn = Nn[p] + Cpr - 1
+    ud = float(dim[p])
     for v in range(lo + 1, hi + 1):
-        y = Tr + v - 1
-        f = (b + a * y) * cratio3[q, c, v]
-        if kind[p] == DIR:
-            f *= (alpha[p] + cpr + v - 1) / (asum[p] + (Nn[p] + Cpr + v - 1))
-        elif kind[p] == PYP:
-            f *= ratio3[a_of[p], cpr + v - 1, tp[op]] / (bvals[b_of[p]] + Nn[p] + (Cpr + v - 1))
+        f = (b + a * (Tr + v - 1)) * cratio3[q, c, v]
+        if kp == PYP:
+            f *= ratio3[ap, cpr + v - 1, tpp] / (bn + (Cpr + v - 1))
+        elif kp == DIR:
+            f *= (ac + v - 1) / (an + (cn + v))
         else:
-            f /= dim[p]
+            f /= ud
         xv *= f
         if xv > BIG:
             total, xv = rescale_weights(wt, lo, v, total, xv)
