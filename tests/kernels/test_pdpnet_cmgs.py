@@ -261,7 +261,7 @@ def test_conditionals_are_ratios_of_the_joint(name, a, b):
 
 def test_cmgs_refusals_name_the_node():
     """A Pitman-Yor vector with two parents (adatm.json) and a Pitman-Yor word side are refused under cmgs in one
-    line naming the node; an unknown sampler too."""
+    line naming the node; an unknown sampler too; the compiled shipped seqlda.json says it runs cmgs."""
     with pytest.raises(UsageError, match="node 'seg': sampler 'cmgs' needs one parent"):
         parse_network(_spec("adatm"))
     with pytest.raises(UsageError, match="node 'phi': sampler 'cmgs' runs the topic side"):
@@ -269,3 +269,6 @@ def test_cmgs_refusals_name_the_node():
     with pytest.raises(UsageError, match="sampler must be one of indicators, cmgs"):
         parse_network(_spec("stm", sampler="gibbs"))
     parse_network(_spec("adatm", sampler="indicators"))
+    lay = _layout(0, D=2)
+    text = compile_network(parse_network(json.loads((SHIPPED / "seqlda.json").read_text())), lay, 2).describe()
+    assert text.endswith("word ~ phi[topic]; sampler cmgs (not exactly invariant)")
