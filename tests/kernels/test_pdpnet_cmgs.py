@@ -108,6 +108,36 @@ def test_kept_factors_equal_a_recomputation(name, a):
     assert check[0] < 1e-12, check[0]
 
 
+@pytest.mark.parametrize("seed,K", [(4, 3), (5, 6)])
+def test_stm_cmgs_is_the_built_in_kernel_draw_for_draw(seed, K):
+    """stm.json under cmgs and the built-in ``stm_sweep`` (CMGS, thesis Alg. 4) from the same (z, t) and seed: the
+    same z, t and topic-word counts after every one of 8 sweeps (segments are leaves: no pass-through cell)."""
+    from drivers.models.stm import stm_init, stm_sweep
+
+    V, b, a = 7, 3.0, 0.0
+    lay = _layout(seed, D=8)
+    net = compile_network(parse_network(_spec("stm", b_seg=b)), lay, K, word_side=False)
+    nwk1, nk1 = np.zeros((V, K), np.int32), np.zeros(K, np.int64)
+    mcap = int(np.diff(lay.seg_ptr).max())
+    z1, n1, t1 = stm_init(lay.doc_ptr, lay.seg_ptr, lay.words, K, mcap, nwk1, nk1, seed)
+    tab = stirling_table(a).ensure(mcap + 2, mcap)
+    z2 = z1.astype(np.int64)
+    s2 = _network_state(net, lay, z2, t1)
+    nwk2, nk2 = nwk1.copy(), nk1.copy()
+    moved = 0
+    for it in range(8):
+        stm_sweep(lay.doc_ptr, lay.seg_ptr, lay.words, z1, n1, t1, nwk1, nk1, np.full(K, 0.1), 0.01, a, b, tab.log,
+                  tab.ratio, tab.cratio, mcap, np.zeros((1, 1)), False, False, 200 + it)
+        before = z2.copy()
+        run_cmgs(net, lay.seg_ptr[lay.doc_ptr], z2, s2, rebuild_counts(net, z2, s2, word_side=False),
+                 np.array([a]), np.array([b]), nwk2, nk2, 0.01, None, 200 + it, False)
+        moved += int(np.sum(before != z2))
+        assert np.array_equal(z1, z2), it
+        assert np.array_equal(s2, _network_state(net, lay, z2, t1)), it
+        assert np.array_equal(nwk1, nwk2) and np.array_equal(nk1, nk2), it
+    assert moved > 0 and t1.max() >= 2
+
+
 # ---- conditionals against the joint (6.3)
 
 def _log_joint(net, cnt, nwk, avals, bvals, beta):
