@@ -79,6 +79,14 @@ class DocumentEstimate:
     token_log_p: np.ndarray
     particle_log_weight: np.ndarray
 
+    @classmethod
+    def of_particles(cls, probs: np.ndarray, scale: np.ndarray) -> "DocumentEstimate":
+        """From the particles' p_n^(r) of scaled rows (R, n) and the rows' scales (n,): log (1/R sum_r p_n^(r))
+        per token (an average of probabilities, then logged) and every particle's sum_n log p_n^(r)."""
+        log_probs = np.log(probs) + np.log(scale)[None, :]
+        top = log_probs.max(axis=0)
+        return cls(top + np.log(np.mean(np.exp(log_probs - top[None, :]), axis=0)), log_probs.sum(axis=1))
+
     @property
     def log_left_to_right(self) -> float:
         """sum_n log (1/R sum_r p_n^(r)): the left-to-right estimate (Wallach et al. 2009, Alg. 3)."""
@@ -151,10 +159,7 @@ def estimate_document(likelihood: np.ndarray, alpha: np.ndarray, seeds: np.ndarr
         raise ValueError("every token needs a positive, finite likelihood under some topic")
     probs = _particles(np.ascontiguousarray(likelihood / scale[:, None]), np.asarray(alpha, dtype=np.float64),
                        bool(resample), np.asarray(seeds, dtype=np.int64))
-    log_probs = np.log(probs) + np.log(scale)[None, :]
-    top = log_probs.max(axis=0)
-    token = top + np.log(np.mean(np.exp(log_probs - top[None, :]), axis=0))
-    return DocumentEstimate(token, log_probs.sum(axis=1))
+    return DocumentEstimate.of_particles(probs, scale)
 
 
 #: the columns of a block's scores (:class:`LeftToRightScores`)

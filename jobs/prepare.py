@@ -36,10 +36,12 @@ def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
     io.add_argument("--lang-column", default=None, metavar="NAME",
                     help="aligned multilingual input: rows sharing an id in different languages (this "
                          "column) form one tuple; one sub-corpus per language (see drivers/preparation/aligned.py)")
-    io.add_argument("--holdout-fraction", type=float, default=0.0, metavar="F",
+    io.add_argument("--holdout-fraction", "--heldout-fraction", dest="holdout_fraction", type=float, default=0.0,
+                    metavar="F",
                     help="hold out this fraction of the documents (aligned input: of the tuples), chosen by a "
                          "hash of the id, into CORPUS_DIR/heldout, prepared with the training vocabulary, for "
-                         "`evaluate` and `select-k` (default: %(default)s, none)")
+                         "`evaluate` and `select-k` (default: %(default)s, none; --heldout-fraction, train's "
+                         "spelling, is the same option)")
     io.add_argument("--partitions", type=int, default=None, metavar="N",
                     help="number of docs.parquet files (default: chosen by Spark)")
     io.add_argument("--overwrite", action="store_true",

@@ -260,13 +260,14 @@ def _build_version(spark, request, root, current, base, base_dir, spec, history,
     if fit_dir != corpus_dir:
         storage.delete(fit_dir)
     batch_stats, n_batch = refresh.alpha_statistics(storage.join(staging, "doc_topics.parquet"))
+    revised_out_stats = meta.pop("revised_out_alpha_statistics", None)   # the family's hand-over, not model.json's
     if request.mode == "batch" or (request.mode == "chain" and request.reinfer_old):   # rows for every document
         documents_total = n_batch
         stats_total = batch_stats
     else:
         documents_total = int(history_before.get("documents") or 0) + n_batch \
             - int(meta.get("revised_out") or 0)         # revised documents' old copies that left the model
-        previous = refresh.kept_alpha_statistics(history_before, meta)   # less revised documents' old copies
+        previous = refresh.kept_alpha_statistics(history_before, revised_out_stats)   # less the old copies
         stats_total = batch_stats if previous is None or batch_stats is None else batch_stats + previous
     parent = {"version": current} if current is not None else refresh_sources.base_parent(base_dir, n_base)
     meta["refresh"] = {

@@ -30,8 +30,9 @@ def main(master: str, out: str, corpora: dict, extra: dict | None = None) -> Non
     spark.stop()
 
 
-#: the models whose left-to-right figures the conformance test compares with local[2] (the kernel's two callers)
-LEFT_TO_RIGHT_MODELS = ("lda-gibbs", "lda")
+#: the models whose left-to-right figures the conformance test compares with local[2] (the default kernel's two
+#: callers and the network particles)
+LEFT_TO_RIGHT_MODELS = ("lda-gibbs", "lda", "pdp-network")
 LEFT_TO_RIGHT_SETTINGS = {"particles": 3, "resample": True, "seed": 2}
 
 

@@ -25,7 +25,7 @@ import json
 
 import numpy as np
 
-from drivers.models import pdp_words
+from drivers.models import pdp_left_to_right, pdp_words
 from drivers.models.pdp_memo import BlockMemo, CountsMemo
 from drivers.models.pdp_specs import (CMGS_NOTE, INDICATORS_NOTE, check_engine_network, needs_histograms,
                                       read_spec_file, slice_b_names)
@@ -361,6 +361,20 @@ class PdpNetwork(GibbsModel):
         hyper = dict(hyper, a_values={n: float(v) for n, v in zip(a_names, avals)},
                      b_values={n: float(v) for n, v in zip(b_names, bvals)})
         return tables, hyper, None
+
+    # ---- evaluation
+    def left_to_right(self, block, hyper, phi_vk, settings):
+        """Exact in the model: the particles carry each test document's network state (z, t, s)."""
+        return pdp_left_to_right.network_scores(block, phi_vk, settings, lambda doc: self.test_document_start(doc,
+                                                                                                          hyper))
+
+    def test_document_start(self, doc, hyper) -> tuple:
+        """A test document's (compiled network, counts: its own vectors empty, the corpus-level roots' tables the
+        trained ones, discounts, concentrations, which discounts are sampled)."""
+        net = self._compiled(doc, hyper)
+        cnt = self._counts(net, doc, {"z": np.zeros(0, np.int32), "s": np.zeros(int(net.eoff[-1]), np.int64)}, hyper,
+                          None, init=True)
+        return (net, cnt, *self._values(net, hyper), [net.spec.params[n].sample for n in net.a_names])
 
     # ---- outputs
     def segment_topic(self, block, state, hyper) -> np.ndarray:

@@ -195,13 +195,13 @@ def alpha_statistics(doc_topics_path: str) -> tuple[np.ndarray, int]:
     return total, n
 
 
-def kept_alpha_statistics(history: dict, meta: dict):
-    """The parent's sums of E[log theta] (``history``) less those of the documents the new version's ``meta``
-    says its revisions took out (``revised_out_alpha_statistics``, removed from ``meta``); None: none kept."""
-    previous, out = history.get("alpha_statistics"), meta.pop("revised_out_alpha_statistics", None)
-    if previous is None or out is None:
+def kept_alpha_statistics(history: dict, revised_out):
+    """The parent's sums of E[log theta] (``history``) less ``revised_out``, those of the documents a refresh's
+    revisions took out; None: none kept."""
+    previous = history.get("alpha_statistics")
+    if previous is None or revised_out is None:
         return previous
-    return np.asarray(previous, dtype=np.float64) - np.asarray(out, dtype=np.float64)
+    return np.asarray(previous, dtype=np.float64) - np.asarray(revised_out, dtype=np.float64)
 
 
 # --------------------------------------------------------------------------- drift

@@ -216,9 +216,7 @@ def estimate_franchise_document(likelihood: np.ndarray, seg_ptr: np.ndarray, lin
     probs = franchise_particles(np.ascontiguousarray(likelihood / scale[:, None]), seg_of, link,
                                 np.asarray(alpha, dtype=np.float64), float(a), float(b), float(lambda_t),
                                 float(lambda_s), bool(resample), np.asarray(seeds, dtype=np.int64))
-    log_probs = np.log(probs) + np.log(scale)[None, :]
-    top = log_probs.max(axis=0)
-    return DocumentEstimate(top + np.log(np.mean(np.exp(log_probs - top[None, :]), axis=0)), log_probs.sum(axis=1))
+    return DocumentEstimate.of_particles(probs, scale)
 
 
 def star(segments: int) -> np.ndarray:

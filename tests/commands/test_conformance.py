@@ -25,7 +25,7 @@ from drivers.store.model_store import load_model
 from jobs import evaluate, infer, topics, train
 from spark_jobs import counted_jobs, job_count
 from tiny_corpora import FAMILY_FLAGS
-from inference.errors import RefusedError, UsageError
+from inference.errors import UsageError
 from inference.left_to_right import LeftToRight
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # tests/
@@ -158,9 +158,8 @@ for _spec in registry.MODELS.values():
 
 #: how each model's left-to-right estimate says it was computed (the default: particles, LDA's predictive)
 LEFT_TO_RIGHT_PROTOCOL = {"bigram-lm": "exact", "dp-mixture": "exact", "stm": "particles: every particle seats",
-                          "seqlda": "particles: every particle seats", "adatm": "particles: every particle seats"}
-#: models without a left-to-right estimate yet (no document alpha for the default, no hook of their own): refused
-LEFT_TO_RIGHT_REFUSED = {"pdp-network"}
+                          "seqlda": "particles: every particle seats", "adatm": "particles: every particle seats",
+                          "pdp-network": "particles: the document's network state"}
 
 
 def _left_to_right(spark_session, model_dir, corpus, spec):
@@ -168,10 +167,6 @@ def _left_to_right(spark_session, model_dir, corpus, spec):
     40 documents below uniform's log2 30 bits and says how, in this process (no Spark job) exactly as on Spark; a
     polylingual model is refused in one line."""
     settings = LeftToRight(particles=2, seed=1)
-    if spec.name in LEFT_TO_RIGHT_REFUSED:
-        with pytest.raises(RefusedError, match="left-to-right"):
-            evaluate.evaluate_model(spark_session, model_dir, corpus, left_to_right=settings)
-        return
     if spec.corpus == registry.ALIGNED:
         with pytest.raises(UsageError, match="left-to-right scores monolingual models"):
             evaluate.evaluate_model(spark_session, model_dir, corpus, left_to_right=settings)

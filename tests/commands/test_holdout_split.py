@@ -28,10 +28,11 @@ def test_both_engines_split_alike(spark_session, tmp_path):
             for d in range(40)]
     (tmp_path / "in.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = {}
-    for engine, master in (("in-process", "none"), ("spark", "local[2]")):
+    for engine, master, flag in (("in-process", "none", "--holdout-fraction"),
+                                 ("spark", "local[2]", "--heldout-fraction")):     # train's spelling: the same option
         out[engine] = str(tmp_path / engine)
         assert main(["prepare", "--input", str(tmp_path / "in.jsonl"), "--output", out[engine], "--min-df", "1",
-                     "--max-df", "1.0", "--holdout-fraction", "0.3", "--master", master]) == 0
+                     "--max-df", "1.0", flag, "0.3", "--master", master]) == 0
     for part in ("", "/heldout"):
         tables = [pq.read_table(f"{out[e]}{part}/docs.parquet").to_pandas().sort_values("doc_id")
                   .reset_index(drop=True) for e in out]

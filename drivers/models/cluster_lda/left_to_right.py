@@ -112,8 +112,6 @@ def cluster_lda_scores(model, block, hyper: dict, phi_vk: np.ndarray, settings) 
         probs = cluster_lda_particles(np.ascontiguousarray(rows / scale[:, None]), ctk, ck, sizes, kt, ktot,
                                       float(hyper["zeta"]), *alphas, model.maximal, bool(settings.resample), seeds,
                                       may_open, np.zeros(1, dtype=np.int64), CAPS)
-        log_probs = np.log(probs) + np.log(scale)[None, :]
-        top = log_probs.max(axis=0)
-        est = DocumentEstimate(top + np.log(np.mean(np.exp(log_probs - top[None, :]), axis=0)), log_probs.sum(axis=1))
+        est = DocumentEstimate.of_particles(probs, scale)
         out[d] = (est.log_left_to_right, est.log_importance, known.sum(), (~known).sum())
     return out
