@@ -27,26 +27,18 @@ import numpy as np
 
 from drivers.models import pdp_left_to_right, pdp_words
 from drivers.models.pdp_memo import BlockMemo, CountsMemo
-from drivers.models.pdp_specs import (CMGS_NOTE, INDICATORS_NOTE, check_engine_network, needs_histograms,
-                                      read_spec_file, slice_b_names)
+from drivers.models.pdp_specs import (CMGS_NOTE, INDICATORS_NOTE, NETWORK, SAMPLER, check_engine_network,
+                                      needs_histograms, read_spec_file, slice_b_names)
 from inference.gibbs.model import GibbsModel
-from inference.constraints import StrOptions
-from inference.options import ModelOption
 from inference.gibbs.tables import CountTable
 from inference.pdpnet import cmgs_run, engine_stats, kernels, sweep, word_pyp
 from inference.pdpnet.engine_stats import MAX_GLOBAL
 from inference.pdpnet.compile import CorpusLayout, compile_network
 from inference.pdpnet.sampler import StirlingStack, posterior_means, rebuild_counts
-from inference.pdpnet.spec import SAMPLERS, parse_network
+from inference.pdpnet.spec import parse_network
 
 NO_DRIFT = np.zeros(0)     # network_sweep's self-check of its kept rows: off
 NO_HISTOGRAM = (np.zeros(0, np.int64), np.zeros((0, 1), np.int32))
-NETWORK = ModelOption("network", "network spec: a JSON file, or the name of a shipped one (lda, stm, seqlda, adatm)",
-                      type=str, default="stm", metavar="FILE", path=True)
-SAMPLER = ModelOption("sampler", "the topic side's sampler, overriding the spec's \"sampler\": indicators (Du's table "
-                      "indicators, exactly invariant) or cmgs (his collapsed multiplicity sampler: faster, not exactly "
-                      "invariant; one-parent Pitman-Yor vectors only)", str, metavar="indicators|cmgs",
-                      constraint=StrOptions(SAMPLERS))
 
 
 class PdpNetwork(GibbsModel):
@@ -151,18 +143,14 @@ class PdpNetwork(GibbsModel):
         if getattr(net, "ancestors", None) is None:       # once per compiled block (kept with it)
             net.ancestors = kernels.ancestor_lists(net.par_ptr, net.par_node)
         anc_ptr, anc = net.ancestors
-        if net.spec.sampler == "cmgs":                    # Du's CMGS on the topic side (inference.pdpnet.cmgs)
-            z32 = state["z"]
-            cmgs_run.run_cmgs(net, block.seg_ptr[block.doc_ptr], z, s, cnt, avals, bvals, nwk, nk, float(hyper["beta"]),
-                          frozen_phi, seed, init)
-            z32[:] = z
-            if not init and not self._global_nodes(net, hyper.get("global_families", [])):
-                self._memo("counts").remember(block, state, cnt)
-            return
         stirling = StirlingStack(avals, sampled=[net.spec.params[n].sample for n in net.a_names])
         frozen = frozen_phi is not None
         phi = np.ascontiguousarray(frozen_phi, dtype=np.float64) if frozen else np.zeros((1, 1))
         pos, reseed = 0, True
+        if net.spec.sampler == "cmgs":                    # Du's CMGS on the topic side (inference.pdpnet.cmgs)
+            cmgs_run.run_cmgs(net, block.seg_ptr[block.doc_ptr], z, s, cnt, avals, bvals, nwk, nk,
+                              float(hyper["beta"]), frozen_phi, seed, init)
+            pos = -1
         if words is not None:
             wargs = self._word_args(block, state, hyper, net, nwk, nk, words, cnt["mx"])
         while pos >= 0:
