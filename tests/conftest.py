@@ -178,6 +178,9 @@ def sample_model(spark_session, sample_corpus, tmp_path_factory):
 #: the hybrid model of tests/engines/test_hybrid_train.py on ``synthetic_lda``
 HYBRID = ("--inference", "hybrid", "--hybrid-burn-in", 3, "--hybrid-samples", 3)
 HYBRID_SYNTHETIC = ("--topics", 4, "--iterations", 15, "--tol", 0, "--seed", 0, *HYBRID)
+#: pdp-network's seqlda.json under CMGS on the tiny segmented corpus (tests/engines/test_pdp_network_engine.py)
+PDP_SEQLDA_CMGS = ("--model", "pdp-network", "--network", "seqlda", "--sampler", "cmgs", "--topics", 3,
+                   "--iterations", 6, "--burn-in", 4, "--lag", 1, "--samples", 2, "--seed", 3)
 
 
 @pytest.fixture(scope="session")
@@ -219,7 +222,8 @@ def local1_models(tiny_corpora_of_kind, synthetic_lda, tmp_path_factory):
     from drivers import registry
 
     out = tmp_path_factory.mktemp("local1")
-    extra = {"hybrid": ["--corpus", synthetic_lda[0], *map(str, HYBRID_SYNTHETIC)]}
+    extra = {"hybrid": ["--corpus", synthetic_lda[0], *map(str, HYBRID_SYNTHETIC)],
+             "pdp-seqlda-cmgs": ["--corpus", tiny_corpora_of_kind[registry.SEGMENTED], *map(str, PDP_SEQLDA_CMGS)]}
     env = dict(os.environ, SPARK_TOPICS_SPARK_LOG_LEVEL="ERROR")
     run = subprocess.run([sys.executable, os.path.join(TESTS, "train_every_model.py"), "local[1]", str(out),
                           tiny_corpora_of_kind[registry.SEGMENTED], tiny_corpora_of_kind[registry.ALIGNED],

@@ -12,6 +12,9 @@ draws b from Gamma (E20), otherwise b and every sampled discount are slice-sampl
 (c, t) and T_j histograms (table ``discount_counts``, :mod:`inference.pdpnet.engine_stats`). Refused in one line:
 corpus-level Pitman-Yor topic vectors (they need table constraints across partitions; not done).
 
+The topic side runs the spec's ``"sampler"`` (``--sampler`` overrides): Du's table indicators (default, exactly
+invariant) or his collapsed multiplicity sampler (``cmgs``, :mod:`inference.pdpnet.cmgs`: one-parent Pitman-Yor
+vectors, not exactly invariant; the shipped seqlda.json declares it).
 A partition's state is ``z`` (int32) and ``s`` (the table attributions of every parent edge and topic); every
 other count is rebuilt from them (:func:`inference.pdpnet.sampler.rebuild_counts`) unless the model object
 remembers the counts its last sweep of that state left (:mod:`drivers.models.pdp_memo`).
@@ -24,11 +27,11 @@ import numpy as np
 
 from drivers.models import pdp_left_to_right, pdp_words
 from drivers.models.pdp_memo import BlockMemo, CountsMemo
-from drivers.models.pdp_specs import check_engine_network, needs_histograms, read_spec_file, slice_b_names
+from drivers.models.pdp_specs import (CMGS_NOTE, INDICATORS_NOTE, NETWORK, SAMPLER, check_engine_network,
+                                      needs_histograms, read_spec_file, slice_b_names)
 from inference.gibbs.model import GibbsModel
-from inference.options import ModelOption
 from inference.gibbs.tables import CountTable
-from inference.pdpnet import engine_stats, kernels, sweep, word_pyp
+from inference.pdpnet import cmgs_run, engine_stats, kernels, sweep, word_pyp
 from inference.pdpnet.engine_stats import MAX_GLOBAL
 from inference.pdpnet.compile import CorpusLayout, compile_network
 from inference.pdpnet.sampler import StirlingStack, posterior_means, rebuild_counts
@@ -36,23 +39,26 @@ from inference.pdpnet.spec import parse_network
 
 NO_DRIFT = np.zeros(0)     # network_sweep's self-check of its kept rows: off
 NO_HISTOGRAM = (np.zeros(0, np.int64), np.zeros((0, 1), np.int32))
-NETWORK = ModelOption("network", "network spec: a JSON file, or the name of a shipped one (lda, stm, seqlda, adatm)",
-                      type=str, default="stm", metavar="FILE", path=True)
 
 
 class PdpNetwork(GibbsModel):
-    """Any network of Dirichlet / Pitman-Yor vectors (module docstring) with the table-indicator sampler."""
+    """Any network of Dirichlet / Pitman-Yor vectors (module docstring) with the table-indicator sampler or CMGS."""
 
     name = "pdp-network"
-    options = (NETWORK,)
+    options = (NETWORK, SAMPLER)
 
-    def initial_hyper(self, network=None, **overrides) -> dict:
+    def initial_hyper(self, network=None, sampler=None, **overrides) -> dict:
+        """The spec (``network``: a file or a shipped spec's name) and its hyperparameters; ``sampler`` replaces
+        the spec's ``"sampler"`` (validated with the spec)."""
         raw = read_spec_file(network or NETWORK.default)
+        if sampler is not None:
+            raw = dict(raw, sampler=sampler)
         spec = parse_network(raw)
         beta, global_families = check_engine_network(spec)
         self._raw = raw
         self._word_pyp = pdp_words.word_side(spec)
         hyper = {"network": raw, "beta": float(beta), "global_families": global_families,
+                 "topic_sampler": CMGS_NOTE if spec.sampler == "cmgs" else INDICATORS_NOTE,
                  "b_values": {n: p.value for n, p in spec.params.items() if p.kind == "b"},
                  "a_values": {n: p.value for n, p in spec.params.items() if p.kind == "a"}}
         return hyper if self._word_pyp is None else dict(hyper, word_pyp=self._word_pyp)
@@ -141,6 +147,10 @@ class PdpNetwork(GibbsModel):
         frozen = frozen_phi is not None
         phi = np.ascontiguousarray(frozen_phi, dtype=np.float64) if frozen else np.zeros((1, 1))
         pos, reseed = 0, True
+        if net.spec.sampler == "cmgs":                    # Du's CMGS on the topic side (inference.pdpnet.cmgs)
+            cmgs_run.run_cmgs(net, block.seg_ptr[block.doc_ptr], z, s, cnt, avals, bvals, nwk, nk,
+                              float(hyper["beta"]), frozen_phi, seed, init)
+            pos = -1
         if words is not None:
             wargs = self._word_args(block, state, hyper, net, nwk, nk, words, cnt["mx"])
         while pos >= 0:

@@ -1,5 +1,5 @@
-"""``pdp-network``'s network specs on the Gibbs engine (issue 28, 3): reading a spec file or a shipped spec by
-name, what the engine refuses (one line naming the node), and which of the driver's hyperparameter steps a spec
+"""``pdp-network``'s network specs on the Gibbs engine (issue 28, 3): its flags, reading a spec file or a shipped
+spec by name, what the engine refuses (one line naming the node), and which of the driver's hyperparameter steps a spec
 needs (the Gamma step of (E20), or slice steps on the summed histograms, E21)."""
 from __future__ import annotations
 
@@ -7,9 +7,11 @@ import json
 from pathlib import Path
 
 from drivers.models import pdp_words
+from inference.constraints import StrOptions
 from inference.errors import UsageError
+from inference.options import ModelOption
 from inference.pdpnet.engine_stats import MAX_GLOBAL, MAX_PARAMS
-from inference.pdpnet.spec import NetworkSpec
+from inference.pdpnet.spec import SAMPLERS, NetworkSpec
 
 SHIPPED = Path(__file__).resolve().parents[2] / "sample_data" / "networks"
 
@@ -76,3 +78,17 @@ def needs_histograms(spec: NetworkSpec) -> bool:
     fixed_a = {n: p.value for n, p in spec.params.items() if p.kind == "a"}
     sampled_a = {n for n, p in spec.params.items() if p.kind == "a" and p.sample}
     return bool((slice_b_names(spec, fixed_a) | sampled_a) - own)
+
+
+#: what model.json's hyper says of the topic side's sampler (``topic_sampler``)
+CMGS_NOTE = ("cmgs: Du's collapsed multiplicity Gibbs sampler (thesis Alg. 2/5); NOT exactly invariant for the "
+             "network's joint (a removal drops only forced tables), as the built-in stm/seqlda default")
+INDICATORS_NOTE = "indicators: Du's table-indicator sampler ((3.9)/(3.18)), exactly invariant for the network's joint"
+
+#: the model's flags (``--network``, ``--sampler``)
+NETWORK = ModelOption("network", "network spec: a JSON file, or the name of a shipped one (lda, stm, seqlda, adatm)",
+                      type=str, default="stm", metavar="FILE", path=True)
+SAMPLER = ModelOption("sampler", "the topic side's sampler, overriding the spec's \"sampler\": indicators (Du's table "
+                      "indicators, exactly invariant) or cmgs (his collapsed multiplicity sampler: faster, not exactly "
+                      "invariant; one-parent Pitman-Yor vectors only)", str, metavar="indicators|cmgs",
+                      constraint=StrOptions(SAMPLERS))

@@ -96,7 +96,8 @@ class CompiledNetwork:
                 what = f"PYP({', '.join(desc)}) over {parents}"
             lines.append(f"  {name}[{', '.join(node.index)}] over {node.over}s: {count} vectors, {what}")
         lines.append(f"  topic ~ {sp.topic.node}[{', '.join(sp.topic.index)}]; "
-                     f"word ~ {sp.word.node}[{', '.join(sp.word.index)}]")
+                     f"word ~ {sp.word.node}[{', '.join(sp.word.index)}]; sampler {sp.sampler}"
+                     + (" (not exactly invariant)" if sp.sampler == "cmgs" else ""))
         return "\n".join(lines)
 
 

@@ -53,7 +53,9 @@ def fresh_table(a: float) -> StirlingTable:
 
 
 class NetworkSampler:
-    """State of the network sampler on one corpus; ``sweep()`` runs one cycle, ``sample_hyper()`` the b/a steps."""
+    """State of the network sampler on one corpus; ``sweep()`` runs one cycle, ``sample_hyper()`` the b/a steps.
+    The table-indicator sampler whatever the spec's ``sampler`` (CMGS runs on the engine's topic-word table:
+    :func:`inference.pdpnet.cmgs_run.run_cmgs`)."""
 
     def __init__(self, net: CompiledNetwork, seed: int = 0, reseat: bool = True, z=None):
         self.net = net

@@ -40,7 +40,9 @@ EXPRESSION_KIND = {**{k: k for k in INDEX_KINDS}, "previous_segment": "segment"}
 OVER = ("topic", "word")
 
 _NODE_KEYS = {"index", "over", "dirichlet", "uniform", "pyp", "dp", "parents", "description"}
-_TOP_KEYS = {"name", "description", "parameters", "nodes", "topic", "word"}
+_TOP_KEYS = {"name", "description", "parameters", "nodes", "topic", "word", "sampler"}
+#: the topic side's samplers: Du's table indicators (exact) or his collapsed multiplicity sampler (not exact)
+SAMPLERS = ("indicators", "cmgs")
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,7 @@ class NetworkSpec:
     topic: DrawRef
     word: DrawRef
     order: list[str] = field(default_factory=list)
+    sampler: str = "indicators"
 
 
 def _err(where: str, msg: str) -> UsageError:
@@ -310,7 +313,20 @@ def parse_network(raw) -> NetworkSpec:
     for pname in params:
         if not any(pname in (n.a, n.b) for n in nodes.values()):
             raise _err(f"parameter '{pname}'", "no node uses it")
-    return NetworkSpec(str(raw.get("name", "network")), nodes, params, draws["topic"], draws["word"], order)
+    sampler = raw.get("sampler", "indicators")
+    if sampler not in SAMPLERS:
+        raise _err("top level", f"sampler must be one of {', '.join(SAMPLERS)}, got {sampler!r}")
+    if sampler == "cmgs":
+        for name in order:
+            node = nodes[name]
+            if node.kind == "pyp" and len(node.parents) > 1:
+                raise _err(f"node '{name}'", f"sampler 'cmgs' needs one parent per Pitman-Yor vector (it has "
+                                             f"{len(node.parents)}); use \"sampler\": \"indicators\"")
+            if node.kind == "pyp" and node.over == "word":
+                raise _err(f"node '{name}'", "sampler 'cmgs' runs the topic side; a Pitman-Yor word side keeps "
+                                             "the table indicators (\"sampler\": \"indicators\")")
+    return NetworkSpec(str(raw.get("name", "network")), nodes, params, draws["topic"], draws["word"], order,
+                       sampler)
 
 
 def _ancestors(nodes: dict[str, NodeSpec], start: set[str]) -> set[str]:

@@ -8,7 +8,8 @@ sampler (``cmgs``, the thesis' Algorithm 5, or ``exact``), its per-document b_i 
     python tests/bench/bench_pdp_pairs.py RUN [RUN ...] [--iterations 100] [--topics 20] [--seed 3]
 
 RUN: ``seqlda`` (alpha fixed 0.1, as bench_pdp_perplexity's ``--fixed-alpha``), ``seqlda-exact``,
-``seqlda-fixed-b`` (b = 10 fixed), ``seqlda-exact-fixed-b``, ``seqlda.json``, ``seqlda.json-fixed-b``, ``stm``,
+``seqlda-fixed-b`` (b = 10 fixed), ``seqlda-exact-fixed-b``, ``seqlda.json`` (as shipped), ``seqlda.json-fixed-b``,
+``seqlda.json-indicators`` (the table-indicator sampler instead of the spec's ``sampler``), ``stm``,
 ``stm.json``, ``adatm``, ``adatm.json``. ``--warm-up N``: each run's model first trains N iterations (numba's
 compilation out of the CPU seconds).
 Prints the perplexity, the CPU seconds of training and of scoring (``time.process_time``) and b."""
@@ -45,9 +46,12 @@ def model_of(run: str, K: int, V: int):
         return model, model.initial_hyper(optimize_alpha=False, **BUILT_IN[run])
     model = PdpNetwork(K, V)
     hyper = model.initial_hyper(network="seqlda")
-    if run == "seqlda.json-fixed-b":
+    if run in ("seqlda.json-fixed-b", "seqlda.json-indicators"):
         raw = copy.deepcopy(hyper["network"])
-        raw["parameters"]["b_seg"]["sample"] = False
+        if run == "seqlda.json-fixed-b":
+            raw["parameters"]["b_seg"]["sample"] = False
+        else:
+            raw["sampler"] = "indicators"
         hyper = dict(hyper, network=raw)
     elif run != "seqlda.json":
         raise SystemExit(f"unknown run {run!r}")

@@ -3,7 +3,8 @@
 a sampled concentration (the driver's slice steps on the summed histograms, table ``discount_counts``): the
 tables the reducers sum equal a recount of the final states, the hyperparameters move, and a run interrupted
 after iteration 3 and resumed from its checkpoint is the uninterrupted chain; and pyp-lda's Pitman-Yor word side
-(table ``word_tables``, each partition's own tables), likewise, and with the resident sampler the same chain."""
+(table ``word_tables``, each partition's own tables), likewise, and with the resident sampler the same chain; and
+seqlda.json under CMGS likewise, and trained on local[1] (another Spark application) the same model bit for bit."""
 from __future__ import annotations
 
 import json
@@ -50,7 +51,7 @@ def spec_file(tmp_path_factory):
     return str(path)
 
 
-@pytest.mark.parametrize("which", ["hdp-lda", "sampled", "pyp-lda"])
+@pytest.mark.parametrize("which", ["hdp-lda", "sampled", "pyp-lda", "seqlda"])
 def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(spark_session, blocks, spec_file,
                                                                                 tmp_path, which):
     network = spec_file if which == "sampled" else which
@@ -68,6 +69,9 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
     elif which == "hdp-lda":      # the corpus vector's customers: every document's tables, >= 1 per document
         assert tc[0].sum() >= 24 and not tc[1:].any()
         assert result.hyper["b_values"]["theta.b"] != 1.0
+    elif which == "seqlda":       # CMGS (the shipped spec's sampler): b moves, no corpus-level vector
+        assert result.hyper["network"]["sampler"] == "cmgs" and not tc.any()
+        assert result.hyper["b_values"]["b_seg"] != 10.0
     else:
         assert not tc.any()
         assert result.hyper["a_values"]["seg.a"] != 0.2 and result.hyper["b_values"]["seg.b"] != 2.0
@@ -77,3 +81,22 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
     assert_same_runs(_fit(spark_session, blocks, tmp_path / "ckpt", network, resume=True), run)
     if which == "pyp-lda":      # the tables' bounds let the resident sampler run it: the same chain
         assert_same_runs(_fit(spark_session, blocks, tmp_path / "resident", network, sync="resident"), run)
+
+
+def test_seqlda_cmgs_is_the_same_on_local1(spark_session, tiny_corpora_of_kind, local1_models, tmp_path):
+    """seqlda.json under ``--sampler cmgs`` trained here (local[2]) and in the local[1] application
+    (conftest ``local1_models``): the same topics and document rows bit for bit."""
+    import pandas as pd
+
+    from conftest import PDP_SEQLDA_CMGS, train_args
+    from drivers import registry
+    from drivers.store.model_store import load_model
+    from jobs import train
+
+    train.train(spark_session, train_args(tiny_corpora_of_kind[registry.SEGMENTED], tmp_path / "m", *PDP_SEQLDA_CMGS))
+    other = local1_models / "pdp-seqlda-cmgs"
+    np.testing.assert_array_equal(load_model(str(other)).lambda_, load_model(str(tmp_path / "m")).lambda_)
+    theta = [np.stack(pd.read_parquet(d / "doc_topics.parquet").sort_values("doc_id")["theta"])
+             for d in (other, tmp_path / "m")]
+    np.testing.assert_array_equal(theta[0], theta[1])
+    assert json.loads((tmp_path / "m" / "model.json").read_text())["hyper"]["network"]["sampler"] == "cmgs"

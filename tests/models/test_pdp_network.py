@@ -25,11 +25,15 @@ def _block(seed=0, D=6, V=8):
                           np.array(seg_ptr, np.int64), np.array(words, np.int32))
 
 
-def test_lda_spec_on_the_engine_contract_is_the_lda_kernel_draw_for_draw():
+@pytest.mark.parametrize("sampler", ["indicators", "cmgs"])
+def test_lda_spec_on_the_engine_contract_is_the_lda_kernel_draw_for_draw(sampler):
+    """lda.json through the model hooks, with either topic-side sampler (a Dirichlet root has no tables: both are
+    collapsed LDA), makes the LDA kernel's draws."""
     V, K = 8, 3
     blk = _block()
     m = PdpNetwork(K, V)
-    hyper = m.initial_hyper(network="lda")
+    hyper = m.initial_hyper(network="lda", sampler=sampler)
+    assert hyper["network"]["sampler"] == sampler
     nwk, nk = np.zeros((V, K), np.int32), np.zeros(K, np.int64)
     state = m.init_state(blk, hyper, nwk, nk, 4)
     z, nwk2, nk2 = state["z"].copy(), nwk.copy(), nk.copy()

@@ -20,7 +20,7 @@ def test_engine_init_seats_as_the_in_process_sampler_from_empty_counts(name):
     V, K, seed = 8, 3, 7
     blk = _block(3, D=8)
     m = PdpNetwork(K, V)
-    hyper = m.initial_hyper(network=name)
+    hyper = m.initial_hyper(network=name, sampler="indicators")    # (seqlda.json declares cmgs: its own init)
     nwk, nk = np.zeros((V, K), np.int32), np.zeros(K, np.int64)
     state = m.init_state(blk, hyper, nwk, nk, seed)
     layout = CorpusLayout(blk.doc_ptr.astype(np.int64), blk.seg_ptr.astype(np.int64), blk.words.astype(np.int64), V)

@@ -1,0 +1,115 @@
+"""The Python side of the CMGS sampler (:mod:`inference.pdpnet.cmgs`): the arrays its kernels read beyond the
+compiled network (root sums, chain depth, a bound on customers, the documents' pass-through ranges), the Stirling
+ratio tables, and one cycle on a partition's counts (issue 28)."""
+from __future__ import annotations
+
+import numpy as np
+
+from inference.errors import UsageError
+from inference.gibbs.pdp import StirlingTable, stirling_table
+from inference.pdpnet.cmgs import cmgs_init, cmgs_sweep
+from inference.pdpnet.kernels import DIR, PYP
+
+
+def check_single_parent(net) -> None:
+    """Refuse (one line naming the node) a topic-side Pitman-Yor vector with more than one parent."""
+    many = np.flatnonzero((net.kind == PYP) & (np.diff(net.par_ptr) != 1))
+    if len(many):
+        name = net.spec.order[int(net.family[many[0]])]
+        raise UsageError(f"network spec: node '{name}': sampler 'cmgs' needs one parent per Pitman-Yor vector "
+                         f"(it has {int(np.diff(net.par_ptr)[many[0]])}); use \"sampler\": \"indicators\"")
+
+
+def root_sums(net) -> np.ndarray:
+    """(J,) sum alpha of every Dirichlet root, summed component by component (the built-ins' order)."""
+    out = np.zeros(net.num_nodes)
+    for j in np.flatnonzero(net.kind == DIR):
+        acc = 0.0
+        for _ in range(int(net.dim[j])):
+            acc += float(net.alpha[j])
+        out[j] = acc
+    return out
+
+
+def layout_arrays(net, doc_tok_ptr: np.ndarray) -> dict:
+    """What ``cmgs_sweep`` needs of the graph beyond the compiled arrays: the root sums, the deepest chain of
+    one-parent vectors, a bound on any cell's customers (the tokens below a vector: the Stirling tables' size),
+    and per document (``doc_tok_ptr``: token offsets) the range of Pitman-Yor vectors its pass-through step
+    visits (its tokens' vectors and their Pitman-Yor ancestors)."""
+    check_single_parent(net)
+    J = net.num_nodes
+    single = np.diff(net.par_ptr) == 1
+    parent = np.full(J, -1, np.int64)
+    parent[single] = net.par_node[net.par_ptr[:-1][single]]
+    below = np.bincount(net.topic_inst, minlength=J).astype(np.int64)
+    depth = np.zeros(J, np.int64)
+    for x in range(J - 1, -1, -1):                       # children have larger ids
+        if parent[x] >= 0:
+            below[parent[x]] += below[x]
+    for x in range(J):
+        if parent[x] >= 0:
+            depth[x] = depth[parent[x]] + 1
+    pyp = net.kind == PYP
+    ends, los, his = [], [], []
+    for d in range(len(doc_tok_ptr) - 1):
+        t0, t1 = int(doc_tok_ptr[d]), int(doc_tok_ptr[d + 1])
+        if t1 == t0:
+            continue
+        lo, hi = J, -1
+        for x in np.unique(net.topic_inst[t0:t1]):
+            while x >= 0 and pyp[x]:
+                lo, hi = min(lo, x), max(hi, x)
+                x = parent[x]
+        if hi >= 0:
+            ends.append(t1)
+            los.append(lo)
+            his.append(hi + 1)
+    return {"asum": root_sums(net), "maxdepth": int(depth.max(initial=0)) + 1,
+            "cmax": int(below[pyp].max(initial=0)), "pass_end": np.array(ends, np.int64),
+            "pass_lo": np.array(los, np.int64), "pass_hi": np.array(his, np.int64)}
+
+
+def stirling_ratios(avals, sampled, cmax: int):
+    """(ratio3, cratio3): S^{c+1}_t / S^c_t and S^c_t / S^c_{t-1} per discount, covering c <= cmax + 1 (the
+    process-wide tables of :func:`inference.gibbs.pdp.stirling_table` for fixed discounts, as the built-ins)."""
+    tabs = [(StirlingTable(float(a)) if f else stirling_table(float(a))).ensure(cmax + 3, cmax + 3)
+            for a, f in zip(avals, sampled)] or [stirling_table(0.0).ensure(cmax + 3, cmax + 3)]
+    if len(tabs) == 1:
+        return tabs[0].ratio[None], tabs[0].cratio[None]
+    r = min(t.ratio.shape[0] for t in tabs)
+    c = min(t.ratio.shape[1] for t in tabs)
+    return (np.stack([t.ratio[:r, :c] for t in tabs]), np.stack([t.cratio[:r, :c] for t in tabs]))
+
+
+NO_CHECK = np.zeros(0)
+
+
+def run_cmgs(net, doc_tok_ptr, z, s, cnt: dict, avals, bvals, nwk, nk, beta: float, frozen_phi, seed: int,
+             init: bool, check=NO_CHECK) -> None:
+    """One CMGS cycle (``init``: count z and open one table per occupied cell instead) on the counts ``cnt`` of
+    :func:`inference.pdpnet.sampler.rebuild_counts`, the engine's topic-word table ``nwk``/``nk`` (untouched with
+    ``frozen_phi``, the topics fixed); z, s and the counts in place. ``check``: :func:`cmgs_sweep`'s self-check."""
+    lay = getattr(net, "cmgs", None)
+    if lay is None:
+        lay = net.cmgs = layout_arrays(net, np.asarray(doc_tok_ptr, np.int64))
+    frozen = frozen_phi is not None
+    phi = np.ascontiguousarray(frozen_phi, dtype=np.float64) if frozen else np.zeros((1, 1))
+    args = (net.kind, net.off, net.par_ptr, net.par_node, net.eoff, cnt["n"], cnt["tc"], cnt["tp"], cnt["Nn"],
+            cnt["TC"], cnt["TP"], s, cnt["Se"])
+    if init:
+        cmgs_init(z, net.topic_inst, net.words, *args, nwk, nk, frozen)
+    else:
+        _sweep(net, lay, z, s, cnt, avals, bvals, nwk, nk, beta, phi, frozen, seed, check)
+    if len(cnt["n"]):                     # the running maxima the table-indicator code keeps (an upper bound)
+        cnt["mx"][0] = max(int(cnt["mx"][0]), int((cnt["n"] + cnt["tc"]).max()))
+        cnt["mx"][1] = max(int(cnt["mx"][1]), int(cnt["tp"].max()))
+
+
+def _sweep(net, lay, z, s, cnt, avals, bvals, nwk, nk, beta, phi, frozen, seed, check) -> None:
+    sampled = [net.spec.params[nm].sample for nm in net.a_names]
+    ratio3, cratio3 = stirling_ratios(avals, sampled, lay["cmax"])
+    cmgs_sweep(int(seed), net.words, z, net.topic_inst, net.kind, net.dim, net.off, net.alpha, lay["asum"],
+               net.a_of, net.b_of, net.par_ptr, net.par_node, np.asarray(avals, np.float64),
+               np.asarray(bvals, np.float64), ratio3, cratio3, cnt["n"], cnt["tc"], cnt["tp"], cnt["Nn"], cnt["TC"],
+               cnt["TP"], s, cnt["Se"], net.eoff, lay["pass_end"], lay["pass_lo"], lay["pass_hi"], nwk, nk,
+               float(beta), phi, frozen, lay["maxdepth"], check)
