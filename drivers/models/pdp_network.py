@@ -27,6 +27,7 @@ import numpy as np
 
 from drivers.models import pdp_left_to_right, pdp_words
 from drivers.models.pdp_memo import BlockMemo, CountsMemo
+from drivers.models.pdp_roots import SharedRootsModel
 from drivers.models.pdp_specs import (CMGS_NOTE, INDICATORS_NOTE, NETWORK, SAMPLER, check_engine_network,
                                       needs_histograms, read_spec_file, slice_b_names)
 from inference.gibbs.model import GibbsModel
@@ -41,7 +42,7 @@ NO_DRIFT = np.zeros(0)     # network_sweep's self-check of its kept rows: off
 NO_HISTOGRAM = (np.zeros(0, np.int64), np.zeros((0, 1), np.int32))
 
 
-class PdpNetwork(GibbsModel):
+class PdpNetwork(SharedRootsModel, GibbsModel):
     """Any network of Dirichlet / Pitman-Yor vectors (module docstring) with the table-indicator sampler or CMGS."""
 
     name = "pdp-network"
@@ -55,7 +56,8 @@ class PdpNetwork(GibbsModel):
             raw = dict(raw, sampler=sampler)
         spec = parse_network(raw)
         beta, global_families = check_engine_network(spec)
-        self._raw = raw
+        self._raw, self._roots = raw, None
+        self.read_columns(spec)
         self._word_pyp = pdp_words.word_side(spec)
         hyper = {"network": raw, "beta": float(beta), "global_families": global_families,
                  "topic_sampler": CMGS_NOTE if spec.sampler == "cmgs" else INDICATORS_NOTE,
@@ -82,8 +84,10 @@ class PdpNetwork(GibbsModel):
         key = json.dumps(raw, sort_keys=True)
         net = self._memo("nets").get(block, key)
         if net is None:
+            columns = self.__dict__.get("_columns")
             layout = CorpusLayout(block.doc_ptr.astype(np.int64), block.seg_ptr.astype(np.int64),
-                                  block.words.astype(np.int64), self.vocab_size)
+                                  block.words.astype(np.int64), self.vocab_size,
+                                  columns.layout(block.doc_ids) if columns is not None else {})
             net = self._memo("nets").put(block, compile_network(parse_network(raw), layout, self.num_topics,
                                                                 word_side=False), key)
         return net
@@ -100,17 +104,6 @@ class PdpNetwork(GibbsModel):
         bvals = np.array([hyper["b_values"][n] for n in net.b_names], np.float64)
         return avals, bvals
 
-    @staticmethod
-    def _global_nodes(net, names) -> list:
-        """(row of network_tc, instance id) of the corpus-level topic families present in this block."""
-        order = list(net.spec.order)
-        out = []
-        for g, name in enumerate(names):
-            ids = np.flatnonzero(net.family == order.index(name))
-            if len(ids):
-                out.append((g, int(ids[0])))
-        return out
-
     def _counts(self, net, block, state, hyper, global_tc, init=False):
         """The kernels' counts from (z, s); a corpus-level root's t^c is ``global_tc``'s row (the sum over every
         partition) or, without it, the trained model's plus this block's own (held-out documents, ``infer``).
@@ -121,7 +114,7 @@ class PdpNetwork(GibbsModel):
         elif cnt is None:
             cnt = rebuild_counts(net, state["z"].astype(np.int64), state["s"], word_side=False)
         trained = self.__dict__.get("_trained_tc")
-        for g, j in self._global_nodes(net, hyper.get("global_families", [])):
+        for g, j in self._shared_roots().nodes(net):
             lo, hi = net.off[j], net.off[j + 1]
             if global_tc is not None:
                 row = np.asarray(global_tc[g], np.int64)
@@ -171,7 +164,7 @@ class PdpNetwork(GibbsModel):
                 frozen, NO_DRIFT)
             reseed = False
         state["z"][:] = z
-        if not init and not self._global_nodes(net, hyper.get("global_families", [])):
+        if not init and not self._shared_roots().nodes(net):
             self._memo("counts").remember(block, state, cnt)     # (an initialisation's are not a recount)
 
     def _local_vocab(self, block):
@@ -216,7 +209,8 @@ class PdpNetwork(GibbsModel):
     # ---- the engine's tables: the word counts, the corpus-level roots' t^c, the discount histograms
     def count_tables(self) -> tuple:
         tables = (CountTable("nwk", self.shared_rows, self.num_topics, "dense", cells_per_token=1),
-                  CountTable("network_tc", MAX_GLOBAL, self.num_topics, "dense"),
+                  CountTable("network_tc", self._shared_roots().rows if self.__dict__.get("_raw") is not None
+                             else MAX_GLOBAL, self.num_topics, "dense"),
                   CountTable("discount_counts", engine_stats.HIST_ROWS, 1, "keyed",
                              cells_per_token=engine_stats.KEYS_PER_TOKEN))
         if self.__dict__.get("_word_pyp") is None:
@@ -227,8 +221,7 @@ class PdpNetwork(GibbsModel):
         raw = self.__dict__.get("_raw")
         net = self._compiled_raw(block, raw)
         cnt = self._local_counts(net, block, state)
-        names = check_engine_network(net.spec)[1]
-        rows = self._global_nodes(net, names)
+        rows = self._shared_roots().nodes(net)
         tc = np.zeros((len(rows), self.num_topics), np.int32)
         for r, (g, j) in enumerate(rows):
             tc[r] = cnt["tc"][net.off[j]:net.off[j + 1]]
@@ -257,7 +250,8 @@ class PdpNetwork(GibbsModel):
     array_files = ("network_tc",)
 
     def saved_arrays(self) -> dict:
-        return {"network_tc": self.__dict__.get("_trained_tc", np.zeros((MAX_GLOBAL, self.num_topics), np.int64))}
+        rows = self._shared_roots().rows
+        return {"network_tc": self.__dict__.get("_trained_tc", np.zeros((rows, self.num_topics), np.int64))}
 
     def bind_arrays(self, arrays: dict, meta: dict) -> None:
         if "network_tc" in arrays:
@@ -266,9 +260,8 @@ class PdpNetwork(GibbsModel):
 
     def bind_hyper(self, hyper: dict) -> None:
         """The network spec and its word side, from the hyperparameters (a reopened chain, a trained model)."""
-        self._raw = hyper.get("network", self.__dict__.get("_raw"))
+        self._raw, self._roots = hyper.get("network", self.__dict__.get("_raw")), None
         self._word_pyp = hyper.get("word_pyp", self.__dict__.get("_word_pyp"))
-
     # ---- a Pitman-Yor word side: its own topic-word estimate and likelihood (drivers.models.pdp_words)
     def _word_values(self, hyper) -> tuple:
         side = hyper["word_pyp"]

@@ -101,15 +101,16 @@ class GibbsModel(ChainContinuation):
 
     # ---- what the family asks (train, open, write)
     def bind_corpus(self, corpus, request) -> None:
-        """Training: what the model needs of the corpus beyond its size (a tree over its vocabulary), before
-        ``initial_hyper``. Default: nothing."""
+        """Training: what the model needs of the corpus beyond its size (a tree), before ``initial_hyper``."""
 
     def bind_directory(self, directory: str) -> None:
         """Opening a trained model: read back what :meth:`save_files` wrote. Default: nothing."""
 
+    def bind_scored_corpus(self, directory: str) -> None:
+        """Scoring a prepared corpus (evaluate, infer): what the model needs beyond its blocks (kept columns)."""
+
     def save_files(self, directory: str, result) -> None:
-        """Training: the model's own files beside the common ones (``result``: the engine's GibbsResult, with
-        the final ``tables``). Default: none."""
+        """Training: the model's own files beside the common ones (``result``: the final GibbsResult)."""
 
     def describe(self) -> dict:
         """The model's own entries of model.json. Default: none."""
@@ -124,8 +125,7 @@ class GibbsModel(ChainContinuation):
         return {}
 
     def bind_arrays(self, arrays: dict, meta: dict) -> None:
-        """Opening a trained model: the arrays of :meth:`saved_arrays` read back, and model.json's content
-        (``meta``: the hyperparameters under ``hyper``). Default: nothing."""
+        """Opening a trained model: :meth:`saved_arrays`' arrays read back and model.json's content (``meta``)."""
 
     # ---- hyperparameters
     def initial_hyper(self, **overrides) -> dict:

@@ -10,12 +10,12 @@ instance its topic is drawn from, and for every topic k the instance its word is
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from inference.errors import UsageError
-from inference.pdpnet.spec import EXPRESSION_KIND, NetworkSpec, ParentRef
+from inference.pdpnet.spec import NetworkSpec, ParentRef, expression_kind, is_column
 
 KIND_DIRICHLET, KIND_PYP, KIND_UNIFORM = 0, 1, 2
 _KIND_CODE = {"dirichlet": KIND_DIRICHLET, "pyp": KIND_PYP, "uniform": KIND_UNIFORM}
@@ -23,11 +23,13 @@ _KIND_CODE = {"dirichlet": KIND_DIRICHLET, "pyp": KIND_PYP, "uniform": KIND_UNIF
 
 @dataclass
 class CorpusLayout:
-    """Documents of segments of tokens: ``doc_ptr`` (D+1) into segments, ``seg_ptr`` (S+1) into ``words``."""
+    """Documents of segments of tokens: ``doc_ptr`` (D+1) into segments, ``seg_ptr`` (S+1) into ``words``;
+    ``columns``: per kept column, ``(codes (D,) int64 in 0..size-1, size)`` (the documents' values, numbered)."""
     doc_ptr: np.ndarray
     seg_ptr: np.ndarray
     words: np.ndarray
     vocab_size: int
+    columns: dict = field(default_factory=dict)
 
     @staticmethod
     def of(docs: list[list[list[int]]], vocab_size: int) -> "CorpusLayout":
@@ -125,6 +127,21 @@ class _Context:
             prev[1:][same] = layout.words[:-1][same]
         self.token = {"corpus": np.zeros(N, np.int64), "document": doc_of_tok, "segment": seg_of_tok,
                       "previous_word": prev}
+        self.column = {}
+        for name, (codes, size) in layout.columns.items():
+            codes = np.asarray(codes, np.int64)
+            if codes.shape != (D,) or (D and (codes.min() < 0 or codes.max() >= size)):
+                raise UsageError(f"network: column '{name}' needs one value in 0..{size - 1} per document")
+            self.column[f"column:{name}"] = codes
+            self.size[f"column:{name}"] = int(size)
+            self.token[f"column:{name}"] = codes[doc_of_tok]
+
+    def require(self, kinds) -> None:
+        """Refuse a spec indexing by a column the corpus does not give (one line naming it)."""
+        for kind in kinds:
+            if is_column(kind) and kind not in self.column:
+                raise UsageError(f"network spec: index '{kind}': the corpus has no such kept column "
+                                 "(prepare --keep-columns NAME)")
 
     def evaluate(self, expr: str, values: dict[str, np.ndarray], n: int) -> np.ndarray:
         """Values of an index expression over ``n`` vectors (or tokens) whose factor values are ``values``;
@@ -136,6 +153,9 @@ class _Context:
         if expr == "previous_segment":
             seg = values["segment"]
             return np.where(seg > self.first_seg[seg], seg - 1, -1)
+        if is_column(expr) and expr not in values:          # the value of the vector's document
+            doc = values["document"] if "document" in values else self.doc_of_seg[values["segment"]]
+            return self.column[expr][doc]
         return values[expr]
 
     def flat(self, kinds, columns) -> np.ndarray:
@@ -161,6 +181,7 @@ def compile_network(spec: NetworkSpec, layout: CorpusLayout, num_topics: int,
     if K < 1:
         raise UsageError("network: the number of topics must be >= 1")
     ctx = _Context(layout, K)
+    ctx.require({k for node in spec.nodes.values() for k in node.index})
     N = len(layout.words)
     fam_index = {name: f for f, name in enumerate(spec.order)}
     keys: dict[str, list[np.ndarray]] = {name: [] for name in spec.order}
@@ -298,7 +319,7 @@ def _parent_keys(ctx: _Context, node, own: np.ndarray, with_missing: bool = Fals
 
 def _ref_keys(ctx, ref: ParentRef, vals, n) -> np.ndarray:
     cols = [ctx.evaluate(e, vals, n) for e in ref.index]
-    kinds = [EXPRESSION_KIND[e] for e in ref.index]
+    kinds = [expression_kind(e) for e in ref.index]
     if not cols:
         return np.zeros(n, np.int64)
     missing = np.zeros(n, bool)

@@ -32,11 +32,23 @@ from pathlib import Path
 
 from inference.errors import UsageError
 
-#: what the corpus provides to index a family of vectors, with the size of each (compile time)
+#: what the corpus provides to index a family of vectors, with the size of each (compile time); besides these,
+#: ``column:NAME``: the value of a document's kept column NAME (``prepare --keep-columns``; one value per document)
 INDEX_KINDS = ("corpus", "document", "segment", "topic", "previous_word")
 #: index expressions: each kind, plus previous_segment (a segment, missing for a document's first segment)
 EXPRESSIONS = INDEX_KINDS + ("previous_segment",)
 EXPRESSION_KIND = {**{k: k for k in INDEX_KINDS}, "previous_segment": "segment"}
+COLUMN = "column:"
+
+
+def is_column(kind: str) -> bool:
+    """``column:NAME``: the documents' values of a kept column."""
+    return kind.startswith(COLUMN) and len(kind) > len(COLUMN)
+
+
+def expression_kind(expr: str) -> str:
+    """The index kind an expression gives (``previous_segment``: a segment; a column: itself)."""
+    return expr if is_column(expr) else EXPRESSION_KIND[expr]
 OVER = ("topic", "word")
 
 _NODE_KEYS = {"index", "over", "dirichlet", "uniform", "pyp", "dp", "parents", "description"}
@@ -91,6 +103,11 @@ class NetworkSpec:
     order: list[str] = field(default_factory=list)
     sampler: str = "indicators"
 
+    @property
+    def columns(self) -> list[str]:
+        """The kept columns the spec indexes vectors by (``column:NAME``), sorted."""
+        return sorted({k[len(COLUMN):] for n in self.nodes.values() for k in n.index if is_column(k)})
+
 
 def _err(where: str, msg: str) -> UsageError:
     return UsageError(f"network spec: {where}: {msg}")
@@ -135,8 +152,8 @@ def _index(raw, where: str, allowed: tuple[str, ...], what: str) -> tuple[str, .
     if not isinstance(raw, list) or not all(isinstance(x, str) for x in raw):
         raise _err(where, f"{what} must be a list of names")
     for x in raw:
-        if x not in allowed:
-            raise _err(where, f"unknown index '{x}' in {what} (known: {', '.join(allowed)})")
+        if x not in allowed and not is_column(x):
+            raise _err(where, f"unknown index '{x}' in {what} (known: {', '.join(allowed)}, column:NAME)")
     if len(set(raw)) != len(raw):
         raise _err(where, f"{what} repeats a name")
     return tuple(raw)
@@ -211,6 +228,8 @@ def _derivable(expr: str, factors: tuple[str, ...]) -> bool:
         return "document" in factors or "segment" in factors
     if expr == "previous_segment":
         return "segment" in factors
+    if is_column(expr):                 # a document's value: known wherever its document is
+        return expr in factors or "document" in factors or "segment" in factors
     return expr in factors
 
 
@@ -223,7 +242,7 @@ def _check_ref(ref, nodes, where: str, factors: tuple[str, ...], over: str) -> N
     if len(ref.index) != len(target.index):
         raise _err(where, f"'{ref.node}' is indexed by {list(target.index)}, the reference gives {list(ref.index)}")
     for expr, kind in zip(ref.index, target.index):
-        if EXPRESSION_KIND[expr] != kind:
+        if expression_kind(expr) != kind:
             raise _err(where, f"'{ref.node}' expects a {kind} index, the reference gives '{expr}'")
         if not _derivable(expr, factors):
             raise _err(where, f"unknown index '{expr}' for '{ref.node}': not known from {list(factors)}")

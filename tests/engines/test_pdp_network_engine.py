@@ -8,8 +8,11 @@ seqlda.json under CMGS likewise, and trained on local[1] (another Spark applicat
 from __future__ import annotations
 
 import json
+from functools import partial
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from drivers.engines.gibbs.settings import SampleSchedule
@@ -38,8 +41,27 @@ def blocks(spark_session):
     rdd.unpersist()
 
 
-def _fit(spark_session, blocks, directory, network, resume=False, stop_after=None, sync="jobs"):
+GROUP_HDP = {"name": "group-hdp",      # documents DP over their group's root (a kept column's value)
+             "nodes": {"group": {"index": ["column:group"], "over": "topic", "dirichlet": 0.5},
+                       "theta": {"index": ["document"], "over": "topic", "dp": {"b": {"value": 1.0, "sample": True}},
+                                 "parents": [{"node": "group", "index": ["column:group"]}]},
+                       "phi": {"index": ["topic"], "over": "word", "dirichlet": 0.05}},
+             "topic": {"node": "theta", "index": ["document"]}, "word": {"node": "phi", "index": ["topic"]}}
+
+
+@pytest.fixture(scope="module")
+def group_corpus(tmp_path_factory):
+    """A corpus directory whose docs.parquet has the column ``group`` (g0, g1, g2 by the document's number)."""
+    directory = tmp_path_factory.mktemp("groups")
+    (directory / "docs.parquet").mkdir()
+    pq.write_table(pa.table({"doc_id": [f"d{i:02d}" for i in range(24)], "group": [f"g{i % 3}" for i in range(24)]}),
+                   directory / "docs.parquet" / "part-0.parquet")
+    return str(directory)
+
+
+def _fit(spark_session, blocks, directory, network, resume=False, stop_after=None, sync="jobs", corpus=None):
     model = PdpNetwork(K, V)
+    model._corpus_dir = corpus          # what bind_corpus notes (the kept columns' values are read from it)
     return fit_and_recount(spark_session, model, blocks, 2, directory, SampleSchedule.resolve(ITERATIONS, 4, 1, 1),
                            7, sync, model.initial_hyper(network=network), resume, stop_after)
 
@@ -51,11 +73,15 @@ def spec_file(tmp_path_factory):
     return str(path)
 
 
-@pytest.mark.parametrize("which", ["hdp-lda", "sampled", "pyp-lda", "seqlda"])
+@pytest.mark.parametrize("which", ["hdp-lda", "sampled", "pyp-lda", "seqlda", "column"])
 def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(spark_session, blocks, spec_file,
-                                                                                tmp_path, which):
+                                                                                group_corpus, tmp_path, which):
     network = spec_file if which == "sampled" else which
-    run = _fit(spark_session, blocks, tmp_path / "run", network)
+    if which == "column":
+        network = str(tmp_path / "group-hdp.json")
+        (tmp_path / "group-hdp.json").write_text(json.dumps(GROUP_HDP))
+    fit = partial(_fit, corpus=group_corpus)
+    run = fit(spark_session, blocks, tmp_path / "run", network)
     result, recount = run
     for name in ("nwk", "network_tc") + (("word_tables",) if which == "pyp-lda" else ()):
         np.testing.assert_array_equal(result.tables[name], recount[name], err_msg=name)
@@ -69,6 +95,9 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
     elif which == "hdp-lda":      # the corpus vector's customers: every document's tables, >= 1 per document
         assert tc[0].sum() >= 24 and not tc[1:].any()
         assert result.hyper["b_values"]["theta.b"] != 1.0
+    elif which == "column":       # one root per group: its customers the tables of the group's 8 documents
+        assert all(tc[g].sum() >= 8 for g in range(3)) and not tc[3:].any(), tc.sum(axis=1)
+        assert result.hyper["b_values"]["theta.b"] != 1.0
     elif which == "seqlda":       # CMGS (the shipped spec's sampler): b moves, no corpus-level vector
         assert result.hyper["network"]["sampler"] == "cmgs" and not tc.any()
         assert result.hyper["b_values"]["b_seg"] != 10.0
@@ -77,10 +106,10 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
         assert result.hyper["a_values"]["seg.a"] != 0.2 and result.hyper["b_values"]["seg.b"] != 2.0
         assert 0.0 <= result.hyper["a_values"]["seg.a"] < 1.0
     with pytest.raises(Interrupted):
-        _fit(spark_session, blocks, tmp_path / "ckpt", network, stop_after=3)
-    assert_same_runs(_fit(spark_session, blocks, tmp_path / "ckpt", network, resume=True), run)
+        fit(spark_session, blocks, tmp_path / "ckpt", network, stop_after=3)
+    assert_same_runs(fit(spark_session, blocks, tmp_path / "ckpt", network, resume=True), run)
     if which == "pyp-lda":      # the tables' bounds let the resident sampler run it: the same chain
-        assert_same_runs(_fit(spark_session, blocks, tmp_path / "resident", network, sync="resident"), run)
+        assert_same_runs(fit(spark_session, blocks, tmp_path / "resident", network, sync="resident"), run)
 
 
 def test_seqlda_cmgs_is_the_same_on_local1(spark_session, tiny_corpora_of_kind, local1_models, tmp_path):

@@ -42,6 +42,7 @@ def evaluate(spark, model_dir: str, corpus_dir: str, reference_dir: str | None =
     and with ``--segments`` for the structured models). ``catalogue``: the registry, where the model's spec is
     found."""
     saved, model = open_trained(model_dir, catalogue)
+    model.bind_scored_corpus(corpus_dir)
     meta = saved.meta
     spec = catalogue.of_meta(meta)
     topic_word = saved.lambda_
@@ -123,6 +124,7 @@ def evaluate_left_to_right(spark, model_dir: str, corpus_dir: str, settings, par
     """Left-to-right figures (:mod:`drivers.evaluation.left_to_right`) of a Gibbs model on its test documents (as
     :func:`evaluate` chooses them), the model's own :meth:`GibbsModel.left_to_right` on every block."""
     saved, model = open_trained(model_dir, catalogue)
+    model.bind_scored_corpus(corpus_dir)
     meta = saved.meta
     spec = catalogue.of_meta(meta)
     if spark is None:       # in this process (why_not_in_process: None): every document of a small local corpus

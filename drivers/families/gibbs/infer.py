@@ -91,6 +91,7 @@ def infer_gibbs(spark, trained, corpus_dir: str, output_dir: str, sweeps: int = 
     in the second half; draws seeded by (seed, sweep, partition), so a retried task writes the same rows.
     ``catalogue``: the registry, where the model's spec is found."""
     saved, model = open_trained(trained, catalogue) if isinstance(trained, str) else trained
+    model.bind_scored_corpus(corpus_dir)
     meta = saved.meta
     spec = catalogue.of_meta(meta)
     corpus = load_segmented_corpus(spark, corpus_dir, partitions, require_segments=needs_segments(spec),
