@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from drivers import storage
 from drivers.families.gibbs.models import open_trained
@@ -58,3 +59,7 @@ def test_a_kept_column_indexes_topic_roots_from_prepare_to_evaluate(spark_sessio
     assert 1.0 < metrics["perplexity"] < 30
     l2r = evaluate_model(spark_session, model_dir, f"{corpus}/heldout", left_to_right=LeftToRight(particles=2))
     assert 0 < l2r["left_to_right"]["bits_per_word"] < np.log2(30)
+
+    with pytest.raises(SystemExit, match="indexed by kept columns cannot continue its chain"):   # new values
+        main(["refresh", "--model-dir", str(tmp_path / "root"), "--base", model_dir, "--input",   # would need
+              str(tmp_path / "in.jsonl")])                                                          # new rows
