@@ -72,10 +72,21 @@ def schedule(parts, kind: str, size: int, settings, base_iterations: int = 20, b
     Algorithm 4: eps_i = (tau0 + i)^-kappa, scale D/|S|, D the corpus size or the documents seen); ``sweeps``, the
     bench's fixvoc: ``base_iterations`` whole steps over the base part (batch EM: eps 1, scale 1), then
     ``batch_iterations`` online steps over each whole batch (``refresh --mode online``: t counting the online steps,
-    scale D/|batch|)."""
+    scale D/|batch|); ``passes``, infvoc's schedule with each part's minibatches taken ``batch_iterations`` times
+    over before the next part (``train --passes`` on every part; D counts each document once)."""
     from inference.infvoc.tos import step_size
 
     steps, seen = [], 0
+    if kind == "passes":
+        i = 0
+        for part in parts:
+            seen += len(part)
+            for _ in range(batch_iterations):
+                for chunk in minibatches([part], size):
+                    i += 1
+                    steps.append((chunk, step_size(i, settings.tau0, settings.kappa),
+                                  float(settings.corpus_size or seen) / len(chunk), i))
+        return steps
     if kind == "stream":
         for i, chunk in enumerate(minibatches(parts, size), 1):
             seen += len(chunk)
@@ -224,9 +235,9 @@ def main() -> None:
                         help="A/B's lambda start: Gamma(100, 1/100) (Hoffman's), eta times that, or 1 everywhere")
     parser.add_argument("--first-step", choices=("online", "batch"), default="online",
                         help="A/B: the first minibatch's step eps_1 (online) or 1 (batch)")
-    parser.add_argument("--schedule", choices=("stream", "sweeps"), default="stream",
+    parser.add_argument("--schedule", choices=("stream", "sweeps", "passes"), default="stream",
                         help="stream: one step per minibatch (infvoc's); sweeps: the bench's fixvoc (20 batch steps "
-                             "over the base, 20 online steps over each whole batch)")
+                             "over the base, 20 online steps over each whole batch); passes: each part's minibatches --iterations times")
     parser.add_argument("--iterations", type=int, default=20, help="steps per part with --schedule sweeps")
     parser.add_argument("--fit-alpha", action="store_true", help="every rung: alpha by Newton-Raphson per step "
                         "(moved by eps), as the bench's fixvoc; default alpha 1/K fixed, as infvoc")
