@@ -118,7 +118,8 @@ def sample_alpha_stats(counts: np.ndarray, alpha: np.ndarray) -> np.ndarray:
 
 
 def run_dirichlet(steps, V: int, lookup, K: int, local: str, seed: int, eta: float, init: str,
-                  first: str = "online", fit_alpha: bool = False, burn_in: int = 5, samples: int = 10):
+                  first: str = "online", fit_alpha: bool = False, warm: bool = False, burn_in: int = 5,
+                  samples: int = 10):
     """Rungs A (``local="vb"``) and B (``"hybrid"``): lambda (K x V) after the ``steps`` (:func:`schedule`);
     ``first="batch"``: the first step a whole one (lambda = eta + its statistics, as ``train --iterations 1``
     before online refreshes, the bench's fixvoc hybrid-null)."""
@@ -132,6 +133,7 @@ def run_dirichlet(steps, V: int, lookup, K: int, local: str, seed: int, eta: flo
     elif init == "flat":                                              # 1 a word, symmetric (hybrid only)
         lam = np.ones((K, V))
     alpha = np.full(K, 1.0 / K)
+    last_z = {}                         # ``warm``: each part's z from its last step (the engine's warm start)
     for n, (chunk, eps, scale, step) in enumerate(steps):
         block = vocab_block(chunk, lookup)
         elog = digamma(lam) - digamma(lam.sum(axis=1, keepdims=True))
@@ -142,10 +144,13 @@ def run_dirichlet(steps, V: int, lookup, K: int, local: str, seed: int, eta: flo
             sstats, alpha_stats = estep_documents(block.indptr, block.local_terms, block.counts, gamma,
                                                   np.exp(local_elog), alpha, 1e-3, 100, True)[:2]
         else:
-            z = np.zeros(int(block.counts.sum()), dtype=np.int32)
+            z = last_z.get(id(chunk)) if warm else None
+            start = z is None
+            z = np.zeros(int(block.counts.sum()), dtype=np.int32) if start else z
             sstats, alpha_stats = hybrid_documents(block.indptr, block.local_terms, block.counts, z,
                                                    sampling_weights(eb), alpha, burn_in, samples,
-                                                   document_seeds(block.doc_ids, seed, step), True, False, True)[:2]
+                                                   document_seeds(block.doc_ids, seed, step), start, False, True)[:2]
+            last_z[id(chunk)] = z
         if n == 0 and first == "batch":
             eps = 1.0
         if fit_alpha:
@@ -194,12 +199,18 @@ def closed_sets(vocab_order, K: int, alpha_beta: float, with_filters, settings):
                                   np.zeros(n, dtype=np.int64)) for _ in range(K)], settings)
 
 
-def dirichlet_thetas(lam, lookup, documents, alpha) -> pd.DataFrame:
-    """theta of every (id, tokens) folded in under E[beta] = lambda / sum_w lambda (closed-vocabulary words)."""
-    from inference.heldout import fold_in
+def dirichlet_thetas(lam, lookup, documents, alpha, by: str = "mean") -> pd.DataFrame:
+    """theta of every (id, tokens) folded in over the closed vocabulary's words: with exp(E_q[log beta]) scaled per
+    word (``by="elog"``, the exact E-step (3.4), as ``infer`` folds a variational model in), or E_q[beta] = lambda /
+    sum_w lambda (``"mean"``, as the infinite model's ``infer`` folds in with E_q[beta])."""
+    from inference.heldout import fold_in, word_factor
 
     block = vocab_block(documents, lookup)
-    fit = fold_in(block, lam / lam.sum(axis=1, keepdims=True), alpha)
+    if by == "elog":
+        factor, _ = word_factor(digamma(lam) - digamma(lam.sum(axis=1, keepdims=True)))
+        fit = fold_in(block, factor, alpha)
+    else:
+        fit = fold_in(block, lam / lam.sum(axis=1, keepdims=True), alpha)
     theta = fit.gamma / fit.gamma.sum(axis=1, keepdims=True)
     return pd.DataFrame({"doc_id": block.doc_ids, "theta": list(theta)})
 
@@ -241,6 +252,10 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=20, help="steps per part with --schedule sweeps")
     parser.add_argument("--fit-alpha", action="store_true", help="every rung: alpha by Newton-Raphson per step "
                         "(moved by eps), as the bench's fixvoc; default alpha 1/K fixed, as infvoc")
+    parser.add_argument("--warm", action="store_true", help="B: each part's z kept from its previous step "
+                        "(sweeps, passes) instead of drawn afresh")
+    parser.add_argument("--theta-by", choices=("elog", "mean"), default="mean",
+                        help="A/B's fold-in: exp(E[log beta]) (lda's infer) or E[beta] (infvoc's)")
     parser.add_argument("--vocab", choices=("stream", "base"), default="stream")
     parser.add_argument("--c-order", choices=("frequency", "string"), default="frequency")
     parser.add_argument("--rungs", nargs="*", default=["A", "B", "C", "D-sampled", "D-every"])
@@ -284,9 +299,10 @@ def main() -> None:
             steps = schedule(closed_parts, options.schedule, options.minibatch_size, settings, options.iterations,
                              options.iterations)
             lam, alpha = run_dirichlet(steps, len(closed), lookup, K, "vb" if rung == "A" else "hybrid",
-                                       options.seed, eta, options.init, options.first_step, options.fit_alpha)
+                                       options.seed, eta, options.init, options.first_step, options.fit_alpha,
+                                       options.warm)
             top = [[closed[i] for i in np.argsort(-row, kind="stable")[:10]] for row in lam]
-            thetas = dirichlet_thetas(lam, lookup, every_doc, alpha)
+            thetas = dirichlet_thetas(lam, lookup, every_doc, alpha, options.theta_by)
         else:
             if rung == "C":
                 settings = OnlineSettings(**{**fields, "truncation": len(closed) + 1})
@@ -313,7 +329,7 @@ def main() -> None:
         scores.update(svm_balanced=accuracy["svm_balanced"], logistic_balanced=accuracy["logistic_balanced"],
                       **separation(top, thetas))
         print("RESULT " + json.dumps({"rung": rung, "seed": options.seed, "vocab": options.vocab,
-                                      "corpus_size": options.corpus_size, "init": options.init, "first": options.first_step, "schedule": options.schedule, "fit_alpha": options.fit_alpha,
+                                      "corpus_size": options.corpus_size, "init": options.init, "first": options.first_step, "schedule": options.schedule, "fit_alpha": options.fit_alpha, "theta_by": options.theta_by, "warm": options.warm,
                                       **{k: round(v, 4) for k, v in scores.items()},
                                       "seconds": round(time.time() - began, 1)}), flush=True)
         for k, words in enumerate(top[:6]):
