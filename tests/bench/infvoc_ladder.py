@@ -254,6 +254,9 @@ def main() -> None:
                         "(moved by eps), as the bench's fixvoc; default alpha 1/K fixed, as infvoc")
     parser.add_argument("--warm", action="store_true", help="B: each part's z kept from its previous step "
                         "(sweeps, passes) instead of drawn afresh")
+    parser.add_argument("--frequent", choices=("keep", "base", "batch"), default="keep",
+                        help="the batches' words prepare cut from the base as too frequent (df > 50%%): kept (as "
+                             "refresh --vocabulary infinite does), left out (base), or also each batch's own (batch)")
     parser.add_argument("--theta-by", choices=("elog", "mean"), default="mean",
                         help="A/B's fold-in: exp(E[log beta]) (lda's infer) or E[beta] (infvoc's)")
     parser.add_argument("--vocab", choices=("stream", "base"), default="stream")
@@ -264,6 +267,17 @@ def main() -> None:
     rows = CORPORA[options.corpus]()
     stop = set(stopword_list("english"))
     base_vocab, parts = stream_parts(rows, options.batches, stop)
+    if options.frequent != "keep":        # the words prepare cut from the base as too frequent (df > 50%)
+        quarter = len(rows) // 4
+        base_df = Counter(w for r in rows[:quarter] for w in set(tokens_of(r["text"], stop)))
+        frequent = {w for w, n in base_df.items() if n > 0.5 * quarter}
+        if options.frequent == "batch":   # and each batch's own words of df > 50%
+            for part in parts[1:]:
+                batch_df = Counter(w for _, t in part for w in set(t))
+                frequent |= {w for w, n in batch_df.items() if n > 0.5 * len(part)}
+        parts = [[(d, [w for w in t if w not in frequent]) for d, t in part] for part in parts]
+        parts = [[(d, t) for d, t in part if t] for part in parts]
+        print(f"left out as too frequent: {sorted(frequent)}")
     base = CharNgramBase.fit(base_vocab)
     frequency = Counter(w for part in parts for _, t in part for w in t)
     closed = base_vocab if options.vocab == "base" else sorted(frequency)
@@ -329,7 +343,7 @@ def main() -> None:
         scores.update(svm_balanced=accuracy["svm_balanced"], logistic_balanced=accuracy["logistic_balanced"],
                       **separation(top, thetas))
         print("RESULT " + json.dumps({"rung": rung, "seed": options.seed, "vocab": options.vocab,
-                                      "corpus_size": options.corpus_size, "init": options.init, "first": options.first_step, "schedule": options.schedule, "fit_alpha": options.fit_alpha, "theta_by": options.theta_by, "warm": options.warm,
+                                      "corpus_size": options.corpus_size, "init": options.init, "first": options.first_step, "schedule": options.schedule, "fit_alpha": options.fit_alpha, "theta_by": options.theta_by, "warm": options.warm, "frequent": options.frequent,
                                       **{k: round(v, 4) for k, v in scores.items()},
                                       "seconds": round(time.time() - began, 1)}), flush=True)
         for k, words in enumerate(top[:6]):
