@@ -146,7 +146,8 @@ def main() -> None:
     parser.add_argument("--reorder-delay", type=int, default=10)
     parser.add_argument("--tau0", type=float, default=1.0)
     parser.add_argument("--kappa", type=float, default=0.6)
-    parser.add_argument("--passes", type=int, default=1, help="passes of the infinite model's base training")
+    parser.add_argument("--passes", type=int, default=1, help="passes of the infinite model's base training and of each of its refreshes (one online "
+                             "step per minibatch each; D counts a document once)")
     parser.add_argument("--ranking", choices=("base", "counts"), default="base",
                         help="infvoc's ranking score: G_0 x counts (the thesis) or counts (its code)")
     parser.add_argument("--corpus-size", default="cumulative",
@@ -235,7 +236,8 @@ def main() -> None:
             report = infinite.refresh(spark, parse(refresh, ["--model", work / "inf-root", "--input", batch,
                                                              "--vocabulary", "infinite", "--tau0", options.tau0,
                                                              "--kappa", options.kappa, "--corpus-size",
-                                                             options.corpus_size, *schedule]
+                                                             options.corpus_size, "--passes", options.passes,
+                                                             *schedule]
                                                    + (["--base", work / "inf-base"] if i == 0 else [])))
             inf_seconds.append(time.time() - began)
             sizes.append((min(report["tos_sizes"]), max(report["tos_sizes"]), report["new_words_in_topics"]))

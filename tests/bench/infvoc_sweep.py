@@ -50,12 +50,14 @@ def stream_parts(rows, batches: int, stop: set):
     return vocab, [[(d, t) for d, t in part if t] for part in parts]
 
 
-def run_model(parts, base, settings, K: int, minibatch_size: int, seed: int, burn_in: int = 5, samples: int = 10):
-    """The sets after the stream (the kernels of ``drivers.models.infvoc.engine.run_minibatch``, in process)."""
+def run_model(parts, base, settings, K: int, minibatch_size: int, seed: int, burn_in: int = 5, samples: int = 10,
+              start=None):
+    """The sets after the stream (the kernels of ``drivers.models.infvoc.engine.run_minibatch``, in process),
+    from ``start`` (K TopicSets) or empty sets."""
     from inference.infvoc.local_step import StringBlock, sample_block
     from inference.infvoc.tos import TopicSet, expand_topic, update_sets, with_filters
 
-    sets = with_filters([TopicSet.empty() for _ in range(K)], settings)
+    sets = start if start is not None else with_filters([TopicSet.empty() for _ in range(K)], settings)
     alpha = np.full(K, 1.0 / K)
     minibatch, seen = 0, 0
     for part in parts:

@@ -69,7 +69,7 @@ def test_train_refresh_and_topics_mark_new_words(spark_session, base_corpus, cap
     tmp, corpus = base_corpus
     model_dir = str(tmp / "model")
     meta = train_infinite(spark_session, corpus, model_dir, "--passes", "2")
-    assert meta["minibatches"] == 8 and meta["documents"] == 160
+    assert meta["minibatches"] == 8 and meta["documents"] == 80      # D counts a document once over the passes
     model = InfVocModel.load(model_dir)
     tops = [{w for w, _, _ in topic} for topic in model.top_words(6)]
     assert sorted(len(t & set(SPORT)) for t in tops) == [0, 6] and sorted(len(t & set(COOKING)) for t in tops) == [0, 6]
@@ -117,6 +117,38 @@ def test_train_refresh_and_topics_mark_new_words(spark_session, base_corpus, cap
     assert scores["refreshed"]["vocabulary"] == {"corpus_words": 21, "new_to_base": 1}
     assert scores["refreshed"]["perplexity"] < 0.9 * scores["base"]["perplexity"]   # base: vuvuzela from G_0 only
     assert scores["refreshed"]["npmi"] > 0.5
+
+
+def test_a_second_pass_counts_no_document_twice_in_d(spark_session, base_corpus):
+    """D of (7.6), the documents seen so far: a second pass over the base (train or refresh --passes) is the same
+    update as continuing with D fixed at the corpus' size; counting the 80 documents again (D = 100..160) was not."""
+    from drivers.models.infvoc.commands import corpus_documents
+    from drivers.models.infvoc.engine import run_stream
+    from drivers.storage import read_vocab
+
+    tmp, corpus = base_corpus
+    twice = str(tmp / "twice")
+    train_infinite(spark_session, corpus, twice, "--passes", "2")
+    once = str(tmp / "once")
+    train_infinite(spark_session, corpus, once)
+    continued = InfVocModel.load(once)
+    continued.settings.corpus_size = 80.0
+    documents = corpus_documents(spark_session, corpus, read_vocab(os.path.join(corpus, "vocab.parquet")))
+    run_stream(spark_session.sparkContext, continued, documents, 20, 2)    # D fixed: no count to keep
+    expected = InfVocModel.load(twice)
+    assert continued.minibatches == expected.minibatches == 8
+    for a, b in zip(expected.sets, continued.sets):
+        assert list(a.terms) == list(b.terms)
+        np.testing.assert_allclose(a.nu1, b.nu1, rtol=1e-12)
+        np.testing.assert_allclose(a.nu2, b.nu2, rtol=1e-12)
+    assert expected.documents == 80
+
+    batch = write_docs(str(tmp / "passes.jsonl.gz"), themed(np.random.default_rng(5), "p", 40))
+    report = infinite.refresh(spark_session, parse(refresh_job, ["--model", str(tmp / "passes-root"), "--base", once,
+                                                                 "--input", batch, "--vocabulary", "infinite",
+                                                                 "--minibatch-size", "20", "--passes", "3"]))
+    assert report["minibatches"] == [5, 10]                         # 2 minibatches a pass, 3 passes
+    assert InfVocModel.load(os.path.join(str(tmp / "passes-root"), "versions", report["version"])).documents == 120
 
 
 def test_same_model_for_any_number_of_partitions(spark_session, base_corpus):

@@ -59,14 +59,23 @@ def add_flags(group, schedule: bool) -> None:
                        help="infinite: which topics take a word of a minibatch: the topics a token of it is "
                             "sampled into, through G_0 (sampled, the default, or the model's), or every topic, "
                             "before the minibatch's local step (every, as the thesis' code)")
+    group.add_argument("--passes", type=int, default=1,
+                       help="infinite: passes over the documents, one online step per minibatch each (default 1, "
+                            "Algorithm 4); D of (7.6) counts a document once")
     if schedule:
         group.add_argument("--tau0", type=float, default=1.0, help="infinite: eps_i = (tau0 + i)^-kappa (default 1)")
         group.add_argument("--kappa", type=float, default=0.6, help="infinite: in (0.5, 1] (default 0.6)")
-        group.add_argument("--passes", type=int, default=1, help="infinite: passes over the stream (default 1)")
         group.add_argument("--corpus-size", default="cumulative",
                            help="infinite: D of (7.6), the update's D / |S|: 'cumulative' (the documents seen so "
                                 "far, the default) or the stream's expected size; refresh's --corpus-size sets it "
                                 "for the rest of the stream (its default keeps the model's)")
+
+
+def passes_of(args) -> int:
+    passes = int(getattr(args, "passes", 1) or 1)
+    if passes < 1:
+        raise UsageError("--passes must be at least 1")
+    return passes
 
 
 def _settings(args, previous: OnlineSettings | None) -> OnlineSettings:
@@ -132,9 +141,9 @@ def train(spark, args) -> dict:
     documents = corpus_documents(spark, args.corpus, vocab)
     partitions = args.partitions or max(1, spark.sparkContext.defaultParallelism)
     frames = []
-    for p in range(max(1, int(getattr(args, "passes", 1) or 1))):
+    for p in range(passes_of(args)):
         frames.append(run_stream(spark.sparkContext, model, documents, args.minibatch_size, partitions,
-                                 args.reducers, progress=f"train --vocabulary infinite, pass {p + 1}: "))
+                                 args.reducers, progress=f"train --vocabulary infinite, pass {p + 1}: ", new=p == 0))
     with publish.published(args.output, "spark-topics train --vocabulary infinite", is_model_file) as staging:
         meta = model.save(staging, {"data": {"corpus": storage.absolute(args.corpus)},
                                     "minibatch_size": args.minibatch_size, "corpus_documents": len(documents),
@@ -208,9 +217,10 @@ def refresh(spark, args) -> dict:
             raise UsageError(f"{args.input}: no document with words to ingest ({rejected} rejected rows)")
         before = set(model.new_words())
         first = model.minibatches
-        frame = run_stream(spark.sparkContext, model, documents, args.minibatch_size,
-                           args.partitions or max(1, spark.sparkContext.defaultParallelism), None,
-                           progress=f"refresh {root}: ")
+        for p in range(passes_of(args)):
+            frame = run_stream(spark.sparkContext, model, documents, args.minibatch_size,
+                               args.partitions or max(1, spark.sparkContext.defaultParallelism), None,
+                               progress=f"refresh {root}, pass {p + 1}: ", new=p == 0)
         version = model_root.next_version(root)
         token = new_token()
         staging = model_root.staging_version(root, version, token)

@@ -74,12 +74,14 @@ def reducer_task(records, bc_state, settings, scale: float, minibatch: int):
         yield key, topic
 
 
-def run_minibatch(sc, model, documents: list, partitions: int, reducers: int | None = None):
+def run_minibatch(sc, model, documents: list, partitions: int, reducers: int | None = None, new: bool = True):
     """One minibatch (Algorithm 4) over ``documents`` [(doc_id, tokens)]: updates ``model`` in place (its sets,
-    counters) and returns the documents' topic proportions as a DataFrame (doc_id, theta, minibatch)."""
+    counters) and returns the documents' topic proportions as a DataFrame (doc_id, theta, minibatch).
+    ``new=False``: documents an earlier pass counted, so D of (7.6) (``--corpus-size cumulative``: the documents
+    seen so far) does not count them again (a second pass over a corpus is not a corpus twice the size)."""
     minibatch = model.minibatches + 1
     settings = model.settings
-    documents_seen = model.documents + len(documents)
+    documents_seen = model.documents + (len(documents) if new else 0)
     scale = float(settings.corpus_size or documents_seen) / max(len(documents), 1)
     K = model.num_topics
     if settings.expand == "every":       # every topic takes the minibatch's words first (tos.expand_topic)
@@ -125,8 +127,9 @@ def run_minibatch(sc, model, documents: list, partitions: int, reducers: int | N
 
 
 def run_stream(sc, model, documents: list, minibatch_size: int, partitions: int, reducers: int | None = None,
-               progress: str = "") -> pd.DataFrame:
-    """The documents [(doc_id, tokens)] in order, in minibatches of ``minibatch_size``; the proportions of all."""
+               progress: str = "", new: bool = True) -> pd.DataFrame:
+    """The documents [(doc_id, tokens)] in order, in minibatches of ``minibatch_size``; the proportions of all
+    (``new=False``: a later pass over documents already counted in D, :func:`run_minibatch`)."""
     frames = []
     batches = max(1, -(-len(documents) // minibatch_size))
     for b in range(batches):
@@ -134,7 +137,7 @@ def run_stream(sc, model, documents: list, minibatch_size: int, partitions: int,
         if not chunk:
             continue
         sc.setJobDescription(f"{progress}minibatch {b + 1}/{batches} ({len(chunk)} documents)")
-        frames.append(run_minibatch(sc, model, chunk, partitions, reducers))
+        frames.append(run_minibatch(sc, model, chunk, partitions, reducers, new))
         log.info("%sminibatch %d/%d: %d documents; TOS sizes %d-%d", progress, b + 1, batches, len(chunk),
                  min(len(s) for s in model.sets), max(len(s) for s in model.sets))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame({"doc_id": [], "theta": []})
