@@ -27,7 +27,6 @@ classifiers see the same tokens.
 """
 from __future__ import annotations
 
-import argparse
 import hashlib
 import itertools
 import json
@@ -40,7 +39,7 @@ import pandas as pd
 from bench_infvoc import classification_accuracy, document_sets, npmi
 from infvoc_corpora import CORPORA
 from infvoc_reference import REFERENCES
-from infvoc_sweep import infer_thetas, stream_parts, tokens_of
+from infvoc_sweep import infer_thetas, stream_arguments, stream_parts, tokens_of
 from scipy.special import digamma
 
 
@@ -229,14 +228,7 @@ def main() -> None:
     from inference.infvoc.base_measure import CharNgramBase
     from inference.infvoc.tos import OnlineSettings, TopicSet, with_filters
 
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--corpus", choices=sorted(CORPORA), default="python-news-joined")
-    parser.add_argument("--topics", type=int, default=50)
-    parser.add_argument("--batches", type=int, default=3)
-    parser.add_argument("--minibatch-size", type=int, default=155)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--tau0", type=float, default=64.0)
-    parser.add_argument("--kappa", type=float, default=0.6)
+    parser = stream_arguments("python-news-joined")
     parser.add_argument("--alpha-beta", type=float, default=1000.0)
     parser.add_argument("--truncation", type=int, default=2000, help="T of rung D (C: above V)")
     parser.add_argument("--delay", type=int, default=10)

@@ -102,20 +102,26 @@ def infer_thetas(model, documents) -> pd.DataFrame:
     return pd.DataFrame({"doc_id": block.doc_ids, "theta": list(theta)})
 
 
-def main() -> None:
-    from drivers.models.infvoc.model import InfVocModel
-    from drivers.preparation.text import stopword_list
-    from inference.infvoc.base_measure import CharNgramBase
-    from inference.infvoc.tos import OnlineSettings
-
+def stream_arguments(corpus: str) -> argparse.ArgumentParser:
+    """The stream's flags of the in-process screens (this one and :mod:`infvoc_ladder`)."""
     parser = argparse.ArgumentParser()
-    parser.add_argument("--corpus", choices=sorted(CORPORA), default="python-news")
+    parser.add_argument("--corpus", choices=sorted(CORPORA), default=corpus)
     parser.add_argument("--topics", type=int, default=50)
     parser.add_argument("--batches", type=int, default=3)
     parser.add_argument("--minibatch-size", type=int, default=155)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--tau0", type=float, default=64.0)
     parser.add_argument("--kappa", type=float, default=0.6)
+    return parser
+
+
+def main() -> None:
+    from drivers.models.infvoc.model import InfVocModel
+    from drivers.preparation.text import stopword_list
+    from inference.infvoc.base_measure import CharNgramBase
+    from inference.infvoc.tos import OnlineSettings
+
+    parser = stream_arguments("python-news")
     parser.add_argument("--base-words", default=None, help="fit G_0 on this word list (one word a line) instead of "
                                                           "the base corpus' vocabulary")
     parser.add_argument("--grid", nargs="*", default=[],
