@@ -327,7 +327,8 @@ def ingest_batch(spark, request, root, current, base, base_dir, chain_dirs, vers
         sc.setJobDescription(f"refresh {root}: the batch's words the model does not know")
         pending_path = storage.join(base_dir, refresh.PENDING_TERMS)
         pending = model_store.read_parquet(pending_path) if storage.exists(pending_path) else None
-        new_terms, pending = sorted_batch.new_words(spark, base.vocab["term"], options, pending, request)
+        new_terms, pending = sorted_batch.new_words(spark, base.vocab["term"], options, pending, request,
+                                                    tokenizer.frequent_terms(base))   # never added (issue 30)
         vocab = pd.concat([base.vocab[["term"]], new_terms[["term"]]], ignore_index=True)
         vocab["id"] = range(len(vocab))
         vocab_path = storage.join(staging, "work-vocab.parquet")
