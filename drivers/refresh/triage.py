@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from drivers import storage
 from drivers.corpora.files import DOCS
+from drivers.corpora.tokenizer import frequent_terms
 from drivers.refresh import update as refresh
 from drivers.refresh.unpublished import unpublished, write_rejects
 
@@ -30,8 +31,10 @@ class Triage:
 
         self.ingested.select(F.col("doc_id").alias("id"), "text", *columns).write.parquet(path)
 
-    def new_words(self, spark, known_terms, options: dict, pending, request, excluded=()):
-        return grown_words(spark, self.ingested, known_terms, options, pending, request, excluded)
+    def new_words(self, spark, base, options: dict, pending, request):
+        """:func:`grown_words` of the rows to ingest: the words the model ``base`` does not know, less those its
+        training corpus cut as too frequent."""
+        return grown_words(spark, self.ingested, base.vocab["term"], options, pending, request, frequent_terms(base))
 
     def write_ledger(self, spark, corpus_dir: str | None, version: str, staging: str) -> None:
         """The version's ledger: the ingested rows whose id the prepared corpus in ``corpus_dir`` kept (all of
