@@ -323,11 +323,11 @@ def ingest_batch(spark, request, root, current, base, base_dir, chain_dirs, vers
         input_dir = storage.join(staging, "work-input")
         sorted_batch.write_input(input_dir, kept)
 
-        # the vocabulary: the words of the batch the model does not know, counted over the batches
+        # the vocabulary: the batch's words the model does not know (nor cut as too frequent), counted over batches
         sc.setJobDescription(f"refresh {root}: the batch's words the model does not know")
         pending_path = storage.join(base_dir, refresh.PENDING_TERMS)
         pending = model_store.read_parquet(pending_path) if storage.exists(pending_path) else None
-        new_terms, pending = sorted_batch.new_words(spark, base.vocab["term"], options, pending, request)
+        new_terms, pending = sorted_batch.new_words(spark, base, options, pending, request)
         vocab = pd.concat([base.vocab[["term"]], new_terms[["term"]]], ignore_index=True)
         vocab["id"] = range(len(vocab))
         vocab_path = storage.join(staging, "work-vocab.parquet")

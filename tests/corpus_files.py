@@ -16,7 +16,7 @@ def _parquet_rows(path: str) -> list[dict]:
 
 def corpus_content(directory: str) -> dict:
     """``docs`` (input order), ``vocab`` (id order), ``rejects`` (input order), ``segments``/``ordered`` (by
-    document id: their order is not part of the format), ``stopwords`` and ``corpus.json``."""
+    document id: their order is not part of the format), ``frequent_terms`` (df descending, then term), ``stopwords`` and ``corpus.json``."""
     content = {"docs": _parquet_rows(os.path.join(directory, "docs.parquet")),
                "vocab": sorted(_parquet_rows(os.path.join(directory, "vocab.parquet")), key=lambda r: r["id"])}
     rejects = []
@@ -28,6 +28,8 @@ def corpus_content(directory: str) -> dict:
         path = os.path.join(directory, f"{name}.parquet")
         if os.path.exists(path):
             content[name] = sorted(_parquet_rows(path), key=lambda r: r["doc_id"])
+    if os.path.exists(path := os.path.join(directory, "frequent_terms.parquet")):   # in its order: df, then term
+        content["frequent_terms"] = _parquet_rows(path)
     with open(os.path.join(directory, "stopwords.txt"), encoding="utf-8") as f:
         content["stopwords"] = f.read()
     with open(os.path.join(directory, "corpus.json"), encoding="utf-8") as f:

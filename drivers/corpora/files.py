@@ -13,7 +13,10 @@ CORPUS_JSON = "corpus.json"    # counts and options (the corpus is complete once
 SEGMENTS = "segments.parquet"  # with --segments: doc_id, segments, segment_index
 ORDERED = "ordered.parquet"    # with --ordered (no --segments): the same columns, one segment per document
 STOPWORDS = "stopwords.txt"    # the stop words removed, one per line (the language's list and --stopwords)
-OUTPUTS = (DOCS, VOCAB, REJECTS, CORPUS_JSON, SEGMENTS, ORDERED, STOPWORDS)
+#: with a vocabulary built (not given): term, df of the terms cut for df > --max-df, df descending then term; a
+#: model trained on the corpus keeps them and no refresh adds them as new words (issue 30)
+FREQUENT_TERMS = "frequent_terms.parquet"
+OUTPUTS = (DOCS, VOCAB, REJECTS, CORPUS_JSON, SEGMENTS, ORDERED, STOPWORDS, FREQUENT_TERMS)
 #: where the rejects of a run that left no document go when the output already holds a corpus
 FAILED_REJECTS = "rejects.failed-run"
 #: an aligned corpus (``prepare --lang-column``): its held-out part and the split it is prepared from

@@ -1,12 +1,13 @@
 """How a model's training corpus turned text into words, kept in the model directory (``tokenizer.json``,
-``stopwords[.L].txt``) so that raw text given to ``infer`` is read the same way."""
+``stopwords[.L].txt``) so that raw text given to ``infer`` is read the same way; and the words ``prepare`` cut from
+it as too frequent (``frequent_terms[.L].parquet``), which no refresh adds as new words (issue 30)."""
 from __future__ import annotations
 
 import logging
 import os
 
 from drivers import storage
-from drivers.corpora.files import CORPUS_JSON, NO_STOPWORDS, STOPWORDS
+from drivers.corpora.files import CORPUS_JSON, FREQUENT_TERMS, NO_STOPWORDS, STOPWORDS
 from drivers.store.topic_model import TopicModel
 
 log = logging.getLogger("spark_topics.model_store")
@@ -14,6 +15,13 @@ log = logging.getLogger("spark_topics.model_store")
 #: ``prepare`` options that decide which words a text yields: kept with the model for raw ``infer`` input
 TOKENIZER_OPTIONS = ("language", "stopwords", "min_token_length", "token_pattern", "segments", "ordered")
 TOKENIZER = "tokenizer.json"
+
+
+def is_tokenizer_file(name: str) -> bool:
+    """Whether ``name`` in a model directory is one of the files :func:`save_tokenizer` writes (a refreshed version
+    copies them from its parent)."""
+    return name == TOKENIZER or (name.startswith("stopwords") and name.endswith(".txt")) or \
+        (name.startswith("frequent_terms") and name.endswith(".parquet"))
 
 
 def save_tokenizer(model_dir: str, corpus_dir: str, languages=None) -> None:
@@ -31,8 +39,33 @@ def save_tokenizer(model_dir: str, corpus_dir: str, languages=None) -> None:
             name = f"stopwords.{language}.txt" if language else STOPWORDS
             storage.write_bytes(storage.join(model_dir, name), storage.read_bytes(storage.join(directory, STOPWORDS)))
             entry["stopwords_file"] = name
+        frequent = storage.join(directory, FREQUENT_TERMS)
+        if storage.exists(frequent):         # the terms cut for df > max_df: one file, (term, df)
+            name = f"frequent_terms.{language}.parquet" if language else FREQUENT_TERMS
+            table = storage.read_table(frequent)
+            if "term" not in table.column_names:         # Spark wrote no row and no schema
+                import pyarrow as pa
+
+                table = pa.table({"term": pa.array([], pa.string()), "df": pa.array([], pa.int64())})
+            storage.write_parquet(storage.join(model_dir, name), table)
+            entry["frequent_terms_file"] = name
         entries[language] = entry
     storage.save_json(storage.join(model_dir, TOKENIZER), entries)
+
+
+def frequent_terms(model, language: str | None = None) -> list[str]:
+    """The terms ``prepare`` cut from the model's training corpus (its ``language`` part) for df > max_df, kept
+    beside the model (``frequent_terms[.L].parquet``, named in ``tokenizer.json``); [] for a model trained before
+    the list (or on a corpus with a given vocabulary): a refresh then adds any word, as before."""
+    path = storage.join(model.directory, TOKENIZER)
+    if not storage.exists(path):
+        return []
+    language = language if language is not None else model.meta.get("language") or ""
+    name = (storage.load_json(path).get(language) or {}).get("frequent_terms_file")
+    if not name:
+        return []
+    table = storage.read_table(storage.join_inside(model.directory, name, f"{TOKENIZER}'s frequent_terms_file"))
+    return [str(term) for term in table.column("term").to_pylist()] if "term" in table.column_names else []
 
 
 def raw_text_options(model: TopicModel) -> dict:

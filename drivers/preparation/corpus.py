@@ -26,6 +26,9 @@ Output, in ``CORPUS_DIR`` (the contract the trainer reads):
     :data:`REJECT_REASONS`), ``source``, ``raw`` (at most 1000 characters).
 ``stopwords.txt``
     the stop words removed (the ``--language`` list and ``--stopwords``), one per line.
+``frequent_terms.parquet/`` (when the vocabulary is built, not given)
+    ``term`` string, ``df`` long: the terms cut for ``df > max_df``, df descending then term; models trained on
+    the corpus keep them, and no refresh adds them as new words (issue 30).
 ``corpus.json``
     counts, options and input path.  ``input_rows == documents + sum(rejected.values())``.
 ``_SUCCESS``
@@ -53,9 +56,9 @@ from drivers.preparation.options import PrepareError, PrepareOptions
 from drivers.preparation.reading import absolute_path, flag_duplicates, read_input, resolve_format
 from drivers.preparation.text import stopword_list, tokenize
 from drivers.preparation.vocabulary import (PersistedFrames, build_vocabulary, count_terms, document_vectors,
-                                          load_vocabulary)
+                                          frequent_terms, load_vocabulary)
 from drivers.preparation.writer import (corpus_summary, no_documents_message, write_corpus_json, write_documents,
-                                        write_rejects, write_stopwords, write_vocabulary)
+                                        write_frequent_terms, write_rejects, write_stopwords, write_vocabulary)
 from drivers.preparation.writer import in_directory
 from drivers.store import publish
 
@@ -183,6 +186,8 @@ def _prepare_into(spark: SparkSession, input_path: str, staging: str, fmt: str,
         log.debug("wrote %s", path(REJECTS))
         write_stopwords(staging, stopwords)
         corpus = corpus_summary(input_path, input_rows, vocab_size, documents, rejects, fmt, opts)
+        if not opts.vocab:              # the terms cut as too frequent, which no refresh adds back (issue 30)
+            corpus["frequent_terms"] = write_frequent_terms(staging, frequent_terms(term_counts, n_candidates, opts))
         if opts.segments and corpus["documents"]:
             corpus["segmentation"] = segments_mod.write_segments(
                 spark, candidates.select("doc_id", "text"), vocab, path(DOCS), path(SEGMENTS), opts.segments,

@@ -74,6 +74,10 @@ class PrepareOptions:
         if self.partitions is not None and self.partitions < 1:
             raise PrepareError(f"--partitions must be at least 1, got {self.partitions}")
 
+    def df_bounds(self, n_docs: int) -> tuple[float, float]:
+        """``(min_df, max_df)`` as numbers of documents out of ``n_docs``: a term is kept when min <= df <= max."""
+        return tuple(value if isinstance(value, int) else value * n_docs for value in (self.min_df, self.max_df))
+
 
 def _check_df_threshold(name: str, value) -> None:
     flag = "--" + name.replace("_", "-")

@@ -50,14 +50,23 @@ def build_vocabulary(term_counts: DataFrame, n_docs: int, opts: PrepareOptions,
 
     Fractions are of ``n_docs``; ids run 0..V-1 by ``cf`` descending, then term.
     """
-    min_count = opts.min_df if isinstance(opts.min_df, int) else opts.min_df * n_docs
-    max_count = opts.max_df if isinstance(opts.max_df, int) else opts.max_df * n_docs
+    min_count, max_count = opts.df_bounds(n_docs)
     stats = term_statistics(term_counts)
     kept = stats.where((F.col("df") >= min_count) & (F.col("df") <= max_count))
     rank = [F.col("cf").desc(), F.col("term").asc()]
     if opts.max_vocab is not None:
         kept = kept.orderBy(*rank).limit(opts.max_vocab)
     return number_rows(kept, rank, "id", cache).select("term", "id", "df", "cf")
+
+
+def frequent_terms(term_counts: DataFrame, n_docs: int, opts: PrepareOptions) -> DataFrame | None:
+    """``(term, df)`` of the terms cut for ``df > max_df`` (``frequent_terms.parquet``), df descending then term;
+    None when ``max_df`` cannot cut any term (no job runs)."""
+    max_count = opts.df_bounds(n_docs)[1]
+    if max_count >= n_docs:
+        return None
+    return (term_statistics(term_counts).where(F.col("df") > max_count)
+            .select("term", F.col("df").cast("long")).coalesce(1).sortWithinPartitions(F.col("df").desc(), "term"))
 
 
 def load_vocabulary(spark: SparkSession, path: str, term_counts: DataFrame) -> DataFrame:

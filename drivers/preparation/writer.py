@@ -13,7 +13,7 @@ from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 
 from drivers import storage
-from drivers.corpora.files import CORPUS_JSON, REJECT_REASONS, STOPWORDS, rejects_schema
+from drivers.corpora.files import CORPUS_JSON, FREQUENT_TERMS, REJECT_REASONS, STOPWORDS, rejects_schema
 from drivers.preparation.options import PrepareOptions
 from drivers.preparation.reading import RAW_MAX_CHARS, absolute_path
 
@@ -108,6 +108,32 @@ def write_corpus_json(directory: str, corpus: dict) -> None:
 def write_stopwords(directory: str, words: list) -> None:
     """``stopwords.txt``: the stop words removed, one a line."""
     storage.write_bytes(storage.join(directory, STOPWORDS), "".join(f"{word}\n" for word in words).encode("utf-8"))
+
+
+def write_frequent_terms(directory: str, frame) -> dict:
+    """``frequent_terms.parquet`` (term, df: the terms cut for df > max_df, df descending then term) from a Spark
+    DataFrame already in that order, an Arrow table, or None (no term cut: an empty table, written without Spark);
+    returns corpus.json's ``frequent_terms`` entry (the file and the number of terms, observed in the write)."""
+    import pyarrow as pa
+
+    path = storage.join(directory, FREQUENT_TERMS)
+    if isinstance(frame, DataFrame):
+        written = Observation("frequent terms written")
+        frame.observe(written, F.count(F.lit(1)).alias("terms")).write.parquet(path)
+        terms = int(written.get["terms"])
+    else:
+        table = frame if frame is not None else pa.table({"term": pa.array([], pa.string()),
+                                                          "df": pa.array([], pa.int64())})
+        write_dataset(path, table)
+        terms = table.num_rows
+    return {"file": FREQUENT_TERMS, "terms": terms}
+
+
+def frequent_terms_table(terms: list, df: list):
+    """``frequent_terms.parquet``'s rows as an Arrow table (term string, df long)."""
+    import pyarrow as pa
+
+    return pa.table({"term": pa.array(terms, pa.string()), "df": pa.array(df, pa.int64())})
 
 
 def vocabulary_table(terms: list, df, cf):

@@ -99,7 +99,7 @@ def ingest(spark, request, root, current, base, base_dir, ledger, version, stagi
             waiting = None if pending_all is None or "lang" not in pending_all.columns else \
                 pending_all[pending_all["lang"] == language]
             added, still = grown_words(spark, part.select(F.col("id").alias("doc_id"), "text"), known, options,
-                                       waiting, request)
+                                       waiting, request, tokenizer.frequent_terms(base, language))
             new_terms.append(added.assign(lang=language))
             pending.append(still.assign(lang=language))
             vocab = pd.DataFrame({"term": pd.concat([known, added["term"].astype(str)], ignore_index=True)})

@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 
 from drivers import storage
 from drivers.corpora.files import DOCS
+from drivers.corpora.tokenizer import frequent_terms
 from drivers.preparation.corpus import stopwords_of
 from drivers.preparation.in_process import corpus as corpus_in_process
 from drivers.preparation.in_process.reading import NeedsSpark, read_rows
@@ -125,16 +126,19 @@ class BatchInProcess:
                                  "text": pa.array([r[1] for r in self.ingested], pa.string()), **kept}),
                        os.path.join(path, "part-00000.parquet"))
 
-    def new_words(self, spark, known_terms, options: dict, pending, request):
-        """:func:`drivers.refresh.triage.grown_words` of the rows to ingest, tokenised in this process."""
+    def new_words(self, spark, base, options: dict, pending, request):
+        """:func:`drivers.refresh.triage.grown_words` of the rows to ingest, tokenised in this process: the words
+        the model ``base`` does not know, less those its training corpus cut as too frequent."""
+        known_terms, excluded = base.vocab["term"], frequent_terms(base)
         opts = PrepareOptions(**options)
         tokenizer = Tokenizer(opts.token_pattern, opts.min_token_length, stopwords_of(opts))
-        known = set(map(str, known_terms))
+        known = set(map(str, known_terms)) | set(map(str, excluded))
         df = collections.Counter()
         for _, text, *_ in self.ingested:
             df.update(set(tokenizer.tokens(text)) - known)
         batch_terms = pd.DataFrame({"term": pd.Series(list(df), dtype=object), "df": list(df.values())})
-        return refresh.grow_vocabulary(known_terms, batch_terms, pending, request.min_new_df, request.max_new_terms)
+        return refresh.grow_vocabulary(known_terms, batch_terms, pending, request.min_new_df, request.max_new_terms,
+                                       excluded)
 
     def write_ledger(self, spark, corpus_dir: str | None, version: str, staging: str) -> None:
         """The version's ledger (:func:`drivers.refresh.triage.write_ledger`): the ingested rows whose id the

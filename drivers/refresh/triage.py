@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from drivers import storage
 from drivers.corpora.files import DOCS
+from drivers.corpora.tokenizer import frequent_terms
 from drivers.refresh import update as refresh
 from drivers.refresh.unpublished import unpublished, write_rejects
 
@@ -30,8 +31,10 @@ class Triage:
 
         self.ingested.select(F.col("doc_id").alias("id"), "text", *columns).write.parquet(path)
 
-    def new_words(self, spark, known_terms, options: dict, pending, request):
-        return grown_words(spark, self.ingested, known_terms, options, pending, request)
+    def new_words(self, spark, base, options: dict, pending, request):
+        """:func:`grown_words` of the rows to ingest: the words the model ``base`` does not know, less those its
+        training corpus cut as too frequent."""
+        return grown_words(spark, self.ingested, base.vocab["term"], options, pending, request, frequent_terms(base))
 
     def write_ledger(self, spark, corpus_dir: str | None, version: str, staging: str) -> None:
         """The version's ledger: the ingested rows whose id the prepared corpus in ``corpus_dir`` kept (all of
@@ -90,19 +93,23 @@ def write_ledger(ingested, kept_ids, adopted, version: str, staging: str) -> Non
     rows.unionByName(adopted).coalesce(1).write.parquet(storage.join(staging, refresh.LEDGER))
 
 
-def grown_words(spark, rows, known_terms, options: dict, pending, request):
+def grown_words(spark, rows, known_terms, options: dict, pending, request, excluded=()):
     """``(new words, still pending)`` (:func:`drivers.refresh.update.grow_vocabulary`) of the documents ``rows``
-    (doc_id, text) tokenised with ``options``: the words outside ``known_terms``, by document frequency."""
+    (doc_id, text) tokenised with ``options``: the words outside ``known_terms`` and ``excluded`` (the terms the
+    base corpus cut as too frequent: never added, issue 30), by document frequency."""
     import pandas as pd
     from pyspark.sql import functions as F
 
     from drivers.preparation.corpus import document_terms
 
-    known = spark.createDataFrame(pd.DataFrame({"term": pd.Series(known_terms, dtype=str).to_numpy()}))
+    left_out = pd.concat([pd.Series(known_terms, dtype=str), pd.Series(list(excluded), dtype=str)],
+                         ignore_index=True)
+    known = spark.createDataFrame(pd.DataFrame({"term": left_out.to_numpy()}))
     unknown = (document_terms(rows, **options).join(F.broadcast(known), "term", "left_anti")
                .groupBy("term").agg(F.count("*").alias("df")))
     batch_terms = unknown.toPandas()          # one action (an empty batch: no rows, the columns term and df)
-    return refresh.grow_vocabulary(known_terms, batch_terms, pending, request.min_new_df, request.max_new_terms)
+    return refresh.grow_vocabulary(known_terms, batch_terms, pending, request.min_new_df, request.max_new_terms,
+                                   excluded)
 
 
 def revised_ids(directory: str) -> frozenset:

@@ -153,12 +153,14 @@ def base_ledger(spark, base_dir: str, version: str):
 # --------------------------------------------------------------------------- the vocabulary
 
 def grow_vocabulary(known_terms, batch_terms: pd.DataFrame, pending: pd.DataFrame | None, min_df: int,
-                    max_new: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+                    max_new: int, excluded=()) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(new words, still pending)``: the words of ``batch_terms`` (term, df) the model does not know, their
     document frequencies added to ``pending`` (term, df: earlier batches'), admitted when the sum reaches
     ``min_df``, at most ``max_new`` of them (highest df first, then by term). The new words (term, df) are in
-    the order they get their ids; pending keeps the rest (the :data:`MAX_PENDING_TERMS` most frequent)."""
-    known = set(map(str, known_terms))
+    the order they get their ids; pending keeps the rest (the :data:`MAX_PENDING_TERMS` most frequent).
+    ``excluded`` (the terms ``prepare`` cut from the base corpus as too frequent) are neither admitted nor kept
+    pending, whatever their counts (issue 30)."""
+    known = set(map(str, known_terms)) | set(map(str, excluded))
     batch = batch_terms.loc[~batch_terms["term"].astype(str).isin(known), ["term", "df"]]
     frames = [batch] + ([pending[["term", "df"]]] if pending is not None and len(pending) else [])
     counts = (pd.concat(frames, ignore_index=True).groupby("term", as_index=False)["df"].sum()

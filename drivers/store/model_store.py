@@ -198,7 +198,8 @@ def save_prior(directory: str, prior, topic_names: list, vocab: pd.DataFrame) ->
 MODEL_FILES = ("model.json", "lambda.npy", "lambda.L.npy", "topic_word.npy", "topic_word.L.npy", TREE_LAMBDA,
                TREE_CONCEPTS, TREE_EDGE_COUNTS, "vocab.parquet", "vocab.L.parquet",
                "prior.parquet", PRIOR_SPEC, "doc_topics.parquet", "segment_topics.parquet", "elbo.png",
-               "loglik.png", "topics.txt", "tokenizer.json", "stopwords.txt", "stopwords.L.txt")
+               "loglik.png", "topics.txt", "tokenizer.json", "stopwords.txt", "stopwords.L.txt",
+               "frequent_terms.parquet", "frequent_terms.L.parquet")
 
 
 def is_model_file(name: str) -> bool:

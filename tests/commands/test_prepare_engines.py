@@ -120,6 +120,23 @@ def test_parquet_with_integer_ids_binary_text_and_a_reused_vocabulary(spark_sess
     assert_same(*both(spark_session, jsonl, tmp_path, "reused", vocab=str(vocab), min_df=5))
 
 
+def test_both_engines_write_the_terms_cut_as_too_frequent(spark_session, tmp_path):
+    """``frequent_terms.parquet`` (issue 30): the terms of df > --max-df, df descending then term, the same from
+    both engines (a fraction and a number of documents; the other tests compare the empty list of --max-df 1.0,
+    written without a Spark job); a given vocabulary cuts nothing (no list)."""
+    docs = {f"d{i}": " ".join(["patch"] + ["fix"] * (i < 5) + ["bpo", "zeta"] * (i < 4) + ["gh"] * (i < 3)
+                             + [f"only{'abcdef'[i]}", f"pair{'ab'[i % 2]}"]) for i in range(6)}
+    path = write_jsonl(tmp_path / "docs.jsonl", records(docs))
+    expected = [("patch", 6), ("fix", 5), ("bpo", 4), ("zeta", 4)]
+    for name, max_df, cut in (("fraction", 0.5, expected), ("count", 4, expected[:2])):
+        spark_corpus, local_corpus = both(spark_session, path, tmp_path, name, max_df=max_df)
+        assert_same(spark_corpus, local_corpus)
+        assert [(r["term"], r["df"]) for r in local_corpus["frequent_terms"]] == cut, name
+        assert local_corpus["corpus.json"]["frequent_terms"] == {"file": "frequent_terms.parquet", "terms": len(cut)}
+    corpus = prepare_corpus(no_spark, path, str(tmp_path / "given"), vocab=str(tmp_path / "fraction-spark"))
+    assert "frequent_terms" not in corpus and not (tmp_path / "given" / "frequent_terms.parquet").exists()
+
+
 def test_small_inputs_start_no_spark_and_what_needs_spark_gets_it(spark_session, tmp_path):
     path = write_jsonl(tmp_path / "docs.jsonl", records(TEXTS))
     corpus = prepare_corpus(no_spark, path, str(tmp_path / "auto"), min_df=1)     # auto: this process

@@ -46,7 +46,8 @@ def themed(rng, prefix, n, extra=None):
 def base_corpus(spark_session, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("infvoc")
     rng = np.random.default_rng(0)
-    raw = write_docs(str(tmp / "base.jsonl.gz"), themed(rng, "a", 80))
+    # "bpo" in every document: prepare cuts it (df > --max-df 0.5), the model keeps the list (frequent_terms.parquet)
+    raw = write_docs(str(tmp / "base.jsonl.gz"), [(d, w + ["bpo"]) for d, w in themed(rng, "a", 80)])
     corpus = str(tmp / "corpus")
     prepare_corpus(spark_session, raw, corpus)
     return tmp, corpus
@@ -149,6 +150,29 @@ def test_a_second_pass_counts_no_document_twice_in_d(spark_session, base_corpus)
                                                                  "--minibatch-size", "20", "--passes", "3"]))
     assert report["minibatches"] == [5, 10]                         # 2 minibatches a pass, 3 passes
     assert InfVocModel.load(os.path.join(str(tmp / "passes-root"), "versions", report["version"])).documents == 120
+
+
+def test_the_words_the_base_cut_as_too_frequent_stay_out_of_a_refresh(spark_session, base_corpus):
+    """Issue 30: "bpo", in every document of the base (prepare cut it) and of the batch, enters no topic at a
+    refresh, even with ``--expand every`` (each word of a minibatch into every topic); before, a refresh took every
+    word of a batch (on python-news such words were 9% of the later tokens). A word never seen still enters, and the
+    version carries the list to the next refresh."""
+    tmp, corpus = base_corpus
+    model_dir = str(tmp / "model-frequent")
+    train_infinite(spark_session, corpus, model_dir)
+    assert pd.read_parquet(os.path.join(model_dir, "frequent_terms.parquet")).to_dict("list") == \
+        {"term": ["bpo"], "df": [80]}
+    docs = themed(np.random.default_rng(6), "f", 20, extra=("vuvuzela", "sport"))
+    batch = write_docs(str(tmp / "frequent.jsonl.gz"), [(d, w + ["bpo", "bpo"]) for d, w in docs])
+    root = str(tmp / "frequent-root")
+    report = infinite.refresh(spark_session, parse(refresh_job, ["--model", root, "--base", model_dir, "--input", batch,
+                                                                 "--vocabulary", "infinite", "--minibatch-size", "20",
+                                                                 "--expand", "every"]))
+    version = os.path.join(root, "versions", report["version"])
+    model = InfVocModel.load(version)
+    assert "vuvuzela" in report["new_words"] and all("vuvuzela" in set(s.terms) for s in model.sets)
+    assert "bpo" not in report["new_words"] and not any("bpo" in set(s.terms) for s in model.sets)
+    assert os.path.exists(os.path.join(version, "frequent_terms.parquet"))
 
 
 def test_same_model_for_any_number_of_partitions(spark_session, base_corpus):

@@ -54,6 +54,7 @@ import numpy as np
 import pandas as pd
 
 from drivers import storage
+from drivers.corpora import tokenizer
 from drivers.corpora.aligned import aligned_vocab
 from drivers.corpora.bow import open_corpus_meta
 from drivers.corpora.files import CORPUS_JSON
@@ -314,5 +315,5 @@ def empty_document_tables(spark, model: GibbsModel, output: str) -> None:
 
 def copy_tokenizer(source: str, target: str) -> None:
     for name in storage.list_dir(source):
-        if name == "tokenizer.json" or (name.startswith("stopwords") and name.endswith(".txt")):
+        if tokenizer.is_tokenizer_file(name):
             storage.copy_tree(storage.join(source, name), storage.join(target, name))

@@ -201,7 +201,7 @@ def _refresh(spark, model, base, corpus, request, history: dict, train_request, 
     if meta["elbo_trace"]:
         outputs.plot_elbo(storage.join(output, "elbo.png"), meta["elbo_trace"], hybrid=inference == "hybrid")
     for name in storage.list_dir(base.directory):
-        if name == tokenizer.TOKENIZER or name.startswith("stopwords"):
+        if tokenizer.is_tokenizer_file(name):
             storage.write_bytes(storage.join(output, name), storage.read_bytes(storage.join(base.directory, name)))
     topics_text.write_topics_file(output, 10)
     Checkpointer(checkpoint).clear()

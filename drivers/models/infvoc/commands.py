@@ -166,7 +166,9 @@ def _write_doc_topics(directory: str, frame: pd.DataFrame) -> None:
 
 def raw_documents(spark, path: str, model_dir: str, meta: dict, args) -> tuple[list, int]:
     """([(doc_id, tokens)] of the valid rows of ``path`` in input order, rejected rows), tokenised as the model's
-    training corpus was, with no vocabulary."""
+    training corpus was, with no vocabulary: every word but the stop words and the words ``prepare`` cut from the
+    training corpus as too frequent (df > max_df, :func:`drivers.corpora.tokenizer.frequent_terms`), which the
+    base never had and no refresh adds (issue 30)."""
     from pyspark.sql import functions as F
 
     from drivers.preparation.options import PrepareOptions
@@ -174,9 +176,10 @@ def raw_documents(spark, path: str, model_dir: str, meta: dict, args) -> tuple[l
     from drivers.preparation.text import stopword_list, tokenize
 
     rows = read_documents(spark, path, format=args.format, id_column=args.id_column, text_column=args.text_column)
-    options = tokenizer.raw_text_options(SimpleNamespace(directory=model_dir, meta=meta))
+    model = SimpleNamespace(directory=model_dir, meta=meta)
+    options = tokenizer.raw_text_options(model)
     opts = PrepareOptions(**{k: v for k, v in options.items() if k != "segments"})
-    stop = stopword_list(opts.language, opts.stopwords)
+    stop = sorted(set(stopword_list(opts.language, opts.stopwords)) | set(tokenizer.frequent_terms(model)))
     valid = rows.where(F.col("reason").isNull())
     rejected = rows.count() - valid.count()
     tokens = tokenize(valid.select("doc_id", "text", "order"), "text", "tokens", pattern=opts.token_pattern,
@@ -234,8 +237,8 @@ def refresh(spark, args) -> dict:
                       "minibatches": [first + 1, model.minibatches], "new_words_in_topics": len(entered),
                       "new_words": entered[:200], "tos_sizes": [len(s) for s in model.sets]}
             model.save(staging, {"refresh": report})
-            for name in ("tokenizer.json", "stopwords.txt"):
-                if storage.exists(storage.join(source, name)):
+            for name in storage.list_dir(source):
+                if tokenizer.is_tokenizer_file(name):
                     storage.write_bytes(storage.join(staging, name), storage.read_bytes(storage.join(source, name)))
             _write_doc_topics(staging, frame)
             storage.write_bytes(storage.join(staging, "topics.txt"),

@@ -25,8 +25,8 @@ from drivers.preparation.in_process.reading import NeedsSpark, input_files, read
 from drivers.preparation.in_process.tokens import Tokenizer
 from drivers.preparation.options import PrepareError, PrepareOptions
 from drivers.preparation.reading import RAW_MAX_CHARS
-from drivers.preparation.writer import (corpus_record, in_directory, options_record, vocabulary_table, write_dataset,
-                                        write_stopwords)
+from drivers.preparation.writer import (corpus_record, frequent_terms_table, in_directory, options_record,
+                                        vocabulary_table, write_dataset, write_frequent_terms, write_stopwords)
 
 log = logging.getLogger("spark_topics.prepare")
 
@@ -81,6 +81,8 @@ def prepare_into(input_path: str, staging: str, fmt: str, opts: PrepareOptions, 
     corpus = corpus_record(len(kept), len(ids), sum(doc["n_tokens"] for doc in kept),
                            sum(doc["n_oov"] for doc in kept), len(rows), rejected,
                            options_record(input_path, fmt, opts))
+    if not opts.vocab:                  # the terms cut as too frequent, which no refresh adds back (issue 30)
+        corpus["frequent_terms"] = write_frequent_terms(staging, frequent_terms(term_counts, len(candidates), opts))
     with_tokens = {doc["doc_id"] for doc in kept}
     texts = [row for row in candidates if row.doc_id in with_tokens]
     if opts.segments and kept:
@@ -95,12 +97,22 @@ def prepare_into(input_path: str, staging: str, fmt: str, opts: PrepareOptions, 
 def build_vocabulary(term_counts: list, n_docs: int, opts: PrepareOptions) -> dict:
     """As :func:`drivers.preparation.vocabulary.build_vocabulary`: ``term``, ``df``, ``cf`` lists in id order."""
     df, cf = _frequencies(term_counts)
-    min_count = opts.min_df if isinstance(opts.min_df, int) else opts.min_df * n_docs
-    max_count = opts.max_df if isinstance(opts.max_df, int) else opts.max_df * n_docs
+    min_count, max_count = opts.df_bounds(n_docs)
     terms = sorted((term for term in df if min_count <= df[term] <= max_count), key=lambda t: (-cf[t], t))
     if opts.max_vocab is not None:
         terms = terms[:opts.max_vocab]
     return {"term": terms, "df": [df[t] for t in terms], "cf": [cf[t] for t in terms]}
+
+
+def frequent_terms(term_counts: list, n_docs: int, opts: PrepareOptions):
+    """As :func:`drivers.preparation.vocabulary.frequent_terms`: an Arrow table (term, df) of the terms of
+    ``df > max_df``, df descending then term; None when ``max_df`` cannot cut any term."""
+    max_count = opts.df_bounds(n_docs)[1]
+    if max_count >= n_docs:
+        return None
+    df = _frequencies(term_counts)[0]
+    terms = sorted((term for term in df if df[term] > max_count), key=lambda t: (-df[t], t))
+    return frequent_terms_table(terms, [df[t] for t in terms])
 
 
 def _frequencies(term_counts: list) -> tuple[collections.Counter, collections.Counter]:
