@@ -27,7 +27,6 @@ classifiers see the same tokens.
 """
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 import time
@@ -36,10 +35,9 @@ from collections import Counter
 import bench_common  # noqa: F401  (first: puts the project on sys.path)
 import numpy as np
 import pandas as pd
-from bench_infvoc import classification_accuracy, document_sets, npmi
+from bench_infvoc import classification_accuracy, npmi
 from infvoc_corpora import CORPORA
-from infvoc_reference import REFERENCES
-from infvoc_sweep import infer_thetas, stream_arguments, stream_parts, tokens_of
+from infvoc_sweep import infer_thetas, scoring_sets, stream_arguments, stream_parts, tokens_of
 from scipy.special import digamma
 
 
@@ -276,19 +274,7 @@ def main() -> None:
     lookup = {w: i for i, w in enumerate(closed)}
     closed_parts = [[(d, [w for w in t if w in lookup]) for d, t in part] for part in parts]
     closed_parts = [[(d, t) for d, t in part if t] for part in closed_parts]
-    quarter = len(rows) // 4
-    size = -(-(len(rows) - quarter) // options.batches)
-    everything = document_sets(rows, stop)
-    last = document_sets(rows[quarter + (options.batches - 1) * size:], stop)
-    reference = None
-    if options.corpus in REFERENCES:
-        reference = document_sets([{"text": t} for t in REFERENCES[options.corpus]()[0]], stop)
-    labels = {r["id"]: r["label"] for r in rows if r["label"]}
-    test_ids = {r["id"] for r in rows[int(0.6 * len(rows)):]}
-    if options.corpus == "debian-changelogs":
-        counted = Counter(r["label"] for r in rows)
-        labels = {i: s for i, s in labels.items() if counted[s] >= 200}
-        test_ids = {r["id"] for r in rows if hashlib.sha256(r["package"].encode()).digest()[0] < 52}
+    everything, last, reference, labels, test_ids = scoring_sets(rows, stop, options)
     every_doc = [(r["id"], [w for w in tokens_of(r["text"], stop) if w in lookup]) for r in rows]
     every_doc = [(d, t) for d, t in every_doc if t]
     K = options.topics

@@ -102,6 +102,26 @@ def infer_thetas(model, documents) -> pd.DataFrame:
     return pd.DataFrame({"doc_id": block.doc_ids, "theta": list(theta)})
 
 
+def scoring_sets(rows, stop, options) -> tuple:
+    """``(the whole stream's, its last batch's, the reference corpus' document word sets (or None), labels, test
+    ids)`` as the bench scores them: NPMI references, and the classification's labels and test split (the last 40%
+    of the stream; the changelogs: sections of 200 entries, a hashed 8% of the packages)."""
+    quarter = len(rows) // 4
+    size = -(-(len(rows) - quarter) // options.batches)
+    everything = document_sets(rows, stop)
+    last = document_sets(rows[quarter + (options.batches - 1) * size:], stop)
+    reference = None
+    if options.corpus in REFERENCES:
+        reference = document_sets([{"text": t} for t in REFERENCES[options.corpus]()[0]], stop)
+    labels = {r["id"]: r["label"] for r in rows if r["label"]}
+    test_ids = {r["id"] for r in rows[int(0.6 * len(rows)):]}
+    if options.corpus == "debian-changelogs":
+        counted = Counter(r["label"] for r in rows)
+        labels = {i: s for i, s in labels.items() if counted[s] >= 200}
+        test_ids = {r["id"] for r in rows if hashlib.sha256(r["package"].encode()).digest()[0] < 52}
+    return everything, last, reference, labels, test_ids
+
+
 def stream_arguments(corpus: str) -> argparse.ArgumentParser:
     """The stream's flags of the in-process screens (this one and :mod:`infvoc_ladder`)."""
     parser = argparse.ArgumentParser()
@@ -139,19 +159,7 @@ def main() -> None:
         base = CharNgramBase.fit(words)
     else:
         base = CharNgramBase.fit(vocab)
-    quarter = len(rows) // 4
-    size = -(-(len(rows) - quarter) // options.batches)
-    everything = document_sets(rows, stop)
-    last = document_sets(rows[quarter + (options.batches - 1) * size:], stop)
-    reference = None
-    if options.corpus in REFERENCES:
-        reference = document_sets([{"text": t} for t in REFERENCES[options.corpus]()[0]], stop)
-    labels = {r["id"]: r["label"] for r in rows if r["label"]}
-    test_ids = {r["id"] for r in rows[int(0.6 * len(rows)):]}
-    if options.corpus == "debian-changelogs":       # the bench's defaults: sections of 200 entries, package split
-        counted = Counter(r["label"] for r in rows)
-        labels = {i: s for i, s in labels.items() if counted[s] >= 200}
-        test_ids = {r["id"] for r in rows if hashlib.sha256(r["package"].encode()).digest()[0] < 52}
+    everything, last, reference, labels, test_ids = scoring_sets(rows, stop, options)
     every_doc = [(r["id"], tokens_of(r["text"], stop)) for r in rows]
     grid = [(name, value.split(",")) for name, value in (g.split("=", 1) for g in options.grid)]
     print(f"{options.corpus}: {len(rows)} entries, base vocabulary {len(vocab)}, G_0 from "
