@@ -10,7 +10,7 @@ sampler (``cmgs``, the thesis' Algorithm 5, or ``exact``), its per-document b_i 
 RUN: ``seqlda`` (alpha fixed 0.1, as bench_pdp_perplexity's ``--fixed-alpha``), ``seqlda-exact``,
 ``seqlda-fixed-b`` (b = 10 fixed), ``seqlda-exact-fixed-b``, ``seqlda.json`` (as shipped), ``seqlda.json-fixed-b``,
 ``seqlda.json-indicators`` (the table-indicator sampler instead of the spec's ``sampler``), ``stm``,
-``stm.json``, ``adatm``, ``adatm.json``. ``--warm-up N``: each run's model first trains N iterations (numba's
+``stm.json``, ``stm.json-cmgs`` (the spec under CMGS), ``adatm``, ``adatm.json``. ``--warm-up N``: each run's model first trains N iterations (numba's
 compilation out of the CPU seconds).
 Prints the perplexity, the CPU seconds of training and of scoring (``time.process_time``) and b."""
 from __future__ import annotations
@@ -35,9 +35,10 @@ def model_of(run: str, K: int, V: int):
     if run == "adatm":
         model = AdaTM(K, V)
         return model, model.initial_hyper()
-    if run in ("stm.json", "adatm.json"):
+    if run in ("stm.json", "adatm.json", "stm.json-cmgs"):
         model = PdpNetwork(K, V)
-        return model, model.initial_hyper(network=run[:-5])
+        return model, model.initial_hyper(network=run[:3] if run.startswith("stm") else "adatm",
+                                          sampler="cmgs" if run.endswith("cmgs") else None)
     if run == "stm":
         model = STM(K, V)
         return model, model.initial_hyper()
