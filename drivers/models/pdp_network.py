@@ -1,9 +1,9 @@
 """``pdp-network``: a topic model given as a network spec (``--network FILE`` or the name of a shipped spec in
 sample_data/networks/) on the Gibbs engine (issue 28, 3).
 
-What runs on the engine now: networks whose topic vectors are per document and/or segment, plus corpus-level
-Dirichlet roots (hdp-lda's and Wallach's AS prior's shared topic vector: its customers, the documents' tables,
-are the engine's table ``network_tc``), and whose word draw is one Dirichlet family indexed by topic (the engine's
+What runs on the engine now: networks whose topic vectors are per document and/or segment, plus Dirichlet roots
+shared by documents, corpus-level (hdp-lda's, Wallach's AS prior's) or one per value of a kept column (their
+customers, the documents' tables, are the engine's table ``network_tc``: :mod:`drivers.models.pdp_roots`), and whose word draw is one Dirichlet family indexed by topic (the engine's
 topic-word table M_kw, with the family's prior as beta): lda, stm, seqlda, adatm, hdp-lda, wallach-as; or one
 Pitman-Yor family indexed by topic over a corpus-level word root, its tables owned by partitions (pyp-lda:
 :mod:`drivers.models.pdp_words`, table ``word_tables``, state ``word_t``).
@@ -262,6 +262,7 @@ class PdpNetwork(SharedRootsModel, GibbsModel):
         """The network spec and its word side, from the hyperparameters (a reopened chain, a trained model)."""
         self._raw, self._roots = hyper.get("network", self.__dict__.get("_raw")), None
         self._word_pyp = hyper.get("word_pyp", self.__dict__.get("_word_pyp"))
+
     # ---- a Pitman-Yor word side: its own topic-word estimate and likelihood (drivers.models.pdp_words)
     def _word_values(self, hyper) -> tuple:
         side = hyper["word_pyp"]

@@ -56,7 +56,7 @@ from drivers.preparation.options import PrepareError, PrepareOptions
 from drivers.preparation.reading import absolute_path, flag_duplicates, read_input, resolve_format
 from drivers.preparation.text import stopword_list, tokenize
 from drivers.preparation.vocabulary import (PersistedFrames, build_vocabulary, count_terms, document_vectors,
-                                          frequent_terms, load_vocabulary)
+                                          frequent_terms, load_vocabulary, term_statistics)
 from drivers.preparation.writer import (corpus_summary, no_documents_message, write_corpus_json, write_documents,
                                         write_frequent_terms, write_rejects, write_stopwords, write_vocabulary)
 from drivers.preparation.writer import in_directory
@@ -175,7 +175,8 @@ def _prepare_into(spark: SparkSession, input_path: str, staging: str, fmt: str,
         if opts.vocab:
             vocab = cache.add(load_vocabulary(spark, opts.vocab, term_counts))
         else:
-            vocab = cache.add(build_vocabulary(term_counts, n_candidates, opts, cache))
+            stats = cache.add(term_statistics(term_counts))      # (term, df, cf): counted once, read twice
+            vocab = cache.add(build_vocabulary(stats, n_candidates, opts, cache))
         docs = cache.add(document_vectors(candidates, term_counts, vocab, opts.keep_columns))
 
         vocab_size = write_vocabulary(vocab, path(VOCAB))
@@ -187,7 +188,7 @@ def _prepare_into(spark: SparkSession, input_path: str, staging: str, fmt: str,
         write_stopwords(staging, stopwords)
         corpus = corpus_summary(input_path, input_rows, vocab_size, documents, rejects, fmt, opts)
         if not opts.vocab:              # the terms cut as too frequent, which no refresh adds back (issue 30)
-            corpus["frequent_terms"] = write_frequent_terms(staging, frequent_terms(term_counts, n_candidates, opts))
+            corpus["frequent_terms"] = write_frequent_terms(staging, frequent_terms(stats, n_candidates, opts))
         if opts.segments and corpus["documents"]:
             corpus["segmentation"] = segments_mod.write_segments(
                 spark, candidates.select("doc_id", "text"), vocab, path(DOCS), path(SEGMENTS), opts.segments,

@@ -44,14 +44,13 @@ def term_statistics(term_counts: DataFrame) -> DataFrame:
     return term_counts.groupBy("term").agg(F.count("*").alias("df"), F.sum("tf").alias("cf"))
 
 
-def build_vocabulary(term_counts: DataFrame, n_docs: int, opts: PrepareOptions,
-                     cache: PersistedFrames) -> DataFrame:
-    """``(term, id, df, cf)`` of the terms that pass ``min_df``/``max_df``/``max_vocab``.
+def build_vocabulary(stats: DataFrame, n_docs: int, opts: PrepareOptions, cache: PersistedFrames) -> DataFrame:
+    """``(term, id, df, cf)`` of the terms that pass ``min_df``/``max_df``/``max_vocab``, from the corpus' term
+    statistics (:func:`term_statistics`, shared with :func:`frequent_terms`).
 
     Fractions are of ``n_docs``; ids run 0..V-1 by ``cf`` descending, then term.
     """
     min_count, max_count = opts.df_bounds(n_docs)
-    stats = term_statistics(term_counts)
     kept = stats.where((F.col("df") >= min_count) & (F.col("df") <= max_count))
     rank = [F.col("cf").desc(), F.col("term").asc()]
     if opts.max_vocab is not None:
@@ -59,13 +58,13 @@ def build_vocabulary(term_counts: DataFrame, n_docs: int, opts: PrepareOptions,
     return number_rows(kept, rank, "id", cache).select("term", "id", "df", "cf")
 
 
-def frequent_terms(term_counts: DataFrame, n_docs: int, opts: PrepareOptions) -> DataFrame | None:
-    """``(term, df)`` of the terms cut for ``df > max_df`` (``frequent_terms.parquet``), df descending then term;
-    None when ``max_df`` cannot cut any term (no job runs)."""
+def frequent_terms(stats: DataFrame, n_docs: int, opts: PrepareOptions) -> DataFrame | None:
+    """``(term, df)`` of the terms cut for ``df > max_df`` (``frequent_terms.parquet``), df descending then term,
+    from the term statistics :func:`build_vocabulary` read; None when ``max_df`` cannot cut any term (no job)."""
     max_count = opts.df_bounds(n_docs)[1]
     if max_count >= n_docs:
         return None
-    return (term_statistics(term_counts).where(F.col("df") > max_count)
+    return (stats.where(F.col("df") > max_count)
             .select("term", F.col("df").cast("long")).coalesce(1).sortWithinPartitions(F.col("df").desc(), "term"))
 
 

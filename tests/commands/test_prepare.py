@@ -15,7 +15,7 @@ from drivers.preparation.corpus import prepare_corpus
 from drivers.preparation.vocabulary import PersistedFrames
 from drivers.preparation.options import PrepareError, PrepareOptions
 from drivers.preparation.text import available_languages, load_stopwords
-from drivers.preparation.vocabulary import build_vocabulary, count_terms
+from drivers.preparation.vocabulary import build_vocabulary, count_terms, term_statistics
 from inference.errors import UsageError
 from jobs.prepare import add_arguments, count_or_fraction, run
 
@@ -202,7 +202,7 @@ def test_vocabulary_pruning(spark_session, options, expected):
     tokens = spark_session.createDataFrame([(d, t.split()) for d, t in PRUNING_TEXTS.items()],
                                            "doc_id string, tokens array<string>")
     with PersistedFrames() as cache:
-        vocab = build_vocabulary(count_terms(tokens), len(PRUNING_TEXTS), PrepareOptions(**options),
+        vocab = build_vocabulary(term_statistics(count_terms(tokens)), len(PRUNING_TEXTS), PrepareOptions(**options),
                                  cache).toPandas().sort_values("id")
     assert list(vocab.term) == expected
     assert list(vocab.id) == list(range(len(expected)))

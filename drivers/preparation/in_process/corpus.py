@@ -63,7 +63,8 @@ def prepare_into(input_path: str, staging: str, fmt: str, opts: PrepareOptions, 
     if opts.vocab:
         vocab = _given_vocabulary(opts.vocab, term_counts)
     else:
-        vocab = build_vocabulary(term_counts, len(candidates), opts)
+        frequencies = _frequencies(term_counts)          # (df, cf): counted once, read twice
+        vocab = build_vocabulary(frequencies, len(candidates), opts)
     ids = {term: i for i, term in enumerate(vocab["term"])}
     path = in_directory(staging)
 
@@ -82,7 +83,7 @@ def prepare_into(input_path: str, staging: str, fmt: str, opts: PrepareOptions, 
                            sum(doc["n_oov"] for doc in kept), len(rows), rejected,
                            options_record(input_path, fmt, opts))
     if not opts.vocab:                  # the terms cut as too frequent, which no refresh adds back (issue 30)
-        corpus["frequent_terms"] = write_frequent_terms(staging, frequent_terms(term_counts, len(candidates), opts))
+        corpus["frequent_terms"] = write_frequent_terms(staging, frequent_terms(frequencies[0], len(candidates), opts))
     with_tokens = {doc["doc_id"] for doc in kept}
     texts = [row for row in candidates if row.doc_id in with_tokens]
     if opts.segments and kept:
@@ -94,9 +95,10 @@ def prepare_into(input_path: str, staging: str, fmt: str, opts: PrepareOptions, 
     return corpus
 
 
-def build_vocabulary(term_counts: list, n_docs: int, opts: PrepareOptions) -> dict:
-    """As :func:`drivers.preparation.vocabulary.build_vocabulary`: ``term``, ``df``, ``cf`` lists in id order."""
-    df, cf = _frequencies(term_counts)
+def build_vocabulary(frequencies: tuple, n_docs: int, opts: PrepareOptions) -> dict:
+    """As :func:`drivers.preparation.vocabulary.build_vocabulary`, from the terms' (df, cf) counters
+    (:func:`_frequencies`): ``term``, ``df``, ``cf`` lists in id order."""
+    df, cf = frequencies
     min_count, max_count = opts.df_bounds(n_docs)
     terms = sorted((term for term in df if min_count <= df[term] <= max_count), key=lambda t: (-cf[t], t))
     if opts.max_vocab is not None:
@@ -104,13 +106,12 @@ def build_vocabulary(term_counts: list, n_docs: int, opts: PrepareOptions) -> di
     return {"term": terms, "df": [df[t] for t in terms], "cf": [cf[t] for t in terms]}
 
 
-def frequent_terms(term_counts: list, n_docs: int, opts: PrepareOptions):
-    """As :func:`drivers.preparation.vocabulary.frequent_terms`: an Arrow table (term, df) of the terms of
-    ``df > max_df``, df descending then term; None when ``max_df`` cannot cut any term."""
+def frequent_terms(df: collections.Counter, n_docs: int, opts: PrepareOptions):
+    """As :func:`drivers.preparation.vocabulary.frequent_terms`, from the terms' document frequencies: an Arrow
+    table (term, df) of the terms of ``df > max_df``, df descending then term; None when ``max_df`` cuts none."""
     max_count = opts.df_bounds(n_docs)[1]
     if max_count >= n_docs:
         return None
-    df = _frequencies(term_counts)[0]
     terms = sorted((term for term in df if df[term] > max_count), key=lambda t: (-df[t], t))
     return frequent_terms_table(terms, [df[t] for t in terms])
 
