@@ -30,7 +30,9 @@ def network_scores(block, phi_vk: np.ndarray, settings, start) -> LeftToRightSco
             continue
         net, cnt, avals, bvals, sampled = start(doc)
         stirling = StirlingStack(avals, sampled=sampled)
-        stirling.ensure(n_tokens, n_tokens)          # a test document's cells hold at most its tokens
+        # a test document's cells hold at most its tokens, a shared vector's also the trained customers
+        stirling.ensure(n_tokens + int(cnt["mx"][0]), n_tokens + int(cnt["mx"][1]))
+        shared, own_c, own_t = cnt.get("own", (np.zeros(net.num_nodes, np.bool_), cnt["tc"], cnt["tp"]))
         RJ, RO = ratio_tables(stirling.L3)
         anc_ptr, anc = kernels.ancestor_lists(net.par_ptr, net.par_node)
         rows = phi_vk[doc.words]
@@ -42,7 +44,7 @@ def network_scores(block, phi_vk: np.ndarray, settings, start) -> LeftToRightSco
             np.ascontiguousarray(rows / scale[:, None]), net.topic_inst, anc_ptr, anc, net.kind, net.dim, net.off,
             net.alpha, net.a_of, net.b_of, net.par_ptr, net.par_node, net.par_gamma, net.gamma_sum, avals, bvals,
             RJ, RO, open_exp_table(stirling.L3), cnt["n"], cnt["tc"], cnt["tp"], cnt["Nn"], cnt["TC"], cnt["TP"],
-            np.zeros(int(net.eoff[-1]), np.int64), cnt["Se"], net.eoff)
+            np.zeros(int(net.eoff[-1]), np.int64), cnt["Se"], net.eoff, shared, own_c, own_t)
         est = DocumentEstimate.of_particles(probs, scale)
         out[d, :2] = (est.log_left_to_right, est.log_importance)
     return LeftToRightScores(out, PROTOCOL)

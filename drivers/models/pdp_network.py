@@ -25,14 +25,16 @@ import json
 
 import numpy as np
 
-from drivers.models import pdp_left_to_right, pdp_words
+from drivers.models import pdp_left_to_right, pdp_shared, pdp_words
+from drivers.models.pdp_hyper import NetworkHyper
 from drivers.models.pdp_memo import BlockMemo, CountsMemo
 from drivers.models.pdp_roots import SharedRootsModel
+from drivers.models.pdp_shared import SharedPypModel
 from drivers.models.pdp_specs import (CMGS_NOTE, INDICATORS_NOTE, NETWORK, SAMPLER, check_engine_network,
-                                      needs_histograms, read_spec_file, slice_b_names)
+                                      needs_histograms, read_spec_file)
 from inference.gibbs.model import GibbsModel
 from inference.gibbs.tables import CountTable
-from inference.pdpnet import cmgs_run, engine_stats, kernels, sweep, word_pyp
+from inference.pdpnet import cmgs_run, engine_stats, kernels, owned, sweep, word_pyp
 from inference.pdpnet.engine_stats import MAX_GLOBAL
 from inference.pdpnet.compile import CorpusLayout, compile_network
 from inference.pdpnet.sampler import StirlingStack, posterior_means, rebuild_counts
@@ -42,7 +44,7 @@ NO_DRIFT = np.zeros(0)     # network_sweep's self-check of its kept rows: off
 NO_HISTOGRAM = (np.zeros(0, np.int64), np.zeros((0, 1), np.int32))
 
 
-class PdpNetwork(SharedRootsModel, GibbsModel):
+class PdpNetwork(SharedPypModel, SharedRootsModel, NetworkHyper, GibbsModel):
     """Any network of Dirichlet / Pitman-Yor vectors (module docstring) with the table-indicator sampler or CMGS."""
 
     name = "pdp-network"
@@ -59,6 +61,8 @@ class PdpNetwork(SharedRootsModel, GibbsModel):
         self._raw, self._roots = raw, None
         self.read_columns(spec)
         self._word_pyp = pdp_words.word_side(spec)
+        pdp_shared.check(spec, global_families, self._word_pyp is not None)
+        self._has_tp = pdp_shared.has_shared_pyp(spec, global_families)
         hyper = {"network": raw, "beta": float(beta), "global_families": global_families,
                  "topic_sampler": CMGS_NOTE if spec.sampler == "cmgs" else INDICATORS_NOTE,
                  "b_values": {n: p.value for n, p in spec.params.items() if p.kind == "b"},
@@ -104,34 +108,32 @@ class PdpNetwork(SharedRootsModel, GibbsModel):
         bvals = np.array([hyper["b_values"][n] for n in net.b_names], np.float64)
         return avals, bvals
 
-    def _counts(self, net, block, state, hyper, global_tc, init=False):
-        """The kernels' counts from (z, s); a corpus-level root's t^c is ``global_tc``'s row (the sum over every
-        partition) or, without it, the trained model's plus this block's own (held-out documents, ``infer``).
+    def _counts(self, net, block, state, hyper, global_tc, init=False, global_tp=None):
+        """The kernels' counts from (z, s); a shared vector's t^c (and a shared Pitman-Yor vector's t) is
+        ``global_tc``'s row (the sum over every partition) or, without it, the trained model's plus this block's
+        own (held-out documents, ``infer``); the own go to ``cnt["own"]`` (:func:`pdp_shared.substitute`).
         ``init``: from s alone, no token counted (the initialising sweep adds every token of z itself)."""
         cnt = self._memo("counts").take(block, state)
         if init:
             cnt = rebuild_counts(net, np.zeros(0, np.int64), state["s"], word_side=False)
         elif cnt is None:
             cnt = rebuild_counts(net, state["z"].astype(np.int64), state["s"], word_side=False)
-        trained = self.__dict__.get("_trained_tc")
-        for g, j in self._shared_roots().nodes(net):
-            lo, hi = net.off[j], net.off[j + 1]
-            if global_tc is not None:
-                row = np.asarray(global_tc[g], np.int64)
-            elif trained is not None:
-                row = cnt["tc"][lo:hi] + np.asarray(trained[g], np.int64)
-            else:
-                continue
-            cnt["tc"][lo:hi] = row
-            cnt["TC"][j] = row.sum()
+        if global_tc is not None:       # the sums over every partition (a shared Pitman-Yor vector's t too)
+            pdp_shared.substitute(net, cnt, self._shared_roots().nodes(net), lambda g, own: global_tc[g],
+                                  lambda g, own: global_tp[g])
+        elif self.__dict__.get("_trained_tc") is not None:      # the trained model's plus the block's own
+            trained_tp = self.__dict__.get("_trained_tp", np.zeros_like(self._trained_tc))
+            pdp_shared.substitute(net, cnt, self._shared_roots().nodes(net),
+                                  lambda g, own: own + self._trained_tc[g], lambda g, own: own + trained_tp[g])
         return cnt
 
-    def _run(self, block, state, hyper, nwk, nk, seed, frozen_phi, init, global_tc=None, words=None):
-        """``words``: the Pitman-Yor word side's (tables, derived) (:mod:`drivers.models.pdp_words`)."""
+    def _run(self, block, state, hyper, nwk, nk, seed, frozen_phi, init, global_tc=None, words=None, global_tp=None):
+        """``words``: the Pitman-Yor word side's (tables, derived) (:mod:`drivers.models.pdp_words`); a shared
+        Pitman-Yor vector's sweep is :func:`owned.owned_sweep` (its own tables ``cnt["own"]``)."""
         net = self._compiled(block, hyper)
         z = state["z"].astype(np.int64)
         s = state["s"]
-        cnt = self._counts(net, block, state, hyper, global_tc, init)
+        cnt = self._counts(net, block, state, hyper, global_tc, init, global_tp)
         avals, bvals = self._values(net, hyper)
         if getattr(net, "ancestors", None) is None:       # once per compiled block (kept with it)
             net.ancestors = kernels.ancestor_lists(net.par_ptr, net.par_node)
@@ -148,6 +150,14 @@ class PdpNetwork(SharedRootsModel, GibbsModel):
             wargs = self._word_args(block, state, hyper, net, nwk, nk, words, cnt["mx"])
         while pos >= 0:
             stirling.ensure(cnt["mx"][0], cnt["mx"][1])
+            if "own" in cnt and not init:
+                pos = owned.owned_sweep(
+                    pos, reseed, seed, net.words, z, net.topic_inst, anc_ptr, anc, net.kind, net.dim, net.off,
+                    net.alpha, net.a_of, net.b_of, net.par_ptr, net.par_node, net.par_gamma, net.gamma_sum, avals,
+                    bvals, stirling.L3, cnt["n"], cnt["tc"], cnt["tp"], cnt["Nn"], cnt["TC"], cnt["TP"], s,
+                    cnt["Se"], net.eoff, cnt["mx"], nwk, nk, float(hyper["beta"]), phi, frozen, *cnt["own"])
+                reseed = False
+                continue
             if words is not None:
                 pos = word_pyp.pyp_word_sweep(
                     pos, reseed, seed, net.words, wargs[0], wargs[1], z, net.topic_inst, anc_ptr, anc, net.kind,
@@ -212,7 +222,7 @@ class PdpNetwork(SharedRootsModel, GibbsModel):
                   CountTable("network_tc", self._shared_roots().rows if self.__dict__.get("_raw") is not None
                              else MAX_GLOBAL, self.num_topics, "dense"),
                   CountTable("discount_counts", engine_stats.HIST_ROWS, 1, "keyed",
-                             cells_per_token=engine_stats.KEYS_PER_TOKEN))
+                             cells_per_token=engine_stats.KEYS_PER_TOKEN)) + self.shared_tables(self.num_topics)
         if self.__dict__.get("_word_pyp") is None:
             return tables
         return tables + (pdp_words.count_table(self.shared_rows, self.num_topics),)
@@ -227,8 +237,10 @@ class PdpNetwork(SharedRootsModel, GibbsModel):
             tc[r] = cnt["tc"][net.off[j]:net.off[j + 1]]
         out = {"nwk": self.shared_counts(block, state, local),
                "network_tc": (np.array([g for g, _ in rows], np.int64), tc),
-               "discount_counts": engine_stats.histogram_contribution(net, cnt) if needs_histograms(net.spec)
-               else NO_HISTOGRAM}
+               "discount_counts": engine_stats.histogram_contribution(net, cnt, pdp_shared.shared_mask(net, rows))
+               if needs_histograms(net.spec) else NO_HISTOGRAM}
+        if self.__dict__.get("_has_tp"):
+            out[pdp_shared.TABLE] = pdp_shared.own_rows(net, cnt, rows)
         if self.__dict__.get("_word_pyp") is not None:
             out[pdp_words.TABLE] = (self._local_vocab(block)[0], state["word_t"].astype(np.int32))
         return out
@@ -242,26 +254,14 @@ class PdpNetwork(SharedRootsModel, GibbsModel):
     def sweep_tables(self, block, state, hyper, tables, derived, seed) -> None:
         words = (tables[pdp_words.TABLE], derived) if hyper.get("word_pyp") is not None else None
         self._run(block, state, hyper, tables["nwk"], derived["nk"], seed, None, init=False,
-                  global_tc=tables["network_tc"], words=words)
-
-    def bind_result(self, result) -> None:
-        self._trained_tc = np.asarray(result.tables["network_tc"], np.int64)
-
-    array_files = ("network_tc",)
-
-    def saved_arrays(self) -> dict:
-        rows = self._shared_roots().rows
-        return {"network_tc": self.__dict__.get("_trained_tc", np.zeros((rows, self.num_topics), np.int64))}
-
-    def bind_arrays(self, arrays: dict, meta: dict) -> None:
-        if "network_tc" in arrays:
-            self._trained_tc = np.asarray(arrays["network_tc"], np.int64)
-        self.bind_hyper(meta.get("hyper", {}))
+                  global_tc=tables["network_tc"], words=words, global_tp=tables.get(pdp_shared.TABLE))
 
     def bind_hyper(self, hyper: dict) -> None:
         """The network spec and its word side, from the hyperparameters (a reopened chain, a trained model)."""
         self._raw, self._roots = hyper.get("network", self.__dict__.get("_raw")), None
         self._word_pyp = hyper.get("word_pyp", self.__dict__.get("_word_pyp"))
+        if self._raw is not None:
+            self._has_tp = pdp_shared.has_shared_pyp(parse_network(self._raw), hyper.get("global_families", []))
 
     # ---- a Pitman-Yor word side: its own topic-word estimate and likelihood (drivers.models.pdp_words)
     def _word_values(self, hyper) -> tuple:
@@ -277,72 +277,6 @@ class PdpNetwork(SharedRootsModel, GibbsModel):
         if hyper.get("word_pyp") is None:
             return super().loglik(tables, derived, hyper)
         return pdp_words.loglik(tables["nwk"], tables[pdp_words.TABLE], *self._word_values(hyper))
-
-    # ---- concentrations: partitions draw q_j ~ Beta(b, C_j); the driver draws b by (E20) when every discount of
-    # its vectors is a fixed 0, else slice-samples it with the sampled discounts in the global step (E21)
-    def partition_stats(self, block, state, hyper, seed) -> np.ndarray:
-        net = self._compiled(block, hyper)
-        spec = net.spec
-        names = [n for n in net.b_names if spec.params[n].sample]
-        if not names:
-            return np.zeros(0)
-        cnt = self._local_counts(net, block, state)
-        rng = np.random.default_rng(seed)
-        out = np.zeros(2 * len(names))
-        for r, name in enumerate(names):
-            js = np.flatnonzero((net.kind == 1) & (net.b_of == net.b_names.index(name)))
-            C = cnt["Nn"][js] + cnt["TC"][js]
-            live = C > 0
-            q = rng.beta(hyper["b_values"][name], C[live])
-            out[2 * r] = cnt["TP"][js][live].sum()
-            out[2 * r + 1] = -np.log(np.maximum(q, 1e-300)).sum()
-        return out
-
-    def update_hyper(self, hyper, stats, num_documents, seed) -> dict:
-        spec = parse_network(hyper["network"])
-        names = sorted(n for n, p in spec.params.items() if p.kind == "b" and p.sample)
-        if not names or len(stats) == 0:
-            return hyper
-        sliced = slice_b_names(spec, hyper["a_values"])
-        rng = np.random.default_rng(seed)
-        b_values = dict(hyper["b_values"])
-        for r, name in enumerate(names):
-            shape, rate = float(stats[2 * r]), float(stats[2 * r + 1])
-            if name not in sliced and name != (hyper.get("word_pyp") or {}).get("b") and shape > 0 and rate > 0:
-                b_values[name] = float(min(max(rng.gamma(shape, 1.0 / rate), 1e-3), 1e6))
-        return dict(hyper, b_values=b_values)
-
-    def global_step(self, tables, hyper, stats, seed) -> tuple:
-        """Slice-sample the concentrations of vectors with discounts (E21) and the sampled discounts from the
-        summed histograms (module :mod:`inference.pdpnet.engine_stats`)."""
-        spec = parse_network(hyper["network"])
-        side = hyper.get("word_pyp")
-        if side is not None:        # the word side's own steps, on the global tables
-            hyper = pdp_words.sample_hyper(side, tables["nwk"], tables[pdp_words.TABLE], hyper,
-                                           {n: p.sample for n, p in spec.params.items()},
-                                           np.random.default_rng([seed, 1]))
-        own = {side["a"], side["b"]} if side is not None else set()
-        sliced = slice_b_names(spec, hyper["a_values"]) - own
-        a_sampled = sorted(n for n, p in spec.params.items() if p.kind == "a" and p.sample and n not in own)
-        if not sliced and not a_sampled:
-            return tables, hyper, None
-        hist = tables["discount_counts"]
-        a_names = sorted(n for n, p in spec.params.items() if p.kind == "a")
-        b_names = sorted(n for n, p in spec.params.items() if p.kind == "b")
-        b_sampled = sorted(n for n in b_names if spec.params[n].sample)
-        avals = np.array([hyper["a_values"][n] for n in a_names])
-        bvals = np.array([hyper["b_values"][n] for n in b_names])
-        rng = np.random.default_rng(seed)
-        for name in sorted(sliced):
-            q = b_names.index(name)
-            bvals[q] = engine_stats.sample_concentration(float(bvals[q]), q, hist.keys, hist.counts, avals,
-                                                         float(stats[2 * b_sampled.index(name) + 1]), rng)
-        for name in a_sampled:
-            p = a_names.index(name)
-            avals[p] = engine_stats.sample_discount(float(avals[p]), hist.keys, hist.counts, p, bvals, rng)
-        hyper = dict(hyper, a_values={n: float(v) for n, v in zip(a_names, avals)},
-                     b_values={n: float(v) for n, v in zip(b_names, bvals)})
-        return tables, hyper, None
 
     # ---- evaluation
     def left_to_right(self, block, hyper, phi_vk, settings):

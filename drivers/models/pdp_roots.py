@@ -86,15 +86,16 @@ def _doc_columns(corpus_directory: str, names: list[str]) -> tuple[list[str], di
 
 
 def shared_families(spec: NetworkSpec) -> tuple[list[str], list[str]]:
-    """``(global, refused)``: the topic families shared by documents that are Dirichlet (or uniform) roots indexed
-    by the corpus or by kept columns (the engine's ``network_tc``), and the other shared ones (not on the engine)."""
+    """``(global, refused)``: the topic families shared by documents indexed by the corpus or by kept columns
+    (roots or Pitman-Yor vectors: the engine's ``network_tc``, :mod:`drivers.models.pdp_shared`), and the other
+    shared ones (not on the engine)."""
     out, refused = [], []
     for name in spec.order:
         node = spec.nodes[name]
         if node.over != "topic" or "document" in node.index or "segment" in node.index:
             continue
         shared_index = node.index and all(k == "corpus" or is_column(k) for k in node.index)
-        (out if shared_index and node.kind != "pyp" else refused).append(name)
+        (out if shared_index else refused).append(name)
     return out, refused
 
 

@@ -34,22 +34,18 @@ def read_spec_file(name_or_path: str) -> dict:
 
 def check_engine_network(spec: NetworkSpec) -> tuple[float, list[str]]:
     """Refuse (one line naming the node) what the engine cannot run yet; returns the word side's beta and the
-    topic families shared by documents (Dirichlet roots indexed by the corpus or kept columns: the engine's
-    ``network_tc`` rows, :mod:`drivers.models.pdp_roots`)."""
+    topic families shared by documents (roots or Pitman-Yor vectors indexed by the corpus or kept columns: the
+    engine's ``network_tc`` rows, :mod:`drivers.models.pdp_roots`, :mod:`drivers.models.pdp_shared`)."""
     word = spec.nodes[spec.word.node]
     side = pdp_words.word_side(spec)
     beta = word.alpha if side is None else (side["beta0"] or 0.01)
     global_families, refused = shared_families(spec)
     for name in refused:
-        node = spec.nodes[name]
-        if node.index == ("corpus",):
-            raise UsageError(f"network spec: node '{name}': a Pitman-Yor vector shared by every document is not on "
-                             "the Gibbs engine yet (a corpus-level topic vector must be a Dirichlet root)")
-        raise UsageError(f"network spec: node '{name}': indexed by {list(node.index)}: a vector shared by "
-                         "several documents, not on the Gibbs engine yet (only document/segment vectors and "
-                         "Dirichlet roots indexed by the corpus or kept columns)")
+        raise UsageError(f"network spec: node '{name}': indexed by {list(spec.nodes[name].index)}: a vector "
+                         "shared by several documents, not on the Gibbs engine yet (only document/segment vectors "
+                         "and vectors indexed by the corpus or kept columns)")
     if len(global_families) > MAX_GLOBAL:
-        raise UsageError(f"network spec: more than {MAX_GLOBAL} shared topic root families")
+        raise UsageError(f"network spec: more than {MAX_GLOBAL} shared topic families")
     if len(spec.params) > MAX_PARAMS:
         raise UsageError(f"network spec: more than {MAX_PARAMS} discount or concentration parameters")
     return beta, global_families

@@ -52,14 +52,16 @@ def decode(keys: np.ndarray):
     return rest // MAX_PARAMS, rest % MAX_PARAMS, q, x, y
 
 
-def histogram_contribution(net, cnt) -> tuple[np.ndarray, np.ndarray]:
-    """A partition's ``(keys, counts (n, 1) int32)`` of the histograms (module docstring), from its counts."""
-    pyp = np.flatnonzero(net.kind == KIND_PYP)
+def histogram_contribution(net, cnt, skip=None) -> tuple[np.ndarray, np.ndarray]:
+    """A partition's ``(keys, counts (n, 1) int32)`` of the histograms (module docstring), from its counts;
+    ``skip`` (J,) bool: vectors left out (shared Pitman-Yor vectors: the driver adds their global counts)."""
+    is_pyp = (net.kind == KIND_PYP) if skip is None else (net.kind == KIND_PYP) & ~skip
+    pyp = np.flatnonzero(is_pyp)
     if len(pyp) == 0:
         return np.zeros(0, np.int64), np.zeros((0, 1), np.int32)
     cell_node = np.repeat(np.arange(net.num_nodes), net.dim)
     c_all = cnt["n"] + cnt["tc"]
-    occupied = (net.kind[cell_node] == KIND_PYP) & (c_all > 0)
+    occupied = is_pyp[cell_node] & (c_all > 0)
     cells = np.flatnonzero(occupied)
     keys = [hist_keys(0, net.a_of[cell_node[cells]], np.zeros(len(cells), np.int64), c_all[cells],
                       cnt["tp"][cells])]

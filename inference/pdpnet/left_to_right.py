@@ -5,7 +5,9 @@ A document's topic side starts from the trained model's: its own document and se
 corpus-level Dirichlet root with the trained tables (hdp-lda's, wallach-as'). Token n of the document:
 
     1. (``resample``) one sweep of the network sampler's own exact moves over the earlier tokens m < n, in order
-       (:func:`kernels.remove_path`, :func:`sweep.topic_zplus_rows`, :func:`ratio_path.add_path_r`), given w_<n;
+       (:func:`kernels.remove_path`, :func:`sweep.topic_zplus_rows`, :func:`ratio_path.add_path_r`; at a shared
+       Pitman-Yor vector the document's own indicators move, the trained ones stay: :mod:`inference.pdpnet.owned`),
+       given w_<n;
     2. p_n = sum_k P_jt(k) f_n(k): P the predictive of a new customer at the token's topic vector jt given the
        counts (c, t, s), from the roots down (:func:`predictive_rows`):
            Dirichlet root   P_j(k) = (alpha + c_k) / (dim alpha + C),       uniform  P_j(k) = 1 / dim,
@@ -31,18 +33,20 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from inference.pdpnet.kernels import DIR, PYP, UNI, remove_path, seat_table, undo_path
-from inference.pdpnet.ratio_path import add_path_r
+from inference.pdpnet.kernels import DIR, PYP, UNI, seat_table
+from inference.pdpnet.owned import owned_add, owned_remove
 from inference.pdpnet.sweep import topic_zplus_rows
 
 
 @numba.njit(cache=True, error_model="numpy")
 def network_particles(seeds, resample, scaled, topic_inst, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of,
                       par_ptr, par_node, par_gamma, gamma_sum, avals, bvals, RJ, RO, EO, n0, tc0, tp0, Nn0, TC0,
-                      TP0, s0, Se0, eoff):
+                      TP0, s0, Se0, eoff, shared, own_c0, own_t0):
     """(R, N) p_n^(r) of a document's N tokens for every particle r (module docstring); ``scaled`` (N, K) the
     tokens' scaled word factors, ``topic_inst`` (N,) their topic vectors, ``n0 ... Se0`` the counts the document
-    starts from (copied per particle), ``RJ, RO, EO`` the ratio tables of a Stirling table covering N + 3."""
+    starts from (copied per particle), ``RJ, RO, EO`` the ratio tables of a Stirling table covering N + 3 (and
+    the trained counts). A shared Pitman-Yor vector (``shared``, :mod:`inference.pdpnet.owned`): the document's
+    own (c, t) there are ``own_c0``/``own_t0`` (cells); the trained tables are the others', frozen."""
     N, K = scaled.shape
     R = seeds.shape[0]
     J = kind.shape[0]
@@ -60,12 +64,15 @@ def network_particles(seeds, resample, scaled, topic_inst, anc_ptr, anc, kind, d
     cum = np.empty(K)
     mx = np.zeros(2, np.int64)
     z = np.zeros(N, np.int64)
+    oc = np.zeros(J, np.int64)
+    ot = np.zeros(J, np.int64)
     out = np.empty((R, N))
     rows, cols = RJ.shape[1] + 1, RJ.shape[2] + 1
     for r in range(R):
         np.random.seed(seeds[r])
         n, tc, tp, Nn, TC, TP = n0.copy(), tc0.copy(), tp0.copy(), Nn0.copy(), TC0.copy(), TP0.copy()
         s, Se = s0.copy(), Se0.copy()
+        own_c, own_t = own_c0.copy(), own_t0.copy()
         for i in range(N):
             if mx[0] + 3 > rows or mx[1] + 3 > cols:
                 raise ValueError("network_particles: the Stirling table must cover the document's tokens + 3")
@@ -73,11 +80,10 @@ def network_particles(seeds, resample, scaled, topic_inst, anc_ptr, anc, kind, d
                 for m in range(i):
                     jt = topic_inst[m]
                     k0 = z[m]
-                    depth, illegal = remove_path(jt, k0, True, pn, pe, kind, off, par_ptr, par_node, n, tc, tp, Nn,
-                                                 TC, TP, s, Se, eoff, mx)
+                    _, illegal = owned_remove(jt, k0, True, shared, own_c, own_t, oc, ot, anc_ptr, anc, pn, pe,
+                                              kind, off, par_ptr, par_node, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
                     if illegal:                 # the sampler's rule: a move that would leave a cell without a
-                        undo_path(depth, k0, True, pn, pe, off, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
-                        continue                # table is not made (network_sweep does the same)
+                        continue                # table is not made (network_sweep does the same; undone)
                     row = topic_zplus_rows(jt, K, Zb, slot, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of,
                                            par_ptr, par_node, par_gamma, gamma_sum, avals, bvals, RJ, RO, n, tc, tp,
                                            Nn, TC, TP, Se)
@@ -88,8 +94,9 @@ def network_particles(seeds, resample, scaled, topic_inst, anc_ptr, anc, kind, d
                     k = _draw(cum, total, K)
                     for q in range(anc_ptr[jt], anc_ptr[jt + 1]):
                         Z[anc[q]] = Zb[slot[anc[q]], k]
-                    add_path_r(jt, k, True, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node,
-                               par_gamma, gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
+                    owned_add(jt, k, True, Z, terms, shared, own_c, own_t, oc, ot, anc_ptr, anc, kind, dim, off,
+                              alpha, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum, avals, bvals, RJ, EO, n,
+                              tc, tp, Nn, TC, TP, s, Se, eoff, mx)
                     z[m] = k
             jt = topic_inst[i]
             row = predictive_rows(jt, K, Zb, slot, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr,
@@ -102,8 +109,14 @@ def network_particles(seeds, resample, scaled, topic_inst, anc_ptr, anc, kind, d
                 raise FloatingPointError("network_particles: a token's predictive is 0, NaN or inf")
             out[r, i] = total
             k = _draw(cum, total, K)
+            for q in range(anc_ptr[jt], anc_ptr[jt + 1]):     # what the seating adds at shared cells is own
+                own_c[off[anc[q]] + k] -= tc[off[anc[q]] + k]
+                own_t[off[anc[q]] + k] -= tp[off[anc[q]] + k]
             seat_new(jt, k, Zb, slot, kind, off, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum, avals, bvals,
                      n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
+            for q in range(anc_ptr[jt], anc_ptr[jt + 1]):
+                own_c[off[anc[q]] + k] += tc[off[anc[q]] + k]
+                own_t[off[anc[q]] + k] += tp[off[anc[q]] + k]
             z[i] = k
     return out
 

@@ -73,7 +73,7 @@ def spec_file(tmp_path_factory):
     return str(path)
 
 
-@pytest.mark.parametrize("which", ["hdp-lda", "sampled", "pyp-lda", "seqlda", "column"])
+@pytest.mark.parametrize("which", ["hdp-lda", "sampled", "pyp-lda", "seqlda", "column", "hdp-pyp-lda"])
 def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(spark_session, blocks, spec_file,
                                                                                 group_corpus, tmp_path, which):
     network = spec_file if which == "sampled" else which
@@ -83,7 +83,8 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
     fit = partial(_fit, corpus=group_corpus)
     run = fit(spark_session, blocks, tmp_path / "run", network)
     result, recount = run
-    for name in ("nwk", "network_tc") + (("word_tables",) if which == "pyp-lda" else ()):
+    for name in ("nwk", "network_tc") + (("word_tables",) if which == "pyp-lda" else ()) + \
+            (("network_tp",) if which == "hdp-pyp-lda" else ()):
         np.testing.assert_array_equal(result.tables[name], recount[name], err_msg=name)
     assert result.tables["discount_counts"].equals(recount["discount_counts"])
     tc = result.tables["network_tc"]
@@ -92,6 +93,12 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
         assert np.all(t <= n) and (t < n).any() and ((n > 0) & (t == 0)).sum() <= (n > 0).sum() // 20
         assert result.hyper["a_values"]["phi.a"] != 0.5 and result.hyper["b_values"]["phi.b"] != 10.0
         np.testing.assert_allclose(result.topic_word.sum(axis=1), 1.0)
+    elif which == "hdp-pyp-lda":  # base <- corpus PYP <- documents: corpus' tables (each partition's own, summed)
+        c, t = tc[1], result.tables["network_tp"][1]    # are base's customers; t <= c, t = 0 only in a race
+        assert c.sum() >= 24 and np.all(t <= c) and np.array_equal(tc[0], t) and not tc[2:].any()
+        assert t.sum() > 0 and ((c > 0) & (t == 0)).sum() <= 1 and not result.tables["network_tp"][[0, 2]].any()
+        assert result.hyper["a_values"]["corpus.a"] != 0.2 and result.hyper["b_values"]["corpus.b"] != 10.0
+        assert result.hyper["b_values"]["theta.b"] != 1.0
     elif which == "hdp-lda":      # the corpus vector's customers: every document's tables, >= 1 per document
         assert tc[0].sum() >= 24 and not tc[1:].any()
         assert result.hyper["b_values"]["theta.b"] != 1.0

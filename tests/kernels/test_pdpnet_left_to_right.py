@@ -54,7 +54,8 @@ def _particles(net, phi_kv, seeds, resample):
                              net.dim, net.off, net.alpha, net.a_of, net.b_of, net.par_ptr, net.par_node,
                              net.par_gamma, net.gamma_sum, net.a_values, net.b_values, RJ, RO,
                              open_exp_table(stirling.L3), cnt["n"], cnt["tc"], cnt["tp"], cnt["Nn"], cnt["TC"],
-                             cnt["TP"], np.zeros(int(net.eoff[-1]), np.int64), cnt["Se"], net.eoff)
+                             cnt["TP"], np.zeros(int(net.eoff[-1]), np.int64), cnt["Se"], net.eoff,
+                             np.zeros(net.num_nodes, np.bool_), cnt["tc"].copy(), cnt["tp"].copy())
 
 
 def _exact_log_p(net, phi_kv):

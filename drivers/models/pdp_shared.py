@@ -1,0 +1,160 @@
+"""Pitman-Yor (or DP) topic vectors shared by documents on the Gibbs engine (issue 28): a corpus-level or kept-column
+vector (hca's PYP document prior, the 3-level HDP: documents DP over ``corpus`` PYP over a root), its tables owned
+by partitions (the sweep: :mod:`inference.pdpnet.owned`).
+
+Tables: its customers, the tables the documents send up, are its rows of ``network_tc`` (as a Dirichlet root's);
+its own tables t_k the same rows of ``network_tp`` (each partition's own indicators, its s on the vector's parent
+edge, summed). Its tables are the customers of its parent, a root (``network_tc``'s row) or the uniform vector.
+The trained rows are saved as ``network_tp.npy`` beside ``network_tc.npy``; held-out and ``infer`` sweeps read
+them plus the block's own. The driver's hyperparameter steps read the global (c, t) of these vectors
+(:func:`driver_stats`); the partitions leave them out of their histograms and q_j.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from drivers import storage
+from inference.errors import UsageError
+from inference.gibbs.tables import CountTable
+from inference.pdpnet import engine_stats
+from inference.pdpnet.compile import KIND_PYP
+from inference.pdpnet.spec import NetworkSpec
+
+TABLE = "network_tp"
+
+
+def check(spec: NetworkSpec, families: list[str], word_pyp: bool) -> None:
+    """Refuse (one line naming the node) the shared Pitman-Yor vectors the engine cannot run yet."""
+    for name in families:
+        node = spec.nodes[name]
+        if node.kind != "pyp":
+            continue
+        if len(node.parents) != 1 or node.parents[0].if_missing is not None:
+            raise UsageError(f"network spec: node '{name}': a Pitman-Yor vector shared by documents has one parent "
+                             "on the Gibbs engine")
+        if spec.topic.node == name:
+            raise UsageError(f"network spec: node '{name}': tokens drawn from a shared Pitman-Yor vector are not on "
+                             "the Gibbs engine (draw them from a document or segment vector over it)")
+        if spec.sampler == "cmgs" or word_pyp:
+            raise UsageError(f"network spec: node '{name}': a shared Pitman-Yor vector runs with the table indicators "
+                             "and a Dirichlet word side (not \"sampler\": \"cmgs\", not a Pitman-Yor word side)")
+
+
+def has_shared_pyp(spec: NetworkSpec, families: list[str]) -> bool:
+    return any(spec.nodes[n].kind == "pyp" for n in families)
+
+
+def legal(tc, tp) -> np.ndarray:
+    """t with the cells whose last tables left in two partitions at once (c > 0, t = 0) read as t = 1 (the
+    partitions' repair before their next sweep, :func:`inference.pdpnet.owned.repair`)."""
+    c, t = np.asarray(tc, np.int64), np.asarray(tp, np.int64)
+    return np.where((c > 0) & (t == 0), 1, t)
+
+
+def substitute(net, cnt: dict, nodes: list, tc_of, tp_of) -> None:
+    """Put the global rows into the counts: every shared vector's t^c (``tc_of(row, own)``), a shared Pitman-Yor
+    vector's t and its parent edge's S (``tp_of``); the partition's own (c, t) go to ``cnt["own"]`` = (shared
+    (J,) bool, own_c, own_t) when there is a shared Pitman-Yor vector. ``mx`` covers the global cells."""
+    shared = np.zeros(net.num_nodes, np.bool_)
+    own_c, own_t = cnt["tc"].copy(), cnt["tp"].copy()
+    for g, j in nodes:
+        lo, hi = net.off[j], net.off[j + 1]
+        cnt["tc"][lo:hi] = tc_of(g, cnt["tc"][lo:hi])
+        cnt["TC"][j] = cnt["tc"][lo:hi].sum()
+        if net.kind[j] == KIND_PYP:
+            shared[j] = True
+            cnt["tp"][lo:hi] = tp_of(g, cnt["tp"][lo:hi])
+            cnt["TP"][j] = cnt["tp"][lo:hi].sum()
+            cnt["Se"][net.par_ptr[j]] = cnt["TP"][j]
+            cnt["mx"][0] = max(int(cnt["mx"][0]), int(cnt["tc"][lo:hi].max(initial=0)))
+            cnt["mx"][1] = max(int(cnt["mx"][1]), int(cnt["tp"][lo:hi].max(initial=0)))
+    if shared.any():
+        cnt["own"] = (shared, own_c, own_t)
+
+
+def shared_mask(net, nodes: list) -> np.ndarray:
+    """(J,) the shared Pitman-Yor vectors of ``net`` (left out of a partition's histograms and q_j)."""
+    out = np.zeros(net.num_nodes, np.bool_)
+    for _, j in nodes:
+        out[j] = net.kind[j] == KIND_PYP
+    return out
+
+
+def own_rows(net, cnt: dict, nodes: list) -> tuple[np.ndarray, np.ndarray]:
+    """A partition's contribution to ``network_tp``: (rows, own t of its shared Pitman-Yor vectors)."""
+    rows = [(g, j) for g, j in nodes if net.kind[j] == KIND_PYP]
+    tp = np.zeros((len(rows), net.K), np.int32)
+    for r, (_, j) in enumerate(rows):
+        tp[r] = cnt["tp"][net.off[j]:net.off[j + 1]]
+    return np.array([g for g, _ in rows], np.int64), tp
+
+
+def family_rows(spec: NetworkSpec, roots) -> list:
+    """(name, a name, b name, rows) of every shared Pitman-Yor family (its rows of the tables)."""
+    out = []
+    ends = list(roots.base[1:]) + [None]
+    for g, name in enumerate(roots.families):
+        node = spec.nodes[name]
+        if node.kind == "pyp":
+            stop = ends[g] if ends[g] is not None else roots.rows      # (rows past the last family's are 0)
+            out.append((name, node.a, node.b, slice(roots.base[g], stop)))
+    return out
+
+
+def driver_stats(spec: NetworkSpec, roots, tables: dict, hyper: dict, rng: np.random.Generator):
+    """The shared Pitman-Yor vectors' part of the driver's steps, from the global rows: histogram keys and counts
+    of their occupied cells' (c, t) and their T (:mod:`inference.pdpnet.engine_stats`), and per sampled b its
+    (sum T_j, sum_j log 1/q_j) with q_j ~ Beta(b, C_j) drawn here (E19)."""
+    a_names = sorted(n for n, p in spec.params.items() if p.kind == "a")
+    b_names = sorted(n for n, p in spec.params.items() if p.kind == "b")
+    keys, b_stats = [], {}
+    for _, a, b, rows in family_rows(spec, roots):
+        c = np.asarray(tables["network_tc"][rows], np.int64)
+        t = legal(c, tables[TABLE][rows])
+        p, q = a_names.index(a), b_names.index(b)
+        occ = c > 0
+        C, T = c.sum(axis=1), t.sum(axis=1)
+        live = C > 0
+        keys.append(engine_stats.hist_keys(0, p, 0, c[occ], t[occ]))
+        keys.append(engine_stats.hist_keys(1, p, q, T[live], np.zeros(int(live.sum()), np.int64)))
+        if spec.params[b].sample and live.any():
+            qj = rng.beta(hyper["b_values"][b], C[live])
+            old = b_stats.get(b, (0.0, 0.0))
+            b_stats[b] = (old[0] + float(T[live].sum()), old[1] - float(np.log(np.maximum(qj, 1e-300)).sum()))
+    uniq, counts = np.unique(np.concatenate(keys) if keys else np.zeros(0, np.int64), return_counts=True)
+    return uniq, counts.astype(np.float64), b_stats
+
+
+class SharedPypModel:
+    """``pdp-network``'s part that keeps the shared Pitman-Yor vectors' table counts (``network_tp``) beside
+    ``network_tc``: the engine table, the trained arrays saved and read back (an older model: none)."""
+
+    @property
+    def array_files(self) -> tuple:
+        return ("network_tc", TABLE) if self.__dict__.get("_has_tp") else ("network_tc",)
+
+    def bind_directory(self, directory: str) -> None:
+        super().bind_directory(directory)
+        self._has_tp = storage.exists(storage.join(directory, f"{TABLE}.npy"))
+
+    def shared_tables(self, K: int) -> tuple:
+        return (CountTable(TABLE, self._shared_roots().rows, K, "dense"),) if self.__dict__.get("_has_tp") else ()
+
+    def bind_result(self, result) -> None:
+        self._trained_tc = np.asarray(result.tables["network_tc"], np.int64)
+        if TABLE in result.tables:
+            self._trained_tp = np.asarray(result.tables[TABLE], np.int64)
+
+    def saved_arrays(self) -> dict:
+        shape = (self._shared_roots().rows, self.num_topics)
+        out = {"network_tc": self.__dict__.get("_trained_tc", np.zeros(shape, np.int64))}
+        if self.__dict__.get("_has_tp"):
+            out[TABLE] = self.__dict__.get("_trained_tp", np.zeros(shape, np.int64))
+        return out
+
+    def bind_arrays(self, arrays: dict, meta: dict) -> None:
+        if "network_tc" in arrays:
+            self._trained_tc = np.asarray(arrays["network_tc"], np.int64)
+        if TABLE in arrays:
+            self._trained_tp = np.asarray(arrays[TABLE], np.int64)
+        self.bind_hyper(meta.get("hyper", {}))
