@@ -80,3 +80,65 @@ def test_one_partition_is_the_network_sweep_draw_for_draw(seed):
         np.testing.assert_array_equal(a[1], b[0])
         np.testing.assert_array_equal(a[2], b[1])
     assert a[2].sum() > 0
+
+
+def _engine_rounds(docs, rounds, parts=2, race=False):
+    """AD-LDA over ``parts`` partitions in process, as the engine runs it: every partition's counts are its own
+    (z, s) with the shared vectors' rows the sums of every partition's own (``network_tc``/``network_tp``);
+    returns per round the global (c, t) of the corpus vector and the partitions' own (c, t)."""
+    spec, order = parse_network(HDP_PYP), list(parse_network(HDP_PYP).order)
+    states = [_start(docs[p::parts], seed=p) for p in range(parts)]
+    nwk = sum(st[4] for st in states)
+    out = []
+    for it in range(rounds):
+        owns = []
+        for net, z, s, *_ in states:
+            cnt = rebuild_counts(net, z, s, word_side=False)
+            j = {order[f]: int(np.flatnonzero(net.family == f)[0]) for f in range(len(order)) if f < 3}
+            owns.append((cnt, j))
+        c = sum(cnt["tc"][net.off[j["corpus"]]:net.off[j["corpus"] + 1]] for (cnt, j), (net, *_) in zip(owns, states))
+        t = sum(cnt["tp"][net.off[j["corpus"]]:net.off[j["corpus"] + 1]] for (cnt, j), (net, *_) in zip(owns, states))
+        if race and it == 0:            # every partition's corpus tables of topic 0 gone at once
+            t = t.copy()
+            t[0] = 0
+            for (cnt, j), (net, z, s, *_) in zip(owns, states):
+                e = net.par_ptr[j["corpus"]]
+                s[net.eoff[e]] = 0
+                cnt.update(rebuild_counts(net, z, s, word_side=False))
+        out.append((c.copy(), t.copy(), [(cnt["tc"][net.off[j["corpus"]]:net.off[j["corpus"] + 1]].copy(),
+                                          cnt["tp"][net.off[j["corpus"]]:net.off[j["corpus"] + 1]].copy())
+                                         for (cnt, j), (net, *_) in zip(owns, states)]))
+        base_c = sum(cnt["tc"][net.off[j["base"]]:net.off[j["base"] + 1]] for (cnt, j), (net, *_) in zip(owns, states))
+        nwk_all = nwk.copy()
+        for (cnt, j), (net, z, s, _, _, _) in zip(owns, states):
+            jc, jb = j["corpus"], j["base"]
+            own_c, own_t = cnt["tc"].copy(), cnt["tp"].copy()
+            cnt["tc"][net.off[jc]:net.off[jc + 1]] = c
+            cnt["tp"][net.off[jc]:net.off[jc + 1]] = t
+            cnt["tc"][net.off[jb]:net.off[jb + 1]] = base_c
+            for x in (jc, jb):
+                cnt["TC"][x] = cnt["tc"][net.off[x]:net.off[x + 1]].sum()
+            cnt["TP"][jc] = t.sum()
+            cnt["Se"][net.par_ptr[jc]] = t.sum()
+            cnt["mx"][0], cnt["mx"][1] = max(cnt["mx"][0], c.max()), max(cnt["mx"][1], t.max())
+            mine = nwk_all.copy()
+            before = mine.copy()
+            _owned(net, z, s, cnt, mine, mine.sum(axis=0).astype(np.int64), 100 * it + len(owns), own_c, own_t)
+            nwk += mine - before
+    return out
+
+
+def test_two_partitions_own_their_indicators_and_the_global_tables_are_their_sums():
+    rounds = _engine_rounds(_corpus(5, docs=16), 6)
+    for c, t, own in rounds:
+        assert np.array_equal(c, sum(oc for oc, _ in own)) and np.array_equal(t, sum(ot for _, ot in own))
+        assert all(np.all(ot <= oc) for oc, ot in own) and np.all(t <= c)
+    assert rounds[-1][1].sum() > 0 and any((oc > ot).any() for oc, ot in rounds[-1][2])
+
+
+def test_a_race_that_took_a_cells_last_tables_is_repaired_before_the_sweep():
+    rounds = _engine_rounds(_corpus(6, docs=16), 2, race=True)
+    c0, t0, _ = rounds[0]
+    assert c0[0] > 0 and t0[0] == 0                    # the race: customers of topic 0, no table
+    c1, t1, own = rounds[1]
+    assert t1[0] >= 1 and all(ot[0] >= 1 for oc, ot in own if oc[0] > 0) and np.all(t1 <= c1)
