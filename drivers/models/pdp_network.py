@@ -9,8 +9,10 @@ Pitman-Yor family indexed by topic over a corpus-level word root, its tables own
 :mod:`drivers.models.pdp_words`, table ``word_tables``, state ``word_t``).
 Concentrations: partitions draw q_j ~ Beta(b, C_j); when every discount of b's vectors is a fixed 0 the driver
 draws b from Gamma (E20), otherwise b and every sampled discount are slice-sampled on the driver from the summed
-(c, t) and T_j histograms (table ``discount_counts``, :mod:`inference.pdpnet.engine_stats`). Refused in one line:
-corpus-level Pitman-Yor topic vectors (they need table constraints across partitions; not done).
+(c, t) and T_j histograms (table ``discount_counts``, :mod:`inference.pdpnet.engine_stats`; the steps:
+:mod:`drivers.models.pdp_hyper`). Pitman-Yor topic vectors shared by documents (corpus-level or per column value)
+have their tables owned by partitions (table ``network_tp``: :mod:`drivers.models.pdp_shared`,
+:mod:`inference.pdpnet.owned`).
 
 The topic side runs the spec's ``"sampler"`` (``--sampler`` overrides): Du's table indicators (default, exactly
 invariant) or his collapsed multiplicity sampler (``cmgs``, :mod:`inference.pdpnet.cmgs`: one-parent Pitman-Yor

@@ -51,7 +51,7 @@ def test_refusals_name_the_index():
         "index": ["column:author"], "over": "topic", "dp": {"b": 1.0},
         "parents": [{"node": "top", "index": ["corpus"]}]},
         "top": {"index": ["corpus"], "over": "topic", "dirichlet": 1.0}}}
-    assert shared_families(parse_network(shared_pyp)) == (["top"], ["auth"])     # the engine refuses 'auth'
+    assert shared_families(parse_network(shared_pyp)) == (["top", "auth"], [])   # a shared DP: on the engine too
 
 
 def test_stationary_distribution_with_a_column_root_matches_enumeration():

@@ -86,7 +86,7 @@ def _engine_rounds(docs, rounds, parts=2, race=False):
     """AD-LDA over ``parts`` partitions in process, as the engine runs it: every partition's counts are its own
     (z, s) with the shared vectors' rows the sums of every partition's own (``network_tc``/``network_tp``);
     returns per round the global (c, t) of the corpus vector and the partitions' own (c, t)."""
-    spec, order = parse_network(HDP_PYP), list(parse_network(HDP_PYP).order)
+    order = list(parse_network(HDP_PYP).order)
     states = [_start(docs[p::parts], seed=p) for p in range(parts)]
     nwk = sum(st[4] for st in states)
     out = []
