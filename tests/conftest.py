@@ -181,6 +181,9 @@ HYBRID_SYNTHETIC = ("--topics", 4, "--iterations", 15, "--tol", 0, "--seed", 0, 
 #: pdp-network's seqlda.json under CMGS on the tiny segmented corpus (tests/engines/test_pdp_network_engine.py)
 PDP_SEQLDA_CMGS = ("--model", "pdp-network", "--network", "seqlda", "--sampler", "cmgs", "--topics", 3,
                    "--iterations", 6, "--burn-in", 4, "--lag", 1, "--samples", 2, "--seed", 3)
+#: pdp-network's hdp-pyp-lda.json (a corpus-level Pitman-Yor vector, its tables owned by partitions), likewise
+PDP_HDP_PYP = ("--model", "pdp-network", "--network", "hdp-pyp-lda", "--topics", 3, "--iterations", 6, "--burn-in", 4,
+               "--lag", 1, "--samples", 2, "--seed", 3)
 
 
 @pytest.fixture(scope="session")
@@ -223,7 +226,8 @@ def local1_models(tiny_corpora_of_kind, synthetic_lda, tmp_path_factory):
 
     out = tmp_path_factory.mktemp("local1")
     extra = {"hybrid": ["--corpus", synthetic_lda[0], *map(str, HYBRID_SYNTHETIC)],
-             "pdp-seqlda-cmgs": ["--corpus", tiny_corpora_of_kind[registry.SEGMENTED], *map(str, PDP_SEQLDA_CMGS)]}
+             "pdp-seqlda-cmgs": ["--corpus", tiny_corpora_of_kind[registry.SEGMENTED], *map(str, PDP_SEQLDA_CMGS)],
+             "pdp-hdp-pyp": ["--corpus", tiny_corpora_of_kind[registry.SEGMENTED], *map(str, PDP_HDP_PYP)]}
     env = dict(os.environ, SPARK_TOPICS_SPARK_LOG_LEVEL="ERROR")
     run = subprocess.run([sys.executable, os.path.join(TESTS, "train_every_model.py"), "local[1]", str(out),
                           tiny_corpora_of_kind[registry.SEGMENTED], tiny_corpora_of_kind[registry.ALIGNED],

@@ -46,7 +46,7 @@ class NetworkHyper:
         names = sorted(n for n, p in spec.params.items() if p.kind == "b" and p.sample)
         if not names or len(stats) == 0:
             return hyper
-        skip = slice_b_names(spec, hyper["a_values"]) | shared_b_names(spec, hyper["global_families"])
+        skip = slice_b_names(spec, hyper["a_values"]) | shared_b_names(spec, hyper.get("global_families", []))
         rng = np.random.default_rng(seed)
         b_values = dict(hyper["b_values"])
         for r, name in enumerate(names):

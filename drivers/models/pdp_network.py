@@ -79,7 +79,7 @@ class PdpNetwork(SharedPypModel, SharedRootsModel, NetworkHyper, GibbsModel):
         """The model object's memory of ``kind`` (nets, vocab, counts: :mod:`drivers.models.pdp_memo`)."""
         memo = self.__dict__.setdefault("_memos", {})
         if kind not in memo:
-            memo[kind] = CountsMemo() if kind == "counts" else BlockMemo()
+            memo[kind] = {"counts": CountsMemo, "owned": pdp_shared.OwnedTables}.get(kind, BlockMemo)()
         return memo[kind]
 
     def __getstate__(self):
@@ -151,15 +151,16 @@ class PdpNetwork(SharedPypModel, SharedRootsModel, NetworkHyper, GibbsModel):
         if words is not None:
             wargs = self._word_args(block, state, hyper, net, nwk, nk, words, cnt["mx"])
         while pos >= 0:
-            stirling.ensure(cnt["mx"][0], cnt["mx"][1])
             if "own" in cnt and not init:
+                ratios = self._memo("owned").get(avals, [net.spec.params[n].sample for n in net.a_names], cnt["mx"])
                 pos = owned.owned_sweep(
                     pos, reseed, seed, net.words, z, net.topic_inst, anc_ptr, anc, net.kind, net.dim, net.off,
                     net.alpha, net.a_of, net.b_of, net.par_ptr, net.par_node, net.par_gamma, net.gamma_sum, avals,
-                    bvals, stirling.L3, cnt["n"], cnt["tc"], cnt["tp"], cnt["Nn"], cnt["TC"], cnt["TP"], s,
+                    bvals, *ratios, cnt["n"], cnt["tc"], cnt["tp"], cnt["Nn"], cnt["TC"], cnt["TP"], s,
                     cnt["Se"], net.eoff, cnt["mx"], nwk, nk, float(hyper["beta"]), phi, frozen, *cnt["own"])
                 reseed = False
                 continue
+            stirling.ensure(cnt["mx"][0], cnt["mx"][1])
             if words is not None:
                 pos = word_pyp.pyp_word_sweep(
                     pos, reseed, seed, net.words, wargs[0], wargs[1], z, net.topic_inst, anc_ptr, anc, net.kind,

@@ -125,6 +125,27 @@ def driver_stats(spec: NetworkSpec, roots, tables: dict, hyper: dict, rng: np.ra
     return uniq, counts.astype(np.float64), b_stats
 
 
+class OwnedTables:
+    """The Stirling stack and its ratio tables of :func:`inference.pdpnet.owned.owned_sweep`, kept while the
+    discounts stay (held-out sweeps, iterations with fixed discounts) and grown with headroom: a shared vector's
+    cells hold thousands of customers, and the tables cost more than a sweep's tokens."""
+
+    def __init__(self):
+        self.key, self.stack, self.ratios = None, None, None
+
+    def get(self, avals: np.ndarray, sampled: list, mx) -> tuple:
+        from inference.pdpnet.ratio_path import open_exp_table
+        from inference.pdpnet.sampler import StirlingStack
+        from inference.pdpnet.sweep import ratio_tables
+
+        key = (np.asarray(avals, np.float64).tobytes(), tuple(sampled))
+        if key != self.key:
+            self.key, self.stack, self.ratios = key, StirlingStack(avals, sampled=sampled), None
+        if self.stack.ensure(int(mx[0] * 1.2) + 16, int(mx[1] * 1.2) + 16) or self.ratios is None:
+            self.ratios = (*ratio_tables(self.stack.L3), open_exp_table(self.stack.L3))
+        return self.ratios
+
+
 class SharedPypModel:
     """``pdp-network``'s part that keeps the shared Pitman-Yor vectors' table counts (``network_tp``) beside
     ``network_tc``: the engine table, the trained arrays saved and read back (an older model: none)."""

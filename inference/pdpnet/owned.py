@@ -30,8 +30,8 @@ import numpy as np
 
 from inference.gibbs.common import token_kernel
 from inference.pdpnet.kernels import PYP, remove_path, undo_path
-from inference.pdpnet.ratio_path import add_path_r, eval_zplus_r, open_exp_table
-from inference.pdpnet.sweep import ratio_tables, topic_zplus_rows
+from inference.pdpnet.ratio_path import add_path_r, eval_zplus_r
+from inference.pdpnet.sweep import topic_zplus_rows
 
 
 @token_kernel
@@ -126,14 +126,15 @@ def repair(shared, own_c, own_t, oc, ot, Z, terms, anc_ptr, anc, kind, dim, off,
 
 @numba.njit(cache=True, error_model="numpy")
 def owned_sweep(start, reseed, seed, words, z, topic_inst, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr,
-                par_node, par_gamma, gamma_sum, avals, bvals, L3, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx, nwk, nk,
-                beta, frozen_phi, frozen, shared, own_c, own_t):
+                par_node, par_gamma, gamma_sum, avals, bvals, RJ, RO, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx, nwk,
+                nk, beta, frozen_phi, frozen, shared, own_c, own_t):
     """One cycle from position ``start`` of a network with shared Pitman-Yor topic vectors and the engine's word
     table (the word factor (nwk + beta)/(nk + V beta), or ``frozen_phi`` with ``frozen``): at ``start`` 0 the
     race rule, then every token (:func:`owned_remove`, Z^+ rows of :func:`topic_zplus_rows`, :func:`owned_add`),
     then the re-seating of :func:`inference.pdpnet.reseat.reseat_cells` (same cells, same order; at a shared
-    vector only a cell with own customers). Returns -1 when done or the position to resume from once the
-    Stirling table covers max c + 2 and max t + 2 (``mx``)."""
+    vector only a cell with own customers). ``RJ, RO, EO``: the ratio tables of :func:`ratio_tables` and
+    :func:`open_exp_table` (kept by the caller while the discounts stay: a shared vector's cells make them large).
+    Returns -1 when done or the position to resume from once the tables cover max c + 2 and max t + 2 (``mx``)."""
     if reseed:
         np.random.seed(seed)
     N = words.shape[0]
@@ -157,10 +158,8 @@ def owned_sweep(start, reseed, seed, words, z, topic_inst, anc_ptr, anc, kind, d
     inv = np.empty(K)
     for k in range(K):
         inv[k] = 1.0 / (nk[k] + vbeta)
-    rows = L3.shape[1]
-    cols = L3.shape[2]
-    RJ, RO = ratio_tables(L3)
-    EO = open_exp_table(L3)
+    rows = RJ.shape[1] + 1
+    cols = RJ.shape[2] + 1
     if start == 0:
         repair(shared, own_c, own_t, oc, ot, Z, terms, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr,
                par_node, par_gamma, gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)

@@ -115,24 +115,31 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
     with pytest.raises(Interrupted):
         fit(spark_session, blocks, tmp_path / "ckpt", network, stop_after=3)
     assert_same_runs(fit(spark_session, blocks, tmp_path / "ckpt", network, resume=True), run)
-    if which == "pyp-lda":      # the tables' bounds let the resident sampler run it: the same chain
+    if which in ("pyp-lda", "hdp-pyp-lda"):     # the tables' bounds let the resident sampler run it: the same chain
         assert_same_runs(fit(spark_session, blocks, tmp_path / "resident", network, sync="resident"), run)
 
 
-def test_seqlda_cmgs_is_the_same_on_local1(spark_session, tiny_corpora_of_kind, local1_models, tmp_path):
-    """seqlda.json under ``--sampler cmgs`` trained here (local[2]) and in the local[1] application
-    (conftest ``local1_models``): the same topics and document rows bit for bit."""
+@pytest.mark.parametrize("which", ["pdp-seqlda-cmgs", "pdp-hdp-pyp"])
+def test_seqlda_cmgs_is_the_same_on_local1(spark_session, tiny_corpora_of_kind, local1_models, tmp_path, which):
+    """seqlda.json under ``--sampler cmgs`` (and hdp-pyp-lda.json: a corpus-level Pitman-Yor vector, its tables
+    owned by partitions) trained here (local[2]) and in the local[1] application (conftest ``local1_models``): the
+    same topics and document rows bit for bit."""
     import pandas as pd
 
-    from conftest import PDP_SEQLDA_CMGS, train_args
+    from conftest import PDP_HDP_PYP, PDP_SEQLDA_CMGS, train_args
     from drivers import registry
     from drivers.store.model_store import load_model
     from jobs import train
 
-    train.train(spark_session, train_args(tiny_corpora_of_kind[registry.SEGMENTED], tmp_path / "m", *PDP_SEQLDA_CMGS))
-    other = local1_models / "pdp-seqlda-cmgs"
+    flags = PDP_SEQLDA_CMGS if which == "pdp-seqlda-cmgs" else PDP_HDP_PYP
+    train.train(spark_session, train_args(tiny_corpora_of_kind[registry.SEGMENTED], tmp_path / "m", *flags))
+    other = local1_models / which
     np.testing.assert_array_equal(load_model(str(other)).lambda_, load_model(str(tmp_path / "m")).lambda_)
     theta = [np.stack(pd.read_parquet(d / "doc_topics.parquet").sort_values("doc_id")["theta"])
              for d in (other, tmp_path / "m")]
     np.testing.assert_array_equal(theta[0], theta[1])
-    assert json.loads((tmp_path / "m" / "model.json").read_text())["hyper"]["network"]["sampler"] == "cmgs"
+    if which == "pdp-seqlda-cmgs":
+        assert json.loads((tmp_path / "m" / "model.json").read_text())["hyper"]["network"]["sampler"] == "cmgs"
+    else:
+        assert np.load(other / "network_tp.npy").sum() > 0
+        np.testing.assert_array_equal(np.load(other / "network_tp.npy"), np.load(tmp_path / "m" / "network_tp.npy"))

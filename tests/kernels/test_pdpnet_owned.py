@@ -10,6 +10,7 @@ import pytest
 from inference.pdpnet import kernels, sweep
 from inference.pdpnet.compile import KIND_PYP, CorpusLayout, compile_network
 from inference.pdpnet.owned import owned_sweep
+from inference.pdpnet.ratio_path import open_exp_table
 from inference.pdpnet.sampler import StirlingStack, rebuild_counts
 from inference.pdpnet.spec import parse_network
 
@@ -62,7 +63,7 @@ def _owned(net, z, s, cnt, nwk, nk, seed, own_c, own_t):
         st.ensure(cnt["mx"][0], cnt["mx"][1])
         pos = owned_sweep(pos, reseed, seed, net.words, z, net.topic_inst, anc_ptr, anc, net.kind, net.dim, net.off,
                           net.alpha, net.a_of, net.b_of, net.par_ptr, net.par_node, net.par_gamma, net.gamma_sum,
-                          net.a_values, net.b_values, st.L3, cnt["n"], cnt["tc"], cnt["tp"], cnt["Nn"], cnt["TC"],
+                          net.a_values, net.b_values, *sweep.ratio_tables(st.L3), open_exp_table(st.L3), cnt["n"], cnt["tc"], cnt["tp"], cnt["Nn"], cnt["TC"],
                           cnt["TP"], s, cnt["Se"], net.eoff, cnt["mx"], nwk, nk, 0.1, np.zeros((1, 1)), False, shared,
                           own_c, own_t)
         reseed = False
