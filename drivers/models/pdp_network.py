@@ -123,8 +123,8 @@ class PdpNetwork(SharedPypModel, SharedRootsModel, NetworkHyper, GibbsModel):
         if global_tc is not None:       # the sums over every partition (a shared Pitman-Yor vector's t too)
             pdp_shared.substitute(net, cnt, self._shared_roots().nodes(net), lambda g, own: global_tc[g],
                                   lambda g, own: global_tp[g])
-        elif self.__dict__.get("_trained_tc") is not None:      # the trained model's plus the block's own
-            trained_tp = self.__dict__.get("_trained_tp", np.zeros_like(self._trained_tc))
+        elif self.__dict__.get("_trained_tc") is not None:      # the trained model's plus the block's own (a
+            trained_tp = pdp_shared.legal(self._trained_tc, self.__dict__.get("_trained_tp", 0))   # race: t = 1)
             pdp_shared.substitute(net, cnt, self._shared_roots().nodes(net),
                                   lambda g, own: own + self._trained_tc[g], lambda g, own: own + trained_tp[g])
         return cnt
