@@ -97,3 +97,40 @@ def test_what_the_engine_cannot_run_is_refused_in_one_line(name, message, tmp_pa
     with pytest.raises(UsageError) as info:
         PdpNetwork(3, 8).initial_hyper(network=name)
     assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_shared_pitman_yor_vectors_driver_statistics_are_the_whole_networks():
+    """hdp-pyp-lda.json through the engine hooks on one partition, after 3 sweeps: the partition's histogram keys
+    (the corpus vector left out) plus the driver's (its global (c, t) and T from network_tc/network_tp) are the
+    in-process histograms of the whole network; the driver's T of corpus.b is the vector's TP."""
+    from drivers.models import pdp_shared
+    from inference.gibbs.tables import merge
+    from inference.pdpnet import engine_stats
+    from inference.pdpnet.sampler import rebuild_counts
+    from inference.pdpnet.spec import parse_network
+
+    V, K = 8, 3
+    blk = _block(seed=3, D=10)
+    m = PdpNetwork(K, V)
+    hyper = m.initial_hyper(network="hdp-pyp-lda")
+    state = m.initial_state(blk, hyper, 2)
+    local = np.unique(blk.words, return_inverse=True)
+
+    def tables():
+        return {t.name: merge(t, [m.table_counts(blk, state, local)[t.name]]) for t in m.count_tables()}
+    for it in range(3):
+        tabs = tables()
+        m.sweep_tables(blk, state, hyper, tabs, m.derive(tabs), 10 + it)
+    tabs = tables()
+    keys, counts, b_stats = pdp_shared.driver_stats(parse_network(hyper["network"]), m._shared_roots(), tabs, hyper,
+                                                    np.random.default_rng(0))
+    part = tabs["discount_counts"]
+    got = {}
+    for k, c in zip(np.concatenate([part.keys, keys]), np.concatenate([np.ravel(part.counts), counts])):
+        got[int(k)] = got.get(int(k), 0) + int(c)
+    net = m._compiled(blk, hyper)
+    cnt = rebuild_counts(net, state["z"].astype(np.int64), state["s"], word_side=False)
+    want_keys, want_counts = engine_stats.histogram_contribution(net, cnt)
+    assert got == {int(k): int(c) for k, c in zip(want_keys, want_counts[:, 0])} and len(keys) > 0
+    corpus = int(np.flatnonzero(net.family == list(net.spec.order).index("corpus"))[0])
+    assert b_stats["corpus.b"][0] == cnt["TP"][corpus] > 0
