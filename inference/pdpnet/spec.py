@@ -108,6 +108,12 @@ class NetworkSpec:
         """The kept columns the spec indexes vectors by (``column:NAME``), sorted."""
         return sorted({k[len(COLUMN):] for n in self.nodes.values() for k in n.index if is_column(k)})
 
+    @property
+    def reads_segments(self) -> bool:
+        """Whether a vector is indexed by segment (the corpus needs ``prepare --segments``; otherwise a document is
+        one segment)."""
+        return any("segment" in n.index for n in self.nodes.values())
+
 
 def _err(where: str, msg: str) -> UsageError:
     return UsageError(f"network spec: {where}: {msg}")
