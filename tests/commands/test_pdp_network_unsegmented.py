@@ -16,8 +16,8 @@ SPEC = registry.MODELS.get("pdp-network")
 
 
 @pytest.mark.parametrize("network, segments", [("lda", False), ("hdp-lda", False), ("pyp-lda", False),
-                                               ("wallach-as", False), ("stm", True), ("seqlda", True),
-                                               ("adatm", True)])
+                                               ("wallach-as", False), ("hdp-pyp-lda", False), ("stm", True),
+                                               ("seqlda", True), ("adatm", True)])
 def test_which_shipped_networks_read_segments(network, segments):
     from drivers.models.pdp_specs import read_spec_file
 
