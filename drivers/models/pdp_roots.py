@@ -8,18 +8,28 @@ engine sums them in the dense table ``network_tc``: one row per root vector, a f
 whose trained tables are zero: held-out and new documents with another value, or whose column is not read, are
 scored under that root's prior). Column values are read from the training corpus' ``docs.parquet`` (``prepare
 --keep-columns NAME``; a missing value is the empty string) and kept beside the model (``network_columns.json``).
+
+**Refresh** (issue 30, 2; as cluster-lda's authors, :mod:`drivers.models.cluster_lda.authors`): the old documents
+keep their values, a batch's documents bring theirs (the refresh carries the kept columns into the batch's corpus,
+:mod:`drivers.refresh.batch_columns`), values never seen get the next numbers (sorted among themselves): ids only
+grow. A family's rows of ``network_tc`` move to the grown layout (an old value keeps its number, its row moves only
+as the flat index and the families' bases grow; a new value's row starts at zero). A refreshed version keeps every
+document's value numbers (``network_document_columns.parquet``); a trained model's are its training corpus' read
+again.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from drivers import storage
-from drivers.corpora.files import DOCS
+from drivers.corpora.files import CORPUS_JSON, DOCS
 from inference.errors import RefusedError, UsageError
 from inference.pdpnet.engine_stats import MAX_GLOBAL
 from inference.pdpnet.spec import COLUMN, NetworkSpec, is_column, parse_network
 
 COLUMNS_FILE = "network_columns.json"
+#: every document's value numbers in a refreshed version (doc_id, one int64 column per kept column)
+DOCUMENT_COLUMNS = "network_document_columns.parquet"
 
 
 class ColumnValues:
@@ -63,8 +73,51 @@ class ColumnValues:
             by_doc[name].update((d, index.get(v, len(index))) for d, v in zip(ids, raw))
         return ColumnValues(self.values, by_doc)
 
+    def grown(self, corpus_directory: str) -> "ColumnValues":
+        """These values with a refresh batch's documents (``corpus_directory``): values never seen appended, sorted
+        among themselves (a batch without the column: the missing value ""); a revised document's replace its old
+        copy's."""
+        ids, columns = _doc_columns(corpus_directory, list(self.values))
+        values, by_doc = {}, {}
+        for name, old in self.values.items():
+            raw = columns.get(name, [""] * len(ids))
+            values[name] = old + sorted(set(raw) - set(old))
+            index = {v: i for i, v in enumerate(values[name])}
+            by_doc[name] = dict(self.by_doc.get(name, {}))
+            by_doc[name].update((d, index[v]) for d, v in zip(ids, raw))
+        return ColumnValues(values, by_doc)
+
     def save(self, directory: str) -> None:
         storage.save_json(storage.join(directory, COLUMNS_FILE), {"values": self.values})
+
+    def save_documents(self, directory: str) -> None:
+        """``network_document_columns.parquet``: every document's value numbers (a refreshed version)."""
+        import pyarrow as pa
+
+        ids = sorted(set().union(*(set(codes) for codes in self.by_doc.values())))
+        storage.write_parquet(storage.join(directory, DOCUMENT_COLUMNS), pa.table(
+            {"doc_id": pa.array(ids, pa.string()),
+             **{name: pa.array([codes[d] for d in ids], pa.int64()) for name, codes in self.by_doc.items()}}))
+
+    @classmethod
+    def kept(cls, base) -> "ColumnValues":
+        """The values of every document of ``base``'s chain: its ``network_document_columns.parquet`` or (a trained
+        model) its training corpus' columns read again under the model's values."""
+        saved = cls.load(base.directory)
+        path = storage.join(base.directory, DOCUMENT_COLUMNS)
+        if storage.exists(path):
+            table = storage.read_table(path)
+            ids = [str(d) for d in table.column("doc_id").to_pylist()]
+            return cls(saved.values, {name: dict(zip(ids, table.column(name).to_pylist())) for name in saved.values})
+        corpus = (base.meta.get("data") or {}).get("corpus")
+        if not corpus or not storage.exists(storage.join(corpus, CORPUS_JSON)):
+            raise RefusedError(f"{base.directory}: the training corpus {corpus!r} of its network (its documents' "
+                               f"column values) is not there any more: retrain on the union")
+        read = cls.read(corpus, list(saved.values))
+        if read.values != saved.values:
+            raise RefusedError(f"{corpus}: its column values are not the ones {base.directory} was trained with: "
+                               "retrain")
+        return read
 
     @classmethod
     def load(cls, directory: str) -> "ColumnValues | None":
@@ -103,7 +156,7 @@ class SharedRoots:
     vector's row ``base[g] + its key`` (the flat index of its column values)."""
 
     def __init__(self, spec: NetworkSpec, families: list[str], columns: ColumnValues | None):
-        sizes = columns.sizes() if columns is not None else {}
+        self.sizes = sizes = columns.sizes() if columns is not None else {}
         self.families = list(families)
         self.base, total = [], 0
         for name in self.families:
@@ -117,6 +170,24 @@ class SharedRoots:
                     rows *= sizes[kind[len(COLUMN):]]
             total += rows
         self.rows = max(MAX_GLOBAL, total)         # (at least MAX_GLOBAL: the saved tables of older models)
+
+    def moved_rows(self, old: "SharedRoots", spec: NetworkSpec) -> np.ndarray:
+        """The row in this layout of every row of ``old``'s (same families, columns with as many values or more:
+        an old value keeps its number, the unseen value's row stays its family's last)."""
+        old_sizes = old.sizes
+        out = []
+        for g, name in enumerate(self.families):
+            kinds = [k for k in spec.nodes[name].index if is_column(k)]
+            rows = int(np.prod([old_sizes[k[len(COLUMN):]] for k in kinds])) if kinds else 1
+            key, new = np.arange(rows, dtype=np.int64), np.zeros(rows, np.int64)
+            for kind in reversed(kinds):                  # the flat index: the last kind varies fastest
+                was, now = old_sizes[kind[len(COLUMN):]], self.sizes[kind[len(COLUMN):]]
+                code = key % was
+                key //= was
+                code = np.where(code == was - 1, now - 1, code)
+                new += code * int(np.prod([self.sizes[k[len(COLUMN):]] for k in kinds[kinds.index(kind) + 1:]]))
+            out.append(self.base[g] + new)
+        return np.concatenate(out) if out else np.zeros(0, np.int64)
 
     def nodes(self, net) -> list:
         """(row of network_tc, instance id) of every shared root vector present in ``net``."""
@@ -151,17 +222,36 @@ class SharedRootsModel:
 
     @classmethod
     def chain_refusal(cls, construction: dict) -> str | None:
-        return None                      # bind_corpus only notes the corpus (a column network refuses below)
+        return None                      # bind_corpus only notes the corpus (continued_chain reads the values)
 
     def continued_chain(self, spark, old_model, base, batch, seed: int, iteration: int):
+        """A network indexed by kept columns: every old document keeps its values, the batch's bring theirs, new
+        values get the next numbers (:meth:`ColumnValues.kept`, :meth:`ColumnValues.grown`); ``network_tc``'s
+        rows then move to the grown layout (:meth:`grown_chain`)."""
         if parse_network(self._raw).columns:
-            raise RefusedError("--model pdp-network: a network indexed by kept columns cannot continue its chain "
-                               "yet (a batch's new values would need new root rows): retrain on the union")
+            kept = ColumnValues.kept(base)
+            self._columns = kept if batch is None else kept.grown(batch.directory)
+            self._old_roots, self._roots, self._keeps_documents = old_model._shared_roots(), None, True
         return super().continued_chain(spark, old_model, base, batch, seed, iteration)
+
+    def grown_chain(self, tables: dict, hyper: dict, old_vocab_size: int) -> tuple[dict, dict]:
+        """``network_tc``'s rows moved from the old values' layout to the grown one (new rows: zero)."""
+        old = self.__dict__.pop("_old_roots", None)
+        if old is not None:
+            tc = np.asarray(tables["network_tc"])
+            rows = self._shared_roots().moved_rows(old, parse_network(self._raw))
+            if tc[len(rows):].any():
+                raise RefusedError("the chain's network_tc has counts beyond its roots' rows: retrain on the union")
+            moved = np.zeros((self._shared_roots().rows, tc.shape[1]), tc.dtype)
+            moved[rows] = tc[:len(rows)]
+            tables = dict(tables, network_tc=moved)
+        return super().grown_chain(tables, hyper, old_vocab_size)
 
     def save_files(self, directory: str, result) -> None:
         if self.__dict__.get("_columns") is not None:
             self._columns.save(directory)
+            if self.__dict__.get("_keeps_documents"):
+                self._columns.save_documents(directory)
 
     def bind_directory(self, directory: str) -> None:
         self._columns, self._roots = ColumnValues.load(directory), None

@@ -1,13 +1,12 @@
 """A network indexed by a kept column, from prepare to evaluate (issue 28, 1): ``prepare --keep-columns group``,
 ``train --model pdp-network`` with documents DP over their group's root, the group values kept beside the model,
 and evaluate (document completion and left-to-right) scoring held-out documents under their own group's root (a
-value training did not see: the unseen value's root, its prior)."""
+value training did not see: the unseen value's root, its prior). Refresh: tests/commands/test_refresh_pdp_columns.py."""
 from __future__ import annotations
 
 import json
 
 import numpy as np
-import pytest
 
 from drivers import storage
 from drivers.families.gibbs.models import open_trained
@@ -60,6 +59,3 @@ def test_a_kept_column_indexes_topic_roots_from_prepare_to_evaluate(spark_sessio
     l2r = evaluate_model(spark_session, model_dir, f"{corpus}/heldout", left_to_right=LeftToRight(particles=2))
     assert 0 < l2r["left_to_right"]["bits_per_word"] < np.log2(30)
 
-    with pytest.raises(SystemExit, match="indexed by kept columns cannot continue its chain"):   # new values
-        main(["refresh", "--model-dir", str(tmp_path / "root"), "--base", model_dir, "--input",   # would need
-              str(tmp_path / "in.jsonl")])                                                          # new rows
