@@ -23,9 +23,11 @@ import numpy as np
 
 from drivers import storage
 from drivers.corpora.files import CORPUS_JSON, DOCS
+from drivers.models.cluster_lda.authors import list_names
 from inference.errors import RefusedError, UsageError
 from inference.pdpnet.engine_stats import MAX_GLOBAL
-from inference.pdpnet.spec import COLUMN, NetworkSpec, is_column, parse_network
+from inference.pdpnet.spec import NetworkSpec, is_column, parse_network
+from inference.pdpnet.spec_graph import column_name
 
 COLUMNS_FILE = "network_columns.json"
 #: every document's value numbers in a refreshed version (doc_id, one int64 column per kept column)
@@ -33,62 +35,80 @@ DOCUMENT_COLUMNS = "network_document_columns.parquet"
 
 
 class ColumnValues:
-    """Every kept column's values (sorted strings) and the training documents' value numbers."""
+    """Every kept column's values (sorted strings) and the training documents' value numbers: an int per document,
+    or for a list column (``lists``, ``list:NAME``) a tuple of ints (its distinct values in their order; an empty
+    list is the missing value "")."""
 
-    def __init__(self, values: dict, by_doc: dict | None = None):
+    def __init__(self, values: dict, by_doc: dict | None = None, lists=()):
         self.values = {name: list(v) for name, v in values.items()}
         self.by_doc = by_doc or {name: {} for name in values}
+        self.lists = sorted(lists)
+
+    def _codes(self, name: str, raw: list, index: dict, unseen: int | None = None) -> list:
+        """The value numbers of documents' ``raw`` values of column ``name`` (``unseen``: a value not in
+        ``index``)."""
+        code = index.__getitem__ if unseen is None else (lambda v: index.get(v, unseen))
+        return [tuple(code(v) for v in r) if name in self.lists else code(r) for r in raw]
 
     @classmethod
-    def read(cls, corpus_directory: str, names: list[str]) -> "ColumnValues":
-        """The ``names`` columns of the corpus' docs.parquet (one line of error when one is missing)."""
-        ids, columns = _doc_columns(corpus_directory, names)
+    def read(cls, corpus_directory: str, names: list[str], lists=()) -> "ColumnValues":
+        """The ``names`` columns of the corpus' docs.parquet, ``lists`` among them read as lists (one line of error
+        when one is missing)."""
+        ids, columns = _doc_columns(corpus_directory, names, lists)
         if len(columns) < len(names):
             raise UsageError(f"network spec: {corpus_directory}/{DOCS} lacks a column of {names} (keep it with "
                              f"`spark-topics prepare --keep-columns {','.join(names)}`)")
-        values, by_doc = {}, {}
+        out = cls({name: sorted(set(_flat(columns[name], name in lists))) for name in names}, None, lists)
         for name in names:
-            values[name] = sorted(set(columns[name]))
-            index = {v: i for i, v in enumerate(values[name])}
-            by_doc[name] = {d: index[v] for d, v in zip(ids, columns[name])}
-        return cls(values, by_doc)
+            index = {v: i for i, v in enumerate(out.values[name])}
+            out.by_doc[name] = dict(zip(ids, out._codes(name, columns[name], index)))
+        return out
 
     def sizes(self) -> dict:
         """Per column the number of values: training's, plus one for a value it did not see."""
         return {name: len(v) + 1 for name, v in self.values.items()}
 
     def layout(self, doc_ids) -> dict:
-        """``CorpusLayout.columns`` of documents: ``{name: (codes, size)}`` (an unknown document: the last code)."""
-        sizes = self.sizes()
-        return {name: (np.array([self.by_doc[name].get(str(d), sizes[name] - 1) for d in doc_ids], np.int64),
-                       sizes[name]) for name in self.values}
+        """``CorpusLayout.columns`` of documents: ``{name: (codes, size)}``, a list column's ``(ptr, codes, size)``
+        (an unknown document: the last code, the unseen value's)."""
+        sizes, out = self.sizes(), {}
+        for name in self.values:
+            unseen = sizes[name] - 1
+            if name not in self.lists:
+                out[name] = (np.array([self.by_doc[name].get(str(d), unseen) for d in doc_ids], np.int64), sizes[name])
+                continue
+            rows = [self.by_doc[name].get(str(d), (unseen,)) for d in doc_ids]
+            ptr = np.r_[0, np.cumsum([len(r) for r in rows])].astype(np.int64)
+            out[name] = (ptr, np.array([c for r in rows for c in r], np.int64), sizes[name])
+        return out
 
     def with_documents(self, corpus_directory: str) -> "ColumnValues":
         """These values with the documents of another corpus (held-out, new): a value training did not see, or a
         corpus without the column, gets the unseen value's code."""
-        ids, columns = _doc_columns(corpus_directory, list(self.values))
+        ids, columns = _doc_columns(corpus_directory, list(self.values), self.lists)
         by_doc = {name: dict(codes) for name, codes in self.by_doc.items()}
         for name, raw in columns.items():
             index = {v: i for i, v in enumerate(self.values[name])}
-            by_doc[name].update((d, index.get(v, len(index))) for d, v in zip(ids, raw))
-        return ColumnValues(self.values, by_doc)
+            by_doc[name].update(zip(ids, self._codes(name, raw, index, len(index))))
+        return ColumnValues(self.values, by_doc, self.lists)
 
     def grown(self, corpus_directory: str) -> "ColumnValues":
         """These values with a refresh batch's documents (``corpus_directory``): values never seen appended, sorted
         among themselves (a batch without the column: the missing value ""); a revised document's replace its old
         copy's."""
-        ids, columns = _doc_columns(corpus_directory, list(self.values))
-        values, by_doc = {}, {}
+        ids, columns = _doc_columns(corpus_directory, list(self.values), self.lists)
+        out = ColumnValues(self.values, {}, self.lists)
         for name, old in self.values.items():
-            raw = columns.get(name, [""] * len(ids))
-            values[name] = old + sorted(set(raw) - set(old))
-            index = {v: i for i, v in enumerate(values[name])}
-            by_doc[name] = dict(self.by_doc.get(name, {}))
-            by_doc[name].update((d, index[v]) for d, v in zip(ids, raw))
-        return ColumnValues(values, by_doc)
+            raw = columns.get(name, [("",) if name in self.lists else ""] * len(ids))
+            out.values[name] = old + sorted(set(_flat(raw, name in self.lists)) - set(old))
+            index = {v: i for i, v in enumerate(out.values[name])}
+            out.by_doc[name] = dict(self.by_doc.get(name, {}))
+            out.by_doc[name].update(zip(ids, out._codes(name, raw, index)))
+        return out
 
     def save(self, directory: str) -> None:
-        storage.save_json(storage.join(directory, COLUMNS_FILE), {"values": self.values})
+        storage.save_json(storage.join(directory, COLUMNS_FILE),
+                          {"values": self.values, **({"lists": self.lists} if self.lists else {})})
 
     def save_documents(self, directory: str) -> None:
         """``network_document_columns.parquet``: every document's value numbers (a refreshed version)."""
@@ -97,7 +117,9 @@ class ColumnValues:
         ids = sorted(set().union(*(set(codes) for codes in self.by_doc.values())))
         storage.write_parquet(storage.join(directory, DOCUMENT_COLUMNS), pa.table(
             {"doc_id": pa.array(ids, pa.string()),
-             **{name: pa.array([codes[d] for d in ids], pa.int64()) for name, codes in self.by_doc.items()}}))
+             **{name: pa.array([list(codes[d]) if name in self.lists else codes[d] for d in ids],
+                               pa.list_(pa.int64()) if name in self.lists else pa.int64())
+                for name, codes in self.by_doc.items()}}))
 
     @classmethod
     def kept(cls, base) -> "ColumnValues":
@@ -108,12 +130,14 @@ class ColumnValues:
         if storage.exists(path):
             table = storage.read_table(path)
             ids = [str(d) for d in table.column("doc_id").to_pylist()]
-            return cls(saved.values, {name: dict(zip(ids, table.column(name).to_pylist())) for name in saved.values})
+            return cls(saved.values, {name: dict(zip(ids, (tuple(c) if name in saved.lists else c for c in
+                                                           table.column(name).to_pylist())))
+                                      for name in saved.values}, saved.lists)
         corpus = (base.meta.get("data") or {}).get("corpus")
         if not corpus or not storage.exists(storage.join(corpus, CORPUS_JSON)):
             raise RefusedError(f"{base.directory}: the training corpus {corpus!r} of its network (its documents' "
                                f"column values) is not there any more: retrain on the union")
-        read = cls.read(corpus, list(saved.values))
+        read = cls.read(corpus, list(saved.values), saved.lists)
         if read.values != saved.values:
             raise RefusedError(f"{corpus}: its column values are not the ones {base.directory} was trained with: "
                                "retrain")
@@ -122,12 +146,20 @@ class ColumnValues:
     @classmethod
     def load(cls, directory: str) -> "ColumnValues | None":
         path = storage.join(directory, COLUMNS_FILE)
-        return cls(storage.load_json(path)["values"]) if storage.exists(path) else None
+        if not storage.exists(path):
+            return None
+        saved = storage.load_json(path)
+        return cls(saved["values"], None, saved.get("lists", ()))
 
 
-def _doc_columns(corpus_directory: str, names: list[str]) -> tuple[list[str], dict]:
+def _flat(raw: list, is_list: bool) -> list:
+    return [v for r in raw for v in r] if is_list else raw
+
+
+def _doc_columns(corpus_directory: str, names: list[str], lists=()) -> tuple[list[str], dict]:
     """``(document ids, {name: values as strings (missing: "")})`` of the corpus' docs.parquet, for the ``names``
-    it has."""
+    it has; a column of ``lists``: per document a tuple of its distinct names (a list, a JSON list's text or
+    names separated by ";", as cluster-lda's authors; none: ("",))."""
     import pyarrow.dataset as ds
 
     fs, path = storage.resolve(storage.join(corpus_directory, DOCS))
@@ -135,7 +167,8 @@ def _doc_columns(corpus_directory: str, names: list[str]) -> tuple[list[str], di
     names = [n for n in names if n in dataset.schema.names]
     table = dataset.to_table(columns=["doc_id", *names])
     return ([str(d) for d in table.column("doc_id").to_pylist()],
-            {n: ["" if v is None else str(v) for v in table.column(n).to_pylist()] for n in names})
+            {n: [tuple(dict.fromkeys(list_names(v))) or ("",) if n in lists else "" if v is None else str(v)
+                 for v in table.column(n).to_pylist()] for n in names})
 
 
 def shared_families(spec: NetworkSpec) -> tuple[list[str], list[str]]:
@@ -164,10 +197,10 @@ class SharedRoots:
             rows = 1
             for kind in spec.nodes[name].index:
                 if is_column(kind):
-                    if kind[len(COLUMN):] not in sizes:
+                    if column_name(kind) not in sizes:
                         raise UsageError(f"network spec: node '{name}': the values of {kind} are not known (train "
                                          "reads them from the training corpus)")
-                    rows *= sizes[kind[len(COLUMN):]]
+                    rows *= sizes[column_name(kind)]
             total += rows
         self.rows = max(MAX_GLOBAL, total)         # (at least MAX_GLOBAL: the saved tables of older models)
 
@@ -178,14 +211,14 @@ class SharedRoots:
         out = []
         for g, name in enumerate(self.families):
             kinds = [k for k in spec.nodes[name].index if is_column(k)]
-            rows = int(np.prod([old_sizes[k[len(COLUMN):]] for k in kinds])) if kinds else 1
+            rows = int(np.prod([old_sizes[column_name(k)] for k in kinds])) if kinds else 1
             key, new = np.arange(rows, dtype=np.int64), np.zeros(rows, np.int64)
             for kind in reversed(kinds):                  # the flat index: the last kind varies fastest
-                was, now = old_sizes[kind[len(COLUMN):]], self.sizes[kind[len(COLUMN):]]
+                was, now = old_sizes[column_name(kind)], self.sizes[column_name(kind)]
                 code = key % was
                 key //= was
                 code = np.where(code == was - 1, now - 1, code)
-                new += code * int(np.prod([self.sizes[k[len(COLUMN):]] for k in kinds[kinds.index(kind) + 1:]]))
+                new += code * int(np.prod([self.sizes[column_name(k)] for k in kinds[kinds.index(kind) + 1:]]))
             out.append(self.base[g] + new)
         return np.concatenate(out) if out else np.zeros(0, np.int64)
 
@@ -208,7 +241,7 @@ class SharedRootsModel:
         if spec.columns:
             if self.__dict__.get("_corpus_dir") is None:
                 raise UsageError(f"network spec: indexed by {spec.columns}: train reads their values from the corpus")
-            self._columns = ColumnValues.read(self._corpus_dir, spec.columns)
+            self._columns = ColumnValues.read(self._corpus_dir, spec.columns, spec.lists)
         self._roots = None
 
     def _shared_roots(self) -> SharedRoots:
