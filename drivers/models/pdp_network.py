@@ -73,7 +73,7 @@ class PdpNetwork(SharedRootsModel, GibbsModel):
         """The model object's memory of ``kind`` (nets, vocab, counts: :mod:`drivers.models.pdp_memo`)."""
         memo = self.__dict__.setdefault("_memos", {})
         if kind not in memo:
-            memo[kind] = CountsMemo() if kind == "counts" else BlockMemo()
+            memo[kind] = CountsMemo() if kind in ("counts", "roots") else BlockMemo()
         return memo[kind]
 
     def __getstate__(self):
@@ -164,6 +164,7 @@ class PdpNetwork(SharedRootsModel, GibbsModel):
                 frozen, NO_DRIFT)
             reseed = False
         state["z"][:] = z
+        self.remember_root_rows(net, block, state, cnt)
         if not init and not self._shared_roots().nodes(net):
             self._memo("counts").remember(block, state, cnt)     # (an initialisation's are not a recount)
 
@@ -363,7 +364,7 @@ class PdpNetwork(SharedRootsModel, GibbsModel):
         """(S, K) posterior mean of every segment's topic vector (its tokens' draw); an empty segment: its
         document's row."""
         net = self._compiled(block, hyper)
-        cnt = self._local_counts(net, block, state)
+        cnt = self.with_root_rows(net, block, state, self._local_counts(net, block, state))
         avals, bvals = self._values(net, hyper)
         means = posterior_means(net, cnt, avals, bvals)
         K = self.num_topics

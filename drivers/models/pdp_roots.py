@@ -253,6 +253,27 @@ class SharedRootsModel:
     def bind_corpus(self, corpus, request) -> None:
         self._corpus_dir = corpus.directory
 
+    def remember_root_rows(self, net, block, state: dict, cnt: dict) -> None:
+        """The shared roots' rows a sweep of ``state`` left in ``cnt`` (the engine's sums, or the trained rows plus
+        the block's own, with the block's moves since), for :meth:`with_root_rows`."""
+        roots = self._shared_roots().nodes(net)
+        if roots:
+            self._memo("roots").remember(block, state, {j: cnt["tc"][net.off[j]:net.off[j + 1]].copy()
+                                                        for _, j in roots})
+
+    def with_root_rows(self, net, block, state: dict, cnt: dict) -> dict:
+        """``cnt`` (a block's own counts) with the shared roots' rows of the last sweep of this very state (the
+        posterior means (7.12) of a document's vectors read its roots' every customer, not only the partition's;
+        a state no sweep here left: its own counts only)."""
+        rows = self._memo("roots").recall(block, state)
+        if not rows:
+            return cnt
+        cnt = dict(cnt, tc=cnt["tc"].copy(), TC=cnt["TC"].copy())
+        for j, row in rows.items():
+            cnt["tc"][net.off[j]:net.off[j + 1]] = row
+            cnt["TC"][j] = row.sum()
+        return cnt
+
     @classmethod
     def chain_refusal(cls, construction: dict) -> str | None:
         return None                      # bind_corpus only notes the corpus (continued_chain reads the values)

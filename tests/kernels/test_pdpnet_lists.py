@@ -119,3 +119,113 @@ def test_stationary_distribution_with_author_lists_matches_enumeration(spec):
         obs[index[key]] = c
     tv, pval = _chi_square(states, obs)
     assert tv < 0.05 and pval > 1e-3, (len(states), tv, pval)
+
+
+def _author_topic_law(net, authors, alpha, beta):
+    """Rosen-Zvi et al.'s author-topic model on the tokens of ``net``: every (z, x) (x: the token's author, uniform
+    over its document's), theta_a ~ Dir(alpha), phi_k ~ Dir(beta) integrated out, summed to (z, s) with s the
+    network's table counts per (document -> author edge, topic). Returns {(z, s): probability}."""
+    import itertools
+    import math
+
+    from scipy.special import gammaln
+
+    N, K, V = len(net.words), net.K, net.V
+    doc = np.repeat(np.arange(len(authors)), np.bincount(net.topic_inst, minlength=net.num_nodes)[
+        np.unique(net.topic_inst)])
+    A = max(max(a) for a in authors) + 1
+
+    def dirmult(counts, prior):
+        return float(sum(gammaln(prior * counts.shape[1]) - gammaln(prior * counts.shape[1] + counts.sum(axis=1))
+                         + (gammaln(prior + counts) - gammaln(prior)).sum(axis=1)))
+    law = {}
+    for z in itertools.product(range(K), repeat=N):
+        for x in itertools.product(*(authors[doc[i]] for i in range(N))):
+            nak, nkw, s = np.zeros((A, K)), np.zeros((K, V)), np.zeros(int(net.eoff[-1]), np.int64)
+            for i, (k, a) in enumerate(zip(z, x)):
+                nak[a, k] += 1
+                nkw[k, net.words[i]] += 1
+                j = net.topic_inst[i]
+                e = next(e for e in range(net.par_ptr[j], net.par_ptr[j + 1]) if net.key[net.par_node[e]] == a)
+                s[net.eoff[e] + k] += 1
+            logp = dirmult(nak, alpha) + dirmult(nkw, beta) - sum(math.log(len(authors[doc[i]])) for i in range(N))
+            key = (tuple(z), tuple(int(v) for v in s))
+            law[key] = law.get(key, 0.0) + math.exp(logp)
+    return law
+
+
+@pytest.mark.parametrize("b,author_topic", [(1e6, True), (1.0, False)])
+def test_the_shipped_author_topic_network_is_the_author_topic_model_at_large_b(b, author_topic):
+    """sample_data/networks/author-topic.json (with its b = 1e6) on three documents, two by two authors: the
+    enumerated network law (E12) and Rosen-Zvi's author-topic model's law of (topics, the authors' topic counts
+    per document) differ by under 1e-4 in total variation (the tables shared within a document carry the rest,
+    O(n_d / b)); at b = 1 they differ (the document's own DP)."""
+    import json
+    from pathlib import Path
+
+    raw = json.loads((Path(__file__).resolve().parents[2] / "sample_data/networks/author-topic.json").read_text())
+    raw["nodes"]["theta"]["dp"]["b"] = b
+    authors = [[0, 1], [1], [1, 0]]
+    net = compile_network(parse_network(raw), _layout([[[0, 1]], [[1]], [[0, 1]]], 2, authors, 2), 2)
+    states = enumerate_states(net)
+    p_net = np.exp(np.array([lp for _, _, lp in states]) - max(lp for _, _, lp in states))
+    p_net /= p_net.sum()
+    law = _author_topic_law(net, authors, raw["nodes"]["author"]["dirichlet"], raw["nodes"]["phi"]["dirichlet"])
+    total = sum(law.values())
+    p_at = np.array([law.get((z, s), 0.0) / total for z, s, _ in states])
+    assert set(law) <= {(z, s) for z, s, _ in states}
+    tv = 0.5 * np.abs(p_net - p_at).sum()
+    print(f"b={b}: {len(states)} states, total variation {tv:.2e}")
+    assert (tv < 1e-4) if author_topic else (tv > 0.05), tv
+
+
+def test_held_out_proportions_read_the_trained_author_roots(tmp_path):
+    """A held-out document's topic row after sweeps with the topics fixed: the posterior mean (7.12) of its vector
+    over its author's root reads the root's trained tables plus its own, not its own alone: a document by an author
+    whose 300 trained tables are all on topic 2, of one word topic 2 hardly emits, still has most of its mass there
+    (its own tables alone would give the root's prior and its one table: under 0.15)."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from drivers.models.pdp_network import PdpNetwork
+    from inference.gibbs.model import SegmentedBlock
+
+    (tmp_path / "docs.parquet").mkdir()
+    pq.write_table(pa.table({"doc_id": ["t0", "t1"], "authors": ["a; b", "b"]}), tmp_path / "docs.parquet" / "p.parquet")
+    (tmp_path / "spec.json").write_text(json.dumps(AUTHOR_DP))
+    model = PdpNetwork(3, 4)
+    model._corpus_dir = str(tmp_path)
+    hyper = model.initial_hyper(network=str(tmp_path / "spec.json"))
+    model._trained_tc = np.zeros((model._shared_roots().rows, 3), np.int64)
+    model._trained_tc[0, 1], model._trained_tc[1, 2] = 200, 300       # authors a (topic 1), b (topic 2)
+    block = SegmentedBlock.from_segments([("t0", [[0, 2]]), ("t1", [[3]])])
+    phi_vk = np.array([[0.3, 0.3, 0.4], [0.3, 0.3, 0.3], [0.2, 0.2, 0.3 - 1e-6], [0.2, 0.2, 1e-6]])   # V x K
+    nwk, nk = np.zeros((4, 3), np.int32), np.zeros(3, np.int64)
+    state = model.init_state(block, hyper, nwk, nk, 1)
+    for it in range(3):
+        model.sweep(block, state, hyper, nwk, nk, 2 + it, frozen_phi=phi_vk)
+    theta = model.doc_topic(block, state, hyper)
+    assert state["z"][2] != 2 and theta[1, 2] > 0.5 and theta[0, 1] > 0.3, theta
+
+
+def test_a_refresh_batch_grows_a_list_column_and_its_documents_are_kept(tmp_path):
+    """A refresh batch's authors (ColumnValues.grown): new names appended sorted, the old documents' codes kept,
+    a revised document's replaced; the version's network_document_columns.parquet reads back the same."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from types import SimpleNamespace
+
+    kept = ColumnValues({"authors": ["a", "b"]}, {"authors": {"d0": (0, 1), "d1": (1,)}}, ["authors"])
+    (tmp_path / "batch").mkdir()
+    pq.write_table(pa.table({"doc_id": ["d1", "n0"], "authors": ["zed; a", '["c", "b"]']}),
+                   tmp_path / "batch" / "docs.parquet")
+    grown = kept.grown(str(tmp_path / "batch"))
+    assert grown.values == {"authors": ["a", "b", "c", "zed"]} and grown.lists == ["authors"]
+    assert grown.by_doc["authors"] == {"d0": (0, 1), "d1": (3, 0), "n0": (2, 1)}
+    grown.save(str(tmp_path / "v"))
+    grown.save_documents(str(tmp_path / "v"))
+    again = ColumnValues.kept(SimpleNamespace(directory=str(tmp_path / "v"), meta={}))
+    assert (again.values, again.by_doc, again.lists) == (grown.values, grown.by_doc, grown.lists)
