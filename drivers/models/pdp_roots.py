@@ -1,6 +1,9 @@
 """A network's topic roots shared by documents, on the Gibbs engine (issue 28, 1-2): Dirichlet roots indexed by
 ``[corpus]`` (hdp-lda's, Wallach's AS prior) or by kept columns (``[column:NAME]``: one root per value of a
-document's column, e.g. its author, its section; documents DP over their value's root).
+document's column, e.g. its author, its section; documents DP over their value's root) or by list columns
+(``[list:NAME]``: one root per value, e.g. per author; a document's vector has one parent per value of its list).
+A document's posterior means read its roots' rows as the last sweep left them
+(:meth:`SharedRootsModel.with_root_rows`).
 
 Their customers are the tables the documents send up; every partition contributes its documents' s and the
 engine sums them in the dense table ``network_tc``: one row per root vector, a family's rows from its ``base``

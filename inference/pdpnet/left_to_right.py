@@ -136,7 +136,8 @@ def predictive_rows(jt, K, P, slot, anc_ptr, anc, kind, dim, off, alpha, a_of, b
             for k in range(K):
                 above = 0.0
                 for e in range(par_ptr[x], par_ptr[x + 1]):
-                    above += rho_num(par_gamma[e], Se[e], gamma_sum[x]) / rho_den(gamma_sum[x], T) * P[slot[par_node[e]], k]
+                    above += rho_num(par_gamma[e], Se[e], gamma_sum[x]) / rho_den(gamma_sum[x], T) * P[
+                        slot[par_node[e]], k]
                 P[r, k] = (n[o + k] + tc[o + k] - a * tp[o + k]) / den + lead * above
         r += 1
     return r - 1

@@ -54,8 +54,8 @@ def check_lists(nodes: dict, draws: dict, sampler: str) -> None:
             if len(grows) > 1:
                 raise _err(f"node '{node.name}'", f"a parent reference may expand one list column, it gives {grows}")
             if grows and sampler == "cmgs":
-                raise _err(f"node '{node.name}'", f"sampler 'cmgs' needs one parent per Pitman-Yor vector "
-                                                  f"('{grows[0]}' gives one per value); use \"sampler\": \"indicators\"")
+                why = f"('{grows[0]}' gives one per value); use \"sampler\": \"indicators\""
+                raise _err(f"node '{node.name}'", f"sampler 'cmgs' needs one parent per Pitman-Yor vector {why}")
         for kind in kinds:
             if ":" in kind and used.setdefault(column_name(kind), kind) != kind:
                 raise _err(f"node '{node.name}'", f"column '{column_name(kind)}' is used both as "

@@ -193,7 +193,8 @@ def test_held_out_proportions_read_the_trained_author_roots(tmp_path):
     from inference.gibbs.model import SegmentedBlock
 
     (tmp_path / "docs.parquet").mkdir()
-    pq.write_table(pa.table({"doc_id": ["t0", "t1"], "authors": ["a; b", "b"]}), tmp_path / "docs.parquet" / "p.parquet")
+    pq.write_table(pa.table({"doc_id": ["t0", "t1"], "authors": ["a; b", "b"]}),
+                   tmp_path / "docs.parquet" / "p.parquet")
     (tmp_path / "spec.json").write_text(json.dumps(AUTHOR_DP))
     model = PdpNetwork(3, 4)
     model._corpus_dir = str(tmp_path)

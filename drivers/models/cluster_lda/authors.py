@@ -76,7 +76,8 @@ class Authors:
         except (KeyError, ValueError) as exc:
             raise UsageError(f"--author-column {column}: {corpus_directory}/{DOCS} has no column {column!r} "
                              f"(keep it with `spark-topics prepare --keep-columns {column}`)") from exc
-        docs = [(str(d), list_names(v)) for d, v in zip(table.column("doc_id").to_pylist(), table.column(column).to_pylist())]
+        docs = [(str(d), list_names(v)) for d, v in zip(table.column("doc_id").to_pylist(),
+                                                        table.column(column).to_pylist())]
         names = sorted({n for _, ns in docs for n in ns})
         index = {n: i for i, n in enumerate(names)}
         return cls(names, {d: np.array([index[n] for n in ns], dtype=np.int64) for d, ns in docs})
