@@ -315,11 +315,12 @@ def compile_network(spec: NetworkSpec, layout: CorpusLayout, num_topics: int,
 def _fixed_weights(spec, family, par_ptr, par_gamma, gamma_sum) -> None:
     """A vector of a ``"weights": "uniform"`` node with n > 1 parents: gamma 1/n per edge, gamma_sum -1 (fixed rho
     = gamma, :func:`inference.pdpnet.kernels.rho`); with one parent rho = 1 either way (gamma 1)."""
-    uniform = [f for f, name in enumerate(spec.order) if spec.nodes[name].weights == "uniform"]
-    for j in np.flatnonzero(np.isin(family, uniform)):
-        e0, e1 = par_ptr[j], par_ptr[j + 1]
-        par_gamma[e0:e1] = 1.0 / (e1 - e0) if e1 - e0 > 1 else 1.0
-        gamma_sum[j] = -1.0 if e1 - e0 > 1 else 1.0
+    uniform = np.isin(family, [f for f, name in enumerate(spec.order) if spec.nodes[name].weights == "uniform"])
+    n = np.diff(par_ptr)
+    child = np.repeat(np.arange(len(n)), n)
+    on = uniform[child]
+    par_gamma[on] = 1.0 / n[child[on]]
+    gamma_sum[uniform] = np.where(n[uniform] > 1, -1.0, 1.0)
 
 
 def _parent_keys(ctx: _Context, node, own: np.ndarray, with_missing: bool = False):
