@@ -97,7 +97,7 @@ MODELS = {spec.name: spec for spec in (
               refresh_modes=GIBBS_REFRESH),
     ModelSpec("pdp-network", "gibbs", "drivers.models.pdp_network:PdpNetwork", SEGMENTED,
               "a topic model given as a network of Dirichlet/Pitman-Yor vectors (--network FILE or a shipped "
-              "spec: lda, stm, seqlda, adatm)",
+              "spec: --help lists them; segments only for a network that reads them)",
               refresh_modes=GIBBS_REFRESH),
     ModelSpec("cluster-lda", "gibbs", "drivers.models.cluster_lda.model:ClusterLDA", BAG_OF_WORDS,
               "cluster-based topic model (Wallach 5.3): documents in clusters found by a Dirichlet process",

@@ -48,6 +48,13 @@ class PdpNetwork(SharedRootsModel, GibbsModel):
     name = "pdp-network"
     options = (NETWORK, SAMPLER)
 
+    @classmethod
+    def reads_segments(cls, settings: dict) -> bool:
+        """Whether the network (``settings["network"]``: train's file or name, or model.json's spec) indexes a
+        vector by segment; an unsegmented corpus is one segment per document."""
+        raw = settings.get("network")
+        return parse_network(raw if isinstance(raw, dict) else read_spec_file(raw or NETWORK.default)).reads_segments
+
     def initial_hyper(self, network=None, sampler=None, **overrides) -> dict:
         """The spec (``network``: a file or a shipped spec's name) and its hyperparameters; ``sampler`` replaces
         the spec's ``"sampler"`` (validated with the spec)."""

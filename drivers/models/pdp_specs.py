@@ -83,7 +83,8 @@ CMGS_NOTE = ("cmgs: Du's collapsed multiplicity Gibbs sampler (thesis Alg. 2/5);
 INDICATORS_NOTE = "indicators: Du's table-indicator sampler ((3.9)/(3.18)), exactly invariant for the network's joint"
 
 #: the model's flags (``--network``, ``--sampler``)
-NETWORK = ModelOption("network", "network spec: a JSON file, or the name of a shipped one (lda, stm, seqlda, adatm)",
+NETWORK = ModelOption("network", "network spec: a JSON file, or the name of a shipped one ("
+                      + ", ".join(sorted(q.stem for q in SHIPPED.glob("*.json"))) + ")",
                       type=str, default="stm", metavar="FILE", path=True)
 SAMPLER = ModelOption("sampler", "the topic side's sampler, overriding the spec's \"sampler\": indicators (Du's table "
                       "indicators, exactly invariant) or cmgs (his collapsed multiplicity sampler: faster, not exactly "

@@ -4,37 +4,33 @@ Data: a :class:`SegmentedBlock` holds one partition's documents as ordered segme
 *global* vocabulary, one entry per token; the order of tokens inside a segment carries no meaning, the order of
 segments inside a document does for SeqLDA and AdaTM).
 
-Global state: named count tables (:mod:`inference.gibbs.tables`: each dense or keyed, summed over the
-partitions, exact integers independent of partition order) that the model declares (``count_tables``) and
-fills from a partition's state (``table_counts``), plus values the model derives from them (``derive``, e.g.
-the topic totals ``nk``). The engine derives the tables from the states, never from deltas. By default a
-model has one table, ``nwk``: the topic-word counts M_{k,w} (thesis Table 5.2) as V x K int32 (row ``w`` is
-the K counts of word w, so sampling a token reads one contiguous row; ``shared_rows`` rows, another row
-space for a tree's edges), and one derived value, ``nk`` (K, int64 totals); the default table hooks map
-onto the LDA-shaped hooks (``shared_counts``, ``topic_totals``, ``init_state``, ``sweep``, ``topic_word``,
-``word_loglik``), so a model over that one table implements only those. What the tables mean is the
-model's: its log-likelihood (``loglik``) and its topic-word estimate (``sample_topic_word``).
+Global state: named count tables (:mod:`inference.gibbs.tables`: each dense or keyed, summed over the partitions,
+exact integers independent of partition order) that the model declares (``count_tables``) and fills from a
+partition's state (``table_counts``), plus values the model derives from them (``derive``, e.g. the topic totals
+``nk``). The engine derives the tables from the states, never from deltas. By default a model has one table,
+``nwk``: the topic-word counts M_{k,w} (thesis Table 5.2) as V x K int32 (row ``w`` the K counts of word w, one
+contiguous row per token; ``shared_rows`` rows, another row space for a tree's edges), and one derived value,
+``nk`` (K, int64); the default table hooks map onto the LDA-shaped hooks (``shared_counts``, ``topic_totals``,
+``init_state``, ``sweep``, ``topic_word``, ``word_loglik``), so a model over that one table implements only
+those. What the tables mean is the model's: its log-likelihood (``loglik``), its topic-word estimate
+(``sample_topic_word``).
 
-Between two synchronisations the driver may run the model's ``global_step`` on the summed tables (e.g. a DP
-mixture's cluster step: create, relabel or remove clusters); its ``directive`` (JSON values and numpy arrays)
-goes to every partition with the next synchronisation, and ``apply_directive`` applies it to the partition's
-state before it sweeps.
+Between two synchronisations the driver may run the model's ``global_step`` on the summed tables (a DP mixture's
+cluster step); its ``directive`` (JSON values, numpy arrays) goes to every partition with the next
+synchronisation, and ``apply_directive`` applies it to the partition's state before it sweeps.
 
 Per-partition state: a ``dict[str, np.ndarray]`` owned by the model (``"z"``, int32 (N,), is required; anything
 else, e.g. segment-topic customer and table counts, is the model's business). The engine stores it as ``.npz``
 without pickle, so it must be plain numeric arrays.
 
-Sweeps (AD-LDA, Newman et al. 2009): the engine hands a partition private copies of the global tables and
-derived values (``nwk``/``nk``); the kernel updates them as it moves tokens, so a partition sees its own changes
-at once and other partitions' only at the next iteration.
+Sweeps (AD-LDA, Newman et al. 2009): a partition gets private copies of the global tables and derived values and
+updates them as it moves tokens: it sees its own changes at once, other partitions' at the next iteration.
 
-Frozen topics (held-out estimation, ``infer``): ``frozen_phi`` (V x K float64, column k = phi_k) replaces the
-count-based word factor (M_{k,w} + beta) / (M_k + V beta) by ``frozen_phi[w, k]`` and the kernel must then leave
-``nwk``/``nk`` untouched; use :func:`word_weight` in kernels.
+Frozen topics (held-out estimation, ``infer``): ``frozen_phi`` (V x K float64, column k = phi_k) replaces
+(M_{k,w} + beta) / (M_k + V beta) by ``frozen_phi[w, k]``, ``nwk``/``nk`` untouched; kernels use :func:`word_weight`.
 
-Randomness: ``seed`` is derived by the engine from (run seed, iteration, partition) with :func:`task_seed`;
-kernels seed numba's generator with it (``np.random.seed(seed)`` inside the jitted function) and draw nothing
-else, so a retried Spark task reproduces its result bit for bit.
+Randomness: ``seed`` comes from (run seed, iteration, partition) (:func:`task_seed`); kernels seed numba's generator
+with it (``np.random.seed(seed)`` in the jitted function) and draw nothing else: a retried task repeats bit for bit.
 """
 from __future__ import annotations
 
@@ -100,6 +96,12 @@ class GibbsModel(ChainContinuation):
         return self.name
 
     # ---- what the family asks (train, open, write)
+    @classmethod
+    def reads_segments(cls, settings: dict) -> bool | None:
+        """Whether the model reads segments under ``settings`` (train's flags, or model.json's ``hyper``);
+        None: as the registry says (``pdp-network``: as its network says). Asked before the corpus loads."""
+        return None
+
     def bind_corpus(self, corpus, request) -> None:
         """Training: what the model needs of the corpus beyond its size (a tree), before ``initial_hyper``."""
 
@@ -147,8 +149,7 @@ class GibbsModel(ChainContinuation):
         return hyper
 
     def local_hyper_update(self, block: SegmentedBlock, state: dict, hyper: dict, seed: int) -> None:
-        """Per-document hyperparameters that live in the state (e.g. SeqLDA's b_i), after each sweep.
-        Default: none."""
+        """Per-document hyperparameters that live in the state (e.g. SeqLDA's b_i), after each sweep. Default: none."""
 
     # ---- the partition's state and sweeps
     def prepare_block(self, block: SegmentedBlock) -> SegmentedBlock:
@@ -186,8 +187,7 @@ class GibbsModel(ChainContinuation):
         return {"nwk": self.shared_counts(block, state, local)}
 
     def derive(self, tables: dict) -> dict:
-        """Values computed from the summed tables, handed to every sweep with them (``{name: ndarray}``).
-        Default: ``{"nk": topic_totals(tables["nwk"])}``."""
+        """Values of the summed tables handed to every sweep (``{name: ndarray}``). Default: ``nk`` of ``nwk``."""
         return {"nk": self.topic_totals(tables["nwk"])}
 
     def global_step(self, tables: dict, hyper: dict, stats: np.ndarray, seed: int) -> tuple:

@@ -128,6 +128,12 @@ def _kinds(node: NodeSpec):
             yield from p.index
             p = p.if_missing
 
+    @property
+    def reads_segments(self) -> bool:
+        """Whether a vector is indexed by segment (the corpus needs ``prepare --segments``; otherwise a document is
+        one segment)."""
+        return any("segment" in n.index for n in self.nodes.values())
+
 
 def _err(where: str, msg: str) -> UsageError:
     return UsageError(f"network spec: {where}: {msg}")

@@ -22,7 +22,7 @@ def evaluate_split(spark, spec, model: GibbsModel, hyper: dict, topic_word, requ
                    e: GibbsTraining) -> dict:
     """Held-out perplexity of the test split of the training corpus (``--heldout-fraction``)."""
     test = load_segmented_corpus(spark, request.corpus, None, heldout_fraction=e.heldout_fraction, split="test",
-                                 require_segments=needs_segments(spec), ordered=needs_order(spec),
+                                 require_segments=needs_segments(spec, hyper), ordered=needs_order(spec),
                                  permute_seed=e.permute_segments,
                                  separate_languages=model.aligned_documents_per == "language")
     try:
@@ -48,7 +48,8 @@ def evaluate(spark, model_dir: str, corpus_dir: str, reference_dir: str | None =
     topic_word = saved.lambda_
     K = topic_word.shape[0]
     if spark is None:       # in this process (why_not_in_process: None)
-        test = local_corpus.load_segmented_corpus(corpus_dir, partitions, needs_segments(spec), needs_order(spec))
+        test = local_corpus.load_segmented_corpus(corpus_dir, partitions, needs_segments(spec, meta["hyper"]),
+                                                  needs_order(spec))
     else:
         test, _ = open_test_corpus(spark, spec, meta, corpus_dir, partitions)
     same_corpus = test.split == "test"
@@ -114,7 +115,7 @@ def open_test_corpus(spark, spec, meta: dict, corpus_dir: str, partitions: int |
     ordered = tokens_in_order(spec, corpus_meta, text_order)
     test = load_segmented_corpus(spark, corpus_dir, partitions, heldout_fraction=fraction if same_corpus else 0.0,
                                  split="test" if same_corpus else "all",
-                                 require_segments=needs_segments(spec), ordered=ordered,
+                                 require_segments=needs_segments(spec, meta["hyper"]), ordered=ordered,
                                  permute_seed=meta.get("permute_segments"))
     return test, fraction
 
@@ -130,7 +131,7 @@ def evaluate_left_to_right(spark, model_dir: str, corpus_dir: str, settings, par
     if spark is None:       # in this process (why_not_in_process: None): every document of a small local corpus
         corpus_meta = storage.load_json(storage.join(corpus_dir, "corpus.json"))
         test, fraction = local_corpus.load_segmented_corpus(
-            corpus_dir, partitions, needs_segments(spec), tokens_in_order(spec, corpus_meta, True)), 0.0
+            corpus_dir, partitions, needs_segments(spec, meta["hyper"]), tokens_in_order(spec, corpus_meta, True)), 0.0
     else:
         test, fraction = open_test_corpus(spark, spec, meta, corpus_dir, partitions, text_order=True)
     try:

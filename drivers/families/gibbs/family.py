@@ -168,8 +168,8 @@ class GibbsFamily(ModelFamily):
                              f"train it on one language's sub-corpus ({request.corpus}/<lang>)")
         corpus = load_segmented_corpus(spark, request.corpus, request.partitions, heldout_fraction=heldout,
                                        split="train" if heldout > 0 else "all",
-                                       require_segments=needs_segments(spec), ordered=needs_order(spec),
-                                       permute_seed=e.permute_segments,
+                                       require_segments=needs_segments(spec, request.options),
+                                       ordered=needs_order(spec), permute_seed=e.permute_segments,
                                        separate_languages=per == "language", power_of_two=True)
         try:
             return self._train(spark, spec, request, e, corpus, started)

@@ -75,9 +75,11 @@ def initial_hyper(model: GibbsModel, overrides: dict) -> dict:
     return hyper
 
 
-def needs_segments(spec) -> bool:
-    """Whether the model (its registry spec) reads segments."""
-    return spec.corpus == SEGMENTED
+def needs_segments(spec, settings: dict | None = None) -> bool:
+    """Whether the model of registry ``spec`` reads segments under ``settings`` (train's flags, or a trained
+    model's ``hyper``): its own answer (``GibbsModel.reads_segments``), else the registry's."""
+    own = spec.model_class().reads_segments(settings or {})
+    return spec.corpus == SEGMENTED if own is None else bool(own)
 
 
 def needs_order(spec) -> bool:

@@ -186,7 +186,7 @@ def refresh_chain(spark, spec, base, corpus_dir: str | None, request, output: st
     if corpus_dir is not None:
         Q = request.partitions or max(1, min(P, math.ceil(P * int(batch.meta.get("tokens") or 1)
                                                          / max(1, tokens))))
-        corpus = load_segmented_corpus(spark, corpus_dir, Q, require_segments=needs_segments(spec),
+        corpus = load_segmented_corpus(spark, corpus_dir, Q, require_segments=needs_segments(spec, hyper),
                                        ordered=needs_order(spec),
                                        separate_languages=cls.aligned_documents_per == "language")
         Q = corpus.num_partitions
