@@ -119,6 +119,12 @@ class NetworkSpec:
         """The kept columns read as lists (``list:NAME``), sorted."""
         return sorted({column_name(k) for n in self.nodes.values() for k in _kinds(n) if is_list(k)})
 
+    @property
+    def reads_segments(self) -> bool:
+        """Whether a vector is indexed by segment (the corpus needs ``prepare --segments``; otherwise a document is
+        one segment)."""
+        return any("segment" in n.index for n in self.nodes.values())
+
 
 def _kinds(node: NodeSpec):
     """The index kinds ``node`` and its parent references use."""
@@ -127,12 +133,6 @@ def _kinds(node: NodeSpec):
         while p is not None:
             yield from p.index
             p = p.if_missing
-
-    @property
-    def reads_segments(self) -> bool:
-        """Whether a vector is indexed by segment (the corpus needs ``prepare --segments``; otherwise a document is
-        one segment)."""
-        return any("segment" in n.index for n in self.nodes.values())
 
 
 def _err(where: str, msg: str) -> UsageError:
