@@ -86,7 +86,8 @@ class PdpNetwork(SharedPypModel, SharedRootsModel, NetworkHyper, GibbsModel):
         """The model object's memory of ``kind`` (nets, vocab, counts: :mod:`drivers.models.pdp_memo`)."""
         memo = self.__dict__.setdefault("_memos", {})
         if kind not in memo:
-            memo[kind] = {"counts": CountsMemo, "owned": pdp_shared.OwnedTables}.get(kind, BlockMemo)()
+            kinds = {"counts": CountsMemo, "roots": CountsMemo, "owned": pdp_shared.OwnedTables}
+            memo[kind] = kinds.get(kind, BlockMemo)()
         return memo[kind]
 
     def __getstate__(self):
@@ -184,6 +185,7 @@ class PdpNetwork(SharedPypModel, SharedRootsModel, NetworkHyper, GibbsModel):
                 frozen, NO_DRIFT)
             reseed = False
         state["z"][:] = z
+        self.remember_root_rows(net, block, state, cnt)
         if not init and not self._shared_roots().nodes(net):
             self._memo("counts").remember(block, state, cnt)     # (an initialisation's are not a recount)
 
@@ -307,7 +309,7 @@ class PdpNetwork(SharedPypModel, SharedRootsModel, NetworkHyper, GibbsModel):
         """(S, K) posterior mean of every segment's topic vector (its tokens' draw); an empty segment: its
         document's row."""
         net = self._compiled(block, hyper)
-        cnt = self._local_counts(net, block, state)
+        cnt = self.with_root_rows(net, block, state, self._local_counts(net, block, state))
         avals, bvals = self._values(net, hyper)
         means = posterior_means(net, cnt, avals, bvals)
         K = self.num_topics

@@ -1,6 +1,9 @@
 """A network's topic roots shared by documents, on the Gibbs engine (issue 28, 1-2): Dirichlet roots indexed by
 ``[corpus]`` (hdp-lda's, Wallach's AS prior) or by kept columns (``[column:NAME]``: one root per value of a
-document's column, e.g. its author, its section; documents DP over their value's root).
+document's column, e.g. its author, its section; documents DP over their value's root) or by list columns
+(``[list:NAME]``: one root per value, e.g. per author; a document's vector has one parent per value of its list).
+A document's posterior means read its roots' rows as the last sweep left them
+(:meth:`SharedRootsModel.with_root_rows`).
 
 Their customers are the tables the documents send up; every partition contributes its documents' s and the
 engine sums them in the dense table ``network_tc``: one row per root vector, a family's rows from its ``base``
@@ -8,73 +11,158 @@ engine sums them in the dense table ``network_tc``: one row per root vector, a f
 whose trained tables are zero: held-out and new documents with another value, or whose column is not read, are
 scored under that root's prior). Column values are read from the training corpus' ``docs.parquet`` (``prepare
 --keep-columns NAME``; a missing value is the empty string) and kept beside the model (``network_columns.json``).
+
+**Refresh** (issue 30, 2; as cluster-lda's authors, :mod:`drivers.models.cluster_lda.authors`): the old documents
+keep their values, a batch's documents bring theirs (the refresh carries the kept columns into the batch's corpus,
+:mod:`drivers.refresh.batch_columns`), values never seen get the next numbers (sorted among themselves): ids only
+grow. A family's rows of ``network_tc`` move to the grown layout (an old value keeps its number, its row moves only
+as the flat index and the families' bases grow; a new value's row starts at zero). A refreshed version keeps every
+document's value numbers (``network_document_columns.parquet``); a trained model's are its training corpus' read
+again.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from drivers import storage
-from drivers.corpora.files import DOCS
+from drivers.corpora.files import CORPUS_JSON, DOCS
+from drivers.models.cluster_lda.authors import list_names
 from inference.errors import RefusedError, UsageError
 from inference.pdpnet.engine_stats import MAX_GLOBAL
-from inference.pdpnet.spec import COLUMN, NetworkSpec, is_column, parse_network
+from inference.pdpnet.spec import NetworkSpec, is_column, parse_network
+from inference.pdpnet.spec_graph import column_name
 
 COLUMNS_FILE = "network_columns.json"
+#: every document's value numbers in a refreshed version (doc_id, one int64 column per kept column)
+DOCUMENT_COLUMNS = "network_document_columns.parquet"
 
 
 class ColumnValues:
-    """Every kept column's values (sorted strings) and the training documents' value numbers."""
+    """Every kept column's values (sorted strings) and the training documents' value numbers: an int per document,
+    or for a list column (``lists``, ``list:NAME``) a tuple of ints (its distinct values in their order; an empty
+    list is the missing value "")."""
 
-    def __init__(self, values: dict, by_doc: dict | None = None):
+    def __init__(self, values: dict, by_doc: dict | None = None, lists=()):
         self.values = {name: list(v) for name, v in values.items()}
         self.by_doc = by_doc or {name: {} for name in values}
+        self.lists = sorted(lists)
+
+    def _codes(self, name: str, raw: list, index: dict, unseen: int | None = None) -> list:
+        """The value numbers of documents' ``raw`` values of column ``name`` (``unseen``: a value not in
+        ``index``)."""
+        code = index.__getitem__ if unseen is None else (lambda v: index.get(v, unseen))
+        return [tuple(code(v) for v in r) if name in self.lists else code(r) for r in raw]
 
     @classmethod
-    def read(cls, corpus_directory: str, names: list[str]) -> "ColumnValues":
-        """The ``names`` columns of the corpus' docs.parquet (one line of error when one is missing)."""
-        ids, columns = _doc_columns(corpus_directory, names)
+    def read(cls, corpus_directory: str, names: list[str], lists=()) -> "ColumnValues":
+        """The ``names`` columns of the corpus' docs.parquet, ``lists`` among them read as lists (one line of error
+        when one is missing)."""
+        ids, columns = _doc_columns(corpus_directory, names, lists)
         if len(columns) < len(names):
             raise UsageError(f"network spec: {corpus_directory}/{DOCS} lacks a column of {names} (keep it with "
                              f"`spark-topics prepare --keep-columns {','.join(names)}`)")
-        values, by_doc = {}, {}
+        out = cls({name: sorted(set(_flat(columns[name], name in lists))) for name in names}, None, lists)
         for name in names:
-            values[name] = sorted(set(columns[name]))
-            index = {v: i for i, v in enumerate(values[name])}
-            by_doc[name] = {d: index[v] for d, v in zip(ids, columns[name])}
-        return cls(values, by_doc)
+            index = {v: i for i, v in enumerate(out.values[name])}
+            out.by_doc[name] = dict(zip(ids, out._codes(name, columns[name], index)))
+        return out
 
     def sizes(self) -> dict:
         """Per column the number of values: training's, plus one for a value it did not see."""
         return {name: len(v) + 1 for name, v in self.values.items()}
 
     def layout(self, doc_ids) -> dict:
-        """``CorpusLayout.columns`` of documents: ``{name: (codes, size)}`` (an unknown document: the last code)."""
-        sizes = self.sizes()
-        return {name: (np.array([self.by_doc[name].get(str(d), sizes[name] - 1) for d in doc_ids], np.int64),
-                       sizes[name]) for name in self.values}
+        """``CorpusLayout.columns`` of documents: ``{name: (codes, size)}``, a list column's ``(ptr, codes, size)``
+        (an unknown document: the last code, the unseen value's)."""
+        sizes, out = self.sizes(), {}
+        for name in self.values:
+            unseen = sizes[name] - 1
+            if name not in self.lists:
+                out[name] = (np.array([self.by_doc[name].get(str(d), unseen) for d in doc_ids], np.int64), sizes[name])
+                continue
+            rows = [self.by_doc[name].get(str(d), (unseen,)) for d in doc_ids]
+            ptr = np.r_[0, np.cumsum([len(r) for r in rows])].astype(np.int64)
+            out[name] = (ptr, np.array([c for r in rows for c in r], np.int64), sizes[name])
+        return out
 
     def with_documents(self, corpus_directory: str) -> "ColumnValues":
         """These values with the documents of another corpus (held-out, new): a value training did not see, or a
         corpus without the column, gets the unseen value's code."""
-        ids, columns = _doc_columns(corpus_directory, list(self.values))
+        ids, columns = _doc_columns(corpus_directory, list(self.values), self.lists)
         by_doc = {name: dict(codes) for name, codes in self.by_doc.items()}
         for name, raw in columns.items():
             index = {v: i for i, v in enumerate(self.values[name])}
-            by_doc[name].update((d, index.get(v, len(index))) for d, v in zip(ids, raw))
-        return ColumnValues(self.values, by_doc)
+            by_doc[name].update(zip(ids, self._codes(name, raw, index, len(index))))
+        return ColumnValues(self.values, by_doc, self.lists)
+
+    def grown(self, corpus_directory: str) -> "ColumnValues":
+        """These values with a refresh batch's documents (``corpus_directory``): values never seen appended, sorted
+        among themselves (a batch without the column: the missing value ""); a revised document's replace its old
+        copy's."""
+        ids, columns = _doc_columns(corpus_directory, list(self.values), self.lists)
+        out = ColumnValues(self.values, {}, self.lists)
+        for name, old in self.values.items():
+            raw = columns.get(name, [("",) if name in self.lists else ""] * len(ids))
+            out.values[name] = old + sorted(set(_flat(raw, name in self.lists)) - set(old))
+            index = {v: i for i, v in enumerate(out.values[name])}
+            out.by_doc[name] = dict(self.by_doc.get(name, {}))
+            out.by_doc[name].update(zip(ids, out._codes(name, raw, index)))
+        return out
 
     def save(self, directory: str) -> None:
-        storage.save_json(storage.join(directory, COLUMNS_FILE), {"values": self.values})
+        storage.save_json(storage.join(directory, COLUMNS_FILE),
+                          {"values": self.values, **({"lists": self.lists} if self.lists else {})})
+
+    def save_documents(self, directory: str) -> None:
+        """``network_document_columns.parquet``: every document's value numbers (a refreshed version)."""
+        import pyarrow as pa
+
+        ids = sorted(set().union(*(set(codes) for codes in self.by_doc.values())))
+        storage.write_parquet(storage.join(directory, DOCUMENT_COLUMNS), pa.table(
+            {"doc_id": pa.array(ids, pa.string()),
+             **{name: pa.array([list(codes[d]) if name in self.lists else codes[d] for d in ids],
+                               pa.list_(pa.int64()) if name in self.lists else pa.int64())
+                for name, codes in self.by_doc.items()}}))
+
+    @classmethod
+    def kept(cls, base) -> "ColumnValues":
+        """The values of every document of ``base``'s chain: its ``network_document_columns.parquet`` or (a trained
+        model) its training corpus' columns read again under the model's values."""
+        saved = cls.load(base.directory)
+        path = storage.join(base.directory, DOCUMENT_COLUMNS)
+        if storage.exists(path):
+            table = storage.read_table(path)
+            ids = [str(d) for d in table.column("doc_id").to_pylist()]
+            return cls(saved.values, {name: dict(zip(ids, (tuple(c) if name in saved.lists else c for c in
+                                                           table.column(name).to_pylist())))
+                                      for name in saved.values}, saved.lists)
+        corpus = (base.meta.get("data") or {}).get("corpus")
+        if not corpus or not storage.exists(storage.join(corpus, CORPUS_JSON)):
+            raise RefusedError(f"{base.directory}: the training corpus {corpus!r} of its network (its documents' "
+                               f"column values) is not there any more: retrain on the union")
+        read = cls.read(corpus, list(saved.values), saved.lists)
+        if read.values != saved.values:
+            raise RefusedError(f"{corpus}: its column values are not the ones {base.directory} was trained with: "
+                               "retrain")
+        return read
 
     @classmethod
     def load(cls, directory: str) -> "ColumnValues | None":
         path = storage.join(directory, COLUMNS_FILE)
-        return cls(storage.load_json(path)["values"]) if storage.exists(path) else None
+        if not storage.exists(path):
+            return None
+        saved = storage.load_json(path)
+        return cls(saved["values"], None, saved.get("lists", ()))
 
 
-def _doc_columns(corpus_directory: str, names: list[str]) -> tuple[list[str], dict]:
+def _flat(raw: list, is_list: bool) -> list:
+    return [v for r in raw for v in r] if is_list else raw
+
+
+def _doc_columns(corpus_directory: str, names: list[str], lists=()) -> tuple[list[str], dict]:
     """``(document ids, {name: values as strings (missing: "")})`` of the corpus' docs.parquet, for the ``names``
-    it has."""
+    it has; a column of ``lists``: per document a tuple of its distinct names (a list, a JSON list's text or
+    names separated by ";", as cluster-lda's authors; none: ("",))."""
     import pyarrow.dataset as ds
 
     fs, path = storage.resolve(storage.join(corpus_directory, DOCS))
@@ -82,7 +170,8 @@ def _doc_columns(corpus_directory: str, names: list[str]) -> tuple[list[str], di
     names = [n for n in names if n in dataset.schema.names]
     table = dataset.to_table(columns=["doc_id", *names])
     return ([str(d) for d in table.column("doc_id").to_pylist()],
-            {n: ["" if v is None else str(v) for v in table.column(n).to_pylist()] for n in names})
+            {n: [tuple(dict.fromkeys(list_names(v))) or ("",) if n in lists else "" if v is None else str(v)
+                 for v in table.column(n).to_pylist()] for n in names})
 
 
 def shared_families(spec: NetworkSpec) -> tuple[list[str], list[str]]:
@@ -104,7 +193,7 @@ class SharedRoots:
     vector's row ``base[g] + its key`` (the flat index of its column values)."""
 
     def __init__(self, spec: NetworkSpec, families: list[str], columns: ColumnValues | None):
-        sizes = columns.sizes() if columns is not None else {}
+        self.sizes = sizes = columns.sizes() if columns is not None else {}
         self.families = list(families)
         self.base, total = [], 0
         for name in self.families:
@@ -112,12 +201,30 @@ class SharedRoots:
             rows = 1
             for kind in spec.nodes[name].index:
                 if is_column(kind):
-                    if kind[len(COLUMN):] not in sizes:
+                    if column_name(kind) not in sizes:
                         raise UsageError(f"network spec: node '{name}': the values of {kind} are not known (train "
                                          "reads them from the training corpus)")
-                    rows *= sizes[kind[len(COLUMN):]]
+                    rows *= sizes[column_name(kind)]
             total += rows
         self.rows = max(MAX_GLOBAL, total)         # (at least MAX_GLOBAL: the saved tables of older models)
+
+    def moved_rows(self, old: "SharedRoots", spec: NetworkSpec) -> np.ndarray:
+        """The row in this layout of every row of ``old``'s (same families, columns with as many values or more:
+        an old value keeps its number, the unseen value's row stays its family's last)."""
+        old_sizes = old.sizes
+        out = []
+        for g, name in enumerate(self.families):
+            kinds = [k for k in spec.nodes[name].index if is_column(k)]
+            rows = int(np.prod([old_sizes[column_name(k)] for k in kinds])) if kinds else 1
+            key, new = np.arange(rows, dtype=np.int64), np.zeros(rows, np.int64)
+            for kind in reversed(kinds):                  # the flat index: the last kind varies fastest
+                was, now = old_sizes[column_name(kind)], self.sizes[column_name(kind)]
+                code = key % was
+                key //= was
+                code = np.where(code == was - 1, now - 1, code)
+                new += code * int(np.prod([self.sizes[column_name(k)] for k in kinds[kinds.index(kind) + 1:]]))
+            out.append(self.base[g] + new)
+        return np.concatenate(out) if out else np.zeros(0, np.int64)
 
     def nodes(self, net) -> list:
         """(row of network_tc, instance id) of every shared root vector present in ``net``."""
@@ -138,7 +245,7 @@ class SharedRootsModel:
         if spec.columns:
             if self.__dict__.get("_corpus_dir") is None:
                 raise UsageError(f"network spec: indexed by {spec.columns}: train reads their values from the corpus")
-            self._columns = ColumnValues.read(self._corpus_dir, spec.columns)
+            self._columns = ColumnValues.read(self._corpus_dir, spec.columns, spec.lists)
         self._roots = None
 
     def _shared_roots(self) -> SharedRoots:
@@ -150,19 +257,60 @@ class SharedRootsModel:
     def bind_corpus(self, corpus, request) -> None:
         self._corpus_dir = corpus.directory
 
+    def remember_root_rows(self, net, block, state: dict, cnt: dict) -> None:
+        """The shared roots' rows a sweep of ``state`` left in ``cnt`` (the engine's sums, or the trained rows plus
+        the block's own, with the block's moves since), for :meth:`with_root_rows`."""
+        roots = self._shared_roots().nodes(net)
+        if roots:
+            self._memo("roots").remember(block, state, {j: (cnt["tc"][net.off[j]:net.off[j + 1]].copy(),
+                                                            cnt["tp"][net.off[j]:net.off[j + 1]].copy())
+                                                        for _, j in roots})
+
+    def with_root_rows(self, net, block, state: dict, cnt: dict) -> dict:
+        """``cnt`` (a block's own counts) with the shared vectors' rows of the last sweep of this very state (the
+        posterior means (7.12) of a document's vectors read its roots' every customer, not only the partition's;
+        a state no sweep here left: its own counts only)."""
+        rows = self._memo("roots").recall(block, state)
+        if not rows:
+            return cnt
+        cnt = dict(cnt, **{key: cnt[key].copy() for key in ("tc", "TC", "tp", "TP")})
+        for j, (customers, tables) in rows.items():    # (a shared Pitman-Yor vector's tables too; a root has none)
+            cnt["tc"][net.off[j]:net.off[j + 1]], cnt["TC"][j] = customers, customers.sum()
+            cnt["tp"][net.off[j]:net.off[j + 1]], cnt["TP"][j] = tables, tables.sum()
+        return cnt
+
     @classmethod
     def chain_refusal(cls, construction: dict) -> str | None:
-        return None                      # bind_corpus only notes the corpus (a column network refuses below)
+        return None                      # bind_corpus only notes the corpus (continued_chain reads the values)
 
     def continued_chain(self, spark, old_model, base, batch, seed: int, iteration: int):
+        """A network indexed by kept columns: every old document keeps its values, the batch's bring theirs, new
+        values get the next numbers (:meth:`ColumnValues.kept`, :meth:`ColumnValues.grown`); ``network_tc``'s
+        rows then move to the grown layout (:meth:`grown_chain`)."""
         if parse_network(self._raw).columns:
-            raise RefusedError("--model pdp-network: a network indexed by kept columns cannot continue its chain "
-                               "yet (a batch's new values would need new root rows): retrain on the union")
+            kept = ColumnValues.kept(base)
+            self._columns = kept if batch is None else kept.grown(batch.directory)
+            self._old_roots, self._roots, self._keeps_documents = old_model._shared_roots(), None, True
         return super().continued_chain(spark, old_model, base, batch, seed, iteration)
+
+    def grown_chain(self, tables: dict, hyper: dict, old_vocab_size: int) -> tuple[dict, dict]:
+        """``network_tc``'s rows moved from the old values' layout to the grown one (new rows: zero)."""
+        old = self.__dict__.pop("_old_roots", None)
+        if old is not None:
+            tc = np.asarray(tables["network_tc"])
+            rows = self._shared_roots().moved_rows(old, parse_network(self._raw))
+            if tc[len(rows):].any():
+                raise RefusedError("the chain's network_tc has counts beyond its roots' rows: retrain on the union")
+            moved = np.zeros((self._shared_roots().rows, tc.shape[1]), tc.dtype)
+            moved[rows] = tc[:len(rows)]
+            tables = dict(tables, network_tc=moved)
+        return super().grown_chain(tables, hyper, old_vocab_size)
 
     def save_files(self, directory: str, result) -> None:
         if self.__dict__.get("_columns") is not None:
             self._columns.save(directory)
+            if self.__dict__.get("_keeps_documents"):
+                self._columns.save_documents(directory)
 
     def bind_directory(self, directory: str) -> None:
         self._columns, self._roots = ColumnValues.load(directory), None

@@ -5,7 +5,10 @@ ancestors), numbered parents first: families in topological order, instances of 
 parent instance always has a smaller id than its child (a previous segment precedes its segment). Per instance:
 its kind (Dirichlet root, fixed uniform, Pitman-Yor), its dimension (K topics or V words), the offset of its
 values in the flat cell arrays, its prior count (roots), its hyperparameters (indices into the parameter
-lists) and its parents (CSR, with gamma, the Dirichlet prior of the mixing weights rho, E9). Per token: the
+lists) and its parents (CSR, with gamma, the Dirichlet prior of the mixing weights rho, E9; a vector with fixed
+uniform weights over its n > 1 parents has gamma 1/n per edge and gamma_sum -1, which the kernels read as "rho = gamma",
+:func:`inference.pdpnet.kernels.rho`). A parent reference whose index holds a list column the child is not indexed
+by (``list:NAME``) gives one parent per value of the child's document. Per token: the
 instance its topic is drawn from, and for every topic k the instance its word is drawn from.
 """
 from __future__ import annotations
@@ -16,6 +19,7 @@ import numpy as np
 
 from inference.errors import UsageError
 from inference.pdpnet.spec import NetworkSpec, ParentRef, expression_kind, is_column
+from inference.pdpnet.spec_graph import is_list
 
 KIND_DIRICHLET, KIND_PYP, KIND_UNIFORM = 0, 1, 2
 _KIND_CODE = {"dirichlet": KIND_DIRICHLET, "pyp": KIND_PYP, "uniform": KIND_UNIFORM}
@@ -24,7 +28,8 @@ _KIND_CODE = {"dirichlet": KIND_DIRICHLET, "pyp": KIND_PYP, "uniform": KIND_UNIF
 @dataclass
 class CorpusLayout:
     """Documents of segments of tokens: ``doc_ptr`` (D+1) into segments, ``seg_ptr`` (S+1) into ``words``;
-    ``columns``: per kept column, ``(codes (D,) int64 in 0..size-1, size)`` (the documents' values, numbered)."""
+    ``columns``: per kept column, ``(codes (D,) int64 in 0..size-1, size)`` (the documents' values, numbered), or
+    for a list column (``list:NAME``) ``(ptr (D+1,), codes, size)``: document d's values ``codes[ptr[d]:ptr[d+1]]``."""
     doc_ptr: np.ndarray
     seg_ptr: np.ndarray
     words: np.ndarray
@@ -127,9 +132,16 @@ class _Context:
             prev[1:][same] = layout.words[:-1][same]
         self.token = {"corpus": np.zeros(N, np.int64), "document": doc_of_tok, "segment": seg_of_tok,
                       "previous_word": prev}
-        self.column = {}
-        for name, (codes, size) in layout.columns.items():
-            codes = np.asarray(codes, np.int64)
+        self.column, self.lists = {}, {}
+        for name, col in layout.columns.items():
+            if len(col) == 3:                                    # a list column: CSR per document
+                ptr, codes, size = np.asarray(col[0], np.int64), np.asarray(col[1], np.int64), int(col[2])
+                if ptr.shape != (D + 1,) or (len(codes) and (codes.min() < 0 or codes.max() >= size)):
+                    raise UsageError(f"network: list column '{name}' needs values in 0..{size - 1} per document")
+                self.lists[f"list:{name}"] = (ptr, codes)
+                self.size[f"list:{name}"] = size
+                continue
+            codes, size = np.asarray(col[0], np.int64), col[1]
             if codes.shape != (D,) or (D and (codes.min() < 0 or codes.max() >= size)):
                 raise UsageError(f"network: column '{name}' needs one value in 0..{size - 1} per document")
             self.column[f"column:{name}"] = codes
@@ -139,7 +151,7 @@ class _Context:
     def require(self, kinds) -> None:
         """Refuse a spec indexing by a column the corpus does not give (one line naming it)."""
         for kind in kinds:
-            if is_column(kind) and kind not in self.column:
+            if is_column(kind) and kind not in (self.lists if is_list(kind) else self.column):
                 raise UsageError(f"network spec: index '{kind}': the corpus has no such kept column "
                                  "(prepare --keep-columns NAME)")
 
@@ -157,6 +169,15 @@ class _Context:
             doc = values["document"] if "document" in values else self.doc_of_seg[values["segment"]]
             return self.column[expr][doc]
         return values[expr]
+
+    def expand(self, expr: str, values: dict[str, np.ndarray], n: int) -> list[np.ndarray]:
+        """A list column's values for ``n`` vectors of documents: slot m holds each one's m-th value (-1 past its
+        last)."""
+        doc = values["document"] if "document" in values else self.doc_of_seg[values["segment"]]
+        ptr, codes = self.lists[expr]
+        count = ptr[doc + 1] - ptr[doc] if n else np.zeros(0, np.int64)
+        return [np.where(count > m, codes[np.minimum(ptr[doc] + m, max(len(codes) - 1, 0))], -1)
+                for m in range(int(count.max(initial=0)))]
 
     def flat(self, kinds, columns) -> np.ndarray:
         key = np.zeros(len(columns[0]) if columns else 0, np.int64)
@@ -276,6 +297,7 @@ def compile_network(spec: NetworkSpec, layout: CorpusLayout, num_topics: int,
     par_ptr = np.cumsum(par_ptr)
     gamma_sum = np.zeros(J)
     np.add.at(gamma_sum, par_child, par_gamma)
+    _fixed_weights(spec, family, par_ptr, par_gamma, gamma_sum)
     off = np.concatenate([[0], np.cumsum(dim)]).astype(np.int64)
     eoff = np.concatenate([[0], np.cumsum(dim[par_child])]).astype(np.int64)
     topic_inst = ids(spec.topic.node, topic_key).astype(np.int64)
@@ -290,6 +312,17 @@ def compile_network(spec: NetworkSpec, layout: CorpusLayout, num_topics: int,
         b_values=np.array([spec.params[n].value for n in b_names], np.float64))
 
 
+def _fixed_weights(spec, family, par_ptr, par_gamma, gamma_sum) -> None:
+    """A vector of a ``"weights": "uniform"`` node with n > 1 parents: gamma 1/n per edge, gamma_sum -1 (fixed rho
+    = gamma, :func:`inference.pdpnet.kernels.rho`); with one parent rho = 1 either way (gamma 1)."""
+    uniform = np.isin(family, [f for f, name in enumerate(spec.order) if spec.nodes[name].weights == "uniform"])
+    n = np.diff(par_ptr)
+    child = np.repeat(np.arange(len(n)), n)
+    on = uniform[child]
+    par_gamma[on] = 1.0 / n[child[on]]
+    gamma_sum[uniform] = np.where(n[uniform] > 1, -1.0, 1.0)
+
+
 def _parent_keys(ctx: _Context, node, own: np.ndarray, with_missing: bool = False):
     """Per parent reference of ``node``: (parent family, parent keys of the instances ``own`` (-1 missing), gamma).
     A missing reference with ``if_missing`` is replaced by its fallback where missing (same position)."""
@@ -297,33 +330,36 @@ def _parent_keys(ctx: _Context, node, own: np.ndarray, with_missing: bool = Fals
     n = len(own)
     out = []
     for ref in node.parents:
-        pkey = _ref_keys(ctx, ref, vals, n)
+        slots = _ref_keys(ctx, ref, vals, n)        # one per reference; a list column: one per value
         fallback = ref.if_missing
         if fallback is None:
-            if with_missing:
-                out.append((ref.node, pkey, ref.gamma))
-            else:
-                out.append((ref.node, pkey[pkey >= 0], ref.gamma))
+            out.extend((ref.node, pkey if with_missing else pkey[pkey >= 0], ref.gamma) for pkey in slots)
             continue
-        # the reference and its fallback are two references, used where the first is missing
-        miss = pkey < 0
-        fkey = _ref_keys(ctx, fallback, vals, n)
+        # the reference and its fallback are two references, used where the first is missing (has no value)
+        miss = slots[0] < 0 if slots else np.ones(n, bool)
+        fslots = _ref_keys(ctx, fallback, vals, n)
         if with_missing:
-            out.append((ref.node, pkey, ref.gamma))
-            out.append((fallback.node, np.where(miss, fkey, -1), fallback.gamma))
+            out.extend((ref.node, pkey, ref.gamma) for pkey in slots)
+            out.extend((fallback.node, np.where(miss, fkey, -1), fallback.gamma) for fkey in fslots)
         else:
-            out.append((ref.node, pkey[~miss], ref.gamma))
-            out.append((fallback.node, fkey[miss & (fkey >= 0)], fallback.gamma))
+            out.extend((ref.node, pkey[pkey >= 0], ref.gamma) for pkey in slots)
+            out.extend((fallback.node, fkey[miss & (fkey >= 0)], fallback.gamma) for fkey in fslots)
     return out
 
 
-def _ref_keys(ctx, ref: ParentRef, vals, n) -> np.ndarray:
-    cols = [ctx.evaluate(e, vals, n) for e in ref.index]
+def _ref_keys(ctx, ref: ParentRef, vals, n) -> list[np.ndarray]:
+    """The parent keys of reference ``ref`` (-1 missing): one array, or one per slot of the list column it
+    expands."""
+    grow = [e for e in ref.index if is_list(e) and e not in vals]
     kinds = [expression_kind(e) for e in ref.index]
-    if not cols:
-        return np.zeros(n, np.int64)
-    missing = np.zeros(n, bool)
-    for c in cols:
-        missing |= c < 0
-    key = ctx.flat(kinds, [np.maximum(c, 0) for c in cols])
-    return np.where(missing, -1, key)
+    if not kinds:
+        return [np.zeros(n, np.int64)]
+    fixed = {e: ctx.evaluate(e, vals, n) for e in ref.index if e not in grow}
+    out = []
+    for slot in (ctx.expand(grow[0], vals, n) if grow else [None]):
+        cols = [slot if e in grow else fixed[e] for e in ref.index]
+        missing = np.zeros(n, bool)
+        for c in cols:
+            missing |= c < 0
+        out.append(np.where(missing, -1, ctx.flat(kinds, [np.maximum(c, 0) for c in cols])))
+    return out

@@ -45,7 +45,7 @@ class _Franchise:
                 sizes[self._choice(np.array(sizes, np.float64) - a)] += 1
             else:
                 e0, e1 = net.par_ptr[j], net.par_ptr[j + 1]
-                e = e0 + self._choice(net.par_gamma[e0:e1] + self.Se[e0:e1])
+                e = e0 + self._choice(net.par_gamma[e0:e1] + (self.Se[e0:e1] if net.gamma_sum[j] >= 0 else 0))
                 v = self.draw(int(net.par_node[e]))
                 self.tables[j].setdefault(v, []).append(1)
                 self.tp[o + v] += 1

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from inference.gibbs.pdp import log_poch, log_poch_incr, log_stirling_table
 from inference.pdpnet.compile import KIND_DIRICHLET, KIND_PYP, KIND_UNIFORM
 
@@ -35,7 +37,10 @@ def log_joint(net, n, tc, tp, Nn, TC, TP, s, Se, avals=None, bvals=None) -> floa
             total += log_poch_incr(b, a, int(TP[j])) - log_poch(b, C) + float(L[c, t].sum())
             e0, e1 = net.par_ptr[j], net.par_ptr[j + 1]
             g = net.par_gamma[e0:e1]
-            total += gammaln(g.sum()) - gammaln(g).sum() + gammaln(g + Se[e0:e1]).sum() - gammaln(g.sum() + TP[j])
+            if net.gamma_sum[j] < 0:          # fixed weights rho = g: prod_e rho_e^{S_e}
+                total += float((Se[e0:e1] * np.log(g)).sum())
+            else:
+                total += gammaln(g.sum()) - gammaln(g).sum() + gammaln(g + Se[e0:e1]).sum() - gammaln(g.sum() + TP[j])
             # C^t_s per value
             total += gammaln(t + 1.0).sum()
             for e in range(e0, e1):

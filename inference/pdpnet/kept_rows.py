@@ -23,6 +23,7 @@ from __future__ import annotations
 from inference.gibbs.common import token_kernel, word_factor
 from inference.pdpnet.kernels import DIR, PYP, UNI
 from inference.pdpnet.kernels import _count, seat_at_node
+from inference.pdpnet.rho import rho_den, rho_num
 
 
 @token_kernel
@@ -252,7 +253,7 @@ def pyp_scalars(x, sc, a_of, b_of, par_ptr, par_gamma, gamma_sum, avals, bvals, 
     gs = gamma_sum[x]
     e0 = par_ptr[x]
     for e in range(e0, par_ptr[x + 1]):
-        sc[1 + e - e0] = lead * (par_gamma[e] + Se[e]) / (gs + T)
+        sc[1 + e - e0] = lead * rho_num(par_gamma[e], Se[e], gs) / rho_den(gs, T)
 
 
 @token_kernel

@@ -42,6 +42,7 @@ import numpy as np
 
 from inference.gibbs.common import token_kernel
 from inference.pdpnet.compile import KIND_DIRICHLET, KIND_PYP, KIND_UNIFORM
+from inference.pdpnet.rho import rho_den, rho_num
 
 DIR, PYP, UNI = KIND_DIRICHLET, KIND_PYP, KIND_UNIFORM
 
@@ -150,7 +151,7 @@ def pyp_terms(j, c, t, join_ratio, open_ratio, Z, terms, a_of, b_of, par_ptr, pa
     gs = gamma_sum[j]
     m = 1
     for e in range(par_ptr[j], par_ptr[j + 1]):
-        x = opn * (par_gamma[e] + Se[e]) / (gs + T) * Z[par_node[e]]
+        x = opn * rho_num(par_gamma[e], Se[e], gs) / rho_den(gs, T) * Z[par_node[e]]
         terms[m] = x
         total += x
         m += 1
@@ -379,7 +380,7 @@ def mean_state(kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma, 
                 out[cell] = 0.0
             for e in range(par_ptr[j], par_ptr[j + 1]):
                 q = par_node[e]
-                f = (par_gamma[e] + Se[e]) / (gamma_sum[j] + T)
+                f = rho_num(par_gamma[e], Se[e], gamma_sum[j]) / rho_den(gamma_sum[j], T)
                 oq = off[q]
                 for v in range(hi - lo):
                     out[lo + v] += f * out[oq + v]

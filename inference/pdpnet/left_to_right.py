@@ -35,6 +35,7 @@ import numpy as np
 
 from inference.pdpnet.kernels import DIR, PYP, UNI, seat_table
 from inference.pdpnet.owned import owned_add, owned_remove
+from inference.pdpnet.rho import rho_den, rho_num
 from inference.pdpnet.sweep import topic_zplus_rows
 
 
@@ -148,7 +149,8 @@ def predictive_rows(jt, K, P, slot, anc_ptr, anc, kind, dim, off, alpha, a_of, b
             for k in range(K):
                 above = 0.0
                 for e in range(par_ptr[x], par_ptr[x + 1]):
-                    above += (par_gamma[e] + Se[e]) / (gamma_sum[x] + T) * P[slot[par_node[e]], k]
+                    above += rho_num(par_gamma[e], Se[e], gamma_sum[x]) / rho_den(gamma_sum[x], T) * P[
+                        slot[par_node[e]], k]
                 P[r, k] = (n[o + k] + tc[o + k] - a * tp[o + k]) / den + lead * above
         r += 1
     return r - 1
@@ -179,7 +181,8 @@ def seat_new(jt, k, P, slot, kind, off, a_of, b_of, par_ptr, par_node, par_gamma
         join = n[cell] + tc[cell] - a * tp[cell]
         total = join
         for e in range(e0, e1):
-            total += (b + a * T) * (par_gamma[e] + Se[e]) / (gamma_sum[j] + T) * P[slot[par_node[e]], k]
+            total += (b + a * T) * rho_num(par_gamma[e], Se[e], gamma_sum[j]) / rho_den(gamma_sum[j], T) * P[
+                slot[par_node[e]], k]
         if join == 0.0 and e1 - e0 == 1:         # nothing to join, one parent: forced, no random number
             edge = e0
         else:
@@ -190,7 +193,8 @@ def seat_new(jt, k, P, slot, kind, off, a_of, b_of, par_ptr, par_node, par_gamma
             u -= join
             edge = e0
             while edge < e1 - 1:
-                w = (b + a * T) * (par_gamma[edge] + Se[edge]) / (gamma_sum[j] + T) * P[slot[par_node[edge]], k]
+                w = (b + a * T) * rho_num(par_gamma[edge], Se[edge], gamma_sum[j]) / rho_den(gamma_sum[j], T) * P[
+                    slot[par_node[edge]], k]
                 if u < w:
                     break
                 u -= w

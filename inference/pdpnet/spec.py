@@ -31,19 +31,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from inference.errors import UsageError
+from inference.pdpnet.spec_graph import LIST, ancestors, check_lists, column_name, is_list, topological
 
 #: what the corpus provides to index a family of vectors, with the size of each (compile time); besides these,
-#: ``column:NAME``: the value of a document's kept column NAME (``prepare --keep-columns``; one value per document)
+#: ``column:NAME``: the value of a document's kept column NAME (``prepare --keep-columns``; one value per document);
+#: ``list:NAME``: a kept column holding a list per document (a parent reference from a document gives one parent per
+#: value, an author-topic network; a family indexed by it has one vector per value)
 INDEX_KINDS = ("corpus", "document", "segment", "topic", "previous_word")
 #: index expressions: each kind, plus previous_segment (a segment, missing for a document's first segment)
 EXPRESSIONS = INDEX_KINDS + ("previous_segment",)
 EXPRESSION_KIND = {**{k: k for k in INDEX_KINDS}, "previous_segment": "segment"}
 COLUMN = "column:"
+#: a Pitman-Yor vector's mixing weights rho over its parents: Dirichlet(gamma) integrated out (E9), or fixed 1/n
+WEIGHTS = ("dirichlet", "uniform")
 
 
 def is_column(kind: str) -> bool:
-    """``column:NAME``: the documents' values of a kept column."""
-    return kind.startswith(COLUMN) and len(kind) > len(COLUMN)
+    """``column:NAME`` or ``list:NAME``: the documents' values of a kept column."""
+    return any(kind.startswith(p) and len(kind) > len(p) for p in (COLUMN, LIST))
 
 
 def expression_kind(expr: str) -> str:
@@ -51,7 +56,7 @@ def expression_kind(expr: str) -> str:
     return expr if is_column(expr) else EXPRESSION_KIND[expr]
 OVER = ("topic", "word")
 
-_NODE_KEYS = {"index", "over", "dirichlet", "uniform", "pyp", "dp", "parents", "description"}
+_NODE_KEYS = {"index", "over", "dirichlet", "uniform", "pyp", "dp", "parents", "description", "weights"}
 _TOP_KEYS = {"name", "description", "parameters", "nodes", "topic", "word", "sampler"}
 #: the topic side's samplers: Du's table indicators (exact) or his collapsed multiplicity sampler (not exact)
 SAMPLERS = ("indicators", "cmgs")
@@ -84,6 +89,7 @@ class NodeSpec:
     a: str = ""                    # pyp: names of its Param entries
     b: str = ""
     parents: tuple[ParentRef, ...] = ()
+    weights: str = "dirichlet"     # pyp: rho ~ Dirichlet(gamma) integrated out, or fixed uniform over its parents
 
 
 @dataclass(frozen=True)
@@ -106,13 +112,27 @@ class NetworkSpec:
     @property
     def columns(self) -> list[str]:
         """The kept columns the spec indexes vectors by (``column:NAME``), sorted."""
-        return sorted({k[len(COLUMN):] for n in self.nodes.values() for k in n.index if is_column(k)})
+        return sorted({column_name(k) for n in self.nodes.values() for k in _kinds(n) if is_column(k)})
+
+    @property
+    def lists(self) -> list[str]:
+        """The kept columns read as lists (``list:NAME``), sorted."""
+        return sorted({column_name(k) for n in self.nodes.values() for k in _kinds(n) if is_list(k)})
 
     @property
     def reads_segments(self) -> bool:
         """Whether a vector is indexed by segment (the corpus needs ``prepare --segments``; otherwise a document is
         one segment)."""
         return any("segment" in n.index for n in self.nodes.values())
+
+
+def _kinds(node: NodeSpec):
+    """The index kinds ``node`` and its parent references use."""
+    yield from node.index
+    for p in node.parents:
+        while p is not None:
+            yield from p.index
+            p = p.if_missing
 
 
 def _err(where: str, msg: str) -> UsageError:
@@ -159,7 +179,8 @@ def _index(raw, where: str, allowed: tuple[str, ...], what: str) -> tuple[str, .
         raise _err(where, f"{what} must be a list of names")
     for x in raw:
         if x not in allowed and not is_column(x):
-            raise _err(where, f"unknown index '{x}' in {what} (known: {', '.join(allowed)}, column:NAME)")
+            raise _err(where, f"unknown index '{x}' in {what} (known: {', '.join(allowed)}, column:NAME, "
+                              "list:NAME)")
     if len(set(raw)) != len(raw):
         raise _err(where, f"{what} repeats a name")
     return tuple(raw)
@@ -201,8 +222,8 @@ def _node(name: str, raw, params: dict[str, Param]) -> NodeSpec:
         raise _err(where, "'parents' must be a list")
     kind = kinds[0]
     if kind in ("dirichlet", "uniform"):
-        if parents:
-            raise _err(where, f"a {kind} root has no parents")
+        if parents or "weights" in raw:
+            raise _err(where, f"a {kind} root has no parents (nor weights)")
         if kind == "uniform" and raw["uniform"] is not True:
             raise _err(where, "'uniform' must be true")
         alpha = _number(raw["dirichlet"], where, "dirichlet") if kind == "dirichlet" else 0.0
@@ -223,7 +244,13 @@ def _node(name: str, raw, params: dict[str, Param]) -> NodeSpec:
             raise _err(where, "'pyp' is {\"a\": ..., \"b\": ...}")
         a = _param(body["a"], name, "a", params)
     b = _param(body["b"], name, "b", params)
-    return NodeSpec(name, index, over, "pyp", a=a, b=b, parents=tuple(_parent(p, name) for p in parents))
+    weights = raw.get("weights", "dirichlet")
+    if weights not in WEIGHTS:
+        raise _err(where, f"'weights' must be one of {', '.join(WEIGHTS)}, got {weights!r}")
+    if weights == "uniform" and any("gamma" in p for p in parents if isinstance(p, dict)):
+        raise _err(where, "'weights': 'uniform' fixes rho: its parents take no gamma")
+    return NodeSpec(name, index, over, "pyp", a=a, b=b, parents=tuple(_parent(p, name) for p in parents),
+                    weights=weights)
 
 
 def _derivable(expr: str, factors: tuple[str, ...]) -> bool:
@@ -256,36 +283,6 @@ def _check_ref(ref, nodes, where: str, factors: tuple[str, ...], over: str) -> N
 
 def _may_be_missing(ref: ParentRef) -> bool:
     return "previous_segment" in ref.index and (ref.if_missing is None or _may_be_missing(ref.if_missing))
-
-
-def _topological(nodes: dict[str, NodeSpec]) -> list[str]:
-    """Parents before children; a cycle raises naming a node on it (intra-family previous-segment edges allowed)."""
-    state: dict[str, int] = {}
-    order: list[str] = []
-
-    def edges(n):
-        for p in nodes[n].parents:
-            r: ParentRef | None = p
-            while r is not None:
-                if not (r.node == n and "previous_segment" in r.index):
-                    yield r.node
-                r = r.if_missing
-
-    def visit(n, path):
-        if state.get(n) == 2:
-            return
-        if state.get(n) == 1:
-            cyc = path[path.index(n):] + [n]
-            raise _err(f"node '{n}'", "cycle " + " -> ".join(cyc))
-        state[n] = 1
-        for p in edges(n):
-            visit(p, path + [n])
-        state[n] = 2
-        order.append(n)
-
-    for n in nodes:
-        visit(n, [])
-    return order
 
 
 def parse_network(raw) -> NetworkSpec:
@@ -330,8 +327,8 @@ def parse_network(raw) -> NetworkSpec:
         if "previous_segment" in ref.index:
             raise _err(f"the {which} draw", "cannot use previous_segment (missing at a first segment)")
         draws[which] = ref
-    order = _topological(nodes)
-    reach = _ancestors(nodes, {draws["topic"].node, draws["word"].node})
+    order = topological(nodes)
+    reach = ancestors(nodes, {draws["topic"].node, draws["word"].node})
     for name in order:
         if name not in reach:
             raise _err(f"node '{name}'", "no data path: neither the topic nor the word draw reaches it")
@@ -350,23 +347,9 @@ def parse_network(raw) -> NetworkSpec:
             if node.kind == "pyp" and node.over == "word":
                 raise _err(f"node '{name}'", "sampler 'cmgs' runs the topic side; a Pitman-Yor word side keeps "
                                              "the table indicators (\"sampler\": \"indicators\")")
+    check_lists(nodes, draws, sampler)
     return NetworkSpec(str(raw.get("name", "network")), nodes, params, draws["topic"], draws["word"], order,
                        sampler)
-
-
-def _ancestors(nodes: dict[str, NodeSpec], start: set[str]) -> set[str]:
-    seen, stack = set(), list(start)
-    while stack:
-        n = stack.pop()
-        if n in seen:
-            continue
-        seen.add(n)
-        for p in nodes[n].parents:
-            r: ParentRef | None = p
-            while r is not None:
-                stack.append(r.node)
-                r = r.if_missing
-    return seen
 
 
 def load_network(path) -> NetworkSpec:

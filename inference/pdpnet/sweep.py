@@ -20,6 +20,7 @@ from inference.gibbs.common import token_kernel
 from inference.pdpnet.kept_rows import (add_path_kept, enter_vector, kept_topic_row, max_row_drift, raw_cell,
                                         raw_rows, stale_from)
 from inference.pdpnet.kernels import DIR, PYP, UNI, remove_path, undo_path
+from inference.pdpnet.rho import rho_den, rho_num
 from inference.pdpnet.ratio_path import add_path_r, eval_zplus_r, open_exp_table
 from inference.pdpnet.reseat import reseat_cells
 
@@ -85,7 +86,7 @@ def topic_zplus_rows(jt, K, Zb, slot, anc_ptr, anc, kind, dim, off, alpha, a_of,
                 opn = lead * Op[c, t]
                 total = join
                 for e in range(e0, e1):
-                    total += opn * (par_gamma[e] + Se[e]) / (gs + T) * Zb[slot[par_node[e]], k]
+                    total += opn * rho_num(par_gamma[e], Se[e], gs) / rho_den(gs, T) * Zb[slot[par_node[e]], k]
                 row[k] = total
         r += 1
     return r - 1

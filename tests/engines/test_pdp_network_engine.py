@@ -4,7 +4,9 @@ a sampled concentration (the driver's slice steps on the summed histograms, tabl
 tables the reducers sum equal a recount of the final states, the hyperparameters move, and a run interrupted
 after iteration 3 and resumed from its checkpoint is the uninterrupted chain; and pyp-lda's Pitman-Yor word side
 (table ``word_tables``, each partition's own tables), likewise, and with the resident sampler the same chain; and
-seqlda.json under CMGS likewise, and trained on local[1] (another Spark application) the same model bit for bit."""
+seqlda.json under CMGS likewise, and trained on local[1] (another Spark application) the same model bit for bit;
+and roots indexed by a kept column (``column``) or by a list column (``authors``: a document's vector over the mean
+of its authors' roots)."""
 from __future__ import annotations
 
 import json
@@ -47,15 +49,28 @@ GROUP_HDP = {"name": "group-hdp",      # documents DP over their group's root (a
                                  "parents": [{"node": "group", "index": ["column:group"]}]},
                        "phi": {"index": ["topic"], "over": "word", "dirichlet": 0.05}},
              "topic": {"node": "theta", "index": ["document"]}, "word": {"node": "phi", "index": ["topic"]}}
+AUTHOR_DP = {"name": "author-dp",      # documents DP around the mean of their authors' roots (a list column)
+             "nodes": {"author": {"index": ["list:authors"], "over": "topic", "dirichlet": 0.5},
+                       "theta": {"index": ["document"], "over": "topic", "dp": {"b": {"value": 1.0, "sample": True}},
+                                 "weights": "uniform", "parents": [{"node": "author", "index": ["list:authors"]}]},
+                       "phi": {"index": ["topic"], "over": "word", "dirichlet": 0.05}},
+             "topic": {"node": "theta", "index": ["document"]}, "word": {"node": "phi", "index": ["topic"]}}
+
+AUTHOR_PYP = dict(AUTHOR_DP, name="author-pyp", nodes=dict(     # the authors' vectors Pitman-Yor over a corpus root
+    AUTHOR_DP["nodes"], base={"index": ["corpus"], "over": "topic", "dirichlet": 1.0},
+    author={"index": ["list:authors"], "over": "topic", "parents": [{"node": "base", "index": ["corpus"]}],
+            "pyp": {"a": {"value": 0.2, "sample": True}, "b": {"value": 2.0, "sample": True}}}))
 
 
 @pytest.fixture(scope="module")
 def group_corpus(tmp_path_factory):
-    """A corpus directory whose docs.parquet has the column ``group`` (g0, g1, g2 by the document's number)."""
+    """A corpus directory whose docs.parquet has the column ``group`` (g0, g1, g2 by the document's number) and the
+    list column ``authors`` (an even document by a_i and a_i+1 modulo 4, an odd one by a_i)."""
     directory = tmp_path_factory.mktemp("groups")
     (directory / "docs.parquet").mkdir()
-    pq.write_table(pa.table({"doc_id": [f"d{i:02d}" for i in range(24)], "group": [f"g{i % 3}" for i in range(24)]}),
-                   directory / "docs.parquet" / "part-0.parquet")
+    authors = [json.dumps([f"a{i % 4}", f"a{(i + 1) % 4}"] if i % 2 == 0 else [f"a{i % 4}"]) for i in range(24)]
+    pq.write_table(pa.table({"doc_id": [f"d{i:02d}" for i in range(24)], "group": [f"g{i % 3}" for i in range(24)],
+                             "authors": authors}), directory / "docs.parquet" / "part-0.parquet")
     return str(directory)
 
 
@@ -73,18 +88,20 @@ def spec_file(tmp_path_factory):
     return str(path)
 
 
-@pytest.mark.parametrize("which", ["hdp-lda", "sampled", "pyp-lda", "seqlda", "column", "hdp-pyp-lda"])
+@pytest.mark.parametrize("which", ["hdp-lda", "sampled", "pyp-lda", "seqlda", "column", "hdp-pyp-lda", "authors",
+                                   "authors-pyp"])
 def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(spark_session, blocks, spec_file,
                                                                                 group_corpus, tmp_path, which):
     network = spec_file if which == "sampled" else which
-    if which == "column":
-        network = str(tmp_path / "group-hdp.json")
-        (tmp_path / "group-hdp.json").write_text(json.dumps(GROUP_HDP))
+    if which in ("column", "authors", "authors-pyp"):
+        network = str(tmp_path / f"{which}.json")
+        (tmp_path / f"{which}.json").write_text(json.dumps({"column": GROUP_HDP, "authors": AUTHOR_DP,
+                                                            "authors-pyp": AUTHOR_PYP}[which]))
     fit = partial(_fit, corpus=group_corpus)
     run = fit(spark_session, blocks, tmp_path / "run", network)
     result, recount = run
     for name in ("nwk", "network_tc") + (("word_tables",) if which == "pyp-lda" else ()) + \
-            (("network_tp",) if which == "hdp-pyp-lda" else ()):
+            (("network_tp",) if which in ("hdp-pyp-lda", "authors-pyp") else ()):
         np.testing.assert_array_equal(result.tables[name], recount[name], err_msg=name)
     assert result.tables["discount_counts"].equals(recount["discount_counts"])
     tc = result.tables["network_tc"]
@@ -105,6 +122,13 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
     elif which == "column":       # one root per group: its customers the tables of the group's 8 documents
         assert all(tc[g].sum() >= 8 for g in range(3)) and not tc[3:].any(), tc.sum(axis=1)
         assert result.hyper["b_values"]["theta.b"] != 1.0
+    elif which == "authors":      # one root per author, its customers the tables its documents send it
+        assert all(tc[a].sum() > 0 for a in range(4)) and not tc[4:].any(), tc.sum(axis=1)
+        assert result.hyper["b_values"]["theta.b"] != 1.0
+    elif which == "authors-pyp":  # base <- one Pitman-Yor vector per author (tables owned by partitions) <- documents
+        c, t = tc[1:5], result.tables["network_tp"][1:5]
+        assert all(c[a].sum() > 0 for a in range(4)) and np.all(t <= c) and np.array_equal(tc[0], t.sum(axis=0))
+        assert result.hyper["a_values"]["author.a"] != 0.2 and result.hyper["b_values"]["author.b"] != 2.0
     elif which == "seqlda":       # CMGS (the shipped spec's sampler): b moves, no corpus-level vector
         assert result.hyper["network"]["sampler"] == "cmgs" and not tc.any()
         assert result.hyper["b_values"]["b_seg"] != 10.0

@@ -62,7 +62,10 @@ def reference_log_joint(net, z, s, avals=None, bvals=None, indicators=False, lit
         edges = range(net.par_ptr[j], net.par_ptr[j + 1])
         g = np.array([net.par_gamma[e] for e in edges])
         S = np.array([sum(s[net.eoff[e]:net.eoff[e + 1]]) for e in edges])
-        total += gammaln(g.sum()) - gammaln(g).sum() + gammaln(g + S).sum() - gammaln(g.sum() + T)
+        if net.gamma_sum[j] < 0:                  # fixed mixing weights rho = g ("weights": "uniform")
+            total += float((S * np.log(g)).sum())
+        else:
+            total += gammaln(g.sum()) - gammaln(g).sum() + gammaln(g + S).sum() - gammaln(g.sum() + T)
         for v in range(hi - lo):
             sv = [s[net.eoff[e] + v] for e in edges]
             if indicators:

@@ -90,7 +90,11 @@ def test_increment_terms_are_ratios_of_the_corrected_joint(spec, docs, V, K):
     """For every token of several states, every topic k and every increment path on both sides: the product of
     the kernel's terms equals p(after) / p(before) of the table-indicator joint computed directly from (z, s);
     and the paths' total is the Z^+ the recursion gives (E14/E15)."""
-    net = _net(spec, docs, V, K)
+    assert check_increment_ratios(_net(spec, docs, V, K), K) > 100
+
+
+def check_increment_ratios(net, K) -> int:
+    """:func:`test_increment_terms_are_ratios_of_the_corrected_joint` on ``net``; returns the paths checked."""
     sm = NetworkSampler(net, seed=5)
     checked = 0
     for _ in range(6):
@@ -127,7 +131,7 @@ def test_increment_terms_are_ratios_of_the_corrected_joint(spec, docs, V, K):
                             checked += 1
             sm.n, sm.tc, sm.tp, sm.Nn, sm.TC, sm.TP, sm.Se = n0
             sm.z, sm.s = z_before, s_before
-    assert checked > 100
+    return checked
 
 
 def _ratio_with_token(net, z_before, rest_s, i, z_new, s_new):

@@ -142,5 +142,7 @@ def test_shipped_specs_validate_and_compile(path):
     spec = load_network(path)
     assert spec.name == path.stem
     json.loads(path.read_text())
-    net = compile_network(spec, CorpusLayout.of([[[0, 1], [2, 0]], [[1]]], 3), 2)
+    layout = CorpusLayout.of([[[0, 1], [2, 0]], [[1]]], 3)
+    layout.columns = {name: (np.array([0, 2, 3]), np.array([0, 1, 1]), 3) for name in spec.lists}   # author lists
+    net = compile_network(spec, layout, 2)
     assert net.describe().startswith(f"network '{spec.name}'")

@@ -43,12 +43,13 @@ AUTHORS_FILE = "authors.json"
 SEPARATOR = ";"
 
 
-def _names(value) -> list[str]:
+def list_names(value) -> list[str]:
+    """The names of a list column's value: a list, a JSON list's text, or names separated by ";" (none: [])."""
     if value is None:
         return []
     if isinstance(value, str):
         if value.strip().startswith("["):        # a JSON list (JSON lines input keeps a column as its JSON text)
-            return _names(json.loads(value))
+            return list_names(json.loads(value))
         return [n.strip() for n in value.split(SEPARATOR) if n.strip()]
     return [str(n).strip() for n in value if n is not None and str(n).strip()]
 
@@ -75,7 +76,8 @@ class Authors:
         except (KeyError, ValueError) as exc:
             raise UsageError(f"--author-column {column}: {corpus_directory}/{DOCS} has no column {column!r} "
                              f"(keep it with `spark-topics prepare --keep-columns {column}`)") from exc
-        docs = [(str(d), _names(v)) for d, v in zip(table.column("doc_id").to_pylist(), table.column(column).to_pylist())]
+        docs = [(str(d), list_names(v)) for d, v in zip(table.column("doc_id").to_pylist(),
+                                                        table.column(column).to_pylist())]
         names = sorted({n for _, ns in docs for n in ns})
         index = {n: i for i, n in enumerate(names)}
         return cls(names, {d: np.array([index[n] for n in ns], dtype=np.int64) for d, ns in docs})
