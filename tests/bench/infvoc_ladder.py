@@ -281,6 +281,7 @@ def main() -> None:
     every_doc = [(r["id"], [w for w in tokens_of(r["text"], stop) if w in lookup]) for r in rows]
     every_doc = [(d, t) for d, t in every_doc if t]
     quarter, size = len(rows) // 4, -(-(len(rows) - len(rows) // 4) // options.batches)
+    seen_in_base = set().union(*everything[:quarter])
     bounds = [(0, quarter)] + [(quarter + i * size, quarter + (i + 1) * size) for i in range(options.batches)]
     K = options.topics
     eta = options.eta if options.eta is not None else 1.0 / K
@@ -298,7 +299,7 @@ def main() -> None:
             lam, alpha = run_dirichlet(steps, len(closed), lookup, K, "vb" if rung == "A" else "hybrid",
                                        options.seed, eta, options.init, options.first_step, options.fit_alpha,
                                        options.warm)
-            top = [[closed[i] for i in np.argsort(-row, kind="stable")[:10]] for row in lam]
+            longer = [[closed[i] for i in np.argsort(-row, kind="stable")[:60]] for row in lam]
             thetas = dirichlet_thetas(lam, lookup, every_doc, alpha, options.theta_by)
         else:
             if rung == "C":
@@ -318,18 +319,21 @@ def main() -> None:
                                                                           settings), options.seed,
                                       options.fit_alpha)
             model = InfVocModel(sets, base, alpha, settings, pd.Index(base_vocab, dtype=object))
-            top = [[w for w, _, _ in t] for t in model.top_words(10)]
+            longer = [[w for w, _, _ in t] for t in model.top_words(60)]
             thetas = infer_thetas(model, every_doc)
+        top = [t[:10] for t in longer]
         scores = {"whole": npmi(top, everything), "last": npmi(top, last),
                   "reference": npmi(top, reference) if reference is not None else float("nan")}
         scores["parts"] = [round(npmi(top, everything[a:b]), 4) for a, b in bounds]    # forgetting: NPMI per part
+        in_base = [[w for w in t if w in seen_in_base][:10] for t in longer]     # ... over words the base has
+        scores["parts_base_words"] = [round(npmi(in_base, everything[a:b]), 4) for a, b in bounds]
         accuracy = classification_accuracy(thetas, labels, test_ids)
         scores.update(svm_balanced=accuracy["svm_balanced"], logistic_balanced=accuracy["logistic_balanced"],
                       **separation(top, thetas))
         print("RESULT " + json.dumps({"rung": rung, "seed": options.seed, "vocab": options.vocab,
                                       "corpus_size": options.corpus_size, "init": options.init, "first": options.first_step, "schedule": options.schedule, "fit_alpha": options.fit_alpha, "theta_by": options.theta_by, "warm": options.warm, "frequent": options.frequent,
                                       "batch_iterations": options.batch_iterations,
-                                      **{k: v if k == "parts" else round(v, 4) for k, v in scores.items()},
+                                      **{k: v if k.startswith("parts") else round(v, 4) for k, v in scores.items()},
                                       "seconds": round(time.time() - began, 1)}), flush=True)
         for k, words in enumerate(top[:6]):
             print(f"  topic {k}: " + " ".join(words))
