@@ -39,7 +39,8 @@ def main() -> None:
             longer = [[w for w, _ in t] for t in model_store.load_model(path).top_words(60)]
         top = [t[:10] for t in longer]
         in_base = [[w for w in t if w in known][:10] for t in longer]
-        print(f"{name}: NPMI whole {npmi(top, sets):.4f}; per part {[round(npmi(top, sets[a:b]), 4) for a, b in bounds]}; "
+        print(f"{name}: NPMI whole {npmi(top, sets):.4f}; "
+              f"per part {[round(npmi(top, sets[a:b]), 4) for a, b in bounds]}; "
               f"words the base has, per part {[round(npmi(in_base, sets[a:b]), 4) for a, b in bounds]}", flush=True)
 
 

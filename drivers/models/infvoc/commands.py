@@ -253,7 +253,8 @@ def refresh(spark, args) -> dict:
                 refresh_sources.base_parent(source, int(meta.get("corpus_documents") or 0))
             report = {"version": version, "parent": parent, "vocabulary": "infinite",
                       "documents": {"ingested": len(documents), "rejected": rejected},
-                      "minibatches": [first + 1, model.minibatches], "passes": passes, "new_words_in_topics": len(entered),
+                      "minibatches": [first + 1, model.minibatches], "passes": passes,
+                      "new_words_in_topics": len(entered),
                       "new_words": entered[:200], "tos_sizes": [len(s) for s in model.sets]}
             model.save(staging, {"refresh": report})
             for name in storage.list_dir(source):
@@ -270,7 +271,8 @@ def refresh(spark, args) -> dict:
             if storage.exists(staging):
                 storage.delete(staging)
     print(f"{root}: version {version} (--vocabulary infinite): {len(documents)} documents in minibatches "
-          f"{first + 1}-{model.minibatches}, {len(entered)} words new to the base vocabulary entered the topics"
+          f"{first + 1}-{model.minibatches} ({passes} passes), {len(entered)} words new to the base vocabulary "
+          f"entered the topics"
           + (f" ({', '.join(entered[:10])}{', ...' if len(entered) > 10 else ''})" if entered else "")
           + f"; topic sizes {min(report['tos_sizes'])}-{max(report['tos_sizes'])} words")
     return report
