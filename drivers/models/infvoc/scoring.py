@@ -70,6 +70,8 @@ def frequent_ids(model: InfVocModel, model_dir: str, terms) -> np.ndarray:
 
 def without_terms(block: DocBlock, dropped: np.ndarray) -> tuple[DocBlock, np.ndarray]:
     """``block`` without the entries of the global ids ``dropped``, and the tokens each document lost."""
+    if not len(dropped):
+        return block, np.zeros(block.n_docs)
     keep = ~np.isin(block.global_terms(), dropped)
     lost = np.concatenate([[0.0], np.cumsum(np.where(keep, 0.0, block.counts))])[block.indptr]
     indptr = np.concatenate([[0], np.cumsum(keep)])[block.indptr]
