@@ -8,6 +8,7 @@ parts?). The parts as :mod:`bench_infvoc` cuts them (3 batches).
 from __future__ import annotations
 
 import argparse
+from collections import Counter
 
 import bench_common  # noqa: F401  (first: puts the project on sys.path)
 from bench_infvoc import document_sets, npmi
@@ -24,6 +25,9 @@ def main() -> None:
     parser.add_argument("--run", required=True, help="a bench run's folder")
     parser.add_argument("--models", nargs="+", default=["inf-root", "fix-root"])
     parser.add_argument("--batches", type=int, default=3)
+    parser.add_argument("--per-topic", action="store_true",
+                        help="also each topic's NPMI over the stream: quantiles, and the least coherent topics' words "
+                             "with their document frequencies")
     options = parser.parse_args()
     rows = CORPORA[options.corpus]()
     sets = document_sets(rows, set(stopword_list("english")))
@@ -42,6 +46,16 @@ def main() -> None:
         print(f"{name}: NPMI whole {npmi(top, sets):.4f}; "
               f"per part {[round(npmi(top, sets[a:b]), 4) for a, b in bounds]}; "
               f"words the base has, per part {[round(npmi(in_base, sets[a:b]), 4) for a, b in bounds]}", flush=True)
+        if options.per_topic:
+            import numpy as np
+
+            df = Counter(w for d in sets for w in d)
+            per = np.array([npmi([t], sets) for t in top])
+            quantiles = np.round(np.quantile(per, [0, .1, .25, .5, .75, 1]), 3)
+            print(f"  per topic: quantiles 0/10/25/50/75/100% {quantiles}, "
+                  f"{int((per < 0).sum())} topics below 0")
+            for k in np.argsort(per, kind="stable")[:4]:
+                print(f"    {per[k]:.3f} " + " ".join(f"{w}({df[w]})" for w in top[k]))
 
 
 if __name__ == "__main__":
