@@ -208,7 +208,8 @@ def run_infinite(args) -> dict:
     spark = sized_session("spark-topics train --vocabulary infinite", args, lambda conf, active: conf)
     meta = infinite.train(spark, args)
     print(storage.read_bytes(storage.join(args.output, "topics.txt")).decode("utf-8"), end="")
-    print(f"trained --vocabulary infinite: {meta['documents']} documents in {meta['minibatches']} minibatches, "
+    print(f"trained --vocabulary infinite: {meta['documents']} documents in {meta['minibatches']} minibatches "
+          f"({meta.get('passes', 1)} passes, --expand {meta['settings']['expand']}), "
           f"topic sizes {min(meta['tos_sizes'])}-{max(meta['tos_sizes'])} words -> {args.output}")
     return meta
 

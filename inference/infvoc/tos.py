@@ -145,8 +145,9 @@ class OnlineSettings:
     corpus_size: float = 0.0     # D; 0: the documents seen so far (this minibatch included)
     dropped_words: str = "forget"  # forget: a returning word is new (R from 0); bloom: reset to the TOS' smallest R
     ranking: str = "base"        # R of (7.5)/(7.8): base, G_0(w) x counts (the thesis); counts, G_0 = 1 (its code)
-    expand: str = "sampled"      # sampled: a topic takes a word a token of it was sampled into (7.4 with G_0);
-    #                              every: every topic takes the minibatch's words before its local step (its code)
+    expand: str = "every"        # every: every topic takes the minibatch's words before its local step (its code;
+    #                              the default, issue 30); sampled: a topic takes a word a token of it was sampled
+    #                              into (7.4 with G_0; Algorithm 4 as printed). A saved model keeps its own
 
     def check(self) -> None:
         if not self.alpha_beta > 0:

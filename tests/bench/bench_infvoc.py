@@ -146,8 +146,10 @@ def main() -> None:
     parser.add_argument("--reorder-delay", type=int, default=10)
     parser.add_argument("--tau0", type=float, default=1.0)
     parser.add_argument("--kappa", type=float, default=0.6)
-    parser.add_argument("--passes", type=int, default=1, help="passes of the infinite model's base training and of each of its refreshes (one online "
-                             "step per minibatch each; D counts a document once)")
+    parser.add_argument("--passes", default=None, help="passes of the infinite model's base training and of each of its "
+                        "refreshes (a number or auto; default: none given, the CLI's default)")
+    parser.add_argument("--retrain", action="store_true",
+                        help="also time a retrain of each model on the whole stream (prepare timed apart)")
     parser.add_argument("--ranking", choices=("base", "counts"), default="base",
                         help="infvoc's ranking score: G_0 x counts (the thesis) or counts (its code)")
     parser.add_argument("--corpus-size", default="cumulative",
@@ -159,8 +161,9 @@ def main() -> None:
                         help="fixvoc: train on the base, then one online refresh per batch of --iterations EM "
                              "iterations (batches), or the thesis' fixvoc hybrid-null (minibatches): online over "
                              "infvoc's minibatches, one pass, one step each, the vocabulary of the first minibatch")
-    parser.add_argument("--expand", choices=("sampled", "every"), default="sampled",
-                        help="infvoc's --expand: the topics a word is sampled into, or every topic (its code)")
+    parser.add_argument("--expand", choices=("sampled", "every"), default=None,
+                        help="infvoc's --expand: every topic (its code) or the topics a word is sampled into "
+                             "(default: none given, the CLI's default)")
     parser.add_argument("--fixvoc-from", default=None,
                         help="the folder of an earlier run with the same fixvoc settings: its fixvoc models are "
                              "copied, not trained again")
@@ -222,25 +225,29 @@ def main() -> None:
     if not options.reuse and not options.fixvoc_only:
         # infvoc
         schedule = ["--alpha-beta", options.alpha_beta, "--truncation", options.truncation, "--reorder-delay",
-                    options.reorder_delay, "--minibatch-size", options.minibatch_size]
+                    options.reorder_delay, "--minibatch-size", options.minibatch_size,
+                    *(["--passes", options.passes] if options.passes is not None else [])]
         began = time.time()
         infinite.train(spark, parse(train, ["--corpus", work / "c0", "--output", work / "inf-base", "--topics",
                                             options.topics, "--vocabulary", "infinite", "--tau0", options.tau0,
-                                            "--kappa", options.kappa, "--passes", options.passes, "--seed", options.seed,
+                                            "--kappa", options.kappa, "--seed", options.seed,
                                             "--corpus-size", options.corpus_size, "--ranking", options.ranking,
-                                            "--expand", options.expand, *schedule]))
+                                            *(["--expand", options.expand] if options.expand else []),
+                                            *schedule]))
         inf_seconds = [time.time() - began]
+        print(f"infvoc base: {json.load(open(work / 'inf-base' / 'model.json')).get('passes')} passes")
         sizes = []
         for i, batch in enumerate(batches):
             began = time.time()
             report = infinite.refresh(spark, parse(refresh, ["--model", work / "inf-root", "--input", batch,
                                                              "--vocabulary", "infinite", "--tau0", options.tau0,
                                                              "--kappa", options.kappa, "--corpus-size",
-                                                             options.corpus_size, "--passes", options.passes,
-                                                             *schedule]
+                                                             options.corpus_size, *schedule]
                                                    + (["--base", work / "inf-base"] if i == 0 else [])))
             inf_seconds.append(time.time() - began)
             sizes.append((min(report["tos_sizes"]), max(report["tos_sizes"]), report["new_words_in_topics"]))
+            print(f"infvoc refresh {i + 1}: {report.get('passes')} passes, minibatches {report['minibatches']}, "
+                  f"{inf_seconds[-1]:.0f} s")
     inf_model = InfVocModel.load(model_store.resolve(str(work / "inf-root")))
 
     if options.fixvoc_from and not options.reuse:
@@ -263,6 +270,24 @@ def main() -> None:
                                                                                   if i == 0 else []))))
             fix_seconds.append(time.time() - began)
     fix_model = model_store.load_model(str(work / "fix-root"))
+    if options.retrain and not options.reuse:   # issue 30's cost: a refresh against a retrain on the whole stream
+        began = time.time()
+        prepare_corpus(spark, write_jsonl(work / "all.jsonl", rows), str(work / "c-all"))
+        prepared = time.time() - began
+        began = time.time()
+        infinite.train(spark, parse(train, ["--corpus", work / "c-all", "--output", work / "inf-retrain", "--topics",
+                                            options.topics, "--vocabulary", "infinite", "--tau0", options.tau0,
+                                            "--kappa", options.kappa, "--seed", options.seed, "--corpus-size",
+                                            options.corpus_size, "--ranking", options.ranking,
+                                            *(["--expand", options.expand] if options.expand else []), *schedule]))
+        retrained = time.time() - began
+        began = time.time()
+        train.train(spark, train.parse_request(["--corpus", work / "c-all", "--output", work / "fix-retrain",
+                                                "--topics", options.topics, "--iterations", options.iterations,
+                                                "--seed", options.seed]))
+        print(f"retrain on the whole stream ({len(rows)} documents): prepare {prepared:.0f} s; infvoc train "
+              f"{retrained:.0f} s ({json.load(open(work / 'inf-retrain' / 'model.json')).get('passes')} passes); "
+              f"fixvoc train {time.time() - began:.0f} s; infvoc's refreshes {' / '.join(f'{x:.0f}' for x in inf_seconds[1:])} s")
 
     # classification: every entry of the stream inferred under each final model
     import hashlib

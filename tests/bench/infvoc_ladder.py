@@ -69,16 +69,17 @@ def schedule(parts, kind: str, size: int, settings, base_iterations: int = 20, b
     Algorithm 4: eps_i = (tau0 + i)^-kappa, scale D/|S|, D the corpus size or the documents seen); ``sweeps``, the
     bench's fixvoc: ``base_iterations`` whole steps over the base part (batch EM: eps 1, scale 1), then
     ``batch_iterations`` online steps over each whole batch (``refresh --mode online``: t counting the online steps,
-    scale D/|batch|); ``passes``, infvoc's schedule with each part's minibatches taken ``batch_iterations`` times
-    over before the next part (``train --passes`` on every part; D counts each document once)."""
+    scale D/|batch|); ``passes``, infvoc's schedule with each part's minibatches taken ``base_iterations`` (the
+    base) or ``batch_iterations`` (a batch) times over before the next part (``train``/``refresh --passes``; D
+    counts each document once)."""
     from inference.infvoc.tos import step_size
 
     steps, seen = [], 0
     if kind == "passes":
         i = 0
-        for part in parts:
+        for p, part in enumerate(parts):
             seen += len(part)
-            for _ in range(batch_iterations):
+            for _ in range(base_iterations if p == 0 else batch_iterations):
                 for chunk in minibatches([part], size):
                     i += 1
                     steps.append((chunk, step_size(i, settings.tau0, settings.kappa),
@@ -239,7 +240,9 @@ def main() -> None:
     parser.add_argument("--schedule", choices=("stream", "sweeps", "passes"), default="stream",
                         help="stream: one step per minibatch (infvoc's); sweeps: the bench's fixvoc (20 batch steps "
                              "over the base, 20 online steps over each whole batch); passes: each part's minibatches --iterations times")
-    parser.add_argument("--iterations", type=int, default=20, help="steps per part with --schedule sweeps")
+    parser.add_argument("--iterations", type=int, default=20, help="steps (sweeps) or passes (passes) per part")
+    parser.add_argument("--batch-iterations", type=int, default=None, help="the same for the batches (default: "
+                        "--iterations): fewer steps over a batch forget less of the parts before it")
     parser.add_argument("--fit-alpha", action="store_true", help="every rung: alpha by Newton-Raphson per step "
                         "(moved by eps), as the bench's fixvoc; default alpha 1/K fixed, as infvoc")
     parser.add_argument("--warm", action="store_true", help="B: each part's z kept from its previous step "
@@ -277,6 +280,9 @@ def main() -> None:
     everything, last, reference, labels, test_ids = scoring_sets(rows, stop, options)
     every_doc = [(r["id"], [w for w in tokens_of(r["text"], stop) if w in lookup]) for r in rows]
     every_doc = [(d, t) for d, t in every_doc if t]
+    quarter, size = len(rows) // 4, -(-(len(rows) - len(rows) // 4) // options.batches)
+    seen_in_base = set().union(*everything[:quarter])
+    bounds = [(0, quarter)] + [(quarter + i * size, quarter + (i + 1) * size) for i in range(options.batches)]
     K = options.topics
     eta = options.eta if options.eta is not None else 1.0 / K
     print(f"{options.corpus}: {len(rows)} documents, closed vocabulary ({options.vocab}) {len(closed)} words, "
@@ -289,11 +295,11 @@ def main() -> None:
         if rung in ("A", "B"):
             settings = OnlineSettings(**fields)
             steps = schedule(closed_parts, options.schedule, options.minibatch_size, settings, options.iterations,
-                             options.iterations)
+                             options.batch_iterations or options.iterations)
             lam, alpha = run_dirichlet(steps, len(closed), lookup, K, "vb" if rung == "A" else "hybrid",
                                        options.seed, eta, options.init, options.first_step, options.fit_alpha,
                                        options.warm)
-            top = [[closed[i] for i in np.argsort(-row, kind="stable")[:10]] for row in lam]
+            longer = [[closed[i] for i in np.argsort(-row, kind="stable")[:60]] for row in lam]
             thetas = dirichlet_thetas(lam, lookup, every_doc, alpha, options.theta_by)
         else:
             if rung == "C":
@@ -301,28 +307,33 @@ def main() -> None:
                 order = (sorted(closed, key=lambda w: (-frequency[w], w)) if options.c_order == "frequency"
                          else sorted(closed))
                 steps = schedule(closed_parts, options.schedule, options.minibatch_size, settings,
-                                 options.iterations, options.iterations)
+                                 options.iterations, options.batch_iterations or options.iterations)
                 sets, alpha = run_tos(steps, base, settings,
                                       closed_sets(order, K, options.alpha_beta, with_filters, settings), options.seed,
                                       options.fit_alpha)
             else:
                 settings = OnlineSettings(**{**fields, "expand": rung.split("-", 1)[1]})
                 steps = schedule(parts, options.schedule, options.minibatch_size, settings, options.iterations,
-                                 options.iterations)
+                                 options.batch_iterations or options.iterations)
                 sets, alpha = run_tos(steps, base, settings, with_filters([TopicSet.empty() for _ in range(K)],
                                                                           settings), options.seed,
                                       options.fit_alpha)
             model = InfVocModel(sets, base, alpha, settings, pd.Index(base_vocab, dtype=object))
-            top = [[w for w, _, _ in t] for t in model.top_words(10)]
+            longer = [[w for w, _, _ in t] for t in model.top_words(60)]
             thetas = infer_thetas(model, every_doc)
+        top = [t[:10] for t in longer]
         scores = {"whole": npmi(top, everything), "last": npmi(top, last),
                   "reference": npmi(top, reference) if reference is not None else float("nan")}
+        scores["parts"] = [round(npmi(top, everything[a:b]), 4) for a, b in bounds]    # forgetting: NPMI per part
+        in_base = [[w for w in t if w in seen_in_base][:10] for t in longer]     # ... over words the base has
+        scores["parts_base_words"] = [round(npmi(in_base, everything[a:b]), 4) for a, b in bounds]
         accuracy = classification_accuracy(thetas, labels, test_ids)
         scores.update(svm_balanced=accuracy["svm_balanced"], logistic_balanced=accuracy["logistic_balanced"],
                       **separation(top, thetas))
         print("RESULT " + json.dumps({"rung": rung, "seed": options.seed, "vocab": options.vocab,
                                       "corpus_size": options.corpus_size, "init": options.init, "first": options.first_step, "schedule": options.schedule, "fit_alpha": options.fit_alpha, "theta_by": options.theta_by, "warm": options.warm, "frequent": options.frequent,
-                                      **{k: round(v, 4) for k, v in scores.items()},
+                                      "batch_iterations": options.batch_iterations,
+                                      **{k: v if k.startswith("parts") else round(v, 4) for k, v in scores.items()},
                                       "seconds": round(time.time() - began, 1)}), flush=True)
         for k, words in enumerate(top[:6]):
             print(f"  topic {k}: " + " ".join(words))

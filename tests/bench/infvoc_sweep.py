@@ -166,7 +166,8 @@ def main() -> None:
           f"{options.base_words or 'the base corpus'}; K={options.topics} S={options.minibatch_size} "
           f"seed {options.seed}", flush=True)
     for combination in itertools.product(*[values for _, values in grid]):
-        fields = dict(alpha_beta=1000.0, truncation=2000, delay=10, tau0=options.tau0, kappa=options.kappa)
+        fields = dict(alpha_beta=1000.0, truncation=2000, delay=10, tau0=options.tau0, kappa=options.kappa,
+                      expand="sampled")     # the default before session 21 (the README's grid rows)
         for (name, _), value in zip(grid, combination):
             default = getattr(OnlineSettings(), name)
             fields[name] = type(default)(value) if not isinstance(default, str) else value

@@ -62,7 +62,8 @@ def parse(job, argv):
 def train_infinite(spark, corpus, output, *extra):
     args = parse(train_job, ["--corpus", corpus, "--output", output, "--topics", "2", "--vocabulary", "infinite",
                              "--minibatch-size", "20", "--reorder-delay", "2", "--truncation", "30",
-                             "--alpha-beta", "50", "--seed", "3", "--tau0", "1", "--kappa", "0.6", *extra])
+                             "--alpha-beta", "50", "--seed", "3", "--tau0", "1", "--kappa", "0.6",
+                             "--passes", "1", "--expand", "sampled", *extra])      # Algorithm 4 unless extra says
     return infinite.train(spark, args)
 
 
@@ -84,7 +85,7 @@ def test_train_refresh_and_topics_mark_new_words(spark_session, base_corpus, cap
     batch = write_docs(str(tmp / "batch.jsonl.gz"), themed(rng, "b", 40, extra=("vuvuzela", "sport")))
     root = str(tmp / "root")
     report = infinite.refresh(spark_session, parse(refresh_job, ["--model", root, "--base", model_dir, "--input", batch,
-                                                 "--vocabulary", "infinite", "--minibatch-size", "20"]))
+                                                 "--vocabulary", "infinite", "--minibatch-size", "20", "--passes", "1"]))
     assert "vuvuzela" in report["new_words"]
     latest = InfVocModel.load(os.path.join(root, "versions", report["version"]))
     sport = int(np.argmax([len({w for w, _, _ in t} & set(SPORT)) for t in latest.top_words(10)]))
@@ -115,7 +116,8 @@ def test_train_refresh_and_topics_mark_new_words(spark_session, base_corpus, cap
               "--output", str(tmp / f"{name}.json")])
         scores[name] = json.load(open(tmp / f"{name}.json"))
     assert job_count(spark_session) == jobs_before
-    assert scores["refreshed"]["vocabulary"] == {"corpus_words": 21, "new_to_base": 1}
+    assert scores["refreshed"]["vocabulary"] == {"corpus_words": 21, "new_to_base": 1, "frequent_words": 0,
+                                                 "frequent_tokens": 0}
     assert scores["refreshed"]["perplexity"] < 0.9 * scores["base"]["perplexity"]   # base: vuvuzela from G_0 only
     assert scores["refreshed"]["npmi"] > 0.5
 
@@ -167,7 +169,7 @@ def test_the_words_the_base_cut_as_too_frequent_stay_out_of_a_refresh(spark_sess
     root = str(tmp / "frequent-root")
     report = infinite.refresh(spark_session, parse(refresh_job, ["--model", root, "--base", model_dir, "--input", batch,
                                                                  "--vocabulary", "infinite", "--minibatch-size", "20",
-                                                                 "--expand", "every"]))
+                                                                 "--expand", "every", "--passes", "1"]))
     version = os.path.join(root, "versions", report["version"])
     model = InfVocModel.load(version)
     assert "vuvuzela" in report["new_words"] and all("vuvuzela" in set(s.terms) for s in model.sets)
@@ -198,7 +200,7 @@ def test_refreshes_with_unique_junk_words_keep_memory_bounded_and_remember_the_d
         batch = write_docs(str(tmp / f"junk{r}.jsonl.gz"), [(d, w + j) for (d, w), j in zip(docs, junk)])
         report = infinite.refresh(spark_session, parse(refresh_job, ["--model", root, "--input", batch,
                                                                      "--vocabulary", "infinite", "--minibatch-size",
-                                                                     "10"] + (["--base", model_dir] if r == 0 else [])))
+                                                                     "10", "--passes", "1"] + (["--base", model_dir] if r == 0 else [])))
         assert report["minibatches"] == [5 + 6 * r, 10 + 6 * r] and max(report["tos_sizes"]) <= 30
         version = os.path.join(root, "versions", report["version"])
         assert np.load(os.path.join(version, "dropped.npy"), allow_pickle=False).shape == (2, dropped.BITS // 8)
@@ -252,3 +254,53 @@ def test_expand_every_puts_each_word_in_every_topic_and_still_separates_themes(s
     assert [sorted(s.terms) for s in model.sets] == [sorted(SPORT + COOKING)] * 2
     tops = [{w for w, _, _ in topic} for topic in model.top_words(6)]
     assert sorted(len(t & set(SPORT)) for t in tops) == [0, 6] and sorted(len(t & set(COOKING)) for t in tops) == [0, 6]
+
+
+def test_the_defaults_are_passes_auto_and_every_and_algorithm_4_stays_reachable():
+    """Issue 30: with one pass of a few minibatches the topics do not separate (README, "Defaults"), so ``--passes``
+    defaults to 'auto', at least 60 online steps over a corpus or a batch (at most 20 passes), and a new model to
+    ``--expand every``; ``--passes 1 --expand sampled`` is Algorithm 4, and a refresh keeps a model's expansion."""
+    from types import SimpleNamespace
+
+    from drivers.models.infvoc.commands import _settings, passes_of
+
+    train_argv = ["--corpus", "c", "--output", "o", "--topics", "3", "--vocabulary", "infinite",
+                  "--minibatch-size", "155"]
+    args = parse(train_job, train_argv)
+    # python-news-joined's parts (349-350 documents: 3 minibatches), python-news' (2,504: 17), the whole 10,017
+    assert [passes_of(args, n) for n in (1, 349, 350, 2504, 9300, 9301, 10017)] == [20, 20, 20, 4, 1, 1, 1]
+    assert _settings(args, None).expand == "every"
+    thesis = parse(train_job, train_argv + ["--passes", "1", "--expand", "sampled"])
+    assert passes_of(thesis, 10) == 1 and _settings(thesis, None).expand == "sampled"
+    refresh_args = parse(refresh_job, ["--model", "r", "--input", "i", "--vocabulary", "infinite"])
+    assert passes_of(refresh_args, 40) == 20 and passes_of(SimpleNamespace(passes="3", minibatch_size=9), 1) == 3
+    assert _settings(refresh_args, _settings(thesis, None)).expand == "sampled"
+    from inference.errors import UsageError
+    with pytest.raises(UsageError, match="--passes"):
+        passes_of(SimpleNamespace(passes="many", minibatch_size=9), 1)
+
+
+def test_infer_and_evaluate_leave_out_the_words_the_base_cut_as_too_frequent(spark_session, base_corpus):
+    """Issue 30: raw text's "bpo" (cut from the base by prepare, df > --max-df; no refresh takes it in) is not
+    scored through G_0 by ``infer`` or ``evaluate``: its tokens count as unknown, and theta is the theta of the same
+    documents without it (before, it was scored and moved theta)."""
+    from jobs.cli import main
+
+    tmp, corpus = base_corpus
+    model_dir = str(tmp / "model-scoring")
+    train_infinite(spark_session, corpus, model_dir)
+    docs = themed(np.random.default_rng(8), "s", 12)
+    thetas, scores = {}, {}
+    for name, extra in (("plain", []), ("bpo", ["bpo", "bpo", "bpo"])):
+        raw = write_docs(str(tmp / f"scoring-{name}.jsonl.gz"), [(d, w + extra) for d, w in docs])
+        out = str(tmp / f"scoring-{name}")
+        main(["infer", "--model-dir", model_dir, "--input", raw, "--output", out, "--master", "none"])
+        thetas[name] = pd.read_parquet(os.path.join(out, "doc_topics.parquet")).set_index("doc_id")
+        main(["evaluate", "--model-dir", model_dir, "--corpus", os.path.join(out, "corpus"), "--master", "none",
+              "--top-words", "5", "--output", str(tmp / f"scoring-{name}.json")])
+        scores[name] = json.load(open(tmp / f"scoring-{name}.json"))
+    assert (thetas["bpo"]["n_unknown"] == 3).all() and (thetas["plain"]["n_unknown"] == 0).all()
+    assert (thetas["bpo"]["n_tokens"] == thetas["plain"]["n_tokens"]).all()
+    np.testing.assert_allclose(np.stack(thetas["bpo"]["theta"]), np.stack(thetas["plain"]["theta"]), rtol=1e-12)
+    assert scores["bpo"]["vocabulary"]["frequent_tokens"] == 36 and scores["bpo"]["vocabulary"]["frequent_words"] == 1
+    assert scores["bpo"]["completion"]["heldout_tokens"] == scores["plain"]["completion"]["heldout_tokens"]

@@ -34,6 +34,10 @@ log = logging.getLogger("spark_topics.infvoc")
 
 VOCABULARIES = ("fixed", "infinite")
 
+#: ``--passes auto``: the online steps a corpus or a refresh's batch makes at least, and the passes at most (issue 30:
+#: with one pass of a few minibatches the topics do not separate; README, "Defaults: --passes auto")
+AUTO, AUTO_STEPS, AUTO_MAX_PASSES = "auto", 60, 20
+
 
 def add_flags(group, schedule: bool) -> None:
     """The flags of ``--vocabulary infinite`` (``schedule``: also --tau0/--kappa, which ``refresh`` has already)."""
@@ -56,12 +60,16 @@ def add_flags(group, schedule: bool) -> None:
                             "default, or the model's) or with the topic's smallest ranking score, remembered in a "
                             "Bloom filter of 16 KiB per topic (bloom)")
     group.add_argument("--expand", choices=EXPANSIONS, default=None,
-                       help="infinite: which topics take a word of a minibatch: the topics a token of it is "
-                            "sampled into, through G_0 (sampled, the default, or the model's), or every topic, "
-                            "before the minibatch's local step (every, as the thesis' code)")
-    group.add_argument("--passes", type=int, default=1,
-                       help="infinite: passes over the documents, one online step per minibatch each (default 1, "
-                            "Algorithm 4); D of (7.6) counts a document once")
+                       help="infinite: which topics take a word of a minibatch: every topic, before the minibatch's "
+                            "local step (every, as the thesis' code; the default for a new model, or the model's), "
+                            "or the topics a token of it is sampled into, through G_0 (sampled; with --passes 1 "
+                            "the thesis' Algorithm 4 as printed)")
+    group.add_argument("--passes", default=AUTO,
+                       help=f"infinite: passes over the documents, one online step per minibatch each; D of (7.6) "
+                            f"counts a document once. 'auto' (the default): enough passes that the documents make "
+                            f"at least {AUTO_STEPS} online steps, at most {AUTO_MAX_PASSES} passes (one pass from "
+                            f"{AUTO_STEPS} minibatches on); a number: that many. `--passes 1 --expand sampled` is "
+                            f"the thesis' Algorithm 4 (one step per minibatch)")
     if schedule:
         group.add_argument("--tau0", type=float, default=1.0, help="infinite: eps_i = (tau0 + i)^-kappa (default 1)")
         group.add_argument("--kappa", type=float, default=0.6, help="infinite: in (0.5, 1] (default 0.6)")
@@ -71,8 +79,17 @@ def add_flags(group, schedule: bool) -> None:
                                 "for the rest of the stream (its default keeps the model's)")
 
 
-def passes_of(args) -> int:
-    passes = int(getattr(args, "passes", 1) or 1)
+def passes_of(args, documents: int) -> int:
+    """The passes over ``documents`` documents in minibatches of ``args.minibatch_size``: ``--passes`` as a number,
+    or 'auto': ceil(AUTO_STEPS / minibatches), between 1 and AUTO_MAX_PASSES."""
+    value = getattr(args, "passes", AUTO)
+    if value in (None, AUTO):
+        minibatches = max(1, -(-int(documents) // max(1, int(args.minibatch_size))))
+        return int(min(AUTO_MAX_PASSES, max(1, -(-AUTO_STEPS // minibatches))))
+    try:
+        passes = int(value)
+    except ValueError:
+        raise UsageError(f"--passes: 'auto' or a number of passes, not {value!r}") from None
     if passes < 1:
         raise UsageError("--passes must be at least 1")
     return passes
@@ -141,13 +158,14 @@ def train(spark, args) -> dict:
     documents = corpus_documents(spark, args.corpus, vocab)
     partitions = args.partitions or max(1, spark.sparkContext.defaultParallelism)
     frames = []
-    for p in range(passes_of(args)):
+    passes = passes_of(args, len(documents))
+    for p in range(passes):
         frames.append(run_stream(spark.sparkContext, model, documents, args.minibatch_size, partitions,
                                  args.reducers, progress=f"train --vocabulary infinite, pass {p + 1}: ", new=p == 0))
     with publish.published(args.output, "spark-topics train --vocabulary infinite", is_model_file) as staging:
         meta = model.save(staging, {"data": {"corpus": storage.absolute(args.corpus)},
                                     "minibatch_size": args.minibatch_size, "corpus_documents": len(documents),
-                                    "seconds": round(time.time() - started, 3)})
+                                    "passes": passes, "seconds": round(time.time() - started, 3)})
         tokenizer.save_tokenizer(staging, args.corpus)
         _write_doc_topics(staging, frames[-1])
         storage.write_bytes(storage.join(staging, "topics.txt"),
@@ -220,7 +238,8 @@ def refresh(spark, args) -> dict:
             raise UsageError(f"{args.input}: no document with words to ingest ({rejected} rejected rows)")
         before = set(model.new_words())
         first = model.minibatches
-        for p in range(passes_of(args)):
+        passes = passes_of(args, len(documents))
+        for p in range(passes):
             frame = run_stream(spark.sparkContext, model, documents, args.minibatch_size,
                                args.partitions or max(1, spark.sparkContext.defaultParallelism), None,
                                progress=f"refresh {root}, pass {p + 1}: ", new=p == 0)
@@ -234,7 +253,8 @@ def refresh(spark, args) -> dict:
                 refresh_sources.base_parent(source, int(meta.get("corpus_documents") or 0))
             report = {"version": version, "parent": parent, "vocabulary": "infinite",
                       "documents": {"ingested": len(documents), "rejected": rejected},
-                      "minibatches": [first + 1, model.minibatches], "new_words_in_topics": len(entered),
+                      "minibatches": [first + 1, model.minibatches], "passes": passes,
+                      "new_words_in_topics": len(entered),
                       "new_words": entered[:200], "tos_sizes": [len(s) for s in model.sets]}
             model.save(staging, {"refresh": report})
             for name in storage.list_dir(source):
@@ -251,7 +271,8 @@ def refresh(spark, args) -> dict:
             if storage.exists(staging):
                 storage.delete(staging)
     print(f"{root}: version {version} (--vocabulary infinite): {len(documents)} documents in minibatches "
-          f"{first + 1}-{model.minibatches}, {len(entered)} words new to the base vocabulary entered the topics"
+          f"{first + 1}-{model.minibatches} ({passes} passes), {len(entered)} words new to the base vocabulary "
+          f"entered the topics"
           + (f" ({', '.join(entered[:10])}{', ...' if len(entered) > 10 else ''})" if entered else "")
           + f"; topic sizes {min(report['tos_sizes'])}-{max(report['tos_sizes'])} words")
     return report
