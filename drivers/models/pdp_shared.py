@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from drivers import storage
+from drivers.models import pdp_words
 from inference.errors import UsageError
 from inference.gibbs.tables import CountTable
 from inference.pdpnet import engine_stats
@@ -46,9 +47,8 @@ def has_shared_pyp(spec: NetworkSpec, families: list[str]) -> bool:
 
 def legal(tc, tp) -> np.ndarray:
     """t with the cells whose last tables left in two partitions at once (c > 0, t = 0) read as t = 1 (the
-    partitions' repair before their next sweep, :func:`inference.pdpnet.owned.repair`)."""
-    c, t = np.asarray(tc, np.int64), np.asarray(tp, np.int64)
-    return np.where((c > 0) & (t == 0), 1, t)
+    partitions' repair before their next sweep, :func:`inference.pdpnet.owned.repair`; the word side's rule)."""
+    return pdp_words.legal(tc, tp)[1]
 
 
 def substitute(net, cnt: dict, nodes: list, tc_of, tp_of) -> None:

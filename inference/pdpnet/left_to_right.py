@@ -36,7 +36,7 @@ import numpy as np
 from inference.pdpnet.kernels import DIR, PYP, UNI, seat_table
 from inference.pdpnet.owned import owned_add, owned_remove
 from inference.pdpnet.rho import rho_den, rho_num
-from inference.pdpnet.sweep import topic_zplus_rows
+from inference.pdpnet.sweep import draw_topic, graph_widths, topic_zplus_rows
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -51,11 +51,7 @@ def network_particles(seeds, resample, scaled, topic_inst, anc_ptr, anc, kind, d
     N, K = scaled.shape
     R = seeds.shape[0]
     J = kind.shape[0]
-    maxpar = 1
-    maxanc = 1
-    for j in range(J):
-        maxpar = max(maxpar, par_ptr[j + 1] - par_ptr[j] + 1)
-        maxanc = max(maxanc, anc_ptr[j + 1] - anc_ptr[j])
+    maxpar, maxanc = graph_widths(par_ptr, anc_ptr, J)
     Zb = np.zeros((maxanc, K))
     slot = np.zeros(J, np.int64)
     Z = np.zeros(J)
@@ -92,7 +88,7 @@ def network_particles(seeds, resample, scaled, topic_inst, anc_ptr, anc, kind, d
                     for k in range(K):
                         total += Zb[row, k] * scaled[m, k]
                         cum[k] = total
-                    k = _draw(cum, total, K)
+                    k = draw_topic(cum, total, K)
                     for q in range(anc_ptr[jt], anc_ptr[jt + 1]):
                         Z[anc[q]] = Zb[slot[anc[q]], k]
                     owned_add(jt, k, True, Z, terms, shared, own_c, own_t, oc, ot, anc_ptr, anc, kind, dim, off,
@@ -109,7 +105,7 @@ def network_particles(seeds, resample, scaled, topic_inst, anc_ptr, anc, kind, d
             if not (total > 0.0 and total < np.inf):
                 raise FloatingPointError("network_particles: a token's predictive is 0, NaN or inf")
             out[r, i] = total
-            k = _draw(cum, total, K)
+            k = draw_topic(cum, total, K)
             for q in range(anc_ptr[jt], anc_ptr[jt + 1]):     # what the seating adds at shared cells is own
                 own_c[off[anc[q]] + k] -= tc[off[anc[q]] + k]
                 own_t[off[anc[q]] + k] -= tp[off[anc[q]] + k]
@@ -202,15 +198,3 @@ def seat_new(jt, k, P, slot, kind, off, a_of, b_of, par_ptr, par_node, par_gamma
         seat_table(j, k, cell, data, edge, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
         j = par_node[edge]
         data = False
-
-
-@numba.njit(cache=True)
-def _draw(cum, total, K):
-    """The topic of the cumulative weights ``cum`` (one topic: no random number, as the sampler)."""
-    if K == 1:
-        return 0
-    u = np.random.random() * total
-    k = 0
-    while k < K - 1 and cum[k] <= u:
-        k += 1
-    return k

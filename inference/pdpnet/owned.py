@@ -31,7 +31,7 @@ import numpy as np
 from inference.gibbs.common import token_kernel
 from inference.pdpnet.kernels import PYP, remove_path, undo_path
 from inference.pdpnet.ratio_path import add_path_r, eval_zplus_r
-from inference.pdpnet.sweep import topic_zplus_rows
+from inference.pdpnet.sweep import draw_topic, graph_widths, topic_zplus_rows
 
 
 @token_kernel
@@ -140,11 +140,7 @@ def owned_sweep(start, reseed, seed, words, z, topic_inst, anc_ptr, anc, kind, d
     N = words.shape[0]
     K = nwk.shape[1]
     J = kind.shape[0]
-    maxpar = 1
-    maxanc = 1
-    for j in range(J):
-        maxpar = max(maxpar, par_ptr[j + 1] - par_ptr[j] + 1)
-        maxanc = max(maxanc, anc_ptr[j + 1] - anc_ptr[j])
+    maxpar, maxanc = graph_widths(par_ptr, anc_ptr, J)
     Z = np.zeros(J)
     terms = np.zeros(maxpar)
     Zb = np.zeros((maxanc, K))
@@ -188,10 +184,7 @@ def owned_sweep(start, reseed, seed, words, z, topic_inst, anc_ptr, anc, kind, d
             cum[k] = total
         if not (total > 0.0 and total < np.inf):
             raise FloatingPointError("owned_sweep: a token's topic weights sum to NaN, inf or 0")
-        u = np.random.random() * total if K > 1 else 0.0
-        k = 0
-        while k < K - 1 and cum[k] <= u:
-            k += 1
+        k = draw_topic(cum, total, K)
         for q in range(anc_ptr[jt], anc_ptr[jt + 1]):
             Z[anc[q]] = Zb[slot[anc[q]], k]
         owned_add(jt, k, True, Z, terms, shared, own_c, own_t, oc, ot, anc_ptr, anc, kind, dim, off, alpha, a_of,

@@ -26,6 +26,27 @@ from inference.pdpnet.reseat import reseat_cells
 
 
 @token_kernel
+def graph_widths(par_ptr, anc_ptr, J):
+    """(most parents of a vector + 1, longest ancestor list) of the compiled graph: the kernels' scratch sizes."""
+    maxpar = 1
+    maxanc = 1
+    for j in range(J):
+        maxpar = max(maxpar, par_ptr[j + 1] - par_ptr[j] + 1)
+        maxanc = max(maxanc, anc_ptr[j + 1] - anc_ptr[j])
+    return maxpar, maxanc
+
+
+@token_kernel
+def draw_topic(cum, total, K):
+    """The topic of the cumulative weights ``cum[:K]`` (sum ``total``); one topic: forced, no random number."""
+    u = np.random.random() * total if K > 1 else 0.0
+    k = 0
+    while k < K - 1 and cum[k] <= u:
+        k += 1
+    return k
+
+
+@token_kernel
 def topic_zplus_rows(jt, K, Zb, slot, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node,
                      par_gamma, gamma_sum, avals, bvals, RJ, RO, n, tc, tp, Nn, TC, TP, Se):
     """``Zb[r, k]`` = Z^+ of value k at the r-th ancestor of ``jt`` (ascending ids, parents first; ``slot[x]``
@@ -173,11 +194,7 @@ def network_sweep(start, reseed, seed, reseat, words, z, topic_inst, word_inst, 
     K = word_inst.shape[1]
     J = kind.shape[0]
     Z = np.zeros(J)
-    maxpar = 1
-    maxanc = 1
-    for j in range(J):
-        maxpar = max(maxpar, par_ptr[j + 1] - par_ptr[j] + 1)
-        maxanc = max(maxanc, anc_ptr[j + 1] - anc_ptr[j])
+    maxpar, maxanc = graph_widths(par_ptr, anc_ptr, J)
     terms = np.zeros(maxpar)
     Zb = np.zeros((maxanc, K))
     slot = np.zeros(J, np.int64)
@@ -306,10 +323,7 @@ def network_sweep(start, reseed, seed, reseat, words, z, topic_inst, word_inst, 
                     cum[kk] = total
             if not (total > 0.0 and total < np.inf):
                 raise FloatingPointError("network_sweep: a token's topic weights sum to NaN, inf or 0")
-            u = np.random.random() * total if K > 1 else 0.0     # one topic: forced, no draw
-            k = 0
-            while k < K - 1 and cum[k] <= u:
-                k += 1
+            k = draw_topic(cum, total, K)
             if r != -1 and not kept:
                 for q in range(anc_ptr[jt], anc_ptr[jt + 1]):
                     x = anc[q]

@@ -41,7 +41,7 @@ from inference.gibbs.common import token_kernel
 from inference.pdpnet.kernels import remove_path, undo_path
 from inference.pdpnet.ratio_path import add_path_r, open_exp_table
 from inference.pdpnet.reseat import reseat_cells
-from inference.pdpnet.sweep import ratio_tables, topic_zplus_rows
+from inference.pdpnet.sweep import draw_topic, graph_widths, ratio_tables, topic_zplus_rows
 
 
 @token_kernel
@@ -124,16 +124,9 @@ def pyp_word_sweep(start, reseed, seed, words, uidx, vocab, z, topic_inst, anc_p
     K = nwk.shape[1]
     V = nwk.shape[0]
     J = kind.shape[0]
-    maxanc = 1
-    maxpar = 1
-    for j in range(J):
-        maxanc = max(maxanc, anc_ptr[j + 1] - anc_ptr[j])
-        maxpar = max(maxpar, par_ptr[j + 1] - par_ptr[j] + 1)
+    maxpar, maxanc = graph_widths(par_ptr, anc_ptr, J)
     Z = np.zeros(J)
     terms = np.zeros(maxpar)
-    maxanc = 1
-    for j in range(J):
-        maxanc = max(maxanc, anc_ptr[j + 1] - anc_ptr[j])
     Zb = np.zeros((maxanc, K))
     slot = np.zeros(J, np.int64)
     pnA = np.empty(J + 1, np.int64)
@@ -185,10 +178,7 @@ def pyp_word_sweep(start, reseed, seed, words, uidx, vocab, z, topic_inst, anc_p
             cum[kk] = total
         if not (total > 0.0 and total < np.inf):
             raise FloatingPointError("pyp_word_sweep: a token's topic weights sum to NaN, inf or 0 (illegal tables)")
-        x = np.random.random() * total if K > 1 else 0.0
-        k = 0
-        while k < K - 1 and cum[k] <= x:
-            k += 1
+        k = draw_topic(cum, total, K)
         for q in range(anc_ptr[jt], anc_ptr[jt + 1]):
             Z[anc[q]] = Zb[slot[anc[q]], k]
         add_path_r(jt, k, True, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma,

@@ -26,10 +26,11 @@ from test_refresh_gibbs import chain_arrays, train_gibbs
 N, M = 2, 2
 
 
-def _write(path, docs, authors):
+def write_with_column(path, docs, values, column="authors"):
+    """JSON lines of ``docs`` ((id, text) pairs), each with its value of ``column``."""
     with open(path, "w") as f:
-        for (doc_id, text), names in zip(docs, authors):
-            f.write(json.dumps({"id": doc_id, "text": text, "authors": names}) + "\n")
+        for (doc_id, text), value in zip(docs, values):
+            f.write(json.dumps({"id": doc_id, "text": text, column: value}) + "\n")
     return str(path)
 
 
@@ -39,7 +40,7 @@ def base(spark_session, tmp_path_factory):
     --author-column trained N iterations (read only)."""
     folder = tmp_path_factory.mktemp("cluster_authors")
     docs = texts(30, 1, "a")
-    raw = _write(folder / "a.jsonl", docs, [[f"p{i % 4}", f"q{i % 3}"] for i in range(30)])
+    raw = write_with_column(folder / "a.jsonl", docs, [[f"p{i % 4}", f"q{i % 3}"] for i in range(30)])
     prepare_corpus(spark_session, raw, str(folder / "corpus"), min_df=1, max_df=1.0, language="none",
                    keep_columns=("authors",))
     train_gibbs(spark_session, "cluster-lda", folder / "corpus", folder / "first", N, "--author-column", "authors")
@@ -72,7 +73,7 @@ def test_new_documents_bring_their_authors_and_new_authors_enter(spark_session, 
     columns and the tables are the states' counts under those authors (the new authors' tokens counted once per
     document). A second refresh starts from the version's own document_authors."""
     batch = texts(12, 2, "b", extra=NEW_WORDS)
-    raw = _write(tmp_path / "b.jsonl", batch, [["p1", f"new{i % 2}"] for i in range(12)])
+    raw = write_with_column(tmp_path / "b.jsonl", batch, [["p1", f"new{i % 2}"] for i in range(12)])
     root = tmp_path / "root"
     report = run(spark_session, "--model", root, "--base", base / "first", "--input", raw, "--iterations", M,
                  "--min-new-df", 1)
@@ -100,7 +101,7 @@ def test_new_documents_bring_their_authors_and_new_authors_enter(spark_session, 
     # the second brings 6 new documents and revises b003 (another text, other authors): its old copy leaves the
     # chain, with its tokens and its share of its cluster's documents, topics and authors (issue 30, item 2)
     second = texts(6, 3, "c") + [("b003", texts(1, 4, "r")[0][1])]
-    raw2 = _write(tmp_path / "c.jsonl", second, [["new0", "zed"] for _ in range(6)] + [["q0", "zed"]])
+    raw2 = write_with_column(tmp_path / "c.jsonl", second, [["new0", "zed"] for _ in range(6)] + [["q0", "zed"]])
     report = run(spark_session, "--model", root, "--input", raw2, "--iterations", 1, "--master", "local[2]")
     assert (report["documents"]["new"], report["documents"]["revision"]) == (6, 1)
     version = model_store.resolve(str(root))

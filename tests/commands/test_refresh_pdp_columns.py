@@ -20,6 +20,7 @@ from drivers.refresh.update import RefreshRequest
 from drivers.store import model_store, publish
 from inference.pdpnet.spec import parse_network
 from test_refresh import run, texts
+from test_refresh_cluster_authors import write_with_column
 from test_refresh_gibbs import chain_arrays, train_gibbs
 from test_refresh_gibbs_steps import summed_state_tables
 
@@ -33,10 +34,7 @@ GROUP_HDP = {"name": "group-hdp",
 
 
 def _write(path, docs, groups):
-    with open(path, "w") as f:
-        for (doc_id, text), group in zip(docs, groups):
-            f.write(json.dumps({"id": doc_id, "text": text, "group": group}) + "\n")
-    return str(path)
+    return write_with_column(path, docs, groups, "group")
 
 
 @pytest.fixture(scope="module")
