@@ -13,14 +13,16 @@ from jobs.evaluate import evaluate_model
 from jobs.train import train
 
 SPEC = registry.MODELS.get("pdp-network")
+#: every shipped spec, and whether it reads segments
+SHIPPED_SEGMENTS = {"lda": False, "hdp-lda": False, "pyp-lda": False, "wallach-as": False, "hdp-pyp-lda": False,
+                    "author-topic": False, "stm": True, "seqlda": True, "adatm": True}
 
 
-@pytest.mark.parametrize("network, segments", [("lda", False), ("hdp-lda", False), ("pyp-lda", False),
-                                               ("wallach-as", False), ("hdp-pyp-lda", False), ("stm", True),
-                                               ("seqlda", True), ("adatm", True)])
+@pytest.mark.parametrize("network, segments", sorted(SHIPPED_SEGMENTS.items()))
 def test_which_shipped_networks_read_segments(network, segments):
-    from drivers.models.pdp_specs import read_spec_file
+    from drivers.models.pdp_specs import SHIPPED, read_spec_file
 
+    assert sorted(p.stem for p in SHIPPED.glob("*.json")) == sorted(SHIPPED_SEGMENTS)     # every shipped spec here
     assert needs_segments(SPEC, {"network": network}) is segments
     assert needs_segments(SPEC, {"network": read_spec_file(network)}) is segments      # model.json's hyper
     assert needs_segments(registry.MODELS.get("stm")) and not needs_segments(registry.MODELS.get("lda-gibbs"))
