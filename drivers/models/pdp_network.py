@@ -27,7 +27,7 @@ import json
 
 import numpy as np
 
-from drivers.models import pdp_left_to_right, pdp_shared, pdp_words
+from drivers.models import pdp_bigram, pdp_left_to_right, pdp_shared, pdp_words
 from drivers.models.pdp_hyper import NetworkHyper
 from drivers.models.pdp_memo import BlockMemo, CountsMemo
 from drivers.models.pdp_roots import SharedRootsModel
@@ -36,7 +36,7 @@ from drivers.models.pdp_specs import (CMGS_NOTE, INDICATORS_NOTE, NETWORK, SAMPL
                                       needs_histograms, read_spec_file)
 from inference.gibbs.model import GibbsModel
 from inference.gibbs.tables import CountTable
-from inference.pdpnet import cmgs_run, engine_stats, kernels, owned, sweep, word_pyp
+from inference.pdpnet import cmgs_run, engine_stats, kernels, owned, sweep, word_bigram, word_pyp
 from inference.pdpnet.engine_stats import MAX_GLOBAL
 from inference.pdpnet.compile import CorpusLayout, compile_network
 from inference.pdpnet.sampler import StirlingStack, posterior_means, rebuild_counts
@@ -158,6 +158,7 @@ class PdpNetwork(SharedPypModel, SharedRootsModel, NetworkHyper, GibbsModel):
             pos = -1
         if words is not None:
             wargs = self._word_args(block, state, hyper, net, nwk, nk, words, cnt["mx"])
+            word_sweep = word_bigram.bigram_word_sweep if hyper["word_pyp"].get("bigram") else word_pyp.pyp_word_sweep
         while pos >= 0:
             if "own" in cnt and not init:
                 ratios = self._memo("owned").get(avals, [net.spec.params[n].sample for n in net.a_names], cnt["mx"])
@@ -170,11 +171,11 @@ class PdpNetwork(SharedPypModel, SharedRootsModel, NetworkHyper, GibbsModel):
                 continue
             stirling.ensure(cnt["mx"][0], cnt["mx"][1])
             if words is not None:
-                pos = word_pyp.pyp_word_sweep(
-                    pos, reseed, seed, net.words, wargs[0], wargs[1], z, net.topic_inst, anc_ptr, anc, net.kind,
+                pos = word_sweep(
+                    pos, reseed, seed, *wargs[:3], z, net.topic_inst, anc_ptr, anc, net.kind,
                     net.dim, net.off, net.alpha, net.a_of, net.b_of, net.par_ptr, net.par_node, net.par_gamma,
                     net.gamma_sum, avals, bvals, stirling.L3, cnt["n"], cnt["tc"], cnt["tp"], cnt["Nn"], cnt["TC"],
-                    cnt["TP"], s, cnt["Se"], net.eoff, cnt["mx"], *wargs[2:])
+                    cnt["TP"], s, cnt["Se"], net.eoff, cnt["mx"], *wargs[3:])
                 reseed = False
                 continue
             pos = sweep.network_sweep(
@@ -197,22 +198,42 @@ class PdpNetwork(SharedPypModel, SharedRootsModel, NetworkHyper, GibbsModel):
             got = self._memo("vocab").put(block, (vocab.astype(np.int64), uidx.astype(np.int64).reshape(-1)))
         return got
 
+    def _local_pairs(self, block):
+        """(pairs (U,), index of every token) of the block's distinct (previous word, word) pairs (remembered)."""
+        got = self._memo("pairs").get(block)
+        return got if got is not None else self._memo("pairs").put(block, pdp_bigram.local_pairs(block,
+                                                                                                  self.vocab_size))
+
     def _word_args(self, block, state, hyper, net, nwk, nk, words, mx) -> tuple:
-        """The word side's arguments of :func:`word_pyp.pyp_word_sweep` (``mx`` raised to its cells' maxima)."""
+        """The word side's arguments of :func:`word_pyp.pyp_word_sweep` or :func:`word_bigram.bigram_word_sweep`
+        (``mx`` raised to its cells' maxima)."""
         twk, derived = words
         side = hyper["word_pyp"]
+        if side.get("bigram"):
+            loc = derived.get(pdp_bigram.LOCAL)
+            if loc is None:     # the first sweep of a synchronisation: the local copies of the global values
+                loc = derived[pdp_bigram.LOCAL] = pdp_bigram.local_arrays(*self._local_pairs(block), state, derived,
+                                                                          self.vocab_size, self.num_topics)
+            loc["own_n"] = pdp_bigram.own_customers(loc["uidx"], state["z"], *state["word_t"].shape)
+            mx[0] = max(int(mx[0]), int(loc["nloc"].max(initial=0)))
+            mx[1] = max(int(mx[1]), int(loc["tloc"].max(initial=0)))
+            return tuple(loc[k] for k in ("uidx", "pword", "pctx", "nloc", "tloc", "Nc", "Tc", "troot", "Troot",
+                                          "own_n")) + (state["word_t"], net.a_names.index(side["a"]),
+                                                       net.b_names.index(side["b"]), float(side["beta0"]))
         vocab, uidx = self._local_vocab(block)
         own_n = pdp_words.own_customers(uidx, state["z"], len(vocab), self.num_topics)
         mx[0] = max(int(mx[0]), int(nwk.max(initial=0)))
         mx[1] = max(int(mx[1]), int(twk.max(initial=0)))
-        return (uidx, vocab, nwk, twk, nk, derived["tk"], derived["tw"], derived["tsum"], own_n, state["word_t"],
+        return (net.words, uidx, vocab, nwk, twk, nk, derived["tk"], derived["tw"], derived["tsum"], own_n, state["word_t"],
                 net.a_names.index(side["a"]), net.b_names.index(side["b"]), float(side["beta0"]))
 
     def initial_state(self, block, hyper, seed) -> dict:
         """The network's initial state; with a Pitman-Yor word side also the partition's own tables ``word_t``."""
         nwk = np.zeros((self.shared_rows, self.num_topics), dtype=np.int32)
         state = self.init_state(block, hyper, nwk, np.zeros(self.num_topics, dtype=np.int64), seed)
-        if hyper.get("word_pyp") is not None:
+        if (hyper.get("word_pyp") or {}).get("bigram"):
+            state["word_t"] = pdp_bigram.initial_tables(*self._local_pairs(block), state["z"], self.num_topics)
+        elif hyper.get("word_pyp") is not None:
             vocab, uidx = self._local_vocab(block)
             own_n = pdp_words.own_customers(uidx, state["z"], len(vocab), self.num_topics)
             state["word_t"] = pdp_words.initial_tables(own_n)
@@ -235,8 +256,11 @@ class PdpNetwork(SharedPypModel, SharedRootsModel, NetworkHyper, GibbsModel):
                              else MAX_GLOBAL, self.num_topics, "dense"),
                   CountTable("discount_counts", engine_stats.HIST_ROWS, 1, "keyed",
                              cells_per_token=engine_stats.KEYS_PER_TOKEN)) + self.shared_tables(self.num_topics)
-        if self.__dict__.get("_word_pyp") is None:
+        side = self.__dict__.get("_word_pyp")
+        if side is None:
             return tables
+        if side.get("bigram"):
+            return tables + pdp_bigram.count_tables(self.vocab_size, self.num_topics)
         return tables + (pdp_words.count_table(self.shared_rows, self.num_topics),)
 
     def table_counts(self, block, state, local) -> dict:
@@ -253,7 +277,9 @@ class PdpNetwork(SharedPypModel, SharedRootsModel, NetworkHyper, GibbsModel):
                if needs_histograms(net.spec) else NO_HISTOGRAM}
         if self.__dict__.get("_has_tp"):
             out[pdp_shared.TABLE] = pdp_shared.own_rows(net, cnt, rows)
-        if self.__dict__.get("_word_pyp") is not None:
+        if (self.__dict__.get("_word_pyp") or {}).get("bigram"):
+            out.update(pdp_bigram.table_counts(*self._local_pairs(block), state, self.num_topics))
+        elif self.__dict__.get("_word_pyp") is not None:
             out[pdp_words.TABLE] = (self._local_vocab(block)[0], state["word_t"].astype(np.int32))
         return out
 
@@ -261,10 +287,12 @@ class PdpNetwork(SharedPypModel, SharedRootsModel, NetworkHyper, GibbsModel):
         out = super().derive(tables)
         if pdp_words.TABLE in tables:
             out.update(pdp_words.derived(tables[pdp_words.TABLE]))
+        if pdp_bigram.CUSTOMERS in tables:
+            out.update(pdp_bigram.derived(tables, self.vocab_size, self.num_topics))
         return out
 
     def sweep_tables(self, block, state, hyper, tables, derived, seed) -> None:
-        words = (tables[pdp_words.TABLE], derived) if hyper.get("word_pyp") is not None else None
+        words = (tables.get(pdp_words.TABLE), derived) if hyper.get("word_pyp") is not None else None
         self._run(block, state, hyper, tables["nwk"], derived["nk"], seed, None, init=False,
                   global_tc=tables["network_tc"], words=words, global_tp=tables.get(pdp_shared.TABLE))
 
@@ -283,11 +311,15 @@ class PdpNetwork(SharedPypModel, SharedRootsModel, NetworkHyper, GibbsModel):
     def sample_topic_word(self, tables, derived, hyper) -> np.ndarray:
         if hyper.get("word_pyp") is None:
             return super().sample_topic_word(tables, derived, hyper)
+        if hyper["word_pyp"].get("bigram"):
+            return pdp_bigram.topic_word(tables["nwk"], derived, *self._word_values(hyper)[1:])
         return pdp_words.topic_word(tables["nwk"], tables[pdp_words.TABLE], *self._word_values(hyper))
 
     def loglik(self, tables, derived, hyper) -> float:
         if hyper.get("word_pyp") is None:
             return super().loglik(tables, derived, hyper)
+        if hyper["word_pyp"].get("bigram"):
+            return pdp_bigram.loglik(derived, *self._word_values(hyper), self.vocab_size)
         return pdp_words.loglik(tables["nwk"], tables[pdp_words.TABLE], *self._word_values(hyper))
 
     # ---- evaluation
