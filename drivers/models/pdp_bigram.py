@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from drivers.models import pdp_words
+from inference.errors import UsageError
 from inference.gibbs.tables import CountTable
 
 CUSTOMERS = "bigram_customers"
@@ -25,6 +26,14 @@ def count_tables(V: int, K: int) -> tuple:
     rows = (V + 1) * V * K
     return (CountTable(CUSTOMERS, rows, 1, "keyed", cells_per_token=1),
             CountTable(TABLES, rows, 1, "keyed", cells_per_token=1))
+
+
+def refuse_heldout(hyper: dict) -> None:
+    """Held-out scoring, ``infer`` and left-to-right of a bigram-topic word side are not done (they would read the
+    unigram topic-word estimate, not the network's predictive): one line."""
+    if (hyper.get("word_pyp") or {}).get("bigram"):
+        raise UsageError("pdp-network: a word side indexed by [topic, previous_word] trains on the Gibbs engine; "
+                         "its held-out scoring, infer and refresh are not done (train without --heldout-fraction)")
 
 
 def pair_keys(block, V: int) -> np.ndarray:

@@ -28,6 +28,7 @@ import json
 import numpy as np
 
 from drivers.models import pdp_bigram, pdp_left_to_right, pdp_shared, pdp_words
+from drivers.corpora.kinds import BAG_OF_WORDS, ORDERED, SEGMENTED
 from drivers.models.pdp_hyper import NetworkHyper
 from drivers.models.pdp_memo import BlockMemo, CountsMemo
 from drivers.models.pdp_roots import SharedRootsModel
@@ -53,11 +54,13 @@ class PdpNetwork(SharedPypModel, SharedRootsModel, NetworkHyper, GibbsModel):
     options = (NETWORK, SAMPLER)
 
     @classmethod
-    def reads_segments(cls, settings: dict) -> bool:
-        """Whether the network (``settings["network"]``: train's file or name, or model.json's spec) indexes a
-        vector by segment; an unsegmented corpus is one segment per document."""
+    def corpus_kind(cls, settings: dict) -> str:
+        """The corpus the network (``settings["network"]``: train's file or name, or model.json's spec) reads: the
+        tokens in text order when a vector is indexed by previous_word, segments when one is indexed by segment
+        (an unsegmented corpus is one segment per document), else any."""
         raw = settings.get("network")
-        return parse_network(raw if isinstance(raw, dict) else read_spec_file(raw or NETWORK.default)).reads_segments
+        spec = parse_network(raw if isinstance(raw, dict) else read_spec_file(raw or NETWORK.default))
+        return ORDERED if spec.reads_order else SEGMENTED if spec.reads_segments else BAG_OF_WORDS
 
     def initial_hyper(self, network=None, sampler=None, **overrides) -> dict:
         """The spec (``network``: a file or a shipped spec's name) and its hyperparameters; ``sampler`` replaces
@@ -140,6 +143,8 @@ class PdpNetwork(SharedPypModel, SharedRootsModel, NetworkHyper, GibbsModel):
     def _run(self, block, state, hyper, nwk, nk, seed, frozen_phi, init, global_tc=None, words=None, global_tp=None):
         """``words``: the Pitman-Yor word side's (tables, derived) (:mod:`drivers.models.pdp_words`); a shared
         Pitman-Yor vector's sweep is :func:`owned.owned_sweep` (its own tables ``cnt["own"]``)."""
+        if frozen_phi is not None:
+            pdp_bigram.refuse_heldout(hyper)
         net = self._compiled(block, hyper)
         z = state["z"].astype(np.int64)
         s = state["s"]
@@ -325,6 +330,7 @@ class PdpNetwork(SharedPypModel, SharedRootsModel, NetworkHyper, GibbsModel):
     # ---- evaluation
     def left_to_right(self, block, hyper, phi_vk, settings):
         """Exact in the model: the particles carry each test document's network state (z, t, s)."""
+        pdp_bigram.refuse_heldout(hyper)
         return pdp_left_to_right.network_scores(block, phi_vk, settings, lambda doc: self.test_document_start(doc,
                                                                                                           hyper))
 
