@@ -62,6 +62,18 @@ class PdpNetwork(SharedPypModel, SharedRootsModel, NetworkHyper, GibbsModel):
         spec = parse_network(raw if isinstance(raw, dict) else read_spec_file(raw or NETWORK.default))
         return ORDERED if spec.reads_order else SEGMENTED if spec.reads_segments else BAG_OF_WORDS
 
+    def bind_corpus(self, corpus, request) -> None:
+        """Training: a bigram-topic word side with ``--heldout-fraction`` is refused before anything runs."""
+        super().bind_corpus(corpus, request)
+        if float(getattr(request.engine, "heldout_fraction", 0.0) or 0.0) > 0:
+            pdp_bigram.refuse_heldout({"word_pyp": pdp_words.word_side(parse_network(read_spec_file(
+                request.options.get("network") or NETWORK.default)))})
+
+    def bind_arrays(self, arrays: dict, meta: dict) -> None:
+        """A trained model reopened (evaluate, infer, refresh): refused for a bigram-topic word side (not done)."""
+        pdp_bigram.refuse_heldout(meta.get("hyper", {}))
+        super().bind_arrays(arrays, meta)
+
     def initial_hyper(self, network=None, sampler=None, **overrides) -> dict:
         """The spec (``network``: a file or a shipped spec's name) and its hyperparameters; ``sampler`` replaces
         the spec's ``"sampler"`` (validated with the spec)."""
