@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from drivers import storage
 from drivers.models import pdp_words
 from inference.errors import UsageError
-from inference.gibbs.tables import CountTable
+from inference.gibbs.tables import CountTable, KeyedCounts
 
 CUSTOMERS = "bigram_customers"
 TABLES = "bigram_word_tables"
@@ -28,12 +29,8 @@ def count_tables(V: int, K: int) -> tuple:
             CountTable(TABLES, rows, 1, "keyed", cells_per_token=1))
 
 
-def refuse_heldout(hyper: dict) -> None:
-    """Held-out scoring, ``infer`` and left-to-right of a bigram-topic word side are not done (they would read the
-    unigram topic-word estimate, not the network's predictive): one line."""
-    if (hyper.get("word_pyp") or {}).get("bigram"):
-        raise UsageError("pdp-network: a word side indexed by [topic, previous_word] trains on the Gibbs engine; "
-                         "its held-out scoring, infer and refresh are not done (train without --heldout-fraction)")
+def is_bigram(hyper: dict) -> bool:
+    return bool((hyper.get("word_pyp") or {}).get("bigram"))
 
 
 def pair_keys(block, V: int) -> np.ndarray:
@@ -143,3 +140,78 @@ def topic_word(nwk, der: dict, b: float, beta0: float) -> np.ndarray:
     n = np.asarray(nwk, np.float64)
     phi = ((n + b * psi) / (n.sum(axis=0) + b)).T
     return phi / phi.sum(axis=1, keepdims=True)
+
+
+def predictive(doc, trained: dict, a: float, b: float, beta0: float, V: int, K: int) -> np.ndarray:
+    """(N, K) p(w_n | w_{n-1}, k) of a test document's tokens with the word side at its posterior mean given the
+    trained state (the frozen topics of eq 5.10, per context): ((n - a t) + (b + a T_{k,w'}) psi_k(w)) /
+    (b + N_{k,w'}), psi_k(w) = (beta0 + t_kw) / (V beta0 + T_k) (uniform: 1/V)."""
+    pk = pair_keys(doc, V)
+    cells = pk[:, None] * K + np.arange(K)[None, :]
+    n = _lookup(trained["bigram_keys"], trained["bigram_n"], cells).astype(np.float64)
+    t = _lookup(trained["bigram_keys"], trained["bigram_t"], cells).astype(np.float64)
+    ctx = (pk // V)[:, None] * K + np.arange(K)[None, :]
+    N = _lookup(trained["bigram_ctx"], trained["bigram_ctx_n"], ctx).astype(np.float64)
+    T = _lookup(trained["bigram_ctx"], trained["bigram_ctx_t"], ctx).astype(np.float64)
+    troot = trained["bigram_troot"].astype(np.float64)
+    w = pk % V
+    psi = np.full(cells.shape, 1.0 / V) if beta0 <= 0 else (beta0 + troot[w]) / (V * beta0 + troot.sum(axis=0))
+    return ((n - a * t) + (b + a * T) * psi) / (b + N)
+
+
+class BigramArrays:
+    """``pdp-network``'s part that keeps a bigram-topic word side's trained tables (``bigram_keys``, ``bigram_n``,
+    ``bigram_t``: the keys, customers and race-legal indicators) beside the model, for left-to-right."""
+
+    _ARRAYS = ("bigram_keys", "bigram_n", "bigram_t")
+
+    @property
+    def array_files(self) -> tuple:
+        return super().array_files + (self._ARRAYS if self.__dict__.get("_has_bigram") else ())
+
+    def bind_directory(self, directory: str) -> None:
+        super().bind_directory(directory)
+        self._has_bigram = storage.exists(storage.join(directory, "bigram_keys.npy"))
+
+    def bind_result(self, result) -> None:
+        super().bind_result(result)
+        if CUSTOMERS in result.tables:
+            der = derived(result.tables, self.vocab_size, self.num_topics)
+            self._has_bigram, self._trained_bigram = True, der
+
+    def saved_arrays(self) -> dict:
+        out = super().saved_arrays()
+        der = self.__dict__.get("_trained_bigram")
+        return out if der is None else dict(out, **{name: der[name] for name in self._ARRAYS})
+
+    def bind_arrays(self, arrays: dict, meta: dict) -> None:
+        super().bind_arrays(arrays, meta)
+        if "bigram_keys" in arrays:
+            keys = np.asarray(arrays["bigram_keys"], np.int64)
+            tables = {CUSTOMERS: KeyedCounts(keys, np.asarray(arrays["bigram_n"], np.int32)[:, None]),
+                      TABLES: KeyedCounts(keys, np.asarray(arrays["bigram_t"], np.int32)[:, None])}
+            self._trained_bigram = derived(tables, self.vocab_size, self.num_topics)
+
+    def frozen_rows(self, block, hyper: dict) -> np.ndarray:
+        """(N, K) the block's tokens' word factors given the trained state (:func:`predictive`)."""
+        side = hyper["word_pyp"]
+        return np.ascontiguousarray(predictive(block, self._trained_bigram, float(hyper["a_values"][side["a"]]),
+                                               float(hyper["b_values"][side["b"]]), float(side["beta0"]),
+                                               self.vocab_size, self.num_topics))
+
+    def heldout_loglik(self, block, hyper, phi_vk, schedule, seed, partition) -> np.ndarray:
+        """A bigram-topic word side's held-out score: left to right with ``schedule.samples`` particles (tlm's
+        default; document completion would score with the unigram ``phi_vk``)."""
+        if not is_bigram(hyper):
+            return super().heldout_loglik(block, hyper, phi_vk, schedule, seed, partition)
+        from inference import left_to_right
+        rows = self.left_to_right(block, hyper, phi_vk, left_to_right.LeftToRight(schedule.samples, True,
+                                                                                 seed)).per_document
+        return np.array([rows[:, left_to_right.LEFT_TO_RIGHT].sum(), rows[:, left_to_right.SCORED].sum(),
+                         float(block.n_docs)])
+
+    def continued_chain(self, spark, old_model, base, batch, seed: int, iteration: int):
+        """``refresh`` of a bigram-topic word side is not done: one line."""
+        if is_bigram({"word_pyp": self.__dict__.get("_word_pyp")}):
+            raise UsageError("pdp-network: refresh of a word side indexed by [topic, previous_word] is not done")
+        return super().continued_chain(spark, old_model, base, batch, seed, iteration)

@@ -47,7 +47,7 @@ NO_DRIFT = np.zeros(0)     # network_sweep's self-check of its kept rows: off
 NO_HISTOGRAM = (np.zeros(0, np.int64), np.zeros((0, 1), np.int32))
 
 
-class PdpNetwork(SharedPypModel, SharedRootsModel, NetworkHyper, GibbsModel):
+class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, NetworkHyper, GibbsModel):
     """Any network of Dirichlet / Pitman-Yor vectors (module docstring) with the table-indicator sampler or CMGS."""
 
     name = "pdp-network"
@@ -61,18 +61,6 @@ class PdpNetwork(SharedPypModel, SharedRootsModel, NetworkHyper, GibbsModel):
         raw = settings.get("network")
         spec = parse_network(raw if isinstance(raw, dict) else read_spec_file(raw or NETWORK.default))
         return ORDERED if spec.reads_order else SEGMENTED if spec.reads_segments else BAG_OF_WORDS
-
-    def bind_corpus(self, corpus, request) -> None:
-        """Training: a bigram-topic word side with ``--heldout-fraction`` is refused before anything runs."""
-        super().bind_corpus(corpus, request)
-        if float(getattr(request.engine, "heldout_fraction", 0.0) or 0.0) > 0:
-            pdp_bigram.refuse_heldout({"word_pyp": pdp_words.word_side(parse_network(read_spec_file(
-                request.options.get("network") or NETWORK.default)))})
-
-    def bind_arrays(self, arrays: dict, meta: dict) -> None:
-        """A trained model reopened (evaluate, infer, refresh): refused for a bigram-topic word side (not done)."""
-        pdp_bigram.refuse_heldout(meta.get("hyper", {}))
-        super().bind_arrays(arrays, meta)
 
     def initial_hyper(self, network=None, sampler=None, **overrides) -> dict:
         """The spec (``network``: a file or a shipped spec's name) and its hyperparameters; ``sampler`` replaces
@@ -155,11 +143,12 @@ class PdpNetwork(SharedPypModel, SharedRootsModel, NetworkHyper, GibbsModel):
     def _run(self, block, state, hyper, nwk, nk, seed, frozen_phi, init, global_tc=None, words=None, global_tp=None):
         """``words``: the Pitman-Yor word side's (tables, derived) (:mod:`drivers.models.pdp_words`); a shared
         Pitman-Yor vector's sweep is :func:`owned.owned_sweep` (its own tables ``cnt["own"]``)."""
-        if frozen_phi is not None:
-            pdp_bigram.refuse_heldout(hyper)
         net = self._compiled(block, hyper)
         z = state["z"].astype(np.int64)
         s = state["s"]
+        words_of = net.words        # a bigram side's frozen factors are per token (pdp_bigram.frozen_rows)
+        if frozen_phi is not None and pdp_bigram.is_bigram(hyper):
+            frozen_phi, words_of = self.frozen_rows(block, hyper), np.arange(block.n_tokens, dtype=np.int64)
         cnt = self._counts(net, block, state, hyper, global_tc, init, global_tp)
         avals, bvals = self._values(net, hyper)
         if getattr(net, "ancestors", None) is None:       # once per compiled block (kept with it)
@@ -196,7 +185,7 @@ class PdpNetwork(SharedPypModel, SharedRootsModel, NetworkHyper, GibbsModel):
                 reseed = False
                 continue
             pos = sweep.network_sweep(
-                pos, reseed, seed, True, net.words, z, net.topic_inst, net.word_inst, anc_ptr, anc, net.kind,
+                pos, reseed, seed, True, words_of, z, net.topic_inst, net.word_inst, anc_ptr, anc, net.kind,
                 net.dim, net.off, net.alpha, net.a_of, net.b_of, net.par_ptr, net.par_node, net.par_gamma,
                 net.gamma_sum, avals, bvals, stirling.L3, cnt["n"], cnt["tc"], cnt["tp"], cnt["Nn"], cnt["TC"],
                 cnt["TP"], s, cnt["Se"], net.eoff, cnt["mx"], init, True, nwk, nk, float(hyper["beta"]), phi,
@@ -342,9 +331,9 @@ class PdpNetwork(SharedPypModel, SharedRootsModel, NetworkHyper, GibbsModel):
     # ---- evaluation
     def left_to_right(self, block, hyper, phi_vk, settings):
         """Exact in the model: the particles carry each test document's network state (z, t, s)."""
-        pdp_bigram.refuse_heldout(hyper)
+        rows_of = (lambda doc: self.frozen_rows(doc, hyper)) if pdp_bigram.is_bigram(hyper) else None
         return pdp_left_to_right.network_scores(block, phi_vk, settings, lambda doc: self.test_document_start(doc,
-                                                                                                          hyper))
+                                                                                                          hyper), rows_of)
 
     def test_document_start(self, doc, hyper) -> tuple:
         """A test document's (compiled network, counts: its own vectors empty, the corpus-level roots' tables the

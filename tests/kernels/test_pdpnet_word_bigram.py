@@ -122,6 +122,18 @@ def test_two_partitions_keyed_tables_stay_the_recount_and_own_tables_legal(tmp_p
         assert np.isfinite(model.loglik(new, der, hyper))
         np.testing.assert_allclose(model.sample_topic_word(new, der, hyper).sum(axis=1), 1.0)
     assert moved > 20
+    # the held-out word factor (the side at its posterior mean given the state) is a distribution over the words
+    # of every context: the start context and every previous word
+    side = hyper["word_pyp"]
+    a, b = hyper["a_values"][side["a"]], hyper["b_values"][side["b"]]
+    first = pdp_bigram.predictive(SegmentedBlock.from_segments([(f"s{w}", [[w]]) for w in range(V)]), der, a, b,
+                                  0.1, V, K)
+    np.testing.assert_allclose(first.sum(axis=0), 1.0, rtol=1e-12)
+    for prev in range(V):
+        pairs = SegmentedBlock.from_segments([(f"p{w}", [[prev, w]]) for w in range(V)])
+        rows = pdp_bigram.predictive(pairs, der, a, b, 0.1, V, K)[1::2]
+        np.testing.assert_allclose(rows.sum(axis=0), 1.0, rtol=1e-12)
+        assert np.all(rows > 0)
 
 
 def _by_word(pairs, delta, V):
