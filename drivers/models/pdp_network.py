@@ -37,7 +37,7 @@ from drivers.models.pdp_specs import (CMGS_NOTE, INDICATORS_NOTE, NETWORK, SAMPL
                                       needs_histograms, read_spec_file)
 from inference.gibbs.model import GibbsModel
 from inference.gibbs.tables import CountTable
-from inference.pdpnet import cmgs_run, engine_stats, kernels, owned, sweep, word_bigram, word_pyp
+from inference.pdpnet import cmgs_run, engine_stats, kernels, owned, sweep, word_bigram
 from inference.pdpnet.engine_stats import MAX_GLOBAL
 from inference.pdpnet.compile import CorpusLayout, compile_network
 from inference.pdpnet.sampler import StirlingStack, posterior_means, rebuild_counts
@@ -163,8 +163,7 @@ class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, Netw
                               float(hyper["beta"]), frozen_phi, seed, init)
             pos = -1
         if words is not None:
-            wargs = self._word_args(block, state, hyper, net, nwk, nk, words, cnt["mx"])
-            word_sweep = word_bigram.bigram_word_sweep if hyper["word_pyp"].get("bigram") else word_pyp.pyp_word_sweep
+            wargs, loc = self._word_args(block, state, hyper, net, nwk, words, cnt["mx"])
         while pos >= 0:
             if "own" in cnt and not init:
                 ratios = self._memo("owned").get(avals, [net.spec.params[n].sample for n in net.a_names], cnt["mx"])
@@ -177,7 +176,7 @@ class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, Netw
                 continue
             stirling.ensure(cnt["mx"][0], cnt["mx"][1])
             if words is not None:
-                pos = word_sweep(
+                pos = word_bigram.bigram_word_sweep(
                     pos, reseed, seed, *wargs[:3], z, net.topic_inst, anc_ptr, anc, net.kind,
                     net.dim, net.off, net.alpha, net.a_of, net.b_of, net.par_ptr, net.par_node, net.par_gamma,
                     net.gamma_sum, avals, bvals, stirling.L3, cnt["n"], cnt["tc"], cnt["tp"], cnt["Nn"], cnt["TC"],
@@ -191,6 +190,8 @@ class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, Netw
                 cnt["TP"], s, cnt["Se"], net.eoff, cnt["mx"], init, True, nwk, nk, float(hyper["beta"]), phi,
                 frozen, NO_DRIFT)
             reseed = False
+        if words is not None and loc is not None:
+            pdp_words.write_back(loc, nwk, words[0], words[1])
         state["z"][:] = z
         self.remember_root_rows(net, block, state, cnt)
         if not init and not self._shared_roots().nodes(net):
@@ -210,9 +211,9 @@ class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, Netw
         return got if got is not None else self._memo("pairs").put(block, pdp_bigram.local_pairs(block,
                                                                                                   self.vocab_size))
 
-    def _word_args(self, block, state, hyper, net, nwk, nk, words, mx) -> tuple:
-        """The word side's arguments of :func:`word_pyp.pyp_word_sweep` or :func:`word_bigram.bigram_word_sweep`
-        (``mx`` raised to its cells' maxima)."""
+    def _word_args(self, block, state, hyper, net, nwk, words, mx) -> tuple:
+        """The word side's arguments of :func:`word_bigram.bigram_word_sweep` (``mx`` raised to its cells'
+        maxima) and, for pyp-lda's side, its local arrays to write back (:func:`pdp_words.write_back`)."""
         twk, derived = words
         side = hyper["word_pyp"]
         if side.get("bigram"):
@@ -223,15 +224,16 @@ class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, Netw
             loc["own_n"] = pdp_bigram.own_customers(loc["uidx"], state["z"], *state["word_t"].shape)
             mx[0] = max(int(mx[0]), int(loc["nloc"].max(initial=0)))
             mx[1] = max(int(mx[1]), int(loc["tloc"].max(initial=0)))
-            return tuple(loc[k] for k in ("uidx", "pword", "pctx", "nloc", "tloc", "Nc", "Tc", "troot", "Troot",
-                                          "own_n")) + (state["word_t"], net.a_names.index(side["a"]),
-                                                       net.b_names.index(side["b"]), float(side["beta0"]))
-        vocab, uidx = self._local_vocab(block)
-        own_n = pdp_words.own_customers(uidx, state["z"], len(vocab), self.num_topics)
-        mx[0] = max(int(mx[0]), int(nwk.max(initial=0)))
-        mx[1] = max(int(mx[1]), int(twk.max(initial=0)))
-        return (net.words, uidx, vocab, nwk, twk, nk, derived["tk"], derived["tw"], derived["tsum"], own_n, state["word_t"],
-                net.a_names.index(side["a"]), net.b_names.index(side["b"]), float(side["beta0"]))
+            written = None
+        else:
+            vocab, uidx = self._local_vocab(block)
+            own_n = pdp_words.own_customers(uidx, state["z"], len(vocab), self.num_topics)
+            mx[0] = max(int(mx[0]), int(nwk.max(initial=0)))
+            mx[1] = max(int(mx[1]), int(twk.max(initial=0)))
+            loc = written = pdp_words.local_arrays(vocab, uidx, own_n, state["word_t"], nwk, twk, derived)
+        return tuple(loc[k] for k in ("uidx", "pword", "pctx", "nloc", "tloc", "Nc", "Tc", "troot", "Troot",
+                                      "own_n")) + (state["word_t"], net.a_names.index(side["a"]),
+                                                   net.b_names.index(side["b"]), float(side["beta0"])), written
 
     def initial_state(self, block, hyper, seed) -> dict:
         """The network's initial state; with a Pitman-Yor word side also the partition's own tables ``word_t``."""

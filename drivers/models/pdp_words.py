@@ -79,6 +79,40 @@ def own_customers(uidx: np.ndarray, z: np.ndarray, U: int, K: int) -> np.ndarray
     return out
 
 
+def local_arrays(vocab, uidx, own_n, own_t, nwk, twk, der: dict) -> dict:
+    """The word side as :func:`inference.pdpnet.word_bigram.bigram_word_sweep`'s arrays: the block's words its
+    pairs (rows of the partition's copies of ``nwk``, ``twk``), one context (the topics' N_k, T_k), the root one
+    column (t_w, sum t); the cells of the block's words whose last tables left in two partitions at once (n > 0,
+    t = 0) read as one table, opened by this partition's customers when it has some (the repair,
+    :mod:`inference.pdpnet.word_pyp`). :func:`write_back` returns the moves to the copies."""
+    nloc = np.asarray(nwk)[vocab].astype(np.int64)
+    tloc = np.asarray(twk)[vocab].astype(np.int64)
+    Nc = np.asarray(der["nk"], np.int64)[None, :].copy()
+    Tc = np.asarray(der["tk"], np.int64)[None, :].copy()
+    troot = np.asarray(der["tw"], np.int64)[:, None].copy()
+    Troot = np.asarray(der["tsum"], np.int64).copy()
+    race = (nloc > 0) & (tloc == 0)
+    if race.any():
+        own_t[race & (own_n > 0)] += 1
+        tloc[race] += 1
+        Tc[0] += race.sum(axis=0)
+        troot[vocab, 0] += race.sum(axis=1)
+        Troot[0] += int(race.sum())
+    return {"uidx": uidx, "pword": vocab, "pctx": np.zeros(len(vocab), np.int64), "nloc": nloc, "tloc": tloc,
+            "Nc": Nc, "Tc": Tc, "troot": troot, "Troot": Troot, "own_n": own_n}
+
+
+def write_back(loc: dict, nwk, twk, der: dict) -> None:
+    """The sweep's moves into the partition's copies of the tables and their totals."""
+    vocab = loc["pword"]
+    nwk[vocab] = loc["nloc"]
+    twk[vocab] = loc["tloc"]
+    der["nk"][:] = loc["Nc"][0]
+    der["tk"][:] = loc["Tc"][0]
+    der["tw"][:] = loc["troot"][:, 0]
+    der["tsum"][:] = loc["Troot"]
+
+
 def base_vector(twk: np.ndarray, beta0: float) -> np.ndarray:
     """nu: (beta0 + t_w) / (V beta0 + sum t), or uniform."""
     V = twk.shape[0]

@@ -1,6 +1,8 @@
 """Bigram-topic word vectors on the Gibbs engine (issue 28; Wallach §3.4, Table 3.3): the network sweep whose word
 draw is phi[topic, previous_word] ~ PYP(a, b, psi_k) (a DP when a = 0) over one word vector psi_k per topic, a
-Dirichlet(beta0) root (or the fixed uniform 1/V), the topic-based language model as a network.
+Dirichlet(beta0) root (or the fixed uniform 1/V), the topic-based language model as a network; and pyp-lda's
+word side (:mod:`inference.pdpnet.word_pyp`) as its special case: every word its own pair, one context per topic,
+one root column shared by the topics (:func:`drivers.models.pdp_words.local_arrays`).
 
 Global state (summed over partitions): the customers n_{(k,w'),w} and the table indicators t_{(k,w'),w}, keyed by
 (w' V + w) K + k (:mod:`drivers.models.pdp_bigram`; V^2 K is never allocated), the contexts' totals N_{k,w'},
@@ -29,10 +31,12 @@ from inference.pdpnet.word_pyp import _leave, opens, word_terms
 
 @token_kernel
 def root_weight(w, k, troot, Troot, beta0, V):
-    """psi_k(w): (beta0 + t_kw) / (V beta0 + T_k), or 1/V for the uniform root (beta0 <= 0)."""
+    """psi_k(w): (beta0 + t_kw) / (V beta0 + T_k), or 1/V for the uniform root (beta0 <= 0); a root shared by
+    the topics (pyp-lda's nu) is one column."""
     if beta0 <= 0.0:
         return 1.0 / V
-    return (beta0 + troot[w, k]) / (V * beta0 + Troot[k])
+    r = k if troot.shape[1] > 1 else 0
+    return (beta0 + troot[w, r]) / (V * beta0 + Troot[r])
 
 
 @numba.njit(cache=True)
@@ -59,8 +63,9 @@ def _move(u, c, w, k, d, opened, nloc, tloc, Nc, Tc, troot, Troot, own_n, own_t,
         own_t[u, k] += d
         tloc[u, k] += d
         Tc[c, k] += d
-        troot[w, k] += d
-        Troot[k] += d
+        r = k if troot.shape[1] > 1 else 0
+        troot[w, r] += d
+        Troot[r] += d
         if tloc[u, k] > mx[1]:
             mx[1] = tloc[u, k]
 
