@@ -334,8 +334,9 @@ class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, Netw
     def left_to_right(self, block, hyper, phi_vk, settings):
         """Exact in the model: the particles carry each test document's network state (z, t, s)."""
         rows_of = (lambda doc: self.frozen_rows(doc, hyper)) if pdp_bigram.is_bigram(hyper) else None
-        return pdp_left_to_right.network_scores(block, phi_vk, settings, lambda doc: self.test_document_start(doc,
-                                                                                                          hyper), rows_of)
+        scores = pdp_left_to_right.network_scores(block, phi_vk, settings, lambda doc: self.test_document_start(
+            doc, hyper), rows_of)
+        return scores if rows_of is None else type(scores)(scores.per_document, scores.protocol + pdp_bigram.PROTOCOL)
 
     def test_document_start(self, doc, hyper) -> tuple:
         """A test document's (compiled network, counts: its own vectors empty, the corpus-level roots' tables the
