@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from drivers.models import pdp_shared, pdp_words
+from drivers.models import pdp_bigram, pdp_shared, pdp_words
 from drivers.models.pdp_specs import slice_b_names
 from inference.pdpnet import engine_stats
 from inference.pdpnet.spec import parse_network
@@ -61,7 +61,11 @@ class NetworkHyper:
         global rows; a shared Pitman-Yor vector's b with a fixed zero discount by (E20)."""
         spec = parse_network(hyper["network"])
         side = hyper.get("word_pyp")
-        if side is not None:        # the word side's own steps, on the global tables
+        if side is not None and side.get("bigram"):     # the bigram-topic word side's, on its keyed tables
+            hyper = pdp_bigram.sample_hyper(side, pdp_bigram.derived(tables, self.vocab_size, self.num_topics),
+                                            hyper, {n: p.sample for n, p in spec.params.items()},
+                                            np.random.default_rng([seed, 1]))
+        elif side is not None:        # the word side's own steps, on the global tables
             hyper = pdp_words.sample_hyper(side, tables["nwk"], tables[pdp_words.TABLE], hyper,
                                            {n: p.sample for n, p in spec.params.items()},
                                            np.random.default_rng([seed, 1]))

@@ -15,10 +15,11 @@ PROTOCOL = ("particles: the document's network state (z, table counts t, attribu
             "sampler's exact moves; p(z_n = k | state) the Chinese restaurant predictive of the token's topic vector")
 
 
-def network_scores(block, phi_vk: np.ndarray, settings, start) -> LeftToRightScores:
+def network_scores(block, phi_vk: np.ndarray, settings, start, rows_of=None) -> LeftToRightScores:
     """The hook's scores (:meth:`inference.gibbs.model.GibbsModel.left_to_right`) of a block; ``start(doc)``: a
     one-document block's ``(compiled network, counts it starts from, discounts, concentrations, which discounts
-    are sampled)`` (:meth:`drivers.models.pdp_network.PdpNetwork.test_document_start`)."""
+    are sampled)`` (:meth:`drivers.models.pdp_network.PdpNetwork.test_document_start`); ``rows_of(doc)``: its
+    tokens' (N, K) word factors when they are not ``phi_vk``'s rows (a bigram-topic word side)."""
     phi_vk = np.ascontiguousarray(phi_vk, dtype=np.float64)
     known, skipped = known_block(block, phi_vk.shape[0])
     out = np.zeros((block.n_docs, COLUMNS))
@@ -35,7 +36,7 @@ def network_scores(block, phi_vk: np.ndarray, settings, start) -> LeftToRightSco
         shared, own_c, own_t = cnt.get("own", (np.zeros(net.num_nodes, np.bool_), cnt["tc"], cnt["tp"]))
         RJ, RO = ratio_tables(stirling.L3)
         anc_ptr, anc = kernels.ancestor_lists(net.par_ptr, net.par_node)
-        rows = phi_vk[doc.words]
+        rows = phi_vk[doc.words] if rows_of is None else rows_of(doc)
         scale = rows.max(axis=1)
         if not np.all(scale > 0):
             raise ValueError("every token needs a positive probability under some topic")

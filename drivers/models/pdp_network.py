@@ -27,7 +27,8 @@ import json
 
 import numpy as np
 
-from drivers.models import pdp_left_to_right, pdp_shared, pdp_words
+from drivers.models import pdp_bigram, pdp_left_to_right, pdp_shared, pdp_words
+from drivers.corpora.kinds import BAG_OF_WORDS, ORDERED, SEGMENTED
 from drivers.models.pdp_hyper import NetworkHyper
 from drivers.models.pdp_memo import BlockMemo, CountsMemo
 from drivers.models.pdp_roots import SharedRootsModel
@@ -36,7 +37,7 @@ from drivers.models.pdp_specs import (CMGS_NOTE, INDICATORS_NOTE, NETWORK, SAMPL
                                       needs_histograms, read_spec_file)
 from inference.gibbs.model import GibbsModel
 from inference.gibbs.tables import CountTable
-from inference.pdpnet import cmgs_run, engine_stats, kernels, owned, sweep, word_pyp
+from inference.pdpnet import cmgs_run, engine_stats, kernels, owned, sweep, word_bigram
 from inference.pdpnet.engine_stats import MAX_GLOBAL
 from inference.pdpnet.compile import CorpusLayout, compile_network
 from inference.pdpnet.sampler import StirlingStack, posterior_means, rebuild_counts
@@ -46,18 +47,20 @@ NO_DRIFT = np.zeros(0)     # network_sweep's self-check of its kept rows: off
 NO_HISTOGRAM = (np.zeros(0, np.int64), np.zeros((0, 1), np.int32))
 
 
-class PdpNetwork(SharedPypModel, SharedRootsModel, NetworkHyper, GibbsModel):
+class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, NetworkHyper, GibbsModel):
     """Any network of Dirichlet / Pitman-Yor vectors (module docstring) with the table-indicator sampler or CMGS."""
 
     name = "pdp-network"
     options = (NETWORK, SAMPLER)
 
     @classmethod
-    def reads_segments(cls, settings: dict) -> bool:
-        """Whether the network (``settings["network"]``: train's file or name, or model.json's spec) indexes a
-        vector by segment; an unsegmented corpus is one segment per document."""
+    def corpus_kind(cls, settings: dict) -> str:
+        """The corpus the network (``settings["network"]``: train's file or name, or model.json's spec) reads: the
+        tokens in text order when a vector is indexed by previous_word, segments when one is indexed by segment
+        (an unsegmented corpus is one segment per document), else any."""
         raw = settings.get("network")
-        return parse_network(raw if isinstance(raw, dict) else read_spec_file(raw or NETWORK.default)).reads_segments
+        spec = parse_network(raw if isinstance(raw, dict) else read_spec_file(raw or NETWORK.default))
+        return ORDERED if spec.reads_order else SEGMENTED if spec.reads_segments else BAG_OF_WORDS
 
     def initial_hyper(self, network=None, sampler=None, **overrides) -> dict:
         """The spec (``network``: a file or a shipped spec's name) and its hyperparameters; ``sampler`` replaces
@@ -143,6 +146,9 @@ class PdpNetwork(SharedPypModel, SharedRootsModel, NetworkHyper, GibbsModel):
         net = self._compiled(block, hyper)
         z = state["z"].astype(np.int64)
         s = state["s"]
+        words_of = net.words        # a bigram side's frozen factors are per token (pdp_bigram.frozen_rows)
+        if frozen_phi is not None and pdp_bigram.is_bigram(hyper):
+            frozen_phi, words_of = self.frozen_rows(block, hyper), np.arange(block.n_tokens, dtype=np.int64)
         cnt = self._counts(net, block, state, hyper, global_tc, init, global_tp)
         avals, bvals = self._values(net, hyper)
         if getattr(net, "ancestors", None) is None:       # once per compiled block (kept with it)
@@ -157,7 +163,7 @@ class PdpNetwork(SharedPypModel, SharedRootsModel, NetworkHyper, GibbsModel):
                               float(hyper["beta"]), frozen_phi, seed, init)
             pos = -1
         if words is not None:
-            wargs = self._word_args(block, state, hyper, net, nwk, nk, words, cnt["mx"])
+            wargs, loc = self._word_args(block, state, hyper, net, nwk, words, cnt["mx"])
         while pos >= 0:
             if "own" in cnt and not init:
                 ratios = self._memo("owned").get(avals, [net.spec.params[n].sample for n in net.a_names], cnt["mx"])
@@ -170,20 +176,22 @@ class PdpNetwork(SharedPypModel, SharedRootsModel, NetworkHyper, GibbsModel):
                 continue
             stirling.ensure(cnt["mx"][0], cnt["mx"][1])
             if words is not None:
-                pos = word_pyp.pyp_word_sweep(
-                    pos, reseed, seed, net.words, wargs[0], wargs[1], z, net.topic_inst, anc_ptr, anc, net.kind,
+                pos = word_bigram.bigram_word_sweep(
+                    pos, reseed, seed, *wargs[:3], z, net.topic_inst, anc_ptr, anc, net.kind,
                     net.dim, net.off, net.alpha, net.a_of, net.b_of, net.par_ptr, net.par_node, net.par_gamma,
                     net.gamma_sum, avals, bvals, stirling.L3, cnt["n"], cnt["tc"], cnt["tp"], cnt["Nn"], cnt["TC"],
-                    cnt["TP"], s, cnt["Se"], net.eoff, cnt["mx"], *wargs[2:])
+                    cnt["TP"], s, cnt["Se"], net.eoff, cnt["mx"], *wargs[3:])
                 reseed = False
                 continue
             pos = sweep.network_sweep(
-                pos, reseed, seed, True, net.words, z, net.topic_inst, net.word_inst, anc_ptr, anc, net.kind,
+                pos, reseed, seed, True, words_of, z, net.topic_inst, net.word_inst, anc_ptr, anc, net.kind,
                 net.dim, net.off, net.alpha, net.a_of, net.b_of, net.par_ptr, net.par_node, net.par_gamma,
                 net.gamma_sum, avals, bvals, stirling.L3, cnt["n"], cnt["tc"], cnt["tp"], cnt["Nn"], cnt["TC"],
                 cnt["TP"], s, cnt["Se"], net.eoff, cnt["mx"], init, True, nwk, nk, float(hyper["beta"]), phi,
                 frozen, NO_DRIFT)
             reseed = False
+        if words is not None and loc is not None:
+            pdp_words.write_back(loc, nwk, words[0], words[1])
         state["z"][:] = z
         self.remember_root_rows(net, block, state, cnt)
         if not init and not self._shared_roots().nodes(net):
@@ -197,22 +205,43 @@ class PdpNetwork(SharedPypModel, SharedRootsModel, NetworkHyper, GibbsModel):
             got = self._memo("vocab").put(block, (vocab.astype(np.int64), uidx.astype(np.int64).reshape(-1)))
         return got
 
-    def _word_args(self, block, state, hyper, net, nwk, nk, words, mx) -> tuple:
-        """The word side's arguments of :func:`word_pyp.pyp_word_sweep` (``mx`` raised to its cells' maxima)."""
+    def _local_pairs(self, block):
+        """(pairs (U,), index of every token) of the block's distinct (previous word, word) pairs (remembered)."""
+        got = self._memo("pairs").get(block)
+        return got if got is not None else self._memo("pairs").put(block, pdp_bigram.local_pairs(block,
+                                                                                                  self.vocab_size))
+
+    def _word_args(self, block, state, hyper, net, nwk, words, mx) -> tuple:
+        """The word side's arguments of :func:`word_bigram.bigram_word_sweep` (``mx`` raised to its cells'
+        maxima) and, for pyp-lda's side, its local arrays to write back (:func:`pdp_words.write_back`)."""
         twk, derived = words
         side = hyper["word_pyp"]
-        vocab, uidx = self._local_vocab(block)
-        own_n = pdp_words.own_customers(uidx, state["z"], len(vocab), self.num_topics)
-        mx[0] = max(int(mx[0]), int(nwk.max(initial=0)))
-        mx[1] = max(int(mx[1]), int(twk.max(initial=0)))
-        return (uidx, vocab, nwk, twk, nk, derived["tk"], derived["tw"], derived["tsum"], own_n, state["word_t"],
-                net.a_names.index(side["a"]), net.b_names.index(side["b"]), float(side["beta0"]))
+        if side.get("bigram"):
+            loc = derived.get(pdp_bigram.LOCAL)
+            if loc is None:     # the first sweep of a synchronisation: the local copies of the global values
+                loc = derived[pdp_bigram.LOCAL] = pdp_bigram.local_arrays(*self._local_pairs(block), state, derived,
+                                                                          self.vocab_size, self.num_topics)
+            loc["own_n"] = pdp_bigram.own_customers(loc["uidx"], state["z"], *state["word_t"].shape)
+            mx[0] = max(int(mx[0]), int(loc["nloc"].max(initial=0)))
+            mx[1] = max(int(mx[1]), int(loc["tloc"].max(initial=0)))
+            written = None
+        else:
+            vocab, uidx = self._local_vocab(block)
+            own_n = pdp_words.own_customers(uidx, state["z"], len(vocab), self.num_topics)
+            mx[0] = max(int(mx[0]), int(nwk.max(initial=0)))
+            mx[1] = max(int(mx[1]), int(twk.max(initial=0)))
+            loc = written = pdp_words.local_arrays(vocab, uidx, own_n, state["word_t"], nwk, twk, derived)
+        return tuple(loc[k] for k in ("uidx", "pword", "pctx", "nloc", "tloc", "Nc", "Tc", "troot", "Troot",
+                                      "own_n")) + (state["word_t"], net.a_names.index(side["a"]),
+                                                   net.b_names.index(side["b"]), float(side["beta0"])), written
 
     def initial_state(self, block, hyper, seed) -> dict:
         """The network's initial state; with a Pitman-Yor word side also the partition's own tables ``word_t``."""
         nwk = np.zeros((self.shared_rows, self.num_topics), dtype=np.int32)
         state = self.init_state(block, hyper, nwk, np.zeros(self.num_topics, dtype=np.int64), seed)
-        if hyper.get("word_pyp") is not None:
+        if (hyper.get("word_pyp") or {}).get("bigram"):
+            state["word_t"] = pdp_bigram.initial_tables(*self._local_pairs(block), state["z"], self.num_topics)
+        elif hyper.get("word_pyp") is not None:
             vocab, uidx = self._local_vocab(block)
             own_n = pdp_words.own_customers(uidx, state["z"], len(vocab), self.num_topics)
             state["word_t"] = pdp_words.initial_tables(own_n)
@@ -235,8 +264,11 @@ class PdpNetwork(SharedPypModel, SharedRootsModel, NetworkHyper, GibbsModel):
                              else MAX_GLOBAL, self.num_topics, "dense"),
                   CountTable("discount_counts", engine_stats.HIST_ROWS, 1, "keyed",
                              cells_per_token=engine_stats.KEYS_PER_TOKEN)) + self.shared_tables(self.num_topics)
-        if self.__dict__.get("_word_pyp") is None:
+        side = self.__dict__.get("_word_pyp")
+        if side is None:
             return tables
+        if side.get("bigram"):
+            return tables + pdp_bigram.count_tables(self.vocab_size, self.num_topics)
         return tables + (pdp_words.count_table(self.shared_rows, self.num_topics),)
 
     def table_counts(self, block, state, local) -> dict:
@@ -253,7 +285,9 @@ class PdpNetwork(SharedPypModel, SharedRootsModel, NetworkHyper, GibbsModel):
                if needs_histograms(net.spec) else NO_HISTOGRAM}
         if self.__dict__.get("_has_tp"):
             out[pdp_shared.TABLE] = pdp_shared.own_rows(net, cnt, rows)
-        if self.__dict__.get("_word_pyp") is not None:
+        if (self.__dict__.get("_word_pyp") or {}).get("bigram"):
+            out.update(pdp_bigram.table_counts(*self._local_pairs(block), state, self.num_topics))
+        elif self.__dict__.get("_word_pyp") is not None:
             out[pdp_words.TABLE] = (self._local_vocab(block)[0], state["word_t"].astype(np.int32))
         return out
 
@@ -261,10 +295,12 @@ class PdpNetwork(SharedPypModel, SharedRootsModel, NetworkHyper, GibbsModel):
         out = super().derive(tables)
         if pdp_words.TABLE in tables:
             out.update(pdp_words.derived(tables[pdp_words.TABLE]))
+        if pdp_bigram.CUSTOMERS in tables:
+            out.update(pdp_bigram.derived(tables, self.vocab_size, self.num_topics))
         return out
 
     def sweep_tables(self, block, state, hyper, tables, derived, seed) -> None:
-        words = (tables[pdp_words.TABLE], derived) if hyper.get("word_pyp") is not None else None
+        words = (tables.get(pdp_words.TABLE), derived) if hyper.get("word_pyp") is not None else None
         self._run(block, state, hyper, tables["nwk"], derived["nk"], seed, None, init=False,
                   global_tc=tables["network_tc"], words=words, global_tp=tables.get(pdp_shared.TABLE))
 
@@ -283,18 +319,24 @@ class PdpNetwork(SharedPypModel, SharedRootsModel, NetworkHyper, GibbsModel):
     def sample_topic_word(self, tables, derived, hyper) -> np.ndarray:
         if hyper.get("word_pyp") is None:
             return super().sample_topic_word(tables, derived, hyper)
+        if hyper["word_pyp"].get("bigram"):
+            return pdp_bigram.topic_word(tables["nwk"], derived, *self._word_values(hyper)[1:])
         return pdp_words.topic_word(tables["nwk"], tables[pdp_words.TABLE], *self._word_values(hyper))
 
     def loglik(self, tables, derived, hyper) -> float:
         if hyper.get("word_pyp") is None:
             return super().loglik(tables, derived, hyper)
+        if hyper["word_pyp"].get("bigram"):
+            return pdp_bigram.loglik(derived, *self._word_values(hyper), self.vocab_size)
         return pdp_words.loglik(tables["nwk"], tables[pdp_words.TABLE], *self._word_values(hyper))
 
     # ---- evaluation
     def left_to_right(self, block, hyper, phi_vk, settings):
         """Exact in the model: the particles carry each test document's network state (z, t, s)."""
-        return pdp_left_to_right.network_scores(block, phi_vk, settings, lambda doc: self.test_document_start(doc,
-                                                                                                          hyper))
+        rows_of = (lambda doc: self.frozen_rows(doc, hyper)) if pdp_bigram.is_bigram(hyper) else None
+        scores = pdp_left_to_right.network_scores(block, phi_vk, settings, lambda doc: self.test_document_start(
+            doc, hyper), rows_of)
+        return scores if rows_of is None else type(scores)(scores.per_document, scores.protocol + pdp_bigram.PROTOCOL)
 
     def test_document_start(self, doc, hyper) -> tuple:
         """A test document's (compiled network, counts: its own vectors empty, the corpus-level roots' tables the

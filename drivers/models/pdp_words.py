@@ -37,21 +37,25 @@ def word_side(spec: NetworkSpec) -> dict | None:
     word = spec.nodes[spec.word.node]
     if word.kind == "dirichlet" and word.index == ("topic",) and spec.word.index == ("topic",):
         return None
-    if word.kind != "pyp" or word.index != ("topic",) or spec.word.index != ("topic",):
+    bigram = word.index == ("topic", "previous_word") and spec.word.index == ("topic", "previous_word")
+    if word.kind != "pyp" or (word.index != ("topic",) or spec.word.index != ("topic",)) and not bigram:
         raise UsageError(f"network spec: node '{word.name}': on the Gibbs engine the word draw must be a family "
                          "indexed by [topic], a Dirichlet root or a Pitman-Yor vector over one corpus-level word "
-                         "vector")
+                         "vector, or a Pitman-Yor family indexed by [topic, previous_word] over one per topic")
     parents = word.parents
     base = spec.nodes[parents[0].node] if len(parents) == 1 else None
-    if base is None or parents[0].if_missing is not None or base.index != ("corpus",) or base.kind == "pyp":
+    level = ("topic",) if bigram else ("corpus",)
+    if base is None or parents[0].if_missing is not None or base.index != level or parents[0].index != level \
+            or base.kind == "pyp":
         raise UsageError(f"network spec: node '{word.name}': a Pitman-Yor word side on the Gibbs engine has one "
-                         "parent, a corpus-level Dirichlet root or uniform vector over words")
+                         + ("parent, a Dirichlet root or uniform vector over words per topic (psi[topic])" if bigram
+                            else "parent, a corpus-level Dirichlet root or uniform vector over words"))
     for node in spec.nodes.values():
         if node is not word and node.kind == "pyp" and {node.a, node.b} & {word.a, word.b}:
             raise UsageError(f"network spec: node '{node.name}' shares a discount or concentration with the word "
                              f"side '{word.name}' (not on the Gibbs engine)")
     return {"a": word.a, "b": word.b, "beta0": float(base.alpha) if base.kind == "dirichlet" else 0.0,
-            "base": base.name}
+            "base": base.name, **({"bigram": True} if bigram else {})}
 
 
 def count_table(rows: int, K: int) -> CountTable:
@@ -73,6 +77,40 @@ def own_customers(uidx: np.ndarray, z: np.ndarray, U: int, K: int) -> np.ndarray
     out = np.zeros((U, K), np.int64)
     np.add.at(out, (uidx, z), 1)
     return out
+
+
+def local_arrays(vocab, uidx, own_n, own_t, nwk, twk, der: dict) -> dict:
+    """The word side as :func:`inference.pdpnet.word_bigram.bigram_word_sweep`'s arrays: the block's words its
+    pairs (rows of the partition's copies of ``nwk``, ``twk``), one context (the topics' N_k, T_k), the root one
+    column (t_w, sum t); the cells of the block's words whose last tables left in two partitions at once (n > 0,
+    t = 0) read as one table, opened by this partition's customers when it has some (the repair,
+    :mod:`inference.pdpnet.word_pyp`). :func:`write_back` returns the moves to the copies."""
+    nloc = np.asarray(nwk)[vocab].astype(np.int64)
+    tloc = np.asarray(twk)[vocab].astype(np.int64)
+    Nc = np.asarray(der["nk"], np.int64)[None, :].copy()
+    Tc = np.asarray(der["tk"], np.int64)[None, :].copy()
+    troot = np.asarray(der["tw"], np.int64)[:, None].copy()
+    Troot = np.asarray(der["tsum"], np.int64).copy()
+    race = (nloc > 0) & (tloc == 0)
+    if race.any():
+        own_t[race & (own_n > 0)] += 1
+        tloc[race] += 1
+        Tc[0] += race.sum(axis=0)
+        troot[vocab, 0] += race.sum(axis=1)
+        Troot[0] += int(race.sum())
+    return {"uidx": uidx, "pword": vocab, "pctx": np.zeros(len(vocab), np.int64), "nloc": nloc, "tloc": tloc,
+            "Nc": Nc, "Tc": Tc, "troot": troot, "Troot": Troot, "own_n": own_n}
+
+
+def write_back(loc: dict, nwk, twk, der: dict) -> None:
+    """The sweep's moves into the partition's copies of the tables and their totals."""
+    vocab = loc["pword"]
+    nwk[vocab] = loc["nloc"]
+    twk[vocab] = loc["tloc"]
+    der["nk"][:] = loc["Nc"][0]
+    der["tk"][:] = loc["Tc"][0]
+    der["tw"][:] = loc["troot"][:, 0]
+    der["tsum"][:] = loc["Troot"]
 
 
 def base_vector(twk: np.ndarray, beta0: float) -> np.ndarray:
@@ -101,42 +139,57 @@ def loglik(nwk, twk, a: float, b: float, beta0: float) -> float:
     the t_w (or -sum t log V)."""
     n, t = legal(nwk, twk)
     occ = n > 0
-    L = log_stirling_table(a, int(n.max(initial=0)) + 1, int(t.max(initial=0)) + 1)
-    c, tt = n[occ], t[occ]
-    total = float(L[c, tt].sum())
-    for N, T in zip(n.sum(axis=0), t.sum(axis=0)):
-        total += log_poch_incr(b, a, int(T)) - log_poch(b, int(N))
-    tw = t.sum(axis=1).astype(np.float64)
-    V = n.shape[0]
-    if beta0 > 0:
-        total += float(gammaln(V * beta0) - gammaln(V * beta0 + tw.sum())
-                       + (gammaln(beta0 + tw) - gammaln(beta0)).sum())
-    else:
-        total -= tw.sum() * math.log(V)
+    return (cells_loglik(n[occ], t[occ], n.sum(axis=0), t.sum(axis=0), a, b)
+            + root_loglik(t.sum(axis=1).astype(np.float64), beta0, n.shape[0]))
+
+
+def cells_loglik(c, t, N, T, a: float, b: float) -> float:
+    """sum over restaurants log (b|a)_T / (b)_N + sum over occupied cells log S^c_{t, a} (E12)."""
+    L = log_stirling_table(a, int(np.max(c, initial=0)) + 1, int(np.max(t, initial=0)) + 1)
+    total = float(L[c, t].sum())
+    for NN, TT in zip(N, T):
+        total += log_poch_incr(b, a, int(TT)) - log_poch(b, int(NN))
     return total
+
+
+def root_loglik(tw: np.ndarray, beta0: float, V: int) -> float:
+    """A root's Dirichlet(beta0)-multinomial of its customers ``tw`` (V,), or -sum t log V for the uniform."""
+    if beta0 > 0:
+        return float(gammaln(V * beta0) - gammaln(V * beta0 + tw.sum()) + (gammaln(beta0 + tw) - gammaln(beta0)).sum())
+    return -float(tw.sum()) * math.log(V)
 
 
 def histogram(nwk, twk, p: int, q: int) -> tuple[np.ndarray, np.ndarray]:
     """The word side's rows of the discount histograms (:mod:`inference.pdpnet.engine_stats`)."""
     n, t = legal(nwk, twk)
     occ = n > 0
-    N, T = n.sum(axis=0), t.sum(axis=0)
-    live = N > 0
-    keys = np.concatenate([engine_stats.hist_keys(0, p, 0, n[occ], t[occ]),
-                           engine_stats.hist_keys(1, p, q, T[live], np.zeros(int(live.sum()), np.int64))])
+    return cells_histogram(n[occ], t[occ], t.sum(axis=0)[n.sum(axis=0) > 0], p, q)
+
+
+def cells_histogram(c, t, T_live, p: int, q: int) -> tuple[np.ndarray, np.ndarray]:
+    """Histogram keys and counts of the occupied cells' (c, t) and the occupied restaurants' T."""
+    keys = np.concatenate([engine_stats.hist_keys(0, p, 0, c, t),
+                           engine_stats.hist_keys(1, p, q, T_live, np.zeros(len(T_live), np.int64))])
     uniq, counts = np.unique(keys, return_counts=True)
     return uniq, counts.astype(np.float64)
 
 
 def sample_hyper(side: dict, nwk, twk, hyper: dict, sampled: dict, rng: np.random.Generator) -> dict:
-    """The word side's b (q_k ~ Beta(b, N_k), then Gamma (E20) when a is a fixed 0, else a slice step, E21) and
-    a (slice step on the cells' (c, t) and the topics' T_k); ``sampled``: parameter name -> sampled?"""
+    """The word side's b and a from the dense tables (:func:`sample_cells_hyper`)."""
+    n, t = legal(nwk, twk)
+    occ = n > 0
+    return sample_cells_hyper(side, n[occ], t[occ], n.sum(axis=0), t.sum(axis=0), hyper, sampled, rng)
+
+
+def sample_cells_hyper(side: dict, c, t, N, T, hyper: dict, sampled: dict, rng: np.random.Generator) -> dict:
+    """The word side's b (q_j ~ Beta(b, N_j) per restaurant, then Gamma (E20) when a is a fixed 0, else a slice
+    step, E21) and a (slice step on the occupied cells' (c, t) and the restaurants' T_j); ``sampled``: parameter
+    name -> sampled?"""
     a_name, b_name = side["a"], side["b"]
     a, b = float(hyper["a_values"][a_name]), float(hyper["b_values"][b_name])
-    keys, counts = histogram(nwk, twk, 0, 0)
-    n, t = legal(nwk, twk)
-    N, T = n.sum(axis=0), t.sum(axis=0)
+    N, T = np.asarray(N, np.int64), np.asarray(T, np.int64)
     live = N > 0
+    keys, counts = cells_histogram(c, t, T[live], 0, 0)
     if sampled[b_name] and live.any():
         q = rng.beta(b, N[live])
         sum_log = float(-np.log(np.maximum(q, 1e-300)).sum())

@@ -97,9 +97,9 @@ class GibbsModel(ChainContinuation):
 
     # ---- what the family asks (train, open, write)
     @classmethod
-    def reads_segments(cls, settings: dict) -> bool | None:
-        """Whether the model reads segments under ``settings`` (train's flags, or model.json's ``hyper``);
-        None: as the registry says (``pdp-network``: as its network says). Asked before the corpus loads."""
+    def corpus_kind(cls, settings: dict) -> str | None:
+        """The corpus kind (``drivers.corpora.kinds``) the model reads under ``settings`` (train's flags, or
+        model.json's ``hyper``); None: as the registry says (``pdp-network``: as its network says)."""
         return None
 
     def bind_corpus(self, corpus, request) -> None:

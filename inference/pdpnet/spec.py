@@ -125,6 +125,11 @@ class NetworkSpec:
         one segment)."""
         return any("segment" in n.index for n in self.nodes.values())
 
+    @property
+    def reads_order(self) -> bool:
+        """Whether a vector is indexed by previous_word (the corpus needs ``prepare --ordered``)."""
+        return any("previous_word" in k for n in self.nodes.values() for k in _kinds(n))
+
 
 def _kinds(node: NodeSpec):
     """The index kinds ``node`` and its parent references use."""

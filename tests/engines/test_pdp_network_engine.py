@@ -6,7 +6,8 @@ after iteration 3 and resumed from its checkpoint is the uninterrupted chain; an
 (table ``word_tables``, each partition's own tables), likewise, and with the resident sampler the same chain; and
 seqlda.json under CMGS likewise, and trained on local[1] (another Spark application) the same model bit for bit;
 and roots indexed by a kept column (``column``) or by a list column (``authors``: a document's vector over the mean
-of its authors' roots)."""
+of its authors' roots); and tlm.json (phi[topic, previous_word] over psi[topic]: its keyed tables, each partition's
+own indicators), likewise."""
 from __future__ import annotations
 
 import json
@@ -167,3 +168,25 @@ def test_seqlda_cmgs_is_the_same_on_local1(spark_session, tiny_corpora_of_kind, 
     else:
         assert np.load(other / "network_tp.npy").sum() > 0
         np.testing.assert_array_equal(np.load(other / "network_tp.npy"), np.load(tmp_path / "m" / "network_tp.npy"))
+
+
+def test_bigram_word_side_tables_are_the_recount_and_resume_is_the_same_chain(spark_session, blocks, tmp_path):
+    """tlm.json on two partitions (the blocks' token order is the text order): the keyed customers and indicators
+    the reducers sum equal a recount of the final states, 0 < t <= n in every occupied cell but rare races, the
+    word side's b moves (driver's step on the global cells), and the interrupted run resumed is the same chain."""
+    from drivers.models import pdp_bigram
+    run = _fit(spark_session, blocks, tmp_path / "run", "tlm")
+    result, recount = run
+    for name in ("nwk", pdp_bigram.CUSTOMERS, pdp_bigram.TABLES):
+        table = result.tables[name]
+        assert (np.array_equal(table, recount[name]) if isinstance(table, np.ndarray)
+                else table.equals(recount[name])), name
+    der = PdpNetwork(K, V).derive(result.tables)
+    n, t, race = der["bigram_n"], der["bigram_t"], der["bigram_race"]
+    assert n.sum() == result.tables["nwk"].sum() and np.all(t <= n) and race.sum() <= len(n) // 20
+    assert (t < n).any() and der["bigram_ctx"].shape[0] > K
+    assert result.hyper["b_values"]["phi.b"] != 100.0 and result.hyper["word_pyp"]["bigram"]
+    np.testing.assert_allclose(result.topic_word.sum(axis=1), 1.0)
+    with pytest.raises(Interrupted):
+        _fit(spark_session, blocks, tmp_path / "ckpt", "tlm", stop_after=3)
+    assert_same_runs(_fit(spark_session, blocks, tmp_path / "ckpt", "tlm", resume=True), run)

@@ -22,7 +22,7 @@ def evaluate_split(spark, spec, model: GibbsModel, hyper: dict, topic_word, requ
                    e: GibbsTraining) -> dict:
     """Held-out perplexity of the test split of the training corpus (``--heldout-fraction``)."""
     test = load_segmented_corpus(spark, request.corpus, None, heldout_fraction=e.heldout_fraction, split="test",
-                                 require_segments=needs_segments(spec, hyper), ordered=needs_order(spec),
+                                 require_segments=needs_segments(spec, hyper), ordered=needs_order(spec, hyper),
                                  permute_seed=e.permute_segments,
                                  separate_languages=model.aligned_documents_per == "language")
     try:
@@ -49,7 +49,7 @@ def evaluate(spark, model_dir: str, corpus_dir: str, reference_dir: str | None =
     K = topic_word.shape[0]
     if spark is None:       # in this process (why_not_in_process: None)
         test = local_corpus.load_segmented_corpus(corpus_dir, partitions, needs_segments(spec, meta["hyper"]),
-                                                  needs_order(spec))
+                                                  needs_order(spec, meta["hyper"]))
     else:
         test, _ = open_test_corpus(spark, spec, meta, corpus_dir, partitions)
     same_corpus = test.split == "test"
@@ -95,10 +95,10 @@ def why_not_in_process(model_dir: str, corpus_dir: str, reference_dir: str | Non
     return None
 
 
-def tokens_in_order(spec, corpus_meta: dict, text_order: bool) -> bool:
-    """Whether the test documents are loaded with their tokens in text order: the model needs it, or
-    ``text_order`` (left-to-right) asks for it and the corpus keeps it."""
-    return needs_order(spec) or (text_order and keeps_text_order(corpus_meta))
+def tokens_in_order(spec, corpus_meta: dict, text_order: bool, settings: dict | None = None) -> bool:
+    """Whether the test documents are loaded with their tokens in text order: the model needs it (under
+    ``settings``, model.json's hyper), or ``text_order`` (left-to-right) asks for it and the corpus keeps it."""
+    return needs_order(spec, settings) or (text_order and keeps_text_order(corpus_meta))
 
 
 def open_test_corpus(spark, spec, meta: dict, corpus_dir: str, partitions: int | None = None,
@@ -112,7 +112,7 @@ def open_test_corpus(spark, spec, meta: dict, corpus_dir: str, partitions: int |
     corpus_meta_path = storage.join(corpus_dir, "corpus.json")
     corpus_meta = storage.load_json(corpus_meta_path) if storage.exists(corpus_meta_path) else {}
     same_corpus = fraction > 0 and bool(corpus_meta) and data_version(corpus_meta) == data.get("version")
-    ordered = tokens_in_order(spec, corpus_meta, text_order)
+    ordered = tokens_in_order(spec, corpus_meta, text_order, meta["hyper"])
     test = load_segmented_corpus(spark, corpus_dir, partitions, heldout_fraction=fraction if same_corpus else 0.0,
                                  split="test" if same_corpus else "all",
                                  require_segments=needs_segments(spec, meta["hyper"]), ordered=ordered,
@@ -131,7 +131,8 @@ def evaluate_left_to_right(spark, model_dir: str, corpus_dir: str, settings, par
     if spark is None:       # in this process (why_not_in_process: None): every document of a small local corpus
         corpus_meta = storage.load_json(storage.join(corpus_dir, "corpus.json"))
         test, fraction = local_corpus.load_segmented_corpus(
-            corpus_dir, partitions, needs_segments(spec, meta["hyper"]), tokens_in_order(spec, corpus_meta, True)), 0.0
+            corpus_dir, partitions, needs_segments(spec, meta["hyper"]),
+            tokens_in_order(spec, corpus_meta, True, meta["hyper"])), 0.0
     else:
         test, fraction = open_test_corpus(spark, spec, meta, corpus_dir, partitions, text_order=True)
     try:

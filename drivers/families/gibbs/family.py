@@ -169,7 +169,7 @@ class GibbsFamily(ModelFamily):
         corpus = load_segmented_corpus(spark, request.corpus, request.partitions, heldout_fraction=heldout,
                                        split="train" if heldout > 0 else "all",
                                        require_segments=needs_segments(spec, request.options),
-                                       ordered=needs_order(spec), permute_seed=e.permute_segments,
+                                       ordered=needs_order(spec, request.options), permute_seed=e.permute_segments,
                                        separate_languages=per == "language", power_of_two=True)
         try:
             return self._train(spark, spec, request, e, corpus, started)

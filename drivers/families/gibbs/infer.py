@@ -95,7 +95,7 @@ def infer_gibbs(spark, trained, corpus_dir: str, output_dir: str, sweeps: int = 
     meta = saved.meta
     spec = catalogue.of_meta(meta)
     corpus = load_segmented_corpus(spark, corpus_dir, partitions, require_segments=needs_segments(spec, meta["hyper"]),
-                                   ordered=needs_order(spec))
+                                   ordered=needs_order(spec, meta["hyper"]))
     sc = spark.sparkContext
     bc = None
     try:
@@ -126,7 +126,7 @@ def write_heldout_proportions(spark, spec, model: GibbsModel, hyper: dict, topic
     An aligned corpus' split is not added (multilingual models infer by point estimates); returns what
     model.json says of the table."""
     test = load_segmented_corpus(spark, request.corpus, None, heldout_fraction=fraction, split="test",
-                                 require_segments=needs_segments(spec, hyper), ordered=needs_order(spec),
+                                 require_segments=needs_segments(spec, hyper), ordered=needs_order(spec, hyper),
                                  permute_seed=permute_seed,
                                  separate_languages=model.aligned_documents_per == "language")
     if test.layout is not None:

@@ -27,7 +27,7 @@ def infer_in_process(trained, corpus_dir: str, output_dir: str, sweeps: int, sam
     saved, model = trained
     spec = catalogue.of_meta(saved.meta)
     corpus = local_corpus.load_segmented_corpus(corpus_dir, partitions, needs_segments(spec, saved.meta["hyper"]),
-                                                needs_order(spec))
+                                                needs_order(spec, saved.meta["hyper"]))
     require_same_vocabulary(saved, corpus)
     schedule = HeldoutSchedule.default(sweeps, samples)
     bc = local_corpus.Shared((saved.meta["hyper"], np.ascontiguousarray(saved.lambda_.T, dtype=np.float64)))

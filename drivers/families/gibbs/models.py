@@ -75,13 +75,19 @@ def initial_hyper(model: GibbsModel, overrides: dict) -> dict:
     return hyper
 
 
+def corpus_kind(spec, settings: dict | None = None) -> str:
+    """The corpus kind the model of registry ``spec`` reads under ``settings`` (train's flags, or a trained
+    model's ``hyper``): its own answer (``GibbsModel.corpus_kind``), else the registry's. Asked before the corpus
+    loads."""
+    own = spec.model_class().corpus_kind(settings or {})
+    return spec.corpus if own is None else own
+
+
 def needs_segments(spec, settings: dict | None = None) -> bool:
-    """Whether the model of registry ``spec`` reads segments under ``settings`` (train's flags, or a trained
-    model's ``hyper``): its own answer (``GibbsModel.reads_segments``), else the registry's."""
-    own = spec.model_class().reads_segments(settings or {})
-    return spec.corpus == SEGMENTED if own is None else bool(own)
+    """Whether the model reads segments (``prepare --segments``) under ``settings``."""
+    return corpus_kind(spec, settings) == SEGMENTED
 
 
-def needs_order(spec) -> bool:
-    """Whether the model (its registry spec) reads every document's tokens in text order."""
-    return spec.corpus == ORDERED
+def needs_order(spec, settings: dict | None = None) -> bool:
+    """Whether the model reads every document's tokens in text order (``prepare --ordered``) under ``settings``."""
+    return corpus_kind(spec, settings) == ORDERED

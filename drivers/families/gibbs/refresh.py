@@ -187,7 +187,7 @@ def refresh_chain(spark, spec, base, corpus_dir: str | None, request, output: st
         Q = request.partitions or max(1, min(P, math.ceil(P * int(batch.meta.get("tokens") or 1)
                                                          / max(1, tokens))))
         corpus = load_segmented_corpus(spark, corpus_dir, Q, require_segments=needs_segments(spec, hyper),
-                                       ordered=needs_order(spec),
+                                       ordered=needs_order(spec, hyper),
                                        separate_languages=cls.aligned_documents_per == "language")
         Q = corpus.num_partitions
         layout = TableLayout(declared, 1)

@@ -1,0 +1,219 @@
+"""pdp-network's bigram-topic word side on the Gibbs engine (issue 28; the topic-based language model as a network,
+Wallach §3.4): phi[topic, previous_word] ~ PYP(a, b, psi_k) (a DP when a = 0) over psi[topic], a Dirichlet root
+or uniform over words; the sweep: :mod:`inference.pdpnet.word_bigram`.
+
+Tables: ``bigram_customers`` (n_{(k,w'),w}, from z) and ``bigram_word_tables`` (t_{(k,w'),w}: the indicators each
+partition's customers hold, state ``word_t`` over the block's distinct (w', w) pairs, summed), both keyed by
+(w' V + w) K + k as tlm's N_{w|w't} (V^2 K never allocated; w' = V: the document's first token). The roots'
+customers t_kw (V x K), the contexts' totals and the race-legal t are derived from them (:func:`derived`, once per
+synchronisation on the driver); a partition reads them over its own pairs (:func:`local_arrays`). The driver
+samples the side's a and b from the global cells and contexts (:func:`drivers.models.pdp_words.sample_cells_hyper`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from drivers import storage
+from drivers.models import pdp_words
+from inference.errors import UsageError
+from inference.gibbs.tables import CountTable, KeyedCounts
+
+CUSTOMERS = "bigram_customers"
+TABLES = "bigram_word_tables"
+LOCAL = "_bigram_local"
+PROTOCOL = ("; the word factor p(w | previous word, k) the bigram side's posterior mean given the trained state "
+            "(the document's earlier tokens not in its counts)")         # a partition's local copies between the sweeps of one synchronisation
+
+
+def count_tables(V: int, K: int) -> tuple:
+    rows = (V + 1) * V * K
+    return (CountTable(CUSTOMERS, rows, 1, "keyed", cells_per_token=1),
+            CountTable(TABLES, rows, 1, "keyed", cells_per_token=1))
+
+
+def is_bigram(hyper: dict) -> bool:
+    return bool((hyper.get("word_pyp") or {}).get("bigram"))
+
+
+def pair_keys(block, V: int) -> np.ndarray:
+    """(N,) w' V + w of every token; a document's first token has w' = V (the compiled network's start context)."""
+    words = block.words.astype(np.int64)
+    prev = np.full(words.shape[0], V, np.int64)
+    if words.shape[0] > 1:
+        prev[1:] = words[:-1]
+    starts = block.token_ptr()[:-1]
+    prev[starts[starts < words.shape[0]]] = V
+    return prev * V + words
+
+
+def local_pairs(block, V: int) -> tuple[np.ndarray, np.ndarray]:
+    """(the block's distinct pair keys (U,), every token's pair index (N,))."""
+    pairs, uidx = np.unique(pair_keys(block, V), return_inverse=True)
+    return pairs, uidx.reshape(-1).astype(np.int64)
+
+
+def own_customers(uidx, z, U: int, K: int) -> np.ndarray:
+    return pdp_words.own_customers(uidx, z, U, K)
+
+
+def table_counts(pairs, uidx, state, K: int) -> dict:
+    """The partition's rows of both keyed tables (customers from z, its own indicators; zero rows left out)."""
+    own_n = own_customers(uidx, state["z"], len(pairs), K)
+    keys = (pairs[:, None] * K + np.arange(K)[None, :]).ravel()
+    out = {}
+    for name, arr in ((CUSTOMERS, own_n), (TABLES, state["word_t"])):
+        vals = np.asarray(arr, np.int64).ravel()
+        keep = vals > 0
+        out[name] = (keys[keep], vals[keep].astype(np.int32)[:, None])
+    return out
+
+
+def derived(tables: dict, V: int, K: int) -> dict:
+    """The global values every partition reads: the customers' keys and n, t at those keys read legally (a race's
+    t = 0 < n as 1; ``race`` marks them), the contexts' (keys w' K + k, N, T) and the roots' t_kw (V, K), T_k."""
+    cust, tab = tables[CUSTOMERS], tables[TABLES]
+    keys = np.asarray(cust.keys, np.int64)
+    n = np.asarray(cust.counts[:, 0], np.int64)
+    t_raw = _lookup(np.asarray(tab.keys, np.int64), np.asarray(tab.counts[:, 0], np.int64), keys)
+    race = (n > 0) & (t_raw == 0)
+    t = np.where(race, 1, t_raw)
+    ctx_all = (keys // (V * K)) * K + keys % K
+    ctx, inv = np.unique(ctx_all, return_inverse=True)
+    N = np.bincount(inv, weights=n, minlength=len(ctx)).astype(np.int64)
+    T = np.bincount(inv, weights=t, minlength=len(ctx)).astype(np.int64)
+    troot = np.zeros((V, K), np.int64)
+    np.add.at(troot, ((keys // K) % V, keys % K), t)
+    return {"bigram_keys": keys, "bigram_n": n, "bigram_t": t, "bigram_race": race, "bigram_ctx": ctx,
+            "bigram_ctx_n": N, "bigram_ctx_t": T, "bigram_troot": troot, "bigram_Troot": troot.sum(axis=0)}
+
+
+def _lookup(keys, values, wanted) -> np.ndarray:
+    if len(keys) == 0:
+        return np.zeros(np.shape(wanted), np.asarray(values).dtype)
+    at = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
+    return np.where(keys[at] == wanted, values[at], 0)
+
+
+def local_arrays(pairs, uidx, state, der: dict, V: int, K: int) -> dict:
+    """A partition's copies of the global values over its pairs (the kernel's arrays); the partition opens one
+    table for its customers of a race cell (own indicator, the repair) before sweeping."""
+    cells = pairs[:, None] * K + np.arange(K)[None, :]
+    nloc = _lookup(der["bigram_keys"], der["bigram_n"], cells)
+    tloc = _lookup(der["bigram_keys"], der["bigram_t"], cells)
+    race = _lookup(der["bigram_keys"], der["bigram_race"].astype(np.int64), cells) > 0
+    own_n = own_customers(uidx, state["z"], len(pairs), K)
+    state["word_t"][race & (own_n > 0)] += 1
+    prev = pairs // V
+    ctx_ids, pctx = np.unique(prev, return_inverse=True)
+    ctx_cells = ctx_ids[:, None] * K + np.arange(K)[None, :]
+    return {"uidx": uidx, "pword": (pairs % V).astype(np.int64), "pctx": pctx.reshape(-1).astype(np.int64),
+            "nloc": nloc.astype(np.int64), "tloc": tloc.astype(np.int64),
+            "Nc": _lookup(der["bigram_ctx"], der["bigram_ctx_n"], ctx_cells).astype(np.int64),
+            "Tc": _lookup(der["bigram_ctx"], der["bigram_ctx_t"], ctx_cells).astype(np.int64),
+            "troot": der["bigram_troot"].copy(), "Troot": der["bigram_Troot"].astype(np.int64).copy(),
+            "own_n": own_n}
+
+
+def initial_tables(pairs, uidx, z, K: int) -> np.ndarray:
+    """One indicator per occupied own cell (a legal start)."""
+    return (own_customers(uidx, z, len(pairs), K) > 0).astype(np.int64)
+
+
+def sample_hyper(side: dict, der: dict, hyper: dict, sampled: dict, rng) -> dict:
+    """The side's b and a from the global cells (n, t) and contexts (N, T)."""
+    return pdp_words.sample_cells_hyper(side, der["bigram_n"], der["bigram_t"], der["bigram_ctx_n"],
+                                        der["bigram_ctx_t"], hyper, sampled, rng)
+
+
+def loglik(der: dict, a: float, b: float, beta0: float, V: int) -> float:
+    """log p(w, t | z) of the side (E12): the cells' Stirling numbers, the contexts' Pochhammer ratios, and every
+    topic's root a Dirichlet-multinomial of its customers t_kw (or uniform)."""
+    total = pdp_words.cells_loglik(der["bigram_n"], der["bigram_t"], der["bigram_ctx_n"], der["bigram_ctx_t"], a, b)
+    troot = der["bigram_troot"]
+    return total + sum(pdp_words.root_loglik(troot[:, k].astype(np.float64), beta0, V) for k in range(troot.shape[1]))
+
+
+def topic_word(nwk, der: dict, b: float, beta0: float) -> np.ndarray:
+    """(K, V) every topic's unigram estimate (n_wk + b psi_k(w)) / (N_k + b), psi_k the root's posterior mean (as
+    tlm's (N_{w|t} + beta_t q_t(w)) / (N_t + beta_t))."""
+    troot = der["bigram_troot"].astype(np.float64)
+    V = troot.shape[0]
+    psi = np.full_like(troot, 1.0 / V) if beta0 <= 0 else (troot + beta0) / (troot.sum(axis=0) + V * beta0)
+    n = np.asarray(nwk, np.float64)
+    phi = ((n + b * psi) / (n.sum(axis=0) + b)).T
+    return phi / phi.sum(axis=1, keepdims=True)
+
+
+def predictive(doc, trained: dict, a: float, b: float, beta0: float, V: int, K: int) -> np.ndarray:
+    """(N, K) p(w_n | w_{n-1}, k) of a test document's tokens with the word side at its posterior mean given the
+    trained state (the frozen topics of eq 5.10, per context): ((n - a t) + (b + a T_{k,w'}) psi_k(w)) /
+    (b + N_{k,w'}), psi_k(w) = (beta0 + t_kw) / (V beta0 + T_k) (uniform: 1/V)."""
+    pk = pair_keys(doc, V)
+    cells = pk[:, None] * K + np.arange(K)[None, :]
+    n = _lookup(trained["bigram_keys"], trained["bigram_n"], cells).astype(np.float64)
+    t = _lookup(trained["bigram_keys"], trained["bigram_t"], cells).astype(np.float64)
+    ctx = (pk // V)[:, None] * K + np.arange(K)[None, :]
+    N = _lookup(trained["bigram_ctx"], trained["bigram_ctx_n"], ctx).astype(np.float64)
+    T = _lookup(trained["bigram_ctx"], trained["bigram_ctx_t"], ctx).astype(np.float64)
+    troot = trained["bigram_troot"].astype(np.float64)
+    w = pk % V
+    psi = np.full(cells.shape, 1.0 / V) if beta0 <= 0 else (beta0 + troot[w]) / (V * beta0 + troot.sum(axis=0))
+    return ((n - a * t) + (b + a * T) * psi) / (b + N)
+
+
+class BigramArrays:
+    """``pdp-network``'s part that keeps a bigram-topic word side's trained tables (``bigram_keys``, ``bigram_n``,
+    ``bigram_t``: the keys, customers and race-legal indicators) beside the model, for left-to-right."""
+
+    _ARRAYS = ("bigram_keys", "bigram_n", "bigram_t")
+
+    @property
+    def array_files(self) -> tuple:
+        return super().array_files + (self._ARRAYS if self.__dict__.get("_has_bigram") else ())
+
+    def bind_directory(self, directory: str) -> None:
+        super().bind_directory(directory)
+        self._has_bigram = storage.exists(storage.join(directory, "bigram_keys.npy"))
+
+    def bind_result(self, result) -> None:
+        super().bind_result(result)
+        if CUSTOMERS in result.tables:
+            der = derived(result.tables, self.vocab_size, self.num_topics)
+            self._has_bigram, self._trained_bigram = True, der
+
+    def saved_arrays(self) -> dict:
+        out = super().saved_arrays()
+        der = self.__dict__.get("_trained_bigram")
+        return out if der is None else dict(out, **{name: der[name] for name in self._ARRAYS})
+
+    def bind_arrays(self, arrays: dict, meta: dict) -> None:
+        super().bind_arrays(arrays, meta)
+        if "bigram_keys" in arrays:
+            keys = np.asarray(arrays["bigram_keys"], np.int64)
+            tables = {CUSTOMERS: KeyedCounts(keys, np.asarray(arrays["bigram_n"], np.int32)[:, None]),
+                      TABLES: KeyedCounts(keys, np.asarray(arrays["bigram_t"], np.int32)[:, None])}
+            self._trained_bigram = derived(tables, self.vocab_size, self.num_topics)
+
+    def frozen_rows(self, block, hyper: dict) -> np.ndarray:
+        """(N, K) the block's tokens' word factors given the trained state (:func:`predictive`)."""
+        side = hyper["word_pyp"]
+        return np.ascontiguousarray(predictive(block, self._trained_bigram, float(hyper["a_values"][side["a"]]),
+                                               float(hyper["b_values"][side["b"]]), float(side["beta0"]),
+                                               self.vocab_size, self.num_topics))
+
+    def heldout_loglik(self, block, hyper, phi_vk, schedule, seed, partition) -> np.ndarray:
+        """A bigram-topic word side's held-out score: left to right with ``schedule.samples`` particles (tlm's
+        default; document completion would score with the unigram ``phi_vk``)."""
+        if not is_bigram(hyper):
+            return super().heldout_loglik(block, hyper, phi_vk, schedule, seed, partition)
+        from inference import left_to_right
+        rows = self.left_to_right(block, hyper, phi_vk, left_to_right.LeftToRight(schedule.samples, True,
+                                                                                 seed)).per_document
+        return np.array([rows[:, left_to_right.LEFT_TO_RIGHT].sum(), rows[:, left_to_right.SCORED].sum(),
+                         float(block.n_docs)])
+
+    def continued_chain(self, spark, old_model, base, batch, seed: int, iteration: int):
+        """``refresh`` of a bigram-topic word side is not done: one line."""
+        if is_bigram({"word_pyp": self.__dict__.get("_word_pyp")}):
+            raise UsageError("pdp-network: refresh of a word side indexed by [topic, previous_word] is not done")
+        return super().continued_chain(spark, old_model, base, batch, seed, iteration)

@@ -1,0 +1,142 @@
+"""The bigram-topic word side on the Gibbs engine (issue 28, the topic-based language model as a network;
+:mod:`inference.pdpnet.word_bigram`): its word factor against the network's own recursion
+(:func:`inference.pdpnet.kernels.eval_zplus`, itself tested against the joint) on states of the in-process sampler
+of the same spec, and the engine sweep's bookkeeping over two partitions: the keyed tables summed after every sweep
+equal each partition's own moves added to the last sums, 0 <= t^p <= n^p in every partition, t <= n globally."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from drivers.models import pdp_bigram
+from drivers.models.pdp_network import PdpNetwork
+from inference.gibbs.block import SegmentedBlock
+from inference.gibbs.tables import merge
+from inference.pdpnet import kernels, word_bigram
+from inference.pdpnet.compile import CorpusLayout, compile_network
+from inference.pdpnet.sampler import NetworkSampler
+from inference.pdpnet.spec import parse_network
+
+
+def tlm_spec(beta0=0.2, a=0.4, b=1.5):
+    root = {"dirichlet": beta0} if beta0 > 0 else {"uniform": True}
+    return {"name": "tlm-net",
+            "nodes": {"theta": {"index": ["document"], "over": "topic", "dirichlet": 0.3},
+                      "psi": {"index": ["topic"], "over": "word", **root},
+                      "phi": {"index": ["topic", "previous_word"], "over": "word", "pyp": {"a": a, "b": b},
+                              "parents": [{"node": "psi", "index": ["topic"]}]}},
+            "topic": {"node": "theta", "index": ["document"]},
+            "word": {"node": "phi", "index": ["topic", "previous_word"]}}
+
+
+@pytest.mark.parametrize("beta0", [0.2, 0.0], ids=["dirichlet-root", "uniform-root"])
+def test_word_factor_is_the_network_recursion(beta0):
+    rng = np.random.default_rng(3)
+    V, K, a, b = 5, 3, 0.4, 1.5
+    docs = [[list(rng.integers(0, V, rng.integers(2, 8)))] for _ in range(5)]
+    net = compile_network(parse_network(tlm_spec(beta0, a, b)), CorpusLayout.of(docs, V), K)
+    block = SegmentedBlock.from_segments([(f"d{i}", d) for i, d in enumerate(docs)])
+    pairs, uidx = pdp_bigram.local_pairs(block, V)
+    sm = NetworkSampler(net, seed=2)
+    Z, terms = np.zeros(net.num_nodes), np.zeros(4)
+    inst = np.zeros((len(pairs), K), np.int64)       # the phi vector of every pair's context at every topic
+    inst[uidx] = net.word_inst
+    prev = pairs // V
+    ctx_ids, pctx = np.unique(prev, return_inverse=True)
+    checked = 0
+    for _ in range(4):
+        sm.sweep()
+        sm.stirling.ensure(sm.mx[0] + 2, sm.mx[1] + 2)
+        nloc = np.array([[sm.n[net.off[j] + p % V] for j in row] for p, row in zip(pairs, inst)])
+        tloc = np.array([[sm.tp[net.off[j] + p % V] for j in row] for p, row in zip(pairs, inst)])
+        Nc = np.zeros((len(ctx_ids), K), np.int64)
+        Tc = np.zeros((len(ctx_ids), K), np.int64)
+        troot = np.zeros((V, K), np.int64)
+        for c in range(len(ctx_ids)):
+            u = int(np.flatnonzero(pctx == c)[0])
+            for k in range(K):
+                j = inst[u, k]
+                Nc[c, k] = sm.n[net.off[j]:net.off[j + 1]].sum()
+                Tc[c, k] = sm.tp[net.off[j]:net.off[j + 1]].sum()
+                troot[:, k] += sm.tp[net.off[j]:net.off[j + 1]]
+        for u, p in enumerate(pairs):
+            got = word_bigram.bigram_zplus(u, int(p % V), int(pctx[u]), nloc, tloc, Nc, Tc, troot,
+                                           troot.sum(axis=0), a, b, beta0, 0, sm.stirling.L3)
+            for k in range(K):
+                want = kernels.eval_zplus(inst[u, k], int(p % V), Z, terms, sm.anc_ptr, sm.anc, net.kind, net.dim,
+                                          net.off, net.alpha, net.a_of, net.b_of, net.par_ptr, net.par_node,
+                                          net.par_gamma, net.gamma_sum, sm.avals, sm.bvals, sm.stirling.L3, sm.n,
+                                          sm.tc, sm.tp, sm.Nn, sm.TC, sm.TP, sm.Se)
+                np.testing.assert_allclose(got[k], want, rtol=1e-12)
+                checked += 1
+    assert checked == 4 * len(pairs) * K and Tc.sum() > 0
+
+
+def test_two_partitions_keyed_tables_stay_the_recount_and_own_tables_legal(tmp_path):
+    V, K = 7, 3
+    rng = np.random.default_rng(7)
+    docs = [(f"d{i:02d}", [list(rng.integers(0, V, rng.integers(3, 12)))]) for i in range(16)]
+    spec = tmp_path / "tlm-net.json"
+    spec.write_text(__import__("json").dumps(tlm_spec(0.1, 0.3, 2.0)))
+    model = PdpNetwork(K, V)
+    hyper = model.initial_hyper(network=str(spec))
+    assert hyper["word_pyp"]["bigram"]
+    blocks = [SegmentedBlock.from_segments(docs[p::2]) for p in range(2)]
+    states = [model.initial_state(blk, hyper, 5 + p) for p, blk in enumerate(blocks)]
+
+    def summed():
+        parts = [model.table_counts(blk, st, np.unique(blk.words, return_inverse=True))
+                 for blk, st in zip(blocks, states)]
+        return {t.name: merge(t, [c[t.name] for c in parts]) for t in model.count_tables()}
+    moved = 0
+    for it in range(6):
+        tables = summed()
+        before = [st["z"].copy() for st in states]
+        for p, (blk, st) in enumerate(zip(blocks, states)):
+            own = {name: tab.copy() for name, tab in tables.items()}
+            derived = model.derive(own)
+            pairs, uidx = pdp_bigram.local_pairs(blk, V)
+            n0 = pdp_bigram.own_customers(uidx, st["z"], len(pairs), K)
+            start = pdp_bigram.local_arrays(pairs, uidx, {"z": st["z"], "word_t": st["word_t"].copy()}, derived, V, K)
+            t0 = st["word_t"] + ((start["tloc"] > 0) & (start["nloc"] > 0) & (n0 > 0) & (
+                pdp_bigram._lookup(derived["bigram_keys"], derived["bigram_race"], pairs[:, None] * K + np.arange(K))))
+            model.sweep_tables(blk, st, hyper, own, derived, 100 * it + p)
+            model.sweep_tables(blk, st, hyper, own, derived, 100 * it + p + 50)   # two sweeps per synchronisation
+            n_own = pdp_bigram.own_customers(uidx, st["z"], len(pairs), K)
+            assert np.all(st["word_t"] >= 0) and np.all(st["word_t"] <= n_own)
+            loc = derived[pdp_bigram.LOCAL]
+            # the local copies: the last sums moved by exactly this partition's own changes
+            np.testing.assert_array_equal(loc["nloc"], start["nloc"] + n_own - n0)
+            np.testing.assert_array_equal(loc["tloc"], start["tloc"] + st["word_t"] - t0)
+            assert np.all(loc["tloc"] <= loc["nloc"]) and np.all(loc["tloc"] >= 0)
+            np.testing.assert_array_equal(loc["troot"].sum(axis=0), loc["Troot"])
+            np.testing.assert_array_equal(loc["troot"] - start["troot"], np.zeros((V, K), np.int64)
+                                          + _by_word(pairs, st["word_t"] - t0, V))
+        moved += sum(int((b0 != st["z"]).sum()) for b0, st in zip(before, states))
+        new = summed()
+        der = model.derive(new)
+        n, t = der["bigram_n"], der["bigram_t"]
+        assert np.all(t <= n) and np.all(t >= 1) and int(n.sum()) == sum(b.n_tokens for b in blocks)
+        assert n.sum() == der["bigram_ctx_n"].sum() and t.sum() == der["bigram_troot"].sum()
+        hyper = model.global_step(new, hyper, model.partition_stats(blocks[0], states[0], hyper, it), it)[1]
+        assert np.isfinite(model.loglik(new, der, hyper))
+        np.testing.assert_allclose(model.sample_topic_word(new, der, hyper).sum(axis=1), 1.0)
+    assert moved > 20
+    # the held-out word factor (the side at its posterior mean given the state) is a distribution over the words
+    # of every context: the start context and every previous word
+    side = hyper["word_pyp"]
+    a, b = hyper["a_values"][side["a"]], hyper["b_values"][side["b"]]
+    first = pdp_bigram.predictive(SegmentedBlock.from_segments([(f"s{w}", [[w]]) for w in range(V)]), der, a, b,
+                                  0.1, V, K)
+    np.testing.assert_allclose(first.sum(axis=0), 1.0, rtol=1e-12)
+    for prev in range(V):
+        pairs = SegmentedBlock.from_segments([(f"p{w}", [[prev, w]]) for w in range(V)])
+        rows = pdp_bigram.predictive(pairs, der, a, b, 0.1, V, K)[1::2]
+        np.testing.assert_allclose(rows.sum(axis=0), 1.0, rtol=1e-12)
+        assert np.all(rows > 0)
+
+
+def _by_word(pairs, delta, V):
+    out = np.zeros((V, delta.shape[1]), np.int64)
+    np.add.at(out, pairs % V, delta)
+    return out
