@@ -159,10 +159,12 @@ def run_dirichlet(steps, V: int, lookup, K: int, local: str, seed: int, eta: flo
     return lam, alpha
 
 
-def run_tos(steps, base, settings, sets, seed: int, fit_alpha: bool = False, burn_in: int = 5, samples: int = 10):
+def run_tos(steps, base, settings, sets, seed: int, fit_alpha: bool = False, burn_in: int = 5, samples: int = 10,
+            watch=None, unscaled=frozenset()):
     """Rungs C and D: the TOS after the ``steps`` (:func:`schedule`), the kernels of ``run_minibatch`` as
     :func:`infvoc_sweep.run_model` runs them (:func:`update_topic` per topic, with the step's eps and scale;
-    reordered every U steps)."""
+    reordered every U steps); ``watch(n, sets)`` is called after each step, and the words of ``unscaled`` enter
+    (7.6)-(7.8) at their counts, not D/|S| times them (:mod:`infvoc_tail`'s screens)."""
     from inference.infvoc.local_step import StringBlock, sample_block
     from inference.infvoc.tos import expand_topic, ranking_log_base, reorder_topic, update_topic
 
@@ -181,9 +183,12 @@ def run_tos(steps, base, settings, sets, seed: int, fit_alpha: bool = False, bur
         out = []
         for k, topic in enumerate(sets):
             at = np.flatnonzero(phi[:, k] > 0)
-            topic = update_topic(topic, block.terms[at], phi[at, k], ranked[at], scale, eps, settings.alpha_beta, n)
+            counts = phi[at, k] / np.where(np.isin(block.terms[at], list(unscaled)), scale, 1.0) if unscaled else phi[at, k]
+            topic = update_topic(topic, block.terms[at], counts, ranked[at], scale, eps, settings.alpha_beta, n)
             out.append(reorder_topic(topic, settings.truncation) if n % settings.delay == 0 else topic)
         sets = out
+        if watch is not None:
+            watch(n, sets)
     return sets, alpha
 
 
@@ -213,12 +218,24 @@ def dirichlet_thetas(lam, lookup, documents, alpha, by: str = "mean") -> pd.Data
     return pd.DataFrame({"doc_id": block.doc_ids, "theta": list(theta)})
 
 
-def separation(top, thetas) -> dict:
-    """Mean pairwise Jaccard overlap of the topics' top-word sets; the 2 largest topics' share of the theta mass."""
+def separation(top, thetas, documents=None) -> dict:
+    """Mean pairwise Jaccard overlap of the topics' top-word sets; the 2 largest topics' share of the theta mass;
+    with ``documents`` (the stream's word sets) the topics' sizes against their NPMI (issue 30): how many hold
+    under half the mean share of the theta mass ("small"), how many have NPMI below 0, and the mean NPMI of the
+    small topics and of the others."""
     sets = [set(t) for t in top]
     jaccard = np.mean([len(a & b) / len(a | b) for a, b in itertools.combinations(sets, 2)])
-    mass = np.sort(np.stack([np.asarray(t) for t in thetas["theta"]]).sum(axis=0))[::-1]
-    return {"jaccard": float(jaccard), "top2_mass": float(mass[:2].sum() / mass.sum())}
+    share = np.stack([np.asarray(t) for t in thetas["theta"]]).sum(axis=0)
+    share = share / share.sum()
+    mass = np.sort(share)[::-1]
+    out = {"jaccard": float(jaccard), "top2_mass": float(mass[:2].sum())}
+    if documents is not None:
+        per = np.array([npmi([t], documents) for t in top])
+        small = share < 0.5 / share.shape[0]
+        out.update(small_topics=int(small.sum()), below_zero=int((per < 0).sum()),
+                   npmi_small=float(per[small].mean()) if small.any() else float("nan"),
+                   npmi_others=float(per[~small].mean()), npmi_median=float(np.median(per)))
+    return out
 
 
 def main() -> None:
@@ -255,6 +272,8 @@ def main() -> None:
     parser.add_argument("--vocab", choices=("stream", "base"), default="stream")
     parser.add_argument("--c-order", choices=("frequency", "string"), default="frequency")
     parser.add_argument("--rungs", nargs="*", default=["A", "B", "C", "D-sampled", "D-every"])
+    parser.add_argument("--min-df", type=int, default=1, help="leave out the words used in fewer documents of the "
+                        "whole stream (a screen: is the NPMI tail the rare words' doing?)")
     options = parser.parse_args()
 
     rows = CORPORA[options.corpus]()
@@ -271,6 +290,11 @@ def main() -> None:
         parts = [[(d, [w for w in t if w not in frequent]) for d, t in part] for part in parts]
         parts = [[(d, t) for d, t in part if t] for part in parts]
         print(f"left out as too frequent: {sorted(frequent)}")
+    if options.min_df > 1:
+        stream_df = Counter(w for part in parts for _, t in part for w in set(t))
+        parts = [[(d, [w for w in t if stream_df[w] >= options.min_df]) for d, t in part] for part in parts]
+        parts = [[(d, t) for d, t in part if t] for part in parts]
+        print(f"left out: the {sum(n < options.min_df for n in stream_df.values())} words of stream df < {options.min_df}")
     base = CharNgramBase.fit(base_vocab)
     frequency = Counter(w for part in parts for _, t in part for w in t)
     closed = base_vocab if options.vocab == "base" else sorted(frequency)
@@ -329,10 +353,10 @@ def main() -> None:
         scores["parts_base_words"] = [round(npmi(in_base, everything[a:b]), 4) for a, b in bounds]
         accuracy = classification_accuracy(thetas, labels, test_ids)
         scores.update(svm_balanced=accuracy["svm_balanced"], logistic_balanced=accuracy["logistic_balanced"],
-                      **separation(top, thetas))
+                      **separation(top, thetas, everything))
         print("RESULT " + json.dumps({"rung": rung, "seed": options.seed, "vocab": options.vocab,
                                       "corpus_size": options.corpus_size, "init": options.init, "first": options.first_step, "schedule": options.schedule, "fit_alpha": options.fit_alpha, "theta_by": options.theta_by, "warm": options.warm, "frequent": options.frequent,
-                                      "batch_iterations": options.batch_iterations,
+                                      "batch_iterations": options.batch_iterations, "min_df": options.min_df,
                                       **{k: v if k.startswith("parts") else round(v, 4) for k, v in scores.items()},
                                       "seconds": round(time.time() - began, 1)}), flush=True)
         for k, words in enumerate(top[:6]):
