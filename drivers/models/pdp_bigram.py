@@ -20,9 +20,9 @@ from inference.gibbs.tables import CountTable, KeyedCounts
 
 CUSTOMERS = "bigram_customers"
 TABLES = "bigram_word_tables"
-LOCAL = "_bigram_local"
+LOCAL = "_bigram_local"          # a partition's local copies between the sweeps of one synchronisation
 PROTOCOL = ("; the word factor p(w | previous word, k) the bigram side's posterior mean given the trained state "
-            "(the document's earlier tokens not in its counts)")         # a partition's local copies between the sweeps of one synchronisation
+            "(the document's earlier tokens not in its counts)")
 
 
 def count_tables(V: int, K: int) -> tuple:

@@ -1,18 +1,17 @@
 """``pdp-network``: a topic model given as a network spec (``--network FILE`` or the name of a shipped spec in
 sample_data/networks/) on the Gibbs engine (issue 28, 3).
 
-What runs on the engine now: networks whose topic vectors are per document and/or segment, plus Dirichlet roots
-shared by documents, corpus-level (hdp-lda's, Wallach's AS prior's) or one per value of a kept column (their
-customers, the documents' tables, are the engine's table ``network_tc``: :mod:`drivers.models.pdp_roots`), and whose word draw is one Dirichlet family indexed by topic (the engine's
-topic-word table M_kw, with the family's prior as beta): lda, stm, seqlda, adatm, hdp-lda, wallach-as; or one
-Pitman-Yor family indexed by topic over a corpus-level word root, its tables owned by partitions (pyp-lda:
-:mod:`drivers.models.pdp_words`, table ``word_tables``, state ``word_t``).
+What runs on the engine now: topic vectors per document and/or segment, over vectors shared by documents (the
+corpus, a kept column's value or a list column's values) that are Dirichlet roots (their customers, the documents'
+tables, in ``network_tc``: :mod:`drivers.models.pdp_roots`) or Pitman-Yor vectors over one root (their tables owned
+by partitions, ``network_tp``: :mod:`drivers.models.pdp_shared`); a word side that is one Dirichlet family indexed by
+topic (the engine's topic-word table M_kw, its prior as beta), one Pitman-Yor family by topic over a corpus-level
+word root (pyp-lda: :mod:`drivers.models.pdp_words`), or a family by [topic, previous_word] over a root per topic
+(tlm: :mod:`drivers.models.pdp_bigram`), the last two's tables owned by partitions. The rest is refused in one line.
 Concentrations: partitions draw q_j ~ Beta(b, C_j); when every discount of b's vectors is a fixed 0 the driver
 draws b from Gamma (E20), otherwise b and every sampled discount are slice-sampled on the driver from the summed
 (c, t) and T_j histograms (table ``discount_counts``, :mod:`inference.pdpnet.engine_stats`; the steps:
-:mod:`drivers.models.pdp_hyper`). Pitman-Yor topic vectors shared by documents (corpus-level or per column value)
-have their tables owned by partitions (table ``network_tp``: :mod:`drivers.models.pdp_shared`,
-:mod:`inference.pdpnet.owned`).
+:mod:`drivers.models.pdp_hyper`).
 
 The topic side runs the spec's ``"sampler"`` (``--sampler`` overrides): Du's table indicators (default, exactly
 invariant) or his collapsed multiplicity sampler (``cmgs``, :mod:`inference.pdpnet.cmgs`: one-parent Pitman-Yor
