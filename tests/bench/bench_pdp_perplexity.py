@@ -20,8 +20,8 @@ first (README, "Measuring"). Not part of the test run::
 
     python tests/bench/bench_pdp_perplexity.py --topics 20 --iterations 100 [--only stm,pyp-lda] [--again]
 
-Results: a table on stdout and ``out/bench/pdp-perplexity-K{K}-I{iterations}.json`` (runs already there are kept
-unless ``--again``). Training uses ``--sync auto`` (the default).
+Results: a table on stdout and ``out/bench/pdp-perplexity-K{K}-I{iterations}[-S{seed}].json`` (a seed other than
+1 has its own file; runs already there are kept unless ``--again``). Training uses ``--sync auto`` (the default).
 """
 from __future__ import annotations
 
@@ -99,8 +99,8 @@ def main() -> None:
     args = parser.parse_args()
     spark = bench_session("bench pdp-network perplexity")
     train_dir, test_dir = segmented_corpus(spark)
-    root = CACHE / f"pdp-perplexity-K{args.topics}-I{args.iterations}"
-    result_file = CACHE / f"pdp-perplexity-K{args.topics}-I{args.iterations}.json"
+    stem = f"pdp-perplexity-K{args.topics}-I{args.iterations}" + ("" if args.seed == 1 else f"-S{args.seed}")
+    root, result_file = CACHE / stem, CACHE / f"{stem}.json"
     rows = json.loads(result_file.read_text()) if result_file.exists() else {}
     for group in args.only.split(","):
         for name in GROUPS[group]:
