@@ -15,6 +15,7 @@ import numpy as np
 
 from drivers import storage
 from drivers.models import pdp_words
+from drivers.models.pdp_words import own_customers
 from inference.errors import UsageError
 from inference.gibbs.tables import CountTable, KeyedCounts
 
@@ -50,10 +51,6 @@ def local_pairs(block, V: int) -> tuple[np.ndarray, np.ndarray]:
     """(the block's distinct pair keys (U,), every token's pair index (N,))."""
     pairs, uidx = np.unique(pair_keys(block, V), return_inverse=True)
     return pairs, uidx.reshape(-1).astype(np.int64)
-
-
-def own_customers(uidx, z, U: int, K: int) -> np.ndarray:
-    return pdp_words.own_customers(uidx, z, U, K)
 
 
 def table_counts(pairs, uidx, state, K: int) -> dict:

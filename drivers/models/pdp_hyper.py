@@ -11,6 +11,7 @@ import numpy as np
 from drivers.models import pdp_bigram, pdp_shared, pdp_words
 from drivers.models.pdp_specs import slice_b_names
 from inference.pdpnet import engine_stats
+from inference.pdpnet.compile import KIND_PYP
 from inference.pdpnet.spec import parse_network
 
 
@@ -33,7 +34,7 @@ class NetworkHyper:
         rng = np.random.default_rng(seed)
         out = np.zeros(2 * len(names))
         for r, name in enumerate(names):
-            js = np.flatnonzero((net.kind == 1) & (net.b_of == net.b_names.index(name)) & ~skip)
+            js = np.flatnonzero((net.kind == KIND_PYP) & (net.b_of == net.b_names.index(name)) & ~skip)
             C = cnt["Nn"][js] + cnt["TC"][js]
             live = C > 0
             q = rng.beta(hyper["b_values"][name], C[live])

@@ -220,7 +220,7 @@ class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, Netw
             if loc is None:     # the first sweep of a synchronisation: the local copies of the global values
                 loc = derived[pdp_bigram.LOCAL] = pdp_bigram.local_arrays(*self._local_pairs(block), state, derived,
                                                                           self.vocab_size, self.num_topics)
-            loc["own_n"] = pdp_bigram.own_customers(loc["uidx"], state["z"], *state["word_t"].shape)
+            loc["own_n"] = pdp_words.own_customers(loc["uidx"], state["z"], *state["word_t"].shape)
             mx[0] = max(int(mx[0]), int(loc["nloc"].max(initial=0)))
             mx[1] = max(int(mx[1]), int(loc["tloc"].max(initial=0)))
             written = None

@@ -17,7 +17,6 @@ from drivers import storage
 from drivers.models import pdp_words
 from inference.errors import UsageError
 from inference.gibbs.tables import CountTable
-from inference.pdpnet import engine_stats
 from inference.pdpnet.compile import KIND_PYP
 from inference.pdpnet.spec import NetworkSpec
 
@@ -115,8 +114,7 @@ def driver_stats(spec: NetworkSpec, roots, tables: dict, hyper: dict, rng: np.ra
         occ = c > 0
         C, T = c.sum(axis=1), t.sum(axis=1)
         live = C > 0
-        keys.append(engine_stats.hist_keys(0, p, 0, c[occ], t[occ]))
-        keys.append(engine_stats.hist_keys(1, p, q, T[live], np.zeros(int(live.sum()), np.int64)))
+        keys.append(pdp_words.cells_keys(c[occ], t[occ], T[live], p, q))
         if spec.params[b].sample and live.any():
             qj = rng.beta(hyper["b_values"][b], C[live])
             old = b_stats.get(b, (0.0, 0.0))

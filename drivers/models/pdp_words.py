@@ -166,11 +166,15 @@ def histogram(nwk, twk, p: int, q: int) -> tuple[np.ndarray, np.ndarray]:
     return cells_histogram(n[occ], t[occ], t.sum(axis=0)[n.sum(axis=0) > 0], p, q)
 
 
+def cells_keys(c, t, T_live, p: int, q: int) -> np.ndarray:
+    """The histogram keys (:mod:`inference.pdpnet.engine_stats`) of occupied cells' (c, t), restaurants' T."""
+    return np.concatenate([engine_stats.hist_keys(0, p, 0, c, t),
+                           engine_stats.hist_keys(1, p, q, T_live, np.zeros(len(T_live), np.int64))])
+
+
 def cells_histogram(c, t, T_live, p: int, q: int) -> tuple[np.ndarray, np.ndarray]:
     """Histogram keys and counts of the occupied cells' (c, t) and the occupied restaurants' T."""
-    keys = np.concatenate([engine_stats.hist_keys(0, p, 0, c, t),
-                           engine_stats.hist_keys(1, p, q, T_live, np.zeros(len(T_live), np.int64))])
-    uniq, counts = np.unique(keys, return_counts=True)
+    uniq, counts = np.unique(cells_keys(c, t, T_live, p, q), return_counts=True)
     return uniq, counts.astype(np.float64)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from drivers.models import pdp_bigram
+from drivers.models import pdp_bigram, pdp_words
 from drivers.models.pdp_network import PdpNetwork
 from inference.gibbs.block import SegmentedBlock
 from inference.gibbs.tables import merge
@@ -96,13 +96,13 @@ def test_two_partitions_keyed_tables_stay_the_recount_and_own_tables_legal(tmp_p
             own = {name: tab.copy() for name, tab in tables.items()}
             derived = model.derive(own)
             pairs, uidx = pdp_bigram.local_pairs(blk, V)
-            n0 = pdp_bigram.own_customers(uidx, st["z"], len(pairs), K)
+            n0 = pdp_words.own_customers(uidx, st["z"], len(pairs), K)
             start = pdp_bigram.local_arrays(pairs, uidx, {"z": st["z"], "word_t": st["word_t"].copy()}, derived, V, K)
             t0 = st["word_t"] + ((start["tloc"] > 0) & (start["nloc"] > 0) & (n0 > 0) & (
                 pdp_bigram._lookup(derived["bigram_keys"], derived["bigram_race"], pairs[:, None] * K + np.arange(K))))
             model.sweep_tables(blk, st, hyper, own, derived, 100 * it + p)
             model.sweep_tables(blk, st, hyper, own, derived, 100 * it + p + 50)   # two sweeps per synchronisation
-            n_own = pdp_bigram.own_customers(uidx, st["z"], len(pairs), K)
+            n_own = pdp_words.own_customers(uidx, st["z"], len(pairs), K)
             assert np.all(st["word_t"] >= 0) and np.all(st["word_t"] <= n_own)
             loc = derived[pdp_bigram.LOCAL]
             # the local copies: the last sums moved by exactly this partition's own changes
