@@ -16,7 +16,6 @@ import numpy as np
 from drivers import storage
 from drivers.models import pdp_words
 from drivers.models.pdp_words import own_customers
-from inference.errors import UsageError
 from inference.gibbs.tables import CountTable, KeyedCounts
 
 CUSTOMERS = "bigram_customers"
@@ -209,8 +208,21 @@ class BigramArrays:
         return np.array([rows[:, left_to_right.LEFT_TO_RIGHT].sum(), rows[:, left_to_right.SCORED].sum(),
                          float(block.n_docs)])
 
-    def continued_chain(self, spark, old_model, base, batch, seed: int, iteration: int):
-        """``refresh`` of a bigram-topic word side is not done: one line."""
-        if is_bigram({"word_pyp": self.__dict__.get("_word_pyp")}):
-            raise UsageError("pdp-network: refresh of a word side indexed by [topic, previous_word] is not done")
-        return super().continued_chain(spark, old_model, base, batch, seed, iteration)
+    def grown_chain(self, tables: dict, hyper: dict, old_vocab_size: int) -> tuple[dict, dict]:
+        """``refresh`` (issue 30, 2): both keyed tables re-keyed to the grown vocabulary (:func:`rekeyed`); a
+        partition's ``word_t`` stays (its distinct pairs keep their order: (w', w) lexicographic, the start
+        context last)."""
+        if CUSTOMERS in tables:
+            tables = dict(tables, **{name: rekeyed(tables[name], old_vocab_size, self.vocab_size, self.num_topics)
+                                     for name in (CUSTOMERS, TABLES)})
+        return super().grown_chain(tables, hyper, old_vocab_size)
+
+
+def rekeyed(table: KeyedCounts, V0: int, V: int, K: int) -> KeyedCounts:
+    """A keyed table over (w' V0 + w) K + k moved to (w' V + w) K + k, the start context w' = V0 to V (as tlm's
+    N_{w|w't}, :meth:`drivers.models.tlm.model.TopicLM.grown_chain`); the counts unchanged."""
+    keys = np.asarray(table.keys, np.int64)
+    prev, word, topic = keys // (V0 * K), (keys // K) % V0, keys % K
+    moved = (np.where(prev == V0, V, prev) * V + word) * K + topic
+    order = np.argsort(moved, kind="stable")
+    return KeyedCounts(moved[order], np.asarray(table.counts)[order])
