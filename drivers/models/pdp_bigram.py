@@ -21,8 +21,8 @@ from inference.gibbs.tables import CountTable, KeyedCounts
 CUSTOMERS = "bigram_customers"
 TABLES = "bigram_word_tables"
 LOCAL = "_bigram_local"          # a partition's local copies between the sweeps of one synchronisation
-PROTOCOL = ("; the word factor p(w | previous word, k) the bigram side's posterior mean given the trained state "
-            "(the document's earlier tokens not in its counts)")
+PROTOCOL = ("; the bigram side's counts the trained ones plus each particle's own earlier tokens of the document "
+            "(their customers and the tables they open, moved by the same resampling), as tlm's")
 
 
 def count_tables(V: int, K: int) -> tuple:
@@ -157,6 +157,24 @@ def predictive(doc, trained: dict, a: float, b: float, beta0: float, V: int, K: 
     return ((n - a * t) + (b + a * T) * psi) / (b + N)
 
 
+def document_side(doc, trained: dict, V: int, K: int) -> tuple:
+    """A test document's word-side arrays of :func:`inference.pdpnet.bigram_left_to_right.bigram_particles`: every
+    token's pair among its distinct pairs, a pair's word row and context row, the pairs' trained cells (U, K), the
+    contexts' trained totals, the document's distinct words' root customers t_kw and T_k."""
+    pairs, uidx = local_pairs(doc, V)
+    cells = pairs[:, None] * K + np.arange(K)[None, :]
+    ctx_ids, pctx = np.unique(pairs // V, return_inverse=True)
+    ctx_cells = ctx_ids[:, None] * K + np.arange(K)[None, :]
+    words, pword = np.unique(pairs % V, return_inverse=True)
+    arrays = (uidx, pword.reshape(-1), pctx.reshape(-1),
+              _lookup(trained["bigram_keys"], trained["bigram_n"], cells),
+              _lookup(trained["bigram_keys"], trained["bigram_t"], cells),
+              _lookup(trained["bigram_ctx"], trained["bigram_ctx_n"], ctx_cells),
+              _lookup(trained["bigram_ctx"], trained["bigram_ctx_t"], ctx_cells),
+              trained["bigram_troot"][words], trained["bigram_Troot"])
+    return tuple(np.ascontiguousarray(x, dtype=np.int64) for x in arrays)
+
+
 class BigramArrays:
     """``pdp-network``'s part that keeps a bigram-topic word side's trained tables (``bigram_keys``, ``bigram_n``,
     ``bigram_t``: the keys, customers and race-legal indicators) beside the model, for left-to-right."""
@@ -196,6 +214,13 @@ class BigramArrays:
         return np.ascontiguousarray(predictive(block, self._trained_bigram, float(hyper["a_values"][side["a"]]),
                                                float(hyper["b_values"][side["b"]]), float(side["beta0"]),
                                                self.vocab_size, self.num_topics))
+
+    def document_words(self, doc, net, hyper: dict) -> tuple:
+        """A test document's word-side arguments of ``bigram_particles`` (:func:`document_side`, then V, the side's
+        discount and concentration among the compiled network's, beta0)."""
+        side = hyper["word_pyp"]
+        return document_side(doc, self._trained_bigram, self.vocab_size, self.num_topics) + (
+            self.vocab_size, net.a_names.index(side["a"]), net.b_names.index(side["b"]), float(side["beta0"]))
 
     def heldout_loglik(self, block, hyper, phi_vk, schedule, seed, partition) -> np.ndarray:
         """A bigram-topic word side's held-out score: left to right with ``schedule.samples`` particles (tlm's

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 
 import numpy as np
+import pytest
 
 from drivers import registry
 from drivers.engines.gibbs import chain
@@ -26,11 +27,17 @@ N, M = 2, 2
 TLM = ("--network", "tlm")
 
 
-def test_a_refresh_where_the_data_are_the_same_continues_the_uninterrupted_chain(spark_session, step_corpora,
+@pytest.fixture(scope="module")
+def ordered_corpus(request):
+    """The 30 documents prepared with --ordered (made once per test run, tests/commands/test_refresh_gibbs_steps.py)."""
+    return request.getfixturevalue("step_corpora") / "ordered"
+
+
+def test_a_refresh_where_the_data_are_the_same_continues_the_uninterrupted_chain(spark_session, ordered_corpus,
                                                                                  tmp_path):
     """Train N iterations, continue M with no new document: the version equals a run of N+M iterations (every
     partition's state with its word_t, both keyed tables, b, topic_word and the saved bigram arrays)."""
-    corpus, first, whole = step_corpora / "ordered", tmp_path / "first", tmp_path / "whole"
+    corpus, first, whole = ordered_corpus, tmp_path / "first", tmp_path / "whole"
     version = str(tmp_path / "continued")
     train_gibbs(spark_session, "pdp-network", corpus, first, N, *TLM)
     request = RefreshRequest(root=str(tmp_path / "root"), input=None, iterations=M, reinfer_old=True)
@@ -63,11 +70,11 @@ def test_the_keys_move_to_the_grown_vocabulary():
     assert got == want and np.all(np.diff(moved.keys) > 0)
 
 
-def test_new_documents_and_words_are_sampled_in_and_evaluated(spark_session, step_corpora, tmp_path):
+def test_new_documents_and_words_are_sampled_in_and_evaluated(spark_session, ordered_corpus, tmp_path):
     """A batch of 12 new documents with 3 new words: the vocabulary grows, the kept keyed tables equal the sum of
     every partition's own (customers from z, indicators word_t) over the grown keys, t <= n in every cell, and the
     version scores new text (prepared with its vocabulary) left to right (better than uniform)."""
-    corpus, first, root = step_corpora / "ordered", tmp_path / "first", tmp_path / "root"
+    corpus, first, root = ordered_corpus, tmp_path / "first", tmp_path / "root"
     train_gibbs(spark_session, "pdp-network", corpus, first, N, *TLM)
     raw = write_batch(tmp_path / "b.jsonl", texts(12, 2, "b", extra=NEW_WORDS))
     report = run(spark_session, "--model", root, "--base", first, "--input", raw, "--iterations", M,
