@@ -332,10 +332,10 @@ class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, Netw
     # ---- evaluation
     def left_to_right(self, block, hyper, phi_vk, settings):
         """Exact in the model: the particles carry each test document's network state (z, t, s)."""
-        rows_of = (lambda doc: self.frozen_rows(doc, hyper)) if pdp_bigram.is_bigram(hyper) else None
+        words_of = (lambda doc, net: self.document_words(doc, net, hyper)) if pdp_bigram.is_bigram(hyper) else None
         scores = pdp_left_to_right.network_scores(block, phi_vk, settings, lambda doc: self.test_document_start(
-            doc, hyper), rows_of)
-        return scores if rows_of is None else type(scores)(scores.per_document, scores.protocol + pdp_bigram.PROTOCOL)
+            doc, hyper), words_of)
+        return scores if words_of is None else type(scores)(scores.per_document, scores.protocol + pdp_bigram.PROTOCOL)
 
     def test_document_start(self, doc, hyper) -> tuple:
         """A test document's (compiled network, counts: its own vectors empty, the corpus-level roots' tables the
