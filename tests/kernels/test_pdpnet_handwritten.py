@@ -168,3 +168,50 @@ def test_seqlda_spec_and_the_builtin_exact_sampler_visit_the_same_posterior(a, b
     rows = list(zmarg.values())
     diff = sum(abs(ours[r].sum() / ours.sum() - theirs[r].sum() / theirs.sum()) for r in rows) / 2
     assert diff < 0.03, (diff, results)
+
+
+MIXTURE = {"nodes": {"top": {"index": ["corpus"], "over": "topic", "dirichlet": 0.5},
+                     "doc": {"index": ["document"], "over": "topic", "dirichlet": 0.7},
+                     "seg": {"index": ["segment"], "over": "topic", "mixture": True,
+                             "parents": [{"node": "doc", "index": ["document"], "gamma": 0.8},
+                                         {"node": "top", "index": ["corpus"], "gamma": 1.3}]},
+                     "phi": {"index": ["topic"], "over": "word", "dirichlet": 0.4}},
+           "topic": {"node": "seg", "index": ["segment"]}, "word": {"node": "phi", "index": ["topic"]}}
+
+
+def test_a_mixture_nodes_terms_are_ratios_of_the_joint_and_it_never_shares_a_table():
+    """A mixture node (b infinite; rho ~ Dirichlet(0.8, 1.3) integrated out) over a document root and a corpus
+    root: every increment path's terms equal p(after)/p(before) of the table-indicator joint (the join term is
+    0 and a path opens a table sent to one parent), and after every sweep t = c at every cell of the node."""
+    from tests.kernels.test_pdpnet_sampler import check_increment_ratios
+    net = compile_network(parse_network(MIXTURE), CorpusLayout.of([[[0, 1], [2, 0, 1]], [[1], [2, 2]]], 3), 2)
+    assert check_increment_ratios(net, 2) > 50
+    sm = NetworkSampler(net, seed=3)
+    segs = _segment_nodes(net)
+    for _ in range(20):
+        sm.sweep()
+        sm.check()
+        for j in segs:
+            cells = slice(net.off[j], net.off[j + 1])
+            assert np.array_equal(sm.tp[cells], sm.n[cells] + sm.tc[cells])
+    assert "mixture (b infinite, rho dirichlet) of doc[document] gamma 0.8, top[corpus] gamma 1.3" in net.describe()
+
+
+@pytest.mark.parametrize("change,message", [
+    ({"mixture": 1}, "'mixture' must be true"),
+    ({"index": ["corpus"]}, "a mixture node is indexed by document or segment"),
+    ({"dp": {"b": 1.0}}, "give exactly one of"),
+    ({"weights": "uniform", "parents": [{"node": "doc", "index": ["document"], "gamma": 2.0}]}, "take no gamma")])
+def test_mixture_node_refusals(change, message):
+    from inference.errors import UsageError
+    raw = {**MIXTURE, "nodes": {**MIXTURE["nodes"], "seg": {**MIXTURE["nodes"]["seg"], **change}}}
+    with pytest.raises(UsageError, match=message):
+        parse_network(raw)
+    one = {**MIXTURE, "sampler": "cmgs", "nodes": {k: v for k, v in MIXTURE["nodes"].items() if k != "top"}}
+    one["nodes"]["seg"] = {**MIXTURE["nodes"]["seg"], "parents": [{"node": "doc", "index": ["document"]}]}
+    with pytest.raises(UsageError, match="sampler 'cmgs' does not run a mixture node"):
+        parse_network(one)
+    word = {**MIXTURE, "nodes": {**MIXTURE["nodes"], "phi": {"index": ["topic"], "over": "word", "mixture": True,
+                                                             "parents": [{"node": "top", "index": ["corpus"]}]}}}
+    with pytest.raises(UsageError, match="a mixture node is over topics"):
+        parse_network(word)
