@@ -36,7 +36,7 @@ from drivers.models.pdp_specs import (CMGS_NOTE, INDICATORS_NOTE, NETWORK, SAMPL
                                       needs_histograms, read_spec_file)
 from inference.gibbs.model import GibbsModel
 from inference.gibbs.tables import CountTable
-from inference.pdpnet import cmgs_run, engine_stats, kernels, owned, sweep, word_bigram
+from inference.pdpnet import cmgs_run, engine_stats, kernels, owned, owned_words, sweep, word_bigram
 from inference.pdpnet.engine_stats import MAX_GLOBAL
 from inference.pdpnet.compile import CorpusLayout, compile_network
 from inference.pdpnet.sampler import StirlingStack, posterior_means, rebuild_counts
@@ -72,7 +72,7 @@ class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, Netw
         self._raw, self._roots = raw, None
         self.read_columns(spec)
         self._word_pyp = pdp_words.word_side(spec)
-        pdp_shared.check(spec, global_families, self._word_pyp is not None)
+        pdp_shared.check(spec, global_families)
         self._has_tp = pdp_shared.has_shared_pyp(spec, global_families)
         hyper = {"network": raw, "beta": float(beta), "global_families": global_families,
                  "topic_sampler": CMGS_NOTE if spec.sampler == "cmgs" else INDICATORS_NOTE,
@@ -166,6 +166,14 @@ class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, Netw
         while pos >= 0:
             if "own" in cnt and not init:
                 ratios = self._memo("owned").get(avals, [net.spec.params[n].sample for n in net.a_names], cnt["mx"])
+                if words is not None:     # both sides' indicators owned (hca: inference.pdpnet.owned_words)
+                    pos = owned_words.owned_word_sweep(
+                        pos, reseed, seed, *wargs[:3], z, net.topic_inst, anc_ptr, anc, net.kind, net.dim, net.off,
+                        net.alpha, net.a_of, net.b_of, net.par_ptr, net.par_node, net.par_gamma, net.gamma_sum, avals,
+                        bvals, *ratios, cnt["n"], cnt["tc"], cnt["tp"], cnt["Nn"], cnt["TC"], cnt["TP"], s,
+                        cnt["Se"], net.eoff, cnt["mx"], *cnt["own"], *wargs[3:])
+                    reseed = False
+                    continue
                 pos = owned.owned_sweep(
                     pos, reseed, seed, net.words, z, net.topic_inst, anc_ptr, anc, net.kind, net.dim, net.off,
                     net.alpha, net.a_of, net.b_of, net.par_ptr, net.par_node, net.par_gamma, net.gamma_sum, avals,

@@ -23,7 +23,7 @@ from inference.pdpnet.spec import NetworkSpec
 TABLE = "network_tp"
 
 
-def check(spec: NetworkSpec, families: list[str], word_pyp: bool) -> None:
+def check(spec: NetworkSpec, families: list[str]) -> None:
     """Refuse (one line naming the node) the shared Pitman-Yor vectors the engine cannot run yet."""
     for name in families:
         node = spec.nodes[name]
@@ -35,9 +35,9 @@ def check(spec: NetworkSpec, families: list[str], word_pyp: bool) -> None:
         if spec.topic.node == name:
             raise UsageError(f"network spec: node '{name}': tokens drawn from a shared Pitman-Yor vector are not on "
                              "the Gibbs engine (draw them from a document or segment vector over it)")
-        if spec.sampler == "cmgs" or word_pyp:
+        if spec.sampler == "cmgs":
             raise UsageError(f"network spec: node '{name}': a shared Pitman-Yor vector runs with the table indicators "
-                             "and a Dirichlet word side (not \"sampler\": \"cmgs\", not a Pitman-Yor word side)")
+                             "(not \"sampler\": \"cmgs\")")
 
 
 def has_shared_pyp(spec: NetworkSpec, families: list[str]) -> bool:
