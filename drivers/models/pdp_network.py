@@ -131,12 +131,12 @@ class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, Netw
         elif cnt is None:
             cnt = rebuild_counts(net, state["z"].astype(np.int64), state["s"], word_side=False)
         if global_tc is not None:       # the sums over every partition (a shared Pitman-Yor vector's t too)
-            pdp_shared.substitute(net, cnt, self._shared_roots().nodes(net), lambda g, own: global_tc[g],
+            pdp_shared.substitute(net, cnt, self._shared_roots().nodes(net), lambda g, own, n: global_tc[g] - n,
                                   lambda g, own: global_tp[g])
         elif self.__dict__.get("_trained_tc") is not None:      # the trained model's plus the block's own (a
             trained_tp = pdp_shared.legal(self._trained_tc, self.__dict__.get("_trained_tp", 0))   # race: t = 1)
             pdp_shared.substitute(net, cnt, self._shared_roots().nodes(net),
-                                  lambda g, own: own + self._trained_tc[g], lambda g, own: own + trained_tp[g])
+                                  lambda g, own, n: own + self._trained_tc[g], lambda g, own: own + trained_tp[g])
         return cnt
 
     def _run(self, block, state, hyper, nwk, nk, seed, frozen_phi, init, global_tc=None, words=None, global_tp=None):
@@ -283,11 +283,7 @@ class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, Netw
         net = self._compiled_raw(block, raw)
         cnt = self._local_counts(net, block, state)
         rows = self._shared_roots().nodes(net)
-        tc = np.zeros((len(rows), self.num_topics), np.int32)
-        for r, (g, j) in enumerate(rows):
-            tc[r] = cnt["tc"][net.off[j]:net.off[j + 1]]
-        out = {"nwk": self.shared_counts(block, state, local),
-               "network_tc": (np.array([g for g, _ in rows], np.int64), tc),
+        out = {"nwk": self.shared_counts(block, state, local), "network_tc": pdp_shared.customers(net, cnt, rows),
                "discount_counts": engine_stats.histogram_contribution(net, cnt, pdp_shared.shared_mask(net, rows))
                if needs_histograms(net.spec) else NO_HISTOGRAM}
         if self.__dict__.get("_has_tp"):

@@ -62,6 +62,14 @@ AUTHOR_PYP = dict(AUTHOR_DP, name="author-pyp", nodes=dict(     # the authors' v
     author={"index": ["list:authors"], "over": "topic", "parents": [{"node": "base", "index": ["corpus"]}],
             "pyp": {"a": {"value": 0.2, "sample": True}, "b": {"value": 2.0, "sample": True}}}))
 
+PYP_TOPICS = {"name": "pyp-topics",    # every token's topic drawn from the corpus-level Pitman-Yor vector itself
+              "nodes": {"base": {"index": ["corpus"], "over": "topic", "dirichlet": 1.0},
+                        "corpus": {"index": ["corpus"], "over": "topic",
+                                   "pyp": {"a": {"value": 0.2, "sample": True}, "b": {"value": 2.0, "sample": True}},
+                                   "parents": [{"node": "base", "index": ["corpus"]}]},
+                        "phi": {"index": ["topic"], "over": "word", "dirichlet": 0.05}},
+              "topic": {"node": "corpus", "index": ["corpus"]}, "word": {"node": "phi", "index": ["topic"]}}
+
 
 @pytest.fixture(scope="module")
 def group_corpus(tmp_path_factory):
@@ -90,19 +98,19 @@ def spec_file(tmp_path_factory):
 
 
 @pytest.mark.parametrize("which", ["hdp-lda", "sampled", "pyp-lda", "seqlda", "column", "hdp-pyp-lda", "authors",
-                                   "authors-pyp", "hca"])
+                                   "authors-pyp", "hca", "pyp-topics"])
 def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(spark_session, blocks, spec_file,
                                                                                 group_corpus, tmp_path, which):
     network = spec_file if which == "sampled" else which
-    if which in ("column", "authors", "authors-pyp"):
+    if which in ("column", "authors", "authors-pyp", "pyp-topics"):
         network = str(tmp_path / f"{which}.json")
-        (tmp_path / f"{which}.json").write_text(json.dumps({"column": GROUP_HDP, "authors": AUTHOR_DP,
-                                                            "authors-pyp": AUTHOR_PYP}[which]))
+        specs = {"column": GROUP_HDP, "authors": AUTHOR_DP, "authors-pyp": AUTHOR_PYP, "pyp-topics": PYP_TOPICS}
+        (tmp_path / f"{which}.json").write_text(json.dumps(specs[which]))
     fit = partial(_fit, corpus=group_corpus)
     run = fit(spark_session, blocks, tmp_path / "run", network)
     result, recount = run
     for name in ("nwk", "network_tc") + (("word_tables",) if which in ("pyp-lda", "hca") else ()) + \
-            (("network_tp",) if which in ("hdp-pyp-lda", "authors-pyp", "hca") else ()):
+            (("network_tp",) if which in ("hdp-pyp-lda", "authors-pyp", "hca", "pyp-topics") else ()):
         np.testing.assert_array_equal(result.tables[name], recount[name], err_msg=name)
     assert result.tables["discount_counts"].equals(recount["discount_counts"])
     tc = result.tables["network_tc"]
@@ -120,6 +128,11 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
         start = {"corpus.a": 0.2, "phi.a": 0.5, "corpus.b": 10.0, "phi.b": 10.0, "theta.b": 1.0}
         assert all(result.hyper["a_values" if k.endswith(".a") else "b_values"][k] != v for k, v in start.items())
         np.testing.assert_allclose(result.topic_word.sum(axis=1), 1.0)
+    elif which == "pyp-topics":   # the corpus vector's customers: every token (both partitions'), its tables t <= c
+        c, t = tc[1], result.tables["network_tp"][1]
+        np.testing.assert_array_equal(c, result.tables["nwk"].sum(axis=0))
+        assert np.all(t <= c) and np.array_equal(tc[0], t) and 0 < t.sum() < c.sum()
+        assert result.hyper["a_values"]["corpus.a"] != 0.2 and result.hyper["b_values"]["corpus.b"] != 2.0
     elif which == "hdp-pyp-lda":  # base <- corpus PYP <- documents: corpus' tables (each partition's own, summed)
         c, t = tc[1], result.tables["network_tp"][1]    # are base's customers; t <= c, t = 0 only in a race
         assert c.sum() >= 24 and np.all(t <= c) and np.array_equal(tc[0], t) and not tc[2:].any()
