@@ -36,7 +36,7 @@ from drivers.models.pdp_specs import (CMGS_NOTE, INDICATORS_NOTE, NETWORK, SAMPL
                                       needs_histograms, read_spec_file)
 from inference.gibbs.model import GibbsModel
 from inference.gibbs.tables import CountTable
-from inference.pdpnet import cmgs_run, engine_stats, kernels, owned, sweep, word_bigram
+from inference.pdpnet import cmgs_run, engine_stats, kernels, owned, owned_words, sweep, word_bigram
 from inference.pdpnet.engine_stats import MAX_GLOBAL
 from inference.pdpnet.compile import CorpusLayout, compile_network
 from inference.pdpnet.sampler import StirlingStack, posterior_means, rebuild_counts
@@ -72,7 +72,7 @@ class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, Netw
         self._raw, self._roots = raw, None
         self.read_columns(spec)
         self._word_pyp = pdp_words.word_side(spec)
-        pdp_shared.check(spec, global_families, self._word_pyp is not None)
+        pdp_shared.check(spec, global_families)
         self._has_tp = pdp_shared.has_shared_pyp(spec, global_families)
         hyper = {"network": raw, "beta": float(beta), "global_families": global_families,
                  "topic_sampler": CMGS_NOTE if spec.sampler == "cmgs" else INDICATORS_NOTE,
@@ -131,12 +131,12 @@ class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, Netw
         elif cnt is None:
             cnt = rebuild_counts(net, state["z"].astype(np.int64), state["s"], word_side=False)
         if global_tc is not None:       # the sums over every partition (a shared Pitman-Yor vector's t too)
-            pdp_shared.substitute(net, cnt, self._shared_roots().nodes(net), lambda g, own: global_tc[g],
+            pdp_shared.substitute(net, cnt, self._shared_roots().nodes(net), lambda g, own, n: global_tc[g] - n,
                                   lambda g, own: global_tp[g])
         elif self.__dict__.get("_trained_tc") is not None:      # the trained model's plus the block's own (a
             trained_tp = pdp_shared.legal(self._trained_tc, self.__dict__.get("_trained_tp", 0))   # race: t = 1)
             pdp_shared.substitute(net, cnt, self._shared_roots().nodes(net),
-                                  lambda g, own: own + self._trained_tc[g], lambda g, own: own + trained_tp[g])
+                                  lambda g, own, n: own + self._trained_tc[g], lambda g, own: own + trained_tp[g])
         return cnt
 
     def _run(self, block, state, hyper, nwk, nk, seed, frozen_phi, init, global_tc=None, words=None, global_tp=None):
@@ -166,6 +166,14 @@ class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, Netw
         while pos >= 0:
             if "own" in cnt and not init:
                 ratios = self._memo("owned").get(avals, [net.spec.params[n].sample for n in net.a_names], cnt["mx"])
+                if words is not None:     # both sides' indicators owned (hca: inference.pdpnet.owned_words)
+                    pos = owned_words.owned_word_sweep(
+                        pos, reseed, seed, *wargs[:3], z, net.topic_inst, anc_ptr, anc, net.kind, net.dim, net.off,
+                        net.alpha, net.a_of, net.b_of, net.par_ptr, net.par_node, net.par_gamma, net.gamma_sum, avals,
+                        bvals, *ratios, cnt["n"], cnt["tc"], cnt["tp"], cnt["Nn"], cnt["TC"], cnt["TP"], s,
+                        cnt["Se"], net.eoff, cnt["mx"], *cnt["own"], *wargs[3:])
+                    reseed = False
+                    continue
                 pos = owned.owned_sweep(
                     pos, reseed, seed, net.words, z, net.topic_inst, anc_ptr, anc, net.kind, net.dim, net.off,
                     net.alpha, net.a_of, net.b_of, net.par_ptr, net.par_node, net.par_gamma, net.gamma_sum, avals,
@@ -286,11 +294,7 @@ class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, Netw
         net = self._compiled_raw(block, raw)
         cnt = self._local_counts(net, block, state)
         rows = self._shared_roots().nodes(net)
-        tc = np.zeros((len(rows), self.num_topics), np.int32)
-        for r, (g, j) in enumerate(rows):
-            tc[r] = cnt["tc"][net.off[j]:net.off[j + 1]]
-        out = {"nwk": self.shared_counts(block, state, local),
-               "network_tc": (np.array([g for g, _ in rows], np.int64), tc),
+        out = {"nwk": self.shared_counts(block, state, local), "network_tc": pdp_shared.customers(net, cnt, rows),
                "discount_counts": engine_stats.histogram_contribution(net, cnt, pdp_shared.shared_mask(net, rows))
                if needs_histograms(net.spec) else NO_HISTOGRAM}
         if self.__dict__.get("_has_tp"):

@@ -86,7 +86,7 @@ PYP2 = {"nodes": {"theta": {"index": ["document"], "over": "topic", "dirichlet":
 
 
 @pytest.mark.parametrize("name,message", [
-    ("hdp3", "node 'mid': a shared Pitman-Yor vector runs with the table indicators and a Dirichlet word side"),
+    ("hdp3", "node 'mid': a shared Pitman-Yor vector runs with the table indicators (not \"sampler\": \"cmgs\")"),
     ("pyp2", "node 'phi': a Pitman-Yor word side on the Gibbs engine has one parent, a corpus-level Dirichlet"),
     ("no-such-spec", "--network no-such-spec: no such file, nor a shipped spec"),
 ])
