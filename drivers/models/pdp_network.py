@@ -72,7 +72,7 @@ class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, Netw
         self._raw, self._roots = raw, None
         self.read_columns(spec)
         self._word_pyp = pdp_words.word_side(spec)
-        pdp_shared.check(spec, global_families)
+        pdp_shared.check(spec, global_families, self._word_pyp)
         self._has_tp = pdp_shared.has_shared_pyp(spec, global_families)
         hyper = {"network": raw, "beta": float(beta), "global_families": global_families,
                  "topic_sampler": CMGS_NOTE if spec.sampler == "cmgs" else INDICATORS_NOTE,
