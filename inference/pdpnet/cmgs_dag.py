@@ -40,8 +40,11 @@ def _den(x, kind, asum, b_of, bvals, Nn, TC):
 
 
 @token_kernel
-def _move(x, k, e, d, off, par_node, eoff, tc, tp, TC, TP, s, Se):
-    """d tables of (x, k) on edge e: t, T, s_e, S_e and the parent's customers follow."""
+def _move(x, k, e, d, off, par_node, eoff, tc, tp, TC, TP, s, Se, mver, vs):
+    """d tables of (x, k) on edge e: t, T, s_e, S_e and the parent's customers follow (both rows marked stale)."""
+    vs[0] += 1
+    mver[x] = vs[0]
+    mver[par_node[e]] = vs[0]
     tp[off[x] + k] += d
     TP[x] += d
     s[eoff[e] + k] += d
@@ -100,37 +103,75 @@ def topic_weight(x0, k, W, mark, stamp, stack, lst, kind, dim, off, alpha, asum,
     return W[x0]
 
 
+@token_kernel
+def row_value(x, k, R, B, root):
+    """W(x, k) from the kept rows: R + B D with D = R[root] the predictive row of the vector's one Dirichlet root
+    (``root`` < 0: no affine rows, B = 0)."""
+    if root < 0 or x == root:
+        return R[x, k]
+    return R[x, k] + B[x, k] * R[root, k]
+
+
 @numba.njit(cache=True)
-def topic_rows(x0, R, anc_ptr, anc, kind, dim, off, alpha, asum, a_of, b_of, par_ptr, par_node, par_gamma,
-               gamma_sum, avals, bvals, ratio3, n, tc, tp, Nn, TC, TP, Se):
-    """R[x, k] = W(x, k) for every topic at x0 and each of its ancestors (parents first; the sweep's form of
-    :func:`topic_weight`, equal to it up to rounding: S^{c+1}_t / S^c_t from the ratio table)."""
+def topic_rows(x0, root, R, B, mver, cver, redo, tok, vs, anc_ptr, anc, kind, dim, off, alpha, asum, a_of, b_of,
+               par_ptr, par_node, par_gamma, gamma_sum, avals, bvals, ratio3, n, tc, tp, Nn, TC, TP, Se):
+    """W(x, k) = R[x, k] + B[x, k] D[k] (:func:`row_value`) for every topic at x0 and each of its ancestors
+    (parents first; the sweep's form of :func:`topic_weight`, equal to it up to rounding: S^{c+1}_t / S^c_t from
+    the ratio table). ``root`` >= 0: x0's ancestors have that one Dirichlet root, whose predictive row D = R[root]
+    enters the others' rows linearly (B its coefficient), so a change at the root recomputes D alone (AdaTM's
+    arrival weights, thesis ch. 7, have the same form). A row is kept from an earlier token unless its vector's
+    counts changed since (``mver[x]`` > ``cver[x]``: the versions of the last change and of the row; ``vs[0]``
+    the current one) or a parent's row other than D was recomputed for this token (``redo[x]`` = ``tok``).
+    Returns the rows recomputed."""
     K = R.shape[1]
+    done = 0
     for q in range(anc_ptr[x0], anc_ptr[x0 + 1]):
         x = anc[q]
+        need = mver[x] > cver[x]
+        e0, e1 = par_ptr[x], par_ptr[x + 1]
+        for e in range(e0, e1):
+            if redo[par_node[e]] == tok:
+                need = True
+        if not need:
+            continue
+        cver[x] = vs[0]
+        done += 1
         o = off[x]
         den = _den(x, kind, asum, b_of, bvals, Nn, TC)
+        if x != root:
+            redo[x] = tok
         if kind[x] == DIR:
             for k in range(K):
                 R[x, k] = (alpha[x] + (n[o + k] + tc[o + k])) / den
+                B[x, k] = 0.0
         elif kind[x] != PYP:
             for k in range(K):
                 R[x, k] = 1.0 / dim[x]
+                B[x, k] = 0.0
         else:
             p = a_of[x]
             T = TP[x]
             lead = (bvals[b_of[x]] + avals[p] * T) / den
             gs = gamma_sum[x]
-            e0, e1 = par_ptr[x], par_ptr[x + 1]
             for k in range(K):
                 t = tp[o + k]
                 if t > 0:
                     R[x, k] = ratio3[p, n[o + k] + tc[o + k], t] / den
+                    B[x, k] = 0.0
                 else:
                     acc = 0.0
+                    accb = 0.0
                     for e in range(e0, e1):
-                        acc += rho_num(par_gamma[e], Se[e], gs) / rho_den(gs, T) * R[par_node[e], k]
+                        f = rho_num(par_gamma[e], Se[e], gs) / rho_den(gs, T)
+                        y = par_node[e]
+                        if y == root:
+                            accb += f
+                        else:
+                            acc += f * R[y, k]
+                            accb += f * B[y, k]
                     R[x, k] = lead * acc
+                    B[x, k] = lead * accb
+    return done
 
 
 @numba.njit(cache=True)
@@ -192,7 +233,7 @@ def edge_weights(x, k, e, wt, kind, dim, off, alpha, asum, a_of, b_of, par_node,
 
 @token_kernel
 def _redraw(x, k, wt, kind, dim, off, alpha, asum, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum, avals,
-            bvals, ratio3, cratio3, n, tc, tp, Nn, TC, TP, s, Se, eoff):
+            bvals, ratio3, cratio3, n, tc, tp, Nn, TC, TP, s, Se, eoff, mver, vs):
     """Every edge's s_e of (x, k) redrawn from :func:`edge_weights` in turn (one uniform per edge with two legal
     values or more)."""
     for e in range(par_ptr[x], par_ptr[x + 1]):
@@ -204,30 +245,44 @@ def _redraw(x, k, wt, kind, dim, off, alpha, asum, a_of, b_of, par_ptr, par_node
         for v in range(hi - lo + 1):
             total += wt[v]
         v = lo + draw_scan(wt, 0, hi - lo, total)
-        _move(x, k, e, v - s[eoff[e] + k], off, par_node, eoff, tc, tp, TC, TP, s, Se)
+        if v != s[eoff[e] + k]:
+            _move(x, k, e, v - s[eoff[e] + k], off, par_node, eoff, tc, tp, TC, TP, s, Se, mver, vs)
 
 
 @numba.njit(cache=True, error_model="numpy")
 def cmgs_dag_sweep(seed, words, z, topic_inst, kind, dim, off, alpha, asum, a_of, b_of, par_ptr, par_node,
-                   par_gamma, gamma_sum, avals, bvals, ratio3, cratio3, anc_ptr, anc, n, tc, tp, Nn, TC, TP, s, Se, eoff,
-                   pass_end, pass_lo, pass_hi, nwk, nk, beta, frozen_phi, frozen):
+                   par_gamma, gamma_sum, avals, bvals, ratio3, cratio3, anc_ptr, anc, root_of, n, tc, tp, Nn, TC, TP,
+                   s, Se, eoff, pass_end, pass_lo, pass_hi, nwk, nk, beta, frozen_phi, frozen, keep=True):
     """One CMGS cycle over every token (module docstring); after token pass_end[q] - 1 the pass-through cells of
-    the Pitman-Yor vectors pass_lo[q] .. pass_hi[q] - 1 are redrawn."""
+    the Pitman-Yor vectors pass_lo[q] .. pass_hi[q] - 1 are redrawn. ``root_of``: every vector's one Dirichlet
+    ancestor, or -1 everywhere (:func:`topic_rows`). ``keep=False``: every row recomputed at every token (for the
+    test that the kept rows change nothing). Returns the rows of W recomputed."""
     np.random.seed(seed)
     N = words.shape[0]
     K = nk.shape[0]
     J = kind.shape[0]
     vbeta = nwk.shape[0] * beta
+    inv = np.empty(K)
+    for k in range(K):
+        inv[k] = 1.0 / (nk[k] + vbeta)
     R = np.zeros((J, K))
+    B = np.zeros((J, K))
+    mver = np.ones(J, np.int64)                  # every row stale at the start
+    cver = np.zeros(J, np.int64)
+    redo = np.full(J, -1, np.int64)
+    vs = np.ones(1, np.int64)
     p = np.empty(K)
     wt = np.empty(ratio3.shape[1] + 2)
     q = 0
+    rows = 0
     for i in range(N):
         w = words[i]
         jt = topic_inst[i]
         k0 = z[i]
         n[off[jt] + k0] -= 1
         Nn[jt] -= 1
+        vs[0] += 1
+        mver[jt] = vs[0]
         x = jt                                   # forced table removals, up the edge of the table that went
         while kind[x] == PYP:
             o = off[x] + k0
@@ -240,20 +295,26 @@ def cmgs_dag_sweep(seed, words, z, topic_inst, kind, dim, off, alpha, asum, a_of
                 while e < e1 - 1 and u >= s[eoff[e] + k0]:
                     u -= s[eoff[e] + k0]
                     e += 1
-            _move(x, k0, e, -1, off, par_node, eoff, tc, tp, TC, TP, s, Se)
+            _move(x, k0, e, -1, off, par_node, eoff, tc, tp, TC, TP, s, Se, mver, vs)
             x = par_node[e]
         if not frozen:
             nwk[w, k0] -= 1
             nk[k0] -= 1
-        topic_rows(jt, R, anc_ptr, anc, kind, dim, off, alpha, asum, a_of, b_of, par_ptr, par_node, par_gamma,
-                   gamma_sum, avals, bvals, ratio3, n, tc, tp, Nn, TC, TP, Se)
+            inv[k0] = 1.0 / (nk[k0] + vbeta)
+        root = root_of[jt]
+        if not keep:
+            for qq in range(anc_ptr[jt], anc_ptr[jt + 1]):
+                mver[anc[qq]] = vs[0] + 1
+        rows += topic_rows(jt, root, R, B, mver, cver, redo, i, vs, anc_ptr, anc, kind, dim, off, alpha, asum, a_of,
+                           b_of, par_ptr, par_node, par_gamma, gamma_sum, avals, bvals, ratio3, n, tc, tp, Nn, TC, TP,
+                           Se)
         total = 0.0
         for k in range(K):
-            g = R[jt, k]
+            g = row_value(jt, k, R, B, root)
             if frozen:
                 g *= frozen_phi[w, k]
             else:
-                g *= (nwk[w, k] + beta) / (nk[k] + vbeta)
+                g *= (nwk[w, k] + beta) * inv[k]
             p[k] = g
             total += g
         if not (total > 0.0 and total < np.inf):
@@ -267,24 +328,27 @@ def cmgs_dag_sweep(seed, words, z, topic_inst, kind, dim, off, alpha, asum, a_of
                 gs = gamma_sum[x]
                 tot = 0.0
                 for ee in range(e0, e1):
-                    tot += rho_num(par_gamma[ee], Se[ee], gs) / rho_den(gs, TP[x]) * R[par_node[ee], k]
+                    tot += rho_num(par_gamma[ee], Se[ee], gs) / rho_den(gs, TP[x]) * row_value(par_node[ee], k, R, B, root)
                 u = np.random.random() * tot
                 while e < e1 - 1:
-                    u -= rho_num(par_gamma[e], Se[e], gs) / rho_den(gs, TP[x]) * R[par_node[e], k]
+                    u -= rho_num(par_gamma[e], Se[e], gs) / rho_den(gs, TP[x]) * row_value(par_node[e], k, R, B, root)
                     if u < 0.0:
                         break
                     e += 1
-            _move(x, k, e, 1, off, par_node, eoff, tc, tp, TC, TP, s, Se)
+            _move(x, k, e, 1, off, par_node, eoff, tc, tp, TC, TP, s, Se, mver, vs)
             x = par_node[e]
         z[i] = k
         n[off[jt] + k] += 1
         Nn[jt] += 1
+        vs[0] += 1
+        mver[jt] = vs[0]
         if not frozen:
             nwk[w, k] += 1
             nk[k] += 1
+            inv[k] = 1.0 / (nk[k] + vbeta)
         if kind[jt] == PYP:
             _redraw(jt, k, wt, kind, dim, off, alpha, asum, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum,
-                    avals, bvals, ratio3, cratio3, n, tc, tp, Nn, TC, TP, s, Se, eoff)
+                    avals, bvals, ratio3, cratio3, n, tc, tp, Nn, TC, TP, s, Se, eoff, mver, vs)
         while q < pass_end.shape[0] and pass_end[q] == i + 1:   # the document's pass-through cells
             for x in range(pass_lo[q], pass_hi[q]):
                 if kind[x] != PYP:
@@ -293,5 +357,7 @@ def cmgs_dag_sweep(seed, words, z, topic_inst, kind, dim, off, alpha, asum, a_of
                     o = off[x] + kk
                     if n[o] == 0 and tc[o] >= 2:
                         _redraw(x, kk, wt, kind, dim, off, alpha, asum, a_of, b_of, par_ptr, par_node, par_gamma,
-                                gamma_sum, avals, bvals, ratio3, cratio3, n, tc, tp, Nn, TC, TP, s, Se, eoff)
+                                gamma_sum, avals, bvals, ratio3, cratio3, n, tc, tp, Nn, TC, TP, s, Se, eoff, mver,
+                                vs)
             q += 1
+    return rows

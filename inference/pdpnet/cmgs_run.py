@@ -89,7 +89,8 @@ def multi_parent(net) -> bool:
 
 def dag_layout(net, doc_tok_ptr: np.ndarray) -> dict:
     """:func:`layout_arrays` for :func:`cmgs_dag_sweep`: the root sums, a bound on any cell's customers (the tokens
-    whose vector has it as an ancestor: a customer's path visits a vector once) and per document the range of
+    whose vector has it as an ancestor: a customer's path visits a vector once), the ancestor lists, every vector's
+    one Dirichlet ancestor (or -1 everywhere when a token's vector has several) and per document the range of
     Pitman-Yor vectors among its tokens' vectors and their ancestors."""
     anc_ptr, anc = ancestor_lists(net.par_ptr, net.par_node)
     below = np.zeros(net.num_nodes, np.int64)
@@ -105,7 +106,12 @@ def dag_layout(net, doc_tok_ptr: np.ndarray) -> dict:
             ends.append(t1)
             los.append(min(xs))
             his.append(max(xs) + 1)
+    roots = [anc[anc_ptr[x]:anc_ptr[x + 1]][net.kind[anc[anc_ptr[x]:anc_ptr[x + 1]]] == DIR] for x in range(len(pyp))]
+    root_of = np.array([r[0] if len(r) == 1 else -1 for r in roots], np.int64)
+    if np.any(root_of[np.unique(net.topic_inst)] < 0):       # affine rows only if every token vector has one root
+        root_of[:] = -1
     return {"asum": root_sums(net), "cmax": int(below[pyp].max(initial=0)), "anc_ptr": anc_ptr, "anc": anc,
+            "root_of": root_of,
             "pass_end": np.array(ends, np.int64),
             "pass_lo": np.array(los, np.int64), "pass_hi": np.array(his, np.int64)}
 
@@ -134,7 +140,7 @@ def run_cmgs(net, doc_tok_ptr, z, s, cnt: dict, avals, bvals, nwk, nk, beta: flo
         cmgs_dag_sweep(int(seed), net.words, z, net.topic_inst, net.kind, net.dim, net.off, net.alpha, lay["asum"],
                        net.a_of, net.b_of, net.par_ptr, net.par_node, net.par_gamma, net.gamma_sum,
                        np.asarray(avals, np.float64), np.asarray(bvals, np.float64),
-                       ratio3, cratio3, lay["anc_ptr"], lay["anc"],
+                       ratio3, cratio3, lay["anc_ptr"], lay["anc"], lay["root_of"],
                        cnt["n"], cnt["tc"], cnt["tp"], cnt["Nn"], cnt["TC"], cnt["TP"], s, cnt["Se"], net.eoff,
                        lay["pass_end"], lay["pass_lo"], lay["pass_hi"], nwk, nk, float(beta), phi, frozen)
     else:

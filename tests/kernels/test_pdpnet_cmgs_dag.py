@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from inference.pdpnet import cmgs_run
-from inference.pdpnet.cmgs_dag import edge_weights, topic_rows, topic_weight
+from inference.pdpnet.cmgs_dag import edge_weights, row_value, topic_rows, topic_weight
 from inference.pdpnet.compile import KIND_PYP, CorpusLayout, compile_network
 from inference.pdpnet.sampler import rebuild_counts
 from inference.pdpnet.spec import parse_network
@@ -101,16 +101,19 @@ def test_topic_weights_are_sums_of_joint_ratios(a):
             W = np.zeros(net.num_nodes)
             mark = np.full(net.num_nodes, -1, np.int64)
             stack, lst = np.empty(net.num_nodes + 1, np.int64), np.empty(net.num_nodes + 1, np.int64)
-            R = np.zeros((net.num_nodes, K))
-            topic_rows(x0, R, lay["anc_ptr"], lay["anc"], net.kind, net.dim, net.off, net.alpha, asum, net.a_of,
-                       net.b_of, net.par_ptr, net.par_node, net.par_gamma, net.gamma_sum, net.a_values, net.b_values,
-                       ratio3, c["n"], c["tc"], c["tp"], c["Nn"], c["TC"], c["TP"], c["Se"])
+            R, B = np.zeros((net.num_nodes, K)), np.zeros((net.num_nodes, K))
+            J = net.num_nodes
+            topic_rows(x0, lay["root_of"][x0], R, B, np.ones(J, np.int64), np.zeros(J, np.int64),
+                       np.full(J, -1, np.int64), 0, np.ones(1, np.int64), lay["anc_ptr"], lay["anc"], net.kind,
+                       net.dim, net.off, net.alpha, asum, net.a_of, net.b_of, net.par_ptr, net.par_node,
+                       net.par_gamma, net.gamma_sum, net.a_values, net.b_values, ratio3, c["n"], c["tc"], c["tp"],
+                       c["Nn"], c["TC"], c["TP"], c["Se"])
             for k in range(K):
                 w = topic_weight(x0, k, W, mark, 10 * i + k, stack, lst, net.kind, net.dim, net.off, net.alpha, asum,
                                  net.a_of, net.b_of, net.par_ptr, net.par_node, net.par_gamma, net.gamma_sum,
                                  net.a_values, net.b_values, ratio3, c["n"], c["tc"], c["tp"], c["Nn"], c["TC"], c["TP"],
                                  c["Se"])
-                assert R[x0, k] == pytest.approx(w, rel=1e-12)        # the sweep's rows: the same recursion
+                assert row_value(x0, k, R, B, lay["root_of"][x0]) == pytest.approx(w, rel=1e-12)   # the sweep's rows
                 w *= (nwk_r[net.words[i], k] + BETA) / (nk_r[k] + V * BETA)
                 z_new = z.copy()
                 z_new[i] = k
@@ -185,3 +188,27 @@ def test_the_sweep_keeps_its_counts_and_the_tables_legal():
     names = [net.spec.order[net.family[p]] for p in net.par_node]
     by = {nm: sum(int(cnt["Se"][e]) for e in range(len(names)) if names[e] == nm) for nm in set(names)}
     assert by["seg"] > 0 and by["doc"] > 0, by
+
+
+@pytest.mark.parametrize("a", [0.0, 0.3])
+def test_kept_rows_change_nothing(a):
+    """From the same state and seeds, 6 cycles with the rows kept across tokens (``keep=True``, the sweep's
+    default) and recomputed at every token make the same z and s; the kept run recomputes fewer rows."""
+    from inference.pdpnet.cmgs_dag import cmgs_dag_sweep
+    net = _net(a)
+    runs = []
+    for keep in (True, False):
+        z, s, cnt, nwk, nk = _state(net, 1, 3)
+        lay = cmgs_run.dag_layout(net, np.cumsum([0] + [sum(len(g) for g in d) for d in DOCS]))
+        ratio3, cratio3 = cmgs_run.stirling_ratios(net.a_values, [False] * len(net.a_values), lay["cmax"])
+        rows = 0
+        for it in range(6):
+            rows += cmgs_dag_sweep(40 + it, net.words, z, net.topic_inst, net.kind, net.dim, net.off, net.alpha,
+                                   lay["asum"], net.a_of, net.b_of, net.par_ptr, net.par_node, net.par_gamma,
+                                   net.gamma_sum, net.a_values, net.b_values, ratio3, cratio3, lay["anc_ptr"],
+                                   lay["anc"], lay["root_of"], cnt["n"], cnt["tc"], cnt["tp"], cnt["Nn"], cnt["TC"],
+                                   cnt["TP"], s, cnt["Se"], net.eoff, lay["pass_end"], lay["pass_lo"],
+                                   lay["pass_hi"], nwk, nk, BETA, np.zeros((1, 1)), False, keep)
+        runs.append((z, s, rows))
+    assert np.array_equal(runs[0][0], runs[1][0]) and np.array_equal(runs[0][1], runs[1][1])
+    assert (runs[0][2] < runs[1][2]) and (lay["root_of"][net.topic_inst] >= 0).all(), (runs[0][2], runs[1][2])
