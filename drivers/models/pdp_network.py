@@ -26,7 +26,7 @@ import json
 
 import numpy as np
 
-from drivers.models import pdp_bigram, pdp_left_to_right, pdp_shared, pdp_words
+from drivers.models import pdp_bigram, pdp_chain, pdp_left_to_right, pdp_shared, pdp_words
 from drivers.corpora.kinds import BAG_OF_WORDS, ORDERED, SEGMENTED
 from drivers.models.pdp_hyper import NetworkHyper
 from drivers.models.pdp_memo import BlockMemo, CountsMemo
@@ -36,7 +36,7 @@ from drivers.models.pdp_specs import (CMGS_NOTE, INDICATORS_NOTE, NETWORK, SAMPL
                                       needs_histograms, read_spec_file)
 from inference.gibbs.model import GibbsModel
 from inference.gibbs.tables import CountTable
-from inference.pdpnet import cmgs_run, engine_stats, kernels, owned, sweep, word_bigram
+from inference.pdpnet import cmgs_run, engine_stats, kernels, owned, owned_words, sweep, word_bigram
 from inference.pdpnet.engine_stats import MAX_GLOBAL
 from inference.pdpnet.compile import CorpusLayout, compile_network
 from inference.pdpnet.sampler import StirlingStack, posterior_means, rebuild_counts
@@ -72,7 +72,7 @@ class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, Netw
         self._raw, self._roots = raw, None
         self.read_columns(spec)
         self._word_pyp = pdp_words.word_side(spec)
-        pdp_shared.check(spec, global_families, self._word_pyp is not None)
+        pdp_shared.check(spec, global_families, self._word_pyp)
         self._has_tp = pdp_shared.has_shared_pyp(spec, global_families)
         hyper = {"network": raw, "beta": float(beta), "global_families": global_families,
                  "topic_sampler": CMGS_NOTE if spec.sampler == "cmgs" else INDICATORS_NOTE,
@@ -131,12 +131,12 @@ class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, Netw
         elif cnt is None:
             cnt = rebuild_counts(net, state["z"].astype(np.int64), state["s"], word_side=False)
         if global_tc is not None:       # the sums over every partition (a shared Pitman-Yor vector's t too)
-            pdp_shared.substitute(net, cnt, self._shared_roots().nodes(net), lambda g, own: global_tc[g],
+            pdp_shared.substitute(net, cnt, self._shared_roots().nodes(net), lambda g, own, n: global_tc[g] - n,
                                   lambda g, own: global_tp[g])
         elif self.__dict__.get("_trained_tc") is not None:      # the trained model's plus the block's own (a
             trained_tp = pdp_shared.legal(self._trained_tc, self.__dict__.get("_trained_tp", 0))   # race: t = 1)
             pdp_shared.substitute(net, cnt, self._shared_roots().nodes(net),
-                                  lambda g, own: own + self._trained_tc[g], lambda g, own: own + trained_tp[g])
+                                  lambda g, own, n: own + self._trained_tc[g], lambda g, own: own + trained_tp[g])
         return cnt
 
     def _run(self, block, state, hyper, nwk, nk, seed, frozen_phi, init, global_tc=None, words=None, global_tp=None):
@@ -166,6 +166,14 @@ class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, Netw
         while pos >= 0:
             if "own" in cnt and not init:
                 ratios = self._memo("owned").get(avals, [net.spec.params[n].sample for n in net.a_names], cnt["mx"])
+                if words is not None:     # both sides' indicators owned (hca: inference.pdpnet.owned_words)
+                    pos = owned_words.owned_word_sweep(
+                        pos, reseed, seed, *wargs[:3], z, net.topic_inst, anc_ptr, anc, net.kind, net.dim, net.off,
+                        net.alpha, net.a_of, net.b_of, net.par_ptr, net.par_node, net.par_gamma, net.gamma_sum, avals,
+                        bvals, *ratios, cnt["n"], cnt["tc"], cnt["tp"], cnt["Nn"], cnt["TC"], cnt["TP"], s,
+                        cnt["Se"], net.eoff, cnt["mx"], *cnt["own"], *wargs[3:])
+                    reseed = False
+                    continue
                 pos = owned.owned_sweep(
                     pos, reseed, seed, net.words, z, net.topic_inst, anc_ptr, anc, net.kind, net.dim, net.off,
                     net.alpha, net.a_of, net.b_of, net.par_ptr, net.par_node, net.par_gamma, net.gamma_sum, avals,
@@ -174,6 +182,9 @@ class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, Netw
                 reseed = False
                 continue
             stirling.ensure(cnt["mx"][0], cnt["mx"][1])
+            if words is not None and loc is not None and "own_up" in loc:     # a chain of word vectors
+                pos, reseed = pdp_chain.sweep(pos, reseed, seed, net, z, s, avals, bvals, stirling.L3, cnt, loc, wargs)
+                continue
             if words is not None:
                 pos = word_bigram.bigram_word_sweep(
                     pos, reseed, seed, *wargs[:3], z, net.topic_inst, anc_ptr, anc, net.kind,
@@ -189,7 +200,9 @@ class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, Netw
                 cnt["TP"], s, cnt["Se"], net.eoff, cnt["mx"], init, True, nwk, nk, float(hyper["beta"]), phi,
                 frozen, NO_DRIFT)
             reseed = False
-        if words is not None and loc is not None:
+        if words is not None and loc is not None and "own_up" in loc:
+            pdp_chain.write_back(loc, nwk, words[0], words[2], words[1])
+        elif words is not None and loc is not None:
             pdp_words.write_back(loc, nwk, words[0], words[1])
         state["z"][:] = z
         self.remember_root_rows(net, block, state, cnt)
@@ -213,8 +226,10 @@ class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, Netw
     def _word_args(self, block, state, hyper, net, nwk, words, mx) -> tuple:
         """The word side's arguments of :func:`word_bigram.bigram_word_sweep` (``mx`` raised to its cells'
         maxima) and, for pyp-lda's side, its local arrays to write back (:func:`pdp_words.write_back`)."""
-        twk, derived = words
+        twk, derived = words[:2]
         side = hyper["word_pyp"]
+        if side.get("chain"):
+            return pdp_chain.word_args(*self._local_vocab(block), state, nwk, words, mx, side, net, self.vocab_size)
         if side.get("bigram"):
             loc = derived.get(pdp_bigram.LOCAL)
             if loc is None:     # the first sweep of a synchronisation: the local copies of the global values
@@ -244,6 +259,8 @@ class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, Netw
             vocab, uidx = self._local_vocab(block)
             own_n = pdp_words.own_customers(uidx, state["z"], len(vocab), self.num_topics)
             state["word_t"] = pdp_words.initial_tables(own_n)
+            if hyper["word_pyp"].get("chain"):
+                state["word_up"] = pdp_chain.initial_tables(state["word_t"], pdp_chain.levels(hyper["word_pyp"]))
         return state
 
     def init_state(self, block, hyper, nwk, nk, seed) -> dict:
@@ -268,18 +285,16 @@ class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, Netw
             return tables
         if side.get("bigram"):
             return tables + pdp_bigram.count_tables(self.vocab_size, self.num_topics)
-        return tables + (pdp_words.count_table(self.shared_rows, self.num_topics),)
+        tables += (pdp_words.count_table(self.shared_rows, self.num_topics),)
+        return tables + ((pdp_chain.count_table(self.shared_rows, pdp_chain.levels(side)),) if side.get("chain")
+                         else ())
 
     def table_counts(self, block, state, local) -> dict:
         raw = self.__dict__.get("_raw")
         net = self._compiled_raw(block, raw)
         cnt = self._local_counts(net, block, state)
         rows = self._shared_roots().nodes(net)
-        tc = np.zeros((len(rows), self.num_topics), np.int32)
-        for r, (g, j) in enumerate(rows):
-            tc[r] = cnt["tc"][net.off[j]:net.off[j + 1]]
-        out = {"nwk": self.shared_counts(block, state, local),
-               "network_tc": (np.array([g for g, _ in rows], np.int64), tc),
+        out = {"nwk": self.shared_counts(block, state, local), "network_tc": pdp_shared.customers(net, cnt, rows),
                "discount_counts": engine_stats.histogram_contribution(net, cnt, pdp_shared.shared_mask(net, rows))
                if needs_histograms(net.spec) else NO_HISTOGRAM}
         if self.__dict__.get("_has_tp"):
@@ -288,18 +303,23 @@ class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, Netw
             out.update(pdp_bigram.table_counts(*self._local_pairs(block), state, self.num_topics))
         elif self.__dict__.get("_word_pyp") is not None:
             out[pdp_words.TABLE] = (self._local_vocab(block)[0], state["word_t"].astype(np.int32))
+            if "word_up" in state:
+                out[pdp_chain.TABLE] = (self._local_vocab(block)[0], state["word_up"].astype(np.int32))
         return out
 
     def derive(self, tables: dict) -> dict:
         out = super().derive(tables)
         if pdp_words.TABLE in tables:
             out.update(pdp_words.derived(tables[pdp_words.TABLE]))
+        if pdp_chain.TABLE in tables:
+            out.update(pdp_chain.derived(tables))
         if pdp_bigram.CUSTOMERS in tables:
             out.update(pdp_bigram.derived(tables, self.vocab_size, self.num_topics))
         return out
 
     def sweep_tables(self, block, state, hyper, tables, derived, seed) -> None:
-        words = (tables.get(pdp_words.TABLE), derived) if hyper.get("word_pyp") is not None else None
+        words = (tables.get(pdp_words.TABLE), derived, tables.get(pdp_chain.TABLE)) \
+            if hyper.get("word_pyp") is not None else None
         self._run(block, state, hyper, tables["nwk"], derived["nk"], seed, None, init=False,
                   global_tc=tables["network_tc"], words=words, global_tp=tables.get(pdp_shared.TABLE))
 
@@ -318,6 +338,8 @@ class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, Netw
     def sample_topic_word(self, tables, derived, hyper) -> np.ndarray:
         if hyper.get("word_pyp") is None:
             return super().sample_topic_word(tables, derived, hyper)
+        if hyper["word_pyp"].get("chain"):
+            return pdp_chain.topic_word(tables, hyper["word_pyp"], hyper)
         if hyper["word_pyp"].get("bigram"):
             return pdp_bigram.topic_word(tables["nwk"], derived, *self._word_values(hyper)[1:])
         return pdp_words.topic_word(tables["nwk"], tables[pdp_words.TABLE], *self._word_values(hyper))
@@ -325,6 +347,8 @@ class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, Netw
     def loglik(self, tables, derived, hyper) -> float:
         if hyper.get("word_pyp") is None:
             return super().loglik(tables, derived, hyper)
+        if hyper["word_pyp"].get("chain"):
+            return pdp_chain.loglik(tables, hyper["word_pyp"], hyper)
         if hyper["word_pyp"].get("bigram"):
             return pdp_bigram.loglik(derived, *self._word_values(hyper), self.vocab_size)
         return pdp_words.loglik(tables["nwk"], tables[pdp_words.TABLE], *self._word_values(hyper))
@@ -332,10 +356,10 @@ class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, Netw
     # ---- evaluation
     def left_to_right(self, block, hyper, phi_vk, settings):
         """Exact in the model: the particles carry each test document's network state (z, t, s)."""
-        rows_of = (lambda doc: self.frozen_rows(doc, hyper)) if pdp_bigram.is_bigram(hyper) else None
+        words_of = (lambda doc, net: self.document_words(doc, net, hyper)) if pdp_bigram.is_bigram(hyper) else None
         scores = pdp_left_to_right.network_scores(block, phi_vk, settings, lambda doc: self.test_document_start(
-            doc, hyper), rows_of)
-        return scores if rows_of is None else type(scores)(scores.per_document, scores.protocol + pdp_bigram.PROTOCOL)
+            doc, hyper), words_of)
+        return scores if words_of is None else type(scores)(scores.per_document, scores.protocol + pdp_bigram.PROTOCOL)
 
     def test_document_start(self, doc, hyper) -> tuple:
         """A test document's (compiled network, counts: its own vectors empty, the corpus-level roots' tables the

@@ -352,7 +352,8 @@ def network_sweep(start, reseed, seed, reseat, words, z, topic_inst, word_inst, 
         pos += 1
     if init or not reseat:
         return -1
+    D = max(K, dim.max())       # the values of a re-seated vector: topics, or words (a chain of word vectors)
     return reseat_cells(pos, N, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum, avals,
                         bvals, L3, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx, anc_ptr, anc, Z,
-                        np.empty((K, maxanc)), np.empty((K, maxanc, maxpar)), np.zeros(K, np.int64),
+                        np.empty((D, maxanc)), np.empty((D, maxanc, maxpar)), np.zeros(D, np.int64),
                         np.full(maxanc, -1, np.int64), np.zeros(J, np.int64), pnA, peA)

@@ -63,6 +63,14 @@ AUTHOR_PYP = dict(AUTHOR_DP, name="author-pyp", nodes=dict(     # the authors' v
     author={"index": ["list:authors"], "over": "topic", "parents": [{"node": "base", "index": ["corpus"]}],
             "pyp": {"a": {"value": 0.2, "sample": True}, "b": {"value": 2.0, "sample": True}}}))
 
+PYP_TOPICS = {"name": "pyp-topics",    # every token's topic drawn from the corpus-level Pitman-Yor vector itself
+              "nodes": {"base": {"index": ["corpus"], "over": "topic", "dirichlet": 1.0},
+                        "corpus": {"index": ["corpus"], "over": "topic",
+                                   "pyp": {"a": {"value": 0.2, "sample": True}, "b": {"value": 2.0, "sample": True}},
+                                   "parents": [{"node": "base", "index": ["corpus"]}]},
+                        "phi": {"index": ["topic"], "over": "word", "dirichlet": 0.05}},
+              "topic": {"node": "corpus", "index": ["corpus"]}, "word": {"node": "phi", "index": ["topic"]}}
+
 
 @pytest.fixture(scope="module")
 def group_corpus(tmp_path_factory):
@@ -91,14 +99,14 @@ def spec_file(tmp_path_factory):
 
 
 @pytest.mark.parametrize("which", ["hdp-lda", "sampled", "pyp-lda", "seqlda", "column", "hdp-pyp-lda", "authors",
-                                   "authors-pyp", "adatm-cmgs"])
+                                   "authors-pyp", "pyp-lda-2", "hca", "pyp-topics", "adatm-cmgs"])
 def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(spark_session, blocks, spec_file,
                                                                                 group_corpus, tmp_path, which):
     network = spec_file if which == "sampled" else which
-    if which in ("column", "authors", "authors-pyp"):
+    if which in ("column", "authors", "authors-pyp", "pyp-topics"):
         network = str(tmp_path / f"{which}.json")
-        (tmp_path / f"{which}.json").write_text(json.dumps({"column": GROUP_HDP, "authors": AUTHOR_DP,
-                                                            "authors-pyp": AUTHOR_PYP}[which]))
+        specs = {"column": GROUP_HDP, "authors": AUTHOR_DP, "authors-pyp": AUTHOR_PYP, "pyp-topics": PYP_TOPICS}
+        (tmp_path / f"{which}.json").write_text(json.dumps(specs[which]))
     if which == "adatm-cmgs":     # CMGS at two-parent segments (inference.pdpnet.cmgs_dag)
         network = str(tmp_path / "adatm-cmgs.json")
         (tmp_path / "adatm-cmgs.json").write_text(json.dumps(dict(json.loads(
@@ -106,8 +114,9 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
     fit = partial(_fit, corpus=group_corpus)
     run = fit(spark_session, blocks, tmp_path / "run", network)
     result, recount = run
-    for name in ("nwk", "network_tc") + (("word_tables",) if which == "pyp-lda" else ()) + \
-            (("network_tp",) if which in ("hdp-pyp-lda", "authors-pyp") else ()):
+    for name in ("nwk", "network_tc") + (("word_tables",) if which in ("pyp-lda", "pyp-lda-2", "hca") else ()) + \
+            (("word_chain",) if which == "pyp-lda-2" else ()) + \
+            (("network_tp",) if which in ("hdp-pyp-lda", "authors-pyp", "hca", "pyp-topics") else ()):
         np.testing.assert_array_equal(result.tables[name], recount[name], err_msg=name)
     assert result.tables["discount_counts"].equals(recount["discount_counts"])
     tc = result.tables["network_tc"]
@@ -116,6 +125,25 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
         assert np.all(t <= n) and (t < n).any() and ((n > 0) & (t == 0)).sum() <= (n > 0).sum() // 20
         assert result.hyper["a_values"]["phi.a"] != 0.5 and result.hyper["b_values"]["phi.b"] != 10.0
         np.testing.assert_allclose(result.topic_word.sum(axis=1), 1.0)
+    elif which == "pyp-lda-2":    # phi[topic] <- nu (corpus PYP) <- uniform: t <= c at both levels (c_nu = sum_k t)
+        n, t, tnu = result.tables["nwk"], result.tables["word_tables"], result.tables["word_chain"][:, 0]
+        assert np.all(t <= n) and np.all(tnu <= t.sum(axis=1)) and (tnu < t.sum(axis=1)).any() and tnu.sum() > 0
+        assert all(result.hyper[f"{k}_values"][f"{x}.{k}"] != v for x in ("phi", "nu") for k, v in (("a", .5), ("b", 10)))
+        np.testing.assert_allclose(result.topic_word.sum(axis=1), 1.0)
+    elif which == "hca":          # hdp-pyp-lda's topic side and pyp-lda's word side, both sides' tables owned
+        n, t = result.tables["nwk"], result.tables["word_tables"]
+        assert np.all(t <= n) and (t < n).any() and ((n > 0) & (t == 0)).sum() <= (n > 0).sum() // 20
+        c, t = tc[1], result.tables["network_tp"][1]
+        assert c.sum() >= 24 and np.all(t <= c) and np.array_equal(tc[0], t) and t.sum() > 0
+        assert ((c > 0) & (t == 0)).sum() <= 1 and not result.tables["network_tp"][[0, 2]].any()
+        start = {"corpus.a": 0.2, "phi.a": 0.5, "corpus.b": 10.0, "phi.b": 10.0, "theta.b": 1.0}
+        assert all(result.hyper["a_values" if k.endswith(".a") else "b_values"][k] != v for k, v in start.items())
+        np.testing.assert_allclose(result.topic_word.sum(axis=1), 1.0)
+    elif which == "pyp-topics":   # the corpus vector's customers: every token (both partitions'), its tables t <= c
+        c, t = tc[1], result.tables["network_tp"][1]
+        np.testing.assert_array_equal(c, result.tables["nwk"].sum(axis=0))
+        assert np.all(t <= c) and np.array_equal(tc[0], t) and 0 < t.sum() < c.sum()
+        assert result.hyper["a_values"]["corpus.a"] != 0.2 and result.hyper["b_values"]["corpus.b"] != 2.0
     elif which == "hdp-pyp-lda":  # base <- corpus PYP <- documents: corpus' tables (each partition's own, summed)
         c, t = tc[1], result.tables["network_tp"][1]    # are base's customers; t <= c, t = 0 only in a race
         assert c.sum() >= 24 and np.all(t <= c) and np.array_equal(tc[0], t) and not tc[2:].any()
@@ -148,23 +176,25 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
     with pytest.raises(Interrupted):
         fit(spark_session, blocks, tmp_path / "ckpt", network, stop_after=3)
     assert_same_runs(fit(spark_session, blocks, tmp_path / "ckpt", network, resume=True), run)
-    if which in ("pyp-lda", "hdp-pyp-lda"):     # the tables' bounds let the resident sampler run it: the same chain
+    if which in ("pyp-lda", "hdp-pyp-lda", "pyp-lda-2", "hca"):  # the tables' bounds let the resident sampler run it
         assert_same_runs(fit(spark_session, blocks, tmp_path / "resident", network, sync="resident"), run)
 
 
-@pytest.mark.parametrize("which", ["pdp-seqlda-cmgs", "pdp-hdp-pyp"])
+@pytest.mark.parametrize("which", ["pdp-seqlda-cmgs", "pdp-hdp-pyp", "pdp-pyp-lda-2", "pdp-hca"])
 def test_seqlda_cmgs_is_the_same_on_local1(spark_session, tiny_corpora_of_kind, local1_models, tmp_path, which):
     """seqlda.json under ``--sampler cmgs`` (and hdp-pyp-lda.json: a corpus-level Pitman-Yor vector, its tables
-    owned by partitions) trained here (local[2]) and in the local[1] application (conftest ``local1_models``): the
-    same topics and document rows bit for bit."""
+    owned by partitions; pyp-lda-2.json: a chain of Pitman-Yor word vectors, likewise; hca.json: a shared Pitman-Yor
+    topic vector and a Pitman-Yor word side) trained here (local[2]) and in the local[1] application (conftest
+    ``local1_models``): the same topics and document rows bit for bit."""
     import pandas as pd
 
-    from conftest import PDP_HDP_PYP, PDP_SEQLDA_CMGS, train_args
+    from conftest import PDP_HCA, PDP_HDP_PYP, PDP_PYP_LDA_2, PDP_SEQLDA_CMGS, train_args
     from drivers import registry
     from drivers.store.model_store import load_model
     from jobs import train
 
-    flags = PDP_SEQLDA_CMGS if which == "pdp-seqlda-cmgs" else PDP_HDP_PYP
+    flags = {"pdp-seqlda-cmgs": PDP_SEQLDA_CMGS, "pdp-hdp-pyp": PDP_HDP_PYP, "pdp-pyp-lda-2": PDP_PYP_LDA_2,
+             "pdp-hca": PDP_HCA}[which]
     train.train(spark_session, train_args(tiny_corpora_of_kind[registry.SEGMENTED], tmp_path / "m", *flags))
     other = local1_models / which
     np.testing.assert_array_equal(load_model(str(other)).lambda_, load_model(str(tmp_path / "m")).lambda_)
@@ -173,7 +203,7 @@ def test_seqlda_cmgs_is_the_same_on_local1(spark_session, tiny_corpora_of_kind, 
     np.testing.assert_array_equal(theta[0], theta[1])
     if which == "pdp-seqlda-cmgs":
         assert json.loads((tmp_path / "m" / "model.json").read_text())["hyper"]["network"]["sampler"] == "cmgs"
-    else:
+    elif which == "pdp-hdp-pyp":
         assert np.load(other / "network_tp.npy").sum() > 0
         np.testing.assert_array_equal(np.load(other / "network_tp.npy"), np.load(tmp_path / "m" / "network_tp.npy"))
 
