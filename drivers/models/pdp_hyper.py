@@ -93,7 +93,7 @@ class NetworkHyper:
         b_names = sorted(n for n, p in spec.params.items() if p.kind == "b")
         b_sampled = sorted(n for n in b_names if spec.params[n].sample)
         avals = np.array([hyper["a_values"][n] for n in a_names])
-        bvals = np.array([hyper["b_values"][n] for n in b_names])
+        bvals = np.array([hyper["b_values"].get(n, np.inf) for n in b_names])    # a mixture's b = inf: not kept
         rng = np.random.default_rng(seed)
 
         def b_stat(name, i):
@@ -113,5 +113,5 @@ class NetworkHyper:
             p = a_names.index(name)
             avals[p] = engine_stats.sample_discount(float(avals[p]), hist_keys, hist_counts, p, bvals, rng)
         hyper = dict(hyper, a_values={n: float(v) for n, v in zip(a_names, avals)},
-                     b_values={n: float(v) for n, v in zip(b_names, bvals)})
+                     b_values={n: float(v) for n, v in zip(b_names, bvals) if v < np.inf})
         return tables, hyper, None

@@ -76,7 +76,7 @@ class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, Netw
         self._has_tp = pdp_shared.has_shared_pyp(spec, global_families)
         hyper = {"network": raw, "beta": float(beta), "global_families": global_families,
                  "topic_sampler": CMGS_NOTE if spec.sampler == "cmgs" else INDICATORS_NOTE,
-                 "b_values": {n: p.value for n, p in spec.params.items() if p.kind == "b"},
+                 "b_values": {n: p.value for n, p in spec.params.items() if p.kind == "b" and p.value < np.inf},
                  "a_values": {n: p.value for n, p in spec.params.items() if p.kind == "a"}}
         return hyper if self._word_pyp is None else dict(hyper, word_pyp=self._word_pyp)
 
@@ -117,7 +117,7 @@ class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, Netw
     @staticmethod
     def _values(net, hyper):
         avals = np.array([hyper["a_values"][n] for n in net.a_names], np.float64)
-        bvals = np.array([hyper["b_values"][n] for n in net.b_names], np.float64)
+        bvals = np.array([hyper["b_values"].get(n, np.inf) for n in net.b_names], np.float64)  # inf: a mixture
         return avals, bvals
 
     def _counts(self, net, block, state, hyper, global_tc, init=False, global_tp=None):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from drivers import storage
 from drivers.families.gibbs.models import open_trained
@@ -81,6 +82,8 @@ def test_an_author_list_column_from_prepare_to_evaluate(spark_session, tmp_path)
     train(spark_session, train_args(corpus, model_dir, "--model", "pdp-network", "--network", "author-topic",
                                     "--topics", 3, "--iterations", 6, "--burn-in", 4, "--lag", 1, "--samples", 2,
                                     "--seed", 2))
+    # model.json is strict JSON: the mixture's b = inf is the spec's, not a value (Python would write Infinity)
+    json.loads(storage.read_bytes(f"{model_dir}/model.json"), parse_constant=lambda c: pytest.fail(f"model.json: {c}"))
     training = storage.read_table(f"{corpus}/docs.parquet", columns=["doc_id", "authors"]).to_pylist()
     names = sorted({n for r in training for n in list_names(r["authors"])})
     assert storage.load_json(f"{model_dir}/network_columns.json") == {"values": {"authors": names},
