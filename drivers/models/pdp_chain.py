@@ -89,7 +89,7 @@ def word_args(vocab, uidx, state, nwk, words, mx, side, net, V: int) -> tuple:
 
 def kernel_args(loc: dict, side: dict, a_names: list, b_names: list, V: int) -> tuple:
     """The word side's arguments of :func:`inference.pdpnet.word_chain.chain_word_sweep` after ``mx``."""
-    params = [(side["a"], side["b"])] + [tuple(lv[:2]) for lv in side["chain"]]
+    params = [(side["a"], side["b"])] + [tuple(lv[:2]) for lv in side.get("chain", ())]
     pl = np.array([a_names.index(a) for a, _ in params], np.int64)
     bl = np.array([b_names.index(b) for _, b in params], np.int64)
     gl = np.array(side["gammas"], np.float64)
@@ -113,7 +113,7 @@ def write_back(loc: dict, nwk, twk, tch, der: dict) -> None:
 
 
 def _level_values(side: dict, hyper: dict) -> list:
-    params = [(side["a"], side["b"])] + [tuple(lv[:2]) for lv in side["chain"]]
+    params = [(side["a"], side["b"])] + [tuple(lv[:2]) for lv in side.get("chain", ())]
     return [(float(hyper["a_values"][a]), float(hyper["b_values"][b])) for a, b in params]
 
 
@@ -152,7 +152,7 @@ def sample_hyper(side: dict, tables: dict, hyper: dict, sampled: dict, rng: np.r
     n, t, cup, tup = legal(tables["nwk"], tables[pdp_words.TABLE], tables[TABLE])
     occ = n > 0
     hyper = pdp_words.sample_cells_hyper(side, n[occ], t[occ], n.sum(axis=0), t.sum(axis=0), hyper, sampled, rng)
-    for l, lv in enumerate(side["chain"]):
+    for l, lv in enumerate(side.get("chain", ())):
         occ = cup[:, l] > 0
         hyper = pdp_words.sample_cells_hyper({"a": lv[0], "b": lv[1]}, cup[occ, l], tup[occ, l],
                                              cup[:, l].sum(keepdims=True), tup[:, l].sum(keepdims=True), hyper,
