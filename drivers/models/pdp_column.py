@@ -106,8 +106,8 @@ def word_args(model, block, state, nwk, words, mx, side, net) -> tuple:
     :func:`word_column.column_word_sweep`."""
     if not side.get("column"):
         der = dict(nk=words[1]["nk"], **pdp_chain.derived(words[2]))
-        args, loc = pdp_chain.word_args(*model._local_vocab(block), state, nwk, (words[0], der, words[2][pdp_chain.TABLE]),
-                                        mx, side, net, model.vocab_size)
+        args, loc = pdp_chain.word_args(*model._local_vocab(block), state, nwk,
+                                        (words[0], der, words[2][pdp_chain.TABLE]), mx, side, net, model.vocab_size)
         return ((loc["uidx"],), args), dict(loc, der=der)
     pairs, pidx, pword, pval, G = local_pairs(model, block, side)
     tables, V, K = words[2], model.vocab_size, model.num_topics

@@ -46,7 +46,8 @@ NO_DRIFT = np.zeros(0)     # network_sweep's self-check of its kept rows: off
 NO_HISTOGRAM = (np.zeros(0, np.int64), np.zeros((0, 1), np.int32))
 
 
-class PdpNetwork(pdp_column.ColumnWordArrays, pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, NetworkHyper, GibbsModel):
+class PdpNetwork(pdp_column.ColumnWordArrays, pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, NetworkHyper,
+                 GibbsModel):
     """Any network of Dirichlet / Pitman-Yor vectors (module docstring) with the table-indicator sampler or CMGS."""
 
     name = "pdp-network"

@@ -6,7 +6,8 @@ after iteration 3 and resumed from its checkpoint is the uninterrupted chain; an
 (table ``word_tables``, each partition's own tables), likewise, and with the resident sampler the same chain; and
 seqlda.json under CMGS likewise, and trained on local[1] (another Spark application) the same model bit for bit;
 and roots indexed by a kept column (``column``) or by a list column (``authors``: a document's vector over the mean
-of its authors' roots); and a word side indexed by [topic, column:group] (``dtm``); and tlm.json (phi[topic, previous_word] over psi[topic]: its keyed tables, each partition's
+of its authors' roots); and a word side indexed by [topic, column:group] (``dtm``); and tlm.json (phi[topic,
+previous_word] over psi[topic]: its keyed tables, each partition's
 own indicators), likewise."""
 from __future__ import annotations
 
@@ -125,13 +126,15 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
     elif which == "pyp-lda-2":    # phi[topic] <- nu (corpus PYP) <- uniform: t <= c at both levels (c_nu = sum_k t)
         n, t, tnu = result.tables["nwk"], result.tables["word_tables"], result.tables["word_chain"][:, 0]
         assert np.all(t <= n) and np.all(tnu <= t.sum(axis=1)) and (tnu < t.sum(axis=1)).any() and tnu.sum() > 0
-        assert all(result.hyper[f"{k}_values"][f"{x}.{k}"] != v for x in ("phi", "nu") for k, v in (("a", .5), ("b", 10)))
+        assert all(result.hyper[f"{k}_values"][f"{x}.{k}"] != v
+                   for x in ("phi", "nu") for k, v in (("a", .5), ("b", 10)))
         np.testing.assert_allclose(result.topic_word.sum(axis=1), 1.0)
     elif which == "dtm":          # phi[topic, group] <- phi0[topic] <- uniform: t <= c at both levels
         bn, bt, t0 = (result.tables[k] for k in ("word_col_n", "word_col_t", "word_tables"))
         assert np.all(bt <= bn) and np.all(t0 <= bt.reshape(4, V, K).sum(axis=0)) and (bt < bn).any()
         np.testing.assert_array_equal(bn.reshape(4, V, K).sum(axis=0), result.tables["nwk"])
-        assert all(result.hyper[f"{k}_values"][f"{x}.{k}"] != v for x in ("phi", "phi0") for k, v in (("a", .4), ("b", 2)))
+        assert all(result.hyper[f"{k}_values"][f"{x}.{k}"] != v
+                   for x in ("phi", "phi0") for k, v in (("a", .4), ("b", 2)))
     elif which == "hdp-pyp-lda":  # base <- corpus PYP <- documents: corpus' tables (each partition's own, summed)
         c, t = tc[1], result.tables["network_tp"][1]    # are base's customers; t <= c, t = 0 only in a race
         assert c.sum() >= 24 and np.all(t <= c) and np.array_equal(tc[0], t) and not tc[2:].any()
@@ -161,14 +164,15 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
     with pytest.raises(Interrupted):
         fit(spark_session, blocks, tmp_path / "ckpt", network, stop_after=3)
     assert_same_runs(fit(spark_session, blocks, tmp_path / "ckpt", network, resume=True), run)
-    if which in ("pyp-lda", "hdp-pyp-lda", "pyp-lda-2", "dtm"):     # the tables' bounds let the resident sampler run it: the same chain
+    if which in ("pyp-lda", "hdp-pyp-lda", "pyp-lda-2", "dtm"):     # bounded tables: the resident sampler, same chain
         assert_same_runs(fit(spark_session, blocks, tmp_path / "resident", network, sync="resident"), run)
 
 
 @pytest.mark.parametrize("which", ["pdp-seqlda-cmgs", "pdp-hdp-pyp", "pdp-pyp-lda-2"])
 def test_seqlda_cmgs_is_the_same_on_local1(spark_session, tiny_corpora_of_kind, local1_models, tmp_path, which):
     """seqlda.json under ``--sampler cmgs`` (and hdp-pyp-lda.json: a corpus-level Pitman-Yor vector, its tables
-    owned by partitions; pyp-lda-2.json: a chain of Pitman-Yor word vectors, likewise) trained here (local[2]) and in the local[1] application (conftest ``local1_models``): the
+    owned by partitions; pyp-lda-2.json: a chain of Pitman-Yor word vectors, likewise) trained here (local[2]) and
+    in the local[1] application (conftest ``local1_models``): the
     same topics and document rows bit for bit."""
     import pandas as pd
 

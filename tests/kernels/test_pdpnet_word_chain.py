@@ -23,8 +23,9 @@ V, K = 7, 3
 
 def chain_spec(depth: int, beta0: float) -> dict:
     """theta[document] Dirichlet; phi[topic] PYP over nu1 PYP over ... nu_{depth-1} over the root."""
+    root = {"dirichlet": beta0} if beta0 > 0 else {"uniform": True}
     nodes = {"theta": {"index": ["document"], "over": "topic", "dirichlet": 0.3},
-             "base": {"index": ["corpus"], "over": "word", **({"dirichlet": beta0} if beta0 > 0 else {"uniform": True})}}
+             "base": {"index": ["corpus"], "over": "word", **root}}
     parent = "base"
     for lv in range(depth - 1, 0, -1):
         nodes[f"nu{lv}"] = {"index": ["corpus"], "over": "word", "pyp": {"a": 0.1 * lv, "b": 1.0 + lv},

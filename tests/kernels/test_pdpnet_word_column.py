@@ -179,3 +179,20 @@ def test_two_partitions_sum_to_the_recount_and_every_level_stays_legal(tmp_path)
     rows = model.column_rows(blocks[0], hyper, phi0.T)
     full = model.column_rows(SegmentedBlock.from_segments([("d00", [list(range(9))])]), hyper, phi0.T)
     assert rows.shape == (blocks[0].n_tokens, K) and np.allclose(full.sum(axis=0), 1.0)
+
+
+@pytest.mark.parametrize("change", ["dirichlet-phi0", "corpus-middle"])
+def test_what_the_engine_does_not_run_is_refused_in_one_line(change):
+    from drivers.models import pdp_words
+    from inference.errors import UsageError
+
+    spec = dtm_spec("uniform")
+    if change == "dirichlet-phi0":      # a Dirichlet root per topic: the bigram side's shape, not this kernel
+        spec["nodes"]["phi0"] = {"index": ["topic"], "over": "word", "dirichlet": 0.1}
+        del spec["nodes"]["base"]
+    else:                               # phi[topic, column] straight over a corpus-level vector
+        spec["nodes"]["phi"]["parents"] = [{"node": "base", "index": ["corpus"]}]
+        del spec["nodes"]["phi0"]
+    with pytest.raises(UsageError, match="node 'phi': a word side indexed by \\[topic, column\\]") as info:
+        pdp_words.word_side(parse_network(spec))
+    assert "\n" not in str(info.value)
