@@ -36,7 +36,7 @@ from drivers.models.pdp_specs import (CMGS_NOTE, INDICATORS_NOTE, NETWORK, SAMPL
                                       needs_histograms, read_spec_file)
 from inference.gibbs.model import GibbsModel
 from inference.gibbs.tables import CountTable
-from inference.pdpnet import cmgs_run, engine_stats, kernels, owned, sweep, word_bigram
+from inference.pdpnet import cmgs_run, engine_stats, kernels, owned, owned_words, sweep, word_bigram
 from inference.pdpnet.engine_stats import MAX_GLOBAL
 from inference.pdpnet.compile import CorpusLayout, compile_network
 from inference.pdpnet.sampler import StirlingStack, posterior_means, rebuild_counts
@@ -46,8 +46,8 @@ NO_DRIFT = np.zeros(0)     # network_sweep's self-check of its kept rows: off
 NO_HISTOGRAM = (np.zeros(0, np.int64), np.zeros((0, 1), np.int32))
 
 
-class PdpNetwork(pdp_column.ColumnWordArrays, pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, NetworkHyper,
-                 GibbsModel):
+class PdpNetwork(pdp_column.ColumnWordArrays, pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel,
+                 NetworkHyper, GibbsModel):
     """Any network of Dirichlet / Pitman-Yor vectors (module docstring) with the table-indicator sampler or CMGS."""
 
     name = "pdp-network"
@@ -73,7 +73,7 @@ class PdpNetwork(pdp_column.ColumnWordArrays, pdp_bigram.BigramArrays, SharedPyp
         self._raw, self._roots = raw, None
         self.read_columns(spec)
         self._word_pyp = pdp_words.word_side(spec)
-        pdp_shared.check(spec, global_families, self._word_pyp is not None)
+        pdp_shared.check(spec, global_families, self._word_pyp)
         self._has_tp = pdp_shared.has_shared_pyp(spec, global_families)
         hyper = {"network": raw, "beta": float(beta), "global_families": global_families,
                  "topic_sampler": CMGS_NOTE if spec.sampler == "cmgs" else INDICATORS_NOTE,
@@ -132,12 +132,12 @@ class PdpNetwork(pdp_column.ColumnWordArrays, pdp_bigram.BigramArrays, SharedPyp
         elif cnt is None:
             cnt = rebuild_counts(net, state["z"].astype(np.int64), state["s"], word_side=False)
         if global_tc is not None:       # the sums over every partition (a shared Pitman-Yor vector's t too)
-            pdp_shared.substitute(net, cnt, self._shared_roots().nodes(net), lambda g, own: global_tc[g],
+            pdp_shared.substitute(net, cnt, self._shared_roots().nodes(net), lambda g, own, n: global_tc[g] - n,
                                   lambda g, own: global_tp[g])
         elif self.__dict__.get("_trained_tc") is not None:      # the trained model's plus the block's own (a
             trained_tp = pdp_shared.legal(self._trained_tc, self.__dict__.get("_trained_tp", 0))   # race: t = 1)
             pdp_shared.substitute(net, cnt, self._shared_roots().nodes(net),
-                                  lambda g, own: own + self._trained_tc[g], lambda g, own: own + trained_tp[g])
+                                  lambda g, own, n: own + self._trained_tc[g], lambda g, own: own + trained_tp[g])
         return cnt
 
     def _run(self, block, state, hyper, nwk, nk, seed, frozen_phi, init, global_tc=None, words=None, global_tp=None):
@@ -169,6 +169,14 @@ class PdpNetwork(pdp_column.ColumnWordArrays, pdp_bigram.BigramArrays, SharedPyp
         while pos >= 0:
             if "own" in cnt and not init:
                 ratios = self._memo("owned").get(avals, [net.spec.params[n].sample for n in net.a_names], cnt["mx"])
+                if words is not None:     # both sides' indicators owned (hca: inference.pdpnet.owned_words)
+                    pos = owned_words.owned_word_sweep(
+                        pos, reseed, seed, *wargs[:3], z, net.topic_inst, anc_ptr, anc, net.kind, net.dim, net.off,
+                        net.alpha, net.a_of, net.b_of, net.par_ptr, net.par_node, net.par_gamma, net.gamma_sum, avals,
+                        bvals, *ratios, cnt["n"], cnt["tc"], cnt["tp"], cnt["Nn"], cnt["TC"], cnt["TP"], s,
+                        cnt["Se"], net.eoff, cnt["mx"], *cnt["own"], *wargs[3:])
+                    reseed = False
+                    continue
                 pos = owned.owned_sweep(
                     pos, reseed, seed, net.words, z, net.topic_inst, anc_ptr, anc, net.kind, net.dim, net.off,
                     net.alpha, net.a_of, net.b_of, net.par_ptr, net.par_node, net.par_gamma, net.gamma_sum, avals,
@@ -289,11 +297,7 @@ class PdpNetwork(pdp_column.ColumnWordArrays, pdp_bigram.BigramArrays, SharedPyp
         net = self._compiled_raw(block, raw)
         cnt = self._local_counts(net, block, state)
         rows = self._shared_roots().nodes(net)
-        tc = np.zeros((len(rows), self.num_topics), np.int32)
-        for r, (g, j) in enumerate(rows):
-            tc[r] = cnt["tc"][net.off[j]:net.off[j + 1]]
-        out = {"nwk": self.shared_counts(block, state, local),
-               "network_tc": (np.array([g for g, _ in rows], np.int64), tc),
+        out = {"nwk": self.shared_counts(block, state, local), "network_tc": pdp_shared.customers(net, cnt, rows),
                "discount_counts": engine_stats.histogram_contribution(net, cnt, pdp_shared.shared_mask(net, rows))
                if needs_histograms(net.spec) else NO_HISTOGRAM}
         if self.__dict__.get("_has_tp"):
@@ -348,12 +352,11 @@ class PdpNetwork(pdp_column.ColumnWordArrays, pdp_bigram.BigramArrays, SharedPyp
     # ---- evaluation
     def left_to_right(self, block, hyper, phi_vk, settings):
         """Exact in the model: the particles carry each test document's network state (z, t, s)."""
-        rows_of = (lambda doc: self.frozen_rows(doc, hyper)) if pdp_bigram.is_bigram(hyper) else \
-            (lambda doc: self.column_rows(doc, hyper, phi_vk)) if pdp_column.is_column(hyper) else None
+        words_of = (lambda doc, net: self.document_words(doc, net, hyper)) if pdp_bigram.is_bigram(hyper) else None
+        rows_of = (lambda doc: self.column_rows(doc, hyper, phi_vk)) if pdp_column.is_column(hyper) else None
         scores = pdp_left_to_right.network_scores(block, phi_vk, settings, lambda doc: self.test_document_start(
-            doc, hyper), rows_of)
-        return scores if not pdp_bigram.is_bigram(hyper) else type(scores)(scores.per_document,
-                                                                            scores.protocol + pdp_bigram.PROTOCOL)
+            doc, hyper), words_of, rows_of)
+        return scores if words_of is None else type(scores)(scores.per_document, scores.protocol + pdp_bigram.PROTOCOL)
 
     def test_document_start(self, doc, hyper) -> tuple:
         """A test document's (compiled network, counts: its own vectors empty, the corpus-level roots' tables the

@@ -2,9 +2,10 @@
 vector (hca's PYP document prior, the 3-level HDP: documents DP over ``corpus`` PYP over a root), its tables owned
 by partitions (the sweep: :mod:`inference.pdpnet.owned`).
 
-Tables: its customers, the tables the documents send up, are its rows of ``network_tc`` (as a Dirichlet root's);
-its own tables t_k the same rows of ``network_tp`` (each partition's own indicators, its s on the vector's parent
-edge, summed). Its tables are the customers of its parent, a root (``network_tc``'s row) or the uniform vector.
+Tables: its customers, the tables the documents send up (and the tokens, when tokens are drawn from the vector
+itself: a partition keeps its own as its n, the others' are read as t^c), are its rows of ``network_tc`` (as a
+Dirichlet root's); its own tables t_k the same rows of ``network_tp`` (each partition's own indicators, its s on
+the vector's parent edge, summed). Its tables are the customers of its parent, a root (``network_tc``'s row) or the uniform vector.
 The trained rows are saved as ``network_tp.npy`` beside ``network_tc.npy``; held-out and ``infer`` sweeps read
 them plus the block's own. The driver's hyperparameter steps read the global (c, t) of these vectors
 (:func:`driver_stats`); the partitions leave them out of their histograms and q_j.
@@ -23,8 +24,9 @@ from inference.pdpnet.spec import NetworkSpec
 TABLE = "network_tp"
 
 
-def check(spec: NetworkSpec, families: list[str], word_pyp: bool) -> None:
-    """Refuse (one line naming the node) the shared Pitman-Yor vectors the engine cannot run yet."""
+def check(spec: NetworkSpec, families: list[str], word_side: dict | None) -> None:
+    """Refuse (one line naming the node) the shared Pitman-Yor vectors the engine cannot run yet (``word_side``:
+    :func:`drivers.models.pdp_words.word_side`'s answer)."""
     for name in families:
         node = spec.nodes[name]
         if node.kind != "pyp":
@@ -32,12 +34,14 @@ def check(spec: NetworkSpec, families: list[str], word_pyp: bool) -> None:
         if len(node.parents) != 1 or node.parents[0].if_missing is not None:
             raise UsageError(f"network spec: node '{name}': a Pitman-Yor vector shared by documents has one parent "
                              "on the Gibbs engine")
-        if spec.topic.node == name:
-            raise UsageError(f"network spec: node '{name}': tokens drawn from a shared Pitman-Yor vector are not on "
-                             "the Gibbs engine (draw them from a document or segment vector over it)")
-        if spec.sampler == "cmgs" or word_pyp:
+        if spec.sampler == "cmgs":
             raise UsageError(f"network spec: node '{name}': a shared Pitman-Yor vector runs with the table indicators "
-                             "and a Dirichlet word side (not \"sampler\": \"cmgs\", not a Pitman-Yor word side)")
+                             "(not \"sampler\": \"cmgs\")")
+        if word_side is not None and ("chain" in word_side or "column" in word_side):
+            what = "a chain of Pitman-Yor word vectors" if "chain" in word_side else "a word side indexed by [topic, " \
+                "column]"
+            raise UsageError(f"network spec: node '{name}': a shared Pitman-Yor vector beside {what} is not on the "
+                             "Gibbs engine (one word vector over the root is)")
 
 
 def has_shared_pyp(spec: NetworkSpec, families: list[str]) -> bool:
@@ -50,22 +54,32 @@ def legal(tc, tp) -> np.ndarray:
     return pdp_words.legal(tc, tp)[1]
 
 
+def customers(net, cnt: dict, nodes: list) -> tuple[np.ndarray, np.ndarray]:
+    """A partition's contribution to ``network_tc``: (rows, customers n + t^c of every shared vector): its
+    documents' tables, and its tokens when tokens are drawn from the shared vector itself."""
+    c = np.zeros((len(nodes), net.K), np.int32)
+    for r, (_, j) in enumerate(nodes):
+        c[r] = cnt["tc"][net.off[j]:net.off[j + 1]] + cnt["n"][net.off[j]:net.off[j + 1]]
+    return np.array([g for g, _ in nodes], np.int64), c
+
+
 def substitute(net, cnt: dict, nodes: list, tc_of, tp_of) -> None:
-    """Put the global rows into the counts: every shared vector's t^c (``tc_of(row, own)``), a shared Pitman-Yor
-    vector's t and its parent edge's S (``tp_of``); the partition's own (c, t) go to ``cnt["own"]`` = (shared
-    (J,) bool, own_c, own_t) when there is a shared Pitman-Yor vector. ``mx`` covers the global cells."""
+    """Put the global rows into the counts: every shared vector's t^c (``tc_of(row, own t^c, own n)``: its
+    customers but the partition's own tokens there, which stay its n), a shared Pitman-Yor vector's t and its
+    parent edge's S (``tp_of``); the partition's own (t^c, t) go to ``cnt["own"]`` = (shared (J,) bool, own_c,
+    own_t) when there is a shared Pitman-Yor vector. ``mx`` covers the global cells."""
     shared = np.zeros(net.num_nodes, np.bool_)
     own_c, own_t = cnt["tc"].copy(), cnt["tp"].copy()
     for g, j in nodes:
         lo, hi = net.off[j], net.off[j + 1]
-        cnt["tc"][lo:hi] = tc_of(g, cnt["tc"][lo:hi])
+        cnt["tc"][lo:hi] = tc_of(g, cnt["tc"][lo:hi], cnt["n"][lo:hi])
         cnt["TC"][j] = cnt["tc"][lo:hi].sum()
         if net.kind[j] == KIND_PYP:
             shared[j] = True
             cnt["tp"][lo:hi] = tp_of(g, cnt["tp"][lo:hi])
             cnt["TP"][j] = cnt["tp"][lo:hi].sum()
             cnt["Se"][net.par_ptr[j]] = cnt["TP"][j]
-            cnt["mx"][0] = max(int(cnt["mx"][0]), int(cnt["tc"][lo:hi].max(initial=0)))
+            cnt["mx"][0] = max(int(cnt["mx"][0]), int((cnt["tc"][lo:hi] + cnt["n"][lo:hi]).max(initial=0)))
             cnt["mx"][1] = max(int(cnt["mx"][1]), int(cnt["tp"][lo:hi].max(initial=0)))
     if shared.any():
         cnt["own"] = (shared, own_c, own_t)

@@ -4,7 +4,8 @@ as the Pitman-Yor word side's are (:mod:`inference.pdpnet.word_pyp`).
 
 **Ownership.** A table indicator is held by a customer, so by that customer's partition. At a shared vector x a
 partition holds its customers c^p_xk (its documents' tables there: the t^c its own s gives) and the indicators they
-hold t^p_xk (its own s on x's parent edge), 0 <= t^p <= c^p; the global counts c = sum_p c^p, t = sum_p t^p are the
+hold t^p_xk (its own s on x's parent edge), 0 <= t^p <= c^p (its tokens n_xk among c^p when tokens are drawn
+from x itself: they stay the kernels' n, every other partition's customers their t^c); the global counts c = sum_p c^p, t = sum_p t^p are the
 engine's tables ``network_tc``/``network_tp``, and a partition's sweep reads them with its own moves seen at once
 (the others' at the next synchronisation: the AD-LDA approximation of every global count). The kernels' count
 arrays hold the global (c, t) at the shared cells (so every Z^+ term is the sampler's, unchanged), the partition's
@@ -68,10 +69,18 @@ def owned_remove(j, v, data, shared, own_c, own_t, oc, ot, anc_ptr, anc, pn, pe,
             if tp[cell] == 0 and n[cell] + tc[cell] > 0:
                 illegal = True
     if illegal:
-        swap_own(j, v, True, shared, anc_ptr, anc, off, tc, tp, own_c, own_t, oc, ot)
-        undo_path(depth, v, data, pn, pe, off, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
-        swap_own(j, v, False, shared, anc_ptr, anc, off, tc, tp, own_c, own_t, oc, ot)
+        owned_undo(j, v, depth, data, shared, own_c, own_t, oc, ot, anc_ptr, anc, pn, pe, off, n, tc, tp, Nn, TC,
+                   TP, s, Se, eoff, mx)
     return depth, illegal
+
+
+@token_kernel
+def owned_undo(j, v, depth, data, shared, own_c, own_t, oc, ot, anc_ptr, anc, pn, pe, off, n, tc, tp, Nn, TC, TP, s,
+               Se, eoff, mx):
+    """Put back what :func:`owned_remove` took (same path ``pn``/``pe``, the own counts with it)."""
+    swap_own(j, v, True, shared, anc_ptr, anc, off, tc, tp, own_c, own_t, oc, ot)
+    undo_path(depth, v, data, pn, pe, off, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
+    swap_own(j, v, False, shared, anc_ptr, anc, off, tc, tp, own_c, own_t, oc, ot)
 
 
 @token_kernel
@@ -112,7 +121,7 @@ def repair(shared, own_c, own_t, oc, ot, Z, terms, anc_ptr, anc, kind, dim, off,
             tp[cell] += 1
             TP[x] += 1
             mx[1] = max(mx[1], tp[cell])
-            if own_c[cell] == 0:
+            if own_c[cell] + n[cell] == 0:     # (n: its own tokens, when tokens are drawn from x itself)
                 continue
             own_t[cell] += 1
             s[eoff[e] + v] += 1
@@ -195,6 +204,21 @@ def owned_sweep(start, reseed, seed, words, z, topic_inst, anc_ptr, anc, kind, d
             nk[k] += 1
             inv[k] = 1.0 / (nk[k] + vbeta)
         z[i] = k
+    return owned_reseat(pos, N, shared, own_c, own_t, oc, ot, Z, terms, pn, pe, anc_ptr, anc, kind, dim, off, alpha,
+                        a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC,
+                        TP, s, Se, eoff, mx)
+
+
+@token_kernel
+def owned_reseat(pos, N, shared, own_c, own_t, oc, ot, Z, terms, pn, pe, anc_ptr, anc, kind, dim, off, alpha, a_of,
+                 b_of, par_ptr, par_node, par_gamma, gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se,
+                 eoff, mx):
+    """The re-seating of :func:`inference.pdpnet.reseat.reseat_cells` from position ``pos`` (N + cell; same cells,
+    same order) by :func:`owned_remove` / :func:`owned_add`; at a shared vector only a cell with own customers.
+    Returns -1 when done or the position to resume from (``mx`` past the ratio tables ``RJ``)."""
+    J = kind.shape[0]
+    rows = RJ.shape[1] + 1
+    cols = RJ.shape[2] + 1
     for j in range(J):
         if kind[j] != PYP or TC[j] == 0:
             continue

@@ -81,7 +81,7 @@ def topic_zplus_rows(jt, K, Zb, slot, anc_ptr, anc, kind, dim, off, alpha, a_of,
             gs = gamma_sum[x]
             e0, e1 = par_ptr[x], par_ptr[x + 1]
             bc = b + C
-            lead = (b + a * T) / bc
+            lead = 1.0 if b == np.inf else (b + a * T) / bc     # b infinite: a mixture node
             Jp = RJ[p]
             Op = RO[p]
             if e1 - e0 == 1:                      # one parent: its factor and row out of the loop
@@ -133,7 +133,7 @@ def pyp_over_root_row(jt, w, K, Zb, slot, cum, kind, dim, off, alpha, a_of, b_of
     b = bvals[b_of[jt]]
     T = TP[jt]
     bc = b + (Nn[jt] + TC[jt])
-    lead = (b + a * T) / bc
+    lead = 1.0 if b == np.inf else (b + a * T) / bc         # b infinite: a mixture node
     f = lead * (par_gamma[e0] + Se[e0]) / (gamma_sum[jt] + T)
     ibc = 1.0 / bc
     Jp = RJ[p]

@@ -72,6 +72,14 @@ AUTHOR_PYP = dict(AUTHOR_DP, name="author-pyp", nodes=dict(     # the authors' v
     author={"index": ["list:authors"], "over": "topic", "parents": [{"node": "base", "index": ["corpus"]}],
             "pyp": {"a": {"value": 0.2, "sample": True}, "b": {"value": 2.0, "sample": True}}}))
 
+PYP_TOPICS = {"name": "pyp-topics",    # every token's topic drawn from the corpus-level Pitman-Yor vector itself
+              "nodes": {"base": {"index": ["corpus"], "over": "topic", "dirichlet": 1.0},
+                        "corpus": {"index": ["corpus"], "over": "topic",
+                                   "pyp": {"a": {"value": 0.2, "sample": True}, "b": {"value": 2.0, "sample": True}},
+                                   "parents": [{"node": "base", "index": ["corpus"]}]},
+                        "phi": {"index": ["topic"], "over": "word", "dirichlet": 0.05}},
+              "topic": {"node": "corpus", "index": ["corpus"]}, "word": {"node": "phi", "index": ["topic"]}}
+
 
 @pytest.fixture(scope="module")
 def group_corpus(tmp_path_factory):
@@ -100,21 +108,22 @@ def spec_file(tmp_path_factory):
 
 
 @pytest.mark.parametrize("which", ["hdp-lda", "sampled", "pyp-lda", "seqlda", "column", "hdp-pyp-lda", "authors",
-                                   "authors-pyp", "pyp-lda-2", "dtm"])
+                                   "authors-pyp", "pyp-lda-2", "hca", "pyp-topics", "dtm"])
 def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(spark_session, blocks, spec_file,
                                                                                 group_corpus, tmp_path, which):
     network = spec_file if which == "sampled" else which
-    if which in ("column", "authors", "authors-pyp", "dtm"):
+    if which in ("column", "authors", "authors-pyp", "pyp-topics", "dtm"):
         network = str(tmp_path / f"{which}.json")
-        (tmp_path / f"{which}.json").write_text(json.dumps({"column": GROUP_HDP, "authors": AUTHOR_DP,
-                                                            "authors-pyp": AUTHOR_PYP, "dtm": DTM}[which]))
+        specs = {"column": GROUP_HDP, "authors": AUTHOR_DP, "authors-pyp": AUTHOR_PYP, "pyp-topics": PYP_TOPICS,
+                 "dtm": DTM}
+        (tmp_path / f"{which}.json").write_text(json.dumps(specs[which]))
     fit = partial(_fit, corpus=group_corpus)
     run = fit(spark_session, blocks, tmp_path / "run", network)
     result, recount = run
-    for name in ("nwk", "network_tc") + (("word_tables",) if which.startswith("pyp-lda") else ()) + \
+    for name in ("nwk", "network_tc") + (("word_tables",) if which in ("pyp-lda", "pyp-lda-2", "hca") else ()) + \
             (("word_chain",) if which == "pyp-lda-2" else ()) + \
             (("word_col_n", "word_col_t", "word_tables") if which == "dtm" else ()) + \
-            (("network_tp",) if which in ("hdp-pyp-lda", "authors-pyp") else ()):
+            (("network_tp",) if which in ("hdp-pyp-lda", "authors-pyp", "hca", "pyp-topics") else ()):
         np.testing.assert_array_equal(result.tables[name], recount[name], err_msg=name)
     assert result.tables["discount_counts"].equals(recount["discount_counts"])
     tc = result.tables["network_tc"]
@@ -135,6 +144,20 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
         np.testing.assert_array_equal(bn.reshape(4, V, K).sum(axis=0), result.tables["nwk"])
         assert all(result.hyper[f"{k}_values"][f"{x}.{k}"] != v
                    for x in ("phi", "phi0") for k, v in (("a", .4), ("b", 2)))
+    elif which == "hca":          # hdp-pyp-lda's topic side and pyp-lda's word side, both sides' tables owned
+        n, t = result.tables["nwk"], result.tables["word_tables"]
+        assert np.all(t <= n) and (t < n).any() and ((n > 0) & (t == 0)).sum() <= (n > 0).sum() // 20
+        c, t = tc[1], result.tables["network_tp"][1]
+        assert c.sum() >= 24 and np.all(t <= c) and np.array_equal(tc[0], t) and t.sum() > 0
+        assert ((c > 0) & (t == 0)).sum() <= 1 and not result.tables["network_tp"][[0, 2]].any()
+        start = {"corpus.a": 0.2, "phi.a": 0.5, "corpus.b": 10.0, "phi.b": 10.0, "theta.b": 1.0}
+        assert all(result.hyper["a_values" if k.endswith(".a") else "b_values"][k] != v for k, v in start.items())
+        np.testing.assert_allclose(result.topic_word.sum(axis=1), 1.0)
+    elif which == "pyp-topics":   # the corpus vector's customers: every token (both partitions'), its tables t <= c
+        c, t = tc[1], result.tables["network_tp"][1]
+        np.testing.assert_array_equal(c, result.tables["nwk"].sum(axis=0))
+        assert np.all(t <= c) and np.array_equal(tc[0], t) and 0 < t.sum() < c.sum()
+        assert result.hyper["a_values"]["corpus.a"] != 0.2 and result.hyper["b_values"]["corpus.b"] != 2.0
     elif which == "hdp-pyp-lda":  # base <- corpus PYP <- documents: corpus' tables (each partition's own, summed)
         c, t = tc[1], result.tables["network_tp"][1]    # are base's customers; t <= c, t = 0 only in a race
         assert c.sum() >= 24 and np.all(t <= c) and np.array_equal(tc[0], t) and not tc[2:].any()
@@ -164,24 +187,25 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
     with pytest.raises(Interrupted):
         fit(spark_session, blocks, tmp_path / "ckpt", network, stop_after=3)
     assert_same_runs(fit(spark_session, blocks, tmp_path / "ckpt", network, resume=True), run)
-    if which in ("pyp-lda", "hdp-pyp-lda", "pyp-lda-2", "dtm"):     # bounded tables: the resident sampler, same chain
+    if which in ("pyp-lda", "hdp-pyp-lda", "pyp-lda-2", "hca", "dtm"):  # bounded tables: the resident sampler
         assert_same_runs(fit(spark_session, blocks, tmp_path / "resident", network, sync="resident"), run)
 
 
-@pytest.mark.parametrize("which", ["pdp-seqlda-cmgs", "pdp-hdp-pyp", "pdp-pyp-lda-2"])
+@pytest.mark.parametrize("which", ["pdp-seqlda-cmgs", "pdp-hdp-pyp", "pdp-pyp-lda-2", "pdp-hca"])
 def test_seqlda_cmgs_is_the_same_on_local1(spark_session, tiny_corpora_of_kind, local1_models, tmp_path, which):
     """seqlda.json under ``--sampler cmgs`` (and hdp-pyp-lda.json: a corpus-level Pitman-Yor vector, its tables
-    owned by partitions; pyp-lda-2.json: a chain of Pitman-Yor word vectors, likewise) trained here (local[2]) and
-    in the local[1] application (conftest ``local1_models``): the
-    same topics and document rows bit for bit."""
+    owned by partitions; pyp-lda-2.json: a chain of Pitman-Yor word vectors, likewise; hca.json: a shared Pitman-Yor
+    topic vector and a Pitman-Yor word side) trained here (local[2]) and in the local[1] application (conftest
+    ``local1_models``): the same topics and document rows bit for bit."""
     import pandas as pd
 
-    from conftest import PDP_HDP_PYP, PDP_PYP_LDA_2, PDP_SEQLDA_CMGS, train_args
+    from conftest import PDP_HCA, PDP_HDP_PYP, PDP_PYP_LDA_2, PDP_SEQLDA_CMGS, train_args
     from drivers import registry
     from drivers.store.model_store import load_model
     from jobs import train
 
-    flags = {"pdp-seqlda-cmgs": PDP_SEQLDA_CMGS, "pdp-hdp-pyp": PDP_HDP_PYP, "pdp-pyp-lda-2": PDP_PYP_LDA_2}[which]
+    flags = {"pdp-seqlda-cmgs": PDP_SEQLDA_CMGS, "pdp-hdp-pyp": PDP_HDP_PYP, "pdp-pyp-lda-2": PDP_PYP_LDA_2,
+             "pdp-hca": PDP_HCA}[which]
     train.train(spark_session, train_args(tiny_corpora_of_kind[registry.SEGMENTED], tmp_path / "m", *flags))
     other = local1_models / which
     np.testing.assert_array_equal(load_model(str(other)).lambda_, load_model(str(tmp_path / "m")).lambda_)

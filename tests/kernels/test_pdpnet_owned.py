@@ -25,6 +25,11 @@ HDP_PYP = {"name": "hdp-pyp",
            "topic": {"node": "theta", "index": ["document"]}, "word": {"node": "phi", "index": ["topic"]}}
 
 
+#: tokens drawn from the shared vector itself (no document vector)
+PYP_TOPICS = dict(HDP_PYP, name="pyp-topics", topic={"node": "corpus", "index": ["corpus"]},
+                  nodes={k: v for k, v in HDP_PYP["nodes"].items() if k != "theta"})
+
+
 def _corpus(seed, docs=8):
     rng = np.random.default_rng(seed)
     return [[list(rng.integers(0, V, rng.integers(2, 9)))] for _ in range(docs)]
@@ -70,10 +75,10 @@ def _owned(net, z, s, cnt, nwk, nk, seed, own_c, own_t):
     return shared
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_one_partition_is_the_network_sweep_draw_for_draw(seed):
+@pytest.mark.parametrize("seed,spec", [(0, HDP_PYP), (1, HDP_PYP), (2, HDP_PYP), (3, PYP_TOPICS), (4, PYP_TOPICS)])
+def test_one_partition_is_the_network_sweep_draw_for_draw(seed, spec):
     docs = _corpus(seed)
-    a = _start(docs)
+    a = _start(docs, spec)
     b = tuple(x.copy() if isinstance(x, np.ndarray) else {k: v.copy() for k, v in x.items()} for x in a[1:])
     for it in range(4):
         _network(a[0], *a[1:], seed=10 + it)
