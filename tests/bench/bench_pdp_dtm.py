@@ -6,7 +6,8 @@ testament (OT/NT, from its book) kept as a column; held-out perplexity by ``eval
 
     python tests/bench/bench_pdp_dtm.py --topics 20 --iterations 100 [--seed 2]
 
-Results: a table on stdout and ``out/bench/pdp-dtm-K{K}-I{iterations}-S{seed}.json``.
+Results: a table on stdout and ``out/bench/pdp-dtm-K{K}-I{iterations}-S{seed}.json`` (runs already there are
+kept).
 """
 from __future__ import annotations
 
@@ -58,10 +59,12 @@ def main() -> None:
     stem = f"pdp-dtm-K{args.topics}-I{args.iterations}-S{args.seed}"
     root, result_file = CACHE / stem, CACHE / f"{stem}.json"
     root.mkdir(parents=True, exist_ok=True)
-    (root / "dtm.json").write_text(json.dumps(DTM))
-    RUNS["dtm.json"] = ("pdp-network", ("--network", str(root / "dtm.json")))
-    rows = {}
+    (root / "spec-dtm.json").write_text(json.dumps(DTM))
+    RUNS["dtm.json"] = ("pdp-network", ("--network", str(root / "spec-dtm.json")))
+    rows = json.loads(result_file.read_text()) if result_file.exists() else {}
     for name in ("lda-gibbs", "pyp-lda-2.json", "dtm.json"):
+        if name in rows:        # kept from an earlier run of this file
+            continue
         rows[name] = run_one(spark, name, train_dir, test_dir, args.topics, args.iterations, args.seed, root)
         print(json.dumps(rows[name]), flush=True)
         result_file.write_text(json.dumps(rows, indent=2))
