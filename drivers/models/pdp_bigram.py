@@ -208,12 +208,24 @@ class BigramArrays:
                       TABLES: KeyedCounts(keys, np.asarray(arrays["bigram_t"], np.int32)[:, None])}
             self._trained_bigram = derived(tables, self.vocab_size, self.num_topics)
 
+    def frozen_words(self, block, hyper: dict, words, frozen_phi) -> tuple:
+        """``(frozen_phi, words)`` of a sweep with the topics frozen: a bigram side's rows per token
+        (:meth:`frozen_rows`, every token its own row), else as given."""
+        if frozen_phi is None or not is_bigram(hyper):
+            return frozen_phi, words
+        return self.frozen_rows(block, hyper), np.arange(block.n_tokens, dtype=np.int64)
+
     def frozen_rows(self, block, hyper: dict) -> np.ndarray:
         """(N, K) the block's tokens' word factors given the trained state (:func:`predictive`)."""
         side = hyper["word_pyp"]
         return np.ascontiguousarray(predictive(block, self._trained_bigram, float(hyper["a_values"][side["a"]]),
                                                float(hyper["b_values"][side["b"]]), float(side["beta0"]),
                                                self.vocab_size, self.num_topics))
+
+    def word_hook(self, hyper: dict) -> tuple:
+        """``(words_of, protocol)`` of :func:`drivers.models.pdp_left_to_right.network_scores`: a bigram-topic word
+        side's (:meth:`document_words`, :data:`PROTOCOL`), else (None, "")."""
+        return ((lambda doc, net: self.document_words(doc, net, hyper)), PROTOCOL) if is_bigram(hyper) else (None, "")
 
     def document_words(self, doc, net, hyper: dict) -> tuple:
         """A test document's word-side arguments of ``bigram_particles`` (:func:`document_side`, then V, the side's

@@ -239,6 +239,16 @@ class ColumnWordArrays:
         rows[seen] = ((n - a * t) + (b + a * T) * rows[seen]) / (b + N)
         return np.ascontiguousarray(rows)
 
+    def frozen_words(self, block, hyper: dict, words, frozen_phi) -> tuple:
+        """``(frozen_phi, words)`` of a sweep with phi0 frozen: every token its own row (:meth:`column_rows`)."""
+        if frozen_phi is None or not is_column(hyper):
+            return super().frozen_words(block, hyper, words, frozen_phi)
+        return self.column_rows(block, hyper, frozen_phi), np.arange(block.n_tokens, dtype=np.int64)
+
+    def column_hook(self, hyper: dict, phi_vk):
+        """``rows_of`` of :func:`drivers.models.pdp_left_to_right.network_scores` (None but for this side)."""
+        return (lambda doc: self.column_rows(doc, hyper, phi_vk)) if is_column(hyper) else None
+
     def heldout_loglik(self, block, hyper, phi_vk, schedule, seed, partition) -> np.ndarray:
         """Document completion as :func:`inference.gibbs.heldout.heldout_loglik`, every token scored with its
         document's value's row (:meth:`column_rows`)."""

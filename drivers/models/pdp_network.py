@@ -146,11 +146,7 @@ class PdpNetwork(pdp_column.ColumnWordArrays, pdp_bigram.BigramArrays, SharedPyp
         net = self._compiled(block, hyper)
         z = state["z"].astype(np.int64)
         s = state["s"]
-        words_of = net.words        # a bigram side's frozen factors are per token (pdp_bigram.frozen_rows)
-        if frozen_phi is not None and pdp_bigram.is_bigram(hyper):
-            frozen_phi, words_of = self.frozen_rows(block, hyper), np.arange(block.n_tokens, dtype=np.int64)
-        elif frozen_phi is not None and pdp_column.is_column(hyper):     # a value's rows over the frozen phi0
-            frozen_phi, words_of = self.column_rows(block, hyper, frozen_phi), np.arange(block.n_tokens)
+        frozen_phi, words_of = self.frozen_words(block, hyper, net.words, frozen_phi)   # (per token: bigram, column)
         cnt = self._counts(net, block, state, hyper, global_tc, init, global_tp)
         avals, bvals = self._values(net, hyper)
         if getattr(net, "ancestors", None) is None:       # once per compiled block (kept with it)
@@ -352,11 +348,8 @@ class PdpNetwork(pdp_column.ColumnWordArrays, pdp_bigram.BigramArrays, SharedPyp
     # ---- evaluation
     def left_to_right(self, block, hyper, phi_vk, settings):
         """Exact in the model: the particles carry each test document's network state (z, t, s)."""
-        words_of = (lambda doc, net: self.document_words(doc, net, hyper)) if pdp_bigram.is_bigram(hyper) else None
-        rows_of = (lambda doc: self.column_rows(doc, hyper, phi_vk)) if pdp_column.is_column(hyper) else None
-        scores = pdp_left_to_right.network_scores(block, phi_vk, settings, lambda doc: self.test_document_start(
-            doc, hyper), words_of, rows_of)
-        return scores if words_of is None else type(scores)(scores.per_document, scores.protocol + pdp_bigram.PROTOCOL)
+        return pdp_left_to_right.network_scores(block, phi_vk, settings, lambda doc: self.test_document_start(
+            doc, hyper), *self.word_hook(hyper), self.column_hook(hyper, phi_vk))
 
     def test_document_start(self, doc, hyper) -> tuple:
         """A test document's (compiled network, counts: its own vectors empty, the corpus-level roots' tables the

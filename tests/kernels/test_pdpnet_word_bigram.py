@@ -146,8 +146,11 @@ def test_one_engine_partition_samples_the_networks_joint(tmp_path):
     """One engine partition (the model's ``sweep_tables``, every sweep on its local copies as a single partition's
     synchronisations leave them) visits every (z, t) of a tiny tlm network with the frequencies of the network's
     corrected joint (E12) enumerated over all legal states (tests/kernels/pdpnet_reference.py): 20,000 sweeps,
-    chi-square p > 1e-3, total variation < 0.06 (the literal (E12): 0.43). The state maps onto the in-process network's: a pair's own
-    indicators at topic k are the table count s of the phi[k, w'] vector's cell w on its edge to psi_k."""
+    chi-square p > 1e-3, total variation < 0.06 (the literal (E12): 0.43). The state maps onto the in-process
+    network's: a pair's own indicators at topic k are the table count s of the phi[k, w'] cell w's edge to psi_k.
+    (Not draw for draw: the engine's word side draws its leaving customer's indicator as u n < t, forced without
+    a number at t = 0 or n, and re-seats every own customer of a cell; the network sampler draws u c >= c - t
+    and re-seats one customer per cell.)"""
     from tests.kernels.pdpnet_reference import enumerate_states
     from tests.kernels.test_pdpnet_sampler import _chi_square
 
