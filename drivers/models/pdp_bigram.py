@@ -234,6 +234,13 @@ class BigramArrays:
         return document_side(doc, self._trained_bigram, self.vocab_size, self.num_topics) + (
             self.vocab_size, net.a_names.index(side["a"]), net.b_names.index(side["b"]), float(side["beta0"]))
 
+    @property
+    def heldout_protocol(self) -> str | None:
+        """What :meth:`heldout_loglik` scores (train's log and model.json): left to right for a bigram side."""
+        side = self.__dict__.get("_word_pyp") or {}
+        return ("left to right (Alg. 3.3), one state per particle (--heldout-samples particles), every word scored"
+                + PROTOCOL) if side.get("bigram") else None
+
     def heldout_loglik(self, block, hyper, phi_vk, schedule, seed, partition) -> np.ndarray:
         """A bigram-topic word side's held-out score: left to right with ``schedule.samples`` particles (tlm's
         default; document completion would score with the unigram ``phi_vk``)."""

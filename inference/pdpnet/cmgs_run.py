@@ -8,7 +8,8 @@ import numpy as np
 from inference.errors import UsageError
 from inference.gibbs.pdp import StirlingTable, stirling_table
 from inference.pdpnet.cmgs import cmgs_init, cmgs_sweep
-from inference.pdpnet.kernels import DIR, PYP
+from inference.pdpnet.cmgs_dag import cmgs_dag_sweep
+from inference.pdpnet.kernels import DIR, PYP, ancestor_lists
 
 
 def check_single_parent(net) -> None:
@@ -81,6 +82,40 @@ def stirling_ratios(avals, sampled, cmax: int):
     return (np.stack([t.ratio[:r, :c] for t in tabs]), np.stack([t.cratio[:r, :c] for t in tabs]))
 
 
+def multi_parent(net) -> bool:
+    """Whether a topic-side Pitman-Yor vector has several parents (then :mod:`inference.pdpnet.cmgs_dag` runs)."""
+    return bool(np.any((net.kind == PYP) & (np.diff(net.par_ptr) > 1)))
+
+
+def dag_layout(net, doc_tok_ptr: np.ndarray) -> dict:
+    """:func:`layout_arrays` for :func:`cmgs_dag_sweep`: the root sums, a bound on any cell's customers (the tokens
+    whose vector has it as an ancestor: a customer's path visits a vector once), the ancestor lists, every vector's
+    one Dirichlet ancestor (or -1 everywhere when a token's vector has several) and per document the range of
+    Pitman-Yor vectors among its tokens' vectors and their ancestors."""
+    anc_ptr, anc = ancestor_lists(net.par_ptr, net.par_node)
+    below = np.zeros(net.num_nodes, np.int64)
+    tokens = np.bincount(net.topic_inst, minlength=net.num_nodes)
+    for x in np.flatnonzero(tokens):
+        below[anc[anc_ptr[x]:anc_ptr[x + 1]]] += tokens[x]
+    pyp = net.kind == PYP
+    ends, los, his = [], [], []
+    for d in range(len(doc_tok_ptr) - 1):
+        t0, t1 = int(doc_tok_ptr[d]), int(doc_tok_ptr[d + 1])
+        xs = [int(a) for x in np.unique(net.topic_inst[t0:t1]) for a in anc[anc_ptr[x]:anc_ptr[x + 1]] if pyp[a]]
+        if xs:
+            ends.append(t1)
+            los.append(min(xs))
+            his.append(max(xs) + 1)
+    roots = [anc[anc_ptr[x]:anc_ptr[x + 1]][net.kind[anc[anc_ptr[x]:anc_ptr[x + 1]]] == DIR] for x in range(len(pyp))]
+    root_of = np.array([r[0] if len(r) == 1 else -1 for r in roots], np.int64)
+    if np.any(root_of[np.unique(net.topic_inst)] < 0):       # affine rows only if every token vector has one root
+        root_of[:] = -1
+    return {"asum": root_sums(net), "cmax": int(below[pyp].max(initial=0)), "anc_ptr": anc_ptr, "anc": anc,
+            "root_of": root_of,
+            "pass_end": np.array(ends, np.int64),
+            "pass_lo": np.array(los, np.int64), "pass_hi": np.array(his, np.int64)}
+
+
 NO_CHECK = np.zeros(0)
 
 
@@ -89,15 +124,25 @@ def run_cmgs(net, doc_tok_ptr, z, s, cnt: dict, avals, bvals, nwk, nk, beta: flo
     """One CMGS cycle (``init``: count z and open one table per occupied cell instead) on the counts ``cnt`` of
     :func:`inference.pdpnet.sampler.rebuild_counts`, the engine's topic-word table ``nwk``/``nk`` (untouched with
     ``frozen_phi``, the topics fixed); z, s and the counts in place. ``check``: :func:`cmgs_sweep`'s self-check."""
+    dag = multi_parent(net)
     lay = getattr(net, "cmgs", None)
     if lay is None:
-        lay = net.cmgs = layout_arrays(net, np.asarray(doc_tok_ptr, np.int64))
+        lay = net.cmgs = (dag_layout if dag else layout_arrays)(net, np.asarray(doc_tok_ptr, np.int64))
     frozen = frozen_phi is not None
     phi = np.ascontiguousarray(frozen_phi, dtype=np.float64) if frozen else np.zeros((1, 1))
     args = (net.kind, net.off, net.par_ptr, net.par_node, net.eoff, cnt["n"], cnt["tc"], cnt["tp"], cnt["Nn"],
             cnt["TC"], cnt["TP"], s, cnt["Se"])
     if init:
         cmgs_init(z, net.topic_inst, net.words, *args, nwk, nk, frozen)
+    elif dag:
+        sampled = [net.spec.params[nm].sample for nm in net.a_names]
+        ratio3, cratio3 = stirling_ratios(avals, sampled, lay["cmax"])
+        cmgs_dag_sweep(int(seed), net.words, z, net.topic_inst, net.kind, net.dim, net.off, net.alpha, lay["asum"],
+                       net.a_of, net.b_of, net.par_ptr, net.par_node, net.par_gamma, net.gamma_sum,
+                       np.asarray(avals, np.float64), np.asarray(bvals, np.float64),
+                       ratio3, cratio3, lay["anc_ptr"], lay["anc"], lay["root_of"],
+                       cnt["n"], cnt["tc"], cnt["tp"], cnt["Nn"], cnt["TC"], cnt["TP"], s, cnt["Se"], net.eoff,
+                       lay["pass_end"], lay["pass_lo"], lay["pass_hi"], nwk, nk, float(beta), phi, frozen)
     else:
         _sweep(net, lay, z, s, cnt, avals, bvals, nwk, nk, beta, phi, frozen, seed, check)
     if len(cnt["n"]):                     # the running maxima the table-indicator code keeps (an upper bound)

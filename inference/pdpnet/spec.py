@@ -371,9 +371,6 @@ def parse_network(raw) -> NetworkSpec:
     if sampler == "cmgs":
         for name in order:
             node = nodes[name]
-            if node.kind == "pyp" and len(node.parents) > 1:
-                raise _err(f"node '{name}'", f"sampler 'cmgs' needs one parent per Pitman-Yor vector (it has "
-                                             f"{len(node.parents)}); use \"sampler\": \"indicators\"")
             if node.kind == "pyp" and node.over == "word":
                 raise _err(f"node '{name}'", "sampler 'cmgs' runs the topic side; a Pitman-Yor word side keeps "
                                              "the table indicators (\"sampler\": \"indicators\")")

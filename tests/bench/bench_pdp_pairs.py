@@ -10,7 +10,8 @@ sampler (``cmgs``, the thesis' Algorithm 5, or ``exact``), its per-document b_i 
 RUN: ``seqlda`` (alpha fixed 0.1, as bench_pdp_perplexity's ``--fixed-alpha``), ``seqlda-exact``,
 ``seqlda-fixed-b`` (b = 10 fixed), ``seqlda-exact-fixed-b``, ``seqlda.json`` (as shipped), ``seqlda.json-fixed-b``,
 ``seqlda.json-indicators`` (the table-indicator sampler instead of the spec's ``sampler``), ``stm``,
-``stm.json``, ``stm.json-cmgs`` (the spec under CMGS), ``adatm``, ``adatm.json``. ``--warm-up N``: each run's model first trains N iterations (numba's
+``stm.json``, ``stm.json-cmgs`` (the spec under CMGS), ``adatm``, ``adatm.json``, ``adatm.json-cmgs`` (CMGS at its
+two-parent segments, :mod:`inference.pdpnet.cmgs_dag`). ``--warm-up N``: each run's model first trains N iterations (numba's
 compilation out of the CPU seconds).
 Prints the perplexity, the CPU seconds of training and of scoring (``time.process_time``) and b."""
 from __future__ import annotations
@@ -35,7 +36,7 @@ def model_of(run: str, K: int, V: int):
     if run == "adatm":
         model = AdaTM(K, V)
         return model, model.initial_hyper()
-    if run in ("stm.json", "adatm.json", "stm.json-cmgs"):
+    if run in ("stm.json", "adatm.json", "stm.json-cmgs", "adatm.json-cmgs"):
         model = PdpNetwork(K, V)
         return model, model.initial_hyper(network=run[:3] if run.startswith("stm") else "adatm",
                                           sampler="cmgs" if run.endswith("cmgs") else None)

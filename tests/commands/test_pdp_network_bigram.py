@@ -43,5 +43,6 @@ def test_tlm_network_trains_on_an_ordered_corpus_only(spark_session, tiny_corpor
     V = load_model(str(model_dir)).lambda_.shape[1]
     # held out (left to right, the bigram predictive): better than uniform over the vocabulary
     assert 1.0 < meta["heldout"]["perplexity"] < V, meta["heldout"]
+    assert meta["heldout"]["protocol"].startswith("left to right"), meta["heldout"]      # not document completion
     again = evaluate_model(spark_session, str(model_dir), corpus, seed=1)
     assert again["perplexity"] == pytest.approx(meta["heldout"]["perplexity"], rel=1e-9)

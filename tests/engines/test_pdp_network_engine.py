@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from functools import partial
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -108,7 +109,7 @@ def spec_file(tmp_path_factory):
 
 
 @pytest.mark.parametrize("which", ["hdp-lda", "sampled", "pyp-lda", "seqlda", "column", "hdp-pyp-lda", "authors",
-                                   "authors-pyp", "pyp-lda-2", "hca", "pyp-topics", "dtm"])
+                                   "authors-pyp", "pyp-lda-2", "hca", "pyp-topics", "adatm-cmgs", "dtm"])
 def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(spark_session, blocks, spec_file,
                                                                                 group_corpus, tmp_path, which):
     network = spec_file if which == "sampled" else which
@@ -117,6 +118,10 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
         specs = {"column": GROUP_HDP, "authors": AUTHOR_DP, "authors-pyp": AUTHOR_PYP, "pyp-topics": PYP_TOPICS,
                  "dtm": DTM}
         (tmp_path / f"{which}.json").write_text(json.dumps(specs[which]))
+    if which == "adatm-cmgs":     # CMGS at two-parent segments (inference.pdpnet.cmgs_dag)
+        network = str(tmp_path / "adatm-cmgs.json")
+        (tmp_path / "adatm-cmgs.json").write_text(json.dumps(dict(json.loads(
+            (Path(__file__).resolve().parents[2] / "sample_data/networks/adatm.json").read_text()), sampler="cmgs")))
     fit = partial(_fit, corpus=group_corpus)
     run = fit(spark_session, blocks, tmp_path / "run", network)
     result, recount = run
@@ -180,6 +185,9 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
     elif which == "seqlda":       # CMGS (the shipped spec's sampler): b moves, no corpus-level vector
         assert result.hyper["network"]["sampler"] == "cmgs" and not tc.any()
         assert result.hyper["b_values"]["b_seg"] != 10.0
+    elif which == "adatm-cmgs":
+        assert result.hyper["network"]["sampler"] == "cmgs" and not tc.any()
+        assert result.hyper["b_values"]["seg.b"] != 10.0
     else:
         assert not tc.any()
         assert result.hyper["a_values"]["seg.a"] != 0.2 and result.hyper["b_values"]["seg.b"] != 2.0

@@ -221,10 +221,10 @@ class GibbsFamily(ModelFamily):
             meta["heldout"] = evaluate_split(spark, spec, model, result.hyper, topic_word, request, e)
             meta["doc_topics"] = write_heldout_proportions(spark, spec, model, result.hyper, topic_word, request,
                                                            e.heldout_fraction, e.permute_segments)
-            observed = meta["heldout"]["observed"]
-            log.info("held-out perplexity %.3f (%d documents, %d %s tokens)", meta["heldout"]["perplexity"],
-                     meta["heldout"]["documents"], meta["heldout"]["tokens"],
-                     "fitted and scored" if observed is None else f"unseen (observed {observed:g} of every segment)")
+            h = meta["heldout"]
+            log.info("held-out perplexity %.3f (%d documents, %d %s tokens)", h["perplexity"], h["documents"],
+                     h["tokens"], "fitted and scored" if h["observed"] is None else f"unseen ({h['protocol']})"
+                     if h.get("protocol") else f"unseen (observed {h['observed']:g} of every segment)")
         if corpus.layout is not None:
             meta.update(languages=list(corpus.layout.languages),
                         vocab_sizes=dict(zip(corpus.layout.languages, corpus.layout.sizes())),
