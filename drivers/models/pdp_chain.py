@@ -16,7 +16,6 @@ import numpy as np
 
 from drivers.models import pdp_words
 from inference.gibbs.tables import CountTable
-from inference.pdpnet import word_chain
 
 TABLE = "word_chain"
 
@@ -88,18 +87,9 @@ def word_args(vocab, uidx, state, nwk, words, mx, side, net, V: int) -> tuple:
     return kernel_args(loc, side, net.a_names, net.b_names, V), loc
 
 
-def sweep(pos, reseed, seed, net, z, s, avals, bvals, L3, cnt, loc, wargs) -> tuple:
-    """:func:`word_chain.chain_word_sweep` from ``pos`` on the compiled topic side: (its return, False)."""
-    anc_ptr, anc = net.ancestors
-    return word_chain.chain_word_sweep(
-        pos, reseed, seed, loc["uidx"], z, net.topic_inst, anc_ptr, anc, net.kind, net.dim, net.off, net.alpha,
-        net.a_of, net.b_of, net.par_ptr, net.par_node, net.par_gamma, net.gamma_sum, avals, bvals, L3, cnt["n"],
-        cnt["tc"], cnt["tp"], cnt["Nn"], cnt["TC"], cnt["TP"], s, cnt["Se"], net.eoff, cnt["mx"], *wargs), False
-
-
 def kernel_args(loc: dict, side: dict, a_names: list, b_names: list, V: int) -> tuple:
     """The word side's arguments of :func:`inference.pdpnet.word_chain.chain_word_sweep` after ``mx``."""
-    params = [(side["a"], side["b"])] + [tuple(lv[:2]) for lv in side["chain"]]
+    params = [(side["a"], side["b"])] + [tuple(lv[:2]) for lv in side.get("chain", ())]
     pl = np.array([a_names.index(a) for a, _ in params], np.int64)
     bl = np.array([b_names.index(b) for _, b in params], np.int64)
     gl = np.array(side["gammas"], np.float64)
@@ -123,7 +113,7 @@ def write_back(loc: dict, nwk, twk, tch, der: dict) -> None:
 
 
 def _level_values(side: dict, hyper: dict) -> list:
-    params = [(side["a"], side["b"])] + [tuple(lv[:2]) for lv in side["chain"]]
+    params = [(side["a"], side["b"])] + [tuple(lv[:2]) for lv in side.get("chain", ())]
     return [(float(hyper["a_values"][a]), float(hyper["b_values"][b])) for a, b in params]
 
 
@@ -132,7 +122,7 @@ def topic_word(tables: dict, side: dict, hyper: dict) -> np.ndarray:
     T_l) nu_{l+1}) / (b_l + C_l), phi_k likewise over nu_1 (thesis (7.12))."""
     n, t, cup, tup = legal(tables["nwk"], tables[pdp_words.TABLE], tables[TABLE])
     vals = _level_values(side, hyper)
-    nu = pdp_words.base_vector(tup[:, -1:], float(side["beta0"]))
+    nu = pdp_words.base_vector(tup[:, -1:] if tup.shape[1] else t, float(side["beta0"]))    # the root's customers
     for l in range(cup.shape[1], 0, -1):
         a, b = vals[l]
         c, tl = cup[:, l - 1].astype(np.float64), tup[:, l - 1].astype(np.float64)
@@ -153,7 +143,8 @@ def loglik(tables: dict, side: dict, hyper: dict) -> float:
         occ = cup[:, l] > 0
         total += pdp_words.cells_loglik(cup[occ, l], tup[occ, l], cup[:, l].sum(keepdims=True),
                                         tup[:, l].sum(keepdims=True), *vals[l + 1])
-    return total + pdp_words.root_loglik(tup[:, -1].astype(np.float64), float(side["beta0"]), n.shape[0])
+    root = tup[:, -1] if tup.shape[1] else t.sum(axis=1)
+    return total + pdp_words.root_loglik(root.astype(np.float64), float(side["beta0"]), n.shape[0])
 
 
 def sample_hyper(side: dict, tables: dict, hyper: dict, sampled: dict, rng: np.random.Generator) -> dict:
@@ -161,7 +152,7 @@ def sample_hyper(side: dict, tables: dict, hyper: dict, sampled: dict, rng: np.r
     n, t, cup, tup = legal(tables["nwk"], tables[pdp_words.TABLE], tables[TABLE])
     occ = n > 0
     hyper = pdp_words.sample_cells_hyper(side, n[occ], t[occ], n.sum(axis=0), t.sum(axis=0), hyper, sampled, rng)
-    for l, lv in enumerate(side["chain"]):
+    for l, lv in enumerate(side.get("chain", ())):
         occ = cup[:, l] > 0
         hyper = pdp_words.sample_cells_hyper({"a": lv[0], "b": lv[1]}, cup[occ, l], tup[occ, l],
                                              cup[:, l].sum(keepdims=True), tup[:, l].sum(keepdims=True), hyper,

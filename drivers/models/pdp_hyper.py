@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from drivers.models import pdp_bigram, pdp_chain, pdp_shared, pdp_words
+from drivers.models import pdp_bigram, pdp_chain, pdp_column, pdp_shared, pdp_words
 from drivers.models.pdp_specs import slice_b_names
 from inference.pdpnet import engine_stats
 from inference.pdpnet.compile import KIND_PYP
@@ -67,7 +67,10 @@ class NetworkHyper:
             hyper = pdp_bigram.sample_hyper(side, pdp_bigram.derived(tables, self.vocab_size, self.num_topics),
                                             hyper, {n: p.sample for n, p in spec.params.items()},
                                             np.random.default_rng([seed, 1]))
-        elif side is not None and side.get("chain"):     # every level's steps, on the global tables
+        elif side is not None and side.get("column"):    # every level's steps, on the global tables
+            hyper = pdp_column.sample_hyper(side, tables, hyper, {n: p.sample for n, p in spec.params.items()},
+                                            np.random.default_rng([seed, 1]), *self._column_shape(hyper))
+        elif side is not None and side.get("chain"):
             hyper = pdp_chain.sample_hyper(side, tables, hyper, {n: p.sample for n, p in spec.params.items()},
                                            np.random.default_rng([seed, 1]))
         elif side is not None:        # the word side's own steps, on the global tables

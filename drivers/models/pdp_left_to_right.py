@@ -16,12 +16,14 @@ PROTOCOL = ("particles: the document's network state (z, table counts t, attribu
             "sampler's exact moves; p(z_n = k | state) the Chinese restaurant predictive of the token's topic vector")
 
 
-def network_scores(block, phi_vk: np.ndarray, settings, start, words_of=None, protocol="") -> LeftToRightScores:
+def network_scores(block, phi_vk: np.ndarray, settings, start, words_of=None, protocol="",
+                   rows_of=None) -> LeftToRightScores:
     """The hook's scores (:meth:`inference.gibbs.model.GibbsModel.left_to_right`) of a block; ``start(doc)``: a
     one-document block's ``(compiled network, counts it starts from, discounts, concentrations, which discounts
     are sampled)`` (:meth:`drivers.models.pdp_network.PdpNetwork.test_document_start`); ``words_of(doc, net)``: a
     bigram-topic word side's arguments of :func:`bigram_particles` (each particle's earlier tokens in its counts;
-    :meth:`drivers.models.pdp_bigram.BigramArrays.document_words`), else the tokens' rows of ``phi_vk``;
+    :meth:`drivers.models.pdp_bigram.BigramArrays.document_words`), else the tokens' rows of ``phi_vk`` or
+    ``rows_of(doc)`` ((N, K) per token: a word side indexed by [topic, column], :mod:`drivers.models.pdp_column`);
     ``protocol``: added to the scores' protocol."""
     phi_vk = np.ascontiguousarray(phi_vk, dtype=np.float64)
     known, skipped = known_block(block, phi_vk.shape[0])
@@ -50,7 +52,7 @@ def network_scores(block, phi_vk: np.ndarray, settings, start, words_of=None, pr
         if words is not None:
             probs, scale = bigram_particles(seeds, bool(settings.resample), *words, *topic_side), np.ones(n_tokens)
         else:
-            rows = phi_vk[doc.words]
+            rows = phi_vk[doc.words] if rows_of is None else rows_of(doc)
             scale = rows.max(axis=1)
             if not np.all(scale > 0):
                 raise ValueError("every token needs a positive probability under some topic")

@@ -26,7 +26,7 @@ import json
 
 import numpy as np
 
-from drivers.models import pdp_bigram, pdp_chain, pdp_left_to_right, pdp_shared, pdp_words
+from drivers.models import pdp_bigram, pdp_column, pdp_left_to_right, pdp_shared, pdp_words
 from drivers.corpora.kinds import BAG_OF_WORDS, ORDERED, SEGMENTED
 from drivers.models.pdp_hyper import NetworkHyper
 from drivers.models.pdp_memo import BlockMemo, CountsMemo
@@ -46,7 +46,8 @@ NO_DRIFT = np.zeros(0)     # network_sweep's self-check of its kept rows: off
 NO_HISTOGRAM = (np.zeros(0, np.int64), np.zeros((0, 1), np.int32))
 
 
-class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, NetworkHyper, GibbsModel):
+class PdpNetwork(pdp_column.ColumnWordArrays, pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel,
+                 NetworkHyper, GibbsModel):
     """Any network of Dirichlet / Pitman-Yor vectors (module docstring) with the table-indicator sampler or CMGS."""
 
     name = "pdp-network"
@@ -145,7 +146,7 @@ class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, Netw
         net = self._compiled(block, hyper)
         z = state["z"].astype(np.int64)
         s = state["s"]
-        frozen_phi, words_of = self.frozen_words(block, hyper, net.words, frozen_phi)   # (a bigram side's: per token)
+        frozen_phi, words_of = self.frozen_words(block, hyper, net.words, frozen_phi)   # (per token: bigram, column)
         cnt = self._counts(net, block, state, hyper, global_tc, init, global_tp)
         avals, bvals = self._values(net, hyper)
         if getattr(net, "ancestors", None) is None:       # once per compiled block (kept with it)
@@ -180,8 +181,8 @@ class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, Netw
                 reseed = False
                 continue
             stirling.ensure(cnt["mx"][0], cnt["mx"][1])
-            if words is not None and loc is not None and "own_up" in loc:     # a chain of word vectors
-                pos, reseed = pdp_chain.sweep(pos, reseed, seed, net, z, s, avals, bvals, stirling.L3, cnt, loc, wargs)
+            if words is not None and pdp_column.is_deep(hyper):      # a chain of word vectors, or [topic, column]
+                pos, reseed = pdp_column.sweep(pos, reseed, seed, net, z, s, avals, bvals, stirling.L3, cnt, wargs)
                 continue
             if words is not None:
                 pos = word_bigram.bigram_word_sweep(
@@ -198,8 +199,8 @@ class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, Netw
                 cnt["TP"], s, cnt["Se"], net.eoff, cnt["mx"], init, True, nwk, nk, float(hyper["beta"]), phi,
                 frozen, NO_DRIFT)
             reseed = False
-        if words is not None and loc is not None and "own_up" in loc:
-            pdp_chain.write_back(loc, nwk, words[0], words[2], words[1])
+        if words is not None and pdp_column.is_deep(hyper):
+            pdp_column.write_back(loc, nwk, words, z)
         elif words is not None and loc is not None:
             pdp_words.write_back(loc, nwk, words[0], words[1])
         state["z"][:] = z
@@ -226,8 +227,8 @@ class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, Netw
         maxima) and, for pyp-lda's side, its local arrays to write back (:func:`pdp_words.write_back`)."""
         twk, derived = words[:2]
         side = hyper["word_pyp"]
-        if side.get("chain"):
-            return pdp_chain.word_args(*self._local_vocab(block), state, nwk, words, mx, side, net, self.vocab_size)
+        if pdp_column.is_deep(hyper):
+            return pdp_column.word_args(self, block, state, nwk, words, mx, side, net)
         if side.get("bigram"):
             loc = derived.get(pdp_bigram.LOCAL)
             if loc is None:     # the first sweep of a synchronisation: the local copies of the global values
@@ -251,14 +252,14 @@ class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, Netw
         """The network's initial state; with a Pitman-Yor word side also the partition's own tables ``word_t``."""
         nwk = np.zeros((self.shared_rows, self.num_topics), dtype=np.int32)
         state = self.init_state(block, hyper, nwk, np.zeros(self.num_topics, dtype=np.int64), seed)
-        if (hyper.get("word_pyp") or {}).get("bigram"):
+        if pdp_column.is_deep(hyper):
+            pdp_column.initial_state(self, block, state, hyper["word_pyp"])
+        elif (hyper.get("word_pyp") or {}).get("bigram"):
             state["word_t"] = pdp_bigram.initial_tables(*self._local_pairs(block), state["z"], self.num_topics)
         elif hyper.get("word_pyp") is not None:
             vocab, uidx = self._local_vocab(block)
             own_n = pdp_words.own_customers(uidx, state["z"], len(vocab), self.num_topics)
             state["word_t"] = pdp_words.initial_tables(own_n)
-            if hyper["word_pyp"].get("chain"):
-                state["word_up"] = pdp_chain.initial_tables(state["word_t"], pdp_chain.levels(hyper["word_pyp"]))
         return state
 
     def init_state(self, block, hyper, nwk, nk, seed) -> dict:
@@ -281,11 +282,11 @@ class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, Netw
         side = self.__dict__.get("_word_pyp")
         if side is None:
             return tables
+        if pdp_column.is_deep({"word_pyp": side}):
+            return tables + pdp_column.count_tables(self, side)
         if side.get("bigram"):
             return tables + pdp_bigram.count_tables(self.vocab_size, self.num_topics)
-        tables += (pdp_words.count_table(self.shared_rows, self.num_topics),)
-        return tables + ((pdp_chain.count_table(self.shared_rows, pdp_chain.levels(side)),) if side.get("chain")
-                         else ())
+        return tables + (pdp_words.count_table(self.shared_rows, self.num_topics),)
 
     def table_counts(self, block, state, local) -> dict:
         raw = self.__dict__.get("_raw")
@@ -297,27 +298,24 @@ class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, Netw
                if needs_histograms(net.spec) else NO_HISTOGRAM}
         if self.__dict__.get("_has_tp"):
             out[pdp_shared.TABLE] = pdp_shared.own_rows(net, cnt, rows)
-        if (self.__dict__.get("_word_pyp") or {}).get("bigram"):
+        if pdp_column.is_deep({"word_pyp": self.__dict__.get("_word_pyp")}):
+            out.update(pdp_column.table_counts(self, block, state, self._word_pyp))
+        elif (self.__dict__.get("_word_pyp") or {}).get("bigram"):
             out.update(pdp_bigram.table_counts(*self._local_pairs(block), state, self.num_topics))
         elif self.__dict__.get("_word_pyp") is not None:
             out[pdp_words.TABLE] = (self._local_vocab(block)[0], state["word_t"].astype(np.int32))
-            if "word_up" in state:
-                out[pdp_chain.TABLE] = (self._local_vocab(block)[0], state["word_up"].astype(np.int32))
         return out
 
     def derive(self, tables: dict) -> dict:
         out = super().derive(tables)
         if pdp_words.TABLE in tables:
             out.update(pdp_words.derived(tables[pdp_words.TABLE]))
-        if pdp_chain.TABLE in tables:
-            out.update(pdp_chain.derived(tables))
         if pdp_bigram.CUSTOMERS in tables:
             out.update(pdp_bigram.derived(tables, self.vocab_size, self.num_topics))
         return out
 
     def sweep_tables(self, block, state, hyper, tables, derived, seed) -> None:
-        words = (tables.get(pdp_words.TABLE), derived, tables.get(pdp_chain.TABLE)) \
-            if hyper.get("word_pyp") is not None else None
+        words = (tables.get(pdp_words.TABLE), derived, tables) if hyper.get("word_pyp") is not None else None
         self._run(block, state, hyper, tables["nwk"], derived["nk"], seed, None, init=False,
                   global_tc=tables["network_tc"], words=words, global_tp=tables.get(pdp_shared.TABLE))
 
@@ -334,19 +332,15 @@ class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, Netw
         return float(hyper["a_values"][side["a"]]), float(hyper["b_values"][side["b"]]), float(side["beta0"])
 
     def sample_topic_word(self, tables, derived, hyper) -> np.ndarray:
-        if hyper.get("word_pyp") is None:
+        if hyper.get("word_pyp") is None or pdp_column.is_deep(hyper):    # (pdp_column.ColumnWordArrays)
             return super().sample_topic_word(tables, derived, hyper)
-        if hyper["word_pyp"].get("chain"):
-            return pdp_chain.topic_word(tables, hyper["word_pyp"], hyper)
         if hyper["word_pyp"].get("bigram"):
             return pdp_bigram.topic_word(tables["nwk"], derived, *self._word_values(hyper)[1:])
         return pdp_words.topic_word(tables["nwk"], tables[pdp_words.TABLE], *self._word_values(hyper))
 
     def loglik(self, tables, derived, hyper) -> float:
-        if hyper.get("word_pyp") is None:
+        if hyper.get("word_pyp") is None or pdp_column.is_deep(hyper):
             return super().loglik(tables, derived, hyper)
-        if hyper["word_pyp"].get("chain"):
-            return pdp_chain.loglik(tables, hyper["word_pyp"], hyper)
         if hyper["word_pyp"].get("bigram"):
             return pdp_bigram.loglik(derived, *self._word_values(hyper), self.vocab_size)
         return pdp_words.loglik(tables["nwk"], tables[pdp_words.TABLE], *self._word_values(hyper))
@@ -355,7 +349,7 @@ class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, Netw
     def left_to_right(self, block, hyper, phi_vk, settings):
         """Exact in the model: the particles carry each test document's network state (z, t, s)."""
         return pdp_left_to_right.network_scores(block, phi_vk, settings, lambda doc: self.test_document_start(
-            doc, hyper), *self.word_hook(hyper))
+            doc, hyper), *self.word_hook(hyper), self.column_hook(hyper, phi_vk))
 
     def test_document_start(self, doc, hyper) -> tuple:
         """A test document's (compiled network, counts: its own vectors empty, the corpus-level roots' tables the

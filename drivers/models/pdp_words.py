@@ -9,6 +9,7 @@ for b (E19-E21) are drawn on the driver.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -40,6 +41,23 @@ def word_side(spec: NetworkSpec) -> dict | None:
     if word.kind == "dirichlet" and word.index == ("topic",) and spec.word.index == ("topic",):
         return None
     bigram = word.index == ("topic", "previous_word") and spec.word.index == ("topic", "previous_word")
+    column = len(word.index) == 2 and word.index[0] == "topic" and word.index[1].startswith("column:") \
+        and spec.word.index == word.index
+    if column:      # phi[topic, column:C] over phi0[topic], itself a chain's bottom (pdp_column)
+        par = word.parents[0] if len(word.parents) == 1 else None
+        phi0 = spec.nodes[par.node] if par is not None else None
+        if phi0 is None or par.if_missing is not None or par.index != ("topic",) or phi0.index != ("topic",) \
+                or phi0.kind != "pyp" or word.kind != "pyp":
+            raise UsageError(f"network spec: node '{word.name}': a word side indexed by [topic, column] on the Gibbs "
+                             "engine is a Pitman-Yor family over one Pitman-Yor vector per topic (phi0[topic])")
+        for nd in spec.nodes.values():
+            if nd is not word and nd.kind == "pyp" and {nd.a, nd.b} & {word.a, word.b}:
+                raise UsageError(f"network spec: node '{nd.name}' shares a discount or concentration with the word "
+                                 f"side's '{word.name}' (not on the Gibbs engine)")
+        side = word_side(dataclasses.replace(spec, word=dataclasses.replace(spec.word, node=phi0.name,
+                                                                             index=("topic",))))
+        return dict(side, column=word.index[1][len("column:"):], bottom=[word.a, word.b, word.name],
+                    bottom_gamma=float(par.gamma), gammas=side.get("gammas", [float(phi0.parents[0].gamma)]))
     if word.kind != "pyp" or (word.index != ("topic",) or spec.word.index != ("topic",)) and not bigram:
         raise UsageError(f"network spec: node '{word.name}': on the Gibbs engine the word draw must be a family "
                          "indexed by [topic], a Dirichlet root or a Pitman-Yor vector over one corpus-level word "
@@ -77,7 +95,7 @@ def side_params(side: dict | None) -> set:
     """The discounts and concentrations of a Pitman-Yor word side, every level's (none for a Dirichlet one)."""
     if side is None:
         return set()
-    return {side["a"], side["b"]} | {x for lv in side.get("chain", ()) for x in lv[:2]}
+    return {side["a"], side["b"]} | {x for lv in [*side.get("chain", ()), side.get("bottom", [])] for x in lv[:2]}
 
 
 def count_table(rows: int, K: int) -> CountTable:

@@ -61,10 +61,19 @@ def held(c, t):
 
 
 @token_kernel
-def upper_terms(u, lo, L, cup, tup, Cup, Tup, avals, bvals, pl, bl, gl, gsl, RJ, EO, beta0, V, JL, XL, ZL):
-    """Z^+ of word u's cells at levels L..lo (``ZL[l]``, terms ``JL``/``XL``), the root's predictive in ZL[L+1]."""
+def upper_terms(u, lo, L, tloc, Tk, cup, tup, Cup, Tup, avals, bvals, pl, bl, gl, gsl, RJ, EO, beta0, V, JL, XL,
+                ZL):
+    """Z^+ of word u's cells at levels L..lo (``ZL[l]``, terms ``JL``/``XL``), the root's predictive in ZL[L+1]
+    (its customers the top level's tables: with L = 0 the per-topic level's, sum_k t_uk)."""
     if beta0 <= 0.0:
         ZL[L + 1] = 1.0 / V
+    elif L == 0:
+        c = 0
+        C = 0
+        for k in range(tloc.shape[1]):
+            c += tloc[u, k]
+            C += Tk[k]
+        ZL[1] = (beta0 + c) / (beta0 * V + C)
     else:
         ZL[L + 1] = (beta0 + tup[u, L - 1]) / (beta0 * V + Tup[L - 1])
     for l in range(L, lo - 1, -1):
@@ -197,7 +206,7 @@ def chain_word_sweep(start, reseed, seed, uidx, z, topic_inst, anc_ptr, anc, kin
             continue
         r = topic_zplus_rows(jt, K, Zb, slot, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node,
                              par_gamma, gamma_sum, avals, bvals, RJ, RO, n, tc, tp, Nn, TC, TP, Se)
-        upper_terms(u, 1, L, cup, tup, Cup, Tup, avals, bvals, pl, bl, gl, gsl, RJ, EO, beta0, V, JL, XL, ZL)
+        upper_terms(u, 1, L, tloc, Tk, cup, tup, Cup, Tup, avals, bvals, pl, bl, gl, gsl, RJ, EO, beta0, V, JL, XL, ZL)
         total = 0.0
         for kk in range(K):
             c = nloc[u, kk]
@@ -242,7 +251,7 @@ def chain_word_sweep(start, reseed, seed, uidx, z, topic_inst, anc_ptr, anc, kin
         h = leave(u, 0, lo, L, nloc, tloc, Nk, Tk, cup, tup, Cup, Tup, own_n, own_t, own_c, own_up, mx)
         if h < 0:
             continue
-        upper_terms(u, lo, L, cup, tup, Cup, Tup, avals, bvals, pl, bl, gl, gsl, RJ, EO, beta0, V, JL, XL, ZL)
+        upper_terms(u, lo, L, tloc, Tk, cup, tup, Cup, Tup, avals, bvals, pl, bl, gl, gsl, RJ, EO, beta0, V, JL, XL, ZL)
         move(u, 0, lo, seat_up(lo, L, JL, XL), 1, L, nloc, tloc, Nk, Tk, cup, tup, Cup, Tup, own_n, own_t, own_c,
              own_up, mx)
     return -1

@@ -6,7 +6,8 @@ after iteration 3 and resumed from its checkpoint is the uninterrupted chain; an
 (table ``word_tables``, each partition's own tables), likewise, and with the resident sampler the same chain; and
 seqlda.json under CMGS likewise, and trained on local[1] (another Spark application) the same model bit for bit;
 and roots indexed by a kept column (``column``) or by a list column (``authors``: a document's vector over the mean
-of its authors' roots); and tlm.json (phi[topic, previous_word] over psi[topic]: its keyed tables, each partition's
+of its authors' roots); and a word side indexed by [topic, column:group] (``dtm``); and tlm.json (phi[topic,
+previous_word] over psi[topic]: its keyed tables, each partition's
 own indicators), likewise."""
 from __future__ import annotations
 
@@ -58,6 +59,15 @@ AUTHOR_DP = {"name": "author-dp",      # documents DP around the mean of their a
                        "phi": {"index": ["topic"], "over": "word", "dirichlet": 0.05}},
              "topic": {"node": "theta", "index": ["document"]}, "word": {"node": "phi", "index": ["topic"]}}
 
+DTM = {"name": "dtm",       # differential topic models: phi[topic, group] PYP over phi0[topic] PYP over the uniform
+       "nodes": {"theta": {"index": ["document"], "over": "topic", "dirichlet": 0.3},
+                 "base": {"index": ["corpus"], "over": "word", "uniform": True},
+                 "phi0": {"index": ["topic"], "over": "word", "parents": [{"node": "base", "index": ["corpus"]}],
+                          "pyp": {"a": {"value": 0.4, "sample": True}, "b": {"value": 2.0, "sample": True}}},
+                 "phi": {"index": ["topic", "column:group"], "over": "word",
+                         "parents": [{"node": "phi0", "index": ["topic"]}],
+                         "pyp": {"a": {"value": 0.4, "sample": True}, "b": {"value": 2.0, "sample": True}}}},
+       "topic": {"node": "theta", "index": ["document"]}, "word": {"node": "phi", "index": ["topic", "column:group"]}}
 AUTHOR_PYP = dict(AUTHOR_DP, name="author-pyp", nodes=dict(     # the authors' vectors Pitman-Yor over a corpus root
     AUTHOR_DP["nodes"], base={"index": ["corpus"], "over": "topic", "dirichlet": 1.0},
     author={"index": ["list:authors"], "over": "topic", "parents": [{"node": "base", "index": ["corpus"]}],
@@ -99,13 +109,14 @@ def spec_file(tmp_path_factory):
 
 
 @pytest.mark.parametrize("which", ["hdp-lda", "sampled", "pyp-lda", "seqlda", "column", "hdp-pyp-lda", "authors",
-                                   "authors-pyp", "pyp-lda-2", "hca", "pyp-topics", "adatm-cmgs"])
+                                   "authors-pyp", "pyp-lda-2", "hca", "pyp-topics", "adatm-cmgs", "dtm"])
 def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(spark_session, blocks, spec_file,
                                                                                 group_corpus, tmp_path, which):
     network = spec_file if which == "sampled" else which
-    if which in ("column", "authors", "authors-pyp", "pyp-topics"):
+    if which in ("column", "authors", "authors-pyp", "pyp-topics", "dtm"):
         network = str(tmp_path / f"{which}.json")
-        specs = {"column": GROUP_HDP, "authors": AUTHOR_DP, "authors-pyp": AUTHOR_PYP, "pyp-topics": PYP_TOPICS}
+        specs = {"column": GROUP_HDP, "authors": AUTHOR_DP, "authors-pyp": AUTHOR_PYP, "pyp-topics": PYP_TOPICS,
+                 "dtm": DTM}
         (tmp_path / f"{which}.json").write_text(json.dumps(specs[which]))
     if which == "adatm-cmgs":     # CMGS at two-parent segments (inference.pdpnet.cmgs_dag)
         network = str(tmp_path / "adatm-cmgs.json")
@@ -116,6 +127,7 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
     result, recount = run
     for name in ("nwk", "network_tc") + (("word_tables",) if which in ("pyp-lda", "pyp-lda-2", "hca") else ()) + \
             (("word_chain",) if which == "pyp-lda-2" else ()) + \
+            (("word_col_n", "word_col_t", "word_tables") if which == "dtm" else ()) + \
             (("network_tp",) if which in ("hdp-pyp-lda", "authors-pyp", "hca", "pyp-topics") else ()):
         np.testing.assert_array_equal(result.tables[name], recount[name], err_msg=name)
     assert result.tables["discount_counts"].equals(recount["discount_counts"])
@@ -128,8 +140,15 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
     elif which == "pyp-lda-2":    # phi[topic] <- nu (corpus PYP) <- uniform: t <= c at both levels (c_nu = sum_k t)
         n, t, tnu = result.tables["nwk"], result.tables["word_tables"], result.tables["word_chain"][:, 0]
         assert np.all(t <= n) and np.all(tnu <= t.sum(axis=1)) and (tnu < t.sum(axis=1)).any() and tnu.sum() > 0
-        assert all(result.hyper[f"{k}_values"][f"{x}.{k}"] != v for x in ("phi", "nu") for k, v in (("a", .5), ("b", 10)))
+        assert all(result.hyper[f"{k}_values"][f"{x}.{k}"] != v
+                   for x in ("phi", "nu") for k, v in (("a", .5), ("b", 10)))
         np.testing.assert_allclose(result.topic_word.sum(axis=1), 1.0)
+    elif which == "dtm":          # phi[topic, group] <- phi0[topic] <- uniform: t <= c at both levels
+        bn, bt, t0 = (result.tables[k] for k in ("word_col_n", "word_col_t", "word_tables"))
+        assert np.all(bt <= bn) and np.all(t0 <= bt.reshape(4, V, K).sum(axis=0)) and (bt < bn).any()
+        np.testing.assert_array_equal(bn.reshape(4, V, K).sum(axis=0), result.tables["nwk"])
+        assert all(result.hyper[f"{k}_values"][f"{x}.{k}"] != v
+                   for x in ("phi", "phi0") for k, v in (("a", .4), ("b", 2)))
     elif which == "hca":          # hdp-pyp-lda's topic side and pyp-lda's word side, both sides' tables owned
         n, t = result.tables["nwk"], result.tables["word_tables"]
         assert np.all(t <= n) and (t < n).any() and ((n > 0) & (t == 0)).sum() <= (n > 0).sum() // 20
@@ -176,7 +195,7 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
     with pytest.raises(Interrupted):
         fit(spark_session, blocks, tmp_path / "ckpt", network, stop_after=3)
     assert_same_runs(fit(spark_session, blocks, tmp_path / "ckpt", network, resume=True), run)
-    if which in ("pyp-lda", "hdp-pyp-lda", "pyp-lda-2", "hca"):  # the tables' bounds let the resident sampler run it
+    if which in ("pyp-lda", "hdp-pyp-lda", "pyp-lda-2", "hca", "dtm"):  # bounded tables: the resident sampler
         assert_same_runs(fit(spark_session, blocks, tmp_path / "resident", network, sync="resident"), run)
 
 

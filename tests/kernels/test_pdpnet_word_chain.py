@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from drivers.models import pdp_chain, pdp_words
+from drivers.models import pdp_chain, pdp_column, pdp_words
 from drivers.models.pdp_network import PdpNetwork
 from inference.errors import UsageError
 from inference.gibbs.block import SegmentedBlock
@@ -23,8 +23,9 @@ V, K = 7, 3
 
 def chain_spec(depth: int, beta0: float) -> dict:
     """theta[document] Dirichlet; phi[topic] PYP over nu1 PYP over ... nu_{depth-1} over the root."""
+    root = {"dirichlet": beta0} if beta0 > 0 else {"uniform": True}
     nodes = {"theta": {"index": ["document"], "over": "topic", "dirichlet": 0.3},
-             "base": {"index": ["corpus"], "over": "word", **({"dirichlet": beta0} if beta0 > 0 else {"uniform": True})}}
+             "base": {"index": ["corpus"], "over": "word", **root}}
     parent = "base"
     for lv in range(depth - 1, 0, -1):
         nodes[f"nu{lv}"] = {"index": ["corpus"], "over": "word", "pyp": {"a": 0.1 * lv, "b": 1.0 + lv},
@@ -80,8 +81,8 @@ def test_one_partition_is_the_network_sampler_draw_for_draw(depth, beta0):
         pos, reseed = 0, True
         while pos >= 0:
             stack.ensure(cnt["mx"][0], cnt["mx"][1])
-            pos, reseed = pdp_chain.sweep(pos, reseed, seed, topic, z, np.zeros(0, np.int64), avals, bvals, stack.L3,
-                                          cnt, loc, wargs)
+            pos, reseed = pdp_column.sweep(pos, reseed, seed, topic, z, np.zeros(0, np.int64), avals, bvals, stack.L3,
+                                           cnt, ((loc["uidx"],), wargs))
         sm.sweep()
         np.testing.assert_array_equal(z, sm.z)
         moved += int((before != z).sum())
