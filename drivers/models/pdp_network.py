@@ -175,7 +175,7 @@ class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, Netw
                     reseed = False
                     continue
                 pos = owned.owned_sweep(
-                    pos, reseed, seed, net.words, z, net.topic_inst, anc_ptr, anc, net.kind, net.dim, net.off,
+                    pos, reseed, seed, words_of, z, net.topic_inst, anc_ptr, anc, net.kind, net.dim, net.off,
                     net.alpha, net.a_of, net.b_of, net.par_ptr, net.par_node, net.par_gamma, net.gamma_sum, avals,
                     bvals, *ratios, cnt["n"], cnt["tc"], cnt["tp"], cnt["Nn"], cnt["TC"], cnt["TP"], s,
                     cnt["Se"], net.eoff, cnt["mx"], nwk, nk, float(hyper["beta"]), phi, frozen, *cnt["own"])

@@ -20,6 +20,7 @@ import pytest
 
 from drivers.engines.gibbs.settings import SampleSchedule
 from drivers.models.pdp_network import PdpNetwork
+from drivers.models.pdp_specs import SHIPPED
 from engine_runs import Interrupted, assert_same_runs, fit_and_recount
 from inference.gibbs.model import SegmentedBlock
 
@@ -192,12 +193,27 @@ def test_seqlda_cmgs_is_the_same_on_local1(spark_session, tiny_corpora_of_kind, 
         np.testing.assert_array_equal(np.load(other / "network_tp.npy"), np.load(tmp_path / "m" / "network_tp.npy"))
 
 
-def test_bigram_word_side_tables_are_the_recount_and_resume_is_the_same_chain(spark_session, blocks, tmp_path):
+TLM_HDP_PYP = {"name": "tlm-hdp-pyp",   # tlm's word side under hdp-pyp-lda's topic side (both owned by partitions)
+               "nodes": {**json.loads((SHIPPED / "tlm.json").read_text())["nodes"],
+                         **{k: v for k, v in json.loads((SHIPPED / "hdp-pyp-lda.json").read_text())["nodes"].items()
+                            if k != "phi"}},
+               "topic": {"node": "theta", "index": ["document"]},
+               "word": {"node": "phi", "index": ["topic", "previous_word"]}}
+
+
+@pytest.mark.parametrize("which", ["tlm", "tlm-hdp-pyp"])
+def test_bigram_word_side_tables_are_the_recount_and_resume_is_the_same_chain(spark_session, blocks, tmp_path,
+                                                                               which):
     """tlm.json on two partitions (the blocks' token order is the text order): the keyed customers and indicators
     the reducers sum equal a recount of the final states, 0 < t <= n in every occupied cell but rare races, the
-    word side's b moves (driver's step on the global cells), and the interrupted run resumed is the same chain."""
+    word side's b moves (driver's step on the global cells), and the interrupted run resumed is the same chain;
+    likewise under a corpus-level Pitman-Yor topic vector (its tables the recount too, t <= c)."""
     from drivers.models import pdp_bigram
-    run = _fit(spark_session, blocks, tmp_path / "run", "tlm")
+    network = which
+    if which != "tlm":
+        network = str(tmp_path / f"{which}.json")
+        (tmp_path / f"{which}.json").write_text(json.dumps(TLM_HDP_PYP))
+    run = _fit(spark_session, blocks, tmp_path / "run", network)
     result, recount = run
     for name in ("nwk", pdp_bigram.CUSTOMERS, pdp_bigram.TABLES):
         table = result.tables[name]
@@ -209,6 +225,10 @@ def test_bigram_word_side_tables_are_the_recount_and_resume_is_the_same_chain(sp
     assert (t < n).any() and der["bigram_ctx"].shape[0] > K
     assert result.hyper["b_values"]["phi.b"] != 100.0 and result.hyper["word_pyp"]["bigram"]
     np.testing.assert_allclose(result.topic_word.sum(axis=1), 1.0)
+    if which != "tlm":
+        np.testing.assert_array_equal(result.tables["network_tp"], recount["network_tp"])
+        c, t = result.tables["network_tc"][1], result.tables["network_tp"][1]
+        assert c.sum() >= 24 and np.all(t <= c) and t.sum() > 0 and result.hyper["b_values"]["corpus.b"] != 10.0
     with pytest.raises(Interrupted):
-        _fit(spark_session, blocks, tmp_path / "ckpt", "tlm", stop_after=3)
-    assert_same_runs(_fit(spark_session, blocks, tmp_path / "ckpt", "tlm", resume=True), run)
+        _fit(spark_session, blocks, tmp_path / "ckpt", network, stop_after=3)
+    assert_same_runs(_fit(spark_session, blocks, tmp_path / "ckpt", network, resume=True), run)
