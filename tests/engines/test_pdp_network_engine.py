@@ -70,6 +70,12 @@ PYP_TOPICS = {"name": "pyp-topics",    # every token's topic drawn from the corp
                                    "parents": [{"node": "base", "index": ["corpus"]}]},
                         "phi": {"index": ["topic"], "over": "word", "dirichlet": 0.05}},
               "topic": {"node": "corpus", "index": ["corpus"]}, "word": {"node": "phi", "index": ["topic"]}}
+TWO_PARENTS = dict(PYP_TOPICS, name="two-parents", topic={"node": "theta", "index": ["document"]}, nodes=dict(
+    PYP_TOPICS["nodes"], base2={"index": ["corpus"], "over": "topic", "dirichlet": 0.2},
+    corpus=dict(PYP_TOPICS["nodes"]["corpus"], parents=[{"node": "base", "index": ["corpus"], "gamma": 1.0},
+                                                         {"node": "base2", "index": ["corpus"], "gamma": 0.5}]),
+    theta={"index": ["document"], "over": "topic", "dp": {"b": 1.0},
+           "parents": [{"node": "corpus", "index": ["corpus"]}]}))
 
 
 @pytest.fixture(scope="module")
@@ -99,19 +105,21 @@ def spec_file(tmp_path_factory):
 
 
 @pytest.mark.parametrize("which", ["hdp-lda", "sampled", "pyp-lda", "seqlda", "column", "hdp-pyp-lda", "authors",
-                                   "authors-pyp", "hca", "pyp-topics"])
+                                   "authors-pyp", "hca", "pyp-topics", "two-parents"])
 def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(spark_session, blocks, spec_file,
                                                                                 group_corpus, tmp_path, which):
     network = spec_file if which == "sampled" else which
-    if which in ("column", "authors", "authors-pyp", "pyp-topics"):
+    if which in ("column", "authors", "authors-pyp", "pyp-topics", "two-parents"):
         network = str(tmp_path / f"{which}.json")
-        specs = {"column": GROUP_HDP, "authors": AUTHOR_DP, "authors-pyp": AUTHOR_PYP, "pyp-topics": PYP_TOPICS}
+        specs = {"column": GROUP_HDP, "authors": AUTHOR_DP, "authors-pyp": AUTHOR_PYP, "pyp-topics": PYP_TOPICS,
+                 "two-parents": TWO_PARENTS}
         (tmp_path / f"{which}.json").write_text(json.dumps(specs[which]))
     fit = partial(_fit, corpus=group_corpus)
     run = fit(spark_session, blocks, tmp_path / "run", network)
     result, recount = run
     for name in ("nwk", "network_tc") + (("word_tables",) if which in ("pyp-lda", "hca") else ()) + \
-            (("network_tp",) if which in ("hdp-pyp-lda", "authors-pyp", "hca", "pyp-topics") else ()):
+            (("network_tp",) if which in ("hdp-pyp-lda", "authors-pyp", "hca", "pyp-topics") else ()) + \
+            (("network_tp", "network_ts") if which == "two-parents" else ()):
         np.testing.assert_array_equal(result.tables[name], recount[name], err_msg=name)
     assert result.tables["discount_counts"].equals(recount["discount_counts"])
     tc = result.tables["network_tc"]
@@ -134,6 +142,13 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
         np.testing.assert_array_equal(c, result.tables["nwk"].sum(axis=0))
         assert np.all(t <= c) and np.array_equal(tc[0], t) and 0 < t.sum() < c.sum()
         assert result.hyper["a_values"]["corpus.a"] != 0.2 and result.hyper["b_values"]["corpus.b"] != 2.0
+    elif which == "two-parents":  # corpus PYP over base and base2: its tables per edge are the roots' customers
+        c, t, ts = tc[2], result.tables["network_tp"][2], result.tables["network_ts"]     # (rows: base, base2,
+        assert ts.shape[0] == 2 * tc.shape[0] and np.all(t <= c) and t.sum() > 0         # corpus; 2 edges a row)
+        np.testing.assert_array_equal(ts[4] + ts[5], t)
+        np.testing.assert_array_equal(ts[4], tc[0])
+        np.testing.assert_array_equal(ts[5], tc[1])
+        assert ts[4].sum() > 0 and ts[5].sum() > 0 and result.hyper["a_values"]["corpus.a"] != 0.2
     elif which == "hdp-pyp-lda":  # base <- corpus PYP <- documents: corpus' tables (each partition's own, summed)
         c, t = tc[1], result.tables["network_tp"][1]    # are base's customers; t <= c, t = 0 only in a race
         assert c.sum() >= 24 and np.all(t <= c) and np.array_equal(tc[0], t) and not tc[2:].any()

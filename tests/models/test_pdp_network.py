@@ -134,3 +134,43 @@ def test_a_shared_pitman_yor_vectors_driver_statistics_are_the_whole_networks():
     assert got == {int(k): int(c) for k, c in zip(want_keys, want_counts[:, 0])} and len(keys) > 0
     corpus = int(np.flatnonzero(net.family == list(net.spec.order).index("corpus"))[0])
     assert b_stats["corpus.b"][0] == cnt["TP"][corpus] > 0
+
+
+def test_a_shared_vector_with_two_parents_reads_every_partitions_tables_per_edge(tmp_path):
+    """A corpus-level Pitman-Yor vector over two roots, two partitions through the engine hooks (no Spark): a
+    partition's sweep reads each parent edge's S as the sum over both partitions (table ``network_ts``), its own s
+    staying in its state; the tables per edge sum to the vector's tables."""
+    from drivers.models import pdp_shared
+    from inference.gibbs.tables import merge
+
+    spec = json.loads(json.dumps(HDP3))
+    spec["nodes"]["top2"] = {"index": ["corpus"], "over": "topic", "dirichlet": 0.3}
+    spec["nodes"]["mid"] = {"index": ["corpus"], "over": "topic", "pyp": {"a": 0.3, "b": 2.0},
+                            "parents": [{"node": "top", "index": ["corpus"], "gamma": 1.0},
+                                        {"node": "top2", "index": ["corpus"], "gamma": 1.0}]}
+    (tmp_path / "two.json").write_text(json.dumps(spec))
+    V, K = 8, 3
+    m = PdpNetwork(K, V)
+    hyper = m.initial_hyper(network=str(tmp_path / "two.json"))
+    blocks = [_block(seed=4 + p, D=8) for p in range(2)]
+    states = [m.initial_state(b, hyper, 2 + p) for p, b in enumerate(blocks)]
+    locs = [np.unique(b.words, return_inverse=True) for b in blocks]
+
+    def tables():
+        parts = [m.table_counts(b, st, loc) for b, st, loc in zip(blocks, states, locs)]
+        return {t.name: merge(t, [p[t.name] for p in parts]) for t in m.count_tables()}
+    for it in range(3):
+        tabs = tables()
+        for p, (b, st) in enumerate(zip(blocks, states)):
+            m.sweep_tables(b, st, hyper, tabs, m.derive(tabs), 10 * it + p)
+    tabs = tables()
+    ts, tp = tabs[pdp_shared.EDGES], tabs[pdp_shared.TABLE]
+    g = m._shared_roots().families.index("mid")
+    np.testing.assert_array_equal(ts[2 * g] + ts[2 * g + 1], tp[g])
+    net = m._compiled(blocks[0], hyper)
+    own = m._counts(net, blocks[0], states[0], hyper, None)       # (no trained rows: the partition's own)
+    glob = m._counts(net, blocks[0], states[0], hyper, tabs["network_tc"], global_tables=tabs)
+    j = int(np.flatnonzero(net.family == list(net.spec.order).index("mid"))[0])
+    edges = range(net.par_ptr[j], net.par_ptr[j + 1])
+    assert [int(glob["Se"][e]) for e in edges] == [int(ts[2 * g + i].sum()) for i in range(2)]
+    assert all(own["Se"][e] < glob["Se"][e] for e in edges)
