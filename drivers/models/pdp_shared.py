@@ -19,7 +19,7 @@ from drivers.models import pdp_words
 from inference.errors import UsageError
 from inference.gibbs.tables import CountTable
 from inference.pdpnet.compile import KIND_PYP
-from inference.pdpnet.spec import NetworkSpec
+from inference.pdpnet.spec import NetworkSpec, parse_network
 
 TABLE = "network_tp"
 #: a shared Pitman-Yor vector's tables per parent edge (several parents): row g P + i its i-th edge's s
@@ -219,6 +219,19 @@ class SharedPypModel:
         ts = self.__dict__.get("_trained_ts")
         se_of = (lambda r, own: own + int(ts[r].sum())) if ts is not None else None
         substitute(net, cnt, nodes, tc_of, lambda g, own: own + trained_tp[g], se_of, P)
+
+    def grown_chain(self, tables: dict, hyper: dict, old_vocab_size: int) -> tuple[dict, dict]:
+        """``network_tp``'s (and ``network_ts``'s) rows moved to the grown layout as ``network_tc``'s
+        (:meth:`drivers.models.pdp_roots.SharedRootsModel.grown_chain`, after this)."""
+        old = self.__dict__.get("_old_roots")
+        if old is not None:
+            rows = self._shared_roots().moved_rows(old, parse_network(self._raw))
+            for name in self._extra():
+                P, t = self._rows(name) // self._shared_roots().rows, np.asarray(tables[name])
+                moved = np.zeros((self._rows(name), t.shape[1]), t.dtype)
+                moved[(rows[:, None] * P + np.arange(P)).ravel()] = t[:len(rows) * P]
+                tables = dict(tables, **{name: moved})
+        return super().grown_chain(tables, hyper, old_vocab_size)
 
     def bind_result(self, result) -> None:
         self._trained_tc = np.asarray(result.tables["network_tc"], np.int64)

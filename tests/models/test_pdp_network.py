@@ -174,3 +174,46 @@ def test_a_shared_vector_with_two_parents_reads_every_partitions_tables_per_edge
     edges = range(net.par_ptr[j], net.par_ptr[j + 1])
     assert [int(glob["Se"][e]) for e in edges] == [int(ts[2 * g + i].sum()) for i in range(2)]
     assert all(own["Se"][e] < glob["Se"][e] for e in edges)
+
+
+def test_a_refreshs_grown_layout_moves_the_shared_pitman_yor_tables_with_their_customers():
+    """A refresh with a new column value (no Spark): ``network_tp`` (and ``network_ts``: c has two parents) move
+    row for row with ``network_tc`` (the corpus vector c, after the column family, moves from row 4 to 5)."""
+    from drivers.models import pdp_shared
+    from drivers.models.pdp_roots import ColumnValues, SharedRoots
+    from inference.gibbs.tables import KeyedCounts
+    from inference.pdpnet.spec import parse_network
+
+    pyp = {"a": 0.3, "b": 2.0}
+    raw = {"name": "grow", "nodes": {
+        "top": {"index": ["corpus"], "over": "topic", "dirichlet": 1.0},
+        "top2": {"index": ["corpus"], "over": "topic", "dirichlet": 1.0},
+        "g": {"index": ["column:a"], "over": "topic", "pyp": pyp, "parents": [{"node": "top", "index": ["corpus"]}]},
+        "c": {"index": ["corpus"], "over": "topic", "pyp": pyp, "parents": [
+            {"node": "top", "index": ["corpus"], "gamma": 1.0}, {"node": "top2", "index": ["corpus"], "gamma": 1.0}]},
+        "theta": {"index": ["document"], "over": "topic", "dp": {"b": 1.0}, "parents": [
+            {"node": "g", "index": ["column:a"], "gamma": 1.0}, {"node": "c", "index": ["corpus"], "gamma": 1.0}]},
+        "phi": {"index": ["topic"], "over": "word", "dirichlet": 0.1}},
+        "topic": {"node": "theta", "index": ["document"]}, "word": {"node": "phi", "index": ["topic"]}}
+    spec, V, K = parse_network(raw), 8, 3
+    families = ["top", "top2", "g", "c"]
+    m = PdpNetwork(K, V)
+    m._raw, m._word_pyp, m._roots, m._columns = raw, None, None, ColumnValues({"a": ["x", "y", "z"]})
+    m._old_roots = old = SharedRoots(spec, families, ColumnValues({"a": ["x", "y"]}))
+    m.bind_shared(spec, families)
+    moved = m._shared_roots().moved_rows(old, spec)
+    assert moved.tolist() == [0, 1, 2, 3, 5, 6]         # top, top2, g's x, y, unseen; c
+    rng = np.random.default_rng(0)
+    tc = rng.integers(5, 9, (old.rows, K)).astype(np.int32)
+    tc[len(moved):] = 0                                 # (rows past the roots' are empty)
+    tp = np.maximum(tc - rng.integers(0, 5, tc.shape).astype(np.int32), 0)
+    ts = np.zeros((2 * old.rows, K), np.int32)
+    ts[0::2], ts[1::2] = tp // 2, tp - tp // 2
+    tables = {"nwk": np.zeros((V, K), np.int32), "network_tc": tc, pdp_shared.TABLE: tp, pdp_shared.EDGES: ts,
+              "discount_counts": KeyedCounts(np.zeros(0, np.int64), np.zeros((0, 1), np.int32))}
+    grown, _ = m.grown_chain(tables, {}, V)
+    for name, old_rows, width in (("network_tc", tc, 1), (pdp_shared.TABLE, tp, 1), (pdp_shared.EDGES, ts, 2)):
+        rows = (moved[:, None] * width + np.arange(width)).ravel()
+        np.testing.assert_array_equal(grown[name][rows], old_rows[:len(rows)], err_msg=name)
+        assert grown[name].sum() == old_rows[:len(rows)].sum(), name
+    assert np.all(grown[pdp_shared.TABLE] <= grown["network_tc"])
