@@ -5,7 +5,8 @@ by partitions (the sweep: :mod:`inference.pdpnet.owned`).
 Tables: its customers, the tables the documents send up (and the tokens, when tokens are drawn from the vector
 itself: a partition keeps its own as its n, the others' are read as t^c), are its rows of ``network_tc`` (as a
 Dirichlet root's); its own tables t_k the same rows of ``network_tp`` (each partition's own indicators, its s on
-the vector's parent edge, summed). Its tables are the customers of its parent, a root (``network_tc``'s row) or the uniform vector.
+the vector's parent edge, summed; with several parents also per edge, ``network_ts``). Its tables are the
+customers of its parents, roots (``network_tc``'s rows) or the uniform vector.
 The trained rows are saved as ``network_tp.npy`` beside ``network_tc.npy``; held-out and ``infer`` sweeps read
 them plus the block's own. The driver's hyperparameter steps read the global (c, t) of these vectors
 (:func:`driver_stats`); the partitions leave them out of their histograms and q_j.
