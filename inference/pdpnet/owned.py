@@ -7,8 +7,9 @@ partition holds its customers c^p_xk (its documents' tables there: the t^c its o
 hold t^p_xk (its own s on x's parent edges), 0 <= t^p <= c^p (its tokens n_xk among c^p when tokens are drawn
 from x itself: they stay the kernels' n, every other partition's customers their t^c); the global counts
 c = sum_p c^p, t = sum_p t^p are the engine's tables ``network_tc``/``network_tp`` (with several parents the S_e of
-every edge from ``network_ts``: a leaving table's parent is drawn from the own s), and a partition's sweep reads them with its own moves seen at once
-(the others' at the next synchronisation: the AD-LDA approximation of every global count). The kernels' count
+every edge from ``network_ts``: a leaving table's parent is drawn from the own s), and a partition's sweep reads
+them with its own moves seen at once (the others' at the next synchronisation: the AD-LDA approximation of every
+global count). The kernels' count
 arrays hold the global (c, t) at the shared cells (so every Z^+ term is the sampler's, unchanged), the partition's
 own in ``own_c``/``own_t`` (cells; read at shared vectors only, ``shared[j]``):
 
