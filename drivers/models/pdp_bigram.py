@@ -16,14 +16,13 @@ import numpy as np
 from drivers import storage
 from drivers.models import pdp_words
 from drivers.models.pdp_words import own_customers
-from inference.errors import UsageError
 from inference.gibbs.tables import CountTable, KeyedCounts
 
 CUSTOMERS = "bigram_customers"
 TABLES = "bigram_word_tables"
 LOCAL = "_bigram_local"          # a partition's local copies between the sweeps of one synchronisation
-PROTOCOL = ("; the word factor p(w | previous word, k) the bigram side's posterior mean given the trained state "
-            "(the document's earlier tokens not in its counts)")
+PROTOCOL = ("; the bigram side's counts the trained ones plus each particle's own earlier tokens of the document "
+            "(their customers and the tables they open, moved by the same resampling), as tlm's")
 
 
 def count_tables(V: int, K: int) -> tuple:
@@ -158,6 +157,24 @@ def predictive(doc, trained: dict, a: float, b: float, beta0: float, V: int, K: 
     return ((n - a * t) + (b + a * T) * psi) / (b + N)
 
 
+def document_side(doc, trained: dict, V: int, K: int) -> tuple:
+    """A test document's word-side arrays of :func:`inference.pdpnet.bigram_left_to_right.bigram_particles`: every
+    token's pair among its distinct pairs, a pair's word row and context row, the pairs' trained cells (U, K), the
+    contexts' trained totals, the document's distinct words' root customers t_kw and T_k."""
+    pairs, uidx = local_pairs(doc, V)
+    cells = pairs[:, None] * K + np.arange(K)[None, :]
+    ctx_ids, pctx = np.unique(pairs // V, return_inverse=True)
+    ctx_cells = ctx_ids[:, None] * K + np.arange(K)[None, :]
+    words, pword = np.unique(pairs % V, return_inverse=True)
+    arrays = (uidx, pword.reshape(-1), pctx.reshape(-1),
+              _lookup(trained["bigram_keys"], trained["bigram_n"], cells),
+              _lookup(trained["bigram_keys"], trained["bigram_t"], cells),
+              _lookup(trained["bigram_ctx"], trained["bigram_ctx_n"], ctx_cells),
+              _lookup(trained["bigram_ctx"], trained["bigram_ctx_t"], ctx_cells),
+              trained["bigram_troot"][words], trained["bigram_Troot"])
+    return tuple(np.ascontiguousarray(x, dtype=np.int64) for x in arrays)
+
+
 class BigramArrays:
     """``pdp-network``'s part that keeps a bigram-topic word side's trained tables (``bigram_keys``, ``bigram_n``,
     ``bigram_t``: the keys, customers and race-legal indicators) beside the model, for left-to-right."""
@@ -191,12 +208,31 @@ class BigramArrays:
                       TABLES: KeyedCounts(keys, np.asarray(arrays["bigram_t"], np.int32)[:, None])}
             self._trained_bigram = derived(tables, self.vocab_size, self.num_topics)
 
+    def frozen_words(self, block, hyper: dict, words, frozen_phi) -> tuple:
+        """``(frozen_phi, words)`` of a sweep with the topics frozen: a bigram side's rows per token
+        (:meth:`frozen_rows`, every token its own row), else as given."""
+        if frozen_phi is None or not is_bigram(hyper):
+            return frozen_phi, words
+        return self.frozen_rows(block, hyper), np.arange(block.n_tokens, dtype=np.int64)
+
     def frozen_rows(self, block, hyper: dict) -> np.ndarray:
         """(N, K) the block's tokens' word factors given the trained state (:func:`predictive`)."""
         side = hyper["word_pyp"]
         return np.ascontiguousarray(predictive(block, self._trained_bigram, float(hyper["a_values"][side["a"]]),
                                                float(hyper["b_values"][side["b"]]), float(side["beta0"]),
                                                self.vocab_size, self.num_topics))
+
+    def word_hook(self, hyper: dict) -> tuple:
+        """``(words_of, protocol)`` of :func:`drivers.models.pdp_left_to_right.network_scores`: a bigram-topic word
+        side's (:meth:`document_words`, :data:`PROTOCOL`), else (None, "")."""
+        return ((lambda doc, net: self.document_words(doc, net, hyper)), PROTOCOL) if is_bigram(hyper) else (None, "")
+
+    def document_words(self, doc, net, hyper: dict) -> tuple:
+        """A test document's word-side arguments of ``bigram_particles`` (:func:`document_side`, then V, the side's
+        discount and concentration among the compiled network's, beta0)."""
+        side = hyper["word_pyp"]
+        return document_side(doc, self._trained_bigram, self.vocab_size, self.num_topics) + (
+            self.vocab_size, net.a_names.index(side["a"]), net.b_names.index(side["b"]), float(side["beta0"]))
 
     def heldout_loglik(self, block, hyper, phi_vk, schedule, seed, partition) -> np.ndarray:
         """A bigram-topic word side's held-out score: left to right with ``schedule.samples`` particles (tlm's
@@ -209,8 +245,21 @@ class BigramArrays:
         return np.array([rows[:, left_to_right.LEFT_TO_RIGHT].sum(), rows[:, left_to_right.SCORED].sum(),
                          float(block.n_docs)])
 
-    def continued_chain(self, spark, old_model, base, batch, seed: int, iteration: int):
-        """``refresh`` of a bigram-topic word side is not done: one line."""
-        if is_bigram({"word_pyp": self.__dict__.get("_word_pyp")}):
-            raise UsageError("pdp-network: refresh of a word side indexed by [topic, previous_word] is not done")
-        return super().continued_chain(spark, old_model, base, batch, seed, iteration)
+    def grown_chain(self, tables: dict, hyper: dict, old_vocab_size: int) -> tuple[dict, dict]:
+        """``refresh`` (issue 30, 2): both keyed tables re-keyed to the grown vocabulary (:func:`rekeyed`); a
+        partition's ``word_t`` stays (its distinct pairs keep their order: (w', w) lexicographic, the start
+        context last)."""
+        if CUSTOMERS in tables:
+            tables = dict(tables, **{name: rekeyed(tables[name], old_vocab_size, self.vocab_size, self.num_topics)
+                                     for name in (CUSTOMERS, TABLES)})
+        return super().grown_chain(tables, hyper, old_vocab_size)
+
+
+def rekeyed(table: KeyedCounts, V0: int, V: int, K: int) -> KeyedCounts:
+    """A keyed table over (w' V0 + w) K + k moved to (w' V + w) K + k, the start context w' = V0 to V (as tlm's
+    N_{w|w't}, :meth:`drivers.models.tlm.model.TopicLM.grown_chain`); the counts unchanged."""
+    keys = np.asarray(table.keys, np.int64)
+    prev, word, topic = keys // (V0 * K), (keys // K) % V0, keys % K
+    moved = (np.where(prev == V0, V, prev) * V + word) * K + topic
+    order = np.argsort(moved, kind="stable")
+    return KeyedCounts(moved[order], np.asarray(table.counts)[order])

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from drivers.models import pdp_bigram, pdp_shared, pdp_words
+from drivers.models import pdp_bigram, pdp_chain, pdp_shared, pdp_words
 from drivers.models.pdp_specs import slice_b_names
 from inference.pdpnet import engine_stats
 from inference.pdpnet.compile import KIND_PYP
@@ -52,7 +52,8 @@ class NetworkHyper:
         b_values = dict(hyper["b_values"])
         for r, name in enumerate(names):
             shape, rate = float(stats[2 * r]), float(stats[2 * r + 1])
-            if name not in skip and name != (hyper.get("word_pyp") or {}).get("b") and shape > 0 and rate > 0:
+            if name not in skip and name not in pdp_words.side_params(hyper.get("word_pyp")) and shape > 0 \
+                    and rate > 0:
                 b_values[name] = float(min(max(rng.gamma(shape, 1.0 / rate), 1e-3), 1e6))
         return dict(hyper, b_values=b_values)
 
@@ -66,11 +67,14 @@ class NetworkHyper:
             hyper = pdp_bigram.sample_hyper(side, pdp_bigram.derived(tables, self.vocab_size, self.num_topics),
                                             hyper, {n: p.sample for n, p in spec.params.items()},
                                             np.random.default_rng([seed, 1]))
+        elif side is not None and side.get("chain"):     # every level's steps, on the global tables
+            hyper = pdp_chain.sample_hyper(side, tables, hyper, {n: p.sample for n, p in spec.params.items()},
+                                           np.random.default_rng([seed, 1]))
         elif side is not None:        # the word side's own steps, on the global tables
             hyper = pdp_words.sample_hyper(side, tables["nwk"], tables[pdp_words.TABLE], hyper,
                                            {n: p.sample for n, p in spec.params.items()},
                                            np.random.default_rng([seed, 1]))
-        own = {side["a"], side["b"]} if side is not None else set()
+        own = pdp_words.side_params(side)
         gamma_b = shared_b_names(spec, hyper.get("global_families", [])) - slice_b_names(spec, hyper["a_values"])
         sliced = slice_b_names(spec, hyper["a_values"]) - own
         a_sampled = sorted(n for n, p in spec.params.items() if p.kind == "a" and p.sample and n not in own)

@@ -6,6 +6,7 @@ import numpy as np
 
 from inference.left_to_right import COLUMNS, DocumentEstimate, LeftToRightScores, known_block
 from inference.pdpnet import kernels
+from inference.pdpnet.bigram_left_to_right import bigram_particles
 from inference.pdpnet.left_to_right import network_particles
 from inference.pdpnet.ratio_path import open_exp_table
 from inference.pdpnet.sampler import StirlingStack
@@ -15,11 +16,13 @@ PROTOCOL = ("particles: the document's network state (z, table counts t, attribu
             "sampler's exact moves; p(z_n = k | state) the Chinese restaurant predictive of the token's topic vector")
 
 
-def network_scores(block, phi_vk: np.ndarray, settings, start, rows_of=None) -> LeftToRightScores:
+def network_scores(block, phi_vk: np.ndarray, settings, start, words_of=None, protocol="") -> LeftToRightScores:
     """The hook's scores (:meth:`inference.gibbs.model.GibbsModel.left_to_right`) of a block; ``start(doc)``: a
     one-document block's ``(compiled network, counts it starts from, discounts, concentrations, which discounts
-    are sampled)`` (:meth:`drivers.models.pdp_network.PdpNetwork.test_document_start`); ``rows_of(doc)``: its
-    tokens' (N, K) word factors when they are not ``phi_vk``'s rows (a bigram-topic word side)."""
+    are sampled)`` (:meth:`drivers.models.pdp_network.PdpNetwork.test_document_start`); ``words_of(doc, net)``: a
+    bigram-topic word side's arguments of :func:`bigram_particles` (each particle's earlier tokens in its counts;
+    :meth:`drivers.models.pdp_bigram.BigramArrays.document_words`), else the tokens' rows of ``phi_vk``;
+    ``protocol``: added to the scores' protocol."""
     phi_vk = np.ascontiguousarray(phi_vk, dtype=np.float64)
     known, skipped = known_block(block, phi_vk.shape[0])
     out = np.zeros((block.n_docs, COLUMNS))
@@ -31,21 +34,28 @@ def network_scores(block, phi_vk: np.ndarray, settings, start, rows_of=None) -> 
             continue
         net, cnt, avals, bvals, sampled = start(doc)
         stirling = StirlingStack(avals, sampled=sampled)
-        # a test document's cells hold at most its tokens, a shared vector's also the trained customers
-        stirling.ensure(n_tokens + int(cnt["mx"][0]), n_tokens + int(cnt["mx"][1]))
+        words = None if words_of is None else words_of(doc, net)
+        # a test document's cells hold at most its tokens, a shared vector's (a word cell's) also the trained ones
+        most = (int(cnt["mx"][0]), int(cnt["mx"][1])) if words is None else (
+            max(int(cnt["mx"][0]), int(words[3].max(initial=0))), max(int(cnt["mx"][1]), int(words[4].max(initial=0))))
+        stirling.ensure(n_tokens + most[0], n_tokens + most[1])
         shared, own_c, own_t = cnt.get("own", (np.zeros(net.num_nodes, np.bool_), cnt["tc"], cnt["tp"]))
         RJ, RO = ratio_tables(stirling.L3)
         anc_ptr, anc = kernels.ancestor_lists(net.par_ptr, net.par_node)
-        rows = phi_vk[doc.words] if rows_of is None else rows_of(doc)
-        scale = rows.max(axis=1)
-        if not np.all(scale > 0):
-            raise ValueError("every token needs a positive probability under some topic")
-        probs = network_particles(
-            settings.particle_seeds(doc.doc_ids[0]), bool(settings.resample),
-            np.ascontiguousarray(rows / scale[:, None]), net.topic_inst, anc_ptr, anc, net.kind, net.dim, net.off,
-            net.alpha, net.a_of, net.b_of, net.par_ptr, net.par_node, net.par_gamma, net.gamma_sum, avals, bvals,
-            RJ, RO, open_exp_table(stirling.L3), cnt["n"], cnt["tc"], cnt["tp"], cnt["Nn"], cnt["TC"], cnt["TP"],
-            np.zeros(int(net.eoff[-1]), np.int64), cnt["Se"], net.eoff, shared, own_c, own_t)
+        topic_side = (net.topic_inst, anc_ptr, anc, net.kind, net.dim, net.off, net.alpha, net.a_of, net.b_of,
+                      net.par_ptr, net.par_node, net.par_gamma, net.gamma_sum, avals, bvals, RJ, RO,
+                      open_exp_table(stirling.L3), cnt["n"], cnt["tc"], cnt["tp"], cnt["Nn"], cnt["TC"], cnt["TP"],
+                      np.zeros(int(net.eoff[-1]), np.int64), cnt["Se"], net.eoff, shared, own_c, own_t)
+        seeds = settings.particle_seeds(doc.doc_ids[0])
+        if words is not None:
+            probs, scale = bigram_particles(seeds, bool(settings.resample), *words, *topic_side), np.ones(n_tokens)
+        else:
+            rows = phi_vk[doc.words]
+            scale = rows.max(axis=1)
+            if not np.all(scale > 0):
+                raise ValueError("every token needs a positive probability under some topic")
+            probs = network_particles(seeds, bool(settings.resample), np.ascontiguousarray(rows / scale[:, None]),
+                                      *topic_side)
         est = DocumentEstimate.of_particles(probs, scale)
         out[d, :2] = (est.log_left_to_right, est.log_importance)
-    return LeftToRightScores(out, PROTOCOL)
+    return LeftToRightScores(out, PROTOCOL + protocol)

@@ -26,7 +26,7 @@ import json
 
 import numpy as np
 
-from drivers.models import pdp_bigram, pdp_left_to_right, pdp_shared, pdp_words
+from drivers.models import pdp_bigram, pdp_chain, pdp_left_to_right, pdp_shared, pdp_words
 from drivers.corpora.kinds import BAG_OF_WORDS, ORDERED, SEGMENTED
 from drivers.models.pdp_hyper import NetworkHyper
 from drivers.models.pdp_memo import BlockMemo, CountsMemo
@@ -72,7 +72,7 @@ class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, Netw
         self._raw, self._roots = raw, None
         self.read_columns(spec)
         self._word_pyp = pdp_words.word_side(spec)
-        pdp_shared.check(spec, global_families)
+        pdp_shared.check(spec, global_families, self._word_pyp)
         self.bind_shared(spec, global_families)
         hyper = {"network": raw, "beta": float(beta), "global_families": global_families,
                  "topic_sampler": CMGS_NOTE if spec.sampler == "cmgs" else INDICATORS_NOTE,
@@ -144,9 +144,7 @@ class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, Netw
         net = self._compiled(block, hyper)
         z = state["z"].astype(np.int64)
         s = state["s"]
-        words_of = net.words        # a bigram side's frozen factors are per token (pdp_bigram.frozen_rows)
-        if frozen_phi is not None and pdp_bigram.is_bigram(hyper):
-            frozen_phi, words_of = self.frozen_rows(block, hyper), np.arange(block.n_tokens, dtype=np.int64)
+        frozen_phi, words_of = self.frozen_words(block, hyper, net.words, frozen_phi)   # (a bigram side's: per token)
         cnt = self._counts(net, block, state, hyper, global_tc, init, global_tables)
         avals, bvals = self._values(net, hyper)
         if getattr(net, "ancestors", None) is None:       # once per compiled block (kept with it)
@@ -181,6 +179,9 @@ class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, Netw
                 reseed = False
                 continue
             stirling.ensure(cnt["mx"][0], cnt["mx"][1])
+            if words is not None and loc is not None and "own_up" in loc:     # a chain of word vectors
+                pos, reseed = pdp_chain.sweep(pos, reseed, seed, net, z, s, avals, bvals, stirling.L3, cnt, loc, wargs)
+                continue
             if words is not None:
                 pos = word_bigram.bigram_word_sweep(
                     pos, reseed, seed, *wargs[:3], z, net.topic_inst, anc_ptr, anc, net.kind,
@@ -196,7 +197,9 @@ class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, Netw
                 cnt["TP"], s, cnt["Se"], net.eoff, cnt["mx"], init, True, nwk, nk, float(hyper["beta"]), phi,
                 frozen, NO_DRIFT)
             reseed = False
-        if words is not None and loc is not None:
+        if words is not None and loc is not None and "own_up" in loc:
+            pdp_chain.write_back(loc, nwk, words[0], words[2], words[1])
+        elif words is not None and loc is not None:
             pdp_words.write_back(loc, nwk, words[0], words[1])
         state["z"][:] = z
         self.remember_root_rows(net, block, state, cnt)
@@ -220,8 +223,10 @@ class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, Netw
     def _word_args(self, block, state, hyper, net, nwk, words, mx) -> tuple:
         """The word side's arguments of :func:`word_bigram.bigram_word_sweep` (``mx`` raised to its cells'
         maxima) and, for pyp-lda's side, its local arrays to write back (:func:`pdp_words.write_back`)."""
-        twk, derived = words
+        twk, derived = words[:2]
         side = hyper["word_pyp"]
+        if side.get("chain"):
+            return pdp_chain.word_args(*self._local_vocab(block), state, nwk, words, mx, side, net, self.vocab_size)
         if side.get("bigram"):
             loc = derived.get(pdp_bigram.LOCAL)
             if loc is None:     # the first sweep of a synchronisation: the local copies of the global values
@@ -251,6 +256,8 @@ class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, Netw
             vocab, uidx = self._local_vocab(block)
             own_n = pdp_words.own_customers(uidx, state["z"], len(vocab), self.num_topics)
             state["word_t"] = pdp_words.initial_tables(own_n)
+            if hyper["word_pyp"].get("chain"):
+                state["word_up"] = pdp_chain.initial_tables(state["word_t"], pdp_chain.levels(hyper["word_pyp"]))
         return state
 
     def init_state(self, block, hyper, nwk, nk, seed) -> dict:
@@ -275,7 +282,9 @@ class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, Netw
             return tables
         if side.get("bigram"):
             return tables + pdp_bigram.count_tables(self.vocab_size, self.num_topics)
-        return tables + (pdp_words.count_table(self.shared_rows, self.num_topics),)
+        tables += (pdp_words.count_table(self.shared_rows, self.num_topics),)
+        return tables + ((pdp_chain.count_table(self.shared_rows, pdp_chain.levels(side)),) if side.get("chain")
+                         else ())
 
     def table_counts(self, block, state, local) -> dict:
         raw = self.__dict__.get("_raw")
@@ -290,18 +299,23 @@ class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, Netw
             out.update(pdp_bigram.table_counts(*self._local_pairs(block), state, self.num_topics))
         elif self.__dict__.get("_word_pyp") is not None:
             out[pdp_words.TABLE] = (self._local_vocab(block)[0], state["word_t"].astype(np.int32))
+            if "word_up" in state:
+                out[pdp_chain.TABLE] = (self._local_vocab(block)[0], state["word_up"].astype(np.int32))
         return out
 
     def derive(self, tables: dict) -> dict:
         out = super().derive(tables)
         if pdp_words.TABLE in tables:
             out.update(pdp_words.derived(tables[pdp_words.TABLE]))
+        if pdp_chain.TABLE in tables:
+            out.update(pdp_chain.derived(tables))
         if pdp_bigram.CUSTOMERS in tables:
             out.update(pdp_bigram.derived(tables, self.vocab_size, self.num_topics))
         return out
 
     def sweep_tables(self, block, state, hyper, tables, derived, seed) -> None:
-        words = (tables.get(pdp_words.TABLE), derived) if hyper.get("word_pyp") is not None else None
+        words = (tables.get(pdp_words.TABLE), derived, tables.get(pdp_chain.TABLE)) \
+            if hyper.get("word_pyp") is not None else None
         self._run(block, state, hyper, tables["nwk"], derived["nk"], seed, None, init=False,
                   global_tc=tables["network_tc"], words=words, global_tables=tables)
 
@@ -320,6 +334,8 @@ class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, Netw
     def sample_topic_word(self, tables, derived, hyper) -> np.ndarray:
         if hyper.get("word_pyp") is None:
             return super().sample_topic_word(tables, derived, hyper)
+        if hyper["word_pyp"].get("chain"):
+            return pdp_chain.topic_word(tables, hyper["word_pyp"], hyper)
         if hyper["word_pyp"].get("bigram"):
             return pdp_bigram.topic_word(tables["nwk"], derived, *self._word_values(hyper)[1:])
         return pdp_words.topic_word(tables["nwk"], tables[pdp_words.TABLE], *self._word_values(hyper))
@@ -327,6 +343,8 @@ class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, Netw
     def loglik(self, tables, derived, hyper) -> float:
         if hyper.get("word_pyp") is None:
             return super().loglik(tables, derived, hyper)
+        if hyper["word_pyp"].get("chain"):
+            return pdp_chain.loglik(tables, hyper["word_pyp"], hyper)
         if hyper["word_pyp"].get("bigram"):
             return pdp_bigram.loglik(derived, *self._word_values(hyper), self.vocab_size)
         return pdp_words.loglik(tables["nwk"], tables[pdp_words.TABLE], *self._word_values(hyper))
@@ -334,10 +352,8 @@ class PdpNetwork(pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel, Netw
     # ---- evaluation
     def left_to_right(self, block, hyper, phi_vk, settings):
         """Exact in the model: the particles carry each test document's network state (z, t, s)."""
-        rows_of = (lambda doc: self.frozen_rows(doc, hyper)) if pdp_bigram.is_bigram(hyper) else None
-        scores = pdp_left_to_right.network_scores(block, phi_vk, settings, lambda doc: self.test_document_start(
-            doc, hyper), rows_of)
-        return scores if rows_of is None else type(scores)(scores.per_document, scores.protocol + pdp_bigram.PROTOCOL)
+        return pdp_left_to_right.network_scores(block, phi_vk, settings, lambda doc: self.test_document_start(
+            doc, hyper), *self.word_hook(hyper))
 
     def test_document_start(self, doc, hyper) -> tuple:
         """A test document's (compiled network, counts: its own vectors empty, the corpus-level roots' tables the

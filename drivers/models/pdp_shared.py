@@ -27,8 +27,9 @@ TABLE = "network_tp"
 EDGES = "network_ts"
 
 
-def check(spec: NetworkSpec, families: list[str]) -> None:
-    """Refuse (one line naming the node) the shared Pitman-Yor vectors the engine cannot run yet."""
+def check(spec: NetworkSpec, families: list[str], word_side: dict | None) -> None:
+    """Refuse (one line naming the node) the shared Pitman-Yor vectors the engine cannot run yet (``word_side``:
+    :func:`drivers.models.pdp_words.word_side`'s answer)."""
     for name in families:
         node = spec.nodes[name]
         if node.kind != "pyp":
@@ -39,6 +40,9 @@ def check(spec: NetworkSpec, families: list[str]) -> None:
         if spec.sampler == "cmgs":
             raise UsageError(f"network spec: node '{name}': a shared Pitman-Yor vector runs with the table indicators "
                              "(not \"sampler\": \"cmgs\")")
+        if word_side is not None and "chain" in word_side:
+            raise UsageError(f"network spec: node '{name}': a shared Pitman-Yor vector beside a chain of Pitman-Yor "
+                             "word vectors is not on the Gibbs engine (one word vector over the root is)")
 
 
 def has_shared_pyp(spec: NetworkSpec, families: list[str]) -> bool:

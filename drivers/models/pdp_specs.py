@@ -67,7 +67,7 @@ def needs_histograms(spec: NetworkSpec) -> bool:
     sampled discount, or a sampled concentration sliced (:func:`slice_b_names`), of a topic-side vector (the
     word side's are drawn from the global word tables). A fixed discount keeps its spec value."""
     side = pdp_words.word_side(spec)
-    own = {side["a"], side["b"]} if side is not None else set()
+    own = pdp_words.side_params(side)
     fixed_a = {n: p.value for n, p in spec.params.items() if p.kind == "a"}
     sampled_a = {n for n, p in spec.params.items() if p.kind == "a" and p.sample}
     return bool((slice_b_names(spec, fixed_a) | sampled_a) - own)

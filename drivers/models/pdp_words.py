@@ -33,7 +33,9 @@ def legal(nwk, twk) -> tuple[np.ndarray, np.ndarray]:
 
 def word_side(spec: NetworkSpec) -> dict | None:
     """None for a Dirichlet word side; for a Pitman-Yor one ``{"a", "b", "beta0", "base"}`` (parameter names, the
-    root's prior count, 0 for a uniform root); one line naming the node for what the engine cannot run."""
+    root's prior count, 0 for a uniform root), with a chain of corpus-level Pitman-Yor vectors between also
+    ``"chain"`` (their [a, b, name], bottom up) and ``"gammas"`` (every level's parent gamma); one line naming the
+    node for what the engine cannot run."""
     word = spec.nodes[spec.word.node]
     if word.kind == "dirichlet" and word.index == ("topic",) and spec.word.index == ("topic",):
         return None
@@ -42,20 +44,40 @@ def word_side(spec: NetworkSpec) -> dict | None:
         raise UsageError(f"network spec: node '{word.name}': on the Gibbs engine the word draw must be a family "
                          "indexed by [topic], a Dirichlet root or a Pitman-Yor vector over one corpus-level word "
                          "vector, or a Pitman-Yor family indexed by [topic, previous_word] over one per topic")
-    parents = word.parents
-    base = spec.nodes[parents[0].node] if len(parents) == 1 else None
     level = ("topic",) if bigram else ("corpus",)
-    if base is None or parents[0].if_missing is not None or base.index != level or parents[0].index != level \
-            or base.kind == "pyp":
-        raise UsageError(f"network spec: node '{word.name}': a Pitman-Yor word side on the Gibbs engine has one "
-                         + ("parent, a Dirichlet root or uniform vector over words per topic (psi[topic])" if bigram
-                            else "parent, a corpus-level Dirichlet root or uniform vector over words"))
-    for node in spec.nodes.values():
-        if node is not word and node.kind == "pyp" and {node.a, node.b} & {word.a, word.b}:
-            raise UsageError(f"network spec: node '{node.name}' shares a discount or concentration with the word "
-                             f"side '{word.name}' (not on the Gibbs engine)")
-    return {"a": word.a, "b": word.b, "beta0": float(base.alpha) if base.kind == "dirichlet" else 0.0,
-            "base": base.name, **({"bigram": True} if bigram else {})}
+    chain, node = [], word
+    while True:     # the word vectors' chain up to its root (pdp_chain: corpus-level Pitman-Yor vectors between)
+        parents = node.parents
+        base = spec.nodes[parents[0].node] if len(parents) == 1 else None
+        if base is None or parents[0].if_missing is not None or base.index != level or parents[0].index != level \
+                or base.kind == "pyp" and (bigram or base.over != "word" or base in chain):
+            raise UsageError(f"network spec: node '{node.name}': a Pitman-Yor word side on the Gibbs engine has one "
+                             + ("parent, a Dirichlet root or uniform vector over words per topic (psi[topic])"
+                                if bigram else "parent, a corpus-level Dirichlet root, uniform vector or Pitman-Yor "
+                                "vector (one parent likewise) over words"))
+        chain.append(node)
+        if base.kind != "pyp":
+            break
+        node = base
+    names = [(nd.a, nd.b) for nd in chain]
+    for nd in spec.nodes.values():
+        for i, (a, b) in enumerate(names):
+            if nd is not chain[i] and nd.kind == "pyp" and {nd.a, nd.b} & {a, b}:
+                raise UsageError(f"network spec: node '{nd.name}' shares a discount or concentration with the word "
+                                 f"side's '{chain[i].name}' (not on the Gibbs engine)")
+    out = {"a": word.a, "b": word.b, "beta0": float(base.alpha) if base.kind == "dirichlet" else 0.0,
+           "base": base.name, **({"bigram": True} if bigram else {})}
+    if len(chain) > 1:
+        out.update(chain=[[nd.a, nd.b, nd.name] for nd in chain[1:]],
+                   gammas=[float(nd.parents[0].gamma) for nd in chain])
+    return out
+
+
+def side_params(side: dict | None) -> set:
+    """The discounts and concentrations of a Pitman-Yor word side, every level's (none for a Dirichlet one)."""
+    if side is None:
+        return set()
+    return {side["a"], side["b"]} | {x for lv in side.get("chain", ()) for x in lv[:2]}
 
 
 def count_table(rows: int, K: int) -> CountTable:

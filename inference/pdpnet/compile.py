@@ -95,6 +95,8 @@ class CompiledNetwork:
                 what = f"Dirichlet root (prior {node.alpha:g} per component)"
             elif node.kind == "uniform":
                 what = "fixed uniform"
+            elif node.mixture:
+                what = f"mixture (b infinite, rho {node.weights}) of {', '.join(_ref_text(p) for p in node.parents)}"
             else:
                 pa, pb = sp.params[node.a], sp.params[node.b]
                 desc = [f"{p.kind}={p.value:g} {'sampled' if p.sample else 'fixed'}"

@@ -33,8 +33,12 @@ def log_joint(net, n, tc, tp, Nn, TC, TP, s, Se, avals=None, bvals=None) -> floa
             a = float(avals[net.a_of[j]])
             b = float(bvals[net.b_of[j]])
             t = tp[sl]
-            L = log_stirling_table(a, int(c.max(initial=0)) + 1, int(t.max(initial=0)) + 1)
-            total += log_poch_incr(b, a, int(TP[j])) - log_poch(b, C) + float(L[c, t].sum())
+            if b == math.inf:                 # a mixture node: every customer its own table, (b|a)_T/(b)_C = 1
+                if np.any(t != c):
+                    return -math.inf
+            else:
+                L = log_stirling_table(a, int(c.max(initial=0)) + 1, int(t.max(initial=0)) + 1)
+                total += log_poch_incr(b, a, int(TP[j])) - log_poch(b, C) + float(L[c, t].sum())
             e0, e1 = net.par_ptr[j], net.par_ptr[j + 1]
             g = net.par_gamma[e0:e1]
             if net.gamma_sum[j] < 0:          # fixed weights rho = g: prod_e rho_e^{S_e}

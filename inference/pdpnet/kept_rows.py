@@ -20,6 +20,8 @@ factors SC (:func:`pyp_scalars`), from which the drawn topic's path takes its te
 """
 from __future__ import annotations
 
+import numpy as np
+
 from inference.gibbs.common import token_kernel, word_factor
 from inference.pdpnet.kernels import DIR, PYP, UNI
 from inference.pdpnet.kernels import _count, seat_at_node
@@ -241,6 +243,8 @@ def pyp_factors(x, a_of, b_of, avals, bvals, Nn, TC, TP):
     b = bvals[b_of[x]]
     T = TP[x]
     bc = b + (Nn[x] + TC[x])
+    if b == np.inf:                     # a mixture node: 1/(b + C) = 0, (b + a T)/(b + C) = 1
+        return 0.0, 1.0, T
     return 1.0 / bc, (b + a * T) / bc, T
 
 

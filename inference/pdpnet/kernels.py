@@ -146,7 +146,10 @@ def pyp_terms(j, c, t, join_ratio, open_ratio, Z, terms, a_of, b_of, par_ptr, pa
     if c > 0:
         join = join_ratio / (b + C)
     terms[0] = join
-    opn = (b + a * T) / (b + C) * open_ratio * (t + 1) / (c + 1)
+    if b == np.inf:                 # a mixture node (b infinite): never joins (join / inf = 0), opens with rho_e
+        opn = open_ratio * (t + 1) / (c + 1)
+    else:
+        opn = (b + a * T) / (b + C) * open_ratio * (t + 1) / (c + 1)
     total = join
     gs = gamma_sum[j]
     m = 1
@@ -384,6 +387,8 @@ def mean_state(kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma, 
                 oq = off[q]
                 for v in range(hi - lo):
                     out[lo + v] += f * out[oq + v]
+            if b == np.inf:             # a mixture node: the rho-mixture of its parents' means
+                continue
             for cell in range(lo, hi):
                 c = float(n[cell] + tc[cell])
                 out[cell] = ((c - a * tp[cell]) + (b + a * T) * out[cell]) / (b + C)

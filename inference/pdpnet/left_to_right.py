@@ -141,7 +141,7 @@ def predictive_rows(jt, K, P, slot, anc_ptr, anc, kind, dim, off, alpha, a_of, b
             b = bvals[b_of[x]]
             T = TP[x]
             den = b + C
-            lead = (b + a * T) / den
+            lead = 1.0 if b == np.inf else (b + a * T) / den     # b infinite: a mixture node
             for k in range(K):
                 above = 0.0
                 for e in range(par_ptr[x], par_ptr[x + 1]):
@@ -175,9 +175,13 @@ def seat_new(jt, k, P, slot, kind, off, a_of, b_of, par_ptr, par_node, par_gamma
         T = TP[j]
         e0, e1 = par_ptr[j], par_ptr[j + 1]
         join = n[cell] + tc[cell] - a * tp[cell]
+        lead = b + a * T
+        if b == np.inf:                          # a mixture node: never joins; opens up edge e with rho_e
+            join = 0.0
+            lead = 1.0
         total = join
         for e in range(e0, e1):
-            total += (b + a * T) * rho_num(par_gamma[e], Se[e], gamma_sum[j]) / rho_den(gamma_sum[j], T) * P[
+            total += lead * rho_num(par_gamma[e], Se[e], gamma_sum[j]) / rho_den(gamma_sum[j], T) * P[
                 slot[par_node[e]], k]
         if join == 0.0 and e1 - e0 == 1:         # nothing to join, one parent: forced, no random number
             edge = e0
@@ -189,7 +193,7 @@ def seat_new(jt, k, P, slot, kind, off, a_of, b_of, par_ptr, par_node, par_gamma
             u -= join
             edge = e0
             while edge < e1 - 1:
-                w = (b + a * T) * rho_num(par_gamma[edge], Se[edge], gamma_sum[j]) / rho_den(gamma_sum[j], T) * P[
+                w = lead * rho_num(par_gamma[edge], Se[edge], gamma_sum[j]) / rho_den(gamma_sum[j], T) * P[
                     slot[par_node[edge]], k]
                 if u < w:
                     break

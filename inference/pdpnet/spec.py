@@ -56,7 +56,7 @@ def expression_kind(expr: str) -> str:
     return expr if is_column(expr) else EXPRESSION_KIND[expr]
 OVER = ("topic", "word")
 
-_NODE_KEYS = {"index", "over", "dirichlet", "uniform", "pyp", "dp", "parents", "description", "weights"}
+_NODE_KEYS = {"index", "over", "dirichlet", "uniform", "pyp", "dp", "mixture", "parents", "description", "weights"}
 _TOP_KEYS = {"name", "description", "parameters", "nodes", "topic", "word", "sampler"}
 #: the topic side's samplers: Du's table indicators (exact) or his collapsed multiplicity sampler (not exact)
 SAMPLERS = ("indicators", "cmgs")
@@ -90,6 +90,7 @@ class NodeSpec:
     b: str = ""
     parents: tuple[ParentRef, ...] = ()
     weights: str = "dirichlet"     # pyp: rho ~ Dirichlet(gamma) integrated out, or fixed uniform over its parents
+    mixture: bool = False          # pyp with a = 0, b infinite: a customer goes straight to one parent picked by rho
 
 
 @dataclass(frozen=True)
@@ -219,9 +220,9 @@ def _node(name: str, raw, params: dict[str, Param]) -> NodeSpec:
     over = raw.get("over")
     if over not in OVER:
         raise _err(where, f"'over' must be 'topic' or 'word', got {over!r}")
-    kinds = [k for k in ("dirichlet", "uniform", "pyp", "dp") if k in raw]
+    kinds = [k for k in ("dirichlet", "uniform", "pyp", "dp", "mixture") if k in raw]
     if len(kinds) != 1:
-        raise _err(where, "give exactly one of 'dirichlet', 'uniform', 'pyp', 'dp'")
+        raise _err(where, "give exactly one of 'dirichlet', 'uniform', 'pyp', 'dp', 'mixture'")
     parents = raw.get("parents", [])
     if not isinstance(parents, list):
         raise _err(where, "'parents' must be a list")
@@ -237,6 +238,8 @@ def _node(name: str, raw, params: dict[str, Param]) -> NodeSpec:
         return NodeSpec(name, index, over, kind, alpha=alpha)
     if not parents:
         raise _err(where, f"a {kind} vector needs at least one parent")
+    if kind == "mixture":
+        return _mixture(name, raw, index, over, parents, params)
     body = raw[kind]
     if not isinstance(body, dict):
         raise _err(where, f"'{kind}' must be an object")
@@ -249,13 +252,35 @@ def _node(name: str, raw, params: dict[str, Param]) -> NodeSpec:
             raise _err(where, "'pyp' is {\"a\": ..., \"b\": ...}")
         a = _param(body["a"], name, "a", params)
     b = _param(body["b"], name, "b", params)
+    return NodeSpec(name, index, over, "pyp", a=a, b=b, parents=tuple(_parent(p, name) for p in parents),
+                    weights=_weights(raw, where, parents))
+
+
+def _weights(raw, where: str, parents) -> str:
     weights = raw.get("weights", "dirichlet")
     if weights not in WEIGHTS:
         raise _err(where, f"'weights' must be one of {', '.join(WEIGHTS)}, got {weights!r}")
     if weights == "uniform" and any("gamma" in p for p in parents if isinstance(p, dict)):
         raise _err(where, "'weights': 'uniform' fixes rho: its parents take no gamma")
-    return NodeSpec(name, index, over, "pyp", a=a, b=b, parents=tuple(_parent(p, name) for p in parents),
-                    weights=weights)
+    return weights
+
+
+def _mixture(name: str, raw, index, over: str, parents, params: dict[str, Param]) -> NodeSpec:
+    """``"mixture": true``: a Pitman-Yor vector with a = 0 and b infinite, i.e. exactly the rho-mixture of its
+    parents; each of its customers goes straight to one parent (E6 with b -> inf: no table is shared). Its b
+    is the parameter NAME.b = inf (fixed); only topic vectors per document or segment."""
+    where = f"node '{name}'"
+    if raw["mixture"] is not True:
+        raise _err(where, "'mixture' must be true")
+    if over != "topic":
+        raise _err(where, "a mixture node is over topics")
+    if not set(index) <= {"document", "segment"}:
+        raise _err(where, f"a mixture node is indexed by document or segment, not {list(index)}")
+    a = _param(0.0, name, "a", params)
+    params[f"{name}.b"] = Param(f"{name}.b", "b", math.inf, False)
+    return NodeSpec(name, index, over, "pyp", a=a, b=f"{name}.b",
+                    parents=tuple(_parent(p, name) for p in parents), weights=_weights(raw, where, parents),
+                    mixture=True)
 
 
 def _derivable(expr: str, factors: tuple[str, ...]) -> bool:
@@ -352,6 +377,9 @@ def parse_network(raw) -> NetworkSpec:
             if node.kind == "pyp" and node.over == "word":
                 raise _err(f"node '{name}'", "sampler 'cmgs' runs the topic side; a Pitman-Yor word side keeps "
                                              "the table indicators (\"sampler\": \"indicators\")")
+            if node.mixture:
+                raise _err(f"node '{name}'", "sampler 'cmgs' does not run a mixture node; use \"sampler\": "
+                                             "\"indicators\"")
     check_lists(nodes, draws, sampler)
     return NetworkSpec(str(raw.get("name", "network")), nodes, params, draws["topic"], draws["word"], order,
                        sampler)

@@ -81,7 +81,7 @@ def topic_zplus_rows(jt, K, Zb, slot, anc_ptr, anc, kind, dim, off, alpha, a_of,
             gs = gamma_sum[x]
             e0, e1 = par_ptr[x], par_ptr[x + 1]
             bc = b + C
-            lead = (b + a * T) / bc
+            lead = 1.0 if b == np.inf else (b + a * T) / bc     # b infinite: a mixture node
             Jp = RJ[p]
             Op = RO[p]
             if e1 - e0 == 1:                      # one parent: its factor and row out of the loop
@@ -133,7 +133,7 @@ def pyp_over_root_row(jt, w, K, Zb, slot, cum, kind, dim, off, alpha, a_of, b_of
     b = bvals[b_of[jt]]
     T = TP[jt]
     bc = b + (Nn[jt] + TC[jt])
-    lead = (b + a * T) / bc
+    lead = 1.0 if b == np.inf else (b + a * T) / bc         # b infinite: a mixture node
     f = lead * (par_gamma[e0] + Se[e0]) / (gamma_sum[jt] + T)
     ibc = 1.0 / bc
     Jp = RJ[p]
@@ -352,7 +352,8 @@ def network_sweep(start, reseed, seed, reseat, words, z, topic_inst, word_inst, 
         pos += 1
     if init or not reseat:
         return -1
+    D = max(K, dim.max())       # the values of a re-seated vector: topics, or words (a chain of word vectors)
     return reseat_cells(pos, N, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum, avals,
                         bvals, L3, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx, anc_ptr, anc, Z,
-                        np.empty((K, maxanc)), np.empty((K, maxanc, maxpar)), np.zeros(K, np.int64),
+                        np.empty((D, maxanc)), np.empty((D, maxanc, maxpar)), np.zeros(D, np.int64),
                         np.full(maxanc, -1, np.int64), np.zeros(J, np.int64), pnA, peA)

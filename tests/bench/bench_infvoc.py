@@ -42,6 +42,7 @@ from collections import Counter
 
 from bench_common import CACHE, bench_session  # noqa: E402  (first: puts the project on sys.path)
 from infvoc_corpora import CORPORA, digest
+from infvoc_folds import pooled_accuracy
 from infvoc_reference import REFERENCES
 
 def write_jsonl(path, rows):
@@ -313,6 +314,9 @@ def main() -> None:
         out = work / f"{name}-inferred"
         infer_job(spark, InferRequest(model_store.resolve(str(root)), everything_path, str(out)))
         accuracy[name] = classification_accuracy(pd.read_parquet(out / "doc_topics.parquet"), labels, test_ids)
+        if debian:   # every labelled package tested once (5 folds), per entry and per package (infvoc_folds)
+            accuracy[name + "-folds"] = pooled_accuracy(pd.read_parquet(out / "doc_topics.parquet"), labels,
+                                                        {r["id"]: r["package"] for r in rows})
         # the thesis' features (its code's gamma.txt): each document's theta when the stream reached it
         stream = pd.read_parquet(root / "doc_topics", columns=["doc_id", "theta"])
         accuracy[name + "-stream"] = classification_accuracy(stream, labels, test_ids)
@@ -354,6 +358,12 @@ def main() -> None:
               + "; ".join(f"{m}: SVM {a[m + features]['svm']:.3f} (balanced {a[m + features]['svm_balanced']:.3f}), "
                           f"logistic {a[m + features]['logistic']:.3f} (balanced {a[m + features]['logistic_balanced']:.3f})"
                           for m in ("infvoc", "fixvoc")))
+    if debian:
+        print("classification, 5 folds of the packages pooled (infvoc_folds), balanced: " + "; ".join(
+            f"{m}: per entry SVM {a[m + '-folds']['entry_svm_balanced']:.3f}, logistic "
+            f"{a[m + '-folds']['entry_logistic_balanced']:.3f}; per package ({a[m + '-folds']['package_count']}) SVM "
+            f"{a[m + '-folds']['package_svm_balanced']:.3f}, logistic {a[m + '-folds']['package_logistic_balanced']:.3f}"
+            for m in ("infvoc", "fixvoc")))
     print("accuracy " + json.dumps(accuracy))
     for k, words in enumerate(inf_model.top_words(10)[:5]):
         print(f"  infvoc topic {k}: " + " ".join(w + ("+" if m else "") for w, _, m in words))

@@ -12,6 +12,8 @@ same K, iterations, seed and priors (alpha 0.1 fixed, beta 0.01; b = 10 sampled,
   optimised (the default) for reference;
 * ``hdp-pyp``: ``lda-gibbs --fixed-alpha``, ``--network hdp-lda`` (documents DP over a corpus Dirichlet root) and
   ``--network hdp-pyp-lda`` (documents DP over a corpus-level Pitman-Yor vector over a root; no target);
+* ``pyp-lda-2``: ``lda-gibbs --fixed-alpha``, ``--network pyp-lda`` and ``--network pyp-lda-2`` (the topics'
+  Pitman-Yor word vectors over a corpus-level Pitman-Yor word vector over the uniform, hca's; no target).
 * ``hca``: ``--network pyp-lda``, ``--network hdp-pyp-lda`` and ``--network hca`` (the two combined: hca's
   structure; no target).
 
@@ -46,11 +48,13 @@ RUNS = {   # name -> (model, extra train flags)
     "lda-gibbs (alpha optimised)": ("lda-gibbs", ()),
     "hdp-lda.json": ("pdp-network", ("--network", "hdp-lda")),
     "hdp-pyp-lda.json": ("pdp-network", ("--network", "hdp-pyp-lda")),
+    "pyp-lda-2.json": ("pdp-network", ("--network", "pyp-lda-2")),
     "hca.json": ("pdp-network", ("--network", "hca")),
 }
 GROUPS = {"stm": ["stm", "stm.json"], "seqlda": ["seqlda", "seqlda.json"], "adatm": ["adatm", "adatm.json"],
           "pyp-lda": ["lda-gibbs", "pyp-lda.json", "lda-gibbs (alpha optimised)"],
           "hdp-pyp": ["lda-gibbs", "hdp-lda.json", "hdp-pyp-lda.json"],
+          "pyp-lda-2": ["lda-gibbs", "pyp-lda.json", "pyp-lda-2.json"],
           "hca": ["pyp-lda.json", "hdp-pyp-lda.json", "hca.json"]}
 
 

@@ -63,8 +63,8 @@ def test_a_kept_column_indexes_topic_roots_from_prepare_to_evaluate(spark_sessio
 
 def test_an_author_list_column_from_prepare_to_evaluate(spark_session, tmp_path):
     """``prepare --keep-columns authors`` (names separated by ";"), ``train --network author-topic`` (the shipped
-    spec: a document's vector around the mean of its authors' roots, issue 28), one root per author, documents by
-    the same authors with (nearly) the same topic row (b = 1e6: the author-topic model), evaluate with held-out
+    spec: a document's vector the uniform mixture of its authors' roots, a mixture node, issue 28), one root per
+    author, documents by the same authors with (nearly) the same topic row (the author-topic model), evaluate with held-out
     documents by known and unseen authors (document completion, left-to-right)."""
     from conftest import train_args
     from drivers.models.cluster_lda.authors import list_names

@@ -105,7 +105,7 @@ def spec_file(tmp_path_factory):
 
 
 @pytest.mark.parametrize("which", ["hdp-lda", "sampled", "pyp-lda", "seqlda", "column", "hdp-pyp-lda", "authors",
-                                   "authors-pyp", "hca", "pyp-topics", "two-parents"])
+                                   "authors-pyp", "pyp-lda-2", "hca", "pyp-topics", "two-parents"])
 def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(spark_session, blocks, spec_file,
                                                                                 group_corpus, tmp_path, which):
     network = spec_file if which == "sampled" else which
@@ -117,7 +117,8 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
     fit = partial(_fit, corpus=group_corpus)
     run = fit(spark_session, blocks, tmp_path / "run", network)
     result, recount = run
-    for name in ("nwk", "network_tc") + (("word_tables",) if which in ("pyp-lda", "hca") else ()) + \
+    for name in ("nwk", "network_tc") + (("word_tables",) if which in ("pyp-lda", "pyp-lda-2", "hca") else ()) + \
+            (("word_chain",) if which == "pyp-lda-2" else ()) + \
             (("network_tp",) if which in ("hdp-pyp-lda", "authors-pyp", "hca", "pyp-topics") else ()) + \
             (("network_tp", "network_ts") if which == "two-parents" else ()):
         np.testing.assert_array_equal(result.tables[name], recount[name], err_msg=name)
@@ -127,6 +128,11 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
         n, t = result.tables["nwk"], result.tables["word_tables"]
         assert np.all(t <= n) and (t < n).any() and ((n > 0) & (t == 0)).sum() <= (n > 0).sum() // 20
         assert result.hyper["a_values"]["phi.a"] != 0.5 and result.hyper["b_values"]["phi.b"] != 10.0
+        np.testing.assert_allclose(result.topic_word.sum(axis=1), 1.0)
+    elif which == "pyp-lda-2":    # phi[topic] <- nu (corpus PYP) <- uniform: t <= c at both levels (c_nu = sum_k t)
+        n, t, tnu = result.tables["nwk"], result.tables["word_tables"], result.tables["word_chain"][:, 0]
+        assert np.all(t <= n) and np.all(tnu <= t.sum(axis=1)) and (tnu < t.sum(axis=1)).any() and tnu.sum() > 0
+        assert all(result.hyper[f"{k}_values"][f"{x}.{k}"] != v for x in ("phi", "nu") for k, v in (("a", .5), ("b", 10)))
         np.testing.assert_allclose(result.topic_word.sum(axis=1), 1.0)
     elif which == "hca":          # hdp-pyp-lda's topic side and pyp-lda's word side, both sides' tables owned
         n, t = result.tables["nwk"], result.tables["word_tables"]
@@ -178,23 +184,25 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
     with pytest.raises(Interrupted):
         fit(spark_session, blocks, tmp_path / "ckpt", network, stop_after=3)
     assert_same_runs(fit(spark_session, blocks, tmp_path / "ckpt", network, resume=True), run)
-    if which in ("pyp-lda", "hdp-pyp-lda", "hca"):  # the tables' bounds let the resident sampler run it: the same chain
+    if which in ("pyp-lda", "hdp-pyp-lda", "pyp-lda-2", "hca"):  # the tables' bounds let the resident sampler run it
         assert_same_runs(fit(spark_session, blocks, tmp_path / "resident", network, sync="resident"), run)
 
 
-@pytest.mark.parametrize("which", ["pdp-seqlda-cmgs", "pdp-hdp-pyp", "pdp-hca"])
+@pytest.mark.parametrize("which", ["pdp-seqlda-cmgs", "pdp-hdp-pyp", "pdp-pyp-lda-2", "pdp-hca"])
 def test_seqlda_cmgs_is_the_same_on_local1(spark_session, tiny_corpora_of_kind, local1_models, tmp_path, which):
     """seqlda.json under ``--sampler cmgs`` (and hdp-pyp-lda.json: a corpus-level Pitman-Yor vector, its tables
-    owned by partitions; and hca.json: the same with a Pitman-Yor word side) trained here (local[2]) and in the
-    local[1] application (conftest ``local1_models``): the same topics and document rows bit for bit."""
+    owned by partitions; pyp-lda-2.json: a chain of Pitman-Yor word vectors, likewise; hca.json: a shared Pitman-Yor
+    topic vector and a Pitman-Yor word side) trained here (local[2]) and in the local[1] application (conftest
+    ``local1_models``): the same topics and document rows bit for bit."""
     import pandas as pd
 
-    from conftest import PDP_HCA, PDP_HDP_PYP, PDP_SEQLDA_CMGS, train_args
+    from conftest import PDP_HCA, PDP_HDP_PYP, PDP_PYP_LDA_2, PDP_SEQLDA_CMGS, train_args
     from drivers import registry
     from drivers.store.model_store import load_model
     from jobs import train
 
-    flags = {"pdp-seqlda-cmgs": PDP_SEQLDA_CMGS, "pdp-hdp-pyp": PDP_HDP_PYP, "pdp-hca": PDP_HCA}[which]
+    flags = {"pdp-seqlda-cmgs": PDP_SEQLDA_CMGS, "pdp-hdp-pyp": PDP_HDP_PYP, "pdp-pyp-lda-2": PDP_PYP_LDA_2,
+             "pdp-hca": PDP_HCA}[which]
     train.train(spark_session, train_args(tiny_corpora_of_kind[registry.SEGMENTED], tmp_path / "m", *flags))
     other = local1_models / which
     np.testing.assert_array_equal(load_model(str(other)).lambda_, load_model(str(tmp_path / "m")).lambda_)
@@ -203,7 +211,7 @@ def test_seqlda_cmgs_is_the_same_on_local1(spark_session, tiny_corpora_of_kind, 
     np.testing.assert_array_equal(theta[0], theta[1])
     if which == "pdp-seqlda-cmgs":
         assert json.loads((tmp_path / "m" / "model.json").read_text())["hyper"]["network"]["sampler"] == "cmgs"
-    else:
+    elif which == "pdp-hdp-pyp":
         assert np.load(other / "network_tp.npy").sum() > 0
         np.testing.assert_array_equal(np.load(other / "network_tp.npy"), np.load(tmp_path / "m" / "network_tp.npy"))
 

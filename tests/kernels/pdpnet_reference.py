@@ -55,10 +55,14 @@ def reference_log_joint(net, z, s, avals=None, bvals=None, indicators=False, lit
         if np.any(t > c) or np.any((t == 0) != (c == 0)):
             return -math.inf
         T = int(t.sum())
-        cust = int(n[lo:hi].sum()) + T if literal else C
-        total += sum(math.log(b + m * a) for m in range(T)) - (gammaln(b + cust) - gammaln(b))
-        L = log_stirling_table(a, int(c.max()) + 2, int(c.max()) + 2)
-        total += sum(L[x, y] for x, y in zip(c, t))
+        if b == math.inf:                 # a mixture node: legal only with t = c, where (b|a)_T/(b)_C S^c_c = 1
+            if np.any(t != c):
+                return -math.inf
+        else:
+            cust = int(n[lo:hi].sum()) + T if literal else C
+            total += sum(math.log(b + m * a) for m in range(T)) - (gammaln(b + cust) - gammaln(b))
+            L = log_stirling_table(a, int(c.max()) + 2, int(c.max()) + 2)
+            total += sum(L[x, y] for x, y in zip(c, t))
         edges = range(net.par_ptr[j], net.par_ptr[j + 1])
         g = np.array([net.par_gamma[e] for e in edges])
         S = np.array([sum(s[net.eoff[e]:net.eoff[e + 1]]) for e in edges])

@@ -35,6 +35,15 @@ HDP = {          # a DP document vector over a corpus-level Dirichlet root, K = 
               "phi": UNIFORM_WORDS},
     "topic": {"node": "theta", "index": ["document"]}, "word": {"node": "phi", "index": ["topic"]}}
 
+MIXTURE = {      # segments a mixture node (b infinite) of the document's and the corpus' roots, rho integrated out
+    "nodes": {"top": {"index": ["corpus"], "over": "topic", "dirichlet": 0.5},
+              "doc": {"index": ["document"], "over": "topic", "dirichlet": 0.7},
+              "seg": {"index": ["segment"], "over": "topic", "mixture": True,
+                      "parents": [{"node": "doc", "index": ["document"], "gamma": 0.8},
+                                  {"node": "top", "index": ["corpus"], "gamma": 1.3}]},
+              "phi": UNIFORM_WORDS},
+    "topic": {"node": "seg", "index": ["segment"]}, "word": {"node": "phi", "index": ["topic"]}}
+
 STM = {"nodes": {"doc": {"index": ["document"], "over": "topic", "dirichlet": 0.4},
                  "seg": {"index": ["segment"], "over": "topic", "pyp": {"a": 0.2, "b": 2.0},
                          "parents": [{"node": "doc", "index": ["document"]}]},
@@ -72,7 +81,8 @@ def _exact_log_p(net, phi_kv):
 
 
 @pytest.mark.parametrize("spec, docs, K", [(ADAPTIVE, [[[0, 1], [2], [1]]], 2), (HDP, [[[0, 2, 1]]], 3),
-                                            (STM, [[[0, 1], [2, 0]]], 2)], ids=["adaptive", "hdp", "stm"])
+                                            (STM, [[[0, 1], [2, 0]]], 2), (MIXTURE, [[[0, 1], [2, 0]]], 2)],
+                         ids=["adaptive", "hdp", "stm", "mixture"])
 @pytest.mark.parametrize("resample", [True, False], ids=["resample", "no-resample"])
 def test_particles_are_unbiased_for_the_networks_likelihood(spec, docs, K, resample):
     """The mean of 20,000 particles' products is within 4 standard errors of the enumerated p(w | Phi), and

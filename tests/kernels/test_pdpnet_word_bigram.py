@@ -89,7 +89,7 @@ def test_two_partitions_keyed_tables_stay_the_recount_and_own_tables_legal(tmp_p
                  for blk, st in zip(blocks, states)]
         return {t.name: merge(t, [c[t.name] for c in parts]) for t in model.count_tables()}
     moved = 0
-    for it in range(6):
+    for it in range(20000):
         tables = summed()
         before = [st["z"].copy() for st in states]
         for p, (blk, st) in enumerate(zip(blocks, states)):
@@ -140,3 +140,46 @@ def _by_word(pairs, delta, V):
     out = np.zeros((V, delta.shape[1]), np.int64)
     np.add.at(out, pairs % V, delta)
     return out
+
+
+def test_one_engine_partition_samples_the_networks_joint(tmp_path):
+    """One engine partition (the model's ``sweep_tables``, every sweep on its local copies as a single partition's
+    synchronisations leave them) visits every (z, t) of a tiny tlm network with the frequencies of the network's
+    corrected joint (E12) enumerated over all legal states (tests/kernels/pdpnet_reference.py): 20,000 sweeps,
+    chi-square p > 1e-3, total variation < 0.06 (the literal (E12): 0.43). The state maps onto the in-process
+    network's: a pair's own indicators at topic k are the table count s of the phi[k, w'] cell w's edge to psi_k.
+    (Not draw for draw: the engine's word side draws its leaving customer's indicator as u n < t, forced without
+    a number at t = 0 or n, and re-seats every own customer of a cell; the network sampler draws u c >= c - t
+    and re-seats one customer per cell.)"""
+    from tests.kernels.pdpnet_reference import enumerate_states
+    from tests.kernels.test_pdpnet_sampler import _chi_square
+
+    V, K = 2, 2
+    docs = [[0, 1, 0, 1], [0, 1]]               # pairs (start, 0) twice, (0, 1) three times, (1, 0) once
+    spec = tmp_path / "tlm-net.json"
+    spec.write_text(__import__("json").dumps(tlm_spec(0.4, 0.3, 1.5)))
+    model = PdpNetwork(K, V)
+    hyper = model.initial_hyper(network=str(spec))
+    block = SegmentedBlock.from_segments([(f"d{i}", [d]) for i, d in enumerate(docs)])
+    state = model.initial_state(block, hyper, 3)
+    tables = {name: value for name, value in model.table_counts(block, state, np.unique(
+        block.words, return_inverse=True)).items()}
+    tables = {t.name: merge(t, [tables[t.name]]) for t in model.count_tables()}
+    derived = model.derive(tables)
+    net = compile_network(parse_network(tlm_spec(0.4, 0.3, 1.5)), CorpusLayout.of([[d] for d in docs], V), K)
+    states = enumerate_states(net)
+    index = {(z, s): r for r, (z, s, _) in enumerate(states)}
+    pairs, uidx = pdp_bigram.local_pairs(block, V)
+    obs = np.zeros(len(states))
+    for it in range(20000):
+        model.sweep_tables(block, state, hyper, tables, derived, 1000 + it)
+        s = np.zeros(int(net.eoff[-1]), np.int64)
+        for i, (u, w) in enumerate(zip(uidx, block.words)):
+            for k in range(K):
+                s[net.eoff[net.par_ptr[net.word_inst[i, k]]] + w] = state["word_t"][u, k]
+        obs[index[(tuple(int(k) for k in state["z"]), tuple(int(x) for x in s))]] += 1
+    tv, pval = _chi_square(states, obs)
+    assert tv < 0.06 and pval > 1e-3, (len(states), tv, pval)
+    assert len(states) > 64                      # the word side's tables vary, not only z
+    tv_lit, pval_lit = _chi_square(enumerate_states(net, literal=True), obs)
+    assert tv_lit > 0.3 and pval_lit < 1e-6, (tv_lit, pval_lit)    # the paper's literal (E12): told apart

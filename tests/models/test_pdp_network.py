@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from drivers.models.pdp_network import PdpNetwork
+from drivers.models.pdp_specs import SHIPPED
 from inference.errors import UsageError
 from inference.gibbs.block import SegmentedBlock
 from drivers.models.lda_gibbs.model import lda_sweep
@@ -76,23 +77,28 @@ HDP3 = {"nodes": {"top": {"index": ["corpus"], "over": "topic", "dirichlet": 1.0
         "topic": {"node": "theta", "index": ["document"]}, "word": {"node": "phi", "index": ["topic"]}}
 
 
-PYP2 = {"nodes": {"theta": {"index": ["document"], "over": "topic", "dirichlet": 0.1},
-                  "base": {"index": ["corpus"], "over": "word", "pyp": {"a": 0.5, "b": 1.0},
-                           "parents": [{"node": "u", "index": ["corpus"]}]},
+PYP2 = {"nodes": {"theta": {"index": ["document"], "over": "topic", "dirichlet": 0.1},     # a middle level per topic
+                  "base": {"index": ["topic"], "over": "word", "pyp": {"a": 0.5, "b": 1.0},   # (a chain over the
+                           "parents": [{"node": "u", "index": ["corpus"]}]},                 # corpus runs: pyp-lda-2)
                   "u": {"index": ["corpus"], "over": "word", "uniform": True},
                   "phi": {"index": ["topic"], "over": "word", "pyp": {"a": 0.5, "b": 10.0},
-                          "parents": [{"node": "base", "index": ["corpus"]}]}},
+                          "parents": [{"node": "base", "index": ["topic"]}]}},
         "topic": {"node": "theta", "index": ["document"]}, "word": {"node": "phi", "index": ["topic"]}}
 
 
 @pytest.mark.parametrize("name,message", [
     ("hdp3", "node 'mid': a shared Pitman-Yor vector runs with the table indicators (not \"sampler\": \"cmgs\")"),
     ("pyp2", "node 'phi': a Pitman-Yor word side on the Gibbs engine has one parent, a corpus-level Dirichlet"),
+    ("hca-chain", "node 'corpus': a shared Pitman-Yor vector beside a chain of Pitman-Yor word vectors is not on"),
     ("no-such-spec", "--network no-such-spec: no such file, nor a shipped spec"),
 ])
 def test_what_the_engine_cannot_run_is_refused_in_one_line(name, message, tmp_path):
-    if name in ("hdp3", "pyp2"):
-        (tmp_path / f"{name}.json").write_text(json.dumps(dict(HDP3, sampler="cmgs") if name == "hdp3" else PYP2))
+    hca_chain = json.loads((SHIPPED / "hca.json").read_text())     # hca with a chain of word vectors: phi <- nu
+    hca_chain["nodes"]["nu"] = dict(hca_chain["nodes"]["phi"], index=["corpus"])                # <- words
+    hca_chain["nodes"]["phi"]["parents"] = [{"node": "nu", "index": ["corpus"]}]
+    specs = {"hdp3": dict(HDP3, sampler="cmgs"), "pyp2": PYP2, "hca-chain": hca_chain}
+    if name in specs:
+        (tmp_path / f"{name}.json").write_text(json.dumps(specs[name]))
         name = str(tmp_path / f"{name}.json")
     with pytest.raises(UsageError) as info:
         PdpNetwork(3, 8).initial_hyper(network=name)

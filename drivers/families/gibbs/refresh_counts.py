@@ -39,11 +39,12 @@ def rekeyed_bigrams(keys: np.ndarray, counts: np.ndarray, old_vocab_size: int, v
     return merge_keyed(1, previous * vocab_size + word, np.asarray(counts, np.int32).reshape(-1, 1))
 
 
-def without_old_copies(spark, model, kept: KeyedCounts, corpus_dir: str, spec) -> tuple[KeyedCounts, dict]:
+def without_old_copies(spark, model, kept: KeyedCounts, corpus_dir: str, spec,
+                       hyper: dict | None) -> tuple[KeyedCounts, dict]:
     """``kept`` less the bigrams of the documents of ``corpus_dir`` (revised documents' old copies: few, counted
     here; the staged corpus is deleted once read), and their numbers of documents and tokens."""
-    corpus = load_segmented_corpus(spark, corpus_dir, 1, require_segments=needs_segments(spec),
-                                   ordered=needs_order(spec))
+    corpus = load_segmented_corpus(spark, corpus_dir, 1, require_segments=needs_segments(spec, hyper),
+                                   ordered=needs_order(spec, hyper))
     try:
         blocks = [block for _, block in corpus.blocks.collect()]
     finally:
@@ -83,7 +84,7 @@ def refresh_counts(spark, spec, base, corpus_dir: str | None, request, output: s
     hyper = model.initial_hyper(**{k: v for k, v in start.items() if k != "base_measure"})
     keys, counts = (storage.load_npy(storage.join(base.directory, f"{name}.npy"))
                     for name in ("bigram_keys", "bigram_counts"))
-    counted, old = corpus_dir, {"documents": 0, "tokens": 0}
+    counted, old, saved = corpus_dir, {"documents": 0, "tokens": 0}, base.meta.get("hyper")
     if request.reinfer_old:         # every document counted again: the per-document tables cover them all
         counted = every_document(spark, request.root, history or {}, corpus_dir, output)
     else:
@@ -91,10 +92,10 @@ def refresh_counts(spark, spec, base, corpus_dir: str | None, request, output: s
         revised = revised_ids(output)
         if revised:                 # a revised document's old copy leaves the counts (its new text is counted)
             bigrams, old = without_old_copies(spark, model, bigrams, old_copies(
-                spark, request.root, history or {}, corpus_dir, output, revised), spec)
+                spark, request.root, history or {}, corpus_dir, output, revised), spec, saved)
         model.kept_counts = {"bigrams": bigrams}
-    corpus = load_segmented_corpus(spark, counted, request.partitions, require_segments=needs_segments(spec),
-                                   ordered=needs_order(spec))
+    corpus = load_segmented_corpus(spark, counted, request.partitions, require_segments=needs_segments(spec, saved),
+                                   ordered=needs_order(spec, saved))
     seed = int(base.meta.get("seed") or 0) if request.seed is None else int(request.seed)
     settings = GibbsSettings(SampleSchedule.resolve(1), seed=seed)
     work = storage.join(output, WORK)

@@ -1,0 +1,126 @@
+"""Left-to-right of a network with a bigram-topic word side (issue 28, tlm.json; :mod:`inference.pdpnet.
+bigram_left_to_right`): each particle's earlier tokens enter the word side's counts; the particles' products are
+unbiased for p(w | the trained state), checked against the sequential process enumerated on a tiny document; the
+first token's predictive is the trained posterior mean's (:func:`drivers.models.pdp_bigram.predictive`)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from drivers.models import pdp_bigram
+from drivers.models.pdp_specs import read_spec_file
+from inference.gibbs.tables import KeyedCounts
+from inference.pdpnet import kernels
+from inference.pdpnet.bigram_left_to_right import bigram_particles
+from inference.pdpnet.compile import CorpusLayout, compile_network
+from inference.pdpnet.ratio_path import open_exp_table
+from inference.pdpnet.sampler import StirlingStack, rebuild_counts
+from inference.pdpnet.spec import parse_network
+from inference.pdpnet.sweep import ratio_tables
+
+V, K, ALPHA = 3, 2, 0.6
+WORDS = [0, 2, 0, 2]        # pairs (start, 0), (0, 2), (2, 0), (0, 2): the document's own customers rejoin
+#: trained cells ((w', w, k): (n, t)); w' = V the start context; the contexts hold other words' customers too
+TRAINED = {(V, 0, 0): (2, 1), (0, 2, 0): (3, 2), (0, 2, 1): (1, 1), (2, 0, 1): (4, 1), (0, 1, 0): (2, 2),
+           (1, 0, 1): (3, 1)}
+
+
+def _spec(word):
+    raw = read_spec_file("tlm")
+    nodes = dict(raw["nodes"], theta=dict(raw["nodes"]["theta"], dirichlet=ALPHA), phi=dict(
+        {k: v for k, v in raw["nodes"]["phi"].items() if k != "dp"}, **word["phi"]), psi=dict(
+        {k: v for k, v in raw["nodes"]["psi"].items() if k != "dirichlet"}, **word["psi"]))
+    return dict(raw, nodes=nodes)
+
+
+def _trained():
+    keys = np.array(sorted((p * V + w) * K + k for p, w, k in TRAINED), np.int64)
+    cell = {(p * V + w) * K + k: v for (p, w, k), v in TRAINED.items()}
+    n = np.array([[cell[key][0]] for key in keys], np.int32)
+    t = np.array([[cell[key][1]] for key in keys], np.int32)
+    return pdp_bigram.derived({pdp_bigram.CUSTOMERS: KeyedCounts(keys, n), pdp_bigram.TABLES: KeyedCounts(keys, t)},
+                              V, K)
+
+
+def _sequential_log_p(trained, a, b, beta0):
+    """log p(w | trained) by the sequential process, every (topic, join or open) path enumerated (module
+    docstring of inference.pdpnet.bigram_left_to_right)."""
+    n0 = {(int(key) // K, int(key) % K): (int(n), int(t)) for key, n, t in
+          zip(trained["bigram_keys"], trained["bigram_n"], trained["bigram_t"])}
+    ctx0 = {(int(c) // K, int(c) % K): (int(N), int(T)) for c, N, T in
+            zip(trained["bigram_ctx"], trained["bigram_ctx_n"], trained["bigram_ctx_t"])}
+    prevs = [V] + WORDS[:-1]
+
+    def rec(i, topics, cells, ctx, root):
+        if i == len(WORDS):
+            return 1.0
+        total, pair, prev, w = 0.0, prevs[i] * V + WORDS[i], prevs[i], WORDS[i]
+        for k in range(K):
+            pz = (ALPHA + topics[k]) / (K * ALPHA + i)
+            n, t = cells.get((pair, k), (0, 0))
+            N, T = ctx.get((prev, k), (0, 0))
+            psi = 1.0 / V if beta0 <= 0 else (beta0 + root[w, k]) / (V * beta0 + root[:, k].sum())
+            up = np.eye(K, dtype=int)[k]
+            for opened, weight in ((False, n - a * t), (True, (b + a * T) * psi)):
+                if weight <= 0:
+                    continue
+                cells2 = dict(cells)
+                cells2[(pair, k)] = (n + 1, t + opened)
+                ctx2 = dict(ctx)
+                ctx2[(prev, k)] = (N + 1, T + opened)
+                root2 = root.copy()
+                root2[w, k] += opened
+                total += pz * weight / (b + N) * rec(i + 1, topics + up, cells2, ctx2, root2)
+        return total
+
+    return float(np.log(rec(0, np.zeros(K, int), n0, ctx0, trained["bigram_troot"].copy())))
+
+
+def _particles(spec, trained, beta0, seeds, resample):
+    """(R, N) p_n^(r) of the document under ``spec``'s topic side and the trained word side."""
+    doc = CorpusLayout.of([[WORDS]], V)
+    net = compile_network(parse_network(spec), doc, K, word_side=False)
+    block = _Block(np.array(WORDS, np.int64))
+    side = pdp_bigram.document_side(block, trained, V, K)
+    cnt = rebuild_counts(net, np.zeros(0, np.int64), np.zeros(int(net.eoff[-1]), np.int64), word_side=False)
+    stirling = StirlingStack(net.a_values)
+    stirling.ensure(len(WORDS) + int(side[3].max()), len(WORDS) + int(side[4].max()))
+    RJ, RO = ratio_tables(stirling.L3)
+    anc_ptr, anc = kernels.ancestor_lists(net.par_ptr, net.par_node)
+    pw, bw = net.a_names.index("phi.a"), net.b_names.index("phi.b")
+    return bigram_particles(np.asarray(seeds, np.int64), resample, *side, V, pw, bw, beta0, net.topic_inst, anc_ptr,
+                            anc, net.kind, net.dim, net.off, net.alpha, net.a_of, net.b_of, net.par_ptr, net.par_node,
+                            net.par_gamma, net.gamma_sum, net.a_values, net.b_values, RJ, RO,
+                            open_exp_table(stirling.L3), cnt["n"], cnt["tc"], cnt["tp"], cnt["Nn"], cnt["TC"],
+                            cnt["TP"], np.zeros(int(net.eoff[-1]), np.int64), cnt["Se"], net.eoff,
+                            np.zeros(net.num_nodes, np.bool_), cnt["tc"].copy(), cnt["tp"].copy())
+
+
+class _Block:
+    """One document's tokens in text order (what pdp_bigram.pair_keys reads)."""
+
+    def __init__(self, words):
+        self.words = words
+
+    def token_ptr(self):
+        return np.array([0, len(self.words)], np.int64)
+
+
+CASES = {"dp-dirichlet": ({"phi": {"dp": {"b": 1.5}}, "psi": {"dirichlet": 0.4}}, 0.0, 1.5, 0.4),
+         "pyp-dirichlet": ({"phi": {"pyp": {"a": 0.3, "b": 1.2}}, "psi": {"dirichlet": 0.4}}, 0.3, 1.2, 0.4),
+         "pyp-uniform": ({"phi": {"pyp": {"a": 0.3, "b": 1.2}}, "psi": {"uniform": True}}, 0.3, 1.2, 0.0)}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("resample", [True, False], ids=["resample", "no-resample"])
+def test_particles_are_unbiased_for_the_likelihood_given_the_trained_state(case, resample):
+    """The mean of 20,000 particles' products is within 4 standard errors of the enumerated p(w | trained), and
+    every particle's p_1 is the trained posterior mean's mixture sum_k P(k) p(w_1 | start, k)."""
+    word, a, b, beta0 = CASES[case]
+    spec, trained = _spec(word), _trained()
+    exact = _sequential_log_p(trained, a, b, beta0)
+    probs = _particles(spec, trained, beta0, np.arange(20000) + 7, resample)
+    weights = np.exp(np.log(probs).sum(axis=1) - exact)
+    assert abs(weights.mean() - 1.0) < 4 * weights.std() / np.sqrt(len(weights)), (weights.mean(), weights.std())
+    first = pdp_bigram.predictive(_Block(np.array(WORDS, np.int64)), trained, a, b, beta0, V, K)[0]
+    assert np.allclose(probs[:, 0], first.mean())          # theta's prior predictive: 1/K each
