@@ -74,7 +74,7 @@ class PdpNetwork(pdp_column.ColumnWordArrays, pdp_bigram.BigramArrays, SharedPyp
         self.read_columns(spec)
         self._word_pyp = pdp_words.word_side(spec)
         pdp_shared.check(spec, global_families, self._word_pyp)
-        self._has_tp = pdp_shared.has_shared_pyp(spec, global_families)
+        self.bind_shared(spec, global_families)
         hyper = {"network": raw, "beta": float(beta), "global_families": global_families,
                  "topic_sampler": CMGS_NOTE if spec.sampler == "cmgs" else INDICATORS_NOTE,
                  "b_values": {n: p.value for n, p in spec.params.items() if p.kind == "b" and p.value < np.inf},
@@ -121,10 +121,11 @@ class PdpNetwork(pdp_column.ColumnWordArrays, pdp_bigram.BigramArrays, SharedPyp
         bvals = np.array([hyper["b_values"].get(n, np.inf) for n in net.b_names], np.float64)  # inf: a mixture
         return avals, bvals
 
-    def _counts(self, net, block, state, hyper, global_tc, init=False, global_tp=None):
-        """The kernels' counts from (z, s); a shared vector's t^c (and a shared Pitman-Yor vector's t) is
-        ``global_tc``'s row (the sum over every partition) or, without it, the trained model's plus this block's
-        own (held-out documents, ``infer``); the own go to ``cnt["own"]`` (:func:`pdp_shared.substitute`).
+    def _counts(self, net, block, state, hyper, global_tc, init=False, global_tables=None):
+        """The kernels' counts from (z, s); a shared vector's t^c (and a shared Pitman-Yor vector's t, its edges'
+        S) is ``global_tc``'s row (the sum over every partition; ``global_tables`` the engine's other tables) or,
+        without it, the trained model's plus this block's own (held-out documents, ``infer``); the own go to
+        ``cnt["own"]`` (:func:`pdp_shared.substitute`).
         ``init``: from s alone, no token counted (the initialising sweep adds every token of z itself)."""
         cnt = self._memo("counts").take(block, state)
         if init:
@@ -132,22 +133,20 @@ class PdpNetwork(pdp_column.ColumnWordArrays, pdp_bigram.BigramArrays, SharedPyp
         elif cnt is None:
             cnt = rebuild_counts(net, state["z"].astype(np.int64), state["s"], word_side=False)
         if global_tc is not None:       # the sums over every partition (a shared Pitman-Yor vector's t too)
-            pdp_shared.substitute(net, cnt, self._shared_roots().nodes(net), lambda g, own, n: global_tc[g] - n,
-                                  lambda g, own: global_tp[g])
-        elif self.__dict__.get("_trained_tc") is not None:      # the trained model's plus the block's own (a
-            trained_tp = pdp_shared.legal(self._trained_tc, self.__dict__.get("_trained_tp", 0))   # race: t = 1)
-            pdp_shared.substitute(net, cnt, self._shared_roots().nodes(net),
-                                  lambda g, own, n: own + self._trained_tc[g], lambda g, own: own + trained_tp[g])
+            self.shared_substitute(net, cnt, lambda g, own, n: global_tc[g] - n, global_tables)
+        elif self.__dict__.get("_trained_tc") is not None:      # the trained model's plus the block's own
+            self.shared_substitute(net, cnt, lambda g, own, n: own + self._trained_tc[g])
         return cnt
 
-    def _run(self, block, state, hyper, nwk, nk, seed, frozen_phi, init, global_tc=None, words=None, global_tp=None):
+    def _run(self, block, state, hyper, nwk, nk, seed, frozen_phi, init, global_tc=None, words=None,
+             global_tables=None):
         """``words``: the Pitman-Yor word side's (tables, derived) (:mod:`drivers.models.pdp_words`); a shared
         Pitman-Yor vector's sweep is :func:`owned.owned_sweep` (its own tables ``cnt["own"]``)."""
         net = self._compiled(block, hyper)
         z = state["z"].astype(np.int64)
         s = state["s"]
         frozen_phi, words_of = self.frozen_words(block, hyper, net.words, frozen_phi)   # (per token: bigram, column)
-        cnt = self._counts(net, block, state, hyper, global_tc, init, global_tp)
+        cnt = self._counts(net, block, state, hyper, global_tc, init, global_tables)
         avals, bvals = self._values(net, hyper)
         if getattr(net, "ancestors", None) is None:       # once per compiled block (kept with it)
             net.ancestors = kernels.ancestor_lists(net.par_ptr, net.par_node)
@@ -174,7 +173,7 @@ class PdpNetwork(pdp_column.ColumnWordArrays, pdp_bigram.BigramArrays, SharedPyp
                     reseed = False
                     continue
                 pos = owned.owned_sweep(
-                    pos, reseed, seed, net.words, z, net.topic_inst, anc_ptr, anc, net.kind, net.dim, net.off,
+                    pos, reseed, seed, words_of, z, net.topic_inst, anc_ptr, anc, net.kind, net.dim, net.off,
                     net.alpha, net.a_of, net.b_of, net.par_ptr, net.par_node, net.par_gamma, net.gamma_sum, avals,
                     bvals, *ratios, cnt["n"], cnt["tc"], cnt["tp"], cnt["Nn"], cnt["TC"], cnt["TP"], s,
                     cnt["Se"], net.eoff, cnt["mx"], nwk, nk, float(hyper["beta"]), phi, frozen, *cnt["own"])
@@ -296,8 +295,7 @@ class PdpNetwork(pdp_column.ColumnWordArrays, pdp_bigram.BigramArrays, SharedPyp
         out = {"nwk": self.shared_counts(block, state, local), "network_tc": pdp_shared.customers(net, cnt, rows),
                "discount_counts": engine_stats.histogram_contribution(net, cnt, pdp_shared.shared_mask(net, rows))
                if needs_histograms(net.spec) else NO_HISTOGRAM}
-        if self.__dict__.get("_has_tp"):
-            out[pdp_shared.TABLE] = pdp_shared.own_rows(net, cnt, rows)
+        out.update(self.shared_table_counts(net, cnt, state["s"], rows))
         if pdp_column.is_deep({"word_pyp": self.__dict__.get("_word_pyp")}):
             out.update(pdp_column.table_counts(self, block, state, self._word_pyp))
         elif (self.__dict__.get("_word_pyp") or {}).get("bigram"):
@@ -317,14 +315,14 @@ class PdpNetwork(pdp_column.ColumnWordArrays, pdp_bigram.BigramArrays, SharedPyp
     def sweep_tables(self, block, state, hyper, tables, derived, seed) -> None:
         words = (tables.get(pdp_words.TABLE), derived, tables) if hyper.get("word_pyp") is not None else None
         self._run(block, state, hyper, tables["nwk"], derived["nk"], seed, None, init=False,
-                  global_tc=tables["network_tc"], words=words, global_tp=tables.get(pdp_shared.TABLE))
+                  global_tc=tables["network_tc"], words=words, global_tables=tables)
 
     def bind_hyper(self, hyper: dict) -> None:
         """The network spec and its word side, from the hyperparameters (a reopened chain, a trained model)."""
         self._raw, self._roots = hyper.get("network", self.__dict__.get("_raw")), None
         self._word_pyp = hyper.get("word_pyp", self.__dict__.get("_word_pyp"))
         if self._raw is not None:
-            self._has_tp = pdp_shared.has_shared_pyp(parse_network(self._raw), hyper.get("global_families", []))
+            self.bind_shared(parse_network(self._raw), hyper.get("global_families", []))
 
     # ---- a Pitman-Yor word side: its own topic-word estimate and likelihood (drivers.models.pdp_words)
     def _word_values(self, hyper) -> tuple:

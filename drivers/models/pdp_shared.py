@@ -5,7 +5,8 @@ by partitions (the sweep: :mod:`inference.pdpnet.owned`).
 Tables: its customers, the tables the documents send up (and the tokens, when tokens are drawn from the vector
 itself: a partition keeps its own as its n, the others' are read as t^c), are its rows of ``network_tc`` (as a
 Dirichlet root's); its own tables t_k the same rows of ``network_tp`` (each partition's own indicators, its s on
-the vector's parent edge, summed). Its tables are the customers of its parent, a root (``network_tc``'s row) or the uniform vector.
+the vector's parent edge, summed; with several parents also per edge, ``network_ts``). Its tables are the
+customers of its parents, roots (``network_tc``'s rows) or the uniform vector.
 The trained rows are saved as ``network_tp.npy`` beside ``network_tc.npy``; held-out and ``infer`` sweeps read
 them plus the block's own. The driver's hyperparameter steps read the global (c, t) of these vectors
 (:func:`driver_stats`); the partitions leave them out of their histograms and q_j.
@@ -19,9 +20,11 @@ from drivers.models import pdp_words
 from inference.errors import UsageError
 from inference.gibbs.tables import CountTable
 from inference.pdpnet.compile import KIND_PYP
-from inference.pdpnet.spec import NetworkSpec
+from inference.pdpnet.spec import NetworkSpec, parse_network
 
 TABLE = "network_tp"
+#: a shared Pitman-Yor vector's tables per parent edge (several parents): row g P + i its i-th edge's s
+EDGES = "network_ts"
 
 
 def check(spec: NetworkSpec, families: list[str], word_side: dict | None) -> None:
@@ -31,9 +34,9 @@ def check(spec: NetworkSpec, families: list[str], word_side: dict | None) -> Non
         node = spec.nodes[name]
         if node.kind != "pyp":
             continue
-        if len(node.parents) != 1 or node.parents[0].if_missing is not None:
-            raise UsageError(f"network spec: node '{name}': a Pitman-Yor vector shared by documents has one parent "
-                             "on the Gibbs engine")
+        if any(p.if_missing is not None for p in node.parents):
+            raise UsageError(f"network spec: node '{name}': a Pitman-Yor vector shared by documents has no "
+                             "if_missing parent on the Gibbs engine")
         if spec.sampler == "cmgs":
             raise UsageError(f"network spec: node '{name}': a shared Pitman-Yor vector runs with the table indicators "
                              "(not \"sampler\": \"cmgs\")")
@@ -46,6 +49,22 @@ def check(spec: NetworkSpec, families: list[str], word_side: dict | None) -> Non
 
 def has_shared_pyp(spec: NetworkSpec, families: list[str]) -> bool:
     return any(spec.nodes[n].kind == "pyp" for n in families)
+
+
+def edge_width(spec: NetworkSpec, families: list[str]) -> int:
+    """P, the most parents of a shared Pitman-Yor vector: table ``network_ts`` has P rows per vector when P > 1."""
+    return max([len(spec.nodes[n].parents) for n in families if spec.nodes[n].kind == "pyp"], default=1)
+
+
+def own_edges(net, s, nodes: list, P: int) -> tuple[np.ndarray, np.ndarray]:
+    """A partition's contribution to ``network_ts``: every shared Pitman-Yor vector's own s per parent edge."""
+    rows = [(g, j) for g, j in nodes if net.kind[j] == KIND_PYP]
+    out = np.zeros((len(rows) * P, net.K), np.int32)
+    for r, (_, j) in enumerate(rows):
+        for i, e in enumerate(range(net.par_ptr[j], net.par_ptr[j + 1])):
+            out[r * P + i] = s[net.eoff[e]:net.eoff[e] + net.K]
+    ids = np.repeat(np.array([g for g, _ in rows], np.int64) * P, P) + np.tile(np.arange(P), len(rows))
+    return ids.astype(np.int64), out
 
 
 def legal(tc, tp) -> np.ndarray:
@@ -63,11 +82,13 @@ def customers(net, cnt: dict, nodes: list) -> tuple[np.ndarray, np.ndarray]:
     return np.array([g for g, _ in nodes], np.int64), c
 
 
-def substitute(net, cnt: dict, nodes: list, tc_of, tp_of) -> None:
+def substitute(net, cnt: dict, nodes: list, tc_of, tp_of, se_of=None, P: int = 1) -> None:
     """Put the global rows into the counts: every shared vector's t^c (``tc_of(row, own t^c, own n)``: its
-    customers but the partition's own tokens there, which stay its n), a shared Pitman-Yor vector's t and its
-    parent edge's S (``tp_of``); the partition's own (t^c, t) go to ``cnt["own"]`` = (shared (J,) bool, own_c,
-    own_t) when there is a shared Pitman-Yor vector. ``mx`` covers the global cells."""
+    customers but the partition's own tokens there, which stay its n), a shared Pitman-Yor vector's t (``tp_of``)
+    and its parent edges' S: its T with one parent, else ``se_of(g P + i, own S)`` for the i-th edge (the own s
+    stay in the state: a leaving table's parent is drawn from them); the partition's own (t^c, t) go to
+    ``cnt["own"]`` = (shared (J,) bool, own_c, own_t) when there is a shared Pitman-Yor vector. ``mx`` covers
+    the global cells."""
     shared = np.zeros(net.num_nodes, np.bool_)
     own_c, own_t = cnt["tc"].copy(), cnt["tp"].copy()
     for g, j in nodes:
@@ -78,7 +99,10 @@ def substitute(net, cnt: dict, nodes: list, tc_of, tp_of) -> None:
             shared[j] = True
             cnt["tp"][lo:hi] = tp_of(g, cnt["tp"][lo:hi])
             cnt["TP"][j] = cnt["tp"][lo:hi].sum()
-            cnt["Se"][net.par_ptr[j]] = cnt["TP"][j]
+            if se_of is None:
+                cnt["Se"][net.par_ptr[j]] = cnt["TP"][j]
+            for i, e in enumerate(range(net.par_ptr[j], net.par_ptr[j + 1]) if se_of is not None else ()):
+                cnt["Se"][e] = se_of(g * P + i, cnt["Se"][e])
             cnt["mx"][0] = max(int(cnt["mx"][0]), int((cnt["tc"][lo:hi] + cnt["n"][lo:hi]).max(initial=0)))
             cnt["mx"][1] = max(int(cnt["mx"][1]), int(cnt["tp"][lo:hi].max(initial=0)))
     if shared.any():
@@ -159,35 +183,81 @@ class OwnedTables:
 
 
 class SharedPypModel:
-    """``pdp-network``'s part that keeps the shared Pitman-Yor vectors' table counts (``network_tp``) beside
-    ``network_tc``: the engine table, the trained arrays saved and read back (an older model: none)."""
+    """``pdp-network``'s part that keeps the shared Pitman-Yor vectors' table counts (``network_tp``; with several
+    parents their tables per edge, ``network_ts``) beside ``network_tc``: the engine tables, the trained arrays
+    saved and read back (an older model: none)."""
+
+    def bind_shared(self, spec: NetworkSpec, families: list[str]) -> None:
+        self._has_tp = has_shared_pyp(spec, families)
+        self._edge_width = edge_width(spec, families)
+        self._has_ts = self._edge_width > 1
+
+    def _extra(self) -> tuple:
+        return ((TABLE,) if self.__dict__.get("_has_tp") else ()) + ((EDGES,) if self.__dict__.get("_has_ts") else ())
 
     @property
     def array_files(self) -> tuple:
-        return ("network_tc", TABLE) if self.__dict__.get("_has_tp") else ("network_tc",)
+        return ("network_tc",) + self._extra()
 
     def bind_directory(self, directory: str) -> None:
         super().bind_directory(directory)
         self._has_tp = storage.exists(storage.join(directory, f"{TABLE}.npy"))
+        self._has_ts = storage.exists(storage.join(directory, f"{EDGES}.npy"))
+
+    def _rows(self, name: str) -> int:
+        return self._shared_roots().rows * (self.__dict__.get("_edge_width", 1) if name == EDGES else 1)
 
     def shared_tables(self, K: int) -> tuple:
-        return (CountTable(TABLE, self._shared_roots().rows, K, "dense"),) if self.__dict__.get("_has_tp") else ()
+        return tuple(CountTable(name, self._rows(name), K, "dense") for name in self._extra())
+
+    def shared_table_counts(self, net, cnt: dict, s, nodes: list) -> dict:
+        """A partition's rows of ``network_tp`` (and ``network_ts``)."""
+        out = {TABLE: own_rows(net, cnt, nodes)} if self.__dict__.get("_has_tp") else {}
+        return dict(out, **{EDGES: own_edges(net, s, nodes, self._edge_width)}) if self._has_ts else out
+
+    def shared_substitute(self, net, cnt: dict, tc_of, tables=None) -> None:
+        """:func:`substitute` with the engine's global rows (``tables``) or the trained ones plus the block's own."""
+        nodes, P = self._shared_roots().nodes(net), self.__dict__.get("_edge_width", 1)
+        if tables is not None:
+            se_of = (lambda r, own: int(tables[EDGES][r].sum())) if EDGES in tables else None
+            substitute(net, cnt, nodes, tc_of, lambda g, own: tables[TABLE][g], se_of, P)
+            return
+        trained_tp = legal(self._trained_tc, self.__dict__.get("_trained_tp", 0))     # (race: t = 1)
+        ts = self.__dict__.get("_trained_ts")
+        se_of = (lambda r, own: own + int(ts[r].sum())) if ts is not None else None
+        substitute(net, cnt, nodes, tc_of, lambda g, own: own + trained_tp[g], se_of, P)
+
+    def grown_chain(self, tables: dict, hyper: dict, old_vocab_size: int) -> tuple[dict, dict]:
+        """``network_tp``'s (and ``network_ts``'s) rows moved to the grown layout as ``network_tc``'s
+        (:meth:`drivers.models.pdp_roots.SharedRootsModel.grown_chain`, after this)."""
+        old = self.__dict__.get("_old_roots")
+        if old is not None:
+            rows = self._shared_roots().moved_rows(old, parse_network(self._raw))
+            for name in self._extra():
+                P, t = self._rows(name) // self._shared_roots().rows, np.asarray(tables[name])
+                moved = np.zeros((self._rows(name), t.shape[1]), t.dtype)
+                moved[(rows[:, None] * P + np.arange(P)).ravel()] = t[:len(rows) * P]
+                tables = dict(tables, **{name: moved})
+        return super().grown_chain(tables, hyper, old_vocab_size)
 
     def bind_result(self, result) -> None:
         self._trained_tc = np.asarray(result.tables["network_tc"], np.int64)
-        if TABLE in result.tables:
-            self._trained_tp = np.asarray(result.tables[TABLE], np.int64)
+        for name, key in ((TABLE, "_trained_tp"), (EDGES, "_trained_ts")):
+            if name in result.tables:
+                setattr(self, key, np.asarray(result.tables[name], np.int64))
 
     def saved_arrays(self) -> dict:
         shape = (self._shared_roots().rows, self.num_topics)
         out = {"network_tc": self.__dict__.get("_trained_tc", np.zeros(shape, np.int64))}
-        if self.__dict__.get("_has_tp"):
-            out[TABLE] = self.__dict__.get("_trained_tp", np.zeros(shape, np.int64))
+        for name, key in ((TABLE, "_trained_tp"), (EDGES, "_trained_ts")):
+            if name in self._extra():
+                out[name] = self.__dict__.get(key, np.zeros((self._rows(name), self.num_topics), np.int64))
         return out
 
     def bind_arrays(self, arrays: dict, meta: dict) -> None:
         if "network_tc" in arrays:
             self._trained_tc = np.asarray(arrays["network_tc"], np.int64)
-        if TABLE in arrays:
-            self._trained_tp = np.asarray(arrays[TABLE], np.int64)
+        for name, key in ((TABLE, "_trained_tp"), (EDGES, "_trained_ts")):
+            if name in arrays:
+                setattr(self, key, np.asarray(arrays[name], np.int64))
         self.bind_hyper(meta.get("hyper", {}))

@@ -4,10 +4,12 @@ as the Pitman-Yor word side's are (:mod:`inference.pdpnet.word_pyp`).
 
 **Ownership.** A table indicator is held by a customer, so by that customer's partition. At a shared vector x a
 partition holds its customers c^p_xk (its documents' tables there: the t^c its own s gives) and the indicators they
-hold t^p_xk (its own s on x's parent edge), 0 <= t^p <= c^p (its tokens n_xk among c^p when tokens are drawn
-from x itself: they stay the kernels' n, every other partition's customers their t^c); the global counts c = sum_p c^p, t = sum_p t^p are the
-engine's tables ``network_tc``/``network_tp``, and a partition's sweep reads them with its own moves seen at once
-(the others' at the next synchronisation: the AD-LDA approximation of every global count). The kernels' count
+hold t^p_xk (its own s on x's parent edges), 0 <= t^p <= c^p (its tokens n_xk among c^p when tokens are drawn
+from x itself: they stay the kernels' n, every other partition's customers their t^c); the global counts
+c = sum_p c^p, t = sum_p t^p are the engine's tables ``network_tc``/``network_tp`` (with several parents the S_e of
+every edge from ``network_ts``: a leaving table's parent is drawn from the own s), and a partition's sweep reads
+them with its own moves seen at once (the others' at the next synchronisation: the AD-LDA approximation of every
+global count). The kernels' count
 arrays hold the global (c, t) at the shared cells (so every Z^+ term is the sampler's, unchanged), the partition's
 own in ``own_c``/``own_t`` (cells; read at shared vectors only, ``shared[j]``):
 
@@ -32,6 +34,7 @@ import numpy as np
 from inference.gibbs.common import token_kernel
 from inference.pdpnet.kernels import PYP, remove_path, undo_path
 from inference.pdpnet.ratio_path import add_path_r, eval_zplus_r
+from inference.pdpnet.rho import rho_num
 from inference.pdpnet.sweep import draw_topic, graph_widths, topic_zplus_rows
 
 
@@ -106,14 +109,12 @@ def owned_add(j, v, data, Z, terms, shared, own_c, own_t, oc, ot, anc_ptr, anc, 
 def repair(shared, own_c, own_t, oc, ot, Z, terms, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr,
            par_node, par_gamma, gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx):
     """The race rule (module docstring) at every shared Pitman-Yor cell with customers and no table: a partition
-    with customers there opens one table (sent up its one parent edge, seated at the parent by the increment);
-    the others read it as one table."""
+    with customers there opens one table (sent up its parent edge, drawn by :func:`draw_parent` when several;
+    seated at the parent by the increment); the others read it as one table."""
     J = kind.shape[0]
     for x in range(J):
         if not shared[x] or kind[x] != PYP:
             continue
-        e = par_ptr[x]
-        q = par_node[e]
         for v in range(off[x + 1] - off[x]):
             cell = off[x] + v
             if tp[cell] > 0 or n[cell] + tc[cell] == 0:
@@ -124,6 +125,11 @@ def repair(shared, own_c, own_t, oc, ot, Z, terms, anc_ptr, anc, kind, dim, off,
             if own_c[cell] + n[cell] == 0:     # (n: its own tokens, when tokens are drawn from x itself)
                 continue
             own_t[cell] += 1
+            e = par_ptr[x]
+            if par_ptr[x + 1] - e > 1:
+                e = draw_parent(x, v, Z, terms, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node,
+                                par_gamma, gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, Se)
+            q = par_node[e]
             s[eoff[e] + v] += 1
             Se[e] += 1
             eval_zplus_r(q, v, Z, terms, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node,
@@ -131,6 +137,27 @@ def repair(shared, own_c, own_t, oc, ot, Z, terms, anc_ptr, anc, kind, dim, off,
             owned_add(q, v, False, Z, terms, shared, own_c, own_t, oc, ot, anc_ptr, anc, kind, dim, off, alpha, a_of,
                       b_of, par_ptr, par_node, par_gamma, gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, s,
                       Se, eoff, mx)
+
+
+@token_kernel
+def draw_parent(x, v, Z, terms, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma,
+                gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, Se):
+    """The parent edge of a table opened at cell (x, v) of a vector with several parents, drawn by its open terms
+    (gamma_e + S_e) Z^+_parent(v) (rho integrated out, E9; fixed weights: gamma_e; :func:`kernels.pyp_terms`);
+    two passes (``terms``, the Z^+ recursion's scratch, holds no sums)."""
+    total = 0.0
+    for e in range(par_ptr[x], par_ptr[x + 1]):
+        total += rho_num(par_gamma[e], Se[e], gamma_sum[x]) * eval_zplus_r(
+            par_node[e], v, Z, terms, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma,
+            gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, Se)
+    u = np.random.random() * total
+    for e in range(par_ptr[x], par_ptr[x + 1] - 1):
+        u -= rho_num(par_gamma[e], Se[e], gamma_sum[x]) * eval_zplus_r(
+            par_node[e], v, Z, terms, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma,
+            gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, Se)
+        if u < 0.0:
+            return e
+    return par_ptr[x + 1] - 1
 
 
 @numba.njit(cache=True, error_model="numpy")

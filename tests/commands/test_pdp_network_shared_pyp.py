@@ -26,14 +26,22 @@ GROUP_PYP = {"name": "group-pyp",
 WORDS = {"g0": "river boat water fish net", "g1": "bread oven flour salt yeast", "g2": "star moon night sky dark"}
 
 
-def test_a_column_pitman_yor_vector_trains_keeps_its_tables_and_evaluates(spark_session, tmp_path):
+#: the group vectors over a rho-mixture of two corpus roots (several parents: their tables per edge, network_ts)
+TWO_PARENTS = dict(GROUP_PYP, name="group-pyp-2", nodes=dict(
+    GROUP_PYP["nodes"], top2={"index": ["corpus"], "over": "topic", "dirichlet": 0.2},
+    group=dict(GROUP_PYP["nodes"]["group"], parents=[{"node": "top", "index": ["corpus"], "gamma": 1.0},
+                                                     {"node": "top2", "index": ["corpus"], "gamma": 1.0}])))
+
+
+def _train(spark_session, tmp_path, spec) -> tuple[str, str]:
+    """(corpus, model) of ``spec`` trained on 36 documents in three groups."""
     from conftest import train_args
 
     rows = [{"id": f"doc{d:02d}", "group": f"g{d % 3}",
              "text": f"{WORDS[f'g{d % 3}']} {WORDS[f'g{(d + 1) % 3}'].split()[d % 5]} common word"}
             for d in range(36)]
     (tmp_path / "in.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    (tmp_path / "spec.json").write_text(json.dumps(GROUP_PYP))
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
     corpus = str(tmp_path / "corpus")
     assert main(["prepare", "--input", str(tmp_path / "in.jsonl"), "--output", corpus, "--min-df", "1",
                  "--max-df", "1.0", "--keep-columns", "group", "--segments", "paragraph", "--holdout-fraction", "0.3",
@@ -42,6 +50,11 @@ def test_a_column_pitman_yor_vector_trains_keeps_its_tables_and_evaluates(spark_
     train(spark_session, train_args(corpus, model_dir, "--model", "pdp-network", "--network",
                                     tmp_path / "spec.json", "--topics", 3, "--iterations", 6, "--burn-in", 4,
                                     "--lag", 1, "--samples", 2, "--seed", 2))
+    return corpus, model_dir
+
+
+def test_a_column_pitman_yor_vector_trains_keeps_its_tables_and_evaluates(spark_session, tmp_path):
+    corpus, model_dir = _train(spark_session, tmp_path, GROUP_PYP)
     tc, tp = np.load(f"{model_dir}/network_tc.npy"), np.load(f"{model_dir}/network_tp.npy")
     groups = slice(1, 4)                # row 0 the root; rows 1-3 the groups g0-g2 (row 4: an unseen value)
     assert all(tc[groups].sum(axis=1) > 0) and np.all(tp <= tc) and tp[groups].sum() > 0
@@ -54,3 +67,18 @@ def test_a_column_pitman_yor_vector_trains_keeps_its_tables_and_evaluates(spark_
     assert 1.0 < metrics["perplexity"] < 30
     l2r = evaluate_model(spark_session, model_dir, f"{corpus}/heldout", left_to_right=LeftToRight(particles=2))
     assert 0 < l2r["left_to_right"]["bits_per_word"] < np.log2(30)
+
+
+def test_a_column_pitman_yor_vector_with_two_parents_keeps_its_tables_per_edge_and_evaluates(spark_session,
+                                                                                               tmp_path):
+    """The group vectors over two corpus roots: ``network_ts.npy`` (rows 2 g, 2 g + 1: a group's tables sent to
+    top, to top2) sums to its tables, each root's customers the sum of its edges' rows; document completion."""
+    corpus, model_dir = _train(spark_session, tmp_path, TWO_PARENTS)
+    tc, tp, ts = (np.load(f"{model_dir}/network_{x}.npy") for x in ("tc", "tp", "ts"))
+    groups = range(2, 5)                # rows 0-1 the roots top, top2; rows 2-4 the groups g0-g2
+    assert ts.shape[0] == 2 * tc.shape[0] and all(tp[g].sum() > 0 for g in groups) and np.all(tp <= tc)
+    for g in groups:
+        np.testing.assert_array_equal(ts[2 * g] + ts[2 * g + 1], tp[g])
+    np.testing.assert_array_equal(tc[0], sum(ts[2 * g] for g in groups))
+    np.testing.assert_array_equal(tc[1], sum(ts[2 * g + 1] for g in groups))
+    assert 1.0 < evaluate_model(spark_session, model_dir, f"{corpus}/heldout")["perplexity"] < 30

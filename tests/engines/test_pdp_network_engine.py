@@ -22,6 +22,7 @@ import pytest
 
 from drivers.engines.gibbs.settings import SampleSchedule
 from drivers.models.pdp_network import PdpNetwork
+from drivers.models.pdp_specs import SHIPPED
 from engine_runs import Interrupted, assert_same_runs, fit_and_recount
 from inference.gibbs.model import SegmentedBlock
 
@@ -80,6 +81,12 @@ PYP_TOPICS = {"name": "pyp-topics",    # every token's topic drawn from the corp
                                    "parents": [{"node": "base", "index": ["corpus"]}]},
                         "phi": {"index": ["topic"], "over": "word", "dirichlet": 0.05}},
               "topic": {"node": "corpus", "index": ["corpus"]}, "word": {"node": "phi", "index": ["topic"]}}
+TWO_PARENTS = dict(PYP_TOPICS, name="two-parents", topic={"node": "theta", "index": ["document"]}, nodes=dict(
+    PYP_TOPICS["nodes"], base2={"index": ["corpus"], "over": "topic", "dirichlet": 0.2},
+    corpus=dict(PYP_TOPICS["nodes"]["corpus"], parents=[{"node": "base", "index": ["corpus"], "gamma": 1.0},
+                                                         {"node": "base2", "index": ["corpus"], "gamma": 0.5}]),
+    theta={"index": ["document"], "over": "topic", "dp": {"b": 1.0},
+           "parents": [{"node": "corpus", "index": ["corpus"]}]}))
 
 
 @pytest.fixture(scope="module")
@@ -109,14 +116,15 @@ def spec_file(tmp_path_factory):
 
 
 @pytest.mark.parametrize("which", ["hdp-lda", "sampled", "pyp-lda", "seqlda", "column", "hdp-pyp-lda", "authors",
-                                   "authors-pyp", "pyp-lda-2", "hca", "pyp-topics", "adatm-cmgs", "dtm"])
+                                   "authors-pyp", "pyp-lda-2", "hca", "pyp-topics", "adatm-cmgs", "dtm",
+                                   "two-parents"])
 def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(spark_session, blocks, spec_file,
                                                                                 group_corpus, tmp_path, which):
     network = spec_file if which == "sampled" else which
-    if which in ("column", "authors", "authors-pyp", "pyp-topics", "dtm"):
+    if which in ("column", "authors", "authors-pyp", "pyp-topics", "dtm", "two-parents"):
         network = str(tmp_path / f"{which}.json")
         specs = {"column": GROUP_HDP, "authors": AUTHOR_DP, "authors-pyp": AUTHOR_PYP, "pyp-topics": PYP_TOPICS,
-                 "dtm": DTM}
+                 "dtm": DTM, "two-parents": TWO_PARENTS}
         (tmp_path / f"{which}.json").write_text(json.dumps(specs[which]))
     if which == "adatm-cmgs":     # CMGS at two-parent segments (inference.pdpnet.cmgs_dag)
         network = str(tmp_path / "adatm-cmgs.json")
@@ -128,7 +136,8 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
     for name in ("nwk", "network_tc") + (("word_tables",) if which in ("pyp-lda", "pyp-lda-2", "hca") else ()) + \
             (("word_chain",) if which == "pyp-lda-2" else ()) + \
             (("word_col_n", "word_col_t", "word_tables") if which == "dtm" else ()) + \
-            (("network_tp",) if which in ("hdp-pyp-lda", "authors-pyp", "hca", "pyp-topics") else ()):
+            (("network_tp",) if which in ("hdp-pyp-lda", "authors-pyp", "hca", "pyp-topics", "two-parents") else ()) + \
+            (("network_ts",) if which == "two-parents" else ()):
         np.testing.assert_array_equal(result.tables[name], recount[name], err_msg=name)
     assert result.tables["discount_counts"].equals(recount["discount_counts"])
     tc = result.tables["network_tc"]
@@ -163,6 +172,13 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
         np.testing.assert_array_equal(c, result.tables["nwk"].sum(axis=0))
         assert np.all(t <= c) and np.array_equal(tc[0], t) and 0 < t.sum() < c.sum()
         assert result.hyper["a_values"]["corpus.a"] != 0.2 and result.hyper["b_values"]["corpus.b"] != 2.0
+    elif which == "two-parents":  # corpus PYP over base and base2: its tables per edge are the roots' customers
+        c, t, ts = tc[2], result.tables["network_tp"][2], result.tables["network_ts"]     # (rows: base, base2,
+        assert ts.shape[0] == 2 * tc.shape[0] and np.all(t <= c) and t.sum() > 0         # corpus; 2 edges a row)
+        np.testing.assert_array_equal(ts[4] + ts[5], t)
+        np.testing.assert_array_equal(ts[4], tc[0])
+        np.testing.assert_array_equal(ts[5], tc[1])
+        assert ts[4].sum() > 0 and ts[5].sum() > 0 and result.hyper["a_values"]["corpus.a"] != 0.2
     elif which == "hdp-pyp-lda":  # base <- corpus PYP <- documents: corpus' tables (each partition's own, summed)
         c, t = tc[1], result.tables["network_tp"][1]    # are base's customers; t <= c, t = 0 only in a race
         assert c.sum() >= 24 and np.all(t <= c) and np.array_equal(tc[0], t) and not tc[2:].any()
@@ -227,12 +243,27 @@ def test_seqlda_cmgs_is_the_same_on_local1(spark_session, tiny_corpora_of_kind, 
         np.testing.assert_array_equal(np.load(other / "network_tp.npy"), np.load(tmp_path / "m" / "network_tp.npy"))
 
 
-def test_bigram_word_side_tables_are_the_recount_and_resume_is_the_same_chain(spark_session, blocks, tmp_path):
+TLM_HDP_PYP = {"name": "tlm-hdp-pyp",   # tlm's word side under hdp-pyp-lda's topic side (both owned by partitions)
+               "nodes": {**json.loads((SHIPPED / "tlm.json").read_text())["nodes"],
+                         **{k: v for k, v in json.loads((SHIPPED / "hdp-pyp-lda.json").read_text())["nodes"].items()
+                            if k != "phi"}},
+               "topic": {"node": "theta", "index": ["document"]},
+               "word": {"node": "phi", "index": ["topic", "previous_word"]}}
+
+
+@pytest.mark.parametrize("which", ["tlm", "tlm-hdp-pyp"])
+def test_bigram_word_side_tables_are_the_recount_and_resume_is_the_same_chain(spark_session, blocks, tmp_path,
+                                                                               which):
     """tlm.json on two partitions (the blocks' token order is the text order): the keyed customers and indicators
     the reducers sum equal a recount of the final states, 0 < t <= n in every occupied cell but rare races, the
-    word side's b moves (driver's step on the global cells), and the interrupted run resumed is the same chain."""
+    word side's b moves (driver's step on the global cells), and the interrupted run resumed is the same chain;
+    likewise under a corpus-level Pitman-Yor topic vector (its tables the recount too, t <= c)."""
     from drivers.models import pdp_bigram
-    run = _fit(spark_session, blocks, tmp_path / "run", "tlm")
+    network = which
+    if which != "tlm":
+        network = str(tmp_path / f"{which}.json")
+        (tmp_path / f"{which}.json").write_text(json.dumps(TLM_HDP_PYP))
+    run = _fit(spark_session, blocks, tmp_path / "run", network)
     result, recount = run
     for name in ("nwk", pdp_bigram.CUSTOMERS, pdp_bigram.TABLES):
         table = result.tables[name]
@@ -244,6 +275,10 @@ def test_bigram_word_side_tables_are_the_recount_and_resume_is_the_same_chain(sp
     assert (t < n).any() and der["bigram_ctx"].shape[0] > K
     assert result.hyper["b_values"]["phi.b"] != 100.0 and result.hyper["word_pyp"]["bigram"]
     np.testing.assert_allclose(result.topic_word.sum(axis=1), 1.0)
+    if which != "tlm":
+        np.testing.assert_array_equal(result.tables["network_tp"], recount["network_tp"])
+        c, t = result.tables["network_tc"][1], result.tables["network_tp"][1]
+        assert c.sum() >= 24 and np.all(t <= c) and t.sum() > 0 and result.hyper["b_values"]["corpus.b"] != 10.0
     with pytest.raises(Interrupted):
-        _fit(spark_session, blocks, tmp_path / "ckpt", "tlm", stop_after=3)
-    assert_same_runs(_fit(spark_session, blocks, tmp_path / "ckpt", "tlm", resume=True), run)
+        _fit(spark_session, blocks, tmp_path / "ckpt", network, stop_after=3)
+    assert_same_runs(_fit(spark_session, blocks, tmp_path / "ckpt", network, resume=True), run)

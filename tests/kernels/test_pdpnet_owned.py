@@ -29,6 +29,13 @@ HDP_PYP = {"name": "hdp-pyp",
 PYP_TOPICS = dict(HDP_PYP, name="pyp-topics", topic={"node": "corpus", "index": ["corpus"]},
                   nodes={k: v for k, v in HDP_PYP["nodes"].items() if k != "theta"})
 
+#: the corpus vector over a rho-mixture of two corpus-level roots (several parents)
+TWO_PARENTS = dict(HDP_PYP, name="two-parents", nodes=dict(
+    HDP_PYP["nodes"], base2={"index": ["corpus"], "over": "topic", "dirichlet": 0.2},
+    corpus={"index": ["corpus"], "over": "topic", "pyp": {"a": 0.3, "b": 1.5},
+            "parents": [{"node": "base", "index": ["corpus"], "gamma": 1.0},
+                        {"node": "base2", "index": ["corpus"], "gamma": 0.5}]}))
+
 
 def _corpus(seed, docs=8):
     rng = np.random.default_rng(seed)
@@ -75,7 +82,8 @@ def _owned(net, z, s, cnt, nwk, nk, seed, own_c, own_t):
     return shared
 
 
-@pytest.mark.parametrize("seed,spec", [(0, HDP_PYP), (1, HDP_PYP), (2, HDP_PYP), (3, PYP_TOPICS), (4, PYP_TOPICS)])
+@pytest.mark.parametrize("seed,spec", [(0, HDP_PYP), (1, HDP_PYP), (2, HDP_PYP), (3, PYP_TOPICS), (4, PYP_TOPICS),
+                                       (5, TWO_PARENTS), (6, TWO_PARENTS)])
 def test_one_partition_is_the_network_sweep_draw_for_draw(seed, spec):
     docs = _corpus(seed)
     a = _start(docs, spec)
@@ -148,3 +156,36 @@ def test_a_race_that_took_a_cells_last_tables_is_repaired_before_the_sweep():
     assert c0[0] > 0 and t0[0] == 0                    # the race: customers of topic 0, no table
     c1, t1, own = rounds[1]
     assert t1[0] >= 1 and all(ot[0] >= 1 for oc, ot in own if oc[0] > 0) and np.all(t1 <= c1)
+
+
+def test_a_repaired_table_of_a_vector_with_two_parents_goes_to_a_parent_by_its_open_terms():
+    """:func:`inference.pdpnet.owned.draw_parent` (the race repair's parent edge): 20,000 draws at every topic
+    against (gamma_e + S_e) Z^+_parent(v), within 4 standard errors."""
+    import numba
+
+    from inference.pdpnet.owned import draw_parent
+    from inference.pdpnet.ratio_path import eval_zplus_r
+    from inference.pdpnet.rho import rho_num
+
+    net, z, s, cnt, nwk, nk = _start(_corpus(9), TWO_PARENTS)
+    _network(net, z, s, cnt, nwk, nk, 3)
+    anc_ptr, anc = kernels.ancestor_lists(net.par_ptr, net.par_node)
+    st = StirlingStack(net.a_values)
+    st.ensure(cnt["mx"][0] + 2, cnt["mx"][1] + 2)
+    RJ, _ = sweep.ratio_tables(st.L3)
+    EO = open_exp_table(st.L3)
+    x = int(np.flatnonzero(net.family == list(net.spec.order).index("corpus"))[0])
+    edges = range(net.par_ptr[x], net.par_ptr[x + 1])
+    args = (anc_ptr, anc, net.kind, net.dim, net.off, net.alpha, net.a_of, net.b_of, net.par_ptr, net.par_node,
+            net.par_gamma, net.gamma_sum, net.a_values, net.b_values, RJ, EO, cnt["n"], cnt["tc"], cnt["tp"],
+            cnt["Nn"], cnt["TC"], cnt["TP"], cnt["Se"])
+    numba.njit(lambda sd: np.random.seed(sd))(4)
+    Z, terms = np.zeros(net.num_nodes), np.zeros(4)
+    assert len(edges) == 2 and min(cnt["Se"][e] for e in edges) > 0
+    for v in range(K):
+        w = np.array([rho_num(net.par_gamma[e], cnt["Se"][e], net.gamma_sum[x])
+                      * eval_zplus_r(net.par_node[e], v, Z, terms, *args) for e in edges])
+        draws = np.array([draw_parent(x, v, Z, terms, *args) for _ in range(20000)])
+        p = w[0] / w.sum()
+        got = np.mean(draws == edges[0])
+        assert set(draws.tolist()) <= set(edges) and abs(got - p) < 4 * np.sqrt(p * (1 - p) / 20000), (v, got, p)

@@ -140,3 +140,86 @@ def test_a_shared_pitman_yor_vectors_driver_statistics_are_the_whole_networks():
     assert got == {int(k): int(c) for k, c in zip(want_keys, want_counts[:, 0])} and len(keys) > 0
     corpus = int(np.flatnonzero(net.family == list(net.spec.order).index("corpus"))[0])
     assert b_stats["corpus.b"][0] == cnt["TP"][corpus] > 0
+
+
+def test_a_shared_vector_with_two_parents_reads_every_partitions_tables_per_edge(tmp_path):
+    """A corpus-level Pitman-Yor vector over two roots, two partitions through the engine hooks (no Spark): a
+    partition's sweep reads each parent edge's S as the sum over both partitions (table ``network_ts``), its own s
+    staying in its state; the tables per edge sum to the vector's tables."""
+    from drivers.models import pdp_shared
+    from inference.gibbs.tables import merge
+
+    spec = json.loads(json.dumps(HDP3))
+    spec["nodes"]["top2"] = {"index": ["corpus"], "over": "topic", "dirichlet": 0.3}
+    spec["nodes"]["mid"] = {"index": ["corpus"], "over": "topic", "pyp": {"a": 0.3, "b": 2.0},
+                            "parents": [{"node": "top", "index": ["corpus"], "gamma": 1.0},
+                                        {"node": "top2", "index": ["corpus"], "gamma": 1.0}]}
+    (tmp_path / "two.json").write_text(json.dumps(spec))
+    V, K = 8, 3
+    m = PdpNetwork(K, V)
+    hyper = m.initial_hyper(network=str(tmp_path / "two.json"))
+    blocks = [_block(seed=4 + p, D=8) for p in range(2)]
+    states = [m.initial_state(b, hyper, 2 + p) for p, b in enumerate(blocks)]
+    locs = [np.unique(b.words, return_inverse=True) for b in blocks]
+
+    def tables():
+        parts = [m.table_counts(b, st, loc) for b, st, loc in zip(blocks, states, locs)]
+        return {t.name: merge(t, [p[t.name] for p in parts]) for t in m.count_tables()}
+    for it in range(3):
+        tabs = tables()
+        for p, (b, st) in enumerate(zip(blocks, states)):
+            m.sweep_tables(b, st, hyper, tabs, m.derive(tabs), 10 * it + p)
+    tabs = tables()
+    ts, tp = tabs[pdp_shared.EDGES], tabs[pdp_shared.TABLE]
+    g = m._shared_roots().families.index("mid")
+    np.testing.assert_array_equal(ts[2 * g] + ts[2 * g + 1], tp[g])
+    net = m._compiled(blocks[0], hyper)
+    own = m._counts(net, blocks[0], states[0], hyper, None)       # (no trained rows: the partition's own)
+    glob = m._counts(net, blocks[0], states[0], hyper, tabs["network_tc"], global_tables=tabs)
+    j = int(np.flatnonzero(net.family == list(net.spec.order).index("mid"))[0])
+    edges = range(net.par_ptr[j], net.par_ptr[j + 1])
+    assert [int(glob["Se"][e]) for e in edges] == [int(ts[2 * g + i].sum()) for i in range(2)]
+    assert all(own["Se"][e] < glob["Se"][e] for e in edges)
+
+
+def test_a_refreshs_grown_layout_moves_the_shared_pitman_yor_tables_with_their_customers():
+    """A refresh with a new column value (no Spark): ``network_tp`` (and ``network_ts``: c has two parents) move
+    row for row with ``network_tc`` (the corpus vector c, after the column family, moves from row 4 to 5)."""
+    from drivers.models import pdp_shared
+    from drivers.models.pdp_roots import ColumnValues, SharedRoots
+    from inference.gibbs.tables import KeyedCounts
+    from inference.pdpnet.spec import parse_network
+
+    pyp = {"a": 0.3, "b": 2.0}
+    raw = {"name": "grow", "nodes": {
+        "top": {"index": ["corpus"], "over": "topic", "dirichlet": 1.0},
+        "top2": {"index": ["corpus"], "over": "topic", "dirichlet": 1.0},
+        "g": {"index": ["column:a"], "over": "topic", "pyp": pyp, "parents": [{"node": "top", "index": ["corpus"]}]},
+        "c": {"index": ["corpus"], "over": "topic", "pyp": pyp, "parents": [
+            {"node": "top", "index": ["corpus"], "gamma": 1.0}, {"node": "top2", "index": ["corpus"], "gamma": 1.0}]},
+        "theta": {"index": ["document"], "over": "topic", "dp": {"b": 1.0}, "parents": [
+            {"node": "g", "index": ["column:a"], "gamma": 1.0}, {"node": "c", "index": ["corpus"], "gamma": 1.0}]},
+        "phi": {"index": ["topic"], "over": "word", "dirichlet": 0.1}},
+        "topic": {"node": "theta", "index": ["document"]}, "word": {"node": "phi", "index": ["topic"]}}
+    spec, V, K = parse_network(raw), 8, 3
+    families = ["top", "top2", "g", "c"]
+    m = PdpNetwork(K, V)
+    m._raw, m._word_pyp, m._roots, m._columns = raw, None, None, ColumnValues({"a": ["x", "y", "z"]})
+    m._old_roots = old = SharedRoots(spec, families, ColumnValues({"a": ["x", "y"]}))
+    m.bind_shared(spec, families)
+    moved = m._shared_roots().moved_rows(old, spec)
+    assert moved.tolist() == [0, 1, 2, 3, 5, 6]         # top, top2, g's x, y, unseen; c
+    rng = np.random.default_rng(0)
+    tc = rng.integers(5, 9, (old.rows, K)).astype(np.int32)
+    tc[len(moved):] = 0                                 # (rows past the roots' are empty)
+    tp = np.maximum(tc - rng.integers(0, 5, tc.shape).astype(np.int32), 0)
+    ts = np.zeros((2 * old.rows, K), np.int32)
+    ts[0::2], ts[1::2] = tp // 2, tp - tp // 2
+    tables = {"nwk": np.zeros((V, K), np.int32), "network_tc": tc, pdp_shared.TABLE: tp, pdp_shared.EDGES: ts,
+              "discount_counts": KeyedCounts(np.zeros(0, np.int64), np.zeros((0, 1), np.int32))}
+    grown, _ = m.grown_chain(tables, {}, V)
+    for name, old_rows, width in (("network_tc", tc, 1), (pdp_shared.TABLE, tp, 1), (pdp_shared.EDGES, ts, 2)):
+        rows = (moved[:, None] * width + np.arange(width)).ravel()
+        np.testing.assert_array_equal(grown[name][rows], old_rows[:len(rows)], err_msg=name)
+        assert grown[name].sum() == old_rows[:len(rows)].sum(), name
+    assert np.all(grown[pdp_shared.TABLE] <= grown["network_tc"])
