@@ -15,7 +15,7 @@ import numpy as np
 
 from drivers.models import pdp_chain, pdp_words
 from drivers import storage
-from inference.errors import UsageError
+from inference.errors import RefusedError
 from inference.gibbs import heldout
 from inference.gibbs.tables import CountTable
 from inference.pdpnet import word_chain, word_column
@@ -289,8 +289,24 @@ class ColumnWordArrays:
     def _column_shape(self, hyper: dict) -> tuple:
         return self._columns.sizes()[hyper["word_pyp"]["column"]], self.vocab_size
 
-    def continued_chain(self, spark, old_model, base, batch, seed: int, iteration: int):
-        """``refresh`` of a word side indexed by [topic, column] is not done: one line."""
-        if is_column({"word_pyp": self.__dict__.get("_word_pyp")}):
-            raise UsageError("pdp-network: refresh of a word side indexed by [topic, column] is not done")
-        return super().continued_chain(spark, old_model, base, batch, seed, iteration)
+    def grown_chain(self, tables: dict, hyper: dict, old_vocab_size: int) -> tuple[dict, dict]:
+        """``refresh`` (issue 30, 2): the bottom tables' rows g V0 + w moved to g V + w for the grown vocabulary
+        and values (:func:`grown_rows`; the kept values keep their codes, new ones take the next); a partition's
+        ``word_bt`` stays (its pairs keep their order)."""
+        if CUSTOMERS in tables:
+            G, V = self._column_shape(hyper)
+            tables = dict(tables, **{name: grown_rows(tables[name], old_vocab_size, G, V)
+                                     for name in (CUSTOMERS, TABLES)})
+        return super().grown_chain(tables, hyper, old_vocab_size)
+
+
+def grown_rows(table, V0: int, G: int, V: int) -> np.ndarray:
+    """A bottom table of G0 values' rows g V0 + w (the last value the unseen one's, empty) laid out for G values
+    over V words: every known value's rows at g V + w, the rest zero."""
+    table = np.asarray(table)
+    G0 = table.shape[0] // V0
+    if table[(G0 - 1) * V0:].any():
+        raise RefusedError("the chain's [topic, column] word side has counts at the unseen value: retrain")
+    out = np.zeros((G, V, table.shape[1]), table.dtype)
+    out[:G0 - 1, :V0] = table[:(G0 - 1) * V0].reshape(G0 - 1, V0, -1)
+    return out.reshape(G * V, -1)
