@@ -30,7 +30,7 @@ N, M = 2, 2          # iterations of the first run, then of the refresh (each a 
 STEPPED = ("dp-mixture", "cluster-lda", "pdp-network", "tlm")
 #: the corpus each model reads, and its options (small, so the 4 x 3 runs stay cheap)
 KIND = {"dp-mixture": "bow", "cluster-lda": "bow", "pdp-network": "segmented", "tlm": "ordered"}
-EXTRA = {"pdp-network": ("--network", "pyp-lda"), "tlm": ("--prior-variant", "2")}
+EXTRA = {"pdp-network": ("--network", "hca"), "tlm": ("--prior-variant", "2")}
 PREPARE = {"bow": {}, "segmented": {"segments": "paragraph"}, "ordered": {"ordered": True}}
 
 
