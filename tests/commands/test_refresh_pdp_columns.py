@@ -49,8 +49,9 @@ def base(spark_session, tmp_path_factory):
     return folder
 
 
-def test_a_refresh_where_the_data_are_the_same_continues_the_uninterrupted_chain(spark_session, base, tmp_path):
-    """No new document: the version equals a run of N+M iterations (states, network_tc, b, topic_word)."""
+def continued_and_whole(spark_session, base, tmp_path) -> tuple:
+    """``base``'s first run continued M iterations with no new document, and a run of N+M iterations on the same
+    corpus and spec: (the version, the whole run's folder), their chains' arrays asserted equal."""
     version, whole = str(tmp_path / "continued"), tmp_path / "whole"
     request = RefreshRequest(root=str(tmp_path / "root"), input=None, iterations=M, reinfer_old=True)
     refresh_chain(spark_session, registry.MODELS["pdp-network"], model_store.load_model(str(base / "first")), None,
@@ -62,6 +63,12 @@ def test_a_refresh_where_the_data_are_the_same_continues_the_uninterrupted_chain
     assert sorted(continued) == sorted(uninterrupted)
     for key, value in uninterrupted.items():
         assert np.array_equal(continued[key], value), key
+    return version, whole, continued
+
+
+def test_a_refresh_where_the_data_are_the_same_continues_the_uninterrupted_chain(spark_session, base, tmp_path):
+    """No new document: the version equals a run of N+M iterations (states, network_tc, b, topic_word)."""
+    version, whole, _ = continued_and_whole(spark_session, base, tmp_path)
     assert np.array_equal(np.load(os.path.join(version, "topic_word.npy")), np.load(whole / "topic_word.npy"))
     assert np.array_equal(np.load(os.path.join(version, "network_tc.npy")), np.load(whole / "network_tc.npy"))
     assert model_store.read_meta(version)["hyper"] == model_store.read_meta(str(whole))["hyper"]

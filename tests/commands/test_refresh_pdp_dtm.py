@@ -10,17 +10,14 @@ import os
 import numpy as np
 import pytest
 
-from drivers import registry
-from drivers.families.gibbs.refresh import refresh_chain
 from drivers.models import pdp_column
 from drivers.preparation.corpus import prepare_corpus
-from drivers.refresh.update import RefreshRequest
-from drivers.store import model_store, publish
+from drivers.store import model_store
 from inference.errors import RefusedError
 from test_pdp_network_dtm import DTM
 from test_refresh import NEW_WORDS, run, texts
-from test_refresh_gibbs import chain_arrays, train_gibbs
-from test_refresh_pdp_columns import _kept_tables, _write
+from test_refresh_gibbs import train_gibbs
+from test_refresh_pdp_columns import _kept_tables, _write, continued_and_whole
 
 N, M = 2, 2
 
@@ -40,17 +37,8 @@ def base(spark_session, tmp_path_factory):
 def test_a_refresh_where_the_data_are_the_same_continues_the_uninterrupted_chain(spark_session, base, tmp_path):
     """No new document: the version equals a run of N+M iterations (states with word_bt, every table, a and b,
     topic_word, the kept bottom tables)."""
-    version, whole = str(tmp_path / "continued"), tmp_path / "whole"
-    request = RefreshRequest(root=str(tmp_path / "root"), input=None, iterations=M, reinfer_old=True)
-    refresh_chain(spark_session, registry.MODELS["pdp-network"], model_store.load_model(str(base / "first")), None,
-                  request, version, registry)
-    publish.write_marker(version, publish.new_token())
-    train_gibbs(spark_session, "pdp-network", base / "corpus", whole, N + M, "--network", base / "spec.json",
-                "--burn-in", N, "--lag", 1, "--samples", M)
-    continued, uninterrupted = chain_arrays(version), chain_arrays(whole)
-    assert sorted(continued) == sorted(uninterrupted) and any(k.endswith(":word_bt") for k in continued)
-    for key, value in uninterrupted.items():
-        assert np.array_equal(continued[key], value), key
+    version, whole, continued = continued_and_whole(spark_session, base, tmp_path)
+    assert any(k.endswith(":word_bt") for k in continued)
     for name in ("topic_word", pdp_column.CUSTOMERS, pdp_column.TABLES):
         assert np.array_equal(np.load(os.path.join(version, f"{name}.npy")), np.load(whole / f"{name}.npy")), name
     assert model_store.read_meta(version)["hyper"] == model_store.read_meta(str(whole))["hyper"]
