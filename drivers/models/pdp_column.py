@@ -157,11 +157,9 @@ def write_back(loc: dict, nwk, words, z) -> None:
     tables[pdp_words.TABLE][vocab] = loc["tloc"]
     if pdp_chain.TABLE in tables:
         tables[pdp_chain.TABLE][vocab] = loc["tup"]
-    K = nwk.shape[1]
     words = vocab[loc["pword"][loc["pidx"]]]
     np.add.at(nwk, (words, np.asarray(z, np.int64)), 1)
     np.add.at(nwk, (words, loc["z0"].astype(np.int64)), -1)
-    assert nwk.shape[1] == K
 
 
 def _bottom_values(side: dict, hyper: dict) -> tuple:
@@ -233,9 +231,11 @@ class ColumnWordArrays:
         a, b = _bottom_values(side, hyper)
         key = g[seen] * V + w[seen]
         n, t = trained[CUSTOMERS][key].astype(np.float64), trained[TABLES][key].astype(np.float64)
-        K = n.shape[1]
-        N = trained[CUSTOMERS].reshape(Gt, V, K).sum(axis=1)[g[seen]]
-        T = trained[TABLES].reshape(Gt, V, K).sum(axis=1)[g[seen]]
+        totals = self.__dict__.get("_column_totals")
+        if totals is None or totals[0] is not trained:      # (Gt, K) N and T once per trained tables (left to
+            totals = (trained, *(trained[k].reshape(Gt, V, -1).sum(axis=1) for k in self._COLUMN_ARRAYS))  # right
+            self._column_totals = totals                    # asks rows per document)
+        N, T = totals[1][g[seen]], totals[2][g[seen]]
         rows[seen] = ((n - a * t) + (b + a * T) * rows[seen]) / (b + N)
         return np.ascontiguousarray(rows)
 
@@ -250,27 +250,12 @@ class ColumnWordArrays:
         return (lambda doc: self.column_rows(doc, hyper, phi_vk)) if is_column(hyper) else None
 
     def heldout_loglik(self, block, hyper, phi_vk, schedule, seed, partition) -> np.ndarray:
-        """Document completion as :func:`inference.gibbs.heldout.heldout_loglik`, every token scored with its
+        """Document completion (:func:`inference.gibbs.heldout.heldout_loglik`), every token scored with its
         document's value's row (:meth:`column_rows`)."""
         if not is_column(hyper):
             return super().heldout_loglik(block, hyper, phi_vk, schedule, seed, partition)
-        n_docs = float(block.n_docs)
-        scored = None
-        if schedule.observed is not None:
-            block, scored = heldout.split_observed(block, schedule.observed, seed)
-            scored = self.prepare_block(scored)
-        block = self.prepare_block(block)
-        scored = block if scored is None else scored
-        if block.n_tokens == 0 or scored.n_tokens == 0:
-            return np.array([0.0, 0.0, n_docs])
-        rows = self.column_rows(scored, hyper, phi_vk)
-        seg = np.repeat(np.arange(scored.n_segments), np.diff(scored.seg_ptr))
-        prob, taken = np.zeros(scored.n_tokens), 0
-        for state in heldout.frozen_chain(self, block, hyper, np.ascontiguousarray(phi_vk, np.float64), schedule,
-                                          seed, partition):
-            prob += (self.segment_topic(block, state, hyper)[seg] * rows).sum(axis=1)
-            taken += 1
-        return np.array([float(np.log(prob / taken).sum()), float(scored.n_tokens), n_docs])
+        return heldout.heldout_loglik(self, block, hyper, phi_vk, schedule, seed, partition,
+                                      token_rows=lambda scored: self.column_rows(scored, hyper, phi_vk))
 
     def sample_topic_word(self, tables, derived, hyper) -> np.ndarray:
         if not is_deep(hyper):

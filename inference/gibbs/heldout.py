@@ -106,9 +106,11 @@ def split_observed(block: SegmentedBlock, fraction: float, seed: int) -> tuple[S
 
 
 def heldout_loglik(model, block: SegmentedBlock, hyper: dict, phi_vk: np.ndarray,
-                   schedule: HeldoutSchedule, seed: int, partition: int) -> np.ndarray:
+                   schedule: HeldoutSchedule, seed: int, partition: int, token_rows=None) -> np.ndarray:
     """``[sum_tokens log mean_s p_s(w), tokens, documents]`` of one block (as it comes from the corpus); with
-    ``schedule.observed`` the sampler sees the observed part of every segment and the rest is scored.
+    ``schedule.observed`` the sampler sees the observed part of every segment and the rest is scored;
+    ``token_rows(scored)``: every scored token's own (N, K) row p(w | k) instead of ``phi_vk``'s (a word side
+    indexed by more than the topic).
 
     ``phi_vk`` is V x K (column k = phi-hat_k). Draws are seeded by
     ``task_seed(seed, iteration, partition, 10 + purpose)``, so a retried task
@@ -127,9 +129,14 @@ def heldout_loglik(model, block: SegmentedBlock, hyper: dict, phi_vk: np.ndarray
     phi_vk = np.ascontiguousarray(phi_vk, dtype=np.float64)
     prob = np.zeros(scored.n_tokens)
     taken = 0
+    rows = None if token_rows is None else token_rows(scored)
+    seg = None if rows is None else np.repeat(np.arange(scored.n_segments), np.diff(scored.seg_ptr))
     for state in frozen_chain(model, block, hyper, phi_vk, schedule, seed, partition):
         nu = np.ascontiguousarray(model.segment_topic(block, state, hyper), dtype=np.float64)
-        add_word_probabilities(scored.seg_ptr, scored.words, nu, phi_vk, prob)
+        if rows is None:
+            add_word_probabilities(scored.seg_ptr, scored.words, nu, phi_vk, prob)
+        else:
+            prob += (nu[seg] * rows).sum(axis=1)
         taken += 1
     return np.array([float(np.log(prob / taken).sum()), float(scored.n_tokens), n_docs])
 
