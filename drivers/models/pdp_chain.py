@@ -89,7 +89,7 @@ def word_args(vocab, uidx, state, nwk, words, mx, side, net, V: int) -> tuple:
 
 def kernel_args(loc: dict, side: dict, a_names: list, b_names: list, V: int) -> tuple:
     """The word side's arguments of :func:`inference.pdpnet.word_chain.chain_word_sweep` after ``mx``."""
-    params = [(side["a"], side["b"])] + [tuple(lv[:2]) for lv in side.get("chain", ())]
+    params = level_params(side)
     pl = np.array([a_names.index(a) for a, _ in params], np.int64)
     bl = np.array([b_names.index(b) for _, b in params], np.int64)
     gl = np.array(side["gammas"], np.float64)
@@ -112,9 +112,13 @@ def write_back(loc: dict, nwk, twk, tch, der: dict) -> None:
     der["chain_T"][:] = loc["Tup"]
 
 
+def level_params(side: dict) -> list:
+    """Every level's (discount, concentration) names, the topics' level first."""
+    return [(side["a"], side["b"])] + [tuple(lv[:2]) for lv in side.get("chain", ())]
+
+
 def _level_values(side: dict, hyper: dict) -> list:
-    params = [(side["a"], side["b"])] + [tuple(lv[:2]) for lv in side.get("chain", ())]
-    return [(float(hyper["a_values"][a]), float(hyper["b_values"][b])) for a, b in params]
+    return [(float(hyper["a_values"][a]), float(hyper["b_values"][b])) for a, b in level_params(side)]
 
 
 def topic_word(tables: dict, side: dict, hyper: dict) -> np.ndarray:

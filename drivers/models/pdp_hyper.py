@@ -63,20 +63,16 @@ class NetworkHyper:
         global rows; a shared Pitman-Yor vector's b with a fixed zero discount by (E20)."""
         spec = parse_network(hyper["network"])
         side = hyper.get("word_pyp")
+        sampled, word_rng = {n: p.sample for n, p in spec.params.items()}, np.random.default_rng([seed, 1])
         if side is not None and side.get("bigram"):     # the bigram-topic word side's, on its keyed tables
             hyper = pdp_bigram.sample_hyper(side, pdp_bigram.derived(tables, self.vocab_size, self.num_topics),
-                                            hyper, {n: p.sample for n, p in spec.params.items()},
-                                            np.random.default_rng([seed, 1]))
+                                            hyper, sampled, word_rng)
         elif side is not None and side.get("column"):    # every level's steps, on the global tables
-            hyper = pdp_column.sample_hyper(side, tables, hyper, {n: p.sample for n, p in spec.params.items()},
-                                            np.random.default_rng([seed, 1]), *self._column_shape(hyper))
+            hyper = pdp_column.sample_hyper(side, tables, hyper, sampled, word_rng, *self._column_shape(hyper))
         elif side is not None and side.get("chain"):
-            hyper = pdp_chain.sample_hyper(side, tables, hyper, {n: p.sample for n, p in spec.params.items()},
-                                           np.random.default_rng([seed, 1]))
+            hyper = pdp_chain.sample_hyper(side, tables, hyper, sampled, word_rng)
         elif side is not None:        # the word side's own steps, on the global tables
-            hyper = pdp_words.sample_hyper(side, tables["nwk"], tables[pdp_words.TABLE], hyper,
-                                           {n: p.sample for n, p in spec.params.items()},
-                                           np.random.default_rng([seed, 1]))
+            hyper = pdp_words.sample_hyper(side, tables["nwk"], tables[pdp_words.TABLE], hyper, sampled, word_rng)
         own = pdp_words.side_params(side)
         gamma_b = shared_b_names(spec, hyper.get("global_families", [])) - slice_b_names(spec, hyper["a_values"])
         sliced = slice_b_names(spec, hyper["a_values"]) - own
