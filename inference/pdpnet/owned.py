@@ -22,7 +22,7 @@ own in ``own_c``/``own_t`` (cells; read at shared vectors only, ``shared[j]``):
 * **race** (:func:`repair`): two partitions may remove a cell's last indicators in the same sweep (t = 0 < c after
   the merge); before its next sweep a partition with customers there opens one table for them (its customer sent
   up the one parent edge, seated there by the sampler's increment), and every partition reads the cell as t >= 1
-  (:func:`drivers.models.pdp_shared.legal`).
+  (:func:`drivers.models.pdp_network.shared_pyp.legal`).
 
 With one partition (others = 0) the moves are :func:`inference.pdpnet.sweep.network_sweep`'s, draw for draw.
 """

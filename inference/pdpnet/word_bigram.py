@@ -2,10 +2,10 @@
 draw is phi[topic, previous_word] ~ PYP(a, b, psi_k) (a DP when a = 0) over one word vector psi_k per topic, a
 Dirichlet(beta0) root (or the fixed uniform 1/V), the topic-based language model as a network; and pyp-lda's
 word side (:mod:`inference.pdpnet.word_pyp`) as its special case: every word its own pair, one context per topic,
-one root column shared by the topics (:func:`drivers.models.pdp_words.local_arrays`).
+one root column shared by the topics (:func:`drivers.models.pdp_network.words_pyp.local_arrays`).
 
 Global state (summed over partitions): the customers n_{(k,w'),w} and the table indicators t_{(k,w'),w}, keyed by
-(w' V + w) K + k (:mod:`drivers.models.pdp_bigram`; V^2 K is never allocated), the contexts' totals N_{k,w'},
+(w' V + w) K + k (:mod:`drivers.models.pdp_network.words_bigram`; V^2 K is never allocated), the contexts' totals N_{k,w'},
 T_{k,w'} and the roots' customers t_{kw} = sum_{w'} t_{(k,w'),w}, T_k. A partition sweeps local copies over the
 pairs (w', w) its tokens use: ``nloc``/``tloc`` (U x K, its pairs' global cells), ``Nc``/``Tc`` (C x K, its
 contexts' global totals), ``troot`` (V x K), ``Troot`` (K,). The moves and the ownership of the indicators are

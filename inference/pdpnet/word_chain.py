@@ -22,7 +22,7 @@ operation), the path drawn level by level as ``add_path``. After the tokens and 
 own customer of every upper cell with more than one customer is re-seated, levels from the root down (the network
 sampler's order: parents have smaller ids), words ascending. With one partition this is the network sampler's
 sweep draw for draw (tested); with several, the AD-LDA staleness and word_pyp's race rule at every level
-(:func:`drivers.models.pdp_chain.local_arrays`).
+(:func:`drivers.models.pdp_network.words_chain.local_arrays`).
 """
 from __future__ import annotations
 

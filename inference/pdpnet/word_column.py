@@ -10,7 +10,7 @@ draw, tested): a token leaves its pair's cell (held one of its partition's indic
 then leaves phi0 and up as :func:`word_chain.leave`), Z^+ = join_b + open_b Z_phi0(k), the path drawn from the
 bottom up; after the tokens, the topic side's and the corpus levels' re-seating, one own customer of every phi0
 cell with more than one customer is re-seated, topic by topic, words ascending (the network sampler's order).
-Several partitions: the AD-LDA staleness and the race rule at every level (:mod:`drivers.models.pdp_column`)."""
+Several partitions: the AD-LDA staleness and the race rule at every level (:mod:`drivers.models.pdp_network.words_column`)."""
 from __future__ import annotations
 
 import numba

@@ -25,8 +25,8 @@ With one partition this is the network sampler exactly (its conditionals are the
 the AD-LDA approximation the engine uses for every global count: a partition sees the others' counts as of the
 last synchronisation. The one consequence for the constraints: two partitions may remove a cell's last
 indicators in the same sweep (t_wk = 0 < n_wk after the merge); every partition with customers there then opens
-one table for them before its next sweep (the repair, :func:`drivers.models.pdp_words.local_arrays`), and the driver's
-steps and every other partition read such a cell as t_wk = 1 (:func:`drivers.models.pdp_words.legal`). A
+one table for them before its next sweep (the repair, :func:`drivers.models.pdp_network.words_pyp.local_arrays`), and the driver's
+steps and every other partition read such a cell as t_wk = 1 (:func:`drivers.models.pdp_network.words_pyp.legal`). A
 partition must not read it as t = 0: S^c_0 = 0 for c > 0 makes the cell's join and open terms NaN, and a NaN
 sum of weights drew topic 0 for every token of the word (on the WEB chapters with two partitions one topic took
 55% of the tokens and the perplexity was 10% worse than one partition's); a weight sum that is not finite and

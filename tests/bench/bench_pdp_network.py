@@ -5,7 +5,7 @@ import os, sys, time
 sys.path[:0] = [os.getcwd()]
 import numpy as np
 from inference.gibbs.block import SegmentedBlock
-from drivers.models.pdp_network import PdpNetwork
+from drivers.models.pdp_network.model import PdpNetwork
 from drivers.models.lda_gibbs.model import lda_sweep
 from drivers.models.stm import STM
 rng = np.random.default_rng(0)

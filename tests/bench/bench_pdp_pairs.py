@@ -28,7 +28,7 @@ BUILT_IN = {"seqlda": {}, "seqlda-exact": {"sampler": "exact"}, "seqlda-fixed-b"
 
 
 def model_of(run: str, K: int, V: int):
-    from drivers.models.pdp_network import PdpNetwork
+    from drivers.models.pdp_network.model import PdpNetwork
     from drivers.models.seqlda.model import SeqLDA
     from drivers.models.adatm.model import AdaTM
     from drivers.models.stm import STM

@@ -36,8 +36,8 @@ def web_sentences():
 
 def main() -> None:
     from drivers.evaluation.heldout import score_heldout
-    from drivers.models import pdp_words
-    from drivers.models.pdp_network import PdpNetwork
+    from drivers.models.pdp_network import words_pyp
+    from drivers.models.pdp_network.model import PdpNetwork
     from inference.gibbs.block import SegmentedBlock
     from inference.gibbs.heldout import HeldoutSchedule
     from inference.gibbs.tables import merge
@@ -77,7 +77,7 @@ def main() -> None:
             nk = tabs["nwk"].sum(axis=0)
             print(f"{it:4d} log-lik/token {model.loglik(tabs, model.derive(tabs), hyper) / whole.n_tokens:.4f}  "
                   f"largest topic {nk.max() / nk.sum():.3f}  word tables "
-                  f"{int(tabs[pdp_words.TABLE].sum()) if pdp_words.TABLE in tabs else '-'}  a {hyper['a_values']}  "
+                  f"{int(tabs[words_pyp.TABLE].sum()) if words_pyp.TABLE in tabs else '-'}  a {hyper['a_values']}  "
                   f"b {hyper['b_values']}  {time.process_time() - cpu:.0f} CPU s", flush=True)
         if it > args.iterations - 50 and (args.iterations - it) % 10 == 0:      # 5 samples, 10 apart
             summary = model.summarise_sample(summary, tabs, model.derive(tabs), hyper)

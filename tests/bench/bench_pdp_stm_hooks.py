@@ -13,7 +13,7 @@ import numpy as np
 
 from bench_common import CACHE  # noqa: E402  (first: puts the project on sys.path)
 from drivers.corpora.in_process import load_segmented_corpus
-from drivers.models.pdp_network import PdpNetwork
+from drivers.models.pdp_network.model import PdpNetwork
 from drivers.models.stm import STM
 from inference.gibbs.tables import merge
 C = str(CACHE / 'web-chapters-sentences-holdout20')

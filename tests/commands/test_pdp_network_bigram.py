@@ -10,7 +10,7 @@ import pytest
 
 from drivers import registry
 from drivers.families.gibbs.models import corpus_kind, needs_order, needs_segments
-from drivers.models.pdp_specs import read_spec_file
+from drivers.models.pdp_network.engine_specs import read_spec_file
 from drivers.store.model_store import load_model
 from inference.errors import UsageError
 from jobs.evaluate import evaluate_model

@@ -1,5 +1,5 @@
 """A word side indexed by [topic, column:group] from prepare to evaluate and infer (issue 28, differential topic
-models; :mod:`drivers.models.pdp_column`): phi[topic, group] ~ PYP over phi0[topic] ~ PYP over the uniform; the
+models; :mod:`drivers.models.pdp_network.words_column`): phi[topic, group] ~ PYP over phi0[topic] ~ PYP over the uniform; the
 trained bottom tables kept beside the model (``word_col_n.npy``, ``word_col_t.npy``, t <= n), document completion
 and left-to-right scoring held-out documents with their group's rows (below V), infer writing their
 proportions."""

@@ -1,5 +1,5 @@
 """A Pitman-Yor topic vector shared by documents, from prepare to evaluate (issue 28; :mod:`drivers.models.
-pdp_shared`): documents DP over their group's Pitman-Yor vector (``column:group``) over a corpus-level Dirichlet
+shared_pyp`): documents DP over their group's Pitman-Yor vector (``column:group``) over a corpus-level Dirichlet
 root; the trained tables of the group vectors (``network_tp.npy``, each within its customers, the root's customers
 their sum) kept beside ``network_tc.npy``, and evaluate (document completion and left-to-right) scoring held-out
 documents with the trained tables frozen."""

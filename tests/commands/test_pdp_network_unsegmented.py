@@ -21,7 +21,7 @@ SHIPPED_SEGMENTS = {"lda": False, "hdp-lda": False, "pyp-lda": False, "pyp-lda-2
 
 @pytest.mark.parametrize("network, segments", sorted(SHIPPED_SEGMENTS.items()))
 def test_which_shipped_networks_read_segments(network, segments):
-    from drivers.models.pdp_specs import SHIPPED, read_spec_file
+    from drivers.models.pdp_network.engine_specs import SHIPPED, read_spec_file
 
     assert sorted(p.stem for p in SHIPPED.glob("*.json")) == sorted(SHIPPED_SEGMENTS)     # every shipped spec here
     assert needs_segments(SPEC, {"network": network}) is segments

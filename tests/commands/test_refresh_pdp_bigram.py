@@ -1,6 +1,6 @@
 """spark-topics refresh of tlm.json, a pdp-network whose word side is indexed by [topic, previous_word] (issue 28;
 issue 30, 2): the keyed tables (customers, the partitions' indicators) move to the grown vocabulary's keys
-(drivers/models/pdp_bigram.py ``rekeyed``; the start context V0 becomes V) and the chain continues; where the data
+(drivers/models/pdp_network/words_bigram.py ``rekeyed``; the start context V0 becomes V) and the chain continues; where the data
 are the same the continued chain is the uninterrupted one, bit for bit."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from drivers import registry
 from drivers.engines.gibbs import chain
 from drivers.families.gibbs.models import make_model
 from drivers.families.gibbs.refresh import refresh_chain
-from drivers.models import pdp_bigram
+from drivers.models.pdp_network import words_bigram
 from drivers.preparation.corpus import prepare_corpus
 from drivers.refresh.update import RefreshRequest
 from drivers.store import model_store, publish
@@ -63,7 +63,7 @@ def test_the_keys_move_to_the_grown_vocabulary():
     keys = np.array([(p * V0 + w) * K + k for p, w, k in cells])
     order = np.argsort(keys)
     table = KeyedCounts(keys[order], np.arange(1, 5, dtype=np.int32)[order][:, None])
-    moved = pdp_bigram.rekeyed(table, V0, V, K)
+    moved = words_bigram.rekeyed(table, V0, V, K)
     want = {(p if p < V0 else V, w, k): c for (p, w, k), c in zip(cells, range(1, 5))}
     got = {(int(key) // (V * K), int(key) // K % V, int(key) % K): int(c) for key, c in zip(moved.keys,
                                                                                           moved.counts[:, 0])}
@@ -89,9 +89,9 @@ def test_new_documents_and_words_are_sampled_in_and_evaluated(spark_session, ord
     model.bind_hyper(kept_meta["hyper"])
     kept = chain.load_chain_tables(version, model.count_tables(), N + M)
     counted = summed_state_tables(model, chain.chain_dir(version), N + M, P + Q)
-    for name in (pdp_bigram.CUSTOMERS, pdp_bigram.TABLES):
+    for name in (words_bigram.CUSTOMERS, words_bigram.TABLES):
         assert counted[name].equals(kept[name]), name
-    der = pdp_bigram.derived(kept, V, model.num_topics)
+    der = words_bigram.derived(kept, V, model.num_topics)
     assert np.all(der["bigram_t"] <= der["bigram_n"]) and der["bigram_n"].sum() == meta["data"]["tokens"]
     starts = der["bigram_ctx"] // model.num_topics == V            # the start context moved to V
     assert der["bigram_ctx_n"][starts].sum() == meta["data"]["documents"]

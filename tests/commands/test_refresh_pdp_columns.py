@@ -1,7 +1,7 @@
 """spark-topics refresh of a pdp-network indexed by a kept column (issue 28, 1; issue 30, 2): the chain continues,
 the old documents keep their values, a batch's documents bring theirs (the input's column carried into the batch's
 corpus) and values never seen get the next numbers, their roots new rows of ``network_tc``
-(drivers/models/pdp_roots.py); where the data are the same the continued chain is the uninterrupted one."""
+(drivers/models/pdp_network/shared_roots.py); where the data are the same the continued chain is the uninterrupted one."""
 from __future__ import annotations
 
 import json
@@ -14,7 +14,7 @@ from drivers import registry
 from drivers.engines.gibbs import chain
 from drivers.families.gibbs.models import make_model
 from drivers.families.gibbs.refresh import refresh_chain
-from drivers.models.pdp_roots import ColumnValues, SharedRoots
+from drivers.models.pdp_network.shared_roots import ColumnValues, SharedRoots
 from drivers.preparation.corpus import prepare_corpus
 from drivers.refresh.update import RefreshRequest
 from drivers.store import model_store, publish

@@ -1,6 +1,6 @@
 """spark-topics refresh of a pdp-network whose word side is indexed by [topic, column:group] (issue 28, differential
 topic models; issue 30, 2): the bottom tables' rows g V0 + w move to g V + w for the grown vocabulary and values
-(drivers/models/pdp_column.py ``grown_rows``), the chain continues; where the data are the same the continued
+(drivers/models/pdp_network/words_column.py ``grown_rows``), the chain continues; where the data are the same the continued
 chain is the uninterrupted one, bit for bit."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import os
 import numpy as np
 import pytest
 
-from drivers.models import pdp_column
+from drivers.models.pdp_network import words_column
 from drivers.preparation.corpus import prepare_corpus
 from drivers.store import model_store
 from inference.errors import RefusedError
@@ -39,7 +39,7 @@ def test_a_refresh_where_the_data_are_the_same_continues_the_uninterrupted_chain
     topic_word, the kept bottom tables)."""
     version, whole, continued = continued_and_whole(spark_session, base, tmp_path)
     assert any(k.endswith(":word_bt") for k in continued)
-    for name in ("topic_word", pdp_column.CUSTOMERS, pdp_column.TABLES):
+    for name in ("topic_word", words_column.CUSTOMERS, words_column.TABLES):
         assert np.array_equal(np.load(os.path.join(version, f"{name}.npy")), np.load(whole / f"{name}.npy")), name
     assert model_store.read_meta(version)["hyper"] == model_store.read_meta(str(whole))["hyper"]
 
@@ -60,7 +60,7 @@ def test_new_values_and_words_get_their_rows_and_the_old_cells_stay(spark_sessio
         assert np.array_equal(np.asarray(getattr(value, "counts", value)),
                               np.asarray(getattr(kept[table], "counts", kept[table]))), table
     V0, V = model_store.read_meta(str(base / "first"))["vocab_size"], model_store.read_meta(version)["vocab_size"]
-    n, t = (np.asarray(kept[name]).reshape(6, V, -1) for name in (pdp_column.CUSTOMERS, pdp_column.TABLES))
+    n, t = (np.asarray(kept[name]).reshape(6, V, -1) for name in (words_column.CUSTOMERS, words_column.TABLES))
     assert V > V0 and np.all(t <= n) and not n[5].any()
     assert n[3].sum() > 0 and n[4].sum() > 0 and n[:, V0:].sum() > 0      # new values, new words counted
     assert n.sum() == model_store.read_meta(version)["data"]["tokens"]
@@ -72,9 +72,9 @@ def test_the_bottom_rows_move_to_the_grown_layout():
     V0, G0, V, G, K = 3, 3, 5, 4, 2                      # values g0, g1 (+ unseen) -> g0, g1, new (+ unseen)
     old = np.arange(G0 * V0 * K).reshape(G0 * V0, K)
     old[(G0 - 1) * V0:] = 0
-    moved = pdp_column.grown_rows(old, V0, G, V).reshape(G, V, K)
+    moved = words_column.grown_rows(old, V0, G, V).reshape(G, V, K)
     assert np.array_equal(moved[:2, :V0], old[:2 * V0].reshape(2, V0, K))
     assert not moved[2:].any() and not moved[:, V0:].any()
     old[-1, 0] = 1
     with pytest.raises(RefusedError, match="unseen value"):
-        pdp_column.grown_rows(old, V0, G, V)
+        words_column.grown_rows(old, V0, G, V)

@@ -21,8 +21,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from drivers.engines.gibbs.settings import SampleSchedule
-from drivers.models.pdp_network import PdpNetwork
-from drivers.models.pdp_specs import SHIPPED
+from drivers.models.pdp_network.model import PdpNetwork
+from drivers.models.pdp_network.engine_specs import SHIPPED
 from engine_runs import Interrupted, assert_same_runs, fit_and_recount
 from inference.gibbs.model import SegmentedBlock
 
@@ -258,14 +258,14 @@ def test_bigram_word_side_tables_are_the_recount_and_resume_is_the_same_chain(sp
     the reducers sum equal a recount of the final states, 0 < t <= n in every occupied cell but rare races, the
     word side's b moves (driver's step on the global cells), and the interrupted run resumed is the same chain;
     likewise under a corpus-level Pitman-Yor topic vector (its tables the recount too, t <= c)."""
-    from drivers.models import pdp_bigram
+    from drivers.models.pdp_network import words_bigram
     network = which
     if which != "tlm":
         network = str(tmp_path / f"{which}.json")
         (tmp_path / f"{which}.json").write_text(json.dumps(TLM_HDP_PYP))
     run = _fit(spark_session, blocks, tmp_path / "run", network)
     result, recount = run
-    for name in ("nwk", pdp_bigram.CUSTOMERS, pdp_bigram.TABLES):
+    for name in ("nwk", words_bigram.CUSTOMERS, words_bigram.TABLES):
         table = result.tables[name]
         assert (np.array_equal(table, recount[name]) if isinstance(table, np.ndarray)
                 else table.equals(recount[name])), name

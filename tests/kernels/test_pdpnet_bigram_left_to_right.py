@@ -1,14 +1,14 @@
 """Left-to-right of a network with a bigram-topic word side (issue 28, tlm.json; :mod:`inference.pdpnet.
 bigram_left_to_right`): each particle's earlier tokens enter the word side's counts; the particles' products are
 unbiased for p(w | the trained state), checked against the sequential process enumerated on a tiny document; the
-first token's predictive is the trained posterior mean's (:func:`drivers.models.pdp_bigram.predictive`)."""
+first token's predictive is the trained posterior mean's (:func:`drivers.models.pdp_network.words_bigram.predictive`)."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from drivers.models import pdp_bigram
-from drivers.models.pdp_specs import read_spec_file
+from drivers.models.pdp_network import words_bigram
+from drivers.models.pdp_network.engine_specs import read_spec_file
 from inference.gibbs.tables import KeyedCounts
 from inference.pdpnet import kernels
 from inference.pdpnet.bigram_left_to_right import bigram_particles
@@ -38,7 +38,7 @@ def _trained():
     cell = {(p * V + w) * K + k: v for (p, w, k), v in TRAINED.items()}
     n = np.array([[cell[key][0]] for key in keys], np.int32)
     t = np.array([[cell[key][1]] for key in keys], np.int32)
-    return pdp_bigram.derived({pdp_bigram.CUSTOMERS: KeyedCounts(keys, n), pdp_bigram.TABLES: KeyedCounts(keys, t)},
+    return words_bigram.derived({words_bigram.CUSTOMERS: KeyedCounts(keys, n), words_bigram.TABLES: KeyedCounts(keys, t)},
                               V, K)
 
 
@@ -81,7 +81,7 @@ def _particles(spec, trained, beta0, seeds, resample):
     doc = CorpusLayout.of([[WORDS]], V)
     net = compile_network(parse_network(spec), doc, K, word_side=False)
     block = _Block(np.array(WORDS, np.int64))
-    side = pdp_bigram.document_side(block, trained, V, K)
+    side = words_bigram.document_side(block, trained, V, K)
     cnt = rebuild_counts(net, np.zeros(0, np.int64), np.zeros(int(net.eoff[-1]), np.int64), word_side=False)
     stirling = StirlingStack(net.a_values)
     stirling.ensure(len(WORDS) + int(side[3].max()), len(WORDS) + int(side[4].max()))
@@ -97,7 +97,7 @@ def _particles(spec, trained, beta0, seeds, resample):
 
 
 class _Block:
-    """One document's tokens in text order (what pdp_bigram.pair_keys reads)."""
+    """One document's tokens in text order (what words_bigram.pair_keys reads)."""
 
     def __init__(self, words):
         self.words = words
@@ -122,5 +122,5 @@ def test_particles_are_unbiased_for_the_likelihood_given_the_trained_state(case,
     probs = _particles(spec, trained, beta0, np.arange(20000) + 7, resample)
     weights = np.exp(np.log(probs).sum(axis=1) - exact)
     assert abs(weights.mean() - 1.0) < 4 * weights.std() / np.sqrt(len(weights)), (weights.mean(), weights.std())
-    first = pdp_bigram.predictive(_Block(np.array(WORDS, np.int64)), trained, a, b, beta0, V, K)[0]
+    first = words_bigram.predictive(_Block(np.array(WORDS, np.int64)), trained, a, b, beta0, V, K)[0]
     assert np.allclose(probs[:, 0], first.mean())          # theta's prior predictive: 1/K each

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from drivers.models.pdp_roots import ColumnValues, SharedRoots, shared_families
+from drivers.models.pdp_network.shared_roots import ColumnValues, SharedRoots, shared_families
 from inference.errors import UsageError
 from inference.pdpnet.compile import CorpusLayout, compile_network
 from inference.pdpnet.spec import parse_network

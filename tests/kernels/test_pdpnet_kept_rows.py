@@ -9,9 +9,9 @@ import json
 import numpy as np
 import pytest
 
-from drivers.models import pdp_network
-from drivers.models.pdp_network import PdpNetwork
-from drivers.models.pdp_specs import read_spec_file
+from drivers.models.pdp_network import model as network_model
+from drivers.models.pdp_network.model import PdpNetwork
+from drivers.models.pdp_network.engine_specs import read_spec_file
 from inference.gibbs.block import SegmentedBlock
 from inference.pdpnet.compile import CorpusLayout, compile_network
 from inference.pdpnet.sampler import NetworkSampler
@@ -56,7 +56,7 @@ def _engine_state(name, seed, K=5):
 def test_kept_rows_equal_the_rows_recomputed_on_the_engine_contract(name, monkeypatch):
     m, blk, hyper, state, nwk, nk, V = _engine_state(name, 4)
     drift = np.zeros(1)
-    monkeypatch.setattr(pdp_network, "NO_DRIFT", drift)
+    monkeypatch.setattr(network_model, "NO_DRIFT", drift)
     for it in range(20):
         m.sweep(blk, state, hyper, nwk, nk, 10 + it)
     assert drift[0] < 1e-13, drift[0]

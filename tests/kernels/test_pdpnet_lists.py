@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from drivers.models.pdp_roots import ColumnValues, SharedRoots, shared_families
+from drivers.models.pdp_network.shared_roots import ColumnValues, SharedRoots, shared_families
 from inference.errors import UsageError
 from inference.pdpnet.compile import CorpusLayout, compile_network
 from inference.pdpnet.spec import parse_network
@@ -196,7 +196,7 @@ def test_held_out_proportions_read_the_trained_author_roots(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from drivers.models.pdp_network import PdpNetwork
+    from drivers.models.pdp_network.model import PdpNetwork
     from inference.gibbs.model import SegmentedBlock
 
     (tmp_path / "docs.parquet").mkdir()

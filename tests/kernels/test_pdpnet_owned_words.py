@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from drivers.models import pdp_words
+from drivers.models.pdp_network import words_pyp
 from inference.pdpnet import kernels
 from inference.pdpnet.compile import KIND_PYP, CorpusLayout, compile_network
 from inference.pdpnet.owned_words import owned_word_sweep
@@ -27,7 +27,7 @@ HCA = dict(HDP_PYP, name="hca-tiny", nodes=dict(
 
 def _start(docs, seed):
     """The network state after the initialising sweep, and the word side's arrays (one indicator per occupied
-    cell) as the driver builds them (:func:`pdp_words.local_arrays`)."""
+    cell) as the driver builds them (:func:`words_pyp.local_arrays`)."""
     spec = parse_network(HCA)
     net = compile_network(spec, CorpusLayout.of(docs, V), K, word_side=False)
     z = np.random.default_rng(seed).integers(0, K, len(net.words)).astype(np.int64)
@@ -36,12 +36,12 @@ def _start(docs, seed):
     nwk = np.zeros((V, K), np.int32)
     _network(net, z, s, cnt, nwk, np.zeros(K, np.int64), 1, init=True)
     vocab, uidx = np.unique(net.words, return_inverse=True)
-    own_n = pdp_words.own_customers(uidx, z, len(vocab), K)
-    word_t = pdp_words.initial_tables(own_n)
+    own_n = words_pyp.own_customers(uidx, z, len(vocab), K)
+    word_t = words_pyp.initial_tables(own_n)
     twk = np.zeros((V, K), np.int32)
     twk[vocab] = word_t
-    der = dict(pdp_words.derived(twk), nk=nwk.sum(axis=0).astype(np.int64))
-    loc = pdp_words.local_arrays(vocab.astype(np.int64), uidx.astype(np.int64), own_n, word_t, nwk, twk, der)
+    der = dict(words_pyp.derived(twk), nk=nwk.sum(axis=0).astype(np.int64))
+    loc = words_pyp.local_arrays(vocab.astype(np.int64), uidx.astype(np.int64), own_n, word_t, nwk, twk, der)
     words = [loc[k] for k in ("uidx", "pword", "pctx", "nloc", "tloc", "Nc", "Tc", "troot", "Troot", "own_n")]
     side = (net.a_names.index("phi.a"), net.b_names.index("phi.b"), 0.2)
     return net, z, s, cnt, words + [word_t], side

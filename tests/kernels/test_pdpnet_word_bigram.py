@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from drivers.models import pdp_bigram, pdp_words
-from drivers.models.pdp_network import PdpNetwork
+from drivers.models.pdp_network import words_bigram, words_pyp
+from drivers.models.pdp_network.model import PdpNetwork
 from inference.gibbs.block import SegmentedBlock
 from inference.gibbs.tables import merge
 from inference.pdpnet import kernels, word_bigram
@@ -36,7 +36,7 @@ def test_word_factor_is_the_network_recursion(beta0):
     docs = [[list(rng.integers(0, V, rng.integers(2, 8)))] for _ in range(5)]
     net = compile_network(parse_network(tlm_spec(beta0, a, b)), CorpusLayout.of(docs, V), K)
     block = SegmentedBlock.from_segments([(f"d{i}", d) for i, d in enumerate(docs)])
-    pairs, uidx = pdp_bigram.local_pairs(block, V)
+    pairs, uidx = words_bigram.local_pairs(block, V)
     sm = NetworkSampler(net, seed=2)
     Z, terms = np.zeros(net.num_nodes), np.zeros(4)
     inst = np.zeros((len(pairs), K), np.int64)       # the phi vector of every pair's context at every topic
@@ -95,16 +95,16 @@ def test_two_partitions_keyed_tables_stay_the_recount_and_own_tables_legal(tmp_p
         for p, (blk, st) in enumerate(zip(blocks, states)):
             own = {name: tab.copy() for name, tab in tables.items()}
             derived = model.derive(own)
-            pairs, uidx = pdp_bigram.local_pairs(blk, V)
-            n0 = pdp_words.own_customers(uidx, st["z"], len(pairs), K)
-            start = pdp_bigram.local_arrays(pairs, uidx, {"z": st["z"], "word_t": st["word_t"].copy()}, derived, V, K)
+            pairs, uidx = words_bigram.local_pairs(blk, V)
+            n0 = words_pyp.own_customers(uidx, st["z"], len(pairs), K)
+            start = words_bigram.local_arrays(pairs, uidx, {"z": st["z"], "word_t": st["word_t"].copy()}, derived, V, K)
             t0 = st["word_t"] + ((start["tloc"] > 0) & (start["nloc"] > 0) & (n0 > 0) & (
-                pdp_bigram._lookup(derived["bigram_keys"], derived["bigram_race"], pairs[:, None] * K + np.arange(K))))
+                words_bigram._lookup(derived["bigram_keys"], derived["bigram_race"], pairs[:, None] * K + np.arange(K))))
             model.sweep_tables(blk, st, hyper, own, derived, 100 * it + p)
             model.sweep_tables(blk, st, hyper, own, derived, 100 * it + p + 50)   # two sweeps per synchronisation
-            n_own = pdp_words.own_customers(uidx, st["z"], len(pairs), K)
+            n_own = words_pyp.own_customers(uidx, st["z"], len(pairs), K)
             assert np.all(st["word_t"] >= 0) and np.all(st["word_t"] <= n_own)
-            loc = derived[pdp_bigram.LOCAL]
+            loc = derived[words_bigram.LOCAL]
             # the local copies: the last sums moved by exactly this partition's own changes
             np.testing.assert_array_equal(loc["nloc"], start["nloc"] + n_own - n0)
             np.testing.assert_array_equal(loc["tloc"], start["tloc"] + st["word_t"] - t0)
@@ -126,12 +126,12 @@ def test_two_partitions_keyed_tables_stay_the_recount_and_own_tables_legal(tmp_p
     # of every context: the start context and every previous word
     side = hyper["word_pyp"]
     a, b = hyper["a_values"][side["a"]], hyper["b_values"][side["b"]]
-    first = pdp_bigram.predictive(SegmentedBlock.from_segments([(f"s{w}", [[w]]) for w in range(V)]), der, a, b,
+    first = words_bigram.predictive(SegmentedBlock.from_segments([(f"s{w}", [[w]]) for w in range(V)]), der, a, b,
                                   0.1, V, K)
     np.testing.assert_allclose(first.sum(axis=0), 1.0, rtol=1e-12)
     for prev in range(V):
         pairs = SegmentedBlock.from_segments([(f"p{w}", [[prev, w]]) for w in range(V)])
-        rows = pdp_bigram.predictive(pairs, der, a, b, 0.1, V, K)[1::2]
+        rows = words_bigram.predictive(pairs, der, a, b, 0.1, V, K)[1::2]
         np.testing.assert_allclose(rows.sum(axis=0), 1.0, rtol=1e-12)
         assert np.all(rows > 0)
 
@@ -169,7 +169,7 @@ def test_one_engine_partition_samples_the_networks_joint(tmp_path):
     net = compile_network(parse_network(tlm_spec(0.4, 0.3, 1.5)), CorpusLayout.of([[d] for d in docs], V), K)
     states = enumerate_states(net)
     index = {(z, s): r for r, (z, s, _) in enumerate(states)}
-    pairs, uidx = pdp_bigram.local_pairs(block, V)
+    pairs, uidx = words_bigram.local_pairs(block, V)
     obs = np.zeros(len(states))
     for it in range(20000):
         model.sweep_tables(block, state, hyper, tables, derived, 1000 + it)

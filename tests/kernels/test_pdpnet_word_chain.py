@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from drivers.models import pdp_chain, pdp_column, pdp_words
-from drivers.models.pdp_network import PdpNetwork
+from drivers.models.pdp_network import word_sides, words_chain, words_pyp
+from drivers.models.pdp_network.model import PdpNetwork
 from inference.errors import UsageError
 from inference.gibbs.block import SegmentedBlock
 from inference.gibbs.tables import merge
@@ -56,7 +56,7 @@ def test_one_partition_is_the_network_sampler_draw_for_draw(depth, beta0):
     rng = np.random.default_rng(5)
     docs = [[list(rng.integers(0, V, rng.integers(3, 12)))] for _ in range(8)]
     spec = parse_network(chain_spec(depth, beta0))
-    side = pdp_words.word_side(spec)
+    side = words_pyp.word_side(spec)
     net = compile_network(spec, CorpusLayout.of(docs, V), K)
     sm = NetworkSampler(net, seed=2)
     topic = compile_network(spec, CorpusLayout.of(docs, V), K, word_side=False)
@@ -66,10 +66,10 @@ def test_one_partition_is_the_network_sampler_draw_for_draw(depth, beta0):
     n, t, cup, tup = (x.astype(np.int64) for x in _word_state(net, sm, depth))
     vocab = np.arange(V)
     own_n, own_t, own_up = n.copy(), t.copy(), tup.copy()
-    loc = pdp_chain.local_arrays(vocab, topic.words, own_n, own_t, own_up, n, t, tup,
-                                 dict(nk=n.sum(axis=0), **pdp_chain.derived({"nwk": n, pdp_words.TABLE: t,
-                                                                            pdp_chain.TABLE: tup})))
-    wargs = pdp_chain.kernel_args(loc, side, topic.a_names, topic.b_names, V)
+    loc = words_chain.local_arrays(vocab, topic.words, own_n, own_t, own_up, n, t, tup,
+                                 dict(nk=n.sum(axis=0), **words_chain.derived({"nwk": n, words_pyp.TABLE: t,
+                                                                            words_chain.TABLE: tup})))
+    wargs = words_chain.kernel_args(loc, side, topic.a_names, topic.b_names, V)
     avals, bvals = topic.a_values.copy(), topic.b_values.copy()
     stack = StirlingStack(avals)
     moved = 0
@@ -81,8 +81,9 @@ def test_one_partition_is_the_network_sampler_draw_for_draw(depth, beta0):
         pos, reseed = 0, True
         while pos >= 0:
             stack.ensure(cnt["mx"][0], cnt["mx"][1])
-            pos, reseed = pdp_column.sweep(pos, reseed, seed, topic, z, np.zeros(0, np.int64), avals, bvals, stack.L3,
-                                           cnt, ((loc["uidx"],), wargs))
+            pos = word_chain.chain_word_sweep(pos, reseed, seed, loc["uidx"], *word_sides.topic_args(topic, z, avals, bvals),
+                                              stack.L3, *word_sides.count_args(topic, cnt, np.zeros(0, np.int64)), *wargs)
+            reseed = False
         sm.sweep()
         np.testing.assert_array_equal(z, sm.z)
         moved += int((before != z).sum())
@@ -107,7 +108,7 @@ def two_partitions(seed: int, network="pyp-lda-2"):
 
 def test_two_partitions_sum_to_the_recount_and_every_level_stays_legal():
     model, hyper, blocks, states = two_partitions(7)
-    L = pdp_chain.levels(hyper["word_pyp"])
+    L = words_chain.levels(hyper["word_pyp"])
 
     def summed():
         parts = [model.table_counts(blk, st, np.unique(blk.words, return_inverse=True))
@@ -122,7 +123,7 @@ def test_two_partitions_sum_to_the_recount_and_every_level_stays_legal():
             model.sweep_tables(blk, st, hyper, own, model.derive(own), 100 * it + p)
         moved += sum(int((b0 != st["z"]).sum()) for b0, st in zip(before, states))
         new = summed()
-        n, t, tch = new["nwk"], new[pdp_words.TABLE], new[pdp_chain.TABLE]
+        n, t, tch = new["nwk"], new[words_pyp.TABLE], new[words_chain.TABLE]
         np.testing.assert_array_equal(n.sum(), sum(blk.n_tokens for blk in blocks))
         c = t.sum(axis=1)
         assert np.all(t <= n)
@@ -131,7 +132,7 @@ def test_two_partitions_sum_to_the_recount_and_every_level_stays_legal():
             c = tch[:, lv]
         for blk, st in zip(blocks, states):     # the partition's own: 0 <= t^p <= c^p at every level
             vocab, uidx = np.unique(blk.words, return_inverse=True)
-            own_c = pdp_words.own_customers(uidx.reshape(-1), st["z"], len(vocab), K)
+            own_c = words_pyp.own_customers(uidx.reshape(-1), st["z"], len(vocab), K)
             assert np.all(st["word_t"] >= 0) and np.all(st["word_t"] <= own_c)
             own_c = st["word_t"].sum(axis=1)
             for lv in range(L):
@@ -159,7 +160,7 @@ def test_refusals(change, message):
     spec = chain_spec(2, 0.0)
     change(spec)
     with pytest.raises(UsageError, match=message):
-        pdp_words.word_side(parse_network(spec))
+        words_pyp.word_side(parse_network(spec))
 
 
 def test_kernel_refuses_illegal_tables():

@@ -122,8 +122,8 @@ def test_two_partitions_sum_to_the_recount_and_every_level_stays_legal(tmp_path)
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from drivers.models import pdp_column, pdp_words
-    from drivers.models.pdp_network import PdpNetwork
+    from drivers.models.pdp_network import words_column, words_pyp
+    from drivers.models.pdp_network.model import PdpNetwork
     from inference.gibbs.block import SegmentedBlock
     from inference.gibbs.tables import merge
 
@@ -156,13 +156,13 @@ def test_two_partitions_sum_to_the_recount_and_every_level_stays_legal(tmp_path)
             model.sweep_tables(blk, st, hyper, own, model.derive(own), 100 * it + p)
         moved += sum(int((b0 != st["z"]).sum()) for b0, st in zip(before, states))
         new = summed()
-        bn, bt = new[pdp_column.CUSTOMERS], new[pdp_column.TABLES]
-        t0, tnu = new[pdp_words.TABLE], new["word_chain"][:, 0]
+        bn, bt = new[words_column.CUSTOMERS], new[words_column.TABLES]
+        t0, tnu = new[words_pyp.TABLE], new["word_chain"][:, 0]
         np.testing.assert_array_equal(bn.reshape(4, 9, K).sum(axis=0), new["nwk"])     # G = 3 values + unseen
         assert np.all(bt <= bn) and np.all(t0 <= bt.reshape(4, 9, K).sum(axis=0)) and np.all(tnu <= t0.sum(axis=1))
         for blk, st in zip(blocks, states):
-            pairs, pidx, pword, _, _ = pdp_column.local_pairs(model, blk, hyper["word_pyp"])
-            own_bn = pdp_words.own_customers(pidx, st["z"], len(pairs), K)
+            pairs, pidx, pword, _, _ = words_column.local_pairs(model, blk, hyper["word_pyp"])
+            own_bn = words_pyp.own_customers(pidx, st["z"], len(pairs), K)
             own0 = np.zeros_like(st["word_t"], dtype=np.int64)
             np.add.at(own0, pword, st["word_bt"])
             assert np.all((0 <= st["word_bt"]) & (st["word_bt"] <= own_bn))
@@ -183,7 +183,7 @@ def test_two_partitions_sum_to_the_recount_and_every_level_stays_legal(tmp_path)
 
 @pytest.mark.parametrize("change", ["dirichlet-phi0", "corpus-middle"])
 def test_what_the_engine_does_not_run_is_refused_in_one_line(change):
-    from drivers.models import pdp_words
+    from drivers.models.pdp_network import words_pyp
     from inference.errors import UsageError
 
     spec = dtm_spec("uniform")
@@ -194,5 +194,5 @@ def test_what_the_engine_does_not_run_is_refused_in_one_line(change):
         spec["nodes"]["phi"]["parents"] = [{"node": "base", "index": ["corpus"]}]
         del spec["nodes"]["phi0"]
     with pytest.raises(UsageError, match="node 'phi': a word side indexed by \\[topic, column\\]") as info:
-        pdp_words.word_side(parse_network(spec))
+        words_pyp.word_side(parse_network(spec))
     assert "\n" not in str(info.value)

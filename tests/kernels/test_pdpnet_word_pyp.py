@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from scipy.special import gammaln
 
-from drivers.models import pdp_words
-from drivers.models.pdp_network import PdpNetwork
+from drivers.models.pdp_network import words_pyp
+from drivers.models.pdp_network.model import PdpNetwork
 from inference.gibbs.block import SegmentedBlock
 from inference.gibbs.tables import merge
 from inference.pdpnet import kernels, word_pyp
@@ -33,7 +33,7 @@ def _augmented(nwk, twk, a, b, beta0):
     """log of the word side's joint (E12) times the table indicators' prod binom(c, t)^-1."""
     occ = nwk > 0
     c, t = nwk[occ], twk[occ]
-    return (pdp_words.loglik(nwk, twk, a, b, beta0)
+    return (words_pyp.loglik(nwk, twk, a, b, beta0)
             + float((gammaln(t + 1.0) + gammaln(c - t + 1.0) - gammaln(c + 1.0)).sum()))
 
 
@@ -99,29 +99,29 @@ def test_two_partitions_tables_stay_the_recount_and_own_tables_legal():
         tables = summed()
         before = [st["z"].copy() for st in states]
         after, read = [], []
-        race = (tables["nwk"] > 0) & (tables[pdp_words.TABLE] == 0)
+        race = (tables["nwk"] > 0) & (tables[words_pyp.TABLE] == 0)
         for p, (blk, st) in enumerate(zip(blocks, states)):
             own = {name: np.array(tab, copy=True) if isinstance(tab, np.ndarray) else tab
                    for name, tab in tables.items()}
             held = np.zeros_like(race)          # race cells it reads as one table without customers there
             vocab, uidx = np.unique(blk.words, return_inverse=True)
-            held[vocab] = pdp_words.own_customers(uidx.reshape(-1), st["z"], len(vocab), K) == 0
+            held[vocab] = words_pyp.own_customers(uidx.reshape(-1), st["z"], len(vocab), K) == 0
             read.append((race & held).astype(np.int64))
             model.sweep_tables(blk, st, hyper, own, model.derive(own), 100 * it + p)
             after.append(own)
         moved += sum(int((b0 != st["z"]).sum()) for b0, st in zip(before, states))
         new = summed()
         # a partition's private copy moved by exactly its own changes (and its reading of race cells)
-        for name in ("nwk", pdp_words.TABLE):
-            delta = sum(own[name].astype(np.int64) - tables[name] - (r if name == pdp_words.TABLE else 0)
+        for name in ("nwk", words_pyp.TABLE):
+            delta = sum(own[name].astype(np.int64) - tables[name] - (r if name == words_pyp.TABLE else 0)
                         for own, r in zip(after, read))
             np.testing.assert_array_equal(tables[name] + delta, new[name], err_msg=name)
         for blk, st in zip(blocks, states):
             vocab, uidx = np.unique(blk.words, return_inverse=True)
-            n_own = pdp_words.own_customers(uidx.reshape(-1), st["z"], len(vocab), K)
+            n_own = words_pyp.own_customers(uidx.reshape(-1), st["z"], len(vocab), K)
             t_own = st["word_t"]
             assert np.all(t_own >= 0) and np.all(t_own <= n_own)
-        n, t = new["nwk"], new[pdp_words.TABLE]
+        n, t = new["nwk"], new[words_pyp.TABLE]
         assert np.all(t <= n)
         races += int(((n > 0) & (t == 0)).sum())
         occupied += int((n > 0).sum())
@@ -138,7 +138,7 @@ def test_a_cell_left_without_tables_by_a_race_reads_as_one_table_in_every_partit
     V, K = 6, 3
     model, hyper, blocks, states = two_partitions(11, V, K, 12, 4)
     vocabs = [np.unique(blk.words, return_inverse=True) for blk in blocks]
-    own_n = [pdp_words.own_customers(u.reshape(-1), st["z"], len(v), K) for (v, u), st in zip(vocabs, states)]
+    own_n = [words_pyp.own_customers(u.reshape(-1), st["z"], len(v), K) for (v, u), st in zip(vocabs, states)]
     # a cell (w, k) with customers only in partition 0, whose word partition 1 also has
     cells = [(int(w), k) for u0, w in enumerate(vocabs[0][0]) for k in range(K)
              if own_n[0][u0, k] > 0 and w in vocabs[1][0]
@@ -148,10 +148,10 @@ def test_a_cell_left_without_tables_by_a_race_reads_as_one_table_in_every_partit
     states[0]["word_t"][int(np.searchsorted(vocabs[0][0], w)), k] = 0      # its last indicator left
     parts = [model.table_counts(blk, st, loc) for blk, st, loc in zip(blocks, states, vocabs)]
     tables = {t.name: merge(t, [c[t.name] for c in parts]) for t in model.count_tables()}
-    assert tables["nwk"][w, k] > 0 and tables[pdp_words.TABLE][w, k] == 0
+    assert tables["nwk"][w, k] > 0 and tables[words_pyp.TABLE][w, k] == 0
     legal = dict(tables)
-    legal[pdp_words.TABLE] = pdp_words.legal(tables["nwk"], tables[pdp_words.TABLE])[1].astype(
-        tables[pdp_words.TABLE].dtype)
+    legal[words_pyp.TABLE] = words_pyp.legal(tables["nwk"], tables[words_pyp.TABLE])[1].astype(
+        tables[words_pyp.TABLE].dtype)
     runs = []
     for tabs in (tables, legal):
         st = {name: np.array(v, copy=True) for name, v in states[1].items()}
@@ -161,11 +161,11 @@ def test_a_cell_left_without_tables_by_a_race_reads_as_one_table_in_every_partit
     (st_raw, own_raw), (st_legal, own_legal) = runs
     np.testing.assert_array_equal(st_raw["z"], st_legal["z"])
     np.testing.assert_array_equal(st_raw["word_t"], st_legal["word_t"])
-    np.testing.assert_array_equal(own_raw[pdp_words.TABLE], own_legal[pdp_words.TABLE])
+    np.testing.assert_array_equal(own_raw[words_pyp.TABLE], own_legal[words_pyp.TABLE])
     # the partition with customers in the cell opens a table for them (its own indicator)
     st0 = {name: np.array(v, copy=True) for name, v in states[0].items()}
     own = {name: np.array(tab, copy=True) for name, tab in tables.items()}
     model.sweep_tables(blocks[0], st0, hyper, own, model.derive(own), 4)
-    n0 = pdp_words.own_customers(vocabs[0][1].reshape(-1), st0["z"], len(vocabs[0][0]), K)
+    n0 = words_pyp.own_customers(vocabs[0][1].reshape(-1), st0["z"], len(vocabs[0][0]), K)
     assert np.all(st0["word_t"] >= 0) and np.all(st0["word_t"] <= n0)
-    assert np.all((own["nwk"] == 0) | (own[pdp_words.TABLE] >= 1))
+    assert np.all((own["nwk"] == 0) | (own[words_pyp.TABLE] >= 1))

@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from drivers.models.pdp_network import PdpNetwork
-from drivers.models.pdp_specs import SHIPPED
+from drivers.models.pdp_network.model import PdpNetwork
+from drivers.models.pdp_network.engine_specs import SHIPPED
 from inference.errors import UsageError
 from inference.gibbs.block import SegmentedBlock
 from drivers.models.lda_gibbs.model import lda_sweep
@@ -109,7 +109,7 @@ def test_a_shared_pitman_yor_vectors_driver_statistics_are_the_whole_networks():
     """hdp-pyp-lda.json through the engine hooks on one partition, after 3 sweeps: the partition's histogram keys
     (the corpus vector left out) plus the driver's (its global (c, t) and T from network_tc/network_tp) are the
     in-process histograms of the whole network; the driver's T of corpus.b is the vector's TP."""
-    from drivers.models import pdp_shared
+    from drivers.models.pdp_network import shared_pyp
     from inference.gibbs.tables import merge
     from inference.pdpnet import engine_stats
     from inference.pdpnet.sampler import rebuild_counts
@@ -128,7 +128,7 @@ def test_a_shared_pitman_yor_vectors_driver_statistics_are_the_whole_networks():
         tabs = tables()
         m.sweep_tables(blk, state, hyper, tabs, m.derive(tabs), 10 + it)
     tabs = tables()
-    keys, counts, b_stats = pdp_shared.driver_stats(parse_network(hyper["network"]), m._shared_roots(), tabs, hyper,
+    keys, counts, b_stats = shared_pyp.driver_stats(parse_network(hyper["network"]), m._shared_roots(), tabs, hyper,
                                                     np.random.default_rng(0))
     part = tabs["discount_counts"]
     got = {}
@@ -146,7 +146,7 @@ def test_a_shared_vector_with_two_parents_reads_every_partitions_tables_per_edge
     """A corpus-level Pitman-Yor vector over two roots, two partitions through the engine hooks (no Spark): a
     partition's sweep reads each parent edge's S as the sum over both partitions (table ``network_ts``), its own s
     staying in its state; the tables per edge sum to the vector's tables."""
-    from drivers.models import pdp_shared
+    from drivers.models.pdp_network import shared_pyp
     from inference.gibbs.tables import merge
 
     spec = json.loads(json.dumps(HDP3))
@@ -170,7 +170,7 @@ def test_a_shared_vector_with_two_parents_reads_every_partitions_tables_per_edge
         for p, (b, st) in enumerate(zip(blocks, states)):
             m.sweep_tables(b, st, hyper, tabs, m.derive(tabs), 10 * it + p)
     tabs = tables()
-    ts, tp = tabs[pdp_shared.EDGES], tabs[pdp_shared.TABLE]
+    ts, tp = tabs[shared_pyp.EDGES], tabs[shared_pyp.TABLE]
     g = m._shared_roots().families.index("mid")
     np.testing.assert_array_equal(ts[2 * g] + ts[2 * g + 1], tp[g])
     net = m._compiled(blocks[0], hyper)
@@ -185,8 +185,8 @@ def test_a_shared_vector_with_two_parents_reads_every_partitions_tables_per_edge
 def test_a_refreshs_grown_layout_moves_the_shared_pitman_yor_tables_with_their_customers():
     """A refresh with a new column value (no Spark): ``network_tp`` (and ``network_ts``: c has two parents) move
     row for row with ``network_tc`` (the corpus vector c, after the column family, moves from row 4 to 5)."""
-    from drivers.models import pdp_shared
-    from drivers.models.pdp_roots import ColumnValues, SharedRoots
+    from drivers.models.pdp_network import shared_pyp
+    from drivers.models.pdp_network.shared_roots import ColumnValues, SharedRoots
     from inference.gibbs.tables import KeyedCounts
     from inference.pdpnet.spec import parse_network
 
@@ -215,11 +215,11 @@ def test_a_refreshs_grown_layout_moves_the_shared_pitman_yor_tables_with_their_c
     tp = np.maximum(tc - rng.integers(0, 5, tc.shape).astype(np.int32), 0)
     ts = np.zeros((2 * old.rows, K), np.int32)
     ts[0::2], ts[1::2] = tp // 2, tp - tp // 2
-    tables = {"nwk": np.zeros((V, K), np.int32), "network_tc": tc, pdp_shared.TABLE: tp, pdp_shared.EDGES: ts,
+    tables = {"nwk": np.zeros((V, K), np.int32), "network_tc": tc, shared_pyp.TABLE: tp, shared_pyp.EDGES: ts,
               "discount_counts": KeyedCounts(np.zeros(0, np.int64), np.zeros((0, 1), np.int32))}
     grown, _ = m.grown_chain(tables, {}, V)
-    for name, old_rows, width in (("network_tc", tc, 1), (pdp_shared.TABLE, tp, 1), (pdp_shared.EDGES, ts, 2)):
+    for name, old_rows, width in (("network_tc", tc, 1), (shared_pyp.TABLE, tp, 1), (shared_pyp.EDGES, ts, 2)):
         rows = (moved[:, None] * width + np.arange(width)).ravel()
         np.testing.assert_array_equal(grown[name][rows], old_rows[:len(rows)], err_msg=name)
         assert grown[name].sum() == old_rows[:len(rows)].sum(), name
-    assert np.all(grown[pdp_shared.TABLE] <= grown["network_tc"])
+    assert np.all(grown[shared_pyp.TABLE] <= grown["network_tc"])

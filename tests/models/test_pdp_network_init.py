@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from drivers.models.pdp_network import PdpNetwork
+from drivers.models.pdp_network.model import PdpNetwork
 from inference.pdpnet.compile import CorpusLayout, compile_network
 from inference.pdpnet.sampler import NetworkSampler, rebuild_counts
 from inference.pdpnet.spec import parse_network
@@ -43,7 +43,7 @@ def test_engine_init_seats_as_the_in_process_sampler_from_empty_counts(name):
 
 
 def test_counts_memo_serves_the_swept_arrays_only():
-    """The counts a sweep left are recalled for the same z and s arrays (O(1), drivers/models/pdp_memo.py) and
+    """The counts a sweep left are recalled for the same z and s arrays (O(1), drivers/models/pdp_network/block_memo.py) and
     equal their recount; a state whose arrays were replaced (restored, shipped, copied) is recounted."""
     V, K = 8, 3
     blk = _block(5, D=8)

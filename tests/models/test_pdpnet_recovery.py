@@ -8,7 +8,7 @@ import json
 
 import numpy as np
 
-from drivers.models.pdp_network import PdpNetwork
+from drivers.models.pdp_network.model import PdpNetwork
 from inference.gibbs.block import SegmentedBlock
 from inference.gibbs.tables import merge
 from inference.pdpnet.compile import CorpusLayout, compile_network

@@ -43,7 +43,7 @@ def word_side(spec: NetworkSpec) -> dict | None:
     bigram = word.index == ("topic", "previous_word") and spec.word.index == ("topic", "previous_word")
     column = len(word.index) == 2 and word.index[0] == "topic" and word.index[1].startswith("column:") \
         and spec.word.index == word.index
-    if column:      # phi[topic, column:C] over phi0[topic], itself a chain's bottom (pdp_column)
+    if column:      # phi[topic, column:C] over phi0[topic], itself a chain's bottom (words_column)
         par = word.parents[0] if len(word.parents) == 1 else None
         phi0 = spec.nodes[par.node] if par is not None else None
         if phi0 is None or par.if_missing is not None or par.index != ("topic",) or phi0.index != ("topic",) \
@@ -64,7 +64,7 @@ def word_side(spec: NetworkSpec) -> dict | None:
                          "vector, or a Pitman-Yor family indexed by [topic, previous_word] over one per topic")
     level = ("topic",) if bigram else ("corpus",)
     chain, node = [], word
-    while True:     # the word vectors' chain up to its root (pdp_chain: corpus-level Pitman-Yor vectors between)
+    while True:     # the word vectors' chain up to its root (words_chain: corpus-level Pitman-Yor vectors between)
         parents = node.parents
         base = spec.nodes[parents[0].node] if len(parents) == 1 else None
         if base is None or parents[0].if_missing is not None or base.index != level or parents[0].index != level \

@@ -2,19 +2,19 @@
 b_0, nu_1) per topic over corpus-level vectors nu_l ~ PYP(a_l, b_l, nu_{l+1}), l = 1..L, over a Dirichlet root or
 the uniform (the sweep and its ownership of indicators: :mod:`inference.pdpnet.word_chain`).
 
-Tables: ``nwk`` (n_wk), ``word_tables`` (t_wk, V x K, :mod:`drivers.models.pdp_words`) and ``word_chain`` (t_lw,
+Tables: ``nwk`` (n_wk), ``word_tables`` (t_wk, V x K, :mod:`drivers.models.pdp_network.words_pyp`) and ``word_chain`` (t_lw,
 V x L): the indicators the partitions' customers hold at every level (states ``word_t`` and ``word_up``), summed.
 Level l's customers are level l-1's tables. The race rule at every level, bottom up: a cell with customers and no
 table after the merge (its last indicators left in two partitions in one sweep) is read as one table by the driver
 and every partition; a partition with own customers there opens it before its next sweep (:func:`local_arrays`),
 which is one more customer one level up. The driver's steps (per level: q_j ~ Beta(b, C_j), E20/E21 and the
-slice step of a) read the read tables, as pyp-lda's (:func:`drivers.models.pdp_words.sample_cells_hyper`).
+slice step of a) read the read tables, as pyp-lda's (:func:`drivers.models.pdp_network.words_pyp.sample_cells_hyper`).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from drivers.models import pdp_words
+from drivers.models.pdp_network import words_pyp
 from inference.gibbs.tables import CountTable
 
 TABLE = "word_chain"
@@ -32,7 +32,7 @@ def count_table(rows: int, L: int) -> CountTable:
 def legal(nwk, twk, tch) -> tuple:
     """(n, t, c_up, t_up) as int64: the race cells (customers, no table) read as one table, level by level bottom
     up (a read table is one more customer one level up)."""
-    n, t = pdp_words.legal(nwk, twk)
+    n, t = words_pyp.legal(nwk, twk)
     tch = np.asarray(tch, np.int64)
     cup, tup = np.zeros_like(tch), np.zeros_like(tch)
     c = t.sum(axis=1)
@@ -45,7 +45,7 @@ def legal(nwk, twk, tch) -> tuple:
 
 def derived(tables: dict) -> dict:
     """The read tables and their totals (T_k, C_l, T_l)."""
-    n, t, cup, tup = legal(tables["nwk"], tables[pdp_words.TABLE], tables[TABLE])
+    n, t, cup, tup = legal(tables["nwk"], tables[words_pyp.TABLE], tables[TABLE])
     return {"chain_t": t, "chain_tk": t.sum(axis=0), "chain_cup": cup, "chain_tup": tup,
             "chain_C": cup.sum(axis=0), "chain_T": tup.sum(axis=0)}
 
@@ -80,7 +80,7 @@ def local_arrays(vocab, uidx, own_n, own_t, own_up, nwk, twk, tch, der) -> dict:
 def word_args(vocab, uidx, state, nwk, words, mx, side, net, V: int) -> tuple:
     """(the word side's arguments of :func:`word_chain.chain_word_sweep` after ``mx``, its local arrays);
     ``words``: the partition's (``word_tables``, derived, ``word_chain``); ``mx`` raised to the cells' maxima."""
-    own_n = pdp_words.own_customers(uidx, state["z"], len(vocab), nwk.shape[1])
+    own_n = words_pyp.own_customers(uidx, state["z"], len(vocab), nwk.shape[1])
     loc = local_arrays(vocab, uidx, own_n, state["word_t"], state["word_up"], nwk, words[0], words[2], words[1])
     mx[0] = max(int(mx[0]), int(loc["nloc"].max(initial=0)), int(loc["cup"].max(initial=0)))
     mx[1] = max(int(mx[1]), int(loc["tloc"].max(initial=0)), int(loc["tup"].max(initial=0)))
@@ -124,9 +124,9 @@ def _level_values(side: dict, hyper: dict) -> list:
 def topic_word(tables: dict, side: dict, hyper: dict) -> np.ndarray:
     """(K, V) posterior mean of phi_k, the levels' means from the root down: nu_l = ((c_l - a_l t_l) + (b_l + a_l
     T_l) nu_{l+1}) / (b_l + C_l), phi_k likewise over nu_1 (thesis (7.12))."""
-    n, t, cup, tup = legal(tables["nwk"], tables[pdp_words.TABLE], tables[TABLE])
+    n, t, cup, tup = legal(tables["nwk"], tables[words_pyp.TABLE], tables[TABLE])
     vals = _level_values(side, hyper)
-    nu = pdp_words.base_vector(tup[:, -1:] if tup.shape[1] else t, float(side["beta0"]))    # the root's customers
+    nu = words_pyp.base_vector(tup[:, -1:] if tup.shape[1] else t, float(side["beta0"]))    # the root's customers
     for l in range(cup.shape[1], 0, -1):
         a, b = vals[l]
         c, tl = cup[:, l - 1].astype(np.float64), tup[:, l - 1].astype(np.float64)
@@ -138,27 +138,27 @@ def topic_word(tables: dict, side: dict, hyper: dict) -> np.ndarray:
 
 
 def loglik(tables: dict, side: dict, hyper: dict) -> float:
-    """log p(w, t | z) of the word side: every level's part of (E12) and the root's (:func:`pdp_words.loglik`)."""
-    n, t, cup, tup = legal(tables["nwk"], tables[pdp_words.TABLE], tables[TABLE])
+    """log p(w, t | z) of the word side: every level's part of (E12) and the root's (:func:`words_pyp.loglik`)."""
+    n, t, cup, tup = legal(tables["nwk"], tables[words_pyp.TABLE], tables[TABLE])
     vals = _level_values(side, hyper)
     occ = n > 0
-    total = pdp_words.cells_loglik(n[occ], t[occ], n.sum(axis=0), t.sum(axis=0), *vals[0])
+    total = words_pyp.cells_loglik(n[occ], t[occ], n.sum(axis=0), t.sum(axis=0), *vals[0])
     for l in range(cup.shape[1]):
         occ = cup[:, l] > 0
-        total += pdp_words.cells_loglik(cup[occ, l], tup[occ, l], cup[:, l].sum(keepdims=True),
+        total += words_pyp.cells_loglik(cup[occ, l], tup[occ, l], cup[:, l].sum(keepdims=True),
                                         tup[:, l].sum(keepdims=True), *vals[l + 1])
     root = tup[:, -1] if tup.shape[1] else t.sum(axis=1)
-    return total + pdp_words.root_loglik(root.astype(np.float64), float(side["beta0"]), n.shape[0])
+    return total + words_pyp.root_loglik(root.astype(np.float64), float(side["beta0"]), n.shape[0])
 
 
 def sample_hyper(side: dict, tables: dict, hyper: dict, sampled: dict, rng: np.random.Generator) -> dict:
-    """Every level's b and a from the read tables (:func:`pdp_words.sample_cells_hyper`), level 0 first."""
-    n, t, cup, tup = legal(tables["nwk"], tables[pdp_words.TABLE], tables[TABLE])
+    """Every level's b and a from the read tables (:func:`words_pyp.sample_cells_hyper`), level 0 first."""
+    n, t, cup, tup = legal(tables["nwk"], tables[words_pyp.TABLE], tables[TABLE])
     occ = n > 0
-    hyper = pdp_words.sample_cells_hyper(side, n[occ], t[occ], n.sum(axis=0), t.sum(axis=0), hyper, sampled, rng)
+    hyper = words_pyp.sample_cells_hyper(side, n[occ], t[occ], n.sum(axis=0), t.sum(axis=0), hyper, sampled, rng)
     for l, lv in enumerate(side.get("chain", ())):
         occ = cup[:, l] > 0
-        hyper = pdp_words.sample_cells_hyper({"a": lv[0], "b": lv[1]}, cup[occ, l], tup[occ, l],
+        hyper = words_pyp.sample_cells_hyper({"a": lv[0], "b": lv[1]}, cup[occ, l], tup[occ, l],
                                              cup[:, l].sum(keepdims=True), tup[:, l].sum(keepdims=True), hyper,
                                              sampled, rng)
     return hyper

@@ -22,8 +22,8 @@ def network_scores(block, phi_vk: np.ndarray, settings, start, words_of=None, pr
     one-document block's ``(compiled network, counts it starts from, discounts, concentrations, which discounts
     are sampled)`` (:meth:`drivers.models.pdp_network.PdpNetwork.test_document_start`); ``words_of(doc, net)``: a
     bigram-topic word side's arguments of :func:`bigram_particles` (each particle's earlier tokens in its counts;
-    :meth:`drivers.models.pdp_bigram.BigramArrays.document_words`), else the tokens' rows of ``phi_vk`` or
-    ``rows_of(doc)`` ((N, K) per token: a word side indexed by [topic, column], :mod:`drivers.models.pdp_column`);
+    :meth:`drivers.models.pdp_network.words_bigram.BigramArrays.document_words`), else the tokens' rows of ``phi_vk`` or
+    ``rows_of(doc)`` ((N, K) per token: a word side indexed by [topic, column], :mod:`drivers.models.pdp_network.words_column`);
     ``protocol``: added to the scores' protocol."""
     phi_vk = np.ascontiguousarray(phi_vk, dtype=np.float64)
     known, skipped = known_block(block, phi_vk.shape[0])

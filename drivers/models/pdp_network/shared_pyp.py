@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from drivers import storage
-from drivers.models import pdp_words
+from drivers.models.pdp_network import words_pyp
 from inference.errors import UsageError
 from inference.gibbs.tables import CountTable
 from inference.pdpnet.compile import KIND_PYP
@@ -29,7 +29,7 @@ EDGES = "network_ts"
 
 def check(spec: NetworkSpec, families: list[str], word_side: dict | None) -> None:
     """Refuse (one line naming the node) the shared Pitman-Yor vectors the engine cannot run yet (``word_side``:
-    :func:`drivers.models.pdp_words.word_side`'s answer)."""
+    :func:`drivers.models.pdp_network.words_pyp.word_side`'s answer)."""
     for name in families:
         node = spec.nodes[name]
         if node.kind != "pyp":
@@ -70,7 +70,7 @@ def own_edges(net, s, nodes: list, P: int) -> tuple[np.ndarray, np.ndarray]:
 def legal(tc, tp) -> np.ndarray:
     """t with the cells whose last tables left in two partitions at once (c > 0, t = 0) read as t = 1 (the
     partitions' repair before their next sweep, :func:`inference.pdpnet.owned.repair`; the word side's rule)."""
-    return pdp_words.legal(tc, tp)[1]
+    return words_pyp.legal(tc, tp)[1]
 
 
 def customers(net, cnt: dict, nodes: list) -> tuple[np.ndarray, np.ndarray]:
@@ -152,7 +152,7 @@ def driver_stats(spec: NetworkSpec, roots, tables: dict, hyper: dict, rng: np.ra
         occ = c > 0
         C, T = c.sum(axis=1), t.sum(axis=1)
         live = C > 0
-        keys.append(pdp_words.cells_keys(c[occ], t[occ], T[live], p, q))
+        keys.append(words_pyp.cells_keys(c[occ], t[occ], T[live], p, q))
         if spec.params[b].sample and live.any():
             qj = rng.beta(hyper["b_values"][b], C[live])
             old = b_stats.get(b, (0.0, 0.0))
@@ -229,7 +229,7 @@ class SharedPypModel:
 
     def grown_chain(self, tables: dict, hyper: dict, old_vocab_size: int) -> tuple[dict, dict]:
         """``network_tp``'s (and ``network_ts``'s) rows moved to the grown layout as ``network_tc``'s
-        (:meth:`drivers.models.pdp_roots.SharedRootsModel.grown_chain`, after this)."""
+        (:meth:`drivers.models.pdp_network.shared_roots.SharedRootsModel.grown_chain`, after this)."""
         old = self.__dict__.get("_old_roots")
         if old is not None:
             rows = self._shared_roots().moved_rows(old, parse_network(self._raw))

@@ -2,14 +2,14 @@
 C_j) (E19) for their own vectors; the driver draws b by (E20) when every discount of its vectors is a fixed 0, else
 slice-samples it with the sampled discounts in the global step (E21) from the summed histograms (table
 ``discount_counts``, :mod:`inference.pdpnet.engine_stats`). A Pitman-Yor word side's steps read the global word
-tables (:mod:`drivers.models.pdp_words`); a shared Pitman-Yor topic vector's the global rows of ``network_tc`` and
-``network_tp`` (its q_j drawn on the driver, :func:`drivers.models.pdp_shared.driver_stats`)."""
+tables (:mod:`drivers.models.pdp_network.words_pyp`); a shared Pitman-Yor topic vector's the global rows of ``network_tc`` and
+``network_tp`` (its q_j drawn on the driver, :func:`drivers.models.pdp_network.shared_pyp.driver_stats`)."""
 from __future__ import annotations
 
 import numpy as np
 
-from drivers.models import pdp_bigram, pdp_chain, pdp_column, pdp_shared, pdp_words
-from drivers.models.pdp_specs import slice_b_names
+from drivers.models.pdp_network import shared_pyp, word_sides, words_pyp
+from drivers.models.pdp_network.engine_specs import slice_b_names
 from inference.pdpnet import engine_stats
 from inference.pdpnet.compile import KIND_PYP
 from inference.pdpnet.spec import parse_network
@@ -30,7 +30,7 @@ class NetworkHyper:
         if not names:
             return np.zeros(0)
         cnt = self._local_counts(net, block, state)
-        skip = pdp_shared.shared_mask(net, self._shared_roots().nodes(net))
+        skip = shared_pyp.shared_mask(net, self._shared_roots().nodes(net))
         rng = np.random.default_rng(seed)
         out = np.zeros(2 * len(names))
         for r, name in enumerate(names):
@@ -52,7 +52,7 @@ class NetworkHyper:
         b_values = dict(hyper["b_values"])
         for r, name in enumerate(names):
             shape, rate = float(stats[2 * r]), float(stats[2 * r + 1])
-            if name not in skip and name not in pdp_words.side_params(hyper.get("word_pyp")) and shape > 0 \
+            if name not in skip and name not in words_pyp.side_params(hyper.get("word_pyp")) and shape > 0 \
                     and rate > 0:
                 b_values[name] = float(min(max(rng.gamma(shape, 1.0 / rate), 1e-3), 1e6))
         return dict(hyper, b_values=b_values)
@@ -64,16 +64,8 @@ class NetworkHyper:
         spec = parse_network(hyper["network"])
         side = hyper.get("word_pyp")
         sampled, word_rng = {n: p.sample for n, p in spec.params.items()}, np.random.default_rng([seed, 1])
-        if side is not None and side.get("bigram"):     # the bigram-topic word side's, on its keyed tables
-            hyper = pdp_bigram.sample_hyper(side, pdp_bigram.derived(tables, self.vocab_size, self.num_topics),
-                                            hyper, sampled, word_rng)
-        elif side is not None and side.get("column"):    # every level's steps, on the global tables
-            hyper = pdp_column.sample_hyper(side, tables, hyper, sampled, word_rng, *self._column_shape(hyper))
-        elif side is not None and side.get("chain"):
-            hyper = pdp_chain.sample_hyper(side, tables, hyper, sampled, word_rng)
-        elif side is not None:        # the word side's own steps, on the global tables
-            hyper = pdp_words.sample_hyper(side, tables["nwk"], tables[pdp_words.TABLE], hyper, sampled, word_rng)
-        own = pdp_words.side_params(side)
+        hyper = word_sides.of(side).sample_hyper(self, tables, hyper, sampled, word_rng)   # the word side's own
+        own = words_pyp.side_params(side)
         gamma_b = shared_b_names(spec, hyper.get("global_families", [])) - slice_b_names(spec, hyper["a_values"])
         sliced = slice_b_names(spec, hyper["a_values"]) - own
         a_sampled = sorted(n for n, p in spec.params.items() if p.kind == "a" and p.sample and n not in own)
@@ -84,8 +76,8 @@ class NetworkHyper:
             hist = tables["discount_counts"]
             hist_keys, hist_counts = np.asarray(hist.keys, np.int64), np.asarray(hist.counts, np.float64).reshape(-1)
         extra = {}
-        if pdp_shared.TABLE in tables:
-            keys, counts, extra = pdp_shared.driver_stats(spec, self._shared_roots(), tables, hyper,
+        if shared_pyp.TABLE in tables:
+            keys, counts, extra = shared_pyp.driver_stats(spec, self._shared_roots(), tables, hyper,
                                                           np.random.default_rng([seed, 2]))
             hist_keys, hist_counts = np.concatenate([hist_keys, keys]), np.concatenate([hist_counts, counts])
         a_names = sorted(n for n, p in spec.params.items() if p.kind == "a")

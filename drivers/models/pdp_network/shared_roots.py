@@ -176,7 +176,7 @@ def _doc_columns(corpus_directory: str, names: list[str], lists=()) -> tuple[lis
 
 def shared_families(spec: NetworkSpec) -> tuple[list[str], list[str]]:
     """``(global, refused)``: the topic families shared by documents indexed by the corpus or by kept columns
-    (roots or Pitman-Yor vectors: the engine's ``network_tc``, :mod:`drivers.models.pdp_shared`), and the other
+    (roots or Pitman-Yor vectors: the engine's ``network_tc``, :mod:`drivers.models.pdp_network.shared_pyp`), and the other
     shared ones (not on the engine)."""
     out, refused = [], []
     for name in spec.order:

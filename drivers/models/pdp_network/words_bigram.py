@@ -7,15 +7,15 @@ partition's customers hold, state ``word_t`` over the block's distinct (w', w) p
 (w' V + w) K + k as tlm's N_{w|w't} (V^2 K never allocated; w' = V: the document's first token). The roots'
 customers t_kw (V x K), the contexts' totals and the race-legal t are derived from them (:func:`derived`, once per
 synchronisation on the driver); a partition reads them over its own pairs (:func:`local_arrays`). The driver
-samples the side's a and b from the global cells and contexts (:func:`drivers.models.pdp_words.sample_cells_hyper`).
+samples the side's a and b from the global cells and contexts (:func:`drivers.models.pdp_network.words_pyp.sample_cells_hyper`).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from drivers import storage
-from drivers.models import pdp_words
-from drivers.models.pdp_words import own_customers
+from drivers.models.pdp_network import words_pyp
+from drivers.models.pdp_network.words_pyp import own_customers
 from inference.gibbs.tables import CountTable, KeyedCounts
 
 CUSTOMERS = "bigram_customers"
@@ -117,16 +117,16 @@ def initial_tables(pairs, uidx, z, K: int) -> np.ndarray:
 
 def sample_hyper(side: dict, der: dict, hyper: dict, sampled: dict, rng) -> dict:
     """The side's b and a from the global cells (n, t) and contexts (N, T)."""
-    return pdp_words.sample_cells_hyper(side, der["bigram_n"], der["bigram_t"], der["bigram_ctx_n"],
+    return words_pyp.sample_cells_hyper(side, der["bigram_n"], der["bigram_t"], der["bigram_ctx_n"],
                                         der["bigram_ctx_t"], hyper, sampled, rng)
 
 
 def loglik(der: dict, a: float, b: float, beta0: float, V: int) -> float:
     """log p(w, t | z) of the side (E12): the cells' Stirling numbers, the contexts' Pochhammer ratios, and every
     topic's root a Dirichlet-multinomial of its customers t_kw (or uniform)."""
-    total = pdp_words.cells_loglik(der["bigram_n"], der["bigram_t"], der["bigram_ctx_n"], der["bigram_ctx_t"], a, b)
+    total = words_pyp.cells_loglik(der["bigram_n"], der["bigram_t"], der["bigram_ctx_n"], der["bigram_ctx_t"], a, b)
     troot = der["bigram_troot"]
-    return total + sum(pdp_words.root_loglik(troot[:, k].astype(np.float64), beta0, V) for k in range(troot.shape[1]))
+    return total + sum(words_pyp.root_loglik(troot[:, k].astype(np.float64), beta0, V) for k in range(troot.shape[1]))
 
 
 def topic_word(nwk, der: dict, b: float, beta0: float) -> np.ndarray:
@@ -223,7 +223,7 @@ class BigramArrays:
                                                self.vocab_size, self.num_topics))
 
     def word_hook(self, hyper: dict) -> tuple:
-        """``(words_of, protocol)`` of :func:`drivers.models.pdp_left_to_right.network_scores`: a bigram-topic word
+        """``(words_of, protocol)`` of :func:`drivers.models.pdp_network.left_to_right_scores.network_scores`: a bigram-topic word
         side's (:meth:`document_words`, :data:`PROTOCOL`), else (None, "")."""
         return ((lambda doc, net: self.document_words(doc, net, hyper)), PROTOCOL) if is_bigram(hyper) else (None, "")
 

@@ -3,22 +3,22 @@ sample_data/networks/) on the Gibbs engine (issue 28, 3).
 
 What runs on the engine now: topic vectors per document and/or segment, over vectors shared by documents (the
 corpus, a kept column's value or a list column's values) that are Dirichlet roots (their customers, the documents'
-tables, in ``network_tc``: :mod:`drivers.models.pdp_roots`) or Pitman-Yor vectors over one root (their tables owned
-by partitions, ``network_tp``: :mod:`drivers.models.pdp_shared`); a word side that is one Dirichlet family indexed by
-topic (the engine's topic-word table M_kw, its prior as beta), one Pitman-Yor family by topic over a corpus-level
-word root (pyp-lda: :mod:`drivers.models.pdp_words`), or a family by [topic, previous_word] over a root per topic
-(tlm: :mod:`drivers.models.pdp_bigram`), the last two's tables owned by partitions. The rest is refused in one line.
+tables, in ``network_tc``: :mod:`.shared_roots`) or Pitman-Yor vectors (their tables owned by partitions,
+``network_tp``: :mod:`.shared_pyp`); a word side of one of the kinds of :mod:`.word_sides` (the engine's Dirichlet
+topic-word table; pyp-lda's Pitman-Yor family by topic; tlm's by [topic, previous_word]; a chain of corpus-level
+word vectors or a family by [topic, column:NAME]), asked once per step, never by kind. The rest is refused in one
+line.
 Concentrations: partitions draw q_j ~ Beta(b, C_j); when every discount of b's vectors is a fixed 0 the driver
 draws b from Gamma (E20), otherwise b and every sampled discount are slice-sampled on the driver from the summed
 (c, t) and T_j histograms (table ``discount_counts``, :mod:`inference.pdpnet.engine_stats`; the steps:
-:mod:`drivers.models.pdp_hyper`).
+:mod:`drivers.models.pdp_network.hyper_steps`).
 
 The topic side runs the spec's ``"sampler"`` (``--sampler`` overrides): Du's table indicators (default, exactly
 invariant) or his collapsed multiplicity sampler (``cmgs``, :mod:`inference.pdpnet.cmgs`: one-parent Pitman-Yor
 vectors, not exactly invariant; the shipped seqlda.json declares it).
 A partition's state is ``z`` (int32) and ``s`` (the table attributions of every parent edge and topic); every
 other count is rebuilt from them (:func:`inference.pdpnet.sampler.rebuild_counts`) unless the model object
-remembers the counts its last sweep of that state left (:mod:`drivers.models.pdp_memo`).
+remembers the counts its last sweep of that state left (:mod:`drivers.models.pdp_network.block_memo`).
 """
 from __future__ import annotations
 
@@ -26,17 +26,17 @@ import json
 
 import numpy as np
 
-from drivers.models import pdp_bigram, pdp_column, pdp_left_to_right, pdp_shared, pdp_words
+from drivers.models.pdp_network import left_to_right_scores, shared_pyp, word_sides, words_bigram, words_column, words_pyp
 from drivers.corpora.kinds import BAG_OF_WORDS, ORDERED, SEGMENTED
-from drivers.models.pdp_hyper import NetworkHyper
-from drivers.models.pdp_memo import BlockMemo, CountsMemo
-from drivers.models.pdp_roots import SharedRootsModel
-from drivers.models.pdp_shared import SharedPypModel
-from drivers.models.pdp_specs import (CMGS_NOTE, INDICATORS_NOTE, NETWORK, SAMPLER, check_engine_network,
+from drivers.models.pdp_network.hyper_steps import NetworkHyper
+from drivers.models.pdp_network.block_memo import BlockMemo, CountsMemo
+from drivers.models.pdp_network.shared_roots import SharedRootsModel
+from drivers.models.pdp_network.shared_pyp import SharedPypModel
+from drivers.models.pdp_network.engine_specs import (CMGS_NOTE, INDICATORS_NOTE, NETWORK, SAMPLER, check_engine_network,
                                       needs_histograms, read_spec_file)
 from inference.gibbs.model import GibbsModel
 from inference.gibbs.tables import CountTable
-from inference.pdpnet import cmgs_run, engine_stats, kernels, owned, owned_words, sweep, word_bigram
+from inference.pdpnet import cmgs_run, engine_stats, kernels, owned, sweep
 from inference.pdpnet.engine_stats import MAX_GLOBAL
 from inference.pdpnet.compile import CorpusLayout, compile_network
 from inference.pdpnet.sampler import StirlingStack, posterior_means, rebuild_counts
@@ -46,7 +46,7 @@ NO_DRIFT = np.zeros(0)     # network_sweep's self-check of its kept rows: off
 NO_HISTOGRAM = (np.zeros(0, np.int64), np.zeros((0, 1), np.int32))
 
 
-class PdpNetwork(pdp_column.ColumnWordArrays, pdp_bigram.BigramArrays, SharedPypModel, SharedRootsModel,
+class PdpNetwork(words_column.ColumnWordArrays, words_bigram.BigramArrays, SharedPypModel, SharedRootsModel,
                  NetworkHyper, GibbsModel):
     """Any network of Dirichlet / Pitman-Yor vectors (module docstring) with the table-indicator sampler or CMGS."""
 
@@ -72,8 +72,8 @@ class PdpNetwork(pdp_column.ColumnWordArrays, pdp_bigram.BigramArrays, SharedPyp
         beta, global_families = check_engine_network(spec)
         self._raw, self._roots = raw, None
         self.read_columns(spec)
-        self._word_pyp = pdp_words.word_side(spec)
-        pdp_shared.check(spec, global_families, self._word_pyp)
+        self._word_pyp = words_pyp.word_side(spec)
+        shared_pyp.check(spec, global_families, self._word_pyp)
         self.bind_shared(spec, global_families)
         hyper = {"network": raw, "beta": float(beta), "global_families": global_families,
                  "topic_sampler": CMGS_NOTE if spec.sampler == "cmgs" else INDICATORS_NOTE,
@@ -86,10 +86,10 @@ class PdpNetwork(pdp_column.ColumnWordArrays, pdp_bigram.BigramArrays, SharedPyp
         return self._compiled_raw(block, hyper["network"])
 
     def _memo(self, kind: str):
-        """The model object's memory of ``kind`` (nets, vocab, counts: :mod:`drivers.models.pdp_memo`)."""
+        """The model object's memory of ``kind`` (nets, vocab, counts: :mod:`drivers.models.pdp_network.block_memo`)."""
         memo = self.__dict__.setdefault("_memos", {})
         if kind not in memo:
-            kinds = {"counts": CountsMemo, "roots": CountsMemo, "owned": pdp_shared.OwnedTables}
+            kinds = {"counts": CountsMemo, "roots": CountsMemo, "owned": shared_pyp.OwnedTables}
             memo[kind] = kinds.get(kind, BlockMemo)()
         return memo[kind]
 
@@ -125,7 +125,7 @@ class PdpNetwork(pdp_column.ColumnWordArrays, pdp_bigram.BigramArrays, SharedPyp
         """The kernels' counts from (z, s); a shared vector's t^c (and a shared Pitman-Yor vector's t, its edges'
         S) is ``global_tc``'s row (the sum over every partition; ``global_tables`` the engine's other tables) or,
         without it, the trained model's plus this block's own (held-out documents, ``infer``); the own go to
-        ``cnt["own"]`` (:func:`pdp_shared.substitute`).
+        ``cnt["own"]`` (:func:`shared_pyp.substitute`).
         ``init``: from s alone, no token counted (the initialising sweep adds every token of z itself)."""
         cnt = self._memo("counts").take(block, state)
         if init:
@@ -140,7 +140,7 @@ class PdpNetwork(pdp_column.ColumnWordArrays, pdp_bigram.BigramArrays, SharedPyp
 
     def _run(self, block, state, hyper, nwk, nk, seed, frozen_phi, init, global_tc=None, words=None,
              global_tables=None):
-        """``words``: the Pitman-Yor word side's (tables, derived) (:mod:`drivers.models.pdp_words`); a shared
+        """``words``: the Pitman-Yor word side's (tables, derived) (:mod:`drivers.models.pdp_network.words_pyp`); a shared
         Pitman-Yor vector's sweep is :func:`owned.owned_sweep` (its own tables ``cnt["own"]``)."""
         net = self._compiled(block, hyper)
         z = state["z"].astype(np.int64)
@@ -150,7 +150,6 @@ class PdpNetwork(pdp_column.ColumnWordArrays, pdp_bigram.BigramArrays, SharedPyp
         avals, bvals = self._values(net, hyper)
         if getattr(net, "ancestors", None) is None:       # once per compiled block (kept with it)
             net.ancestors = kernels.ancestor_lists(net.par_ptr, net.par_node)
-        anc_ptr, anc = net.ancestors
         stirling = StirlingStack(avals, sampled=[net.spec.params[n].sample for n in net.a_names])
         frozen = frozen_phi is not None
         phi = np.ascontiguousarray(frozen_phi, dtype=np.float64) if frozen else np.zeros((1, 1))
@@ -159,49 +158,29 @@ class PdpNetwork(pdp_column.ColumnWordArrays, pdp_bigram.BigramArrays, SharedPyp
             cmgs_run.run_cmgs(net, block.seg_ptr[block.doc_ptr], z, s, cnt, avals, bvals, nwk, nk,
                               float(hyper["beta"]), frozen_phi, seed, init)
             pos = -1
-        if words is not None:
-            wargs, loc = self._word_args(block, state, hyper, net, nwk, words, cnt["mx"])
+        side = self.word_side
+        (head, tail), loc = ((None, None), None) if words is None else side.sweep_args(self, block, state, net, nwk,
+                                                                                       words, cnt["mx"])
+        topic, counts = word_sides.topic_args(net, z, avals, bvals), word_sides.count_args(net, cnt, s)
+        dirichlet = (nwk, nk, float(hyper["beta"]), phi, frozen)
         while pos >= 0:
-            if "own" in cnt and not init:
+            if "own" in cnt and not init:       # a shared Pitman-Yor vector's own tables (inference.pdpnet.owned)
                 ratios = self._memo("owned").get(avals, [net.spec.params[n].sample for n in net.a_names], cnt["mx"])
-                if words is not None:     # both sides' indicators owned (hca: inference.pdpnet.owned_words)
-                    pos = owned_words.owned_word_sweep(
-                        pos, reseed, seed, *wargs[:3], z, net.topic_inst, anc_ptr, anc, net.kind, net.dim, net.off,
-                        net.alpha, net.a_of, net.b_of, net.par_ptr, net.par_node, net.par_gamma, net.gamma_sum, avals,
-                        bvals, *ratios, cnt["n"], cnt["tc"], cnt["tp"], cnt["Nn"], cnt["TC"], cnt["TP"], s,
-                        cnt["Se"], net.eoff, cnt["mx"], *cnt["own"], *wargs[3:])
-                    reseed = False
-                    continue
-                pos = owned.owned_sweep(
-                    pos, reseed, seed, words_of, z, net.topic_inst, anc_ptr, anc, net.kind, net.dim, net.off,
-                    net.alpha, net.a_of, net.b_of, net.par_ptr, net.par_node, net.par_gamma, net.gamma_sum, avals,
-                    bvals, *ratios, cnt["n"], cnt["tc"], cnt["tp"], cnt["Nn"], cnt["TC"], cnt["TP"], s,
-                    cnt["Se"], net.eoff, cnt["mx"], nwk, nk, float(hyper["beta"]), phi, frozen, *cnt["own"])
-                reseed = False
-                continue
-            stirling.ensure(cnt["mx"][0], cnt["mx"][1])
-            if words is not None and pdp_column.is_deep(hyper):      # a chain of word vectors, or [topic, column]
-                pos, reseed = pdp_column.sweep(pos, reseed, seed, net, z, s, avals, bvals, stirling.L3, cnt, wargs)
-                continue
-            if words is not None:
-                pos = word_bigram.bigram_word_sweep(
-                    pos, reseed, seed, *wargs[:3], z, net.topic_inst, anc_ptr, anc, net.kind,
-                    net.dim, net.off, net.alpha, net.a_of, net.b_of, net.par_ptr, net.par_node, net.par_gamma,
-                    net.gamma_sum, avals, bvals, stirling.L3, cnt["n"], cnt["tc"], cnt["tp"], cnt["Nn"], cnt["TC"],
-                    cnt["TP"], s, cnt["Se"], net.eoff, cnt["mx"], *wargs[3:])
-                reseed = False
-                continue
-            pos = sweep.network_sweep(
-                pos, reseed, seed, True, words_of, z, net.topic_inst, net.word_inst, anc_ptr, anc, net.kind,
-                net.dim, net.off, net.alpha, net.a_of, net.b_of, net.par_ptr, net.par_node, net.par_gamma,
-                net.gamma_sum, avals, bvals, stirling.L3, cnt["n"], cnt["tc"], cnt["tp"], cnt["Nn"], cnt["TC"],
-                cnt["TP"], s, cnt["Se"], net.eoff, cnt["mx"], init, True, nwk, nk, float(hyper["beta"]), phi,
-                frozen, NO_DRIFT)
+                if words is not None:           # both sides' indicators owned (hca: inference.pdpnet.owned_words)
+                    pos = side.owned_kernel(pos, reseed, seed, *head, *topic, *ratios, *counts, *cnt["own"], *tail)
+                else:
+                    pos = owned.owned_sweep(pos, reseed, seed, words_of, *topic, *ratios, *counts, *dirichlet,
+                                            *cnt["own"])
+            else:
+                stirling.ensure(cnt["mx"][0], cnt["mx"][1])
+                if words is not None:           # the word side's own kernel (word_sides)
+                    pos = side.kernel(pos, reseed, seed, *head, *topic, stirling.L3, *counts, *tail)
+                else:
+                    pos = sweep.network_sweep(pos, reseed, seed, True, words_of, *topic[:2], net.word_inst,
+                                              *topic[2:], stirling.L3, *counts, init, True, *dirichlet, NO_DRIFT)
             reseed = False
-        if words is not None and pdp_column.is_deep(hyper):
-            pdp_column.write_back(loc, nwk, words, z)
-        elif words is not None and loc is not None:
-            pdp_words.write_back(loc, nwk, words[0], words[1])
+        if words is not None:
+            side.write_back(loc, nwk, words, z)
         state["z"][:] = z
         self.remember_root_rows(net, block, state, cnt)
         if not init and not self._shared_roots().nodes(net):
@@ -218,47 +197,14 @@ class PdpNetwork(pdp_column.ColumnWordArrays, pdp_bigram.BigramArrays, SharedPyp
     def _local_pairs(self, block):
         """(pairs (U,), index of every token) of the block's distinct (previous word, word) pairs (remembered)."""
         got = self._memo("pairs").get(block)
-        return got if got is not None else self._memo("pairs").put(block, pdp_bigram.local_pairs(block,
+        return got if got is not None else self._memo("pairs").put(block, words_bigram.local_pairs(block,
                                                                                                   self.vocab_size))
-
-    def _word_args(self, block, state, hyper, net, nwk, words, mx) -> tuple:
-        """The word side's arguments of :func:`word_bigram.bigram_word_sweep` (``mx`` raised to its cells'
-        maxima) and, for pyp-lda's side, its local arrays to write back (:func:`pdp_words.write_back`)."""
-        twk, derived = words[:2]
-        side = hyper["word_pyp"]
-        if pdp_column.is_deep(hyper):
-            return pdp_column.word_args(self, block, state, nwk, words, mx, side, net)
-        if side.get("bigram"):
-            loc = derived.get(pdp_bigram.LOCAL)
-            if loc is None:     # the first sweep of a synchronisation: the local copies of the global values
-                loc = derived[pdp_bigram.LOCAL] = pdp_bigram.local_arrays(*self._local_pairs(block), state, derived,
-                                                                          self.vocab_size, self.num_topics)
-            loc["own_n"] = pdp_words.own_customers(loc["uidx"], state["z"], *state["word_t"].shape)
-            mx[0] = max(int(mx[0]), int(loc["nloc"].max(initial=0)))
-            mx[1] = max(int(mx[1]), int(loc["tloc"].max(initial=0)))
-            written = None
-        else:
-            vocab, uidx = self._local_vocab(block)
-            own_n = pdp_words.own_customers(uidx, state["z"], len(vocab), self.num_topics)
-            mx[0] = max(int(mx[0]), int(nwk.max(initial=0)))
-            mx[1] = max(int(mx[1]), int(twk.max(initial=0)))
-            loc = written = pdp_words.local_arrays(vocab, uidx, own_n, state["word_t"], nwk, twk, derived)
-        return tuple(loc[k] for k in ("uidx", "pword", "pctx", "nloc", "tloc", "Nc", "Tc", "troot", "Troot",
-                                      "own_n")) + (state["word_t"], net.a_names.index(side["a"]),
-                                                   net.b_names.index(side["b"]), float(side["beta0"])), written
 
     def initial_state(self, block, hyper, seed) -> dict:
         """The network's initial state; with a Pitman-Yor word side also the partition's own tables ``word_t``."""
         nwk = np.zeros((self.shared_rows, self.num_topics), dtype=np.int32)
         state = self.init_state(block, hyper, nwk, np.zeros(self.num_topics, dtype=np.int64), seed)
-        if pdp_column.is_deep(hyper):
-            pdp_column.initial_state(self, block, state, hyper["word_pyp"])
-        elif (hyper.get("word_pyp") or {}).get("bigram"):
-            state["word_t"] = pdp_bigram.initial_tables(*self._local_pairs(block), state["z"], self.num_topics)
-        elif hyper.get("word_pyp") is not None:
-            vocab, uidx = self._local_vocab(block)
-            own_n = pdp_words.own_customers(uidx, state["z"], len(vocab), self.num_topics)
-            state["word_t"] = pdp_words.initial_tables(own_n)
+        word_sides.of(hyper.get("word_pyp")).initial_state(self, block, state)
         return state
 
     def init_state(self, block, hyper, nwk, nk, seed) -> dict:
@@ -278,42 +224,25 @@ class PdpNetwork(pdp_column.ColumnWordArrays, pdp_bigram.BigramArrays, SharedPyp
                              else MAX_GLOBAL, self.num_topics, "dense"),
                   CountTable("discount_counts", engine_stats.HIST_ROWS, 1, "keyed",
                              cells_per_token=engine_stats.KEYS_PER_TOKEN)) + self.shared_tables(self.num_topics)
-        side = self.__dict__.get("_word_pyp")
-        if side is None:
-            return tables
-        if pdp_column.is_deep({"word_pyp": side}):
-            return tables + pdp_column.count_tables(self, side)
-        if side.get("bigram"):
-            return tables + pdp_bigram.count_tables(self.vocab_size, self.num_topics)
-        return tables + (pdp_words.count_table(self.shared_rows, self.num_topics),)
+        return tables + self.word_side.count_tables(self)
 
     def table_counts(self, block, state, local) -> dict:
         raw = self.__dict__.get("_raw")
         net = self._compiled_raw(block, raw)
         cnt = self._local_counts(net, block, state)
         rows = self._shared_roots().nodes(net)
-        out = {"nwk": self.shared_counts(block, state, local), "network_tc": pdp_shared.customers(net, cnt, rows),
-               "discount_counts": engine_stats.histogram_contribution(net, cnt, pdp_shared.shared_mask(net, rows))
+        out = {"nwk": self.shared_counts(block, state, local), "network_tc": shared_pyp.customers(net, cnt, rows),
+               "discount_counts": engine_stats.histogram_contribution(net, cnt, shared_pyp.shared_mask(net, rows))
                if needs_histograms(net.spec) else NO_HISTOGRAM}
         out.update(self.shared_table_counts(net, cnt, state["s"], rows))
-        if pdp_column.is_deep({"word_pyp": self.__dict__.get("_word_pyp")}):
-            out.update(pdp_column.table_counts(self, block, state, self._word_pyp))
-        elif (self.__dict__.get("_word_pyp") or {}).get("bigram"):
-            out.update(pdp_bigram.table_counts(*self._local_pairs(block), state, self.num_topics))
-        elif self.__dict__.get("_word_pyp") is not None:
-            out[pdp_words.TABLE] = (self._local_vocab(block)[0], state["word_t"].astype(np.int32))
+        out.update(self.word_side.table_counts(self, block, state))
         return out
 
     def derive(self, tables: dict) -> dict:
-        out = super().derive(tables)
-        if pdp_words.TABLE in tables:
-            out.update(pdp_words.derived(tables[pdp_words.TABLE]))
-        if pdp_bigram.CUSTOMERS in tables:
-            out.update(pdp_bigram.derived(tables, self.vocab_size, self.num_topics))
-        return out
+        return dict(super().derive(tables), **self.word_side.derive(self, tables))
 
     def sweep_tables(self, block, state, hyper, tables, derived, seed) -> None:
-        words = (tables.get(pdp_words.TABLE), derived, tables) if hyper.get("word_pyp") is not None else None
+        words = (tables.get(words_pyp.TABLE), derived, tables) if hyper.get("word_pyp") is not None else None
         self._run(block, state, hyper, tables["nwk"], derived["nk"], seed, None, init=False,
                   global_tc=tables["network_tc"], words=words, global_tables=tables)
 
@@ -324,29 +253,23 @@ class PdpNetwork(pdp_column.ColumnWordArrays, pdp_bigram.BigramArrays, SharedPyp
         if self._raw is not None:
             self.bind_shared(parse_network(self._raw), hyper.get("global_families", []))
 
-    # ---- a Pitman-Yor word side: its own topic-word estimate and likelihood (drivers.models.pdp_words)
-    def _word_values(self, hyper) -> tuple:
-        side = hyper["word_pyp"]
-        return float(hyper["a_values"][side["a"]]), float(hyper["b_values"][side["b"]]), float(side["beta0"])
+    # ---- the word side's own topics and likelihood (word_sides; None: the engine's)
+    @property
+    def word_side(self) -> word_sides.DirichletWords:
+        return word_sides.of(self.__dict__.get("_word_pyp"))
 
     def sample_topic_word(self, tables, derived, hyper) -> np.ndarray:
-        if hyper.get("word_pyp") is None or pdp_column.is_deep(hyper):    # (pdp_column.ColumnWordArrays)
-            return super().sample_topic_word(tables, derived, hyper)
-        if hyper["word_pyp"].get("bigram"):
-            return pdp_bigram.topic_word(tables["nwk"], derived, *self._word_values(hyper)[1:])
-        return pdp_words.topic_word(tables["nwk"], tables[pdp_words.TABLE], *self._word_values(hyper))
+        got = word_sides.of(hyper.get("word_pyp")).topic_word(self, tables, derived, hyper)
+        return super().sample_topic_word(tables, derived, hyper) if got is None else got
 
     def loglik(self, tables, derived, hyper) -> float:
-        if hyper.get("word_pyp") is None or pdp_column.is_deep(hyper):
-            return super().loglik(tables, derived, hyper)
-        if hyper["word_pyp"].get("bigram"):
-            return pdp_bigram.loglik(derived, *self._word_values(hyper), self.vocab_size)
-        return pdp_words.loglik(tables["nwk"], tables[pdp_words.TABLE], *self._word_values(hyper))
+        got = word_sides.of(hyper.get("word_pyp")).loglik(self, tables, derived, hyper)
+        return super().loglik(tables, derived, hyper) if got is None else got
 
     # ---- evaluation
     def left_to_right(self, block, hyper, phi_vk, settings):
         """Exact in the model: the particles carry each test document's network state (z, t, s)."""
-        return pdp_left_to_right.network_scores(block, phi_vk, settings, lambda doc: self.test_document_start(
+        return left_to_right_scores.network_scores(block, phi_vk, settings, lambda doc: self.test_document_start(
             doc, hyper), *self.word_hook(hyper), self.column_hook(hyper, phi_vk))
 
     def test_document_start(self, doc, hyper) -> tuple:

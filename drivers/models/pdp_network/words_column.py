@@ -1,36 +1,29 @@
 """pdp-network's word side indexed by [topic, column:NAME] on the Gibbs engine (issue 28; Chen, Buntine et al.'s
 differential topic models): phi[k, g] ~ PYP(a, b, phi0_k) per topic and value g of a kept column, phi0_k a
 Pitman-Yor vector over the uniform, a Dirichlet root or a chain of corpus-level Pitman-Yor vectors (the sweep:
-:mod:`inference.pdpnet.word_column`; phi0 and up: :mod:`drivers.models.pdp_chain`).
+:mod:`inference.pdpnet.word_column`; phi0 and up: :mod:`drivers.models.pdp_network.words_chain`).
 
 Tables, dense per value (G = the column's values + 1 for an unseen one): ``word_col_n`` (customers of cell (g, w)
 and topic k at row g V + w, the tokens) and ``word_col_t`` (their indicators; state ``word_bt`` over the block's
 pairs), ``word_tables`` (phi0's indicators; its customers are sum_g t_gwk), ``word_chain`` (the corpus levels'),
-every indicator held by a partition and summed. The race rule at every level from the bottom up, as pdp_chain's.
+every indicator held by a partition and summed. The race rule at every level from the bottom up, as words_chain's.
 Held-out documents and ``infer`` read the trained bottom tables (kept beside the model) with phi0 frozen:
 p(w | k, g) = ((n_gwk - a t_gwk) + (b + a T_gk) phi0_k(w)) / (b + N_gk) (an unseen value: phi0_k(w))."""
 from __future__ import annotations
 
 import numpy as np
 
-from drivers.models import pdp_chain, pdp_words
+from drivers.models.pdp_network import words_chain, words_pyp
 from drivers import storage
 from inference.errors import RefusedError
 from inference.gibbs import heldout
 from inference.gibbs.tables import CountTable
-from inference.pdpnet import word_chain, word_column
 
 CUSTOMERS, TABLES = "word_col_n", "word_col_t"
 
 
 def is_column(hyper: dict) -> bool:
     return bool((hyper.get("word_pyp") or {}).get("column"))
-
-
-def is_deep(hyper: dict) -> bool:
-    """A word side run here: indexed by [topic, column], or a chain of word vectors (pyp-lda-2, pdp_chain)."""
-    side = hyper.get("word_pyp") or {}
-    return bool(side.get("column") or side.get("chain"))
 
 
 def values(model, block, side: dict) -> tuple[np.ndarray, int]:
@@ -51,8 +44,8 @@ def local_pairs(model, block, side: dict) -> tuple:
 
 
 def count_tables(model, side: dict) -> tuple:
-    V, K, L = model.vocab_size, model.num_topics, pdp_chain.levels(side)
-    out = (pdp_words.count_table(model.shared_rows, K),) + ((pdp_chain.count_table(model.shared_rows, L),) if L else ())
+    V, K, L = model.vocab_size, model.num_topics, words_chain.levels(side)
+    out = (words_pyp.count_table(model.shared_rows, K),) + ((words_chain.count_table(model.shared_rows, L),) if L else ())
     if not side.get("column"):
         return out
     G = model._columns.sizes()[side["column"]]
@@ -65,37 +58,37 @@ def initial_state(model, block, state: dict, side: dict) -> None:
     vocab, uidx = model._local_vocab(block)
     if side.get("column"):
         pairs, pidx, pword, _, _ = local_pairs(model, block, side)
-        state["word_bt"] = (pdp_words.own_customers(pidx, state["z"], len(pairs), model.num_topics) > 0
+        state["word_bt"] = (words_pyp.own_customers(pidx, state["z"], len(pairs), model.num_topics) > 0
                             ).astype(np.int32)
         own0 = np.zeros((len(vocab), model.num_topics), np.int64)
         np.add.at(own0, pword, state["word_bt"])
     else:
-        own0 = pdp_words.own_customers(uidx, state["z"], len(vocab), model.num_topics)
+        own0 = words_pyp.own_customers(uidx, state["z"], len(vocab), model.num_topics)
     state["word_t"] = (own0 > 0).astype(np.int32)
-    if pdp_chain.levels(side):
-        state["word_up"] = pdp_chain.initial_tables(state["word_t"], pdp_chain.levels(side))
+    if words_chain.levels(side):
+        state["word_up"] = words_chain.initial_tables(state["word_t"], words_chain.levels(side))
 
 
 def table_counts(model, block, state: dict, side: dict) -> dict:
     vocab = model._local_vocab(block)[0]
-    out = {pdp_words.TABLE: (vocab, state["word_t"].astype(np.int32))}
+    out = {words_pyp.TABLE: (vocab, state["word_t"].astype(np.int32))}
     if "word_up" in state:
-        out[pdp_chain.TABLE] = (vocab, state["word_up"].astype(np.int32))
+        out[words_chain.TABLE] = (vocab, state["word_up"].astype(np.int32))
     if side.get("column"):
         pairs, pidx, _, _, _ = local_pairs(model, block, side)
-        own_bn = pdp_words.own_customers(pidx, state["z"], len(pairs), model.num_topics).astype(np.int32)
+        own_bn = words_pyp.own_customers(pidx, state["z"], len(pairs), model.num_topics).astype(np.int32)
         out.update({CUSTOMERS: (pairs, own_bn), TABLES: (pairs, state["word_bt"].astype(np.int32))})
     return out
 
 
 def phi0_tables(tables: dict, G: int, V: int) -> tuple:
-    """(bottom (n, t) as read, (G, K) totals N, T, phi0's tables as pdp_chain reads them: its customers sum_g t)."""
-    bn, bt = pdp_words.legal(tables[CUSTOMERS], tables[TABLES])
+    """(bottom (n, t) as read, (G, K) totals N, T, phi0's tables as words_chain reads them: its customers sum_g t)."""
+    bn, bt = words_pyp.legal(tables[CUSTOMERS], tables[TABLES])
     K = bn.shape[1]
     c0 = bt.reshape(G, V, K).sum(axis=0)
-    L = tables[pdp_chain.TABLE].shape[1] if pdp_chain.TABLE in tables else 0
-    up = {"nwk": c0, pdp_words.TABLE: tables[pdp_words.TABLE],
-          pdp_chain.TABLE: tables.get(pdp_chain.TABLE, np.zeros((V, L), np.int64))}
+    L = tables[words_chain.TABLE].shape[1] if words_chain.TABLE in tables else 0
+    up = {"nwk": c0, words_pyp.TABLE: tables[words_pyp.TABLE],
+          words_chain.TABLE: tables.get(words_chain.TABLE, np.zeros((V, L), np.int64))}
     return bn, bt, bn.reshape(G, V, K).sum(axis=1), bt.reshape(G, V, K).sum(axis=1), up
 
 
@@ -105,23 +98,23 @@ def word_args(model, block, state, nwk, words, mx, side, net) -> tuple:
     with own customers repaired. A chain's kernel is :func:`word_chain.chain_word_sweep`, else
     :func:`word_column.column_word_sweep`."""
     if not side.get("column"):
-        der = dict(nk=words[1]["nk"], **pdp_chain.derived(words[2]))
-        args, loc = pdp_chain.word_args(*model._local_vocab(block), state, nwk,
-                                        (words[0], der, words[2][pdp_chain.TABLE]), mx, side, net, model.vocab_size)
+        der = dict(nk=words[1]["nk"], **words_chain.derived(words[2]))
+        args, loc = words_chain.word_args(*model._local_vocab(block), state, nwk,
+                                        (words[0], der, words[2][words_chain.TABLE]), mx, side, net, model.vocab_size)
         return ((loc["uidx"],), args), dict(loc, der=der)
     pairs, pidx, pword, pval, G = local_pairs(model, block, side)
     tables, V, K = words[2], model.vocab_size, model.num_topics
     bn, bt, BN, BT, up = phi0_tables(tables, G, V)
-    own_bn = pdp_words.own_customers(pidx, state["z"], len(pairs), K)
+    own_bn = words_pyp.own_customers(pidx, state["z"], len(pairs), K)
     own_bt = state["word_bt"]
     own_bt[(bn[pairs] > 0) & (np.asarray(tables[TABLES])[pairs] == 0) & (own_bn > 0)] += 1
     vocab = model._local_vocab(block)[0]
     own0 = np.zeros((len(vocab), K), np.int64)
     np.add.at(own0, pword, own_bt)
     state.setdefault("word_up", np.zeros((len(vocab), 0), np.int32))
-    loc = pdp_chain.local_arrays(vocab, None, own0, state["word_t"], state["word_up"], up["nwk"],
-                                 up[pdp_words.TABLE], up[pdp_chain.TABLE],
-                                 dict(nk=up["nwk"].sum(axis=0), **pdp_chain.derived(up)))
+    loc = words_chain.local_arrays(vocab, None, own0, state["word_t"], state["word_up"], up["nwk"],
+                                 up[words_pyp.TABLE], up[words_chain.TABLE],
+                                 dict(nk=up["nwk"].sum(axis=0), **words_chain.derived(up)))
     if state["word_up"].shape[1] == 0:
         del state["word_up"]
     loc.update(pairs=pairs, pidx=pidx, pword=pword, pval=pval, bn=bn[pairs].copy(), bt=bt[pairs].copy(), BN=BN,
@@ -130,33 +123,23 @@ def word_args(model, block, state, nwk, words, mx, side, net) -> tuple:
                 int(loc["cup"].max(initial=0)))
     mx[1] = max(int(mx[1]), int(loc["bt"].max(initial=0)), int(loc["tloc"].max(initial=0)),
                 int(loc["tup"].max(initial=0)))
-    chain = pdp_chain.kernel_args(loc, side, net.a_names, net.b_names, V)
+    chain = words_chain.kernel_args(loc, side, net.a_names, net.b_names, V)
     bottom = (net.a_names.index(side["bottom"][0]), net.b_names.index(side["bottom"][1]), float(side["bottom_gamma"]))
     return (tuple(loc[k] for k in ("pidx", "pword", "pval")), (loc["bn"], loc["bt"], BN, BT, own_bn, own_bt)
             + chain[:12] + bottom + chain[12:]), loc
 
 
-def sweep(pos, reseed, seed, net, z, s, avals, bvals, L3, cnt, wargs) -> tuple:
-    """The side's kernel (:func:`word_args`) from ``pos``: (its return, False)."""
-    anc_ptr, anc = net.ancestors
-    kernel = word_column.column_word_sweep if len(wargs[0]) == 3 else word_chain.chain_word_sweep
-    return kernel(
-        pos, reseed, seed, *wargs[0], z, net.topic_inst, anc_ptr, anc, net.kind, net.dim, net.off, net.alpha,
-        net.a_of, net.b_of, net.par_ptr, net.par_node, net.par_gamma, net.gamma_sum, avals, bvals, L3, cnt["n"],
-        cnt["tc"], cnt["tp"], cnt["Nn"], cnt["TC"], cnt["TP"], s, cnt["Se"], net.eoff, cnt["mx"], *wargs[1]), False
-
-
 def write_back(loc: dict, nwk, words, z) -> None:
     """The sweep's moves into the partition's copies of the tables (``nwk``: its tokens' moves)."""
     if "pairs" not in loc:
-        pdp_chain.write_back(loc, nwk, words[0], words[2][pdp_chain.TABLE], loc["der"])
+        words_chain.write_back(loc, nwk, words[0], words[2][words_chain.TABLE], loc["der"])
         return
     tables, pairs, vocab = loc["tables"], loc["pairs"], loc["vocab"]
     tables[CUSTOMERS][pairs] = loc["bn"]
     tables[TABLES][pairs] = loc["bt"]
-    tables[pdp_words.TABLE][vocab] = loc["tloc"]
-    if pdp_chain.TABLE in tables:
-        tables[pdp_chain.TABLE][vocab] = loc["tup"]
+    tables[words_pyp.TABLE][vocab] = loc["tloc"]
+    if words_chain.TABLE in tables:
+        tables[words_chain.TABLE][vocab] = loc["tup"]
     words = vocab[loc["pword"][loc["pidx"]]]
     np.add.at(nwk, (words, np.asarray(z, np.int64)), 1)
     np.add.at(nwk, (words, loc["z0"].astype(np.int64)), -1)
@@ -168,23 +151,23 @@ def _bottom_values(side: dict, hyper: dict) -> tuple:
 
 def topic_word(tables: dict, side: dict, hyper: dict, G: int, V: int) -> np.ndarray:
     """(K, V) phi0's posterior mean (the topics; a value's phi[k, g] is over it)."""
-    return pdp_chain.topic_word(phi0_tables(tables, G, V)[4], side, hyper)
+    return words_chain.topic_word(phi0_tables(tables, G, V)[4], side, hyper)
 
 
 def loglik(tables: dict, side: dict, hyper: dict, G: int, V: int) -> float:
     bn, bt, BN, BT, up = phi0_tables(tables, G, V)
     occ = bn > 0
-    return pdp_words.cells_loglik(bn[occ], bt[occ], BN.ravel(), BT.ravel(), *_bottom_values(side, hyper)) \
-        + pdp_chain.loglik(up, side, hyper)
+    return words_pyp.cells_loglik(bn[occ], bt[occ], BN.ravel(), BT.ravel(), *_bottom_values(side, hyper)) \
+        + words_chain.loglik(up, side, hyper)
 
 
 def sample_hyper(side: dict, tables: dict, hyper: dict, sampled: dict, rng, G: int, V: int) -> dict:
-    """The bottom level's b and a (restaurants (g, k)), then phi0's and the corpus levels' (pdp_chain)."""
+    """The bottom level's b and a (restaurants (g, k)), then phi0's and the corpus levels' (words_chain)."""
     bn, bt, BN, BT, up = phi0_tables(tables, G, V)
     occ = bn > 0
     bottom = {"a": side["bottom"][0], "b": side["bottom"][1]}
-    hyper = pdp_words.sample_cells_hyper(bottom, bn[occ], bt[occ], BN.ravel(), BT.ravel(), hyper, sampled, rng)
-    return pdp_chain.sample_hyper(side, up, hyper, sampled, rng)
+    hyper = words_pyp.sample_cells_hyper(bottom, bn[occ], bt[occ], BN.ravel(), BT.ravel(), hyper, sampled, rng)
+    return words_chain.sample_hyper(side, up, hyper, sampled, rng)
 
 
 class ColumnWordArrays:
@@ -204,7 +187,7 @@ class ColumnWordArrays:
     def bind_result(self, result) -> None:
         super().bind_result(result)
         if CUSTOMERS in result.tables:
-            bn, bt = pdp_words.legal(result.tables[CUSTOMERS], result.tables[TABLES])
+            bn, bt = words_pyp.legal(result.tables[CUSTOMERS], result.tables[TABLES])
             self._has_column, self._trained_column = True, {CUSTOMERS: bn, TABLES: bt}
 
     def saved_arrays(self) -> dict:
@@ -246,7 +229,7 @@ class ColumnWordArrays:
         return self.column_rows(block, hyper, frozen_phi), np.arange(block.n_tokens, dtype=np.int64)
 
     def column_hook(self, hyper: dict, phi_vk):
-        """``rows_of`` of :func:`drivers.models.pdp_left_to_right.network_scores` (None but for this side)."""
+        """``rows_of`` of :func:`drivers.models.pdp_network.left_to_right_scores.network_scores` (None but for this side)."""
         return (lambda doc: self.column_rows(doc, hyper, phi_vk)) if is_column(hyper) else None
 
     def heldout_loglik(self, block, hyper, phi_vk, schedule, seed, partition) -> np.ndarray:
@@ -256,20 +239,6 @@ class ColumnWordArrays:
             return super().heldout_loglik(block, hyper, phi_vk, schedule, seed, partition)
         return heldout.heldout_loglik(self, block, hyper, phi_vk, schedule, seed, partition,
                                       token_rows=lambda scored: self.column_rows(scored, hyper, phi_vk))
-
-    def sample_topic_word(self, tables, derived, hyper) -> np.ndarray:
-        if not is_deep(hyper):
-            return super().sample_topic_word(tables, derived, hyper)
-        if is_column(hyper):
-            return topic_word(tables, hyper["word_pyp"], hyper, *self._column_shape(hyper))
-        return pdp_chain.topic_word(tables, hyper["word_pyp"], hyper)
-
-    def loglik(self, tables, derived, hyper) -> float:
-        if not is_deep(hyper):
-            return super().loglik(tables, derived, hyper)
-        if is_column(hyper):
-            return loglik(tables, hyper["word_pyp"], hyper, *self._column_shape(hyper))
-        return pdp_chain.loglik(tables, hyper["word_pyp"], hyper)
 
     def _column_shape(self, hyper: dict) -> tuple:
         return self._columns.sizes()[hyper["word_pyp"]["column"]], self.vocab_size

@@ -6,15 +6,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from drivers.models import pdp_words
-from drivers.models.pdp_roots import shared_families
+from drivers.models.pdp_network import words_pyp
+from drivers.models.pdp_network.shared_roots import shared_families
 from inference.constraints import StrOptions
 from inference.errors import UsageError
 from inference.options import ModelOption
 from inference.pdpnet.engine_stats import MAX_GLOBAL, MAX_PARAMS
 from inference.pdpnet.spec import SAMPLERS, NetworkSpec
 
-SHIPPED = Path(__file__).resolve().parents[2] / "sample_data" / "networks"
+SHIPPED = Path(__file__).resolve().parents[3] / "sample_data" / "networks"
 
 
 def read_spec_file(name_or_path: str) -> dict:
@@ -35,9 +35,9 @@ def read_spec_file(name_or_path: str) -> dict:
 def check_engine_network(spec: NetworkSpec) -> tuple[float, list[str]]:
     """Refuse (one line naming the node) what the engine cannot run yet; returns the word side's beta and the
     topic families shared by documents (roots or Pitman-Yor vectors indexed by the corpus or kept columns: the
-    engine's ``network_tc`` rows, :mod:`drivers.models.pdp_roots`, :mod:`drivers.models.pdp_shared`)."""
+    engine's ``network_tc`` rows, :mod:`drivers.models.pdp_network.shared_roots`, :mod:`drivers.models.pdp_network.shared_pyp`)."""
     word = spec.nodes[spec.word.node]
-    side = pdp_words.word_side(spec)
+    side = words_pyp.word_side(spec)
     beta = word.alpha if side is None else (side["beta0"] or 0.01)
     global_families, refused = shared_families(spec)
     for name in refused:
@@ -66,8 +66,8 @@ def needs_histograms(spec: NetworkSpec) -> bool:
     """Whether the driver's global step reads the partitions' discount histograms (table ``discount_counts``): a
     sampled discount, or a sampled concentration sliced (:func:`slice_b_names`), of a topic-side vector (the
     word side's are drawn from the global word tables). A fixed discount keeps its spec value."""
-    side = pdp_words.word_side(spec)
-    own = pdp_words.side_params(side)
+    side = words_pyp.word_side(spec)
+    own = words_pyp.side_params(side)
     fixed_a = {n: p.value for n, p in spec.params.items() if p.kind == "a"}
     sampled_a = {n for n, p in spec.params.items() if p.kind == "a" and p.sample}
     return bool((slice_b_names(spec, fixed_a) | sampled_a) - own)

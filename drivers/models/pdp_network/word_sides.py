@@ -1,0 +1,214 @@
+"""pdp-network's word sides, one object per kind (:func:`of`): what the model asks of its word side (its engine
+tables, a partition's initial tables and contributions, the sweep kernel and its arguments, the write-back, the
+topics, the likelihood and the hyperparameter steps), each answered once here so the model never asks which kind.
+
+- :class:`DirichletWords`: one Dirichlet family indexed by topic, the engine's topic-word table M_kw with its prior
+  as beta (the generic sweep, :func:`inference.pdpnet.sweep.network_sweep`);
+- :class:`PypWords`: one Pitman-Yor family by topic over a corpus-level root (pyp-lda, :mod:`.words_pyp`);
+- :class:`BigramWords`: a family by [topic, previous_word] over a root per topic (tlm, :mod:`.words_bigram`);
+- :class:`DeepWords`: a chain of corpus-level Pitman-Yor word vectors (:mod:`.words_chain`) or a family by
+  [topic, column:NAME] over phi0[topic] (:mod:`.words_column`).
+The partition-owned sides take ``words`` = (their word tables, derived, the engine's tables) in a sweep and answer
+``sweep_args`` with ((the kernel's arguments before ``z``, after the topic side's counts), the local arrays)."""
+from __future__ import annotations
+
+import numpy as np
+
+from drivers.models.pdp_network import words_bigram, words_chain, words_column, words_pyp
+from inference.pdpnet import owned_words, word_bigram, word_chain, word_column
+
+
+class DirichletWords:
+    """The engine's own topic-word table: nothing of its own to keep, sweep, write back or step."""
+
+    kernel = owned_kernel = None
+
+    def __init__(self, side: dict | None = None):
+        self.side = side
+
+    def count_tables(self, model) -> tuple:
+        return ()
+
+    def initial_state(self, model, block, state: dict) -> None:
+        return None
+
+    def table_counts(self, model, block, state: dict) -> dict:
+        return {}
+
+    def derive(self, model, tables: dict) -> dict:
+        return {}
+
+    def sweep_args(self, model, block, state, net, nwk, words, mx) -> tuple:
+        return None, None
+
+    def write_back(self, loc, nwk, words, z) -> None:
+        return None
+
+    def topic_word(self, model, tables, derived, hyper):
+        """(K, V) the topics, or None: the engine's (from ``nwk`` and beta)."""
+        return None
+
+    def loglik(self, model, tables, derived, hyper):
+        """log p(w | z) of the word side, or None: the engine's."""
+        return None
+
+    def sample_hyper(self, model, tables, hyper, sampled, rng) -> dict:
+        return hyper
+
+    def values(self, hyper) -> tuple:
+        """(a, b, beta0) of a one-level Pitman-Yor side."""
+        return (float(hyper["a_values"][self.side["a"]]), float(hyper["b_values"][self.side["b"]]),
+                float(self.side["beta0"]))
+
+
+class PypWords(DirichletWords):
+    """pyp-lda's word side: tables ``word_tables`` (t_wk) held by partitions; pyp-lda's kernel is the bigram
+    side's with one context (the same chain)."""
+
+    kernel = staticmethod(word_bigram.bigram_word_sweep)        # (a numba dispatcher binds as a method)
+    owned_kernel = staticmethod(owned_words.owned_word_sweep)
+
+    def count_tables(self, model) -> tuple:
+        return (words_pyp.count_table(model.shared_rows, model.num_topics),)
+
+    def initial_state(self, model, block, state: dict) -> None:
+        vocab, uidx = model._local_vocab(block)
+        state["word_t"] = words_pyp.initial_tables(words_pyp.own_customers(uidx, state["z"], len(vocab),
+                                                                           model.num_topics))
+
+    def table_counts(self, model, block, state: dict) -> dict:
+        return {words_pyp.TABLE: (model._local_vocab(block)[0], state["word_t"].astype(np.int32))}
+
+    def derive(self, model, tables: dict) -> dict:
+        return words_pyp.derived(tables[words_pyp.TABLE]) if words_pyp.TABLE in tables else {}
+
+    def local_arrays(self, model, block, state, nwk, words, mx) -> tuple:
+        """(the local arrays, those to write back): the global counts as read, the own, ``mx`` raised."""
+        twk, derived = words[:2]
+        vocab, uidx = model._local_vocab(block)
+        own_n = words_pyp.own_customers(uidx, state["z"], len(vocab), model.num_topics)
+        mx[0] = max(int(mx[0]), int(nwk.max(initial=0)))
+        mx[1] = max(int(mx[1]), int(twk.max(initial=0)))
+        loc = words_pyp.local_arrays(vocab, uidx, own_n, state["word_t"], nwk, twk, derived)
+        return loc, loc
+
+    def sweep_args(self, model, block, state, net, nwk, words, mx) -> tuple:
+        loc, written = self.local_arrays(model, block, state, nwk, words, mx)
+        side = self.side
+        head = tuple(loc[k] for k in ("uidx", "pword", "pctx"))
+        tail = tuple(loc[k] for k in ("nloc", "tloc", "Nc", "Tc", "troot", "Troot", "own_n")) + (
+            state["word_t"], net.a_names.index(side["a"]), net.b_names.index(side["b"]), float(side["beta0"]))
+        return (head, tail), written
+
+    def write_back(self, loc, nwk, words, z) -> None:
+        if loc is not None:
+            words_pyp.write_back(loc, nwk, words[0], words[1])
+
+    def topic_word(self, model, tables, derived, hyper):
+        return words_pyp.topic_word(tables["nwk"], tables[words_pyp.TABLE], *self.values(hyper))
+
+    def loglik(self, model, tables, derived, hyper):
+        return words_pyp.loglik(tables["nwk"], tables[words_pyp.TABLE], *self.values(hyper))
+
+    def sample_hyper(self, model, tables, hyper, sampled, rng) -> dict:
+        return words_pyp.sample_hyper(self.side, tables["nwk"], tables[words_pyp.TABLE], hyper, sampled, rng)
+
+
+class BigramWords(PypWords):
+    """tlm's word side: keyed tables ``bigram_customers`` / ``bigram_word_tables`` over the pairs (w', w)."""
+
+    def count_tables(self, model) -> tuple:
+        return words_bigram.count_tables(model.vocab_size, model.num_topics)
+
+    def initial_state(self, model, block, state: dict) -> None:
+        state["word_t"] = words_bigram.initial_tables(*model._local_pairs(block), state["z"], model.num_topics)
+
+    def table_counts(self, model, block, state: dict) -> dict:
+        return words_bigram.table_counts(*model._local_pairs(block), state, model.num_topics)
+
+    def derive(self, model, tables: dict) -> dict:
+        return words_bigram.derived(tables, model.vocab_size, model.num_topics) \
+            if words_bigram.CUSTOMERS in tables else {}
+
+    def local_arrays(self, model, block, state, nwk, words, mx) -> tuple:
+        derived = words[1]
+        loc = derived.get(words_bigram.LOCAL)
+        if loc is None:     # the first sweep of a synchronisation: the local copies of the global values
+            loc = derived[words_bigram.LOCAL] = words_bigram.local_arrays(
+                *model._local_pairs(block), state, derived, model.vocab_size, model.num_topics)
+        loc["own_n"] = words_pyp.own_customers(loc["uidx"], state["z"], *state["word_t"].shape)
+        mx[0] = max(int(mx[0]), int(loc["nloc"].max(initial=0)))
+        mx[1] = max(int(mx[1]), int(loc["tloc"].max(initial=0)))
+        return loc, None
+
+    def topic_word(self, model, tables, derived, hyper):
+        return words_bigram.topic_word(tables["nwk"], derived, *self.values(hyper)[1:])
+
+    def loglik(self, model, tables, derived, hyper):
+        return words_bigram.loglik(derived, *self.values(hyper), model.vocab_size)
+
+    def sample_hyper(self, model, tables, hyper, sampled, rng) -> dict:
+        return words_bigram.sample_hyper(self.side, words_bigram.derived(tables, model.vocab_size, model.num_topics),
+                                         hyper, sampled, rng)
+
+
+class DeepWords(PypWords):
+    """A chain of corpus-level Pitman-Yor word vectors (pyp-lda-2) or a [topic, column:NAME] side over phi0[topic]:
+    every level's indicators held by partitions (:mod:`.words_column`, :mod:`.words_chain`)."""
+
+    owned_kernel = None       # a shared Pitman-Yor topic vector beside it: refused (shared_pyp.check)
+
+    @property
+    def kernel(self):
+        return word_column.column_word_sweep if self.side.get("column") else word_chain.chain_word_sweep
+
+    def count_tables(self, model) -> tuple:
+        return words_column.count_tables(model, self.side)
+
+    def initial_state(self, model, block, state: dict) -> None:
+        words_column.initial_state(model, block, state, self.side)
+
+    def table_counts(self, model, block, state: dict) -> dict:
+        return words_column.table_counts(model, block, state, self.side)
+
+    def sweep_args(self, model, block, state, net, nwk, words, mx) -> tuple:
+        return words_column.word_args(model, block, state, nwk, words, mx, self.side, net)
+
+    def write_back(self, loc, nwk, words, z) -> None:
+        words_column.write_back(loc, nwk, words, z)
+
+    def topic_word(self, model, tables, derived, hyper):
+        if self.side.get("column"):
+            return words_column.topic_word(tables, self.side, hyper, *model._column_shape(hyper))
+        return words_chain.topic_word(tables, self.side, hyper)
+
+    def loglik(self, model, tables, derived, hyper):
+        if self.side.get("column"):
+            return words_column.loglik(tables, self.side, hyper, *model._column_shape(hyper))
+        return words_chain.loglik(tables, self.side, hyper)
+
+    def sample_hyper(self, model, tables, hyper, sampled, rng) -> dict:
+        if self.side.get("column"):
+            return words_column.sample_hyper(self.side, tables, hyper, sampled, rng, *model._column_shape(hyper))
+        return words_chain.sample_hyper(self.side, tables, hyper, sampled, rng)
+
+
+def topic_args(net, z, avals, bvals) -> tuple:
+    """The topic side's arguments every network kernel takes after its word-side head (``net.ancestors`` set)."""
+    return (z, net.topic_inst, *net.ancestors, net.kind, net.dim, net.off, net.alpha, net.a_of, net.b_of,
+            net.par_ptr, net.par_node, net.par_gamma, net.gamma_sum, avals, bvals)
+
+
+def count_args(net, cnt: dict, s) -> tuple:
+    """The topic side's counts every network kernel takes (after the Stirling table or ratio tables)."""
+    return (cnt["n"], cnt["tc"], cnt["tp"], cnt["Nn"], cnt["TC"], cnt["TP"], s, cnt["Se"], net.eoff, cnt["mx"])
+
+
+def of(side: dict | None) -> DirichletWords:
+    """The word side object of ``side`` (:func:`.words_pyp.word_side`'s answer, kept in the hyperparameters as
+    ``word_pyp``; None: the Dirichlet side)."""
+    if side is None:
+        return DirichletWords()
+    if side.get("column") or side.get("chain"):
+        return DeepWords(side)
+    return BigramWords(side) if side.get("bigram") else PypWords(side)
