@@ -26,7 +26,8 @@ import json
 
 import numpy as np
 
-from drivers.models.pdp_network import left_to_right_scores, shared_pyp, word_sides, words_bigram, words_column, words_pyp
+from drivers.models.pdp_network import (left_to_right_scores, shared_pyp, word_sides, words_bigram, words_column,
+                                        words_pyp)
 from drivers.corpora.kinds import BAG_OF_WORDS, ORDERED, SEGMENTED
 from drivers.models.pdp_network.hyper_steps import NetworkHyper
 from drivers.models.pdp_network.block_memo import BlockMemo, CountsMemo
