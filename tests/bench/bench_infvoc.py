@@ -43,6 +43,7 @@ from collections import Counter
 from bench_common import CACHE, bench_session  # noqa: E402  (first: puts the project on sys.path)
 from infvoc_corpora import CORPORA, digest
 from infvoc_folds import pooled_accuracy
+from infvoc_package_label import package_labels
 from infvoc_reference import REFERENCES
 
 def write_jsonl(path, rows):
@@ -309,6 +310,7 @@ def main() -> None:
         test_ids = {r["id"] for r in rows if r["package"] in test_packages}
         split = f"test: the entries of {len(test_packages)} packages"
     everything_path = write_jsonl(work / "stream.jsonl", rows)
+    package_split = package_labels(rows) if debian else None
     accuracy = {}
     for name, root in (("infvoc", work / "inf-root"), ("fixvoc", work / "fix-root")):
         out = work / f"{name}-inferred"
@@ -317,6 +319,9 @@ def main() -> None:
         if debian:   # every labelled package tested once (5 folds), per entry and per package (infvoc_folds)
             accuracy[name + "-folds"] = pooled_accuracy(pd.read_parquet(out / "doc_topics.parquet"), labels,
                                                         {r["id"]: r["package"] for r in rows})
+            # the label the words carry: the top 20 source packages, each one's later 40% tested (infvoc_package_label)
+            accuracy[name + "-package"] = classification_accuracy(pd.read_parquet(out / "doc_topics.parquet"),
+                                                                  *package_split)
         # the thesis' features (its code's gamma.txt): each document's theta when the stream reached it
         stream = pd.read_parquet(root / "doc_topics", columns=["doc_id", "theta"])
         accuracy[name + "-stream"] = classification_accuracy(stream, labels, test_ids)
@@ -364,6 +369,10 @@ def main() -> None:
             f"{a[m + '-folds']['entry_logistic_balanced']:.3f}; per package ({a[m + '-folds']['package_count']}) SVM "
             f"{a[m + '-folds']['package_svm_balanced']:.3f}, logistic {a[m + '-folds']['package_logistic_balanced']:.3f}"
             for m in ("infvoc", "fixvoc")))
+        print("classification, label the source package (top 20, each one's last 40% by date tested), balanced: "
+              + "; ".join(f"{m}: SVM {a[m + '-package']['svm_balanced']:.3f}, logistic "
+                          f"{a[m + '-package']['logistic_balanced']:.3f}" for m in ("infvoc", "fixvoc"))
+              + f"; majority {a['infvoc-package']['majority']:.3f}, chance {1 / a['infvoc-package']['classes']:.3f}")
     print("accuracy " + json.dumps(accuracy))
     for k, words in enumerate(inf_model.top_words(10)[:5]):
         print(f"  infvoc topic {k}: " + " ".join(w + ("+" if m else "") for w, _, m in words))
