@@ -53,11 +53,12 @@ def write_jsonl(path, rows):
     return str(path)
 
 
-def classification_accuracy(frame, labels: dict, test_ids: set) -> dict:
+def classification_accuracy(frame, labels: dict, test_ids: set, predictions: dict | None = None) -> dict:
     """Accuracies on the test documents of two classifiers of theta trained on the others (scikit-learn, the
     project's ``bench`` extra): the thesis' Weka SMO with its defaults (a linear SVM, C = 1, features scaled to
     [0, 1], one-vs-one) and a multinomial logistic regression; the majority class' accuracy and each one's
-    balanced accuracy (mean recall over the test's classes). ``frame``: doc_id, theta."""
+    balanced accuracy (mean recall over the test's classes). ``frame``: doc_id, theta. ``predictions``, if given,
+    gets each classifier's (test labels, predicted labels)."""
     import numpy as np
     from sklearn.linear_model import LogisticRegression
     from sklearn.metrics import balanced_accuracy_score
@@ -75,6 +76,8 @@ def classification_accuracy(frame, labels: dict, test_ids: set) -> dict:
     for name, model in (("svm", make_pipeline(MinMaxScaler(), SVC(kernel="linear", C=1.0))),
                         ("logistic", LogisticRegression(max_iter=1000))):
         predicted = model.fit(features[~test], target[~test]).predict(features[test])
+        if predictions is not None:
+            predictions[name] = (target[test], predicted)
         out[name] = float((predicted == target[test]).mean())
         out[name + "_balanced"] = float(balanced_accuracy_score(target[test], predicted))
     return out

@@ -54,3 +54,52 @@ def package_labels(rows, top: int = TOP, share: float = TEST_SHARE) -> tuple[dic
     for ids in entries.values():
         test_ids.update(ids[len(ids) - round(share * len(ids)):])
     return labels, test_ids
+
+
+def main() -> None:
+    """Both final models of a changelogs bench run scored on the package label, with a paired bootstrap of the
+    test entries for the difference of their balanced accuracies (the classifiers fitted once)."""
+    import argparse
+
+    import numpy as np
+    import pandas as pd
+    from bench_infvoc import classification_accuracy
+    from infvoc_corpora import CORPORA
+    from sklearn.metrics import balanced_accuracy_score
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--run", required=True, help="a debian-changelogs bench run's folder")
+    parser.add_argument("--draws", type=int, default=1000)
+    options = parser.parse_args()
+    rows = CORPORA["debian-changelogs"]()
+    labels, test_ids = package_labels(rows)
+    in_base = {labels[r["id"]] for r in rows[:len(rows) // 4] if r["id"] in labels}   # the bench's base quarter
+    scored, predicted = {}, {}
+    for name in ("infvoc", "fixvoc"):
+        predicted[name] = {}
+        frame = pd.read_parquet(f"{options.run}/{name}-inferred/doc_topics.parquet")
+        scored[name] = classification_accuracy(frame, labels, test_ids, predicted[name])
+        print(f"{name}: " + ", ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}"
+                                      for k, v in scored[name].items()))
+    generator = np.random.default_rng(0)
+    for classifier in ("svm", "logistic"):
+        truth, a = predicted["infvoc"][classifier]
+        _, b = predicted["fixvoc"][classifier]
+        draws = []
+        for _ in range(options.draws):
+            i = generator.integers(0, len(truth), len(truth))
+            draws.append(balanced_accuracy_score(truth[i], a[i]) - balanced_accuracy_score(truth[i], b[i]))
+        low, high = np.quantile(draws, [0.025, 0.975])
+        recall = {m: {p: float((y[truth == p] == p).mean()) for p in np.unique(truth)}
+                  for m, y in (("infvoc", a), ("fixvoc", b))}
+        print(f"{classifier} mean recall, the {len(in_base)} packages with entries in the base / the "
+              f"{len(recall['infvoc']) - len(in_base)} without: " + "; ".join(
+                  f"{m} {np.mean([v for p, v in r.items() if p in in_base]):.3f} / "
+                  f"{np.mean([v for p, v in r.items() if p not in in_base]):.3f}" for m, r in recall.items()))
+        print(f"{classifier} balanced, infvoc - fixvoc: {scored['infvoc'][classifier + '_balanced'] - scored['fixvoc'][classifier + '_balanced']:+.3f} "
+              f"(95% of {options.draws} paired bootstrap draws of the test entries: {low:+.3f} .. {high:+.3f})")
+
+
+if __name__ == "__main__":
+    import bench_common  # noqa: F401  (puts the project on sys.path)
+    main()
