@@ -192,6 +192,25 @@ def run_tos(steps, base, settings, sets, seed: int, fit_alpha: bool = False, bur
     return sets, alpha
 
 
+def random_sets(vocab, K: int, alpha_beta: float, base, seed: int) -> list:
+    """Rung D's ``--tos-start random`` (fixvoc's kind of start, Hoffman's Gamma(100, 1/100) lambda): every topic's
+    TOS the words ``vocab`` at c ~ Gamma(100, 1/100) pseudo-counts each, as one update with counts c at eps 1 leaves
+    it: nu1 = 1 + c, nu2 = alpha^beta + the c after it, R = G_0 c, sorted by R (a reordering), entered at 0."""
+    from inference.infvoc.tos import TopicSet
+
+    terms = np.asarray(sorted(vocab), dtype=object)
+    g0 = np.exp(base.log_probs(terms))
+    out, generator = [], np.random.default_rng(seed)
+    for _ in range(K):
+        c = generator.gamma(100.0, 1.0 / 100.0, terms.shape[0])
+        order = np.argsort(-(g0 * c), kind="stable")
+        c = c[order]
+        after = np.concatenate([np.cumsum(c[::-1])[::-1][1:], [0.0]])
+        out.append(TopicSet(terms[order], 1.0 + c, alpha_beta + after, g0[order] * c,
+                            np.zeros(terms.shape[0], dtype=np.int64)))
+    return out
+
+
 def closed_sets(vocab_order, K: int, alpha_beta: float, with_filters, settings):
     """Rung C's start: every topic's TOS the whole closed vocabulary in ``vocab_order`` at Beta(1, alpha^beta)."""
     from inference.infvoc.tos import TopicSet
@@ -274,6 +293,8 @@ def main() -> None:
     parser.add_argument("--rungs", nargs="*", default=["A", "B", "C", "D-sampled", "D-every"])
     parser.add_argument("--min-df", type=int, default=1, help="leave out the words used in fewer documents of the "
                         "whole stream (a screen: is the NPMI tail the rare words' doing?)")
+    parser.add_argument("--tos-start", choices=("empty", "random"), default="empty",
+                        help="D's start: empty TOS (infvoc's) or the base vocabulary at random pseudo-counts")
     options = parser.parse_args()
 
     rows = CORPORA[options.corpus]()
@@ -339,8 +360,9 @@ def main() -> None:
                 settings = OnlineSettings(**{**fields, "expand": rung.split("-", 1)[1]})
                 steps = schedule(parts, options.schedule, options.minibatch_size, settings, options.iterations,
                                  options.batch_iterations or options.iterations)
-                sets, alpha = run_tos(steps, base, settings, with_filters([TopicSet.empty() for _ in range(K)],
-                                                                          settings), options.seed,
+                start = (random_sets(base_vocab, K, options.alpha_beta, base, options.seed)
+                         if options.tos_start == "random" else [TopicSet.empty() for _ in range(K)])
+                sets, alpha = run_tos(steps, base, settings, with_filters(start, settings), options.seed,
                                       options.fit_alpha)
             model = InfVocModel(sets, base, alpha, settings, pd.Index(base_vocab, dtype=object))
             longer = [[w for w, _, _ in t] for t in model.top_words(60)]
@@ -349,6 +371,7 @@ def main() -> None:
         scores = {"whole": npmi(top, everything), "last": npmi(top, last),
                   "reference": npmi(top, reference) if reference is not None else float("nan")}
         scores["parts"] = [round(npmi(top, everything[a:b]), 4) for a, b in bounds]    # forgetting: NPMI per part
+        scores["below_0"] = sum(npmi([t], everything) < 0 for t in top)
         in_base = [[w for w in t if w in seen_in_base][:10] for t in longer]     # ... over words the base has
         scores["parts_base_words"] = [round(npmi(in_base, everything[a:b]), 4) for a, b in bounds]
         accuracy = classification_accuracy(thetas, labels, test_ids)
@@ -356,7 +379,7 @@ def main() -> None:
                       **separation(top, thetas, everything))
         print("RESULT " + json.dumps({"rung": rung, "seed": options.seed, "vocab": options.vocab,
                                       "corpus_size": options.corpus_size, "init": options.init, "first": options.first_step, "schedule": options.schedule, "fit_alpha": options.fit_alpha, "theta_by": options.theta_by, "warm": options.warm, "frequent": options.frequent,
-                                      "batch_iterations": options.batch_iterations, "min_df": options.min_df,
+                                      "batch_iterations": options.batch_iterations, "min_df": options.min_df, "tos_start": options.tos_start,
                                       **{k: v if k.startswith("parts") else round(v, 4) for k, v in scores.items()},
                                       "seconds": round(time.time() - began, 1)}), flush=True)
         for k, words in enumerate(top[:6]):
