@@ -371,7 +371,6 @@ def main() -> None:
         scores = {"whole": npmi(top, everything), "last": npmi(top, last),
                   "reference": npmi(top, reference) if reference is not None else float("nan")}
         scores["parts"] = [round(npmi(top, everything[a:b]), 4) for a, b in bounds]    # forgetting: NPMI per part
-        scores["below_0"] = sum(npmi([t], everything) < 0 for t in top)
         in_base = [[w for w in t if w in seen_in_base][:10] for t in longer]     # ... over words the base has
         scores["parts_base_words"] = [round(npmi(in_base, everything[a:b]), 4) for a, b in bounds]
         accuracy = classification_accuracy(thetas, labels, test_ids)
