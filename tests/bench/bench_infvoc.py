@@ -23,7 +23,8 @@ entry of the stream is inferred under each final model (``infer``: fixvoc with i
 word) and classifiers of the topic proportions (a linear SVM, the thesis' Weka SMO with its defaults, and a
 multinomial logistic regression; scikit-learn, ``pip install -e .[bench]``) are trained on the training entries and scored on the test entries:
 ``--split date`` the last 40% of the stream (the thesis' split of 20 newsgroups by date; python-news' default),
-``--split package`` the entries of a hashed 8% of the packages (debian-changelogs' default). Beside the tests::
+``--split package`` the entries of a hashed 8% of the packages (debian-changelogs' default); debian-changelogs is
+also scored on a label the words carry, the source package (:mod:`infvoc_package_label`). Beside the tests::
 
     .venv/bin/python tests/bench/bench_infvoc.py --corpus python-news --topics 50 --minibatch-size 155 \
         --alpha-beta 1000 --truncation 2000 --reorder-delay 10 --tau0 64 --kappa 0.6 [--seed 1]
