@@ -240,7 +240,7 @@ class PdpNetwork(words_column.ColumnWordArrays, words_bigram.BigramArrays, Share
         return out
 
     def derive(self, tables: dict) -> dict:
-        return dict(super().derive(tables), **self.word_side.derive(self, tables))
+        return dict(super().derive(tables), **word_sides.derived_values(self, tables))
 
     def sweep_tables(self, block, state, hyper, tables, derived, seed) -> None:
         words = (tables.get(words_pyp.TABLE), derived, tables) if hyper.get("word_pyp") is not None else None

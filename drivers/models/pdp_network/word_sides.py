@@ -35,9 +35,6 @@ class DirichletWords:
     def table_counts(self, model, block, state: dict) -> dict:
         return {}
 
-    def derive(self, model, tables: dict) -> dict:
-        return {}
-
     def sweep_args(self, model, block, state, net, nwk, words, mx) -> tuple:
         return None, None
 
@@ -78,9 +75,6 @@ class PypWords(DirichletWords):
 
     def table_counts(self, model, block, state: dict) -> dict:
         return {words_pyp.TABLE: (model._local_vocab(block)[0], state["word_t"].astype(np.int32))}
-
-    def derive(self, model, tables: dict) -> dict:
-        return words_pyp.derived(tables[words_pyp.TABLE]) if words_pyp.TABLE in tables else {}
 
     def local_arrays(self, model, block, state, nwk, words, mx) -> tuple:
         """(the local arrays, those to write back): the global counts as read, the own, ``mx`` raised."""
@@ -125,10 +119,6 @@ class BigramWords(PypWords):
 
     def table_counts(self, model, block, state: dict) -> dict:
         return words_bigram.table_counts(*model._local_pairs(block), state, model.num_topics)
-
-    def derive(self, model, tables: dict) -> dict:
-        return words_bigram.derived(tables, model.vocab_size, model.num_topics) \
-            if words_bigram.CUSTOMERS in tables else {}
 
     def local_arrays(self, model, block, state, nwk, words, mx) -> tuple:
         derived = words[1]
@@ -202,6 +192,15 @@ def topic_args(net, z, avals, bvals) -> tuple:
 def count_args(net, cnt: dict, s) -> tuple:
     """The topic side's counts every network kernel takes (after the Stirling table or ratio tables)."""
     return (cnt["n"], cnt["tc"], cnt["tp"], cnt["Nn"], cnt["TC"], cnt["TP"], s, cnt["Se"], net.eoff, cnt["mx"])
+
+
+def derived_values(model, tables: dict) -> dict:
+    """The derived values of whichever word tables ``tables`` holds (by the tables, not the side: a model object not
+    bound to a spec derives them too)."""
+    out = words_pyp.derived(tables[words_pyp.TABLE]) if words_pyp.TABLE in tables else {}
+    if words_bigram.CUSTOMERS in tables:
+        out.update(words_bigram.derived(tables, model.vocab_size, model.num_topics))
+    return out
 
 
 def of(side: dict | None) -> DirichletWords:
