@@ -125,7 +125,7 @@ def bigram_particles(seeds, resample, uidx, pword, pctx, nloc0, tloc0, Nc0, Tc0,
     ``uidx[i]`` among the document's U distinct pairs, a pair's word row ``pword[u]`` of ``troot0`` (the
     document's distinct words' t_kw) and context row ``pctx[u]`` of ``Nc0``/``Tc0``; ``nloc0``/``tloc0`` (U, K)
     the trained cells; ``pw``/``bw`` the side's discount and concentration among ``avals``/``bvals``. Topic side
-    and ``RJ, RO, EO`` (the topic side's Stirling ratios, covering its counts + N + 3) as
+    and ``RJ, RO, EO`` (the topic side's Stirling ratios, covering the document's own vectors: N + 3) as
     :func:`inference.pdpnet.left_to_right.network_particles`."""
     N = uidx.shape[0]
     K = nloc0.shape[1]
@@ -167,7 +167,7 @@ def bigram_particles(seeds, resample, uidx, pword, pctx, nloc0, tloc0, Nc0, Tc0,
         size[:] = 0
         for i in range(N):
             if mx[0] + 3 > rows or mx[1] + 3 > cols:
-                raise ValueError("bigram_particles: the Stirling table must cover the topic side's counts + tokens + 3")
+                raise ValueError("bigram_particles: the Stirling table must cover the document's tokens + 3")
             if resample:
                 for m in range(i):
                     u, jt, k0 = uidx[m], topic_inst[m], z[m]
