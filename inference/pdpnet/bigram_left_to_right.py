@@ -38,9 +38,9 @@ import numba
 import numpy as np
 
 from inference.gibbs.common import token_kernel
-from inference.pdpnet.left_to_right import predictive_rows, seat_new
-from inference.pdpnet.owned import owned_add, owned_remove
-from inference.pdpnet.sweep import draw_topic, graph_widths, topic_zplus_rows
+from inference.pdpnet.doc_restaurant import doc_add, doc_remove, doc_rows
+from inference.pdpnet.left_to_right import predictive_rows, trained_cells
+from inference.pdpnet.sweep import draw_topic, graph_widths
 
 
 @token_kernel
@@ -125,7 +125,7 @@ def bigram_particles(seeds, resample, uidx, pword, pctx, nloc0, tloc0, Nc0, Tc0,
     ``uidx[i]`` among the document's U distinct pairs, a pair's word row ``pword[u]`` of ``troot0`` (the
     document's distinct words' t_kw) and context row ``pctx[u]`` of ``Nc0``/``Tc0``; ``nloc0``/``tloc0`` (U, K)
     the trained cells; ``pw``/``bw`` the side's discount and concentration among ``avals``/``bvals``. Topic side
-    and ``RJ, RO, EO`` (the topic side's Stirling ratios, covering its counts + N + 3) as
+    and ``RJ, RO, EO`` (the topic side's Stirling ratios, covering the document's own vectors: N + 3) as
     :func:`inference.pdpnet.left_to_right.network_particles`."""
     N = uidx.shape[0]
     K = nloc0.shape[1]
@@ -142,8 +142,12 @@ def bigram_particles(seeds, resample, uidx, pword, pctx, nloc0, tloc0, Nc0, Tc0,
     cum = np.empty(K)
     mx = np.zeros(2, np.int64)
     z = np.zeros(N, np.int64)
-    oc = np.zeros(J, np.int64)
-    ot = np.zeros(J, np.int64)
+    pt = np.empty(J + 1, np.int64)
+    c0, t0 = trained_cells(shared, off, n0, tc0, tp0, own_c0, own_t0)
+    tsize = np.zeros(N * maxanc + 1, np.int64)
+    tcell = np.zeros(N * maxanc + 1, np.int64)
+    tedge = np.zeros(N * maxanc + 1, np.int64)
+    hi = np.zeros(1, np.int64)
     out = np.empty((R, N))
     rows, cols = RJ.shape[1] + 1, RJ.shape[2] + 1
     a, b = avals[pw], bvals[bw]
@@ -154,26 +158,27 @@ def bigram_particles(seeds, resample, uidx, pword, pctx, nloc0, tloc0, Nc0, Tc0,
         np.random.seed(seeds[r])
         n, tc, tp, Nn, TC, TP = n0.copy(), tc0.copy(), tp0.copy(), Nn0.copy(), TC0.copy(), TP0.copy()
         s, Se = s0.copy(), Se0.copy()
-        own_c, own_t = own_c0.copy(), own_t0.copy()
+        grp = np.zeros_like(c0)
+        tsize[:] = 0
+        hi[0] = 0
         nloc, tloc, Nc, Tc = nloc0.copy(), tloc0.copy(), Nc0.copy(), Tc0.copy()
         troot, Troot = troot0.copy(), Troot0.copy()
         at0 = np.zeros((U, K), np.int64)
         size[:] = 0
         for i in range(N):
             if mx[0] + 3 > rows or mx[1] + 3 > cols:
-                raise ValueError("bigram_particles: the Stirling table must cover the topic side's counts + tokens + 3")
+                raise ValueError("bigram_particles: the Stirling table must cover the document's tokens + 3")
             if resample:
                 for m in range(i):
                     u, jt, k0 = uidx[m], topic_inst[m], z[m]
                     w, c = pword[u], pctx[u]
-                    _, illegal = owned_remove(jt, k0, True, shared, own_c, own_t, oc, ot, anc_ptr, anc, pn, pe,
-                                              kind, off, par_ptr, par_node, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
-                    if illegal:                 # the topic side's rule: the move is not made
+                    _, refused = doc_remove(jt, k0, True, shared, c0, grp, tsize, tcell, tedge, hi, pn, pe, pt,
+                                            kind, off, par_ptr, par_node, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
+                    if refused:                 # the topic side's rule: the move is not made
                         continue
                     _unseat(m, u, c, w, k0, nloc, tloc, Nc, Tc, troot, Troot, tab, size, at0)
-                    row = topic_zplus_rows(jt, K, Zb, slot, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of,
-                                           par_ptr, par_node, par_gamma, gamma_sum, avals, bvals, RJ, RO, n, tc, tp,
-                                           Nn, TC, TP, Se)
+                    row = doc_rows(jt, K, Zb, slot, shared, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr,
+                                   par_node, par_gamma, gamma_sum, avals, bvals, RJ, RO, n, tc, tp, Nn, TC, TP, Se)
                     total = 0.0
                     for k in range(K):
                         total += Zb[row, k] * _factor(u, c, w, k, a, b, beta0, V, nloc, tloc, Nc, Tc, troot, Troot)
@@ -181,9 +186,9 @@ def bigram_particles(seeds, resample, uidx, pword, pctx, nloc0, tloc0, Nc0, Tc0,
                     k = draw_topic(cum, total, K)
                     for q in range(anc_ptr[jt], anc_ptr[jt + 1]):
                         Z[anc[q]] = Zb[slot[anc[q]], k]
-                    owned_add(jt, k, True, Z, terms, shared, own_c, own_t, oc, ot, anc_ptr, anc, kind, dim, off,
-                              alpha, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum, avals, bvals, RJ, EO, n,
-                              tc, tp, Nn, TC, TP, s, Se, eoff, mx)
+                    doc_add(jt, k, True, False, Z, terms, shared, c0, t0, grp, tsize, tcell, tedge, hi, kind, dim,
+                            off, alpha, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum, avals, bvals, RJ, EO, n,
+                            tc, tp, Nn, TC, TP, s, Se, eoff, mx)
                     _seat(m, u, c, w, k, a, b, beta0, V, nloc0, tloc0, nloc, tloc, Nc, Tc, troot, Troot, tab, size,
                           cell, at0)
                     z[m] = k
@@ -199,14 +204,11 @@ def bigram_particles(seeds, resample, uidx, pword, pctx, nloc0, tloc0, Nc0, Tc0,
                 raise FloatingPointError("bigram_particles: a token's predictive is 0, NaN or inf")
             out[r, i] = total
             k = draw_topic(cum, total, K)
-            for q in range(anc_ptr[jt], anc_ptr[jt + 1]):     # what the seating adds at shared cells is own
-                own_c[off[anc[q]] + k] -= tc[off[anc[q]] + k]
-                own_t[off[anc[q]] + k] -= tp[off[anc[q]] + k]
-            seat_new(jt, k, Zb, slot, kind, off, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum, avals, bvals,
-                     n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
             for q in range(anc_ptr[jt], anc_ptr[jt + 1]):
-                own_c[off[anc[q]] + k] += tc[off[anc[q]] + k]
-                own_t[off[anc[q]] + k] += tp[off[anc[q]] + k]
+                Z[anc[q]] = Zb[slot[anc[q]], k]
+            doc_add(jt, k, True, True, Z, terms, shared, c0, t0, grp, tsize, tcell, tedge, hi, kind, dim, off, alpha,
+                    a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP,
+                    s, Se, eoff, mx)
             _seat(i, u, c, w, k, a, b, beta0, V, nloc0, tloc0, nloc, tloc, Nc, Tc, troot, Troot, tab, size, cell,
                   at0)
             z[i] = k

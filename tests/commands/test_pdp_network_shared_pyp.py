@@ -82,3 +82,22 @@ def test_a_column_pitman_yor_vector_with_two_parents_keeps_its_tables_per_edge_a
     np.testing.assert_array_equal(tc[0], sum(ts[2 * g] for g in groups))
     np.testing.assert_array_equal(tc[1], sum(ts[2 * g + 1] for g in groups))
     assert 1.0 < evaluate_model(spark_session, model_dir, f"{corpus}/heldout")["perplexity"] < 30
+
+
+#: the group vectors' parent with an if_missing fallback root (top3): never used, as a group vector's reference to
+#: the corpus always has a value (a document without a group has the group "", a vector of its own)
+IF_MISSING = dict(GROUP_PYP, name="group-pyp-if-missing", nodes=dict(
+    GROUP_PYP["nodes"], top3={"index": ["corpus"], "over": "topic", "dirichlet": 0.3},
+    group=dict(GROUP_PYP["nodes"]["group"], parents=[{"node": "top", "index": ["corpus"],
+                                                      "if_missing": {"node": "top3", "index": ["corpus"]}}])))
+
+
+def test_a_column_pitman_yor_vector_with_an_if_missing_parent_trains_as_without_it(spark_session, tmp_path):
+    """The engine runs it (refused until session 23): the fallback root's row stays empty, the root's customers
+    are the groups' tables, each within its customers; document completion scores the held-out documents."""
+    corpus, model_dir = _train(spark_session, tmp_path, IF_MISSING)
+    tc, tp = np.load(f"{model_dir}/network_tc.npy"), np.load(f"{model_dir}/network_tp.npy")
+    groups = slice(2, 5)                # rows 0-1 the roots top, top3; rows 2-4 the groups g0-g2
+    assert not tc[1].any() and all(tc[groups].sum(axis=1) > 0) and np.all(tp <= tc) and tp[groups].sum() > 0
+    np.testing.assert_array_equal(tc[0], tp[groups].sum(axis=0))
+    assert 1.0 < evaluate_model(spark_session, model_dir, f"{corpus}/heldout")["perplexity"] < 30

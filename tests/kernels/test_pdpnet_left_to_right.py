@@ -122,13 +122,15 @@ def test_the_network_of_stm_is_the_hand_written_stm_estimators_model():
 def test_predictive_rows_sum_to_one_in_any_state():
     """After seating 40 customers by the sequential process, every ancestor's predictive row sums to one (the
     sampler's Z^+ rows do not: module docstring of inference.pdpnet.left_to_right)."""
-    from inference.pdpnet.left_to_right import predictive_rows, seat_new
+    from inference.pdpnet.doc_restaurant import doc_add
+    from inference.pdpnet.left_to_right import predictive_rows
 
     net = compile_network(parse_network(ADAPTIVE), CorpusLayout.of([[[0] * 10, [1] * 20, [2] * 10]], 3), 4)
     cnt = rebuild_counts(net, np.zeros(0, np.int64), np.zeros(int(net.eoff[-1]), np.int64), word_side=False)
     s = np.zeros(int(net.eoff[-1]), np.int64)
     anc_ptr, anc = kernels.ancestor_lists(net.par_ptr, net.par_node)
-    P, slot = np.zeros((8, 4)), np.zeros(net.num_nodes, np.int64)
+    P, slot, Z = np.zeros((8, 4)), np.zeros(net.num_nodes, np.int64), np.zeros(net.num_nodes)
+    none, cells, tables = np.zeros(net.num_nodes, np.bool_), np.zeros(net.num_cells, np.int64), np.zeros(1, np.int64)
     rng = np.random.default_rng(0)
     args = (net.kind, net.dim, net.off, net.alpha, net.a_of, net.b_of, net.par_ptr, net.par_node, net.par_gamma,
             net.gamma_sum, net.a_values, net.b_values)
@@ -136,76 +138,9 @@ def test_predictive_rows_sum_to_one_in_any_state():
         row = predictive_rows(jt, 4, P, slot, anc_ptr, anc, *args, cnt["n"], cnt["tc"], cnt["tp"], cnt["Nn"],
                               cnt["TC"], cnt["TP"], cnt["Se"])
         np.testing.assert_allclose(P[:row + 1].sum(axis=1), 1.0, rtol=1e-12)
-        seat_new(jt, int(rng.integers(4)), P, slot, net.kind, net.off, net.a_of, net.b_of, net.par_ptr,
-                 net.par_node, net.par_gamma, net.gamma_sum, net.a_values, net.b_values, cnt["n"], cnt["tc"],
-                 cnt["tp"], cnt["Nn"], cnt["TC"], cnt["TP"], s, cnt["Se"], net.eoff, cnt["mx"])
+        k = int(rng.integers(4))
+        Z[anc[anc_ptr[jt]:anc_ptr[jt + 1]]] = P[slot[anc[anc_ptr[jt]:anc_ptr[jt + 1]]], k]
+        doc_add(jt, k, True, True, Z, np.zeros(3), none, cells, cells, cells, tables, tables, tables, tables, *args,
+                np.zeros((1, 1, 1)), np.zeros((1, 1, 1)), cnt["n"], cnt["tc"], cnt["tp"], cnt["Nn"], cnt["TC"],
+                cnt["TP"], s, cnt["Se"], net.eoff, cnt["mx"])
     assert cnt["TP"].sum() > 3        # tables were opened along the chain
-
-
-HDP_PYP = {      # a DP document vector over a corpus-level PYP over a Dirichlet root, K = 3 (trained tables frozen)
-    "nodes": {"top": {"index": ["corpus"], "over": "topic", "dirichlet": 0.5},
-              "mid": {"index": ["corpus"], "over": "topic", "pyp": {"a": 0.3, "b": 1.5},
-                      "parents": [{"node": "top", "index": ["corpus"]}]},
-              "theta": {"index": ["document"], "over": "topic", "dp": {"b": 1.2},
-                        "parents": [{"node": "mid", "index": ["corpus"]}]},
-              "phi": UNIFORM_WORDS},
-    "topic": {"node": "theta", "index": ["document"]}, "word": {"node": "phi", "index": ["topic"]}}
-
-
-def _sequential_log_p(words, phi_kv, c_mid, t_mid):
-    """log p(w | the trained tables) of one document by the sequential process, every seating path enumerated:
-    at theta join (c - 0 t) or open (b + 0 T), at mid join (c - a t) or open (b + a T), at top (alpha + c)."""
-    K = len(c_mid)
-
-    def rec(i, cd, td, cm, tm, ct):
-        if i == len(words):
-            return 1.0
-        total = 0.0
-        for k in range(K):
-            f = phi_kv[k, words[i]]
-            up_d = 1.2 / (1.2 + sum(cd))
-            pm_join = (cm[k] - 0.3 * tm[k]) / (1.5 + sum(cm))
-            pm_open = (1.5 + 0.3 * sum(tm)) / (1.5 + sum(cm)) * (0.5 + ct[k]) / (0.5 * K + sum(ct))
-            e = np.eye(K, dtype=int)[k]
-            if cd[k]:
-                total += cd[k] / (1.2 + sum(cd)) * f * rec(i + 1, cd + e, td, cm, tm, ct)
-            total += up_d * pm_join * f * rec(i + 1, cd + e, td + e, cm + e, tm, ct)
-            total += up_d * pm_open * f * rec(i + 1, cd + e, td + e, cm + e, tm + e, ct + e)
-        return total
-
-    z = np.zeros(K, int)
-    return float(np.log(rec(0, z, z, np.array(c_mid), np.array(t_mid), np.array(t_mid))))
-
-
-@pytest.mark.parametrize("resample", [True, False], ids=["resample", "no-resample"])
-def test_particles_with_a_shared_pitman_yor_vector_frozen_at_its_trained_tables(resample):
-    """A test document under a corpus-level PYP whose trained tables (c, t) = ([3, 1, 0], [2, 1, 0]) are the
-    others' (:mod:`inference.pdpnet.owned`; its root's customers their t): the mean of 20,000 particles' products
-    is within 4 standard errors of the sequential process' p(w | the trained tables), enumerated."""
-    net = compile_network(parse_network(HDP_PYP), CorpusLayout.of([[[0, 2, 1]]], 3), 3)
-    phi_kv = np.random.default_rng(5).dirichlet(np.full(3, 0.5), size=3)
-    c_mid, t_mid = np.array([3, 1, 0]), np.array([2, 1, 0])
-    exact = _sequential_log_p(net.words, phi_kv, c_mid, t_mid)
-    order = list(net.spec.order)
-    mid, top = (int(np.flatnonzero(net.family == order.index(n))[0]) for n in ("mid", "top"))
-    cnt = rebuild_counts(net, np.zeros(0, np.int64), np.zeros(int(net.eoff[-1]), np.int64), word_side=False)
-    shared = np.zeros(net.num_nodes, np.bool_)
-    shared[mid] = True
-    own_c, own_t = cnt["tc"].copy(), cnt["tp"].copy()
-    cnt["tc"][net.off[mid]:net.off[mid + 1]], cnt["tp"][net.off[mid]:net.off[mid + 1]] = c_mid, t_mid
-    cnt["tc"][net.off[top]:net.off[top + 1]] = t_mid
-    cnt["TC"][mid], cnt["TP"][mid], cnt["TC"][top] = c_mid.sum(), t_mid.sum(), t_mid.sum()
-    cnt["Se"][net.par_ptr[mid]] = t_mid.sum()
-    stirling = StirlingStack(net.a_values)
-    stirling.ensure(10, 10)
-    RJ, RO = ratio_tables(stirling.L3)
-    anc_ptr, anc = kernels.ancestor_lists(net.par_ptr, net.par_node)
-    probs = network_particles(np.arange(20000) + 7, resample, np.ascontiguousarray(phi_kv[:, net.words].T),
-                              net.topic_inst, anc_ptr, anc, net.kind, net.dim, net.off, net.alpha, net.a_of, net.b_of,
-                              net.par_ptr, net.par_node, net.par_gamma, net.gamma_sum, net.a_values, net.b_values, RJ,
-                              RO, open_exp_table(stirling.L3), cnt["n"], cnt["tc"], cnt["tp"], cnt["Nn"], cnt["TC"],
-                              cnt["TP"], np.zeros(int(net.eoff[-1]), np.int64), cnt["Se"], net.eoff, shared, own_c,
-                              own_t)
-    weights = np.exp(np.log(probs).sum(axis=1) - exact)
-    assert abs(weights.mean() - 1.0) < 4 * weights.std() / np.sqrt(len(weights)), (weights.mean(), weights.std())
-    assert np.ptp(probs[:, 0]) < 1e-12

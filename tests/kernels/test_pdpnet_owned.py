@@ -36,6 +36,14 @@ TWO_PARENTS = dict(HDP_PYP, name="two-parents", nodes=dict(
             "parents": [{"node": "base", "index": ["corpus"], "gamma": 1.0},
                         {"node": "base2", "index": ["corpus"], "gamma": 0.5}]}))
 
+#: the corpus vector's parent with an ``if_missing`` fallback (a second root reached only through it): a reference
+#: from a corpus- or column-indexed vector always has a value (a document without a column's value has the value
+#: "", a vector of its own), so the fallback never applies and the graph is HDP_PYP's
+IF_MISSING = dict(HDP_PYP, name="if-missing", nodes=dict(
+    HDP_PYP["nodes"], base2={"index": ["corpus"], "over": "topic", "dirichlet": 0.2},
+    corpus=dict(HDP_PYP["nodes"]["corpus"], parents=[{"node": "base", "index": ["corpus"],
+                                                      "if_missing": {"node": "base2", "index": ["corpus"]}}])))
+
 
 def _corpus(seed, docs=8):
     rng = np.random.default_rng(seed)
@@ -83,7 +91,7 @@ def _owned(net, z, s, cnt, nwk, nk, seed, own_c, own_t):
 
 
 @pytest.mark.parametrize("seed,spec", [(0, HDP_PYP), (1, HDP_PYP), (2, HDP_PYP), (3, PYP_TOPICS), (4, PYP_TOPICS),
-                                       (5, TWO_PARENTS), (6, TWO_PARENTS)])
+                                       (5, TWO_PARENTS), (6, TWO_PARENTS), (7, IF_MISSING)])
 def test_one_partition_is_the_network_sweep_draw_for_draw(seed, spec):
     docs = _corpus(seed)
     a = _start(docs, spec)
@@ -94,6 +102,16 @@ def test_one_partition_is_the_network_sweep_draw_for_draw(seed, spec):
         np.testing.assert_array_equal(a[1], b[0])
         np.testing.assert_array_equal(a[2], b[1])
     assert a[2].sum() > 0
+
+
+def test_an_if_missing_parent_of_a_shared_vector_never_applies():
+    """IF_MISSING compiles to HDP_PYP's graph (its fallback root has no vector): the engine runs it as HDP_PYP."""
+    docs = _corpus(7)
+    a, b = (compile_network(parse_network(spec), CorpusLayout.of(docs, V), K, word_side=False)
+            for spec in (HDP_PYP, IF_MISSING))
+    for name in ("kind", "off", "par_ptr", "par_node", "par_gamma", "topic_inst"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+    assert not np.any(b.family == list(b.spec.order).index("base2"))
 
 
 def _engine_rounds(docs, rounds, parts=2, race=False):

@@ -37,10 +37,9 @@ def network_scores(block, phi_vk: np.ndarray, settings, start, words_of=None, pr
         net, cnt, avals, bvals, sampled = start(doc)
         stirling = StirlingStack(avals, sampled=sampled)
         words = None if words_of is None else words_of(doc, net)
-        # a test document's cells hold at most its tokens, a shared vector's (a word cell's) also the trained ones
-        most = (int(cnt["mx"][0]), int(cnt["mx"][1])) if words is None else (
-            max(int(cnt["mx"][0]), int(words[3].max(initial=0))), max(int(cnt["mx"][1]), int(words[4].max(initial=0))))
-        stirling.ensure(n_tokens + most[0], n_tokens + most[1])
+        # the particles read Stirling numbers at the document's own vectors only, whose cells hold at most its
+        # tokens (a shared vector's customers are seated by the restaurant: inference.pdpnet.doc_restaurant)
+        stirling.ensure(n_tokens, n_tokens)
         shared, own_c, own_t = cnt.get("own", (np.zeros(net.num_nodes, np.bool_), cnt["tc"], cnt["tp"]))
         RJ, RO = ratio_tables(stirling.L3)
         anc_ptr, anc = kernels.ancestor_lists(net.par_ptr, net.par_node)

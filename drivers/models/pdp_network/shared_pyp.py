@@ -29,14 +29,12 @@ EDGES = "network_ts"
 
 def check(spec: NetworkSpec, families: list[str], word_side: dict | None) -> None:
     """Refuse (one line naming the node) the shared Pitman-Yor vectors the engine cannot run yet (``word_side``:
-    :func:`drivers.models.pdp_network.words_pyp.word_side`'s answer)."""
+    :func:`drivers.models.pdp_network.words_pyp.word_side`'s answer). An ``if_missing`` parent runs: a reference
+    from a corpus- or column-indexed vector always has a value, so its fallback never applies (session 23)."""
     for name in families:
         node = spec.nodes[name]
         if node.kind != "pyp":
             continue
-        if any(p.if_missing is not None for p in node.parents):
-            raise UsageError(f"network spec: node '{name}': a Pitman-Yor vector shared by documents has no "
-                             "if_missing parent on the Gibbs engine")
         if spec.sampler == "cmgs":
             raise UsageError(f"network spec: node '{name}': a shared Pitman-Yor vector runs with the table indicators "
                              "(not \"sampler\": \"cmgs\")")
