@@ -36,6 +36,15 @@ def graph_widths(par_ptr, anc_ptr, J):
     return maxpar, maxanc
 
 
+@numba.njit(cache=True)
+def topic_scratch(par_ptr, anc_ptr, J, K):
+    """The topic side's scratch of a sweep kernel (one place for the header the kernels repeat): Z (J,), terms
+    (maxpar,), Zb (maxanc, K), slot (J,), a removed path's nodes and edges (J + 1,), cum (K,), maxpar, maxanc."""
+    maxpar, maxanc = graph_widths(par_ptr, anc_ptr, J)
+    return (np.zeros(J), np.zeros(maxpar), np.zeros((maxanc, K)), np.zeros(J, np.int64), np.empty(J + 1, np.int64),
+            np.empty(J + 1, np.int64), np.empty(K), maxpar, maxanc)
+
+
 @token_kernel
 def draw_topic(cum, total, K):
     """The topic of the cumulative weights ``cum[:K]`` (sum ``total``); one topic: forced, no random number."""

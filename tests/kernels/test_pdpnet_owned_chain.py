@@ -1,0 +1,133 @@
+"""A shared Pitman-Yor topic vector beside a chain of Pitman-Yor word vectors (issue 28, hca's full structure,
+``hca-2.json``; :mod:`inference.pdpnet.owned_chain`): with one partition (own = global) the sweep is the in-process
+network sampler's, draw for draw, both sides' state after every cycle (depths 2 and 3, Dirichlet and uniform
+roots); over two "partitions" (the other's counts of the corpus vector fixed between synchronisations) every own
+indicator stays within its own customers on both sides."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from drivers.models import pdp_chain, pdp_words
+from inference.pdpnet import kernels
+from inference.pdpnet.compile import KIND_PYP, CorpusLayout, compile_network
+from inference.pdpnet.owned_chain import owned_chain_sweep
+from inference.pdpnet.ratio_path import open_exp_table
+from inference.pdpnet.sampler import NetworkSampler, StirlingStack, rebuild_counts
+from inference.pdpnet.spec import parse_network
+from inference.pdpnet.sweep import ratio_tables
+from tests.kernels.test_pdpnet_word_chain import K, V, _word_state, chain_spec
+
+#: hdp-pyp-lda's topic side: documents DP over a corpus-level PYP over a Dirichlet root
+TOPIC_SIDE = {"tbase": {"index": ["corpus"], "over": "topic", "dirichlet": 0.5},
+              "corpus": {"index": ["corpus"], "over": "topic", "pyp": {"a": 0.3, "b": 1.5},
+                         "parents": [{"node": "tbase", "index": ["corpus"]}]},
+              "theta": {"index": ["document"], "over": "topic", "dp": {"b": 1.0},
+                        "parents": [{"node": "corpus", "index": ["corpus"]}]}}
+NO_BOTTOM = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+
+
+def hca_spec(depth: int, beta0: float) -> dict:
+    spec = chain_spec(depth, beta0)
+    return dict(spec, name=f"hca-{depth}", nodes=dict(spec["nodes"], **TOPIC_SIDE))
+
+
+def owned_cycle(topic, z, s, cnt, own, wargs, pidx, pword, pval, bottom, seed):
+    """One cycle of :func:`owned_chain_sweep` (``own``: (shared, own_c, own_t); ``bottom``: the bottom level's
+    six arrays and (pb, bb, gb), or None for a chain), the ratio tables grown as the driver's."""
+    anc_ptr, anc = kernels.ancestor_lists(topic.par_ptr, topic.par_node)
+    K_ = wargs[0].shape[1]
+    if bottom is None:
+        empty = np.zeros((0, K_), np.int64)
+        bottom = ((empty, empty, np.zeros((1, K_), np.int64), np.zeros((1, K_), np.int64), empty.copy(),
+                   empty.copy()), (-1, -1, 1.0))
+    pos, reseed = 0, True
+    while pos >= 0:
+        stack = StirlingStack(topic.a_values)
+        stack.ensure(cnt["mx"][0] + 8, cnt["mx"][1] + 8)
+        pos = owned_chain_sweep(
+            pos, reseed, seed, pidx, pword, pval, z, topic.topic_inst, anc_ptr, anc, topic.kind, topic.dim, topic.off,
+            topic.alpha, topic.a_of, topic.b_of, topic.par_ptr, topic.par_node, topic.par_gamma, topic.gamma_sum,
+            topic.a_values, topic.b_values, *ratio_tables(stack.L3), open_exp_table(stack.L3), cnt["n"], cnt["tc"],
+            cnt["tp"], cnt["Nn"], cnt["TC"], cnt["TP"], s, cnt["Se"], topic.eoff, cnt["mx"], *own, *bottom[0],
+            *wargs[:12], *bottom[1], *wargs[12:])
+        reseed = False
+
+
+def _chain_state(docs, depth, beta0):
+    """(the in-process sampler, the topic network, z, s, counts, own, local arrays, kernel arguments)."""
+    spec = parse_network(hca_spec(depth, beta0))
+    net = compile_network(spec, CorpusLayout.of(docs, V), K)
+    sm = NetworkSampler(net, seed=2)
+    topic = compile_network(spec, CorpusLayout.of(docs, V), K, word_side=False)
+    z = sm.z.copy()
+    s = sm.s[:topic.eoff[-1]].copy()                # (the topic network's nodes and edges come first)
+    cnt = rebuild_counts(topic, z, s, word_side=False)
+    shared = (topic.kind == KIND_PYP) & (topic.family == list(spec.order).index("corpus"))
+    own = (shared, cnt["tc"].copy(), cnt["tp"].copy())
+    n, t, cup, tup = (x.astype(np.int64) for x in _word_state(net, sm, depth))
+    loc = pdp_chain.local_arrays(np.arange(V), topic.words, n.copy(), t.copy(), tup.copy(), n, t, tup,
+                                 dict(nk=n.sum(axis=0), **pdp_chain.derived({"nwk": n, pdp_words.TABLE: t,
+                                                                            pdp_chain.TABLE: tup})))
+    wargs = pdp_chain.kernel_args(loc, pdp_words.word_side(spec), topic.a_names, topic.b_names, V)
+    return sm, net, topic, z, s, cnt, own, loc, wargs
+
+
+@pytest.mark.parametrize("depth,beta0", [(2, 0.3), (2, 0.0), (3, 0.0)], ids=["2-dirichlet", "2-uniform", "3-uniform"])
+def test_one_partition_is_the_network_sampler_draw_for_draw(depth, beta0):
+    rng = np.random.default_rng(5)
+    docs = [[list(rng.integers(0, V, rng.integers(3, 12)))] for _ in range(8)]
+    sm, net, topic, z, s, cnt, own, loc, wargs = _chain_state(docs, depth, beta0)
+    J = topic.off[-1]
+    moved = 0
+    for _ in range(4):
+        before = z.copy()
+        cnt["mx"][:] = max(cnt["mx"][0], loc["nloc"].max(), loc["cup"].max()), max(cnt["mx"][1], loc["tloc"].max(),
+                                                                                 loc["tup"].max())
+        owned_cycle(topic, z, s, cnt, own, wargs, topic.words, *NO_BOTTOM, None, sm._seed(sm.iteration + 1, 1))
+        sm.sweep()
+        np.testing.assert_array_equal(z, sm.z)
+        moved += int((before != z).sum())
+        for name in ("n", "tc", "tp"):
+            np.testing.assert_array_equal(cnt[name], getattr(sm, name)[:J])
+        np.testing.assert_array_equal(s, sm.s[:len(s)])
+        np.testing.assert_array_equal(own[1][own[0].repeat(np.diff(topic.off))], cnt["tc"][own[0].repeat(
+            np.diff(topic.off))])
+        n2, t2, cup2, tup2 = _word_state(net, sm, depth)
+        for got, want in ((loc["nloc"], n2), (loc["tloc"], t2), (loc["cup"], cup2), (loc["tup"], tup2),
+                          (loc["own_t"], t2), (loc["own_c"], cup2), (loc["own_up"], tup2)):
+            np.testing.assert_array_equal(got, want)
+    cells = own[0].repeat(np.diff(topic.off))
+    assert moved > 10 and (tup2 < cup2).any() and (t2 < n2).any()
+    assert (cnt["tp"][cells] < cnt["tc"][cells]).any()          # the shared vector seats several tables at a cell
+
+
+def test_two_partitions_own_their_indicators_on_both_sides():
+    """Two halves of a corpus, each swept with the other's (c, t) of the corpus vector added (fixed; the word
+    cells each half's own): every own t within its own customers on both sides, the sums t <= c."""
+    rng = np.random.default_rng(7)
+    docs = [[list(rng.integers(0, V, rng.integers(2, 9)))] for _ in range(16)]
+    parts = [list(_chain_state(docs[p::2], 2, 0.3))[2:] for p in range(2)]
+    for it in range(3):
+        owns = [(p[4][1].copy(), p[4][2].copy()) for p in parts]
+        for me in range(2):
+            topic, z, s, cnt, own, loc, wargs = parts[me]
+            j = int(np.flatnonzero(own[0])[0])
+            cells = slice(topic.off[j], topic.off[j + 1])
+            other = parts[1 - me]
+            ocells = slice(other[0].off[j], other[0].off[j + 1])
+            cnt["tc"][cells] = owns[me][0][cells] + owns[1 - me][0][ocells]
+            cnt["tp"][cells] = owns[me][1][cells] + owns[1 - me][1][ocells]
+            cnt["TC"][j], cnt["TP"][j] = cnt["tc"][cells].sum(), cnt["tp"][cells].sum()
+            cnt["Se"][topic.par_ptr[j]] = cnt["TP"][j]
+            cnt["mx"][:] = max(cnt["tc"].max(), loc["nloc"].max(), loc["cup"].max()), max(
+                cnt["tp"].max(), loc["tloc"].max(), loc["tup"].max())
+            own = (own[0], owns[me][0].copy(), owns[me][1].copy())
+            owned_cycle(topic, z, s, cnt, own, wargs, topic.words, *NO_BOTTOM, None, 50 + 10 * it + me)
+            assert np.all((0 <= own[2][cells]) & (own[2][cells] <= own[1][cells]))
+            assert np.all(cnt["tp"] <= cnt["tc"] + cnt["n"])
+            assert np.all((0 <= loc["own_t"]) & (loc["own_t"] <= loc["own_n"]) & (loc["tloc"] <= loc["nloc"]))
+            assert np.all((0 <= loc["own_up"]) & (loc["own_up"] <= loc["own_c"]) & (loc["tup"] <= loc["cup"]))
+            fresh = rebuild_counts(topic, z, s, word_side=False)
+            parts[me] = [topic, z, s, fresh, (own[0], fresh["tc"].copy(), fresh["tp"].copy()), loc, wargs]
+    assert all(p[2].sum() > 0 for p in parts)
