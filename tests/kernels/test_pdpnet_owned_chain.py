@@ -1,9 +1,12 @@
 """A shared Pitman-Yor topic vector beside a chain of Pitman-Yor word vectors (issue 28, hca's full structure,
 ``hca-2.json``; :mod:`inference.pdpnet.owned_chain`): with one partition (own = global) the sweep is the in-process
 network sampler's, draw for draw, both sides' state after every cycle (depths 2 and 3, Dirichlet and uniform
-roots); over two "partitions" (the other's counts of the corpus vector fixed between synchronisations) every own
+roots; and beside the [topic, column:NAME] side over phi0[topic] over the uniform, a Dirichlet root or a
+corpus-level PYP); over two "partitions" (the other's counts of the corpus vector fixed between synchronisations) every own
 indicator stays within its own customers on both sides."""
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 import pytest
@@ -16,6 +19,7 @@ from inference.pdpnet.ratio_path import open_exp_table
 from inference.pdpnet.sampler import NetworkSampler, StirlingStack, rebuild_counts
 from inference.pdpnet.spec import parse_network
 from inference.pdpnet.sweep import ratio_tables
+from tests.kernels import test_pdpnet_word_column as column
 from tests.kernels.test_pdpnet_word_chain import K, V, _word_state, chain_spec
 
 #: hdp-pyp-lda's topic side: documents DP over a corpus-level PYP over a Dirichlet root
@@ -131,3 +135,56 @@ def test_two_partitions_own_their_indicators_on_both_sides():
             fresh = rebuild_counts(topic, z, s, word_side=False)
             parts[me] = [topic, z, s, fresh, (own[0], fresh["tc"].copy(), fresh["tp"].copy()), loc, wargs]
     assert all(p[2].sum() > 0 for p in parts)
+
+
+@pytest.mark.parametrize("root", ["uniform", "dirichlet", "pyp"])
+def test_beside_the_column_side_one_partition_is_the_network_sampler_draw_for_draw(root):
+    """phi[topic, column:c] over phi0[topic] over ``root`` (:func:`test_pdpnet_word_column.dtm_spec`) beside the
+    shared corpus vector: every cycle's z, both sides' counts and the own ones equal the sampler's."""
+    rng = np.random.default_rng(5)
+    G = column.G
+    docs = [[list(rng.integers(0, V, rng.integers(3, 12)))] for _ in range(10)]
+    gdoc = np.arange(10) % G
+    layout = dataclasses.replace(CorpusLayout.of(docs, V), columns={"c": (gdoc, G)})
+    raw = column.dtm_spec(root)
+    spec = parse_network(dict(raw, nodes=dict(raw["nodes"], **TOPIC_SIDE)))
+    net = compile_network(spec, layout, K)
+    sm = NetworkSampler(net, seed=2)
+    topic = compile_network(spec, layout, K, word_side=False)
+    tokdoc = np.repeat(np.arange(10), [len(d[0]) for d in docs])
+    L = 1 if root == "pyp" else 0
+    z = sm.z.copy()
+    s = sm.s[:topic.eoff[-1]].copy()
+    cnt = rebuild_counts(topic, z, s, word_side=False)
+    shared = (topic.kind == KIND_PYP) & (topic.family == list(spec.order).index("corpus"))
+    own = (shared, cnt["tc"].copy(), cnt["tp"].copy())
+    bn, bt, BN, BT, nloc, tloc, cup, tup = column._state(net, sm, gdoc, tokdoc, L)
+    mine = [bn.copy(), bt.copy(), nloc.copy(), tloc.copy(), cup.copy(), tup.copy()]
+    a, b = topic.a_names.index, topic.b_names.index
+    pl = np.array([a("phi0.a")] + ([a("nu.a")] if L else []), np.int64)
+    bl = np.array([b("phi0.b")] + ([b("nu.b")] if L else []), np.int64)
+    gl = np.ones(L + 1)
+    wargs = (nloc, tloc, nloc.sum(axis=0), tloc.sum(axis=0), cup, tup, cup.sum(axis=0), tup.sum(axis=0), *mine[2:],
+             pl, bl, gl, gl.copy(), 0.4 if root == "dirichlet" else 0.0, V)
+    bottom = ((bn, bt, BN, BT, mine[0], mine[1]), (a("phi.a"), b("phi.b"), 1.0))
+    pidx = gdoc[tokdoc] * V + topic.words
+    cells = shared.repeat(np.diff(topic.off))
+    moved = 0
+    for _ in range(4):
+        before = z.copy()
+        cnt["mx"][:] = (max(cnt["mx"][0], bn.max(), nloc.max(), cup.max(initial=0)),
+                        max(cnt["mx"][1], bt.max(), tloc.max(), tup.max(initial=0)))
+        owned_cycle(topic, z, s, cnt, own, wargs, pidx, np.tile(np.arange(V), G), np.repeat(np.arange(G), V),
+                    bottom, sm._seed(sm.iteration + 1, 1))
+        sm.sweep()
+        np.testing.assert_array_equal(z, sm.z)
+        moved += int((before != z).sum())
+        for name in ("n", "tc", "tp"):
+            np.testing.assert_array_equal(cnt[name], getattr(sm, name)[:topic.off[-1]])
+        np.testing.assert_array_equal(own[1][cells], cnt["tc"][cells])
+        for got, want in zip([bn, bt, BN, BT, nloc, tloc, cup, tup], column._state(net, sm, gdoc, tokdoc, L)):
+            np.testing.assert_array_equal(got, want)
+        for got, want in zip(mine, [bn, bt, nloc, tloc, cup, tup]):
+            np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(wargs[3], tloc.sum(axis=0))
+    assert moved > 10 and (bt < bn).any() and (tloc < nloc).any() and (cnt["tp"][cells] < cnt["tc"][cells]).any()
