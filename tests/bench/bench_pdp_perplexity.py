@@ -16,6 +16,8 @@ same K, iterations, seed and priors (alpha 0.1 fixed, beta 0.01; b = 10 sampled,
   Pitman-Yor word vectors over a corpus-level Pitman-Yor word vector over the uniform, hca's; no target).
 * ``hca``: ``--network pyp-lda``, ``--network hdp-pyp-lda`` and ``--network hca`` (the two combined: hca's
   structure; no target).
+* ``hca-2``: ``--network pyp-lda-2``, ``--network hca`` and ``--network hca-2`` (hca's topic side with pyp-lda-2's
+  word side: hca's full structure; no target).
 
 Every model is scored by ``evaluate``'s default held-out estimator (document completion: half of every held-out
 chapter observed, the model's own sampler with the topics fixed, eq 5.10). CPU seconds: the cpuacct cgroup of
@@ -50,12 +52,14 @@ RUNS = {   # name -> (model, extra train flags)
     "hdp-pyp-lda.json": ("pdp-network", ("--network", "hdp-pyp-lda")),
     "pyp-lda-2.json": ("pdp-network", ("--network", "pyp-lda-2")),
     "hca.json": ("pdp-network", ("--network", "hca")),
+    "hca-2.json": ("pdp-network", ("--network", "hca-2")),
 }
 GROUPS = {"stm": ["stm", "stm.json"], "seqlda": ["seqlda", "seqlda.json"], "adatm": ["adatm", "adatm.json"],
           "pyp-lda": ["lda-gibbs", "pyp-lda.json", "lda-gibbs (alpha optimised)"],
           "hdp-pyp": ["lda-gibbs", "hdp-lda.json", "hdp-pyp-lda.json"],
           "pyp-lda-2": ["lda-gibbs", "pyp-lda.json", "pyp-lda-2.json"],
-          "hca": ["pyp-lda.json", "hdp-pyp-lda.json", "hca.json"]}
+          "hca": ["pyp-lda.json", "hdp-pyp-lda.json", "hca.json"],
+          "hca-2": ["pyp-lda-2.json", "hca.json", "hca-2.json"]}
 
 
 def cpu_seconds() -> float:
