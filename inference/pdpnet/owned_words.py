@@ -18,7 +18,7 @@ import numba
 import numpy as np
 
 from inference.pdpnet.owned import owned_add, owned_remove, owned_reseat, owned_undo, repair
-from inference.pdpnet.sweep import draw_topic, graph_widths, topic_zplus_rows
+from inference.pdpnet.sweep import draw_topic, topic_scratch, topic_zplus_rows
 from inference.pdpnet.word_bigram import _move, root_weight
 from inference.pdpnet.word_pyp import _leave, opens, word_terms
 
@@ -38,16 +38,9 @@ def owned_word_sweep(start, reseed, seed, uidx, pword, pctx, z, topic_inst, anc_
     K = nloc.shape[1]
     V = troot.shape[0]
     J = kind.shape[0]
-    maxpar, maxanc = graph_widths(par_ptr, anc_ptr, J)
-    Z = np.zeros(J)
-    terms = np.zeros(maxpar)
-    Zb = np.zeros((maxanc, K))
-    slot = np.zeros(J, np.int64)
-    pn = np.empty(J + 1, np.int64)
-    pe = np.empty(J + 1, np.int64)
+    Z, terms, Zb, slot, pn, pe, cum, _, _ = topic_scratch(par_ptr, anc_ptr, J, K)
     oc = np.zeros(J, np.int64)
     ot = np.zeros(J, np.int64)
-    cum = np.empty(K)
     rows = RJ.shape[1] + 1
     cols = RJ.shape[2] + 1
     RJw = RJ[pw]
