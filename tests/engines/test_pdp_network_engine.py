@@ -116,8 +116,8 @@ def spec_file(tmp_path_factory):
 
 
 @pytest.mark.parametrize("which", ["hdp-lda", "sampled", "pyp-lda", "seqlda", "column", "hdp-pyp-lda", "authors",
-                                   "authors-pyp", "pyp-lda-2", "hca", "pyp-topics", "adatm-cmgs", "dtm",
-                                   "two-parents"])
+                                   "authors-pyp", "pyp-lda-2", "hca", "hca-2", "pyp-topics", "adatm-cmgs",
+                                   "dtm", "two-parents"])
 def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(spark_session, blocks, spec_file,
                                                                                 group_corpus, tmp_path, which):
     network = spec_file if which == "sampled" else which
@@ -133,10 +133,12 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
     fit = partial(_fit, corpus=group_corpus)
     run = fit(spark_session, blocks, tmp_path / "run", network)
     result, recount = run
-    for name in ("nwk", "network_tc") + (("word_tables",) if which in ("pyp-lda", "pyp-lda-2", "hca") else ()) + \
-            (("word_chain",) if which == "pyp-lda-2" else ()) + \
+    for name in ("nwk", "network_tc") + (("word_tables",) if which in ("pyp-lda", "pyp-lda-2", "hca", "hca-2")
+                                         else ()) + \
+            (("word_chain",) if which in ("pyp-lda-2", "hca-2") else ()) + \
             (("word_col_n", "word_col_t", "word_tables") if which == "dtm" else ()) + \
-            (("network_tp",) if which in ("hdp-pyp-lda", "authors-pyp", "hca", "pyp-topics", "two-parents") else ()) + \
+            (("network_tp",) if which in ("hdp-pyp-lda", "authors-pyp", "hca", "hca-2", "pyp-topics", "two-parents")
+             else ()) + \
             (("network_ts",) if which == "two-parents" else ()):
         np.testing.assert_array_equal(result.tables[name], recount[name], err_msg=name)
     assert result.tables["discount_counts"].equals(recount["discount_counts"])
@@ -165,6 +167,16 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
         assert c.sum() >= 24 and np.all(t <= c) and np.array_equal(tc[0], t) and t.sum() > 0
         assert ((c > 0) & (t == 0)).sum() <= 1 and not result.tables["network_tp"][[0, 2]].any()
         start = {"corpus.a": 0.2, "phi.a": 0.5, "corpus.b": 10.0, "phi.b": 10.0, "theta.b": 1.0}
+        assert all(result.hyper["a_values" if k.endswith(".a") else "b_values"][k] != v for k, v in start.items())
+        np.testing.assert_allclose(result.topic_word.sum(axis=1), 1.0)
+    elif which == "hca-2":        # hca's topic side beside pyp-lda-2's chain: t <= c at every level, both sides
+        n, t, tnu = result.tables["nwk"], result.tables["word_tables"], result.tables["word_chain"][:, 0]
+        assert np.all(t <= n) and np.all(tnu <= t.sum(axis=1)) and (t < n).any() and tnu.sum() > 0
+        c, t = tc[1], result.tables["network_tp"][1]
+        assert c.sum() >= 24 and np.all(t <= c) and np.array_equal(tc[0], t) and t.sum() > 0
+        assert ((c > 0) & (t == 0)).sum() <= 1 and not result.tables["network_tp"][[0, 2]].any()
+        start = {"corpus.a": 0.2, "corpus.b": 10.0, "theta.b": 1.0, "phi.a": 0.5, "phi.b": 10.0, "nu.a": 0.5,
+                 "nu.b": 10.0}
         assert all(result.hyper["a_values" if k.endswith(".a") else "b_values"][k] != v for k, v in start.items())
         np.testing.assert_allclose(result.topic_word.sum(axis=1), 1.0)
     elif which == "pyp-topics":   # the corpus vector's customers: every token (both partitions'), its tables t <= c
@@ -211,7 +223,7 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
     with pytest.raises(Interrupted):
         fit(spark_session, blocks, tmp_path / "ckpt", network, stop_after=3)
     assert_same_runs(fit(spark_session, blocks, tmp_path / "ckpt", network, resume=True), run)
-    if which in ("pyp-lda", "hdp-pyp-lda", "pyp-lda-2", "hca", "dtm"):  # bounded tables: the resident sampler
+    if which in ("pyp-lda", "hdp-pyp-lda", "pyp-lda-2", "hca", "hca-2", "dtm"):     # bounded tables: resident
         assert_same_runs(fit(spark_session, blocks, tmp_path / "resident", network, sync="resident"), run)
 
 

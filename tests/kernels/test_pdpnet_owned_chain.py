@@ -2,8 +2,9 @@
 ``hca-2.json``; :mod:`inference.pdpnet.owned_chain`): with one partition (own = global) the sweep is the in-process
 network sampler's, draw for draw, both sides' state after every cycle (depths 2 and 3, Dirichlet and uniform
 roots; and beside the [topic, column:NAME] side over phi0[topic] over the uniform, a Dirichlet root or a
-corpus-level PYP); over two "partitions" (the other's counts of the corpus vector fixed between synchronisations) every own
-indicator stays within its own customers on both sides."""
+corpus-level PYP); over two "partitions" (the other's counts of the corpus vector fixed between synchronisations)
+every own indicator stays within its own customers on both sides, and through the engine's hooks beside the
+column side."""
 from __future__ import annotations
 
 import dataclasses
@@ -188,3 +189,65 @@ def test_beside_the_column_side_one_partition_is_the_network_sampler_draw_for_dr
             np.testing.assert_array_equal(got, want)
         np.testing.assert_array_equal(wargs[3], tloc.sum(axis=0))
     assert moved > 10 and (bt < bn).any() and (tloc < nloc).any() and (cnt["tp"][cells] < cnt["tc"][cells]).any()
+
+
+def test_beside_the_column_side_two_partitions_through_the_engine_hooks(tmp_path):
+    """``dtm_spec("uniform")`` with hca's topic side (every a and b sampled) through the engine's hooks (no Spark): two
+    partitions sweeping private copies of the summed tables for 6 iterations; t <= c at every level of both sides
+    (the corpus vector's customers the documents' tables), every partition's own within its own customers, every a
+    and b of the driver's global step moves (theta's DP b is the engine's update_hyper step)."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from drivers.models import pdp_column
+    from drivers.models.pdp_network import PdpNetwork
+    from inference.gibbs.block import SegmentedBlock
+    from inference.gibbs.tables import merge
+
+    rng = np.random.default_rng(7)
+    docs = [(f"d{i:02d}", [list(rng.integers(0, 9, rng.integers(2, 12)))]) for i in range(16)]
+    (tmp_path / "docs.parquet").mkdir()
+    pq.write_table(pa.table({"doc_id": [d for d, _ in docs], "c": [f"g{i % 3}" for i in range(16)]}),
+                   tmp_path / "docs.parquet" / "part-0.parquet")
+    spec = column.dtm_spec("uniform")         # (over a corpus PYP: 9 parameters, the engine's limit is 8)
+    spec["nodes"].update(json.loads(json.dumps(TOPIC_SIDE)))
+    for node in ("phi", "phi0", "corpus"):
+        spec["nodes"][node]["pyp"] = {k: {"value": v, "sample": True} for k, v in spec["nodes"][node]["pyp"].items()}
+    spec["nodes"]["theta"]["dp"] = {"b": {"value": 1.0, "sample": True}}
+    (tmp_path / "hca-dtm.json").write_text(json.dumps(spec))
+    model = PdpNetwork(K, 9)
+    model._corpus_dir = str(tmp_path)
+    hyper = model.initial_hyper(network=str(tmp_path / "hca-dtm.json"))
+    blocks = [SegmentedBlock.from_segments(docs[p::2]) for p in range(2)]
+    states = [model.initial_state(blk, hyper, 5 + p) for p, blk in enumerate(blocks)]
+    start = {k: dict(hyper[k]) for k in ("a_values", "b_values")}
+
+    def summed():
+        parts = [model.table_counts(blk, st, np.unique(blk.words, return_inverse=True))
+                 for blk, st in zip(blocks, states)]
+        return {tb.name: merge(tb, [c[tb.name] for c in parts]) for tb in model.count_tables()}
+    moved = 0
+    for it in range(6):
+        tables = summed()
+        before = [st["z"].copy() for st in states]
+        for p, (blk, st) in enumerate(zip(blocks, states)):
+            own = {name: np.array(tab, copy=True) for name, tab in tables.items() if isinstance(tab, np.ndarray)}
+            model.sweep_tables(blk, st, hyper, own, model.derive(own), 100 * it + p)
+        moved += sum(int((b0 != st["z"]).sum()) for b0, st in zip(before, states))
+        new = summed()
+        bn, bt = new[pdp_column.CUSTOMERS], new[pdp_column.TABLES]
+        np.testing.assert_array_equal(bn.reshape(4, 9, K).sum(axis=0), new["nwk"])     # G = 3 values + unseen
+        assert np.all(bt <= bn) and np.all(new[pdp_words.TABLE] <= bt.reshape(4, 9, K).sum(axis=0))
+        c, t = new["network_tc"][1], new["network_tp"][1]      # (rows: tbase, corpus)
+        assert np.all(t <= c) and c.sum() >= 16 and np.array_equal(new["network_tc"][0], t)
+        for blk, st in zip(blocks, states):
+            pairs, pidx, pword, _, _ = pdp_column.local_pairs(model, blk, hyper["word_pyp"])
+            own_bn = pdp_words.own_customers(pidx, st["z"], len(pairs), K)
+            assert np.all((0 <= st["word_bt"]) & (st["word_bt"] <= own_bn))
+        hyper = model.global_step(new, hyper, model.partition_stats(blocks[0], states[0], hyper, it), it)[1]
+    assert moved > 20 and (bt < bn).any() and (t < c).any()
+    for kind in ("a_values", "b_values"):
+        assert all(hyper[kind][n] != v for n, v in start[kind].items() if n[:6] != "theta."), hyper[kind]
+    assert np.isfinite(model.loglik(new, model.derive(new), hyper))

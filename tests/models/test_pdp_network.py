@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from drivers.models.pdp_network.model import PdpNetwork
-from drivers.models.pdp_network.engine_specs import SHIPPED
 from inference.errors import UsageError
 from inference.gibbs.block import SegmentedBlock
 from drivers.models.lda_gibbs.model import lda_sweep
@@ -89,14 +88,10 @@ PYP2 = {"nodes": {"theta": {"index": ["document"], "over": "topic", "dirichlet":
 @pytest.mark.parametrize("name,message", [
     ("hdp3", "node 'mid': a shared Pitman-Yor vector runs with the table indicators (not \"sampler\": \"cmgs\")"),
     ("pyp2", "node 'phi': a Pitman-Yor word side on the Gibbs engine has one parent, a corpus-level Dirichlet"),
-    ("hca-chain", "node 'corpus': a shared Pitman-Yor vector beside a chain of Pitman-Yor word vectors is not on"),
     ("no-such-spec", "--network no-such-spec: no such file, nor a shipped spec"),
 ])
 def test_what_the_engine_cannot_run_is_refused_in_one_line(name, message, tmp_path):
-    hca_chain = json.loads((SHIPPED / "hca.json").read_text())     # hca with a chain of word vectors: phi <- nu
-    hca_chain["nodes"]["nu"] = dict(hca_chain["nodes"]["phi"], index=["corpus"])                # <- words
-    hca_chain["nodes"]["phi"]["parents"] = [{"node": "nu", "index": ["corpus"]}]
-    specs = {"hdp3": dict(HDP3, sampler="cmgs"), "pyp2": PYP2, "hca-chain": hca_chain}
+    specs = {"hdp3": dict(HDP3, sampler="cmgs"), "pyp2": PYP2}
     if name in specs:
         (tmp_path / f"{name}.json").write_text(json.dumps(specs[name]))
         name = str(tmp_path / f"{name}.json")
