@@ -12,7 +12,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from drivers.models import pdp_chain, pdp_words
+from drivers.models.pdp_network import words_chain, words_pyp
 from inference.pdpnet import kernels
 from inference.pdpnet.compile import KIND_PYP, CorpusLayout, compile_network
 from inference.pdpnet.owned_chain import owned_chain_sweep
@@ -71,10 +71,10 @@ def _chain_state(docs, depth, beta0):
     shared = (topic.kind == KIND_PYP) & (topic.family == list(spec.order).index("corpus"))
     own = (shared, cnt["tc"].copy(), cnt["tp"].copy())
     n, t, cup, tup = (x.astype(np.int64) for x in _word_state(net, sm, depth))
-    loc = pdp_chain.local_arrays(np.arange(V), topic.words, n.copy(), t.copy(), tup.copy(), n, t, tup,
-                                 dict(nk=n.sum(axis=0), **pdp_chain.derived({"nwk": n, pdp_words.TABLE: t,
-                                                                            pdp_chain.TABLE: tup})))
-    wargs = pdp_chain.kernel_args(loc, pdp_words.word_side(spec), topic.a_names, topic.b_names, V)
+    loc = words_chain.local_arrays(np.arange(V), topic.words, n.copy(), t.copy(), tup.copy(), n, t, tup,
+                                 dict(nk=n.sum(axis=0), **words_chain.derived({"nwk": n, words_pyp.TABLE: t,
+                                                                            words_chain.TABLE: tup})))
+    wargs = words_chain.kernel_args(loc, words_pyp.word_side(spec), topic.a_names, topic.b_names, V)
     return sm, net, topic, z, s, cnt, own, loc, wargs
 
 
@@ -201,8 +201,8 @@ def test_beside_the_column_side_two_partitions_through_the_engine_hooks(tmp_path
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from drivers.models import pdp_column
-    from drivers.models.pdp_network import PdpNetwork
+    from drivers.models.pdp_network import words_column
+    from drivers.models.pdp_network.model import PdpNetwork
     from inference.gibbs.block import SegmentedBlock
     from inference.gibbs.tables import merge
 
@@ -237,14 +237,14 @@ def test_beside_the_column_side_two_partitions_through_the_engine_hooks(tmp_path
             model.sweep_tables(blk, st, hyper, own, model.derive(own), 100 * it + p)
         moved += sum(int((b0 != st["z"]).sum()) for b0, st in zip(before, states))
         new = summed()
-        bn, bt = new[pdp_column.CUSTOMERS], new[pdp_column.TABLES]
+        bn, bt = new[words_column.CUSTOMERS], new[words_column.TABLES]
         np.testing.assert_array_equal(bn.reshape(4, 9, K).sum(axis=0), new["nwk"])     # G = 3 values + unseen
-        assert np.all(bt <= bn) and np.all(new[pdp_words.TABLE] <= bt.reshape(4, 9, K).sum(axis=0))
+        assert np.all(bt <= bn) and np.all(new[words_pyp.TABLE] <= bt.reshape(4, 9, K).sum(axis=0))
         c, t = new["network_tc"][1], new["network_tp"][1]      # (rows: tbase, corpus)
         assert np.all(t <= c) and c.sum() >= 16 and np.array_equal(new["network_tc"][0], t)
         for blk, st in zip(blocks, states):
-            pairs, pidx, pword, _, _ = pdp_column.local_pairs(model, blk, hyper["word_pyp"])
-            own_bn = pdp_words.own_customers(pidx, st["z"], len(pairs), K)
+            pairs, pidx, pword, _, _ = words_column.local_pairs(model, blk, hyper["word_pyp"])
+            own_bn = words_pyp.own_customers(pidx, st["z"], len(pairs), K)
             assert np.all((0 <= st["word_bt"]) & (st["word_bt"] <= own_bn))
         hyper = model.global_step(new, hyper, model.partition_stats(blocks[0], states[0], hyper, it), it)[1]
     assert moved > 20 and (bt < bn).any() and (t < c).any()

@@ -167,7 +167,7 @@ class PdpNetwork(words_column.ColumnWordArrays, words_bigram.BigramArrays, Share
         while pos >= 0:
             if "own" in cnt and not init:       # a shared Pitman-Yor vector's own tables (inference.pdpnet.owned)
                 ratios = self._memo("owned").get(avals, [net.spec.params[n].sample for n in net.a_names], cnt["mx"])
-                if words is not None:           # both sides' indicators owned (hca: inference.pdpnet.owned_words)
+                if words is not None:           # both sides' indicators owned (hca: owned_words, hca-2: owned_chain)
                     pos = side.owned_kernel(pos, reseed, seed, *head, *topic, *ratios, *counts, *cnt["own"], *tail)
                 else:
                     pos = owned.owned_sweep(pos, reseed, seed, words_of, *topic, *ratios, *counts, *dirichlet,

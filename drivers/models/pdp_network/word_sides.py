@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from drivers.models.pdp_network import words_bigram, words_chain, words_column, words_pyp
-from inference.pdpnet import owned_words, word_bigram, word_chain, word_column
+from inference.pdpnet import owned_chain, owned_words, word_bigram, word_chain, word_column
 
 
 class DirichletWords:
@@ -146,11 +146,15 @@ class DeepWords(PypWords):
     """A chain of corpus-level Pitman-Yor word vectors (pyp-lda-2) or a [topic, column:NAME] side over phi0[topic]:
     every level's indicators held by partitions (:mod:`.words_column`, :mod:`.words_chain`)."""
 
-    owned_kernel = None       # a shared Pitman-Yor topic vector beside it: refused (shared_pyp.check)
-
     @property
     def kernel(self):
         return word_column.column_word_sweep if self.side.get("column") else word_chain.chain_word_sweep
+
+    @property
+    def owned_kernel(self):
+        """Beside a shared Pitman-Yor topic vector (hca-2): :func:`owned_chain.owned_chain_sweep`, a chain with no
+        bottom level (:func:`owned_chain_args`)."""
+        return owned_chain.owned_chain_sweep if self.side.get("column") else owned_chain_args
 
     def count_tables(self, model) -> tuple:
         return words_column.count_tables(model, self.side)
@@ -181,6 +185,15 @@ class DeepWords(PypWords):
         if self.side.get("column"):
             return words_column.sample_hyper(self.side, tables, hyper, sampled, rng, *model._column_shape(hyper))
         return words_chain.sample_hyper(self.side, tables, hyper, sampled, rng)
+
+
+def owned_chain_args(pos, reseed, seed, uidx, *args):
+    """:func:`owned_chain.owned_chain_sweep` on a chain's arguments (``args`` ending with the 18 of
+    :func:`.words_chain.kernel_args`): no bottom level (``pb`` = -1, its arrays empty)."""
+    mid, tail = args[:-18], args[-18:]
+    none, empty = np.zeros(0, np.int64), np.zeros((0, tail[0].shape[1]), np.int64)
+    return owned_chain.owned_chain_sweep(pos, reseed, seed, uidx, none, none, *mid, *(empty,) * 6, *tail[:12], -1, -1,
+                                         1.0, *tail[12:])
 
 
 def topic_args(net, z, avals, bvals) -> tuple:
