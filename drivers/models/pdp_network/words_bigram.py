@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from drivers import storage
-from drivers.models.pdp_network import words_pyp
+from drivers.models.pdp_network import words_chain, words_pyp
 from drivers.models.pdp_network.words_pyp import own_customers
 from inference.gibbs.tables import CountTable, KeyedCounts
 
@@ -143,7 +143,8 @@ def topic_word(nwk, der: dict, b: float, beta0: float) -> np.ndarray:
 def predictive(doc, trained: dict, a: float, b: float, beta0: float, V: int, K: int) -> np.ndarray:
     """(N, K) p(w_n | w_{n-1}, k) of a test document's tokens with the word side at its posterior mean given the
     trained state (the frozen topics of eq 5.10, per context): ((n - a t) + (b + a T_{k,w'}) psi_k(w)) /
-    (b + N_{k,w'}), psi_k(w) = (beta0 + t_kw) / (V beta0 + T_k) (uniform: 1/V)."""
+    (b + N_{k,w'}), psi_k(w) = (beta0 + t_kw) / (V beta0 + T_k) (uniform: 1/V; a Pitman-Yor psi: its trained
+    predictive, ``bigram_psi``)."""
     pk = pair_keys(doc, V)
     cells = pk[:, None] * K + np.arange(K)[None, :]
     n = _lookup(trained["bigram_keys"], trained["bigram_n"], cells).astype(np.float64)
@@ -153,6 +154,8 @@ def predictive(doc, trained: dict, a: float, b: float, beta0: float, V: int, K: 
     T = _lookup(trained["bigram_ctx"], trained["bigram_ctx_t"], ctx).astype(np.float64)
     troot = trained["bigram_troot"].astype(np.float64)
     w = pk % V
+    if "bigram_psi" in trained:
+        troot, beta0 = trained["bigram_psi"], PSEUDO
     psi = np.full(cells.shape, 1.0 / V) if beta0 <= 0 else (beta0 + troot[w]) / (V * beta0 + troot.sum(axis=0))
     return ((n - a * t) + (b + a * T) * psi) / (b + N)
 
@@ -170,9 +173,42 @@ def document_side(doc, trained: dict, V: int, K: int) -> tuple:
               _lookup(trained["bigram_keys"], trained["bigram_n"], cells),
               _lookup(trained["bigram_keys"], trained["bigram_t"], cells),
               _lookup(trained["bigram_ctx"], trained["bigram_ctx_n"], ctx_cells),
-              _lookup(trained["bigram_ctx"], trained["bigram_ctx_t"], ctx_cells),
-              trained["bigram_troot"][words], trained["bigram_Troot"])
-    return tuple(np.ascontiguousarray(x, dtype=np.int64) for x in arrays)
+              _lookup(trained["bigram_ctx"], trained["bigram_ctx_t"], ctx_cells))
+    out = tuple(np.ascontiguousarray(x, dtype=np.int64) for x in arrays)
+    psi = trained.get("bigram_psi")       # a Pitman-Yor psi: its trained predictive's pseudo-counts (float)
+    if psi is not None:
+        return out + (np.ascontiguousarray(psi[words]), psi.sum(axis=0))
+    return out + tuple(np.ascontiguousarray(x, dtype=np.int64) for x in (trained["bigram_troot"][words],
+                                                                          trained["bigram_Troot"]))
+
+
+#: a Pitman-Yor psi's beta0 in the bigram side's scoring: psi_k(w) = (PSEUDO + x_kw) / (V PSEUDO + sum x_k) is the
+#: pseudo-counts' predictive x_kw / sum x_k to machine precision (x: :func:`frozen_psi`, sum x_k >= b1 > 0)
+PSEUDO = 1e-300
+
+
+def upper_tables(tables: dict, der: dict) -> dict:
+    """psi and up as :mod:`.words_chain` reads a chain (a Pitman-Yor psi, :mod:`.words_bigram_psi`): level 0's
+    customers psi's (the bigram cells' read tables summed over the previous words, V x K), its indicators
+    ``word_tables``, the corpus levels' ``word_chain``."""
+    troot = der["bigram_troot"]
+    return {"nwk": troot, words_pyp.TABLE: tables[words_pyp.TABLE],
+            words_chain.TABLE: tables.get(words_chain.TABLE, np.zeros((troot.shape[0], 0), np.int64))}
+
+
+def frozen_psi(up: dict, side: dict, hyper: dict) -> np.ndarray:
+    """(V, K) a Pitman-Yor psi_k's trained predictive as pseudo-counts x_kw = (c_kw - a1 t_kw) + (b1 + a1 T_k)
+    nu(w), summing to C_k + b1 (nu its parent's posterior mean): a document's next customer at psi_k picks w with
+    (x_kw + d_kw) / (sum x_k + D_k), d its own customers there (exact for a DP psi, a1 = 0, with nu frozen)."""
+    n, t, _, _ = words_chain.legal(up["nwk"], up[words_pyp.TABLE], up[words_chain.TABLE])
+    a1, b1 = float(hyper["a_values"][side["a"]]), float(hyper["b_values"][side["b"]])
+    nu = words_chain.parent_mean(up, side, hyper)
+    return np.ascontiguousarray((n - a1 * t) + (b1 + a1 * t.sum(axis=0))[None, :] * nu[:, None])
+
+
+def cell_values(side: dict, hyper: dict) -> tuple:
+    """(a, b) names of the bigram cells: the bottom's when psi is a Pitman-Yor vector, else the side's own."""
+    return tuple(side["bottom"][:2]) if side.get("bottom") else (side["a"], side["b"])
 
 
 class BigramArrays:
@@ -183,22 +219,28 @@ class BigramArrays:
 
     @property
     def array_files(self) -> tuple:
-        return super().array_files + (self._ARRAYS if self.__dict__.get("_has_bigram") else ())
+        psi = ("bigram_psi",) if self.__dict__.get("_has_bigram_psi") else ()
+        return super().array_files + (self._ARRAYS + psi if self.__dict__.get("_has_bigram") else ())
 
     def bind_directory(self, directory: str) -> None:
         super().bind_directory(directory)
         self._has_bigram = storage.exists(storage.join(directory, "bigram_keys.npy"))
+        self._has_bigram_psi = storage.exists(storage.join(directory, "bigram_psi.npy"))
 
     def bind_result(self, result) -> None:
         super().bind_result(result)
         if CUSTOMERS in result.tables:
             der = derived(result.tables, self.vocab_size, self.num_topics)
-            self._has_bigram, self._trained_bigram = True, der
+            side = result.hyper.get("word_pyp") or {}
+            if side.get("bottom"):          # a Pitman-Yor psi: frozen at its trained predictive (held out)
+                der["bigram_psi"] = frozen_psi(upper_tables(result.tables, der), side, result.hyper)
+            self._has_bigram, self._has_bigram_psi, self._trained_bigram = True, "bigram_psi" in der, der
 
     def saved_arrays(self) -> dict:
         out = super().saved_arrays()
         der = self.__dict__.get("_trained_bigram")
-        return out if der is None else dict(out, **{name: der[name] for name in self._ARRAYS})
+        names = self._ARRAYS + (("bigram_psi",) if der is not None and "bigram_psi" in der else ())
+        return out if der is None else dict(out, **{name: der[name] for name in names})
 
     def bind_arrays(self, arrays: dict, meta: dict) -> None:
         super().bind_arrays(arrays, meta)
@@ -207,6 +249,8 @@ class BigramArrays:
             tables = {CUSTOMERS: KeyedCounts(keys, np.asarray(arrays["bigram_n"], np.int32)[:, None]),
                       TABLES: KeyedCounts(keys, np.asarray(arrays["bigram_t"], np.int32)[:, None])}
             self._trained_bigram = derived(tables, self.vocab_size, self.num_topics)
+            if "bigram_psi" in arrays:
+                self._trained_bigram["bigram_psi"] = np.asarray(arrays["bigram_psi"], np.float64)
 
     def frozen_words(self, block, hyper: dict, words, frozen_phi) -> tuple:
         """``(frozen_phi, words)`` of a sweep with the topics frozen: a bigram side's rows per token
@@ -218,8 +262,9 @@ class BigramArrays:
     def frozen_rows(self, block, hyper: dict) -> np.ndarray:
         """(N, K) the block's tokens' word factors given the trained state (:func:`predictive`)."""
         side = hyper["word_pyp"]
-        return np.ascontiguousarray(predictive(block, self._trained_bigram, float(hyper["a_values"][side["a"]]),
-                                               float(hyper["b_values"][side["b"]]), float(side["beta0"]),
+        a, b = cell_values(side, hyper)
+        return np.ascontiguousarray(predictive(block, self._trained_bigram, float(hyper["a_values"][a]),
+                                               float(hyper["b_values"][b]), float(side["beta0"]),
                                                self.vocab_size, self.num_topics))
 
     def word_hook(self, hyper: dict) -> tuple:
@@ -231,8 +276,10 @@ class BigramArrays:
         """A test document's word-side arguments of ``bigram_particles`` (:func:`document_side`, then V, the side's
         discount and concentration among the compiled network's, beta0)."""
         side = hyper["word_pyp"]
+        a, b = cell_values(side, hyper)
+        beta0 = PSEUDO if "bigram_psi" in self._trained_bigram else float(side["beta0"])
         return document_side(doc, self._trained_bigram, self.vocab_size, self.num_topics) + (
-            self.vocab_size, net.a_names.index(side["a"]), net.b_names.index(side["b"]), float(side["beta0"]))
+            self.vocab_size, net.a_names.index(a), net.b_names.index(b), beta0)
 
     @property
     def heldout_protocol(self) -> str | None:
