@@ -262,3 +262,17 @@ def test_a_level_per_topic_on_the_engine_two_partitions(tmp_path):
     model.bind_result(type("Result", (), {"tables": new, "hyper": hyper})())
     full = model.column_rows(SegmentedBlock.from_segments([("d00", [list(range(V9))])]), hyper, phi1.T)
     np.testing.assert_allclose(full.sum(axis=0), 1.0)
+
+
+def test_more_than_one_level_per_topic_is_refused_in_one_line():
+    from drivers.models.pdp_network import words_pyp
+    from inference.errors import UsageError
+
+    spec = topic_chain_spec("dirichlet")        # phi[topic] over psi[topic] over psi2[topic] over m
+    spec["nodes"]["psi2"] = dict(spec["nodes"]["psi"], pyp={"a": 0.1, "b": 4.0})
+    spec["nodes"]["psi"]["parents"] = [{"node": "psi2", "index": ["topic"]}]
+    with pytest.raises(UsageError, match="node 'psi': a word vector per topic under 'phi' on the Gibbs engine has "
+                                         "one corpus-level parent") as info:
+        words_pyp.word_side(parse_network(spec))
+    assert "\n" not in str(info.value)
+    assert words_pyp.word_side(parse_network(topic_chain_spec("dirichlet")))["column"] == words_pyp.ONE_VALUE

@@ -51,12 +51,13 @@ def word_side(spec: NetworkSpec) -> dict | None:
     psi_pyp = bigram and phi0 is not None and phi0.kind == "pyp"     # tlm's prior 2b (words_bigram_psi)
     per_topic = word.index == ("topic",) and spec.word.index == ("topic",) and phi0 is not None \
         and phi0.kind == "pyp" and phi0.index == ("topic",)     # a level per topic: the column side, one value
-    if column or psi_pyp or per_topic:      # phi[topic, column:C or previous_word] over phi0[topic], itself a chain's bottom
+    if column or psi_pyp or per_topic:      # phi[topic(, column:C or previous_word)] over phi0[topic], over a chain
         if phi0 is None or par.if_missing is not None or par.index != ("topic",) or phi0.index != ("topic",) \
                 or phi0.kind != "pyp" or word.kind != "pyp":
-            raise UsageError(f"network spec: node '{word.name}': a word side indexed by [topic, "
-                             f"{'previous_word' if psi_pyp else 'column'}] on the Gibbs engine is a Pitman-Yor family "
-                             "over one Pitman-Yor vector per topic (phi0[topic])"
+            what = "indexed by [topic, column]" if column else "with a level per topic" if per_topic else \
+                "indexed by [topic, previous_word]"
+            raise UsageError(f"network spec: node '{word.name}': a word side {what} on the Gibbs engine is a "
+                             "Pitman-Yor family over one Pitman-Yor vector per topic (phi0[topic])"
                              + (" or a Dirichlet root or uniform vector per topic" if psi_pyp else ""))
         for nd in spec.nodes.values():
             if nd is not word and nd.kind == "pyp" and {nd.a, nd.b} & {word.a, word.b}:
@@ -64,6 +65,9 @@ def word_side(spec: NetworkSpec) -> dict | None:
                                  f"side's '{word.name}' (not on the Gibbs engine)")
         side = word_side(dataclasses.replace(spec, word=dataclasses.replace(spec.word, node=phi0.name,
                                                                              index=("topic",))))
+        if "bottom" in side:        # phi0 itself over a vector per topic: one level per topic under phi only
+            raise UsageError(f"network spec: node '{phi0.name}': a word vector per topic under '{word.name}' on the "
+                             "Gibbs engine has one corpus-level parent (one level per topic)")
         kind = {"bigram": True} if psi_pyp else {"column": ONE_VALUE if per_topic else word.index[1][len("column:"):]}
         return dict(side, **kind, bottom=[word.a, word.b, word.name],
                     bottom_gamma=float(par.gamma), gammas=side.get("gammas", [float(phi0.parents[0].gamma)]))
