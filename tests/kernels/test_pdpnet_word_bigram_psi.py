@@ -7,6 +7,8 @@ word vectors with a level per topic, phi[topic] over phi1[topic] over a root or 
 likewise."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -276,3 +278,80 @@ def test_more_than_one_level_per_topic_is_refused_in_one_line():
         words_pyp.word_side(parse_network(spec))
     assert "\n" not in str(info.value)
     assert words_pyp.word_side(parse_network(topic_chain_spec("dirichlet")))["column"] == words_pyp.ONE_VALUE
+
+
+def column_root_spec(beta0: float = 0.4) -> dict:
+    """phi[topic, column:c] PYP over phi0[topic] a Dirichlet root per topic (the differential topic models' phi0 as
+    a Dirichlet): the bigram side with the document's value as the context."""
+    return {"name": "dtm-dirichlet",
+            "nodes": {"theta": {"index": ["document"], "over": "topic", "dirichlet": 0.3},
+                      "phi0": {"index": ["topic"], "over": "word", "dirichlet": beta0},
+                      "phi": {"index": ["topic", "column:c"], "over": "word", "pyp": {"a": 0.3, "b": 1.5},
+                              "parents": [{"node": "phi0", "index": ["topic"]}]}},
+            "topic": {"node": "theta", "index": ["document"]}, "word": {"node": "phi", "index": ["topic", "column:c"]}}
+
+
+def _column_model(tmp_path, docs, values, spec):
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from drivers.models.pdp_network.model import PdpNetwork
+
+    (tmp_path / "docs.parquet").mkdir()
+    pq.write_table(pa.table({"doc_id": [d for d, _ in docs], "c": values}), tmp_path / "docs.parquet" / "p.parquet")
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    return str(tmp_path / "spec.json"), PdpNetwork
+
+
+def test_a_column_side_over_a_dirichlet_root_per_topic_samples_the_networks_joint(tmp_path):
+    """One engine partition (the bigram side's hooks with the value as the context) visits every (z, t) of a tiny
+    [topic, column] network over a Dirichlet root per topic with the frequencies of its joint (E12) enumerated
+    (as test_pdpnet_word_bigram's tlm case: 20,000 sweeps, chi-square p > 1e-3, total variation < 0.06); its
+    keyed tables are the recount and its held-out factors a distribution per value."""
+    from drivers.models.pdp_network import words_bigram
+    from inference.gibbs.block import SegmentedBlock
+    from inference.gibbs.tables import merge
+    from tests.kernels.pdpnet_reference import enumerate_states
+    from tests.kernels.test_pdpnet_sampler import _chi_square
+
+    V2, K2 = 2, 2
+    docs = [("d0", [[0, 1, 0]]), ("d1", [[0, 1]]), ("d2", [[1]])]
+    values = ["x", "y", "x"]
+    path, PdpNetwork = _column_model(tmp_path, docs, values, column_root_spec())
+    model = PdpNetwork(K2, V2)
+    model._corpus_dir = str(tmp_path)
+    hyper = model.initial_hyper(network=path)
+    assert hyper["word_pyp"]["context"] == "c" and words_bigram.is_bigram(hyper)
+    block = SegmentedBlock.from_segments(docs)
+    state = model.initial_state(block, hyper, 3)
+    parts = model.table_counts(block, state, np.unique(block.words, return_inverse=True))
+    tables = {t.name: merge(t, [parts[t.name]]) for t in model.count_tables()}
+    derived = model.derive(tables)
+    layout = dataclasses.replace(CorpusLayout.of([d for _, d in docs], V2), columns={"c": (np.array([0, 1, 0]), 3)})
+    net = compile_network(parse_network(column_root_spec()), layout, K2)
+    states = enumerate_states(net)
+    index = {(z, s): r for r, (z, s, _) in enumerate(states)}
+    pairs, uidx = model._local_pairs(block)
+    assert list(pairs) == [0, 1, 2, 3] and list(pairs[uidx]) == [0, 1, 0, 2, 3, 1]   # g V + w, g the value's code
+    obs = np.zeros(len(states))
+    for it in range(20000):
+        model.sweep_tables(block, state, hyper, tables, derived, 1000 + it)
+        s = np.zeros(int(net.eoff[-1]), np.int64)
+        for i, (u, w) in enumerate(zip(uidx, block.words)):
+            for k in range(K2):
+                s[net.eoff[net.par_ptr[net.word_inst[i, k]]] + w] = state["word_t"][u, k]
+        obs[index[(tuple(int(k) for k in state["z"]), tuple(int(x) for x in s))]] += 1
+    tv, pval = _chi_square(states, obs)
+    assert tv < 0.06 and pval > 1e-3 and len(states) > 64, (len(states), tv, pval)
+    parts = model.table_counts(block, state, np.unique(block.words, return_inverse=True))
+    new = {t.name: merge(t, [parts[t.name]]) for t in model.count_tables()}
+    der = model.derive(new)
+    assert int(der["bigram_n"].sum()) == block.n_tokens and np.all(der["bigram_t"] <= der["bigram_n"])
+    model.bind_result(type("Result", (), {"tables": new, "hyper": hyper})())
+    for doc in ("d0", "d1"):        # values x and y: a value's word factors sum to 1 over the words
+        one = SegmentedBlock.from_segments([(doc, [[0, 1]])])
+        np.testing.assert_allclose(model.frozen_rows(one, hyper).sum(axis=0), 1.0, rtol=1e-12)
+    with pytest.raises(Exception, match="refresh: a word side indexed by \\[topic, column\\] over a Dirichlet"):
+        model.grown_chain(new, hyper, V2)

@@ -38,9 +38,10 @@ def check(spec: NetworkSpec, families: list[str], word_side: dict | None) -> Non
         if spec.sampler == "cmgs":
             raise UsageError(f"network spec: node '{name}': a shared Pitman-Yor vector runs with the table indicators "
                              "(not \"sampler\": \"cmgs\")")
-        if word_side is not None and ("chain" in word_side or "column" in word_side or "bottom" in word_side):
+        if word_side is not None and ({"chain", "column", "bottom", "context"} & set(word_side)):
             what = "a chain of Pitman-Yor word vectors" if "chain" in word_side else "a word side indexed by [topic, " \
-                + ("column]" if "column" in word_side else "previous_word] over a Pitman-Yor psi[topic]")
+                + ("previous_word] over a Pitman-Yor psi[topic]" if "bottom" in word_side and "column" not in
+                   word_side else "column]")
             raise UsageError(f"network spec: node '{name}': a shared Pitman-Yor vector beside {what} is not on the "
                              "Gibbs engine (one word vector over the root is)")
 

@@ -5,7 +5,8 @@ topics, the likelihood and the hyperparameter steps), each answered once here so
 - :class:`DirichletWords`: one Dirichlet family indexed by topic, the engine's topic-word table M_kw with its prior
   as beta (the generic sweep, :func:`inference.pdpnet.sweep.network_sweep`);
 - :class:`PypWords`: one Pitman-Yor family by topic over a corpus-level root (pyp-lda, :mod:`.words_pyp`);
-- :class:`BigramWords`: a family by [topic, previous_word] over a root per topic (tlm, :mod:`.words_bigram`);
+- :class:`BigramWords`: a family by [topic, previous_word] over a root per topic (tlm, :mod:`.words_bigram`), or by
+  [topic, column:NAME] over one (the value the context: the differential topic models' phi0 as a Dirichlet);
 - :class:`BigramPsiWords`: the same over a Pitman-Yor psi[topic] (tlm's prior 2b, :mod:`.words_bigram_psi`);
 - :class:`DeepWords`: a chain of corpus-level Pitman-Yor word vectors (:mod:`.words_chain`) or a family by
   [topic, column:NAME] over phi0[topic] (:mod:`.words_column`).
@@ -113,7 +114,9 @@ class BigramWords(PypWords):
     """tlm's word side: keyed tables ``bigram_customers`` / ``bigram_word_tables`` over the pairs (w', w)."""
 
     def count_tables(self, model) -> tuple:
-        return words_bigram.count_tables(model.vocab_size, model.num_topics)
+        column = words_bigram.context_column(self.side)
+        return words_bigram.count_tables(model.vocab_size, model.num_topics,
+                                         None if column is None else model._columns.sizes()[column])
 
     def initial_state(self, model, block, state: dict) -> None:
         state["word_t"] = words_bigram.initial_tables(*model._local_pairs(block), state["z"], model.num_topics)

@@ -16,6 +16,7 @@ import numpy as np
 from drivers import storage
 from drivers.models.pdp_network import words_chain, words_pyp
 from drivers.models.pdp_network.words_pyp import own_customers
+from inference.errors import RefusedError
 from inference.gibbs.tables import CountTable, KeyedCounts
 
 CUSTOMERS = "bigram_customers"
@@ -25,14 +26,27 @@ PROTOCOL = ("; the bigram side's counts the trained ones plus each particle's ow
             "(their customers and the tables they open, moved by the same resampling), as tlm's")
 
 
-def count_tables(V: int, K: int) -> tuple:
-    rows = (V + 1) * V * K
+def count_tables(V: int, K: int, contexts: int | None = None) -> tuple:
+    """Both keyed tables over ``contexts`` x V x K keys (the previous words and the start: V + 1; a kept column's
+    values, :func:`context_column`)."""
+    rows = (V + 1 if contexts is None else contexts) * V * K
     return (CountTable(CUSTOMERS, rows, 1, "keyed", cells_per_token=1),
             CountTable(TABLES, rows, 1, "keyed", cells_per_token=1))
 
 
 def is_bigram(hyper: dict) -> bool:
     return bool((hyper.get("word_pyp") or {}).get("bigram"))
+
+
+def context_column(side: dict | None) -> str | None:
+    """The kept column whose value is the context instead of the previous word (phi[topic, column:NAME] over a
+    Dirichlet root or uniform vector per topic, the differential topic models' phi0 as a Dirichlet), or None."""
+    return (side or {}).get("context")
+
+
+def column_keys(block, codes, V: int) -> np.ndarray:
+    """(N,) g V + w of every token, g its document's value code (``codes``, (D,))."""
+    return np.repeat(np.asarray(codes, np.int64), np.diff(block.token_ptr())) * V + block.words.astype(np.int64)
 
 
 def pair_keys(block, V: int) -> np.ndarray:
@@ -46,9 +60,10 @@ def pair_keys(block, V: int) -> np.ndarray:
     return prev * V + words
 
 
-def local_pairs(block, V: int) -> tuple[np.ndarray, np.ndarray]:
-    """(the block's distinct pair keys (U,), every token's pair index (N,))."""
-    pairs, uidx = np.unique(pair_keys(block, V), return_inverse=True)
+def local_pairs(block, V: int, keys=None) -> tuple[np.ndarray, np.ndarray]:
+    """(the block's distinct pair keys (U,), every token's pair index (N,)); ``keys``: every token's key when the
+    context is not the previous word (:func:`column_keys`)."""
+    pairs, uidx = np.unique(pair_keys(block, V) if keys is None else keys, return_inverse=True)
     return pairs, uidx.reshape(-1).astype(np.int64)
 
 
@@ -140,12 +155,12 @@ def topic_word(nwk, der: dict, b: float, beta0: float) -> np.ndarray:
     return phi / phi.sum(axis=1, keepdims=True)
 
 
-def predictive(doc, trained: dict, a: float, b: float, beta0: float, V: int, K: int) -> np.ndarray:
+def predictive(doc, trained: dict, a: float, b: float, beta0: float, V: int, K: int, keys=None) -> np.ndarray:
     """(N, K) p(w_n | w_{n-1}, k) of a test document's tokens with the word side at its posterior mean given the
     trained state (the frozen topics of eq 5.10, per context): ((n - a t) + (b + a T_{k,w'}) psi_k(w)) /
     (b + N_{k,w'}), psi_k(w) = (beta0 + t_kw) / (V beta0 + T_k) (uniform: 1/V; a Pitman-Yor psi: its trained
     predictive, ``bigram_psi``)."""
-    pk = pair_keys(doc, V)
+    pk = pair_keys(doc, V) if keys is None else keys
     cells = pk[:, None] * K + np.arange(K)[None, :]
     n = _lookup(trained["bigram_keys"], trained["bigram_n"], cells).astype(np.float64)
     t = _lookup(trained["bigram_keys"], trained["bigram_t"], cells).astype(np.float64)
@@ -160,11 +175,11 @@ def predictive(doc, trained: dict, a: float, b: float, beta0: float, V: int, K: 
     return ((n - a * t) + (b + a * T) * psi) / (b + N)
 
 
-def document_side(doc, trained: dict, V: int, K: int) -> tuple:
+def document_side(doc, trained: dict, V: int, K: int, keys=None) -> tuple:
     """A test document's word-side arrays of :func:`inference.pdpnet.bigram_left_to_right.bigram_particles`: every
     token's pair among its distinct pairs, a pair's word row and context row, the pairs' trained cells (U, K), the
     contexts' trained totals, the document's distinct words' root customers t_kw and T_k."""
-    pairs, uidx = local_pairs(doc, V)
+    pairs, uidx = local_pairs(doc, V, keys)
     cells = pairs[:, None] * K + np.arange(K)[None, :]
     ctx_ids, pctx = np.unique(pairs // V, return_inverse=True)
     ctx_cells = ctx_ids[:, None] * K + np.arange(K)[None, :]
@@ -265,7 +280,15 @@ class BigramArrays:
         a, b = cell_values(side, hyper)
         return np.ascontiguousarray(predictive(block, self._trained_bigram, float(hyper["a_values"][a]),
                                                float(hyper["b_values"][b]), float(side["beta0"]),
-                                               self.vocab_size, self.num_topics))
+                                               self.vocab_size, self.num_topics, self._token_keys(block, side)))
+
+    def _token_keys(self, block, side: dict):
+        """Every token's key when the context is a kept column's value (the block's documents' values), else None
+        (the previous word)."""
+        column = context_column(side)
+        if column is None:
+            return None
+        return column_keys(block, self._columns.layout(block.doc_ids)[column][0], self.vocab_size)
 
     def word_hook(self, hyper: dict) -> tuple:
         """``(words_of, protocol)`` of :func:`drivers.models.pdp_network.left_to_right_scores.network_scores`: a bigram-topic word
@@ -278,7 +301,8 @@ class BigramArrays:
         side = hyper["word_pyp"]
         a, b = cell_values(side, hyper)
         beta0 = PSEUDO if "bigram_psi" in self._trained_bigram else float(side["beta0"])
-        return document_side(doc, self._trained_bigram, self.vocab_size, self.num_topics) + (
+        return document_side(doc, self._trained_bigram, self.vocab_size, self.num_topics,
+                             self._token_keys(doc, side)) + (
             self.vocab_size, net.a_names.index(a), net.b_names.index(b), beta0)
 
     @property
@@ -303,6 +327,9 @@ class BigramArrays:
         """``refresh`` (issue 30, 2): both keyed tables re-keyed to the grown vocabulary (:func:`rekeyed`); a
         partition's ``word_t`` stays (its distinct pairs keep their order: (w', w) lexicographic, the start
         context last)."""
+        if CUSTOMERS in tables and context_column(hyper.get("word_pyp")):
+            raise RefusedError("refresh: a word side indexed by [topic, column] over a Dirichlet root per topic is "
+                               "not continued (retrain)")
         if CUSTOMERS in tables:
             tables = dict(tables, **{name: rekeyed(tables[name], old_vocab_size, self.vocab_size, self.num_topics)
                                      for name in (CUSTOMERS, TABLES)})
