@@ -162,9 +162,6 @@ class BigramPsiWords(BigramWords):
     def table_counts(self, model, block, state: dict) -> dict:
         return words_bigram_psi.table_counts(model, block, state)
 
-    def derive(self, model, tables: dict) -> dict:
-        return words_bigram_psi.derived(model, tables)
-
     def sweep_args(self, model, block, state, net, nwk, words, mx) -> tuple:
         return words_bigram_psi.sweep_args(model, block, state, net, words, mx, self.side)
 

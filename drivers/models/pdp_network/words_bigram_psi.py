@@ -63,13 +63,6 @@ def table_counts(model, block, state: dict) -> dict:
     return out
 
 
-def derived(model, tables: dict) -> dict:
-    """The bigram side's derived values (flat arrays, as the engine ships them; psi's and up are read from the
-    tables when a partition makes its local copies)."""
-    return words_bigram.derived(tables, model.vocab_size, model.num_topics) \
-        if words_bigram.CUSTOMERS in tables else {}
-
-
 def local_arrays(model, block, state: dict, der: dict, tables: dict) -> dict:
     """A partition's copies of the global values over its pairs and words (the kernel's arrays); its race cells
     with own customers get an own indicator, bottom up (the repair)."""
