@@ -46,3 +46,25 @@ def test_tlm_network_trains_on_an_ordered_corpus_only(spark_session, tiny_corpor
     assert meta["heldout"]["protocol"].startswith("left to right"), meta["heldout"]      # not document completion
     again = evaluate_model(spark_session, str(model_dir), corpus, seed=1)
     assert again["perplexity"] == pytest.approx(meta["heldout"]["perplexity"], rel=1e-9)
+
+
+def test_tlm_h2b_network_trains_and_scores_left_to_right(spark_session, tiny_corpora_of_kind, tmp_path):
+    """tlm-h2b.json (psi[topic] a DP over a corpus-level Dirichlet root, Wallach's prior 2b): trained on the engine,
+    every level's b sampled, its held-out documents scored left to right with psi frozen at its trained predictive
+    (train's split and evaluate agree: the frozen psi is saved beside the model)."""
+    from conftest import train_args
+
+    model_dir = tmp_path / "h2b"
+    corpus = tiny_corpora_of_kind[registry.ORDERED]
+    meta = train(spark_session, train_args(corpus, model_dir, "--model", "pdp-network", "--network", "tlm-h2b",
+                                           "--topics", 3, "--iterations", 4, "--burn-in", 2, "--lag", 1, "--samples",
+                                           2, "--seed", 1, "--heldout-fraction", 0.2))
+    hyper = json.loads((model_dir / "model.json").read_text())["hyper"]
+    assert hyper["word_pyp"]["bottom"][2] == "phi" and hyper["b_values"]["phi.b"] != 100.0 \
+        and hyper["b_values"]["psi.b"] != 100.0, hyper["b_values"]
+    assert (model_dir / "bigram_psi.npy").exists()
+    V = load_model(str(model_dir)).lambda_.shape[1]
+    assert 1.0 < meta["heldout"]["perplexity"] < V, meta["heldout"]
+    assert meta["heldout"]["protocol"].startswith("left to right"), meta["heldout"]
+    again = evaluate_model(spark_session, str(model_dir), corpus, seed=1)
+    assert again["perplexity"] == pytest.approx(meta["heldout"]["perplexity"], rel=1e-9)

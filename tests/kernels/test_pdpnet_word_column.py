@@ -181,15 +181,15 @@ def test_two_partitions_sum_to_the_recount_and_every_level_stays_legal(tmp_path)
     assert rows.shape == (blocks[0].n_tokens, K) and np.allclose(full.sum(axis=0), 1.0)
 
 
-@pytest.mark.parametrize("change", ["dirichlet-phi0", "corpus-middle"])
+@pytest.mark.parametrize("change", ["two-parents", "corpus-middle"])
 def test_what_the_engine_does_not_run_is_refused_in_one_line(change):
     from drivers.models.pdp_network import words_pyp
     from inference.errors import UsageError
 
     spec = dtm_spec("uniform")
-    if change == "dirichlet-phi0":      # a Dirichlet root per topic: the bigram side's shape, not this kernel
-        spec["nodes"]["phi0"] = {"index": ["topic"], "over": "word", "dirichlet": 0.1}
-        del spec["nodes"]["base"]
+    if change == "two-parents":         # phi[topic, column] over phi0[topic] and a corpus-level vector (a Dirichlet
+        spec["nodes"]["phi"]["parents"].append({"node": "base", "index": ["corpus"]})    # root per topic runs: the
+                                                                                         # bigram side's shape)
     else:                               # phi[topic, column] straight over a corpus-level vector
         spec["nodes"]["phi"]["parents"] = [{"node": "base", "index": ["corpus"]}]
         del spec["nodes"]["phi0"]

@@ -76,10 +76,9 @@ HDP3 = {"nodes": {"top": {"index": ["corpus"], "over": "topic", "dirichlet": 1.0
         "topic": {"node": "theta", "index": ["document"]}, "word": {"node": "phi", "index": ["topic"]}}
 
 
-PYP2 = {"nodes": {"theta": {"index": ["document"], "over": "topic", "dirichlet": 0.1},     # a middle level per topic
-                  "base": {"index": ["topic"], "over": "word", "pyp": {"a": 0.5, "b": 1.0},   # (a chain over the
-                           "parents": [{"node": "u", "index": ["corpus"]}]},                 # corpus runs: pyp-lda-2)
-                  "u": {"index": ["corpus"], "over": "word", "uniform": True},
+PYP2 = {"nodes": {"theta": {"index": ["document"], "over": "topic", "dirichlet": 0.1},     # a Dirichlet root per
+                  "base": {"index": ["topic"], "over": "word", "dirichlet": 0.5},              # topic (a Pitman-Yor
+                                                                                               # level per topic runs)
                   "phi": {"index": ["topic"], "over": "word", "pyp": {"a": 0.5, "b": 10.0},
                           "parents": [{"node": "base", "index": ["topic"]}]}},
         "topic": {"node": "theta", "index": ["document"]}, "word": {"node": "phi", "index": ["topic"]}}

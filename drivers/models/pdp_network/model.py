@@ -198,8 +198,9 @@ class PdpNetwork(words_column.ColumnWordArrays, words_bigram.BigramArrays, Share
     def _local_pairs(self, block):
         """(pairs (U,), index of every token) of the block's distinct (previous word, word) pairs (remembered)."""
         got = self._memo("pairs").get(block)
-        return got if got is not None else self._memo("pairs").put(block, words_bigram.local_pairs(block,
-                                                                                                  self.vocab_size))
+        keys = self._token_keys(block, self.__dict__.get("_word_pyp")) if got is None else None   # (a column's
+        return got if got is not None else self._memo("pairs").put(block, words_bigram.local_pairs(    # value: g V + w)
+            block, self.vocab_size, keys))
 
     def initial_state(self, block, hyper, seed) -> dict:
         """The network's initial state; with a Pitman-Yor word side also the partition's own tables ``word_t``."""

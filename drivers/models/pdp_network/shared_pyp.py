@@ -38,6 +38,22 @@ def check(spec: NetworkSpec, families: list[str], word_side: dict | None) -> Non
         if spec.sampler == "cmgs":
             raise UsageError(f"network spec: node '{name}': a shared Pitman-Yor vector runs with the table indicators "
                              "(not \"sampler\": \"cmgs\")")
+        what = refused_word_side(word_side)
+        if what is not None:
+            raise UsageError(f"network spec: node '{name}': a shared Pitman-Yor vector beside {what} is not on the "
+                             "Gibbs engine (beside a chain of word vectors or a [topic, column] side it is)")
+
+
+def refused_word_side(side: dict | None) -> str | None:
+    """What a shared Pitman-Yor topic vector cannot run beside (untested there), or None."""
+    side = side or {}
+    if side.get("bigram") and "bottom" in side:
+        return "a word side indexed by [topic, previous_word] over a Pitman-Yor psi[topic]"
+    if side.get("bigram") and "context" in side:
+        return "a word side indexed by [topic, column] over a Dirichlet root per topic"
+    if side.get("column") == words_pyp.ONE_VALUE:
+        return "a chain of word vectors with a level per topic"
+    return None
 
 
 def has_shared_pyp(spec: NetworkSpec, families: list[str]) -> bool:

@@ -5,7 +5,9 @@ topics, the likelihood and the hyperparameter steps), each answered once here so
 - :class:`DirichletWords`: one Dirichlet family indexed by topic, the engine's topic-word table M_kw with its prior
   as beta (the generic sweep, :func:`inference.pdpnet.sweep.network_sweep`);
 - :class:`PypWords`: one Pitman-Yor family by topic over a corpus-level root (pyp-lda, :mod:`.words_pyp`);
-- :class:`BigramWords`: a family by [topic, previous_word] over a root per topic (tlm, :mod:`.words_bigram`);
+- :class:`BigramWords`: a family by [topic, previous_word] over a root per topic (tlm, :mod:`.words_bigram`), or by
+  [topic, column:NAME] over one (the value the context: the differential topic models' phi0 as a Dirichlet);
+- :class:`BigramPsiWords`: the same over a Pitman-Yor psi[topic] (tlm's prior 2b, :mod:`.words_bigram_psi`);
 - :class:`DeepWords`: a chain of corpus-level Pitman-Yor word vectors (:mod:`.words_chain`) or a family by
   [topic, column:NAME] over phi0[topic] (:mod:`.words_column`).
 The partition-owned sides take ``words`` = (their word tables, derived, the engine's tables) in a sweep and answer
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from drivers.models.pdp_network import words_bigram, words_chain, words_column, words_pyp
+from drivers.models.pdp_network import words_bigram, words_bigram_psi, words_chain, words_column, words_pyp
 from inference.pdpnet import owned_chain, owned_words, word_bigram, word_chain, word_column
 
 
@@ -112,7 +114,9 @@ class BigramWords(PypWords):
     """tlm's word side: keyed tables ``bigram_customers`` / ``bigram_word_tables`` over the pairs (w', w)."""
 
     def count_tables(self, model) -> tuple:
-        return words_bigram.count_tables(model.vocab_size, model.num_topics)
+        column = words_bigram.context_column(self.side)
+        return words_bigram.count_tables(model.vocab_size, model.num_topics,
+                                         None if column is None else model._columns.sizes()[column])
 
     def initial_state(self, model, block, state: dict) -> None:
         state["word_t"] = words_bigram.initial_tables(*model._local_pairs(block), state["z"], model.num_topics)
@@ -140,6 +144,37 @@ class BigramWords(PypWords):
     def sample_hyper(self, model, tables, hyper, sampled, rng) -> dict:
         return words_bigram.sample_hyper(self.side, words_bigram.derived(tables, model.vocab_size, model.num_topics),
                                          hyper, sampled, rng)
+
+
+class BigramPsiWords(BigramWords):
+    """tlm's word side with psi[topic] a Pitman-Yor vector over a corpus-level root or chain (Wallach's prior 2b):
+    the bigram side's keyed cells, psi's and the corpus levels' dense indicators, the [topic, column] side's kernel
+    with the previous word as the value (:mod:`.words_bigram_psi`)."""
+
+    kernel, owned_kernel = staticmethod(word_column.column_word_sweep), None    # beside a shared PYP: refused
+
+    def count_tables(self, model) -> tuple:
+        return words_bigram_psi.count_tables(model, self.side)
+
+    def initial_state(self, model, block, state: dict) -> None:
+        words_bigram_psi.initial_state(model, block, state, self.side)
+
+    def table_counts(self, model, block, state: dict) -> dict:
+        return words_bigram_psi.table_counts(model, block, state)
+
+    def sweep_args(self, model, block, state, net, nwk, words, mx) -> tuple:
+        return words_bigram_psi.sweep_args(model, block, state, net, words, mx, self.side)
+
+    def topic_word(self, model, tables, derived, hyper):
+        return words_bigram_psi.topic_word(tables, words_bigram.derived(tables, model.vocab_size, model.num_topics),
+                                           self.side, hyper)
+
+    def loglik(self, model, tables, derived, hyper):
+        return words_bigram_psi.loglik(tables, words_bigram.derived(tables, model.vocab_size, model.num_topics),
+                                       self.side, hyper)
+
+    def sample_hyper(self, model, tables, hyper, sampled, rng) -> dict:
+        return words_bigram_psi.sample_hyper(model, self.side, tables, hyper, sampled, rng)
 
 
 class DeepWords(PypWords):
@@ -221,6 +256,8 @@ def of(side: dict | None) -> DirichletWords:
     ``word_pyp``; None: the Dirichlet side)."""
     if side is None:
         return DirichletWords()
+    if words_bigram_psi.is_psi(side):
+        return BigramPsiWords(side)
     if side.get("column") or side.get("chain"):
         return DeepWords(side)
     return BigramWords(side) if side.get("bigram") else PypWords(side)

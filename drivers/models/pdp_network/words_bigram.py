@@ -14,8 +14,9 @@ from __future__ import annotations
 import numpy as np
 
 from drivers import storage
-from drivers.models.pdp_network import words_pyp
+from drivers.models.pdp_network import words_chain, words_pyp
 from drivers.models.pdp_network.words_pyp import own_customers
+from inference.errors import RefusedError
 from inference.gibbs.tables import CountTable, KeyedCounts
 
 CUSTOMERS = "bigram_customers"
@@ -25,14 +26,27 @@ PROTOCOL = ("; the bigram side's counts the trained ones plus each particle's ow
             "(their customers and the tables they open, moved by the same resampling), as tlm's")
 
 
-def count_tables(V: int, K: int) -> tuple:
-    rows = (V + 1) * V * K
+def count_tables(V: int, K: int, contexts: int | None = None) -> tuple:
+    """Both keyed tables over ``contexts`` x V x K keys (the previous words and the start: V + 1; a kept column's
+    values, :func:`context_column`)."""
+    rows = (V + 1 if contexts is None else contexts) * V * K
     return (CountTable(CUSTOMERS, rows, 1, "keyed", cells_per_token=1),
             CountTable(TABLES, rows, 1, "keyed", cells_per_token=1))
 
 
 def is_bigram(hyper: dict) -> bool:
     return bool((hyper.get("word_pyp") or {}).get("bigram"))
+
+
+def context_column(side: dict | None) -> str | None:
+    """The kept column whose value is the context instead of the previous word (phi[topic, column:NAME] over a
+    Dirichlet root or uniform vector per topic, the differential topic models' phi0 as a Dirichlet), or None."""
+    return (side or {}).get("context")
+
+
+def column_keys(block, codes, V: int) -> np.ndarray:
+    """(N,) g V + w of every token, g its document's value code (``codes``, (D,))."""
+    return np.repeat(np.asarray(codes, np.int64), np.diff(block.token_ptr())) * V + block.words.astype(np.int64)
 
 
 def pair_keys(block, V: int) -> np.ndarray:
@@ -46,9 +60,10 @@ def pair_keys(block, V: int) -> np.ndarray:
     return prev * V + words
 
 
-def local_pairs(block, V: int) -> tuple[np.ndarray, np.ndarray]:
-    """(the block's distinct pair keys (U,), every token's pair index (N,))."""
-    pairs, uidx = np.unique(pair_keys(block, V), return_inverse=True)
+def local_pairs(block, V: int, keys=None) -> tuple[np.ndarray, np.ndarray]:
+    """(the block's distinct pair keys (U,), every token's pair index (N,)); ``keys``: every token's key when the
+    context is not the previous word (:func:`column_keys`)."""
+    pairs, uidx = np.unique(pair_keys(block, V) if keys is None else keys, return_inverse=True)
     return pairs, uidx.reshape(-1).astype(np.int64)
 
 
@@ -140,11 +155,12 @@ def topic_word(nwk, der: dict, b: float, beta0: float) -> np.ndarray:
     return phi / phi.sum(axis=1, keepdims=True)
 
 
-def predictive(doc, trained: dict, a: float, b: float, beta0: float, V: int, K: int) -> np.ndarray:
+def predictive(doc, trained: dict, a: float, b: float, beta0: float, V: int, K: int, keys=None) -> np.ndarray:
     """(N, K) p(w_n | w_{n-1}, k) of a test document's tokens with the word side at its posterior mean given the
     trained state (the frozen topics of eq 5.10, per context): ((n - a t) + (b + a T_{k,w'}) psi_k(w)) /
-    (b + N_{k,w'}), psi_k(w) = (beta0 + t_kw) / (V beta0 + T_k) (uniform: 1/V)."""
-    pk = pair_keys(doc, V)
+    (b + N_{k,w'}), psi_k(w) = (beta0 + t_kw) / (V beta0 + T_k) (uniform: 1/V; a Pitman-Yor psi: its trained
+    predictive, ``bigram_psi``)."""
+    pk = pair_keys(doc, V) if keys is None else keys
     cells = pk[:, None] * K + np.arange(K)[None, :]
     n = _lookup(trained["bigram_keys"], trained["bigram_n"], cells).astype(np.float64)
     t = _lookup(trained["bigram_keys"], trained["bigram_t"], cells).astype(np.float64)
@@ -153,15 +169,17 @@ def predictive(doc, trained: dict, a: float, b: float, beta0: float, V: int, K: 
     T = _lookup(trained["bigram_ctx"], trained["bigram_ctx_t"], ctx).astype(np.float64)
     troot = trained["bigram_troot"].astype(np.float64)
     w = pk % V
+    if "bigram_psi" in trained:
+        troot, beta0 = trained["bigram_psi"], PSEUDO
     psi = np.full(cells.shape, 1.0 / V) if beta0 <= 0 else (beta0 + troot[w]) / (V * beta0 + troot.sum(axis=0))
     return ((n - a * t) + (b + a * T) * psi) / (b + N)
 
 
-def document_side(doc, trained: dict, V: int, K: int) -> tuple:
+def document_side(doc, trained: dict, V: int, K: int, keys=None) -> tuple:
     """A test document's word-side arrays of :func:`inference.pdpnet.bigram_left_to_right.bigram_particles`: every
     token's pair among its distinct pairs, a pair's word row and context row, the pairs' trained cells (U, K), the
     contexts' trained totals, the document's distinct words' root customers t_kw and T_k."""
-    pairs, uidx = local_pairs(doc, V)
+    pairs, uidx = local_pairs(doc, V, keys)
     cells = pairs[:, None] * K + np.arange(K)[None, :]
     ctx_ids, pctx = np.unique(pairs // V, return_inverse=True)
     ctx_cells = ctx_ids[:, None] * K + np.arange(K)[None, :]
@@ -170,9 +188,42 @@ def document_side(doc, trained: dict, V: int, K: int) -> tuple:
               _lookup(trained["bigram_keys"], trained["bigram_n"], cells),
               _lookup(trained["bigram_keys"], trained["bigram_t"], cells),
               _lookup(trained["bigram_ctx"], trained["bigram_ctx_n"], ctx_cells),
-              _lookup(trained["bigram_ctx"], trained["bigram_ctx_t"], ctx_cells),
-              trained["bigram_troot"][words], trained["bigram_Troot"])
-    return tuple(np.ascontiguousarray(x, dtype=np.int64) for x in arrays)
+              _lookup(trained["bigram_ctx"], trained["bigram_ctx_t"], ctx_cells))
+    out = tuple(np.ascontiguousarray(x, dtype=np.int64) for x in arrays)
+    psi = trained.get("bigram_psi")       # a Pitman-Yor psi: its trained predictive's pseudo-counts (float)
+    if psi is not None:
+        return out + (np.ascontiguousarray(psi[words]), psi.sum(axis=0))
+    return out + tuple(np.ascontiguousarray(x, dtype=np.int64) for x in (trained["bigram_troot"][words],
+                                                                          trained["bigram_Troot"]))
+
+
+#: a Pitman-Yor psi's beta0 in the bigram side's scoring: psi_k(w) = (PSEUDO + x_kw) / (V PSEUDO + sum x_k) is the
+#: pseudo-counts' predictive x_kw / sum x_k to machine precision (x: :func:`frozen_psi`, sum x_k >= b1 > 0)
+PSEUDO = 1e-300
+
+
+def upper_tables(tables: dict, der: dict) -> dict:
+    """psi and up as :mod:`.words_chain` reads a chain (a Pitman-Yor psi, :mod:`.words_bigram_psi`): level 0's
+    customers psi's (the bigram cells' read tables summed over the previous words, V x K), its indicators
+    ``word_tables``, the corpus levels' ``word_chain``."""
+    troot = der["bigram_troot"]
+    return {"nwk": troot, words_pyp.TABLE: tables[words_pyp.TABLE],
+            words_chain.TABLE: tables.get(words_chain.TABLE, np.zeros((troot.shape[0], 0), np.int64))}
+
+
+def frozen_psi(up: dict, side: dict, hyper: dict) -> np.ndarray:
+    """(V, K) a Pitman-Yor psi_k's trained predictive as pseudo-counts x_kw = (c_kw - a1 t_kw) + (b1 + a1 T_k)
+    nu(w), summing to C_k + b1 (nu its parent's posterior mean): a document's next customer at psi_k picks w with
+    (x_kw + d_kw) / (sum x_k + D_k), d its own customers there (exact for a DP psi, a1 = 0, with nu frozen)."""
+    n, t, _, _ = words_chain.legal(up["nwk"], up[words_pyp.TABLE], up[words_chain.TABLE])
+    a1, b1 = float(hyper["a_values"][side["a"]]), float(hyper["b_values"][side["b"]])
+    nu = words_chain.parent_mean(up, side, hyper)
+    return np.ascontiguousarray((n - a1 * t) + (b1 + a1 * t.sum(axis=0))[None, :] * nu[:, None])
+
+
+def cell_values(side: dict, hyper: dict) -> tuple:
+    """(a, b) names of the bigram cells: the bottom's when psi is a Pitman-Yor vector, else the side's own."""
+    return tuple(side["bottom"][:2]) if side.get("bottom") else (side["a"], side["b"])
 
 
 class BigramArrays:
@@ -183,22 +234,28 @@ class BigramArrays:
 
     @property
     def array_files(self) -> tuple:
-        return super().array_files + (self._ARRAYS if self.__dict__.get("_has_bigram") else ())
+        psi = ("bigram_psi",) if self.__dict__.get("_has_bigram_psi") else ()
+        return super().array_files + (self._ARRAYS + psi if self.__dict__.get("_has_bigram") else ())
 
     def bind_directory(self, directory: str) -> None:
         super().bind_directory(directory)
         self._has_bigram = storage.exists(storage.join(directory, "bigram_keys.npy"))
+        self._has_bigram_psi = storage.exists(storage.join(directory, "bigram_psi.npy"))
 
     def bind_result(self, result) -> None:
         super().bind_result(result)
         if CUSTOMERS in result.tables:
             der = derived(result.tables, self.vocab_size, self.num_topics)
-            self._has_bigram, self._trained_bigram = True, der
+            side = result.hyper.get("word_pyp") or {}
+            if side.get("bottom"):          # a Pitman-Yor psi: frozen at its trained predictive (held out)
+                der["bigram_psi"] = frozen_psi(upper_tables(result.tables, der), side, result.hyper)
+            self._has_bigram, self._has_bigram_psi, self._trained_bigram = True, "bigram_psi" in der, der
 
     def saved_arrays(self) -> dict:
         out = super().saved_arrays()
         der = self.__dict__.get("_trained_bigram")
-        return out if der is None else dict(out, **{name: der[name] for name in self._ARRAYS})
+        names = self._ARRAYS + (("bigram_psi",) if der is not None and "bigram_psi" in der else ())
+        return out if der is None else dict(out, **{name: der[name] for name in names})
 
     def bind_arrays(self, arrays: dict, meta: dict) -> None:
         super().bind_arrays(arrays, meta)
@@ -207,6 +264,8 @@ class BigramArrays:
             tables = {CUSTOMERS: KeyedCounts(keys, np.asarray(arrays["bigram_n"], np.int32)[:, None]),
                       TABLES: KeyedCounts(keys, np.asarray(arrays["bigram_t"], np.int32)[:, None])}
             self._trained_bigram = derived(tables, self.vocab_size, self.num_topics)
+            if "bigram_psi" in arrays:
+                self._trained_bigram["bigram_psi"] = np.asarray(arrays["bigram_psi"], np.float64)
 
     def frozen_words(self, block, hyper: dict, words, frozen_phi) -> tuple:
         """``(frozen_phi, words)`` of a sweep with the topics frozen: a bigram side's rows per token
@@ -218,9 +277,18 @@ class BigramArrays:
     def frozen_rows(self, block, hyper: dict) -> np.ndarray:
         """(N, K) the block's tokens' word factors given the trained state (:func:`predictive`)."""
         side = hyper["word_pyp"]
-        return np.ascontiguousarray(predictive(block, self._trained_bigram, float(hyper["a_values"][side["a"]]),
-                                               float(hyper["b_values"][side["b"]]), float(side["beta0"]),
-                                               self.vocab_size, self.num_topics))
+        a, b = cell_values(side, hyper)
+        return np.ascontiguousarray(predictive(block, self._trained_bigram, float(hyper["a_values"][a]),
+                                               float(hyper["b_values"][b]), float(side["beta0"]),
+                                               self.vocab_size, self.num_topics, self._token_keys(block, side)))
+
+    def _token_keys(self, block, side: dict):
+        """Every token's key when the context is a kept column's value (the block's documents' values), else None
+        (the previous word)."""
+        column = context_column(side)
+        if column is None:
+            return None
+        return column_keys(block, self._columns.layout(block.doc_ids)[column][0], self.vocab_size)
 
     def word_hook(self, hyper: dict) -> tuple:
         """``(words_of, protocol)`` of :func:`drivers.models.pdp_network.left_to_right_scores.network_scores`: a bigram-topic word
@@ -231,8 +299,11 @@ class BigramArrays:
         """A test document's word-side arguments of ``bigram_particles`` (:func:`document_side`, then V, the side's
         discount and concentration among the compiled network's, beta0)."""
         side = hyper["word_pyp"]
-        return document_side(doc, self._trained_bigram, self.vocab_size, self.num_topics) + (
-            self.vocab_size, net.a_names.index(side["a"]), net.b_names.index(side["b"]), float(side["beta0"]))
+        a, b = cell_values(side, hyper)
+        beta0 = PSEUDO if "bigram_psi" in self._trained_bigram else float(side["beta0"])
+        return document_side(doc, self._trained_bigram, self.vocab_size, self.num_topics,
+                             self._token_keys(doc, side)) + (
+            self.vocab_size, net.a_names.index(a), net.b_names.index(b), beta0)
 
     @property
     def heldout_protocol(self) -> str | None:
@@ -256,6 +327,9 @@ class BigramArrays:
         """``refresh`` (issue 30, 2): both keyed tables re-keyed to the grown vocabulary (:func:`rekeyed`); a
         partition's ``word_t`` stays (its distinct pairs keep their order: (w', w) lexicographic, the start
         context last)."""
+        if CUSTOMERS in tables and context_column(hyper.get("word_pyp")):
+            raise RefusedError("refresh: a word side indexed by [topic, column] over a Dirichlet root per topic is "
+                               "not continued (retrain)")
         if CUSTOMERS in tables:
             tables = dict(tables, **{name: rekeyed(tables[name], old_vocab_size, self.vocab_size, self.num_topics)
                                      for name in (CUSTOMERS, TABLES)})

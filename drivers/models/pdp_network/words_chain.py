@@ -124,17 +124,24 @@ def _level_values(side: dict, hyper: dict) -> list:
 def topic_word(tables: dict, side: dict, hyper: dict) -> np.ndarray:
     """(K, V) posterior mean of phi_k, the levels' means from the root down: nu_l = ((c_l - a_l t_l) + (b_l + a_l
     T_l) nu_{l+1}) / (b_l + C_l), phi_k likewise over nu_1 (thesis (7.12))."""
-    n, t, cup, tup = legal(tables["nwk"], tables[words_pyp.TABLE], tables[TABLE])
+    n, t, _, _ = legal(tables["nwk"], tables[words_pyp.TABLE], tables[TABLE])
+    nu = parent_mean(tables, side, hyper)
+    a, b = _level_values(side, hyper)[0]
+    n, t = n.T.astype(np.float64), t.T.astype(np.float64)
+    phi = ((n - a * t) + (b + a * t.sum(axis=1, keepdims=True)) * nu[None, :]) / (b + n.sum(axis=1, keepdims=True))
+    return phi / phi.sum(axis=1, keepdims=True)
+
+
+def parent_mean(tables: dict, side: dict, hyper: dict) -> np.ndarray:
+    """(V,) the posterior mean of the topics' parent nu_1 (the root's when L = 0), the levels' from the root down."""
+    _, t, cup, tup = legal(tables["nwk"], tables[words_pyp.TABLE], tables[TABLE])
     vals = _level_values(side, hyper)
     nu = words_pyp.base_vector(tup[:, -1:] if tup.shape[1] else t, float(side["beta0"]))    # the root's customers
     for l in range(cup.shape[1], 0, -1):
         a, b = vals[l]
         c, tl = cup[:, l - 1].astype(np.float64), tup[:, l - 1].astype(np.float64)
         nu = ((c - a * tl) + (b + a * tl.sum()) * nu) / (b + c.sum())
-    a, b = vals[0]
-    n, t = n.T.astype(np.float64), t.T.astype(np.float64)
-    phi = ((n - a * t) + (b + a * t.sum(axis=1, keepdims=True)) * nu[None, :]) / (b + n.sum(axis=1, keepdims=True))
-    return phi / phi.sum(axis=1, keepdims=True)
+    return nu
 
 
 def loglik(tables: dict, side: dict, hyper: dict) -> float:

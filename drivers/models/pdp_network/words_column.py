@@ -27,7 +27,9 @@ def is_column(hyper: dict) -> bool:
 
 
 def values(model, block, side: dict) -> tuple[np.ndarray, int]:
-    """(every document's value code (D,), G)."""
+    """(every document's value code (D,), G); a level per topic (``words_pyp.ONE_VALUE``): every value 0, G = 1."""
+    if side["column"] == words_pyp.ONE_VALUE:
+        return np.zeros(block.n_docs, np.int64), 1
     codes, G = model._columns.layout(block.doc_ids)[side["column"]]
     return np.asarray(codes, np.int64), int(G)
 
@@ -43,12 +45,17 @@ def local_pairs(model, block, side: dict) -> tuple:
     return pairs, pidx.reshape(-1).astype(np.int64), np.searchsorted(vocab, pairs % V), pairs // V, G
 
 
+def column_size(model, side: dict) -> int:
+    """G: the column's values plus one for an unseen value; 1 for a level per topic."""
+    return 1 if side["column"] == words_pyp.ONE_VALUE else model._columns.sizes()[side["column"]]
+
+
 def count_tables(model, side: dict) -> tuple:
     V, K, L = model.vocab_size, model.num_topics, words_chain.levels(side)
     out = (words_pyp.count_table(model.shared_rows, K),) + ((words_chain.count_table(model.shared_rows, L),) if L else ())
     if not side.get("column"):
         return out
-    G = model._columns.sizes()[side["column"]]
+    G = column_size(model, side)
     return out + (CountTable(CUSTOMERS, G * V, K, "dense", cells_per_token=1),
                   CountTable(TABLES, G * V, K, "dense", cells_per_token=1))
 
@@ -241,7 +248,7 @@ class ColumnWordArrays:
                                       token_rows=lambda scored: self.column_rows(scored, hyper, phi_vk))
 
     def _column_shape(self, hyper: dict) -> tuple:
-        return self._columns.sizes()[hyper["word_pyp"]["column"]], self.vocab_size
+        return column_size(self, hyper["word_pyp"]), self.vocab_size
 
     def grown_chain(self, tables: dict, hyper: dict, old_vocab_size: int) -> tuple[dict, dict]:
         """``refresh`` (issue 30, 2): the bottom tables' rows g V0 + w moved to g V + w for the grown vocabulary
@@ -259,6 +266,8 @@ def grown_rows(table, V0: int, G: int, V: int) -> np.ndarray:
     over V words: every known value's rows at g V + w, the rest zero."""
     table = np.asarray(table)
     G0 = table.shape[0] // V0
+    if G == 1:              # a level per topic (words_pyp.ONE_VALUE): one value, no unseen one
+        return np.concatenate([table, np.zeros((V - V0, table.shape[1]), table.dtype)])
     if table[(G0 - 1) * V0:].any():
         raise RefusedError("the chain's [topic, column] word side has counts at the unseen value: retrain")
     out = np.zeros((G, V, table.shape[1]), table.dtype)

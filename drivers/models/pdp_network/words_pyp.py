@@ -22,6 +22,9 @@ from inference.pdpnet import engine_stats
 from inference.pdpnet.spec import NetworkSpec
 
 TABLE = "word_tables"
+#: the column of a chain with a level per topic (phi[topic] over phi1[topic]): the [topic, column] side with every
+#: document's value 0 (:mod:`.words_column`)
+ONE_VALUE = "[topic]"
 
 
 def legal(nwk, twk) -> tuple[np.ndarray, np.ndarray]:
@@ -43,20 +46,38 @@ def word_side(spec: NetworkSpec) -> dict | None:
     bigram = word.index == ("topic", "previous_word") and spec.word.index == ("topic", "previous_word")
     column = len(word.index) == 2 and word.index[0] == "topic" and word.index[1].startswith("column:") \
         and spec.word.index == word.index
-    if column:      # phi[topic, column:C] over phi0[topic], itself a chain's bottom (words_column)
-        par = word.parents[0] if len(word.parents) == 1 else None
-        phi0 = spec.nodes[par.node] if par is not None else None
+    par = word.parents[0] if len(word.parents) == 1 else None
+    phi0 = spec.nodes[par.node] if par is not None else None
+    psi_pyp = bigram and phi0 is not None and phi0.kind == "pyp"     # tlm's prior 2b (words_bigram_psi)
+    per_topic = word.index == ("topic",) and spec.word.index == ("topic",) and phi0 is not None \
+        and phi0.kind == "pyp" and phi0.index == ("topic",)     # a level per topic: the column side, one value
+    if column and word.kind == "pyp" and phi0 is not None and phi0.kind != "pyp" and phi0.index == ("topic",) \
+            and par.index == ("topic",) and par.if_missing is None and not phi0.parents:
+        for nd in spec.nodes.values():      # phi0 a Dirichlet root (or uniform) per topic: the bigram side, the
+            if nd is not word and nd.kind == "pyp" and {nd.a, nd.b} & {word.a, word.b}:      # value the context
+                raise UsageError(f"network spec: node '{nd.name}' shares a discount or concentration with the word "
+                                 f"side's '{word.name}' (not on the Gibbs engine)")
+        return {"a": word.a, "b": word.b, "beta0": float(phi0.alpha) if phi0.kind == "dirichlet" else 0.0,
+                "base": phi0.name, "bigram": True, "context": word.index[1][len("column:"):]}
+    if column or psi_pyp or per_topic:      # phi[topic(, column:C or previous_word)] over phi0[topic], over a chain
         if phi0 is None or par.if_missing is not None or par.index != ("topic",) or phi0.index != ("topic",) \
                 or phi0.kind != "pyp" or word.kind != "pyp":
-            raise UsageError(f"network spec: node '{word.name}': a word side indexed by [topic, column] on the Gibbs "
-                             "engine is a Pitman-Yor family over one Pitman-Yor vector per topic (phi0[topic])")
+            what = "indexed by [topic, column]" if column else "with a level per topic" if per_topic else \
+                "indexed by [topic, previous_word]"
+            raise UsageError(f"network spec: node '{word.name}': a word side {what} on the Gibbs engine is a "
+                             "Pitman-Yor family over one Pitman-Yor vector per topic (phi0[topic])"
+                             + (" or a Dirichlet root or uniform vector per topic" if psi_pyp else ""))
         for nd in spec.nodes.values():
             if nd is not word and nd.kind == "pyp" and {nd.a, nd.b} & {word.a, word.b}:
                 raise UsageError(f"network spec: node '{nd.name}' shares a discount or concentration with the word "
                                  f"side's '{word.name}' (not on the Gibbs engine)")
         side = word_side(dataclasses.replace(spec, word=dataclasses.replace(spec.word, node=phi0.name,
                                                                              index=("topic",))))
-        return dict(side, column=word.index[1][len("column:"):], bottom=[word.a, word.b, word.name],
+        if "bottom" in side:        # phi0 itself over a vector per topic: one level per topic under phi only
+            raise UsageError(f"network spec: node '{phi0.name}': a word vector per topic under '{word.name}' on the "
+                             "Gibbs engine has one corpus-level parent (one level per topic)")
+        kind = {"bigram": True} if psi_pyp else {"column": ONE_VALUE if per_topic else word.index[1][len("column:"):]}
+        return dict(side, **kind, bottom=[word.a, word.b, word.name],
                     bottom_gamma=float(par.gamma), gammas=side.get("gammas", [float(phi0.parents[0].gamma)]))
     if word.kind != "pyp" or (word.index != ("topic",) or spec.word.index != ("topic",)) and not bigram:
         raise UsageError(f"network spec: node '{word.name}': on the Gibbs engine the word draw must be a family "
