@@ -127,8 +127,9 @@ def open_depth(R, D, k, ad, kind, dim, off, alpha, asum, a_of, b_of, avals, bval
 
 @token_kernel
 def remove_token(x0, k, kind, off, a_of, par_ptr, par_node, logS3, n, tc, tp, Nn, TC, TP, s, Se, eoff, removal):
-    """Take a customer of k out of x_0: it sat alone with probability S^{c-1}_{t-1} / S^c_t (``removal`` 1: t/c,
-    the table indicators' probability, wrong here: only for the test that the stationary check can fail), and then
+    """Take a customer of k out of x_0: it sat alone with probability S^{c-1}_{t-1} / S^c_t (``removal`` 1: t/c
+    at t >= 2, the table indicators' probability, wrong here: only for the test that the stationary check can
+    fail), and then
     its table's customer leaves the parent likewise. Returns the number of tables removed (at depths D, D-1, ..)."""
     x = x0
     r = 0
@@ -139,13 +140,13 @@ def remove_token(x0, k, kind, off, a_of, par_ptr, par_node, logS3, n, tc, tp, Nn
             c += 1                                   # the customer of the table just removed below
         tt = tp[o]
         if tt < c:
+            if tt == 1:
+                break
             if removal == 1:
                 if np.random.random() >= tt / c:
                     break
-            else:
-                q = a_of[x]
-                if tt == 1 or np.random.random() >= math.exp(logS3[q, c - 1, tt - 1] - logS3[q, c, tt]):
-                    break
+            elif np.random.random() >= math.exp(logS3[a_of[x], c - 1, tt - 1] - logS3[a_of[x], c, tt]):
+                break
         _move_table(x, k, -1, off, par_ptr, par_node, eoff, tc, tp, TC, TP, s, Se)
         x = par_node[par_ptr[x]]
         r += 1
