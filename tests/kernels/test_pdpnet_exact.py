@@ -22,7 +22,7 @@ from inference.pdpnet.multiplicity import chain_rows, exact_sweep, remove_token,
 from inference.pdpnet.sampler import rebuild_counts
 from inference.pdpnet.spec import parse_network
 from tests.kernels.pdpnet_reference import enumerate_states
-from tests.kernels.test_pdpnet_cmgs import _layout, _log_joint, _network_state, _set_table, _spec
+from tests.kernels.test_pdpnet_cmgs import SHIPPED, _layout, _log_joint, _network_state, _set_table, _spec
 from tests.kernels.test_pdpnet_sampler import _chi_square
 
 
@@ -290,3 +290,38 @@ def test_stationary_distribution_matches_enumeration(raw, docs, V, K, rejects):
         states, obs = _histogram(raw, docs, V, K, 40000, 1, 5)
         tv_bad, pval_bad = _chi_square(states, obs)
         assert pval_bad < 1e-6, (tv_bad, pval_bad)
+
+
+def test_lda_spec_is_collapsed_lda_draw_for_draw():
+    """lda.json under exact (a Dirichlet root per document: no tables, no removal draw) makes the collapsed LDA
+    kernel's draws from the same z and seed over 6 sweeps."""
+    V, K = 8, 3
+    rng = np.random.default_rng(4)
+    docs = [[list(rng.integers(0, V, rng.integers(2, 9)))] for _ in range(6)]
+    lay = CorpusLayout.of(docs, V)
+    net = compile_network(parse_network(_spec("lda", sampler="exact")), lay, K, word_side=False)
+    z = rng.integers(0, K, len(lay.words)).astype(np.int64)
+    s = np.zeros(int(net.eoff[-1]), np.int64)
+    nwk, nk = np.zeros((V, K), np.int32), np.zeros(K, np.int64)
+    doc_tok = lay.seg_ptr[lay.doc_ptr]
+    run_cmgs(net, doc_tok, z, s, rebuild_counts(net, z, s, False), net.a_values, net.b_values, nwk, nk, 0.01, None,
+             0, True)
+    z2, nwk2, nk2 = z.astype(np.int32), nwk.copy(), nk.astype(np.int32)
+    alpha = np.full(K, float(net.alpha[net.topic_inst[0]]))
+    for it in range(6):
+        run_cmgs(net, doc_tok, z, s, rebuild_counts(net, z, s, False), net.a_values, net.b_values, nwk, nk, 0.01,
+                 None, 50 + it, False)
+        lda_sweep(doc_tok, lay.words.astype(np.int32), z2, nwk2, nk2, alpha, 0.01, np.zeros((1, 1)), False, 50 + it)
+        assert np.array_equal(z, z2) and np.array_equal(nwk, nwk2), it
+    assert len(set(z.tolist())) > 1
+
+
+def test_exact_refusals_name_the_node():
+    """Under exact, a vector with two parents (adatm.json) and a Pitman-Yor word side are refused in one line naming
+    the node; the compiled spec says which sampler runs."""
+    with pytest.raises(UsageError, match="node 'seg': sampler 'exact' needs one parent per Pitman-Yor vector"):
+        parse_network(_spec("adatm", sampler="exact"))
+    with pytest.raises(UsageError, match="node 'phi': sampler 'exact' runs the topic side"):
+        parse_network(dict(json.loads((SHIPPED / "pyp-lda.json").read_text()), sampler="exact"))
+    text = compile_network(parse_network(_spec("seqlda", sampler="exact")), _layout(0, D=2), 2).describe()
+    assert text.endswith("word ~ phi[topic]; sampler exact")
