@@ -9,7 +9,8 @@ sampler (``cmgs``, the thesis' Algorithm 5, or ``exact``), its per-document b_i 
 
 RUN: ``seqlda`` (alpha fixed 0.1, as bench_pdp_perplexity's ``--fixed-alpha``), ``seqlda-exact``,
 ``seqlda-fixed-b`` (b = 10 fixed), ``seqlda-exact-fixed-b``, ``seqlda.json`` (as shipped), ``seqlda.json-fixed-b``,
-``seqlda.json-indicators`` (the table-indicator sampler instead of the spec's ``sampler``), ``stm``,
+``seqlda.json-indicators`` (the table-indicator sampler instead of the spec's ``sampler``), ``seqlda.json-exact``
+(the exact multiplicity sampler, :mod:`inference.pdpnet.multiplicity`), ``stm``,
 ``stm.json``, ``stm.json-cmgs`` (the spec under CMGS), ``adatm``, ``adatm.json``, ``adatm.json-cmgs`` (CMGS at its
 two-parent segments, :mod:`inference.pdpnet.cmgs_dag`). ``--warm-up N``: each run's model first trains N iterations (numba's
 compilation out of the CPU seconds).
@@ -48,12 +49,12 @@ def model_of(run: str, K: int, V: int):
         return model, model.initial_hyper(optimize_alpha=False, **BUILT_IN[run])
     model = PdpNetwork(K, V)
     hyper = model.initial_hyper(network="seqlda")
-    if run in ("seqlda.json-fixed-b", "seqlda.json-indicators"):
+    if run in ("seqlda.json-fixed-b", "seqlda.json-indicators", "seqlda.json-exact"):
         raw = copy.deepcopy(hyper["network"])
         if run == "seqlda.json-fixed-b":
             raw["parameters"]["b_seg"]["sample"] = False
         else:
-            raw["sampler"] = "indicators"
+            raw["sampler"] = run.rpartition("-")[2]
         hyper = dict(hyper, network=raw)
     elif run != "seqlda.json":
         raise SystemExit(f"unknown run {run!r}")

@@ -35,9 +35,9 @@ def check(spec: NetworkSpec, families: list[str], word_side: dict | None) -> Non
         node = spec.nodes[name]
         if node.kind != "pyp":
             continue
-        if spec.sampler == "cmgs":
+        if spec.sampler in ("cmgs", "exact"):
             raise UsageError(f"network spec: node '{name}': a shared Pitman-Yor vector runs with the table indicators "
-                             "(not \"sampler\": \"cmgs\")")
+                             f"(not \"sampler\": \"{spec.sampler}\")")
         if word_side is not None and ("chain" in word_side or "column" in word_side):
             what = "a chain of Pitman-Yor word vectors" if "chain" in word_side else "a word side indexed by [topic, " \
                 "column]"
