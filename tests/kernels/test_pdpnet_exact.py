@@ -98,7 +98,7 @@ def test_kept_rows_equal_a_recomputation(name, a):
 
 # ---- the moves against the multiplicity joint
 
-@numba.njit(cache=True)
+@numba.njit
 def _remove(seed, x0, k, kind, off, a_of, par_ptr, par_node, logS3, n, tc, tp, Nn, TC, TP, s, Se, eoff):
     np.random.seed(seed)
     return remove_token(x0, k, kind, off, a_of, par_ptr, par_node, logS3, n, tc, tp, Nn, TC, TP, s, Se, eoff, 0)
@@ -218,9 +218,9 @@ TINY_SEQ = {     # a chain of Pitman-Yor segments under a document root; a > 0; 
     "topic": {"node": "seg", "index": ["segment"]},
     "word": {"node": "phi", "index": ["topic"]}}
 
-TINY_HDP = {     # document DPs over a corpus-level Pitman-Yor vector over a root: two levels of tables shared
+TINY_HDP = {     # document DPs over a corpus-level Pitman-Yor vector over a fixed uniform root: two levels of tables
     "nodes": {
-        "top": {"index": ["corpus"], "over": "topic", "dirichlet": 0.8},
+        "top": {"index": ["corpus"], "over": "topic", "uniform": True},
         "mid": {"index": ["corpus"], "over": "topic", "pyp": {"a": 0.3, "b": 1.0},
                 "parents": [{"node": "top", "index": ["corpus"]}]},
         "theta": {"index": ["document"], "over": "topic", "dp": {"b": 1.2},
@@ -228,17 +228,6 @@ TINY_HDP = {     # document DPs over a corpus-level Pitman-Yor vector over a roo
         "phi": {"index": ["topic"], "over": "word", "dirichlet": 0.6}},
     "topic": {"node": "theta", "index": ["document"]},
     "word": {"node": "phi", "index": ["topic"]}}
-
-
-@numba.njit(cache=True)
-def _chain_states(sweeps, seed, args, zs, ss):
-    """``sweeps`` cycles of :func:`exact_sweep` (its arguments ``args`` with z at 2, s at 24, the seed replaced),
-    (z, s) of every 2nd into rows of zs, ss."""
-    for it in range(sweeps):
-        exact_sweep(seed + it, *args[1:])
-        if it % 2 == 0:
-            zs[it // 2] = args[2]
-            ss[it // 2] = args[24]
 
 
 def _histogram(raw, docs, V, K, sweeps, removal, seed):
@@ -265,7 +254,10 @@ def _histogram(raw, docs, V, K, sweeps, removal, seed):
             lay_arr["pass_hi"], nwk, nk, beta, np.zeros((1, 1)), False, lay_arr["maxdepth"], removal, np.zeros(0))
     zs = np.zeros((sweeps // 2, len(z)), np.int64)
     ss = np.zeros((sweeps // 2, len(s)), np.int64)
-    _chain_states(sweeps, seed, args, zs, ss)
+    for it in range(sweeps):
+        exact_sweep(seed + it, *args[1:])
+        if it % 2 == 0:
+            zs[it // 2], ss[it // 2] = z, s
     index = {(zz, sv): r for r, (zz, sv, _) in enumerate(states)}
     rows, counts = np.unique(np.hstack([zs, ss]), axis=0, return_counts=True)
     obs = np.zeros(len(states))
