@@ -12,6 +12,7 @@ from inference.pdpnet.cmgs import cmgs_init, cmgs_sweep
 from inference.pdpnet.cmgs_dag import cmgs_dag_sweep
 from inference.pdpnet.kernels import DIR, PYP, ancestor_lists
 from inference.pdpnet.multiplicity import exact_sweep
+from inference.pdpnet.multiplicity_dag import exact_dag_sweep
 
 
 def check_single_parent(net) -> None:
@@ -131,8 +132,6 @@ def run_cmgs(net, doc_tok_ptr, z, s, cnt: dict, avals, bvals, nwk, nk, beta: flo
     :func:`inference.pdpnet.sampler.rebuild_counts`, the engine's topic-word table ``nwk``/``nk`` (untouched with
     ``frozen_phi``, the topics fixed); z, s and the counts in place. ``check``: :func:`cmgs_sweep`'s self-check."""
     dag = multi_parent(net)
-    if dag and net.spec.sampler == "exact":
-        check_single_parent(net)
     lay = getattr(net, "cmgs", None)
     if lay is None:
         lay = net.cmgs = (dag_layout if dag else layout_arrays)(net, np.asarray(doc_tok_ptr, np.int64))
@@ -143,7 +142,8 @@ def run_cmgs(net, doc_tok_ptr, z, s, cnt: dict, avals, bvals, nwk, nk, beta: flo
     if init:
         cmgs_init(z, net.topic_inst, net.words, *args, nwk, nk, frozen)
     elif net.spec.sampler == "exact":
-        _exact(net, lay, z, s, cnt, avals, bvals, nwk, nk, beta, phi, frozen, seed, check, removal)
+        (_exact_dag if dag else _exact)(net, lay, z, s, cnt, avals, bvals, nwk, nk, beta, phi, frozen, seed, check,
+                                        removal)
     elif dag:
         sampled = [net.spec.params[nm].sample for nm in net.a_names]
         ratio3, cratio3 = stirling_ratios(avals, sampled, lay["cmax"])
@@ -178,3 +178,14 @@ def _exact(net, lay, z, s, cnt, avals, bvals, nwk, nk, beta, phi, frozen, seed, 
                 np.asarray(bvals, np.float64), log3, ratio3, cratio3, cnt["n"], cnt["tc"], cnt["tp"], cnt["Nn"],
                 cnt["TC"], cnt["TP"], s, cnt["Se"], net.eoff, lay["pass_end"], lay["pass_lo"], lay["pass_hi"], nwk, nk,
                 float(beta), phi, frozen, lay["maxdepth"], int(removal), check)
+
+
+def _exact_dag(net, lay, z, s, cnt, avals, bvals, nwk, nk, beta, phi, frozen, seed, check, removal) -> None:
+    sampled = [net.spec.params[nm].sample for nm in net.a_names]
+    log3, ratio3, cratio3 = stirling_ratios(avals, sampled, lay["cmax"], logs=True)
+    exact_dag_sweep(int(seed), net.words, z, net.topic_inst, net.kind, net.dim, net.off, net.alpha, lay["asum"],
+                    net.a_of, net.b_of, net.par_ptr, net.par_node, net.par_gamma, net.gamma_sum,
+                    np.asarray(avals, np.float64), np.asarray(bvals, np.float64), log3, ratio3, cratio3,
+                    lay["anc_ptr"], lay["anc"], cnt["n"], cnt["tc"], cnt["tp"], cnt["Nn"], cnt["TC"], cnt["TP"], s,
+                    cnt["Se"], net.eoff, lay["pass_end"], lay["pass_lo"], lay["pass_hi"], nwk, nk, float(beta), phi,
+                    frozen, int(removal))

@@ -65,8 +65,7 @@ def check_lists(nodes: dict, draws: dict, sampler: str) -> None:
 
 
 def check_sampler(nodes: dict, order: list[str], sampler: str) -> None:
-    """Refuse under ``cmgs`` or ``exact`` a Pitman-Yor word side or a mixture node, and under ``exact`` a
-    Pitman-Yor vector with several parent references."""
+    """Refuse under ``cmgs`` or ``exact`` a Pitman-Yor word side or a mixture node."""
     if sampler not in ("cmgs", "exact"):
         return
     for name in order:
@@ -77,9 +76,6 @@ def check_sampler(nodes: dict, order: list[str], sampler: str) -> None:
         if node.mixture:
             raise _err(f"node '{name}'", f"sampler '{sampler}' does not run a mixture node; use \"sampler\": "
                                          "\"indicators\"")
-        if sampler == "exact" and node.kind == "pyp" and len(node.parents) > 1:
-            raise _err(f"node '{name}'", f"sampler 'exact' needs one parent per Pitman-Yor vector (it has "
-                                         f"{len(node.parents)}); use \"sampler\": \"indicators\" or \"cmgs\"")
 
 
 def topological(nodes: dict) -> list[str]:

@@ -12,7 +12,8 @@ RUN: ``seqlda`` (alpha fixed 0.1, as bench_pdp_perplexity's ``--fixed-alpha``), 
 ``seqlda.json-indicators`` (the table-indicator sampler instead of the spec's ``sampler``), ``seqlda.json-exact``
 (the exact multiplicity sampler, :mod:`inference.pdpnet.multiplicity`), ``stm``,
 ``stm.json``, ``stm.json-cmgs`` (the spec under CMGS), ``adatm``, ``adatm.json``, ``adatm.json-cmgs`` (CMGS at its
-two-parent segments, :mod:`inference.pdpnet.cmgs_dag`). ``--warm-up N``: each run's model first trains N iterations (numba's
+two-parent segments, :mod:`inference.pdpnet.cmgs_dag`), ``adatm.json-exact`` (the exact multiplicity sampler there,
+:mod:`inference.pdpnet.multiplicity_dag`). ``--warm-up N``: each run's model first trains N iterations (numba's
 compilation out of the CPU seconds).
 Prints the perplexity, the CPU seconds of training and of scoring (``time.process_time``) and b."""
 from __future__ import annotations
@@ -37,10 +38,10 @@ def model_of(run: str, K: int, V: int):
     if run == "adatm":
         model = AdaTM(K, V)
         return model, model.initial_hyper()
-    if run in ("stm.json", "adatm.json", "stm.json-cmgs", "adatm.json-cmgs"):
+    if run in ("stm.json", "adatm.json", "stm.json-cmgs", "adatm.json-cmgs", "adatm.json-exact"):
         model = PdpNetwork(K, V)
         return model, model.initial_hyper(network=run[:3] if run.startswith("stm") else "adatm",
-                                          sampler="cmgs" if run.endswith("cmgs") else None)
+                                          sampler=run.partition("-")[2] or None)
     if run == "stm":
         model = STM(K, V)
         return model, model.initial_hyper()

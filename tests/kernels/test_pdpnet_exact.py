@@ -16,9 +16,10 @@ from drivers.models.lda_gibbs.model import lda_sweep
 from drivers.models.seqlda.kernels import seqlda_init, seqlda_sweep
 from inference.errors import UsageError
 from inference.gibbs.pdp import stirling_table
-from inference.pdpnet.cmgs_run import layout_arrays, run_cmgs, stirling_ratios
+from inference.pdpnet.cmgs_run import layout_arrays, multi_parent, run_cmgs, stirling_ratios
 from inference.pdpnet.compile import KIND_PYP, CorpusLayout, compile_network
 from inference.pdpnet.multiplicity import chain_rows, exact_sweep, remove_token, topic_weights
+from inference.pdpnet.multiplicity_dag import exact_dag_sweep
 from inference.pdpnet.sampler import rebuild_counts
 from inference.pdpnet.spec import parse_network
 from tests.kernels.pdpnet_reference import enumerate_states
@@ -230,6 +231,17 @@ TINY_HDP = {     # document DPs over a corpus-level Pitman-Yor vector over a fix
     "word": {"node": "phi", "index": ["topic"]}}
 
 
+TINY_ADATM = {   # a two-parent Pitman-Yor segment chain (rho integrated out) under a document root
+    "nodes": {
+        "doc": {"index": ["document"], "over": "topic", "dirichlet": 0.7},
+        "seg": {"index": ["segment"], "over": "topic", "pyp": {"a": 0.3, "b": 1.5},
+                "parents": [{"node": "seg", "index": ["previous_segment"], "gamma": 0.8},
+                            {"node": "doc", "index": ["document"], "gamma": 1.3}]},
+        "phi": {"index": ["topic"], "over": "word", "dirichlet": 0.6}},
+    "topic": {"node": "seg", "index": ["segment"]},
+    "word": {"node": "phi", "index": ["topic"]}}
+
+
 def _histogram(raw, docs, V, K, sweeps, removal, seed):
     """Every legal (z, s) with its joint (word side included) and the exact sampler's visits (every 2nd cycle)."""
     lay = CorpusLayout.of(docs, V)
@@ -247,15 +259,22 @@ def _histogram(raw, docs, V, K, sweeps, removal, seed):
     cnt = rebuild_counts(net, z, s, False)
     lay_arr = net.cmgs
     log3, ratio3, cratio3 = stirling_ratios(net.a_values, [False] * len(net.a_values), lay_arr["cmax"], logs=True)
-    args = (0, net.words, z, net.topic_inst, net.kind, net.dim, net.off, net.alpha, lay_arr["asum"], net.a_of,
-            net.b_of, net.par_ptr, net.par_node, np.asarray(net.a_values, np.float64),
-            np.asarray(net.b_values, np.float64), log3, ratio3, cratio3, cnt["n"], cnt["tc"], cnt["tp"], cnt["Nn"],
-            cnt["TC"], cnt["TP"], s, cnt["Se"], net.eoff, lay_arr["pass_end"], lay_arr["pass_lo"],
-            lay_arr["pass_hi"], nwk, nk, beta, np.zeros((1, 1)), False, lay_arr["maxdepth"], removal, np.zeros(0))
+    head = (net.words, z, net.topic_inst, net.kind, net.dim, net.off, net.alpha, lay_arr["asum"], net.a_of,
+            net.b_of, net.par_ptr, net.par_node)
+    counts_ = (cnt["n"], cnt["tc"], cnt["tp"], cnt["Nn"], cnt["TC"], cnt["TP"], s, cnt["Se"], net.eoff,
+               lay_arr["pass_end"], lay_arr["pass_lo"], lay_arr["pass_hi"], nwk, nk, beta, np.zeros((1, 1)), False)
+    values = (np.asarray(net.a_values, np.float64), np.asarray(net.b_values, np.float64), log3, ratio3, cratio3)
+    if multi_parent(net):
+        sweep = exact_dag_sweep
+        args = head + (net.par_gamma, net.gamma_sum) + values + (lay_arr["anc_ptr"], lay_arr["anc"]) + counts_ + (
+            removal,)
+    else:
+        sweep = exact_sweep
+        args = head + values + counts_ + (lay_arr["maxdepth"], removal, np.zeros(0))
     zs = np.zeros((sweeps // 2, len(z)), np.int64)
     ss = np.zeros((sweeps // 2, len(s)), np.int64)
     for it in range(sweeps):
-        exact_sweep(seed + it, *args[1:])
+        sweep(seed + it, *args)
         if it % 2 == 0:
             zs[it // 2], ss[it // 2] = z, s
     index = {(zz, sv): r for r, (zz, sv, _) in enumerate(states)}
@@ -269,7 +288,8 @@ def _histogram(raw, docs, V, K, sweeps, removal, seed):
 
 
 @pytest.mark.parametrize("raw,docs,V,K,rejects", [(TINY_SEQ, [[[0, 1], [], [1]], [[0]]], 2, 2, True),
-                                                  (TINY_HDP, [[[0, 1]], [[1, 0]]], 2, 2, False)])
+                                                  (TINY_HDP, [[[0, 1]], [[1, 0]]], 2, 2, False),
+                                                  (TINY_ADATM, [[[0, 1], [1], [0]], [[0]]], 2, 2, True)])
 def test_stationary_distribution_matches_enumeration(raw, docs, V, K, rejects):
     """The exact sampler's long-run frequencies of every (z, s) (40,000 cycles, every 2nd kept) against the
     normalised multiplicity joint ((E12) with C^t_s) over all legal states: chi-square p > 1e-3 and total variation
@@ -309,11 +329,37 @@ def test_lda_spec_is_collapsed_lda_draw_for_draw():
 
 
 def test_exact_refusals_name_the_node():
-    """Under exact, a vector with two parents (adatm.json) and a Pitman-Yor word side are refused in one line naming
-    the node; the compiled spec says which sampler runs."""
-    with pytest.raises(UsageError, match="node 'seg': sampler 'exact' needs one parent per Pitman-Yor vector"):
-        parse_network(_spec("adatm", sampler="exact"))
+    """Under exact a Pitman-Yor word side is refused in one line naming the node; the compiled spec says which
+    sampler runs."""
     with pytest.raises(UsageError, match="node 'phi': sampler 'exact' runs the topic side"):
         parse_network(dict(json.loads((SHIPPED / "pyp-lda.json").read_text()), sampler="exact"))
     text = compile_network(parse_network(_spec("seqlda", sampler="exact")), _layout(0, D=2), 2).describe()
     assert text.endswith("word ~ phi[topic]; sampler exact")
+
+
+
+def test_adatm_under_exact_keeps_its_counts():
+    """adatm.json (two-parent segments) under exact, 6 sweeps of 12 documents with K = 5: the kernel's counts equal
+    the recount from (z, s), 0 < t <= c at every occupied Pitman-Yor cell, and tables move between the parents."""
+    K, V = 5, 9
+    lay = _layout(8, D=12, V=V)
+    net = compile_network(parse_network(_spec("adatm", sampler="exact")), lay, K, word_side=False)
+    z = np.random.default_rng(3).integers(0, K, len(lay.words)).astype(np.int64)
+    s = np.zeros(int(net.eoff[-1]), np.int64)
+    nwk, nk = np.zeros((V, K), np.int32), np.zeros(K, np.int64)
+    doc_tok = lay.seg_ptr[lay.doc_ptr]
+    run_cmgs(net, doc_tok, z, s, rebuild_counts(net, z, s, False), net.a_values, net.b_values, nwk, nk, 0.01, None,
+             0, True)
+    cnt = rebuild_counts(net, z, s, False)
+    s0 = s.copy()
+    for it in range(6):
+        run_cmgs(net, doc_tok, z, s, cnt, net.a_values, net.b_values, nwk, nk, 0.01, None, 40 + it, False)
+    again = rebuild_counts(net, z, s, False)
+    for name in ("n", "tc", "tp", "Nn", "TC", "TP", "Se"):
+        np.testing.assert_array_equal(cnt[name], again[name], err_msg=name)
+    pyp = np.repeat(net.kind, np.diff(net.off)) == KIND_PYP
+    c, tp = (cnt["n"] + cnt["tc"])[pyp], cnt["tp"][pyp]
+    assert np.all(tp <= c) and np.all((tp > 0) == (c > 0)) and not np.array_equal(s, s0)
+    recount = np.zeros((V, K), np.int32)
+    np.add.at(recount, (lay.words, z), 1)
+    assert np.array_equal(recount, nwk)
