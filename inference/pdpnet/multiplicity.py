@@ -17,7 +17,7 @@ arrives at the parent. Then t at x_0 is redrawn from (6.7) and after each docume
 joint ((E12) with C^t_s = 1 at one parent): the removal is the seating arrangement's conditional given (c, t),
 the arrival the seating predictive. Kept: the rows V of x_0's ancestors by depth from the root (the one above x_0
 without x_0's tables), recomputed from the shallowest depth a table change made stale (the built-in's
-``seqlda_chain_rows``; tested draw for draw against it).
+``seqlda_chain_rows``; tested draw for draw against it). Several parents: :mod:`inference.pdpnet.multiplicity_dag`.
 """
 from __future__ import annotations
 

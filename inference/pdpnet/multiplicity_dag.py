@@ -125,7 +125,7 @@ def exact_dag_sweep(seed, words, z, topic_inst, kind, dim, off, alpha, asum, a_o
     wt = np.empty(max(cmax, N) + 2)
     path_x = np.empty(J + 1, np.int64)
     path_e = np.empty(J + 1, np.int64)
-    ew = np.empty(par_ptr.shape[0])
+    ew = np.empty(par_node.shape[0])
     q = 0
     for i in range(N):
         w = words[i]

@@ -60,7 +60,7 @@ OVER = ("topic", "word")
 _NODE_KEYS = {"index", "over", "dirichlet", "uniform", "pyp", "dp", "mixture", "parents", "description", "weights"}
 _TOP_KEYS = {"name", "description", "parameters", "nodes", "topic", "word", "sampler"}
 #: the topic side's samplers: Du's table indicators (exact), his collapsed multiplicity sampler (not exact) or the
-#: exact multiplicity sampler (:mod:`inference.pdpnet.multiplicity`, one parent per Pitman-Yor vector)
+#: exact multiplicity sampler (:mod:`inference.pdpnet.multiplicity`, exact)
 SAMPLERS = ("indicators", "cmgs", "exact")
 
 

@@ -86,6 +86,6 @@ NETWORK = ModelOption("network", "network spec: a JSON file, or the name of a sh
                       type=str, default="stm", metavar="FILE", path=True)
 SAMPLER = ModelOption("sampler", "the topic side's sampler, overriding the spec's \"sampler\": indicators (Du's table "
                       "indicators, exactly invariant), cmgs (his collapsed multiplicity sampler: faster, not exactly "
-                      "invariant) or exact (the exact multiplicity sampler; one parent per Pitman-Yor vector)", str,
+                      "invariant) or exact (the exact multiplicity sampler: exactly invariant, slower than cmgs)", str,
                       metavar="indicators|cmgs|exact",
                       constraint=StrOptions(SAMPLERS))
