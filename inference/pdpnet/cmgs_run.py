@@ -1,6 +1,7 @@
-"""The Python side of the CMGS sampler (:mod:`inference.pdpnet.cmgs`): the arrays its kernels read beyond the
-compiled network (root sums, chain depth, a bound on customers, the documents' pass-through ranges), the Stirling
-ratio tables, and one cycle on a partition's counts (issue 28)."""
+"""The Python side of the CMGS sampler (:mod:`inference.pdpnet.cmgs`) and of the exact multiplicity sampler
+(:mod:`inference.pdpnet.multiplicity`): the arrays their kernels read beyond the compiled network (root sums, chain
+depth, a bound on customers, the documents' pass-through ranges), the Stirling tables, and one cycle on a
+partition's counts (issue 28)."""
 from __future__ import annotations
 
 import numpy as np
@@ -10,6 +11,8 @@ from inference.gibbs.pdp import StirlingTable, stirling_table
 from inference.pdpnet.cmgs import cmgs_init, cmgs_sweep
 from inference.pdpnet.cmgs_dag import cmgs_dag_sweep
 from inference.pdpnet.kernels import DIR, PYP, ancestor_lists
+from inference.pdpnet.multiplicity import exact_sweep
+from inference.pdpnet.multiplicity_dag import exact_dag_sweep
 
 
 def check_single_parent(net) -> None:
@@ -17,8 +20,8 @@ def check_single_parent(net) -> None:
     many = np.flatnonzero((net.kind == PYP) & (np.diff(net.par_ptr) != 1))
     if len(many):
         name = net.spec.order[int(net.family[many[0]])]
-        raise UsageError(f"network spec: node '{name}': sampler 'cmgs' needs one parent per Pitman-Yor vector "
-                         f"(it has {int(np.diff(net.par_ptr)[many[0]])}); use \"sampler\": \"indicators\"")
+        raise UsageError(f"network spec: node '{name}': sampler '{net.spec.sampler}' needs one parent per "
+                         f"Pitman-Yor vector (it has {int(np.diff(net.par_ptr)[many[0]])}); use \"sampler\": \"indicators\"")
 
 
 def root_sums(net) -> np.ndarray:
@@ -70,16 +73,18 @@ def layout_arrays(net, doc_tok_ptr: np.ndarray) -> dict:
             "pass_lo": np.array(los, np.int64), "pass_hi": np.array(his, np.int64)}
 
 
-def stirling_ratios(avals, sampled, cmax: int):
+def stirling_ratios(avals, sampled, cmax: int, logs: bool = False):
     """(ratio3, cratio3): S^{c+1}_t / S^c_t and S^c_t / S^c_{t-1} per discount, covering c <= cmax + 1 (the
-    process-wide tables of :func:`inference.gibbs.pdp.stirling_table` for fixed discounts, as the built-ins)."""
+    process-wide tables of :func:`inference.gibbs.pdp.stirling_table` for fixed discounts, as the built-ins);
+    ``logs``: (log3, ratio3, cratio3), log3 the log S^c_t."""
     tabs = [(StirlingTable(float(a)) if f else stirling_table(float(a))).ensure(cmax + 3, cmax + 3)
             for a, f in zip(avals, sampled)] or [stirling_table(0.0).ensure(cmax + 3, cmax + 3)]
+    names = ("log", "ratio", "cratio") if logs else ("ratio", "cratio")
     if len(tabs) == 1:
-        return tabs[0].ratio[None], tabs[0].cratio[None]
+        return tuple(getattr(tabs[0], nm)[None] for nm in names)
     r = min(t.ratio.shape[0] for t in tabs)
     c = min(t.ratio.shape[1] for t in tabs)
-    return (np.stack([t.ratio[:r, :c] for t in tabs]), np.stack([t.cratio[:r, :c] for t in tabs]))
+    return tuple(np.stack([getattr(t, nm)[:r, :c] for t in tabs]) for nm in names)
 
 
 def multi_parent(net) -> bool:
@@ -120,8 +125,10 @@ NO_CHECK = np.zeros(0)
 
 
 def run_cmgs(net, doc_tok_ptr, z, s, cnt: dict, avals, bvals, nwk, nk, beta: float, frozen_phi, seed: int,
-             init: bool, check=NO_CHECK) -> None:
-    """One CMGS cycle (``init``: count z and open one table per occupied cell instead) on the counts ``cnt`` of
+             init: bool, check=NO_CHECK, removal: int = 0) -> None:
+    """One CMGS cycle, or one of the exact multiplicity sampler under ``"sampler": "exact"`` (``removal``: its
+    test switch, :func:`inference.pdpnet.multiplicity.remove_token`), (``init``: count z and open one table per
+    occupied cell instead) on the counts ``cnt`` of
     :func:`inference.pdpnet.sampler.rebuild_counts`, the engine's topic-word table ``nwk``/``nk`` (untouched with
     ``frozen_phi``, the topics fixed); z, s and the counts in place. ``check``: :func:`cmgs_sweep`'s self-check."""
     dag = multi_parent(net)
@@ -134,6 +141,9 @@ def run_cmgs(net, doc_tok_ptr, z, s, cnt: dict, avals, bvals, nwk, nk, beta: flo
             cnt["TC"], cnt["TP"], s, cnt["Se"])
     if init:
         cmgs_init(z, net.topic_inst, net.words, *args, nwk, nk, frozen)
+    elif net.spec.sampler == "exact":
+        (_exact_dag if dag else _exact)(net, lay, z, s, cnt, avals, bvals, nwk, nk, beta, phi, frozen, seed, check,
+                                        removal)
     elif dag:
         sampled = [net.spec.params[nm].sample for nm in net.a_names]
         ratio3, cratio3 = stirling_ratios(avals, sampled, lay["cmax"])
@@ -158,3 +168,24 @@ def _sweep(net, lay, z, s, cnt, avals, bvals, nwk, nk, beta, phi, frozen, seed, 
                np.asarray(bvals, np.float64), ratio3, cratio3, cnt["n"], cnt["tc"], cnt["tp"], cnt["Nn"], cnt["TC"],
                cnt["TP"], s, cnt["Se"], net.eoff, lay["pass_end"], lay["pass_lo"], lay["pass_hi"], nwk, nk,
                float(beta), phi, frozen, lay["maxdepth"], check)
+
+
+def _exact(net, lay, z, s, cnt, avals, bvals, nwk, nk, beta, phi, frozen, seed, check, removal) -> None:
+    sampled = [net.spec.params[nm].sample for nm in net.a_names]
+    log3, ratio3, cratio3 = stirling_ratios(avals, sampled, lay["cmax"], logs=True)
+    exact_sweep(int(seed), net.words, z, net.topic_inst, net.kind, net.dim, net.off, net.alpha, lay["asum"],
+                net.a_of, net.b_of, net.par_ptr, net.par_node, np.asarray(avals, np.float64),
+                np.asarray(bvals, np.float64), log3, ratio3, cratio3, cnt["n"], cnt["tc"], cnt["tp"], cnt["Nn"],
+                cnt["TC"], cnt["TP"], s, cnt["Se"], net.eoff, lay["pass_end"], lay["pass_lo"], lay["pass_hi"], nwk, nk,
+                float(beta), phi, frozen, lay["maxdepth"], int(removal), check)
+
+
+def _exact_dag(net, lay, z, s, cnt, avals, bvals, nwk, nk, beta, phi, frozen, seed, check, removal) -> None:
+    sampled = [net.spec.params[nm].sample for nm in net.a_names]
+    log3, ratio3, cratio3 = stirling_ratios(avals, sampled, lay["cmax"], logs=True)
+    exact_dag_sweep(int(seed), net.words, z, net.topic_inst, net.kind, net.dim, net.off, net.alpha, lay["asum"],
+                    net.a_of, net.b_of, net.par_ptr, net.par_node, net.par_gamma, net.gamma_sum,
+                    np.asarray(avals, np.float64), np.asarray(bvals, np.float64), log3, ratio3, cratio3,
+                    lay["anc_ptr"], lay["anc"], cnt["n"], cnt["tc"], cnt["tp"], cnt["Nn"], cnt["TC"], cnt["TP"], s,
+                    cnt["Se"], net.eoff, lay["pass_end"], lay["pass_lo"], lay["pass_hi"], nwk, nk, float(beta), phi,
+                    frozen, int(removal))

@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from inference.errors import UsageError
-from inference.pdpnet.spec_graph import LIST, ancestors, check_lists, column_name, is_list, topological
+from inference.pdpnet.spec_graph import (LIST, ancestors, check_lists, check_sampler, column_name, is_list,
+                                         topological)
 
 #: what the corpus provides to index a family of vectors, with the size of each (compile time); besides these,
 #: ``column:NAME``: the value of a document's kept column NAME (``prepare --keep-columns``; one value per document);
@@ -58,8 +59,9 @@ OVER = ("topic", "word")
 
 _NODE_KEYS = {"index", "over", "dirichlet", "uniform", "pyp", "dp", "mixture", "parents", "description", "weights"}
 _TOP_KEYS = {"name", "description", "parameters", "nodes", "topic", "word", "sampler"}
-#: the topic side's samplers: Du's table indicators (exact) or his collapsed multiplicity sampler (not exact)
-SAMPLERS = ("indicators", "cmgs")
+#: the topic side's samplers: Du's table indicators (exact), his collapsed multiplicity sampler (not exact) or the
+#: exact multiplicity sampler (:mod:`inference.pdpnet.multiplicity`, exact)
+SAMPLERS = ("indicators", "cmgs", "exact")
 
 
 @dataclass(frozen=True)
@@ -368,15 +370,7 @@ def parse_network(raw) -> NetworkSpec:
     sampler = raw.get("sampler", "indicators")
     if sampler not in SAMPLERS:
         raise _err("top level", f"sampler must be one of {', '.join(SAMPLERS)}, got {sampler!r}")
-    if sampler == "cmgs":
-        for name in order:
-            node = nodes[name]
-            if node.kind == "pyp" and node.over == "word":
-                raise _err(f"node '{name}'", "sampler 'cmgs' runs the topic side; a Pitman-Yor word side keeps "
-                                             "the table indicators (\"sampler\": \"indicators\")")
-            if node.mixture:
-                raise _err(f"node '{name}'", "sampler 'cmgs' does not run a mixture node; use \"sampler\": "
-                                             "\"indicators\"")
+    check_sampler(nodes, order, sampler)
     check_lists(nodes, draws, sampler)
     return NetworkSpec(str(raw.get("name", "network")), nodes, params, draws["topic"], draws["word"], order,
                        sampler)

@@ -39,7 +39,7 @@ def expanding(node, ref) -> list[str]:
 
 def check_lists(nodes: dict, draws: dict, sampler: str) -> None:
     """Refuse a list column in a draw, a reference expanding two list columns, one name used both as
-    ``column:NAME`` and ``list:NAME``, and varying parents under ``cmgs``."""
+    ``column:NAME`` and ``list:NAME``, and varying parents under ``cmgs`` or ``exact``."""
     for which, ref in draws.items():
         for kind in ref.index:
             if is_list(kind):
@@ -53,15 +53,29 @@ def check_lists(nodes: dict, draws: dict, sampler: str) -> None:
             grows = expanding(node, ref)
             if len(grows) > 1:
                 raise _err(f"node '{node.name}'", f"a parent reference may expand one list column, it gives {grows}")
-            if grows and sampler == "cmgs":
+            if grows and sampler in ("cmgs", "exact"):
                 why = f"('{grows[0]}' gives one per value); use \"sampler\": \"indicators\""
-                raise _err(f"node '{node.name}'", f"sampler 'cmgs' needs one parent per Pitman-Yor vector {why}")
+                raise _err(f"node '{node.name}'", f"sampler '{sampler}' needs one parent per Pitman-Yor vector {why}")
         for kind in kinds:
             if ":" in kind and used.setdefault(column_name(kind), kind) != kind:
                 raise _err(f"node '{node.name}'", f"column '{column_name(kind)}' is used both as "
                                                   f"'{used[column_name(kind)]}' and '{kind}'")
-        if node.weights == "uniform" and sampler == "cmgs":
-            raise _err(f"node '{node.name}'", "sampler 'cmgs' does not take 'weights': 'uniform'")
+        if node.weights == "uniform" and sampler in ("cmgs", "exact"):
+            raise _err(f"node '{node.name}'", f"sampler '{sampler}' does not take 'weights': 'uniform'")
+
+
+def check_sampler(nodes: dict, order: list[str], sampler: str) -> None:
+    """Refuse under ``cmgs`` or ``exact`` a Pitman-Yor word side or a mixture node."""
+    if sampler not in ("cmgs", "exact"):
+        return
+    for name in order:
+        node = nodes[name]
+        if node.kind == "pyp" and node.over == "word":
+            raise _err(f"node '{name}'", f"sampler '{sampler}' runs the topic side; a Pitman-Yor word side "
+                                         "keeps the table indicators (\"sampler\": \"indicators\")")
+        if node.mixture:
+            raise _err(f"node '{name}'", f"sampler '{sampler}' does not run a mixture node; use \"sampler\": "
+                                         "\"indicators\"")
 
 
 def topological(nodes: dict) -> list[str]:

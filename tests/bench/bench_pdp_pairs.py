@@ -9,9 +9,11 @@ sampler (``cmgs``, the thesis' Algorithm 5, or ``exact``), its per-document b_i 
 
 RUN: ``seqlda`` (alpha fixed 0.1, as bench_pdp_perplexity's ``--fixed-alpha``), ``seqlda-exact``,
 ``seqlda-fixed-b`` (b = 10 fixed), ``seqlda-exact-fixed-b``, ``seqlda.json`` (as shipped), ``seqlda.json-fixed-b``,
-``seqlda.json-indicators`` (the table-indicator sampler instead of the spec's ``sampler``), ``stm``,
+``seqlda.json-indicators`` (the table-indicator sampler instead of the spec's ``sampler``), ``seqlda.json-exact``
+(the exact multiplicity sampler, :mod:`inference.pdpnet.multiplicity`), ``stm``,
 ``stm.json``, ``stm.json-cmgs`` (the spec under CMGS), ``adatm``, ``adatm.json``, ``adatm.json-cmgs`` (CMGS at its
-two-parent segments, :mod:`inference.pdpnet.cmgs_dag`). ``--warm-up N``: each run's model first trains N iterations (numba's
+two-parent segments, :mod:`inference.pdpnet.cmgs_dag`), ``adatm.json-exact`` (the exact multiplicity sampler there,
+:mod:`inference.pdpnet.multiplicity_dag`). ``--warm-up N``: each run's model first trains N iterations (numba's
 compilation out of the CPU seconds).
 Prints the perplexity, the CPU seconds of training and of scoring (``time.process_time``) and b."""
 from __future__ import annotations
@@ -36,10 +38,10 @@ def model_of(run: str, K: int, V: int):
     if run == "adatm":
         model = AdaTM(K, V)
         return model, model.initial_hyper()
-    if run in ("stm.json", "adatm.json", "stm.json-cmgs", "adatm.json-cmgs"):
+    if run in ("stm.json", "adatm.json", "stm.json-cmgs", "adatm.json-cmgs", "adatm.json-exact"):
         model = PdpNetwork(K, V)
         return model, model.initial_hyper(network=run[:3] if run.startswith("stm") else "adatm",
-                                          sampler="cmgs" if run.endswith("cmgs") else None)
+                                          sampler=run.partition("-")[2] or None)
     if run == "stm":
         model = STM(K, V)
         return model, model.initial_hyper()
@@ -48,12 +50,12 @@ def model_of(run: str, K: int, V: int):
         return model, model.initial_hyper(optimize_alpha=False, **BUILT_IN[run])
     model = PdpNetwork(K, V)
     hyper = model.initial_hyper(network="seqlda")
-    if run in ("seqlda.json-fixed-b", "seqlda.json-indicators"):
+    if run in ("seqlda.json-fixed-b", "seqlda.json-indicators", "seqlda.json-exact"):
         raw = copy.deepcopy(hyper["network"])
         if run == "seqlda.json-fixed-b":
             raw["parameters"]["b_seg"]["sample"] = False
         else:
-            raw["sampler"] = "indicators"
+            raw["sampler"] = run.rpartition("-")[2]
         hyper = dict(hyper, network=raw)
     elif run != "seqlda.json":
         raise SystemExit(f"unknown run {run!r}")

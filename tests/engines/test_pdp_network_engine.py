@@ -4,7 +4,7 @@ a sampled concentration (the driver's slice steps on the summed histograms, tabl
 tables the reducers sum equal a recount of the final states, the hyperparameters move, and a run interrupted
 after iteration 3 and resumed from its checkpoint is the uninterrupted chain; and pyp-lda's Pitman-Yor word side
 (table ``word_tables``, each partition's own tables), likewise, and with the resident sampler the same chain; and
-seqlda.json under CMGS likewise, and trained on local[1] (another Spark application) the same model bit for bit;
+seqlda.json under CMGS (and under the exact multiplicity sampler) likewise, and trained on local[1] (another Spark application) the same model bit for bit;
 and roots indexed by a kept column (``column``) or by a list column (``authors``: a document's vector over the mean
 of its authors' roots); and a word side indexed by [topic, column:group] (``dtm``); and tlm.json (phi[topic,
 previous_word] over psi[topic]: its keyed tables, each partition's
@@ -117,7 +117,7 @@ def spec_file(tmp_path_factory):
 
 @pytest.mark.parametrize("which", ["hdp-lda", "sampled", "pyp-lda", "seqlda", "column", "hdp-pyp-lda", "authors",
                                    "authors-pyp", "pyp-lda-2", "hca", "hca-2", "pyp-topics", "adatm-cmgs",
-                                   "dtm", "two-parents"])
+                                   "dtm", "two-parents", "seqlda-exact"])
 def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(spark_session, blocks, spec_file,
                                                                                 group_corpus, tmp_path, which):
     network = spec_file if which == "sampled" else which
@@ -126,10 +126,11 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
         specs = {"column": GROUP_HDP, "authors": AUTHOR_DP, "authors-pyp": AUTHOR_PYP, "pyp-topics": PYP_TOPICS,
                  "dtm": DTM, "two-parents": TWO_PARENTS}
         (tmp_path / f"{which}.json").write_text(json.dumps(specs[which]))
-    if which == "adatm-cmgs":     # CMGS at two-parent segments (inference.pdpnet.cmgs_dag)
-        network = str(tmp_path / "adatm-cmgs.json")
-        (tmp_path / "adatm-cmgs.json").write_text(json.dumps(dict(json.loads(
-            (Path(__file__).resolve().parents[2] / "sample_data/networks/adatm.json").read_text()), sampler="cmgs")))
+    if which in ("adatm-cmgs", "seqlda-exact"):   # CMGS at two-parent segments (inference.pdpnet.cmgs_dag); the
+        name, sampler = which.split("-")            # exact multiplicity sampler (inference.pdpnet.multiplicity)
+        network = str(tmp_path / f"{which}.json")
+        (tmp_path / f"{which}.json").write_text(json.dumps(dict(json.loads(
+            (Path(__file__).resolve().parents[2] / f"sample_data/networks/{name}.json").read_text()), sampler=sampler)))
     fit = partial(_fit, corpus=group_corpus)
     run = fit(spark_session, blocks, tmp_path / "run", network)
     result, recount = run
@@ -210,9 +211,9 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
         c, t = tc[1:5], result.tables["network_tp"][1:5]
         assert all(c[a].sum() > 0 for a in range(4)) and np.all(t <= c) and np.array_equal(tc[0], t.sum(axis=0))
         assert result.hyper["a_values"]["author.a"] != 0.2 and result.hyper["b_values"]["author.b"] != 2.0
-    elif which == "seqlda":       # CMGS (the shipped spec's sampler): b moves, no corpus-level vector
-        assert result.hyper["network"]["sampler"] == "cmgs" and not tc.any()
-        assert result.hyper["b_values"]["b_seg"] != 10.0
+    elif which in ("seqlda", "seqlda-exact"):   # CMGS (the shipped spec's sampler) or exact: b moves, no
+        assert result.hyper["network"]["sampler"] == ("exact" if which == "seqlda-exact" else "cmgs")  # corpus-
+        assert result.hyper["b_values"]["b_seg"] != 10.0 and not tc.any()                                # level vector
     elif which == "adatm-cmgs":
         assert result.hyper["network"]["sampler"] == "cmgs" and not tc.any()
         assert result.hyper["b_values"]["seg.b"] != 10.0

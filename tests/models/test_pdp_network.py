@@ -25,9 +25,9 @@ def _block(seed=0, D=6, V=8):
                           np.array(seg_ptr, np.int64), np.array(words, np.int32))
 
 
-@pytest.mark.parametrize("sampler", ["indicators", "cmgs"])
+@pytest.mark.parametrize("sampler", ["indicators", "cmgs", "exact"])
 def test_lda_spec_on_the_engine_contract_is_the_lda_kernel_draw_for_draw(sampler):
-    """lda.json through the model hooks, with either topic-side sampler (a Dirichlet root has no tables: both are
+    """lda.json through the model hooks, with any topic-side sampler (a Dirichlet root has no tables: all are
     collapsed LDA), makes the LDA kernel's draws."""
     V, K = 8, 3
     blk = _block()
@@ -45,12 +45,14 @@ def test_lda_spec_on_the_engine_contract_is_the_lda_kernel_draw_for_draw(sampler
     assert len(set(z.tolist())) > 1
 
 
-@pytest.mark.parametrize("name", ["stm", "seqlda", "adatm"])
+@pytest.mark.parametrize("name", ["stm", "seqlda", "adatm", "seqlda:exact"])
 def test_segmented_specs_keep_the_word_table_and_sample_b(name):
     V, K = 8, 3
     blk = _block(1)
     m = PdpNetwork(K, V)
-    hyper = m.initial_hyper(network=name)
+    network, _, sampler = name.partition(":")
+    hyper = m.initial_hyper(network=network, sampler=sampler or None)
+    assert hyper["topic_sampler"].startswith(sampler or hyper["network"].get("sampler", "indicators"))
     nwk, nk = np.zeros((V, K), np.int32), np.zeros(K, np.int64)
     state = m.init_state(blk, hyper, nwk, nk, 2)
     b0 = dict(hyper["b_values"])

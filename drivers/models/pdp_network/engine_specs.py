@@ -77,12 +77,15 @@ def needs_histograms(spec: NetworkSpec) -> bool:
 CMGS_NOTE = ("cmgs: Du's collapsed multiplicity Gibbs sampler (thesis Alg. 2/5); NOT exactly invariant for the "
              "network's joint (a removal drops only forced tables), as the built-in stm/seqlda default")
 INDICATORS_NOTE = "indicators: Du's table-indicator sampler ((3.9)/(3.18)), exactly invariant for the network's joint"
+EXACT_NOTE = ("exact: the exact multiplicity sampler (removal by S^{c-1}_{t-1}/S^c_t, the seating predictive; the "
+              "built-in seqlda --sampler exact), exactly invariant for the network's joint")
 
 #: the model's flags (``--network``, ``--sampler``)
 NETWORK = ModelOption("network", "network spec: a JSON file, or the name of a shipped one ("
                       + ", ".join(sorted(q.stem for q in SHIPPED.glob("*.json"))) + ")",
                       type=str, default="stm", metavar="FILE", path=True)
 SAMPLER = ModelOption("sampler", "the topic side's sampler, overriding the spec's \"sampler\": indicators (Du's table "
-                      "indicators, exactly invariant) or cmgs (his collapsed multiplicity sampler: faster, not exactly "
-                      "invariant; one-parent Pitman-Yor vectors only)", str, metavar="indicators|cmgs",
+                      "indicators, exactly invariant), cmgs (his collapsed multiplicity sampler: faster, not exactly "
+                      "invariant) or exact (the exact multiplicity sampler: exactly invariant, slower than cmgs)", str,
+                      metavar="indicators|cmgs|exact",
                       constraint=StrOptions(SAMPLERS))

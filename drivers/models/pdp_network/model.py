@@ -14,8 +14,9 @@ draws b from Gamma (E20), otherwise b and every sampled discount are slice-sampl
 :mod:`drivers.models.pdp_network.hyper_steps`).
 
 The topic side runs the spec's ``"sampler"`` (``--sampler`` overrides): Du's table indicators (default, exactly
-invariant) or his collapsed multiplicity sampler (``cmgs``, :mod:`inference.pdpnet.cmgs`: one-parent Pitman-Yor
-vectors, not exactly invariant; the shipped seqlda.json declares it).
+invariant), his collapsed multiplicity sampler (``cmgs``, :mod:`inference.pdpnet.cmgs`: not exactly invariant; the
+shipped seqlda.json declares it) or the exact multiplicity sampler (``exact``, :mod:`inference.pdpnet.multiplicity`,
+:mod:`inference.pdpnet.multiplicity_dag` at multi-parent vectors: exactly invariant).
 A partition's state is ``z`` (int32) and ``s`` (the table attributions of every parent edge and topic); every
 other count is rebuilt from them (:func:`inference.pdpnet.sampler.rebuild_counts`) unless the model object
 remembers the counts its last sweep of that state left (:mod:`drivers.models.pdp_network.block_memo`).
@@ -33,8 +34,8 @@ from drivers.models.pdp_network.hyper_steps import NetworkHyper
 from drivers.models.pdp_network.block_memo import BlockMemo, CountsMemo
 from drivers.models.pdp_network.shared_roots import SharedRootsModel
 from drivers.models.pdp_network.shared_pyp import SharedPypModel
-from drivers.models.pdp_network.engine_specs import (CMGS_NOTE, INDICATORS_NOTE, NETWORK, SAMPLER, check_engine_network,
-                                      needs_histograms, read_spec_file)
+from drivers.models.pdp_network.engine_specs import (CMGS_NOTE, EXACT_NOTE, INDICATORS_NOTE, NETWORK, SAMPLER,
+                                                     check_engine_network, needs_histograms, read_spec_file)
 from inference.gibbs.model import GibbsModel
 from inference.gibbs.tables import CountTable
 from inference.pdpnet import cmgs_run, engine_stats, kernels, owned, sweep
@@ -77,7 +78,7 @@ class PdpNetwork(words_column.ColumnWordArrays, words_bigram.BigramArrays, Share
         shared_pyp.check(spec, global_families, self._word_pyp)
         self.bind_shared(spec, global_families)
         hyper = {"network": raw, "beta": float(beta), "global_families": global_families,
-                 "topic_sampler": CMGS_NOTE if spec.sampler == "cmgs" else INDICATORS_NOTE,
+                 "topic_sampler": {"cmgs": CMGS_NOTE, "exact": EXACT_NOTE}.get(spec.sampler, INDICATORS_NOTE),
                  "b_values": {n: p.value for n, p in spec.params.items() if p.kind == "b" and p.value < np.inf},
                  "a_values": {n: p.value for n, p in spec.params.items() if p.kind == "a"}}
         return hyper if self._word_pyp is None else dict(hyper, word_pyp=self._word_pyp)
@@ -155,7 +156,7 @@ class PdpNetwork(words_column.ColumnWordArrays, words_bigram.BigramArrays, Share
         frozen = frozen_phi is not None
         phi = np.ascontiguousarray(frozen_phi, dtype=np.float64) if frozen else np.zeros((1, 1))
         pos, reseed = 0, True
-        if net.spec.sampler == "cmgs":                    # Du's CMGS on the topic side (inference.pdpnet.cmgs)
+        if net.spec.sampler in ("cmgs", "exact"):         # the multiplicity samplers (cmgs_run.run_cmgs)
             cmgs_run.run_cmgs(net, block.seg_ptr[block.doc_ptr], z, s, cnt, avals, bvals, nwk, nk,
                               float(hyper["beta"]), frozen_phi, seed, init)
             pos = -1

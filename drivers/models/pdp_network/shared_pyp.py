@@ -35,9 +35,9 @@ def check(spec: NetworkSpec, families: list[str], word_side: dict | None) -> Non
         node = spec.nodes[name]
         if node.kind != "pyp":
             continue
-        if spec.sampler == "cmgs":
+        if spec.sampler in ("cmgs", "exact"):
             raise UsageError(f"network spec: node '{name}': a shared Pitman-Yor vector runs with the table indicators "
-                             "(not \"sampler\": \"cmgs\")")
+                             f"(not \"sampler\": \"{spec.sampler}\")")
         what = refused_word_side(word_side)
         if what is not None:
             raise UsageError(f"network spec: node '{name}': a shared Pitman-Yor vector beside {what} is not on the "
