@@ -40,7 +40,7 @@ import numpy as np
 from inference.gibbs.common import token_kernel
 from inference.pdpnet.doc_restaurant import doc_add, doc_remove, doc_rows
 from inference.pdpnet.left_to_right import predictive_rows, trained_cells
-from inference.pdpnet.sweep import draw_topic, graph_widths
+from inference.pdpnet.sweep import draw_topic, topic_scratch
 
 
 @token_kernel
@@ -132,14 +132,7 @@ def bigram_particles(seeds, resample, uidx, pword, pctx, nloc0, tloc0, Nc0, Tc0,
     U = nloc0.shape[0]
     R = seeds.shape[0]
     J = kind.shape[0]
-    maxpar, maxanc = graph_widths(par_ptr, anc_ptr, J)
-    Zb = np.zeros((maxanc, K))
-    slot = np.zeros(J, np.int64)
-    Z = np.zeros(J)
-    terms = np.zeros(maxpar)
-    pn = np.empty(J + 1, np.int64)
-    pe = np.empty(J + 1, np.int64)
-    cum = np.empty(K)
+    Z, terms, Zb, slot, pn, pe, cum, maxpar, maxanc = topic_scratch(par_ptr, anc_ptr, J, K)
     mx = np.zeros(2, np.int64)
     z = np.zeros(N, np.int64)
     pt = np.empty(J + 1, np.int64)

@@ -38,7 +38,7 @@ import numpy as np
 from inference.pdpnet.doc_restaurant import doc_add, doc_remove, doc_rows
 from inference.pdpnet.kernels import DIR, UNI
 from inference.pdpnet.rho import rho_den, rho_num
-from inference.pdpnet.sweep import draw_topic, graph_widths
+from inference.pdpnet.sweep import draw_topic, topic_scratch
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -54,15 +54,8 @@ def network_particles(seeds, resample, scaled, topic_inst, anc_ptr, anc, kind, d
     N, K = scaled.shape
     R = seeds.shape[0]
     J = kind.shape[0]
-    maxpar, maxanc = graph_widths(par_ptr, anc_ptr, J)
-    Zb = np.zeros((maxanc, K))
-    slot = np.zeros(J, np.int64)
-    Z = np.zeros(J)
-    terms = np.zeros(maxpar)
-    pn = np.empty(J + 1, np.int64)
-    pe = np.empty(J + 1, np.int64)
+    Z, terms, Zb, slot, pn, pe, cum, maxpar, maxanc = topic_scratch(par_ptr, anc_ptr, J, K)
     pt = np.empty(J + 1, np.int64)
-    cum = np.empty(K)
     mx = np.zeros(2, np.int64)
     z = np.zeros(N, np.int64)
     c0, t0 = trained_cells(shared, off, n0, tc0, tp0, own_c0, own_t0)

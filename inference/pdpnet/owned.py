@@ -35,7 +35,7 @@ from inference.gibbs.common import token_kernel
 from inference.pdpnet.kernels import PYP, remove_path, undo_path
 from inference.pdpnet.ratio_path import add_path_r, eval_zplus_r
 from inference.pdpnet.rho import rho_num
-from inference.pdpnet.sweep import draw_topic, graph_widths, topic_zplus_rows
+from inference.pdpnet.sweep import draw_topic, topic_scratch, topic_zplus_rows
 
 
 @token_kernel
@@ -176,16 +176,9 @@ def owned_sweep(start, reseed, seed, words, z, topic_inst, anc_ptr, anc, kind, d
     N = words.shape[0]
     K = nwk.shape[1]
     J = kind.shape[0]
-    maxpar, maxanc = graph_widths(par_ptr, anc_ptr, J)
-    Z = np.zeros(J)
-    terms = np.zeros(maxpar)
-    Zb = np.zeros((maxanc, K))
-    slot = np.zeros(J, np.int64)
-    pn = np.empty(J + 1, np.int64)
-    pe = np.empty(J + 1, np.int64)
+    Z, terms, Zb, slot, pn, pe, cum, maxpar, maxanc = topic_scratch(par_ptr, anc_ptr, J, K)
     oc = np.zeros(J, np.int64)
     ot = np.zeros(J, np.int64)
-    cum = np.empty(K)
     vbeta = nwk.shape[0] * beta
     inv = np.empty(K)
     for k in range(K):

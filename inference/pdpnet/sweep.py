@@ -202,16 +202,9 @@ def network_sweep(start, reseed, seed, reseat, words, z, topic_inst, word_inst, 
     N = words.shape[0]
     K = word_inst.shape[1]
     J = kind.shape[0]
-    Z = np.zeros(J)
-    maxpar, maxanc = graph_widths(par_ptr, anc_ptr, J)
-    terms = np.zeros(maxpar)
-    Zb = np.zeros((maxanc, K))
-    slot = np.zeros(J, np.int64)
-    pnA = np.empty(J + 1, np.int64)
-    peA = np.empty(J + 1, np.int64)
+    Z, terms, Zb, slot, pnA, peA, cum, maxpar, maxanc = topic_scratch(par_ptr, anc_ptr, J, K)
     pnB = np.empty(J + 1, np.int64)
     peB = np.empty(J + 1, np.int64)
-    cum = np.empty(K)
     vbeta = nwk.shape[0] * beta
     inv = np.empty(K)
     if ext_word and not frozen:

@@ -25,7 +25,7 @@ from inference.gibbs.common import token_kernel
 from inference.pdpnet.kernels import remove_path, undo_path
 from inference.pdpnet.ratio_path import add_path_r, open_exp_table
 from inference.pdpnet.reseat import reseat_cells
-from inference.pdpnet.sweep import draw_topic, graph_widths, ratio_tables, topic_zplus_rows
+from inference.pdpnet.sweep import draw_topic, ratio_tables, topic_scratch, topic_zplus_rows
 from inference.pdpnet.word_pyp import _leave, opens, word_terms
 
 
@@ -84,14 +84,7 @@ def bigram_word_sweep(start, reseed, seed, uidx, pword, pctx, z, topic_inst, anc
     K = nloc.shape[1]
     V = troot.shape[0]
     J = kind.shape[0]
-    maxpar, maxanc = graph_widths(par_ptr, anc_ptr, J)
-    Z = np.zeros(J)
-    terms = np.zeros(maxpar)
-    Zb = np.zeros((maxanc, K))
-    slot = np.zeros(J, np.int64)
-    pnA = np.empty(J + 1, np.int64)
-    peA = np.empty(J + 1, np.int64)
-    cum = np.empty(K)
+    Z, terms, Zb, slot, pnA, peA, cum, maxpar, maxanc = topic_scratch(par_ptr, anc_ptr, J, K)
     rows = L3.shape[1]
     cols = L3.shape[2]
     RJ, RO = ratio_tables(L3)

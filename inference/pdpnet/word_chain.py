@@ -34,7 +34,7 @@ from inference.pdpnet.kernels import remove_path, undo_path
 from inference.pdpnet.ratio_path import add_path_r, open_exp_table
 from inference.pdpnet.reseat import reseat_cells
 from inference.pdpnet.rho import rho_den, rho_num
-from inference.pdpnet.sweep import draw_topic, graph_widths, ratio_tables, topic_zplus_rows
+from inference.pdpnet.sweep import draw_topic, ratio_tables, topic_scratch, topic_zplus_rows
 from inference.pdpnet.word_pyp import opens
 
 
@@ -169,14 +169,7 @@ def chain_word_sweep(start, reseed, seed, uidx, z, topic_inst, anc_ptr, anc, kin
     U = nloc.shape[0]
     L = cup.shape[1]
     J = kind.shape[0]
-    maxpar, maxanc = graph_widths(par_ptr, anc_ptr, J)
-    Z = np.zeros(J)
-    terms = np.zeros(maxpar)
-    Zb = np.zeros((maxanc, K))
-    slot = np.zeros(J, np.int64)
-    pnA = np.empty(J + 1, np.int64)
-    peA = np.empty(J + 1, np.int64)
-    cum = np.empty(K)
+    Z, terms, Zb, slot, pnA, peA, cum, maxpar, maxanc = topic_scratch(par_ptr, anc_ptr, J, K)
     JL = np.zeros(L + 2)
     XL = np.zeros(L + 2)
     ZL = np.zeros(L + 2)
