@@ -101,3 +101,36 @@ def test_new_documents_and_words_are_sampled_in_and_evaluated(spark_session, ord
                    str(tmp_path / "scored"), language="none", vocab=vocab_path, ordered=True)
     scored = evaluate_model(spark_session, version, str(tmp_path / "scored"), seed=1)
     assert 1.0 < scored["perplexity"] < V, scored
+
+
+def test_tlm_h2b_refreshes_as_the_uninterrupted_chain_and_takes_in_new_words(spark_session, ordered_corpus, tmp_path):
+    """tlm-h2b.json (the bigram side over a Pitman-Yor psi[topic], session 23): with the same data the continued
+    chain is the uninterrupted one (every partition's state and the saved topics); a batch with new words grows the
+    vocabulary and the version scores new text."""
+    h2b = ("--network", "tlm-h2b")
+    corpus, first, whole = ordered_corpus, tmp_path / "first", tmp_path / "whole"
+    version = str(tmp_path / "continued")
+    train_gibbs(spark_session, "pdp-network", corpus, first, N, *h2b)
+    request = RefreshRequest(root=str(tmp_path / "same"), input=None, iterations=M, reinfer_old=True)
+    refresh_chain(spark_session, registry.MODELS["pdp-network"], model_store.load_model(str(first)), None, request,
+                  version, registry)
+    publish.write_marker(version, publish.new_token())
+    train_gibbs(spark_session, "pdp-network", corpus, whole, N + M, *h2b, "--burn-in", N, "--lag", 1, "--samples", M)
+    continued, uninterrupted = chain_arrays(version), chain_arrays(whole)
+    assert sorted(continued) == sorted(uninterrupted)
+    for key, value in uninterrupted.items():
+        assert np.array_equal(continued[key], value), key
+    assert np.array_equal(np.load(os.path.join(version, "topic_word.npy")), np.load(whole / "topic_word.npy"))
+    root = tmp_path / "root"
+    raw = write_batch(tmp_path / "b.jsonl", texts(12, 2, "b", extra=NEW_WORDS))
+    report = run(spark_session, "--model", root, "--base", first, "--input", raw, "--iterations", M,
+                 "--min-new-df", 1)
+    assert report["mode"] == "chain" and report["documents"]["new"] == 12
+    grown = model_store.resolve(str(root))
+    assert model_store.read_meta(grown)["vocab_size"] > model_store.read_meta(str(first))["vocab_size"]
+    vocab_path = str(tmp_path / "vocab.parquet")
+    model_store.load_model(grown).vocab[["term", "id"]].to_parquet(vocab_path)
+    prepare_corpus(spark_session, write_batch(tmp_path / "c.jsonl", texts(4, 5, "c", extra=NEW_WORDS)),
+                   str(tmp_path / "scored"), language="none", vocab=vocab_path, ordered=True)
+    scored = evaluate_model(spark_session, grown, str(tmp_path / "scored"), seed=1)
+    assert 1.0 < scored["perplexity"] < model_store.read_meta(grown)["vocab_size"], scored
