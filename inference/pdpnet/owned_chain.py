@@ -20,7 +20,7 @@ import numpy as np
 from inference.gibbs.common import token_kernel
 from inference.pdpnet.owned import owned_add, owned_remove, owned_reseat, owned_undo, repair
 from inference.pdpnet.sweep import draw_topic, topic_scratch, topic_zplus_rows
-from inference.pdpnet.word_chain import held, leave, level_terms, move, seat_up, upper_terms
+from inference.pdpnet.word_chain import held, leave, level_terms, move, reseat_upper_cells, seat_up, upper_terms
 from inference.pdpnet.word_pyp import opens
 
 
@@ -156,33 +156,8 @@ def owned_chain_sweep(start, reseed, seed, pidx, pword, pval, z, topic_inst, anc
         if back >= 0:
             return back
         pos = N + ncell
-    for cell in range(pos - N - ncell, (L + (K if bottom else 0)) * U):    # corpus levels L..1, then phi0 per topic
-        u = cell % U
-        if cell < L * U:
-            lo = L - cell // U
-            k = 0
-            if cup[u, lo - 1] <= 1 or own_wc[u, lo - 1] == 0:
-                continue
-        else:
-            lo = 0
-            k = cell // U - L
-            if nloc[u, k] <= 1 or own_n[u, k] == 0:
-                continue
-        if mx[0] + 3 > rows or mx[1] + 3 > cols:
-            return N + ncell + cell
-        h = leave(u, k, lo, L, nloc, tloc, Nk, Tk, cup, tup, Cup, Tup, own_n, own_wt, own_wc, own_up, mx)
-        if h < 0:
-            continue
-        upper_terms(u, max(lo, 1), L, tloc, Tk, cup, tup, Cup, Tup, avals, bvals, pl, bl, gl, gsl, RJ, EO, beta0, V,
-                    JL, XL, ZL)
-        if lo == 0:
-            c = nloc[u, k]
-            t = tloc[u, k]
-            j0, x0 = level_terms(c, t, Nk[k], Tk[k], a0, b0, gl[0], gsl[0], RJ[p0, c, t], EO[p0, c, t], ZL[1])
-            h = 0
-            if opens(j0, x0):
-                h = 1 + seat_up(1, L, JL, XL)
-        else:
-            h = seat_up(lo, L, JL, XL)
-        move(u, k, lo, h, 1, L, nloc, tloc, Nk, Tk, cup, tup, Cup, Tup, own_n, own_wt, own_wc, own_up, mx)
-    return -1
+    last = (L + (K if bottom else 0)) * U
+    back = reseat_upper_cells(pos - N - ncell, last, U, L, rows, cols, nloc, tloc, Nk, Tk, cup, tup, Cup,
+                              Tup, own_n, own_wt, own_wc, own_up, mx, avals, bvals, pl, bl, gl, gsl, RJ, EO, beta0, V,
+                              JL, XL, ZL, a0, b0, p0)       # corpus levels L..1, then phi0 topic by topic
+    return -1 if back < 0 else N + ncell + back

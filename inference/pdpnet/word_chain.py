@@ -153,6 +153,44 @@ def seat_up(lo, L, JL, XL):
     return h
 
 
+@token_kernel
+def reseat_upper_cells(first, last, U, L, rows, cols, nloc, tloc, Nk, Tk, cup, tup, Cup, Tup, own_n, own_t, own_c,
+                       own_up, mx, avals, bvals, pl, bl, gl, gsl, RJ, EO, beta0, V, JL, XL, ZL, a0, b0, p0):
+    """Re-seat one own customer of every upper cell from ``first`` to ``last``: the corpus levels L..1 word by word
+    (cells < L U), then phi0 topic by topic (a bottom level's side, with its a0, b0 and discount slot p0). Returns
+    the cell to resume at when the Stirling tables must grow first, else -1."""
+    for cell in range(first, last):
+        u = cell % U
+        if cell < L * U:
+            lo = L - cell // U
+            k = 0
+            if cup[u, lo - 1] <= 1 or own_c[u, lo - 1] == 0:
+                continue
+        else:
+            lo = 0
+            k = cell // U - L
+            if nloc[u, k] <= 1 or own_n[u, k] == 0:
+                continue
+        if mx[0] + 3 > rows or mx[1] + 3 > cols:
+            return cell
+        h = leave(u, k, lo, L, nloc, tloc, Nk, Tk, cup, tup, Cup, Tup, own_n, own_t, own_c, own_up, mx)
+        if h < 0:
+            continue
+        upper_terms(u, max(lo, 1), L, tloc, Tk, cup, tup, Cup, Tup, avals, bvals, pl, bl, gl, gsl, RJ, EO, beta0, V,
+                    JL, XL, ZL)
+        if lo == 0:
+            c = nloc[u, k]
+            t = tloc[u, k]
+            j0, x0 = level_terms(c, t, Nk[k], Tk[k], a0, b0, gl[0], gsl[0], RJ[p0, c, t], EO[p0, c, t], ZL[1])
+            h = 0
+            if opens(j0, x0):
+                h = 1 + seat_up(1, L, JL, XL)
+        else:
+            h = seat_up(lo, L, JL, XL)
+        move(u, k, lo, h, 1, L, nloc, tloc, Nk, Tk, cup, tup, Cup, Tup, own_n, own_t, own_c, own_up, mx)
+    return -1
+
+
 @numba.njit(cache=True, error_model="numpy")
 def chain_word_sweep(start, reseed, seed, uidx, z, topic_inst, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of,
                      par_ptr, par_node, par_gamma, gamma_sum, avals, bvals, L3, n, tc, tp, Nn, TC, TP, s, Se, eoff,
@@ -234,17 +272,7 @@ def chain_word_sweep(start, reseed, seed, uidx, z, topic_inst, anc_ptr, anc, kin
         if back >= 0:
             return back
         pos = N + ncell
-    for cell in range(pos - N - ncell, L * U):      # levels L..1 (parents first), words ascending
-        lo = L - cell // U
-        u = cell % U
-        if cup[u, lo - 1] <= 1 or own_c[u, lo - 1] == 0:
-            continue
-        if mx[0] + 3 > rows or mx[1] + 3 > cols:
-            return N + ncell + cell
-        h = leave(u, 0, lo, L, nloc, tloc, Nk, Tk, cup, tup, Cup, Tup, own_n, own_t, own_c, own_up, mx)
-        if h < 0:
-            continue
-        upper_terms(u, lo, L, tloc, Tk, cup, tup, Cup, Tup, avals, bvals, pl, bl, gl, gsl, RJ, EO, beta0, V, JL, XL, ZL)
-        move(u, 0, lo, seat_up(lo, L, JL, XL), 1, L, nloc, tloc, Nk, Tk, cup, tup, Cup, Tup, own_n, own_t, own_c,
-             own_up, mx)
-    return -1
+    back = reseat_upper_cells(pos - N - ncell, L * U, U, L, rows, cols, nloc, tloc, Nk, Tk, cup, tup, Cup, Tup,
+                              own_n, own_t, own_c, own_up, mx, avals, bvals, pl, bl, gl, gsl, RJ, EO, beta0, V, JL,
+                              XL, ZL, 0.0, 0.0, 0)      # levels L..1 (parents first), words ascending
+    return -1 if back < 0 else N + ncell + back

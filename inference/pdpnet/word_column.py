@@ -20,7 +20,7 @@ from inference.pdpnet.kernels import remove_path, undo_path
 from inference.pdpnet.ratio_path import add_path_r, open_exp_table
 from inference.pdpnet.reseat import reseat_cells
 from inference.pdpnet.sweep import draw_topic, ratio_tables, topic_scratch, topic_zplus_rows
-from inference.pdpnet.word_chain import held, leave, level_terms, move, seat_up, upper_terms
+from inference.pdpnet.word_chain import held, leave, level_terms, move, reseat_upper_cells, seat_up, upper_terms
 from inference.pdpnet.word_pyp import opens
 
 
@@ -147,33 +147,7 @@ def column_word_sweep(start, reseed, seed, pidx, pword, pval, z, topic_inst, anc
         if back >= 0:
             return back
         pos = N + ncell
-    for cell in range(pos - N - ncell, (L + K) * U):     # corpus levels L..1, then phi0 topic by topic
-        u = cell % U
-        if cell < L * U:
-            lo = L - cell // U
-            k = 0
-            if cup[u, lo - 1] <= 1 or own_c[u, lo - 1] == 0:
-                continue
-        else:
-            lo = 0
-            k = cell // U - L
-            if nloc[u, k] <= 1 or own_n[u, k] == 0:
-                continue
-        if mx[0] + 3 > rows or mx[1] + 3 > cols:
-            return N + ncell + cell
-        h = leave(u, k, lo, L, nloc, tloc, Nk, Tk, cup, tup, Cup, Tup, own_n, own_t, own_c, own_up, mx)
-        if h < 0:
-            continue
-        upper_terms(u, max(lo, 1), L, tloc, Tk, cup, tup, Cup, Tup, avals, bvals, pl, bl, gl, gsl, RJ, EO, beta0, V,
-                    JL, XL, ZL)
-        if lo == 0:
-            c = nloc[u, k]
-            t = tloc[u, k]
-            j0, x0 = level_terms(c, t, Nk[k], Tk[k], a0, b0, gl[0], gsl[0], RJ[p0, c, t], EO[p0, c, t], ZL[1])
-            h = 0
-            if opens(j0, x0):
-                h = 1 + seat_up(1, L, JL, XL)
-        else:
-            h = seat_up(lo, L, JL, XL)
-        move(u, k, lo, h, 1, L, nloc, tloc, Nk, Tk, cup, tup, Cup, Tup, own_n, own_t, own_c, own_up, mx)
-    return -1
+    back = reseat_upper_cells(pos - N - ncell, (L + K) * U, U, L, rows, cols, nloc, tloc, Nk, Tk, cup, tup, Cup,
+                              Tup, own_n, own_t, own_c, own_up, mx, avals, bvals, pl, bl, gl, gsl, RJ, EO, beta0, V,
+                              JL, XL, ZL, a0, b0, p0)       # corpus levels L..1, then phi0 topic by topic
+    return -1 if back < 0 else N + ncell + back
