@@ -15,7 +15,8 @@ from jobs.train import train
 SPEC = registry.MODELS.get("pdp-network")
 #: every shipped spec, and whether it reads segments
 SHIPPED_SEGMENTS = {"lda": False, "hdp-lda": False, "pyp-lda": False, "pyp-lda-2": False, "wallach-as": False,
-                    "hdp-pyp-lda": False, "author-topic": False, "tlm": False, "hca": False, "hca-2": False,
+                    "hdp-pyp-lda": False, "author-topic": False, "tlm": False, "tlm-h2b": False, "hca": False,
+                    "hca-2": False,
                     "stm": True, "seqlda": True, "adatm": True}
 
 
