@@ -251,3 +251,99 @@ def test_beside_the_column_side_two_partitions_through_the_engine_hooks(tmp_path
     for kind in ("a_values", "b_values"):
         assert all(hyper[kind][n] != v for n, v in start[kind].items() if n[:6] != "theta."), hyper[kind]
     assert np.isfinite(model.loglik(new, model.derive(new), hyper))
+
+
+@pytest.mark.parametrize("root", ["dirichlet", "pyp"])
+def test_beside_a_level_per_topic_one_partition_is_the_network_sampler_draw_for_draw(root):
+    """phi[topic] over phi1[topic] over ``root`` (a chain with a level per topic: the column side with one value,
+    :func:`test_pdpnet_word_bigram_psi.topic_chain_spec`) beside the shared corpus vector: every cycle's z, both
+    sides' counts and the own ones equal the sampler's."""
+    from tests.kernels import test_pdpnet_word_bigram_psi as psi
+    V, K = psi.V, psi.K
+
+    rng = np.random.default_rng(7)
+    docs = [[list(rng.integers(0, V, rng.integers(3, 12)))] for _ in range(10)]
+    layout = CorpusLayout.of(docs, V)
+    raw = psi.topic_chain_spec(root)
+    spec = parse_network(dict(raw, nodes=dict(raw["nodes"], **TOPIC_SIDE)))
+    net = compile_network(spec, layout, K)
+    sm = NetworkSampler(net, seed=3)
+    topic = compile_network(spec, layout, K, word_side=False)
+    L = 1 if root == "pyp" else 0
+    value = np.zeros(len(topic.words), np.int64)
+    z = sm.z.copy()
+    s = sm.s[:topic.eoff[-1]].copy()
+    cnt = rebuild_counts(topic, z, s, word_side=False)
+    shared = (topic.kind == KIND_PYP) & (topic.family == list(spec.order).index("corpus"))
+    own = (shared, cnt["tc"].copy(), cnt["tp"].copy())
+    bn, bt, BN, BT, nloc, tloc, cup, tup = psi._state(net, sm, value, L, 1)
+    mine = [bn.copy(), bt.copy(), nloc.copy(), tloc.copy(), cup.copy(), tup.copy()]
+    a, b = topic.a_names.index, topic.b_names.index
+    pl = np.array([a("psi.a")] + ([a("nu.a")] if L else []), np.int64)
+    bl = np.array([b("psi.b")] + ([b("nu.b")] if L else []), np.int64)
+    gl = np.ones(L + 1)
+    wargs = (nloc, tloc, nloc.sum(axis=0), tloc.sum(axis=0), cup, tup, cup.sum(axis=0), tup.sum(axis=0), *mine[2:],
+             pl, bl, gl, gl.copy(), 0.4 if root == "dirichlet" else 0.0, V)
+    bottom = ((bn, bt, BN, BT, mine[0], mine[1]), (a("phi.a"), b("phi.b"), 1.0))
+    cells = shared.repeat(np.diff(topic.off))
+    moved = 0
+    for _ in range(4):
+        before = z.copy()
+        cnt["mx"][:] = (max(cnt["mx"][0], bn.max(), nloc.max(), cup.max(initial=0)),
+                        max(cnt["mx"][1], bt.max(), tloc.max(), tup.max(initial=0)))
+        owned_cycle(topic, z, s, cnt, own, wargs, topic.words.astype(np.int64), np.arange(V), np.zeros(V, np.int64),
+                    bottom, sm._seed(sm.iteration + 1, 1))
+        sm.sweep()
+        np.testing.assert_array_equal(z, sm.z)
+        moved += int((before != z).sum())
+        for name in ("n", "tc", "tp"):
+            np.testing.assert_array_equal(cnt[name], getattr(sm, name)[:topic.off[-1]])
+        np.testing.assert_array_equal(own[1][cells], cnt["tc"][cells])
+        for got, want in zip([bn, bt, BN, BT, nloc, tloc, cup, tup], psi._state(net, sm, value, L, 1)):
+            np.testing.assert_array_equal(got, want)
+        for got, want in zip(mine, [bn, bt, nloc, tloc, cup, tup]):
+            np.testing.assert_array_equal(got, want)
+    assert moved > 10 and (bt < bn).any() and (tloc < nloc).any() and (cnt["tp"][cells] < cnt["tc"][cells]).any()
+
+
+def test_beside_a_level_per_topic_two_partitions_through_the_engine_hooks(tmp_path):
+    """hca's topic side beside a chain with a level per topic (phi[topic] over phi1[topic] over a Dirichlet root)
+    through the engine's hooks (no Spark): two partitions, 5 iterations; the bottom tables' customers are the
+    tokens, t <= c at every level of both sides, every partition's own within its own customers."""
+    import json
+
+    from drivers.models.pdp_network import words_column
+    from drivers.models.pdp_network.model import PdpNetwork
+    from inference.gibbs.block import SegmentedBlock
+    from inference.gibbs.tables import merge
+    from tests.kernels import test_pdpnet_word_bigram_psi as psi
+
+    rng = np.random.default_rng(9)
+    docs = [(f"d{i:02d}", [list(rng.integers(0, 9, rng.integers(2, 12)))]) for i in range(16)]
+    spec = psi.topic_chain_spec("dirichlet")
+    spec["nodes"].update(json.loads(json.dumps(TOPIC_SIDE)))
+    (tmp_path / "hca-topic-chain.json").write_text(json.dumps(spec))
+    model = PdpNetwork(K, 9)
+    hyper = model.initial_hyper(network=str(tmp_path / "hca-topic-chain.json"))
+    blocks = [SegmentedBlock.from_segments(docs[p::2]) for p in range(2)]
+    states = [model.initial_state(blk, hyper, 5 + p) for p, blk in enumerate(blocks)]
+
+    def summed():
+        parts = [model.table_counts(blk, st, np.unique(blk.words, return_inverse=True))
+                 for blk, st in zip(blocks, states)]
+        return {tb.name: merge(tb, [c[tb.name] for c in parts]) for tb in model.count_tables()}
+    moved = 0
+    for it in range(5):
+        tables = summed()
+        before = [st["z"].copy() for st in states]
+        for p, (blk, st) in enumerate(zip(blocks, states)):
+            own = {name: np.array(tab, copy=True) for name, tab in tables.items() if isinstance(tab, np.ndarray)}
+            model.sweep_tables(blk, st, hyper, own, model.derive(own), 100 * it + p)
+        moved += sum(int((b0 != st["z"]).sum()) for b0, st in zip(before, states))
+        new = summed()
+        bn, bt = new[words_column.CUSTOMERS], new[words_column.TABLES]
+        np.testing.assert_array_equal(bn.reshape(-1, 9, K).sum(axis=0), new["nwk"])
+        assert np.all(bt <= bn) and np.all(new[words_pyp.TABLE] <= bt.reshape(-1, 9, K).sum(axis=0))
+        c, t = new["network_tc"][1], new["network_tp"][1]
+        assert np.all(t <= c) and c.sum() >= 16 and np.array_equal(new["network_tc"][0], t)
+    assert moved > 20 and (bt < bn).any() and (t < c).any()

@@ -51,8 +51,6 @@ def refused_word_side(side: dict | None) -> str | None:
         return "a word side indexed by [topic, previous_word] over a Pitman-Yor psi[topic]"
     if side.get("bigram") and "context" in side:
         return "a word side indexed by [topic, column] over a Dirichlet root per topic"
-    if side.get("column") == words_pyp.ONE_VALUE:
-        return "a chain of word vectors with a level per topic"
     return None
 
 
