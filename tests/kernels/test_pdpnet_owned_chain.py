@@ -203,8 +203,6 @@ def test_beside_the_column_side_two_partitions_through_the_engine_hooks(tmp_path
 
     from drivers.models.pdp_network import words_column
     from drivers.models.pdp_network.model import PdpNetwork
-    from inference.gibbs.block import SegmentedBlock
-    from inference.gibbs.tables import merge
 
     rng = np.random.default_rng(7)
     docs = [(f"d{i:02d}", [list(rng.integers(0, 9, rng.integers(2, 12)))]) for i in range(16)]
@@ -220,23 +218,9 @@ def test_beside_the_column_side_two_partitions_through_the_engine_hooks(tmp_path
     model = PdpNetwork(K, 9)
     model._corpus_dir = str(tmp_path)
     hyper = model.initial_hyper(network=str(tmp_path / "hca-dtm.json"))
-    blocks = [SegmentedBlock.from_segments(docs[p::2]) for p in range(2)]
-    states = [model.initial_state(blk, hyper, 5 + p) for p, blk in enumerate(blocks)]
     start = {k: dict(hyper[k]) for k in ("a_values", "b_values")}
 
-    def summed():
-        parts = [model.table_counts(blk, st, np.unique(blk.words, return_inverse=True))
-                 for blk, st in zip(blocks, states)]
-        return {tb.name: merge(tb, [c[tb.name] for c in parts]) for tb in model.count_tables()}
-    moved = 0
-    for it in range(6):
-        tables = summed()
-        before = [st["z"].copy() for st in states]
-        for p, (blk, st) in enumerate(zip(blocks, states)):
-            own = {name: np.array(tab, copy=True) for name, tab in tables.items() if isinstance(tab, np.ndarray)}
-            model.sweep_tables(blk, st, hyper, own, model.derive(own), 100 * it + p)
-        moved += sum(int((b0 != st["z"]).sum()) for b0, st in zip(before, states))
-        new = summed()
+    def check(new, blocks, states):
         bn, bt = new[words_column.CUSTOMERS], new[words_column.TABLES]
         np.testing.assert_array_equal(bn.reshape(4, 9, K).sum(axis=0), new["nwk"])     # G = 3 values + unseen
         assert np.all(bt <= bn) and np.all(new[words_pyp.TABLE] <= bt.reshape(4, 9, K).sum(axis=0))
@@ -246,8 +230,8 @@ def test_beside_the_column_side_two_partitions_through_the_engine_hooks(tmp_path
             pairs, pidx, pword, _, _ = words_column.local_pairs(model, blk, hyper["word_pyp"])
             own_bn = words_pyp.own_customers(pidx, st["z"], len(pairs), K)
             assert np.all((0 <= st["word_bt"]) & (st["word_bt"] <= own_bn))
-        hyper = model.global_step(new, hyper, model.partition_stats(blocks[0], states[0], hyper, it), it)[1]
-    assert moved > 20 and (bt < bn).any() and (t < c).any()
+        return (bt < bn).any() and (t < c).any()
+    hyper, new = two_partitions(model, hyper, docs, 6, check)
     for kind in ("a_values", "b_values"):
         assert all(hyper[kind][n] != v for n, v in start[kind].items() if n[:6] != "theta."), hyper[kind]
     assert np.isfinite(model.loglik(new, model.derive(new), hyper))
@@ -314,8 +298,6 @@ def test_beside_a_level_per_topic_two_partitions_through_the_engine_hooks(tmp_pa
 
     from drivers.models.pdp_network import words_column
     from drivers.models.pdp_network.model import PdpNetwork
-    from inference.gibbs.block import SegmentedBlock
-    from inference.gibbs.tables import merge
     from tests.kernels import test_pdpnet_word_bigram_psi as psi
 
     rng = np.random.default_rng(9)
@@ -325,6 +307,25 @@ def test_beside_a_level_per_topic_two_partitions_through_the_engine_hooks(tmp_pa
     (tmp_path / "hca-topic-chain.json").write_text(json.dumps(spec))
     model = PdpNetwork(K, 9)
     hyper = model.initial_hyper(network=str(tmp_path / "hca-topic-chain.json"))
+
+    def check(new, blocks, states):
+        bn, bt = new[words_column.CUSTOMERS], new[words_column.TABLES]
+        np.testing.assert_array_equal(bn.reshape(-1, 9, K).sum(axis=0), new["nwk"])
+        assert np.all(bt <= bn) and np.all(new[words_pyp.TABLE] <= bt.reshape(-1, 9, K).sum(axis=0))
+        c, t = new["network_tc"][1], new["network_tp"][1]
+        assert np.all(t <= c) and c.sum() >= 16 and np.array_equal(new["network_tc"][0], t)
+        return (bt < bn).any() and (t < c).any()
+    two_partitions(model, hyper, docs, 5, check)
+
+
+def two_partitions(model, hyper, docs, iterations: int, check) -> dict:
+    """Two partitions (every other document) sweeping private copies of the summed tables through the engine's
+    hooks; ``check(summed tables, blocks, states)`` after every iteration (True once tables are below customers
+    somewhere), then the driver's global step. Returns the last hyperparameters and summed tables; asserts that z
+    moved and the last check held."""
+    from inference.gibbs.block import SegmentedBlock
+    from inference.gibbs.tables import merge
+
     blocks = [SegmentedBlock.from_segments(docs[p::2]) for p in range(2)]
     states = [model.initial_state(blk, hyper, 5 + p) for p, blk in enumerate(blocks)]
 
@@ -332,8 +333,8 @@ def test_beside_a_level_per_topic_two_partitions_through_the_engine_hooks(tmp_pa
         parts = [model.table_counts(blk, st, np.unique(blk.words, return_inverse=True))
                  for blk, st in zip(blocks, states)]
         return {tb.name: merge(tb, [c[tb.name] for c in parts]) for tb in model.count_tables()}
-    moved = 0
-    for it in range(5):
+    moved, below = 0, False
+    for it in range(iterations):
         tables = summed()
         before = [st["z"].copy() for st in states]
         for p, (blk, st) in enumerate(zip(blocks, states)):
@@ -341,9 +342,7 @@ def test_beside_a_level_per_topic_two_partitions_through_the_engine_hooks(tmp_pa
             model.sweep_tables(blk, st, hyper, own, model.derive(own), 100 * it + p)
         moved += sum(int((b0 != st["z"]).sum()) for b0, st in zip(before, states))
         new = summed()
-        bn, bt = new[words_column.CUSTOMERS], new[words_column.TABLES]
-        np.testing.assert_array_equal(bn.reshape(-1, 9, K).sum(axis=0), new["nwk"])
-        assert np.all(bt <= bn) and np.all(new[words_pyp.TABLE] <= bt.reshape(-1, 9, K).sum(axis=0))
-        c, t = new["network_tc"][1], new["network_tp"][1]
-        assert np.all(t <= c) and c.sum() >= 16 and np.array_equal(new["network_tc"][0], t)
-    assert moved > 20 and (bt < bn).any() and (t < c).any()
+        below = check(new, blocks, states)
+        hyper = model.global_step(new, hyper, model.partition_stats(blocks[0], states[0], hyper, it), it)[1]
+    assert moved > 20 and below
+    return hyper, new
