@@ -318,7 +318,7 @@ def test_beside_a_level_per_topic_two_partitions_through_the_engine_hooks(tmp_pa
     two_partitions(model, hyper, docs, 5, check)
 
 
-def two_partitions(model, hyper, docs, iterations: int, check) -> dict:
+def two_partitions(model, hyper, docs, iterations: int, check) -> tuple:
     """Two partitions (every other document) sweeping private copies of the summed tables through the engine's
     hooks; ``check(summed tables, blocks, states)`` after every iteration (True once tables are below customers
     somewhere), then the driver's global step. Returns the last hyperparameters and summed tables; asserts that z
