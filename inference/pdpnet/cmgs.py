@@ -26,6 +26,18 @@ from inference.gibbs.common import BIG, draw_scan, rescale_weights, token_kernel
 from inference.pdpnet.kernels import DIR, PYP
 
 
+@numba.njit(cache=True)
+def table_draw_scratch(kind, dim, off, n, tc, N):
+    """The weights' scratch of a table-count draw (6.7): one more than the largest Pitman-Yor cell's customers c
+    (or the tokens N, which a sweep can add to a cell), plus one."""
+    cmax = 1
+    for x in range(kind.shape[0]):
+        if kind[x] == PYP:
+            for k in range(dim[x]):
+                cmax = max(cmax, n[off[x] + k] + tc[off[x] + k])
+    return np.empty(max(cmax, N) + 2)
+
+
 @token_kernel
 def _den(p, kind, asum, b_of, bvals, Nn, TC):
     """The denominator of vector p's predictive: b + C (Pitman-Yor), sum alpha + C (root), 1 (uniform)."""
@@ -209,12 +221,7 @@ def cmgs_sweep(seed, words, z, topic_inst, kind, dim, off, alpha, asum, a_of, b_
     P = np.ones(maxdepth + 1)
     F = np.empty(K)
     p = np.empty(K)
-    cmax = 1
-    for x in range(kind.shape[0]):
-        if kind[x] == PYP:
-            for k in range(dim[x]):
-                cmax = max(cmax, n[off[x] + k] + tc[off[x] + k])
-    wt = np.empty(max(cmax, N) + 2)
+    wt = table_draw_scratch(kind, dim, off, n, tc, N)
     cur = -1
     q = 0
     L = 0

@@ -27,7 +27,7 @@ import numba
 import numpy as np
 
 from inference.gibbs.common import draw_scan, token_kernel
-from inference.pdpnet.cmgs import _move_table, resample_table
+from inference.pdpnet.cmgs import _move_table, resample_table, table_draw_scratch
 from inference.pdpnet.kernels import DIR, PYP
 
 
@@ -177,12 +177,7 @@ def exact_sweep(seed, words, z, topic_inst, kind, dim, off, alpha, asum, a_of, b
     R2 = np.zeros((maxdepth + 1, K))
     p = np.empty(K)
     p2 = np.empty(K)
-    cmax = 1
-    for x in range(kind.shape[0]):
-        if kind[x] == PYP:
-            for k in range(dim[x]):
-                cmax = max(cmax, n[off[x] + k] + tc[off[x] + k])
-    wt = np.empty(max(cmax, N) + 2)
+    wt = table_draw_scratch(kind, dim, off, n, tc, N)
     cur = -1
     q = 0
     D = 0

@@ -21,6 +21,7 @@ import numba
 import numpy as np
 
 from inference.gibbs.common import draw_scan, token_kernel
+from inference.pdpnet.cmgs import table_draw_scratch
 from inference.pdpnet.cmgs_dag import _move, _redraw
 from inference.pdpnet.kernels import DIR, PYP
 from inference.pdpnet.multiplicity import root_predictive
@@ -117,12 +118,7 @@ def exact_dag_sweep(seed, words, z, topic_inst, kind, dim, off, alpha, asum, a_o
     V = np.empty(K)
     mver = np.zeros(J, np.int64)
     vs = np.zeros(1, np.int64)
-    cmax = 1
-    for x in range(J):
-        if kind[x] == PYP:
-            for k in range(dim[x]):
-                cmax = max(cmax, n[off[x] + k] + tc[off[x] + k])
-    wt = np.empty(max(cmax, N) + 2)
+    wt = table_draw_scratch(kind, dim, off, n, tc, N)
     path_x = np.empty(J + 1, np.int64)
     path_e = np.empty(J + 1, np.int64)
     ew = np.empty(par_node.shape[0])
