@@ -38,7 +38,7 @@ from drivers.models.pdp_network.engine_specs import (CMGS_NOTE, EXACT_NOTE, INDI
                                                      check_engine_network, needs_histograms, read_spec_file)
 from inference.gibbs.model import GibbsModel
 from inference.gibbs.tables import CountTable
-from inference.pdpnet import cmgs_run, engine_stats, kernels, owned, sweep
+from inference.pdpnet import cmgs_owned, cmgs_run, engine_stats, kernels, owned, sweep
 from inference.pdpnet.engine_stats import MAX_GLOBAL
 from inference.pdpnet.compile import CorpusLayout, compile_network
 from inference.pdpnet.sampler import StirlingStack, posterior_means, rebuild_counts
@@ -157,8 +157,13 @@ class PdpNetwork(words_column.ColumnWordArrays, words_bigram.BigramArrays, Share
         phi = np.ascontiguousarray(frozen_phi, dtype=np.float64) if frozen else np.zeros((1, 1))
         pos, reseed = 0, True
         if net.spec.sampler in ("cmgs", "exact"):         # the multiplicity samplers (cmgs_run.run_cmgs)
-            cmgs_run.run_cmgs(net, block.seg_ptr[block.doc_ptr], z, s, cnt, avals, bvals, nwk, nk,
-                              float(hyper["beta"]), frozen_phi, seed, init)
+            if init or not self._own_shared(net, cnt):
+                cmgs_run.run_cmgs(net, block.seg_ptr[block.doc_ptr], z, s, cnt, avals, bvals, nwk, nk,
+                                  float(hyper["beta"]), frozen_phi, seed, init)
+            else:                                          # beside shared Pitman-Yor vectors (cmgs_owned)
+                sampled = [net.spec.params[n].sample for n in net.a_names]
+                cmgs_owned.run_hybrid(net, z, s, cnt, avals, bvals, nwk, nk, float(hyper["beta"]), frozen_phi,
+                                      seed, lambda mx: self._memo("owned").get(avals, sampled, mx))
             pos = -1
         side = self.word_side
         (head, tail), loc = ((None, None), None) if words is None else side.sweep_args(self, block, state, net, nwk,
@@ -187,6 +192,16 @@ class PdpNetwork(words_column.ColumnWordArrays, words_bigram.BigramArrays, Share
         self.remember_root_rows(net, block, state, cnt)
         if not init and not self._shared_roots().nodes(net):
             self._memo("counts").remember(block, state, cnt)     # (an initialisation's are not a recount)
+
+    def _own_shared(self, net, cnt: dict) -> bool:
+        """Whether the block's network has shared Pitman-Yor vectors; their own tables in ``cnt["own"]`` (in
+        process, without the engine's or a trained model's tables: the block's own counts, one partition)."""
+        if "own" not in cnt:
+            mask = shared_pyp.shared_mask(net, self._shared_roots().nodes(net))
+            if not mask.any():
+                return False
+            cnt["own"] = (mask, cnt["tc"].copy(), cnt["tp"].copy())
+        return True
 
     def _local_vocab(self, block):
         """(vocab (U,), index of every token) of the block's distinct words (remembered per block object)."""

@@ -35,13 +35,26 @@ def check(spec: NetworkSpec, families: list[str], word_side: dict | None) -> Non
         node = spec.nodes[name]
         if node.kind != "pyp":
             continue
-        if spec.sampler in ("cmgs", "exact"):
-            raise UsageError(f"network spec: node '{name}': a shared Pitman-Yor vector runs with the table indicators "
-                             f"(not \"sampler\": \"{spec.sampler}\")")
+        if spec.sampler in ("cmgs", "exact") and not multiplicity_shape(spec, families):
+            raise UsageError(f"network spec: node '{name}': a shared Pitman-Yor vector under \"sampler\": "
+                             f"\"{spec.sampler}\" runs below it document vectors only, each over it alone "
+                             "(hdp-pyp-lda's shape); use \"sampler\": \"indicators\"")
         what = refused_word_side(word_side)
         if what is not None:
             raise UsageError(f"network spec: node '{name}': a shared Pitman-Yor vector beside {what} is not on the "
                              "Gibbs engine (beside a chain of word vectors or a [topic, column] side it is)")
+
+
+def multiplicity_shape(spec: NetworkSpec, families: list[str]) -> bool:
+    """Whether the multiplicity samplers run beside the shared Pitman-Yor vectors
+    (:mod:`inference.pdpnet.cmgs_owned`): the token's vector a Pitman-Yor (or DP) vector of its own with one
+    parent, a shared Pitman-Yor vector, and no vector below it."""
+    name = spec.topic.node
+    node = spec.nodes[name]
+    shared = {n for n in families if spec.nodes[n].kind == "pyp"}
+    below = any(r.node == name for nd in spec.nodes.values() for r in nd.parents)
+    return (node.kind == "pyp" and not node.mixture and name not in families and len(node.parents) == 1
+            and node.parents[0].node in shared and node.parents[0].if_missing is None and not below)
 
 
 def refused_word_side(side: dict | None) -> str | None:
