@@ -184,6 +184,8 @@ PDP_SEQLDA_CMGS = ("--model", "pdp-network", "--network", "seqlda", "--sampler",
 #: pdp-network's hdp-pyp-lda.json (a corpus-level Pitman-Yor vector, its tables owned by partitions), likewise
 PDP_HDP_PYP = ("--model", "pdp-network", "--network", "hdp-pyp-lda", "--topics", 3, "--iterations", 6, "--burn-in", 4,
                "--lag", 1, "--samples", 2, "--seed", 3)
+#: hdp-pyp-lda.json under ``--sampler cmgs`` (the documents' tables in multiplicity form, the shared vector's owned)
+PDP_HDP_PYP_CMGS = PDP_HDP_PYP + ("--sampler", "cmgs")
 #: pdp-network's pyp-lda-2.json (a chain of Pitman-Yor word vectors, their tables owned by partitions), likewise
 PDP_PYP_LDA_2 = PDP_HDP_PYP[:3] + ("pyp-lda-2",) + PDP_HDP_PYP[4:]
 #: pdp-network's hca.json (hdp-pyp-lda's topic side, pyp-lda's word side: both sides' tables owned), likewise
@@ -233,7 +235,9 @@ def local1_models(tiny_corpora_of_kind, synthetic_lda, tmp_path_factory):
              "pdp-seqlda-cmgs": ["--corpus", tiny_corpora_of_kind[registry.SEGMENTED], *map(str, PDP_SEQLDA_CMGS)],
              "pdp-hdp-pyp": ["--corpus", tiny_corpora_of_kind[registry.SEGMENTED], *map(str, PDP_HDP_PYP)],
              "pdp-pyp-lda-2": ["--corpus", tiny_corpora_of_kind[registry.SEGMENTED], *map(str, PDP_PYP_LDA_2)],
-             "pdp-hca": ["--corpus", tiny_corpora_of_kind[registry.SEGMENTED], *map(str, PDP_HCA)]}
+             "pdp-hca": ["--corpus", tiny_corpora_of_kind[registry.SEGMENTED], *map(str, PDP_HCA)],
+             "pdp-hdp-pyp-cmgs": ["--corpus", tiny_corpora_of_kind[registry.SEGMENTED],
+                                  *map(str, PDP_HDP_PYP_CMGS)]}
     env = dict(os.environ, SPARK_TOPICS_SPARK_LOG_LEVEL="ERROR")
     run = subprocess.run([sys.executable, os.path.join(TESTS, "train_every_model.py"), "local[1]", str(out),
                           tiny_corpora_of_kind[registry.SEGMENTED], tiny_corpora_of_kind[registry.ALIGNED],

@@ -27,7 +27,9 @@ partition split is E12): given the counts, which customers of x_s hold indicator
    customers, t^p of them holding one); then t from H's conditional with j and x_s's tables fixed (the new
    customers at x_s join tables, the leaving ones hold none):
        p(v) ∝ (b_0|a_0)_{T_0' + v} S^{c}_v  S^{c_s' + v}_{t_s} / (b_s)_{C_s' + v}  binom(v, j) / binom(c_s' + v, t_s),
-       v in [max(1, j, t_s - c_s'), c]       (c_s', C_s': x_s's customers without x_0's tables; a Gibbs step of H);
+       v in [max(1, j, t_s - c_s'), c]       (c_s', C_s': x_s's customers without x_0's tables; a Gibbs step of H).
+   With one partition E12's own conditional of t (CMGS's (6.7), S^{c_s'+v}_{t_s} at the parent, no j) is exact
+   too; the binomials keep every partition's split of x_s's tables (t^p among c^p) at H's conditional;
 4. after the tokens, one customer of every shared cell with own customers is re-seated
    (:func:`owned.owned_reseat`; x_s's cells stand for CMGS's pass-through (6.7) redraws, which would need every
    partition's multiplicities); before them, the race rule (:func:`owned.repair`).
@@ -50,9 +52,9 @@ from inference.pdpnet.kernels import PYP
 from inference.pdpnet.owned import owned_add, owned_remove, owned_reseat, repair
 from inference.pdpnet.sweep import draw_topic, topic_scratch, topic_zplus_rows
 
-#: test switches of :func:`hybrid_sweep` (``wrong``): 1 the exact removal with t/c (the indicators' probability,
-#: wrong at a multiplicity cell), 2 the table count's weights without the binomials (the multiplicity form at x_s)
-RIGHT, WRONG_REMOVAL, WRONG_TABLES = 0, 1, 2
+#: test switch of :func:`hybrid_sweep` (``wrong``): 1 the exact removal with t/c (the indicators' probability,
+#: wrong at a multiplicity cell)
+RIGHT, WRONG_REMOVAL = 0, 1
 
 
 def check_shape(net, shared: np.ndarray) -> None:
@@ -113,7 +115,7 @@ def shared_tables_held(t, cp, tp_own):
 
 
 @token_kernel
-def table_redraw(x, k, xs, wt, wrong, off, a_of, b_of, avals, bvals, cratio3, RJ, n, tc, tp, Nn, TC, TP, s, Se,
+def table_redraw(x, k, xs, wt, off, a_of, b_of, avals, bvals, cratio3, RJ, n, tc, tp, Nn, TC, TP, s, Se,
                  par_ptr, eoff, own_c, own_t, mx):
     """Move 3 of the module docstring at document cell (x, k) under shared cell (xs, k)."""
     o = off[x] + k
@@ -122,7 +124,7 @@ def table_redraw(x, k, xs, wt, wrong, off, a_of, b_of, avals, bvals, cratio3, RJ
         return
     t = tp[o]
     os_ = off[xs] + k
-    j = shared_tables_held(t, own_c[os_], own_t[os_]) if wrong != WRONG_TABLES else 0
+    j = shared_tables_held(t, own_c[os_], own_t[os_])
     ts = tp[os_]
     cpr = n[os_] + tc[os_] - t
     lo = max(1, max(j, ts - cpr))
@@ -141,10 +143,7 @@ def table_redraw(x, k, xs, wt, wrong, off, a_of, b_of, avals, bvals, cratio3, RJ
     for v in range(lo + 1, hi + 1):
         cs = cpr + v - 1
         f = (b + a * (Tr + v - 1)) * cratio3[q, c, v] * RJ[ps, cs, ts] / (den + (v - 1))
-        if wrong == WRONG_TABLES:
-            f *= (cs + 1) / (cs + 1 - ts)
-        else:
-            f *= v / (v - j)
+        f *= v / (v - j)                    # binom(v, j) / binom(v - 1, j): the labelings of x_0's customers
         xv *= f
         if xv > BIG:
             total, xv = rescale_weights(wt, lo, v, total, xv)
@@ -206,7 +205,7 @@ def hybrid_sweep(start, reseed, seed, exact, wrong, words, z, topic_inst, anc_pt
                 doc_table(x0, k0, 1, off, par_ptr, eoff, tp, TP, s, Se)     # redraw all the same (skipping it
                 n[off[x0] + k0] += 1                                        # there would bias it: tested)
                 Nn[x0] += 1
-                table_redraw(x0, k0, xs, wt, wrong, off, a_of, b_of, avals, bvals, cratio3, RJ, n, tc, tp, Nn, TC,
+                table_redraw(x0, k0, xs, wt, off, a_of, b_of, avals, bvals, cratio3, RJ, n, tc, tp, Nn, TC,
                              TP, s, Se, par_ptr, eoff, own_c, own_t, mx)
                 continue
         if not frozen:
@@ -254,7 +253,7 @@ def hybrid_sweep(start, reseed, seed, exact, wrong, words, z, topic_inst, anc_pt
             nwk[w, k] += 1
             nk[k] += 1
             inv[k] = 1.0 / (nk[k] + vbeta)
-        table_redraw(x0, k, xs, wt, wrong, off, a_of, b_of, avals, bvals, cratio3, RJ, n, tc, tp, Nn, TC, TP, s, Se,
+        table_redraw(x0, k, xs, wt, off, a_of, b_of, avals, bvals, cratio3, RJ, n, tc, tp, Nn, TC, TP, s, Se,
                      par_ptr, eoff, own_c, own_t, mx)
     return owned_reseat(pos, N, shared, own_c, own_t, oc, ot, Z, terms, pn, pe, anc_ptr, anc, kind, dim, off, alpha,
                         a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC,

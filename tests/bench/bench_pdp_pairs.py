@@ -13,7 +13,9 @@ RUN: ``seqlda`` (alpha fixed 0.1, as bench_pdp_perplexity's ``--fixed-alpha``), 
 (the exact multiplicity sampler, :mod:`inference.pdpnet.multiplicity`), ``stm``,
 ``stm.json``, ``stm.json-cmgs`` (the spec under CMGS), ``adatm``, ``adatm.json``, ``adatm.json-cmgs`` (CMGS at its
 two-parent segments, :mod:`inference.pdpnet.cmgs_dag`), ``adatm.json-exact`` (the exact multiplicity sampler there,
-:mod:`inference.pdpnet.multiplicity_dag`). ``--warm-up N``: each run's model first trains N iterations (numba's
+:mod:`inference.pdpnet.multiplicity_dag`), ``hdp-pyp-lda.json`` (table indicators), ``hdp-pyp-lda.json-cmgs`` and
+``hdp-pyp-lda.json-exact`` (a shared Pitman-Yor vector under the multiplicity samplers,
+:mod:`inference.pdpnet.cmgs_owned`). ``--warm-up N``: each run's model first trains N iterations (numba's
 compilation out of the CPU seconds).
 Prints the perplexity, the CPU seconds of training and of scoring (``time.process_time``) and b."""
 from __future__ import annotations
@@ -42,6 +44,9 @@ def model_of(run: str, K: int, V: int):
         model = PdpNetwork(K, V)
         return model, model.initial_hyper(network=run[:3] if run.startswith("stm") else "adatm",
                                           sampler=run.partition("-")[2] or None)
+    if run.startswith("hdp-pyp-lda.json"):          # a shared Pitman-Yor vector; -cmgs / -exact: cmgs_owned
+        model = PdpNetwork(K, V)
+        return model, model.initial_hyper(network="hdp-pyp-lda", sampler=run.split(".json")[1].lstrip("-") or None)
     if run == "stm":
         model = STM(K, V)
         return model, model.initial_hyper()

@@ -117,7 +117,7 @@ def spec_file(tmp_path_factory):
 
 @pytest.mark.parametrize("which", ["hdp-lda", "sampled", "pyp-lda", "seqlda", "column", "hdp-pyp-lda", "authors",
                                    "authors-pyp", "pyp-lda-2", "hca", "hca-2", "pyp-topics", "adatm-cmgs",
-                                   "dtm", "two-parents", "seqlda-exact"])
+                                   "dtm", "two-parents", "seqlda-exact", "hdp-pyp-lda-cmgs"])
 def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(spark_session, blocks, spec_file,
                                                                                 group_corpus, tmp_path, which):
     network = spec_file if which == "sampled" else which
@@ -126,8 +126,9 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
         specs = {"column": GROUP_HDP, "authors": AUTHOR_DP, "authors-pyp": AUTHOR_PYP, "pyp-topics": PYP_TOPICS,
                  "dtm": DTM, "two-parents": TWO_PARENTS}
         (tmp_path / f"{which}.json").write_text(json.dumps(specs[which]))
-    if which in ("adatm-cmgs", "seqlda-exact"):   # CMGS at two-parent segments (inference.pdpnet.cmgs_dag); the
-        name, sampler = which.split("-")            # exact multiplicity sampler (inference.pdpnet.multiplicity)
+    if which in ("adatm-cmgs", "seqlda-exact", "hdp-pyp-lda-cmgs"):   # CMGS at two-parent segments (cmgs_dag);
+        name, sampler = which.rsplit("-", 1)    # the exact multiplicity sampler (multiplicity); cmgs beside a shared
+                                                # Pitman-Yor vector (inference.pdpnet.cmgs_owned)
         network = str(tmp_path / f"{which}.json")
         (tmp_path / f"{which}.json").write_text(json.dumps(dict(json.loads(
             (Path(__file__).resolve().parents[2] / f"sample_data/networks/{name}.json").read_text()), sampler=sampler)))
@@ -138,8 +139,8 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
                                          else ()) + \
             (("word_chain",) if which in ("pyp-lda-2", "hca-2") else ()) + \
             (("word_col_n", "word_col_t", "word_tables") if which == "dtm" else ()) + \
-            (("network_tp",) if which in ("hdp-pyp-lda", "authors-pyp", "hca", "hca-2", "pyp-topics", "two-parents")
-             else ()) + \
+            (("network_tp",) if which in ("hdp-pyp-lda", "authors-pyp", "hca", "hca-2", "pyp-topics", "two-parents",
+                                          "hdp-pyp-lda-cmgs") else ()) + \
             (("network_ts",) if which == "two-parents" else ()):
         np.testing.assert_array_equal(result.tables[name], recount[name], err_msg=name)
     assert result.tables["discount_counts"].equals(recount["discount_counts"])
@@ -192,7 +193,9 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
         np.testing.assert_array_equal(ts[4], tc[0])
         np.testing.assert_array_equal(ts[5], tc[1])
         assert ts[4].sum() > 0 and ts[5].sum() > 0 and result.hyper["a_values"]["corpus.a"] != 0.2
-    elif which == "hdp-pyp-lda":  # base <- corpus PYP <- documents: corpus' tables (each partition's own, summed)
+    elif which in ("hdp-pyp-lda", "hdp-pyp-lda-cmgs"):  # base <- corpus PYP <- documents: corpus' tables (each
+        # partition's own, summed; under cmgs beside the documents' tables in multiplicity form)
+        assert result.hyper["network"].get("sampler", "indicators") == ("cmgs" if "cmgs" in which else "indicators")
         c, t = tc[1], result.tables["network_tp"][1]    # are base's customers; t <= c, t = 0 only in a race
         assert c.sum() >= 24 and np.all(t <= c) and np.array_equal(tc[0], t) and not tc[2:].any()
         assert t.sum() > 0 and ((c > 0) & (t == 0)).sum() <= 1 and not result.tables["network_tp"][[0, 2]].any()
@@ -224,11 +227,11 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
     with pytest.raises(Interrupted):
         fit(spark_session, blocks, tmp_path / "ckpt", network, stop_after=3)
     assert_same_runs(fit(spark_session, blocks, tmp_path / "ckpt", network, resume=True), run)
-    if which in ("pyp-lda", "hdp-pyp-lda", "pyp-lda-2", "hca", "hca-2", "dtm"):     # bounded tables: resident
+    if which in ("pyp-lda", "hdp-pyp-lda", "pyp-lda-2", "hca", "hca-2", "dtm", "hdp-pyp-lda-cmgs"):   # resident
         assert_same_runs(fit(spark_session, blocks, tmp_path / "resident", network, sync="resident"), run)
 
 
-@pytest.mark.parametrize("which", ["pdp-seqlda-cmgs", "pdp-hdp-pyp", "pdp-pyp-lda-2", "pdp-hca"])
+@pytest.mark.parametrize("which", ["pdp-seqlda-cmgs", "pdp-hdp-pyp", "pdp-pyp-lda-2", "pdp-hca", "pdp-hdp-pyp-cmgs"])
 def test_seqlda_cmgs_is_the_same_on_local1(spark_session, tiny_corpora_of_kind, local1_models, tmp_path, which):
     """seqlda.json under ``--sampler cmgs`` (and hdp-pyp-lda.json: a corpus-level Pitman-Yor vector, its tables
     owned by partitions; pyp-lda-2.json: a chain of Pitman-Yor word vectors, likewise; hca.json: a shared Pitman-Yor
@@ -236,13 +239,13 @@ def test_seqlda_cmgs_is_the_same_on_local1(spark_session, tiny_corpora_of_kind, 
     ``local1_models``): the same topics and document rows bit for bit."""
     import pandas as pd
 
-    from conftest import PDP_HCA, PDP_HDP_PYP, PDP_PYP_LDA_2, PDP_SEQLDA_CMGS, train_args
+    from conftest import PDP_HCA, PDP_HDP_PYP, PDP_HDP_PYP_CMGS, PDP_PYP_LDA_2, PDP_SEQLDA_CMGS, train_args
     from drivers import registry
     from drivers.store.model_store import load_model
     from jobs import train
 
     flags = {"pdp-seqlda-cmgs": PDP_SEQLDA_CMGS, "pdp-hdp-pyp": PDP_HDP_PYP, "pdp-pyp-lda-2": PDP_PYP_LDA_2,
-             "pdp-hca": PDP_HCA}[which]
+             "pdp-hca": PDP_HCA, "pdp-hdp-pyp-cmgs": PDP_HDP_PYP_CMGS}[which]
     train.train(spark_session, train_args(tiny_corpora_of_kind[registry.SEGMENTED], tmp_path / "m", *flags))
     other = local1_models / which
     np.testing.assert_array_equal(load_model(str(other)).lambda_, load_model(str(tmp_path / "m")).lambda_)
@@ -251,7 +254,7 @@ def test_seqlda_cmgs_is_the_same_on_local1(spark_session, tiny_corpora_of_kind, 
     np.testing.assert_array_equal(theta[0], theta[1])
     if which == "pdp-seqlda-cmgs":
         assert json.loads((tmp_path / "m" / "model.json").read_text())["hyper"]["network"]["sampler"] == "cmgs"
-    elif which == "pdp-hdp-pyp":
+    elif which in ("pdp-hdp-pyp", "pdp-hdp-pyp-cmgs"):     # (cmgs: inference.pdpnet.cmgs_owned)
         assert np.load(other / "network_tp.npy").sum() > 0
         np.testing.assert_array_equal(np.load(other / "network_tp.npy"), np.load(tmp_path / "m" / "network_tp.npy"))
 

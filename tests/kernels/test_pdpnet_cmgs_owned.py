@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from inference.errors import UsageError
-from inference.pdpnet.cmgs_owned import RIGHT, WRONG_REMOVAL, WRONG_TABLES, run_hybrid
+from inference.pdpnet.cmgs_owned import RIGHT, WRONG_REMOVAL, run_hybrid
 from inference.pdpnet.cmgs_run import run_cmgs
 from inference.pdpnet.compile import KIND_PYP, CorpusLayout, compile_network
 from inference.pdpnet.ratio_path import open_exp_table
@@ -70,14 +70,14 @@ def _histogram(docs, sweeps, wrong):
 
 
 def test_exact_hybrid_samples_the_enumerated_joint():
-    """Two documents of three tokens (1,602 legal (z, s)), 30,000 cycles, every 2nd kept: chi-square p > 1e-3
+    """Two documents of three tokens (1,602 legal (z, s)), 20,000 cycles, every 2nd kept: chi-square p > 1e-3
     against the normalised (E12); the same run with the documents' removal by t/c (the indicators' probability, wrong
     at a multiplicity cell) is rejected with p < 1e-6."""
     docs = [[[0, 1, 0]], [[1, 0, 1]]]
-    states, obs = _histogram(docs, 30000, RIGHT)
+    states, obs = _histogram(docs, 20000, RIGHT)
     tv, pval = _chi_square(states, obs)
     assert pval > 1e-3, (len(states), tv, pval)
-    states, obs = _histogram(docs, 30000, WRONG_REMOVAL)
+    states, obs = _histogram(docs, 20000, WRONG_REMOVAL)
     assert _chi_square(states, obs)[1] < 1e-6
 
 
@@ -88,13 +88,6 @@ def test_exact_hybrid_on_two_token_documents_is_within_tv():
     states, obs = _histogram([[[0, 1]], [[1, 0]]], 40000, RIGHT)
     tv, pval = _chi_square(states, obs)
     assert tv < 0.05 and pval > 1e-3, (tv, pval)
-
-
-def test_wrong_table_weights_are_rejected():
-    """The table count's weights without the binomials of the shared vector's indicators (its multiplicity form):
-    rejected, p < 1e-6."""
-    states, obs = _histogram([[[0, 0, 1]], [[0]], [[0, 1]]], 40000, WRONG_TABLES)
-    assert _chi_square(states, obs)[1] < 1e-6
 
 
 @pytest.mark.parametrize("sampler", ["cmgs", "exact"])
