@@ -48,7 +48,8 @@ import numpy as np
 from inference.errors import UsageError
 from inference.gibbs.common import BIG, draw_scan, rescale_weights, token_kernel
 from inference.pdpnet.cmgs import table_draw_scratch
-from inference.pdpnet.kernels import PYP
+from inference.pdpnet.cmgs_run import stirling_ratios
+from inference.pdpnet.kernels import PYP, ancestor_lists
 from inference.pdpnet.owned import owned_add, owned_remove, owned_reseat, repair
 from inference.pdpnet.sweep import draw_topic, topic_scratch, topic_zplus_rows
 
@@ -271,9 +272,6 @@ def run_hybrid(net, z, s, cnt: dict, avals, bvals, nwk, nk, beta: float, frozen_
     """One cycle of :func:`hybrid_sweep` on a partition's counts (``cnt["own"]`` = (shared, own_c, own_t):
     :func:`drivers.models.pdp_network.shared_pyp.substitute`; in process, one partition: the counts themselves);
     ``tables(mx)``: the shared vector's ratio tables (RJ, RO, EO) covering ``mx``. z, s and the counts in place."""
-    from inference.pdpnet.cmgs_run import stirling_ratios
-    from inference.pdpnet.kernels import ancestor_lists
-
     shared, own_c, own_t = cnt["own"]
     lay = getattr(net, "hybrid", None)
     if lay is None:

@@ -87,12 +87,15 @@ PYP2 = {"nodes": {"theta": {"index": ["document"], "over": "topic", "dirichlet":
 
 
 @pytest.mark.parametrize("name,message", [
-    ("hdp3", "node 'mid': a shared Pitman-Yor vector runs with the table indicators (not \"sampler\": \"cmgs\")"),
+    ("hdp3", "node 'mid': a shared Pitman-Yor vector under \"sampler\": \"cmgs\" runs below it document vectors "
+             "only"),
     ("pyp2", "node 'phi': a Pitman-Yor word side on the Gibbs engine has one parent, a corpus-level Dirichlet"),
     ("no-such-spec", "--network no-such-spec: no such file, nor a shipped spec"),
 ])
 def test_what_the_engine_cannot_run_is_refused_in_one_line(name, message, tmp_path):
-    specs = {"hdp3": dict(HDP3, sampler="cmgs"), "pyp2": PYP2}
+    specs = {"hdp3": dict(HDP3, sampler="cmgs", topic={"node": "mid", "index": ["corpus"]},     # tokens at the
+                          nodes={k: v for k, v in HDP3["nodes"].items() if k != "theta"}),       # shared vector
+             "pyp2": PYP2}
     if name in specs:
         (tmp_path / f"{name}.json").write_text(json.dumps(specs[name]))
         name = str(tmp_path / f"{name}.json")
@@ -219,3 +222,32 @@ def test_a_refreshs_grown_layout_moves_the_shared_pitman_yor_tables_with_their_c
         np.testing.assert_array_equal(grown[name][rows], old_rows[:len(rows)], err_msg=name)
         assert grown[name].sum() == old_rows[:len(rows)].sum(), name
     assert np.all(grown[shared_pyp.TABLE] <= grown["network_tc"])
+
+
+@pytest.mark.parametrize("sampler", ["cmgs", "exact"])
+def test_hdp_pyp_lda_under_the_multiplicity_samplers_through_the_hooks(sampler):
+    """hdp-pyp-lda.json under cmgs / exact (:mod:`inference.pdpnet.cmgs_owned`) in process (``sweep``: the block's
+    own tables are the shared vector's) and through the engine's table hooks on one partition: the word table stays
+    the recount, the corpus vector's tables 0 < t <= c where it has customers, and the documents' b moves."""
+    from inference.gibbs.tables import merge
+
+    V, K = 8, 3
+    blk = _block(seed=5, D=10)
+    m = PdpNetwork(K, V)
+    hyper = m.initial_hyper(network="hdp-pyp-lda", sampler=sampler)
+    nwk, nk = np.zeros((V, K), np.int32), np.zeros(K, np.int64)
+    state = m.init_state(blk, hyper, nwk, nk, 2)
+    for it in range(3):
+        m.sweep(blk, state, hyper, nwk, nk, 10 + it)
+    local = np.unique(blk.words, return_inverse=True)
+    for it in range(4):
+        tabs = {t.name: merge(t, [m.table_counts(blk, state, local)[t.name]]) for t in m.count_tables()}
+        m.sweep_tables(blk, state, hyper, tabs, m.derive(tabs), 20 + it)
+        hyper = m.update_hyper(hyper, m.partition_stats(blk, state, hyper, 30 + it), blk.n_docs, 40 + it)
+    tabs = {t.name: merge(t, [m.table_counts(blk, state, local)[t.name]]) for t in m.count_tables()}
+    recount = np.zeros((V, K), np.int64)
+    np.add.at(recount, (blk.words, state["z"]), 1)
+    np.testing.assert_array_equal(tabs["nwk"], recount)
+    c, t = tabs["network_tc"][1], tabs["network_tp"][1]
+    assert np.all(t <= c) and np.all((c == 0) | (t > 0)) and (t < c).any()
+    assert hyper["b_values"]["theta.b"] != 1.0         # (corpus.b: the driver's step, the engine case)
