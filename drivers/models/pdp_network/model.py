@@ -16,7 +16,8 @@ draws b from Gamma (E20), otherwise b and every sampled discount are slice-sampl
 The topic side runs the spec's ``"sampler"`` (``--sampler`` overrides): Du's table indicators (default, exactly
 invariant), his collapsed multiplicity sampler (``cmgs``, :mod:`inference.pdpnet.cmgs`: not exactly invariant; the
 shipped seqlda.json declares it) or the exact multiplicity sampler (``exact``, :mod:`inference.pdpnet.multiplicity`,
-:mod:`inference.pdpnet.multiplicity_dag` at multi-parent vectors: exactly invariant).
+:mod:`inference.pdpnet.multiplicity_dag` at multi-parent vectors: exactly invariant); beside shared Pitman-Yor
+vectors both run :mod:`inference.pdpnet.cmgs_owned` (documents in multiplicity form, the shared tables owned).
 A partition's state is ``z`` (int32) and ``s`` (the table attributions of every parent edge and topic); every
 other count is rebuilt from them (:func:`inference.pdpnet.sampler.rebuild_counts`) unless the model object
 remembers the counts its last sweep of that state left (:mod:`drivers.models.pdp_network.block_memo`).
