@@ -29,13 +29,16 @@ partition split is E12): given the counts, which customers of x_s hold indicator
        p(v) ∝ (b_0|a_0)_{T_0' + v} S^{c}_v  S^{c_s' + v}_{t_s} / (b_s)_{C_s' + v}  binom(v, j) / binom(c_s' + v, t_s),
        v in [max(1, j, t_s - c_s'), c]       (c_s', C_s': x_s's customers without x_0's tables; a Gibbs step of H).
    With one partition E12's own conditional of t (CMGS's (6.7), S^{c_s'+v}_{t_s} at the parent, no j) is exact
-   too; the binomials keep every partition's split of x_s's tables (t^p among c^p) at H's conditional;
+   too; the binomials keep every partition's split of x_s's tables (t^p among c^p) at H's conditional. Taken after
+   a refused removal too (at k0): skipped there, whether it runs would depend on the removal's random outcome,
+   which biased the exact chain (p 5e-41 on the tested case; each move alone was invariant);
 4. after the tokens, one customer of every shared cell with own customers is re-seated
    (:func:`owned.owned_reseat`; x_s's cells stand for CMGS's pass-through (6.7) redraws, which would need every
    partition's multiplicities); before them, the race rule (:func:`owned.repair`).
 
 With the exact removal every move leaves H invariant (tested against the enumerated E12 with one partition); cmgs
-differs only by its removal. Networks of another shape (a chain of document vectors, tokens at x_s itself, a
+differs by its removal (and its join-only completions where t > 0, a restriction, not a bias; its topic draw is
+tested against H's ratios). Networks of another shape (a chain of document vectors, tokens at x_s itself, a
 document vector with several parents) are refused (:func:`check_shape`).
 """
 from __future__ import annotations
