@@ -37,8 +37,8 @@ partition split is E12): given the counts, which customers of x_s hold indicator
    partition's multiplicities); before them, the race rule (:func:`owned.repair`).
 
 With the exact removal every move leaves H invariant (tested against the enumerated E12 with one partition); cmgs
-differs by its removal (and its join-only completions where t > 0, a restriction, not a bias; its topic draw is
-tested against H's ratios). Networks of another shape (a chain of document vectors, tokens at x_s itself, a
+differs by its removal and its completions (join-only where t > 0), CMGS's pair; its topic draw is tested
+against H's ratios over those completions. Networks of another shape (a chain of document vectors, tokens at x_s itself, a
 document vector with several parents) are refused (:func:`check_shape`).
 """
 from __future__ import annotations
