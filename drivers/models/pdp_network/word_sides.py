@@ -223,9 +223,10 @@ class DeepWords(PypWords):
 
 
 def owned_chain_args(pos, reseed, seed, uidx, *args):
-    """:func:`owned_chain.owned_chain_sweep` on a chain's arguments (``args`` ending with the 18 of
-    :func:`.words_chain.kernel_args`): no bottom level (``pb`` = -1, its arrays empty)."""
-    mid, tail = args[:-18], args[-18:]
+    """:func:`owned_chain.owned_chain_sweep` on a chain's arguments (``args`` ending with the
+    :data:`.words_chain.KERNEL_ARGS` of :func:`.words_chain.kernel_args`): no bottom level (``pb`` = -1, its arrays
+    empty)."""
+    mid, tail = args[:-words_chain.KERNEL_ARGS], args[-words_chain.KERNEL_ARGS:]
     none, empty = np.zeros(0, np.int64), np.zeros((0, tail[0].shape[1]), np.int64)
     return owned_chain.owned_chain_sweep(pos, reseed, seed, uidx, none, none, *mid, *(empty,) * 6, *tail[:12], -1, -1,
                                          1.0, *tail[12:])
