@@ -195,7 +195,7 @@ class BurstWords(PypWords):
         return words_burst.table_counts(model, block, state)
 
     def sweep_args(self, model, block, state, net, nwk, words, mx) -> tuple:
-        return words_burst.sweep_args(model, block, state, net, nwk, mx, self.side)
+        return words_burst.sweep_args(model, block, state, net, nwk, mx, self.side, words[1])
 
     def write_back(self, loc, nwk, words, z) -> None:
         words_burst.write_back(loc, nwk)

@@ -18,12 +18,15 @@ from __future__ import annotations
 import numpy as np
 
 from drivers.models.pdp_network import words_pyp
+from drivers.models.pdp_network.words_bigram import PSEUDO
 from drivers.models.pdp_network.words_pyp import own_customers
 from inference.gibbs.pdp import log_poch, log_poch_incr, log_stirling_table
 from inference.gibbs.tables import CountTable
 from inference.pdpnet import engine_stats
 
 HIST = "burst_hist"
+#: ``derived``'s key of phi's frozen pseudo-counts in a held-out sweep (:mod:`.burst_heldout`)
+FROZEN = "_burst_frozen"
 
 
 def count_tables() -> tuple:
@@ -72,22 +75,28 @@ def table_counts(model, block, state: dict) -> dict:
     return {"nwk": (vocab.astype(np.int64), twk.astype(np.int32)), HIST: (uniq, counts.astype(np.int32)[:, None])}
 
 
-def sweep_args(model, block, state, net, nwk, mx, side: dict) -> tuple:
+def sweep_args(model, block, state, net, nwk, mx, side: dict, derived: dict) -> tuple:
     """((head, tail) of :func:`inference.pdpnet.word_bigram.bigram_word_sweep`, the local arrays): the cells and
-    documents the partition's own counts, the root its copy of ``nwk`` (int64, written back)."""
+    documents the partition's own counts, the root its copy of ``nwk`` (int64, written back); in a held-out
+    sweep (``derived[FROZEN]``) phi's frozen pseudo-counts (float, not written back; the state's indicators
+    started here)."""
     V = model.vocab_size
     pairs, uidx = local_pairs(model, block)
     own_n = own_customers(uidx, state["z"], len(pairs), model.num_topics)
+    frozen = derived.get(FROZEN)
+    if frozen is not None and "word_t" not in state:
+        initial_state(model, block, state)
     own_t = state["word_t"]
-    troot = np.asarray(nwk, np.int64).copy()
+    troot = np.asarray(nwk, np.int64).copy() if frozen is None else frozen.copy()
+    beta0 = float(side["beta0"]) if frozen is None else PSEUDO
     nloc, tloc = own_n.copy(), np.asarray(own_t, np.int64).copy()
     mx[0] = max(int(mx[0]), int(nloc.max(initial=0)))
     mx[1] = max(int(mx[1]), int(tloc.max(initial=0)))
     head = (uidx, pairs % V, pairs // V)
     tail = (nloc, tloc, restaurants(pairs, own_n, block.n_docs, V), restaurants(pairs, tloc, block.n_docs, V),
             troot, troot.sum(axis=0), own_n, own_t, net.a_names.index(side["a"]), net.b_names.index(side["b"]),
-            float(side["beta0"]))
-    return (head, tail), {"troot": troot}
+            beta0)
+    return (head, tail), ({"troot": troot} if frozen is None else None)
 
 
 def write_back(loc: dict, nwk) -> None:
