@@ -98,3 +98,41 @@ def test_burst_over_a_pitman_yor_phi_is_refused_in_one_line(tmp_path):
                              "parents": [{"node": "corpus", "index": ["corpus"]}]}
     with pytest.raises(UsageError, match="beside a word side indexed by \\[topic, document\\]"):
         _model(tmp_path, hdp, 2, 3)
+
+
+def test_driver_steps_from_the_histogram_are_the_cells_steps(tmp_path):
+    """The side's likelihood and its a and b steps read the summed histogram ``burst_hist``: the same numbers as
+    pyp-lda's steps on the cells and restaurants themselves (:func:`words_pyp.cells_loglik`, ``root_loglik``,
+    ``sample_cells_hyper``, the same random numbers), on a model's own state after some sweeps."""
+    from drivers.models.pdp_network import words_pyp
+
+    V, K = 8, 3
+    rng = np.random.default_rng(6)
+    docs = [list(rng.integers(0, V, rng.integers(6, 20))) for _ in range(6)]
+    model, hyper = _model(tmp_path, burst_spec(0.4, 0.3, 1.5, sample=True), K, V)
+    block = SegmentedBlock.from_segments([(f"d{i}", [d]) for i, d in enumerate(docs)])
+    state = model.initial_state(block, hyper, 3)
+    tables = _summed(model, block, state)
+    derived = model.derive(tables)
+    for it in range(30):
+        model.sweep_tables(block, state, hyper, tables, derived, 50 + it)
+    tables = _summed(model, block, state)
+    pairs, uidx = words_burst.local_pairs(model, block)
+    n = np.zeros((len(pairs), K), np.int64)
+    np.add.at(n, (uidx, state["z"]), 1)
+    t = state["word_t"]
+    occ = n > 0
+    N, T = words_burst.restaurants(pairs, n, len(docs), V), words_burst.restaurants(pairs, t, len(docs), V)
+    a, b, beta0 = 0.3, 1.5, 0.4
+    twk = np.zeros((V, K))
+    np.add.at(twk, pairs % V, t)
+    want = words_pyp.cells_loglik(n[occ], t[occ], N.ravel(), T.ravel(), a, b) + sum(
+        words_pyp.root_loglik(twk[:, k], beta0, V) for k in range(K))
+    np.testing.assert_allclose(model.loglik(tables, model.derive(tables), hyper), want, rtol=1e-12)
+    np.testing.assert_array_equal(tables["nwk"], twk)
+    _, _, _, Nh, Th, wr = words_burst.split(tables[words_burst.HIST])
+    sampled = {"burst.a": True, "burst.b": True}
+    got = words_burst.sample_hyper(hyper["word_pyp"], tables, hyper, sampled, np.random.default_rng(9))
+    ref = words_pyp.sample_cells_hyper(hyper["word_pyp"], n[occ], t[occ], np.repeat(Nh, wr), np.repeat(Th, wr), hyper,
+                                       sampled, np.random.default_rng(9))
+    assert got == ref and got["a_values"]["burst.a"] != a and got["b_values"]["burst.b"] != b
