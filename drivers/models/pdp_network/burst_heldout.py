@@ -19,7 +19,6 @@ import numpy as np
 
 from drivers.models.pdp_network import left_to_right_scores, words_burst
 from drivers.models.pdp_network.words_bigram import PSEUDO
-from drivers.models.pdp_network.words_pyp import own_customers
 from inference.errors import RefusedError
 from inference.gibbs import heldout
 
@@ -46,7 +45,7 @@ def scored_rows(model, observed, state, scored, phi_vk, a: float, b: float) -> n
     """(N, K) p(w | k) of the scored tokens given the observed tokens' burst cells (module docstring)."""
     V = model.vocab_size
     pairs, uidx = words_burst.local_pairs(model, observed)
-    own_n = own_customers(uidx, state["z"], len(pairs), model.num_topics)
+    own_n = words_burst.own_customers(uidx, state["z"], len(pairs), model.num_topics)
     own_t = np.asarray(state["word_t"], np.int64)
     N = words_burst.restaurants(pairs, own_n, observed.n_docs, V)
     T = words_burst.restaurants(pairs, own_t, observed.n_docs, V)

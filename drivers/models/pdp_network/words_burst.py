@@ -19,7 +19,6 @@ import numpy as np
 
 from drivers.models.pdp_network import words_pyp
 from drivers.models.pdp_network.words_bigram import PSEUDO
-from drivers.models.pdp_network.words_pyp import own_customers
 from inference.gibbs.pdp import log_poch, log_poch_incr, log_stirling_table
 from inference.gibbs.tables import CountTable
 from inference.pdpnet import engine_stats
@@ -51,10 +50,27 @@ def initial_state(model, block, state: dict) -> None:
 
 
 def restaurants(pairs, arr, D: int, V: int) -> np.ndarray:
-    """(D, K) a cell array summed per document (N_dk of the customers, T_dk of the indicators)."""
+    """(D, K) a cell array summed per document (N_dk of the customers, T_dk of the indicators): the pairs are sorted
+    by document, so one reduceat over the documents' runs."""
     out = np.zeros((D, arr.shape[1]), np.int64)
-    np.add.at(out, pairs // V, arr)
+    if len(pairs):
+        doc = pairs // V
+        starts = np.flatnonzero(np.r_[True, doc[1:] != doc[:-1]])
+        out[doc[starts]] = np.add.reduceat(np.asarray(arr, np.int64), starts, axis=0)
     return out
+
+
+def own_customers(uidx, z, U: int, K: int) -> np.ndarray:
+    """(U, K) the customers n of every (pair, topic) cell from z (a bincount)."""
+    return np.bincount(uidx * K + np.asarray(z, np.int64), minlength=U * K).reshape(U, K)
+
+
+def word_rows(words, arr, K: int) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct words, (W, K) ``arr``'s rows summed per word)."""
+    vocab, inv = np.unique(words, return_inverse=True)
+    keys = (inv.reshape(-1)[:, None] * K + np.arange(K)[None, :]).ravel()
+    out = np.bincount(keys, weights=np.asarray(arr, np.float64).ravel(), minlength=len(vocab) * K)
+    return vocab, out.reshape(len(vocab), K).astype(np.int64)
 
 
 def table_counts(model, block, state: dict) -> dict:
@@ -64,9 +80,7 @@ def table_counts(model, block, state: dict) -> dict:
     pairs, uidx = local_pairs(model, block)
     own_n = own_customers(uidx, state["z"], len(pairs), model.num_topics)
     own_t = np.asarray(state["word_t"], np.int64)
-    vocab, inv = np.unique(pairs % V, return_inverse=True)
-    twk = np.zeros((len(vocab), model.num_topics), np.int64)
-    np.add.at(twk, inv.reshape(-1), own_t)
+    vocab, twk = word_rows(pairs % V, own_t, model.num_topics)
     N, T = restaurants(pairs, own_n, block.n_docs, V), restaurants(pairs, own_t, block.n_docs, V)
     occ, live = own_n > 0, N > 0
     keys = np.concatenate([engine_stats.hist_keys(0, 0, 0, own_n[occ], own_t[occ]),
