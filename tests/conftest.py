@@ -190,6 +190,8 @@ PDP_HDP_PYP_CMGS = PDP_HDP_PYP + ("--sampler", "cmgs")
 PDP_PYP_LDA_2 = PDP_HDP_PYP[:3] + ("pyp-lda-2",) + PDP_HDP_PYP[4:]
 #: pdp-network's hca.json (hdp-pyp-lda's topic side, pyp-lda's word side: both sides' tables owned), likewise
 PDP_HCA = ("--model", "pdp-network", "--network", "hca", *PDP_HDP_PYP[4:])
+#: pdp-network's burst-lda.json (a word vector per topic per document, local to its partition), likewise
+PDP_BURST = ("--model", "pdp-network", "--network", "burst-lda", *PDP_HDP_PYP[4:])
 
 
 @pytest.fixture(scope="session")
@@ -237,7 +239,8 @@ def local1_models(tiny_corpora_of_kind, synthetic_lda, tmp_path_factory):
              "pdp-pyp-lda-2": ["--corpus", tiny_corpora_of_kind[registry.SEGMENTED], *map(str, PDP_PYP_LDA_2)],
              "pdp-hca": ["--corpus", tiny_corpora_of_kind[registry.SEGMENTED], *map(str, PDP_HCA)],
              "pdp-hdp-pyp-cmgs": ["--corpus", tiny_corpora_of_kind[registry.SEGMENTED],
-                                  *map(str, PDP_HDP_PYP_CMGS)]}
+                                  *map(str, PDP_HDP_PYP_CMGS)],
+             "pdp-burst": ["--corpus", tiny_corpora_of_kind[registry.SEGMENTED], *map(str, PDP_BURST)]}
     env = dict(os.environ, SPARK_TOPICS_SPARK_LOG_LEVEL="ERROR")
     run = subprocess.run([sys.executable, os.path.join(TESTS, "train_every_model.py"), "local[1]", str(out),
                           tiny_corpora_of_kind[registry.SEGMENTED], tiny_corpora_of_kind[registry.ALIGNED],

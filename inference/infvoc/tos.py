@@ -148,6 +148,8 @@ class OnlineSettings:
     expand: str = "every"        # every: every topic takes the minibatch's words before its local step (its code;
     #                              the default, issue 30); sampled: a topic takes a word a token of it was sampled
     #                              into (7.4 with G_0; Algorithm 4 as printed). A saved model keeps its own
+    reseed: float = 0.0          # > 0: at each reordering a topic whose evidence is below this times the topics'
+    #                              mean is re-seeded from a document of the minibatch (inference.infvoc.reseed)
 
     def check(self) -> None:
         if not self.alpha_beta > 0:
@@ -166,6 +168,8 @@ class OnlineSettings:
             raise ValueError(f"dropped words: one of {', '.join(DROPPED_WORDS)}")
         if self.expand not in EXPANSIONS:
             raise ValueError(f"expand: one of {', '.join(EXPANSIONS)}")
+        if not 0.0 <= self.reseed < 1.0:
+            raise ValueError("reseed: a fraction of the topics' mean evidence in [0, 1) (0: off)")
 
 
 #: which topics a word of a minibatch enters (``OnlineSettings.expand``)

@@ -154,6 +154,8 @@ def main() -> None:
     parser.add_argument("--kappa", type=float, default=0.6)
     parser.add_argument("--passes", default=None, help="passes of the infinite model's base training and of each of its "
                         "refreshes (a number or auto; default: none given, the CLI's default)")
+    parser.add_argument("--reseed-below", default=None,
+                        help="infvoc's --reseed-below (default: none given, the CLI's default)")
     parser.add_argument("--retrain", action="store_true",
                         help="also time a retrain of each model on the whole stream (prepare timed apart)")
     parser.add_argument("--ranking", choices=("base", "counts"), default="base",
@@ -232,7 +234,8 @@ def main() -> None:
         # infvoc
         schedule = ["--alpha-beta", options.alpha_beta, "--truncation", options.truncation, "--reorder-delay",
                     options.reorder_delay, "--minibatch-size", options.minibatch_size,
-                    *(["--passes", options.passes] if options.passes is not None else [])]
+                    *(["--passes", options.passes] if options.passes is not None else []),
+                    *(["--reseed-below", options.reseed_below] if options.reseed_below is not None else [])]
         began = time.time()
         infinite.train(spark, parse(train, ["--corpus", work / "c0", "--output", work / "inf-base", "--topics",
                                             options.topics, "--vocabulary", "infinite", "--tau0", options.tau0,

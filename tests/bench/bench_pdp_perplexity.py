@@ -18,6 +18,12 @@ same K, iterations, seed and priors (alpha 0.1 fixed, beta 0.01; b = 10 sampled,
   structure; no target).
 * ``hca-2``: ``--network pyp-lda-2``, ``--network hca`` and ``--network hca-2`` (hca's topic side with pyp-lda-2's
   word side: hca's full structure; no target).
+* ``burst``: ``lda-gibbs --fixed-alpha``, ``--network lda``, ``--network pyp-lda`` and ``--network burst-lda`` (a
+  Pitman-Yor word vector per topic per document over phi[topic]: DCMLDA's / hca's burstiness; no target).
+
+``--corpus FILE.jsonl[.gz]`` (one document per line, ``id`` and ``text``) replaces the default corpus: prepared with
+``--holdout-fraction 0.2`` and no segments (the results file's name gets the file's stem), e.g. the manual pages of
+sections 2 and 3 (``tests/bench/manpages_corpus.py``, then those lines whose id starts with ``2/`` or ``3/``).
 
 Every model is scored by ``evaluate``'s default held-out estimator (document completion: half of every held-out
 chapter observed, the model's own sampler with the topics fixed, eq 5.10). CPU seconds: the cpuacct cgroup of
@@ -53,13 +59,16 @@ RUNS = {   # name -> (model, extra train flags)
     "pyp-lda-2.json": ("pdp-network", ("--network", "pyp-lda-2")),
     "hca.json": ("pdp-network", ("--network", "hca")),
     "hca-2.json": ("pdp-network", ("--network", "hca-2")),
+    "lda.json": ("pdp-network", ("--network", "lda")),
+    "burst-lda.json": ("pdp-network", ("--network", "burst-lda")),
 }
 GROUPS = {"stm": ["stm", "stm.json"], "seqlda": ["seqlda", "seqlda.json"], "adatm": ["adatm", "adatm.json"],
           "pyp-lda": ["lda-gibbs", "pyp-lda.json", "lda-gibbs (alpha optimised)"],
           "hdp-pyp": ["lda-gibbs", "hdp-lda.json", "hdp-pyp-lda.json"],
           "pyp-lda-2": ["lda-gibbs", "pyp-lda.json", "pyp-lda-2.json"],
           "hca": ["pyp-lda.json", "hdp-pyp-lda.json", "hca.json"],
-          "hca-2": ["pyp-lda-2.json", "hca.json", "hca-2.json"]}
+          "hca-2": ["pyp-lda-2.json", "hca.json", "hca-2.json"],
+          "burst": ["lda-gibbs", "lda.json", "pyp-lda.json", "burst-lda.json"]}
 
 
 def cpu_seconds() -> float:
@@ -78,6 +87,15 @@ def segmented_corpus(spark) -> tuple[str, str]:
     if not (out / "corpus.json").exists():
         prepare_with_holdout(spark, str(REPO / "sample_data" / "web_chapters.jsonl.gz"), str(out), 0.2,
                              segments="sentence", overwrite=True)
+    return str(out), str(out / "heldout")
+
+
+def other_corpus(spark, path: str) -> tuple[str, str]:
+    from drivers.preparation.heldout_corpus import prepare_with_holdout
+
+    out = CACHE / f"{Path(path).name.split('.')[0]}-holdout20"
+    if not (out / "corpus.json").exists():
+        prepare_with_holdout(spark, path, str(out), 0.2, overwrite=True)
     return str(out), str(out / "heldout")
 
 
@@ -108,10 +126,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--only", default=",".join(GROUPS), help="groups: " + ",".join(GROUPS))
     parser.add_argument("--again", action="store_true", help="run again what the results file has")
+    parser.add_argument("--corpus", default=None, help="another corpus (module docstring)")
     args = parser.parse_args()
     spark = bench_session("bench pdp-network perplexity")
-    train_dir, test_dir = segmented_corpus(spark)
-    stem = f"pdp-perplexity-K{args.topics}-I{args.iterations}" + ("" if args.seed == 1 else f"-S{args.seed}")
+    train_dir, test_dir = segmented_corpus(spark) if args.corpus is None else other_corpus(spark, args.corpus)
+    stem = f"pdp-perplexity-K{args.topics}-I{args.iterations}" + ("" if args.seed == 1 else f"-S{args.seed}") + (
+        "" if args.corpus is None else "-" + Path(args.corpus).name.split(".")[0])
     root, result_file = CACHE / stem, CACHE / f"{stem}.json"
     rows = json.loads(result_file.read_text()) if result_file.exists() else {}
     for group in args.only.split(","):

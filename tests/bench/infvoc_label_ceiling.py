@@ -9,7 +9,8 @@ per entry and per package (:func:`infvoc_folds.pooled_accuracy`).
     PYTHONPATH=<scikit-learn> .venv/bin/python tests/bench/infvoc_label_ceiling.py --dims 20 [--label package]
 
 ``--label package``: the source package of the top 20 (:mod:`infvoc_package_label`), each package's last 40% of
-its entries tested; LSA and the whole tf-idf scored on that split.
+its entries tested; LSA and the whole tf-idf scored on that split. ``--label later``: the 20 sources of
+:mod:`infvoc_new_packages` (session 24's pre-registered test), the same split.
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ import pandas as pd
 from bench_infvoc import classification_accuracy
 from infvoc_corpora import CORPORA
 from infvoc_folds import fold_of, pooled_accuracy
+from infvoc_new_packages import later_labels
 from infvoc_package_label import package_labels
 
 
@@ -36,10 +38,10 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--dims", type=int, default=20)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--label", choices=("section", "package"), default="section")
+    parser.add_argument("--label", choices=("section", "package", "later"), default="section")
     options = parser.parse_args()
     rows = CORPORA["debian-changelogs"]()
-    if options.label == "package":
+    if options.label != "section":
         return package_ceiling(rows, options)
     counted = Counter(r["label"] for r in rows)
     labels = {r["id"]: r["label"] for r in rows if r["label"] and counted[r["label"]] >= 200}
@@ -75,7 +77,7 @@ def package_ceiling(rows, options) -> None:
     from sklearn.metrics import balanced_accuracy_score
     from sklearn.svm import LinearSVC
 
-    labels, test_ids = package_labels(rows)
+    labels, test_ids = (package_labels if options.label == "package" else later_labels)(rows)
     words = TfidfVectorizer(min_df=2, sublinear_tf=True, token_pattern=r"[^\W\d_]{2,}")
     tfidf = words.fit_transform([r["text"] for r in rows])
     lsa = TruncatedSVD(options.dims, random_state=options.seed).fit_transform(tfidf)
@@ -88,7 +90,7 @@ def package_ceiling(rows, options) -> None:
     predicted = LinearSVC().fit(tfidf[keep][~test], target[~test]).predict(tfidf[keep][test])
     out["tfidf_split_entry_svm_balanced"] = float(balanced_accuracy_score(target[test], predicted))
     out["entries"] = dict(Counter(target).most_common())
-    print(f"debian-changelogs, label package: {len(rows)} entries, {len(labels)} labelled ({len(set(target))} "
+    print(f"debian-changelogs, label {options.label}: {len(rows)} entries, {len(labels)} labelled ({len(set(target))} "
           f"packages, {int(test.sum())} tested), {tfidf.shape[1]} words; LSA {options.dims}")
     print("RESULT " + json.dumps(out))
 

@@ -72,6 +72,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--corpus", choices=sorted(CORPORA), default="python-news-joined")
     parser.add_argument("--run", required=True, help="a bench run's folder")
+    parser.add_argument("--show", default="", help="topics to print besides those below 0 (e.g. 38,2)")
     options = parser.parse_args()
     rows = CORPORA[options.corpus]()
     everything = document_sets(rows, set(stopword_list("english")))
@@ -86,8 +87,9 @@ def main() -> None:
     fper = np.array([npmi([t], everything) for t in ftop])
     fshare = fevidence / fevidence.sum()
     print(f"{options.run}: infvoc NPMI whole {per.mean():.4f}, fixvoc {fper.mean():.4f}")
-    print(summary("infvoc, topics below 0", per[tail], share[tail], owned[tail], df_of, [top[k] for k in np.flatnonzero(tail)],
-                  f"; prior-only share of the top words' E[beta] median {np.median(prior[tail]):.2f}"))
+    if tail.any():
+        print(summary("infvoc, topics below 0", per[tail], share[tail], owned[tail], df_of, [top[k] for k in np.flatnonzero(tail)],
+                      f"; prior-only share of the top words' E[beta] median {np.median(prior[tail]):.2f}"))
     print(summary("infvoc, the others", per[~tail], share[~tail], owned[~tail], df_of, [top[k] for k in np.flatnonzero(~tail)],
                   f"; prior-only share median {np.median(prior[~tail]):.2f}"))
     print(summary("fixvoc, all", fper, fshare, fowned, df_of, ftop))
@@ -100,7 +102,8 @@ def main() -> None:
     print("Spearman(evidence share, NPMI): infvoc "
           f"{np.corrcoef(np.argsort(np.argsort(share)), np.argsort(np.argsort(per)))[0, 1]:.2f}, fixvoc "
           f"{np.corrcoef(np.argsort(np.argsort(fshare)), np.argsort(np.argsort(fper)))[0, 1]:.2f}")
-    for k in np.flatnonzero(tail)[np.argsort(per[tail])]:
+    shown = [int(k) for k in options.show.split(",") if k]
+    for k in [*np.flatnonzero(tail)[np.argsort(per[tail])], *shown]:
         print(f"  infvoc topic {k} NPMI {per[k]:.3f} share {100 * share[k]:.2f}%: " + " ".join(
             f"{w}(df {df_of[w]}, own {o:.2f}, prior {p:.2f})" for w, o, p in zip(top[k], owned[k], prior[k])))
 

@@ -38,12 +38,16 @@ def source_of(folder: str) -> str:
     return folder
 
 
-def package_labels(rows, top: int = TOP, share: float = TEST_SHARE) -> tuple[dict, set]:
-    """(doc id -> source package for the entries of the ``top`` sources with the most entries, the test ids: each
-    source's last ``share`` of its entries by date). ``rows`` sorted by id (date first), as the corpus gives them."""
+def ranked_sources(rows) -> tuple[dict, list]:
+    """(doc folder -> source package, the sources with their entry counts, most entries first, ties by name)."""
     sources = {folder: source_of(folder) for folder in {r["package"] for r in rows}}
     counted = Counter(sources[r["package"]] for r in rows)
-    chosen = {s for s, _ in sorted(counted.items(), key=lambda item: (-item[1], item[0]))[:top]}
+    return sources, sorted(counted.items(), key=lambda item: (-item[1], item[0]))
+
+
+def labels_of(rows, sources: dict, chosen: set, share: float = TEST_SHARE) -> tuple[dict, set]:
+    """(doc id -> source package for the entries of the ``chosen`` sources, the test ids: each source's last
+    ``share`` of its entries by date). ``rows`` sorted by id (date first), as the corpus gives them."""
     labels, entries = {}, {}
     for r in rows:
         source = sources[r["package"]]
@@ -54,6 +58,13 @@ def package_labels(rows, top: int = TOP, share: float = TEST_SHARE) -> tuple[dic
     for ids in entries.values():
         test_ids.update(ids[len(ids) - round(share * len(ids)):])
     return labels, test_ids
+
+
+def package_labels(rows, top: int = TOP, share: float = TEST_SHARE) -> tuple[dict, set]:
+    """(doc id -> source package for the entries of the ``top`` sources with the most entries, the test ids: each
+    source's last ``share`` of its entries by date). ``rows`` sorted by id (date first), as the corpus gives them."""
+    sources, ranked = ranked_sources(rows)
+    return labels_of(rows, sources, {s for s, _ in ranked[:top]}, share)
 
 
 def main() -> None:

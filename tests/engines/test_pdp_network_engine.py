@@ -231,21 +231,24 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
         assert_same_runs(fit(spark_session, blocks, tmp_path / "resident", network, sync="resident"), run)
 
 
-@pytest.mark.parametrize("which", ["pdp-seqlda-cmgs", "pdp-hdp-pyp", "pdp-pyp-lda-2", "pdp-hca", "pdp-hdp-pyp-cmgs"])
+@pytest.mark.parametrize("which", ["pdp-seqlda-cmgs", "pdp-hdp-pyp", "pdp-pyp-lda-2", "pdp-hca", "pdp-burst",
+                                   "pdp-hdp-pyp-cmgs"])
 def test_seqlda_cmgs_is_the_same_on_local1(spark_session, tiny_corpora_of_kind, local1_models, tmp_path, which):
     """seqlda.json under ``--sampler cmgs`` (and hdp-pyp-lda.json: a corpus-level Pitman-Yor vector, its tables
     owned by partitions; pyp-lda-2.json: a chain of Pitman-Yor word vectors, likewise; hca.json: a shared Pitman-Yor
-    topic vector and a Pitman-Yor word side) trained here (local[2]) and in the local[1] application (conftest
+    topic vector and a Pitman-Yor word side; burst-lda.json: a word vector per topic per document) trained here
+    (local[2]) and in the local[1] application (conftest
     ``local1_models``): the same topics and document rows bit for bit."""
     import pandas as pd
 
-    from conftest import PDP_HCA, PDP_HDP_PYP, PDP_HDP_PYP_CMGS, PDP_PYP_LDA_2, PDP_SEQLDA_CMGS, train_args
+    from conftest import (PDP_BURST, PDP_HCA, PDP_HDP_PYP, PDP_HDP_PYP_CMGS, PDP_PYP_LDA_2, PDP_SEQLDA_CMGS,
+                          train_args)
     from drivers import registry
     from drivers.store.model_store import load_model
     from jobs import train
 
     flags = {"pdp-seqlda-cmgs": PDP_SEQLDA_CMGS, "pdp-hdp-pyp": PDP_HDP_PYP, "pdp-pyp-lda-2": PDP_PYP_LDA_2,
-             "pdp-hca": PDP_HCA, "pdp-hdp-pyp-cmgs": PDP_HDP_PYP_CMGS}[which]
+             "pdp-hca": PDP_HCA, "pdp-burst": PDP_BURST, "pdp-hdp-pyp-cmgs": PDP_HDP_PYP_CMGS}[which]
     train.train(spark_session, train_args(tiny_corpora_of_kind[registry.SEGMENTED], tmp_path / "m", *flags))
     other = local1_models / which
     np.testing.assert_array_equal(load_model(str(other)).lambda_, load_model(str(tmp_path / "m")).lambda_)

@@ -102,3 +102,20 @@ def test_resident_messages_give_the_tables_and_the_directive_back():
     assert back["step"] == "relabel" and back["created"] == [4] and back["permutation"].tolist() == [2, 0, 1, 3]
     assert directive_message(None) == (None, []) and directive_of(None, []) is None
     assert KeyedCounts.empty(3).nnz == 0
+
+
+def test_nested_derived_values_travel_in_a_resident_message():
+    """A model's derived values may hold dicts of arrays (a word side's own): they go as arrays and come back
+    nested; a value with no array form raises instead of stopping the resident sampler mid-run."""
+    layout = TableLayout((CountTable("nwk", 5, 3),), 1)
+    nwk = np.arange(15, dtype=np.int32).reshape(5, 3)
+    derived = {"nk": np.array([1, 2, 3]), "side": {"tk": np.array([4, 5]), "deep": {"t": np.array([[6]])}},
+               "scale": 2.5}
+    header, arrays = tables_message(layout, {"nwk": nwk}, derived, None)
+    assert header["derived"] == ["nk", "scale", "side/deep/t", "side/tk"]
+    _, got, rest = apply_tables_message(layout, header, arrays, None)
+    assert rest == [] and sorted(got) == ["nk", "scale", "side"] and float(got["scale"]) == 2.5
+    np.testing.assert_array_equal(got["side"]["deep"]["t"], [[6]])
+    np.testing.assert_array_equal(got["side"]["tk"], [4, 5])
+    with pytest.raises(TypeError, match="side/bad"):
+        tables_message(layout, {"nwk": nwk}, {"side": {"bad": [object()]}}, None)

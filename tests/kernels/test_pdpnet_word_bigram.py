@@ -99,7 +99,7 @@ def test_two_partitions_keyed_tables_stay_the_recount_and_own_tables_legal(tmp_p
             n0 = words_pyp.own_customers(uidx, st["z"], len(pairs), K)
             start = words_bigram.local_arrays(pairs, uidx, {"z": st["z"], "word_t": st["word_t"].copy()}, derived, V, K)
             t0 = st["word_t"] + ((start["tloc"] > 0) & (start["nloc"] > 0) & (n0 > 0) & (
-                words_bigram._lookup(derived["bigram_keys"], derived["bigram_race"], pairs[:, None] * K + np.arange(K))))
+                words_bigram.lookup(derived["bigram_keys"], derived["bigram_race"], pairs[:, None] * K + np.arange(K))))
             model.sweep_tables(blk, st, hyper, own, derived, 100 * it + p)
             model.sweep_tables(blk, st, hyper, own, derived, 100 * it + p + 50)   # two sweeps per synchronisation
             n_own = words_pyp.own_customers(uidx, st["z"], len(pairs), K)

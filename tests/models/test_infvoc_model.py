@@ -256,6 +256,28 @@ def test_expand_every_puts_each_word_in_every_topic_and_still_separates_themes(s
     assert sorted(len(t & set(SPORT)) for t in tops) == [0, 6] and sorted(len(t & set(COOKING)) for t in tops) == [0, 6]
 
 
+def test_reseed_below_reseeds_the_starved_topics_from_minibatch_documents(spark_session, base_corpus, caplog):
+    """``--reseed-below`` (issue 30, off by default): 6 topics for 2 themes leave topics starved; at each
+    reordering those are re-seeded from documents of the minibatch (the log names them; each such topic's TOS is
+    then its document's words), and the setting is saved and kept by a refresh."""
+    import logging
+
+    from drivers.models.infvoc.commands import _settings
+    from inference.infvoc.tos import OnlineSettings
+
+    tmp, corpus = base_corpus
+    model_dir = str(tmp / "model-reseed")
+    with caplog.at_level(logging.INFO, logger="spark_topics.infvoc"):
+        meta = train_infinite(spark_session, corpus, model_dir, "--topics", "6", "--reseed-below", "0.5")
+    assert meta["settings"]["reseed"] == 0.5
+    reseeds = [r.getMessage() for r in caplog.records if "re-seeded" in r.getMessage()]
+    assert reseeds and all(m.startswith(("minibatch 2:", "minibatch 4:")) for m in reseeds)     # U = 2
+    assert InfVocModel.load(model_dir).settings.reseed == 0.5
+    refresh_argv = ["--model", "r", "--input", "i", "--vocabulary", "infinite"]
+    assert _settings(parse(refresh_job, refresh_argv), OnlineSettings(reseed=0.5)).reseed == 0.5
+    assert _settings(parse(refresh_job, refresh_argv), OnlineSettings()).reseed == 0.0
+
+
 def test_the_defaults_are_passes_auto_and_every_and_algorithm_4_stays_reachable():
     """Issue 30: with one pass of a few minibatches the topics do not separate (README, "Defaults"), so ``--passes``
     defaults to 'auto', at least 60 online steps over a corpus or a batch (at most 20 passes), and a new model to

@@ -164,7 +164,7 @@ def tables_message(layout: TableLayout, tables: dict, derived: dict, previous: d
     """The tables and derived values of a synchronisation as a header part and arrays: a dense table whole
     (``previous`` None or of another shape) or as the entries that differ from ``previous``, the table the tasks
     hold (flat indices, new values: at large K most of a V x K table does not change in a sweep); a keyed table
-    as its nonzero rows; the derived values whole."""
+    as its nonzero rows; the derived values whole (a dict of them by ``outer/inner`` names, :func:`_flat_derived`)."""
     modes, arrays = [], []
     for table in layout.tables:
         value = tables[table.name]
@@ -178,8 +178,26 @@ def tables_message(layout: TableLayout, tables: dict, derived: dict, previous: d
             changed = np.flatnonzero(value != previous[table.name])
             modes.append("changes")
             arrays += [changed, value.ravel()[changed]]
-    names = sorted(derived)
-    return {"tables": modes, "derived": names}, arrays + [np.asarray(derived[n]) for n in names]
+    flat = _flat_derived(derived)
+    names = sorted(flat)
+    return {"tables": modes, "derived": names}, arrays + [flat[n] for n in names]
+
+
+def _flat_derived(derived: dict, prefix: str = "") -> dict:
+    """Derived values as arrays by name, a nested dict's by ``outer/inner`` (a value neither an array nor a number
+    nor a dict of them raises: it has no array message)."""
+    out = {}
+    for name, value in derived.items():
+        if "/" in name:
+            raise ValueError(f"derived value '{prefix}{name}': a name with '/' has no resident message")
+        if isinstance(value, dict):
+            out.update(_flat_derived(value, f"{prefix}{name}/"))
+            continue
+        array = np.asarray(value)
+        if array.dtype == object:
+            raise TypeError(f"derived value '{prefix}{name}': {type(value).__name__} is not an array")
+        out[prefix + name] = array
+    return out
 
 
 def apply_tables_message(layout: TableLayout, header: dict, arrays: list, held: dict | None) -> tuple[dict, dict, list]:
@@ -201,7 +219,11 @@ def apply_tables_message(layout: TableLayout, header: dict, arrays: list, held: 
             at += 2
     derived = {}
     for name in header["derived"]:
-        derived[name] = arrays[at]
+        *outer, inner = name.split("/")
+        into = derived
+        for part in outer:
+            into = into.setdefault(part, {})
+        into[inner] = arrays[at]
         at += 1
     return tables, derived, arrays[at:]
 

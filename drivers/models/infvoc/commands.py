@@ -64,6 +64,10 @@ def add_flags(group, schedule: bool) -> None:
                             "local step (every, as the thesis' code; the default for a new model, or the model's), "
                             "or the topics a token of it is sampled into, through G_0 (sampled; with --passes 1 "
                             "the thesis' Algorithm 4 as printed)")
+    group.add_argument("--reseed-below", type=float, default=None,
+                       help="infinite: at each reordering, re-seed a topic whose evidence (its sticks' counts) is "
+                            "below this fraction of the topics' mean from one document of the minibatch (default 0: "
+                            "off, as the thesis; or the model's)")
     group.add_argument("--passes", default=AUTO,
                        help=f"infinite: passes over the documents, one online step per minibatch each; D of (7.6) "
                             f"counts a document once. 'auto' (the default): enough passes that the documents make "
@@ -106,7 +110,8 @@ def _settings(args, previous: OnlineSettings | None) -> OnlineSettings:
         corpus_size=_corpus_size(getattr(args, "corpus_size", None), base.corpus_size),
         dropped_words=getattr(args, "dropped_words", None) or base.dropped_words,
         ranking=getattr(args, "ranking", None) or base.ranking,
-        expand=getattr(args, "expand", None) or base.expand)
+        expand=getattr(args, "expand", None) or base.expand,
+        reseed=args.reseed_below if getattr(args, "reseed_below", None) is not None else base.reseed)
     try:
         settings.check()
     except ValueError as exc:

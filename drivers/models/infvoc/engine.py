@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from inference.infvoc.local_step import StringBlock, sample_block
+from inference.infvoc.reseed import reseed_starved
 from inference.infvoc.tos import TopicSet, expand_topic, ranking_log_base, reorder_topic, step_size, update_topic
 from partitioners.topic import STATISTICS_KEY, TopicPartitioner
 
@@ -118,6 +119,12 @@ def run_minibatch(sc, model, documents: list, partitions: int, reducers: int | N
                                    settings.alpha_beta, minibatch)
             if minibatch % settings.delay == 0:
                 sets[k] = reorder_topic(sets[k], settings.truncation)
+    if settings.reseed > 0 and minibatch % settings.delay == 0:     # starved topics (inference.infvoc.reseed)
+        sets, pairs = reseed_starved(sets, documents, lambda t: ranking_log_base(model.base.log_probs(t), settings),
+                                     settings.reseed, scale, settings.alpha_beta, settings.truncation, model.seed,
+                                     minibatch)
+        if pairs:
+            log.info("minibatch %d: re-seeded %d starved topics (topic, document): %s", minibatch, len(pairs), pairs)
     model.sets = sets
     model.minibatches = minibatch
     model.documents = documents_seen

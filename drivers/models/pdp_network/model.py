@@ -28,8 +28,8 @@ import json
 
 import numpy as np
 
-from drivers.models.pdp_network import (left_to_right_scores, shared_pyp, word_sides, words_bigram, words_column,
-                                        words_pyp)
+from drivers.models.pdp_network import (burst_heldout, left_to_right_scores, shared_pyp, word_sides, words_bigram,
+                                        words_column, words_pyp)
 from drivers.corpora.kinds import BAG_OF_WORDS, ORDERED, SEGMENTED
 from drivers.models.pdp_network.hyper_steps import NetworkHyper
 from drivers.models.pdp_network.block_memo import BlockMemo, CountsMemo
@@ -49,8 +49,8 @@ NO_DRIFT = np.zeros(0)     # network_sweep's self-check of its kept rows: off
 NO_HISTOGRAM = (np.zeros(0, np.int64), np.zeros((0, 1), np.int32))
 
 
-class PdpNetwork(words_column.ColumnWordArrays, words_bigram.BigramArrays, SharedPypModel, SharedRootsModel,
-                 NetworkHyper, GibbsModel):
+class PdpNetwork(burst_heldout.BurstArrays, words_column.ColumnWordArrays, words_bigram.BigramArrays, SharedPypModel,
+                 SharedRootsModel, NetworkHyper, GibbsModel):
     """Any network of Dirichlet / Pitman-Yor vectors (module docstring) with the table-indicator sampler or CMGS."""
 
     name = "pdp-network"
@@ -234,7 +234,8 @@ class PdpNetwork(words_column.ColumnWordArrays, words_bigram.BigramArrays, Share
         return state
 
     def sweep(self, block, state, hyper, nwk, nk, seed, frozen_phi=None) -> None:
-        self._run(block, state, hyper, nwk, nk, seed, frozen_phi, init=False)
+        words = self.frozen_burst(hyper, frozen_phi)        # the burst side's held-out sweep (burst_heldout)
+        self._run(block, state, hyper, nwk, nk, seed, None if words else frozen_phi, init=False, words=words)
 
     # ---- the engine's tables: the word counts, the corpus-level roots' t^c, the discount histograms
     def count_tables(self) -> tuple:
@@ -288,6 +289,8 @@ class PdpNetwork(words_column.ColumnWordArrays, words_bigram.BigramArrays, Share
     # ---- evaluation
     def left_to_right(self, block, hyper, phi_vk, settings):
         """Exact in the model: the particles carry each test document's network state (z, t, s)."""
+        if burst_heldout.is_burst(hyper):
+            return self.burst_left_to_right(block, hyper, phi_vk, settings)
         return left_to_right_scores.network_scores(block, phi_vk, settings, lambda doc: self.test_document_start(
             doc, hyper), *self.word_hook(hyper), self.column_hook(hyper, phi_vk))
 

@@ -60,6 +60,8 @@ def multiplicity_shape(spec: NetworkSpec, families: list[str]) -> bool:
 def refused_word_side(side: dict | None) -> str | None:
     """What a shared Pitman-Yor topic vector cannot run beside (untested there), or None."""
     side = side or {}
+    if side.get("burst"):
+        return "a word side indexed by [topic, document]"
     if side.get("bigram") and "bottom" in side:
         return "a word side indexed by [topic, previous_word] over a Pitman-Yor psi[topic]"
     if side.get("bigram") and "context" in side:

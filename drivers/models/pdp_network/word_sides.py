@@ -8,6 +8,7 @@ topics, the likelihood and the hyperparameter steps), each answered once here so
 - :class:`BigramWords`: a family by [topic, previous_word] over a root per topic (tlm, :mod:`.words_bigram`), or by
   [topic, column:NAME] over one (the value the context: the differential topic models' phi0 as a Dirichlet);
 - :class:`BigramPsiWords`: the same over a Pitman-Yor psi[topic] (tlm's prior 2b, :mod:`.words_bigram_psi`);
+- :class:`BurstWords`: a family by [topic, document] over a root per topic (burstiness, DCMLDA: :mod:`.words_burst`);
 - :class:`DeepWords`: a chain of corpus-level Pitman-Yor word vectors (:mod:`.words_chain`) or a family by
   [topic, column:NAME] over phi0[topic] (:mod:`.words_column`).
 The partition-owned sides take ``words`` = (their word tables, derived, the engine's tables) in a sweep and answer
@@ -16,7 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from drivers.models.pdp_network import words_bigram, words_bigram_psi, words_chain, words_column, words_pyp
+from drivers.models.pdp_network import (words_bigram, words_bigram_psi, words_burst, words_chain, words_column,
+                                        words_pyp)
 from inference.pdpnet import owned_chain, owned_words, word_bigram, word_chain, word_column
 
 
@@ -177,6 +179,37 @@ class BigramPsiWords(BigramWords):
         return words_bigram_psi.sample_hyper(model, self.side, tables, hyper, sampled, rng)
 
 
+class BurstWords(PypWords):
+    """A word vector per topic per document over phi[topic] (:mod:`.words_burst`): the documents' cells local to
+    their partition, ``nwk`` phi's customers (the tables), the bigram side's kernel with the document as context."""
+
+    owned_kernel = None         # beside a shared Pitman-Yor topic vector: refused (shared_pyp.refused_word_side)
+
+    def count_tables(self, model) -> tuple:
+        return words_burst.count_tables()
+
+    def initial_state(self, model, block, state: dict) -> None:
+        words_burst.initial_state(model, block, state)
+
+    def table_counts(self, model, block, state: dict) -> dict:
+        return words_burst.table_counts(model, block, state)
+
+    def sweep_args(self, model, block, state, net, nwk, words, mx) -> tuple:
+        return words_burst.sweep_args(model, block, state, net, nwk, mx, self.side, words[1])
+
+    def write_back(self, loc, nwk, words, z) -> None:
+        words_burst.write_back(loc, nwk)
+
+    def topic_word(self, model, tables, derived, hyper):
+        return words_burst.phi_mean(tables["nwk"], float(self.side["beta0"]))
+
+    def loglik(self, model, tables, derived, hyper):
+        return words_burst.loglik(tables, *self.values(hyper))
+
+    def sample_hyper(self, model, tables, hyper, sampled, rng) -> dict:
+        return words_burst.sample_hyper(self.side, tables, hyper, sampled, rng)
+
+
 class DeepWords(PypWords):
     """A chain of corpus-level Pitman-Yor word vectors (pyp-lda-2) or a [topic, column:NAME] side over phi0[topic]:
     every level's indicators held by partitions (:mod:`.words_column`, :mod:`.words_chain`)."""
@@ -223,9 +256,10 @@ class DeepWords(PypWords):
 
 
 def owned_chain_args(pos, reseed, seed, uidx, *args):
-    """:func:`owned_chain.owned_chain_sweep` on a chain's arguments (``args`` ending with the 18 of
-    :func:`.words_chain.kernel_args`): no bottom level (``pb`` = -1, its arrays empty)."""
-    mid, tail = args[:-18], args[-18:]
+    """:func:`owned_chain.owned_chain_sweep` on a chain's arguments (``args`` ending with the
+    :data:`.words_chain.KERNEL_ARGS` of :func:`.words_chain.kernel_args`): no bottom level (``pb`` = -1, its arrays
+    empty)."""
+    mid, tail = args[:-words_chain.KERNEL_ARGS], args[-words_chain.KERNEL_ARGS:]
     none, empty = np.zeros(0, np.int64), np.zeros((0, tail[0].shape[1]), np.int64)
     return owned_chain.owned_chain_sweep(pos, reseed, seed, uidx, none, none, *mid, *(empty,) * 6, *tail[:12], -1, -1,
                                          1.0, *tail[12:])
@@ -256,6 +290,8 @@ def of(side: dict | None) -> DirichletWords:
     ``word_pyp``; None: the Dirichlet side)."""
     if side is None:
         return DirichletWords()
+    if side.get("burst"):
+        return BurstWords(side)
     if words_bigram_psi.is_psi(side):
         return BigramPsiWords(side)
     if side.get("column") or side.get("chain"):

@@ -85,7 +85,7 @@ def derived(tables: dict, V: int, K: int) -> dict:
     cust, tab = tables[CUSTOMERS], tables[TABLES]
     keys = np.asarray(cust.keys, np.int64)
     n = np.asarray(cust.counts[:, 0], np.int64)
-    t_raw = _lookup(np.asarray(tab.keys, np.int64), np.asarray(tab.counts[:, 0], np.int64), keys)
+    t_raw = lookup(np.asarray(tab.keys, np.int64), np.asarray(tab.counts[:, 0], np.int64), keys)
     race = (n > 0) & (t_raw == 0)
     t = np.where(race, 1, t_raw)
     ctx_all = (keys // (V * K)) * K + keys % K
@@ -98,7 +98,8 @@ def derived(tables: dict, V: int, K: int) -> dict:
             "bigram_ctx_n": N, "bigram_ctx_t": T, "bigram_troot": troot, "bigram_Troot": troot.sum(axis=0)}
 
 
-def _lookup(keys, values, wanted) -> np.ndarray:
+def lookup(keys, values, wanted) -> np.ndarray:
+    """The values of the ``wanted`` keys in a sorted key table (0 where a key is absent)."""
     if len(keys) == 0:
         return np.zeros(np.shape(wanted), np.asarray(values).dtype)
     at = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
@@ -109,9 +110,9 @@ def local_arrays(pairs, uidx, state, der: dict, V: int, K: int) -> dict:
     """A partition's copies of the global values over its pairs (the kernel's arrays); the partition opens one
     table for its customers of a race cell (own indicator, the repair) before sweeping."""
     cells = pairs[:, None] * K + np.arange(K)[None, :]
-    nloc = _lookup(der["bigram_keys"], der["bigram_n"], cells)
-    tloc = _lookup(der["bigram_keys"], der["bigram_t"], cells)
-    race = _lookup(der["bigram_keys"], der["bigram_race"].astype(np.int64), cells) > 0
+    nloc = lookup(der["bigram_keys"], der["bigram_n"], cells)
+    tloc = lookup(der["bigram_keys"], der["bigram_t"], cells)
+    race = lookup(der["bigram_keys"], der["bigram_race"].astype(np.int64), cells) > 0
     own_n = own_customers(uidx, state["z"], len(pairs), K)
     state["word_t"][race & (own_n > 0)] += 1
     prev = pairs // V
@@ -119,8 +120,8 @@ def local_arrays(pairs, uidx, state, der: dict, V: int, K: int) -> dict:
     ctx_cells = ctx_ids[:, None] * K + np.arange(K)[None, :]
     return {"uidx": uidx, "pword": (pairs % V).astype(np.int64), "pctx": pctx.reshape(-1).astype(np.int64),
             "nloc": nloc.astype(np.int64), "tloc": tloc.astype(np.int64),
-            "Nc": _lookup(der["bigram_ctx"], der["bigram_ctx_n"], ctx_cells).astype(np.int64),
-            "Tc": _lookup(der["bigram_ctx"], der["bigram_ctx_t"], ctx_cells).astype(np.int64),
+            "Nc": lookup(der["bigram_ctx"], der["bigram_ctx_n"], ctx_cells).astype(np.int64),
+            "Tc": lookup(der["bigram_ctx"], der["bigram_ctx_t"], ctx_cells).astype(np.int64),
             "troot": der["bigram_troot"].copy(), "Troot": der["bigram_Troot"].astype(np.int64).copy(),
             "own_n": own_n}
 
@@ -162,11 +163,11 @@ def predictive(doc, trained: dict, a: float, b: float, beta0: float, V: int, K: 
     predictive, ``bigram_psi``)."""
     pk = pair_keys(doc, V) if keys is None else keys
     cells = pk[:, None] * K + np.arange(K)[None, :]
-    n = _lookup(trained["bigram_keys"], trained["bigram_n"], cells).astype(np.float64)
-    t = _lookup(trained["bigram_keys"], trained["bigram_t"], cells).astype(np.float64)
+    n = lookup(trained["bigram_keys"], trained["bigram_n"], cells).astype(np.float64)
+    t = lookup(trained["bigram_keys"], trained["bigram_t"], cells).astype(np.float64)
     ctx = (pk // V)[:, None] * K + np.arange(K)[None, :]
-    N = _lookup(trained["bigram_ctx"], trained["bigram_ctx_n"], ctx).astype(np.float64)
-    T = _lookup(trained["bigram_ctx"], trained["bigram_ctx_t"], ctx).astype(np.float64)
+    N = lookup(trained["bigram_ctx"], trained["bigram_ctx_n"], ctx).astype(np.float64)
+    T = lookup(trained["bigram_ctx"], trained["bigram_ctx_t"], ctx).astype(np.float64)
     troot = trained["bigram_troot"].astype(np.float64)
     w = pk % V
     if "bigram_psi" in trained:
@@ -185,10 +186,10 @@ def document_side(doc, trained: dict, V: int, K: int, keys=None) -> tuple:
     ctx_cells = ctx_ids[:, None] * K + np.arange(K)[None, :]
     words, pword = np.unique(pairs % V, return_inverse=True)
     arrays = (uidx, pword.reshape(-1), pctx.reshape(-1),
-              _lookup(trained["bigram_keys"], trained["bigram_n"], cells),
-              _lookup(trained["bigram_keys"], trained["bigram_t"], cells),
-              _lookup(trained["bigram_ctx"], trained["bigram_ctx_n"], ctx_cells),
-              _lookup(trained["bigram_ctx"], trained["bigram_ctx_t"], ctx_cells))
+              lookup(trained["bigram_keys"], trained["bigram_n"], cells),
+              lookup(trained["bigram_keys"], trained["bigram_t"], cells),
+              lookup(trained["bigram_ctx"], trained["bigram_ctx_n"], ctx_cells),
+              lookup(trained["bigram_ctx"], trained["bigram_ctx_t"], ctx_cells))
     out = tuple(np.ascontiguousarray(x, dtype=np.int64) for x in arrays)
     psi = trained.get("bigram_psi")       # a Pitman-Yor psi: its trained predictive's pseudo-counts (float)
     if psi is not None:

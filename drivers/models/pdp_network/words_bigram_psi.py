@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from drivers.models.pdp_network import words_bigram, words_chain, words_pyp
-from drivers.models.pdp_network.words_bigram import _lookup, cell_values, upper_tables
+from drivers.models.pdp_network.words_bigram import lookup, cell_values, upper_tables
 
 LOCAL = "_bigram_psi_local"
 
@@ -69,9 +69,9 @@ def local_arrays(model, block, state: dict, der: dict, tables: dict) -> dict:
     K, V = model.num_topics, model.vocab_size
     pairs, uidx, pword, vocab = pair_words(model, block)
     cells = pairs[:, None] * K + np.arange(K)[None, :]
-    bn = _lookup(der["bigram_keys"], der["bigram_n"], cells).astype(np.int64)
-    bt = _lookup(der["bigram_keys"], der["bigram_t"], cells).astype(np.int64)
-    race = _lookup(der["bigram_keys"], der["bigram_race"].astype(np.int64), cells) > 0
+    bn = lookup(der["bigram_keys"], der["bigram_n"], cells).astype(np.int64)
+    bt = lookup(der["bigram_keys"], der["bigram_t"], cells).astype(np.int64)
+    race = lookup(der["bigram_keys"], der["bigram_race"].astype(np.int64), cells) > 0
     own_bn = words_pyp.own_customers(uidx, state["z"], len(pairs), K)
     own_bt = state["word_bt"]
     own_bt[race & (own_bn > 0)] += 1
@@ -85,8 +85,8 @@ def local_arrays(model, block, state: dict, der: dict, tables: dict) -> dict:
     if state["word_up"].shape[1] == 0:
         del state["word_up"]
     loc.update(pidx=uidx, pword=pword, pval=pctx.reshape(-1).astype(np.int64), bn=bn, bt=bt,
-               BN=_lookup(der["bigram_ctx"], der["bigram_ctx_n"], ctx_cells).astype(np.int64),
-               BT=_lookup(der["bigram_ctx"], der["bigram_ctx_t"], ctx_cells).astype(np.int64),
+               BN=lookup(der["bigram_ctx"], der["bigram_ctx_n"], ctx_cells).astype(np.int64),
+               BT=lookup(der["bigram_ctx"], der["bigram_ctx_t"], ctx_cells).astype(np.int64),
                own_bn=own_bn, own_bt=own_bt)
     return loc
 

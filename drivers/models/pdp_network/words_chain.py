@@ -87,14 +87,21 @@ def word_args(vocab, uidx, state, nwk, words, mx, side, net, V: int) -> tuple:
     return kernel_args(loc, side, net.a_names, net.b_names, V), loc
 
 
+#: how many arguments :func:`kernel_args` gives (a caller splitting a kernel's arguments reads it)
+KERNEL_ARGS = 18
+
+
 def kernel_args(loc: dict, side: dict, a_names: list, b_names: list, V: int) -> tuple:
-    """The word side's arguments of :func:`inference.pdpnet.word_chain.chain_word_sweep` after ``mx``."""
+    """The word side's :data:`KERNEL_ARGS` arguments of :func:`inference.pdpnet.word_chain.chain_word_sweep` after
+    ``mx``."""
     params = level_params(side)
     pl = np.array([a_names.index(a) for a, _ in params], np.int64)
     bl = np.array([b_names.index(b) for _, b in params], np.int64)
     gl = np.array(side["gammas"], np.float64)
-    return tuple(loc[k] for k in ("nloc", "tloc", "Nk", "Tk", "cup", "tup", "Cup", "Tup", "own_n", "own_t",
-                                  "own_c", "own_up")) + (pl, bl, gl, gl.copy(), float(side["beta0"]), int(V))
+    out = tuple(loc[k] for k in ("nloc", "tloc", "Nk", "Tk", "cup", "tup", "Cup", "Tup", "own_n", "own_t",
+                                 "own_c", "own_up")) + (pl, bl, gl, gl.copy(), float(side["beta0"]), int(V))
+    assert len(out) == KERNEL_ARGS
+    return out
 
 
 def write_back(loc: dict, nwk, twk, tch, der: dict) -> None:

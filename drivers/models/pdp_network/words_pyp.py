@@ -25,6 +25,8 @@ TABLE = "word_tables"
 #: the column of a chain with a level per topic (phi[topic] over phi1[topic]): the [topic, column] side with every
 #: document's value 0 (:mod:`.words_column`)
 ONE_VALUE = "[topic]"
+#: the word draw of the burstiness side (:mod:`.words_burst`)
+BURST_INDEX = ("topic", "document")
 
 
 def legal(nwk, twk) -> tuple[np.ndarray, np.ndarray]:
@@ -43,6 +45,9 @@ def word_side(spec: NetworkSpec) -> dict | None:
     word = spec.nodes[spec.word.node]
     if word.kind == "dirichlet" and word.index == ("topic",) and spec.word.index == ("topic",):
         return None
+    burst = burst_side(spec)      # a word vector per topic per document (burstiness, .words_burst)
+    if burst is not None:
+        return burst
     bigram = word.index == ("topic", "previous_word") and spec.word.index == ("topic", "previous_word")
     column = len(word.index) == 2 and word.index[0] == "topic" and word.index[1].startswith("column:") \
         and spec.word.index == word.index
@@ -110,6 +115,27 @@ def word_side(spec: NetworkSpec) -> dict | None:
         out.update(chain=[[nd.a, nd.b, nd.name] for nd in chain[1:]],
                    gammas=[float(nd.parents[0].gamma) for nd in chain])
     return out
+
+
+def burst_side(spec) -> dict | None:
+    """None unless the word draw is indexed by [topic, document]; then ``{"a", "b", "beta0", "base", "burst"}``
+    over a Dirichlet root or uniform vector per topic, else one line naming the node."""
+    word = spec.nodes[spec.word.node]
+    if word.index != BURST_INDEX and spec.word.index != BURST_INDEX:
+        return None
+    par = word.parents[0] if len(word.parents) == 1 else None
+    phi = spec.nodes[par.node] if par is not None else None
+    if word.kind != "pyp" or word.index != spec.word.index or phi is None or par.if_missing is not None \
+            or par.index != ("topic",) or phi.index != ("topic",) or phi.kind == "pyp" or phi.parents:
+        raise UsageError(f"network spec: node '{word.name}': a word side indexed by [topic, document] on the Gibbs "
+                         "engine is a Pitman-Yor family over one Dirichlet root or uniform vector per topic "
+                         "(phi[topic]; a Pitman-Yor phi[topic] under it is not on the engine)")
+    for nd in spec.nodes.values():
+        if nd is not word and nd.kind == "pyp" and {nd.a, nd.b} & {word.a, word.b}:
+            raise UsageError(f"network spec: node '{nd.name}' shares a discount or concentration with the word "
+                             f"side's '{word.name}' (not on the Gibbs engine)")
+    return {"a": word.a, "b": word.b, "beta0": float(phi.alpha) if phi.kind == "dirichlet" else 0.0,
+            "base": phi.name, "burst": True}
 
 
 def side_params(side: dict | None) -> set:

@@ -1,0 +1,65 @@
+"""Re-seeding a starved topic of the infinite-vocabulary model (issue 30; not in the thesis). Pure numpy.
+
+A topic's *evidence* is sum_t (nu1_kt - 1): the scaled counts its sticks hold beyond the prior Beta(1, alpha^beta)
+((7.6)-(7.7) average them over the last ~1/eps minibatches). Algorithm 4 leaves a topic whose evidence stays near
+the prior as it is: its nu decay to the prior and E[beta] (8.6) reads its stale TOS order through the stick's
+prior alone (README, "What fixvoc's top words have"). With ``reseed`` = f > 0, at every reordering (every U
+minibatches) each topic whose evidence is below f times the topics' mean is replaced by the topic that one update
+(7.6)-(7.8) with eps = 1 makes from the empty TOS with one document of the minibatch as if it were the minibatch
+(scale D/|S|): nu1 = 1 + scale c(w), nu2 = alpha^beta + scale sum_{s>t} c(rho_s), R = G_0(w) scale c(w), sorted by R
+(:func:`seeded_topic`). One document per starved topic, drawn without replacement with probability proportional
+to its distinct words, seeded by (seed, minibatch): the same seed gives the same model.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from inference.infvoc.tos import TopicSet, reorder_topic, update_topic
+
+#: the seed stream of the draws (distinct from the local step's)
+RESEED_STREAM = 0x5EED
+
+
+def evidence(sets: list) -> np.ndarray:
+    """(K,) sum_t (nu1_kt - 1) of every topic."""
+    return np.array([float(np.sum(ts.nu1 - 1.0)) if len(ts) else 0.0 for ts in sets])
+
+
+def starved(sets: list, below: float) -> np.ndarray:
+    """The topics whose evidence is below ``below`` times the mean over topics (none when all are at the prior)."""
+    e = evidence(sets)
+    if below <= 0 or not e.mean() > 0:
+        return np.zeros(0, dtype=np.int64)
+    return np.flatnonzero(e < below * e.mean())
+
+
+def seeded_topic(tokens, log_base, scale: float, alpha_beta: float, minibatch: int, truncation: int,
+                 dropped=None) -> TopicSet:
+    """The TOS of one update with eps = 1 from the empty TOS with a document's ``tokens`` (strings) as the counts
+    (``log_base(terms)``: log G_0 as the ranking weighs it), reordered by R and cut to ``truncation``."""
+    terms, counts = np.unique(np.asarray(tokens, dtype=object).astype(str), return_counts=True)
+    terms = terms.astype(object)
+    empty = TopicSet(np.empty(0, dtype=object), np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(0, dtype=np.int64),
+                     dropped)
+    topic = update_topic(empty, terms, counts.astype(np.float64), log_base(terms), scale, 1.0, alpha_beta, minibatch)
+    return reorder_topic(topic, truncation)
+
+
+def reseed_starved(sets: list, documents: list, log_base, below: float, scale: float, alpha_beta: float,
+                   truncation: int, seed: int, minibatch: int) -> tuple[list, list]:
+    """(``sets`` with every starved topic re-seeded from one of ``documents`` [(doc_id, tokens)], the
+    (topic, doc_id) pairs re-seeded)."""
+    topics = starved(sets, below)
+    sizes = np.array([len(set(tokens)) for _, tokens in documents], dtype=np.float64)
+    n = min(topics.size, int(np.count_nonzero(sizes)))
+    if n == 0:
+        return sets, []
+    generator = np.random.default_rng([int(seed), int(minibatch), RESEED_STREAM])
+    chosen = generator.choice(len(documents), size=n, replace=False, p=sizes / sizes.sum())
+    out = list(sets)
+    pairs = []
+    for k, d in zip(topics[:n], chosen):
+        doc_id, tokens = documents[int(d)]
+        out[k] = seeded_topic(tokens, log_base, scale, alpha_beta, minibatch, truncation, sets[k].dropped)
+        pairs.append((int(k), str(doc_id)))
+    return out, pairs

@@ -1,0 +1,65 @@
+"""Re-seeding starved topics of the infinite-vocabulary model (inference.infvoc.reseed; issue 30), against the
+update written out by hand."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from inference.infvoc.reseed import evidence, reseed_starved, seeded_topic, starved
+from inference.infvoc.tos import OnlineSettings, TopicSet
+
+
+def topic(terms, nu1, alpha_beta=10.0):
+    n = len(terms)
+    return TopicSet(np.asarray(terms, dtype=object), np.asarray(nu1, dtype=np.float64), np.full(n, alpha_beta),
+                    np.arange(n, 0, -1, dtype=np.float64), np.zeros(n, dtype=np.int64))
+
+
+def log_g0(terms):
+    """A G_0 that prefers short words: log G_0(w) = -len(w)."""
+    return -np.array([len(str(t)) for t in terms], dtype=np.float64)
+
+
+def test_seeded_topic_is_one_full_step_of_7_6_to_7_8_from_the_document():
+    scale, alpha_beta = 3.0, 10.0
+    ts = seeded_topic(["bb", "a", "bb", "ccc", "bb", "a"], log_g0, scale, alpha_beta, 7, 100)
+    # counts a 2, bb 3, ccc 1; R = G_0 scale c: a e^-1 6, bb e^-2 9, ccc e^-3 3 -> a (2.207), bb (1.218), ccc
+    assert ts.terms.tolist() == ["a", "bb", "ccc"]
+    np.testing.assert_allclose(ts.rank, [np.exp(-1) * 6, np.exp(-2) * 9, np.exp(-3) * 3])
+    np.testing.assert_allclose(ts.nu1, [1 + 6, 1 + 9, 1 + 3])
+    # nu2 = alpha^beta + scale x the counts after t in the order the update appended them (bb 3, a 2, ccc 1)
+    np.testing.assert_allclose(ts.nu2, [alpha_beta + scale * 1, alpha_beta + scale * 3, alpha_beta])
+    assert ts.since.tolist() == [7, 7, 7]
+    assert len(seeded_topic(["a", "bb", "ccc"], log_g0, scale, alpha_beta, 7, 2)) == 2      # cut to T
+
+
+def test_only_topics_below_the_fraction_of_the_mean_evidence_are_reseeded_and_the_draw_is_seeded():
+    sets = [topic(["x", "y"], [41.0, 41.0]), topic(["x"], [3.0]), topic(["y", "z"], [31.0, 21.0]),
+            topic(["z"], [1.5])]
+    np.testing.assert_allclose(evidence(sets), [80.0, 2.0, 50.0, 0.5])      # mean 33.125
+    assert starved(sets, 0.25).tolist() == [1, 3]
+    assert starved(sets, 0.0).size == 0
+    assert starved([topic(["x"], [1.0])], 0.5).size == 0                   # all at the prior: nothing to compare
+    documents = [("d0", ["a", "b", "a"]), ("d1", ["c"]), ("d2", ["d", "e", "f", "g"]), ("d3", [])]
+    out, pairs = reseed_starved(sets, documents, log_g0, 0.25, 2.0, 10.0, 100, seed=3, minibatch=20)
+    assert [k for k, _ in pairs] == [1, 3]
+    assert len({d for _, d in pairs}) == 2 and "d3" not in {d for _, d in pairs}     # distinct, never empty
+    assert out[0] is sets[0] and out[2] is sets[2]
+    for k, doc_id in pairs:
+        tokens = dict(documents)[doc_id]
+        expected = seeded_topic(tokens, log_g0, 2.0, 10.0, 20, 100)
+        assert out[k].terms.tolist() == expected.terms.tolist()
+        np.testing.assert_allclose(out[k].nu1, expected.nu1)
+    again, same = reseed_starved(sets, documents, log_g0, 0.25, 2.0, 10.0, 100, seed=3, minibatch=20)
+    assert same == pairs
+    draws = {tuple(reseed_starved(sets, documents, log_g0, 0.25, 2.0, 10.0, 100, seed=s, minibatch=m)[1])
+             for s in range(4) for m in range(4)}
+    assert len(draws) > 1                                                  # the draw depends on (seed, minibatch)
+    unchanged, none = reseed_starved(sets, documents, log_g0, 0.0, 2.0, 10.0, 100, seed=3, minibatch=20)
+    assert none == [] and unchanged is sets
+
+
+def test_reseed_setting_is_checked():
+    OnlineSettings(reseed=0.25).check()
+    with pytest.raises(ValueError, match="reseed"):
+        OnlineSettings(reseed=1.5).check()
