@@ -66,18 +66,19 @@ def chain_rows(R, lo, D, ad, K, kind, dim, off, alpha, asum, a_of, b_of, avals, 
         else:
             u = 1.0 / dim[p]
         Rd = R[d]
+        nx, tcx, tpx = n[ox:ox + K], tc[ox:ox + K], tp[ox:ox + K]      # views: k needs no wraparound
+        np_, tcp, tp0 = n[op:op + K], tc[op:op + K], tp[o0:o0 + K]
         for k in range(K):
             if not top:
                 P = Rp[k] / den
             elif pdir:
-                P = (ap + (n[op + k] + tc[op + k])) / den
+                P = (ap + (np_[k] + tcp[k])) / den
             else:
                 P = u
-            o = ox + k
-            c = n[o] + tc[o]
+            c = nx[k] + tcx[k]
             if sub:
-                c -= tp[o0 + k]
-            Rd[k] = (c - a * tp[o]) + g * P
+                c -= tp0[k]
+            Rd[k] = (c - a * tpx[k]) + g * P
 
 
 @token_kernel
@@ -116,20 +117,23 @@ def topic_weights(p, R, D, ad, w, kind, dim, off, alpha, asum, a_of, b_of, avals
             orr = off[r]
         else:
             u = 1.0 / dim[r]
+        nx, tcx, tpx = n[o0:o0 + K], tc[o0:o0 + K], tp[o0:o0 + K]      # views: k needs no wraparound
+        nr, tcr = n[orr:orr + K], tc[orr:orr + K]
+        fw = frozen_phi[w] if frozen else frozen_phi[0]
+        nw = nwk[w]
         for k in range(K):
-            o = o0 + k
-            t = tp[o]
+            t = tpx[k]
             if not top:
                 P = (Rp[k] + t) / den
             elif dirr:
-                P = (ar + (n[orr + k] + tc[orr + k])) / den
+                P = (ar + (nr[k] + tcr[k])) / den
             else:
                 P = u
-            v = ((n[o] + tc[o]) - a * t) + g * P
+            v = ((nx[k] + tcx[k]) - a * t) + g * P
             if frozen:
-                v *= frozen_phi[w, k]
+                v *= fw[k]
             else:
-                v *= (nwk[w, k] + beta) * inv[k]
+                v *= (nw[k] + beta) * inv[k]
             p[k] = v
             total += v
         return total
@@ -232,7 +236,12 @@ def exact_sweep(seed, words, z, topic_inst, kind, dim, off, alpha, asum, a_of, b
         w = words[i]
         jt = topic_inst[i]
         k0 = z[i]
-        if jt != cur:                                   # a new vector: its ancestors by depth, the rows kept
+        if jt != cur and cur >= 0 and kind[jt] == PYP and par_node[par_ptr[jt]] == cur:
+            D += 1                                      # the next vector of a chain: one level more, no walk
+            ad[D] = jt
+            stale = min(stale, D - 2)
+            cur = jt
+        elif jt != cur:                                 # a new vector: its ancestors by depth, the rows kept
             L = 0
             x = jt
             while True:
