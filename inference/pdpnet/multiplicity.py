@@ -305,9 +305,10 @@ def exact_sweep(seed, words, z, topic_inst, kind, dim, off, alpha, asum, a_of, b
             for x in range(pass_lo[q], pass_hi[q]):
                 if kind[x] != PYP:
                     continue
+                ox = off[x]
+                nx, tcx = n[ox:ox + dim[x]], tc[ox:ox + dim[x]]
                 for kk in range(dim[x]):
-                    o = off[x] + kk
-                    if n[o] == 0 and tc[o] >= 2:
+                    if nx[kk] == 0 and tcx[kk] >= 2:
                         resample_table(x, kk, wt, kind, dim, off, alpha, asum, a_of, b_of, par_ptr, par_node,
                                        avals, bvals, ratio3, cratio3, n, tc, tp, Nn, TC, TP, s, Se, eoff)
             cur = -1
