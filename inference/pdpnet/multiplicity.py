@@ -43,26 +43,42 @@ def root_predictive(x, k, kind, dim, off, alpha, asum, n, tc, Nn, TC):
 @token_kernel
 def chain_rows(R, lo, D, ad, K, kind, dim, off, alpha, asum, a_of, b_of, avals, bvals, n, tc, tp, Nn, TC, TP):
     """Rows max(lo, 1)..D-1 of R from the row above: R[d, k] = V_{ad[d]}(k), and at d = D - 1 without the tables
-    of x_0 = ad[D] (they change with every token at x_0); ad[0] is the root."""
-    x0 = ad[D]
+    of x_0 = ad[D] (they change with every token at x_0); ad[0] is the root. A row's topic-free values are read
+    once, before its loop over k (the same floats as per k)."""
+    o0 = off[ad[D]]
     for d in range(max(lo, 1), D):
         x = ad[d]
         p = ad[d - 1]
         a = avals[a_of[x]]
         g = bvals[b_of[x]] + a * TP[x]
-        den = 1.0
-        if d > 1:
+        ox = off[x]
+        sub = d == D - 1
+        top = d == 1
+        pdir = top and kind[p] == DIR
+        Rp = R[d - 1]
+        den, ap, op, u = 1.0, 0.0, 0, 0.0
+        if not top:
             den = bvals[b_of[p]] + Nn[p] + TC[p]
+        elif pdir:
+            den = asum[p] + Nn[p] + TC[p]
+            ap = alpha[p]
+            op = off[p]
+        else:
+            u = 1.0 / dim[p]
+        Rd = R[d]
+        nx, tcx, tpx = n[ox:ox + K], tc[ox:ox + K], tp[ox:ox + K]      # views: k needs no wraparound
+        np_, tcp, tp0 = n[op:op + K], tc[op:op + K], tp[o0:o0 + K]
         for k in range(K):
-            if d == 1:
-                P = root_predictive(p, k, kind, dim, off, alpha, asum, n, tc, Nn, TC)
+            if not top:
+                P = Rp[k] / den
+            elif pdir:
+                P = (ap + (np_[k] + tcp[k])) / den
             else:
-                P = R[d - 1, k] / den
-            o = off[x] + k
-            c = n[o] + tc[o]
-            if d == D - 1:
-                c -= tp[off[x0] + k]
-            R[d, k] = (c - a * tp[o]) + g * P
+                P = u
+            c = nx[k] + tcx[k]
+            if sub:
+                c -= tp0[k]
+            Rd[k] = (c - a * tpx[k]) + g * P
 
 
 @token_kernel
@@ -77,20 +93,54 @@ def arrival(R, D, k, ad, kind, dim, off, alpha, asum, b_of, bvals, n, tc, tp, Nn
 @token_kernel
 def topic_weights(p, R, D, ad, w, kind, dim, off, alpha, asum, a_of, b_of, avals, bvals, n, tc, tp, Nn, TC, TP,
                   nwk, inv, beta, frozen_phi, frozen):
-    """p[k] = V_{x_0}(k) Phi_kw (a root x_0: (alpha + c) Phi_kw); the common 1/(b + C) dropped. Returns the sum."""
+    """p[k] = V_{x_0}(k) Phi_kw (a root x_0: (alpha + c) Phi_kw); the common 1/(b + C) dropped. Returns the sum.
+    The arrival's denominator and the topic-free values are read once per token (the same floats as
+    :func:`arrival` per k)."""
     x0 = ad[D]
     K = p.shape[0]
     total = 0.0
-    pyp = kind[x0] == PYP
-    a = avals[a_of[x0]] if pyp else 0.0
-    g = bvals[b_of[x0]] + a * TP[x0] if pyp else 0.0
+    o0 = off[x0]
+    if kind[x0] == PYP:
+        a = avals[a_of[x0]]
+        g = bvals[b_of[x0]] + a * TP[x0]
+        r = ad[0]
+        top = D == 1
+        dirr = top and kind[r] == DIR
+        Rp = R[D - 1]
+        den, ar, orr, u = 1.0, 0.0, 0, 0.0
+        if not top:
+            pp = ad[D - 1]
+            den = bvals[b_of[pp]] + Nn[pp] + TC[pp]
+        elif dirr:
+            den = asum[r] + Nn[r] + TC[r]
+            ar = alpha[r]
+            orr = off[r]
+        else:
+            u = 1.0 / dim[r]
+        nx, tcx, tpx = n[o0:o0 + K], tc[o0:o0 + K], tp[o0:o0 + K]      # views: k needs no wraparound
+        nr, tcr = n[orr:orr + K], tc[orr:orr + K]
+        fw = frozen_phi[w] if frozen else frozen_phi[0]
+        nw = nwk[w]
+        for k in range(K):
+            t = tpx[k]
+            if not top:
+                P = (Rp[k] + t) / den
+            elif dirr:
+                P = (ar + (nr[k] + tcr[k])) / den
+            else:
+                P = u
+            v = ((nx[k] + tcx[k]) - a * t) + g * P
+            if frozen:
+                v *= fw[k]
+            else:
+                v *= (nw[k] + beta) * inv[k]
+            p[k] = v
+            total += v
+        return total
     for k in range(K):
-        o = off[x0] + k
-        c = n[o] + tc[o]
-        if pyp:
-            v = (c - a * tp[o]) + g * arrival(R, D, k, ad, kind, dim, off, alpha, asum, b_of, bvals, n, tc, tp, Nn, TC)
-        elif kind[x0] == DIR:
-            v = alpha[x0] + c
+        o = o0 + k
+        if kind[x0] == DIR:
+            v = alpha[x0] + (n[o] + tc[o])
         else:
             v = 1.0 / dim[x0]
         if frozen:
@@ -186,7 +236,12 @@ def exact_sweep(seed, words, z, topic_inst, kind, dim, off, alpha, asum, a_of, b
         w = words[i]
         jt = topic_inst[i]
         k0 = z[i]
-        if jt != cur:                                   # a new vector: its ancestors by depth, the rows kept
+        if jt != cur and cur >= 0 and kind[jt] == PYP and par_node[par_ptr[jt]] == cur:
+            D += 1                                      # the next vector of a chain: one level more, no walk
+            ad[D] = jt
+            stale = min(stale, D - 2)
+            cur = jt
+        elif jt != cur:                                 # a new vector: its ancestors by depth, the rows kept
             L = 0
             x = jt
             while True:
@@ -250,9 +305,10 @@ def exact_sweep(seed, words, z, topic_inst, kind, dim, off, alpha, asum, a_of, b
             for x in range(pass_lo[q], pass_hi[q]):
                 if kind[x] != PYP:
                     continue
+                ox = off[x]
+                nx, tcx = n[ox:ox + dim[x]], tc[ox:ox + dim[x]]
                 for kk in range(dim[x]):
-                    o = off[x] + kk
-                    if n[o] == 0 and tc[o] >= 2:
+                    if nx[kk] == 0 and tcx[kk] >= 2:
                         resample_table(x, kk, wt, kind, dim, off, alpha, asum, a_of, b_of, par_ptr, par_node,
                                        avals, bvals, ratio3, cratio3, n, tc, tp, Nn, TC, TP, s, Se, eoff)
             cur = -1
