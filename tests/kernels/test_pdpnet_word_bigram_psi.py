@@ -357,10 +357,10 @@ def test_a_column_side_over_a_dirichlet_root_per_topic_samples_the_networks_join
         model.grown_chain(new, hyper, V2)
 
 
-@pytest.mark.parametrize("word", ["h2b", "column-root"])
+@pytest.mark.parametrize("word", ["column-root"])
 def test_a_shared_pitman_yor_topic_vector_beside_these_sides_is_refused_in_one_line(word):
-    """hdp-pyp-lda's topic side (a corpus-level PYP shared by documents) beside a bigram side over a Pitman-Yor psi
-    or a [topic, column] side over a Dirichlet root per topic: the owned sweep (hca's) knows neither."""
+    """hdp-pyp-lda's topic side (a corpus-level PYP shared by documents) beside a [topic, column] side over a
+    Dirichlet root per topic (beside the bigram side over a Pitman-Yor psi it runs: test_pdpnet_owned_psi.py)."""
     import json
     from pathlib import Path
 

@@ -47,8 +47,6 @@ def check(spec: NetworkSpec, families: list[str], word_side: dict | None) -> Non
 def refused_word_side(side: dict | None) -> str | None:
     """What a shared Pitman-Yor topic vector cannot run beside (untested there), or None."""
     side = side or {}
-    if side.get("bigram") and "bottom" in side:
-        return "a word side indexed by [topic, previous_word] over a Pitman-Yor psi[topic]"
     if side.get("bigram") and "context" in side:
         return "a word side indexed by [topic, column] over a Dirichlet root per topic"
     return None

@@ -151,7 +151,8 @@ class BigramPsiWords(BigramWords):
     the bigram side's keyed cells, psi's and the corpus levels' dense indicators, the [topic, column] side's kernel
     with the previous word as the value (:mod:`.words_bigram_psi`)."""
 
-    kernel, owned_kernel = staticmethod(word_column.column_word_sweep), None    # beside a shared PYP: refused
+    kernel = staticmethod(word_column.column_word_sweep)
+    owned_kernel = staticmethod(owned_chain.owned_chain_sweep)      # beside a shared Pitman-Yor topic vector
 
     def count_tables(self, model) -> tuple:
         return words_bigram_psi.count_tables(model, self.side)
