@@ -355,25 +355,3 @@ def test_a_column_side_over_a_dirichlet_root_per_topic_samples_the_networks_join
         np.testing.assert_allclose(model.frozen_rows(one, hyper).sum(axis=0), 1.0, rtol=1e-12)
     with pytest.raises(Exception, match="refresh: a word side indexed by \\[topic, column\\] over a Dirichlet"):
         model.grown_chain(new, hyper, V2)
-
-
-@pytest.mark.parametrize("word", ["column-root"])
-def test_a_shared_pitman_yor_topic_vector_beside_these_sides_is_refused_in_one_line(word):
-    """hdp-pyp-lda's topic side (a corpus-level PYP shared by documents) beside a [topic, column] side over a
-    Dirichlet root per topic (beside the bigram side over a Pitman-Yor psi it runs: test_pdpnet_owned_psi.py)."""
-    import json
-    from pathlib import Path
-
-    from drivers.models.pdp_network import shared_pyp, words_pyp
-    from inference.errors import UsageError
-
-    raw = json.loads((Path(__file__).resolve().parents[2] / "sample_data/networks/hdp-pyp-lda.json").read_text())
-    words = h2b_spec("dirichlet") if word == "h2b" else column_root_spec()
-    raw["nodes"].update({k: v for k, v in words["nodes"].items() if k != "theta"})
-    raw["nodes"]["phi"], raw["word"] = words["nodes"]["phi"], words["word"]
-    spec = parse_network(raw)
-    with pytest.raises(UsageError, match="node 'corpus': a shared Pitman-Yor vector beside a word side indexed by "
-                                         + ("\\[topic, previous_word\\] over a Pitman-Yor psi" if word == "h2b"
-                                            else "\\[topic, column\\]")) as info:
-        shared_pyp.check(spec, ["corpus"], words_pyp.word_side(spec))
-    assert "\n" not in str(info.value)

@@ -38,18 +38,6 @@ def check(spec: NetworkSpec, families: list[str], word_side: dict | None) -> Non
         if spec.sampler in ("cmgs", "exact"):
             raise UsageError(f"network spec: node '{name}': a shared Pitman-Yor vector runs with the table indicators "
                              f"(not \"sampler\": \"{spec.sampler}\")")
-        what = refused_word_side(word_side)
-        if what is not None:
-            raise UsageError(f"network spec: node '{name}': a shared Pitman-Yor vector beside {what} is not on the "
-                             "Gibbs engine (beside a chain of word vectors or a [topic, column] side it is)")
-
-
-def refused_word_side(side: dict | None) -> str | None:
-    """What a shared Pitman-Yor topic vector cannot run beside (untested there), or None."""
-    side = side or {}
-    if side.get("bigram") and "context" in side:
-        return "a word side indexed by [topic, column] over a Dirichlet root per topic"
-    return None
 
 
 def has_shared_pyp(spec: NetworkSpec, families: list[str]) -> bool:
