@@ -81,9 +81,9 @@ def test_beside_the_bigram_psi_side_one_partition_is_the_network_sampler_draw_fo
 
 def test_beside_the_bigram_psi_side_two_partitions_through_the_engine_hooks(tmp_path):
     """hca's topic side beside tlm-h2b's side over a Dirichlet root (every a and b of the word side sampled; a
-    corpus-level PYP above psi as well would be 9 parameters, the engine's limit is 8) through the engine's hooks (no Spark): two partitions, 6 iterations; the bigram cells' customers are the
-    tokens, t <= c at every level of both sides, every partition's own within its own customers, the word side's
-    b move."""
+    corpus-level PYP above psi as well would be 9 parameters, the engine's limit is 8) through the engine's hooks
+    (no Spark): two partitions, 6 iterations; the bigram cells' customers are the tokens, t <= c at every level of
+    both sides, every partition's own within its own customers, the word side's b move."""
     from drivers.models.pdp_network.model import PdpNetwork
 
     V9 = 9
@@ -119,15 +119,16 @@ def test_beside_the_bigram_psi_side_two_partitions_through_the_engine_hooks(tmp_
     np.testing.assert_allclose(model.sample_topic_word(new, model.derive(new), hyper).sum(axis=1), 1.0)
 
 
-def column_root_beside_a_shared_pyp(tmp_path, docs, values, sampled: bool = False):
+def column_root_beside_a_shared_pyp(tmp_path, docs, values, sampled: bool = False, word: str = "column"):
     """(model, hyper, the full network's spec) of hca's topic side (its nodes first: the topic network's nodes and
-    edges are the full network's first) beside phi[topic, column:c] over a Dirichlet root per topic."""
+    edges are the full network's first) beside phi[topic, column:c] (``word`` "topic": phi[topic]) over a Dirichlet
+    root per topic."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     from drivers.models.pdp_network.model import PdpNetwork
 
-    raw = psi.column_root_spec()
+    raw = psi.column_root_spec() if word == "column" else psi.topic_root_spec()
     nodes = dict(json.loads(json.dumps(TOPIC_SIDE)), **{k: v for k, v in raw["nodes"].items() if k != "theta"})
     if sampled:
         for node in ("phi", "corpus"):
@@ -192,13 +193,15 @@ def test_beside_the_column_root_side_one_partition_samples_the_networks_joint(tm
     assert int(der["bigram_n"].sum()) == block.n_tokens and np.all(der["bigram_t"] <= der["bigram_n"])
 
 
-def test_beside_the_column_root_side_two_partitions_through_the_engine_hooks(tmp_path):
-    """The same network (K = 3, V = 9, three values; phi's and the corpus vector's a and b sampled) through the
-    engine's hooks: two partitions, 6 iterations; the keyed cells' customers are the tokens, t <= c on both sides,
-    every partition's own indicators within its own customers, the sampled a and b move."""
+@pytest.mark.parametrize("word", ["column", "topic"])
+def test_beside_the_column_root_side_two_partitions_through_the_engine_hooks(tmp_path, word):
+    """The same network (K = 3, V = 9, three values; phi's and the corpus vector's a and b sampled; and with
+    phi[topic] over a Dirichlet root per topic, the bigram side with one context) through the engine's hooks: two
+    partitions, 6 iterations; the keyed cells' customers are the tokens, t <= c on both sides, every partition's
+    own indicators within its own customers, the sampled a and b move."""
     rng = np.random.default_rng(11)
     docs = [(f"d{i:02d}", [list(rng.integers(0, 9, rng.integers(2, 12)))]) for i in range(16)]
-    model, hyper, _ = column_root_beside_a_shared_pyp(tmp_path, docs, [f"g{i % 3}" for i in range(16)], True)
+    model, hyper, _ = column_root_beside_a_shared_pyp(tmp_path, docs, [f"g{i % 3}" for i in range(16)], True, word)
     start = {kind: {n: v for n, v in hyper[kind].items() if n[:6] != "theta."} for kind in ("a_values", "b_values")}
 
     def check(new, blocks, states):

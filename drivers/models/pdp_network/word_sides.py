@@ -115,8 +115,8 @@ class BigramWords(PypWords):
 
     def count_tables(self, model) -> tuple:
         column = words_bigram.context_column(self.side)
-        return words_bigram.count_tables(model.vocab_size, model.num_topics,
-                                         None if column is None else model._columns.sizes()[column])
+        return words_bigram.count_tables(model.vocab_size, model.num_topics, None if column is None else 1
+                                         if column == words_pyp.ONE_VALUE else model._columns.sizes()[column])
 
     def initial_state(self, model, block, state: dict) -> None:
         state["word_t"] = words_bigram.initial_tables(*model._local_pairs(block), state["z"], model.num_topics)

@@ -40,7 +40,8 @@ def is_bigram(hyper: dict) -> bool:
 
 def context_column(side: dict | None) -> str | None:
     """The kept column whose value is the context instead of the previous word (phi[topic, column:NAME] over a
-    Dirichlet root or uniform vector per topic, the differential topic models' phi0 as a Dirichlet), or None."""
+    Dirichlet root or uniform vector per topic, the differential topic models' phi0 as a Dirichlet; ``words_pyp.
+    ONE_VALUE`` for phi[topic] over one: every token's context 0), or None."""
     return (side or {}).get("context")
 
 
@@ -288,6 +289,8 @@ class BigramArrays:
         column = context_column(side)
         if column is None:
             return None
+        if column == words_pyp.ONE_VALUE:       # phi[topic] over a Dirichlet root per topic: one context, 0
+            return block.words.astype(np.int64)
         return column_keys(block, self._columns.layout(block.doc_ids)[column][0], self.vocab_size)
 
     def word_hook(self, hyper: dict) -> tuple:
@@ -328,8 +331,8 @@ class BigramArrays:
         partition's ``word_t`` stays (its distinct pairs keep their order: (w', w) lexicographic, the start
         context last)."""
         if CUSTOMERS in tables and context_column(hyper.get("word_pyp")):
-            raise RefusedError("refresh: a word side indexed by [topic, column] over a Dirichlet root per topic is "
-                               "not continued (retrain)")
+            raise RefusedError("refresh: a word side indexed by [topic, column] (or [topic]) over a Dirichlet root per "
+                               "topic is not continued (retrain)")
         if CUSTOMERS in tables:
             tables = dict(tables, **{name: rekeyed(tables[name], old_vocab_size, self.vocab_size, self.num_topics)
                                      for name in (CUSTOMERS, TABLES)})
