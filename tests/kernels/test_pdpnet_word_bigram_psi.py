@@ -317,7 +317,8 @@ def test_a_column_side_over_a_dirichlet_root_per_topic_samples_the_networks_join
     """One engine partition (the bigram side's hooks with the value as the context; phi[topic]: one context) visits
     every (z, t) of a tiny [topic, column] (or [topic]) network over a Dirichlet root per topic with the frequencies
     of its joint (E12) enumerated (as test_pdpnet_word_bigram's tlm case: 20,000 sweeps, chi-square p > 1e-3, total
-    variation < 0.06); its keyed tables are the recount and its held-out factors a distribution per value."""
+    variation < 0.06); its keyed tables are the recount and its held-out factors a distribution per value (refresh:
+    tests/commands/test_refresh_pdp_dtm.py)."""
     from drivers.models.pdp_network import words_bigram, words_pyp
     from inference.gibbs.block import SegmentedBlock
     from inference.gibbs.tables import merge
@@ -364,6 +365,3 @@ def test_a_column_side_over_a_dirichlet_root_per_topic_samples_the_networks_join
     for doc in ("d0", "d1"):        # values x and y: a value's word factors sum to 1 over the words
         one = SegmentedBlock.from_segments([(doc, [[0, 1]])])
         np.testing.assert_allclose(model.frozen_rows(one, hyper).sum(axis=0), 1.0, rtol=1e-12)
-    with pytest.raises(Exception, match="refresh: a word side indexed by \\[topic, column\\] \\(or \\[topic\\]\\) "
-                                        "over a Dirichlet"):
-        model.grown_chain(new, hyper, V2)

@@ -16,7 +16,6 @@ import numpy as np
 from drivers import storage
 from drivers.models.pdp_network import words_chain, words_pyp
 from drivers.models.pdp_network.words_pyp import own_customers
-from inference.errors import RefusedError
 from inference.gibbs.tables import CountTable, KeyedCounts
 
 CUSTOMERS = "bigram_customers"
@@ -329,21 +328,21 @@ class BigramArrays:
     def grown_chain(self, tables: dict, hyper: dict, old_vocab_size: int) -> tuple[dict, dict]:
         """``refresh`` (issue 30, 2): both keyed tables re-keyed to the grown vocabulary (:func:`rekeyed`); a
         partition's ``word_t`` stays (its distinct pairs keep their order: (w', w) lexicographic, the start
-        context last)."""
-        if CUSTOMERS in tables and context_column(hyper.get("word_pyp")):
-            raise RefusedError("refresh: a word side indexed by [topic, column] (or [topic]) over a Dirichlet root per "
-                               "topic is not continued (retrain)")
+        context last; with a kept column's value as the context (g, w), a kept value keeping its code, new values
+        taking the next, :meth:`.shared_roots.SharedRootsModel.continued_chain`; session 24)."""
         if CUSTOMERS in tables:
-            tables = dict(tables, **{name: rekeyed(tables[name], old_vocab_size, self.vocab_size, self.num_topics)
-                                     for name in (CUSTOMERS, TABLES)})
+            start = context_column(hyper.get("word_pyp")) is None   # (a column's value codes stay: kept values keep
+            tables = dict(tables, **{name: rekeyed(tables[name], old_vocab_size, self.vocab_size, self.num_topics,
+                                                   start) for name in (CUSTOMERS, TABLES)})        # theirs)
         return super().grown_chain(tables, hyper, old_vocab_size)
 
 
-def rekeyed(table: KeyedCounts, V0: int, V: int, K: int) -> KeyedCounts:
+def rekeyed(table: KeyedCounts, V0: int, V: int, K: int, start: bool = True) -> KeyedCounts:
     """A keyed table over (w' V0 + w) K + k moved to (w' V + w) K + k, the start context w' = V0 to V (as tlm's
-    N_{w|w't}, :meth:`drivers.models.tlm.model.TopicLM.grown_chain`); the counts unchanged."""
+    N_{w|w't}, :meth:`drivers.models.tlm.model.TopicLM.grown_chain`; ``start`` False: the context a value code g,
+    kept); the counts unchanged."""
     keys = np.asarray(table.keys, np.int64)
     prev, word, topic = keys // (V0 * K), (keys // K) % V0, keys % K
-    moved = (np.where(prev == V0, V, prev) * V + word) * K + topic
+    moved = (np.where(start & (prev == V0), V, prev) * V + word) * K + topic
     order = np.argsort(moved, kind="stable")
     return KeyedCounts(moved[order], np.asarray(table.counts)[order])
