@@ -309,15 +309,20 @@ class BigramArrays:
 
     @property
     def heldout_protocol(self) -> str | None:
-        """What :meth:`heldout_loglik` scores (train's log and model.json): left to right for a bigram side."""
+        """What :meth:`heldout_loglik` scores (train's log and model.json): left to right for a bigram side or topics
+        drawn by the previous word."""
         side = self.__dict__.get("_word_pyp") or {}
+        if not side.get("bigram") and not reads_previous_topics(self.__dict__.get("_raw")):
+            return None
         return ("left to right (Alg. 3.3), one state per particle (--heldout-samples particles), every word scored"
-                + PROTOCOL) if side.get("bigram") else None
+                + (PROTOCOL if side.get("bigram") else ""))
 
     def heldout_loglik(self, block, hyper, phi_vk, schedule, seed, partition) -> np.ndarray:
         """A bigram-topic word side's held-out score: left to right with ``schedule.samples`` particles (tlm's
-        default; document completion would score with the unigram ``phi_vk``)."""
-        if not is_bigram(hyper):
+        default; document completion would score with the unigram ``phi_vk``); the same when the topic draw's
+        vector is indexed by the previous word (document completion would score every token with the document's
+        first vector, theta[start]: session 24)."""
+        if not is_bigram(hyper) and not reads_previous_topics(hyper.get("network")):
             return super().heldout_loglik(block, hyper, phi_vk, schedule, seed, partition)
         from inference import left_to_right
         rows = self.left_to_right(block, hyper, phi_vk, left_to_right.LeftToRight(schedule.samples, True,
@@ -335,6 +340,16 @@ class BigramArrays:
             tables = dict(tables, **{name: rekeyed(tables[name], old_vocab_size, self.vocab_size, self.num_topics,
                                                    start) for name in (CUSTOMERS, TABLES)})        # theirs)
         return super().grown_chain(tables, hyper, old_vocab_size)
+
+
+def reads_previous_topics(raw) -> bool:
+    """Whether a network spec's topic draw reads a vector indexed by the previous word (a topic transition)."""
+    if raw is None:
+        return False
+    from inference.pdpnet.spec import parse_network
+
+    spec = parse_network(raw)
+    return "previous_word" in spec.nodes[spec.topic.node].index
 
 
 def rekeyed(table: KeyedCounts, V0: int, V: int, K: int, start: bool = True) -> KeyedCounts:
