@@ -338,7 +338,8 @@ def two_partitions(model, hyper, docs, iterations: int, check) -> tuple:
         tables = summed()
         before = [st["z"].copy() for st in states]
         for p, (blk, st) in enumerate(zip(blocks, states)):
-            own = {name: np.array(tab, copy=True) for name, tab in tables.items() if isinstance(tab, np.ndarray)}
+            own = {name: (np.array(tab, copy=True) if isinstance(tab, np.ndarray) else tab)      # (keyed: read
+                   for name, tab in tables.items()}                                              # only)
             model.sweep_tables(blk, st, hyper, own, model.derive(own), 100 * it + p)
         moved += sum(int((b0 != st["z"]).sum()) for b0, st in zip(before, states))
         new = summed()

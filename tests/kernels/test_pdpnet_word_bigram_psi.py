@@ -291,6 +291,13 @@ def column_root_spec(beta0: float = 0.4) -> dict:
             "topic": {"node": "theta", "index": ["document"]}, "word": {"node": "phi", "index": ["topic", "column:c"]}}
 
 
+def topic_root_spec(beta0: float = 0.4) -> dict:
+    """phi[topic] PYP over phi0[topic] a Dirichlet root per topic: the bigram side with one context."""
+    raw = column_root_spec(beta0)
+    phi = dict(raw["nodes"]["phi"], index=["topic"])
+    return dict(raw, name="pyp-topic-root", nodes=dict(raw["nodes"], phi=phi), word={"node": "phi", "index": ["topic"]})
+
+
 def _column_model(tmp_path, docs, values, spec):
     import json
 
@@ -305,12 +312,14 @@ def _column_model(tmp_path, docs, values, spec):
     return str(tmp_path / "spec.json"), PdpNetwork
 
 
-def test_a_column_side_over_a_dirichlet_root_per_topic_samples_the_networks_joint(tmp_path):
-    """One engine partition (the bigram side's hooks with the value as the context) visits every (z, t) of a tiny
-    [topic, column] network over a Dirichlet root per topic with the frequencies of its joint (E12) enumerated
-    (as test_pdpnet_word_bigram's tlm case: 20,000 sweeps, chi-square p > 1e-3, total variation < 0.06); its
-    keyed tables are the recount and its held-out factors a distribution per value."""
-    from drivers.models.pdp_network import words_bigram
+@pytest.mark.parametrize("word", ["column", "topic"])
+def test_a_column_side_over_a_dirichlet_root_per_topic_samples_the_networks_joint(tmp_path, word):
+    """One engine partition (the bigram side's hooks with the value as the context; phi[topic]: one context) visits
+    every (z, t) of a tiny [topic, column] (or [topic]) network over a Dirichlet root per topic with the frequencies
+    of its joint (E12) enumerated (as test_pdpnet_word_bigram's tlm case: 20,000 sweeps, chi-square p > 1e-3, total
+    variation < 0.06); its keyed tables are the recount and its held-out factors a distribution per value (refresh:
+    tests/commands/test_refresh_pdp_dtm.py)."""
+    from drivers.models.pdp_network import words_bigram, words_pyp
     from inference.gibbs.block import SegmentedBlock
     from inference.gibbs.tables import merge
     from tests.kernels.pdpnet_reference import enumerate_states
@@ -319,22 +328,25 @@ def test_a_column_side_over_a_dirichlet_root_per_topic_samples_the_networks_join
     V2, K2 = 2, 2
     docs = [("d0", [[0, 1, 0]]), ("d1", [[0, 1]]), ("d2", [[1]])]
     values = ["x", "y", "x"]
-    path, PdpNetwork = _column_model(tmp_path, docs, values, column_root_spec())
+    spec = column_root_spec() if word == "column" else topic_root_spec()
+    path, PdpNetwork = _column_model(tmp_path, docs, values, spec)
     model = PdpNetwork(K2, V2)
     model._corpus_dir = str(tmp_path)
     hyper = model.initial_hyper(network=path)
-    assert hyper["word_pyp"]["context"] == "c" and words_bigram.is_bigram(hyper)
+    assert hyper["word_pyp"]["context"] == ("c" if word == "column" else words_pyp.ONE_VALUE)
+    assert words_bigram.is_bigram(hyper)
     block = SegmentedBlock.from_segments(docs)
     state = model.initial_state(block, hyper, 3)
     parts = model.table_counts(block, state, np.unique(block.words, return_inverse=True))
     tables = {t.name: merge(t, [parts[t.name]]) for t in model.count_tables()}
     derived = model.derive(tables)
     layout = dataclasses.replace(CorpusLayout.of([d for _, d in docs], V2), columns={"c": (np.array([0, 1, 0]), 3)})
-    net = compile_network(parse_network(column_root_spec()), layout, K2)
+    net = compile_network(parse_network(spec), layout, K2)
     states = enumerate_states(net)
     index = {(z, s): r for r, (z, s, _) in enumerate(states)}
     pairs, uidx = model._local_pairs(block)
-    assert list(pairs) == [0, 1, 2, 3] and list(pairs[uidx]) == [0, 1, 0, 2, 3, 1]   # g V + w, g the value's code
+    keys = [0, 1, 0, 2, 3, 1] if word == "column" else [0, 1, 0, 0, 1, 1]   # g V + w, g the value's code (or 0)
+    assert list(pairs) == sorted(set(keys)) and list(pairs[uidx]) == keys
     obs = np.zeros(len(states))
     for it in range(20000):
         model.sweep_tables(block, state, hyper, tables, derived, 1000 + it)
@@ -353,27 +365,3 @@ def test_a_column_side_over_a_dirichlet_root_per_topic_samples_the_networks_join
     for doc in ("d0", "d1"):        # values x and y: a value's word factors sum to 1 over the words
         one = SegmentedBlock.from_segments([(doc, [[0, 1]])])
         np.testing.assert_allclose(model.frozen_rows(one, hyper).sum(axis=0), 1.0, rtol=1e-12)
-    with pytest.raises(Exception, match="refresh: a word side indexed by \\[topic, column\\] over a Dirichlet"):
-        model.grown_chain(new, hyper, V2)
-
-
-@pytest.mark.parametrize("word", ["h2b", "column-root"])
-def test_a_shared_pitman_yor_topic_vector_beside_these_sides_is_refused_in_one_line(word):
-    """hdp-pyp-lda's topic side (a corpus-level PYP shared by documents) beside a bigram side over a Pitman-Yor psi
-    or a [topic, column] side over a Dirichlet root per topic: the owned sweep (hca's) knows neither."""
-    import json
-    from pathlib import Path
-
-    from drivers.models.pdp_network import shared_pyp, words_pyp
-    from inference.errors import UsageError
-
-    raw = json.loads((Path(__file__).resolve().parents[2] / "sample_data/networks/hdp-pyp-lda.json").read_text())
-    words = h2b_spec("dirichlet") if word == "h2b" else column_root_spec()
-    raw["nodes"].update({k: v for k, v in words["nodes"].items() if k != "theta"})
-    raw["nodes"]["phi"], raw["word"] = words["nodes"]["phi"], words["word"]
-    spec = parse_network(raw)
-    with pytest.raises(UsageError, match="node 'corpus': a shared Pitman-Yor vector beside a word side indexed by "
-                                         + ("\\[topic, previous_word\\] over a Pitman-Yor psi" if word == "h2b"
-                                            else "\\[topic, column\\]")) as info:
-        shared_pyp.check(spec, ["corpus"], words_pyp.word_side(spec))
-    assert "\n" not in str(info.value)

@@ -78,11 +78,11 @@ HDP3 = {"nodes": {"top": {"index": ["corpus"], "over": "topic", "dirichlet": 1.0
         "topic": {"node": "theta", "index": ["document"]}, "word": {"node": "phi", "index": ["topic"]}}
 
 
-PYP2 = {"nodes": {"theta": {"index": ["document"], "over": "topic", "dirichlet": 0.1},     # a Dirichlet root per
-                  "base": {"index": ["topic"], "over": "word", "dirichlet": 0.5},              # topic (a Pitman-Yor
-                                                                                               # level per topic runs)
+PYP2 = {"nodes": {"theta": {"index": ["document"], "over": "topic", "dirichlet": 0.1},     # two parents: a Dirichlet
+                  "base": {"index": ["topic"], "over": "word", "dirichlet": 0.5},              # root per topic (alone:
+                  "words": {"index": ["corpus"], "over": "word", "dirichlet": 0.5},            # runs) and a corpus one
                   "phi": {"index": ["topic"], "over": "word", "pyp": {"a": 0.5, "b": 10.0},
-                          "parents": [{"node": "base", "index": ["topic"]}]}},
+                          "parents": [{"node": "base", "index": ["topic"]}, {"node": "words", "index": ["corpus"]}]}},
         "topic": {"node": "theta", "index": ["document"]}, "word": {"node": "phi", "index": ["topic"]}}
 
 

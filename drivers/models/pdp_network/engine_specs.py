@@ -34,8 +34,8 @@ def read_spec_file(name_or_path: str) -> dict:
 
 def check_engine_network(spec: NetworkSpec) -> tuple[float, list[str]]:
     """Refuse (one line naming the node) what the engine cannot run yet; returns the word side's beta and the
-    topic families shared by documents (roots or Pitman-Yor vectors indexed by the corpus or kept columns: the
-    engine's ``network_tc`` rows, :mod:`drivers.models.pdp_network.shared_roots`, :mod:`drivers.models.pdp_network.shared_pyp`)."""
+    topic families shared by documents (roots or Pitman-Yor vectors indexed by the corpus, kept columns or the
+    previous word: the engine's ``network_tc`` rows, :mod:`drivers.models.pdp_network.shared_roots`, :mod:`drivers.models.pdp_network.shared_pyp`)."""
     word = spec.nodes[spec.word.node]
     side = words_pyp.word_side(spec)
     beta = word.alpha if side is None else (side["beta0"] or 0.01)
@@ -43,7 +43,7 @@ def check_engine_network(spec: NetworkSpec) -> tuple[float, list[str]]:
     for name in refused:
         raise UsageError(f"network spec: node '{name}': indexed by {list(spec.nodes[name].index)}: a vector "
                          "shared by several documents, not on the Gibbs engine yet (only document/segment vectors "
-                         "and vectors indexed by the corpus or kept columns)")
+                         "and vectors indexed by the corpus, kept columns or the previous word)")
     if len(global_families) > MAX_GLOBAL:
         raise UsageError(f"network spec: more than {MAX_GLOBAL} shared topic families")
     if len(spec.params) > MAX_PARAMS:

@@ -42,7 +42,7 @@ def check(spec: NetworkSpec, families: list[str], word_side: dict | None) -> Non
         what = refused_word_side(word_side)
         if what is not None:
             raise UsageError(f"network spec: node '{name}': a shared Pitman-Yor vector beside {what} is not on the "
-                             "Gibbs engine (beside a chain of word vectors or a [topic, column] side it is)")
+                             "Gibbs engine (beside every other word side it is)")
 
 
 def multiplicity_shape(spec: NetworkSpec, families: list[str]) -> bool:
@@ -62,10 +62,6 @@ def refused_word_side(side: dict | None) -> str | None:
     side = side or {}
     if side.get("burst"):
         return "a word side indexed by [topic, document]"
-    if side.get("bigram") and "bottom" in side:
-        return "a word side indexed by [topic, previous_word] over a Pitman-Yor psi[topic]"
-    if side.get("bigram") and "context" in side:
-        return "a word side indexed by [topic, column] over a Dirichlet root per topic"
     return None
 
 

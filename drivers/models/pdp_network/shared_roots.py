@@ -33,6 +33,7 @@ from inference.pdpnet.spec import NetworkSpec, is_column, parse_network
 from inference.pdpnet.spec_graph import column_name
 
 COLUMNS_FILE = "network_columns.json"
+PREVIOUS_WORD = "previous_word"
 #: every document's value numbers in a refreshed version (doc_id, one int64 column per kept column)
 DOCUMENT_COLUMNS = "network_document_columns.parquet"
 
@@ -175,15 +176,18 @@ def _doc_columns(corpus_directory: str, names: list[str], lists=()) -> tuple[lis
 
 
 def shared_families(spec: NetworkSpec) -> tuple[list[str], list[str]]:
-    """``(global, refused)``: the topic families shared by documents indexed by the corpus or by kept columns
-    (roots or Pitman-Yor vectors: the engine's ``network_tc``, :mod:`drivers.models.pdp_network.shared_pyp`), and the other
-    shared ones (not on the engine)."""
+    """``(global, refused)``: the topic families shared by documents indexed by the corpus, by kept columns or by
+    the previous word (roots or Pitman-Yor vectors: the engine's ``network_tc``, :mod:`drivers.models.pdp_network.
+    shared_pyp`; a previous_word family has V + 1 rows, the start context last: session 24), and the other shared
+    ones (not on the engine). A topic-side vector indexed by ``topic`` never reaches here: the parser refuses it
+    (the topic draw and a document's parents know no topic: a token's topic is what the draw draws; unreached, it
+    has no data path), so the engine needs no refusal of its own."""
     out, refused = [], []
     for name in spec.order:
         node = spec.nodes[name]
         if node.over != "topic" or "document" in node.index or "segment" in node.index:
             continue
-        shared_index = node.index and all(k == "corpus" or is_column(k) for k in node.index)
+        shared_index = node.index and all(k in ("corpus", PREVIOUS_WORD) or is_column(k) for k in node.index)
         (out if shared_index else refused).append(name)
     return out, refused
 
@@ -192,14 +196,21 @@ class SharedRoots:
     """Where each shared root's vectors sit in ``network_tc``: ``base[g]`` of family g (``families`` order), a
     vector's row ``base[g] + its key`` (the flat index of its column values)."""
 
-    def __init__(self, spec: NetworkSpec, families: list[str], columns: ColumnValues | None):
+    def __init__(self, spec: NetworkSpec, families: list[str], columns: ColumnValues | None,
+                 vocab_size: int | None = None):
         self.sizes = sizes = columns.sizes() if columns is not None else {}
+        self.previous = None if vocab_size is None else vocab_size + 1      # a previous_word family's rows
         self.families = list(families)
         self.base, total = [], 0
         for name in self.families:
             self.base.append(total)
             rows = 1
             for kind in spec.nodes[name].index:
+                if kind == PREVIOUS_WORD:
+                    if self.previous is None:
+                        raise UsageError(f"network spec: node '{name}': indexed by previous_word: the vocabulary's "
+                                         "size is not known")
+                    rows *= self.previous
                 if is_column(kind):
                     if column_name(kind) not in sizes:
                         raise UsageError(f"network spec: node '{name}': the values of {kind} are not known (train "
@@ -251,7 +262,8 @@ class SharedRootsModel:
     def _shared_roots(self) -> SharedRoots:
         if self.__dict__.get("_roots") is None:
             spec = parse_network(self._raw)
-            self._roots = SharedRoots(spec, shared_families(spec)[0], self.__dict__.get("_columns"))
+            self._roots = SharedRoots(spec, shared_families(spec)[0], self.__dict__.get("_columns"),
+                                      self.vocab_size)
         return self._roots
 
     def bind_corpus(self, corpus, request) -> None:
@@ -295,6 +307,11 @@ class SharedRootsModel:
 
     def grown_chain(self, tables: dict, hyper: dict, old_vocab_size: int) -> tuple[dict, dict]:
         """``network_tc``'s rows moved from the old values' layout to the grown one (new rows: zero)."""
+        spec = parse_network(self._raw)
+        for name in self._shared_roots().families:
+            if PREVIOUS_WORD in spec.nodes[name].index:
+                raise RefusedError(f"refresh: node '{name}': a topic vector indexed by previous_word is not continued "
+                                   "(its rows are not re-laid for the grown vocabulary; retrain)")
         old = self.__dict__.pop("_old_roots", None)
         if old is not None:
             tc = np.asarray(tables["network_tc"])

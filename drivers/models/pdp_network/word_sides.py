@@ -117,8 +117,8 @@ class BigramWords(PypWords):
 
     def count_tables(self, model) -> tuple:
         column = words_bigram.context_column(self.side)
-        return words_bigram.count_tables(model.vocab_size, model.num_topics,
-                                         None if column is None else model._columns.sizes()[column])
+        return words_bigram.count_tables(model.vocab_size, model.num_topics, None if column is None else 1
+                                         if column == words_pyp.ONE_VALUE else model._columns.sizes()[column])
 
     def initial_state(self, model, block, state: dict) -> None:
         state["word_t"] = words_bigram.initial_tables(*model._local_pairs(block), state["z"], model.num_topics)
@@ -153,7 +153,8 @@ class BigramPsiWords(BigramWords):
     the bigram side's keyed cells, psi's and the corpus levels' dense indicators, the [topic, column] side's kernel
     with the previous word as the value (:mod:`.words_bigram_psi`)."""
 
-    kernel, owned_kernel = staticmethod(word_column.column_word_sweep), None    # beside a shared PYP: refused
+    kernel = staticmethod(word_column.column_word_sweep)
+    owned_kernel = staticmethod(owned_chain.owned_chain_sweep)      # beside a shared Pitman-Yor topic vector
 
     def count_tables(self, model) -> tuple:
         return words_bigram_psi.count_tables(model, self.side)

@@ -16,7 +16,6 @@ import numpy as np
 from drivers import storage
 from drivers.models.pdp_network import words_chain, words_pyp
 from drivers.models.pdp_network.words_pyp import own_customers
-from inference.errors import RefusedError
 from inference.gibbs.tables import CountTable, KeyedCounts
 
 CUSTOMERS = "bigram_customers"
@@ -40,7 +39,8 @@ def is_bigram(hyper: dict) -> bool:
 
 def context_column(side: dict | None) -> str | None:
     """The kept column whose value is the context instead of the previous word (phi[topic, column:NAME] over a
-    Dirichlet root or uniform vector per topic, the differential topic models' phi0 as a Dirichlet), or None."""
+    Dirichlet root or uniform vector per topic, the differential topic models' phi0 as a Dirichlet; ``words_pyp.
+    ONE_VALUE`` for phi[topic] over one: every token's context 0), or None."""
     return (side or {}).get("context")
 
 
@@ -289,6 +289,8 @@ class BigramArrays:
         column = context_column(side)
         if column is None:
             return None
+        if column == words_pyp.ONE_VALUE:       # phi[topic] over a Dirichlet root per topic: one context, 0
+            return block.words.astype(np.int64)
         return column_keys(block, self._columns.layout(block.doc_ids)[column][0], self.vocab_size)
 
     def word_hook(self, hyper: dict) -> tuple:
@@ -308,15 +310,20 @@ class BigramArrays:
 
     @property
     def heldout_protocol(self) -> str | None:
-        """What :meth:`heldout_loglik` scores (train's log and model.json): left to right for a bigram side."""
+        """What :meth:`heldout_loglik` scores (train's log and model.json): left to right for a bigram side or topics
+        drawn by the previous word."""
         side = self.__dict__.get("_word_pyp") or {}
+        if not side.get("bigram") and not reads_previous_topics(self.__dict__.get("_raw")):
+            return None
         return ("left to right (Alg. 3.3), one state per particle (--heldout-samples particles), every word scored"
-                + PROTOCOL) if side.get("bigram") else None
+                + (PROTOCOL if side.get("bigram") else ""))
 
     def heldout_loglik(self, block, hyper, phi_vk, schedule, seed, partition) -> np.ndarray:
         """A bigram-topic word side's held-out score: left to right with ``schedule.samples`` particles (tlm's
-        default; document completion would score with the unigram ``phi_vk``)."""
-        if not is_bigram(hyper):
+        default; document completion would score with the unigram ``phi_vk``); the same when the topic draw's
+        vector is indexed by the previous word (document completion would score every token with the document's
+        first vector, theta[start]: session 24)."""
+        if not is_bigram(hyper) and not reads_previous_topics(hyper.get("network")):
             return super().heldout_loglik(block, hyper, phi_vk, schedule, seed, partition)
         from inference import left_to_right
         rows = self.left_to_right(block, hyper, phi_vk, left_to_right.LeftToRight(schedule.samples, True,
@@ -327,21 +334,31 @@ class BigramArrays:
     def grown_chain(self, tables: dict, hyper: dict, old_vocab_size: int) -> tuple[dict, dict]:
         """``refresh`` (issue 30, 2): both keyed tables re-keyed to the grown vocabulary (:func:`rekeyed`); a
         partition's ``word_t`` stays (its distinct pairs keep their order: (w', w) lexicographic, the start
-        context last)."""
-        if CUSTOMERS in tables and context_column(hyper.get("word_pyp")):
-            raise RefusedError("refresh: a word side indexed by [topic, column] over a Dirichlet root per topic is "
-                               "not continued (retrain)")
+        context last; with a kept column's value as the context (g, w), a kept value keeping its code, new values
+        taking the next, :meth:`.shared_roots.SharedRootsModel.continued_chain`; session 24)."""
         if CUSTOMERS in tables:
-            tables = dict(tables, **{name: rekeyed(tables[name], old_vocab_size, self.vocab_size, self.num_topics)
-                                     for name in (CUSTOMERS, TABLES)})
+            start = context_column(hyper.get("word_pyp")) is None   # (a column's value codes stay: kept values keep
+            tables = dict(tables, **{name: rekeyed(tables[name], old_vocab_size, self.vocab_size, self.num_topics,
+                                                   start) for name in (CUSTOMERS, TABLES)})        # theirs)
         return super().grown_chain(tables, hyper, old_vocab_size)
 
 
-def rekeyed(table: KeyedCounts, V0: int, V: int, K: int) -> KeyedCounts:
+def reads_previous_topics(raw) -> bool:
+    """Whether a network spec's topic draw reads a vector indexed by the previous word (a topic transition)."""
+    if raw is None:
+        return False
+    from inference.pdpnet.spec import parse_network
+
+    spec = parse_network(raw)
+    return "previous_word" in spec.nodes[spec.topic.node].index
+
+
+def rekeyed(table: KeyedCounts, V0: int, V: int, K: int, start: bool = True) -> KeyedCounts:
     """A keyed table over (w' V0 + w) K + k moved to (w' V + w) K + k, the start context w' = V0 to V (as tlm's
-    N_{w|w't}, :meth:`drivers.models.tlm.model.TopicLM.grown_chain`); the counts unchanged."""
+    N_{w|w't}, :meth:`drivers.models.tlm.model.TopicLM.grown_chain`; ``start`` False: the context a value code g,
+    kept); the counts unchanged."""
     keys = np.asarray(table.keys, np.int64)
     prev, word, topic = keys // (V0 * K), (keys // K) % V0, keys % K
-    moved = (np.where(prev == V0, V, prev) * V + word) * K + topic
+    moved = (np.where(start & (prev == V0), V, prev) * V + word) * K + topic
     order = np.argsort(moved, kind="stable")
     return KeyedCounts(moved[order], np.asarray(table.counts)[order])

@@ -56,14 +56,17 @@ def word_side(spec: NetworkSpec) -> dict | None:
     psi_pyp = bigram and phi0 is not None and phi0.kind == "pyp"     # tlm's prior 2b (words_bigram_psi)
     per_topic = word.index == ("topic",) and spec.word.index == ("topic",) and phi0 is not None \
         and phi0.kind == "pyp" and phi0.index == ("topic",)     # a level per topic: the column side, one value
-    if column and word.kind == "pyp" and phi0 is not None and phi0.kind != "pyp" and phi0.index == ("topic",) \
-            and par.index == ("topic",) and par.if_missing is None and not phi0.parents:
+    per_topic_root = word.index == ("topic",) and spec.word.index == ("topic",) and phi0 is not None \
+        and phi0.kind in ("dirichlet", "uniform") and phi0.index == ("topic",)
+    if (column or per_topic_root) and word.kind == "pyp" and phi0 is not None and phi0.kind != "pyp" \
+            and phi0.index == ("topic",) and par.index == ("topic",) and par.if_missing is None and not phi0.parents:
         for nd in spec.nodes.values():      # phi0 a Dirichlet root (or uniform) per topic: the bigram side, the
             if nd is not word and nd.kind == "pyp" and {nd.a, nd.b} & {word.a, word.b}:      # value the context
                 raise UsageError(f"network spec: node '{nd.name}' shares a discount or concentration with the word "
-                                 f"side's '{word.name}' (not on the Gibbs engine)")
+                                 f"side's '{word.name}' (not on the Gibbs engine)")      # (phi[topic]: one context)
         return {"a": word.a, "b": word.b, "beta0": float(phi0.alpha) if phi0.kind == "dirichlet" else 0.0,
-                "base": phi0.name, "bigram": True, "context": word.index[1][len("column:"):]}
+                "base": phi0.name, "bigram": True,
+                "context": word.index[1][len("column:"):] if column else ONE_VALUE}
     if column or psi_pyp or per_topic:      # phi[topic(, column:C or previous_word)] over phi0[topic], over a chain
         if phi0 is None or par.if_missing is not None or par.index != ("topic",) or phi0.index != ("topic",) \
                 or phi0.kind != "pyp" or word.kind != "pyp":

@@ -1,0 +1,117 @@
+"""A topic-side vector shared by documents indexed by previous_word on the Gibbs engine (issue 28, session 24):
+theta[previous_word] draws every token's topic (the token's previous word the shared vector's index, as a kept
+column's value is a document's), a Dirichlet root (its V + 1 rows of ``network_tc``, the start context last:
+:mod:`drivers.models.pdp_network.shared_roots`) or a DP over a corpus-level root (owned tables,
+:mod:`inference.pdpnet.owned`). One engine partition, the shared rows refreshed after every sweep (a
+synchronisation), visits the (z, s) of a tiny network with the frequencies of its enumerated joint (E12); two
+partitions through the engine's hooks keep the rows the recount; refresh is refused in one line."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from drivers.models.pdp_network import shared_pyp
+from inference.gibbs.block import SegmentedBlock
+from inference.gibbs.tables import merge
+from inference.pdpnet.compile import CorpusLayout, compile_network
+from inference.pdpnet.spec import parse_network
+
+PHI = {"index": ["topic"], "over": "word", "dirichlet": 0.5}
+
+
+def transition_spec(law: str) -> dict:
+    """theta[previous_word] (a Dirichlet root, or a DP over a corpus-level Dirichlet root) draws the topics;
+    phi[topic] Dirichlet."""
+    theta = {"index": ["previous_word"], "over": "topic", "dirichlet": 0.6} if law == "dirichlet" else \
+        {"index": ["previous_word"], "over": "topic", "dp": {"b": 1.2}, "parents": [{"node": "top",
+                                                                                   "index": ["corpus"]}]}
+    nodes = {"theta": theta, "phi": PHI}
+    if law == "dp":
+        nodes = {"top": {"index": ["corpus"], "over": "topic", "dirichlet": 0.7}, **nodes}
+    return {"name": f"transition-{law}", "nodes": nodes, "topic": {"node": "theta", "index": ["previous_word"]},
+            "word": {"node": "phi", "index": ["topic"]}}
+
+
+def _model(tmp_path, spec: dict, K: int, V: int):
+    from drivers.models.pdp_network.model import PdpNetwork
+
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    model = PdpNetwork(K, V)
+    return model, model.initial_hyper(network=str(tmp_path / "spec.json"))
+
+
+def _summed(model, blocks, states) -> dict:
+    parts = [model.table_counts(b, st, np.unique(b.words, return_inverse=True)) for b, st in zip(blocks, states)]
+    return {t.name: merge(t, [p[t.name] for p in parts]) for t in model.count_tables()}
+
+
+@pytest.mark.parametrize("law", ["dirichlet", "dp"])
+def test_one_engine_partition_samples_the_networks_joint(tmp_path, law):
+    """5 tokens, V = K = 2 (theta[0], theta[1] and the start's theta[2]): 8,000 sweeps (6,000 with the DP), chi-square
+    p > 1e-3, total variation < 0.06; the theta rows of ``network_tc`` are the (previous word, topic) counts."""
+    from tests.kernels.pdpnet_reference import enumerate_states
+    from tests.kernels.test_pdpnet_sampler import _chi_square
+
+    docs = [("d0", [[0, 1]]), ("d1", [[1, 0]]), ("d2", [[1]])]
+    spec = transition_spec(law)
+    model, hyper = _model(tmp_path, spec, 2, 2)
+    assert hyper["global_families"] == (["theta"] if law == "dirichlet" else ["top", "theta"])
+    block = SegmentedBlock.from_segments(docs)
+    state = model.initial_state(block, hyper, 3)
+    tables = _summed(model, [block], [state])
+    derived = model.derive(tables)
+    net = compile_network(parse_network(spec), CorpusLayout.of([d for _, d in docs], 2), 2)
+    states = enumerate_states(net)
+    index = {(z, s): r for r, (z, s, _) in enumerate(states)}
+    topic = model._compiled(block, hyper)
+    rows = model._shared_roots().nodes(topic)
+    assert sorted(r for r, _ in rows) == ([0, 1, 2] if law == "dirichlet" else [0, 1, 2, 3])    # (top: row 0)
+    obs = np.zeros(len(states))
+    for it in range(8000 if law == "dirichlet" else 6000):
+        model.sweep_tables(block, state, hyper, tables, derived, 500 + it)
+        cnt = model._local_counts(topic, block, state)
+        keys, counts = shared_pyp.customers(topic, cnt, rows)
+        tables["network_tc"][keys] = counts
+        if law == "dp":
+            keys, counts = shared_pyp.own_rows(topic, cnt, rows)
+            tables["network_tp"][keys] = counts
+        tables["nwk"][:] = _summed(model, [block], [state])["nwk"]
+        obs[index[(tuple(int(k) for k in state["z"]), tuple(int(x) for x in state["s"]))]] += 1
+    tv, pval = _chi_square(states, obs)
+    assert tv < 0.06 and pval > 1e-3 and len(states) >= 32, (len(states), tv, pval)
+    prev = np.array([2, 0, 2, 1, 2])
+    want = np.zeros((3, 2), np.int64)
+    np.add.at(want, (prev, state["z"]), 1)
+    first = 0 if law == "dirichlet" else 1                         # (theta's rows after top's)
+    np.testing.assert_array_equal(_summed(model, [block], [state])["network_tc"][first:first + 3], want)
+
+
+def test_two_partitions_keep_the_rows_the_recount_and_refresh_is_refused(tmp_path):
+    """The DP over a corpus root, K = 3, V = 9, 16 documents in two partitions through the engine's hooks for 5
+    iterations: theta's rows of ``network_tc`` (its customers: every partition's tokens by previous word and
+    topic) are the recount, t <= c at every row, top's customers theta's tables, z moves; refresh refused in one
+    line."""
+    from inference.errors import RefusedError
+    from tests.kernels.test_pdpnet_owned_chain import two_partitions
+
+    rng = np.random.default_rng(3)
+    docs = [(f"d{i:02d}", [list(rng.integers(0, 9, rng.integers(2, 10)))]) for i in range(16)]
+    model, hyper = _model(tmp_path, transition_spec("dp"), 3, 9)
+
+    def check(new, blocks, states):
+        want = np.zeros((10, 3), np.int64)
+        for blk, st in zip(blocks, states):
+            words, ptr = blk.words, blk.token_ptr()
+            prev = np.full(len(words), 9)
+            for d in range(blk.n_docs):
+                prev[ptr[d] + 1:ptr[d + 1]] = words[ptr[d]:ptr[d + 1] - 1]
+            np.add.at(want, (prev, st["z"]), 1)
+        c, t = new["network_tc"][1:11], new["network_tp"][1:11]     # (rows: top, then theta[0..9])
+        np.testing.assert_array_equal(c, want)
+        assert np.all(t <= c) and np.array_equal(new["network_tc"][0], t.sum(axis=0))     # (t = 0 < c: the race)
+        return (t < c).any()
+    _, new = two_partitions(model, hyper, docs, 5, check)
+    with pytest.raises(RefusedError, match="node 'theta': a topic vector indexed by previous_word is not continued"):
+        model.grown_chain(new, hyper, 9)
