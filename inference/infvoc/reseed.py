@@ -7,8 +7,9 @@ prior alone (README, "What fixvoc's top words have"). With ``reseed`` = f > 0, a
 minibatches) each topic whose evidence is below f times the topics' mean is replaced by the topic that one update
 (7.6)-(7.8) with eps = 1 makes from the empty TOS with one document of the minibatch as if it were the minibatch
 (scale D/|S|): nu1 = 1 + scale c(w), nu2 = alpha^beta + scale sum_{s>t} c(rho_s), R = G_0(w) scale c(w), sorted by R
-(:func:`seeded_topic`). One document per starved topic, drawn without replacement with probability proportional
-to its distinct words, seeded by (seed, minibatch): the same seed gives the same model.
+(:func:`seeded_topic`). One document per starved topic, drawn without replacement among the non-empty documents,
+with probability proportional to its distinct words (``draw="words"``) or uniformly (``draw="uniform"``), seeded by
+(seed, minibatch): the same seed gives the same model.
 """
 from __future__ import annotations
 
@@ -46,11 +47,15 @@ def seeded_topic(tokens, log_base, scale: float, alpha_beta: float, minibatch: i
 
 
 def reseed_starved(sets: list, documents: list, log_base, below: float, scale: float, alpha_beta: float,
-                   truncation: int, seed: int, minibatch: int) -> tuple[list, list]:
+                   truncation: int, seed: int, minibatch: int, draw: str = "words") -> tuple[list, list]:
     """(``sets`` with every starved topic re-seeded from one of ``documents`` [(doc_id, tokens)], the
     (topic, doc_id) pairs re-seeded)."""
     topics = starved(sets, below)
     sizes = np.array([len(set(tokens)) for _, tokens in documents], dtype=np.float64)
+    if draw == "uniform":
+        sizes = (sizes > 0).astype(np.float64)
+    elif draw != "words":
+        raise ValueError(f"reseed draw: words or uniform, not {draw!r}")
     n = min(topics.size, int(np.count_nonzero(sizes)))
     if n == 0:
         return sets, []

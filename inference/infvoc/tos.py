@@ -150,6 +150,7 @@ class OnlineSettings:
     #                              into (7.4 with G_0; Algorithm 4 as printed). A saved model keeps its own
     reseed: float = 0.0          # > 0: at each reordering a topic whose evidence is below this times the topics'
     #                              mean is re-seeded from a document of the minibatch (inference.infvoc.reseed)
+    reseed_draw: str = "words"   # the re-seed documents' draw: words, by distinct words (h30); uniform (h30b)
 
     def check(self) -> None:
         if not self.alpha_beta > 0:
@@ -170,6 +171,12 @@ class OnlineSettings:
             raise ValueError(f"expand: one of {', '.join(EXPANSIONS)}")
         if not 0.0 <= self.reseed < 1.0:
             raise ValueError("reseed: a fraction of the topics' mean evidence in [0, 1) (0: off)")
+        if self.reseed_draw not in RESEED_DRAWS:
+            raise ValueError(f"reseed draw: one of {', '.join(RESEED_DRAWS)}")
+
+
+#: how the re-seed documents are drawn (``OnlineSettings.reseed_draw``, inference.infvoc.reseed)
+RESEED_DRAWS = ("words", "uniform")
 
 
 #: which topics a word of a minibatch enters (``OnlineSettings.expand``)

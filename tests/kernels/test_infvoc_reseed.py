@@ -59,7 +59,31 @@ def test_only_topics_below_the_fraction_of_the_mean_evidence_are_reseeded_and_th
     assert none == [] and unchanged is sets
 
 
+def test_the_draw_weighs_documents_by_distinct_words_or_uniformly():
+    """h30b: one starved topic, a document of 96 distinct words beside four of one word and an empty one; over
+    (seed, minibatch) the long document is drawn with probability 96/100 by words and 1/5 uniformly (binomial sd over
+    1,200 draws <= 0.012), the empty one never."""
+    sets = [topic(["x"], [41.0]), topic(["y"], [41.0]), topic(["z"], [1.5])]
+    documents = [("long", [f"w{i}" for i in range(96)]), ("a", ["a"]), ("b", ["b", "b"]), ("c", ["c"]),
+                 ("d", ["d"]), ("empty", [])]
+    for draw, expected in (("words", 96 / 100), ("uniform", 1 / 5)):
+        drawn = [reseed_starved(sets, documents, log_g0, 0.25, 2.0, 10.0, 3, seed=s, minibatch=m, draw=draw)[1]
+                 for s in range(40) for m in range(30)]
+        assert all(len(p) == 1 and p[0][0] == 2 for p in drawn)
+        docs = [p[0][1] for p in drawn]
+        assert "empty" not in docs
+        assert abs(docs.count("long") / len(docs) - expected) < 0.05, (draw, docs.count("long"))
+    # the same (seed, minibatch) gives the same draw; the two draws are different draws
+    assert reseed_starved(sets, documents, log_g0, 0.25, 2.0, 10.0, 3, 1, 2, draw="uniform")[1] == \
+        reseed_starved(sets, documents, log_g0, 0.25, 2.0, 10.0, 3, 1, 2, draw="uniform")[1]
+    with pytest.raises(ValueError, match="draw"):
+        reseed_starved(sets, documents, log_g0, 0.25, 2.0, 10.0, 3, 1, 2, draw="length")
+
+
 def test_reseed_setting_is_checked():
     OnlineSettings(reseed=0.25).check()
+    OnlineSettings(reseed=0.25, reseed_draw="uniform").check()
     with pytest.raises(ValueError, match="reseed"):
         OnlineSettings(reseed=1.5).check()
+    with pytest.raises(ValueError, match="reseed draw"):
+        OnlineSettings(reseed=0.25, reseed_draw="length").check()

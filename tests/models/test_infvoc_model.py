@@ -276,6 +276,10 @@ def test_reseed_below_reseeds_the_starved_topics_from_minibatch_documents(spark_
     refresh_argv = ["--model", "r", "--input", "i", "--vocabulary", "infinite"]
     assert _settings(parse(refresh_job, refresh_argv), OnlineSettings(reseed=0.5)).reseed == 0.5
     assert _settings(parse(refresh_job, refresh_argv), OnlineSettings()).reseed == 0.0
+    assert meta["settings"]["reseed_draw"] == "words"                      # h30b: the draw saved and kept as well
+    kept = OnlineSettings(reseed=0.5, reseed_draw="uniform")
+    assert _settings(parse(refresh_job, refresh_argv), kept).reseed_draw == "uniform"
+    assert _settings(parse(refresh_job, refresh_argv + ["--reseed-draw", "uniform"]), None).reseed_draw == "uniform"
 
 
 def test_the_defaults_are_passes_auto_and_every_and_algorithm_4_stays_reachable():

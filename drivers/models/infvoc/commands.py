@@ -28,7 +28,7 @@ from drivers.store import lease, model_root, model_store, publish
 from drivers.store.manifest import new_token, write_marker
 from inference.errors import UsageError
 from inference.infvoc.base_measure import CharNgramBase
-from inference.infvoc.tos import DROPPED_WORDS, EXPANSIONS, RANKINGS, OnlineSettings, with_filters
+from inference.infvoc.tos import DROPPED_WORDS, EXPANSIONS, RANKINGS, RESEED_DRAWS, OnlineSettings, with_filters
 
 log = logging.getLogger("spark_topics.infvoc")
 
@@ -68,6 +68,9 @@ def add_flags(group, schedule: bool) -> None:
                        help="infinite: at each reordering, re-seed a topic whose evidence (its sticks' counts) is "
                             "below this fraction of the topics' mean from one document of the minibatch (default 0: "
                             "off, as the thesis; or the model's)")
+    group.add_argument("--reseed-draw", choices=RESEED_DRAWS, default=None,
+                       help="infinite: how --reseed-below draws its documents from the minibatch: by their distinct "
+                            "words (words, the default, or the model's) or uniformly (uniform)")
     group.add_argument("--passes", default=AUTO,
                        help=f"infinite: passes over the documents, one online step per minibatch each; D of (7.6) "
                             f"counts a document once. 'auto' (the default): enough passes that the documents make "
@@ -111,7 +114,8 @@ def _settings(args, previous: OnlineSettings | None) -> OnlineSettings:
         dropped_words=getattr(args, "dropped_words", None) or base.dropped_words,
         ranking=getattr(args, "ranking", None) or base.ranking,
         expand=getattr(args, "expand", None) or base.expand,
-        reseed=args.reseed_below if getattr(args, "reseed_below", None) is not None else base.reseed)
+        reseed=args.reseed_below if getattr(args, "reseed_below", None) is not None else base.reseed,
+        reseed_draw=getattr(args, "reseed_draw", None) or base.reseed_draw)
     try:
         settings.check()
     except ValueError as exc:

@@ -122,7 +122,7 @@ def run_minibatch(sc, model, documents: list, partitions: int, reducers: int | N
     if settings.reseed > 0 and minibatch % settings.delay == 0:     # starved topics (inference.infvoc.reseed)
         sets, pairs = reseed_starved(sets, documents, lambda t: ranking_log_base(model.base.log_probs(t), settings),
                                      settings.reseed, scale, settings.alpha_beta, settings.truncation, model.seed,
-                                     minibatch)
+                                     minibatch, settings.reseed_draw)
         if pairs:
             log.info("minibatch %d: re-seeded %d starved topics (topic, document): %s", minibatch, len(pairs), pairs)
     model.sets = sets
