@@ -131,10 +131,12 @@ def table_weights(x, k, wt, kind, dim, off, alpha, asum, a_of, b_of, par_ptr, pa
     an = asum[p]
     cn = Nn[p] + Cpr - 1
     ud = float(dim[p])
+    cr = cratio3[q, c]                            # row views: v needs no wraparound
+    rp = ratio3[ap]
     for v in range(lo + 1, hi + 1):
-        f = (b + a * (Tr + v - 1)) * cratio3[q, c, v]
+        f = (b + a * (Tr + v - 1)) * cr[v]
         if kp == PYP:
-            f *= ratio3[ap, cpr + v - 1, tpp] / (bn + (Cpr + v - 1))
+            f *= rp[cpr + v - 1, tpp] / (bn + (Cpr + v - 1))
         elif kp == DIR:
             f *= (ac + v - 1) / (an + (cn + v))
         else:
@@ -177,6 +179,21 @@ def _refresh(K, m, P, F, lev, kind, dim, off, alpha, asum, a_of, b_of, par_ptr, 
         P[lv + 1] = qq
     for k in range(K):
         F[k] = _factor(k, m, P, lev, kind, dim, off, alpha, a_of, ratio3, n, tc, tp)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _check_kept(check, K, m, F, m2, P2, F2, lev, L, kind, dim, off, alpha, asum, a_of, b_of, par_ptr, par_node,
+                avals, bvals, ratio3, n, tc, tp, Nn, TC, TP):
+    """:func:`cmgs_sweep`'s self-check at a token (not inlined: the sweep's loop stays small): m and every F
+    recomputed into m2/P2/F2; check[0] = inf if an m differs, else the largest relative difference of F."""
+    for k in range(K):
+        m2[k] = _empty_levels(k, lev, L, kind, off, tp)
+        if m2[k] != m[k]:
+            check[0] = np.inf
+    _refresh(K, m2, P2, F2, lev, kind, dim, off, alpha, asum, a_of, b_of, par_ptr, par_node, avals, bvals,
+             ratio3, n, tc, tp, Nn, TC, TP)
+    for k in range(K):
+        check[0] = max(check[0], abs(F[k] - F2[k]) / max(abs(F2[k]), 1e-300))
 
 
 @numba.njit(cache=True)
@@ -236,15 +253,21 @@ def cmgs_sweep(seed, words, z, topic_inst, kind, dim, off, alpha, asum, a_of, b_
         full = stale
         stale = False
         if jt != cur:                                       # a new vector: its levels, m_k, everything kept
-            L = 0
-            x = jt
-            while True:
-                lev[L] = x
-                L += 1
-                if kind[x] != PYP:
-                    break
-                x = par_node[par_ptr[x]]
             chained = cur >= 0 and kind[jt] == PYP and par_node[par_ptr[jt]] == cur
+            if chained:                                     # the next vector of a chain: one level more, no walk
+                for lv in range(L, 0, -1):
+                    lev[lv] = lev[lv - 1]
+                lev[0] = jt
+                L += 1
+            else:
+                L = 0
+                x = jt
+                while True:
+                    lev[L] = x
+                    L += 1
+                    if kind[x] != PYP:
+                        break
+                    x = par_node[par_ptr[x]]
             for k in range(K):
                 if chained:
                     m[k] = 0 if tp[off[jt] + k] > 0 else m[k] + 1
@@ -278,23 +301,19 @@ def cmgs_sweep(seed, words, z, topic_inst, kind, dim, off, alpha, asum, a_of, b_
         else:
             F[k0] = _factor(k0, m, P, lev, kind, dim, off, alpha, a_of, ratio3, n, tc, tp)
         if check.shape[0] > 0:                              # the kept m and F against a recomputation
-            for k in range(K):
-                m2[k] = _empty_levels(k, lev, L, kind, off, tp)
-                if m2[k] != m[k]:
-                    check[0] = np.inf
-            _refresh(K, m2, P2, F2, lev, kind, dim, off, alpha, asum, a_of, b_of, par_ptr, par_node, avals, bvals,
-                     ratio3, n, tc, tp, Nn, TC, TP)
-            for k in range(K):
-                check[0] = max(check[0], abs(F[k] - F2[k]) / max(abs(F2[k]), 1e-300))
+            _check_kept(check, K, m, F, m2, P2, F2, lev, L, kind, dim, off, alpha, asum, a_of, b_of, par_ptr,
+                        par_node, avals, bvals, ratio3, n, tc, tp, Nn, TC, TP)
         gj = 0.0
         if kind[jt] == PYP:
             gj = _open_factor(jt, kind, asum, a_of, b_of, par_ptr, par_node, avals, bvals, Nn, TC, TP)
         total = 0.0
+        fw = frozen_phi[w] if frozen else frozen_phi[0]     # row views: k needs no wraparound
+        nw = nwk[w]
         for k in range(K):
             if frozen:
-                g = F[k] * frozen_phi[w, k]
+                g = F[k] * fw[k]
             else:
-                g = F[k] * ((nwk[w, k] + beta) * inv[k])
+                g = F[k] * ((nw[k] + beta) * inv[k])
             if m[k] > 0:
                 g *= gj
             p[k] = g

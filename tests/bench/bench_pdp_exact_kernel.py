@@ -5,6 +5,7 @@ bench corpus of ``bench_pdp_perplexity.py`` (WEB chapters in sentences) after N 
 network's draws). CPU seconds per sweep (``time.process_time``), the least of ``--repeat`` runs, alternated::
 
     python tests/bench/bench_pdp_exact_kernel.py [--iterations 100] [--topics 20] [--seed 3] [--repeat 3]
+        [--only exact|cmgs]
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     common_arguments(parser)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--only", choices=["exact", "cmgs"], help="time only this sampler's network/built-in pair")
     args = parser.parse_args()
     train, _ = web_sentences()
     block = train.blocks[0][1]
@@ -78,6 +80,8 @@ def main() -> None:
 
     runs = {"network exact": lambda r: network("exact", 100 + r), "built-in exact": lambda r: built_in(True, 100 + r),
             "network cmgs": lambda r: network("cmgs", 100 + r), "built-in cmgs": lambda r: built_in(False, 100 + r)}
+    if args.only:
+        runs = {name: f for name, f in runs.items() if name.endswith(args.only)}
     for f in runs.values():                             # compile
         f(0)
     best = {name: min(f(r) for r in range(args.repeat)) for name, f in runs.items()}
