@@ -195,7 +195,7 @@ def acquire(directory: str, job: str) -> dict:
     storage.makedirs(directory)
     path = storage.join(directory, LEASE)
     mine = _holder(job)
-    attempts = 0
+    attempts = guard_waits = 0
     while attempts < 3:
         attempts += 1
         if _create(path, mine):
@@ -223,21 +223,41 @@ def acquire(directory: str, job: str) -> dict:
         if problem is not None:
             raise DamagedError(f"{path} is not a lease ({problem}): if no run is using {directory}, delete it")
         if is_stale(theirs):
-            aside = f"{path}.stale-{uuid.uuid4().hex}"
-            try:
-                storage.move(path, aside)         # one run wins this rename
-            except OSError:
-                continue
-            moved = _read(aside)
-            if moved.get("token") != theirs.get("token"):
-                _put_back(aside, path)            # another run took it over first: its fresh lease goes back
+            if not _remove_stale(path, theirs, mine):
+                guard_waits += 1                  # another run is removing it: then both race to create
+                if guard_waits > 200:
+                    raise RefusedError(f"could not take the lease {path}: {path}.takeover stays (a run taking "
+                                       "over a stale lease); if no run is using it, delete it")
+                time.sleep(0.05)
+                attempts -= 1
                 continue
             log.warning("took over the lease of %s left by a killed run: %s", directory, describe(theirs))
-            storage.delete(aside)
             continue
         raise RefusedError(f"{directory} is in use by another run: {describe(theirs)}. Wait for it to finish; if "
                            f"that run is dead, delete {path}")
     raise RefusedError(f"could not take the lease {path}: other runs keep taking it")
+
+
+def _remove_stale(path: str, theirs: dict, mine: dict) -> bool:
+    """Delete the stale lease ``theirs`` at ``path`` holding the takeover guard (``path.takeover``, created
+    exclusively): only the guard's holder removes, and only the lease it read as stale (re-read under the guard), so
+    a fresh lease another run created meanwhile is never moved aside (moving it aside opened a window in which a
+    third run created one too: two winners). False when another run holds the guard (a guard older than
+    EMPTY_LEASE_SECONDS, its holder killed, is deleted)."""
+    guard = f"{path}.takeover"
+    if not _create(guard, mine):
+        if _empty_for(guard) > EMPTY_LEASE_SECONDS:
+            try:
+                storage.delete(guard)
+            except OSError:
+                pass                              # another run deleted it first
+        return False
+    try:
+        if _read(path).get("token") == theirs.get("token"):
+            storage.delete(path)
+    finally:
+        storage.delete(guard)
+    return True
 
 
 def _put_back(aside: str, path: str) -> None:
