@@ -266,13 +266,19 @@ def test_a_level_per_topic_on_the_engine_two_partitions(tmp_path):
     np.testing.assert_allclose(full.sum(axis=0), 1.0)
 
 
-def test_more_than_one_level_per_topic_is_refused_in_one_line():
+def test_more_than_one_level_per_topic_is_a_stack_and_a_column_over_two_is_refused():
+    """phi[topic] over psi[topic] over psi2[topic] over m runs since session 25 (a stack of bottom levels,
+    :mod:`drivers.models.pdp_network.words_stack`); a [topic, column] family over two levels per topic is refused
+    in one line."""
     from drivers.models.pdp_network import words_pyp
     from inference.errors import UsageError
 
     spec = topic_chain_spec("dirichlet")        # phi[topic] over psi[topic] over psi2[topic] over m
     spec["nodes"]["psi2"] = dict(spec["nodes"]["psi"], pyp={"a": 0.1, "b": 4.0})
     spec["nodes"]["psi"]["parents"] = [{"node": "psi2", "index": ["topic"]}]
+    side = words_pyp.word_side(parse_network(spec))
+    assert side["column"] == words_pyp.ONE_VALUE and side["bottom"][2] == "phi" and side["middle"][0][2] == "psi"
+    spec["nodes"]["phi"]["index"] = spec["word"]["index"] = ["topic", "column:c"]
     with pytest.raises(UsageError, match="node 'psi': a word vector per topic under 'phi' on the Gibbs engine has "
                                          "one corpus-level parent") as info:
         words_pyp.word_side(parse_network(spec))

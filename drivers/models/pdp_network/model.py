@@ -29,7 +29,7 @@ import json
 import numpy as np
 
 from drivers.models.pdp_network import (burst_heldout, left_to_right_scores, shared_pyp, word_sides, words_bigram,
-                                        words_column, words_pyp)
+                                        words_column, words_pyp, words_stack)
 from drivers.corpora.kinds import BAG_OF_WORDS, ORDERED, SEGMENTED
 from drivers.models.pdp_network.hyper_steps import NetworkHyper
 from drivers.models.pdp_network.block_memo import BlockMemo, CountsMemo
@@ -49,8 +49,8 @@ NO_DRIFT = np.zeros(0)     # network_sweep's self-check of its kept rows: off
 NO_HISTOGRAM = (np.zeros(0, np.int64), np.zeros((0, 1), np.int32))
 
 
-class PdpNetwork(burst_heldout.BurstArrays, words_column.ColumnWordArrays, words_bigram.BigramArrays, SharedPypModel,
-                 SharedRootsModel, NetworkHyper, GibbsModel):
+class PdpNetwork(burst_heldout.BurstArrays, words_stack.StackWordArrays, words_column.ColumnWordArrays,
+                 words_bigram.BigramArrays, SharedPypModel, SharedRootsModel, NetworkHyper, GibbsModel):
     """Any network of Dirichlet / Pitman-Yor vectors (module docstring) with the table-indicator sampler or CMGS."""
 
     name = "pdp-network"

@@ -62,6 +62,8 @@ def refused_word_side(side: dict | None) -> str | None:
     side = side or {}
     if side.get("burst"):
         return "a word side indexed by [topic, document]"
+    if side.get("middle"):      # (words_stack: no owned kernel)
+        return "a chain of word vectors with more than two levels per topic"
     return None
 
 

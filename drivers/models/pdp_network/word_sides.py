@@ -10,7 +10,8 @@ topics, the likelihood and the hyperparameter steps), each answered once here so
 - :class:`BigramPsiWords`: the same over a Pitman-Yor psi[topic] (tlm's prior 2b, :mod:`.words_bigram_psi`);
 - :class:`BurstWords`: a family by [topic, document] over a root per topic (burstiness, DCMLDA: :mod:`.words_burst`);
 - :class:`DeepWords`: a chain of corpus-level Pitman-Yor word vectors (:mod:`.words_chain`) or a family by
-  [topic, column:NAME] over phi0[topic] (:mod:`.words_column`).
+  [topic, column:NAME] over phi0[topic] (:mod:`.words_column`);
+- :class:`StackWords`: a chain with more than two Pitman-Yor levels per topic (:mod:`.words_stack`).
 The partition-owned sides take ``words`` = (their word tables, derived, the engine's tables) in a sweep and answer
 ``sweep_args`` with ((the kernel's arguments before ``z``, after the topic side's counts), the local arrays)."""
 from __future__ import annotations
@@ -18,8 +19,8 @@ from __future__ import annotations
 import numpy as np
 
 from drivers.models.pdp_network import (words_bigram, words_bigram_psi, words_burst, words_chain, words_column,
-                                        words_pyp)
-from inference.pdpnet import owned_chain, owned_words, word_bigram, word_chain, word_column
+                                        words_pyp, words_stack)
+from inference.pdpnet import owned_chain, owned_words, word_bigram, word_chain, word_column, word_stack
 
 
 class DirichletWords:
@@ -256,6 +257,39 @@ class DeepWords(PypWords):
         return words_chain.sample_hyper(self.side, tables, hyper, sampled, rng)
 
 
+class StackWords(DeepWords):
+    """A chain of word vectors with more than two levels per topic (:mod:`.words_stack`): the [topic, column]
+    side with one value whose bottom is a stack of levels; no owned kernel (refused beside a shared Pitman-Yor
+    topic vector: :func:`.shared_pyp.refused_word_side`)."""
+
+    kernel = staticmethod(word_stack.stack_word_sweep)
+    owned_kernel = None
+
+    def count_tables(self, model) -> tuple:
+        return words_stack.count_tables(model, self.side)
+
+    def initial_state(self, model, block, state: dict) -> None:
+        words_stack.initial_state(model, block, state, self.side)
+
+    def table_counts(self, model, block, state: dict) -> dict:
+        return words_stack.table_counts(model, block, state, self.side)
+
+    def sweep_args(self, model, block, state, net, nwk, words, mx) -> tuple:
+        return words_stack.word_args(model, block, state, nwk, words, mx, self.side, net)
+
+    def write_back(self, loc, nwk, words, z) -> None:
+        words_stack.write_back(loc, nwk, words, z)
+
+    def topic_word(self, model, tables, derived, hyper):
+        return words_stack.topic_word(tables, self.side, hyper)
+
+    def loglik(self, model, tables, derived, hyper):
+        return words_stack.loglik(tables, self.side, hyper)
+
+    def sample_hyper(self, model, tables, hyper, sampled, rng) -> dict:
+        return words_stack.sample_hyper(self.side, tables, hyper, sampled, rng)
+
+
 def owned_chain_args(pos, reseed, seed, uidx, *args):
     """:func:`owned_chain.owned_chain_sweep` on a chain's arguments (``args`` ending with the
     :data:`.words_chain.KERNEL_ARGS` of :func:`.words_chain.kernel_args`): no bottom level (``pb`` = -1, its arrays
@@ -295,6 +329,8 @@ def of(side: dict | None) -> DirichletWords:
         return BurstWords(side)
     if words_bigram_psi.is_psi(side):
         return BigramPsiWords(side)
+    if side.get("middle"):
+        return StackWords(side)
     if side.get("column") or side.get("chain"):
         return DeepWords(side)
     return BigramWords(side) if side.get("bigram") else PypWords(side)

@@ -81,9 +81,14 @@ def word_side(spec: NetworkSpec) -> dict | None:
                                  f"side's '{word.name}' (not on the Gibbs engine)")
         side = word_side(dataclasses.replace(spec, word=dataclasses.replace(spec.word, node=phi0.name,
                                                                              index=("topic",))))
-        if "bottom" in side:        # phi0 itself over a vector per topic: one level per topic under phi only
-            raise UsageError(f"network spec: node '{phi0.name}': a word vector per topic under '{word.name}' on the "
-                             "Gibbs engine has one corpus-level parent (one level per topic)")
+        if "bottom" in side:        # phi0 itself over a vector per topic: a stack of levels per topic (words_stack)
+            if not per_topic or side.get("bigram") or side.get("column") != ONE_VALUE:
+                raise UsageError(f"network spec: node '{phi0.name}': a word vector per topic under '{word.name}' on "
+                                 "the Gibbs engine has one corpus-level parent, or is a chain of Pitman-Yor vectors "
+                                 "per topic over a corpus-level root or chain (indexed by [topic] only)")
+            return dict(side, bottom=[word.a, word.b, word.name], bottom_gamma=float(par.gamma),
+                        middle=[side["bottom"]] + side.get("middle", []),
+                        middle_gammas=[side["bottom_gamma"]] + side.get("middle_gammas", []))
         kind = {"bigram": True} if psi_pyp else {"column": ONE_VALUE if per_topic else word.index[1][len("column:"):]}
         return dict(side, **kind, bottom=[word.a, word.b, word.name],
                     bottom_gamma=float(par.gamma), gammas=side.get("gammas", [float(phi0.parents[0].gamma)]))
@@ -145,7 +150,8 @@ def side_params(side: dict | None) -> set:
     """The discounts and concentrations of a Pitman-Yor word side, every level's (none for a Dirichlet one)."""
     if side is None:
         return set()
-    return {side["a"], side["b"]} | {x for lv in [*side.get("chain", ()), side.get("bottom", [])] for x in lv[:2]}
+    return {side["a"], side["b"]} | {x for lv in [*side.get("chain", ()), side.get("bottom", []),
+                                                  *side.get("middle", ())] for x in lv[:2]}
 
 
 def count_table(rows: int, K: int) -> CountTable:
