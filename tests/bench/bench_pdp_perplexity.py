@@ -20,6 +20,9 @@ same K, iterations, seed and priors (alpha 0.1 fixed, beta 0.01; b = 10 sampled,
   word side: hca's full structure; no target).
 * ``burst``: ``lda-gibbs --fixed-alpha``, ``--network lda``, ``--network pyp-lda`` and ``--network burst-lda`` (a
   Pitman-Yor word vector per topic per document over phi[topic]: DCMLDA's / hca's burstiness; no target).
+* ``pyp-lda-3``: ``lda-gibbs --fixed-alpha``, ``--network pyp-lda-2``, ``--network pyp-lda-3`` (two Pitman-Yor
+  levels per topic over pyp-lda-2's corpus-level vector) and ``tests/bench/pyp-lda-4.json`` (three levels per
+  topic; no target).
 
 ``--corpus FILE.jsonl[.gz]`` (one document per line, ``id`` and ``text``) replaces the default corpus: prepared with
 ``--holdout-fraction 0.2`` and no segments (the results file's name gets the file's stem), e.g. the manual pages of
@@ -61,6 +64,8 @@ RUNS = {   # name -> (model, extra train flags)
     "hca-2.json": ("pdp-network", ("--network", "hca-2")),
     "lda.json": ("pdp-network", ("--network", "lda")),
     "burst-lda.json": ("pdp-network", ("--network", "burst-lda")),
+    "pyp-lda-3.json": ("pdp-network", ("--network", "pyp-lda-3")),
+    "pyp-lda-4": ("pdp-network", ("--network", str(REPO / "tests" / "bench" / "pyp-lda-4.json"))),
 }
 GROUPS = {"stm": ["stm", "stm.json"], "seqlda": ["seqlda", "seqlda.json"], "adatm": ["adatm", "adatm.json"],
           "pyp-lda": ["lda-gibbs", "pyp-lda.json", "lda-gibbs (alpha optimised)"],
@@ -68,7 +73,8 @@ GROUPS = {"stm": ["stm", "stm.json"], "seqlda": ["seqlda", "seqlda.json"], "adat
           "pyp-lda-2": ["lda-gibbs", "pyp-lda.json", "pyp-lda-2.json"],
           "hca": ["pyp-lda.json", "hdp-pyp-lda.json", "hca.json"],
           "hca-2": ["pyp-lda-2.json", "hca.json", "hca-2.json"],
-          "burst": ["lda-gibbs", "lda.json", "pyp-lda.json", "burst-lda.json"]}
+          "burst": ["lda-gibbs", "lda.json", "pyp-lda.json", "burst-lda.json"],
+          "pyp-lda-3": ["lda-gibbs", "pyp-lda-2.json", "pyp-lda-3.json", "pyp-lda-4"]}
 
 
 def cpu_seconds() -> float:
