@@ -6,7 +6,8 @@ after iteration 3 and resumed from its checkpoint is the uninterrupted chain; an
 (table ``word_tables``, each partition's own tables), likewise, and with the resident sampler the same chain; and
 seqlda.json under CMGS (and under the exact multiplicity sampler) likewise, and trained on local[1] (another Spark application) the same model bit for bit;
 and roots indexed by a kept column (``column``) or by a list column (``authors``: a document's vector over the mean
-of its authors' roots); and a word side indexed by [topic, column:group] (``dtm``); and tlm.json (phi[topic,
+of its authors' roots); and a word side indexed by [topic, column:group] (``dtm``); and three Pitman-Yor word
+levels per topic over a corpus-level one (``pyp-lda-4``, :mod:`drivers.models.pdp_network.words_stack`); and tlm.json (phi[topic,
 previous_word] over psi[topic]: its keyed tables, each partition's
 own indicators), likewise."""
 from __future__ import annotations
@@ -87,6 +88,10 @@ TWO_PARENTS = dict(PYP_TOPICS, name="two-parents", topic={"node": "theta", "inde
                                                          {"node": "base2", "index": ["corpus"], "gamma": 0.5}]),
     theta={"index": ["document"], "over": "topic", "dp": {"b": 1.0},
            "parents": [{"node": "corpus", "index": ["corpus"]}]}))
+_PYP_LDA_3 = json.loads((SHIPPED / "pyp-lda-3.json").read_text())
+PYP_LDA_4 = dict(_PYP_LDA_3, name="pyp-lda-4", nodes=dict(     # three Pitman-Yor levels per topic (words_stack)
+    _PYP_LDA_3["nodes"], phi2=_PYP_LDA_3["nodes"]["phi1"],
+    phi1=dict(_PYP_LDA_3["nodes"]["phi1"], parents=[{"node": "phi2", "index": ["topic"]}])))
 
 
 @pytest.fixture(scope="module")
@@ -117,14 +122,14 @@ def spec_file(tmp_path_factory):
 
 @pytest.mark.parametrize("which", ["hdp-lda", "sampled", "pyp-lda", "seqlda", "column", "hdp-pyp-lda", "authors",
                                    "authors-pyp", "pyp-lda-2", "hca", "hca-2", "pyp-topics", "adatm-cmgs",
-                                   "dtm", "two-parents", "seqlda-exact", "hdp-pyp-lda-cmgs"])
+                                   "dtm", "two-parents", "seqlda-exact", "hdp-pyp-lda-cmgs", "pyp-lda-4"])
 def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(spark_session, blocks, spec_file,
                                                                                 group_corpus, tmp_path, which):
     network = spec_file if which == "sampled" else which
-    if which in ("column", "authors", "authors-pyp", "pyp-topics", "dtm", "two-parents"):
+    if which in ("column", "authors", "authors-pyp", "pyp-topics", "dtm", "two-parents", "pyp-lda-4"):
         network = str(tmp_path / f"{which}.json")
         specs = {"column": GROUP_HDP, "authors": AUTHOR_DP, "authors-pyp": AUTHOR_PYP, "pyp-topics": PYP_TOPICS,
-                 "dtm": DTM, "two-parents": TWO_PARENTS}
+                 "dtm": DTM, "two-parents": TWO_PARENTS, "pyp-lda-4": PYP_LDA_4}
         (tmp_path / f"{which}.json").write_text(json.dumps(specs[which]))
     if which in ("adatm-cmgs", "seqlda-exact", "hdp-pyp-lda-cmgs"):   # CMGS at two-parent segments (cmgs_dag);
         name, sampler = which.rsplit("-", 1)    # the exact multiplicity sampler (multiplicity); cmgs beside a shared
@@ -139,6 +144,8 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
                                          else ()) + \
             (("word_chain",) if which in ("pyp-lda-2", "hca-2") else ()) + \
             (("word_col_n", "word_col_t", "word_tables") if which == "dtm" else ()) + \
+            (("word_col_n", "word_col_t", "word_col_mid", "word_tables", "word_chain") if which == "pyp-lda-4"
+             else ()) + \
             (("network_tp",) if which in ("hdp-pyp-lda", "authors-pyp", "hca", "hca-2", "pyp-topics", "two-parents",
                                           "hdp-pyp-lda-cmgs") else ()) + \
             (("network_ts",) if which == "two-parents" else ()):
@@ -162,6 +169,15 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
         np.testing.assert_array_equal(bn.reshape(4, V, K).sum(axis=0), result.tables["nwk"])
         assert all(result.hyper[f"{k}_values"][f"{x}.{k}"] != v
                    for x in ("phi", "phi0") for k, v in (("a", .4), ("b", 2)))
+    elif which == "pyp-lda-4":    # phi <- phi1 <- phi2 (per topic) <- nu (corpus PYP) <- uniform: t <= c everywhere
+        bn, bt, mid, t2, tnu = (result.tables[k] for k in ("word_col_n", "word_col_t", "word_col_mid", "word_tables",
+                                                           "word_chain"))
+        np.testing.assert_array_equal(bn, result.tables["nwk"])
+        assert np.all(bt <= bn) and np.all(mid <= bt) and np.all(t2 <= mid) and np.all(tnu[:, 0] <= t2.sum(axis=1))
+        assert (bt < bn).any() and (mid < bt).any() and tnu.sum() > 0
+        assert all(result.hyper[f"{k}_values"][f"{x}.{k}"] != v
+                   for x in ("phi", "phi1", "phi2", "nu") for k, v in (("a", .5), ("b", 10)))
+        np.testing.assert_allclose(result.topic_word.sum(axis=1), 1.0)
     elif which == "hca":          # hdp-pyp-lda's topic side and pyp-lda's word side, both sides' tables owned
         n, t = result.tables["nwk"], result.tables["word_tables"]
         assert np.all(t <= n) and (t < n).any() and ((n > 0) & (t == 0)).sum() <= (n > 0).sum() // 20
@@ -227,7 +243,8 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
     with pytest.raises(Interrupted):
         fit(spark_session, blocks, tmp_path / "ckpt", network, stop_after=3)
     assert_same_runs(fit(spark_session, blocks, tmp_path / "ckpt", network, resume=True), run)
-    if which in ("pyp-lda", "hdp-pyp-lda", "pyp-lda-2", "hca", "hca-2", "dtm", "hdp-pyp-lda-cmgs"):   # resident
+    if which in ("pyp-lda", "hdp-pyp-lda", "pyp-lda-2", "hca", "hca-2", "dtm", "hdp-pyp-lda-cmgs",   # resident
+                 "pyp-lda-4"):
         assert_same_runs(fit(spark_session, blocks, tmp_path / "resident", network, sync="resident"), run)
 
 
