@@ -194,6 +194,20 @@ PDP_HCA = ("--model", "pdp-network", "--network", "hca", *PDP_HDP_PYP[4:])
 PDP_BURST = ("--model", "pdp-network", "--network", "burst-lda", *PDP_HDP_PYP[4:])
 
 
+def pdp_pyp_lda_4(folder) -> tuple:
+    """pyp-lda-3.json with a third Pitman-Yor level per topic (words_stack), written to ``folder``: its flags,
+    likewise."""
+    from drivers.models.pdp_network.engine_specs import SHIPPED
+
+    spec = json.loads((SHIPPED / "pyp-lda-3.json").read_text())
+    spec["nodes"]["phi2"] = spec["nodes"]["phi1"]
+    spec["nodes"]["phi1"] = dict(spec["nodes"]["phi1"], parents=[{"node": "phi2", "index": ["topic"]}])
+    path = os.path.join(str(folder), "pyp-lda-4.json")
+    with open(path, "w") as f:
+        json.dump(dict(spec, name="pyp-lda-4"), f)
+    return ("--model", "pdp-network", "--network", path, *PDP_HDP_PYP[4:])
+
+
 @pytest.fixture(scope="session")
 def tiny_corpora_of_kind(tmp_path_factory):
     """Corpus kind -> the tiny corpus of that kind (:mod:`tiny_corpora`) the conformance suite trains on (one
@@ -240,7 +254,8 @@ def local1_models(tiny_corpora_of_kind, synthetic_lda, tmp_path_factory):
              "pdp-hca": ["--corpus", tiny_corpora_of_kind[registry.SEGMENTED], *map(str, PDP_HCA)],
              "pdp-hdp-pyp-cmgs": ["--corpus", tiny_corpora_of_kind[registry.SEGMENTED],
                                   *map(str, PDP_HDP_PYP_CMGS)],
-             "pdp-burst": ["--corpus", tiny_corpora_of_kind[registry.SEGMENTED], *map(str, PDP_BURST)]}
+             "pdp-burst": ["--corpus", tiny_corpora_of_kind[registry.SEGMENTED], *map(str, PDP_BURST)],
+             "pdp-pyp-lda-4": ["--corpus", tiny_corpora_of_kind[registry.SEGMENTED], *map(str, pdp_pyp_lda_4(out))]}
     env = dict(os.environ, SPARK_TOPICS_SPARK_LOG_LEVEL="ERROR")
     run = subprocess.run([sys.executable, os.path.join(TESTS, "train_every_model.py"), "local[1]", str(out),
                           tiny_corpora_of_kind[registry.SEGMENTED], tiny_corpora_of_kind[registry.ALIGNED],
