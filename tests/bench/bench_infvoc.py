@@ -166,8 +166,8 @@ def main() -> None:
                         "refreshes (a number or auto; default: none given, the CLI's default)")
     parser.add_argument("--reseed-below", default=None,
                         help="infvoc's --reseed-below (default: none given, the CLI's default)")
-    parser.add_argument("--reseed-draw", default=None,
-                        help="infvoc's --reseed-draw (default: none given, the CLI's default)")
+    parser.add_argument("--reseed-draw", default=None, help="infvoc's --reseed-draw (default: the CLI's)")
+    parser.add_argument("--reseed-against", default=None, help="infvoc's --reseed-against (default: the CLI's)")
     parser.add_argument("--retrain", action="store_true",
                         help="also time a retrain of each model on the whole stream (prepare timed apart)")
     parser.add_argument("--ranking", choices=("base", "counts"), default="base",
@@ -248,7 +248,8 @@ def main() -> None:
                     options.reorder_delay, "--minibatch-size", options.minibatch_size,
                     *(["--passes", options.passes] if options.passes is not None else []),
                     *(["--reseed-below", options.reseed_below] if options.reseed_below is not None else []),
-                    *(["--reseed-draw", options.reseed_draw] if options.reseed_draw is not None else [])]
+                    *(["--reseed-draw", options.reseed_draw] if options.reseed_draw is not None else []),
+                    *(["--reseed-against", options.reseed_against] if options.reseed_against else [])]
         began = time.time()
         infinite.train(spark, parse(train, ["--corpus", work / "c0", "--output", work / "inf-base", "--topics",
                                             options.topics, "--vocabulary", "infinite", "--tau0", options.tau0,

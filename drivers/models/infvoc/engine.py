@@ -123,7 +123,7 @@ def run_minibatch(sc, model, documents: list, partitions: int, reducers: int | N
         before = sets
         sets, pairs = reseed_starved(sets, documents, lambda t: ranking_log_base(model.base.log_probs(t), settings),
                                      settings.reseed, scale, settings.alpha_beta, settings.truncation, model.seed,
-                                     minibatch, settings.reseed_draw)
+                                     minibatch, settings.reseed_draw, settings.reseed_against)
         if pairs:
             log.info("minibatch %d: re-seeded %d starved topics (topic, document): %s", minibatch, len(pairs), pairs)
             log_reseeds(minibatch, before, sets, pairs, dict(documents))
