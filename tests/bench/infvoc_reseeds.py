@@ -5,12 +5,12 @@
   the reordering just before (a topic that starts starved again is re-seeded again, U minibatches later).
 * **The seed's size**: a re-seeded topic starts with evidence sum_t (nu1 - 1) = (D/|S|) x the document's tokens
   ((7.6) with eps = 1, :func:`inference.infvoc.reseed.seeded_topic`), while a topic's steady evidence is about
-  (D/|S|) x the tokens it is given per minibatch, on average |S| x (mean tokens) / K. So a seed of a document of
-  n tokens starts at about K n / (|S| x mean tokens) of the mean: below ``f`` (starved at birth) unless
-  n >= f |S| mean / K. Printed: that ratio for the documents drawn (the bench's tokenizer, stop words out: close
-  to, not the same as, the model's), and the share of them below ``f``.
-* **The re-seeded topics at the end**: per topic, its re-seeds, the last one's minibatch, its evidence share, NPMI
-  (whole stream) and top words.
+  (D/|S|) x the tokens it is given per minibatch, on average |S| x (mean tokens) / K: a seed of a document of n
+  tokens starts at about K n / (|S| x mean n) of the mean. Printed from the log's detail lines (the engine's
+  ``re-seed topic k: evidence/mean a -> b``): the replaced topics' and the seeds' evidence over the mean, and the
+  share of seeds that start below ``f`` (starved at birth).
+* **The re-seeded topics at the end** (if the run finished): per topic, its re-seeds, the last one's minibatch, its
+  evidence share, NPMI (whole stream) and top words.
 
     .venv/bin/python tests/bench/infvoc_reseeds.py --corpus debian-changelogs \\
         --run out/bench/infvoc-debian-changelogs-K20-tau1-0-h30cu --log /tmp/run.log
@@ -28,6 +28,7 @@ from bench_infvoc import document_sets, npmi
 from infvoc_corpora import CORPORA
 
 EVENT = re.compile(r"minibatch (\d+): re-seeded \d+ starved topics \(topic, document\): (\[.*\])")
+DETAIL = re.compile(r"minibatch \d+: re-seed topic \d+: evidence/mean ([\d.]+) -> ([\d.]+), (\d+) tokens")
 
 
 def events(log: str) -> list:
@@ -62,27 +63,26 @@ def main() -> None:
     parser.add_argument("--run", required=True, help="a bench run's folder")
     parser.add_argument("--log", required=True, help="the bench run's printed log")
     parser.add_argument("--below", type=float, default=0.25, help="the run's --reseed-below")
-    parser.add_argument("--minibatch-size", type=int, default=256, help="the run's |S|")
     options = parser.parse_args()
     rows = CORPORA[options.corpus]()
     stop = set(stopword_list("english"))
-    tokens = {r["id"]: sum(1 for w in re.findall(r"[^\W\d_]+", r["text"].lower()) if len(w) >= 2 and w not in stop)
-              for r in rows}
-    model = InfVocModel.load(model_store.resolve(f"{options.run}/inf-root"))
-    size, topics = options.minibatch_size, model.num_topics
     seeded = events(options.log)
     reorderings, count, again = churn(seeded)
     print(f"{count} re-seeds at {reorderings} reorderings; {again} of them hit a topic re-seeded at the previous "
-          f"re-seeding reordering too; topics re-seeded: {len({k for _, k, _ in seeded})} of {topics}")
-    mean_tokens = float(np.mean(list(tokens.values())))
-    ratio = np.array([topics * tokens.get(d, 0) / (size * mean_tokens) for _, _, d in seeded])
-    if ratio.size:
-        print(f"seed's start against the mean evidence, K n / (|S| mean n) (mean n {mean_tokens:.1f} tokens): median "
-              f"{np.median(ratio):.3f}, 90% {np.quantile(ratio, 0.9):.3f}; below {options.below}: "
-              f"{np.mean(ratio < options.below):.2f}; a document must have >= {options.below * size * mean_tokens / topics:.0f} "
-              f"tokens to start above it")
-        packages = Counter(next((r["package"] for r in rows if r["id"] == d), "?") for _, _, d in seeded[-30:])
-        print("the last 30 re-seeds' documents by package: " + ", ".join(f"{p} {n}" for p, n in packages.most_common(8)))
+          f"re-seeding reordering too; topics re-seeded: {len({k for _, k, _ in seeded})}")
+    details = np.array([[float(x) for x in m.groups()] for m in map(DETAIL.search, open(options.log, errors="replace"))
+                        if m])
+    if details.size:
+        print(f"evidence over the mean: replaced topics median {np.median(details[:, 0]):.3f}; seeds median "
+              f"{np.median(details[:, 1]):.3f}, below {options.below}: {np.mean(details[:, 1] < options.below):.2f}; "
+              f"the seeds' documents: median {np.median(details[:, 2]):.0f} tokens")
+    packages = Counter(next((r["package"] for r in rows if r["id"] == d), "?") for _, _, d in seeded[-30:])
+    print("the last 30 re-seeds' documents by package: " + ", ".join(f"{p} {n}" for p, n in packages.most_common(8)))
+    try:
+        model = InfVocModel.load(model_store.resolve(f"{options.run}/inf-root"))
+    except Exception as exc:      # a run stopped before its refreshes ended: the log's part only
+        print(f"no final model ({exc})")
+        return
     evidence = np.array([float((ts.nu1 - 1.0).sum()) for ts in model.sets])
     everything = document_sets(rows, stop)
     per_topic = Counter(k for _, k, _ in seeded)
