@@ -154,14 +154,10 @@ def fixvoc_on_minibatches(spark, work, parts, options, parse) -> list:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--topics", type=int, default=20)
-    parser.add_argument("--batches", type=int, default=3)
-    parser.add_argument("--minibatch-size", type=int, default=256)
-    parser.add_argument("--alpha-beta", type=float, default=1000.0)
-    parser.add_argument("--truncation", type=int, default=4000)
-    parser.add_argument("--reorder-delay", type=int, default=10)
-    parser.add_argument("--tau0", type=float, default=1.0)
-    parser.add_argument("--kappa", type=float, default=0.6)
+    for flag, kind, default in (("--topics", int, 20), ("--batches", int, 3), ("--minibatch-size", int, 256),
+                                ("--alpha-beta", float, 1000.0), ("--truncation", int, 4000),
+                                ("--reorder-delay", int, 10), ("--tau0", float, 1.0), ("--kappa", float, 0.6)):
+        parser.add_argument(flag, type=kind, default=default)
     parser.add_argument("--passes", default=None, help="passes of the infinite model's base training and of each of its "
                         "refreshes (a number or auto; default: none given, the CLI's default)")
     parser.add_argument("--reseed-below", default=None,
