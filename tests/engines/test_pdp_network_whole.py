@@ -1,0 +1,122 @@
+"""pdp-network's whole-network mode (issue 28, 2): two specs the split engine refuses (one on the word side: a
+concentration shared by the documents' vectors and the word side; one on the topic side: more corpus-level topic
+families than the engine's rows) train on one partition that is the in-process sampler draw for draw (z, s, the
+sampled discounts and concentrations), a run interrupted and resumed is the uninterrupted chain, the same seed gives
+the same model, and a spec the split engine runs still runs split."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from drivers.engines.gibbs.settings import SampleSchedule
+from drivers.models.pdp_network import whole_heldout
+from drivers.models.pdp_network.whole_network import WHOLE, NetworkModel, split_refusal, spec_of
+from engine_runs import Interrupted, assert_same_runs, fit_and_recount
+from inference.gibbs.block import task_seed
+from inference.gibbs.model import SegmentedBlock
+from inference.pdpnet.sampler import NetworkSampler
+from inference.pdpnet.spec import parse_network
+
+V, K, ITERATIONS, SEED = 12, 3, 6, 7
+#: the word side refused: theta and phi share the concentration b_shared
+WORD = {"name": "shared-b", "parameters": {"b_shared": {"value": 5.0, "sample": True}},
+        "nodes": {"root": {"index": ["corpus"], "over": "topic", "dirichlet": 1.0},
+                  "theta": {"index": ["document"], "over": "topic", "dp": {"b": "b_shared"},
+                            "parents": [{"node": "root", "index": ["corpus"]}]},
+                  "base": {"index": ["corpus"], "over": "word", "uniform": True},
+                  "phi": {"index": ["topic"], "over": "word", "parents": [{"node": "base", "index": ["corpus"]}],
+                          "pyp": {"a": {"value": 0.3, "sample": True}, "b": "b_shared"}}},
+        "topic": {"node": "theta", "index": ["document"]}, "word": {"node": "phi", "index": ["topic"]}}
+
+
+def deep_spec() -> dict:
+    """The topic side refused: documents DP over a chain of eight corpus-level Pitman-Yor vectors over a root (nine
+    shared families, the engine's network_tc has eight), under cmgs."""
+    nodes, parent = {"base": {"index": ["corpus"], "over": "topic", "dirichlet": 1.0}}, "base"
+    for i in range(1, 9):
+        nodes[f"c{i}"] = {"index": ["corpus"], "over": "topic", "parents": [{"node": parent, "index": ["corpus"]}],
+                          "pyp": {"a": {"value": 0.2, "sample": i % 4 == 0}, "b": 3.0}}
+        parent = f"c{i}"
+    nodes["theta"] = {"index": ["document"], "over": "topic", "dp": {"b": {"value": 1.0, "sample": True}},
+                      "parents": [{"node": parent, "index": ["corpus"]}]}
+    nodes["phi"] = {"index": ["topic"], "over": "word", "dirichlet": 0.1}
+    return {"name": "deep", "sampler": "cmgs", "nodes": nodes, "topic": {"node": "theta", "index": ["document"]},
+            "word": {"node": "phi", "index": ["topic"]}}
+
+
+SPECS = {"word": WORD, "topic": deep_spec()}
+REFUSALS = {"word": "node 'theta' shares a discount or concentration with the word side's 'phi' (not on the Gibbs",
+            "topic": "more than 8 shared topic families"}
+
+
+def test_the_split_engine_refuses_both_specs_and_runs_stm_split():
+    for which, spec in SPECS.items():
+        assert REFUSALS[which] in split_refusal(parse_network(spec))
+        assert NetworkModel.corpus_partitions({"network": spec}) == 1
+    assert split_refusal(spec_of({"network": "stm"})) is None
+    assert NetworkModel.corpus_partitions({"network": "hdp-pyp-lda"}) is None
+
+
+@pytest.fixture(scope="module")
+def one_block(spark_session):
+    rng = np.random.default_rng(4)
+    docs = [(f"d{i:02d}", [list(rng.integers(0, V, rng.integers(3, 9))) for _ in range(rng.integers(1, 4))])
+            for i in range(24)]
+    block = SegmentedBlock.from_segments(docs)
+    rdd = spark_session.sparkContext.parallelize([(0, block)], 1).cache()
+    yield block, rdd
+    rdd.unpersist()
+
+
+def _fit(spark_session, rdd, directory, path, resume=False, stop_after=None, sync="jobs"):
+    model = NetworkModel(K, V)
+    return fit_and_recount(spark_session, model, rdd, 1, directory, SampleSchedule.resolve(ITERATIONS, 4, 1, 1),
+                           SEED, sync, model.initial_hyper(network=path), resume, stop_after)
+
+
+@pytest.mark.parametrize("which", ["word", "topic"])
+def test_one_partition_is_the_in_process_sampler_draw_for_draw_and_resumes(spark_session, one_block, tmp_path,
+                                                                          caplog, which):
+    block, rdd = one_block
+    path = tmp_path / f"{which}.json"
+    path.write_text(json.dumps(SPECS[which]))
+    with caplog.at_level("WARNING", logger="spark_topics.train"):
+        result, recount = _fit(spark_session, rdd, tmp_path / "run", str(path))
+    assert any(REFUSALS[which] in r.message and "runs on one partition (whole-network mode" in r.message
+               for r in caplog.records)
+    assert result.hyper[WHOLE].startswith("network spec: ")
+    (_, item), = result.states.collect()
+    model = NetworkModel(K, V)
+    model.initial_hyper(network=str(path))
+    net = model.whole_net(block, result.hyper["network"])
+    sampler = NetworkSampler(net, seed=task_seed(SEED, 0, 0))     # the engine's seed of the initialisation
+    for t in range(1, ITERATIONS + 1):
+        sampler.sweep()
+        sampler.sample_hyper()
+        if t == 5:          # the run's one sample: its topics are the word side's posterior means then
+            topics = model.topics_of(net, {k: getattr(sampler, k) for k in ("n", "tc", "tp", "Nn", "TC", "TP", "Se")},
+                                     sampler.avals, sampler.bvals)
+    state = item["state"]
+    np.testing.assert_array_equal(state["z"], sampler.z)
+    np.testing.assert_array_equal(state["s"], sampler.s)
+    assert [result.hyper["a_values"][n] for n in net.a_names] == list(sampler.avals)
+    assert [result.hyper["b_values"][n] for n in net.b_names if np.isfinite(sampler.bvals[net.b_names.index(n)])] \
+        == [b for b in sampler.bvals if np.isfinite(b)]
+    assert any(sampler.avals != net.a_values) and any(sampler.bvals != net.b_values)      # they moved
+    sampler.check()
+    # the tables the engine summed are the final state's
+    counts = {"n": sampler.n, "tc": sampler.tc, "tp": sampler.tp}
+    for name, (keys, rows) in whole_heldout.shared_contribution(net, counts, sampler.s).items():
+        table = result.tables[name]
+        live = rows.any(axis=1)
+        np.testing.assert_array_equal(table.keys, keys[live][np.argsort(keys[live])])
+        np.testing.assert_array_equal(table.counts, rows[live][np.argsort(keys[live])])
+        assert table.equals(recount[name])
+    np.testing.assert_allclose(result.topic_word, topics, rtol=1e-12)
+    # an interrupted run resumed (the resident sampler) is the uninterrupted chain; the same seed, the same model
+    with pytest.raises(Interrupted):
+        _fit(spark_session, rdd, tmp_path / "cut", str(path), stop_after=3)
+    assert_same_runs((result, recount), _fit(spark_session, rdd, tmp_path / "cut", str(path), resume=True,
+                                             sync="resident"))
