@@ -102,12 +102,6 @@ class GibbsModel(ChainContinuation):
         model.json's ``hyper``); None: as the registry says (``pdp-network``: as its network says)."""
         return None
 
-    @classmethod
-    def corpus_partitions(cls, settings: dict) -> int | None:
-        """The partitions training must use under ``settings`` (train's flags), whatever ``--partitions`` says;
-        None: any (``pdp-network``'s whole-network mode: 1)."""
-        return None
-
     def bind_corpus(self, corpus, request) -> None:
         """Training: what the model needs of the corpus beyond its size (a tree), before ``initial_hyper``."""
 

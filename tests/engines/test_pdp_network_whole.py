@@ -12,8 +12,10 @@ import pytest
 
 from drivers.engines.gibbs.settings import SampleSchedule
 from drivers.models.pdp_network import whole_heldout
-from drivers.models.pdp_network.whole_network import WHOLE, NetworkModel, split_refusal, spec_of
+from drivers.models.pdp_network.whole_network import (WHOLE, NetworkModel, check_memory, split_refusal, spec_of,
+                                                       state_bytes)
 from engine_runs import Interrupted, assert_same_runs, fit_and_recount
+from inference.errors import RefusedError
 from inference.gibbs.block import task_seed
 from inference.gibbs.model import SegmentedBlock
 from inference.pdpnet.sampler import NetworkSampler
@@ -120,3 +122,27 @@ def test_one_partition_is_the_in_process_sampler_draw_for_draw_and_resumes(spark
         _fit(spark_session, rdd, tmp_path / "cut", str(path), stop_after=3)
     assert_same_runs((result, recount), _fit(spark_session, rdd, tmp_path / "cut", str(path), resume=True,
                                              sync="resident"))
+
+
+def test_a_spec_the_split_engine_runs_is_unchanged(spark_session, one_block, tmp_path):
+    """hdp-pyp-lda.json through the registry's model is the split model's chain (no whole-network mode)."""
+    from drivers.models.pdp_network.model import PdpNetwork
+
+    _, rdd = one_block
+    runs = []
+    for cls in (NetworkModel, PdpNetwork):
+        model = cls(K, V)
+        runs.append(fit_and_recount(spark_session, model, rdd, 1, tmp_path / cls.__name__,
+                                    SampleSchedule.resolve(3, 2, 1, 1), SEED, "jobs",
+                                    model.initial_hyper(network="hdp-pyp-lda")))
+    assert WHOLE not in runs[0][0].hyper and "network_tp" in runs[0][0].tables
+    assert_same_runs(*runs)
+
+
+def test_a_state_one_task_cannot_hold_is_refused_up_front(spark_session):
+    spec = parse_network(WORD)
+    small, large = (state_bytes(spec, 20, V, 1000, 1000, 50_000, {}) for V in (1_000, 10_000_000))
+    assert large - small > 2 * 8 * 20 * (10_000_000 - 1_000) * 4      # V cells per word vector: n, tc, tp, s
+    check_memory(small)
+    with pytest.raises(RefusedError, match="whole-network mode: its one partition needs about .* of Python memory"):
+        check_memory(1 << 60)

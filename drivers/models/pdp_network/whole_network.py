@@ -102,6 +102,8 @@ class WholeNetworkMode:
 
     @classmethod
     def corpus_partitions(cls, settings: dict) -> int | None:
+        """The partitions training must use under train's ``settings`` whatever ``--partitions`` says (asked by the
+        Gibbs family before the corpus loads): 1 in whole-network mode, else None (any)."""
         return 1 if split_refusal(spec_of(settings)) is not None else None
 
     @property
@@ -199,9 +201,11 @@ class WholeNetworkMode:
 
     def local_hyper_update(self, block, state, hyper, seed) -> None:
         """The in-process sampler's hyperparameter step after the sweep (``sample_hyper``: its seed, not the
-        engine's)."""
+        engine's); a held-out state's values are the trained ones."""
         if not self.whole:
             return super().local_hyper_update(block, state, hyper, seed)
+        if whole_heldout.HELD in state:
+            return None
         net = self.whole_net(block, hyper["network"])
         cnt = self._memo("counts").recall(block, state)
         cnt = cnt if cnt is not None else rebuild_counts(net, state["z"].astype(np.int64), state["s"])
@@ -323,10 +327,12 @@ class WholeNetworkMode:
         self._trained_whole = whole_heldout.trained_of_arrays(arrays)
         self.bind_hyper(meta.get("hyper", {}))
 
-    def grown_chain(self, tables: dict, hyper: dict, old_vocab_size: int) -> tuple[dict, dict]:
-        if hyper.get(WHOLE):
-            raise RefusedError("refresh: a network in whole-network mode is not continued (retrain)")
-        return super().grown_chain(tables, hyper, old_vocab_size)
+    def continued_chain(self, spark, old_model, base, batch, seed: int, iteration: int):
+        """``refresh``: refused in whole-network mode (its one partition would have to take the batch's documents)."""
+        if self.whole:
+            raise RefusedError("refresh: a network trained in whole-network mode is not continued (retrain on the "
+                               "union)")
+        return super().continued_chain(spark, old_model, base, batch, seed, iteration)
 
 
 def _seed(seed: int, iteration: int, step: int) -> int:
