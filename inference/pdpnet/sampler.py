@@ -162,7 +162,10 @@ def step_hyper(net: CompiledNetwork, counts: dict, avals: np.ndarray, bvals: np.
     histograms (:mod:`inference.pdpnet.engine_stats`); True when a discount was drawn (the Stirling tables follow)."""
     sp = net.spec
     pyp = net.kind == KIND_PYP
-    keys, hist = engine_stats.histogram_contribution(net, counts)
+    P = max(engine_stats.MAX_PARAMS, len(net.a_names), len(net.b_names))   # the histogram keys' radix of p and q
+    if P > 90:                                                             # (2 P^2 RADIX^2 < 2^63)
+        raise ValueError("network sampler: more than 90 discount or concentration parameters")
+    keys, hist = engine_stats.histogram_contribution(net, counts, None, P)
     for q, name in enumerate(net.b_names):
         if not sp.params[name].sample:
             continue
@@ -177,11 +180,11 @@ def step_hyper(net: CompiledNetwork, counts: dict, avals: np.ndarray, bvals: np.
         if all(not sp.params[n].sample and avals[net.a_names.index(n)] == 0.0 for n in a_names):
             bvals[q] = min(max(rng.gamma(sum_T, 1.0 / max(sum_log, 1e-300)), 1e-3), 1e6)
         else:
-            bvals[q] = engine_stats.sample_concentration(float(bvals[q]), q, keys, hist, avals, sum_log, rng)
+            bvals[q] = engine_stats.sample_concentration(float(bvals[q]), q, keys, hist, avals, sum_log, rng, P)
     changed = False
     for p, name in enumerate(net.a_names):
         if sp.params[name].sample:
-            avals[p] = engine_stats.sample_discount(float(avals[p]), keys, hist, p, bvals, rng)
+            avals[p] = engine_stats.sample_discount(float(avals[p]), keys, hist, p, bvals, rng, P)
             changed = True
     return changed
 

@@ -146,3 +146,28 @@ def test_a_state_one_task_cannot_hold_is_refused_up_front(spark_session):
     check_memory(small)
     with pytest.raises(RefusedError, match="whole-network mode: its one partition needs about .* of Python memory"):
         check_memory(1 << 60)
+
+
+def test_the_in_process_histograms_keep_more_than_eight_parameters_apart(one_block):
+    """The deep spec has nine discounts and nine concentrations (the engine's histogram keys hold eight: theta.a,
+    the ninth, would read as a vector's T of c1.a): the in-process step's keys (radix nine) decode to what went in."""
+    from inference.pdpnet import engine_stats
+    from inference.pdpnet.compile import KIND_PYP
+
+    block, _ = one_block
+    model = NetworkModel(K, V)
+    model._raw = SPECS["topic"]
+    net = model.whole_net(block, SPECS["topic"])
+    sampler = NetworkSampler(net, seed=3)
+    assert len(net.a_names) == len(net.b_names) == 9
+    counts = {k: getattr(sampler, k) for k in ("n", "tc", "tp", "Nn", "TC", "TP")}
+    keys, _ = engine_stats.histogram_contribution(net, counts, None, 9)
+    part, p, q, x, _ = engine_stats.decode(keys, 9)
+    assert set(part) == {0, 1}
+    live = np.flatnonzero((net.kind == KIND_PYP) & (sampler.Nn + sampler.TC > 0))
+    assert set(zip(p[part == 1], q[part == 1], x[part == 1])) == set(zip(net.a_of[live], net.b_of[live],
+                                                                          sampler.TP[live]))
+    assert 8 in set(p[part == 0])                     # theta.a's cells, apart from the vectors' T
+    part, p, q, x, _ = engine_stats.decode(engine_stats.histogram_contribution(net, counts)[0])   # radix eight:
+    assert set(zip(p[part == 1], q[part == 1], x[part == 1])) != set(zip(net.a_of[live], net.b_of[live],  # theta's
+                                                                          sampler.TP[live]))    # cells read as T's
