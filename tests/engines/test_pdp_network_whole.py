@@ -171,3 +171,35 @@ def test_the_in_process_histograms_keep_more_than_eight_parameters_apart(one_blo
     part, p, q, x, _ = engine_stats.decode(engine_stats.histogram_contribution(net, counts)[0])   # radix eight:
     assert set(zip(p[part == 1], q[part == 1], x[part == 1])) != set(zip(net.a_of[live], net.b_of[live],  # theta's
                                                                           sampler.TP[live]))    # cells read as T's
+
+
+def test_held_out_documents_start_from_the_trained_shared_vectors(one_block):
+    """A test block's network (the topics frozen: no word side) finds the shared vectors by (family, key): its state
+    starts with their trained customers, tables and parent edges' s, its own documents empty."""
+    from inference.gibbs.tables import CountTable, merge
+
+    block, _ = one_block
+    model = NetworkModel(K, V)
+    model._raw = SPECS["topic"]
+    net = model.whole_net(block, SPECS["topic"])
+    sampler = NetworkSampler(net, seed=3)
+    for _ in range(3):
+        sampler.sweep()
+    contribution = whole_heldout.shared_contribution(net, {"n": sampler.n, "tc": sampler.tc, "tp": sampler.tp},
+                                                     sampler.s)
+    model._trained_whole = whole_heldout.trained_of_tables({name: merge(CountTable(name, whole_heldout.ROWS, K,
+                                                                                   "keyed"), [contribution[name]])
+                                                             for name in contribution})
+    rng = np.random.default_rng(9)
+    test = SegmentedBlock.from_segments([(f"t{i}", [list(rng.integers(0, V, 5))]) for i in range(4)])
+    held = model._compiled(test, {"network": SPECS["topic"]})
+    s, extra, idx, c_tr, t_tr = whole_heldout.trained_start(model._trained_whole, held)
+    shared = np.flatnonzero(whole_heldout.shared_nodes(net))
+    assert len(idx) == len(shared) == 9
+    np.testing.assert_array_equal(c_tr, (sampler.n + sampler.tc)[net.off[shared][:, None] + np.arange(K)])
+    np.testing.assert_array_equal(t_tr, sampler.tp[net.off[shared][:, None] + np.arange(K)])
+    cnt = whole_heldout.counts(held, {"z": np.zeros(0, np.int32), "s": s, whole_heldout.HELD: extra})
+    np.testing.assert_array_equal((cnt["n"] + cnt["tc"])[idx], c_tr)
+    np.testing.assert_array_equal(cnt["tp"][idx], t_tr)
+    own = np.setdiff1d(np.arange(held.num_nodes), np.flatnonzero(whole_heldout.shared_nodes(held)))
+    assert len(own) == 4 and not (cnt["Nn"] + cnt["TC"])[own].any()     # the test documents' vectors: empty
