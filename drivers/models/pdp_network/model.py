@@ -7,7 +7,7 @@ tables, in ``network_tc``: :mod:`.shared_roots`) or Pitman-Yor vectors (their ta
 ``network_tp``: :mod:`.shared_pyp`); a word side of one of the kinds of :mod:`.word_sides` (the engine's Dirichlet
 topic-word table; pyp-lda's Pitman-Yor family by topic; tlm's by [topic, previous_word]; a chain of corpus-level
 word vectors or a family by [topic, column:NAME]), asked once per step, never by kind. The rest is refused in one
-line.
+line here; the registry's model (:mod:`.whole_network`) trains it on one partition instead (whole-network mode).
 Concentrations: partitions draw q_j ~ Beta(b, C_j); when every discount of b's vectors is a fixed 0 the driver
 draws b from Gamma (E20), otherwise b and every sampled discount are slice-sampled on the driver from the summed
 (c, t) and T_j histograms (table ``discount_counts``, :mod:`inference.pdpnet.engine_stats`; the steps:
