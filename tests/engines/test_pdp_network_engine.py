@@ -117,7 +117,8 @@ def spec_file(tmp_path_factory):
 
 @pytest.mark.parametrize("which", ["hdp-lda", "sampled", "pyp-lda", "seqlda", "column", "hdp-pyp-lda", "authors",
                                    "authors-pyp", "pyp-lda-2", "hca", "hca-2", "pyp-topics", "adatm-cmgs",
-                                   "dtm", "two-parents", "seqlda-exact", "hdp-pyp-lda-cmgs"])
+                                   "dtm", "two-parents", "seqlda-exact", "hdp-pyp-lda-cmgs", "pyp-lda-cmgs",
+                                   "pyp-lda-exact"])
 def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(spark_session, blocks, spec_file,
                                                                                 group_corpus, tmp_path, which):
     network = spec_file if which == "sampled" else which
@@ -126,7 +127,8 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
         specs = {"column": GROUP_HDP, "authors": AUTHOR_DP, "authors-pyp": AUTHOR_PYP, "pyp-topics": PYP_TOPICS,
                  "dtm": DTM, "two-parents": TWO_PARENTS}
         (tmp_path / f"{which}.json").write_text(json.dumps(specs[which]))
-    if which in ("adatm-cmgs", "seqlda-exact", "hdp-pyp-lda-cmgs"):   # CMGS at two-parent segments (cmgs_dag);
+    if which in ("adatm-cmgs", "seqlda-exact", "hdp-pyp-lda-cmgs", "pyp-lda-cmgs", "pyp-lda-exact"):   # CMGS at
+        # two-parent segments (cmgs_dag); pyp-lda's word side in multiplicity form (word_mult);
         name, sampler = which.rsplit("-", 1)    # the exact multiplicity sampler (multiplicity); cmgs beside a shared
                                                 # Pitman-Yor vector (inference.pdpnet.cmgs_owned)
         network = str(tmp_path / f"{which}.json")
@@ -135,8 +137,8 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
     fit = partial(_fit, corpus=group_corpus)
     run = fit(spark_session, blocks, tmp_path / "run", network)
     result, recount = run
-    for name in ("nwk", "network_tc") + (("word_tables",) if which in ("pyp-lda", "pyp-lda-2", "hca", "hca-2")
-                                         else ()) + \
+    for name in ("nwk", "network_tc") + (("word_tables",) if which in ("pyp-lda", "pyp-lda-2", "hca", "hca-2",
+                                                                       "pyp-lda-cmgs", "pyp-lda-exact") else ()) + \
             (("word_chain",) if which in ("pyp-lda-2", "hca-2") else ()) + \
             (("word_col_n", "word_col_t", "word_tables") if which == "dtm" else ()) + \
             (("network_tp",) if which in ("hdp-pyp-lda", "authors-pyp", "hca", "hca-2", "pyp-topics", "two-parents",
@@ -145,8 +147,9 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
         np.testing.assert_array_equal(result.tables[name], recount[name], err_msg=name)
     assert result.tables["discount_counts"].equals(recount["discount_counts"])
     tc = result.tables["network_tc"]
-    if which == "pyp-lda":      # the word side's tables: t_wk <= n_wk, and >= 1 but for rare races (repaired)
-        n, t = result.tables["nwk"], result.tables["word_tables"]
+    if which in ("pyp-lda", "pyp-lda-cmgs", "pyp-lda-exact"):   # the word side's tables: t_wk <= n_wk, and >= 1
+        n, t = result.tables["nwk"], result.tables["word_tables"]     # but for rare races (repaired)
+        assert result.hyper["word_pyp"].get("multiplicity") == (which.split("-")[-1] if "-" in which[4:] else None)
         assert np.all(t <= n) and (t < n).any() and ((n > 0) & (t == 0)).sum() <= (n > 0).sum() // 20
         assert result.hyper["a_values"]["phi.a"] != 0.5 and result.hyper["b_values"]["phi.b"] != 10.0
         np.testing.assert_allclose(result.topic_word.sum(axis=1), 1.0)
@@ -227,12 +230,13 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
     with pytest.raises(Interrupted):
         fit(spark_session, blocks, tmp_path / "ckpt", network, stop_after=3)
     assert_same_runs(fit(spark_session, blocks, tmp_path / "ckpt", network, resume=True), run)
-    if which in ("pyp-lda", "hdp-pyp-lda", "pyp-lda-2", "hca", "hca-2", "dtm", "hdp-pyp-lda-cmgs"):   # resident
+    if which in ("pyp-lda", "hdp-pyp-lda", "pyp-lda-2", "hca", "hca-2", "dtm", "hdp-pyp-lda-cmgs",   # resident
+                 "pyp-lda-cmgs"):
         assert_same_runs(fit(spark_session, blocks, tmp_path / "resident", network, sync="resident"), run)
 
 
 @pytest.mark.parametrize("which", ["pdp-seqlda-cmgs", "pdp-hdp-pyp", "pdp-pyp-lda-2", "pdp-hca", "pdp-burst",
-                                   "pdp-hdp-pyp-cmgs"])
+                                   "pdp-hdp-pyp-cmgs", "pdp-pyp-lda-cmgs"])
 def test_seqlda_cmgs_is_the_same_on_local1(spark_session, tiny_corpora_of_kind, local1_models, tmp_path, which):
     """seqlda.json under ``--sampler cmgs`` (and hdp-pyp-lda.json: a corpus-level Pitman-Yor vector, its tables
     owned by partitions; pyp-lda-2.json: a chain of Pitman-Yor word vectors, likewise; hca.json: a shared Pitman-Yor
@@ -241,14 +245,15 @@ def test_seqlda_cmgs_is_the_same_on_local1(spark_session, tiny_corpora_of_kind, 
     ``local1_models``): the same topics and document rows bit for bit."""
     import pandas as pd
 
-    from conftest import (PDP_BURST, PDP_HCA, PDP_HDP_PYP, PDP_HDP_PYP_CMGS, PDP_PYP_LDA_2, PDP_SEQLDA_CMGS,
-                          train_args)
+    from conftest import (PDP_BURST, PDP_HCA, PDP_HDP_PYP, PDP_HDP_PYP_CMGS, PDP_PYP_LDA_2, PDP_PYP_LDA_CMGS,
+                          PDP_SEQLDA_CMGS, train_args)
     from drivers import registry
     from drivers.store.model_store import load_model
     from jobs import train
 
     flags = {"pdp-seqlda-cmgs": PDP_SEQLDA_CMGS, "pdp-hdp-pyp": PDP_HDP_PYP, "pdp-pyp-lda-2": PDP_PYP_LDA_2,
-             "pdp-hca": PDP_HCA, "pdp-burst": PDP_BURST, "pdp-hdp-pyp-cmgs": PDP_HDP_PYP_CMGS}[which]
+             "pdp-hca": PDP_HCA, "pdp-burst": PDP_BURST, "pdp-hdp-pyp-cmgs": PDP_HDP_PYP_CMGS,
+             "pdp-pyp-lda-cmgs": PDP_PYP_LDA_CMGS}[which]
     train.train(spark_session, train_args(tiny_corpora_of_kind[registry.SEGMENTED], tmp_path / "m", *flags))
     other = local1_models / which
     np.testing.assert_array_equal(load_model(str(other)).lambda_, load_model(str(tmp_path / "m")).lambda_)

@@ -157,7 +157,9 @@ class PdpNetwork(burst_heldout.BurstArrays, words_column.ColumnWordArrays, words
         frozen = frozen_phi is not None
         phi = np.ascontiguousarray(frozen_phi, dtype=np.float64) if frozen else np.zeros((1, 1))
         pos, reseed = 0, True
-        if net.spec.sampler in ("cmgs", "exact"):         # the multiplicity samplers (cmgs_run.run_cmgs)
+        mult_words = words is not None and not init and net.spec.sampler in ("cmgs", "exact") \
+            and not self._own_shared(net, cnt)          # pyp-lda's word side in multiplicity form (word_mult)
+        if net.spec.sampler in ("cmgs", "exact") and not mult_words:   # the multiplicity samplers (run_cmgs)
             if init or not self._own_shared(net, cnt):
                 cmgs_run.run_cmgs(net, block.seg_ptr[block.doc_ptr], z, s, cnt, avals, bvals, nwk, nk,
                                   float(hyper["beta"]), frozen_phi, seed, init)

@@ -117,7 +117,22 @@ def word_side(spec: NetworkSpec) -> dict | None:
     if len(chain) > 1:
         out.update(chain=[[nd.a, nd.b, nd.name] for nd in chain[1:]],
                    gammas=[float(nd.parents[0].gamma) for nd in chain])
+    elif spec.sampler in ("cmgs", "exact") and not bigram:
+        out["multiplicity"] = multiplicity_side(spec)
     return out
+
+
+def multiplicity_side(spec: NetworkSpec) -> str:
+    """The sampler of pyp-lda's word side under ``cmgs``/``exact`` (:mod:`inference.pdpnet.word_mult`): it runs
+    beside Dirichlet topic vectors (the topic side's moves the network sampler's); a Pitman-Yor topic vector is
+    refused in one line naming it."""
+    for name in spec.order:
+        nd = spec.nodes[name]
+        if nd.over == "topic" and nd.kind == "pyp":
+            raise UsageError(f"network spec: node '{name}': a Pitman-Yor word side under \"sampler\": "
+                             f"\"{spec.sampler}\" runs beside Dirichlet topic vectors only (pyp-lda's shape); use "
+                             "\"sampler\": \"indicators\"")
+    return spec.sampler
 
 
 def burst_side(spec) -> dict | None:
