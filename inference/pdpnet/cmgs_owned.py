@@ -265,14 +265,7 @@ def run_hybrid(net, z, s, cnt: dict, avals, bvals, nwk, nk, beta: float, frozen_
     """One cycle of :func:`hybrid_sweep` on a partition's counts (``cnt["own"]`` = (shared, own_c, own_t):
     :func:`drivers.models.pdp_network.shared_pyp.substitute`; in process, one partition: the counts themselves);
     ``tables(mx)``: the shared vector's ratio tables (RJ, RO, EO) covering ``mx``. z, s and the counts in place."""
-    shared, own_c, own_t = cnt["own"]
-    lay = getattr(net, "hybrid", None)
-    if lay is None:
-        check_shape(net, shared)
-        lay = net.hybrid = (document_customers(net, shared), *ancestor_lists(net.par_ptr, net.par_node))
-    cdoc, anc_ptr, anc = lay
-    sampled = [net.spec.params[nm].sample for nm in net.a_names]
-    logs = stirling_ratios(avals, sampled, cdoc, logs=True)
+    shared, own_c, own_t, cdoc, anc_ptr, anc, logs = hybrid_setup(net, cnt, avals)
     frozen = frozen_phi is not None
     phi = np.ascontiguousarray(frozen_phi, dtype=np.float64) if frozen else np.zeros((1, 1))
     pos, reseed = 0, True
@@ -285,3 +278,15 @@ def run_hybrid(net, z, s, cnt: dict, avals, bvals, nwk, nk, beta: float, frozen_
                            cnt["TC"], cnt["TP"], s, cnt["Se"], net.eoff, cnt["mx"], cdoc, nwk, nk, float(beta), phi,
                            frozen, shared, own_c, own_t)
         reseed = False
+
+
+def hybrid_setup(net, cnt: dict, avals) -> tuple:
+    """(shared, own_c, own_t, cdoc, anc_ptr, anc, (logS3, ratio3, cratio3)) of a hybrid cycle: the own tables, the
+    shape checked and the layout kept with the compiled network, the document cells' Stirling tables."""
+    shared, own_c, own_t = cnt["own"]
+    lay = getattr(net, "hybrid", None)
+    if lay is None:
+        check_shape(net, shared)
+        lay = net.hybrid = (document_customers(net, shared), *ancestor_lists(net.par_ptr, net.par_node))
+    sampled = [net.spec.params[nm].sample for nm in net.a_names]
+    return (shared, own_c, own_t, *lay, stirling_ratios(avals, sampled, lay[0], logs=True))

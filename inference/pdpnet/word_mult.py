@@ -30,7 +30,9 @@ indicator side's ownership, :mod:`inference.pdpnet.word_pyp`), the others' read 
    1 with one partition).
 
 With one partition the exact moves leave H invariant (tested against the enumerated joint); cmgs differs by its
-removal and join-only completions. The Stirling table covers c + 2 rows and c + 2 columns (t may reach c).
+removal and join-only completions. Move 3 reads the log weights outwards from the current t until they fall e^-70
+below the largest (a cell's t is concentrated far below its c: the full support would cost O(c) per token); its
+part beyond the Stirling table's columns waits for the table to grow (a Gibbs step on a fixed part of the support).
 """
 from __future__ import annotations
 
@@ -39,7 +41,7 @@ import math
 import numba
 import numpy as np
 
-from inference.gibbs.common import BIG, draw_scan, rescale_weights, token_kernel
+from inference.gibbs.common import draw_scan, token_kernel
 from inference.pdpnet.kernels import remove_path, undo_path
 from inference.pdpnet.ratio_path import add_path_r
 from inference.pdpnet.sweep import draw_topic, topic_scratch, topic_zplus_rows
@@ -97,45 +99,74 @@ def _tables(u, cc, w, k, d, tloc, Tc, troot, Troot, own_t, mx):
 
 
 @token_kernel
+def _log_step(v, to, c, Tr, twr, Tsr, npp, split, a, b, beta0, V, Lp):
+    """log p(v^p = v) - log p(v^p = v - 1) of move 3 (global tables g = t^o + v - 1 before the step)."""
+    g = to + v - 1
+    f = math.log(b + a * (Tr + g)) + (Lp[c, g + 1] - Lp[c, g])
+    if beta0 > 0.0:
+        f += math.log((beta0 + twr + g) / (V * beta0 + Tsr + g))
+    else:
+        f -= math.log(V)
+    if split:                                # binom(n^p, v^p) / binom(c, t^o + v^p), stepwise
+        f += math.log((npp - v + 1) / v * (g + 1) / (c - g))
+    return f
+
+
+@token_kernel
 def word_table_redraw(u, cc, w, k, wt, a, b, beta0, Lp, nloc, tloc, Tc, troot, Troot, own_n, own_t, mx):
-    """Move 3 of the module docstring at cell (u, k): one uniform when the support has two values or more."""
+    """Move 3 of the module docstring at cell (u, k): its log weights from the current v^p outwards until they fall
+    e^-70 below the largest and keep falling (the rest of the support is below double precision's reach), then one
+    uniform; on the support's part the Stirling table covers (``mx[1]`` raised past it: the caller grows the table;
+    a Gibbs step on a fixed part holding the current value is one too). Returns the window (lo, hi) of ``wt``."""
     c = nloc[u, k]
     if c == 0:
-        return
+        return 0, -1
     t = tloc[u, k]
     mine = own_t[u, k]
     npp = own_n[u, k]
     to = t - mine
     lo = max(0, 1 - to)
-    hi = npp
+    hi = min(npp, Lp.shape[1] - 2 - to)
+    if hi < npp:
+        mx[1] = max(mx[1], Lp.shape[1])
     if hi <= lo:
-        return
+        return lo, hi
     V = troot.shape[0]
     r = k if troot.shape[1] > 1 else 0
     Tr = Tc[cc, k] - t
     twr = troot[w, r] - t
     Tsr = Troot[r] - t
     split = npp < c
-    xv = 1.0
-    wt[lo] = 1.0
-    total = 1.0
-    for v in range(lo + 1, hi + 1):
-        g = to + v - 1                        # the global tables before the step
-        f = (b + a * (Tr + g)) * math.exp(Lp[c, g + 1] - Lp[c, g])
-        if beta0 > 0.0:
-            f *= (beta0 + twr + g) / (V * beta0 + Tsr + g)
-        else:
-            f /= V
-        if split:                            # binom(n^p, v^p) / binom(c, t^o + v^p), stepwise
-            f *= (npp - v + 1) / v * (g + 1) / (c - g)
-        xv *= f
-        if xv > BIG:
-            total, xv = rescale_weights(wt, lo, v, total, xv)
-        wt[v] = xv
-        total += xv
-    d = draw_scan(wt, lo, hi, total) - mine
+    top = 0.0
+    x = 0.0
+    wt[mine] = 0.0
+    up = mine
+    for v in range(mine + 1, hi + 1):
+        f = _log_step(v, to, c, Tr, twr, Tsr, npp, split, a, b, beta0, V, Lp)
+        x += f
+        wt[v] = x
+        up = v
+        top = max(top, x)
+        if f < 0.0 and x < top - 70.0:
+            break
+    x = 0.0
+    dn = mine
+    for v in range(mine, lo, -1):
+        f = _log_step(v, to, c, Tr, twr, Tsr, npp, split, a, b, beta0, V, Lp)
+        x -= f
+        wt[v - 1] = x
+        dn = v - 1
+        top = max(top, x)
+        if f > 0.0 and x < top - 70.0:
+            break
+    total = 0.0
+    for v in range(dn, up + 1):
+        wt[v] = math.exp(wt[v] - top)
+        total += wt[v]
+    d = draw_scan(wt, dn, up, total) - mine
     if d != 0:
         _tables(u, cc, w, k, d, tloc, Tc, troot, Troot, own_t, mx)
+    return dn, up
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -145,8 +176,8 @@ def mult_word_sweep(start, reseed, seed, uidx, pword, pctx, z, topic_inst, anc_p
     """One cycle from position ``start`` over every token (module docstring; ``exact``: the exact removal and
     predictive, else cmgs's); the topic side's moves are the network sampler's (Dirichlet vectors only: no
     re-seating, no Stirling lookups). Arguments as :func:`inference.pdpnet.word_bigram.bigram_word_sweep`'s (one
-    context). Returns -1 when done or the position to resume from once ``L3`` covers max c + 3 in both
-    dimensions (``mx[1]`` raised to ``mx[0]`` then: t may reach c)."""
+    context). Returns -1 when done or the position to resume from once ``L3`` covers max c + 3 and max t + 3
+    (``mx``; raised by move 3 when its support reached past the table)."""
     if reseed:
         np.random.seed(seed)
     N = uidx.shape[0]
@@ -166,10 +197,12 @@ def mult_word_sweep(start, reseed, seed, uidx, pword, pctx, z, topic_inst, anc_p
             cmax = max(cmax, nloc[u, k])
     wt = np.empty(cmax + N + 2)
     mx[0] = max(mx[0], cmax)                   # (the table must cover the cells as given)
+    for u in range(tloc.shape[0]):
+        for k in range(K):
+            mx[1] = max(mx[1], tloc[u, k])
     pos = start
     while pos < N:
-        if mx[0] + 3 > rows or mx[0] + 3 > cols:
-            mx[1] = max(mx[1], mx[0])
+        if mx[0] + 3 > rows or mx[1] + 3 > cols:
             return pos
         i = pos
         pos += 1

@@ -118,7 +118,7 @@ def spec_file(tmp_path_factory):
 @pytest.mark.parametrize("which", ["hdp-lda", "sampled", "pyp-lda", "seqlda", "column", "hdp-pyp-lda", "authors",
                                    "authors-pyp", "pyp-lda-2", "hca", "hca-2", "pyp-topics", "adatm-cmgs",
                                    "dtm", "two-parents", "seqlda-exact", "hdp-pyp-lda-cmgs", "pyp-lda-cmgs",
-                                   "pyp-lda-exact"])
+                                   "pyp-lda-exact", "hca-exact"])
 def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(spark_session, blocks, spec_file,
                                                                                 group_corpus, tmp_path, which):
     network = spec_file if which == "sampled" else which
@@ -127,8 +127,9 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
         specs = {"column": GROUP_HDP, "authors": AUTHOR_DP, "authors-pyp": AUTHOR_PYP, "pyp-topics": PYP_TOPICS,
                  "dtm": DTM, "two-parents": TWO_PARENTS}
         (tmp_path / f"{which}.json").write_text(json.dumps(specs[which]))
-    if which in ("adatm-cmgs", "seqlda-exact", "hdp-pyp-lda-cmgs", "pyp-lda-cmgs", "pyp-lda-exact"):   # CMGS at
-        # two-parent segments (cmgs_dag); pyp-lda's word side in multiplicity form (word_mult);
+    if which in ("adatm-cmgs", "seqlda-exact", "hdp-pyp-lda-cmgs", "pyp-lda-cmgs", "pyp-lda-exact", "hca-exact"):
+        # CMGS at two-parent segments (cmgs_dag); pyp-lda's word side in multiplicity form (word_mult), beside
+        # hdp-pyp-lda's topic side (hca: cmgs_owned_words);
         name, sampler = which.rsplit("-", 1)    # the exact multiplicity sampler (multiplicity); cmgs beside a shared
                                                 # Pitman-Yor vector (inference.pdpnet.cmgs_owned)
         network = str(tmp_path / f"{which}.json")
@@ -138,11 +139,11 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
     run = fit(spark_session, blocks, tmp_path / "run", network)
     result, recount = run
     for name in ("nwk", "network_tc") + (("word_tables",) if which in ("pyp-lda", "pyp-lda-2", "hca", "hca-2",
-                                                                       "pyp-lda-cmgs", "pyp-lda-exact") else ()) + \
+                                                                       "pyp-lda-cmgs", "pyp-lda-exact", "hca-exact") else ()) + \
             (("word_chain",) if which in ("pyp-lda-2", "hca-2") else ()) + \
             (("word_col_n", "word_col_t", "word_tables") if which == "dtm" else ()) + \
             (("network_tp",) if which in ("hdp-pyp-lda", "authors-pyp", "hca", "hca-2", "pyp-topics", "two-parents",
-                                          "hdp-pyp-lda-cmgs") else ()) + \
+                                          "hdp-pyp-lda-cmgs", "hca-exact") else ()) + \
             (("network_ts",) if which == "two-parents" else ()):
         np.testing.assert_array_equal(result.tables[name], recount[name], err_msg=name)
     assert result.tables["discount_counts"].equals(recount["discount_counts"])
@@ -165,8 +166,9 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
         np.testing.assert_array_equal(bn.reshape(4, V, K).sum(axis=0), result.tables["nwk"])
         assert all(result.hyper[f"{k}_values"][f"{x}.{k}"] != v
                    for x in ("phi", "phi0") for k, v in (("a", .4), ("b", 2)))
-    elif which == "hca":          # hdp-pyp-lda's topic side and pyp-lda's word side, both sides' tables owned
-        n, t = result.tables["nwk"], result.tables["word_tables"]
+    elif which in ("hca", "hca-exact"):   # hdp-pyp-lda's topic side and pyp-lda's word side, both sides' tables
+        n, t = result.tables["nwk"], result.tables["word_tables"]     # owned (exact: in multiplicity form)
+        assert result.hyper["word_pyp"].get("multiplicity") == ("exact" if which == "hca-exact" else None)
         assert np.all(t <= n) and (t < n).any() and ((n > 0) & (t == 0)).sum() <= (n > 0).sum() // 20
         c, t = tc[1], result.tables["network_tp"][1]
         assert c.sum() >= 24 and np.all(t <= c) and np.array_equal(tc[0], t) and t.sum() > 0

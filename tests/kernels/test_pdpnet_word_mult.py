@@ -157,9 +157,10 @@ def test_topic_factors_and_table_weights_are_the_joints_ratios(beta0):
             to = int(twk[w, k] - own_t[w, k])
             wt = np.zeros(c + 2)
             tloc, Tc, troot, Troot, ot = twk.copy(), st.Tc.copy(), st.troot.copy(), st.Troot.copy(), own_t.copy()
-            word_mult.word_table_redraw(w, 0, w, k, wt, st.a, st.b, beta0, Lp, nwk, tloc, Tc, troot, Troot, own_n,
-                                        ot, np.zeros(2, np.int64))
+            got = word_mult.word_table_redraw(w, 0, w, k, wt, st.a, st.b, beta0, Lp, nwk, tloc, Tc, troot, Troot,
+                                              own_n, ot, np.zeros(2, np.int64))
             lo, hi = max(0, 1 - to), int(own_n[w, k])
+            assert got == (lo, hi)              # (small cells: no weight e^-70 below the largest)
             want = []
             for v in range(lo, hi + 1):
                 tv = twk.copy()
@@ -309,6 +310,6 @@ def test_other_pitman_yor_word_sides_are_refused_under_cmgs():
     seg = {"index": ["segment"], "over": "topic", "pyp": {"a": 0.2, "b": 1.0},
            "parents": [{"node": "theta", "index": ["document"]}]}
     spec = dict(raw, sampler="exact", nodes=dict(raw["nodes"], seg=seg), topic={"node": "seg", "index": ["segment"]})
-    with pytest.raises(UsageError, match="node 'seg': a Pitman-Yor word side under \"sampler\": \"exact\" runs"):
+    with pytest.raises(UsageError, match="node 'seg': a Pitman-Yor word side under \"sampler\": \"exact\" runs beside Dirichlet"):
         words_pyp.word_side(parse_network(spec))
     assert PdpNetwork(3, 8).initial_hyper(network="pyp-lda", sampler="cmgs")["word_pyp"]["multiplicity"] == "cmgs"

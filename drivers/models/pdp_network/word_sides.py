@@ -122,7 +122,6 @@ class MultWords(PypWords):
 
     def sweep_args(self, model, block, state, net, nwk, words, mx) -> tuple:
         (head, tail), written = super().sweep_args(model, block, state, net, nwk, words, mx)
-        mx[1] = max(int(mx[1]), int(mx[0]))       # the table count's redraw reads S^c_t up to t = c
         return (head, tail + (self.side["multiplicity"] == "exact", word_mult.RIGHT)), written
 
 
