@@ -114,28 +114,36 @@ def _log_step(v, to, c, Tr, twr, Tsr, npp, split, a, b, beta0, V, Lp):
 
 @token_kernel
 def word_table_redraw(u, cc, w, k, wt, a, b, beta0, Lp, nloc, tloc, Tc, troot, Troot, own_n, own_t, mx):
-    """Move 3 of the module docstring at cell (u, k): its log weights from the current v^p outwards until they fall
-    e^-70 below the largest and keep falling (the rest of the support is below double precision's reach), then one
-    uniform; on the support's part the Stirling table covers (``mx[1]`` raised past it: the caller grows the table;
-    a Gibbs step on a fixed part holding the current value is one too). Returns the window (lo, hi) of ``wt``."""
-    c = nloc[u, k]
+    """Move 3 of the module docstring at cell (u, k) (:func:`own_table_draw`). Returns the window (lo, hi) of
+    ``wt``."""
+    r = k if troot.shape[1] > 1 else 0
+    d, dn, up = own_table_draw(wt, nloc[u, k], tloc[u, k], own_t[u, k], own_n[u, k], Tc[cc, k], troot[w, r],
+                               Troot[r], troot.shape[0], beta0, a, b, Lp, mx)
+    if d != 0:
+        _tables(u, cc, w, k, d, tloc, Tc, troot, Troot, own_t, mx)
+    return dn, up
+
+
+@token_kernel
+def own_table_draw(wt, c, t, mine, npp, T, tw, Tsum, V, beta0, a, b, Lp, mx):
+    """Move 3 of the module docstring on a cell with c customers, t tables (``mine`` the partition's of its ``npp``
+    customers), its restaurant's T, its root cell's customers ``tw`` of ``Tsum`` (a Dirichlet(beta0) root over V
+    values, or the uniform at beta0 <= 0): its log weights from the current v^p outwards until they fall e^-70 below
+    the largest and keep falling (the rest of the support is below double precision's reach), then one uniform;
+    on the support's part the Stirling table covers (``mx[1]`` raised past it: the caller grows the table; a Gibbs
+    step on a fixed part holding the current value is one too). Returns (the change of t, the window of ``wt``)."""
     if c == 0:
-        return 0, -1
-    t = tloc[u, k]
-    mine = own_t[u, k]
-    npp = own_n[u, k]
+        return 0, 0, -1
     to = t - mine
     lo = max(0, 1 - to)
     hi = min(npp, Lp.shape[1] - 2 - to)
     if hi < npp:
         mx[1] = max(mx[1], Lp.shape[1])
     if hi <= lo:
-        return lo, hi
-    V = troot.shape[0]
-    r = k if troot.shape[1] > 1 else 0
-    Tr = Tc[cc, k] - t
-    twr = troot[w, r] - t
-    Tsr = Troot[r] - t
+        return 0, lo, hi
+    Tr = T - t
+    twr = tw - t
+    Tsr = Tsum - t
     split = npp < c
     top = 0.0
     x = 0.0
@@ -163,10 +171,7 @@ def word_table_redraw(u, cc, w, k, wt, a, b, beta0, Lp, nloc, tloc, Tc, troot, T
     for v in range(dn, up + 1):
         wt[v] = math.exp(wt[v] - top)
         total += wt[v]
-    d = draw_scan(wt, dn, up, total) - mine
-    if d != 0:
-        _tables(u, cc, w, k, d, tloc, Tc, troot, Troot, own_t, mx)
-    return dn, up
+    return draw_scan(wt, dn, up, total) - mine, dn, up
 
 
 @numba.njit(cache=True, error_model="numpy")

@@ -118,14 +118,14 @@ def spec_file(tmp_path_factory):
 @pytest.mark.parametrize("which", ["hdp-lda", "sampled", "pyp-lda", "seqlda", "column", "hdp-pyp-lda", "authors",
                                    "authors-pyp", "pyp-lda-2", "hca", "hca-2", "pyp-topics", "adatm-cmgs",
                                    "dtm", "two-parents", "seqlda-exact", "hdp-pyp-lda-cmgs", "pyp-lda-cmgs",
-                                   "pyp-lda-exact", "hca-exact"])
+                                   "pyp-lda-exact", "hca-exact", "pyp-topics-exact"])
 def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(spark_session, blocks, spec_file,
                                                                                 group_corpus, tmp_path, which):
     network = spec_file if which == "sampled" else which
-    if which in ("column", "authors", "authors-pyp", "pyp-topics", "dtm", "two-parents"):
-        network = str(tmp_path / f"{which}.json")
+    if which in ("column", "authors", "authors-pyp", "pyp-topics", "dtm", "two-parents", "pyp-topics-exact"):
+        network = str(tmp_path / f"{which}.json")       # (pyp-topics-exact: cmgs_shared_tokens)
         specs = {"column": GROUP_HDP, "authors": AUTHOR_DP, "authors-pyp": AUTHOR_PYP, "pyp-topics": PYP_TOPICS,
-                 "dtm": DTM, "two-parents": TWO_PARENTS}
+                 "dtm": DTM, "two-parents": TWO_PARENTS, "pyp-topics-exact": dict(PYP_TOPICS, sampler="exact")}
         (tmp_path / f"{which}.json").write_text(json.dumps(specs[which]))
     if which in ("adatm-cmgs", "seqlda-exact", "hdp-pyp-lda-cmgs", "pyp-lda-cmgs", "pyp-lda-exact", "hca-exact"):
         # CMGS at two-parent segments (cmgs_dag); pyp-lda's word side in multiplicity form (word_mult), beside
@@ -143,7 +143,7 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
             (("word_chain",) if which in ("pyp-lda-2", "hca-2") else ()) + \
             (("word_col_n", "word_col_t", "word_tables") if which == "dtm" else ()) + \
             (("network_tp",) if which in ("hdp-pyp-lda", "authors-pyp", "hca", "hca-2", "pyp-topics", "two-parents",
-                                          "hdp-pyp-lda-cmgs", "hca-exact") else ()) + \
+                                          "hdp-pyp-lda-cmgs", "hca-exact", "pyp-topics-exact") else ()) + \
             (("network_ts",) if which == "two-parents" else ()):
         np.testing.assert_array_equal(result.tables[name], recount[name], err_msg=name)
     assert result.tables["discount_counts"].equals(recount["discount_counts"])
@@ -186,7 +186,8 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
                  "nu.b": 10.0}
         assert all(result.hyper["a_values" if k.endswith(".a") else "b_values"][k] != v for k, v in start.items())
         np.testing.assert_allclose(result.topic_word.sum(axis=1), 1.0)
-    elif which == "pyp-topics":   # the corpus vector's customers: every token (both partitions'), its tables t <= c
+    elif which in ("pyp-topics", "pyp-topics-exact"):   # the corpus vector's customers: every token (both
+        # partitions'), its tables t <= c (exact: in multiplicity form, each partition's own)
         c, t = tc[1], result.tables["network_tp"][1]
         np.testing.assert_array_equal(c, result.tables["nwk"].sum(axis=0))
         assert np.all(t <= c) and np.array_equal(tc[0], t) and 0 < t.sum() < c.sum()

@@ -39,7 +39,8 @@ from drivers.models.pdp_network.engine_specs import (CMGS_NOTE, EXACT_NOTE, INDI
                                                      check_engine_network, needs_histograms, read_spec_file)
 from inference.gibbs.model import GibbsModel
 from inference.gibbs.tables import CountTable
-from inference.pdpnet import cmgs_owned, cmgs_owned_words, cmgs_run, engine_stats, kernels, owned, sweep
+from inference.pdpnet import (cmgs_owned, cmgs_owned_words, cmgs_run, cmgs_shared_tokens, engine_stats, kernels, owned,
+                              sweep)
 from inference.pdpnet.engine_stats import MAX_GLOBAL
 from inference.pdpnet.compile import CorpusLayout, compile_network
 from inference.pdpnet.sampler import StirlingStack, posterior_means, rebuild_counts
@@ -169,6 +170,9 @@ class PdpNetwork(burst_heldout.BurstArrays, words_column.ColumnWordArrays, words
             if not hybrid:
                 cmgs_run.run_cmgs(net, block.seg_ptr[block.doc_ptr], z, s, cnt, avals, bvals, nwk, nk,
                                   float(hyper["beta"]), frozen_phi, seed, init)
+            elif words is None and cmgs_shared_tokens.tokens_at_shared(net, cnt["own"][0]):   # tokens at it
+                cmgs_shared_tokens.run_shared_tokens(net, z, s, cnt, avals, bvals, nwk, nk, float(hyper["beta"]),
+                                                     frozen_phi, seed, stirling)
             elif words is None:                            # (cmgs_owned)
                 cmgs_owned.run_hybrid(net, z, s, cnt, avals, bvals, nwk, nk, float(hyper["beta"]), frozen_phi,
                                       seed, tables)
