@@ -24,7 +24,8 @@ from inference.pdpnet.cmgs_owned import RIGHT, doc_table, hybrid_setup, sat_alon
 from inference.pdpnet.owned import owned_add, owned_prologue, owned_remove, owned_reseat
 from inference.pdpnet.sweep import draw_topic, topic_zplus_rows
 from inference.pdpnet.word_bigram import root_weight
-from inference.pdpnet.word_mult import _tables, word_opens, word_sat_alone, word_table_redraw, word_weight
+from inference.pdpnet.word_mult import (_tables, stirling_steps, word_opens, word_sat_alone, word_table_redraw,
+                                        word_weight)
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -48,6 +49,7 @@ def hybrid_word_sweep(start, reseed, seed, exact, wrong, uidx, pword, pctx, topi
     rows = RJ.shape[1] + 1
     cols = RJ.shape[2] + 1
     Lp = Lw[0]
+    SR = stirling_steps(Lw)[0]
     a = avals[pw]
     b = bvals[bw]
     cmax = 1
@@ -76,7 +78,7 @@ def hybrid_word_sweep(start, reseed, seed, exact, wrong, uidx, pword, pctx, topi
         if (gw and own_wt[u, k0] == 0) or (not gw and own_wt[u, k0] == own_n[u, k0]):
             table_redraw(x0, k0, xs, wt, off, a_of, b_of, avals, bvals, cratio3, RJ, n, tc, tp, Nn, TC, TP, s, Se,
                          par_ptr, eoff, own_c, own_t, mx)
-            word_table_redraw(u, cc, w, k0, ww, a, b, beta0, Lp, nloc, tloc, Tc, troot, Troot, own_n, own_wt, mxw)
+            word_table_redraw(u, cc, w, k0, ww, a, b, beta0, SR, nloc, tloc, Tc, troot, Troot, own_n, own_wt, mxw)
             continue                           # (several partitions only: the identity, then both redraws)
         gone = sat_alone(x0, k0, exact, wrong, off, a_of, logS3, n, tc, tp)
         n[off[x0] + k0] -= 1
@@ -91,7 +93,7 @@ def hybrid_word_sweep(start, reseed, seed, exact, wrong, uidx, pword, pctx, topi
                 Nn[x0] += 1
                 table_redraw(x0, k0, xs, wt, off, a_of, b_of, avals, bvals, cratio3, RJ, n, tc, tp, Nn, TC, TP, s,
                              Se, par_ptr, eoff, own_c, own_t, mx)
-                word_table_redraw(u, cc, w, k0, ww, a, b, beta0, Lp, nloc, tloc, Tc, troot, Troot, own_n, own_wt,
+                word_table_redraw(u, cc, w, k0, ww, a, b, beta0, SR, nloc, tloc, Tc, troot, Troot, own_n, own_wt,
                                   mxw)
                 continue
         own_n[u, k0] -= 1
@@ -116,7 +118,7 @@ def hybrid_word_sweep(start, reseed, seed, exact, wrong, uidx, pword, pctx, topi
             else:
                 f = g0 * Zb[r, kk]
             nu = root_weight(w, kk, troot, Troot, beta0, V)
-            total += f * word_weight(nloc[u, kk], tloc[u, kk], Nc[cc, kk], Tc[cc, kk], a, b, nu, exact, Lp)
+            total += f * word_weight(nloc[u, kk], tloc[u, kk], Nc[cc, kk], Tc[cc, kk], a, b, nu, exact, SR)
             cum[kk] = total
         if not (total > 0.0 and total < np.inf):
             raise FloatingPointError("hybrid_word_sweep: a token's topic weights sum to NaN, inf or 0")
@@ -147,7 +149,7 @@ def hybrid_word_sweep(start, reseed, seed, exact, wrong, uidx, pword, pctx, topi
             mxw[0] = nloc[u, k]
         table_redraw(x0, k, xs, wt, off, a_of, b_of, avals, bvals, cratio3, RJ, n, tc, tp, Nn, TC, TP, s, Se,
                      par_ptr, eoff, own_c, own_t, mx)
-        word_table_redraw(u, cc, w, k, ww, a, b, beta0, Lp, nloc, tloc, Tc, troot, Troot, own_n, own_wt, mxw)
+        word_table_redraw(u, cc, w, k, ww, a, b, beta0, SR, nloc, tloc, Tc, troot, Troot, own_n, own_wt, mxw)
     return owned_reseat(pos, N, shared, own_c, own_t, oc, ot, Z, terms, pn, pe, anc_ptr, anc, kind, dim, off, alpha,
                         a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC,
                         TP, s, Se, eoff, mx)

@@ -22,7 +22,8 @@ from inference.errors import UsageError
 from inference.pdpnet.cmgs import _move_table
 from inference.pdpnet.kernels import DIR, PYP
 from inference.pdpnet.sweep import draw_topic
-from inference.pdpnet.word_mult import RIGHT, own_table_draw, word_opens, word_sat_alone, word_weight
+from inference.pdpnet.word_mult import (RIGHT, own_table_draw, stirling_steps, word_opens, word_sat_alone,
+                                        word_weight)
 
 
 def tokens_at_shared(net, shared: np.ndarray) -> bool:
@@ -73,6 +74,7 @@ def shared_token_sweep(start, reseed, seed, exact, wrong, words, z, topic_inst, 
                         TP[x] += 1
                 mx[1] = max(mx[1], tp[off[x] + k])
     wt = np.empty(cmax + N + 2)
+    SRs = stirling_steps(L3)
     pos = start
     while pos < N:
         if mx[0] + 3 > rows or mx[1] + 3 > cols:
@@ -83,6 +85,7 @@ def shared_token_sweep(start, reseed, seed, exact, wrong, words, z, topic_inst, 
         xs = topic_inst[i]
         r = par_node[par_ptr[xs]]
         Lp = L3[a_of[xs]]
+        SR = SRs[a_of[xs]]
         a = avals[a_of[xs]]
         b = bvals[b_of[xs]]
         root = kind[r] == DIR
@@ -104,7 +107,7 @@ def shared_token_sweep(start, reseed, seed, exact, wrong, words, z, topic_inst, 
                 ok = off[xs] + kk
                 nu = (alpha[r] + (n[off[r] + kk] + tc[off[r] + kk])) / (alpha[r] * dim[r] + Nn[r] + TC[r]) \
                     if root else 1.0 / dim[r]
-                f = word_weight(n[ok] + tc[ok], tp[ok], C, TP[xs], a, b, nu, exact, Lp)
+                f = word_weight(n[ok] + tc[ok], tp[ok], C, TP[xs], a, b, nu, exact, SR)
                 total += f * (frozen_phi[w, kk] if frozen else (nwk[w, kk] + beta) / (nk[kk] + vbeta))
                 cum[kk] = total
             if not (total > 0.0 and total < np.inf):
@@ -127,7 +130,7 @@ def shared_token_sweep(start, reseed, seed, exact, wrong, words, z, topic_inst, 
         oroot = off[r] + k
         d, _, _ = own_table_draw(wt, n[o] + tc[o], tp[o], own_t[o], n[o], TP[xs],
                                  (n[oroot] + tc[oroot]) if root else 0, (Nn[r] + TC[r]) if root else 0, dim[r],
-                                 alpha[r] if root else 0.0, a, b, Lp, mx)
+                                 alpha[r] if root else 0.0, a, b, SR, mx)
         if d != 0:
             _move_table(xs, k, d, off, par_ptr, par_node, eoff, tc, tp, TC, TP, s, Se)
             own_t[o] += d

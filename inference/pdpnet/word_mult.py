@@ -30,7 +30,7 @@ indicator side's ownership, :mod:`inference.pdpnet.word_pyp`), the others' read 
    1 with one partition).
 
 With one partition the exact moves leave H invariant (tested against the enumerated joint); cmgs differs by its
-removal and join-only completions. Move 3 reads the log weights outwards from the current t until they fall e^-70
+removal and join-only completions. Move 3 reads the weights outwards from the current t until they fall 1e-30
 below the largest (a cell's t is concentrated far below its c: the full support would cost O(c) per token); its
 part beyond the Stirling table's columns waits for the table to grow (a Gibbs step on a fixed part of the support).
 """
@@ -41,7 +41,7 @@ import math
 import numba
 import numpy as np
 
-from inference.gibbs.common import draw_scan, token_kernel
+from inference.gibbs.common import BIG, draw_scan, token_kernel
 from inference.pdpnet.kernels import remove_path, undo_path
 from inference.pdpnet.ratio_path import add_path_r
 from inference.pdpnet.sweep import draw_topic, topic_scratch, topic_zplus_rows
@@ -64,14 +64,31 @@ def word_sat_alone(c, t, exact, wrong, Lp):
     return np.random.random() < math.exp(Lp[c - 1, t - 1] - Lp[c, t])
 
 
+@numba.njit(cache=True)
+def stirling_steps(L3):
+    """``SR[p, 0, c, t]`` = S^{c+1}_t / S^c_t and ``SR[p, 1, c, t]`` = S^c_{t+1} / S^c_t for every stored
+    1 <= t <= c (0 elsewhere) of the log Stirling table ``L3[p]``: the neighbour ratios moves 2 and 3 read (one exp
+    each per kernel call, not per token)."""
+    P, R, M = L3.shape
+    SR = np.zeros((P, 2, R - 1, M - 1))
+    for p in range(P):
+        for c in range(1, R - 1):
+            for t in range(1, min(c + 1, M - 1)):
+                SR[p, 0, c, t] = math.exp(L3[p, c + 1, t] - L3[p, c, t])
+                if t + 1 <= c:
+                    SR[p, 1, c, t] = math.exp(L3[p, c, t + 1] - L3[p, c, t])
+    return SR
+
+
 @token_kernel
-def word_weight(c, t, N, T, a, b, nu, exact, Lp):
-    """F(k) of move 2 (module docstring) for a cell with c customers, t tables, its topic's N, T."""
+def word_weight(c, t, N, T, a, b, nu, exact, SR):
+    """F(k) of move 2 (module docstring) for a cell with c customers, t tables, its topic's N, T (``SR``:
+    :func:`stirling_steps` of the discount)."""
     inv = 1.0 / (b + N)
     if exact:
         return ((c - a * t) + (b + a * T) * nu) * inv
     if t > 0:
-        return math.exp(Lp[c + 1, t] - Lp[c, t]) * inv
+        return SR[0, c, t] * inv
     return (b + a * T) * nu * inv
 
 
@@ -99,77 +116,87 @@ def _tables(u, cc, w, k, d, tloc, Tc, troot, Troot, own_t, mx):
 
 
 @token_kernel
-def _log_step(v, to, c, Tr, twr, Tsr, npp, split, a, b, beta0, V, Lp):
-    """log p(v^p = v) - log p(v^p = v - 1) of move 3 (global tables g = t^o + v - 1 before the step)."""
+def _step(v, to, c, Tr, twr, Tsr, npp, split, a, b, beta0, V, SR):
+    """p(v^p = v) / p(v^p = v - 1) of move 3 (global tables g = t^o + v - 1 before the step)."""
     g = to + v - 1
-    f = math.log(b + a * (Tr + g)) + (Lp[c, g + 1] - Lp[c, g])
+    f = (b + a * (Tr + g)) * SR[1, c, g]
     if beta0 > 0.0:
-        f += math.log((beta0 + twr + g) / (V * beta0 + Tsr + g))
+        f *= (beta0 + twr + g) / (V * beta0 + Tsr + g)
     else:
-        f -= math.log(V)
+        f /= V
     if split:                                # binom(n^p, v^p) / binom(c, t^o + v^p), stepwise
-        f += math.log((npp - v + 1) / v * (g + 1) / (c - g))
+        f *= (npp - v + 1) / v * (g + 1) / (c - g)
     return f
 
 
 @token_kernel
-def word_table_redraw(u, cc, w, k, wt, a, b, beta0, Lp, nloc, tloc, Tc, troot, Troot, own_n, own_t, mx):
+def word_table_redraw(u, cc, w, k, wt, a, b, beta0, SR, nloc, tloc, Tc, troot, Troot, own_n, own_t, mx):
     """Move 3 of the module docstring at cell (u, k) (:func:`own_table_draw`). Returns the window (lo, hi) of
     ``wt``."""
     r = k if troot.shape[1] > 1 else 0
     d, dn, up = own_table_draw(wt, nloc[u, k], tloc[u, k], own_t[u, k], own_n[u, k], Tc[cc, k], troot[w, r],
-                               Troot[r], troot.shape[0], beta0, a, b, Lp, mx)
+                               Troot[r], troot.shape[0], beta0, a, b, SR, mx)
     if d != 0:
         _tables(u, cc, w, k, d, tloc, Tc, troot, Troot, own_t, mx)
     return dn, up
 
 
 @token_kernel
-def own_table_draw(wt, c, t, mine, npp, T, tw, Tsum, V, beta0, a, b, Lp, mx):
+def own_table_draw(wt, c, t, mine, npp, T, tw, Tsum, V, beta0, a, b, SR, mx):
     """Move 3 of the module docstring on a cell with c customers, t tables (``mine`` the partition's of its ``npp``
     customers), its restaurant's T, its root cell's customers ``tw`` of ``Tsum`` (a Dirichlet(beta0) root over V
-    values, or the uniform at beta0 <= 0): its log weights from the current v^p outwards until they fall e^-70 below
-    the largest and keep falling (the rest of the support is below double precision's reach), then one uniform;
-    on the support's part the Stirling table covers (``mx[1]`` raised past it: the caller grows the table; a Gibbs
-    step on a fixed part holding the current value is one too). Returns (the change of t, the window of ``wt``)."""
+    values, or the uniform at beta0 <= 0): its weights from the current v^p outwards (running products of the
+    neighbour ratios, rescaled before overflow) until they fall 1e-30 below the largest and keep falling (the rest
+    of the support is below double precision's reach), then one uniform; on the support's part the Stirling table
+    covers (``mx[1]`` raised past it: the caller grows the table; a Gibbs step on a fixed part holding the current
+    value is one too). Returns (the change of t, the window of ``wt``)."""
     if c == 0:
         return 0, 0, -1
     to = t - mine
     lo = max(0, 1 - to)
-    hi = min(npp, Lp.shape[1] - 2 - to)
+    hi = min(npp, SR.shape[2] - 1 - to)
     if hi < npp:
-        mx[1] = max(mx[1], Lp.shape[1])
+        mx[1] = max(mx[1], SR.shape[2] + 1)
     if hi <= lo:
         return 0, lo, hi
     Tr = T - t
     twr = tw - t
     Tsr = Tsum - t
     split = npp < c
-    top = 0.0
-    x = 0.0
-    wt[mine] = 0.0
+    top = 1.0
+    x = 1.0
+    wt[mine] = 1.0
     up = mine
     for v in range(mine + 1, hi + 1):
-        f = _log_step(v, to, c, Tr, twr, Tsr, npp, split, a, b, beta0, V, Lp)
-        x += f
+        f = _step(v, to, c, Tr, twr, Tsr, npp, split, a, b, beta0, V, SR)
+        x *= f
+        if x > BIG:
+            for q in range(mine, v):
+                wt[q] /= BIG
+            x /= BIG
+            top /= BIG
         wt[v] = x
         up = v
         top = max(top, x)
-        if f < 0.0 and x < top - 70.0:
+        if f < 1.0 and x < top * 1e-30:
             break
-    x = 0.0
+    x = wt[mine]
     dn = mine
     for v in range(mine, lo, -1):
-        f = _log_step(v, to, c, Tr, twr, Tsr, npp, split, a, b, beta0, V, Lp)
-        x -= f
+        f = _step(v, to, c, Tr, twr, Tsr, npp, split, a, b, beta0, V, SR)
+        x /= f
+        if x > BIG:
+            for q in range(v, up + 1):
+                wt[q] /= BIG
+            x /= BIG
+            top /= BIG
         wt[v - 1] = x
         dn = v - 1
         top = max(top, x)
-        if f > 0.0 and x < top - 70.0:
+        if f > 1.0 and x < top * 1e-30:
             break
     total = 0.0
     for v in range(dn, up + 1):
-        wt[v] = math.exp(wt[v] - top)
         total += wt[v]
     return draw_scan(wt, dn, up, total) - mine, dn, up
 
@@ -192,6 +219,7 @@ def mult_word_sweep(start, reseed, seed, uidx, pword, pctx, z, topic_inst, anc_p
     rows = L3.shape[1]
     cols = L3.shape[2]
     Lp = L3[pw]
+    SR = stirling_steps(L3[pw:pw + 1])[0]
     RJ = np.zeros((1, 1, 1))                   # (the topic side has no Pitman-Yor vector: never read)
     a = avals[pw]
     b = bvals[bw]
@@ -219,7 +247,7 @@ def mult_word_sweep(start, reseed, seed, uidx, pword, pctx, z, topic_inst, anc_p
         c0 = nloc[u, k0]
         gone = word_sat_alone(c0, tloc[u, k0], exact, wrong, Lp)
         if (gone and own_t[u, k0] == 0) or (not gone and own_t[u, k0] == own_n[u, k0]):
-            word_table_redraw(u, cc, w, k0, wt, a, b, beta0, Lp, nloc, tloc, Tc, troot, Troot, own_n, own_t, mx)
+            word_table_redraw(u, cc, w, k0, wt, a, b, beta0, SR, nloc, tloc, Tc, troot, Troot, own_n, own_t, mx)
             continue                           # (several partitions only: the identity, then move 3)
         da, ia = remove_path(jt, k0, True, pnA, peA, kind, off, par_ptr, par_node, n, tc, tp, Nn, TC, TP, s, Se,
                              eoff, mx)
@@ -236,7 +264,7 @@ def mult_word_sweep(start, reseed, seed, uidx, pword, pctx, z, topic_inst, anc_p
         total = 0.0
         for kk in range(K):
             nu = root_weight(w, kk, troot, Troot, beta0, V)
-            total += Zb[r, kk] * word_weight(nloc[u, kk], tloc[u, kk], Nc[cc, kk], Tc[cc, kk], a, b, nu, exact, Lp)
+            total += Zb[r, kk] * word_weight(nloc[u, kk], tloc[u, kk], Nc[cc, kk], Tc[cc, kk], a, b, nu, exact, SR)
             cum[kk] = total
         if not (total > 0.0 and total < np.inf):
             raise FloatingPointError("mult_word_sweep: a token's topic weights sum to NaN, inf or 0 (illegal tables)")
@@ -254,5 +282,5 @@ def mult_word_sweep(start, reseed, seed, uidx, pword, pctx, z, topic_inst, anc_p
         if nloc[u, k] > mx[0]:
             mx[0] = nloc[u, k]
         z[i] = k
-        word_table_redraw(u, cc, w, k, wt, a, b, beta0, Lp, nloc, tloc, Tc, troot, Troot, own_n, own_t, mx)
+        word_table_redraw(u, cc, w, k, wt, a, b, beta0, SR, nloc, tloc, Tc, troot, Troot, own_n, own_t, mx)
     return -1

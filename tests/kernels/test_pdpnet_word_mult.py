@@ -125,7 +125,7 @@ def test_topic_factors_and_table_weights_are_the_joints_ratios(beta0):
         docs, V, K, z, twk = _random_state(seed)
         st = State(docs, V, K, z, twk, beta0)
         st.stack.ensure(30, 30)
-        Lp = st.stack.L3[st.pw]
+        SR = word_mult.stirling_steps(st.stack.L3[st.pw:st.pw + 1])[0]
         nwk = st.nloc
         base = st.log_h(nwk, twk)
         tw = twk.sum(axis=1)
@@ -145,7 +145,7 @@ def test_topic_factors_and_table_weights_are_the_joints_ratios(beta0):
                 seat += math.exp(_log_arrangement(sizes + [1], N + 1, T + 1, st.a, st.b)
                                  - _log_arrangement(sizes, N, T, st.a, st.b)) * nu
                 for exact, want in ((True, seat), (False, join if t > 0 else opened)):
-                    got = word_mult.word_weight(c, t, N, T, st.a, st.b, nu, exact, Lp)
+                    got = word_mult.word_weight(c, t, N, T, st.a, st.b, nu, exact, SR)
                     np.testing.assert_allclose(got, want, rtol=1e-9)
                     checked += 1
         for (w, k), half in itertools.product(zip(*np.nonzero(nwk > 1)), (False, True)):
@@ -157,10 +157,10 @@ def test_topic_factors_and_table_weights_are_the_joints_ratios(beta0):
             to = int(twk[w, k] - own_t[w, k])
             wt = np.zeros(c + 2)
             tloc, Tc, troot, Troot, ot = twk.copy(), st.Tc.copy(), st.troot.copy(), st.Troot.copy(), own_t.copy()
-            got = word_mult.word_table_redraw(w, 0, w, k, wt, st.a, st.b, beta0, Lp, nwk, tloc, Tc, troot, Troot,
+            got = word_mult.word_table_redraw(w, 0, w, k, wt, st.a, st.b, beta0, SR, nwk, tloc, Tc, troot, Troot,
                                               own_n, ot, np.zeros(2, np.int64))
             lo, hi = max(0, 1 - to), int(own_n[w, k])
-            assert got == (lo, hi)              # (small cells: no weight e^-70 below the largest)
+            assert got == (lo, hi)              # (small cells: no weight 1e-30 below the largest)
             want = []
             for v in range(lo, hi + 1):
                 tv = twk.copy()
