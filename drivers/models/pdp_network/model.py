@@ -39,7 +39,8 @@ from drivers.models.pdp_network.engine_specs import (CMGS_NOTE, EXACT_NOTE, INDI
                                                      check_engine_network, needs_histograms, read_spec_file)
 from inference.gibbs.model import GibbsModel
 from inference.gibbs.tables import CountTable
-from inference.pdpnet import cmgs_owned, cmgs_run, engine_stats, kernels, owned, sweep
+from inference.pdpnet import (cmgs_owned, cmgs_owned_words, cmgs_run, cmgs_shared_tokens, engine_stats, kernels, owned,
+                              sweep)
 from inference.pdpnet.engine_stats import MAX_GLOBAL
 from inference.pdpnet.compile import CorpusLayout, compile_network
 from inference.pdpnet.sampler import StirlingStack, posterior_means, rebuild_counts
@@ -157,18 +158,29 @@ class PdpNetwork(burst_heldout.BurstArrays, words_column.ColumnWordArrays, words
         frozen = frozen_phi is not None
         phi = np.ascontiguousarray(frozen_phi, dtype=np.float64) if frozen else np.zeros((1, 1))
         pos, reseed = 0, True
-        if net.spec.sampler in ("cmgs", "exact"):         # the multiplicity samplers (cmgs_run.run_cmgs)
-            if init or not self._own_shared(net, cnt):
+        multiplicity = net.spec.sampler in ("cmgs", "exact")
+        hybrid = multiplicity and not init and self._own_shared(net, cnt)     # beside shared Pitman-Yor vectors
+        side = self.word_side
+        mxw = np.zeros(2, np.int64) if hybrid else cnt["mx"]     # (the hybrid's word cells: their own maxima)
+        (head, tail), loc = ((None, None), None) if words is None else side.sweep_args(self, block, state, net, nwk,
+                                                                                       words, mxw)
+        if multiplicity and (init or hybrid or words is None):      # (else pyp-lda's word side: word_mult, below)
+            sampled = [net.spec.params[n].sample for n in net.a_names]
+            tables = lambda mx: self._memo("owned").get(avals, sampled, mx)     # noqa: E731
+            if not hybrid:
                 cmgs_run.run_cmgs(net, block.seg_ptr[block.doc_ptr], z, s, cnt, avals, bvals, nwk, nk,
                                   float(hyper["beta"]), frozen_phi, seed, init)
-            else:                                          # beside shared Pitman-Yor vectors (cmgs_owned)
-                sampled = [net.spec.params[n].sample for n in net.a_names]
+            elif words is None and cmgs_shared_tokens.tokens_at_shared(net, cnt["own"][0]):   # tokens at it
+                cmgs_shared_tokens.run_shared_tokens(net, z, s, cnt, avals, bvals, nwk, nk, float(hyper["beta"]),
+                                                     frozen_phi, seed, stirling)
+            elif words is None:                            # (cmgs_owned)
                 cmgs_owned.run_hybrid(net, z, s, cnt, avals, bvals, nwk, nk, float(hyper["beta"]), frozen_phi,
-                                      seed, lambda mx: self._memo("owned").get(avals, sampled, mx))
+                                      seed, tables)
+            else:                                          # and hca's word side (cmgs_owned_words)
+                pw = tail[8]
+                cmgs_owned_words.run_hybrid_words(net, z, s, cnt, avals, bvals, seed, tables, head, tail,
+                                                  StirlingStack(avals[[pw]], sampled=[sampled[pw]]))
             pos = -1
-        side = self.word_side
-        (head, tail), loc = ((None, None), None) if words is None else side.sweep_args(self, block, state, net, nwk,
-                                                                                       words, cnt["mx"])
         topic, counts = word_sides.topic_args(net, z, avals, bvals), word_sides.count_args(net, cnt, s)
         dirichlet = (nwk, nk, float(hyper["beta"]), phi, frozen)
         while pos >= 0:

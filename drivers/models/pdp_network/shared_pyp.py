@@ -38,7 +38,8 @@ def check(spec: NetworkSpec, families: list[str], word_side: dict | None) -> Non
         if spec.sampler in ("cmgs", "exact") and not multiplicity_shape(spec, families):
             raise UsageError(f"network spec: node '{name}': a shared Pitman-Yor vector under \"sampler\": "
                              f"\"{spec.sampler}\" runs below it document vectors only, each over it alone "
-                             "(hdp-pyp-lda's shape); use \"sampler\": \"indicators\"")
+                             "(hdp-pyp-lda's shape), or the tokens themselves over a root; use \"sampler\": "
+                             "\"indicators\"")
         what = refused_word_side(word_side)
         if what is not None:
             raise UsageError(f"network spec: node '{name}': a shared Pitman-Yor vector beside {what} is not on the "
@@ -48,11 +49,14 @@ def check(spec: NetworkSpec, families: list[str], word_side: dict | None) -> Non
 def multiplicity_shape(spec: NetworkSpec, families: list[str]) -> bool:
     """Whether the multiplicity samplers run beside the shared Pitman-Yor vectors
     (:mod:`inference.pdpnet.cmgs_owned`): the token's vector a Pitman-Yor (or DP) vector of its own with one
-    parent, a shared Pitman-Yor vector, and no vector below it."""
+    parent, a shared Pitman-Yor vector, and no vector below it; or the token's vector the shared one, over one root
+    (:mod:`inference.pdpnet.cmgs_shared_tokens`)."""
     name = spec.topic.node
     node = spec.nodes[name]
     shared = {n for n in families if spec.nodes[n].kind == "pyp"}
     below = any(r.node == name for nd in spec.nodes.values() for r in nd.parents)
+    if name in shared and len(node.parents) == 1 and spec.nodes[node.parents[0].node].kind != "pyp" and not below:
+        return True         # tokens drawn from the shared vector itself (inference.pdpnet.cmgs_shared_tokens)
     return (node.kind == "pyp" and not node.mixture and name not in families and len(node.parents) == 1
             and node.parents[0].node in shared and node.parents[0].if_missing is None and not below)
 

@@ -4,7 +4,8 @@ topics, the likelihood and the hyperparameter steps), each answered once here so
 
 - :class:`DirichletWords`: one Dirichlet family indexed by topic, the engine's topic-word table M_kw with its prior
   as beta (the generic sweep, :func:`inference.pdpnet.sweep.network_sweep`);
-- :class:`PypWords`: one Pitman-Yor family by topic over a corpus-level root (pyp-lda, :mod:`.words_pyp`);
+- :class:`PypWords`: one Pitman-Yor family by topic over a corpus-level root (pyp-lda, :mod:`.words_pyp`); under
+  ``cmgs``/``exact`` :class:`MultWords` (its cells in multiplicity form, :mod:`inference.pdpnet.word_mult`);
 - :class:`BigramWords`: a family by [topic, previous_word] over a root per topic (tlm, :mod:`.words_bigram`), or by
   [topic, column:NAME] over one (the value the context: the differential topic models' phi0 as a Dirichlet);
 - :class:`BigramPsiWords`: the same over a Pitman-Yor psi[topic] (tlm's prior 2b, :mod:`.words_bigram_psi`);
@@ -19,7 +20,7 @@ import numpy as np
 
 from drivers.models.pdp_network import (words_bigram, words_bigram_psi, words_burst, words_chain, words_column,
                                         words_pyp)
-from inference.pdpnet import owned_chain, owned_words, word_bigram, word_chain, word_column
+from inference.pdpnet import owned_chain, owned_words, word_bigram, word_chain, word_column, word_mult
 
 
 class DirichletWords:
@@ -110,6 +111,18 @@ class PypWords(DirichletWords):
 
     def sample_hyper(self, model, tables, hyper, sampled, rng) -> dict:
         return words_pyp.sample_hyper(self.side, tables["nwk"], tables[words_pyp.TABLE], hyper, sampled, rng)
+
+
+class MultWords(PypWords):
+    """pyp-lda's word side under ``cmgs``/``exact``: the word cells in multiplicity form (t_wk, no indicators;
+    :mod:`inference.pdpnet.word_mult`), the same tables ``word_tables`` and own t^p <= n^p (``word_t``)."""
+
+    kernel = staticmethod(word_mult.mult_word_sweep)
+    owned_kernel = None
+
+    def sweep_args(self, model, block, state, net, nwk, words, mx) -> tuple:
+        (head, tail), written = super().sweep_args(model, block, state, net, nwk, words, mx)
+        return (head, tail + (self.side["multiplicity"] == "exact", word_mult.RIGHT)), written
 
 
 class BigramWords(PypWords):
@@ -297,4 +310,6 @@ def of(side: dict | None) -> DirichletWords:
         return BigramPsiWords(side)
     if side.get("column") or side.get("chain"):
         return DeepWords(side)
+    if side.get("multiplicity"):
+        return MultWords(side)
     return BigramWords(side) if side.get("bigram") else PypWords(side)

@@ -117,7 +117,32 @@ def word_side(spec: NetworkSpec) -> dict | None:
     if len(chain) > 1:
         out.update(chain=[[nd.a, nd.b, nd.name] for nd in chain[1:]],
                    gammas=[float(nd.parents[0].gamma) for nd in chain])
+    elif spec.sampler in ("cmgs", "exact") and not bigram:
+        out["multiplicity"] = multiplicity_side(spec)
     return out
+
+
+def multiplicity_side(spec: NetworkSpec) -> str:
+    """The sampler of pyp-lda's word side under ``cmgs``/``exact``: it runs beside Dirichlet topic vectors
+    (:mod:`inference.pdpnet.word_mult`) or beside hdp-pyp-lda's topic side (hca.json: the token's vector over one
+    shared Pitman-Yor vector, :mod:`inference.pdpnet.cmgs_owned_words`; its shape checked with the shared vectors,
+    :func:`drivers.models.pdp_network.shared_pyp.check`); another Pitman-Yor topic vector is refused in one line
+    naming it."""
+    topic = spec.nodes[spec.topic.node]
+    for name in spec.order:
+        nd = spec.nodes[name]
+        if nd.over != "topic" or nd.kind != "pyp" or shared_level(nd) or name == topic.name and len(nd.parents) == 1 \
+                and shared_level(spec.nodes[nd.parents[0].node]) and spec.nodes[nd.parents[0].node].kind == "pyp":
+            continue
+        raise UsageError(f"network spec: node '{name}': a Pitman-Yor word side under \"sampler\": "
+                         f"\"{spec.sampler}\" runs beside Dirichlet topic vectors or hdp-pyp-lda's topic side "
+                         "(hca.json's shape); use \"sampler\": \"indicators\"")
+    return spec.sampler
+
+
+def shared_level(node) -> bool:
+    """Whether a node's vectors are shared by documents (indexed by corpus or a kept column)."""
+    return all(ix == "corpus" or ix.startswith("column:") for ix in node.index)
 
 
 def burst_side(spec) -> dict | None:
