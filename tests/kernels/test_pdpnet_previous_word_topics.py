@@ -4,7 +4,8 @@ column's value is a document's), a Dirichlet root (its V + 1 rows of ``network_t
 :mod:`drivers.models.pdp_network.shared_roots`) or a DP over a corpus-level root (owned tables,
 :mod:`inference.pdpnet.owned`). One engine partition, the shared rows refreshed after every sweep (a
 synchronisation), visits the (z, s) of a tiny network with the frequencies of its enumerated joint (E12); two
-partitions through the engine's hooks keep the rows the recount; refresh is refused in one line."""
+partitions through the engine's hooks keep the rows the recount; refresh moves them to a grown
+vocabulary (session 25)."""
 from __future__ import annotations
 
 import json
@@ -88,19 +89,22 @@ def test_one_engine_partition_samples_the_networks_joint(tmp_path, law):
     np.testing.assert_array_equal(_summed(model, [block], [state])["network_tc"][first:first + 3], want)
 
 
-def test_two_partitions_keep_the_rows_the_recount_and_refresh_is_refused(tmp_path):
+def test_two_partitions_keep_the_rows_the_recount_and_refresh_moves_them(tmp_path):
     """The DP over a corpus root, K = 3, V = 9, 16 documents in two partitions through the engine's hooks for 5
     iterations: theta's rows of ``network_tc`` (its customers: every partition's tokens by previous word and
-    topic) are the recount, t <= c at every row, top's customers theta's tables, z moves; refresh refused in one
-    line."""
-    from inference.errors import RefusedError
+    topic) are the recount, t <= c at every row, top's customers theta's tables, z moves. Refresh (session 25)
+    with the vocabulary grown to 11: an old word's rows stay, the start row moves from 1 + 9 to 1 + 11, the new
+    words' rows are zero, and the grown model's recount of the same states is the moved tables (what the
+    continued chain reads)."""
     from tests.kernels.test_pdpnet_owned_chain import two_partitions
 
     rng = np.random.default_rng(3)
     docs = [(f"d{i:02d}", [list(rng.integers(0, 9, rng.integers(2, 10)))]) for i in range(16)]
     model, hyper = _model(tmp_path, transition_spec("dp"), 3, 9)
+    last = {}
 
     def check(new, blocks, states):
+        last.update(blocks=blocks, states=states)
         want = np.zeros((10, 3), np.int64)
         for blk, st in zip(blocks, states):
             words, ptr = blk.words, blk.token_ptr()
@@ -112,6 +116,16 @@ def test_two_partitions_keep_the_rows_the_recount_and_refresh_is_refused(tmp_pat
         np.testing.assert_array_equal(c, want)
         assert np.all(t <= c) and np.array_equal(new["network_tc"][0], t.sum(axis=0))     # (t = 0 < c: the race)
         return (t < c).any()
-    _, new = two_partitions(model, hyper, docs, 5, check)
-    with pytest.raises(RefusedError, match="node 'theta': a topic vector indexed by previous_word is not continued"):
-        model.grown_chain(new, hyper, 9)
+    hyper, new = two_partitions(model, hyper, docs, 5, check)
+    grown, _ = _model(tmp_path, transition_spec("dp"), 3, 11)
+    grown.bind_hyper(hyper)
+    grown._old_roots = model._shared_roots()          # (continued_chain's, from the kept model)
+    moved, _ = grown.grown_chain(new, hyper, 9)
+    recount = _summed(grown, last["blocks"], last["states"])
+    for name in ("network_tc", "network_tp"):
+        old, got = np.asarray(new[name]), np.asarray(moved[name])
+        np.testing.assert_array_equal(got[:10], old[:10])            # top, theta[0..8]
+        assert not got[10:12].any() and old[10].any()                # the new words 9, 10
+        np.testing.assert_array_equal(got[12], old[10])              # the start context
+        assert not got[13:].any()
+        np.testing.assert_array_equal(got, recount[name])

@@ -18,7 +18,8 @@ keep their values, a batch's documents bring theirs (the refresh carries the kep
 grow. A family's rows of ``network_tc`` move to the grown layout (an old value keeps its number, its row moves only
 as the flat index and the families' bases grow; a new value's row starts at zero). A refreshed version keeps every
 document's value numbers (``network_document_columns.parquet``); a trained model's are its training corpus' read
-again.
+again. A family indexed by ``previous_word`` (V + 1 rows, the start context last) follows the vocabulary the same
+way (session 25): an old word keeps its row, the start row moves from V0 to V, a new word's row starts at zero.
 """
 from __future__ import annotations
 
@@ -219,21 +220,24 @@ class SharedRoots:
             total += rows
         self.rows = max(MAX_GLOBAL, total)         # (at least MAX_GLOBAL: the saved tables of older models)
 
+    def _size(self, kind: str) -> int:
+        return self.previous if kind == PREVIOUS_WORD else self.sizes[column_name(kind)]
+
     def moved_rows(self, old: "SharedRoots", spec: NetworkSpec) -> np.ndarray:
-        """The row in this layout of every row of ``old``'s (same families, columns with as many values or more:
-        an old value keeps its number, the unseen value's row stays its family's last)."""
-        old_sizes = old.sizes
+        """The row in this layout of every row of ``old``'s (same families, columns with as many values or more,
+        a vocabulary as large or larger: an old value or word keeps its number, the unseen value's row and the
+        previous word's start context stay their family's last)."""
         out = []
         for g, name in enumerate(self.families):
-            kinds = [k for k in spec.nodes[name].index if is_column(k)]
-            rows = int(np.prod([old_sizes[column_name(k)] for k in kinds])) if kinds else 1
+            kinds = [k for k in spec.nodes[name].index if is_column(k) or k == PREVIOUS_WORD]
+            rows = int(np.prod([old._size(k) for k in kinds])) if kinds else 1
             key, new = np.arange(rows, dtype=np.int64), np.zeros(rows, np.int64)
-            for kind in reversed(kinds):                  # the flat index: the last kind varies fastest
-                was, now = old_sizes[column_name(kind)], self.sizes[column_name(kind)]
+            for at in range(len(kinds) - 1, -1, -1):      # the flat index: the last kind varies fastest
+                was, now = old._size(kinds[at]), self._size(kinds[at])
                 code = key % was
                 key //= was
                 code = np.where(code == was - 1, now - 1, code)
-                new += code * int(np.prod([self.sizes[column_name(k)] for k in kinds[kinds.index(kind) + 1:]]))
+                new += code * int(np.prod([self._size(k) for k in kinds[at + 1:]]))
             out.append(self.base[g] + new)
         return np.concatenate(out) if out else np.zeros(0, np.int64)
 
@@ -298,20 +302,19 @@ class SharedRootsModel:
     def continued_chain(self, spark, old_model, base, batch, seed: int, iteration: int):
         """A network indexed by kept columns: every old document keeps its values, the batch's bring theirs, new
         values get the next numbers (:meth:`ColumnValues.kept`, :meth:`ColumnValues.grown`); ``network_tc``'s
-        rows then move to the grown layout (:meth:`grown_chain`)."""
-        if parse_network(self._raw).columns:
+        rows then move to the grown layout (:meth:`grown_chain`), as they do for a family indexed by
+        previous_word when the vocabulary grows."""
+        spec = parse_network(self._raw)
+        if spec.columns:
             kept = ColumnValues.kept(base)
             self._columns = kept if batch is None else kept.grown(batch.directory)
             self._old_roots, self._roots, self._keeps_documents = old_model._shared_roots(), None, True
+        elif any(PREVIOUS_WORD in spec.nodes[name].index for name in shared_families(spec)[0]):
+            self._old_roots, self._roots = old_model._shared_roots(), None       # (the rows follow the vocabulary)
         return super().continued_chain(spark, old_model, base, batch, seed, iteration)
 
     def grown_chain(self, tables: dict, hyper: dict, old_vocab_size: int) -> tuple[dict, dict]:
         """``network_tc``'s rows moved from the old values' layout to the grown one (new rows: zero)."""
-        spec = parse_network(self._raw)
-        for name in self._shared_roots().families:
-            if PREVIOUS_WORD in spec.nodes[name].index:
-                raise RefusedError(f"refresh: node '{name}': a topic vector indexed by previous_word is not continued "
-                                   "(its rows are not re-laid for the grown vocabulary; retrain)")
         old = self.__dict__.pop("_old_roots", None)
         if old is not None:
             tc = np.asarray(tables["network_tc"])
