@@ -279,7 +279,8 @@ class SharedRootsModel:
         roots = self._shared_roots().nodes(net)
         if roots:
             self._memo("roots").remember(block, state, {j: (cnt["tc"][net.off[j]:net.off[j + 1]].copy(),
-                                                            cnt["tp"][net.off[j]:net.off[j + 1]].copy())
+                                                            cnt["tp"][net.off[j]:net.off[j + 1]].copy(),
+                                                            cnt["Se"][net.par_ptr[j]:net.par_ptr[j + 1]].copy())
                                                         for _, j in roots})
 
     def with_root_rows(self, net, block, state: dict, cnt: dict) -> dict:
@@ -289,11 +290,12 @@ class SharedRootsModel:
         rows = self._memo("roots").recall(block, state)
         if not rows:
             return cnt
-        cnt = dict(cnt, **{key: cnt[key].copy() for key in ("tc", "TC", "tp", "TP")})
-        for j, (customers, tables) in rows.items():    # (a shared Pitman-Yor vector's tables too; a root has none)
-            cnt["tc"][net.off[j]:net.off[j + 1]], cnt["TC"][j] = customers, customers.sum()
+        cnt = dict(cnt, **{key: cnt[key].copy() for key in ("tc", "TC", "tp", "TP", "Se")})
+        for j, (customers, tables, edges) in rows.items():    # (a shared Pitman-Yor vector's tables too; a root
+            cnt["tc"][net.off[j]:net.off[j + 1]], cnt["TC"][j] = customers, customers.sum()            # has none)
             cnt["tp"][net.off[j]:net.off[j + 1]], cnt["TP"][j] = tables, tables.sum()
-        return cnt
+            cnt["Se"][net.par_ptr[j]:net.par_ptr[j + 1]] = edges if len(edges) > 1 else cnt["TP"][j]  # (its rho
+        return cnt                                                        # sums to 1: S = T with one parent)
 
     @classmethod
     def chain_refusal(cls, construction: dict) -> str | None:
