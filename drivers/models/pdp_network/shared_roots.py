@@ -176,6 +176,17 @@ def _doc_columns(corpus_directory: str, names: list[str], lists=()) -> tuple[lis
                  for v in table.column(n).to_pylist()] for n in names})
 
 
+def flat_moved(key, was: list[int], now: list[int]) -> np.ndarray:
+    """Flat indices over kinds of sizes ``was`` (the last varies fastest) moved to the sizes ``now`` (as large or
+    larger): a code keeps its number, a kind's last code (a column's unseen value, the start context) stays last."""
+    key, new = np.array(key, np.int64), np.zeros(np.shape(key), np.int64)
+    for at in range(len(was) - 1, -1, -1):
+        code = key % was[at]
+        key //= was[at]
+        new += np.where(code == was[at] - 1, now[at] - 1, code) * int(np.prod(now[at + 1:], dtype=np.int64))
+    return new
+
+
 def shared_families(spec: NetworkSpec) -> tuple[list[str], list[str]]:
     """``(global, refused)``: the topic families shared by documents indexed by the corpus, by kept columns or by
     the previous word (roots or Pitman-Yor vectors: the engine's ``network_tc``, :mod:`drivers.models.pdp_network.
@@ -231,14 +242,8 @@ class SharedRoots:
         for g, name in enumerate(self.families):
             kinds = [k for k in spec.nodes[name].index if is_column(k) or k == PREVIOUS_WORD]
             rows = int(np.prod([old._size(k) for k in kinds])) if kinds else 1
-            key, new = np.arange(rows, dtype=np.int64), np.zeros(rows, np.int64)
-            for at in range(len(kinds) - 1, -1, -1):      # the flat index: the last kind varies fastest
-                was, now = old._size(kinds[at]), self._size(kinds[at])
-                code = key % was
-                key //= was
-                code = np.where(code == was - 1, now - 1, code)
-                new += code * int(np.prod([self._size(k) for k in kinds[at + 1:]]))
-            out.append(self.base[g] + new)
+            out.append(self.base[g] + flat_moved(np.arange(rows, dtype=np.int64), [old._size(k) for k in kinds],
+                                                 [self._size(k) for k in kinds]))
         return np.concatenate(out) if out else np.zeros(0, np.int64)
 
     def nodes(self, net) -> list:

@@ -116,9 +116,10 @@ class BigramWords(PypWords):
     """tlm's word side: keyed tables ``bigram_customers`` / ``bigram_word_tables`` over the pairs (w', w)."""
 
     def count_tables(self, model) -> tuple:
-        column = words_bigram.context_column(self.side)
+        column, names = words_bigram.context_column(self.side), words_bigram.context_columns(self.side)
         return words_bigram.count_tables(model.vocab_size, model.num_topics, None if column is None else 1
-                                         if column == words_pyp.ONE_VALUE else model._columns.sizes()[column])
+                                         if names is None else int(np.prod([model._columns.sizes()[n]
+                                                                            for n in names])))
 
     def initial_state(self, model, block, state: dict) -> None:
         state["word_t"] = words_bigram.initial_tables(*model._local_pairs(block), state["z"], model.num_topics)
