@@ -6,7 +6,8 @@ topics, the likelihood and the hyperparameter steps), each answered once here so
   as beta (the generic sweep, :func:`inference.pdpnet.sweep.network_sweep`);
 - :class:`PypWords`: one Pitman-Yor family by topic over a corpus-level root (pyp-lda, :mod:`.words_pyp`);
 - :class:`BigramWords`: a family by [topic, previous_word] over a root per topic (tlm, :mod:`.words_bigram`), or by
-  [topic, column:NAME] over one (the value the context: the differential topic models' phi0 as a Dirichlet);
+  [topic, column:NAME] over one (the value the context: the differential topic models' phi0 as a Dirichlet; or by
+  [topic, column:A, column:B, ...], the values' tuple the context: session 25);
 - :class:`BigramPsiWords`: the same over a Pitman-Yor psi[topic] (tlm's prior 2b, :mod:`.words_bigram_psi`);
 - :class:`BurstWords`: a family by [topic, document] over a root per topic (burstiness, DCMLDA: :mod:`.words_burst`);
 - :class:`DeepWords`: a chain of corpus-level Pitman-Yor word vectors (:mod:`.words_chain`) or a family by
