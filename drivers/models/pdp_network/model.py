@@ -317,7 +317,9 @@ class PdpNetwork(burst_heldout.BurstArrays, words_column.ColumnWordArrays, words
     # ---- outputs
     def segment_topic(self, block, state, hyper) -> np.ndarray:
         """(S, K) posterior mean of every segment's topic vector (its tokens' draw); an empty segment: its
-        document's row."""
+        document's row. When the topic draw reads theta[previous_word]: :func:`transition_rows` per segment."""
+        if words_bigram.reads_previous_topics(hyper.get("network")):
+            return transition_rows(block.seg_ptr, state["z"], self._token_means(block, state, hyper))
         net = self._compiled(block, hyper)
         cnt = self.with_root_rows(net, block, state, self._local_counts(net, block, state))
         avals, bvals = self._values(net, hyper)
@@ -343,6 +345,38 @@ class PdpNetwork(burst_heldout.BurstArrays, words_column.ColumnWordArrays, words
         tot = doc.sum(axis=1, keepdims=True)
         return np.where(tot > 0, doc / np.where(tot > 0, tot, 1), 1.0 / K)
 
+    def _token_means(self, block, state, hyper) -> np.ndarray:
+        """(N, K) the posterior mean (7.12) of the vector every token's topic is drawn from (the shared rows as the
+        last sweep of this state left them)."""
+        net = self._compiled(block, hyper)
+        cnt = self.with_root_rows(net, block, state, self._local_counts(net, block, state))
+        means = posterior_means(net, cnt, *self._values(net, hyper))
+        return means[net.off[net.topic_inst][:, None] + np.arange(self.num_topics)]
+
     def doc_topic(self, block, state, hyper) -> np.ndarray:
-        """(D, K) the token-weighted mean of the document's segment rows."""
+        """(D, K) the token-weighted mean of the document's segment rows; when the topic draw reads
+        theta[previous_word], :func:`transition_rows` per document."""
+        if words_bigram.reads_previous_topics(hyper.get("network")):
+            return transition_rows(block.token_ptr(), state["z"], self._token_means(block, state, hyper))
         return self._doc_rows(block, self.segment_topic(block, state, hyper), np.diff(block.seg_ptr))
+
+
+def transition_rows(ptr, z, token_means) -> np.ndarray:
+    """(R, K) the proportions of the token ranges ``ptr`` (documents, segments) when every token's topic is drawn
+    from theta[its previous word] (session 25): (n_rk + m_rk) / (N_r + 1), n_rk the range's tokens of topic k
+    (z) and m_r the mean over its tokens of their vectors' posterior means ``token_means`` (the predictive of a
+    token's topic given its previous word): the range's topic counts with one pseudo-token from that predictive.
+    An empty range: 1/K."""
+    ptr = np.asarray(ptr, np.int64)
+    R, K = len(ptr) - 1, token_means.shape[1]
+    lengths = np.diff(ptr)
+    of = np.repeat(np.arange(R), lengths)
+    counts = np.zeros((R, K))
+    np.add.at(counts, (of, np.asarray(z, np.int64)), 1.0)
+    mean = np.zeros((R, K))
+    np.add.at(mean, of, token_means)
+    has = lengths > 0
+    mean[has] /= lengths[has, None]
+    out = np.full((R, K), 1.0 / K)
+    out[has] = (counts[has] + mean[has]) / (lengths[has, None] + 1.0)
+    return out

@@ -7,7 +7,8 @@ topics, the likelihood and the hyperparameter steps), each answered once here so
 - :class:`PypWords`: one Pitman-Yor family by topic over a corpus-level root (pyp-lda, :mod:`.words_pyp`); under
   ``cmgs``/``exact`` :class:`MultWords` (its cells in multiplicity form, :mod:`inference.pdpnet.word_mult`);
 - :class:`BigramWords`: a family by [topic, previous_word] over a root per topic (tlm, :mod:`.words_bigram`), or by
-  [topic, column:NAME] over one (the value the context: the differential topic models' phi0 as a Dirichlet);
+  [topic, column:NAME] over one (the value the context: the differential topic models' phi0 as a Dirichlet; or by
+  [topic, column:A, column:B, ...], the values' tuple the context: session 25);
 - :class:`BigramPsiWords`: the same over a Pitman-Yor psi[topic] (tlm's prior 2b, :mod:`.words_bigram_psi`);
 - :class:`BurstWords`: a family by [topic, document] over a root per topic (burstiness, DCMLDA: :mod:`.words_burst`);
 - :class:`DeepWords`: a chain of corpus-level Pitman-Yor word vectors (:mod:`.words_chain`) or a family by
@@ -129,9 +130,10 @@ class BigramWords(PypWords):
     """tlm's word side: keyed tables ``bigram_customers`` / ``bigram_word_tables`` over the pairs (w', w)."""
 
     def count_tables(self, model) -> tuple:
-        column = words_bigram.context_column(self.side)
+        column, names = words_bigram.context_column(self.side), words_bigram.context_columns(self.side)
         return words_bigram.count_tables(model.vocab_size, model.num_topics, None if column is None else 1
-                                         if column == words_pyp.ONE_VALUE else model._columns.sizes()[column])
+                                         if names is None else int(np.prod([model._columns.sizes()[n]
+                                                                            for n in names])))
 
     def initial_state(self, model, block, state: dict) -> None:
         state["word_t"] = words_bigram.initial_tables(*model._local_pairs(block), state["z"], model.num_topics)

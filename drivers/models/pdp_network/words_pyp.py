@@ -49,8 +49,9 @@ def word_side(spec: NetworkSpec) -> dict | None:
     if burst is not None:
         return burst
     bigram = word.index == ("topic", "previous_word") and spec.word.index == ("topic", "previous_word")
-    column = len(word.index) == 2 and word.index[0] == "topic" and word.index[1].startswith("column:") \
-        and spec.word.index == word.index
+    column = len(word.index) >= 2 and word.index[0] == "topic" and spec.word.index == word.index \
+        and all(k.startswith("column:") for k in word.index[1:])       # (several columns: one context per tuple)
+    names = [k[len("column:"):] for k in word.index[1:]] if column else []
     par = word.parents[0] if len(word.parents) == 1 else None
     phi0 = spec.nodes[par.node] if par is not None else None
     psi_pyp = bigram and phi0 is not None and phi0.kind == "pyp"     # tlm's prior 2b (words_bigram_psi)
@@ -66,7 +67,10 @@ def word_side(spec: NetworkSpec) -> dict | None:
                                  f"side's '{word.name}' (not on the Gibbs engine)")      # (phi[topic]: one context)
         return {"a": word.a, "b": word.b, "beta0": float(phi0.alpha) if phi0.kind == "dirichlet" else 0.0,
                 "base": phi0.name, "bigram": True,
-                "context": word.index[1][len("column:"):] if column else ONE_VALUE}
+                "context": (names[0] if len(names) == 1 else names) if column else ONE_VALUE}
+    if len(names) > 1:
+        raise UsageError(f"network spec: node '{word.name}': a word side indexed by [topic] and several columns on "
+                         "the Gibbs engine is a Pitman-Yor family over a Dirichlet root or uniform vector per topic")
     if column or psi_pyp or per_topic:      # phi[topic(, column:C or previous_word)] over phi0[topic], over a chain
         if phi0 is None or par.if_missing is not None or par.index != ("topic",) or phi0.index != ("topic",) \
                 or phi0.kind != "pyp" or word.kind != "pyp":
