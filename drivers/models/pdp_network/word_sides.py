@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from drivers.models.pdp_network import (words_bigram, words_bigram_psi, words_burst, words_chain, words_column,
+from drivers.models.pdp_network import (burst_heldout, words_bigram, words_bigram_psi, words_burst, words_chain, words_column,
                                         words_pyp)
+from inference.errors import RefusedError
 from inference.pdpnet import owned_chain, owned_words, word_bigram, word_chain, word_column
 
 
@@ -55,6 +56,23 @@ class DirichletWords:
 
     def sample_hyper(self, model, tables, hyper, sampled, rng) -> dict:
         return hyper
+
+    # ---- held out (None: the model's own paths)
+    def frozen_words(self, frozen_phi):
+        """The ``words`` of a held-out sweep with the topics frozen, or None (the Dirichlet sweep's frozen phi)."""
+        return None
+
+    def heldout_loglik(self, model, block, hyper, phi_vk, schedule, seed, partition):
+        """Document completion's [log p, tokens, documents], or None."""
+        return None
+
+    def left_to_right(self, model, block, hyper, phi_vk, settings):
+        """Left to right's scores, or None."""
+        return None
+
+    def grown_tables(self, model, tables: dict, hyper: dict, old_vocab_size: int) -> tuple[dict, dict]:
+        """``refresh``: the side's own tables grown to the new vocabulary (before the model's)."""
+        return tables, hyper
 
     def values(self, hyper) -> tuple:
         """(a, b, beta0) of a one-level Pitman-Yor side."""
@@ -209,6 +227,18 @@ class BurstWords(PypWords):
 
     def sample_hyper(self, model, tables, hyper, sampled, rng) -> dict:
         return words_burst.sample_hyper(self.side, tables, hyper, sampled, rng)
+
+    def frozen_words(self, frozen_phi):
+        return burst_heldout.frozen_words(frozen_phi)
+
+    def heldout_loglik(self, model, block, hyper, phi_vk, schedule, seed, partition):
+        return burst_heldout.heldout_loglik(model, block, hyper, phi_vk, schedule, seed, partition)
+
+    def left_to_right(self, model, block, hyper, phi_vk, settings):
+        return burst_heldout.left_to_right(model, block, hyper, phi_vk, settings)
+
+    def grown_tables(self, model, tables: dict, hyper: dict, old_vocab_size: int) -> tuple[dict, dict]:
+        raise RefusedError("refresh: a word side indexed by [topic, document] is not continued (retrain)")
 
 
 class DeepWords(PypWords):
