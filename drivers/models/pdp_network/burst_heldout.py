@@ -31,13 +31,8 @@ def frozen_root(phi_vk) -> np.ndarray:
     return np.ascontiguousarray(np.asarray(phi_vk, np.float64) * FROZEN_SCALE)
 
 
-def names(side: dict) -> tuple[str, str]:
-    """The burst vectors' discount and concentration names (over a Pitman-Yor phi[topic], the bottom level's)."""
-    return tuple(side["bottom"][:2]) if "bottom" in side else (side["a"], side["b"])
-
-
 def values(hyper: dict) -> tuple[float, float]:
-    a, b = names(hyper["word_pyp"])
+    a, b = words_burst.names(hyper["word_pyp"])
     return float(hyper["a_values"][a]), float(hyper["b_values"][b])
 
 
@@ -100,7 +95,7 @@ def heldout_loglik(model, block, hyper, phi_vk, schedule, seed, partition) -> np
 def left_to_right(model, block, hyper, phi_vk, settings):
     """Left to right (module docstring; :func:`.left_to_right_scores.network_scores`)."""
     x, side = frozen_root(phi_vk), hyper["word_pyp"]
-    a_name, b_name = names(side)
+    a_name, b_name = words_burst.names(side)
 
     def words_of(doc, net):
         return document_words(doc, x, model.vocab_size, net.a_names.index(a_name), net.b_names.index(b_name))

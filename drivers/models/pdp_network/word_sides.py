@@ -8,7 +8,8 @@ topics, the likelihood and the hyperparameter steps), each answered once here so
 - :class:`BigramWords`: a family by [topic, previous_word] over a root per topic (tlm, :mod:`.words_bigram`), or by
   [topic, column:NAME] over one (the value the context: the differential topic models' phi0 as a Dirichlet);
 - :class:`BigramPsiWords`: the same over a Pitman-Yor psi[topic] (tlm's prior 2b, :mod:`.words_bigram_psi`);
-- :class:`BurstWords`: a family by [topic, document] over a root per topic (burstiness, DCMLDA: :mod:`.words_burst`);
+- :class:`BurstWords`: a family by [topic, document] over a root per topic (burstiness, DCMLDA: :mod:`.words_burst`),
+  :class:`BurstChainWords` over a Pitman-Yor phi[topic] (hca's full burstiness, :mod:`.words_burst_chain`);
 - :class:`DeepWords`: a chain of corpus-level Pitman-Yor word vectors (:mod:`.words_chain`) or a family by
   [topic, column:NAME] over phi0[topic] (:mod:`.words_column`).
 The partition-owned sides take ``words`` = (their word tables, derived, the engine's tables) in a sweep and answer
@@ -17,8 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from drivers.models.pdp_network import (burst_heldout, words_bigram, words_bigram_psi, words_burst, words_chain, words_column,
-                                        words_pyp)
+from drivers.models.pdp_network import (burst_heldout, words_bigram, words_bigram_psi, words_burst, words_burst_chain,
+                                        words_chain, words_column, words_pyp)
 from inference.errors import RefusedError
 from inference.pdpnet import owned_chain, owned_words, word_bigram, word_chain, word_column
 
@@ -241,6 +242,42 @@ class BurstWords(PypWords):
         raise RefusedError("refresh: a word side indexed by [topic, document] is not continued (retrain)")
 
 
+class BurstChainWords(BurstWords):
+    """hca's full burstiness: the burst vectors over a Pitman-Yor phi[topic] over a corpus root or chain
+    (:mod:`.words_burst_chain`: the [topic, column] side's kernel with the document as the value); a held-out
+    sweep (phi frozen) is :class:`BurstWords`' (its kernel chosen by :meth:`sweep_args`)."""
+
+    kernel = staticmethod(word_column.column_word_sweep)
+
+    def count_tables(self, model) -> tuple:
+        return words_burst_chain.count_tables(model, self.side)
+
+    def initial_state(self, model, block, state: dict) -> None:
+        words_burst_chain.initial_state(model, block, state, self.side)
+
+    def table_counts(self, model, block, state: dict) -> dict:
+        return words_burst_chain.table_counts(model, block, state)
+
+    def sweep_args(self, model, block, state, net, nwk, words, mx) -> tuple:
+        if words[1].get(words_burst.FROZEN) is not None:
+            self.kernel = word_bigram.bigram_word_sweep
+            return super().sweep_args(model, block, state, net, nwk, words, mx)
+        return words_burst_chain.sweep_args(model, block, state, net, nwk, words, mx, self.side)
+
+    def write_back(self, loc, nwk, words, z) -> None:
+        if loc is not None and "troot" not in loc:
+            words_burst_chain.write_back(loc, nwk, words)
+
+    def topic_word(self, model, tables, derived, hyper):
+        return words_burst_chain.topic_word(tables, self.side, hyper)
+
+    def loglik(self, model, tables, derived, hyper):
+        return words_burst_chain.loglik(tables, self.side, hyper)
+
+    def sample_hyper(self, model, tables, hyper, sampled, rng) -> dict:
+        return words_burst_chain.sample_hyper(self.side, tables, hyper, sampled, rng)
+
+
 class DeepWords(PypWords):
     """A chain of corpus-level Pitman-Yor word vectors (pyp-lda-2) or a [topic, column:NAME] side over phi0[topic]:
     every level's indicators held by partitions (:mod:`.words_column`, :mod:`.words_chain`)."""
@@ -322,7 +359,7 @@ def of(side: dict | None) -> DirichletWords:
     if side is None:
         return DirichletWords()
     if side.get("burst"):
-        return BurstWords(side)
+        return BurstChainWords(side) if "bottom" in side else BurstWords(side)
     if words_bigram_psi.is_psi(side):
         return BigramPsiWords(side)
     if side.get("column") or side.get("chain"):
