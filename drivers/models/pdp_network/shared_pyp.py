@@ -39,10 +39,6 @@ def check(spec: NetworkSpec, families: list[str], word_side: dict | None) -> Non
             raise UsageError(f"network spec: node '{name}': a shared Pitman-Yor vector under \"sampler\": "
                              f"\"{spec.sampler}\" runs below it document vectors only, each over it alone "
                              "(hdp-pyp-lda's shape); use \"sampler\": \"indicators\"")
-        what = refused_word_side(word_side)
-        if what is not None:
-            raise UsageError(f"network spec: node '{name}': a shared Pitman-Yor vector beside {what} is not on the "
-                             "Gibbs engine (beside every other word side it is)")
 
 
 def multiplicity_shape(spec: NetworkSpec, families: list[str]) -> bool:
@@ -55,14 +51,6 @@ def multiplicity_shape(spec: NetworkSpec, families: list[str]) -> bool:
     below = any(r.node == name for nd in spec.nodes.values() for r in nd.parents)
     return (node.kind == "pyp" and not node.mixture and name not in families and len(node.parents) == 1
             and node.parents[0].node in shared and node.parents[0].if_missing is None and not below)
-
-
-def refused_word_side(side: dict | None) -> str | None:
-    """What a shared Pitman-Yor topic vector cannot run beside (untested there), or None."""
-    side = side or {}
-    if side.get("burst"):
-        return "a word side indexed by [topic, document]"
-    return None
 
 
 def has_shared_pyp(spec: NetworkSpec, families: list[str]) -> bool:

@@ -203,7 +203,7 @@ class BurstWords(PypWords):
     """A word vector per topic per document over phi[topic] (:mod:`.words_burst`): the documents' cells local to
     their partition, ``nwk`` phi's customers (the tables), the bigram side's kernel with the document as context."""
 
-    owned_kernel = None         # beside a shared Pitman-Yor topic vector: refused (shared_pyp.refused_word_side)
+    owned_kernel = staticmethod(owned_words.owned_word_sweep)   # beside a shared Pitman-Yor topic vector
 
     def count_tables(self, model) -> tuple:
         return words_burst.count_tables()
@@ -248,6 +248,7 @@ class BurstChainWords(BurstWords):
     sweep (phi frozen) is :class:`BurstWords`' (its kernel chosen by :meth:`sweep_args`)."""
 
     kernel = staticmethod(word_column.column_word_sweep)
+    owned_kernel = staticmethod(owned_chain.owned_chain_sweep)      # beside a shared Pitman-Yor topic vector
 
     def count_tables(self, model) -> tuple:
         return words_burst_chain.count_tables(model, self.side)
@@ -260,7 +261,7 @@ class BurstChainWords(BurstWords):
 
     def sweep_args(self, model, block, state, net, nwk, words, mx) -> tuple:
         if words[1].get(words_burst.FROZEN) is not None:
-            self.kernel = word_bigram.bigram_word_sweep
+            self.kernel, self.owned_kernel = word_bigram.bigram_word_sweep, owned_words.owned_word_sweep
             return super().sweep_args(model, block, state, net, nwk, words, mx)
         return words_burst_chain.sweep_args(model, block, state, net, nwk, words, mx, self.side)
 
