@@ -64,6 +64,7 @@ RUNS = {   # name -> (model, extra train flags)
     "lda.json": ("pdp-network", ("--network", "lda")),
     "burst-lda.json": ("pdp-network", ("--network", "burst-lda")),
     "burst-pyp-lda.json": ("pdp-network", ("--network", "burst-pyp-lda")),
+    "hca-burst.json": ("pdp-network", ("--network", "hca-burst")),
 }
 GROUPS = {"stm": ["stm", "stm.json"], "seqlda": ["seqlda", "seqlda.json"], "adatm": ["adatm", "adatm.json"],
           "pyp-lda": ["lda-gibbs", "pyp-lda.json", "lda-gibbs (alpha optimised)"],
@@ -72,7 +73,8 @@ GROUPS = {"stm": ["stm", "stm.json"], "seqlda": ["seqlda", "seqlda.json"], "adat
           "hca": ["pyp-lda.json", "hdp-pyp-lda.json", "hca.json"],
           "hca-2": ["pyp-lda-2.json", "hca.json", "hca-2.json"],
           "burst": ["lda-gibbs", "lda.json", "pyp-lda.json", "burst-lda.json"],
-          "burst-pyp": ["lda-gibbs", "burst-lda.json", "burst-pyp-lda.json"]}
+          "burst-pyp": ["lda-gibbs", "burst-lda.json", "burst-pyp-lda.json"],
+          "burst-pyp-only": ["burst-pyp-lda.json"], "hca-burst": ["hca.json", "hca-burst.json"]}
 
 
 def cpu_seconds() -> float:
