@@ -74,7 +74,7 @@ def test_burst_over_a_pitman_yor_phi_is_the_recount_and_resume_is_the_same_chain
     assert result.tables[words_burst.HIST].equals(recount[words_burst.HIST])
     c, t, wc, N, T, wr = words_burst.split(result.tables[words_burst.HIST])
     assert np.all((1 <= t) & (t <= c)) and (t < c).any()
-    nwk, twk = np.asarray(result.tables["nwk"]), np.asarray(result.tables[words_pyp.TABLE])
+    nwk, twk = words_pyp.legal(result.tables["nwk"], result.tables[words_pyp.TABLE])     # (race cells as read)
     assert nwk.sum() == (t * wc).sum() == (T * wr).sum()                  # phi's customers: the burst tables
     assert np.all((twk <= nwk) & ((twk > 0) == (nwk > 0))) and (twk < nwk).any()
     for kind, name, start in [("a", "burst.a", 0.5), ("b", "burst.b", 10.0), ("a", "phi.a", 0.5), ("b", "phi.b", 10.0)]:

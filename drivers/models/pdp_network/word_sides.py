@@ -20,7 +20,6 @@ import numpy as np
 
 from drivers.models.pdp_network import (burst_heldout, words_bigram, words_bigram_psi, words_burst, words_burst_chain,
                                         words_chain, words_column, words_pyp)
-from inference.errors import RefusedError
 from inference.pdpnet import owned_chain, owned_words, word_bigram, word_chain, word_column
 
 
@@ -72,7 +71,10 @@ class DirichletWords:
         return None
 
     def grown_tables(self, model, tables: dict, hyper: dict, old_vocab_size: int) -> tuple[dict, dict]:
-        """``refresh``: the side's own tables grown to the new vocabulary (before the model's)."""
+        """``refresh``: the side's own tables grown to the new vocabulary (before the model's padding of the dense
+        ones). The burst side's need nothing: ``nwk``, phi's and the corpus levels' tables are dense (padded),
+        ``burst_hist`` holds no word, and a partition's cells keep their order (pairs d V + w sorted by (d, w) for
+        any V >= the old); new documents' burst vectors start at their partitions' ``initial_state``."""
         return tables, hyper
 
     def values(self, hyper) -> tuple:
@@ -238,8 +240,6 @@ class BurstWords(PypWords):
     def left_to_right(self, model, block, hyper, phi_vk, settings):
         return burst_heldout.left_to_right(model, block, hyper, phi_vk, settings)
 
-    def grown_tables(self, model, tables: dict, hyper: dict, old_vocab_size: int) -> tuple[dict, dict]:
-        raise RefusedError("refresh: a word side indexed by [topic, document] is not continued (retrain)")
 
 
 class BurstChainWords(BurstWords):
