@@ -29,7 +29,8 @@ EDGES = "network_ts"
 
 def check(spec: NetworkSpec, families: list[str], word_side: dict | None) -> None:
     """Refuse (one line naming the node) the shared Pitman-Yor vectors the engine cannot run yet (``word_side``:
-    :func:`drivers.models.pdp_network.words_pyp.word_side`'s answer). An ``if_missing`` parent runs: a reference
+    :func:`drivers.models.pdp_network.words_pyp.word_side`'s answer; every word side runs beside them since session
+    25, the burst side's included). An ``if_missing`` parent runs: a reference
     from a corpus- or column-indexed vector always has a value, so its fallback never applies (session 23)."""
     for name in families:
         node = spec.nodes[name]
