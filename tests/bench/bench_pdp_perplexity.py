@@ -20,6 +20,8 @@ same K, iterations, seed and priors (alpha 0.1 fixed, beta 0.01; b = 10 sampled,
   word side: hca's full structure; no target).
 * ``burst``: ``lda-gibbs --fixed-alpha``, ``--network lda``, ``--network pyp-lda`` and ``--network burst-lda`` (a
   Pitman-Yor word vector per topic per document over phi[topic]: DCMLDA's / hca's burstiness; no target).
+* ``burst-pyp``: ``lda-gibbs --fixed-alpha``, ``--network burst-lda`` and ``--network burst-pyp-lda`` (the burst
+  vectors over a Pitman-Yor phi[topic] over a corpus root: hca's full burstiness; no target).
 
 ``--corpus FILE.jsonl[.gz]`` (one document per line, ``id`` and ``text``) replaces the default corpus: prepared with
 ``--holdout-fraction 0.2`` and no segments (the results file's name gets the file's stem), e.g. the manual pages of
@@ -61,6 +63,8 @@ RUNS = {   # name -> (model, extra train flags)
     "hca-2.json": ("pdp-network", ("--network", "hca-2")),
     "lda.json": ("pdp-network", ("--network", "lda")),
     "burst-lda.json": ("pdp-network", ("--network", "burst-lda")),
+    "burst-pyp-lda.json": ("pdp-network", ("--network", "burst-pyp-lda")),
+    "hca-burst.json": ("pdp-network", ("--network", "hca-burst")),
 }
 GROUPS = {"stm": ["stm", "stm.json"], "seqlda": ["seqlda", "seqlda.json"], "adatm": ["adatm", "adatm.json"],
           "pyp-lda": ["lda-gibbs", "pyp-lda.json", "lda-gibbs (alpha optimised)"],
@@ -68,7 +72,9 @@ GROUPS = {"stm": ["stm", "stm.json"], "seqlda": ["seqlda", "seqlda.json"], "adat
           "pyp-lda-2": ["lda-gibbs", "pyp-lda.json", "pyp-lda-2.json"],
           "hca": ["pyp-lda.json", "hdp-pyp-lda.json", "hca.json"],
           "hca-2": ["pyp-lda-2.json", "hca.json", "hca-2.json"],
-          "burst": ["lda-gibbs", "lda.json", "pyp-lda.json", "burst-lda.json"]}
+          "burst": ["lda-gibbs", "lda.json", "pyp-lda.json", "burst-lda.json"],
+          "burst-pyp": ["lda-gibbs", "burst-lda.json", "burst-pyp-lda.json"],
+          "burst-pyp-only": ["burst-pyp-lda.json"], "hca-burst": ["hca.json", "hca-burst.json"]}
 
 
 def cpu_seconds() -> float:

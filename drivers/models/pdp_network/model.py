@@ -28,7 +28,7 @@ import json
 
 import numpy as np
 
-from drivers.models.pdp_network import (burst_heldout, left_to_right_scores, shared_pyp, word_sides, words_bigram,
+from drivers.models.pdp_network import (left_to_right_scores, shared_pyp, word_sides, words_bigram,
                                         words_column, words_pyp)
 from drivers.corpora.kinds import BAG_OF_WORDS, ORDERED, SEGMENTED
 from drivers.models.pdp_network.hyper_steps import NetworkHyper
@@ -50,7 +50,7 @@ NO_DRIFT = np.zeros(0)     # network_sweep's self-check of its kept rows: off
 NO_HISTOGRAM = (np.zeros(0, np.int64), np.zeros((0, 1), np.int32))
 
 
-class PdpNetwork(burst_heldout.BurstArrays, words_column.ColumnWordArrays, words_bigram.BigramArrays, SharedPypModel,
+class PdpNetwork(words_column.ColumnWordArrays, words_bigram.BigramArrays, SharedPypModel,
                  SharedRootsModel, NetworkHyper, GibbsModel):
     """Any network of Dirichlet / Pitman-Yor vectors (module docstring) with the table-indicator sampler or CMGS."""
 
@@ -246,7 +246,7 @@ class PdpNetwork(burst_heldout.BurstArrays, words_column.ColumnWordArrays, words
         return state
 
     def sweep(self, block, state, hyper, nwk, nk, seed, frozen_phi=None) -> None:
-        words = self.frozen_burst(hyper, frozen_phi)        # the burst side's held-out sweep (burst_heldout)
+        words = word_sides.of(hyper.get("word_pyp")).frozen_words(frozen_phi)     # (the burst side's: its own)
         self._run(block, state, hyper, nwk, nk, seed, None if words else frozen_phi, init=False, words=words)
 
     # ---- the engine's tables: the word counts, the corpus-level roots' t^c, the discount histograms
@@ -301,10 +301,22 @@ class PdpNetwork(burst_heldout.BurstArrays, words_column.ColumnWordArrays, words
     # ---- evaluation
     def left_to_right(self, block, hyper, phi_vk, settings):
         """Exact in the model: the particles carry each test document's network state (z, t, s)."""
-        if burst_heldout.is_burst(hyper):
-            return self.burst_left_to_right(block, hyper, phi_vk, settings)
+        got = word_sides.of(hyper.get("word_pyp")).left_to_right(self, block, hyper, phi_vk, settings)
+        if got is not None:         # the word side's own (burst_heldout)
+            return got
         return left_to_right_scores.network_scores(block, phi_vk, settings, lambda doc: self.test_document_start(
             doc, hyper), *self.word_hook(hyper), self.column_hook(hyper, phi_vk))
+
+    def heldout_loglik(self, block, hyper, phi_vk, schedule, seed, partition) -> np.ndarray:
+        """Document completion: the word side's own (burst_heldout) or the models' (a column side's rows, ...)."""
+        got = word_sides.of(hyper.get("word_pyp")).heldout_loglik(self, block, hyper, phi_vk, schedule, seed,
+                                                                    partition)
+        return super().heldout_loglik(block, hyper, phi_vk, schedule, seed, partition) if got is None else got
+
+    def grown_chain(self, tables: dict, hyper: dict, old_vocab_size: int) -> tuple[dict, dict]:
+        """``refresh``: the word side's own tables grown first, then the rest (the mixins')."""
+        tables, hyper = word_sides.of(hyper.get("word_pyp")).grown_tables(self, tables, hyper, old_vocab_size)
+        return super().grown_chain(tables, hyper, old_vocab_size)
 
     def test_document_start(self, doc, hyper) -> tuple:
         """A test document's (compiled network, counts: its own vectors empty, the corpus-level roots' tables the

@@ -10,7 +10,8 @@ topics, the likelihood and the hyperparameter steps), each answered once here so
   [topic, column:NAME] over one (the value the context: the differential topic models' phi0 as a Dirichlet; or by
   [topic, column:A, column:B, ...], the values' tuple the context: session 25);
 - :class:`BigramPsiWords`: the same over a Pitman-Yor psi[topic] (tlm's prior 2b, :mod:`.words_bigram_psi`);
-- :class:`BurstWords`: a family by [topic, document] over a root per topic (burstiness, DCMLDA: :mod:`.words_burst`);
+- :class:`BurstWords`: a family by [topic, document] over a root per topic (burstiness, DCMLDA: :mod:`.words_burst`),
+  :class:`BurstChainWords` over a Pitman-Yor phi[topic] (hca's full burstiness, :mod:`.words_burst_chain`);
 - :class:`DeepWords`: a chain of corpus-level Pitman-Yor word vectors (:mod:`.words_chain`) or a family by
   [topic, column:NAME] over phi0[topic] (:mod:`.words_column`).
 The partition-owned sides take ``words`` = (their word tables, derived, the engine's tables) in a sweep and answer
@@ -19,8 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from drivers.models.pdp_network import (words_bigram, words_bigram_psi, words_burst, words_chain, words_column,
-                                        words_pyp)
+from drivers.models.pdp_network import (burst_heldout, words_bigram, words_bigram_psi, words_burst, words_burst_chain,
+                                        words_chain, words_column, words_pyp)
 from inference.pdpnet import owned_chain, owned_words, word_bigram, word_chain, word_column, word_mult
 
 
@@ -57,6 +58,26 @@ class DirichletWords:
 
     def sample_hyper(self, model, tables, hyper, sampled, rng) -> dict:
         return hyper
+
+    # ---- held out (None: the model's own paths)
+    def frozen_words(self, frozen_phi):
+        """The ``words`` of a held-out sweep with the topics frozen, or None (the Dirichlet sweep's frozen phi)."""
+        return None
+
+    def heldout_loglik(self, model, block, hyper, phi_vk, schedule, seed, partition):
+        """Document completion's [log p, tokens, documents], or None."""
+        return None
+
+    def left_to_right(self, model, block, hyper, phi_vk, settings):
+        """Left to right's scores, or None."""
+        return None
+
+    def grown_tables(self, model, tables: dict, hyper: dict, old_vocab_size: int) -> tuple[dict, dict]:
+        """``refresh``: the side's own tables grown to the new vocabulary (before the model's padding of the dense
+        ones). The burst side's need nothing: ``nwk``, phi's and the corpus levels' tables are dense (padded),
+        ``burst_hist`` holds no word, and a partition's cells keep their order (pairs d V + w sorted by (d, w) for
+        any V >= the old); new documents' burst vectors start at their partitions' ``initial_state``."""
+        return tables, hyper
 
     def values(self, hyper) -> tuple:
         """(a, b, beta0) of a one-level Pitman-Yor side."""
@@ -199,7 +220,7 @@ class BurstWords(PypWords):
     """A word vector per topic per document over phi[topic] (:mod:`.words_burst`): the documents' cells local to
     their partition, ``nwk`` phi's customers (the tables), the bigram side's kernel with the document as context."""
 
-    owned_kernel = None         # beside a shared Pitman-Yor topic vector: refused (shared_pyp.refused_word_side)
+    owned_kernel = staticmethod(owned_words.owned_word_sweep)   # beside a shared Pitman-Yor topic vector
 
     def count_tables(self, model) -> tuple:
         return words_burst.count_tables()
@@ -224,6 +245,53 @@ class BurstWords(PypWords):
 
     def sample_hyper(self, model, tables, hyper, sampled, rng) -> dict:
         return words_burst.sample_hyper(self.side, tables, hyper, sampled, rng)
+
+    def frozen_words(self, frozen_phi):
+        return burst_heldout.frozen_words(frozen_phi)
+
+    def heldout_loglik(self, model, block, hyper, phi_vk, schedule, seed, partition):
+        return burst_heldout.heldout_loglik(model, block, hyper, phi_vk, schedule, seed, partition)
+
+    def left_to_right(self, model, block, hyper, phi_vk, settings):
+        return burst_heldout.left_to_right(model, block, hyper, phi_vk, settings)
+
+
+
+class BurstChainWords(BurstWords):
+    """hca's full burstiness: the burst vectors over a Pitman-Yor phi[topic] over a corpus root or chain
+    (:mod:`.words_burst_chain`: the [topic, column] side's kernel with the document as the value); a held-out
+    sweep (phi frozen) is :class:`BurstWords`' (its kernel chosen by :meth:`sweep_args`)."""
+
+    kernel = staticmethod(word_column.column_word_sweep)
+    owned_kernel = staticmethod(owned_chain.owned_chain_sweep)      # beside a shared Pitman-Yor topic vector
+
+    def count_tables(self, model) -> tuple:
+        return words_burst_chain.count_tables(model, self.side)
+
+    def initial_state(self, model, block, state: dict) -> None:
+        words_burst_chain.initial_state(model, block, state, self.side)
+
+    def table_counts(self, model, block, state: dict) -> dict:
+        return words_burst_chain.table_counts(model, block, state)
+
+    def sweep_args(self, model, block, state, net, nwk, words, mx) -> tuple:
+        if words[1].get(words_burst.FROZEN) is not None:
+            self.kernel, self.owned_kernel = word_bigram.bigram_word_sweep, owned_words.owned_word_sweep
+            return super().sweep_args(model, block, state, net, nwk, words, mx)
+        return words_burst_chain.sweep_args(model, block, state, net, nwk, words, mx, self.side)
+
+    def write_back(self, loc, nwk, words, z) -> None:
+        if loc is not None and "troot" not in loc:
+            words_burst_chain.write_back(loc, nwk, words)
+
+    def topic_word(self, model, tables, derived, hyper):
+        return words_burst_chain.topic_word(tables, self.side, hyper)
+
+    def loglik(self, model, tables, derived, hyper):
+        return words_burst_chain.loglik(tables, self.side, hyper)
+
+    def sample_hyper(self, model, tables, hyper, sampled, rng) -> dict:
+        return words_burst_chain.sample_hyper(self.side, tables, hyper, sampled, rng)
 
 
 class DeepWords(PypWords):
@@ -307,7 +375,7 @@ def of(side: dict | None) -> DirichletWords:
     if side is None:
         return DirichletWords()
     if side.get("burst"):
-        return BurstWords(side)
+        return BurstChainWords(side) if "bottom" in side else BurstWords(side)
     if words_bigram_psi.is_psi(side):
         return BigramPsiWords(side)
     if side.get("column") or side.get("chain"):

@@ -151,21 +151,30 @@ def shared_level(node) -> bool:
 
 def burst_side(spec) -> dict | None:
     """None unless the word draw is indexed by [topic, document]; then ``{"a", "b", "beta0", "base", "burst"}``
-    over a Dirichlet root or uniform vector per topic, else one line naming the node."""
+    over a Dirichlet root or uniform vector per topic; over a Pitman-Yor phi[topic] phi's side (:func:`word_side`:
+    "a", "b" phi's, a chain above it) with ``"bottom"`` [a, b, name] the burst vectors'; else one line naming the
+    node."""
     word = spec.nodes[spec.word.node]
     if word.index != BURST_INDEX and spec.word.index != BURST_INDEX:
         return None
     par = word.parents[0] if len(word.parents) == 1 else None
     phi = spec.nodes[par.node] if par is not None else None
     if word.kind != "pyp" or word.index != spec.word.index or phi is None or par.if_missing is not None \
-            or par.index != ("topic",) or phi.index != ("topic",) or phi.kind == "pyp" or phi.parents:
+            or par.index != ("topic",) or phi.index != ("topic",) or phi.kind != "pyp" and phi.parents:
         raise UsageError(f"network spec: node '{word.name}': a word side indexed by [topic, document] on the Gibbs "
-                         "engine is a Pitman-Yor family over one Dirichlet root or uniform vector per topic "
-                         "(phi[topic]; a Pitman-Yor phi[topic] under it is not on the engine)")
+                         "engine is a Pitman-Yor family over one vector per topic (phi[topic]: a Dirichlet root, "
+                         "the uniform, or a Pitman-Yor vector over corpus-level word vectors)")
     for nd in spec.nodes.values():
         if nd is not word and nd.kind == "pyp" and {nd.a, nd.b} & {word.a, word.b}:
             raise UsageError(f"network spec: node '{nd.name}' shares a discount or concentration with the word "
                              f"side's '{word.name}' (not on the Gibbs engine)")
+    if phi.kind == "pyp":       # hca's full burstiness: phi[topic] pyp-lda's chain (.words_burst_chain)
+        up = word_side(dataclasses.replace(spec, word=dataclasses.replace(spec.word, node=phi.name, index=("topic",))))
+        if {"bigram", "column", "bottom"} & set(up):
+            raise UsageError(f"network spec: node '{phi.name}': a Pitman-Yor phi[topic] under a word side indexed "
+                             "by [topic, document] on the Gibbs engine has one corpus-level parent")
+        return dict(up, burst=True, bottom=[word.a, word.b, word.name], bottom_gamma=float(par.gamma),
+                    gammas=up.get("gammas", [float(phi.parents[0].gamma)]))
     return {"a": word.a, "b": word.b, "beta0": float(phi.alpha) if phi.kind == "dirichlet" else 0.0,
             "base": phi.name, "burst": True}
 
