@@ -95,7 +95,7 @@ MODELS = {spec.name: spec for spec in (
               "word-based Dirichlet-process mixture of documents (Wallach 4.5): a cluster per document, --topics: "
               "the most clusters of the start",
               refresh_modes=GIBBS_REFRESH),
-    ModelSpec("pdp-network", "gibbs", "drivers.models.pdp_network.model:PdpNetwork", SEGMENTED,
+    ModelSpec("pdp-network", "gibbs", "drivers.models.pdp_network.whole_network:NetworkModel", SEGMENTED,
               "a topic model given as a network of Dirichlet/Pitman-Yor vectors (--network FILE or a shipped "
               "spec: --help lists them; segments only for a network that reads them)",
               refresh_modes=GIBBS_REFRESH),

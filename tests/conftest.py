@@ -192,6 +192,8 @@ PDP_PYP_LDA_2 = PDP_HDP_PYP[:3] + ("pyp-lda-2",) + PDP_HDP_PYP[4:]
 PDP_HCA = ("--model", "pdp-network", "--network", "hca", *PDP_HDP_PYP[4:])
 #: pdp-network's burst-lda.json (a word vector per topic per document, local to its partition), likewise
 PDP_BURST = ("--model", "pdp-network", "--network", "burst-lda", *PDP_HDP_PYP[4:])
+#: pdp-network's pyp-lda.json under cmgs (its word side in multiplicity form, inference.pdpnet.word_mult), likewise
+PDP_PYP_LDA_CMGS = ("--model", "pdp-network", "--network", "pyp-lda", *PDP_HDP_PYP[4:], "--sampler", "cmgs")
 
 
 def pdp_pyp_lda_4(folder) -> tuple:
@@ -255,6 +257,8 @@ def local1_models(tiny_corpora_of_kind, synthetic_lda, tmp_path_factory):
              "pdp-hdp-pyp-cmgs": ["--corpus", tiny_corpora_of_kind[registry.SEGMENTED],
                                   *map(str, PDP_HDP_PYP_CMGS)],
              "pdp-burst": ["--corpus", tiny_corpora_of_kind[registry.SEGMENTED], *map(str, PDP_BURST)],
+             "pdp-pyp-lda-cmgs": ["--corpus", tiny_corpora_of_kind[registry.SEGMENTED],
+                                  *map(str, PDP_PYP_LDA_CMGS)],
              "pdp-pyp-lda-4": ["--corpus", tiny_corpora_of_kind[registry.SEGMENTED], *map(str, pdp_pyp_lda_4(out))]}
     env = dict(os.environ, SPARK_TOPICS_SPARK_LOG_LEVEL="ERROR")
     run = subprocess.run([sys.executable, os.path.join(TESTS, "train_every_model.py"), "local[1]", str(out),

@@ -3,8 +3,9 @@
 ``hold(directory, job)`` creates the lease exclusively (``O_CREAT | O_EXCL`` on a local filesystem) for the run's
 duration and removes it at the end, also on errors; a second run on the same output refuses in one line naming
 the holder (job, host, pid, start time). A lease left by a killed run is taken over safely: its holder is on
-this host and its process is gone, so the lease is first renamed to a unique name (one rename wins when several
-runs find it at once) and then created anew. A lease of another host is never presumed dead: the message says
+this host and its process is gone, so it is deleted under an exclusive takeover guard (``_lease.json.takeover``:
+one run at a time, which re-reads the lease as the stale one before deleting it) and then created anew; an
+empty lease file (a run killed between its create and its write) likewise once it is EMPTY_LEASE_SECONDS old. A lease of another host is never presumed dead: the message says
 which file to delete once that run is known to be gone.
 
 On a store named by a URI the lease is created through Hadoop's FileSystem API on the driver's JVM (pyarrow's
@@ -209,25 +210,22 @@ def acquire(directory: str, job: str) -> dict:
                 time.sleep(0.1)                   # its writer may be between create and write
                 attempts -= 1
                 continue
-            aside = f"{path}.stale-{uuid.uuid4().hex}"
-            try:
-                storage.move(path, aside)
-            except OSError:
-                continue
-            if storage.read_bytes(aside):
-                _put_back(aside, path)            # another run's fresh lease: it goes back
+            if not _remove_under_guard(path, mine, lambda: _is_old_empty(path)):
+                guard_waits += 1                  # another run is taking it over: then both race to create
+                if guard_waits > 200:
+                    raise _guard_stays(path)
+                time.sleep(0.05)
+                attempts -= 1
                 continue
             log.warning("took over the empty lease %s (a run killed as it created it)", path)
-            storage.delete(aside)
             continue
         if problem is not None:
             raise DamagedError(f"{path} is not a lease ({problem}): if no run is using {directory}, delete it")
         if is_stale(theirs):
-            if not _remove_stale(path, theirs, mine):
+            if not _remove_under_guard(path, mine, lambda: _read(path).get("token") == theirs.get("token")):
                 guard_waits += 1                  # another run is removing it: then both race to create
                 if guard_waits > 200:
-                    raise RefusedError(f"could not take the lease {path}: {path}.takeover stays (a run taking "
-                                       "over a stale lease); if no run is using it, delete it")
+                    raise _guard_stays(path)
                 time.sleep(0.05)
                 attempts -= 1
                 continue
@@ -238,12 +236,21 @@ def acquire(directory: str, job: str) -> dict:
     raise RefusedError(f"could not take the lease {path}: other runs keep taking it")
 
 
-def _remove_stale(path: str, theirs: dict, mine: dict) -> bool:
-    """Delete the stale lease ``theirs`` at ``path`` holding the takeover guard (``path.takeover``, created
-    exclusively): only the guard's holder removes, and only the lease it read as stale (re-read under the guard), so
-    a fresh lease another run created meanwhile is never moved aside (moving it aside opened a window in which a
-    third run created one too: two winners). False when another run holds the guard (a guard older than
-    EMPTY_LEASE_SECONDS, its holder killed, is deleted)."""
+def _is_old_empty(path: str) -> bool:
+    """The lease file is still empty and older than EMPTY_LEASE_SECONDS (its creator was killed before writing)."""
+    try:
+        return not storage.read_bytes(path) and _empty_for(path) >= EMPTY_LEASE_SECONDS
+    except OSError:
+        return False
+
+
+def _remove_under_guard(path: str, mine: dict, still_takeable) -> bool:
+    """Delete the lease at ``path`` holding the takeover guard (``path.takeover``, created exclusively), if
+    ``still_takeable()`` says, re-read under the guard, that it is still the stale or empty lease this run found.
+    Only the guard's holder removes a lease, and only that one: a fresh lease another run created meanwhile is never
+    touched (moving a lease aside to check it opened a window in which a third run created one too: two winners).
+    False when another run holds the guard (a guard older than EMPTY_LEASE_SECONDS, its holder killed, is
+    deleted)."""
     guard = f"{path}.takeover"
     if not _create(guard, mine):
         if _empty_for(guard) > EMPTY_LEASE_SECONDS:
@@ -253,24 +260,16 @@ def _remove_stale(path: str, theirs: dict, mine: dict) -> bool:
                 pass                              # another run deleted it first
         return False
     try:
-        if _read(path).get("token") == theirs.get("token"):
+        if still_takeable():
             storage.delete(path)
     finally:
         storage.delete(guard)
     return True
 
 
-def _put_back(aside: str, path: str) -> None:
-    """Restore a lease moved aside by mistake, unless a lease exists again (a hard link never overwrites)."""
-    if "://" in aside:
-        if not storage.exists(path):
-            storage.move(aside, path)
-        return
-    try:
-        os.link(aside, path)
-    except FileExistsError:
-        pass
-    os.unlink(aside)
+def _guard_stays(path: str) -> RefusedError:
+    return RefusedError(f"could not take the lease {path}: {path}.takeover stays (a run taking over a stale "
+                        "lease); if no run is using it, delete it")
 
 
 def release(directory: str, holder: dict) -> None:

@@ -10,6 +10,13 @@ minibatches) each topic whose evidence is below f times the topics' mean is repl
 (:func:`seeded_topic`). One document per starved topic, drawn without replacement among the non-empty documents,
 with probability proportional to its distinct words (``draw="words"``) or uniformly (``draw="uniform"``), seeded by
 (seed, minibatch): the same seed gives the same model.
+
+``against="document"`` (session 25, h30c): the fraction is of one average document's evidence, (D/|S|) x the mean
+tokens of the minibatch's documents, instead of the topics' mean, which is about |S|/K such documents: a topic is
+starved when it is given less than ``f`` of a document per minibatch. Against the mean, a stream whose evidence a
+few topics hold (the changelogs' boilerplate) has half its topics below 0.25 x the mean, and a seed of a document
+of n tokens starts at about K n / (|S| x mean n) of the mean (0.08 for an average changelog entry, K 20, |S| 256):
+starved at birth, re-seeded again at the next reordering (``tests/bench/infvoc_reseeds.py``).
 """
 from __future__ import annotations
 
@@ -26,12 +33,13 @@ def evidence(sets: list) -> np.ndarray:
     return np.array([float(np.sum(ts.nu1 - 1.0)) if len(ts) else 0.0 for ts in sets])
 
 
-def starved(sets: list, below: float) -> np.ndarray:
-    """The topics whose evidence is below ``below`` times the mean over topics (none when all are at the prior)."""
+def starved(sets: list, below: float, reference: float | None = None) -> np.ndarray:
+    """The topics whose evidence is below ``below`` times ``reference`` (default: the mean over topics; none when
+    all are at the prior)."""
     e = evidence(sets)
     if below <= 0 or not e.mean() > 0:
         return np.zeros(0, dtype=np.int64)
-    return np.flatnonzero(e < below * e.mean())
+    return np.flatnonzero(e < below * (e.mean() if reference is None else reference))
 
 
 def seeded_topic(tokens, log_base, scale: float, alpha_beta: float, minibatch: int, truncation: int,
@@ -47,10 +55,18 @@ def seeded_topic(tokens, log_base, scale: float, alpha_beta: float, minibatch: i
 
 
 def reseed_starved(sets: list, documents: list, log_base, below: float, scale: float, alpha_beta: float,
-                   truncation: int, seed: int, minibatch: int, draw: str = "words") -> tuple[list, list]:
+                   truncation: int, seed: int, minibatch: int, draw: str = "words",
+                   against: str = "mean") -> tuple[list, list]:
     """(``sets`` with every starved topic re-seeded from one of ``documents`` [(doc_id, tokens)], the
-    (topic, doc_id) pairs re-seeded)."""
-    topics = starved(sets, below)
+    (topic, doc_id) pairs re-seeded). ``against``: mean (the topics' mean evidence) or document (``scale`` x the
+    documents' mean tokens)."""
+    if against == "document":
+        reference = scale * float(np.mean([len(tokens) for _, tokens in documents])) if documents else 0.0
+    elif against == "mean":
+        reference = None
+    else:
+        raise ValueError(f"reseed against: mean or document, not {against!r}")
+    topics = starved(sets, below, reference)
     sizes = np.array([len(set(tokens)) for _, tokens in documents], dtype=np.float64)
     if draw == "uniform":
         sizes = (sizes > 0).astype(np.float64)

@@ -151,6 +151,8 @@ class OnlineSettings:
     reseed: float = 0.0          # > 0: at each reordering a topic whose evidence is below this times the topics'
     #                              mean is re-seeded from a document of the minibatch (inference.infvoc.reseed)
     reseed_draw: str = "words"   # the re-seed documents' draw: words, by distinct words (h30); uniform (h30b)
+    reseed_against: str = "mean"  # reseed's fraction of: mean, the topics' mean evidence; document, one average
+    #                              document of the minibatch's (D/|S| x its mean tokens; h30c)
 
     def check(self) -> None:
         if not self.alpha_beta > 0:
@@ -173,10 +175,14 @@ class OnlineSettings:
             raise ValueError("reseed: a fraction of the topics' mean evidence in [0, 1) (0: off)")
         if self.reseed_draw not in RESEED_DRAWS:
             raise ValueError(f"reseed draw: one of {', '.join(RESEED_DRAWS)}")
+        if self.reseed_against not in RESEED_AGAINST:
+            raise ValueError(f"reseed against: one of {', '.join(RESEED_AGAINST)}")
 
 
 #: how the re-seed documents are drawn (``OnlineSettings.reseed_draw``, inference.infvoc.reseed)
 RESEED_DRAWS = ("words", "uniform")
+#: what the re-seed's fraction is of (``OnlineSettings.reseed_against``, inference.infvoc.reseed)
+RESEED_AGAINST = ("mean", "document")
 
 
 #: which topics a word of a minibatch enters (``OnlineSettings.expand``)

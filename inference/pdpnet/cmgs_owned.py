@@ -53,8 +53,8 @@ from inference.gibbs.common import BIG, draw_scan, rescale_weights, token_kernel
 from inference.pdpnet.cmgs import table_draw_scratch
 from inference.pdpnet.cmgs_run import stirling_ratios
 from inference.pdpnet.kernels import PYP, ancestor_lists
-from inference.pdpnet.owned import owned_add, owned_remove, owned_reseat, repair
-from inference.pdpnet.sweep import draw_topic, topic_scratch, topic_zplus_rows
+from inference.pdpnet.owned import owned_add, owned_prologue, owned_remove, owned_reseat
+from inference.pdpnet.sweep import draw_topic, topic_zplus_rows
 
 #: test switch of :func:`hybrid_sweep` (``wrong``): 1 the exact removal with t/c (the indicators' probability,
 #: wrong at a multiplicity cell)
@@ -170,24 +170,14 @@ def hybrid_sweep(start, reseed, seed, exact, wrong, words, z, topic_inst, anc_pt
     shared vector's ratio tables (:class:`drivers.models.pdp_network.shared_pyp.OwnedTables`), ``logS3, ratio3,
     cratio3``: the document cells' (:func:`inference.pdpnet.cmgs_run.stirling_ratios`, ``cdoc`` customers at most).
     Returns -1 when done or the position to resume from once ``RJ`` covers max c + cdoc + 3 and max t + 3."""
-    if reseed:
-        np.random.seed(seed)
     N = words.shape[0]
     K = nwk.shape[1]
-    J = kind.shape[0]
-    Z, terms, Zb, slot, pn, pe, cum, maxpar, maxanc = topic_scratch(par_ptr, anc_ptr, J, K)
-    oc = np.zeros(J, np.int64)
-    ot = np.zeros(J, np.int64)
     wt = table_draw_scratch(kind, dim, off, n, tc, cdoc)
-    vbeta = nwk.shape[0] * beta
-    inv = np.empty(K)
-    for k in range(K):
-        inv[k] = 1.0 / (nk[k] + vbeta)
+    Z, terms, Zb, slot, pn, pe, cum, oc, ot, inv, vbeta = owned_prologue(
+        start, reseed, seed, shared, own_c, own_t, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node,
+        par_gamma, gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx, nwk.shape[0], nk, beta)
     rows = RJ.shape[1] + 1
     cols = RJ.shape[2] + 1
-    if start == 0:
-        repair(shared, own_c, own_t, oc, ot, Z, terms, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr,
-               par_node, par_gamma, gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
     pos = start
     while pos < N:
         if mx[0] + cdoc + 3 > rows or mx[1] + 3 > cols:
@@ -275,14 +265,7 @@ def run_hybrid(net, z, s, cnt: dict, avals, bvals, nwk, nk, beta: float, frozen_
     """One cycle of :func:`hybrid_sweep` on a partition's counts (``cnt["own"]`` = (shared, own_c, own_t):
     :func:`drivers.models.pdp_network.shared_pyp.substitute`; in process, one partition: the counts themselves);
     ``tables(mx)``: the shared vector's ratio tables (RJ, RO, EO) covering ``mx``. z, s and the counts in place."""
-    shared, own_c, own_t = cnt["own"]
-    lay = getattr(net, "hybrid", None)
-    if lay is None:
-        check_shape(net, shared)
-        lay = net.hybrid = (document_customers(net, shared), *ancestor_lists(net.par_ptr, net.par_node))
-    cdoc, anc_ptr, anc = lay
-    sampled = [net.spec.params[nm].sample for nm in net.a_names]
-    logs = stirling_ratios(avals, sampled, cdoc, logs=True)
+    shared, own_c, own_t, cdoc, anc_ptr, anc, logs = hybrid_setup(net, cnt, avals)
     frozen = frozen_phi is not None
     phi = np.ascontiguousarray(frozen_phi, dtype=np.float64) if frozen else np.zeros((1, 1))
     pos, reseed = 0, True
@@ -295,3 +278,15 @@ def run_hybrid(net, z, s, cnt: dict, avals, bvals, nwk, nk, beta: float, frozen_
                            cnt["TC"], cnt["TP"], s, cnt["Se"], net.eoff, cnt["mx"], cdoc, nwk, nk, float(beta), phi,
                            frozen, shared, own_c, own_t)
         reseed = False
+
+
+def hybrid_setup(net, cnt: dict, avals) -> tuple:
+    """(shared, own_c, own_t, cdoc, anc_ptr, anc, (logS3, ratio3, cratio3)) of a hybrid cycle: the own tables, the
+    shape checked and the layout kept with the compiled network, the document cells' Stirling tables."""
+    shared, own_c, own_t = cnt["own"]
+    lay = getattr(net, "hybrid", None)
+    if lay is None:
+        check_shape(net, shared)
+        lay = net.hybrid = (document_customers(net, shared), *ancestor_lists(net.par_ptr, net.par_node))
+    sampled = [net.spec.params[nm].sample for nm in net.a_names]
+    return (shared, own_c, own_t, *lay, stirling_ratios(avals, sampled, lay[0], logs=True))

@@ -34,25 +34,26 @@ HIST_ROWS = 2 * MAX_PARAMS * MAX_PARAMS * RADIX * RADIX
 KEYS_PER_TOKEN = 2
 
 
-def hist_keys(part: int, p: int, q: int, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Row keys of the histogram: part 0 = cells (p, c, t), part 1 = vectors (p, q, T, 0)."""
-    return ((((part * MAX_PARAMS + p) * MAX_PARAMS + q) * RADIX + x.astype(np.int64)) * RADIX
+def hist_keys(part: int, p: int, q: int, x: np.ndarray, y: np.ndarray, params: int = MAX_PARAMS) -> np.ndarray:
+    """Row keys of the histogram: part 0 = cells (p, c, t), part 1 = vectors (p, q, T, 0); ``params``: the radix of
+    p and q (the engine's MAX_PARAMS; in process, more: :func:`inference.pdpnet.sampler.step_hyper`)."""
+    return ((((part * params + p) * params + q) * RADIX + x.astype(np.int64)) * RADIX
             + y.astype(np.int64))
 
 
-def decode(keys: np.ndarray):
+def decode(keys: np.ndarray, params: int = MAX_PARAMS):
     """(part, p, q, x, y) arrays of histogram keys."""
     keys = np.asarray(keys, np.int64)
     y = keys % RADIX
     rest = keys // RADIX
     x = rest % RADIX
     rest //= RADIX
-    q = rest % MAX_PARAMS
-    rest //= MAX_PARAMS
-    return rest // MAX_PARAMS, rest % MAX_PARAMS, q, x, y
+    q = rest % params
+    rest //= params
+    return rest // params, rest % params, q, x, y
 
 
-def histogram_contribution(net, cnt, skip=None) -> tuple[np.ndarray, np.ndarray]:
+def histogram_contribution(net, cnt, skip=None, params: int = MAX_PARAMS) -> tuple[np.ndarray, np.ndarray]:
     """A partition's ``(keys, counts (n, 1) int32)`` of the histograms (module docstring), from its counts;
     ``skip`` (J,) bool: vectors left out (shared Pitman-Yor vectors: the driver adds their global counts)."""
     is_pyp = (net.kind == KIND_PYP) if skip is None else (net.kind == KIND_PYP) & ~skip
@@ -64,15 +65,16 @@ def histogram_contribution(net, cnt, skip=None) -> tuple[np.ndarray, np.ndarray]
     occupied = is_pyp[cell_node] & (c_all > 0)
     cells = np.flatnonzero(occupied)
     keys = [hist_keys(0, net.a_of[cell_node[cells]], np.zeros(len(cells), np.int64), c_all[cells],
-                      cnt["tp"][cells])]
+                      cnt["tp"][cells], params)]
     live = pyp[(cnt["Nn"] + cnt["TC"])[pyp] > 0]
-    keys.append(hist_keys(1, net.a_of[live], net.b_of[live], cnt["TP"][live], np.zeros(len(live), np.int64)))
+    keys.append(hist_keys(1, net.a_of[live], net.b_of[live], cnt["TP"][live], np.zeros(len(live), np.int64),
+                          params))
     uniq, counts = np.unique(np.concatenate(keys), return_counts=True)
     return uniq, counts.astype(np.int32)[:, None]
 
 
-def _weighted(keys, counts):
-    part, p, q, x, y = decode(keys)
+def _weighted(keys, counts, params=MAX_PARAMS):
+    part, p, q, x, y = decode(keys, params)
     return part, p, q, x, y, np.asarray(counts, np.float64).reshape(-1)
 
 
@@ -87,9 +89,9 @@ def discount_log_density(a: float, c, t, wc, b_T: list) -> float:
     return total
 
 
-def sample_discount(a: float, keys, counts, p: int, bvals, rng: np.random.Generator) -> float:
+def sample_discount(a: float, keys, counts, p: int, bvals, rng: np.random.Generator, params=MAX_PARAMS) -> float:
     """One slice-sampling update (uniform prior on [0, 1)) of discount ``p`` from the summed histograms."""
-    part, pp, q, x, y, w = _weighted(keys, counts)
+    part, pp, q, x, y, w = _weighted(keys, counts, params)
     sel = (part == 0) & (pp == p)
     c, t, wc = x[sel], y[sel], w[sel]
     b_T = []
@@ -104,10 +106,10 @@ def sample_discount(a: float, keys, counts, p: int, bvals, rng: np.random.Genera
 
 
 def sample_concentration(b: float, q: int, keys, counts, avals, sum_log_inv_q: float,
-                         rng: np.random.Generator) -> float:
+                         rng: np.random.Generator, params=MAX_PARAMS) -> float:
     """One slice-sampling update (in log b, prior 1/b) of concentration ``q`` given the auxiliary q_j's
     sum_j log 1/q_j (E19) and the vectors' table totals: prod_j (b|a_j)_{T_j} exp(-b sum log 1/q_j) / b (E21)."""
-    part, p, qq, x, _, w = _weighted(keys, counts)
+    part, p, qq, x, _, w = _weighted(keys, counts, params)
     sel = (part == 1) & (qq == q)
     groups = [(avals[pv], x[sel & (p == pv)], w[sel & (p == pv)]) for pv in np.unique(p[sel])]
     if not groups:

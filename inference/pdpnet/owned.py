@@ -161,6 +161,31 @@ def draw_parent(x, v, Z, terms, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of,
 
 
 @numba.njit(cache=True, error_model="numpy")
+def owned_prologue(start, reseed, seed, shared, own_c, own_t, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of,
+                   par_ptr, par_node, par_gamma, gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff,
+                   mx, V, nk, beta):
+    """The prologue :func:`owned_sweep` and :func:`inference.pdpnet.cmgs_owned.hybrid_sweep` share: the generator
+    seeded (``reseed``), the topic side's scratch (:func:`topic_scratch`), the others' counts per vector (oc, ot),
+    the word factor's 1/(n_k + V beta) per topic, and at ``start`` 0 the race rule (:func:`repair`). Returns (Z,
+    terms, Zb, slot, pn, pe, cum, oc, ot, inv, V beta)."""
+    if reseed:
+        np.random.seed(seed)
+    K = nk.shape[0]
+    J = kind.shape[0]
+    Z, terms, Zb, slot, pn, pe, cum, maxpar, maxanc = topic_scratch(par_ptr, anc_ptr, J, K)
+    oc = np.zeros(J, np.int64)
+    ot = np.zeros(J, np.int64)
+    vbeta = V * beta
+    inv = np.empty(K)
+    for k in range(K):
+        inv[k] = 1.0 / (nk[k] + vbeta)
+    if start == 0:
+        repair(shared, own_c, own_t, oc, ot, Z, terms, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr,
+               par_node, par_gamma, gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
+    return Z, terms, Zb, slot, pn, pe, cum, oc, ot, inv, vbeta
+
+
+@numba.njit(cache=True, error_model="numpy")
 def owned_sweep(start, reseed, seed, words, z, topic_inst, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr,
                 par_node, par_gamma, gamma_sum, avals, bvals, RJ, RO, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx, nwk,
                 nk, beta, frozen_phi, frozen, shared, own_c, own_t):
@@ -171,23 +196,13 @@ def owned_sweep(start, reseed, seed, words, z, topic_inst, anc_ptr, anc, kind, d
     vector only a cell with own customers). ``RJ, RO, EO``: the ratio tables of :func:`ratio_tables` and
     :func:`open_exp_table` (kept by the caller while the discounts stay: a shared vector's cells make them large).
     Returns -1 when done or the position to resume from once the tables cover max c + 2 and max t + 2 (``mx``)."""
-    if reseed:
-        np.random.seed(seed)
     N = words.shape[0]
     K = nwk.shape[1]
-    J = kind.shape[0]
-    Z, terms, Zb, slot, pn, pe, cum, maxpar, maxanc = topic_scratch(par_ptr, anc_ptr, J, K)
-    oc = np.zeros(J, np.int64)
-    ot = np.zeros(J, np.int64)
-    vbeta = nwk.shape[0] * beta
-    inv = np.empty(K)
-    for k in range(K):
-        inv[k] = 1.0 / (nk[k] + vbeta)
+    Z, terms, Zb, slot, pn, pe, cum, oc, ot, inv, vbeta = owned_prologue(
+        start, reseed, seed, shared, own_c, own_t, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node,
+        par_gamma, gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx, nwk.shape[0], nk, beta)
     rows = RJ.shape[1] + 1
     cols = RJ.shape[2] + 1
-    if start == 0:
-        repair(shared, own_c, own_t, oc, ot, Z, terms, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr,
-               par_node, par_gamma, gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
     pos = start
     while pos < N:
         if mx[0] + 3 > rows or mx[1] + 3 > cols:

@@ -87,18 +87,10 @@ class NetworkSampler:
         return int(np.random.SeedSequence([self.seed, iteration, step]).generate_state(1)[0])
 
     def _run(self, init: bool, seed: int) -> None:
-        net = self.net
-        pos, reseed = 0, True
-        while True:
-            self.stirling.ensure(self.mx[0], self.mx[1])
-            pos = sweep.network_sweep(
-                pos, reseed, seed, self.reseat, net.words, self.z, net.topic_inst, net.word_inst, self.anc_ptr,
-                self.anc, net.kind, net.dim, net.off, net.alpha, net.a_of, net.b_of, net.par_ptr, net.par_node,
-                net.par_gamma, net.gamma_sum, self.avals, self.bvals, self.stirling.L3, self.n, self.tc, self.tp,
-                self.Nn, self.TC, self.TP, self.s, self.Se, net.eoff, self.mx, init, *NO_ENGINE, self.drift)
-            if pos < 0:
-                return
-            reseed = False
+        counts = {"n": self.n, "tc": self.tc, "tp": self.tp, "Nn": self.Nn, "TC": self.TC, "TP": self.TP,
+                  "Se": self.Se, "mx": self.mx}
+        run_network(self.net, (self.anc_ptr, self.anc), self.z, self.s, counts, self.avals, self.bvals,
+                    self.stirling, seed, self.reseat, init, self.drift)
 
     def sweep(self) -> None:
         """One cycle: every token, then (``reseat``) every occupied Pitman-Yor cell."""
@@ -109,34 +101,10 @@ class NetworkSampler:
         """Every sampled b (auxiliary q_j ~ Beta(b, C_j); then Gamma (E20) when every discount of its vectors is
         a fixed 0, else a slice step, E21) and every sampled a (slice step), by the driver's steps of the Gibbs
         engine on this state's histograms (:mod:`inference.pdpnet.engine_stats`); the Stirling tables follow a."""
-        net, sp = self.net, self.net.spec
-        pyp = net.kind == KIND_PYP
         counts = {"n": self.n, "tc": self.tc, "tp": self.tp, "Nn": self.Nn, "TC": self.TC, "TP": self.TP}
-        keys, hist = engine_stats.histogram_contribution(net, counts)
         rng = np.random.default_rng([self.seed, self.iteration, 1000])
-        for q, name in enumerate(net.b_names):
-            if not sp.params[name].sample:
-                continue
-            js = np.flatnonzero(pyp & (net.b_of == q))
-            C = (self.Nn + self.TC)[js]
-            live = C > 0
-            sum_T = int(self.TP[js][live].sum())
-            if sum_T == 0:
-                continue
-            sum_log = float(-np.log(np.maximum(rng.beta(self.bvals[q], C[live]), 1e-300)).sum())
-            a_names = {net.a_names[p] for p in net.a_of[js]}
-            if all(not sp.params[n].sample and self.avals[net.a_names.index(n)] == 0.0 for n in a_names):
-                self.bvals[q] = min(max(rng.gamma(sum_T, 1.0 / max(sum_log, 1e-300)), 1e-3), 1e6)
-            else:
-                self.bvals[q] = engine_stats.sample_concentration(float(self.bvals[q]), q, keys, hist, self.avals,
-                                                                  sum_log, rng)
-        changed = False
-        for p, name in enumerate(net.a_names):
-            if sp.params[name].sample:
-                self.avals[p] = engine_stats.sample_discount(float(self.avals[p]), keys, hist, p, self.bvals, rng)
-                changed = True
-        if changed:
-            self.stirling.set_values(self.avals, [sp.params[nm].sample for nm in net.a_names])
+        if step_hyper(self.net, counts, self.avals, self.bvals, rng):
+            self.stirling.set_values(self.avals, [self.net.spec.params[nm].sample for nm in self.net.a_names])
 
     def log_joint(self) -> float:
         return hyper.log_joint(self.net, self.n, self.tc, self.tp, self.Nn, self.TC, self.TP, self.s, self.Se,
@@ -166,6 +134,59 @@ class NetworkSampler:
         assert np.array_equal(np.bincount(cell_node, self.n, J).astype(np.int64), self.Nn)
         assert np.array_equal(np.bincount(cell_node, self.tc, J).astype(np.int64), self.TC)
         assert np.array_equal(np.bincount(cell_node, self.tp, J).astype(np.int64), self.TP)
+
+
+def run_network(net: CompiledNetwork, ancestors: tuple, z, s, counts: dict, avals, bvals, stirling: StirlingStack,
+                seed: int, reseat: bool, init: bool, drift) -> None:
+    """One cycle of the network sampler on a network that owns its word side (every token, then with ``reseat``
+    every occupied Pitman-Yor cell), in place on ``z``, ``s`` and ``counts`` (:func:`rebuild_counts`' keys): the
+    in-process sampler's sweep and the Gibbs engine's whole-network mode's
+    (:mod:`drivers.models.pdp_network.whole_network`)."""
+    pos, reseed = 0, True
+    c = counts
+    while True:
+        stirling.ensure(c["mx"][0], c["mx"][1])
+        pos = sweep.network_sweep(
+            pos, reseed, seed, reseat, net.words, z, net.topic_inst, net.word_inst, ancestors[0], ancestors[1],
+            net.kind, net.dim, net.off, net.alpha, net.a_of, net.b_of, net.par_ptr, net.par_node, net.par_gamma,
+            net.gamma_sum, avals, bvals, stirling.L3, c["n"], c["tc"], c["tp"], c["Nn"], c["TC"], c["TP"], s,
+            c["Se"], net.eoff, c["mx"], init, *NO_ENGINE, drift)
+        if pos < 0:
+            return
+        reseed = False
+
+
+def step_hyper(net: CompiledNetwork, counts: dict, avals: np.ndarray, bvals: np.ndarray, rng) -> bool:
+    """Every sampled b (auxiliary q_j ~ Beta(b, C_j); then Gamma (E20) when every discount of its vectors is a fixed
+    0, else a slice step, E21) and every sampled a (slice step), in place on ``avals``/``bvals``, from the state's
+    histograms (:mod:`inference.pdpnet.engine_stats`); True when a discount was drawn (the Stirling tables follow)."""
+    sp = net.spec
+    pyp = net.kind == KIND_PYP
+    P = max(engine_stats.MAX_PARAMS, len(net.a_names), len(net.b_names))   # the histogram keys' radix of p and q
+    if P > 90:                                                             # (2 P^2 RADIX^2 < 2^63)
+        raise ValueError("network sampler: more than 90 discount or concentration parameters")
+    keys, hist = engine_stats.histogram_contribution(net, counts, None, P)
+    for q, name in enumerate(net.b_names):
+        if not sp.params[name].sample:
+            continue
+        js = np.flatnonzero(pyp & (net.b_of == q))
+        C = (counts["Nn"] + counts["TC"])[js]
+        live = C > 0
+        sum_T = int(counts["TP"][js][live].sum())
+        if sum_T == 0:
+            continue
+        sum_log = float(-np.log(np.maximum(rng.beta(bvals[q], C[live]), 1e-300)).sum())
+        a_names = {net.a_names[p] for p in net.a_of[js]}
+        if all(not sp.params[n].sample and avals[net.a_names.index(n)] == 0.0 for n in a_names):
+            bvals[q] = min(max(rng.gamma(sum_T, 1.0 / max(sum_log, 1e-300)), 1e-3), 1e6)
+        else:
+            bvals[q] = engine_stats.sample_concentration(float(bvals[q]), q, keys, hist, avals, sum_log, rng, P)
+    changed = False
+    for p, name in enumerate(net.a_names):
+        if sp.params[name].sample:
+            avals[p] = engine_stats.sample_discount(float(avals[p]), keys, hist, p, bvals, rng, P)
+            changed = True
+    return changed
 
 
 def rebuild_counts(net: CompiledNetwork, z: np.ndarray, s: np.ndarray, word_side: bool = True) -> dict:

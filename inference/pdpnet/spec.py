@@ -370,7 +370,7 @@ def parse_network(raw) -> NetworkSpec:
     sampler = raw.get("sampler", "indicators")
     if sampler not in SAMPLERS:
         raise _err("top level", f"sampler must be one of {', '.join(SAMPLERS)}, got {sampler!r}")
-    check_sampler(nodes, order, sampler)
+    check_sampler(nodes, order, sampler, draws["word"])
     check_lists(nodes, draws, sampler)
     return NetworkSpec(str(raw.get("name", "network")), nodes, params, draws["topic"], draws["word"], order,
                        sampler)

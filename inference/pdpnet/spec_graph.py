@@ -64,18 +64,34 @@ def check_lists(nodes: dict, draws: dict, sampler: str) -> None:
             raise _err(f"node '{node.name}'", f"sampler '{sampler}' does not take 'weights': 'uniform'")
 
 
-def check_sampler(nodes: dict, order: list[str], sampler: str) -> None:
-    """Refuse under ``cmgs`` or ``exact`` a Pitman-Yor word side or a mixture node."""
+def check_sampler(nodes: dict, order: list[str], sampler: str, word=None) -> None:
+    """Refuse under ``cmgs`` or ``exact`` a mixture node and a Pitman-Yor word side other than pyp-lda's (the word
+    draw's node ``word``, indexed by [topic], over one corpus-level Dirichlet root or uniform vector:
+    :mod:`inference.pdpnet.word_mult`)."""
     if sampler not in ("cmgs", "exact"):
         return
     for name in order:
         node = nodes[name]
-        if node.kind == "pyp" and node.over == "word":
-            raise _err(f"node '{name}'", f"sampler '{sampler}' runs the topic side; a Pitman-Yor word side "
-                                         "keeps the table indicators (\"sampler\": \"indicators\")")
+        if node.kind == "pyp" and node.over == "word" and not pyp_lda_words(nodes, name, word):
+            raise _err(f"node '{name}'", f"sampler '{sampler}' runs a Pitman-Yor word side of pyp-lda's shape only "
+                                         "(phi[topic] over one corpus-level Dirichlet root or uniform vector); "
+                                         "this one keeps the table indicators (\"sampler\": \"indicators\")")
         if node.mixture:
             raise _err(f"node '{name}'", f"sampler '{sampler}' does not run a mixture node; use \"sampler\": "
                                          "\"indicators\"")
+
+
+def pyp_lda_words(nodes: dict, name: str, word) -> bool:
+    """Whether node ``name`` is the word draw ``word``'s Pitman-Yor family indexed by [topic] over one corpus-level
+    Dirichlet root or uniform vector (the reference indexed by corpus, no fallback)."""
+    node = nodes[name]
+    if word is None or word.node != name or word.index != ("topic",) or node.index != ("topic",) \
+            or len(node.parents) != 1 or node.mixture:
+        return False
+    ref = node.parents[0]
+    base = nodes[ref.node]
+    return base.kind != "pyp" and base.index == ("corpus",) and ref.index == ("corpus",) and ref.if_missing is None \
+        and not base.parents
 
 
 def topological(nodes: dict) -> list[str]:

@@ -15,7 +15,8 @@ RUN: ``seqlda`` (alpha fixed 0.1, as bench_pdp_perplexity's ``--fixed-alpha``), 
 two-parent segments, :mod:`inference.pdpnet.cmgs_dag`), ``adatm.json-exact`` (the exact multiplicity sampler there,
 :mod:`inference.pdpnet.multiplicity_dag`), ``hdp-pyp-lda.json`` (table indicators), ``hdp-pyp-lda.json-cmgs`` and
 ``hdp-pyp-lda.json-exact`` (a shared Pitman-Yor vector under the multiplicity samplers,
-:mod:`inference.pdpnet.cmgs_owned`). ``--warm-up N``: each run's model first trains N iterations (numba's
+:mod:`inference.pdpnet.cmgs_owned`), ``pyp-lda.json`` / ``hca.json`` and their ``-cmgs`` / ``-exact`` (the
+Pitman-Yor word side in multiplicity form, :mod:`inference.pdpnet.word_mult`). ``--warm-up N``: each run's model first trains N iterations (numba's
 compilation out of the CPU seconds).
 Prints the perplexity, the CPU seconds of training and of scoring (``time.process_time``) and b."""
 from __future__ import annotations
@@ -44,9 +45,10 @@ def model_of(run: str, K: int, V: int):
         model = PdpNetwork(K, V)
         return model, model.initial_hyper(network=run[:3] if run.startswith("stm") else "adatm",
                                           sampler=run.partition("-")[2] or None)
-    if run.startswith("hdp-pyp-lda.json"):          # a shared Pitman-Yor vector; -cmgs / -exact: cmgs_owned
-        model = PdpNetwork(K, V)
-        return model, model.initial_hyper(network="hdp-pyp-lda", sampler=run.split(".json")[1].lstrip("-") or None)
+    if run.startswith(("hdp-pyp-lda.json", "pyp-lda.json", "hca.json")):   # -cmgs / -exact: cmgs_owned (a shared
+        model = PdpNetwork(K, V)                       # Pitman-Yor vector), word_mult (a Pitman-Yor word side)
+        name, _, sampler = run.partition(".json")
+        return model, model.initial_hyper(network=name, sampler=sampler.lstrip("-") or None)
     if run == "stm":
         model = STM(K, V)
         return model, model.initial_hyper()

@@ -23,6 +23,8 @@ same K, iterations, seed and priors (alpha 0.1 fixed, beta 0.01; b = 10 sampled,
 * ``pyp-lda-3``: ``lda-gibbs --fixed-alpha``, ``--network pyp-lda-2``, ``--network pyp-lda-3`` (two Pitman-Yor
   levels per topic over pyp-lda-2's corpus-level vector) and ``tests/bench/pyp-lda-4.json`` (three levels per
   topic; no target).
+* ``burst-pyp``: ``lda-gibbs --fixed-alpha``, ``--network burst-lda`` and ``--network burst-pyp-lda`` (the burst
+  vectors over a Pitman-Yor phi[topic] over a corpus root: hca's full burstiness; no target).
 
 ``--corpus FILE.jsonl[.gz]`` (one document per line, ``id`` and ``text``) replaces the default corpus: prepared with
 ``--holdout-fraction 0.2`` and no segments (the results file's name gets the file's stem), e.g. the manual pages of
@@ -66,6 +68,8 @@ RUNS = {   # name -> (model, extra train flags)
     "burst-lda.json": ("pdp-network", ("--network", "burst-lda")),
     "pyp-lda-3.json": ("pdp-network", ("--network", "pyp-lda-3")),
     "pyp-lda-4": ("pdp-network", ("--network", str(REPO / "tests" / "bench" / "pyp-lda-4.json"))),
+    "burst-pyp-lda.json": ("pdp-network", ("--network", "burst-pyp-lda")),
+    "hca-burst.json": ("pdp-network", ("--network", "hca-burst")),
 }
 GROUPS = {"stm": ["stm", "stm.json"], "seqlda": ["seqlda", "seqlda.json"], "adatm": ["adatm", "adatm.json"],
           "pyp-lda": ["lda-gibbs", "pyp-lda.json", "lda-gibbs (alpha optimised)"],
@@ -74,7 +78,10 @@ GROUPS = {"stm": ["stm", "stm.json"], "seqlda": ["seqlda", "seqlda.json"], "adat
           "hca": ["pyp-lda.json", "hdp-pyp-lda.json", "hca.json"],
           "hca-2": ["pyp-lda-2.json", "hca.json", "hca-2.json"],
           "burst": ["lda-gibbs", "lda.json", "pyp-lda.json", "burst-lda.json"],
+          "burst-pyp": ["lda-gibbs", "burst-lda.json", "burst-pyp-lda.json"],
+          "burst-pyp-only": ["burst-pyp-lda.json"], "hca-burst": ["hca.json", "hca-burst.json"],
           "pyp-lda-3": ["lda-gibbs", "pyp-lda-2.json", "pyp-lda-3.json", "pyp-lda-4"]}
+
 
 
 def cpu_seconds() -> float:

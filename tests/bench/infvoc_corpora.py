@@ -1,4 +1,4 @@
-"""The two pinned streams of ``bench_infvoc.py`` (issue 30): real text sorted by time, with a label per document.
+"""The pinned streams of ``bench_infvoc.py`` (issue 30): real text sorted by time, with a label per document.
 
 * ``python-news``: the entries of CPython's ``Misc/NEWS`` as Debian's ``python3.11`` package ships it
   (``/usr/share/doc/python3.11/NEWS.gz``, the 3.11.2 release notes of every release from 3.5.0a1, 2015-02, to
@@ -15,6 +15,15 @@
 * ``python-news-joined``: python-news' entries at 20 newsgroups-like lengths (:func:`python_news_joined`): the
   entries of one section of one release, in the file's order, joined into documents of at least
   :data:`JOINED_TOKENS` tokens; dated by the release, labelled by the section.
+* ``git-relnotes`` (session 25, pre-registered: :func:`git_relnotes`): the bulleted entries of git's release notes
+  as Debian's ``git`` package ships them (``/usr/share/doc/git/RelNotes/*.txt``; GPL-2), the 74 feature releases
+  only (1.5.0 .. 1.8.5, then X.Y.0 from 1.9.0 to 2.39.0; a maintenance release's fixes reappear in the next
+  feature release's "Fixes since"), in version order, which for feature releases is time order (2007-02 ..
+  2022-12). One document per entry (``* text`` and its continuation lines; a nested ``- item`` is an entry of
+  its own), the ``(merge <hash> <topic> later to maint)`` lines removed. Label: the part of the notes the entry
+  is in, **fixes** ("Fixes since ..."), **features** ("UI, Workflows & Features") or **internal** ("Performance,
+  Internal Implementation, ..."); other parts (1.x's undivided "Updates since", compatibility notes, foreign
+  interfaces) unlabelled. Pinned by the stream's digest (:data:`GIT_DIGEST`; git 1:2.39.5-0+deb12u3).
 """
 from __future__ import annotations
 
@@ -31,6 +40,8 @@ NEWS = "/usr/share/doc/python3.11/NEWS.gz"
 NEWS_SHA256 = "840dff6ebaeb2cffab25b0e9c30b7f3f912d6a452148be78892de80e81afb938"
 PACKAGES = Path(__file__).with_name("infvoc_debian_packages.txt")
 CHANGELOG_CUT = "20261128T000000"
+RELNOTES = "/usr/share/doc/git/RelNotes"
+GIT_DIGEST = "cfdd7234a8c8f7cd"
 
 HEADER = re.compile(r"^([a-z0-9][a-z0-9+.-]*) \(([^)]+)\) ")
 TRAILER = re.compile(r"^ -- .*?>\s\s?(.+)$")
@@ -146,6 +157,66 @@ def debian_changelogs(packages_file: Path = PACKAGES, cut: str = CHANGELOG_CUT) 
     return sorted(rows, key=lambda r: r["id"])
 
 
+#: a git release-notes heading -> the entry's label (the first pattern found; a heading matching none: unlabelled)
+GIT_PARTS = ((re.compile(r"^Fixes since", re.I), "fixes"), (re.compile(r"^UI, Workflows", re.I), "features"),
+             (re.compile(r"^Performance", re.I), "internal"))
+GIT_SUBHEADING = re.compile(r"^(UI, Workflows|Performance|Foreign interface)", re.I)
+BULLET = re.compile(r"^ {0,3}[*-] +(\S.*)$")
+UNDERLINE = re.compile(r"[-=]{3,}")
+MERGE_NOTE = re.compile(r"\(merge [0-9a-f]{6,} [^)]*\)\.?")
+
+
+def git_feature_release(version: tuple) -> bool:
+    """1.5.0 .. 1.8.5 (three numbers; four: maintenance), then X.Y.0 (git's numbering from 1.9.0 on)."""
+    if version[:1] == (1,) and version[1] <= 8:
+        return len(version) == 3
+    return len(version) == 3 and version[2] == 0
+
+
+def git_entries(lines: list[str]) -> list[tuple]:
+    """(label, text) of every bulleted entry of one release's notes, in order."""
+    entries, label, current = [], None, None
+    for i, line in enumerate(lines):
+        following = lines[i + 1].strip() if i + 1 < len(lines) else ""
+        if UNDERLINE.fullmatch(line.strip()):
+            continue
+        bullet = BULLET.match(line)
+        heading = (bool(line) and not line[0].isspace() and not bullet
+                   and (UNDERLINE.fullmatch(following) is not None or GIT_SUBHEADING.match(line) is not None))
+        if current is not None and (heading or bullet or (line.strip() and not line[0].isspace())):
+            entries.append(current)
+            current = None
+        if heading:
+            label = next((name for pattern, name in GIT_PARTS if pattern.search(line)), None)
+        elif bullet:
+            current = (label, bullet.group(1))
+        elif current is not None and line.strip():
+            current = (current[0], current[1] + " " + line.strip())
+    if current is not None:
+        entries.append(current)
+    return [(label, MERGE_NOTE.sub("", text).strip()) for label, text in entries if MERGE_NOTE.sub("", text).strip()]
+
+
+def git_relnotes(folder: str = RELNOTES, pinned: str | None = GIT_DIGEST) -> list[dict]:
+    """Rows (id: v<release>-<place in the stream>, text, label: fixes / features / internal / None, package: the
+    release) of git's feature releases' notes, in version order (module docstring)."""
+    if not os.path.isdir(folder):
+        raise CorpusError(f"{folder} is missing: `apt-get install git` (Debian 12) brings it")
+    versions = sorted(tuple(int(x) for x in name[:-4].split(".")) for name in os.listdir(folder)
+                      if re.fullmatch(r"\d+(\.\d+)+\.txt", name))
+    rows = []
+    for version in filter(git_feature_release, versions):
+        name = ".".join(map(str, version))
+        lines = open(f"{folder}/{name}.txt", encoding="utf-8", errors="replace").read().splitlines()
+        release = f"v{version[0]}.{version[1]:02d}.{version[2]:02d}"
+        rows += [{"id": f"{release}-{len(rows) + n:05d}", "text": text, "label": label, "package": release}
+                 for n, (label, text) in enumerate(git_entries(lines))]
+    if pinned and digest(rows)[:16] != pinned:
+        raise CorpusError(f"{folder} does not give the pinned stream (digest {pinned}, this machine's "
+                          f"{digest(rows)[:16]}; git 1:2.39.5-0+deb12u3)")
+    return rows
+
+
 def _sections() -> dict:
     """package -> Debian section of the installed packages."""
     out = subprocess.run(["dpkg-query", "-W", "-f=${Package}\t${Section}\n"], check=True, capture_output=True,
@@ -167,4 +238,4 @@ def installed_doc_folders() -> list[str]:
 
 
 CORPORA = {"python-news": python_news, "python-news-joined": python_news_joined,
-           "debian-changelogs": debian_changelogs}
+           "debian-changelogs": debian_changelogs, "git-relnotes": git_relnotes}

@@ -56,10 +56,17 @@ def _race(directory, barrier, results, done):
     done.wait(60)                 # a run lives on after taking its lease (a dead one's lease is stale)
 
 
-def test_racing_processes_get_exactly_one_lease(tmp_path):
+@pytest.mark.parametrize("left", ["stale", "empty"])
+def test_racing_processes_get_exactly_one_lease(tmp_path, left):
+    """Six runs find a lease left by a killed run (its process gone, or killed between create and write: an old
+    empty file) at once: exactly one takes it over."""
     context = multiprocessing.get_context("fork")
     barrier, results, done = context.Barrier(6), context.Queue(), context.Event()
     write_lease(tmp_path / "out", 2 ** 22 + 17)      # a stale lease (no such process) that all of them find
+    if left == "empty":
+        path = tmp_path / "out" / lease.LEASE
+        path.write_bytes(b"")
+        os.utime(path, (time.time() - 60, time.time() - 60))
     procs = [context.Process(target=_race, args=(str(tmp_path / "out"), barrier, results, done)) for _ in range(6)]
     for p in procs:
         p.start()
@@ -148,3 +155,18 @@ def test_an_empty_lease_is_waited_for_then_taken_over(tmp_path, monkeypatch):
     holder = lease.acquire(str(out), "third")
     assert time.monotonic() - started >= 0.3
     assert json.loads(path.read_text())["token"] == holder["token"]
+    assert sorted(os.listdir(out)) == [lease.LEASE]         # no guard, nothing moved aside left behind
+
+
+def test_a_lease_written_after_it_was_found_empty_is_not_taken(tmp_path):
+    """The takeover re-reads the lease under its guard: a lease found empty and old whose record was written
+    meanwhile (a slow run, not a killed one) stays, and the guard is gone."""
+    out = tmp_path / "out"
+    path = out / lease.LEASE
+    write_lease(out, os.getpid(), job="slow run")
+    assert lease._remove_under_guard(str(path), {"token": "m"}, lambda: lease._is_old_empty(str(path)))
+    assert json.loads(path.read_text())["job"] == "slow run"
+    path.write_bytes(b"")
+    os.utime(path, (time.time() - 60, time.time() - 60))
+    assert lease._remove_under_guard(str(path), {"token": "m"}, lambda: lease._is_old_empty(str(path)))
+    assert sorted(os.listdir(out)) == []

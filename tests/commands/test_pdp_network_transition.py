@@ -2,8 +2,9 @@
 topic; issue 28, session 24) from prepare --ordered to evaluate and infer on Spark: trained on two partitions, its
 rows of ``network_tc``/``network_tp`` (the start context last) the tokens' (previous word, topic) counts and
 t <= c, held-out documents scored left to right below V (the default protocol: document completion would score
-every token with the document's first vector, theta[start]; 48.5 against V = 17 here before), infer writing
-proportions that sum to 1."""
+every token with the document's first vector, theta[start]; 48.5 against V = 17 here before), train and infer
+writing proportions that sum to 1 and differ between documents (session 25: a document's topic counts with one
+pseudo-token from its tokens' predictive, ``model.transition_rows``; before, theta[start] for every document)."""
 from __future__ import annotations
 
 import json
@@ -39,9 +40,13 @@ def test_a_transition_network_trains_evaluates_and_infers(spark_session, tmp_pat
     theta_c, theta_t = c[1:V + 2], t[1:V + 2]                 # (rows: top, then theta[0..V], the start last)
     assert theta_c.sum() == meta["data"]["tokens"] and theta_c[V].sum() == meta["data"]["documents"]
     assert np.all(theta_t <= theta_c) and np.array_equal(c[0], theta_t.sum(axis=0))
+    trained = np.stack(pd.read_parquet(f"{model_dir}/doc_topics.parquet")["theta"])   # (session 25: the documents'
+    np.testing.assert_allclose(trained.sum(axis=1), 1.0)                    # counts with their tokens' predictive;
+    assert np.abs(trained - trained[0]).max() > 0.2                         # theta[start] for every one before)
     metrics = evaluate_model(spark_session, model_dir, f"{corpus}/heldout")      # (left to right: the protocol)
     assert 1.0 < metrics["perplexity"] < V and metrics["heldout"]["protocol"].startswith("left to right"), metrics
     assert main(["infer", "--model", model_dir, "--input", f"{corpus}/heldout", "--output",
                  str(tmp_path / "inferred"), "--master", "local[2]"]) == 0
     theta = np.stack(pd.read_parquet(tmp_path / "inferred" / "doc_topics.parquet")["theta"])
     np.testing.assert_allclose(theta.sum(axis=1), 1.0)
+    assert np.abs(theta - theta[0]).max() > 0.2

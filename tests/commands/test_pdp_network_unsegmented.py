@@ -16,7 +16,8 @@ SPEC = registry.MODELS.get("pdp-network")
 #: every shipped spec, and whether it reads segments
 SHIPPED_SEGMENTS = {"lda": False, "hdp-lda": False, "pyp-lda": False, "pyp-lda-2": False, "wallach-as": False,
                     "hdp-pyp-lda": False, "author-topic": False, "tlm": False, "tlm-h2b": False, "hca": False,
-                    "hca-2": False, "burst-lda": False, "pyp-lda-3": False,
+                    "hca-2": False, "burst-lda": False, "burst-pyp-lda": False, "hca-burst": False,
+                    "topic-transition": False, "pyp-lda-3": False,
                     "stm": True, "seqlda": True, "adatm": True}
 
 

@@ -50,3 +50,41 @@ def test_burst_tables_are_the_recount_and_resume_is_the_same_chain(spark_session
         _fit(spark_session, blocks, tmp_path / "ckpt", stop_after=3)
     assert_same_runs(_fit(spark_session, blocks, tmp_path / "ckpt", resume=True), run)
     assert_same_runs(_fit(spark_session, blocks, tmp_path / "resident", sync="resident"), run)
+
+
+@pytest.mark.parametrize("network", ["burst-pyp-lda", "hca-burst"])
+def test_burst_over_a_pitman_yor_phi_is_the_recount_and_resume_is_the_same_chain(spark_session, blocks, tmp_path,
+                                                                                  network):
+    """burst-pyp-lda.json (the burst vectors over pyp-lda's Pitman-Yor phi[topic], :mod:`.words_burst_chain`) and
+    hca-burst.json (the same beside hca's shared Pitman-Yor topic vector) over two partitions: ``nwk`` (phi's
+    customers: the burst tables), ``word_tables`` (phi's) and ``burst_hist`` the recount, 0 < t <= n at both
+    levels (and the shared vector's), every level's a and b move; resume and the resident sampler the same
+    chain."""
+    from drivers.models.pdp_network import words_pyp
+
+    def fit(directory, resume=False, stop_after=None, sync="jobs"):
+        model = PdpNetwork(K, V)
+        return fit_and_recount(spark_session, model, blocks, 2, directory, SampleSchedule.resolve(ITERATIONS, 4, 1, 1),
+                               7, sync, model.initial_hyper(network=network), resume, stop_after)
+
+    run = fit(tmp_path / "run")
+    result, recount = run
+    for name in ("nwk", words_pyp.TABLE):
+        np.testing.assert_array_equal(result.tables[name], recount[name])
+    assert result.tables[words_burst.HIST].equals(recount[words_burst.HIST])
+    c, t, wc, N, T, wr = words_burst.split(result.tables[words_burst.HIST])
+    assert np.all((1 <= t) & (t <= c)) and (t < c).any()
+    nwk, twk = words_pyp.legal(result.tables["nwk"], result.tables[words_pyp.TABLE])     # (race cells as read)
+    assert nwk.sum() == (t * wc).sum() == (T * wr).sum()                  # phi's customers: the burst tables
+    assert np.all((twk <= nwk) & ((twk > 0) == (nwk > 0))) and (twk < nwk).any()
+    for kind, name, start in [("a", "burst.a", 0.5), ("b", "burst.b", 10.0), ("a", "phi.a", 0.5), ("b", "phi.b", 10.0)]:
+        assert result.hyper[kind + "_values"][name] != start, name
+    np.testing.assert_allclose(result.topic_word.sum(axis=1), 1.0)
+    if network == "hca-burst":
+        c, t = result.tables["network_tc"][1], result.tables["network_tp"][1]     # (rows: base, corpus)
+        assert np.all(t <= c) and (t < c).any() and result.hyper["a_values"]["corpus.a"] != 0.2
+        np.testing.assert_array_equal(result.tables["network_tc"], recount["network_tc"])
+    with pytest.raises(Interrupted):
+        fit(tmp_path / "ckpt", stop_after=3)
+    assert_same_runs(fit(tmp_path / "ckpt", resume=True), run)
+    assert_same_runs(fit(tmp_path / "resident", sync="resident"), run)

@@ -7,9 +7,8 @@ after iteration 3 and resumed from its checkpoint is the uninterrupted chain; an
 seqlda.json under CMGS (and under the exact multiplicity sampler) likewise, and trained on local[1] (another Spark application) the same model bit for bit;
 and roots indexed by a kept column (``column``) or by a list column (``authors``: a document's vector over the mean
 of its authors' roots); and a word side indexed by [topic, column:group] (``dtm``); and three Pitman-Yor word
-levels per topic over a corpus-level one (``pyp-lda-4``, :mod:`drivers.models.pdp_network.words_stack`); and tlm.json (phi[topic,
-previous_word] over psi[topic]: its keyed tables, each partition's
-own indicators), likewise."""
+levels per topic over a corpus-level one (``pyp-lda-4``, :mod:`drivers.models.pdp_network.words_stack`); and
+tlm.json (phi[topic, previous_word] over psi[topic]: its keyed tables, each partition's own indicators), likewise."""
 from __future__ import annotations
 
 import json
@@ -122,16 +121,21 @@ def spec_file(tmp_path_factory):
 
 @pytest.mark.parametrize("which", ["hdp-lda", "sampled", "pyp-lda", "seqlda", "column", "hdp-pyp-lda", "authors",
                                    "authors-pyp", "pyp-lda-2", "hca", "hca-2", "pyp-topics", "adatm-cmgs",
-                                   "dtm", "two-parents", "seqlda-exact", "hdp-pyp-lda-cmgs", "pyp-lda-4"])
+                                   "dtm", "two-parents", "seqlda-exact", "hdp-pyp-lda-cmgs", "pyp-lda-cmgs",
+                                   "pyp-lda-exact", "hca-exact", "pyp-topics-exact", "pyp-lda-4"])
 def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(spark_session, blocks, spec_file,
                                                                                 group_corpus, tmp_path, which):
     network = spec_file if which == "sampled" else which
-    if which in ("column", "authors", "authors-pyp", "pyp-topics", "dtm", "two-parents", "pyp-lda-4"):
-        network = str(tmp_path / f"{which}.json")
+    if which in ("column", "authors", "authors-pyp", "pyp-topics", "dtm", "two-parents", "pyp-topics-exact",
+                 "pyp-lda-4"):
+        network = str(tmp_path / f"{which}.json")       # (pyp-topics-exact: cmgs_shared_tokens)
         specs = {"column": GROUP_HDP, "authors": AUTHOR_DP, "authors-pyp": AUTHOR_PYP, "pyp-topics": PYP_TOPICS,
-                 "dtm": DTM, "two-parents": TWO_PARENTS, "pyp-lda-4": PYP_LDA_4}
+                 "dtm": DTM, "two-parents": TWO_PARENTS, "pyp-topics-exact": dict(PYP_TOPICS, sampler="exact"),
+                 "pyp-lda-4": PYP_LDA_4}
         (tmp_path / f"{which}.json").write_text(json.dumps(specs[which]))
-    if which in ("adatm-cmgs", "seqlda-exact", "hdp-pyp-lda-cmgs"):   # CMGS at two-parent segments (cmgs_dag);
+    if which in ("adatm-cmgs", "seqlda-exact", "hdp-pyp-lda-cmgs", "pyp-lda-cmgs", "pyp-lda-exact", "hca-exact"):
+        # CMGS at two-parent segments (cmgs_dag); pyp-lda's word side in multiplicity form (word_mult), beside
+        # hdp-pyp-lda's topic side (hca: cmgs_owned_words);
         name, sampler = which.rsplit("-", 1)    # the exact multiplicity sampler (multiplicity); cmgs beside a shared
                                                 # Pitman-Yor vector (inference.pdpnet.cmgs_owned)
         network = str(tmp_path / f"{which}.json")
@@ -140,20 +144,21 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
     fit = partial(_fit, corpus=group_corpus)
     run = fit(spark_session, blocks, tmp_path / "run", network)
     result, recount = run
-    for name in ("nwk", "network_tc") + (("word_tables",) if which in ("pyp-lda", "pyp-lda-2", "hca", "hca-2")
-                                         else ()) + \
+    for name in ("nwk", "network_tc") + (("word_tables",) if which in ("pyp-lda", "pyp-lda-2", "hca", "hca-2",
+                                                                       "pyp-lda-cmgs", "pyp-lda-exact", "hca-exact") else ()) + \
             (("word_chain",) if which in ("pyp-lda-2", "hca-2") else ()) + \
             (("word_col_n", "word_col_t", "word_tables") if which == "dtm" else ()) + \
             (("word_col_n", "word_col_t", "word_col_mid", "word_tables", "word_chain") if which == "pyp-lda-4"
              else ()) + \
             (("network_tp",) if which in ("hdp-pyp-lda", "authors-pyp", "hca", "hca-2", "pyp-topics", "two-parents",
-                                          "hdp-pyp-lda-cmgs") else ()) + \
+                                          "hdp-pyp-lda-cmgs", "hca-exact", "pyp-topics-exact") else ()) + \
             (("network_ts",) if which == "two-parents" else ()):
         np.testing.assert_array_equal(result.tables[name], recount[name], err_msg=name)
     assert result.tables["discount_counts"].equals(recount["discount_counts"])
     tc = result.tables["network_tc"]
-    if which == "pyp-lda":      # the word side's tables: t_wk <= n_wk, and >= 1 but for rare races (repaired)
-        n, t = result.tables["nwk"], result.tables["word_tables"]
+    if which in ("pyp-lda", "pyp-lda-cmgs", "pyp-lda-exact"):   # the word side's tables: t_wk <= n_wk, and >= 1
+        n, t = result.tables["nwk"], result.tables["word_tables"]     # but for rare races (repaired)
+        assert result.hyper["word_pyp"].get("multiplicity") == (which.split("-")[-1] if "-" in which[4:] else None)
         assert np.all(t <= n) and (t < n).any() and ((n > 0) & (t == 0)).sum() <= (n > 0).sum() // 20
         assert result.hyper["a_values"]["phi.a"] != 0.5 and result.hyper["b_values"]["phi.b"] != 10.0
         np.testing.assert_allclose(result.topic_word.sum(axis=1), 1.0)
@@ -178,8 +183,9 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
         assert all(result.hyper[f"{k}_values"][f"{x}.{k}"] != v
                    for x in ("phi", "phi1", "phi2", "nu") for k, v in (("a", .5), ("b", 10)))
         np.testing.assert_allclose(result.topic_word.sum(axis=1), 1.0)
-    elif which == "hca":          # hdp-pyp-lda's topic side and pyp-lda's word side, both sides' tables owned
-        n, t = result.tables["nwk"], result.tables["word_tables"]
+    elif which in ("hca", "hca-exact"):   # hdp-pyp-lda's topic side and pyp-lda's word side, both sides' tables
+        n, t = result.tables["nwk"], result.tables["word_tables"]     # owned (exact: in multiplicity form)
+        assert result.hyper["word_pyp"].get("multiplicity") == ("exact" if which == "hca-exact" else None)
         assert np.all(t <= n) and (t < n).any() and ((n > 0) & (t == 0)).sum() <= (n > 0).sum() // 20
         c, t = tc[1], result.tables["network_tp"][1]
         assert c.sum() >= 24 and np.all(t <= c) and np.array_equal(tc[0], t) and t.sum() > 0
@@ -197,7 +203,8 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
                  "nu.b": 10.0}
         assert all(result.hyper["a_values" if k.endswith(".a") else "b_values"][k] != v for k, v in start.items())
         np.testing.assert_allclose(result.topic_word.sum(axis=1), 1.0)
-    elif which == "pyp-topics":   # the corpus vector's customers: every token (both partitions'), its tables t <= c
+    elif which in ("pyp-topics", "pyp-topics-exact"):   # the corpus vector's customers: every token (both
+        # partitions'), its tables t <= c (exact: in multiplicity form, each partition's own)
         c, t = tc[1], result.tables["network_tp"][1]
         np.testing.assert_array_equal(c, result.tables["nwk"].sum(axis=0))
         assert np.all(t <= c) and np.array_equal(tc[0], t) and 0 < t.sum() < c.sum()
@@ -244,12 +251,12 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
         fit(spark_session, blocks, tmp_path / "ckpt", network, stop_after=3)
     assert_same_runs(fit(spark_session, blocks, tmp_path / "ckpt", network, resume=True), run)
     if which in ("pyp-lda", "hdp-pyp-lda", "pyp-lda-2", "hca", "hca-2", "dtm", "hdp-pyp-lda-cmgs",   # resident
-                 "pyp-lda-4"):
+                 "pyp-lda-cmgs", "pyp-lda-4"):
         assert_same_runs(fit(spark_session, blocks, tmp_path / "resident", network, sync="resident"), run)
 
 
 @pytest.mark.parametrize("which", ["pdp-seqlda-cmgs", "pdp-hdp-pyp", "pdp-pyp-lda-2", "pdp-hca", "pdp-burst",
-                                   "pdp-hdp-pyp-cmgs", "pdp-pyp-lda-4"])
+                                   "pdp-hdp-pyp-cmgs", "pdp-pyp-lda-cmgs", "pdp-pyp-lda-4"])
 def test_seqlda_cmgs_is_the_same_on_local1(spark_session, tiny_corpora_of_kind, local1_models, tmp_path, which):
     """seqlda.json under ``--sampler cmgs`` (and hdp-pyp-lda.json: a corpus-level Pitman-Yor vector, its tables
     owned by partitions; pyp-lda-2.json: a chain of Pitman-Yor word vectors, likewise; hca.json: a shared Pitman-Yor
@@ -258,14 +265,15 @@ def test_seqlda_cmgs_is_the_same_on_local1(spark_session, tiny_corpora_of_kind, 
     ``local1_models``): the same topics and document rows bit for bit."""
     import pandas as pd
 
-    from conftest import (PDP_BURST, PDP_HCA, PDP_HDP_PYP, PDP_HDP_PYP_CMGS, PDP_PYP_LDA_2, PDP_SEQLDA_CMGS,
-                          pdp_pyp_lda_4, train_args)
+    from conftest import (PDP_BURST, PDP_HCA, PDP_HDP_PYP, PDP_HDP_PYP_CMGS, PDP_PYP_LDA_2, PDP_PYP_LDA_CMGS,
+                          PDP_SEQLDA_CMGS, pdp_pyp_lda_4, train_args)
     from drivers import registry
     from drivers.store.model_store import load_model
     from jobs import train
 
     flags = {"pdp-seqlda-cmgs": PDP_SEQLDA_CMGS, "pdp-hdp-pyp": PDP_HDP_PYP, "pdp-pyp-lda-2": PDP_PYP_LDA_2,
              "pdp-hca": PDP_HCA, "pdp-burst": PDP_BURST, "pdp-hdp-pyp-cmgs": PDP_HDP_PYP_CMGS,
+             "pdp-pyp-lda-cmgs": PDP_PYP_LDA_CMGS,
              "pdp-pyp-lda-4": None}[which] or pdp_pyp_lda_4(tmp_path)
     train.train(spark_session, train_args(tiny_corpora_of_kind[registry.SEGMENTED], tmp_path / "m", *flags))
     other = local1_models / which
@@ -281,7 +289,8 @@ def test_seqlda_cmgs_is_the_same_on_local1(spark_session, tiny_corpora_of_kind, 
 
 
 TLM_HDP_PYP = {"name": "tlm-hdp-pyp",   # tlm's word side under hdp-pyp-lda's topic side (both owned by partitions)
-               "nodes": {**json.loads((SHIPPED / "tlm.json").read_text())["nodes"],
+               "nodes": {**{k: v for k, v in json.loads((SHIPPED / "tlm.json").read_text())["nodes"].items()
+                            if k != "alpha_m"},
                          **{k: v for k, v in json.loads((SHIPPED / "hdp-pyp-lda.json").read_text())["nodes"].items()
                             if k != "phi"}},
                "topic": {"node": "theta", "index": ["document"]},

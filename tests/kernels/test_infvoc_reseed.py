@@ -87,3 +87,27 @@ def test_reseed_setting_is_checked():
         OnlineSettings(reseed=1.5).check()
     with pytest.raises(ValueError, match="reseed draw"):
         OnlineSettings(reseed=0.25, reseed_draw="length").check()
+
+
+def test_against_document_the_fraction_is_of_one_average_document_of_the_minibatch():
+    """h30c: ``against="document"`` re-seeds a topic holding less than f x (D/|S|) x the documents' mean tokens,
+    whatever the topics' mean: evidence [80, 2, 50, 0.5] (mean 33.125), scale 2, documents of 3, 1, 4, 0 tokens (mean
+    2, one document = 4): f = 0.25 re-seeds only the topic below 1 (against the mean: below 8.28, topics 1 and 3);
+    f = 0.75, below 3: topics 1 and 3. A seed of a 4-token document holds 8 = 2 documents."""
+    sets = [topic(["x", "y"], [41.0, 41.0]), topic(["x"], [3.0]), topic(["y", "z"], [31.0, 21.0]),
+            topic(["z"], [1.5])]
+    assert starved(sets, 0.25, reference=4.0).tolist() == [3]
+    assert starved(sets, 0.75, reference=4.0).tolist() == [1, 3]
+    documents = [("d0", ["a", "b", "a"]), ("d1", ["c"]), ("d2", ["d", "e", "f", "g"]), ("d3", [])]
+    _, pairs = reseed_starved(sets, documents, log_g0, 0.25, 2.0, 10.0, 100, seed=3, minibatch=20, against="document")
+    assert [k for k, _ in pairs] == [3]
+    _, pairs = reseed_starved(sets, documents, log_g0, 0.25, 2.0, 10.0, 100, seed=3, minibatch=20)
+    assert [k for k, _ in pairs] == [1, 3]
+    _, pairs = reseed_starved(sets, documents, log_g0, 0.75, 2.0, 10.0, 100, seed=3, minibatch=20, against="document")
+    assert [k for k, _ in pairs] == [1, 3]
+    np.testing.assert_allclose(evidence([seeded_topic(["d", "e", "f", "g"], log_g0, 2.0, 10.0, 20, 100)]), [8.0])
+    with pytest.raises(ValueError, match="against"):
+        reseed_starved(sets, documents, log_g0, 0.25, 2.0, 10.0, 100, seed=3, minibatch=20, against="median")
+    OnlineSettings(reseed=0.5, reseed_against="document").check()
+    with pytest.raises(ValueError, match="reseed against"):
+        OnlineSettings(reseed=0.5, reseed_against="median").check()

@@ -28,7 +28,8 @@ TRAINED = {(V, 0, 0): (2, 1), (0, 2, 0): (3, 2), (0, 2, 1): (1, 1), (2, 0, 1): (
 
 def _spec(word):
     raw = read_spec_file("tlm")
-    nodes = dict(raw["nodes"], theta=dict(raw["nodes"]["theta"], dirichlet=ALPHA), phi=dict(
+    shipped = {k: v for k, v in raw["nodes"].items() if k != "alpha_m"}     # theta a fixed symmetric Dirichlet
+    nodes = dict(shipped, theta={"index": ["document"], "over": "topic", "dirichlet": ALPHA}, phi=dict(
         {k: v for k, v in raw["nodes"]["phi"].items() if k != "dp"}, **word["phi"]), psi=dict(
         {k: v for k, v in raw["nodes"]["psi"].items() if k != "dirichlet"}, **word["psi"]))
     return dict(raw, nodes=nodes)

@@ -26,9 +26,16 @@ WORDS = [0, 2, 0, 0]
 PHI = np.array([[0.5, 0.1], [0.3, 0.2], [0.2, 0.7]])        # (V, K) the trained topics, frozen
 
 
-def _model(tmp_path, a, b):
+def _model(tmp_path, a, b, phi="dirichlet"):
+    """burst_spec's network, or (``phi`` "pyp") its burst vectors over a Pitman-Yor phi[topic] over a corpus root
+    (phi's a and b not the burst vectors': a held-out path reading the wrong ones is told apart)."""
+    spec = burst_spec(0.4, a, b)
+    if phi == "pyp":
+        spec["nodes"]["base"] = {"index": ["corpus"], "over": "word", "dirichlet": 0.4}
+        spec["nodes"]["phi"] = {"index": ["topic"], "over": "word", "pyp": {"a": 0.6, "b": 4.0},
+                                "parents": [{"node": "base", "index": ["corpus"]}]}
     path = tmp_path / "burst.json"
-    path.write_text(json.dumps(burst_spec(0.4, a, b)))
+    path.write_text(json.dumps(spec))
     model = PdpNetwork(K, V)
     return model, model.initial_hyper(network=str(path))
 
@@ -56,17 +63,19 @@ def _sequential_log_p(a, b):
     return float(np.log(rec(0, np.zeros(K, np.int64), zero, zero.copy())))
 
 
-@pytest.mark.parametrize("a, b", [(0.3, 1.2), (0.0, 1.5)], ids=["pyp", "dp"])
+@pytest.mark.parametrize("a, b, phi", [(0.3, 1.2, "dirichlet"), (0.0, 1.5, "dirichlet"), (0.3, 1.2, "pyp")],
+                         ids=["pyp", "dp", "pyp-over-pyp-phi"])
 @pytest.mark.parametrize("resample", [True, False], ids=["resample", "no-resample"])
-def test_particles_are_unbiased_for_the_likelihood_with_phi_frozen(tmp_path, a, b, resample):
+def test_particles_are_unbiased_for_the_likelihood_with_phi_frozen(tmp_path, a, b, phi, resample):
     """The mean of 20,000 particles' products is within 4 standard errors of the enumerated p(w | phi); every
-    particle's p_1 is phi's mixture under theta's prior (1/K each): the burst vectors start empty."""
-    model, hyper = _model(tmp_path, a, b)
+    particle's p_1 is phi's mixture under theta's prior (1/K each): the burst vectors start empty. Over a
+    Pitman-Yor phi[topic] (hca's full burstiness) the same with phi frozen, the burst vectors' a and b read."""
+    model, hyper = _model(tmp_path, a, b, phi)
     doc = SegmentedBlock.from_segments([("t0", [WORDS])])
     net, cnt, avals, bvals, sampled = model.test_document_start(doc, hyper)
-    side = hyper["word_pyp"]
-    words = burst_heldout.document_words(doc, burst_heldout.frozen_root(PHI), V, net.a_names.index(side["a"]),
-                                         net.b_names.index(side["b"]))
+    a_name, b_name = words_burst.names(hyper["word_pyp"])
+    words = burst_heldout.document_words(doc, burst_heldout.frozen_root(PHI), V, net.a_names.index(a_name),
+                                         net.b_names.index(b_name))
     stirling = StirlingStack(avals, sampled=sampled)
     stirling.ensure(len(WORDS), len(WORDS))
     RJ, RO = ratio_tables(stirling.L3)
@@ -85,11 +94,12 @@ def test_particles_are_unbiased_for_the_likelihood_with_phi_frozen(tmp_path, a, 
     assert abs(np.exp(np.log(probs).sum(axis=1) - wrong).mean() - 1.0) > 4 * weights.std() / np.sqrt(len(weights))
 
 
-def test_document_completion_keeps_phi_frozen_and_scores_the_burst_predictive(tmp_path):
+@pytest.mark.parametrize("phi", ["dirichlet", "pyp"])
+def test_document_completion_keeps_phi_frozen_and_scores_the_burst_predictive(tmp_path, phi):
     """The held-out chain's sweeps (the topics frozen) leave ``nwk`` untouched and the cells legal (0 < t <= n);
     the scored rows are ((n - a t) + (b + a T) phi(w)) / (b + N) of the observed tokens' cells, token by token;
-    the score is finite and not LDA's (the burst cells count)."""
-    model, hyper = _model(tmp_path, 0.3, 1.2)
+    the score is finite and not LDA's (the burst cells count). Over a Pitman-Yor phi[topic] likewise."""
+    model, hyper = _model(tmp_path, 0.3, 1.2, phi)
     rng = np.random.default_rng(2)
     block = SegmentedBlock.from_segments([(f"t{i}", [list(rng.integers(0, V, 12))]) for i in range(3)])
     observed, scored = split_observed(block, 0.5, 4)

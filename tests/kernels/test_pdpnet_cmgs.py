@@ -290,12 +290,13 @@ def test_conditionals_are_ratios_of_the_joint(name, a, b):
 
 
 def test_cmgs_refusals_name_the_node():
-    """A Pitman-Yor word side is refused under cmgs in one line naming the node; an unknown sampler too; a vector
+    """A Pitman-Yor word side other than pyp-lda's (pyp-lda-2's chain) is refused under cmgs in one line naming
+    the node; an unknown sampler too; a vector
     with two parents (adatm.json) is not since session 22 (:mod:`inference.pdpnet.cmgs_dag`); the compiled shipped
     seqlda.json says it runs cmgs."""
     parse_network(_spec("adatm"))
-    with pytest.raises(UsageError, match="node 'phi': sampler 'cmgs' runs the topic side"):
-        parse_network(dict(json.loads((SHIPPED / "pyp-lda.json").read_text()), sampler="cmgs"))
+    with pytest.raises(UsageError, match="node 'nu': sampler 'cmgs' runs a Pitman-Yor word side of pyp-lda's"):
+        parse_network(dict(json.loads((SHIPPED / "pyp-lda-2.json").read_text()), sampler="cmgs"))
     with pytest.raises(UsageError, match="sampler must be one of indicators, cmgs"):
         parse_network(_spec("stm", sampler="gibbs"))
     parse_network(_spec("adatm", sampler="indicators"))

@@ -329,10 +329,11 @@ def test_lda_spec_is_collapsed_lda_draw_for_draw():
 
 
 def test_exact_refusals_name_the_node():
-    """Under exact a Pitman-Yor word side is refused in one line naming the node; the compiled spec says which
+    """Under exact a Pitman-Yor word side other than pyp-lda's (pyp-lda-2's chain) is refused in one line naming
+    the node; the compiled spec says which
     sampler runs."""
-    with pytest.raises(UsageError, match="node 'phi': sampler 'exact' runs the topic side"):
-        parse_network(dict(json.loads((SHIPPED / "pyp-lda.json").read_text()), sampler="exact"))
+    with pytest.raises(UsageError, match="node 'nu': sampler 'exact' runs a Pitman-Yor word side of pyp-lda's"):
+        parse_network(dict(json.loads((SHIPPED / "pyp-lda-2.json").read_text()), sampler="exact"))
     text = compile_network(parse_network(_spec("seqlda", sampler="exact")), _layout(0, D=2), 2).describe()
     assert text.endswith("word ~ phi[topic]; sampler exact")
 

@@ -8,11 +8,9 @@ from __future__ import annotations
 import json
 
 import numpy as np
-import pytest
 
 from drivers.models.pdp_network import words_burst
 from drivers.models.pdp_network.model import PdpNetwork
-from inference.errors import UsageError
 from inference.gibbs.block import SegmentedBlock
 from inference.gibbs.tables import merge
 from inference.pdpnet.compile import CorpusLayout, compile_network
@@ -79,25 +77,6 @@ def test_one_engine_partition_samples_the_networks_joint(tmp_path):
     assert tv_lit > 0.1 and pval_lit < 1e-6, (tv_lit, pval_lit)
     recount = _summed(model, block, state)      # the running copy of nwk is the recount of the kept state
     np.testing.assert_array_equal(recount["nwk"], tables["nwk"])
-
-
-def test_burst_over_a_pitman_yor_phi_is_refused_in_one_line(tmp_path):
-    """hca's full burstiness (burst[topic, document] over a Pitman-Yor phi[topic]) is not on the engine: one line
-    naming the node; and a shared Pitman-Yor topic vector beside the burst side likewise."""
-    spec = burst_spec()
-    spec["nodes"]["base"] = {"index": ["corpus"], "over": "word", "dirichlet": 0.01}
-    spec["nodes"]["phi"] = {"index": ["topic"], "over": "word", "pyp": {"a": 0.5, "b": 10.0},
-                            "parents": [{"node": "base", "index": ["corpus"]}]}
-    with pytest.raises(UsageError, match="node 'burst': a word side indexed by \\[topic, document\\]"):
-        _model(tmp_path, spec, 2, 3)
-    hdp = burst_spec()
-    hdp["nodes"]["corpus"] = {"index": ["corpus"], "over": "topic", "pyp": {"a": 0.2, "b": 2.0},
-                              "parents": [{"node": "croot", "index": ["corpus"]}]}
-    hdp["nodes"]["croot"] = {"index": ["corpus"], "over": "topic", "dirichlet": 1.0}
-    hdp["nodes"]["theta"] = {"index": ["document"], "over": "topic", "dp": {"b": 1.0},
-                             "parents": [{"node": "corpus", "index": ["corpus"]}]}
-    with pytest.raises(UsageError, match="beside a word side indexed by \\[topic, document\\]"):
-        _model(tmp_path, hdp, 2, 3)
 
 
 def test_driver_steps_from_the_histogram_are_the_cells_steps(tmp_path):

@@ -280,6 +280,11 @@ def test_reseed_below_reseeds_the_starved_topics_from_minibatch_documents(spark_
     kept = OnlineSettings(reseed=0.5, reseed_draw="uniform")
     assert _settings(parse(refresh_job, refresh_argv), kept).reseed_draw == "uniform"
     assert _settings(parse(refresh_job, refresh_argv + ["--reseed-draw", "uniform"]), None).reseed_draw == "uniform"
+    assert meta["settings"]["reseed_against"] == "mean"                    # h30c: what f is a fraction of, kept
+    assert _settings(parse(refresh_job, refresh_argv), OnlineSettings(reseed_against="document")).reseed_against \
+        == "document"
+    assert _settings(parse(refresh_job, refresh_argv + ["--reseed-against", "document"]), None).reseed_against \
+        == "document"
 
 
 def test_the_defaults_are_passes_auto_and_every_and_algorithm_4_stays_reachable():

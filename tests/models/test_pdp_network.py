@@ -93,8 +93,10 @@ PYP2 = {"nodes": {"theta": {"index": ["document"], "over": "topic", "dirichlet":
     ("no-such-spec", "--network no-such-spec: no such file, nor a shipped spec"),
 ])
 def test_what_the_engine_cannot_run_is_refused_in_one_line(name, message, tmp_path):
-    specs = {"hdp3": dict(HDP3, sampler="cmgs", topic={"node": "mid", "index": ["corpus"]},     # tokens at the
-                          nodes={k: v for k, v in HDP3["nodes"].items() if k != "theta"}),       # shared vector
+    specs = {"hdp3": dict(HDP3, sampler="cmgs", topic={"node": "seg", "index": ["segment"]},    # a chain of
+                          nodes=dict(HDP3["nodes"], seg={"index": ["segment"], "over": "topic",    # document
+                                                         "dp": {"b": 1.0},                         # vectors
+                                                         "parents": [{"node": "theta", "index": ["document"]}]})),
              "pyp2": PYP2}
     if name in specs:
         (tmp_path / f"{name}.json").write_text(json.dumps(specs[name]))

@@ -166,7 +166,9 @@ class GibbsFamily(ModelFamily):
         if is_aligned(request.corpus) and per is None:
             raise UsageError(f"{request.corpus} is an aligned corpus: --model {spec.name} reads one vocabulary; "
                              f"train it on one language's sub-corpus ({request.corpus}/<lang>)")
-        corpus = load_segmented_corpus(spark, request.corpus, request.partitions, heldout_fraction=heldout,
+        fixed = getattr(spec.model_class(), "corpus_partitions", None)   # the partitions a model must train on
+        partitions = (fixed(request.options) if fixed else None) or request.partitions     # (pdp-network: 1 or any)
+        corpus = load_segmented_corpus(spark, request.corpus, partitions, heldout_fraction=heldout,
                                        split="train" if heldout > 0 else "all",
                                        require_segments=needs_segments(spec, request.options),
                                        ordered=needs_order(spec, request.options), permute_seed=e.permute_segments,

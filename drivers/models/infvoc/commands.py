@@ -28,7 +28,8 @@ from drivers.store import lease, model_root, model_store, publish
 from drivers.store.manifest import new_token, write_marker
 from inference.errors import UsageError
 from inference.infvoc.base_measure import CharNgramBase
-from inference.infvoc.tos import DROPPED_WORDS, EXPANSIONS, RANKINGS, RESEED_DRAWS, OnlineSettings, with_filters
+from inference.infvoc.tos import (DROPPED_WORDS, EXPANSIONS, RANKINGS, RESEED_AGAINST, RESEED_DRAWS, OnlineSettings,
+                                  with_filters)
 
 log = logging.getLogger("spark_topics.infvoc")
 
@@ -71,6 +72,9 @@ def add_flags(group, schedule: bool) -> None:
     group.add_argument("--reseed-draw", choices=RESEED_DRAWS, default=None,
                        help="infinite: how --reseed-below draws its documents from the minibatch: by their distinct "
                             "words (words, the default, or the model's) or uniformly (uniform)")
+    group.add_argument("--reseed-against", choices=RESEED_AGAINST, default=None,
+                       help="infinite: what --reseed-below is a fraction of: the topics' mean evidence (mean, the "
+                            "default, or the model's) or one average document of the minibatch (document)")
     group.add_argument("--passes", default=AUTO,
                        help=f"infinite: passes over the documents, one online step per minibatch each; D of (7.6) "
                             f"counts a document once. 'auto' (the default): enough passes that the documents make "
@@ -115,7 +119,8 @@ def _settings(args, previous: OnlineSettings | None) -> OnlineSettings:
         ranking=getattr(args, "ranking", None) or base.ranking,
         expand=getattr(args, "expand", None) or base.expand,
         reseed=args.reseed_below if getattr(args, "reseed_below", None) is not None else base.reseed,
-        reseed_draw=getattr(args, "reseed_draw", None) or base.reseed_draw)
+        reseed_draw=getattr(args, "reseed_draw", None) or base.reseed_draw,
+        reseed_against=getattr(args, "reseed_against", None) or base.reseed_against)
     try:
         settings.check()
     except ValueError as exc:

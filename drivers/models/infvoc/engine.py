@@ -120,17 +120,33 @@ def run_minibatch(sc, model, documents: list, partitions: int, reducers: int | N
             if minibatch % settings.delay == 0:
                 sets[k] = reorder_topic(sets[k], settings.truncation)
     if settings.reseed > 0 and minibatch % settings.delay == 0:     # starved topics (inference.infvoc.reseed)
+        before = sets
         sets, pairs = reseed_starved(sets, documents, lambda t: ranking_log_base(model.base.log_probs(t), settings),
                                      settings.reseed, scale, settings.alpha_beta, settings.truncation, model.seed,
-                                     minibatch, settings.reseed_draw)
+                                     minibatch, settings.reseed_draw, settings.reseed_against)
         if pairs:
             log.info("minibatch %d: re-seeded %d starved topics (topic, document): %s", minibatch, len(pairs), pairs)
+            log_reseeds(minibatch, before, sets, pairs, dict(documents))
     model.sets = sets
     model.minibatches = minibatch
     model.documents = documents_seen
     order = np.argsort(np.array(ids, dtype=object).astype(str), kind="stable")
     return pd.DataFrame({"doc_id": [str(ids[i]) for i in order], "theta": [np.asarray(thetas[i]) for i in order],
                          "minibatch": np.full(len(ids), minibatch, dtype=np.int64)})
+
+
+def log_reseeds(minibatch: int, before: list, after: list, pairs: list, documents: dict) -> None:
+    """What a re-seeding replaced (issue 30, session 25): each topic's evidence over the mean before and after, its
+    5 words of most evidence before and after, the document's tokens."""
+    mean = float(np.mean([np.sum(ts.nu1 - 1.0) for ts in before])) or 1.0
+
+    def held(ts):
+        return " ".join(str(w) for w in ts.terms[np.argsort(-(ts.nu1 - 1.0), kind="stable")[:5]])
+
+    for k, doc_id in pairs:
+        log.info("minibatch %d: re-seed topic %d: evidence/mean %.3f -> %.3f, %d tokens; was [%s], now [%s]",
+                 minibatch, k, float(np.sum(before[k].nu1 - 1.0)) / mean, float(np.sum(after[k].nu1 - 1.0)) / mean,
+                 len(documents[doc_id]), held(before[k]), held(after[k]))
 
 
 def run_stream(sc, model, documents: list, minibatch_size: int, partitions: int, reducers: int | None = None,

@@ -19,16 +19,11 @@ import numpy as np
 
 from drivers.models.pdp_network import left_to_right_scores, words_burst
 from drivers.models.pdp_network.words_bigram import PSEUDO
-from inference.errors import RefusedError
 from inference.gibbs import heldout
 
 FROZEN_SCALE = 1e12
 PROTOCOL = ("; the burst side: every particle's earlier tokens seated in the document's own burst vectors (empty at "
             "the start) over phi[topic] fixed at the trained topics")
-
-
-def is_burst(hyper: dict) -> bool:
-    return bool((hyper.get("word_pyp") or {}).get("burst"))
 
 
 def frozen_root(phi_vk) -> np.ndarray:
@@ -37,8 +32,8 @@ def frozen_root(phi_vk) -> np.ndarray:
 
 
 def values(hyper: dict) -> tuple[float, float]:
-    side = hyper["word_pyp"]
-    return float(hyper["a_values"][side["a"]]), float(hyper["b_values"][side["b"]])
+    a, b = words_burst.names(hyper["word_pyp"])
+    return float(hyper["a_values"][a]), float(hyper["b_values"][b])
 
 
 def scored_rows(model, observed, state, scored, phi_vk, a: float, b: float) -> np.ndarray:
@@ -69,52 +64,41 @@ def document_words(doc, x, V: int, pw: int, pb: int) -> tuple:
             np.zeros((1, K), np.int64), np.ascontiguousarray(x[words]), x.sum(axis=0), V, pw, pb, PSEUDO)
 
 
-class BurstArrays:
-    """``pdp-network``'s held-out hooks for the burstiness side (module docstring); the others' otherwise."""
+def frozen_words(frozen_phi) -> tuple | None:
+    """The ``words`` of a sweep with the topics frozen (phi's pseudo-counts), or None outside one."""
+    return None if frozen_phi is None else (None, {words_burst.FROZEN: frozen_root(frozen_phi)}, None)
 
-    @staticmethod
-    def frozen_burst(hyper: dict, frozen_phi) -> tuple | None:
-        """The ``words`` of a sweep with the topics frozen under the burst side (phi's pseudo-counts), else None."""
-        if frozen_phi is None or not is_burst(hyper):
-            return None
-        return None, {words_burst.FROZEN: frozen_root(frozen_phi)}, None
 
-    def heldout_loglik(self, block, hyper, phi_vk, schedule, seed, partition) -> np.ndarray:
-        """Document completion (:func:`inference.gibbs.heldout.heldout_loglik`'s split and chain), every scored
-        token's rows from the sample's burst cells (:func:`scored_rows`)."""
-        if not is_burst(hyper):
-            return super().heldout_loglik(block, hyper, phi_vk, schedule, seed, partition)
-        n_docs = float(block.n_docs)
-        scored = None
-        if schedule.observed is not None:
-            block, scored = heldout.split_observed(block, schedule.observed, seed)
-            scored = self.prepare_block(scored)
-        block = self.prepare_block(block)
-        scored = block if scored is None else scored
-        if block.n_tokens == 0 or scored.n_tokens == 0:
-            return np.array([0.0, 0.0, n_docs])
-        phi_vk = np.ascontiguousarray(phi_vk, dtype=np.float64)
-        a, b = values(hyper)
-        seg = np.repeat(np.arange(scored.n_segments), np.diff(scored.seg_ptr))
-        prob, taken = np.zeros(scored.n_tokens), 0
-        for state in heldout.frozen_chain(self, block, hyper, phi_vk, schedule, seed, partition):
-            nu = np.ascontiguousarray(self.segment_topic(block, state, hyper), dtype=np.float64)
-            prob += (nu[seg] * scored_rows(self, block, state, scored, phi_vk, a, b)).sum(axis=1)
-            taken += 1
-        return np.array([float(np.log(prob / taken).sum()), float(scored.n_tokens), n_docs])
+def heldout_loglik(model, block, hyper, phi_vk, schedule, seed, partition) -> np.ndarray:
+    """Document completion (:func:`inference.gibbs.heldout.heldout_loglik`'s split and chain), every scored token's
+    rows from the sample's burst cells (:func:`scored_rows`)."""
+    n_docs = float(block.n_docs)
+    scored = None
+    if schedule.observed is not None:
+        block, scored = heldout.split_observed(block, schedule.observed, seed)
+        scored = model.prepare_block(scored)
+    block = model.prepare_block(block)
+    scored = block if scored is None else scored
+    if block.n_tokens == 0 or scored.n_tokens == 0:
+        return np.array([0.0, 0.0, n_docs])
+    phi_vk = np.ascontiguousarray(phi_vk, dtype=np.float64)
+    a, b = values(hyper)
+    seg = np.repeat(np.arange(scored.n_segments), np.diff(scored.seg_ptr))
+    prob, taken = np.zeros(scored.n_tokens), 0
+    for state in heldout.frozen_chain(model, block, hyper, phi_vk, schedule, seed, partition):
+        nu = np.ascontiguousarray(model.segment_topic(block, state, hyper), dtype=np.float64)
+        prob += (nu[seg] * scored_rows(model, block, state, scored, phi_vk, a, b)).sum(axis=1)
+        taken += 1
+    return np.array([float(np.log(prob / taken).sum()), float(scored.n_tokens), n_docs])
 
-    def burst_left_to_right(self, block, hyper, phi_vk, settings):
-        """Left to right (module docstring; :func:`.left_to_right_scores.network_scores`)."""
-        x, side = frozen_root(phi_vk), hyper["word_pyp"]
 
-        def words_of(doc, net):
-            return document_words(doc, x, self.vocab_size, net.a_names.index(side["a"]),
-                                  net.b_names.index(side["b"]))
+def left_to_right(model, block, hyper, phi_vk, settings):
+    """Left to right (module docstring; :func:`.left_to_right_scores.network_scores`)."""
+    x, side = frozen_root(phi_vk), hyper["word_pyp"]
+    a_name, b_name = words_burst.names(side)
 
-        return left_to_right_scores.network_scores(block, phi_vk, settings, lambda doc: self.test_document_start(
-            doc, hyper), words_of, PROTOCOL)
+    def words_of(doc, net):
+        return document_words(doc, x, model.vocab_size, net.a_names.index(a_name), net.b_names.index(b_name))
 
-    def grown_chain(self, tables: dict, hyper: dict, old_vocab_size: int) -> tuple[dict, dict]:
-        if is_burst(hyper):
-            raise RefusedError("refresh: a word side indexed by [topic, document] is not continued (retrain)")
-        return super().grown_chain(tables, hyper, old_vocab_size)
+    return left_to_right_scores.network_scores(block, phi_vk, settings, lambda doc: model.test_document_start(
+        doc, hyper), words_of, PROTOCOL)

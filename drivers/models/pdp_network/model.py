@@ -7,7 +7,7 @@ tables, in ``network_tc``: :mod:`.shared_roots`) or Pitman-Yor vectors (their ta
 ``network_tp``: :mod:`.shared_pyp`); a word side of one of the kinds of :mod:`.word_sides` (the engine's Dirichlet
 topic-word table; pyp-lda's Pitman-Yor family by topic; tlm's by [topic, previous_word]; a chain of corpus-level
 word vectors or a family by [topic, column:NAME]), asked once per step, never by kind. The rest is refused in one
-line.
+line here; the registry's model (:mod:`.whole_network`) trains it on one partition instead (whole-network mode).
 Concentrations: partitions draw q_j ~ Beta(b, C_j); when every discount of b's vectors is a fixed 0 the driver
 draws b from Gamma (E20), otherwise b and every sampled discount are slice-sampled on the driver from the summed
 (c, t) and T_j histograms (table ``discount_counts``, :mod:`inference.pdpnet.engine_stats`; the steps:
@@ -28,7 +28,7 @@ import json
 
 import numpy as np
 
-from drivers.models.pdp_network import (burst_heldout, left_to_right_scores, shared_pyp, word_sides, words_bigram,
+from drivers.models.pdp_network import (left_to_right_scores, shared_pyp, word_sides, words_bigram,
                                         words_column, words_pyp, words_stack)
 from drivers.corpora.kinds import BAG_OF_WORDS, ORDERED, SEGMENTED
 from drivers.models.pdp_network.hyper_steps import NetworkHyper
@@ -39,7 +39,8 @@ from drivers.models.pdp_network.engine_specs import (CMGS_NOTE, EXACT_NOTE, INDI
                                                      check_engine_network, needs_histograms, read_spec_file)
 from inference.gibbs.model import GibbsModel
 from inference.gibbs.tables import CountTable
-from inference.pdpnet import cmgs_owned, cmgs_run, engine_stats, kernels, owned, sweep
+from inference.pdpnet import (cmgs_owned, cmgs_owned_words, cmgs_run, cmgs_shared_tokens, engine_stats, kernels, owned,
+                              sweep)
 from inference.pdpnet.engine_stats import MAX_GLOBAL
 from inference.pdpnet.compile import CorpusLayout, compile_network
 from inference.pdpnet.sampler import StirlingStack, posterior_means, rebuild_counts
@@ -49,8 +50,8 @@ NO_DRIFT = np.zeros(0)     # network_sweep's self-check of its kept rows: off
 NO_HISTOGRAM = (np.zeros(0, np.int64), np.zeros((0, 1), np.int32))
 
 
-class PdpNetwork(burst_heldout.BurstArrays, words_stack.StackWordArrays, words_column.ColumnWordArrays,
-                 words_bigram.BigramArrays, SharedPypModel, SharedRootsModel, NetworkHyper, GibbsModel):
+class PdpNetwork(words_stack.StackWordArrays, words_column.ColumnWordArrays, words_bigram.BigramArrays,
+                 SharedPypModel, SharedRootsModel, NetworkHyper, GibbsModel):
     """Any network of Dirichlet / Pitman-Yor vectors (module docstring) with the table-indicator sampler or CMGS."""
 
     name = "pdp-network"
@@ -157,18 +158,29 @@ class PdpNetwork(burst_heldout.BurstArrays, words_stack.StackWordArrays, words_c
         frozen = frozen_phi is not None
         phi = np.ascontiguousarray(frozen_phi, dtype=np.float64) if frozen else np.zeros((1, 1))
         pos, reseed = 0, True
-        if net.spec.sampler in ("cmgs", "exact"):         # the multiplicity samplers (cmgs_run.run_cmgs)
-            if init or not self._own_shared(net, cnt):
+        multiplicity = net.spec.sampler in ("cmgs", "exact")
+        hybrid = multiplicity and not init and self._own_shared(net, cnt)     # beside shared Pitman-Yor vectors
+        side = self.word_side
+        mxw = np.zeros(2, np.int64) if hybrid else cnt["mx"]     # (the hybrid's word cells: their own maxima)
+        (head, tail), loc = ((None, None), None) if words is None else side.sweep_args(self, block, state, net, nwk,
+                                                                                       words, mxw)
+        if multiplicity and (init or hybrid or words is None):      # (else pyp-lda's word side: word_mult, below)
+            sampled = [net.spec.params[n].sample for n in net.a_names]
+            tables = lambda mx: self._memo("owned").get(avals, sampled, mx)     # noqa: E731
+            if not hybrid:
                 cmgs_run.run_cmgs(net, block.seg_ptr[block.doc_ptr], z, s, cnt, avals, bvals, nwk, nk,
                                   float(hyper["beta"]), frozen_phi, seed, init)
-            else:                                          # beside shared Pitman-Yor vectors (cmgs_owned)
-                sampled = [net.spec.params[n].sample for n in net.a_names]
+            elif words is None and cmgs_shared_tokens.tokens_at_shared(net, cnt["own"][0]):   # tokens at it
+                cmgs_shared_tokens.run_shared_tokens(net, z, s, cnt, avals, bvals, nwk, nk, float(hyper["beta"]),
+                                                     frozen_phi, seed, stirling)
+            elif words is None:                            # (cmgs_owned)
                 cmgs_owned.run_hybrid(net, z, s, cnt, avals, bvals, nwk, nk, float(hyper["beta"]), frozen_phi,
-                                      seed, lambda mx: self._memo("owned").get(avals, sampled, mx))
+                                      seed, tables)
+            else:                                          # and hca's word side (cmgs_owned_words)
+                pw = tail[8]
+                cmgs_owned_words.run_hybrid_words(net, z, s, cnt, avals, bvals, seed, tables, head, tail,
+                                                  StirlingStack(avals[[pw]], sampled=[sampled[pw]]))
             pos = -1
-        side = self.word_side
-        (head, tail), loc = ((None, None), None) if words is None else side.sweep_args(self, block, state, net, nwk,
-                                                                                       words, cnt["mx"])
         topic, counts = word_sides.topic_args(net, z, avals, bvals), word_sides.count_args(net, cnt, s)
         dirichlet = (nwk, nk, float(hyper["beta"]), phi, frozen)
         while pos >= 0:
@@ -234,7 +246,7 @@ class PdpNetwork(burst_heldout.BurstArrays, words_stack.StackWordArrays, words_c
         return state
 
     def sweep(self, block, state, hyper, nwk, nk, seed, frozen_phi=None) -> None:
-        words = self.frozen_burst(hyper, frozen_phi)        # the burst side's held-out sweep (burst_heldout)
+        words = word_sides.of(hyper.get("word_pyp")).frozen_words(frozen_phi)     # (the burst side's: its own)
         self._run(block, state, hyper, nwk, nk, seed, None if words else frozen_phi, init=False, words=words)
 
     # ---- the engine's tables: the word counts, the corpus-level roots' t^c, the discount histograms
@@ -289,10 +301,22 @@ class PdpNetwork(burst_heldout.BurstArrays, words_stack.StackWordArrays, words_c
     # ---- evaluation
     def left_to_right(self, block, hyper, phi_vk, settings):
         """Exact in the model: the particles carry each test document's network state (z, t, s)."""
-        if burst_heldout.is_burst(hyper):
-            return self.burst_left_to_right(block, hyper, phi_vk, settings)
+        got = word_sides.of(hyper.get("word_pyp")).left_to_right(self, block, hyper, phi_vk, settings)
+        if got is not None:         # the word side's own (burst_heldout)
+            return got
         return left_to_right_scores.network_scores(block, phi_vk, settings, lambda doc: self.test_document_start(
             doc, hyper), *self.word_hook(hyper), self.column_hook(hyper, phi_vk))
+
+    def heldout_loglik(self, block, hyper, phi_vk, schedule, seed, partition) -> np.ndarray:
+        """Document completion: the word side's own (burst_heldout) or the models' (a column side's rows, ...)."""
+        got = word_sides.of(hyper.get("word_pyp")).heldout_loglik(self, block, hyper, phi_vk, schedule, seed,
+                                                                    partition)
+        return super().heldout_loglik(block, hyper, phi_vk, schedule, seed, partition) if got is None else got
+
+    def grown_chain(self, tables: dict, hyper: dict, old_vocab_size: int) -> tuple[dict, dict]:
+        """``refresh``: the word side's own tables grown first, then the rest (the mixins')."""
+        tables, hyper = word_sides.of(hyper.get("word_pyp")).grown_tables(self, tables, hyper, old_vocab_size)
+        return super().grown_chain(tables, hyper, old_vocab_size)
 
     def test_document_start(self, doc, hyper) -> tuple:
         """A test document's (compiled network, counts: its own vectors empty, the corpus-level roots' tables the
@@ -305,7 +329,9 @@ class PdpNetwork(burst_heldout.BurstArrays, words_stack.StackWordArrays, words_c
     # ---- outputs
     def segment_topic(self, block, state, hyper) -> np.ndarray:
         """(S, K) posterior mean of every segment's topic vector (its tokens' draw); an empty segment: its
-        document's row."""
+        document's row. When the topic draw reads theta[previous_word]: :func:`transition_rows` per segment."""
+        if words_bigram.reads_previous_topics(hyper.get("network")):
+            return transition_rows(block.seg_ptr, state["z"], self._token_means(block, state, hyper))
         net = self._compiled(block, hyper)
         cnt = self.with_root_rows(net, block, state, self._local_counts(net, block, state))
         avals, bvals = self._values(net, hyper)
@@ -331,6 +357,38 @@ class PdpNetwork(burst_heldout.BurstArrays, words_stack.StackWordArrays, words_c
         tot = doc.sum(axis=1, keepdims=True)
         return np.where(tot > 0, doc / np.where(tot > 0, tot, 1), 1.0 / K)
 
+    def _token_means(self, block, state, hyper) -> np.ndarray:
+        """(N, K) the posterior mean (7.12) of the vector every token's topic is drawn from (the shared rows as the
+        last sweep of this state left them)."""
+        net = self._compiled(block, hyper)
+        cnt = self.with_root_rows(net, block, state, self._local_counts(net, block, state))
+        means = posterior_means(net, cnt, *self._values(net, hyper))
+        return means[net.off[net.topic_inst][:, None] + np.arange(self.num_topics)]
+
     def doc_topic(self, block, state, hyper) -> np.ndarray:
-        """(D, K) the token-weighted mean of the document's segment rows."""
+        """(D, K) the token-weighted mean of the document's segment rows; when the topic draw reads
+        theta[previous_word], :func:`transition_rows` per document."""
+        if words_bigram.reads_previous_topics(hyper.get("network")):
+            return transition_rows(block.token_ptr(), state["z"], self._token_means(block, state, hyper))
         return self._doc_rows(block, self.segment_topic(block, state, hyper), np.diff(block.seg_ptr))
+
+
+def transition_rows(ptr, z, token_means) -> np.ndarray:
+    """(R, K) the proportions of the token ranges ``ptr`` (documents, segments) when every token's topic is drawn
+    from theta[its previous word] (session 25): (n_rk + m_rk) / (N_r + 1), n_rk the range's tokens of topic k
+    (z) and m_r the mean over its tokens of their vectors' posterior means ``token_means`` (the predictive of a
+    token's topic given its previous word): the range's topic counts with one pseudo-token from that predictive.
+    An empty range: 1/K."""
+    ptr = np.asarray(ptr, np.int64)
+    R, K = len(ptr) - 1, token_means.shape[1]
+    lengths = np.diff(ptr)
+    of = np.repeat(np.arange(R), lengths)
+    counts = np.zeros((R, K))
+    np.add.at(counts, (of, np.asarray(z, np.int64)), 1.0)
+    mean = np.zeros((R, K))
+    np.add.at(mean, of, token_means)
+    has = lengths > 0
+    mean[has] /= lengths[has, None]
+    out = np.full((R, K), 1.0 / K)
+    out[has] = (counts[has] + mean[has]) / (lengths[has, None] + 1.0)
+    return out

@@ -29,7 +29,8 @@ EDGES = "network_ts"
 
 def check(spec: NetworkSpec, families: list[str], word_side: dict | None) -> None:
     """Refuse (one line naming the node) the shared Pitman-Yor vectors the engine cannot run yet (``word_side``:
-    :func:`drivers.models.pdp_network.words_pyp.word_side`'s answer). An ``if_missing`` parent runs: a reference
+    :func:`drivers.models.pdp_network.words_pyp.word_side`'s answer; every word side runs beside them since session
+    25, the burst side's included). An ``if_missing`` parent runs: a reference
     from a corpus- or column-indexed vector always has a value, so its fallback never applies (session 23)."""
     for name in families:
         node = spec.nodes[name]
@@ -38,33 +39,26 @@ def check(spec: NetworkSpec, families: list[str], word_side: dict | None) -> Non
         if spec.sampler in ("cmgs", "exact") and not multiplicity_shape(spec, families):
             raise UsageError(f"network spec: node '{name}': a shared Pitman-Yor vector under \"sampler\": "
                              f"\"{spec.sampler}\" runs below it document vectors only, each over it alone "
-                             "(hdp-pyp-lda's shape); use \"sampler\": \"indicators\"")
-        what = refused_word_side(word_side)
-        if what is not None:
-            raise UsageError(f"network spec: node '{name}': a shared Pitman-Yor vector beside {what} is not on the "
-                             "Gibbs engine (beside every other word side it is)")
+                             "(hdp-pyp-lda's shape), or the tokens themselves over a root; use \"sampler\": "
+                             "\"indicators\"")
+        if (word_side or {}).get("middle"):         # (words_stack: no owned kernel)
+            raise UsageError(f"network spec: node '{name}': a shared Pitman-Yor vector beside a chain of word "
+                             "vectors with more than two levels per topic is not on the Gibbs engine")
 
 
 def multiplicity_shape(spec: NetworkSpec, families: list[str]) -> bool:
     """Whether the multiplicity samplers run beside the shared Pitman-Yor vectors
     (:mod:`inference.pdpnet.cmgs_owned`): the token's vector a Pitman-Yor (or DP) vector of its own with one
-    parent, a shared Pitman-Yor vector, and no vector below it."""
+    parent, a shared Pitman-Yor vector, and no vector below it; or the token's vector the shared one, over one root
+    (:mod:`inference.pdpnet.cmgs_shared_tokens`)."""
     name = spec.topic.node
     node = spec.nodes[name]
     shared = {n for n in families if spec.nodes[n].kind == "pyp"}
     below = any(r.node == name for nd in spec.nodes.values() for r in nd.parents)
+    if name in shared and len(node.parents) == 1 and spec.nodes[node.parents[0].node].kind != "pyp" and not below:
+        return True         # tokens drawn from the shared vector itself (inference.pdpnet.cmgs_shared_tokens)
     return (node.kind == "pyp" and not node.mixture and name not in families and len(node.parents) == 1
             and node.parents[0].node in shared and node.parents[0].if_missing is None and not below)
-
-
-def refused_word_side(side: dict | None) -> str | None:
-    """What a shared Pitman-Yor topic vector cannot run beside (untested there), or None."""
-    side = side or {}
-    if side.get("burst"):
-        return "a word side indexed by [topic, document]"
-    if side.get("middle"):      # (words_stack: no owned kernel)
-        return "a chain of word vectors with more than two levels per topic"
-    return None
 
 
 def has_shared_pyp(spec: NetworkSpec, families: list[str]) -> bool:

@@ -18,7 +18,8 @@ keep their values, a batch's documents bring theirs (the refresh carries the kep
 grow. A family's rows of ``network_tc`` move to the grown layout (an old value keeps its number, its row moves only
 as the flat index and the families' bases grow; a new value's row starts at zero). A refreshed version keeps every
 document's value numbers (``network_document_columns.parquet``); a trained model's are its training corpus' read
-again.
+again. A family indexed by ``previous_word`` (V + 1 rows, the start context last) follows the vocabulary the same
+way (session 25): an old word keeps its row, the start row moves from V0 to V, a new word's row starts at zero.
 """
 from __future__ import annotations
 
@@ -175,6 +176,17 @@ def _doc_columns(corpus_directory: str, names: list[str], lists=()) -> tuple[lis
                  for v in table.column(n).to_pylist()] for n in names})
 
 
+def flat_moved(key, was: list[int], now: list[int]) -> np.ndarray:
+    """Flat indices over kinds of sizes ``was`` (the last varies fastest) moved to the sizes ``now`` (as large or
+    larger): a code keeps its number, a kind's last code (a column's unseen value, the start context) stays last."""
+    key, new = np.array(key, np.int64), np.zeros(np.shape(key), np.int64)
+    for at in range(len(was) - 1, -1, -1):
+        code = key % was[at]
+        key //= was[at]
+        new += np.where(code == was[at] - 1, now[at] - 1, code) * int(np.prod(now[at + 1:], dtype=np.int64))
+    return new
+
+
 def shared_families(spec: NetworkSpec) -> tuple[list[str], list[str]]:
     """``(global, refused)``: the topic families shared by documents indexed by the corpus, by kept columns or by
     the previous word (roots or Pitman-Yor vectors: the engine's ``network_tc``, :mod:`drivers.models.pdp_network.
@@ -219,22 +231,19 @@ class SharedRoots:
             total += rows
         self.rows = max(MAX_GLOBAL, total)         # (at least MAX_GLOBAL: the saved tables of older models)
 
+    def _size(self, kind: str) -> int:
+        return self.previous if kind == PREVIOUS_WORD else self.sizes[column_name(kind)]
+
     def moved_rows(self, old: "SharedRoots", spec: NetworkSpec) -> np.ndarray:
-        """The row in this layout of every row of ``old``'s (same families, columns with as many values or more:
-        an old value keeps its number, the unseen value's row stays its family's last)."""
-        old_sizes = old.sizes
+        """The row in this layout of every row of ``old``'s (same families, columns with as many values or more,
+        a vocabulary as large or larger: an old value or word keeps its number, the unseen value's row and the
+        previous word's start context stay their family's last)."""
         out = []
         for g, name in enumerate(self.families):
-            kinds = [k for k in spec.nodes[name].index if is_column(k)]
-            rows = int(np.prod([old_sizes[column_name(k)] for k in kinds])) if kinds else 1
-            key, new = np.arange(rows, dtype=np.int64), np.zeros(rows, np.int64)
-            for kind in reversed(kinds):                  # the flat index: the last kind varies fastest
-                was, now = old_sizes[column_name(kind)], self.sizes[column_name(kind)]
-                code = key % was
-                key //= was
-                code = np.where(code == was - 1, now - 1, code)
-                new += code * int(np.prod([self.sizes[column_name(k)] for k in kinds[kinds.index(kind) + 1:]]))
-            out.append(self.base[g] + new)
+            kinds = [k for k in spec.nodes[name].index if is_column(k) or k == PREVIOUS_WORD]
+            rows = int(np.prod([old._size(k) for k in kinds])) if kinds else 1
+            out.append(self.base[g] + flat_moved(np.arange(rows, dtype=np.int64), [old._size(k) for k in kinds],
+                                                 [self._size(k) for k in kinds]))
         return np.concatenate(out) if out else np.zeros(0, np.int64)
 
     def nodes(self, net) -> list:
@@ -275,7 +284,8 @@ class SharedRootsModel:
         roots = self._shared_roots().nodes(net)
         if roots:
             self._memo("roots").remember(block, state, {j: (cnt["tc"][net.off[j]:net.off[j + 1]].copy(),
-                                                            cnt["tp"][net.off[j]:net.off[j + 1]].copy())
+                                                            cnt["tp"][net.off[j]:net.off[j + 1]].copy(),
+                                                            cnt["Se"][net.par_ptr[j]:net.par_ptr[j + 1]].copy())
                                                         for _, j in roots})
 
     def with_root_rows(self, net, block, state: dict, cnt: dict) -> dict:
@@ -285,11 +295,12 @@ class SharedRootsModel:
         rows = self._memo("roots").recall(block, state)
         if not rows:
             return cnt
-        cnt = dict(cnt, **{key: cnt[key].copy() for key in ("tc", "TC", "tp", "TP")})
-        for j, (customers, tables) in rows.items():    # (a shared Pitman-Yor vector's tables too; a root has none)
-            cnt["tc"][net.off[j]:net.off[j + 1]], cnt["TC"][j] = customers, customers.sum()
+        cnt = dict(cnt, **{key: cnt[key].copy() for key in ("tc", "TC", "tp", "TP", "Se")})
+        for j, (customers, tables, edges) in rows.items():    # (a shared Pitman-Yor vector's tables too; a root
+            cnt["tc"][net.off[j]:net.off[j + 1]], cnt["TC"][j] = customers, customers.sum()            # has none)
             cnt["tp"][net.off[j]:net.off[j + 1]], cnt["TP"][j] = tables, tables.sum()
-        return cnt
+            cnt["Se"][net.par_ptr[j]:net.par_ptr[j + 1]] = edges if len(edges) > 1 else cnt["TP"][j]  # (its rho
+        return cnt                                                        # sums to 1: S = T with one parent)
 
     @classmethod
     def chain_refusal(cls, construction: dict) -> str | None:
@@ -298,20 +309,19 @@ class SharedRootsModel:
     def continued_chain(self, spark, old_model, base, batch, seed: int, iteration: int):
         """A network indexed by kept columns: every old document keeps its values, the batch's bring theirs, new
         values get the next numbers (:meth:`ColumnValues.kept`, :meth:`ColumnValues.grown`); ``network_tc``'s
-        rows then move to the grown layout (:meth:`grown_chain`)."""
-        if parse_network(self._raw).columns:
+        rows then move to the grown layout (:meth:`grown_chain`), as they do for a family indexed by
+        previous_word when the vocabulary grows."""
+        spec = parse_network(self._raw)
+        if spec.columns:
             kept = ColumnValues.kept(base)
             self._columns = kept if batch is None else kept.grown(batch.directory)
             self._old_roots, self._roots, self._keeps_documents = old_model._shared_roots(), None, True
+        elif any(PREVIOUS_WORD in spec.nodes[name].index for name in shared_families(spec)[0]):
+            self._old_roots, self._roots = old_model._shared_roots(), None       # (the rows follow the vocabulary)
         return super().continued_chain(spark, old_model, base, batch, seed, iteration)
 
     def grown_chain(self, tables: dict, hyper: dict, old_vocab_size: int) -> tuple[dict, dict]:
         """``network_tc``'s rows moved from the old values' layout to the grown one (new rows: zero)."""
-        spec = parse_network(self._raw)
-        for name in self._shared_roots().families:
-            if PREVIOUS_WORD in spec.nodes[name].index:
-                raise RefusedError(f"refresh: node '{name}': a topic vector indexed by previous_word is not continued "
-                                   "(its rows are not re-laid for the grown vocabulary; retrain)")
         old = self.__dict__.pop("_old_roots", None)
         if old is not None:
             tc = np.asarray(tables["network_tc"])

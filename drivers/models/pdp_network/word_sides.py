@@ -4,23 +4,26 @@ topics, the likelihood and the hyperparameter steps), each answered once here so
 
 - :class:`DirichletWords`: one Dirichlet family indexed by topic, the engine's topic-word table M_kw with its prior
   as beta (the generic sweep, :func:`inference.pdpnet.sweep.network_sweep`);
-- :class:`PypWords`: one Pitman-Yor family by topic over a corpus-level root (pyp-lda, :mod:`.words_pyp`);
+- :class:`PypWords`: one Pitman-Yor family by topic over a corpus-level root (pyp-lda, :mod:`.words_pyp`); under
+  ``cmgs``/``exact`` :class:`MultWords` (its cells in multiplicity form, :mod:`inference.pdpnet.word_mult`);
 - :class:`BigramWords`: a family by [topic, previous_word] over a root per topic (tlm, :mod:`.words_bigram`), or by
-  [topic, column:NAME] over one (the value the context: the differential topic models' phi0 as a Dirichlet);
+  [topic, column:NAME] over one (the value the context: the differential topic models' phi0 as a Dirichlet; or by
+  [topic, column:A, column:B, ...], the values' tuple the context: session 25);
 - :class:`BigramPsiWords`: the same over a Pitman-Yor psi[topic] (tlm's prior 2b, :mod:`.words_bigram_psi`);
-- :class:`BurstWords`: a family by [topic, document] over a root per topic (burstiness, DCMLDA: :mod:`.words_burst`);
+- :class:`BurstWords`: a family by [topic, document] over a root per topic (burstiness, DCMLDA: :mod:`.words_burst`),
+  :class:`BurstChainWords` over a Pitman-Yor phi[topic] (hca's full burstiness, :mod:`.words_burst_chain`);
 - :class:`DeepWords`: a chain of corpus-level Pitman-Yor word vectors (:mod:`.words_chain`) or a family by
   [topic, column:NAME] over phi0[topic] (:mod:`.words_column`);
-- :class:`StackWords`: a chain with more than two Pitman-Yor levels per topic (:mod:`.words_stack`).
+- :class:`.words_stack.StackWords`: a chain with more than two Pitman-Yor levels per topic.
 The partition-owned sides take ``words`` = (their word tables, derived, the engine's tables) in a sweep and answer
 ``sweep_args`` with ((the kernel's arguments before ``z``, after the topic side's counts), the local arrays)."""
 from __future__ import annotations
 
 import numpy as np
 
-from drivers.models.pdp_network import (words_bigram, words_bigram_psi, words_burst, words_chain, words_column,
-                                        words_pyp, words_stack)
-from inference.pdpnet import owned_chain, owned_words, word_bigram, word_chain, word_column, word_stack
+from drivers.models.pdp_network import (burst_heldout, words_bigram, words_bigram_psi, words_burst, words_burst_chain,
+                                        words_chain, words_column, words_pyp, words_stack)
+from inference.pdpnet import owned_chain, owned_words, word_bigram, word_chain, word_column, word_mult
 
 
 class DirichletWords:
@@ -56,6 +59,26 @@ class DirichletWords:
 
     def sample_hyper(self, model, tables, hyper, sampled, rng) -> dict:
         return hyper
+
+    # ---- held out (None: the model's own paths)
+    def frozen_words(self, frozen_phi):
+        """The ``words`` of a held-out sweep with the topics frozen, or None (the Dirichlet sweep's frozen phi)."""
+        return None
+
+    def heldout_loglik(self, model, block, hyper, phi_vk, schedule, seed, partition):
+        """Document completion's [log p, tokens, documents], or None."""
+        return None
+
+    def left_to_right(self, model, block, hyper, phi_vk, settings):
+        """Left to right's scores, or None."""
+        return None
+
+    def grown_tables(self, model, tables: dict, hyper: dict, old_vocab_size: int) -> tuple[dict, dict]:
+        """``refresh``: the side's own tables grown to the new vocabulary (before the model's padding of the dense
+        ones). The burst side's need nothing: ``nwk``, phi's and the corpus levels' tables are dense (padded),
+        ``burst_hist`` holds no word, and a partition's cells keep their order (pairs d V + w sorted by (d, w) for
+        any V >= the old); new documents' burst vectors start at their partitions' ``initial_state``."""
+        return tables, hyper
 
     def values(self, hyper) -> tuple:
         """(a, b, beta0) of a one-level Pitman-Yor side."""
@@ -113,13 +136,26 @@ class PypWords(DirichletWords):
         return words_pyp.sample_hyper(self.side, tables["nwk"], tables[words_pyp.TABLE], hyper, sampled, rng)
 
 
+class MultWords(PypWords):
+    """pyp-lda's word side under ``cmgs``/``exact``: the word cells in multiplicity form (t_wk, no indicators;
+    :mod:`inference.pdpnet.word_mult`), the same tables ``word_tables`` and own t^p <= n^p (``word_t``)."""
+
+    kernel = staticmethod(word_mult.mult_word_sweep)
+    owned_kernel = None
+
+    def sweep_args(self, model, block, state, net, nwk, words, mx) -> tuple:
+        (head, tail), written = super().sweep_args(model, block, state, net, nwk, words, mx)
+        return (head, tail + (self.side["multiplicity"] == "exact", word_mult.RIGHT)), written
+
+
 class BigramWords(PypWords):
     """tlm's word side: keyed tables ``bigram_customers`` / ``bigram_word_tables`` over the pairs (w', w)."""
 
     def count_tables(self, model) -> tuple:
-        column = words_bigram.context_column(self.side)
+        column, names = words_bigram.context_column(self.side), words_bigram.context_columns(self.side)
         return words_bigram.count_tables(model.vocab_size, model.num_topics, None if column is None else 1
-                                         if column == words_pyp.ONE_VALUE else model._columns.sizes()[column])
+                                         if names is None else int(np.prod([model._columns.sizes()[n]
+                                                                            for n in names])))
 
     def initial_state(self, model, block, state: dict) -> None:
         state["word_t"] = words_bigram.initial_tables(*model._local_pairs(block), state["z"], model.num_topics)
@@ -185,7 +221,7 @@ class BurstWords(PypWords):
     """A word vector per topic per document over phi[topic] (:mod:`.words_burst`): the documents' cells local to
     their partition, ``nwk`` phi's customers (the tables), the bigram side's kernel with the document as context."""
 
-    owned_kernel = None         # beside a shared Pitman-Yor topic vector: refused (shared_pyp.refused_word_side)
+    owned_kernel = staticmethod(owned_words.owned_word_sweep)   # beside a shared Pitman-Yor topic vector
 
     def count_tables(self, model) -> tuple:
         return words_burst.count_tables()
@@ -210,6 +246,53 @@ class BurstWords(PypWords):
 
     def sample_hyper(self, model, tables, hyper, sampled, rng) -> dict:
         return words_burst.sample_hyper(self.side, tables, hyper, sampled, rng)
+
+    def frozen_words(self, frozen_phi):
+        return burst_heldout.frozen_words(frozen_phi)
+
+    def heldout_loglik(self, model, block, hyper, phi_vk, schedule, seed, partition):
+        return burst_heldout.heldout_loglik(model, block, hyper, phi_vk, schedule, seed, partition)
+
+    def left_to_right(self, model, block, hyper, phi_vk, settings):
+        return burst_heldout.left_to_right(model, block, hyper, phi_vk, settings)
+
+
+
+class BurstChainWords(BurstWords):
+    """hca's full burstiness: the burst vectors over a Pitman-Yor phi[topic] over a corpus root or chain
+    (:mod:`.words_burst_chain`: the [topic, column] side's kernel with the document as the value); a held-out
+    sweep (phi frozen) is :class:`BurstWords`' (its kernel chosen by :meth:`sweep_args`)."""
+
+    kernel = staticmethod(word_column.column_word_sweep)
+    owned_kernel = staticmethod(owned_chain.owned_chain_sweep)      # beside a shared Pitman-Yor topic vector
+
+    def count_tables(self, model) -> tuple:
+        return words_burst_chain.count_tables(model, self.side)
+
+    def initial_state(self, model, block, state: dict) -> None:
+        words_burst_chain.initial_state(model, block, state, self.side)
+
+    def table_counts(self, model, block, state: dict) -> dict:
+        return words_burst_chain.table_counts(model, block, state)
+
+    def sweep_args(self, model, block, state, net, nwk, words, mx) -> tuple:
+        if words[1].get(words_burst.FROZEN) is not None:
+            self.kernel, self.owned_kernel = word_bigram.bigram_word_sweep, owned_words.owned_word_sweep
+            return super().sweep_args(model, block, state, net, nwk, words, mx)
+        return words_burst_chain.sweep_args(model, block, state, net, nwk, words, mx, self.side)
+
+    def write_back(self, loc, nwk, words, z) -> None:
+        if loc is not None and "troot" not in loc:
+            words_burst_chain.write_back(loc, nwk, words)
+
+    def topic_word(self, model, tables, derived, hyper):
+        return words_burst_chain.topic_word(tables, self.side, hyper)
+
+    def loglik(self, model, tables, derived, hyper):
+        return words_burst_chain.loglik(tables, self.side, hyper)
+
+    def sample_hyper(self, model, tables, hyper, sampled, rng) -> dict:
+        return words_burst_chain.sample_hyper(self.side, tables, hyper, sampled, rng)
 
 
 class DeepWords(PypWords):
@@ -257,39 +340,6 @@ class DeepWords(PypWords):
         return words_chain.sample_hyper(self.side, tables, hyper, sampled, rng)
 
 
-class StackWords(DeepWords):
-    """A chain of word vectors with more than two levels per topic (:mod:`.words_stack`): the [topic, column]
-    side with one value whose bottom is a stack of levels; no owned kernel (refused beside a shared Pitman-Yor
-    topic vector: :func:`.shared_pyp.refused_word_side`)."""
-
-    kernel = staticmethod(word_stack.stack_word_sweep)
-    owned_kernel = None
-
-    def count_tables(self, model) -> tuple:
-        return words_stack.count_tables(model, self.side)
-
-    def initial_state(self, model, block, state: dict) -> None:
-        words_stack.initial_state(model, block, state, self.side)
-
-    def table_counts(self, model, block, state: dict) -> dict:
-        return words_stack.table_counts(model, block, state, self.side)
-
-    def sweep_args(self, model, block, state, net, nwk, words, mx) -> tuple:
-        return words_stack.word_args(model, block, state, nwk, words, mx, self.side, net)
-
-    def write_back(self, loc, nwk, words, z) -> None:
-        words_stack.write_back(loc, nwk, words, z)
-
-    def topic_word(self, model, tables, derived, hyper):
-        return words_stack.topic_word(tables, self.side, hyper)
-
-    def loglik(self, model, tables, derived, hyper):
-        return words_stack.loglik(tables, self.side, hyper)
-
-    def sample_hyper(self, model, tables, hyper, sampled, rng) -> dict:
-        return words_stack.sample_hyper(self.side, tables, hyper, sampled, rng)
-
-
 def owned_chain_args(pos, reseed, seed, uidx, *args):
     """:func:`owned_chain.owned_chain_sweep` on a chain's arguments (``args`` ending with the
     :data:`.words_chain.KERNEL_ARGS` of :func:`.words_chain.kernel_args`): no bottom level (``pb`` = -1, its arrays
@@ -326,11 +376,13 @@ def of(side: dict | None) -> DirichletWords:
     if side is None:
         return DirichletWords()
     if side.get("burst"):
-        return BurstWords(side)
+        return BurstChainWords(side) if "bottom" in side else BurstWords(side)
     if words_bigram_psi.is_psi(side):
         return BigramPsiWords(side)
     if side.get("middle"):
-        return StackWords(side)
+        return words_stack.StackWords(side)
     if side.get("column") or side.get("chain"):
         return DeepWords(side)
+    if side.get("multiplicity"):
+        return MultWords(side)
     return BigramWords(side) if side.get("bigram") else PypWords(side)

@@ -15,6 +15,7 @@ import numpy as np
 
 from drivers import storage
 from drivers.models.pdp_network import words_chain, words_pyp
+from drivers.models.pdp_network.shared_roots import flat_moved
 from drivers.models.pdp_network.words_pyp import own_customers
 from inference.gibbs.tables import CountTable, KeyedCounts
 
@@ -42,6 +43,25 @@ def context_column(side: dict | None) -> str | None:
     Dirichlet root or uniform vector per topic, the differential topic models' phi0 as a Dirichlet; ``words_pyp.
     ONE_VALUE`` for phi[topic] over one: every token's context 0), or None."""
     return (side or {}).get("context")
+
+
+def context_columns(side: dict | None) -> list[str] | None:
+    """The kept columns whose values' tuple is the context (one or several: ``[topic, column:A, column:B]``, a
+    context per (a, b), its code the flat index a |B| + b; session 25), or None (the previous word, one value)."""
+    column = context_column(side)
+    if column is None or column == words_pyp.ONE_VALUE:
+        return None
+    return [column] if isinstance(column, str) else list(column)
+
+
+def context_codes(columns, names: list[str], doc_ids) -> np.ndarray:
+    """(D,) the context code of documents: the flat index of their values of ``names`` (``columns``: the model's
+    :class:`.shared_roots.ColumnValues`; the last column varies fastest)."""
+    layout, sizes = columns.layout(doc_ids), columns.sizes()
+    code = np.zeros(len(doc_ids), np.int64)
+    for name in names:
+        code = code * sizes[name] + layout[name][0]
+    return code
 
 
 def column_keys(block, codes, V: int) -> np.ndarray:
@@ -291,7 +311,7 @@ class BigramArrays:
             return None
         if column == words_pyp.ONE_VALUE:       # phi[topic] over a Dirichlet root per topic: one context, 0
             return block.words.astype(np.int64)
-        return column_keys(block, self._columns.layout(block.doc_ids)[column][0], self.vocab_size)
+        return column_keys(block, context_codes(self._columns, context_columns(side), block.doc_ids), self.vocab_size)
 
     def word_hook(self, hyper: dict) -> tuple:
         """``(words_of, protocol)`` of :func:`drivers.models.pdp_network.left_to_right_scores.network_scores`: a bigram-topic word
@@ -338,8 +358,11 @@ class BigramArrays:
         taking the next, :meth:`.shared_roots.SharedRootsModel.continued_chain`; session 24)."""
         if CUSTOMERS in tables:
             start = context_column(hyper.get("word_pyp")) is None   # (a column's value codes stay: kept values keep
+            names, old = context_columns(hyper.get("word_pyp")), self.__dict__.get("_old_roots")       # theirs)
+            moved = None if names is None or len(names) < 2 or old is None else (   # several: the flat codes move
+                lambda g: flat_moved(g, [old.sizes[n] for n in names], [self._columns.sizes()[n] for n in names]))
             tables = dict(tables, **{name: rekeyed(tables[name], old_vocab_size, self.vocab_size, self.num_topics,
-                                                   start) for name in (CUSTOMERS, TABLES)})        # theirs)
+                                                   start, moved) for name in (CUSTOMERS, TABLES)})
         return super().grown_chain(tables, hyper, old_vocab_size)
 
 
@@ -353,12 +376,13 @@ def reads_previous_topics(raw) -> bool:
     return "previous_word" in spec.nodes[spec.topic.node].index
 
 
-def rekeyed(table: KeyedCounts, V0: int, V: int, K: int, start: bool = True) -> KeyedCounts:
+def rekeyed(table: KeyedCounts, V0: int, V: int, K: int, start: bool = True, contexts=None) -> KeyedCounts:
     """A keyed table over (w' V0 + w) K + k moved to (w' V + w) K + k, the start context w' = V0 to V (as tlm's
     N_{w|w't}, :meth:`drivers.models.tlm.model.TopicLM.grown_chain`; ``start`` False: the context a value code g,
-    kept); the counts unchanged."""
+    kept, or moved by ``contexts``, a function of the codes); the counts unchanged."""
     keys = np.asarray(table.keys, np.int64)
     prev, word, topic = keys // (V0 * K), (keys // K) % V0, keys % K
+    prev = prev if contexts is None else contexts(prev)
     moved = (np.where(start & (prev == V0), V, prev) * V + word) * K + topic
     order = np.argsort(moved, kind="stable")
     return KeyedCounts(moved[order], np.asarray(table.counts)[order])

@@ -32,6 +32,11 @@ def count_tables() -> tuple:
     return (CountTable(HIST, engine_stats.HIST_ROWS, 1, "keyed", cells_per_token=engine_stats.KEYS_PER_TOKEN),)
 
 
+def names(side: dict) -> tuple[str, str]:
+    """The burst vectors' discount and concentration names (over a Pitman-Yor phi[topic], the bottom level's)."""
+    return tuple(side["bottom"][:2]) if "bottom" in side else (side["a"], side["b"])
+
+
 def local_pairs(model, block) -> tuple[np.ndarray, np.ndarray]:
     """(the block's distinct keys d V + w (U,), d its local document; every token's pair (N,)), remembered."""
     got = model._memo("burst_pairs").get(block)
@@ -81,12 +86,17 @@ def table_counts(model, block, state: dict) -> dict:
     own_n = own_customers(uidx, state["z"], len(pairs), model.num_topics)
     own_t = np.asarray(state["word_t"], np.int64)
     vocab, twk = word_rows(pairs % V, own_t, model.num_topics)
-    N, T = restaurants(pairs, own_n, block.n_docs, V), restaurants(pairs, own_t, block.n_docs, V)
+    return {"nwk": (vocab.astype(np.int64), twk.astype(np.int32)), HIST: histogram(pairs, own_n, own_t, block.n_docs, V)}
+
+
+def histogram(pairs, own_n, own_t, D: int, V: int) -> tuple:
+    """``burst_hist``'s keys and counts: the occupied cells' (n, t), the live restaurants' (N_dk, T_dk)."""
+    N, T = restaurants(pairs, own_n, D, V), restaurants(pairs, own_t, D, V)
     occ, live = own_n > 0, N > 0
     keys = np.concatenate([engine_stats.hist_keys(0, 0, 0, own_n[occ], own_t[occ]),
                            engine_stats.hist_keys(1, 0, 0, N[live], T[live])])
     uniq, counts = np.unique(keys, return_counts=True)
-    return {"nwk": (vocab.astype(np.int64), twk.astype(np.int32)), HIST: (uniq, counts.astype(np.int32)[:, None])}
+    return uniq, counts.astype(np.int32)[:, None]
 
 
 def sweep_args(model, block, state, net, nwk, mx, side: dict, derived: dict) -> tuple:
@@ -108,8 +118,8 @@ def sweep_args(model, block, state, net, nwk, mx, side: dict, derived: dict) -> 
     mx[1] = max(int(mx[1]), int(tloc.max(initial=0)))
     head = (uidx, pairs % V, pairs // V)
     tail = (nloc, tloc, restaurants(pairs, own_n, block.n_docs, V), restaurants(pairs, tloc, block.n_docs, V),
-            troot, troot.sum(axis=0), own_n, own_t, net.a_names.index(side["a"]), net.b_names.index(side["b"]),
-            beta0)
+            troot, troot.sum(axis=0), own_n, own_t, net.a_names.index(names(side)[0]),
+            net.b_names.index(names(side)[1]), beta0)
     return (head, tail), ({"troot": troot} if frozen is None else None)
 
 
@@ -138,6 +148,13 @@ def phi_mean(nwk, beta0: float) -> np.ndarray:
 def loglik(tables: dict, a: float, b: float, beta0: float) -> float:
     """log p(w, t | z) of the side (E12): sum_cells log S^n_{t,a} + sum_dk log (b|a)_T / (b)_N, plus every
     topic's root a Dirichlet-multinomial of its customers t_kw (or uniform)."""
+    twk = np.asarray(tables["nwk"], np.float64)
+    return hist_loglik(tables, a, b) + sum(words_pyp.root_loglik(twk[:, k], beta0, twk.shape[0])
+                                           for k in range(twk.shape[1]))
+
+
+def hist_loglik(tables: dict, a: float, b: float) -> float:
+    """The burst vectors' part of (E12) from ``burst_hist``: sum_cells log S^n_{t,a} + sum_dk log (b|a)_T / (b)_N."""
     c, t, wc, N, T, wr = split(tables[HIST])
     total = 0.0
     if len(c):
@@ -145,8 +162,7 @@ def loglik(tables: dict, a: float, b: float, beta0: float) -> float:
         total += float((L[c, t] * wc).sum())
     for NN, TT, ww in zip(N, T, wr):
         total += ww * (log_poch_incr(b, a, int(TT)) - log_poch(b, int(NN)))
-    twk = np.asarray(tables["nwk"], np.float64)
-    return total + sum(words_pyp.root_loglik(twk[:, k], beta0, twk.shape[0]) for k in range(twk.shape[1]))
+    return total
 
 
 def sample_hyper(side: dict, tables: dict, hyper: dict, sampled: dict, rng) -> dict:

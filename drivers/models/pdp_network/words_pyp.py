@@ -49,8 +49,9 @@ def word_side(spec: NetworkSpec) -> dict | None:
     if burst is not None:
         return burst
     bigram = word.index == ("topic", "previous_word") and spec.word.index == ("topic", "previous_word")
-    column = len(word.index) == 2 and word.index[0] == "topic" and word.index[1].startswith("column:") \
-        and spec.word.index == word.index
+    column = len(word.index) >= 2 and word.index[0] == "topic" and spec.word.index == word.index \
+        and all(k.startswith("column:") for k in word.index[1:])       # (several columns: one context per tuple)
+    names = [k[len("column:"):] for k in word.index[1:]] if column else []
     par = word.parents[0] if len(word.parents) == 1 else None
     phi0 = spec.nodes[par.node] if par is not None else None
     psi_pyp = bigram and phi0 is not None and phi0.kind == "pyp"     # tlm's prior 2b (words_bigram_psi)
@@ -66,7 +67,10 @@ def word_side(spec: NetworkSpec) -> dict | None:
                                  f"side's '{word.name}' (not on the Gibbs engine)")      # (phi[topic]: one context)
         return {"a": word.a, "b": word.b, "beta0": float(phi0.alpha) if phi0.kind == "dirichlet" else 0.0,
                 "base": phi0.name, "bigram": True,
-                "context": word.index[1][len("column:"):] if column else ONE_VALUE}
+                "context": (names[0] if len(names) == 1 else names) if column else ONE_VALUE}
+    if len(names) > 1:
+        raise UsageError(f"network spec: node '{word.name}': a word side indexed by [topic] and several columns on "
+                         "the Gibbs engine is a Pitman-Yor family over a Dirichlet root or uniform vector per topic")
     if column or psi_pyp or per_topic:      # phi[topic(, column:C or previous_word)] over phi0[topic], over a chain
         if phi0 is None or par.if_missing is not None or par.index != ("topic",) or phi0.index != ("topic",) \
                 or phi0.kind != "pyp" or word.kind != "pyp":
@@ -122,26 +126,60 @@ def word_side(spec: NetworkSpec) -> dict | None:
     if len(chain) > 1:
         out.update(chain=[[nd.a, nd.b, nd.name] for nd in chain[1:]],
                    gammas=[float(nd.parents[0].gamma) for nd in chain])
+    elif spec.sampler in ("cmgs", "exact") and not bigram:
+        out["multiplicity"] = multiplicity_side(spec)
     return out
+
+
+def multiplicity_side(spec: NetworkSpec) -> str:
+    """The sampler of pyp-lda's word side under ``cmgs``/``exact``: it runs beside Dirichlet topic vectors
+    (:mod:`inference.pdpnet.word_mult`) or beside hdp-pyp-lda's topic side (hca.json: the token's vector over one
+    shared Pitman-Yor vector, :mod:`inference.pdpnet.cmgs_owned_words`; its shape checked with the shared vectors,
+    :func:`drivers.models.pdp_network.shared_pyp.check`); another Pitman-Yor topic vector is refused in one line
+    naming it."""
+    topic = spec.nodes[spec.topic.node]
+    for name in spec.order:
+        nd = spec.nodes[name]
+        if nd.over != "topic" or nd.kind != "pyp" or shared_level(nd) or name == topic.name and len(nd.parents) == 1 \
+                and shared_level(spec.nodes[nd.parents[0].node]) and spec.nodes[nd.parents[0].node].kind == "pyp":
+            continue
+        raise UsageError(f"network spec: node '{name}': a Pitman-Yor word side under \"sampler\": "
+                         f"\"{spec.sampler}\" runs beside Dirichlet topic vectors or hdp-pyp-lda's topic side "
+                         "(hca.json's shape); use \"sampler\": \"indicators\"")
+    return spec.sampler
+
+
+def shared_level(node) -> bool:
+    """Whether a node's vectors are shared by documents (indexed by corpus or a kept column)."""
+    return all(ix == "corpus" or ix.startswith("column:") for ix in node.index)
 
 
 def burst_side(spec) -> dict | None:
     """None unless the word draw is indexed by [topic, document]; then ``{"a", "b", "beta0", "base", "burst"}``
-    over a Dirichlet root or uniform vector per topic, else one line naming the node."""
+    over a Dirichlet root or uniform vector per topic; over a Pitman-Yor phi[topic] phi's side (:func:`word_side`:
+    "a", "b" phi's, a chain above it) with ``"bottom"`` [a, b, name] the burst vectors'; else one line naming the
+    node."""
     word = spec.nodes[spec.word.node]
     if word.index != BURST_INDEX and spec.word.index != BURST_INDEX:
         return None
     par = word.parents[0] if len(word.parents) == 1 else None
     phi = spec.nodes[par.node] if par is not None else None
     if word.kind != "pyp" or word.index != spec.word.index or phi is None or par.if_missing is not None \
-            or par.index != ("topic",) or phi.index != ("topic",) or phi.kind == "pyp" or phi.parents:
+            or par.index != ("topic",) or phi.index != ("topic",) or phi.kind != "pyp" and phi.parents:
         raise UsageError(f"network spec: node '{word.name}': a word side indexed by [topic, document] on the Gibbs "
-                         "engine is a Pitman-Yor family over one Dirichlet root or uniform vector per topic "
-                         "(phi[topic]; a Pitman-Yor phi[topic] under it is not on the engine)")
+                         "engine is a Pitman-Yor family over one vector per topic (phi[topic]: a Dirichlet root, "
+                         "the uniform, or a Pitman-Yor vector over corpus-level word vectors)")
     for nd in spec.nodes.values():
         if nd is not word and nd.kind == "pyp" and {nd.a, nd.b} & {word.a, word.b}:
             raise UsageError(f"network spec: node '{nd.name}' shares a discount or concentration with the word "
                              f"side's '{word.name}' (not on the Gibbs engine)")
+    if phi.kind == "pyp":       # hca's full burstiness: phi[topic] pyp-lda's chain (.words_burst_chain)
+        up = word_side(dataclasses.replace(spec, word=dataclasses.replace(spec.word, node=phi.name, index=("topic",))))
+        if {"bigram", "column", "bottom"} & set(up):
+            raise UsageError(f"network spec: node '{phi.name}': a Pitman-Yor phi[topic] under a word side indexed "
+                             "by [topic, document] on the Gibbs engine has one corpus-level parent")
+        return dict(up, burst=True, bottom=[word.a, word.b, word.name], bottom_gamma=float(par.gamma),
+                    gammas=up.get("gammas", [float(phi.parents[0].gamma)]))
     return {"a": word.a, "b": word.b, "beta0": float(phi.alpha) if phi.kind == "dirichlet" else 0.0,
             "base": phi.name, "burst": True}
 

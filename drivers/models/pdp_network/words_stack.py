@@ -19,6 +19,7 @@ from drivers import storage
 from drivers.models.pdp_network import words_chain, words_column, words_pyp
 from inference.errors import RefusedError
 from inference.gibbs.tables import CountTable
+from inference.pdpnet import word_stack
 
 MID = "word_col_mid"
 STATE = "word_bst"
@@ -180,6 +181,54 @@ def sample_hyper(side: dict, tables: dict, hyper: dict, sampled: dict, rng) -> d
         hyper = words_pyp.sample_cells_hyper({"a": a_name, "b": b_name}, bn[b][occ], bt[b][occ], BN[b], BT[b],
                                              hyper, sampled, rng)
     return words_chain.sample_hyper(side, up, hyper, sampled, rng)
+
+
+class StackWords:
+    """The word side object (:mod:`.word_sides`) of a chain with more than two levels per topic: the functions
+    above; no owned kernel (the split engine refuses it beside a shared Pitman-Yor topic vector:
+    :func:`.shared_pyp.check`)."""
+
+    kernel = staticmethod(word_stack.stack_word_sweep)
+    owned_kernel = None
+
+    def __init__(self, side: dict):
+        self.side = side
+
+    def count_tables(self, model) -> tuple:
+        return count_tables(model, self.side)
+
+    def initial_state(self, model, block, state: dict) -> None:
+        initial_state(model, block, state, self.side)
+
+    def table_counts(self, model, block, state: dict) -> dict:
+        return table_counts(model, block, state, self.side)
+
+    def sweep_args(self, model, block, state, net, nwk, words, mx) -> tuple:
+        return word_args(model, block, state, nwk, words, mx, self.side, net)
+
+    def write_back(self, loc, nwk, words, z) -> None:
+        write_back(loc, nwk, words, z)
+
+    def topic_word(self, model, tables, derived, hyper):
+        return topic_word(tables, self.side, hyper)
+
+    def loglik(self, model, tables, derived, hyper):
+        return loglik(tables, self.side, hyper)
+
+    def sample_hyper(self, model, tables, hyper, sampled, rng) -> dict:
+        return sample_hyper(self.side, tables, hyper, sampled, rng)
+
+    def frozen_words(self, frozen_phi):             # (held out: the model's, StackWordArrays.column_rows)
+        return None
+
+    def heldout_loglik(self, model, block, hyper, phi_vk, schedule, seed, partition):
+        return None
+
+    def left_to_right(self, model, block, hyper, phi_vk, settings):
+        return None
+
+    def grown_tables(self, model, tables: dict, hyper: dict, old_vocab_size: int) -> tuple[dict, dict]:
+        return tables, hyper        # (refresh refused: StackWordArrays.grown_chain)
 
 
 class StackWordArrays:
