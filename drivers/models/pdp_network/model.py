@@ -101,16 +101,19 @@ class PdpNetwork(words_stack.StackWordArrays, words_column.ColumnWordArrays, wor
         """The model as shipped to the executors: without what it remembers of the driver's blocks."""
         return {k: v for k, v in self.__dict__.items() if k != "_memos"}
 
+    def corpus_layout(self, block) -> CorpusLayout:
+        """The block's documents, segments, words and kept columns' values as the network compiler reads them."""
+        columns = self.__dict__.get("_columns")
+        return CorpusLayout(block.doc_ptr.astype(np.int64), block.seg_ptr.astype(np.int64),
+                            block.words.astype(np.int64), self.vocab_size,
+                            columns.layout(block.doc_ids) if columns is not None else {})
+
     def _compiled_raw(self, block, raw):
         key = json.dumps(raw, sort_keys=True)
         net = self._memo("nets").get(block, key)
         if net is None:
-            columns = self.__dict__.get("_columns")
-            layout = CorpusLayout(block.doc_ptr.astype(np.int64), block.seg_ptr.astype(np.int64),
-                                  block.words.astype(np.int64), self.vocab_size,
-                                  columns.layout(block.doc_ids) if columns is not None else {})
-            net = self._memo("nets").put(block, compile_network(parse_network(raw), layout, self.num_topics,
-                                                                word_side=False), key)
+            net = self._memo("nets").put(block, compile_network(parse_network(raw), self.corpus_layout(block),
+                                                                self.num_topics, word_side=False), key)
         return net
 
     def _local_counts(self, net, block, state) -> dict:

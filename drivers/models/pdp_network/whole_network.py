@@ -31,7 +31,7 @@ from inference.errors import RefusedError, UsageError
 from inference.gibbs.model import GibbsModel
 from inference.gibbs.tables import CountTable
 from inference.pdpnet import kernels
-from inference.pdpnet.compile import CorpusLayout, compile_network
+from inference.pdpnet.compile import compile_network
 from inference.pdpnet.sampler import StirlingStack, posterior_means, rebuild_counts, run_network, step_hyper
 from inference.pdpnet.spec import NetworkSpec, parse_network
 
@@ -146,11 +146,7 @@ class WholeNetworkMode:
         key = "whole:" + json.dumps(raw, sort_keys=True)
         net = self._memo("nets").get(block, key)
         if net is None:
-            columns = self.__dict__.get("_columns")
-            layout = CorpusLayout(block.doc_ptr.astype(np.int64), block.seg_ptr.astype(np.int64),
-                                  block.words.astype(np.int64), self.vocab_size,
-                                  columns.layout(block.doc_ids) if columns is not None else {})
-            net = compile_network(parse_network(raw), layout, self.num_topics, word_side=True)
+            net = compile_network(parse_network(raw), self.corpus_layout(block), self.num_topics, word_side=True)
             net.ancestors = kernels.ancestor_lists(net.par_ptr, net.par_node)
             self._memo("nets").put(block, net, key)
         return net
