@@ -44,6 +44,9 @@ def check(spec: NetworkSpec, families: list[str], word_side: dict | None) -> Non
         if (word_side or {}).get("middle"):         # (words_stack: no owned kernel)
             raise UsageError(f"network spec: node '{name}': a shared Pitman-Yor vector beside a chain of word "
                              "vectors with more than two levels per topic is not on the Gibbs engine")
+        if (word_side or {}).get("mix"):            # (words_mix: no owned kernel)
+            raise UsageError(f"network spec: node '{name}': a shared Pitman-Yor vector beside a word vector with "
+                             "several parents is not on the Gibbs engine")
 
 
 def multiplicity_shape(spec: NetworkSpec, families: list[str]) -> bool:

@@ -14,7 +14,8 @@ topics, the likelihood and the hyperparameter steps), each answered once here so
   :class:`BurstChainWords` over a Pitman-Yor phi[topic] (hca's full burstiness, :mod:`.words_burst_chain`);
 - :class:`DeepWords`: a chain of corpus-level Pitman-Yor word vectors (:mod:`.words_chain`) or a family by
   [topic, column:NAME] over phi0[topic] (:mod:`.words_column`);
-- :class:`.words_stack.StackWords`: a chain with more than two Pitman-Yor levels per topic.
+- :class:`.words_stack.StackWords`: a chain with more than two Pitman-Yor levels per topic;
+- :class:`.words_mix.MixWords`: a Pitman-Yor family by topic over several roots mixed by rho.
 The partition-owned sides take ``words`` = (their word tables, derived, the engine's tables) in a sweep and answer
 ``sweep_args`` with ((the kernel's arguments before ``z``, after the topic side's counts), the local arrays)."""
 from __future__ import annotations
@@ -22,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from drivers.models.pdp_network import (burst_heldout, words_bigram, words_bigram_psi, words_burst, words_burst_chain,
-                                        words_chain, words_column, words_pyp, words_stack)
+                                        words_chain, words_column, words_mix, words_pyp, words_stack)
 from inference.pdpnet import owned_chain, owned_words, word_bigram, word_chain, word_column, word_mult
 
 
@@ -381,6 +382,8 @@ def of(side: dict | None) -> DirichletWords:
         return BigramPsiWords(side)
     if side.get("middle"):
         return words_stack.StackWords(side)
+    if side.get("mix"):
+        return words_mix.MixWords(side)
     if side.get("column") or side.get("chain"):
         return DeepWords(side)
     if side.get("multiplicity"):

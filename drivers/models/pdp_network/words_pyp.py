@@ -48,6 +48,8 @@ def word_side(spec: NetworkSpec) -> dict | None:
     burst = burst_side(spec)      # a word vector per topic per document (burstiness, .words_burst)
     if burst is not None:
         return burst
+    if len(word.parents) > 1:       # several parents mixed by rho (.words_mix)
+        return mix_side(spec)
     bigram = word.index == ("topic", "previous_word") and spec.word.index == ("topic", "previous_word")
     column = len(word.index) >= 2 and word.index[0] == "topic" and spec.word.index == word.index \
         and all(k.startswith("column:") for k in word.index[1:])       # (several columns: one context per tuple)
@@ -129,6 +131,36 @@ def word_side(spec: NetworkSpec) -> dict | None:
     elif spec.sampler in ("cmgs", "exact") and not bigram:
         out["multiplicity"] = multiplicity_side(spec)
     return out
+
+
+def mix_side(spec: NetworkSpec) -> dict:
+    """A Pitman-Yor phi[topic] over P >= 2 parents mixed by rho (:mod:`.words_mix`): ``{"a", "b", "beta0": 0,
+    "base"}`` and ``"mix"`` [name, index ("corpus" or "topic"), kind, alpha, gamma] per parent edge (spec order),
+    ``"gamma_sum"`` (-1: fixed weights 1/P); one line naming the node for another shape."""
+    word = spec.nodes[spec.word.node]
+    if word.kind != "pyp" or word.mixture or word.index != ("topic",) or spec.word.index != ("topic",):
+        raise UsageError(f"network spec: node '{word.name}': a word vector with several parents on the Gibbs engine "
+                         "is a Pitman-Yor family indexed by [topic] (not a mixture node)")
+    mix = []
+    for ref in word.parents:
+        nd = spec.nodes[ref.node]
+        children = [c.name for c in spec.nodes.values() for r in c.parents if r.node == nd.name]
+        if nd.kind == "pyp" or nd.over != "word" or ref.if_missing is not None or ref.index != nd.index \
+                or nd.index not in (("corpus",), ("topic",)) or children != [word.name]:
+            raise UsageError(f"network spec: node '{nd.name}': a parent of the word vector '{word.name}' with several "
+                             "parents on the Gibbs engine is a Dirichlet root or uniform vector over words indexed "
+                             "by [corpus] or [topic], its only child (a Pitman-Yor parent is not split yet)")
+        mix.append([nd.name, nd.index[0], nd.kind, float(nd.alpha), float(ref.gamma)])
+    for nd in spec.nodes.values():
+        if nd is not word and nd.kind == "pyp" and {nd.a, nd.b} & {word.a, word.b}:
+            raise UsageError(f"network spec: node '{nd.name}' shares a discount or concentration with the word "
+                             f"side's '{word.name}' (not on the Gibbs engine)")
+    fixed = word.weights == "uniform"
+    if fixed:
+        for m in mix:
+            m[4] = 1.0 / len(mix)
+    return {"a": word.a, "b": word.b, "beta0": 0.0, "base": mix[0][0], "mix": mix,
+            "gamma_sum": -1.0 if fixed else float(sum(m[4] for m in mix))}
 
 
 def multiplicity_side(spec: NetworkSpec) -> str:
