@@ -109,3 +109,128 @@ def test_a_wrong_rho_weight_fails_it():
     """The same comparison with the edges' gammas swapped differs (the test can fail)."""
     with pytest.raises(AssertionError):
         run_against_the_network_sampler(gammas=[1.3, 0.7])
+
+
+def _model(tmp_path, spec: dict, K_=K, V_=V):
+    from drivers.models.pdp_network.model import PdpNetwork
+
+    (tmp_path / "mix.json").write_text(json.dumps(spec))
+    model = PdpNetwork(K_, V_)
+    return model, model.initial_hyper(network=str(tmp_path / "mix.json"))
+
+
+def _summed(model, blocks, states):
+    from inference.gibbs.tables import merge
+
+    parts = [model.table_counts(blk, st, np.unique(blk.words, return_inverse=True)) for blk, st in zip(blocks, states)]
+    return {tb.name: merge(tb, [c[tb.name] for c in parts]) for tb in model.count_tables()}
+
+
+def test_one_engine_partition_samples_the_networks_joint(tmp_path):
+    """One engine partition (the model's ``sweep_tables`` on its local copies, as one partition's synchronisations
+    leave them) visits every (z, s) of a tiny network (K = 2, V = 2, 3 tokens, 72 states; phi[topic] over base[topic] and bg,
+    gammas 0.3 and 2.0) with the frequencies of its corrected joint (E12) enumerated over all legal states
+    (tests/kernels/pdpnet_reference.py): 12,000 sweeps, chi-square p > 1e-3, total variation < 0.06 (0.032). The
+    same frequencies reject the joint with the two gammas swapped (a wrong rho weight: TV 0.77) and the literal
+    (E12) (TV 0.37)."""
+    from inference.gibbs.block import SegmentedBlock
+    from tests.kernels.pdpnet_reference import enumerate_states
+    from tests.kernels.test_pdpnet_sampler import _chi_square
+
+    V2, K2 = 2, 2
+    docs = [[0, 0], [1]]
+    spec = mix_spec(a=0.3, b=1.2)
+    spec["nodes"]["phi"]["parents"][0]["gamma"], spec["nodes"]["phi"]["parents"][1]["gamma"] = 0.3, 2.0
+    model, hyper = _model(tmp_path, spec, K2, V2)
+    assert hyper["word_pyp"]["mix"] == [["base", "topic", "dirichlet", 0.2, 0.3], ["bg", "corpus", "dirichlet", 0.4,
+                                                                                  2.0]]
+    block = SegmentedBlock.from_segments([(f"d{i}", [d]) for i, d in enumerate(docs)])
+    state = model.initial_state(block, hyper, 3)
+    tables = _summed(model, [block], [state])
+    derived = model.derive(tables)
+    net = compile_network(parse_network(spec), CorpusLayout.of([[d] for d in docs], V2), K2)
+    states = enumerate_states(net)
+    index = {(z, s): r for r, (z, s, _) in enumerate(states)}
+    uidx = np.unique(block.words, return_inverse=True)[1].reshape(-1)
+    obs = np.zeros(len(states))
+    for it in range(12000):
+        model.sweep_tables(block, state, hyper, tables, derived, 1000 + it)
+        s = np.zeros(int(net.eoff[-1]), np.int64)
+        for i, (u, w) in enumerate(zip(uidx, block.words)):
+            for k in range(K2):
+                j = net.word_inst[i, k]
+                for e in range(2):
+                    s[net.eoff[net.par_ptr[j] + e] + w] = state["word_ms"][e, u, k]
+        obs[index[(tuple(int(k) for k in state["z"]), tuple(int(x) for x in s))]] += 1
+    tv, pval = _chi_square(states, obs)
+    assert tv < 0.06 and pval > 1e-3, (len(states), tv, pval)
+    assert len(states) == 72 and (obs > 0).sum() >= 65
+    spec["nodes"]["phi"]["parents"][0]["gamma"], spec["nodes"]["phi"]["parents"][1]["gamma"] = 2.0, 0.3
+    wrong = compile_network(parse_network(spec), CorpusLayout.of([[d] for d in docs], V2), K2)
+    tv_w, pval_w = _chi_square(enumerate_states(wrong), obs)
+    assert pval_w < 1e-6, (tv_w, pval_w)
+    tv_lit, pval_lit = _chi_square(enumerate_states(net, literal=True), obs)
+    assert pval_lit < 1e-6, (tv_lit, pval_lit)
+
+
+def test_two_partitions_through_the_engines_hooks(tmp_path):
+    """Two partitions, two sweeps per synchronisation, 6 iterations (no Spark): the summed tables are the
+    partitions' states (0 <= sum_e s^p <= n^p), t <= n per cell and t >= 1 where n > 0 but for races (on these 16
+    tiny documents, 30 iterations: 5.8% of the occupied cells, pyp-lda's side 5.6%; at most a quarter here), both
+    edges hold tables, a and b move, the topics sum to 1, the likelihood is finite."""
+    from drivers.models.pdp_network import words_mix, words_pyp
+    from inference.gibbs.block import SegmentedBlock
+
+    V9 = 9
+    rng = np.random.default_rng(3)
+    docs = [(f"d{i:02d}", [list(rng.integers(0, V9, rng.integers(2, 12)))]) for i in range(16)]
+    model, hyper = _model(tmp_path, mix_spec(sample=True), K, V9)
+    blocks = [SegmentedBlock.from_segments(docs[p::2]) for p in range(2)]
+    states = [model.initial_state(blk, hyper, 5 + p) for p, blk in enumerate(blocks)]
+    start = (hyper["a_values"]["phi.a"], hyper["b_values"]["phi.b"])
+    moved = 0
+    for it in range(6):
+        tables = _summed(model, blocks, states)
+        before = [st["z"].copy() for st in states]
+        for p, (blk, st) in enumerate(zip(blocks, states)):
+            own = {name: np.array(tab, copy=True) for name, tab in tables.items() if isinstance(tab, np.ndarray)}
+            derived = model.derive(own)
+            model.sweep_tables(blk, st, hyper, own, derived, 100 * it + p)
+            model.sweep_tables(blk, st, hyper, own, derived, 100 * it + p + 50)
+        moved += sum(int((b0 != st["z"]).sum()) for b0, st in zip(before, states))
+        new = _summed(model, blocks, states)
+        n, s = new["nwk"].astype(np.int64), new[words_mix.TABLE].reshape(2, V9, K)
+        t = s.sum(axis=0)
+        assert np.all(t <= n) and ((n > 0) & (t == 0)).sum() <= (n > 0).sum() // 4     # (races: pyp-lda's rate)
+        for blk, st in zip(blocks, states):
+            vocab, uidx = np.unique(blk.words, return_inverse=True)
+            own = words_pyp.own_customers(uidx.reshape(-1), st["z"], len(vocab), K)
+            ms = st[words_mix.STATE]
+            assert np.all(ms >= 0) and np.all(ms.sum(axis=0) <= own)
+        hyper = model.global_step(new, hyper, model.partition_stats(blocks[0], states[0], hyper, it), it)[1]
+        assert np.isfinite(model.loglik(new, model.derive(new), hyper))
+    assert moved > 20 and (t < n).any() and s[0].sum() > 0 and s[1].sum() > 0
+    assert (hyper["a_values"]["phi.a"], hyper["b_values"]["phi.b"]) != start and \
+        hyper["a_values"]["phi.a"] != start[0] and hyper["b_values"]["phi.b"] != start[1]
+    phi = model.sample_topic_word(new, model.derive(new), hyper)
+    np.testing.assert_allclose(phi.sum(axis=1), 1.0)
+
+
+@pytest.mark.parametrize("change,message", [
+    (lambda sp: sp["nodes"]["bg"].update(index=["document"]), "node 'bg': a parent of the word vector 'phi'"),
+    (lambda sp: sp["nodes"].update(bg={"index": ["corpus"], "over": "word", "pyp": {"a": 0.5, "b": 1.0},
+                                       "parents": [{"node": "base", "index": ["topic"]}]}), "node 'bg'"),
+])
+def test_other_shapes_are_refused_in_one_line(change, message):
+    from drivers.models.pdp_network import words_pyp
+    from inference.errors import UsageError
+
+    spec = mix_spec()
+    change(spec)
+    try:
+        parsed = parse_network(spec)
+    except UsageError:
+        return                                  # (the parser's own refusal)
+    with pytest.raises(UsageError, match=message) as info:
+        words_pyp.word_side(parsed)
+    assert "\n" not in str(info.value)
