@@ -17,7 +17,7 @@ SPEC = registry.MODELS.get("pdp-network")
 SHIPPED_SEGMENTS = {"lda": False, "hdp-lda": False, "pyp-lda": False, "pyp-lda-2": False, "wallach-as": False,
                     "hdp-pyp-lda": False, "author-topic": False, "tlm": False, "tlm-h2b": False, "hca": False,
                     "hca-2": False, "burst-lda": False, "burst-pyp-lda": False, "hca-burst": False,
-                    "topic-transition": False, "pyp-lda-3": False,
+                    "topic-transition": False, "pyp-lda-3": False, "pyp-lda-mix": False,
                     "stm": True, "seqlda": True, "adatm": True}
 
 

@@ -7,7 +7,8 @@ after iteration 3 and resumed from its checkpoint is the uninterrupted chain; an
 seqlda.json under CMGS (and under the exact multiplicity sampler) likewise, and trained on local[1] (another Spark application) the same model bit for bit;
 and roots indexed by a kept column (``column``) or by a list column (``authors``: a document's vector over the mean
 of its authors' roots); and a word side indexed by [topic, column:group] (``dtm``); and three Pitman-Yor word
-levels per topic over a corpus-level one (``pyp-lda-4``, :mod:`drivers.models.pdp_network.words_stack`); and
+levels per topic over a corpus-level one (``pyp-lda-4``, :mod:`drivers.models.pdp_network.words_stack`); and a
+word vector over two roots mixed by rho (``pyp-lda-mix``, :mod:`drivers.models.pdp_network.words_mix`); and
 tlm.json (phi[topic, previous_word] over psi[topic]: its keyed tables, each partition's own indicators), likewise."""
 from __future__ import annotations
 
@@ -122,7 +123,7 @@ def spec_file(tmp_path_factory):
 @pytest.mark.parametrize("which", ["hdp-lda", "sampled", "pyp-lda", "seqlda", "column", "hdp-pyp-lda", "authors",
                                    "authors-pyp", "pyp-lda-2", "hca", "hca-2", "pyp-topics", "adatm-cmgs",
                                    "dtm", "two-parents", "seqlda-exact", "hdp-pyp-lda-cmgs", "pyp-lda-cmgs",
-                                   "pyp-lda-exact", "hca-exact", "pyp-topics-exact", "pyp-lda-4"])
+                                   "pyp-lda-exact", "hca-exact", "pyp-topics-exact", "pyp-lda-4", "pyp-lda-mix"])
 def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(spark_session, blocks, spec_file,
                                                                                 group_corpus, tmp_path, which):
     network = spec_file if which == "sampled" else which
@@ -149,7 +150,7 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
             (("word_chain",) if which in ("pyp-lda-2", "hca-2") else ()) + \
             (("word_col_n", "word_col_t", "word_tables") if which == "dtm" else ()) + \
             (("word_col_n", "word_col_t", "word_col_mid", "word_tables", "word_chain") if which == "pyp-lda-4"
-             else ()) + \
+             else ()) + (("word_mix",) if which == "pyp-lda-mix" else ()) + \
             (("network_tp",) if which in ("hdp-pyp-lda", "authors-pyp", "hca", "hca-2", "pyp-topics", "two-parents",
                                           "hdp-pyp-lda-cmgs", "hca-exact", "pyp-topics-exact") else ()) + \
             (("network_ts",) if which == "two-parents" else ()):
@@ -182,6 +183,12 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
         assert (bt < bn).any() and (mid < bt).any() and tnu.sum() > 0
         assert all(result.hyper[f"{k}_values"][f"{x}.{k}"] != v
                    for x in ("phi", "phi1", "phi2", "nu") for k, v in (("a", .5), ("b", 10)))
+        np.testing.assert_allclose(result.topic_word.sum(axis=1), 1.0)
+    elif which == "pyp-lda-mix":  # phi[topic] over base[topic] and background mixed by rho: tables per edge
+        n, s = result.tables["nwk"], result.tables["word_mix"].reshape(2, V, K)
+        assert np.all(s.sum(axis=0) <= n) and (s.sum(axis=0) < n).any() and s[0].sum() > 0 and s[1].sum() > 0
+        assert ((n > 0) & (s.sum(axis=0) == 0)).sum() <= (n > 0).sum() // 10     # (races, read as one table)
+        assert result.hyper["a_values"]["phi.a"] != 0.5 and result.hyper["b_values"]["phi.b"] != 10.0
         np.testing.assert_allclose(result.topic_word.sum(axis=1), 1.0)
     elif which in ("hca", "hca-exact"):   # hdp-pyp-lda's topic side and pyp-lda's word side, both sides' tables
         n, t = result.tables["nwk"], result.tables["word_tables"]     # owned (exact: in multiplicity form)
@@ -251,7 +258,7 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
         fit(spark_session, blocks, tmp_path / "ckpt", network, stop_after=3)
     assert_same_runs(fit(spark_session, blocks, tmp_path / "ckpt", network, resume=True), run)
     if which in ("pyp-lda", "hdp-pyp-lda", "pyp-lda-2", "hca", "hca-2", "dtm", "hdp-pyp-lda-cmgs",   # resident
-                 "pyp-lda-cmgs", "pyp-lda-4"):
+                 "pyp-lda-cmgs", "pyp-lda-4", "pyp-lda-mix"):
         assert_same_runs(fit(spark_session, blocks, tmp_path / "resident", network, sync="resident"), run)
 
 

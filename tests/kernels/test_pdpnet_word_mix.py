@@ -217,9 +217,11 @@ def test_two_partitions_through_the_engines_hooks(tmp_path):
 
 
 @pytest.mark.parametrize("change,message", [
-    (lambda sp: sp["nodes"]["bg"].update(index=["document"]), "node 'bg': a parent of the word vector 'phi'"),
     (lambda sp: sp["nodes"].update(bg={"index": ["corpus"], "over": "word", "pyp": {"a": 0.5, "b": 1.0},
-                                       "parents": [{"node": "base", "index": ["topic"]}]}), "node 'bg'"),
+                                       "parents": [{"node": "uni", "index": ["corpus"]}]},
+                                   uni={"index": ["corpus"], "over": "word", "uniform": True}),
+     "node 'bg': a parent of the word vector 'phi' with several parents on the Gibbs engine is a Dirichlet root"),
+    (lambda sp: sp["nodes"]["base"].update(index=["corpus"]), "node 'phi': 'base' expects a corpus index"),
 ])
 def test_other_shapes_are_refused_in_one_line(change, message):
     from drivers.models.pdp_network import words_pyp
@@ -227,10 +229,20 @@ def test_other_shapes_are_refused_in_one_line(change, message):
 
     spec = mix_spec()
     change(spec)
-    try:
-        parsed = parse_network(spec)
-    except UsageError:
-        return                                  # (the parser's own refusal)
     with pytest.raises(UsageError, match=message) as info:
-        words_pyp.word_side(parsed)
+        words_pyp.word_side(parse_network(spec))
     assert "\n" not in str(info.value)
+
+
+def test_the_shipped_spec_runs_split_and_the_pypless_parent_shapes_too():
+    """pyp-lda-mix.json (and the test's shapes) are not sent to whole-network mode: no refusal, any partitions; the
+    registry's model answers the split model's hyperparameters (no ``whole_network`` entry)."""
+    from drivers.models.pdp_network.whole_network import WHOLE, NetworkModel, split_refusal, spec_of
+
+    assert split_refusal(spec_of({"network": "pyp-lda-mix"})) is None
+    assert NetworkModel.corpus_partitions({"network": "pyp-lda-mix"}) is None
+    for args in [("uniform", "dirichlet"), ("dirichlet", "uniform")]:
+        assert NetworkModel.corpus_partitions({"network": mix_spec(*args)}) is None
+    hyper = NetworkModel(3, 10).initial_hyper(network="pyp-lda-mix")
+    assert WHOLE not in hyper and hyper["word_pyp"]["mix"][1][:3] == ["background", "corpus", "dirichlet"]
+    assert hyper["word_pyp"]["gamma_sum"] == 2.0

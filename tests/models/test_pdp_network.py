@@ -79,8 +79,10 @@ HDP3 = {"nodes": {"top": {"index": ["corpus"], "over": "topic", "dirichlet": 1.0
 
 
 PYP2 = {"nodes": {"theta": {"index": ["document"], "over": "topic", "dirichlet": 0.1},     # two parents: a Dirichlet
-                  "base": {"index": ["topic"], "over": "word", "dirichlet": 0.5},              # root per topic (alone:
-                  "words": {"index": ["corpus"], "over": "word", "dirichlet": 0.5},            # runs) and a corpus one
+                  "base": {"index": ["topic"], "over": "word", "dirichlet": 0.5},              # root per topic and a
+                  "uni": {"index": ["corpus"], "over": "word", "uniform": True},               # corpus PYP (two roots
+                  "words": {"index": ["corpus"], "over": "word", "pyp": {"a": 0.5, "b": 5.0},  # run: words_mix)
+                            "parents": [{"node": "uni", "index": ["corpus"]}]},
                   "phi": {"index": ["topic"], "over": "word", "pyp": {"a": 0.5, "b": 10.0},
                           "parents": [{"node": "base", "index": ["topic"]}, {"node": "words", "index": ["corpus"]}]}},
         "topic": {"node": "theta", "index": ["document"]}, "word": {"node": "phi", "index": ["topic"]}}
@@ -89,7 +91,8 @@ PYP2 = {"nodes": {"theta": {"index": ["document"], "over": "topic", "dirichlet":
 @pytest.mark.parametrize("name,message", [
     ("hdp3", "node 'mid': a shared Pitman-Yor vector under \"sampler\": \"cmgs\" runs below it document vectors "
              "only"),
-    ("pyp2", "node 'phi': a Pitman-Yor word side on the Gibbs engine has one parent, a corpus-level Dirichlet"),
+    ("pyp2", "node 'words': a parent of the word vector 'phi' with several parents on the Gibbs engine is a "
+             "Dirichlet root or uniform vector"),
     ("no-such-spec", "--network no-such-spec: no such file, nor a shipped spec"),
 ])
 def test_what_the_engine_cannot_run_is_refused_in_one_line(name, message, tmp_path):
