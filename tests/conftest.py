@@ -194,6 +194,8 @@ PDP_HCA = ("--model", "pdp-network", "--network", "hca", *PDP_HDP_PYP[4:])
 PDP_BURST = ("--model", "pdp-network", "--network", "burst-lda", *PDP_HDP_PYP[4:])
 #: pdp-network's pyp-lda.json under cmgs (its word side in multiplicity form, inference.pdpnet.word_mult), likewise
 PDP_PYP_LDA_CMGS = ("--model", "pdp-network", "--network", "pyp-lda", *PDP_HDP_PYP[4:], "--sampler", "cmgs")
+#: pdp-network's pyp-lda-mix.json (a word vector over two roots mixed by rho, drivers/models/pdp_network/words_mix.py)
+PDP_PYP_LDA_MIX = ("--model", "pdp-network", "--network", "pyp-lda-mix", *PDP_HDP_PYP[4:])
 
 
 def pdp_pyp_lda_4(folder) -> tuple:
@@ -259,7 +261,8 @@ def local1_models(tiny_corpora_of_kind, synthetic_lda, tmp_path_factory):
              "pdp-burst": ["--corpus", tiny_corpora_of_kind[registry.SEGMENTED], *map(str, PDP_BURST)],
              "pdp-pyp-lda-cmgs": ["--corpus", tiny_corpora_of_kind[registry.SEGMENTED],
                                   *map(str, PDP_PYP_LDA_CMGS)],
-             "pdp-pyp-lda-4": ["--corpus", tiny_corpora_of_kind[registry.SEGMENTED], *map(str, pdp_pyp_lda_4(out))]}
+             "pdp-pyp-lda-4": ["--corpus", tiny_corpora_of_kind[registry.SEGMENTED], *map(str, pdp_pyp_lda_4(out))],
+             "pdp-pyp-lda-mix": ["--corpus", tiny_corpora_of_kind[registry.SEGMENTED], *map(str, PDP_PYP_LDA_MIX)]}
     env = dict(os.environ, SPARK_TOPICS_SPARK_LOG_LEVEL="ERROR")
     run = subprocess.run([sys.executable, os.path.join(TESTS, "train_every_model.py"), "local[1]", str(out),
                           tiny_corpora_of_kind[registry.SEGMENTED], tiny_corpora_of_kind[registry.ALIGNED],

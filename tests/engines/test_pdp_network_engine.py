@@ -263,7 +263,7 @@ def test_global_tables_are_the_recount_hyper_moves_and_resume_is_the_same_chain(
 
 
 @pytest.mark.parametrize("which", ["pdp-seqlda-cmgs", "pdp-hdp-pyp", "pdp-pyp-lda-2", "pdp-hca", "pdp-burst",
-                                   "pdp-hdp-pyp-cmgs", "pdp-pyp-lda-cmgs", "pdp-pyp-lda-4"])
+                                   "pdp-hdp-pyp-cmgs", "pdp-pyp-lda-cmgs", "pdp-pyp-lda-4", "pdp-pyp-lda-mix"])
 def test_seqlda_cmgs_is_the_same_on_local1(spark_session, tiny_corpora_of_kind, local1_models, tmp_path, which):
     """seqlda.json under ``--sampler cmgs`` (and hdp-pyp-lda.json: a corpus-level Pitman-Yor vector, its tables
     owned by partitions; pyp-lda-2.json: a chain of Pitman-Yor word vectors, likewise; hca.json: a shared Pitman-Yor
@@ -273,14 +273,14 @@ def test_seqlda_cmgs_is_the_same_on_local1(spark_session, tiny_corpora_of_kind, 
     import pandas as pd
 
     from conftest import (PDP_BURST, PDP_HCA, PDP_HDP_PYP, PDP_HDP_PYP_CMGS, PDP_PYP_LDA_2, PDP_PYP_LDA_CMGS,
-                          PDP_SEQLDA_CMGS, pdp_pyp_lda_4, train_args)
+                          PDP_PYP_LDA_MIX, PDP_SEQLDA_CMGS, pdp_pyp_lda_4, train_args)
     from drivers import registry
     from drivers.store.model_store import load_model
     from jobs import train
 
     flags = {"pdp-seqlda-cmgs": PDP_SEQLDA_CMGS, "pdp-hdp-pyp": PDP_HDP_PYP, "pdp-pyp-lda-2": PDP_PYP_LDA_2,
              "pdp-hca": PDP_HCA, "pdp-burst": PDP_BURST, "pdp-hdp-pyp-cmgs": PDP_HDP_PYP_CMGS,
-             "pdp-pyp-lda-cmgs": PDP_PYP_LDA_CMGS,
+             "pdp-pyp-lda-cmgs": PDP_PYP_LDA_CMGS, "pdp-pyp-lda-mix": PDP_PYP_LDA_MIX,
              "pdp-pyp-lda-4": None}[which] or pdp_pyp_lda_4(tmp_path)
     train.train(spark_session, train_args(tiny_corpora_of_kind[registry.SEGMENTED], tmp_path / "m", *flags))
     other = local1_models / which
