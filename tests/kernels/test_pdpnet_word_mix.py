@@ -246,3 +246,30 @@ def test_the_shipped_spec_runs_split_and_the_pypless_parent_shapes_too():
     hyper = NetworkModel(3, 10).initial_hyper(network="pyp-lda-mix")
     assert WHOLE not in hyper and hyper["word_pyp"]["mix"][1][:3] == ["background", "corpus", "dirichlet"]
     assert hyper["word_pyp"]["gamma_sum"] == 2.0
+
+
+def test_the_drivers_a_and_b_step_is_the_in_process_step():
+    """Given the same state (the in-process sampler's after 3 sweeps) and the same random numbers, the word side's
+    driver step (:func:`words_mix.sample_hyper`: q_k ~ Beta(b, N_k), slice steps of b and a on the cells' (c,
+    t = sum_e s) and the topics' T) draws the a and b :func:`inference.pdpnet.sampler.step_hyper` draws."""
+    from drivers.models.pdp_network import words_mix
+    from inference.pdpnet.sampler import step_hyper
+
+    rng = np.random.default_rng(11)
+    docs = [[list(rng.integers(0, V, rng.integers(3, 12)))] for _ in range(10)]
+    spec = mix_spec(sample=True)
+    net = compile_network(parse_network(spec), CorpusLayout.of(docs, V), K)
+    sm = NetworkSampler(net, seed=4)
+    for _ in range(3):
+        sm.sweep()
+    n, s = state_of(net, sm)[:2]
+    side = {"a": "phi.a", "b": "phi.b", "mix": [["base", "topic", "dirichlet", 0.2, 0.7],
+                                                ["bg", "corpus", "dirichlet", 0.4, 1.3]], "gamma_sum": 2.0}
+    got = words_mix.sample_hyper(side, {"nwk": n, words_mix.TABLE: s.reshape(-1, K)},
+                                 {"a_values": {"phi.a": 0.4}, "b_values": {"phi.b": 1.5}},
+                                 {"phi.a": True, "phi.b": True}, np.random.default_rng(7))
+    avals, bvals = net.a_values.copy(), net.b_values.copy()
+    step_hyper(net, {"n": sm.n, "tc": sm.tc, "tp": sm.tp, "Nn": sm.Nn, "TC": sm.TC, "TP": sm.TP}, avals, bvals,
+               np.random.default_rng(7))
+    assert got["a_values"]["phi.a"] == avals[net.a_names.index("phi.a")] != 0.4
+    assert got["b_values"]["phi.b"] == bvals[net.b_names.index("phi.b")] != 1.5
