@@ -18,6 +18,7 @@ import numpy as np
 from scipy.special import gammaln
 
 from drivers.models.pdp_network import words_pyp
+from drivers.models.pdp_network.words_dirichlet import DirichletWords
 from inference.errors import RefusedError
 from inference.gibbs.tables import CountTable
 from inference.pdpnet import word_mix
@@ -166,16 +167,13 @@ def sample_hyper(side: dict, tables: dict, hyper: dict, sampled: dict, rng) -> d
     return words_pyp.sample_cells_hyper(side, n[occ], t[occ], n.sum(axis=0), t.sum(axis=0), hyper, sampled, rng)
 
 
-class MixWords:
+class MixWords(DirichletWords):
     """The word side object (:mod:`.word_sides`) of a word vector with several parents: the functions above; no
     owned kernel (beside a shared Pitman-Yor topic vector the split engine refuses it: :func:`.shared_pyp.check`);
-    held-out documents read its posterior means (the model's paths)."""
+    the held-out hooks the base's (None: the model's paths read its posterior means); refresh refused."""
 
     kernel = staticmethod(word_mix.mix_word_sweep)
     owned_kernel = None
-
-    def __init__(self, side: dict):
-        self.side = side
 
     def count_tables(self, model) -> tuple:
         return count_tables(model, self.side)
@@ -201,15 +199,6 @@ class MixWords:
 
     def sample_hyper(self, model, tables, hyper, sampled, rng) -> dict:
         return sample_hyper(self.side, tables, hyper, sampled, rng)
-
-    def frozen_words(self, frozen_phi):
-        return None
-
-    def heldout_loglik(self, model, block, hyper, phi_vk, schedule, seed, partition):
-        return None
-
-    def left_to_right(self, model, block, hyper, phi_vk, settings):
-        return None
 
     def grown_tables(self, model, tables: dict, hyper: dict, old_vocab_size: int) -> tuple[dict, dict]:
         raise RefusedError("refresh: a word vector with several parents mixed by rho is not continued (retrain)")
