@@ -5,8 +5,6 @@ cell's customers and tables per edge); one engine partition through the model's 
 enumerated; two partitions keep the tables legal and move a and b."""
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 
@@ -112,18 +110,15 @@ def test_a_wrong_rho_weight_fails_it():
 
 
 def _model(tmp_path, spec: dict, K_=K, V_=V):
-    from drivers.models.pdp_network.model import PdpNetwork
+    from pdp_hooks import spec_model
 
-    (tmp_path / "mix.json").write_text(json.dumps(spec))
-    model = PdpNetwork(K_, V_)
-    return model, model.initial_hyper(network=str(tmp_path / "mix.json"))
+    return spec_model(tmp_path, spec, K_, V_, "mix.json")
 
 
 def _summed(model, blocks, states):
-    from inference.gibbs.tables import merge
+    from pdp_hooks import summed
 
-    parts = [model.table_counts(blk, st, np.unique(blk.words, return_inverse=True)) for blk, st in zip(blocks, states)]
-    return {tb.name: merge(tb, [c[tb.name] for c in parts]) for tb in model.count_tables()}
+    return summed(model, blocks, states)
 
 
 def test_one_engine_partition_samples_the_networks_joint(tmp_path):
