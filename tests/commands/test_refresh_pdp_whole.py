@@ -35,18 +35,24 @@ SHARED_B = {"name": "shared-b", "parameters": {"b_shared": {"value": 5.0, "sampl
 
 
 @pytest.fixture(scope="module")
+def bow_corpus(request):
+    """The 30 documents as a bag of words (made once per test run, tests/commands/test_refresh_gibbs_steps.py)."""
+    return request.getfixturevalue("step_corpora") / "bow"
+
+
+@pytest.fixture(scope="module")
 def spec_file(tmp_path_factory):
     path = tmp_path_factory.mktemp("whole_spec") / "shared-b.json"
     path.write_text(json.dumps(SHARED_B))
     return str(path)
 
 
-def test_a_refresh_where_the_data_are_the_same_continues_the_uninterrupted_chain(spark_session, step_corpora,
+def test_a_refresh_where_the_data_are_the_same_continues_the_uninterrupted_chain(spark_session, bow_corpus,
                                                                                  spec_file, tmp_path):
     """Train N iterations (whole-network mode: one partition), continue M with no new document: the version equals
     a run of N+M iterations (z, s, the discounts and concentrations, the clock, the tables, the topics); the
     continued chain is not the first run's."""
-    corpus, first, whole = step_corpora / "bow", tmp_path / "first", tmp_path / "whole"
+    corpus, first, whole = bow_corpus, tmp_path / "first", tmp_path / "whole"
     version = str(tmp_path / "continued")
     train_gibbs(spark_session, "pdp-network", corpus, first, N, "--network", spec_file)
     assert model_store.read_meta(str(first))["partitions"] == 1
@@ -69,13 +75,13 @@ def test_a_refresh_where_the_data_are_the_same_continues_the_uninterrupted_chain
 
 
 def test_new_documents_and_words_are_sampled_in_and_a_killed_refresh_leaves_the_root_readable(
-        spark_session, step_corpora, spec_file, tmp_path, monkeypatch):
+        spark_session, bow_corpus, spec_file, tmp_path, monkeypatch):
     """A batch of 12 new documents with 3 new words into a whole-network chain: the version has ONE partition (the
     old documents then the batch's), its vocabulary grew, its kept tables equal the state's counts, the new words
     have customers and its documents table holds the batch's documents; it scores new text. A second refresh
     killed with its version half written leaves the root at the first; run again, it publishes every document
     once."""
-    corpus, first, root = step_corpora / "bow", tmp_path / "first", tmp_path / "root"
+    corpus, first, root = bow_corpus, tmp_path / "first", tmp_path / "root"
     train_gibbs(spark_session, "pdp-network", corpus, first, N, "--network", spec_file)
     raw = write_batch(tmp_path / "b.jsonl", texts(12, 2, "b", extra=NEW_WORDS))
     report = run(spark_session, "--model", root, "--base", first, "--input", raw, "--iterations", M,

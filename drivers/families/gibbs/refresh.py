@@ -34,6 +34,11 @@ partitions' words and paths move onto it (:mod:`drivers.models.tree.chain_growth
 from the moved states. A version's per-document tables (doc_topics, segment_topics, doc_clusters) hold the batch's
 documents, written by the batch's partitions alone (``--reinfer-old``: every document's).
 
+pdp-network in whole-network mode (one partition holding the whole network) takes the batch's documents into that
+partition instead of new ones: its ``continued_chain`` returns a rewrite with the batch's ``doc_ids``
+(:mod:`drivers.models.pdp_network.whole_refresh`); no new partition is made, the version's per-document tables hold
+those ids' rows, and ``--chain-sweeps new`` is refused (nothing would sweep the batch).
+
 cluster-lda's author variant keeps every document's authors and lets new authors in
 (:mod:`drivers.models.cluster_lda.authors`; the refresh carries the input's author column into the batch's
 corpus, :mod:`drivers.refresh.batch_columns`).

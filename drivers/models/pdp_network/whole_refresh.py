@@ -24,6 +24,8 @@ The version's per-document tables hold the batch's documents (``doc_ids``), as e
 """
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 
 from drivers.corpora.segmented import load_segmented_corpus
@@ -34,6 +36,7 @@ from inference.pdpnet.compile import CompiledNetwork, compile_network
 from inference.pdpnet.sampler import NO_ENGINE, StirlingStack, rebuild_counts
 from inference.pdpnet.spec import parse_network
 
+log = logging.getLogger("spark_topics.refresh")
 NO_DRIFT = np.zeros(0)
 #: the purpose of the batch's draws in their seeds (the whole mode's: 0 initialisation, 1 sweep, 1000 the step)
 BATCH = 2
@@ -181,4 +184,6 @@ def continued_chain(model, spark, old_model, batch, iteration: int):
                            "(not done: retrain on the union)")
     if batch is None:
         return None
+    log.info("%s: whole-network mode: the batch's documents join its one partition, after the old ones",
+             model.name)
     return BatchInChain(model, old_model, batch_block(spark, model, batch.directory), iteration)
