@@ -6,12 +6,16 @@ start value moves with V), adds the batch's tokens as legal seatings, is determi
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from drivers.models.pdp_network.whole_network import NetworkModel
+from drivers.models.pdp_network import whole_refresh
 from drivers.models.pdp_network.whole_refresh import grown_state, joined
+from inference.errors import RefusedError
 from inference.gibbs.block import SegmentedBlock
 from inference.pdpnet import kernels
 from inference.pdpnet.compile import KIND_PYP, compile_network
@@ -133,3 +137,19 @@ def test_new_documents_and_words_keep_the_old_counts_and_are_seated(trained):
     for key in ("n", "tc", "tp", "Se"):
         assert np.array_equal(recount[key], full[key]), key
     _legal(net, recount)
+
+
+def test_a_spec_indexed_by_a_kept_column_or_a_batch_not_extending_the_vocabulary_is_refused_in_one_line():
+    spec = json.loads(json.dumps(SPEC))
+    spec["nodes"]["theta"]["parents"] = [{"node": "by", "index": ["column:author"]}]
+    spec["nodes"]["by"] = {"index": ["column:author"], "over": "topic", "dp": {"b": 1.0},
+                           "parents": [{"node": "root", "index": ["corpus"]}]}
+    model = SimpleNamespace(_raw=spec, name="pdp-network")
+    with pytest.raises(RefusedError, match="indexed by a kept column is not continued"):
+        whole_refresh.continued_chain(model, None, None, None, SimpleNamespace(directory="unread"), 3)
+    model = SimpleNamespace(_raw=SPEC, name="pdp-network")
+    assert whole_refresh.continued_chain(model, None, None, None, None, 3) is None
+    base = SimpleNamespace(vocab=pd.DataFrame({"term": ["a", "b"]}))
+    with pytest.raises(RefusedError, match="does not extend the model's"):
+        whole_refresh.continued_chain(model, None, None, base, SimpleNamespace(
+            directory="batch", vocab=pd.DataFrame({"term": ["b", "a", "c"]})), 3)

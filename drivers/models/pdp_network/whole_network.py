@@ -327,7 +327,7 @@ class WholeNetworkMode:
         """``refresh`` in whole-network mode: the batch's documents join the one partition
         (:mod:`drivers.models.pdp_network.whole_refresh`)."""
         if self.whole:
-            return whole_refresh.continued_chain(self, spark, old_model, batch, iteration)
+            return whole_refresh.continued_chain(self, spark, old_model, base, batch, iteration)
         return super().continued_chain(spark, old_model, base, batch, seed, iteration)
 
 

@@ -175,15 +175,19 @@ def batch_block(spark, model, directory: str) -> SegmentedBlock:
     return block
 
 
-def continued_chain(model, spark, old_model, batch, iteration: int):
+def continued_chain(model, spark, old_model, base, batch, iteration: int):
     """The whole mode's ``continued_chain``: None without a batch (the state stays; the engine resumes it), else
     :class:`BatchInChain` over the batch's documents. Refused in one line: a spec indexed by a kept column. (The
     refresh's ``--seed`` is not read: the chain's draws are its clock's, as in training.)"""
-    if parse_network(model._raw).columns:
+    spec = parse_network(model._raw)
+    if spec.columns or spec.lists:
         raise RefusedError("refresh: a network in whole-network mode indexed by a kept column is not continued "
                            "(not done: retrain on the union)")
     if batch is None:
         return None
+    old_terms = base.vocab["term"].astype(str).tolist()
+    if batch.vocab["term"].astype(str).tolist()[:len(old_terms)] != old_terms:
+        raise RefusedError(f"{batch.directory}: its vocabulary does not extend the model's")
     log.info("%s: whole-network mode: the batch's documents join its one partition, after the old ones",
              model.name)
     return BatchInChain(model, old_model, batch_block(spark, model, batch.directory), iteration)
