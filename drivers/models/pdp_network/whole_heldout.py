@@ -18,10 +18,11 @@ from __future__ import annotations
 import numpy as np
 
 from drivers import storage
-from drivers.models.pdp_network import left_to_right_scores
+from drivers.models.pdp_network import left_to_right_scores, whole_words
 from inference.pdpnet import kernels, sweep as network
 from inference.pdpnet.compile import KIND_PYP
-from inference.pdpnet.sampler import StirlingStack, rebuild_counts
+from inference.pdpnet.spec import parse_network
+from inference.pdpnet.sampler import NO_ENGINE, StirlingStack, rebuild_counts
 
 CELLS, EDGES = "whole_shared", "whole_shared_s"
 ARRAYS = ("whole_shared_keys", "whole_shared_counts", "whole_edge_keys", "whole_edge_counts")
@@ -131,9 +132,17 @@ def trained_start(trained: dict, net) -> tuple:
     return s, extra, idx, c_tr, t_tr
 
 
+def held_net(model, block, hyper):
+    """A held-out block's network: with its word side, the shared word vectors frozen
+    (:func:`.whole_words.frozen_net`), when the topics' posterior means are not the word predictive; else its
+    topic side (the word factor the frozen topics)."""
+    return whole_words.frozen_net(model, block, hyper) if model.word_predictive else model._compiled(block, hyper)
+
+
 def counts(net, state: dict) -> dict:
-    """The kernels' counts of a held-out state: of (z, s), the extra customers added."""
-    cnt = rebuild_counts(net, state["z"].astype(np.int64), state["s"], word_side=False)
+    """The kernels' counts of a held-out state: of (z, s), the extra customers added (the word side's too when the
+    network has it: :func:`held_net`)."""
+    cnt = rebuild_counts(net, state["z"].astype(np.int64), state["s"], word_side=hasattr(net, "frozen"))
     extra = state[HELD]
     cnt["n"] += extra
     cnt["Nn"] += np.bincount(np.repeat(np.arange(net.num_nodes), net.dim), extra, net.num_nodes).astype(np.int64)
@@ -152,6 +161,7 @@ def _run(model, net, state, cnt, hyper, nwk, nk, seed, frozen_phi, init) -> None
     stirling = StirlingStack(avals, sampled=[net.spec.params[n].sample for n in net.a_names])
     frozen = frozen_phi is not None
     phi = np.ascontiguousarray(frozen_phi, dtype=np.float64) if frozen else np.zeros((1, 1))
+    engine = NO_ENGINE if hasattr(net, "frozen") else (True, nwk, nk, float(hyper["beta"]), phi, frozen)
     z = state["z"].astype(np.int64)
     pos, reseed = 0, True
     while pos >= 0:
@@ -160,7 +170,7 @@ def _run(model, net, state, cnt, hyper, nwk, nk, seed, frozen_phi, init) -> None
             pos, reseed, seed, True, net.words, z, net.topic_inst, net.word_inst, *net.ancestors, net.kind, net.dim,
             net.off, net.alpha, net.a_of, net.b_of, net.par_ptr, net.par_node, net.par_gamma, net.gamma_sum, avals,
             bvals, stirling.L3, cnt["n"], cnt["tc"], cnt["tp"], cnt["Nn"], cnt["TC"], cnt["TP"], state["s"],
-            cnt["Se"], net.eoff, cnt["mx"], init, True, nwk, nk, float(hyper["beta"]), phi, frozen, NO_DRIFT)
+            cnt["Se"], net.eoff, cnt["mx"], init, *engine, NO_DRIFT)
         reseed = False
     state["z"][:] = z
 
@@ -168,8 +178,10 @@ def _run(model, net, state, cnt, hyper, nwk, nk, seed, frozen_phi, init) -> None
 def init_state(model, block, hyper, nwk, nk, seed) -> dict:
     """A held-out block's first state: random topics added token by token (the split model's initialisation) on the
     trained shared vectors."""
-    net = model._compiled(block, hyper)
+    net = held_net(model, block, hyper)
     s, extra, _, _, _ = trained_start(model._trained_whole, net)
+    if hasattr(net, "frozen"):
+        extra += net.frozen
     z = np.random.default_rng(seed).integers(0, model.num_topics, block.n_tokens).astype(np.int32)
     state = {"z": z, "s": s, HELD: extra}
     cnt = counts(net, {"z": np.zeros(0, np.int32), "s": s, HELD: extra})
@@ -178,7 +190,7 @@ def init_state(model, block, hyper, nwk, nk, seed) -> dict:
 
 
 def sweep(model, block, state, hyper, nwk, nk, seed, frozen_phi) -> None:
-    net = model._compiled(block, hyper)
+    net = held_net(model, block, hyper)
     _run(model, net, state, counts(net, state), hyper, nwk, nk, seed, frozen_phi, False)
 
 
@@ -215,5 +227,14 @@ def left_to_right(model, block, hyper, phi_vk, settings):
         avals, bvals = model._values(net, hyper)
         return net, cnt, avals, bvals, [net.spec.params[n].sample for n in net.a_names]
 
-    return left_to_right_scores.network_scores(block, phi_vk, settings, start,
-                                               protocol="; whole-network mode: the trained shared topic vectors")
+    protocol = "; whole-network mode: the trained shared topic vectors"
+    if not model.word_predictive:
+        return left_to_right_scores.network_scores(block, phi_vk, settings, start, protocol=protocol)
+    if whole_words.burst_shape(parse_network(hyper["network"])) is not None:
+        return left_to_right_scores.network_scores(
+            block, phi_vk, settings, start, lambda doc, net: whole_words.document_words(model, doc, hyper, net),
+            protocol + "; the word side: " + whole_words.BURST_PROTOCOL)
+    own = whole_words.word_families(parse_network(hyper["network"]))[1]
+    return left_to_right_scores.network_scores(
+        block, phi_vk, settings, start, protocol=protocol + "; the word side: " + whole_words.FROZEN_PROTOCOL
+        + (whole_words.OWN_NOT_CARRIED if own else ""), rows_of=lambda doc: whole_words.prior_rows(model, doc, hyper))
