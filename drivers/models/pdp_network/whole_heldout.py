@@ -208,33 +208,42 @@ def segment_rows(model, net, block, means: np.ndarray) -> np.ndarray:
     return out
 
 
+def document_start(model, doc, hyper) -> tuple:
+    """A test document's topic side from the trained shared vectors (``start`` of
+    :func:`drivers.models.pdp_network.left_to_right_scores.network_scores`)."""
+    net = model._compiled(doc, hyper)
+    s, _, idx, c_tr, t_tr = trained_start(model._trained_whole, net)
+    cnt = rebuild_counts(net, np.zeros(0, np.int64), np.zeros_like(s), word_side=False)
+    cnt["tc"][idx], cnt["tp"][idx] = c_tr, t_tr
+    node = np.repeat(np.arange(net.num_nodes), net.dim)
+    cnt["TC"] = np.bincount(node, cnt["tc"], net.num_nodes).astype(np.int64)
+    cnt["TP"] = np.bincount(node, cnt["tp"], net.num_nodes).astype(np.int64)
+    cnt["Se"] = np.add.reduceat(s, net.eoff[:-1]) if len(net.par_node) else cnt["Se"]
+    cnt["Se"][np.diff(net.eoff) == 0] = 0
+    mask = shared_nodes(net) & (net.kind == KIND_PYP)
+    cnt["own"] = (mask, np.zeros(net.num_cells, np.int64), np.zeros(net.num_cells, np.int64))
+    avals, bvals = model._values(net, hyper)
+    return net, cnt, avals, bvals, [net.spec.params[n].sample for n in net.a_names]
+
+
+def word_hooks(model, hyper) -> dict:
+    """The word side's arguments of ``network_scores`` (``words_of``, ``rows_of``, ``protocol``): none (the
+    topics' posterior means) unless :attr:`model.word_predictive` (:mod:`.whole_words`)."""
+    protocol = "; whole-network mode: the trained shared topic vectors"
+    if not model.word_predictive:
+        return {"protocol": protocol}
+    spec = parse_network(hyper["network"])
+    if whole_words.burst_shape(spec) is not None:
+        return {"words_of": lambda doc, net: whole_words.document_words(model, doc, hyper, net),
+                "protocol": protocol + "; the word side: " + whole_words.BURST_PROTOCOL}
+    own = whole_words.word_families(spec)[1]
+    return {"rows_of": lambda doc: whole_words.prior_rows(model, doc, hyper),
+            "protocol": protocol + "; the word side: " + whole_words.FROZEN_PROTOCOL
+            + (whole_words.OWN_NOT_CARRIED if own else "")}
+
+
 def left_to_right(model, block, hyper, phi_vk, settings):
     """Every test document from the trained shared vectors (module docstring;
     :func:`drivers.models.pdp_network.left_to_right_scores.network_scores`)."""
-
-    def start(doc):
-        net = model._compiled(doc, hyper)
-        s, _, idx, c_tr, t_tr = trained_start(model._trained_whole, net)
-        cnt = rebuild_counts(net, np.zeros(0, np.int64), np.zeros_like(s), word_side=False)
-        cnt["tc"][idx], cnt["tp"][idx] = c_tr, t_tr
-        node = np.repeat(np.arange(net.num_nodes), net.dim)
-        cnt["TC"] = np.bincount(node, cnt["tc"], net.num_nodes).astype(np.int64)
-        cnt["TP"] = np.bincount(node, cnt["tp"], net.num_nodes).astype(np.int64)
-        cnt["Se"] = np.add.reduceat(s, net.eoff[:-1]) if len(net.par_node) else cnt["Se"]
-        cnt["Se"][np.diff(net.eoff) == 0] = 0
-        mask = shared_nodes(net) & (net.kind == KIND_PYP)
-        cnt["own"] = (mask, np.zeros(net.num_cells, np.int64), np.zeros(net.num_cells, np.int64))
-        avals, bvals = model._values(net, hyper)
-        return net, cnt, avals, bvals, [net.spec.params[n].sample for n in net.a_names]
-
-    protocol = "; whole-network mode: the trained shared topic vectors"
-    if not model.word_predictive:
-        return left_to_right_scores.network_scores(block, phi_vk, settings, start, protocol=protocol)
-    if whole_words.burst_shape(parse_network(hyper["network"])) is not None:
-        return left_to_right_scores.network_scores(
-            block, phi_vk, settings, start, lambda doc, net: whole_words.document_words(model, doc, hyper, net),
-            protocol + "; the word side: " + whole_words.BURST_PROTOCOL)
-    own = whole_words.word_families(parse_network(hyper["network"]))[1]
-    return left_to_right_scores.network_scores(
-        block, phi_vk, settings, start, protocol=protocol + "; the word side: " + whole_words.FROZEN_PROTOCOL
-        + (whole_words.OWN_NOT_CARRIED if own else ""), rows_of=lambda doc: whole_words.prior_rows(model, doc, hyper))
+    return left_to_right_scores.network_scores(block, phi_vk, settings, lambda doc: document_start(model, doc, hyper),
+                                               **word_hooks(model, hyper))

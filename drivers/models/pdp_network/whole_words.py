@@ -34,7 +34,7 @@ from drivers import storage
 from drivers.models.pdp_network.words_bigram import PSEUDO
 from inference.gibbs import heldout
 from inference.pdpnet import kernels
-from inference.pdpnet.compile import KIND_DIRICHLET, KIND_PYP, compile_network
+from inference.pdpnet.compile import KIND_DIRICHLET, compile_network
 from inference.pdpnet.sampler import posterior_means
 from inference.pdpnet.spec import parse_network
 

@@ -1,0 +1,158 @@
+"""Whole-network mode's held-out word side (issue 28, 3; :mod:`drivers.models.pdp_network.whole_words`): the
+shared word vectors frozen at the trained state's posterior means (saved and found again by (family, key)), the
+document's own word vectors seated per particle. Left to right against the sequential process enumerated (every
+z and seating) on tiny specs trained in process: a burst side burst[topic, document] over a Pitman-Yor phi[topic]
+and a [topic, previous_word] side; the particles' products are unbiased for p(w | the frozen trained state), and
+a wrong seating (join weight c instead of c - a t) is told apart. No Spark."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from drivers.models.pdp_network import whole_heldout, whole_words
+from drivers.models.pdp_network.left_to_right_scores import document_particles
+from drivers.models.pdp_network.whole_network import NetworkModel
+from inference.gibbs.model import SegmentedBlock
+from inference.gibbs.tables import CountTable, merge
+from inference.left_to_right import LeftToRight
+from inference.pdpnet.sampler import NetworkSampler
+
+V, K = 4, 2
+THETA = {"index": ["document"], "over": "topic", "dirichlet": 0.6}
+BURST = {"name": "burst-whole",
+         "nodes": {"theta": THETA, "base": {"index": ["corpus"], "over": "word", "uniform": True},
+                   "phi": {"index": ["topic"], "over": "word", "pyp": {"a": 0.2, "b": 2.0},
+                           "parents": [{"node": "base", "index": ["corpus"]}]},
+                   "burst": {"index": ["topic", "document"], "over": "word", "pyp": {"a": 0.3, "b": 1.5},
+                             "parents": [{"node": "phi", "index": ["topic"]}]}},
+         "topic": {"node": "theta", "index": ["document"]}, "word": {"node": "burst", "index": ["topic", "document"]}}
+BIGRAM = {"name": "bigram-whole",
+          "nodes": {"theta": THETA, "psi": {"index": ["topic"], "over": "word", "dirichlet": 0.5},
+                    "phi": {"index": ["topic", "previous_word"], "over": "word", "pyp": {"a": 0.3, "b": 1.0},
+                            "parents": [{"node": "psi", "index": ["topic"]}]}},
+          "topic": {"node": "theta", "index": ["document"]},
+          "word": {"node": "phi", "index": ["topic", "previous_word"]}}
+TEST_DOC = [0, 2, 0, 0]
+
+
+def trained(spec, sweeps=8):
+    """A model in whole-network mode whose trained state is an in-process sampler's after ``sweeps`` sweeps on a
+    small corpus (the tables as the engine publishes them), and that sampler."""
+    rng = np.random.default_rng(3)
+    docs = [(f"d{i}", [list(rng.integers(0, V, rng.integers(4, 9)))]) for i in range(10)]
+    block = SegmentedBlock.from_segments(docs)
+    model = NetworkModel(K, V)
+    model._raw, model._whole = spec, "test"
+    net = model.whole_net(block, spec)
+    sampler = NetworkSampler(net, seed=5)
+    for _ in range(sweeps):
+        sampler.sweep()
+    cnt = {"n": sampler.n, "tc": sampler.tc, "tp": sampler.tp}
+    topic = whole_heldout.shared_contribution(net, cnt, sampler.s)
+    model._trained_whole = whole_heldout.trained_of_tables({
+        name: merge(CountTable(name, whole_heldout.ROWS, K, "keyed"), [topic[name]]) for name in topic})
+    words = merge(CountTable(whole_words.TABLE, whole_words.rows(V), 1, "keyed"),
+                  [whole_words.contribution(net, cnt, sampler.s)])
+    model._trained_words = (np.asarray(words.keys, np.int64), np.asarray(words.counts, np.int64))
+    hyper = {"network": spec, "beta": 0.01, "a_values": dict(zip(net.a_names, map(float, sampler.avals))),
+             "b_values": dict(zip(net.b_names, map(float, sampler.bvals)))}
+    return model, hyper, net, sampler
+
+
+def vector_mean(net, sampler, family: str, key: int, parent_mean: np.ndarray) -> np.ndarray:
+    """A trained Pitman-Yor vector's posterior mean over one parent, from the sampler's cells (an absent vector:
+    its parent's)."""
+    j = np.flatnonzero((net.family == net.spec.order.index(family)) & (net.key == key))
+    if len(j) == 0:
+        return parent_mean
+    j = int(j[0])
+    cells = slice(net.off[j], net.off[j + 1])
+    c, t = (sampler.n + sampler.tc)[cells], sampler.tp[cells]
+    a, b = sampler.avals[net.a_of[j]], sampler.bvals[net.b_of[j]]
+    return ((c - a * t) + (b + a * t.sum()) * parent_mean) / (b + c.sum())
+
+
+def burst_exact(words, m, alpha, a, b, wrong=False) -> float:
+    """p(w) of the sequential process enumerated: z_n ~ (alpha + c_k) / (K alpha + n), then w_n at burst k: join a
+    table of size s holding w_n (weight s - a; ``wrong``: s) or open one ((b + a T_k) m_k(w_n)), over b + C_k."""
+
+    def rec(i, counts, tables):
+        if i == len(words):
+            return 1.0
+        w, total = words[i], 0.0
+        for k in range(K):
+            pk = (alpha + counts[k]) / (K * alpha + i)
+            C, T = sum(s for _, s in tables[k]), len(tables[k])
+            nxt = list(counts)
+            nxt[k] += 1
+            for q, (word, size) in enumerate(tables[k]):
+                if word == w:
+                    seated = [list(tb) for tb in tables]
+                    seated[k] = tables[k][:q] + [(word, size + 1)] + tables[k][q + 1:]
+                    total += pk * (size - (0.0 if wrong else a)) / (b + C) * rec(i + 1, nxt, seated)
+            opened = [list(tb) for tb in tables]
+            opened[k] = tables[k] + [(w, 1)]
+            total += pk * (b + a * T) * m[k, w] / (b + C) * rec(i + 1, nxt, opened)
+        return total
+
+    return rec(0, [0] * K, [[] for _ in range(K)])
+
+
+@pytest.mark.parametrize("resample", [True, False], ids=["resample", "no-resample"])
+def test_burst_left_to_right_is_unbiased_for_the_frozen_trained_state(resample):
+    model, hyper, net, sampler = trained(BURST)
+    assert model.word_predictive and whole_words.burst_shape(net.spec) == "burst"
+    m = np.stack([vector_mean(net, sampler, "phi", k, np.full(V, 1.0 / V)) for k in range(K)])
+    doc = SegmentedBlock.from_segments([("t0", [TEST_DOC])])
+    frozen = whole_words.frozen_net(model, doc, hyper)          # the trained means, found by (family, key)
+    phi = np.flatnonzero(frozen.family == frozen.spec.order.index("phi"))
+    np.testing.assert_allclose(frozen.means[frozen.off[phi][:, None] + np.arange(V)], m, rtol=1e-12)
+    hooks = whole_heldout.word_hooks(model, hyper)
+    probs, scale = document_particles(doc, np.ones((V, K)), LeftToRight(particles=20000, resample=resample, seed=2),
+                                      lambda d: whole_heldout.document_start(model, d, hyper), hooks["words_of"])
+    j = net.spec.order.index("burst")
+    a, b = (float(v[o[np.flatnonzero(net.family == j)[0]]]) for v, o in ((sampler.avals, net.a_of),
+                                                                          (sampler.bvals, net.b_of)))
+    exact, wrong = (burst_exact(TEST_DOC, m, 0.6, a, b, wrong=w) for w in (False, True))
+    weights = np.exp(np.log(probs * scale).sum(axis=1)) / exact
+    se = weights.std() / np.sqrt(len(weights))
+    assert abs(weights.mean() - 1.0) < 4 * se, (weights.mean(), se)
+    assert abs(weights.mean() - wrong / exact) > 8 * se, (wrong / exact, se)      # the test tells it apart
+    first = (np.array([0.5, 0.5]) * m[:, TEST_DOC[0]]).sum()     # the empty burst vectors: p_1 = sum_k P(k) m_k
+    np.testing.assert_allclose(probs[:, 0] * scale[0], first, rtol=1e-9)
+
+
+def test_a_previous_word_side_scores_its_own_vectors_frozen():
+    """[topic, previous_word]: every token's row is the trained mean of ITS vector phi[k, w'] (not the topics'
+    token-weighted average, which topic_word.npy holds); the particles are unbiased for sum_z p(z) prod m."""
+    import itertools
+
+    model, hyper, net, sampler = trained(BIGRAM)
+    assert model.word_predictive and whole_words.burst_shape(net.spec) is None
+    doc = SegmentedBlock.from_segments([("t0", [TEST_DOC])])
+    frozen = whole_words.frozen_net(model, doc, hyper)
+    rows = np.zeros((len(TEST_DOC), K))
+    for k in range(K):
+        jp = int(np.flatnonzero((net.family == net.spec.order.index("psi")) & (net.key == k))[0])
+        cp = (sampler.n + sampler.tc)[net.off[jp]:net.off[jp + 1]]
+        psi = (0.5 + cp) / (0.5 * V + cp.sum())
+        for i, w in enumerate(TEST_DOC):
+            key = int(frozen.key[frozen.word_inst[i, k]])
+            rows[i, k] = vector_mean(net, sampler, "phi", key, psi)[w]
+    np.testing.assert_allclose(whole_words.prior_rows(model, doc, hyper), rows, rtol=1e-9)
+    topics = model.topics_of(net, {k: getattr(sampler, k) for k in ("n", "tc", "tp", "Nn", "TC", "TP", "Se")},
+                             sampler.avals, sampler.bvals)
+    assert np.abs(topics[:, TEST_DOC].T - rows).max() > 0.01      # the posterior means' rows were not these
+    hooks = whole_heldout.word_hooks(model, hyper)
+    probs, scale = document_particles(doc, np.ones((V, K)), LeftToRight(particles=20000, seed=4),
+                                      lambda d: whole_heldout.document_start(model, d, hyper),
+                                      rows_of=hooks["rows_of"])
+    exact = 0.0
+    for z in itertools.product(range(K), repeat=len(TEST_DOC)):
+        p, counts = 1.0, [0] * K
+        for i, k in enumerate(z):
+            p *= (0.6 + counts[k]) / (K * 0.6 + i) * rows[i, k]
+            counts[k] += 1
+        exact += p
+    weights = np.exp(np.log(probs * scale).sum(axis=1)) / exact
+    assert abs(weights.mean() - 1.0) < 4 * weights.std() / np.sqrt(len(weights)), weights.mean()
