@@ -35,13 +35,13 @@ BIGRAM = {"name": "bigram-whole",
 TEST_DOC = [0, 2, 0, 0]
 
 
-def trained(spec, sweeps=8):
-    """A model in whole-network mode whose trained state is an in-process sampler's after ``sweeps`` sweeps on a
+def trained(spec, sweeps=8, cls=NetworkModel):
+    """A model (``cls``) in whole-network mode whose trained state is an in-process sampler's after ``sweeps`` sweeps on a
     small corpus (the tables as the engine publishes them), and that sampler."""
     rng = np.random.default_rng(3)
     docs = [(f"d{i}", [list(rng.integers(0, V, rng.integers(4, 9)))]) for i in range(10)]
     block = SegmentedBlock.from_segments(docs)
-    model = NetworkModel(K, V)
+    model = cls(K, V)
     model._raw, model._whole = spec, "test"
     net = model.whole_net(block, spec)
     sampler = NetworkSampler(net, seed=5)
@@ -156,3 +156,44 @@ def test_a_previous_word_side_scores_its_own_vectors_frozen():
         exact += p
     weights = np.exp(np.log(probs * scale).sum(axis=1)) / exact
     assert abs(weights.mean() - 1.0) < 4 * weights.std() / np.sqrt(len(weights)), weights.mean()
+
+
+TOPIC = {"name": "topic-whole", "nodes": {"theta": THETA, "base": BURST["nodes"]["base"], "phi": BURST["nodes"]["phi"]},
+         "topic": {"node": "theta", "index": ["document"]}, "word": {"node": "phi", "index": ["topic"]}}
+
+
+def test_completion_and_left_to_right_differ_from_the_posterior_means_for_burst_and_equal_them_for_topic():
+    """Document completion (the held-out block's sweep samples its own burst vectors, the scored tokens read
+    them) and left to right move away from the topics' posterior means for the burst spec; for a word side
+    indexed by [topic] alone the network's predictive IS the posterior means: the same numbers (the old path and
+    the new one forced give the same chain and scores)."""
+    from inference.gibbs.heldout import HeldoutSchedule
+
+    rng = np.random.default_rng(11)
+    test = SegmentedBlock.from_segments([(f"t{i}", [[int(w) for w in rng.integers(0, V, 8)]]) for i in range(4)])
+    schedule = HeldoutSchedule(iterations=6, burn_in=2, lag=2, samples=2, observed=0.5)
+    settings = LeftToRight(particles=50, seed=3)
+    got = {}
+    for name, spec in (("burst", BURST), ("topic", TOPIC)):
+        model, hyper, net, sampler = trained(spec, cls=NetworkModel if name == "burst" else Forced)
+        phi_vk = model.topics_of(net, {k: getattr(sampler, k) for k in ("n", "tc", "tp", "Nn", "TC", "TP", "Se")},
+                                 sampler.avals, sampler.bvals).T
+        hooks = whole_heldout.word_hooks(model, hyper)
+        assert ("words_of" in hooks) == (name == "burst") and ("rows_of" in hooks) == (name == "topic")
+        new = (model.heldout_loglik(test, hyper, phi_vk, schedule, 7, 0),
+               model.left_to_right(test, hyper, phi_vk, settings).per_document)
+        model = trained(spec)[0]
+        model._trained_words = None                        # the posterior means' path (a session-25 directory)
+        assert not model.word_predictive
+        got[name] = new, (model.heldout_loglik(test, hyper, phi_vk, schedule, 7, 0),
+                          model.left_to_right(test, hyper, phi_vk, settings).per_document)
+    (new_c, new_l), (old_c, old_l) = got["burst"]
+    assert abs(new_c[0] - old_c[0]) > 0.5 and np.abs(new_l[:, 0] - old_l[:, 0]).max() > 0.1, (new_c, old_c)
+    (new_c, new_l), (old_c, old_l) = got["topic"]
+    np.testing.assert_allclose(new_c, old_c, rtol=1e-9)
+    np.testing.assert_allclose(new_l, old_l, rtol=1e-9)
+
+
+class Forced(NetworkModel):
+    """The word predictive's path forced on a [topic] word side (which the model serves by the posterior means)."""
+    word_predictive = True
