@@ -167,7 +167,7 @@ def test_completion_and_left_to_right_differ_from_the_posterior_means_for_burst_
     them) and left to right move away from the topics' posterior means for the burst spec; for a word side
     indexed by [topic] alone the network's predictive IS the posterior means: the same numbers (the old path and
     the new one forced give the same chain and scores)."""
-    from inference.gibbs.heldout import HeldoutSchedule
+    from inference.gibbs.heldout import HeldoutSchedule, frozen_proportions
 
     rng = np.random.default_rng(11)
     test = SegmentedBlock.from_segments([(f"t{i}", [[int(w) for w in rng.integers(0, V, 8)]]) for i in range(4)])
@@ -187,6 +187,9 @@ def test_completion_and_left_to_right_differ_from_the_posterior_means_for_burst_
         assert not model.word_predictive
         got[name] = new, (model.heldout_loglik(test, hyper, phi_vk, schedule, 7, 0),
                           model.left_to_right(test, hyper, phi_vk, settings).per_document)
+    model, hyper, net, sampler = trained(BURST)                # infer: the block's sweep with its word side
+    acc = frozen_proportions(model, test, hyper, np.ones((V, K)), schedule, 7, 0)
+    np.testing.assert_allclose(acc["doc"].sum(axis=1), acc["samples"][0], rtol=1e-9)
     (new_c, new_l), (old_c, old_l) = got["burst"]
     assert abs(new_c[0] - old_c[0]) > 0.5 and np.abs(new_l[:, 0] - old_l[:, 0]).max() > 0.1, (new_c, old_c)
     (new_c, new_l), (old_c, old_l) = got["topic"]
