@@ -19,6 +19,7 @@ import numpy as np
 
 from drivers import storage
 from drivers.models.pdp_network import left_to_right_scores, whole_words
+from inference.gibbs import heldout
 from inference.pdpnet import kernels, sweep as network
 from inference.pdpnet.compile import KIND_PYP
 from inference.pdpnet.spec import parse_network
@@ -192,6 +193,29 @@ def init_state(model, block, hyper, nwk, nk, seed) -> dict:
 def sweep(model, block, state, hyper, nwk, nk, seed, frozen_phi) -> None:
     net = held_net(model, block, hyper)
     _run(model, net, state, counts(net, state), hyper, nwk, nk, seed, frozen_phi, False)
+
+
+def completion(model, block, hyper, schedule, seed, partition) -> np.ndarray:
+    """Document completion (:func:`inference.gibbs.heldout.heldout_loglik`'s split and chain; the block's sweep
+    samples its own word vectors), every scored token's rows :func:`.whole_words.scored_rows`."""
+    n_docs = float(block.n_docs)
+    scored = None
+    if schedule.observed is not None:
+        block, scored = heldout.split_observed(block, schedule.observed, seed)
+        scored = model.prepare_block(scored)
+    block = model.prepare_block(block)
+    scored = block if scored is None else scored
+    if block.n_tokens == 0 or scored.n_tokens == 0:
+        return np.array([0.0, 0.0, n_docs])
+    seg = np.repeat(np.arange(scored.n_segments), np.diff(scored.seg_ptr))
+    phi_vk = np.zeros((model.vocab_size, model.num_topics))    # not read: the word side is in the network
+    prob, taken = np.zeros(scored.n_tokens), 0
+    for state in heldout.frozen_chain(model, block, hyper, phi_vk, schedule, seed, partition):
+        nu = np.ascontiguousarray(model.segment_topic(block, state, hyper), dtype=np.float64)
+        obs_cnt = counts(whole_words.frozen_net(model, block, hyper), state)
+        prob += (nu[seg] * whole_words.scored_rows(model, block, state, scored, hyper, obs_cnt)).sum(axis=1)
+        taken += 1
+    return np.array([float(np.log(prob / taken).sum()), float(scored.n_tokens), n_docs])
 
 
 def segment_rows(model, net, block, means: np.ndarray) -> np.ndarray:

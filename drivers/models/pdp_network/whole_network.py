@@ -309,7 +309,7 @@ class WholeNetworkMode:
     def heldout_loglik(self, block, hyper, phi_vk, schedule, seed, partition) -> np.ndarray:
         if not self.word_predictive:
             return super().heldout_loglik(block, hyper, phi_vk, schedule, seed, partition)
-        return whole_words.heldout_loglik(self, block, hyper, schedule, seed, partition)
+        return whole_heldout.completion(self, block, hyper, schedule, seed, partition)
 
     def left_to_right(self, block, hyper, phi_vk, settings):
         if not self.whole:

@@ -16,7 +16,8 @@ network sampler's exact moves (document completion, ``infer``: :mod:`.whole_held
 the network), their tables sent up to the frozen parents. What is scored:
 
 - document completion: every scored token p(w) = sum_k nu_k P_word(k, w), P_word the posterior mean of the token's
-  word vector at topic k given the sample's own word cells and the frozen shared ones (:func:`scored_rows`);
+  word vector at topic k given the sample's own word cells and the frozen shared ones (:func:`scored_rows`,
+  :func:`.whole_heldout.completion`);
 - left to right: no own word vector: the frozen means at every token's word vector (rows of
   :func:`.left_to_right_scores.network_scores`); an own word vector per (topic, document or segment) with one
   frozen Pitman-Yor parent (burstiness): :func:`inference.pdpnet.bigram_left_to_right.bigram_particles`, every
@@ -32,7 +33,6 @@ import numpy as np
 
 from drivers import storage
 from drivers.models.pdp_network.words_bigram import PSEUDO
-from inference.gibbs import heldout
 from inference.pdpnet import kernels
 from inference.pdpnet.compile import KIND_DIRICHLET, compile_network
 from inference.pdpnet.sampler import posterior_means
@@ -233,31 +233,6 @@ def scored_rows(model, observed, state, scored, hyper, obs_cnt) -> np.ndarray:
     cnt["Se"] = np.add.reduceat(s, sc.eoff[:-1]) if len(sc.par_node) else np.zeros(0, np.int64)
     cnt["Se"][np.diff(sc.eoff) == 0] = 0
     return token_rows(sc, cnt, *model._values(sc, hyper), scored.words)
-
-
-def heldout_loglik(model, block, hyper, schedule, seed, partition) -> np.ndarray:
-    """Document completion (:func:`inference.gibbs.heldout.heldout_loglik`'s split and chain; the block's sweep
-    samples its own word vectors, :mod:`.whole_heldout`), every scored token's rows :func:`scored_rows`."""
-    from drivers.models.pdp_network import whole_heldout
-
-    n_docs = float(block.n_docs)
-    scored = None
-    if schedule.observed is not None:
-        block, scored = heldout.split_observed(block, schedule.observed, seed)
-        scored = model.prepare_block(scored)
-    block = model.prepare_block(block)
-    scored = block if scored is None else scored
-    if block.n_tokens == 0 or scored.n_tokens == 0:
-        return np.array([0.0, 0.0, n_docs])
-    seg = np.repeat(np.arange(scored.n_segments), np.diff(scored.seg_ptr))
-    phi_vk = np.zeros((model.vocab_size, model.num_topics))    # not read: the word side is in the network
-    prob, taken = np.zeros(scored.n_tokens), 0
-    for state in heldout.frozen_chain(model, block, hyper, phi_vk, schedule, seed, partition):
-        nu = np.ascontiguousarray(model.segment_topic(block, state, hyper), dtype=np.float64)
-        obs_cnt = whole_heldout.counts(frozen_net(model, block, hyper), state)
-        prob += (nu[seg] * scored_rows(model, block, state, scored, hyper, obs_cnt)).sum(axis=1)
-        taken += 1
-    return np.array([float(np.log(prob / taken).sum()), float(scored.n_tokens), n_docs])
 
 
 def burst_shape(spec) -> str | None:
