@@ -200,3 +200,24 @@ def test_completion_and_left_to_right_differ_from_the_posterior_means_for_burst_
 class Forced(NetworkModel):
     """The word predictive's path forced on a [topic] word side (which the model serves by the posterior means)."""
     word_predictive = True
+
+
+def test_the_trained_word_side_is_saved_and_read_back_and_an_old_directory_is_scored_by_the_means():
+    """model.json's arrays carry the word side's trained counts (whole_word_*.npy); a directory without them (session
+    25) is read with the topics' posterior means."""
+    from drivers.models.pdp_network.whole_network import WHOLE
+
+    model, hyper, _, _ = trained(BURST)
+    model._trained_whole = {name: (keys, counts) for name, (keys, counts) in model._trained_whole.items()}
+    arrays = model.saved_arrays()
+    assert set(whole_words.ARRAYS) <= set(arrays) and set(model.array_files) == set(arrays)
+    meta = {"hyper": dict(hyper, **{WHOLE: "test"})}
+    for files, predictive in ((arrays, True), ({k: v for k, v in arrays.items() if k not in whole_words.ARRAYS}, False)):
+        back = NetworkModel(K, V)
+        back._whole_files, back._whole_word_files = True, predictive
+        assert set(back.array_files) == set(files)
+        back.bind_arrays(files, meta)
+        assert back.word_predictive == predictive
+        if predictive:
+            for a, b in zip(back._trained_words, model._trained_words):
+                np.testing.assert_array_equal(a, b)
