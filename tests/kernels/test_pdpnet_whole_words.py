@@ -72,9 +72,10 @@ def vector_mean(net, sampler, family: str, key: int, parent_mean: np.ndarray) ->
     return ((c - a * t) + (b + a * t.sum()) * parent_mean) / (b + c.sum())
 
 
-def burst_exact(words, m, alpha, a, b, wrong=False) -> float:
-    """p(w) of the sequential process enumerated: z_n ~ (alpha + c_k) / (K alpha + n), then w_n at burst k: join a
-    table of size s holding w_n (weight s - a; ``wrong``: s) or open one ((b + a T_k) m_k(w_n)), over b + C_k."""
+def burst_exact(words, ctx, m, alpha, a, b, wrong=False) -> float:
+    """p(w) of the sequential process enumerated: z_n ~ (alpha + c_k) / (K alpha + n), then w_n at the burst vector
+    (k, its context ``ctx[n]``): join a table of size s holding w_n (weight s - a; ``wrong``: s) or open one
+    ((b + a T) m_k(w_n)), over b + C."""
 
     def rec(i, counts, tables):
         if i == len(words):
@@ -82,28 +83,35 @@ def burst_exact(words, m, alpha, a, b, wrong=False) -> float:
         w, total = words[i], 0.0
         for k in range(K):
             pk = (alpha + counts[k]) / (K * alpha + i)
-            C, T = sum(s for _, s in tables[k]), len(tables[k])
+            here = tables.get((ctx[i], k), ())
+            C, T = sum(s for _, s in here), len(here)
             nxt = list(counts)
             nxt[k] += 1
-            for q, (word, size) in enumerate(tables[k]):
+            for q, (word, size) in enumerate(here):
                 if word == w:
-                    seated = [list(tb) for tb in tables]
-                    seated[k] = tables[k][:q] + [(word, size + 1)] + tables[k][q + 1:]
+                    seated = dict(tables)
+                    seated[ctx[i], k] = here[:q] + ((word, size + 1),) + here[q + 1:]
                     total += pk * (size - (0.0 if wrong else a)) / (b + C) * rec(i + 1, nxt, seated)
-            opened = [list(tb) for tb in tables]
-            opened[k] = tables[k] + [(w, 1)]
-            total += pk * (b + a * T) * m[k, w] / (b + C) * rec(i + 1, nxt, opened)
+            total += pk * (b + a * T) * m[k, w] / (b + C) * rec(i + 1, nxt, {**tables, (ctx[i], k): here + ((w, 1),)})
         return total
 
-    return rec(0, [0] * K, [[] for _ in range(K)])
+    return rec(0, [0] * K, {})
 
 
+BURST_SEGMENT = dict(BURST, nodes=dict(BURST["nodes"], burst=dict(BURST["nodes"]["burst"], index=["topic", "segment"])),
+                     word={"node": "burst", "index": ["topic", "segment"]})
+
+
+@pytest.mark.parametrize("spec, segments", [(BURST, [TEST_DOC]), (BURST_SEGMENT, [TEST_DOC[:2], TEST_DOC[2:]])],
+                         ids=["document", "segment"])
 @pytest.mark.parametrize("resample", [True, False], ids=["resample", "no-resample"])
-def test_burst_left_to_right_is_unbiased_for_the_frozen_trained_state(resample):
-    model, hyper, net, sampler = trained(BURST)
+def test_burst_left_to_right_is_unbiased_for_the_frozen_trained_state(resample, spec, segments):
+    """Burst vectors per (topic, document), or per (topic, segment): the segments the contexts."""
+    model, hyper, net, sampler = trained(spec)
     assert model.word_predictive and whole_words.burst_shape(net.spec) == "burst"
     m = np.stack([vector_mean(net, sampler, "phi", k, np.full(V, 1.0 / V)) for k in range(K)])
-    doc = SegmentedBlock.from_segments([("t0", [TEST_DOC])])
+    doc = SegmentedBlock.from_segments([("t0", segments)])
+    ctx = [0] * len(TEST_DOC) if spec is BURST else [0] * len(segments[0]) + [1] * len(segments[1])
     frozen = whole_words.frozen_net(model, doc, hyper)          # the trained means, found by (family, key)
     phi = np.flatnonzero(frozen.family == frozen.spec.order.index("phi"))
     np.testing.assert_allclose(frozen.means[frozen.off[phi][:, None] + np.arange(V)], m, rtol=1e-12)
@@ -113,7 +121,7 @@ def test_burst_left_to_right_is_unbiased_for_the_frozen_trained_state(resample):
     j = net.spec.order.index("burst")
     a, b = (float(v[o[np.flatnonzero(net.family == j)[0]]]) for v, o in ((sampler.avals, net.a_of),
                                                                           (sampler.bvals, net.b_of)))
-    exact, wrong = (burst_exact(TEST_DOC, m, 0.6, a, b, wrong=w) for w in (False, True))
+    exact, wrong = (burst_exact(TEST_DOC, ctx, m, 0.6, a, b, wrong=w) for w in (False, True))
     weights = np.exp(np.log(probs * scale).sum(axis=1)) / exact
     se = weights.std() / np.sqrt(len(weights))
     assert abs(weights.mean() - 1.0) < 4 * se, (weights.mean(), se)
