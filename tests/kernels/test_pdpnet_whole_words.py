@@ -72,10 +72,10 @@ def vector_mean(net, sampler, family: str, key: int, parent_mean: np.ndarray) ->
     return ((c - a * t) + (b + a * t.sum()) * parent_mean) / (b + c.sum())
 
 
-def burst_exact(words, ctx, m, alpha, a, b, wrong=False) -> float:
+def burst_exact(words, ctx, m, alpha, a, b, gamma=(1.0,), wrong=None) -> float:
     """p(w) of the sequential process enumerated: z_n ~ (alpha + c_k) / (K alpha + n), then w_n at the burst vector
-    (k, its context ``ctx[n]``): join a table of size s holding w_n (weight s - a; ``wrong``: s) or open one
-    ((b + a T) m_k(w_n)), over b + C."""
+    (k, its context ``ctx[n]``): join a table of size s holding w_n (weight s - a; ``wrong="join"``: s) or open one sent up parent e ((b + a T) rho_e m_e,k(w_n), rho_e = (gamma_e + S_e) /
+    (sum gamma + T); ``wrong="rho"``: gamma_e / sum gamma), over b + C."""
 
     def rec(i, counts, tables):
         if i == len(words):
@@ -84,15 +84,19 @@ def burst_exact(words, ctx, m, alpha, a, b, wrong=False) -> float:
         for k in range(K):
             pk = (alpha + counts[k]) / (K * alpha + i)
             here = tables.get((ctx[i], k), ())
-            C, T = sum(s for _, s in here), len(here)
+            C, T = sum(s for _, s, _ in here), len(here)
+            den, lead = b + C, b + a * T
             nxt = list(counts)
             nxt[k] += 1
-            for q, (word, size) in enumerate(here):
+            for q, (word, size, e) in enumerate(here):
                 if word == w:
-                    seated = dict(tables)
-                    seated[ctx[i], k] = here[:q] + ((word, size + 1),) + here[q + 1:]
-                    total += pk * (size - (0.0 if wrong else a)) / (b + C) * rec(i + 1, nxt, seated)
-            total += pk * (b + a * T) * m[k, w] / (b + C) * rec(i + 1, nxt, {**tables, (ctx[i], k): here + ((w, 1),)})
+                    seated = {**tables, (ctx[i], k): here[:q] + ((word, size + 1, e),) + here[q + 1:]}
+                    total += pk * (size - (0.0 if wrong == "join" else a)) / den * rec(i + 1, nxt, seated)
+            for e in range(len(gamma)):
+                S = 0 if wrong == "rho" else sum(1 for tb in here if tb[2] == e)
+                rho = (gamma[e] + S) / (sum(gamma) + (0 if wrong == "rho" else T))
+                total += pk * lead * rho * m[e][k, w] / den * rec(i + 1, nxt, {**tables,
+                                                                              (ctx[i], k): here + ((w, 1, e),)})
         return total
 
     return rec(0, [0] * K, {})
@@ -108,7 +112,7 @@ BURST_SEGMENT = dict(BURST, nodes=dict(BURST["nodes"], burst=dict(BURST["nodes"]
 def test_burst_left_to_right_is_unbiased_for_the_frozen_trained_state(resample, spec, segments):
     """Burst vectors per (topic, document), or per (topic, segment): the segments the contexts."""
     model, hyper, net, sampler = trained(spec)
-    assert model.word_predictive and whole_words.burst_shape(net.spec) == "burst"
+    assert model.word_predictive and whole_words.own_shape(net.spec) == "one"
     m = np.stack([vector_mean(net, sampler, "phi", k, np.full(V, 1.0 / V)) for k in range(K)])
     doc = SegmentedBlock.from_segments([("t0", segments)])
     ctx = [0] * len(TEST_DOC) if spec is BURST else [0] * len(segments[0]) + [1] * len(segments[1])
@@ -121,7 +125,7 @@ def test_burst_left_to_right_is_unbiased_for_the_frozen_trained_state(resample, 
     j = net.spec.order.index("burst")
     a, b = (float(v[o[np.flatnonzero(net.family == j)[0]]]) for v, o in ((sampler.avals, net.a_of),
                                                                           (sampler.bvals, net.b_of)))
-    exact, wrong = (burst_exact(TEST_DOC, ctx, m, 0.6, a, b, wrong=w) for w in (False, True))
+    exact, wrong = (burst_exact(TEST_DOC, ctx, [m], 0.6, a, b, wrong=w) for w in (None, "join"))
     weights = np.exp(np.log(probs * scale).sum(axis=1)) / exact
     se = weights.std() / np.sqrt(len(weights))
     assert abs(weights.mean() - 1.0) < 4 * se, (weights.mean(), se)
@@ -136,7 +140,7 @@ def test_a_previous_word_side_scores_its_own_vectors_frozen():
     import itertools
 
     model, hyper, net, sampler = trained(BIGRAM)
-    assert model.word_predictive and whole_words.burst_shape(net.spec) is None
+    assert model.word_predictive and whole_words.own_shape(net.spec) is None
     doc = SegmentedBlock.from_segments([("t0", [TEST_DOC])])
     frozen = whole_words.frozen_net(model, doc, hyper)
     rows = np.zeros((len(TEST_DOC), K))
@@ -229,3 +233,35 @@ def test_the_trained_word_side_is_saved_and_read_back_and_an_old_directory_is_sc
         if predictive:
             for a, b in zip(back._trained_words, model._trained_words):
                 np.testing.assert_array_equal(a, b)
+
+
+ROOT = {"index": ["corpus"], "over": "word", "dirichlet": 0.5}
+TWO = {"phi": {"node": "phi", "index": ["topic"], "gamma": 0.8}, "root": {"node": "root", "index": ["corpus"],
+                                                                       "gamma": 1.3}}
+BURST_TWO = dict(BURST, nodes=dict(BURST["nodes"], root=ROOT, burst=dict(BURST["nodes"]["burst"],
+                                                                          parents=list(TWO.values()))))
+
+
+@pytest.mark.parametrize("resample", [True, False], ids=["resample", "no-resample"])
+def test_own_vectors_over_two_frozen_parents_mixed_by_rho_are_unbiased(resample):
+    """burst[topic, document] over phi[topic] and the corpus root (rho ~ Dirichlet(0.8, 1.3) integrated out): the
+    particles (own_word_particles) against the process enumerated; rho without the own tables' S_e is told apart."""
+    model, hyper, net, sampler = trained(BURST_TWO)
+    assert model.word_predictive and whole_words.own_shape(net.spec) == "several"
+    phi = np.stack([vector_mean(net, sampler, "phi", k, np.full(V, 1.0 / V)) for k in range(K)])
+    jr = int(np.flatnonzero(net.family == net.spec.order.index("root"))[0])
+    cr = (sampler.n + sampler.tc)[net.off[jr]:net.off[jr + 1]]
+    root = np.tile((0.5 + cr) / (0.5 * V + cr.sum()), (K, 1))
+    doc = SegmentedBlock.from_segments([("t0", [TEST_DOC])])
+    hooks = whole_heldout.word_hooks(model, hyper)
+    probs, scale = document_particles(doc, np.ones((V, K)), LeftToRight(particles=20000, resample=resample, seed=2),
+                                      lambda d: whole_heldout.document_start(model, d, hyper), hooks["words_of"],
+                                      word_kernel=hooks["word_kernel"])
+    jb = int(np.flatnonzero(net.family == net.spec.order.index("burst"))[0])
+    a, b = sampler.avals[net.a_of[jb]], sampler.bvals[net.b_of[jb]]
+    exact, wrong = (burst_exact(TEST_DOC, [0] * len(TEST_DOC), [phi, root], 0.6, a, b, (0.8, 1.3), wrong=w)
+                    for w in (None, "rho"))
+    weights = np.exp(np.log(probs * scale).sum(axis=1)) / exact
+    se = weights.std() / np.sqrt(len(weights))
+    assert abs(weights.mean() - 1.0) < 4 * se, (weights.mean(), se)
+    assert abs(weights.mean() - wrong / exact) > 4 * se, (wrong / exact, se)

@@ -17,14 +17,15 @@ PROTOCOL = ("particles: the document's network state (z, table counts t, attribu
 
 
 def network_scores(block, phi_vk: np.ndarray, settings, start, words_of=None, protocol="",
-                   rows_of=None) -> LeftToRightScores:
+                   rows_of=None, word_kernel=bigram_particles) -> LeftToRightScores:
     """The hook's scores (:meth:`inference.gibbs.model.GibbsModel.left_to_right`) of a block; ``start(doc)``: a
     one-document block's ``(compiled network, counts it starts from, discounts, concentrations, which discounts
     are sampled)`` (:meth:`drivers.models.pdp_network.PdpNetwork.test_document_start`); ``words_of(doc, net)``: a
     bigram-topic word side's arguments of :func:`bigram_particles` (each particle's earlier tokens in its counts;
     :meth:`drivers.models.pdp_network.words_bigram.BigramArrays.document_words`), else the tokens' rows of ``phi_vk`` or
     ``rows_of(doc)`` ((N, K) per token: a word side indexed by [topic, column], :mod:`drivers.models.pdp_network.words_column`);
-    ``protocol``: added to the scores' protocol."""
+    ``protocol``: added to the scores' protocol; ``word_kernel``: the kernel ``words_of``'s arguments go to
+    (:func:`inference.pdpnet.own_word_particles.own_word_particles`: own word vectors over several parents)."""
     phi_vk = np.ascontiguousarray(phi_vk, dtype=np.float64)
     known, skipped = known_block(block, phi_vk.shape[0])
     out = np.zeros((block.n_docs, COLUMNS))
@@ -34,12 +35,14 @@ def network_scores(block, phi_vk: np.ndarray, settings, start, words_of=None, pr
         out[d] = (0.0, 0.0, n_tokens, skipped[d])
         if n_tokens == 0:
             continue
-        est = DocumentEstimate.of_particles(*document_particles(doc, phi_vk, settings, start, words_of, rows_of))
+        est = DocumentEstimate.of_particles(*document_particles(doc, phi_vk, settings, start, words_of, rows_of,
+                                                                word_kernel))
         out[d, :2] = (est.log_left_to_right, est.log_importance)
     return LeftToRightScores(out, PROTOCOL + protocol)
 
 
-def document_particles(doc, phi_vk: np.ndarray, settings, start, words_of=None, rows_of=None) -> tuple:
+def document_particles(doc, phi_vk: np.ndarray, settings, start, words_of=None, rows_of=None,
+                       word_kernel=bigram_particles) -> tuple:
     """(R, N) every particle's p_n of a one-document block's tokens (scaled) and the (N,) scales
     (:func:`network_scores`' arguments)."""
     n_tokens = doc.n_tokens
@@ -58,7 +61,7 @@ def document_particles(doc, phi_vk: np.ndarray, settings, start, words_of=None, 
                   np.zeros(int(net.eoff[-1]), np.int64), cnt["Se"], net.eoff, shared, own_c, own_t)
     seeds = settings.particle_seeds(doc.doc_ids[0])
     if words is not None:
-        return bigram_particles(seeds, bool(settings.resample), *words, *topic_side), np.ones(n_tokens)
+        return word_kernel(seeds, bool(settings.resample), *words, *topic_side), np.ones(n_tokens)
     rows = phi_vk[doc.words] if rows_of is None else rows_of(doc)
     scale = rows.max(axis=1)
     if not np.all(scale > 0):

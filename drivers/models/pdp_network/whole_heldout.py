@@ -22,6 +22,7 @@ from drivers.models.pdp_network import left_to_right_scores, whole_words
 from inference.gibbs import heldout
 from inference.pdpnet import kernels, sweep as network
 from inference.pdpnet.compile import KIND_PYP
+from inference.pdpnet.own_word_particles import own_word_particles
 from inference.pdpnet.spec import parse_network
 from inference.pdpnet.sampler import NO_ENGINE, StirlingStack, rebuild_counts
 
@@ -257,9 +258,14 @@ def word_hooks(model, hyper) -> dict:
     if not model.word_predictive:
         return {"protocol": protocol}
     spec = parse_network(hyper["network"])
-    if whole_words.burst_shape(spec) is not None:
+    shape = whole_words.own_shape(spec)
+    if shape == "one":
         return {"words_of": lambda doc, net: whole_words.document_words(model, doc, hyper, net),
                 "protocol": protocol + "; the word side: " + whole_words.BURST_PROTOCOL}
+    if shape == "several":
+        return {"words_of": lambda doc, net: whole_words.own_words(model, doc, hyper, net),
+                "word_kernel": own_word_particles,
+                "protocol": protocol + "; the word side: " + whole_words.BURST_PROTOCOL + " (mixed by rho)"}
     own = whole_words.word_families(spec)[1]
     return {"rows_of": lambda doc: whole_words.prior_rows(model, doc, hyper),
             "protocol": protocol + "; the word side: " + whole_words.FROZEN_PROTOCOL

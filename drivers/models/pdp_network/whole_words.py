@@ -22,8 +22,10 @@ the network), their tables sent up to the frozen parents. What is scored:
   :func:`.left_to_right_scores.network_scores`); an own word vector per (topic, document or segment) with one
   frozen Pitman-Yor parent (burstiness): :func:`inference.pdpnet.bigram_left_to_right.bigram_particles`, every
   particle's earlier tokens seated in the document's own vectors by the restaurant (join a table: size - a; open
-  one: (b + a T) P_parent(w)), exact for p(w | the frozen shared state); other own shapes (several parents, a
-  chain of own vectors): the frozen means of the empty own vectors (the protocol says so).
+  one: (b + a T) P_parent(w)), exact for p(w | the frozen shared state); over several frozen parents mixed by rho
+  :func:`inference.pdpnet.own_word_particles.own_word_particles`, the same with a new table
+  sent up edge e with weight (b + a T) rho_e P_e(w); other own shapes (a chain of own vectors, several own
+  families): the frozen means of the empty own vectors (the protocol says so).
 """
 from __future__ import annotations
 
@@ -235,15 +237,38 @@ def scored_rows(model, observed, state, scored, hyper, obs_cnt) -> np.ndarray:
     return token_rows(sc, cnt, *model._values(sc, hyper), scored.words)
 
 
-def burst_shape(spec) -> str | None:
-    """The token's word family when it is the document's own Pitman-Yor vector with one shared parent (what
-    :func:`bigram_particles` seats), else None."""
+def own_shape(spec) -> str | None:
+    """"one" when the token's word family is the document's only own word family, a Pitman-Yor vector over one
+    shared parent (what :func:`bigram_particles` seats), "several" over several shared parents mixed by rho
+    (:func:`inference.pdpnet.own_word_particles.own_word_particles`), else None."""
     shared, own = word_families(spec)
     node = spec.nodes[spec.word.node]
-    if own != [spec.order.index(spec.word.node)] or node.kind != "pyp" or len(node.parents) != 1 \
-            or node.mixture:
+    if own != [spec.order.index(spec.word.node)] or node.kind != "pyp" \
+            or any(spec.order.index(p.node) not in shared for p in node.parents):
         return None
-    return spec.word.node if spec.order.index(node.parents[0].node) in shared else None
+    return "one" if len(node.parents) == 1 else "several"
+
+
+def own_words(model, doc, hyper, topic_net) -> tuple:
+    """A test document's word-side arguments of :func:`inference.pdpnet.own_word_particles.own_word_particles`:
+    its own word vectors' contexts, its distinct (context, word) pairs, the frozen parents' means at them (U, K,
+    E), the own vector's gamma and its sum, its discount and concentration (a mixture node is over topics only)."""
+    net = frozen_net(model, doc, hyper)
+    node = net.spec.nodes[net.spec.word.node]
+    inst = net.word_inst
+    ctx_keys, ctx = np.unique(inst[:, 0], return_inverse=True)
+    words, widx = np.unique(doc.words, return_inverse=True)
+    pair, first, uidx = np.unique(ctx.reshape(-1) * len(words) + widx.reshape(-1), return_index=True,
+                                  return_inverse=True)
+    j = inst[first]                                                           # (U, K) the pairs' own vectors
+    E = int(net.par_ptr[j[0, 0] + 1] - net.par_ptr[j[0, 0]])
+    P = np.stack([net.means[net.off[net.par_node[net.par_ptr[j] + e]] + words[pair % len(words)][:, None]]
+                  for e in range(E)], axis=2)
+    j0 = int(j[0, 0])
+    gamma = np.ascontiguousarray(net.par_gamma[net.par_ptr[j0]:net.par_ptr[j0 + 1]], np.float64)
+    a, b = float(hyper["a_values"][node.a]), float(hyper["b_values"][node.b])
+    return (uidx.reshape(-1).astype(np.int64), (pair // len(words)).astype(np.int64), len(ctx_keys),
+            np.ascontiguousarray(P), gamma, float(net.gamma_sum[j0]), a, b)
 
 
 def document_words(model, doc, hyper, topic_net) -> tuple:
