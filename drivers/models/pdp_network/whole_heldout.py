@@ -12,6 +12,11 @@ is theirs). Document completion and ``infer`` sweep that state with the network 
 share the trained counts during scoring, as the split engine's held-out sweeps share a corpus-level root's);
 left to right seats a document's customers at a shared Pitman-Yor vector by the restaurant continued from the
 trained (c, t) (:mod:`inference.pdpnet.doc_restaurant`), exact in the model for p(w | those tables, the topics).
+When the topics' posterior means are not the word predictive (:attr:`word_predictive`: a word side indexed by more
+than [topic], or with the document's own word vectors), the block's network has its word side, the shared word
+vectors frozen at the trained state (:func:`held_net`, :mod:`.whole_words`): the sweeps sample the own word
+vectors too, completion scores the word vectors' predictive (:func:`completion`), left to right the particles carry
+the own word cells (:func:`word_hooks`).
 """
 from __future__ import annotations
 
