@@ -169,12 +169,15 @@ class WholeNetworkMode:
     def count_tables(self) -> tuple:
         if not self.whole:
             return super().count_tables()
-        cells, edges = whole_heldout.cells_per_token(parse_network(self._raw))
+        spec = parse_network(self._raw)
+        cells, edges = whole_heldout.cells_per_token(spec)
+        words = (CountTable(whole_words.TABLE, whole_words.rows(self.vocab_size), 1, "keyed",
+                            cells_per_token=whole_words.cells_per_token(spec)),) \
+            if self.vocab_size < whole_words.MAX_V else ()        # a larger vocabulary: the posterior means held out
         return (CountTable("nwk", self.vocab_size, self.num_topics, "dense", cells_per_token=1),
                 CountTable(whole_heldout.CELLS, whole_heldout.ROWS, self.num_topics, "keyed", cells_per_token=cells),
-                CountTable(whole_heldout.EDGES, whole_heldout.ROWS, self.num_topics, "keyed", cells_per_token=edges),
-                CountTable(whole_words.TABLE, whole_words.rows(self.vocab_size), 1, "keyed",
-                           cells_per_token=whole_words.cells_per_token(parse_network(self._raw))))
+                CountTable(whole_heldout.EDGES, whole_heldout.ROWS, self.num_topics, "keyed",
+                           cells_per_token=edges)) + words
 
     def initial_state(self, block, hyper, seed) -> dict:
         if not self.whole:
@@ -224,7 +227,8 @@ class WholeNetworkMode:
         cnt = cnt if cnt is not None else rebuild_counts(net, state["z"].astype(np.int64), state["s"])
         return {"nwk": GibbsModel.shared_counts(self, block, state, local),
                 **whole_heldout.shared_contribution(net, cnt, state["s"]),
-                whole_words.TABLE: whole_words.contribution(net, cnt, state["s"])}
+                **({whole_words.TABLE: whole_words.contribution(net, cnt, state["s"])}
+                   if self.vocab_size < whole_words.MAX_V else {})}
 
     def topics_of(self, net, cnt, avals, bvals) -> np.ndarray:
         """(K, V) the word side's posterior means at every topic (module docstring)."""

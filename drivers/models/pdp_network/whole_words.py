@@ -49,9 +49,13 @@ SCALE, FROZEN_ALPHA = float(2 ** 50), 1e-6
 ROOT_SCALE = 1e12
 
 
+#: the table's keys hold V < 2^20 words (a larger vocabulary: no table, the held-out word factor the posterior means)
+MAX_V = 1 << 20
+
+
 def rows(V: int) -> int:
     """The keyed table's row space."""
-    if V >= 1 << 20:
+    if V >= MAX_V:
         raise ValueError("whole-network mode: the word side's keyed table holds V < 2^20 words")
     return (MAX_FAMILIES << KEY_BITS) * SLOTS * int(V)
 
