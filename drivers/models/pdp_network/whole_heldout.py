@@ -12,16 +12,24 @@ is theirs). Document completion and ``infer`` sweep that state with the network 
 share the trained counts during scoring, as the split engine's held-out sweeps share a corpus-level root's);
 left to right seats a document's customers at a shared Pitman-Yor vector by the restaurant continued from the
 trained (c, t) (:mod:`inference.pdpnet.doc_restaurant`), exact in the model for p(w | those tables, the topics).
+When the topics' posterior means are not the word predictive (:attr:`word_predictive`: a word side indexed by more
+than [topic], or with the document's own word vectors), the block's network has its word side, the shared word
+vectors frozen at the trained state (:func:`held_net`, :mod:`.whole_words`): the sweeps sample the own word
+vectors too, completion scores the word vectors' predictive (:func:`completion`), left to right the particles carry
+the own word cells (:func:`word_hooks`).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from drivers import storage
-from drivers.models.pdp_network import left_to_right_scores
+from drivers.models.pdp_network import left_to_right_scores, whole_words
+from inference.gibbs import heldout
 from inference.pdpnet import kernels, sweep as network
 from inference.pdpnet.compile import KIND_PYP
-from inference.pdpnet.sampler import StirlingStack, rebuild_counts
+from inference.pdpnet.own_word_particles import own_word_particles
+from inference.pdpnet.spec import parse_network
+from inference.pdpnet.sampler import NO_ENGINE, StirlingStack, rebuild_counts
 
 CELLS, EDGES = "whole_shared", "whole_shared_s"
 ARRAYS = ("whole_shared_keys", "whole_shared_counts", "whole_edge_keys", "whole_edge_counts")
@@ -131,9 +139,17 @@ def trained_start(trained: dict, net) -> tuple:
     return s, extra, idx, c_tr, t_tr
 
 
+def held_net(model, block, hyper):
+    """A held-out block's network: with its word side, the shared word vectors frozen
+    (:func:`.whole_words.frozen_net`), when the topics' posterior means are not the word predictive; else its
+    topic side (the word factor the frozen topics)."""
+    return whole_words.frozen_net(model, block, hyper) if model.word_predictive else model._compiled(block, hyper)
+
+
 def counts(net, state: dict) -> dict:
-    """The kernels' counts of a held-out state: of (z, s), the extra customers added."""
-    cnt = rebuild_counts(net, state["z"].astype(np.int64), state["s"], word_side=False)
+    """The kernels' counts of a held-out state: of (z, s), the extra customers added (the word side's too when the
+    network has it: :func:`held_net`)."""
+    cnt = rebuild_counts(net, state["z"].astype(np.int64), state["s"], word_side=hasattr(net, "frozen"))
     extra = state[HELD]
     cnt["n"] += extra
     cnt["Nn"] += np.bincount(np.repeat(np.arange(net.num_nodes), net.dim), extra, net.num_nodes).astype(np.int64)
@@ -152,6 +168,7 @@ def _run(model, net, state, cnt, hyper, nwk, nk, seed, frozen_phi, init) -> None
     stirling = StirlingStack(avals, sampled=[net.spec.params[n].sample for n in net.a_names])
     frozen = frozen_phi is not None
     phi = np.ascontiguousarray(frozen_phi, dtype=np.float64) if frozen else np.zeros((1, 1))
+    engine = NO_ENGINE if hasattr(net, "frozen") else (True, nwk, nk, float(hyper["beta"]), phi, frozen)
     z = state["z"].astype(np.int64)
     pos, reseed = 0, True
     while pos >= 0:
@@ -160,7 +177,7 @@ def _run(model, net, state, cnt, hyper, nwk, nk, seed, frozen_phi, init) -> None
             pos, reseed, seed, True, net.words, z, net.topic_inst, net.word_inst, *net.ancestors, net.kind, net.dim,
             net.off, net.alpha, net.a_of, net.b_of, net.par_ptr, net.par_node, net.par_gamma, net.gamma_sum, avals,
             bvals, stirling.L3, cnt["n"], cnt["tc"], cnt["tp"], cnt["Nn"], cnt["TC"], cnt["TP"], state["s"],
-            cnt["Se"], net.eoff, cnt["mx"], init, True, nwk, nk, float(hyper["beta"]), phi, frozen, NO_DRIFT)
+            cnt["Se"], net.eoff, cnt["mx"], init, *engine, NO_DRIFT)
         reseed = False
     state["z"][:] = z
 
@@ -168,8 +185,10 @@ def _run(model, net, state, cnt, hyper, nwk, nk, seed, frozen_phi, init) -> None
 def init_state(model, block, hyper, nwk, nk, seed) -> dict:
     """A held-out block's first state: random topics added token by token (the split model's initialisation) on the
     trained shared vectors."""
-    net = model._compiled(block, hyper)
+    net = held_net(model, block, hyper)
     s, extra, _, _, _ = trained_start(model._trained_whole, net)
+    if hasattr(net, "frozen"):
+        extra += net.frozen
     z = np.random.default_rng(seed).integers(0, model.num_topics, block.n_tokens).astype(np.int32)
     state = {"z": z, "s": s, HELD: extra}
     cnt = counts(net, {"z": np.zeros(0, np.int32), "s": s, HELD: extra})
@@ -178,8 +197,31 @@ def init_state(model, block, hyper, nwk, nk, seed) -> dict:
 
 
 def sweep(model, block, state, hyper, nwk, nk, seed, frozen_phi) -> None:
-    net = model._compiled(block, hyper)
+    net = held_net(model, block, hyper)
     _run(model, net, state, counts(net, state), hyper, nwk, nk, seed, frozen_phi, False)
+
+
+def completion(model, block, hyper, schedule, seed, partition) -> np.ndarray:
+    """Document completion (:func:`inference.gibbs.heldout.heldout_loglik`'s split and chain; the block's sweep
+    samples its own word vectors), every scored token's rows :func:`.whole_words.scored_rows`."""
+    n_docs = float(block.n_docs)
+    scored = None
+    if schedule.observed is not None:
+        block, scored = heldout.split_observed(block, schedule.observed, seed)
+        scored = model.prepare_block(scored)
+    block = model.prepare_block(block)
+    scored = block if scored is None else scored
+    if block.n_tokens == 0 or scored.n_tokens == 0:
+        return np.array([0.0, 0.0, n_docs])
+    seg = np.repeat(np.arange(scored.n_segments), np.diff(scored.seg_ptr))
+    phi_vk = np.zeros((model.vocab_size, model.num_topics))    # not read: the word side is in the network
+    prob, taken = np.zeros(scored.n_tokens), 0
+    for state in heldout.frozen_chain(model, block, hyper, phi_vk, schedule, seed, partition):
+        nu = np.ascontiguousarray(model.segment_topic(block, state, hyper), dtype=np.float64)
+        obs_cnt = counts(whole_words.frozen_net(model, block, hyper), state)
+        prob += (nu[seg] * whole_words.scored_rows(model, block, state, scored, hyper, obs_cnt)).sum(axis=1)
+        taken += 1
+    return np.array([float(np.log(prob / taken).sum()), float(scored.n_tokens), n_docs])
 
 
 def segment_rows(model, net, block, means: np.ndarray) -> np.ndarray:
@@ -196,24 +238,47 @@ def segment_rows(model, net, block, means: np.ndarray) -> np.ndarray:
     return out
 
 
+def document_start(model, doc, hyper) -> tuple:
+    """A test document's topic side from the trained shared vectors (``start`` of
+    :func:`drivers.models.pdp_network.left_to_right_scores.network_scores`)."""
+    net = model._compiled(doc, hyper)
+    s, _, idx, c_tr, t_tr = trained_start(model._trained_whole, net)
+    cnt = rebuild_counts(net, np.zeros(0, np.int64), np.zeros_like(s), word_side=False)
+    cnt["tc"][idx], cnt["tp"][idx] = c_tr, t_tr
+    node = np.repeat(np.arange(net.num_nodes), net.dim)
+    cnt["TC"] = np.bincount(node, cnt["tc"], net.num_nodes).astype(np.int64)
+    cnt["TP"] = np.bincount(node, cnt["tp"], net.num_nodes).astype(np.int64)
+    cnt["Se"] = np.add.reduceat(s, net.eoff[:-1]) if len(net.par_node) else cnt["Se"]
+    cnt["Se"][np.diff(net.eoff) == 0] = 0
+    mask = shared_nodes(net) & (net.kind == KIND_PYP)
+    cnt["own"] = (mask, np.zeros(net.num_cells, np.int64), np.zeros(net.num_cells, np.int64))
+    avals, bvals = model._values(net, hyper)
+    return net, cnt, avals, bvals, [net.spec.params[n].sample for n in net.a_names]
+
+
+def word_hooks(model, hyper) -> dict:
+    """The word side's arguments of ``network_scores`` (``words_of``, ``rows_of``, ``protocol``): none (the
+    topics' posterior means) unless :attr:`model.word_predictive` (:mod:`.whole_words`)."""
+    protocol = "; whole-network mode: the trained shared topic vectors"
+    if not model.word_predictive:
+        return {"protocol": protocol}
+    spec = parse_network(hyper["network"])
+    shape = whole_words.own_shape(spec)
+    if shape == "one":
+        return {"words_of": lambda doc, net: whole_words.document_words(model, doc, hyper, net),
+                "protocol": protocol + "; the word side: " + whole_words.BURST_PROTOCOL}
+    if shape == "several":
+        return {"words_of": lambda doc, net: whole_words.own_words(model, doc, hyper, net),
+                "word_kernel": own_word_particles,
+                "protocol": protocol + "; the word side: " + whole_words.BURST_PROTOCOL + " (mixed by rho)"}
+    own = whole_words.word_families(spec)[1]
+    return {"rows_of": lambda doc: whole_words.prior_rows(model, doc, hyper),
+            "protocol": protocol + "; the word side: " + whole_words.FROZEN_PROTOCOL
+            + (whole_words.OWN_NOT_CARRIED if own else "")}
+
+
 def left_to_right(model, block, hyper, phi_vk, settings):
     """Every test document from the trained shared vectors (module docstring;
     :func:`drivers.models.pdp_network.left_to_right_scores.network_scores`)."""
-
-    def start(doc):
-        net = model._compiled(doc, hyper)
-        s, _, idx, c_tr, t_tr = trained_start(model._trained_whole, net)
-        cnt = rebuild_counts(net, np.zeros(0, np.int64), np.zeros_like(s), word_side=False)
-        cnt["tc"][idx], cnt["tp"][idx] = c_tr, t_tr
-        node = np.repeat(np.arange(net.num_nodes), net.dim)
-        cnt["TC"] = np.bincount(node, cnt["tc"], net.num_nodes).astype(np.int64)
-        cnt["TP"] = np.bincount(node, cnt["tp"], net.num_nodes).astype(np.int64)
-        cnt["Se"] = np.add.reduceat(s, net.eoff[:-1]) if len(net.par_node) else cnt["Se"]
-        cnt["Se"][np.diff(net.eoff) == 0] = 0
-        mask = shared_nodes(net) & (net.kind == KIND_PYP)
-        cnt["own"] = (mask, np.zeros(net.num_cells, np.int64), np.zeros(net.num_cells, np.int64))
-        avals, bvals = model._values(net, hyper)
-        return net, cnt, avals, bvals, [net.spec.params[n].sample for n in net.a_names]
-
-    return left_to_right_scores.network_scores(block, phi_vk, settings, start,
-                                               protocol="; whole-network mode: the trained shared topic vectors")
+    return left_to_right_scores.network_scores(block, phi_vk, settings, lambda doc: document_start(model, doc, hyper),
+                                               **word_hooks(model, hyper))

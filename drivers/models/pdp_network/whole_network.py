@@ -24,7 +24,7 @@ import logging
 import numpy as np
 
 from drivers.engines import memory
-from drivers.models.pdp_network import shared_pyp, whole_heldout, whole_refresh, words_pyp
+from drivers.models.pdp_network import shared_pyp, whole_heldout, whole_refresh, whole_words, words_pyp
 from drivers.models.pdp_network.engine_specs import NETWORK, check_engine_network, read_spec_file
 from drivers.models.pdp_network.model import PdpNetwork
 from inference.errors import RefusedError, UsageError
@@ -110,6 +110,13 @@ class WholeNetworkMode:
     def whole(self) -> str | None:
         return self.__dict__.get("_whole")
 
+    @property
+    def word_predictive(self) -> bool:
+        """Held out, the word side is the network's own (:mod:`.whole_words`), not the topics' posterior means: a
+        word side indexed by more than [topic] (or with the document's own vectors) and its trained state saved."""
+        return bool(self.whole) and self.__dict__.get("_trained_words") is not None and \
+            whole_words.needs_predictive(parse_network(self._raw))
+
     def bind_corpus(self, corpus, request) -> None:
         super().bind_corpus(corpus, request)
         self._corpus_sizes = (corpus.num_documents, corpus.num_segments, corpus.num_tokens)
@@ -162,10 +169,15 @@ class WholeNetworkMode:
     def count_tables(self) -> tuple:
         if not self.whole:
             return super().count_tables()
-        cells, edges = whole_heldout.cells_per_token(parse_network(self._raw))
+        spec = parse_network(self._raw)
+        cells, edges = whole_heldout.cells_per_token(spec)
+        words = (CountTable(whole_words.TABLE, whole_words.rows(self.vocab_size), 1, "keyed",
+                            cells_per_token=whole_words.cells_per_token(spec)),) \
+            if self.vocab_size < whole_words.MAX_V else ()        # a larger vocabulary: the posterior means held out
         return (CountTable("nwk", self.vocab_size, self.num_topics, "dense", cells_per_token=1),
                 CountTable(whole_heldout.CELLS, whole_heldout.ROWS, self.num_topics, "keyed", cells_per_token=cells),
-                CountTable(whole_heldout.EDGES, whole_heldout.ROWS, self.num_topics, "keyed", cells_per_token=edges))
+                CountTable(whole_heldout.EDGES, whole_heldout.ROWS, self.num_topics, "keyed",
+                           cells_per_token=edges)) + words
 
     def initial_state(self, block, hyper, seed) -> dict:
         if not self.whole:
@@ -214,7 +226,9 @@ class WholeNetworkMode:
         cnt = self._memo("counts").recall(block, state)
         cnt = cnt if cnt is not None else rebuild_counts(net, state["z"].astype(np.int64), state["s"])
         return {"nwk": GibbsModel.shared_counts(self, block, state, local),
-                **whole_heldout.shared_contribution(net, cnt, state["s"])}
+                **whole_heldout.shared_contribution(net, cnt, state["s"]),
+                **({whole_words.TABLE: whole_words.contribution(net, cnt, state["s"])}
+                   if self.vocab_size < whole_words.MAX_V else {})}
 
     def topics_of(self, net, cnt, avals, bvals) -> np.ndarray:
         """(K, V) the word side's posterior means at every topic (module docstring)."""
@@ -270,7 +284,7 @@ class WholeNetworkMode:
         if not self.whole:
             return super().segment_topic(block, state, hyper)
         if whole_heldout.HELD in state:
-            net = self._compiled(block, hyper)
+            net = whole_heldout.held_net(self, block, hyper)
             cnt = whole_heldout.counts(net, state)
             avals, bvals = self._values(net, hyper)
         else:
@@ -296,6 +310,11 @@ class WholeNetworkMode:
             return super().sweep(block, state, hyper, nwk, nk, seed, frozen_phi)
         whole_heldout.sweep(self, block, state, hyper, nwk, nk, seed, frozen_phi)
 
+    def heldout_loglik(self, block, hyper, phi_vk, schedule, seed, partition) -> np.ndarray:
+        if not self.word_predictive:
+            return super().heldout_loglik(block, hyper, phi_vk, schedule, seed, partition)
+        return whole_heldout.completion(self, block, hyper, schedule, seed, partition)
+
     def left_to_right(self, block, hyper, phi_vk, settings):
         if not self.whole:
             return super().left_to_right(block, hyper, phi_vk, settings)
@@ -305,22 +324,34 @@ class WholeNetworkMode:
         if not self.whole:
             return super().bind_result(result)
         self._trained_whole = whole_heldout.trained_of_tables(result.tables)
+        words = result.tables.get(whole_words.TABLE)
+        self._trained_words = None if words is None else (np.asarray(words.keys, np.int64),
+                                                          np.asarray(words.counts, np.int64))
 
     @property
     def array_files(self) -> tuple:
-        return whole_heldout.ARRAYS if self.whole or self.__dict__.get("_whole_files") else super().array_files
+        if not (self.whole or self.__dict__.get("_whole_files")):
+            return super().array_files
+        return whole_heldout.ARRAYS + (whole_words.ARRAYS if self.__dict__.get("_whole_word_files", True) else ())
 
     def saved_arrays(self) -> dict:
-        return super().saved_arrays() if not self.whole else whole_heldout.saved(self._trained_whole)
+        if not self.whole:
+            return super().saved_arrays()
+        words = self.__dict__.get("_trained_words")
+        return dict(whole_heldout.saved(self._trained_whole),
+                    **({} if words is None else dict(zip(whole_words.ARRAYS, words))))
 
     def bind_directory(self, directory: str) -> None:
         self._whole_files = whole_heldout.has_files(directory)
+        self._whole_word_files = whole_words.has_files(directory)    # a session-25 directory has none: means
         super().bind_directory(directory)
 
     def bind_arrays(self, arrays: dict, meta: dict) -> None:
         if not self.__dict__.get("_whole_files"):
             return super().bind_arrays(arrays, meta)
         self._trained_whole = whole_heldout.trained_of_arrays(arrays)
+        self._trained_words = (np.asarray(arrays[whole_words.ARRAYS[0]], np.int64), np.asarray(
+            arrays[whole_words.ARRAYS[1]], np.int64)) if whole_words.ARRAYS[0] in arrays else None
         self.bind_hyper(meta.get("hyper", {}))
 
     def continued_chain(self, spark, old_model, base, batch, seed: int, iteration: int):
