@@ -14,6 +14,7 @@ import pytest
 
 from drivers.models.pdp_network.whole_network import NetworkModel
 from drivers.models.pdp_network import whole_refresh
+from drivers.models.pdp_network.shared_roots import ColumnValues
 from drivers.models.pdp_network.whole_refresh import grown_state, joined
 from inference.errors import RefusedError
 from inference.gibbs.block import SegmentedBlock
@@ -139,17 +140,101 @@ def test_new_documents_and_words_keep_the_old_counts_and_are_seated(trained):
     _legal(net, recount)
 
 
-def test_a_spec_indexed_by_a_kept_column_or_a_batch_not_extending_the_vocabulary_is_refused_in_one_line():
-    spec = json.loads(json.dumps(SPEC))
-    spec["nodes"]["theta"]["parents"] = [{"node": "by", "index": ["column:author"]}]
-    spec["nodes"]["by"] = {"index": ["column:author"], "over": "topic", "dp": {"b": 1.0},
-                           "parents": [{"node": "root", "index": ["corpus"]}]}
-    model = SimpleNamespace(_raw=spec, name="pdp-network")
-    with pytest.raises(RefusedError, match="indexed by a kept column is not continued"):
-        whole_refresh.continued_chain(model, None, None, None, SimpleNamespace(directory="unread"), 3)
+def test_a_batch_not_extending_the_vocabulary_or_losing_a_column_value_is_refused_in_one_line():
     model = SimpleNamespace(_raw=SPEC, name="pdp-network")
     assert whole_refresh.continued_chain(model, None, None, None, None, 3) is None
     base = SimpleNamespace(vocab=pd.DataFrame({"term": ["a", "b"]}))
     with pytest.raises(RefusedError, match="does not extend the model's"):
         whole_refresh.continued_chain(model, None, None, base, SimpleNamespace(
             directory="batch", vocab=pd.DataFrame({"term": ["b", "a", "c"]})), 3)
+    sizes = {"corpus": 1, "previous_word": 4, "column:author": 3}
+    with pytest.raises(RefusedError, match="'author' is gone"):
+        whole_refresh.code_maps(sizes, sizes, ColumnValues({"author": ["ann", "cat"]}),
+                                ColumnValues({"author": ["ann", "bob"]}))
+
+
+#: documents DP over their author's Pitman-Yor vector (by[column:author]); words from a vector per topic and author
+COLUMN = {"name": "by-author", "nodes": {
+    "root": {"index": ["corpus"], "over": "topic", "dirichlet": 1.0},
+    "by": {"index": ["column:author"], "over": "topic", "pyp": PYP, "parents": [{"node": "root", "index": ["corpus"]}]},
+    "theta": {"index": ["document"], "over": "topic", "dp": {"b": 2.0},
+              "parents": [{"node": "by", "index": ["column:author"]}]},
+    "base": {"index": ["corpus"], "over": "word", "uniform": True},
+    "phi": {"index": ["topic"], "over": "word", "pyp": {"a": 0.2, "b": 5.0},
+            "parents": [{"node": "base", "index": ["corpus"]}]},
+    "aphi": {"index": ["topic", "column:author"], "over": "word", "dp": {"b": 3.0},
+             "parents": [{"node": "phi", "index": ["topic"]}]}},
+    "topic": {"node": "theta", "index": ["document"]}, "word": {"node": "aphi", "index": ["topic", "column:author"]}}
+
+
+def _column_model(V, values, by_doc):
+    model = NetworkModel(K, V)
+    model._raw, model._columns = COLUMN, ColumnValues({"author": values}, {"author": by_doc})
+    return model
+
+
+def test_an_old_author_keeps_its_vectors_by_value_and_a_new_author_is_created_and_counted():
+    """Old values [ann, cat]; the grown ones [ann, bob, cat] (bob new, put between: a vector moved by its code's
+    position would land on bob's): every old vector (by[author], aphi[topic, author], the documents') keeps its
+    counts and edges' s at the vector of the same value; bob's are created, empty before the batch, counted after;
+    the batch's ann document adds to ann's."""
+    block = _block(1, 8, V0, "a")
+    old_codes = {f"a{i:02d}": i % 2 for i in range(8)}                  # ann, cat, ann, ...
+    old_model = _column_model(V0, ["ann", "cat"], old_codes)
+    old_net = compile_network(parse_network(COLUMN), old_model.corpus_layout(block), K)
+    sampler = NetworkSampler(old_net, 5)
+    for _ in range(3):
+        sampler.sweep()
+        sampler.sample_hyper()
+    state = {"z": sampler.z.astype(np.int32), "s": sampler.s.copy(), "avals": sampler.avals.copy(),
+             "bvals": sampler.bvals.copy(), "clock": np.array([5, 3], np.int64)}
+    batch = _block(2, 4, V1, "b")
+    grown = {d: 2 * c for d, c in old_codes.items()} | {"b00": 0, "b01": 1, "b02": 1, "b03": 1}   # ann bob bob bob
+    model = _column_model(V1, ["ann", "bob", "cat"], grown)
+    union = joined(block, batch)
+    moved = _copy(state)
+    grown_state(model, old_model, block, union, moved, 3)
+    net = compile_network(parse_network(COLUMN), model.corpus_layout(union), K)
+    N0, fam = block.n_tokens, {name: f for f, name in enumerate(old_net.spec.order)}
+    old = rebuild_counts(old_net, state["z"].astype(np.int64), state["s"])
+    sizes = [whole_refresh._sizes(n, m.corpus_layout(b)) for n, m, b in ((old_net, old_model, block),
+                                                                           (net, model, union))]
+    maps = whole_refresh.code_maps(*sizes, old_model._columns, model._columns)
+    before = whole_refresh.moved_s(old_net, net, whole_refresh.instance_map(old_net, net, *sizes, maps), state["s"])
+    kept = rebuild_counts(net, moved["z"][:N0].astype(np.int64), before)     # moved, before the batch's seating
+    full = rebuild_counts(net, moved["z"].astype(np.int64), moved["s"])
+
+    def vector(n, name, key):
+        return int(np.flatnonzero((n.family == fam[name]) & (n.key == key))[0])
+
+    def cells(n, cnt, j, width=None):        # (n + tc, tp) of vector j's cells (the first ``width``: the old words)
+        hi = n.off[j + 1] if width is None else n.off[j] + width
+        return (cnt["n"] + cnt["tc"])[n.off[j]:hi], cnt["tp"][n.off[j]:hi]
+
+    for value, was, now in (("ann", 0, 0), ("cat", 1, 2)):
+        pairs = [(vector(old_net, "by", was), vector(net, "by", now))] + [
+            (vector(old_net, "aphi", k * 3 + was), vector(net, "aphi", k * 4 + now)) for k in range(K)]
+        for j, nj in pairs:
+            assert (old["n"] + old["tc"])[old_net.off[j]:old_net.off[j + 1]].sum() > 0, value
+            width = old_net.off[j + 1] - old_net.off[j]
+            assert not kept["n"][net.off[nj] + width:net.off[nj + 1]].any()     # (a new word's cells: empty)
+            assert np.array_equal(old["n"][old_net.off[j]:old_net.off[j + 1]], kept["n"][net.off[nj]:][:width])
+            for a, b in zip(cells(old_net, old, j), cells(net, kept, nj, width)):
+                assert np.array_equal(a, b), (value, j)
+            e, ne = old_net.par_ptr[j], net.par_ptr[nj]                         # (its one parent edge's s: the
+            was = state["s"][old_net.eoff[e]:old_net.eoff[e + 1]]               # batch's ann document adds)
+            assert np.array_equal(was, before[net.eoff[ne]:][:len(was)]), (value, j)
+            assert np.all(moved["s"][net.eoff[ne]:][:len(was)] >= was) and not before[net.eoff[ne]:][
+                len(was):net.eoff[ne + 1] - net.eoff[ne]].any()
+    for d in range(8):        # a document's vector keeps its counts and its one parent: its author's by vector
+        j, nj = vector(old_net, "theta", d), vector(net, "theta", d)
+        assert net.par_node[net.par_ptr[nj]] == vector(net, "by", grown[f"a{d:02d}"])
+        assert all(np.array_equal(a, b) for a, b in zip(cells(old_net, old, j), cells(net, kept, nj)))
+    bob = [vector(net, "by", 1)] + [vector(net, "aphi", k * 4 + 1) for k in range(K)]
+    assert sum(cells(net, kept, j)[0].sum() for j in bob) == 0
+    assert cells(net, full, bob[0])[0].sum() > 0           # bob's documents' tables; every bob token in aphi[., bob]
+    ptr = batch.token_ptr()
+    assert sum(full["n"][net.off[j]:net.off[j + 1]].sum() for j in bob[1:]) == ptr[4] - ptr[1]
+    ann = vector(net, "by", 0)
+    assert cells(net, full, ann)[0].sum() > cells(old_net, old, vector(old_net, "by", 0))[0].sum()
+    _legal(net, full)

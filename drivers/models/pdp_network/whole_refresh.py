@@ -29,6 +29,7 @@ import logging
 import numpy as np
 
 from drivers.corpora.segmented import load_segmented_corpus
+from drivers.models.pdp_network.shared_roots import ColumnValues
 from inference.errors import RefusedError
 from inference.gibbs.block import SegmentedBlock
 from inference.pdpnet import kernels, sweep
@@ -50,13 +51,36 @@ def joined(old: SegmentedBlock, new: SegmentedBlock) -> SegmentedBlock:
                           np.concatenate([old.words, new.words]).astype(np.int32))
 
 
-def _sizes(net: CompiledNetwork, D: int, S: int) -> dict:
-    return {"corpus": 1, "document": D, "segment": S, "topic": net.K, "previous_word": net.V + 1}
+def _sizes(net: CompiledNetwork, layout) -> dict:
+    """Every index kind's size on ``layout`` (a kept column's: its values and the unseen one)."""
+    out = {"corpus": 1, "document": len(layout.doc_ptr) - 1, "segment": len(layout.seg_ptr) - 1, "topic": net.K,
+           "previous_word": net.V + 1}
+    for name, col in layout.columns.items():
+        out[("list:" if len(col) == 3 else "column:") + name] = int(col[-1])
+    return out
 
 
-def instance_map(old: CompiledNetwork, new: CompiledNetwork, old_sizes: dict, new_sizes: dict) -> np.ndarray:
-    """(J_old,) the id in ``new`` of every vector of ``old`` (its family and index values; previous_word's start
-    value V_old becomes V_new); a vector missing there is refused (the old documents reach the same vectors)."""
+def code_maps(old_sizes: dict, new_sizes: dict, old_columns, new_columns) -> dict:
+    """Per index kind the new code of every old code: the same (an old document keeps its place), previous_word's
+    start V_old becomes V_new, a kept column's value is found again by its value (``ColumnValues.values``; the
+    unseen value stays last)."""
+    maps = {kind: np.arange(size, dtype=np.int64) for kind, size in old_sizes.items()}
+    maps["previous_word"][-1] = new_sizes["previous_word"] - 1
+    for name, values in (old_columns.values.items() if old_columns is not None else ()):
+        kind = ("list:" if name in old_columns.lists else "column:") + name
+        index = {v: i for i, v in enumerate(new_columns.values[name])}
+        if not set(values) <= set(index):
+            raise RefusedError(f"refresh: a value of the kept column '{name}' is gone from the grown values")
+        maps[kind] = np.array([index[v] for v in values] + [new_sizes[kind] - 1], np.int64)
+    return maps
+
+
+def instance_map(old: CompiledNetwork, new: CompiledNetwork, old_sizes: dict, new_sizes: dict,
+                 maps: dict | None = None) -> np.ndarray:
+    """(J_old,) the id in ``new`` of every vector of ``old`` (its family and index values moved by ``maps``,
+    :func:`code_maps`; None: previous_word's start only); a vector missing there is refused (the old documents
+    reach the same vectors)."""
+    maps = code_maps(old_sizes, new_sizes, None, None) if maps is None else maps
     out = np.full(old.num_nodes, -1, np.int64)
     for f, name in enumerate(old.spec.order):
         kinds = old.spec.nodes[name].index
@@ -67,10 +91,7 @@ def instance_map(old: CompiledNetwork, new: CompiledNetwork, old_sizes: dict, ne
             values[kind] = key % old_sizes[kind]
             key //= old_sizes[kind]
         for kind in kinds:
-            v = values[kind]
-            if kind == "previous_word":
-                v = np.where(v == old_sizes[kind] - 1, new_sizes[kind] - 1, v)
-            flat = flat * new_sizes[kind] + v
+            flat = flat * new_sizes[kind] + maps[kind][values[kind]]
         mine = np.flatnonzero(new.family == f)
         pos = np.searchsorted(new.key[mine], flat)
         found = (pos < len(mine)) & (new.key[mine][np.minimum(pos, len(mine) - 1)] == flat)
@@ -127,13 +148,15 @@ def grown_state(model, old_model, old_block: SegmentedBlock, block: SegmentedBlo
     """``state`` (of ``old_block`` under ``old_model``) moved onto ``block`` (the old documents first) under
     ``model`` (the grown vocabulary), the rest of its documents added (module docstring), in place."""
     raw = model._raw
-    old_net = compile_network(parse_network(raw), old_model.corpus_layout(old_block), old_model.num_topics)
-    net = compile_network(parse_network(raw), model.corpus_layout(block), model.num_topics)
+    old_layout, layout = old_model.corpus_layout(old_block), model.corpus_layout(block)
+    old_net = compile_network(parse_network(raw), old_layout, old_model.num_topics)
+    net = compile_network(parse_network(raw), layout, model.num_topics)
     N0 = old_block.n_tokens
     if len(state["z"]) != N0 or not np.array_equal(net.words[:N0], old_net.words):
         raise RuntimeError("whole-network refresh: the kept state does not fit its block")
-    inst = instance_map(old_net, net, _sizes(old_net, old_block.n_docs, old_block.n_segments),
-                        _sizes(net, block.n_docs, block.n_segments))
+    old_sizes, new_sizes = _sizes(old_net, old_layout), _sizes(net, layout)
+    inst = instance_map(old_net, net, old_sizes, new_sizes, code_maps(
+        old_sizes, new_sizes, old_model.__dict__.get("_columns"), model.__dict__.get("_columns")))
     s = moved_s(old_net, net, inst, np.asarray(state["s"], np.int64))
     z = np.zeros(block.n_tokens, np.int64)
     z[:N0] = state["z"]
@@ -177,12 +200,15 @@ def batch_block(spark, model, directory: str) -> SegmentedBlock:
 
 def continued_chain(model, spark, old_model, base, batch, iteration: int):
     """The whole mode's ``continued_chain``: None without a batch (the state stays; the engine resumes it), else
-    :class:`BatchInChain` over the batch's documents. Refused in one line: a spec indexed by a kept column. (The
-    refresh's ``--seed`` is not read: the chain's draws are its clock's, as in training.)"""
+    :class:`BatchInChain` over the batch's documents. A spec indexed by kept columns: the old documents keep their
+    values, the batch's bring theirs, values never seen are appended (:meth:`ColumnValues.kept`, ``grown``; the old
+    model reads the kept ones, the grown model all). (The refresh's ``--seed`` is not read: the chain's draws are
+    its clock's, as in training.)"""
     spec = parse_network(model._raw)
-    if spec.columns or spec.lists:
-        raise RefusedError("refresh: a network in whole-network mode indexed by a kept column is not continued "
-                           "(not done: retrain on the union)")
+    if spec.columns:
+        kept = ColumnValues.kept(base)
+        old_model._columns, model._keeps_documents = kept, True
+        model._columns = kept if batch is None else kept.grown(batch.directory)
     if batch is None:
         return None
     old_terms = base.vocab["term"].astype(str).tolist()
