@@ -2,7 +2,9 @@
 :mod:`drivers.models.pdp_network.whole_refresh`), without Spark: an empty batch over the same vocabulary leaves the
 state as it was; a batch of new documents with new words keeps every old vector's counts at its cells in the grown
 network (a [topic, document] family, whose keys move when documents are added, and a previous_word family, whose
-start value moves with V), adds the batch's tokens as legal seatings, is deterministic, and the sampler sweeps it."""
+start value moves with V), adds the batch's tokens as legal seatings, is deterministic, and the sampler sweeps it; a kept column's or list
+column's vectors are found again by their value (old [ann, cat], grown [ann, bob, cat]: a by-position map fails),
+the new value's vectors made empty and counted by the batch."""
 from __future__ import annotations
 
 import json
@@ -237,4 +239,62 @@ def test_an_old_author_keeps_its_vectors_by_value_and_a_new_author_is_created_an
     assert sum(full["n"][net.off[j]:net.off[j + 1]].sum() for j in bob[1:]) == ptr[4] - ptr[1]
     ann = vector(net, "by", 0)
     assert cells(net, full, ann)[0].sum() > cells(old_net, old, vector(old_net, "by", 0))[0].sum()
+    _legal(net, full)
+
+
+#: documents' vectors over their authors' Pitman-Yor vectors (list:authors: one parent per author, rho uniform)
+LISTS = {"name": "by-authors", "nodes": {
+    "root": {"index": ["corpus"], "over": "topic", "dirichlet": 1.0},
+    "author": {"index": ["list:authors"], "over": "topic", "pyp": PYP,
+               "parents": [{"node": "root", "index": ["corpus"]}]},
+    "doc": {"index": ["document"], "over": "topic", "dp": {"b": 1.3}, "weights": "uniform",
+            "parents": [{"node": "author", "index": ["list:authors"]}]},
+    "phi": {"index": ["topic"], "over": "word", "dirichlet": 0.8}},
+    "topic": {"node": "doc", "index": ["document"]}, "word": {"node": "phi", "index": ["topic"]}}
+
+
+def test_a_list_column_keeps_every_document_s_authors_by_value():
+    """Old authors [ann, cat] grown to [ann, bob, cat]: an old document keeps its parents (its authors, in order,
+    found by value), the authors' vectors keep their counts before the batch; bob's vector is made and counted."""
+    block = _block(3, 6, V0, "a")
+    old_codes = {f"a{i:02d}": [(0,), (0, 1), (1,)][i % 3] for i in range(6)}
+    old_model, model = NetworkModel(K, V0), NetworkModel(K, V1)
+    old_model._raw = model._raw = LISTS
+    old_model._columns = ColumnValues({"authors": ["ann", "cat"]}, {"authors": old_codes}, ["authors"])
+    grown = {d: tuple(2 * c for c in codes) for d, codes in old_codes.items()} | {"b00": (1, 0), "b01": (1,)}
+    model._columns = ColumnValues({"authors": ["ann", "bob", "cat"]}, {"authors": grown}, ["authors"])
+    old_net = compile_network(parse_network(LISTS), old_model.corpus_layout(block), K)
+    sampler = NetworkSampler(old_net, 7)
+    for _ in range(3):
+        sampler.sweep()
+    state = {"z": sampler.z.astype(np.int32), "s": sampler.s.copy(), "avals": sampler.avals.copy(),
+             "bvals": sampler.bvals.copy(), "clock": np.array([7, 3], np.int64)}
+    union = joined(block, _block(4, 2, V1, "b"))
+    moved = _copy(state)
+    grown_state(model, old_model, block, union, moved, 3)
+    net = compile_network(parse_network(LISTS), model.corpus_layout(union), K)
+    sizes = [whole_refresh._sizes(n, m.corpus_layout(b)) for n, m, b in ((old_net, old_model, block),
+                                                                           (net, model, union))]
+    maps = whole_refresh.code_maps(*sizes, old_model._columns, model._columns)
+    assert maps["list:authors"].tolist() == [0, 2, 3]
+    before = whole_refresh.moved_s(old_net, net, whole_refresh.instance_map(old_net, net, *sizes, maps), state["s"])
+    order = list(net.spec.order)
+
+    def vector(n, name, key):
+        return int(np.flatnonzero((n.family == order.index(name)) & (n.key == key))[0])
+
+    for d in range(6):
+        j = vector(net, "doc", d)
+        parents = net.par_node[net.par_ptr[j]:net.par_ptr[j + 1]]
+        assert [int(net.key[p]) for p in parents] == list(grown[f"a{d:02d}"]), d
+    old = rebuild_counts(old_net, state["z"].astype(np.int64), state["s"])
+    kept = rebuild_counts(net, moved["z"][:block.n_tokens].astype(np.int64), before)
+    full = rebuild_counts(net, moved["z"].astype(np.int64), moved["s"])
+    for was, now in ((0, 0), (1, 2)):
+        j, nj = vector(old_net, "author", was), vector(net, "author", now)
+        for key in ("tc", "tp"):
+            assert old[key][old_net.off[j]:old_net.off[j + 1]].sum() > 0
+            assert np.array_equal(old[key][old_net.off[j]:old_net.off[j + 1]], kept[key][net.off[nj]:net.off[nj + 1]])
+    bob = vector(net, "author", 1)
+    assert kept["tc"][net.off[bob]:net.off[bob + 1]].sum() == 0 < full["tc"][net.off[bob]:net.off[bob + 1]].sum()
     _legal(net, full)

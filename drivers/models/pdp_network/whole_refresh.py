@@ -9,7 +9,8 @@ whole network). :class:`BatchInChain` is ``continued_chain``'s rewrite of partit
 
 1. the block becomes the old documents followed by the batch's (their tokens after the old ones);
 2. the network is compiled on it over the grown vocabulary; every old vector is found again by its family and its
-   index values (document, segment, topic, previous word: the start-of-document word V_old becomes V), and every
+   index values (document, segment, topic, previous word: the start-of-document word V_old becomes V; a kept
+   column's value by its value, :func:`code_maps`: the old documents keep theirs, new values appended), and every
    old edge's s moves to its cells there (a word vector's cells w < V_old keep their word; new words' cells and
    the new documents' vectors start empty, as the split refresh grows its tables with zero rows);
 3. the batch's tokens are added as a fresh run adds a document's (the initialisation of
