@@ -24,8 +24,10 @@ the network), their tables sent up to the frozen parents. What is scored:
   particle's earlier tokens seated in the document's own vectors by the restaurant (join a table: size - a; open
   one: (b + a T) P_parent(w)), exact for p(w | the frozen shared state); over several frozen parents mixed by rho
   :func:`inference.pdpnet.own_word_particles.own_word_particles`, the same with a new table
-  sent up edge e with weight (b + a T) rho_e P_e(w); other own shapes (a chain of own vectors, several own
-  families): the frozen means of the empty own vectors (the protocol says so).
+  sent up edge e with weight (b + a T) rho_e P_e(w); a chain of own vectors (burst[topic, segment] over
+  burst[topic, document] over shared parents) the same kernel, a new table's customer seated one level up by the
+  same process; other own shapes (own families beside the chain, an own vector over own and shared parents): the
+  frozen means of the empty own vectors (the protocol says so).
 """
 from __future__ import annotations
 
@@ -241,38 +243,70 @@ def scored_rows(model, observed, state, scored, hyper, obs_cnt) -> np.ndarray:
     return token_rows(sc, cnt, *model._values(sc, hyper), scored.words)
 
 
+def _own_chain(spec) -> list | None:
+    """The token's word family and its own ancestors up to the first over shared parents (each a Pitman-Yor
+    vector; the levels below the top with one own parent), when they are the document's only own word families;
+    else None."""
+    shared, own = word_families(spec)
+    name, chain = spec.word.node, []
+    while True:
+        node = spec.nodes[name]
+        if spec.order.index(name) not in own or node.kind != "pyp" or name in chain:
+            return None
+        chain.append(name)
+        ups = [spec.order.index(p.node) for p in node.parents]
+        if all(f in shared for f in ups):
+            break
+        if len(ups) != 1:
+            return None
+        name = node.parents[0].node
+    return chain if sorted(spec.order.index(nm) for nm in chain) == sorted(own) else None
+
+
 def own_shape(spec) -> str | None:
     """"one" when the token's word family is the document's only own word family, a Pitman-Yor vector over one
-    shared parent (what :func:`bigram_particles` seats), "several" over several shared parents mixed by rho
-    (:func:`inference.pdpnet.own_word_particles.own_word_particles`), else None."""
-    shared, own = word_families(spec)
-    node = spec.nodes[spec.word.node]
-    if own != [spec.order.index(spec.word.node)] or node.kind != "pyp" \
-            or any(spec.order.index(p.node) not in shared for p in node.parents):
+    shared parent (what :func:`bigram_particles` seats), "several" over several shared parents mixed by rho,
+    "chain" a chain of own Pitman-Yor vectors (each over the next, the top over shared parents; both:
+    :func:`inference.pdpnet.own_word_particles.own_word_particles`), else None."""
+    chain = _own_chain(spec)
+    if chain is None:
         return None
-    return "one" if len(node.parents) == 1 else "several"
+    if len(chain) > 1:
+        return "chain"
+    return "one" if len(spec.nodes[chain[0]].parents) == 1 else "several"
 
 
 def own_words(model, doc, hyper, topic_net) -> tuple:
     """A test document's word-side arguments of :func:`inference.pdpnet.own_word_particles.own_word_particles`:
-    its own word vectors' contexts, its distinct (context, word) pairs, the frozen parents' means at them (U, K,
-    E), the own vector's gamma and its sum, its discount and concentration (a mixture node is over topics only)."""
+    its own word vectors (every level of the chain) the contexts, their distinct (vector, word) the pairs and each
+    pair's one level up, the frozen parents' means at the top pairs (U, K, E), the top vector's gamma and its sum,
+    every context's discount and concentration (a mixture node is over topics only)."""
     net = frozen_net(model, doc, hyper)
-    node = net.spec.nodes[net.spec.word.node]
-    inst = net.word_inst
-    ctx_keys, ctx = np.unique(inst[:, 0], return_inverse=True)
+    levels = [net.word_inst]                                  # (N, K) the tokens' own vectors, level by level
+    for _ in range(len(_own_chain(net.spec)) - 1):
+        levels.append(net.par_node[net.par_ptr[levels[-1]]])
+    L, N = len(levels), len(doc.words)
+    keys, ctx = np.unique(np.stack([lv[:, 0] for lv in levels]), return_inverse=True)     # (L, N) contexts
+    ctx = ctx.reshape(L, N)
     words, widx = np.unique(doc.words, return_inverse=True)
-    pair, first, uidx = np.unique(ctx.reshape(-1) * len(words) + widx.reshape(-1), return_index=True,
-                                  return_inverse=True)
-    j = inst[first]                                                           # (U, K) the pairs' own vectors
-    E = int(net.par_ptr[j[0, 0] + 1] - net.par_ptr[j[0, 0]])
-    P = np.stack([net.means[net.off[net.par_node[net.par_ptr[j] + e]] + words[pair % len(words)][:, None]]
+    codes = ctx * len(words) + widx.reshape(1, -1)
+    pair, first, inv = np.unique(codes.ravel(), return_index=True, return_inverse=True)
+    inv = inv.reshape(L, N)
+    up = np.full(len(pair), -1, np.int64)
+    up[inv[:-1].ravel()] = inv[1:].ravel()
+    tok = first % N                                           # a token of every pair
+    top = levels[-1][tok]                                     # (U, K) the top own vectors at the pairs' tokens
+    j0 = int(levels[-1][0, 0])
+    E = int(net.par_ptr[j0 + 1] - net.par_ptr[j0])
+    P = np.stack([net.means[net.off[net.par_node[net.par_ptr[top] + e]] + words[pair % len(words)][:, None]]
                   for e in range(E)], axis=2)
-    j0 = int(j[0, 0])
+    P[up >= 0] = 0.0                                          # read at the top pairs only
     gamma = np.ascontiguousarray(net.par_gamma[net.par_ptr[j0]:net.par_ptr[j0 + 1]], np.float64)
-    a, b = float(hyper["a_values"][node.a]), float(hyper["b_values"][node.b])
-    return (uidx.reshape(-1).astype(np.int64), (pair // len(words)).astype(np.int64), len(ctx_keys),
-            np.ascontiguousarray(P), gamma, float(net.gamma_sum[j0]), a, b)
+    names = net.spec.order
+    a = np.array([hyper["a_values"][net.spec.nodes[names[net.family[j]]].a] for j in keys], np.float64)
+    b = np.array([hyper["b_values"][net.spec.nodes[names[net.family[j]]].b] for j in keys], np.float64)
+    return (inv[0].astype(np.int64), (pair // len(words)).astype(np.int64), up, len(keys), np.ascontiguousarray(P),
+            gamma, float(net.gamma_sum[j0]), a, b)
 
 
 def document_words(model, doc, hyper, topic_net) -> tuple:
