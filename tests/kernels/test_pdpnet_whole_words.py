@@ -267,24 +267,32 @@ def test_own_vectors_over_two_frozen_parents_mixed_by_rho_are_unbiased(resample)
     assert abs(weights.mean() - wrong / exact) > 4 * se, (wrong / exact, se)
 
 
-def chain_exact(words, seg, m, alpha, levels, wrong=False) -> float:
+def chain_exact(words, seg, m, alpha, levels, gamma=(1.0,), wrong=False) -> float:
     """p(w) of the sequential process enumerated for a two-level own chain: z_n ~ (alpha + c_k) / (K alpha + n),
-    then w_n at the segment vector (k, ``seg[n]``) over the document vector k over the frozen m_k: at a level,
-    join a table of size s holding w_n (weight s - a; ``wrong``: s at the segment level) or open one ((b + a T) x
-    the level above's predictive, its customer seated one level up the same way), over b + C."""
+    then w_n at the segment vector (k, ``seg[n]``) over the document vector k over the frozen m_e,k mixed by rho: at
+    a level, join a table of size s holding w_n (weight s - a; ``wrong``: s at the segment level) or open one ((b +
+    a T) x the level above's predictive, its customer seated one level up the same way; at the top sent up edge e:
+    rho_e m_e,k(w_n), rho_e = (gamma_e + S_e) / (sum gamma + T)), over b + C."""
     (a0, b0), (a1, b1) = levels
 
     def seat(tables, key, a, b, w, above_seat, join_a):
-        """[(probability, tables)] of seating w at ``key`` (``above_seat``: the next level's seating)."""
+        """[(probability, tables, 0)] of seating w at ``key`` (``above_seat``: the next level's (probability,
+        tables, edge)); a table is (word, size, edge)."""
         here = tables.get(key, ())
-        C, T = sum(s for _, s in here), len(here)
+        C, T = sum(s for _, s, _ in here), len(here)
         out = []
-        for q, (word, size) in enumerate(here):
+        for q, (word, size, e) in enumerate(here):
             if word == w:
-                out.append(((size - join_a) / (b + C), {**tables, key: here[:q] + ((word, size + 1),) + here[q + 1:]}))
-        for p, tb in above_seat(tables):
-            out.append(((b + a * T) * p / (b + C), {**tb, key: tb.get(key, ()) + ((w, 1),)}))
+                out.append(((size - join_a) / (b + C),
+                            {**tables, key: here[:q] + ((word, size + 1, e),) + here[q + 1:]}, 0))
+        for p, tb, e in above_seat(tables):
+            out.append(((b + a * T) * p / (b + C), {**tb, key: tb.get(key, ()) + ((w, 1, e),)}, 0))
         return out
+
+    def top(tables, k, w):
+        here = tables.get(("d", k), ())
+        return [((gamma[e] + sum(1 for tb in here if tb[2] == e)) / (sum(gamma) + len(here)) * m[e][k, w], tables, e)
+                for e in range(len(gamma))]
 
     def rec(i, counts, tables):
         if i == len(words):
@@ -294,9 +302,8 @@ def chain_exact(words, seg, m, alpha, levels, wrong=False) -> float:
             pk = (alpha + counts[k]) / (K * alpha + i)
             nxt = list(counts)
             nxt[k] += 1
-            top = lambda tb, k=k: [(m[k, w], tb)]                                          # noqa: E731
-            doc = lambda tb, k=k, top=top: seat(tb, ("d", k), a1, b1, w, top, a1)          # noqa: E731
-            for p, tb in seat(tables, (seg[i], k), a0, b0, w, doc, 0.0 if wrong else a0):
+            doc = lambda tb, k=k: seat(tb, ("d", k), a1, b1, w, lambda t2: top(t2, k, w), a1)     # noqa: E731
+            for p, tb, _ in seat(tables, (seg[i], k), a0, b0, w, doc, 0.0 if wrong else a0):
                 total += pk * p * rec(i + 1, nxt, tb)
         return total
 
@@ -308,15 +315,24 @@ DOC_LEVEL = {"index": ["topic", "document"], "over": "word", "pyp": {"a": 0.4, "
 BURST_CHAIN = dict(BURST, nodes=dict(BURST["nodes"], bdoc=DOC_LEVEL, burst=dict(
     BURST["nodes"]["burst"], index=["topic", "segment"], parents=[{"node": "bdoc", "index": ["topic", "document"]}])),
     word={"node": "burst", "index": ["topic", "segment"]})
+CHAIN_TWO = dict(BURST_CHAIN, nodes=dict(BURST_CHAIN["nodes"], root=ROOT, bdoc=dict(DOC_LEVEL,
+                                                                                   parents=list(TWO.values()))))
 
 
+@pytest.mark.parametrize("spec", [BURST_CHAIN, CHAIN_TWO], ids=["one-parent", "two-parents"])
 @pytest.mark.parametrize("resample", [True, False], ids=["resample", "no-resample"])
-def test_a_chain_of_own_vectors_is_seated_level_by_level_and_unbiased(resample):
-    """burst[topic, segment] over bdoc[topic, document] over the frozen phi[topic], two segments: the particles
-    (own_word_particles up the chain) against the process enumerated; a join weight s (not s - a) is told apart."""
-    model, hyper, net, sampler = trained(BURST_CHAIN)
+def test_a_chain_of_own_vectors_is_seated_level_by_level_and_unbiased(resample, spec):
+    """burst[topic, segment] over bdoc[topic, document] over the frozen phi[topic] (or phi[topic] and the corpus
+    root mixed by rho), two segments: the particles (own_word_particles up the chain) against the process
+    enumerated; a join weight s (not s - a) is told apart."""
+    model, hyper, net, sampler = trained(spec)
     assert model.word_predictive and whole_words.own_shape(net.spec) == "chain"
-    m = np.stack([vector_mean(net, sampler, "phi", k, np.full(V, 1.0 / V)) for k in range(K)])
+    m = [np.stack([vector_mean(net, sampler, "phi", k, np.full(V, 1.0 / V)) for k in range(K)])]
+    gamma = (1.0,)
+    if spec is CHAIN_TWO:
+        jr = int(np.flatnonzero(net.family == net.spec.order.index("root"))[0])
+        cr = (sampler.n + sampler.tc)[net.off[jr]:net.off[jr + 1]]
+        m, gamma = m + [np.tile((0.5 + cr) / (0.5 * V + cr.sum()), (K, 1))], (0.8, 1.3)
     doc = SegmentedBlock.from_segments([("t0", [TEST_DOC[:2], TEST_DOC[2:]])])
     hooks = whole_heldout.word_hooks(model, hyper)
     assert "chain of own vectors" in hooks["protocol"]
@@ -328,10 +344,10 @@ def test_a_chain_of_own_vectors_is_seated_level_by_level_and_unbiased(resample):
         j = int(np.flatnonzero(net.family == net.spec.order.index(name))[0])
         levels.append((sampler.avals[net.a_of[j]], sampler.bvals[net.b_of[j]]))
     seg = [0, 0, 1, 1]
-    exact, wrong = (chain_exact(TEST_DOC, seg, m, 0.6, levels, wrong=w) for w in (False, True))
+    exact, wrong = (chain_exact(TEST_DOC, seg, m, 0.6, levels, gamma, wrong=w) for w in (False, True))
     weights = np.exp(np.log(probs * scale).sum(axis=1)) / exact
     se = weights.std() / np.sqrt(len(weights))
     assert abs(weights.mean() - 1.0) < 4 * se, (weights.mean(), se)
     assert abs(weights.mean() - wrong / exact) > 4 * se, (wrong / exact, se)
-    first = (np.array([0.5, 0.5]) * m[:, TEST_DOC[0]]).sum()     # the empty own chain: p_1 = sum_k P(k) m_k
+    first = 0.5 * sum(g / sum(gamma) * me[:, TEST_DOC[0]] for g, me in zip(gamma, m)).sum()     # the empty chain
     np.testing.assert_allclose(probs[:, 0] * scale[0], first, rtol=1e-9)
