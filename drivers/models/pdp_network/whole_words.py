@@ -26,8 +26,8 @@ the network), their tables sent up to the frozen parents. What is scored:
   :func:`inference.pdpnet.own_word_particles.own_word_particles`, the same with a new table
   sent up edge e with weight (b + a T) rho_e P_e(w); a chain of own vectors (burst[topic, segment] over
   burst[topic, document] over shared parents) the same kernel, a new table's customer seated one level up by the
-  same process; other own shapes (own families beside the chain, an own vector over own and shared parents): the
-  frozen means of the empty own vectors (the protocol says so).
+  same process, and so for own vectors over own and shared parents mixed by rho; other own shapes (own families
+  that are not Pitman-Yor, or beside the token's): the frozen means of the empty own vectors (the protocol says so).
 """
 from __future__ import annotations
 
@@ -243,70 +243,101 @@ def scored_rows(model, observed, state, scored, hyper, obs_cnt) -> np.ndarray:
     return token_rows(sc, cnt, *model._values(sc, hyper), scored.words)
 
 
-def _own_chain(spec) -> list | None:
-    """The token's word family and its own ancestors up to the first over shared parents (each a Pitman-Yor
-    vector; the levels below the top with one own parent), when they are the document's only own word families;
-    else None."""
-    shared, own = word_families(spec)
-    name, chain = spec.word.node, []
-    while True:
-        node = spec.nodes[name]
-        if spec.order.index(name) not in own or node.kind != "pyp" or name in chain:
+def _own_graph(spec) -> list | None:
+    """The token's word family and the own families above it (through own parents), when every one is a Pitman-Yor
+    family and they are the document's only own word families; else None."""
+    own = word_families(spec)[1]
+    names, todo = [], [spec.word.node]
+    while todo:
+        name = todo.pop()
+        if name in names:
+            continue
+        if spec.order.index(name) not in own or spec.nodes[name].kind != "pyp":
             return None
-        chain.append(name)
-        ups = [spec.order.index(p.node) for p in node.parents]
-        if all(f in shared for f in ups):
-            break
-        if len(ups) != 1:
-            return None
-        name = node.parents[0].node
-    return chain if sorted(spec.order.index(nm) for nm in chain) == sorted(own) else None
+        names.append(name)
+        todo += [p.node for p in spec.nodes[name].parents if spec.order.index(p.node) in own]
+    return names if sorted(spec.order.index(nm) for nm in names) == sorted(own) else None
 
 
 def own_shape(spec) -> str | None:
     """"one" when the token's word family is the document's only own word family, a Pitman-Yor vector over one
     shared parent (what :func:`bigram_particles` seats), "several" over several shared parents mixed by rho,
-    "chain" a chain of own Pitman-Yor vectors (each over the next, the top over shared parents; both:
+    "chain" several own Pitman-Yor families, each over the next (the top over shared parents), "graph" several
+    own families otherwise (an own vector over own and shared parents; both and "several":
     :func:`inference.pdpnet.own_word_particles.own_word_particles`), else None."""
-    chain = _own_chain(spec)
-    if chain is None:
+    names = _own_graph(spec)
+    if names is None:
         return None
-    if len(chain) > 1:
-        return "chain"
-    return "one" if len(spec.nodes[chain[0]].parents) == 1 else "several"
+    if len(names) == 1:
+        return "one" if len(spec.nodes[names[0]].parents) == 1 else "several"
+    return "chain" if all(len(spec.nodes[nm].parents) == 1 for nm in names[:-1]) else "graph"
+
+
+def _own_paths(net) -> tuple:
+    """The tokens' own vectors reached up own parents: [(N, K) vectors], [(path, edge rank, parent path)]."""
+    own = word_families(net.spec)[1]
+    paths, links, p = [net.word_inst], [], 0
+    while p < len(paths):
+        j = paths[p]
+        for r in range(int(net.par_ptr[j[0, 0] + 1] - net.par_ptr[j[0, 0]])):
+            up = net.par_node[net.par_ptr[j] + r]
+            if net.family[up[0, 0]] in own:
+                links.append((p, r, len(paths)))
+                paths.append(up)
+        p += 1
+    return paths, links
+
+
+def _ancestors(upw) -> tuple:
+    """(optr, order): every pair and its own ancestors, parents first."""
+    memo: dict = {}
+
+    def walk(u):
+        if u not in memo:
+            out = []
+            for v in upw[u]:
+                out += [x for x in (walk(int(v)) if v >= 0 else []) if x not in out]
+            memo[u] = out + [u]
+        return memo[u]
+
+    lists = [walk(u) for u in range(len(upw))]
+    return (np.concatenate([[0], np.cumsum([len(x) for x in lists])]).astype(np.int64),
+            np.array([x for lst in lists for x in lst], np.int64))
 
 
 def own_words(model, doc, hyper, topic_net) -> tuple:
     """A test document's word-side arguments of :func:`inference.pdpnet.own_word_particles.own_word_particles`:
-    its own word vectors (every level of the chain) the contexts, their distinct (vector, word) the pairs and each
-    pair's one level up, the frozen parents' means at the top pairs (U, K, E), the top vector's gamma and its sum,
-    every context's discount and concentration (a mixture node is over topics only)."""
+    its own word vectors (the token's and those above it) the contexts, their distinct (vector, word) the pairs,
+    each pair's own parents' pairs and its ancestors, the frozen parents' means at the pairs (U, K, E), every own
+    vector's gamma and its sum, discount and concentration (a mixture node is over topics only)."""
     net = frozen_net(model, doc, hyper)
-    levels = [net.word_inst]                                  # (N, K) the tokens' own vectors, level by level
-    for _ in range(len(_own_chain(net.spec)) - 1):
-        levels.append(net.par_node[net.par_ptr[levels[-1]]])
-    L, N = len(levels), len(doc.words)
-    keys, ctx = np.unique(np.stack([lv[:, 0] for lv in levels]), return_inverse=True)     # (L, N) contexts
-    ctx = ctx.reshape(L, N)
+    paths, links = _own_paths(net)
+    N, K = net.word_inst.shape
+    keys, ctx = np.unique(np.stack([j[:, 0] for j in paths]), return_inverse=True)     # (paths, N) contexts
+    ctx = ctx.reshape(len(paths), N)
     words, widx = np.unique(doc.words, return_inverse=True)
-    codes = ctx * len(words) + widx.reshape(1, -1)
-    pair, first, inv = np.unique(codes.ravel(), return_index=True, return_inverse=True)
-    inv = inv.reshape(L, N)
-    up = np.full(len(pair), -1, np.int64)
-    up[inv[:-1].ravel()] = inv[1:].ravel()
-    tok = first % N                                           # a token of every pair
-    top = levels[-1][tok]                                     # (U, K) the top own vectors at the pairs' tokens
-    j0 = int(levels[-1][0, 0])
-    E = int(net.par_ptr[j0 + 1] - net.par_ptr[j0])
-    P = np.stack([net.means[net.off[net.par_node[net.par_ptr[top] + e]] + words[pair % len(words)][:, None]]
-                  for e in range(E)], axis=2)
-    P[up >= 0] = 0.0                                          # read at the top pairs only
-    gamma = np.ascontiguousarray(net.par_gamma[net.par_ptr[j0]:net.par_ptr[j0 + 1]], np.float64)
+    pair, inv = np.unique(ctx * len(words) + widx.reshape(1, -1), return_inverse=True)
+    inv = inv.reshape(len(paths), N)
+    deg = net.par_ptr[keys + 1] - net.par_ptr[keys]
+    E = int(deg.max())
+    upw = np.full((len(pair), E), -1, np.int64)
+    for p, r, q in links:
+        upw[inv[p], r] = inv[q]
+    P = np.zeros((len(pair), K, E))
+    word = words[widx.reshape(-1)][:, None]
+    for p, j in enumerate(paths):
+        for r in range(int(net.par_ptr[j[0, 0] + 1] - net.par_ptr[j[0, 0]])):
+            if not any(link[:2] == (p, r) for link in links):
+                P[inv[p], :, r] = net.means[net.off[net.par_node[net.par_ptr[j] + r]] + word]
+    gamma = np.zeros((len(keys), E))
+    for c, j in enumerate(keys):
+        gamma[c, :deg[c]] = net.par_gamma[net.par_ptr[j]:net.par_ptr[j + 1]]
     names = net.spec.order
     a = np.array([hyper["a_values"][net.spec.nodes[names[net.family[j]]].a] for j in keys], np.float64)
     b = np.array([hyper["b_values"][net.spec.nodes[names[net.family[j]]].b] for j in keys], np.float64)
-    return (inv[0].astype(np.int64), (pair // len(words)).astype(np.int64), up, len(keys), np.ascontiguousarray(P),
-            gamma, float(net.gamma_sum[j0]), a, b)
+    optr, order = _ancestors(upw)
+    return (inv[0].astype(np.int64), (pair // len(words)).astype(np.int64), upw, optr, order, len(keys), P, gamma,
+            np.ascontiguousarray(net.gamma_sum[keys], np.float64), a, b)
 
 
 def document_words(model, doc, hyper, topic_net) -> tuple:
