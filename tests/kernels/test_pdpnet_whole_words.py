@@ -265,3 +265,90 @@ def test_own_vectors_over_two_frozen_parents_mixed_by_rho_are_unbiased(resample)
     se = weights.std() / np.sqrt(len(weights))
     assert abs(weights.mean() - 1.0) < 4 * se, (weights.mean(), se)
     assert abs(weights.mean() - wrong / exact) > 4 * se, (wrong / exact, se)
+
+
+def own_exact(words, alpha, vectors, word_node, wrong=False) -> float:
+    """p(w) of the sequential process enumerated for own vectors over own and frozen parents: z_n ~ (alpha + c_k) /
+    (K alpha + n), then w_n at the token's vector (``word_node``, its key at token n, k): join a table of size s
+    holding w_n (weight s - a; ``wrong``: s at the token's vector) or open one sent up edge e ((b + a T) rho_e x the
+    parent's predictive, rho_e = (gamma_e + S_e) / (sum gamma + T)), its customer seated at an own parent the same
+    way, over b + C. ``vectors[name]``: (a, b, keys per token, [(gamma_e, an own parent's name or frozen (K, V)
+    means)])."""
+
+    def seat(tables, name, i, k, w):
+        """[(probability, tables)] of seating a customer of w at ``name``'s vector of token i at topic k."""
+        a, b, keys, parents = vectors[name]
+        key = (name, keys[i], k)
+        here = tables.get(key, ())
+        C, T, gsum = sum(s for _, s, _ in here), len(here), sum(g for g, _ in parents)
+        out = []
+        for q, (word, size, e) in enumerate(here):
+            if word == w:
+                sub = 0.0 if wrong and name == word_node else a
+                out.append(((size - sub) / (b + C), {**tables, key: here[:q] + ((word, size + 1, e),) + here[q + 1:]}))
+        for e, (g, parent) in enumerate(parents):
+            lead = (b + a * T) * (g + sum(1 for tb in here if tb[2] == e)) / (gsum + T) / (b + C)
+            above = seat(tables, parent, i, k, w) if isinstance(parent, str) else [(parent[k, w], tables)]
+            out += [(lead * p, {**tb, key: tb.get(key, ()) + ((w, 1, e),)}) for p, tb in above]
+        return out
+
+    def rec(i, counts, tables):
+        if i == len(words):
+            return 1.0
+        total = 0.0
+        for k in range(K):
+            nxt = list(counts)
+            nxt[k] += 1
+            for p, tb in seat(tables, word_node, i, k, words[i]):
+                total += (alpha + counts[k]) / (K * alpha + i) * p * rec(i + 1, nxt, tb)
+        return total
+
+    return rec(0, [0] * K, {})
+
+
+DOC_LEVEL = {"index": ["topic", "document"], "over": "word", "pyp": {"a": 0.4, "b": 0.8},
+             "parents": [{"node": "phi", "index": ["topic"]}]}
+BURST_CHAIN = dict(BURST, nodes=dict(BURST["nodes"], bdoc=DOC_LEVEL, burst=dict(
+    BURST["nodes"]["burst"], index=["topic", "segment"], parents=[{"node": "bdoc", "index": ["topic", "document"]}])),
+    word={"node": "burst", "index": ["topic", "segment"]})
+CHAIN_TWO = dict(BURST_CHAIN, nodes=dict(BURST_CHAIN["nodes"], root=ROOT, bdoc=dict(DOC_LEVEL,
+                                                                                   parents=list(TWO.values()))))
+GRAPH = dict(BURST_CHAIN, nodes=dict(BURST_CHAIN["nodes"], burst=dict(BURST_CHAIN["nodes"]["burst"], parents=[
+    {"node": "bdoc", "index": ["topic", "document"], "gamma": 0.8},
+    {"node": "phi", "index": ["topic"], "gamma": 1.3}])))
+
+
+@pytest.mark.parametrize("spec, shape", [(BURST_CHAIN, "chain"), (CHAIN_TWO, "chain"), (GRAPH, "graph")],
+                         ids=["chain", "chain-two-parents", "own-and-shared-parents"])
+@pytest.mark.parametrize("resample", [True, False], ids=["resample", "no-resample"])
+def test_own_vectors_over_own_parents_are_seated_level_by_level_and_unbiased(resample, spec, shape):
+    """burst[topic, segment] over bdoc[topic, document] over the frozen phi[topic] (or phi[topic] and the corpus
+    root mixed by rho; or burst over bdoc and phi mixed by rho), two segments: the particles (own_word_particles up
+    the own vectors) against the process enumerated; a join weight s (not s - a) is told apart."""
+    model, hyper, net, sampler = trained(spec)
+    assert model.word_predictive and whole_words.own_shape(net.spec) == shape
+    phi = np.stack([vector_mean(net, sampler, "phi", k, np.full(V, 1.0 / V)) for k in range(K)])
+    doc = SegmentedBlock.from_segments([("t0", [TEST_DOC[:2], TEST_DOC[2:]])])
+    hooks = whole_heldout.word_hooks(model, hyper)
+    assert "seated level by level" in hooks["protocol"]
+    probs, scale = document_particles(doc, np.ones((V, K)), LeftToRight(particles=20000, resample=resample, seed=2),
+                                      lambda d: whole_heldout.document_start(model, d, hyper), hooks["words_of"],
+                                      word_kernel=hooks["word_kernel"])
+    ab = {}
+    for name in ("burst", "bdoc"):
+        j = int(np.flatnonzero(net.family == net.spec.order.index(name))[0])
+        ab[name] = (sampler.avals[net.a_of[j]], sampler.bvals[net.b_of[j]])
+    above = [(1.0, phi)]
+    if spec is CHAIN_TWO:
+        jr = int(np.flatnonzero(net.family == net.spec.order.index("root"))[0])
+        cr = (sampler.n + sampler.tc)[net.off[jr]:net.off[jr + 1]]
+        above = [(0.8, phi), (1.3, np.tile((0.5 + cr) / (0.5 * V + cr.sum()), (K, 1)))]
+    ups = [(0.8, "bdoc"), (1.3, phi)] if spec is GRAPH else [(1.0, "bdoc")]
+    vectors = {"burst": ab["burst"] + ([0, 0, 1, 1], ups), "bdoc": ab["bdoc"] + ([0] * 4, above)}
+    exact, wrong = (own_exact(TEST_DOC, 0.6, vectors, "burst", wrong=w) for w in (False, True))
+    weights = np.exp(np.log(probs * scale).sum(axis=1)) / exact
+    se = weights.std() / np.sqrt(len(weights))
+    assert abs(weights.mean() - 1.0) < 4 * se, (weights.mean(), se)
+    assert abs(weights.mean() - wrong / exact) > 4 * se, (wrong / exact, se)
+    first = 0.5 * sum(g / sum(g for g, _ in above) * m[:, TEST_DOC[0]] for g, m in above).sum()     # empty vectors
+    np.testing.assert_allclose(probs[:, 0] * scale[0], first, rtol=1e-9)

@@ -25,7 +25,8 @@ def network_scores(block, phi_vk: np.ndarray, settings, start, words_of=None, pr
     :meth:`drivers.models.pdp_network.words_bigram.BigramArrays.document_words`), else the tokens' rows of ``phi_vk`` or
     ``rows_of(doc)`` ((N, K) per token: a word side indexed by [topic, column], :mod:`drivers.models.pdp_network.words_column`);
     ``protocol``: added to the scores' protocol; ``word_kernel``: the kernel ``words_of``'s arguments go to
-    (:func:`inference.pdpnet.own_word_particles.own_word_particles`: own word vectors over several parents)."""
+    (:func:`inference.pdpnet.own_word_particles.own_word_particles`: own word vectors over several parents, or
+    a chain of them)."""
     phi_vk = np.ascontiguousarray(phi_vk, dtype=np.float64)
     known, skipped = known_block(block, phi_vk.shape[0])
     out = np.zeros((block.n_docs, COLUMNS))

@@ -24,8 +24,10 @@ the network), their tables sent up to the frozen parents. What is scored:
   particle's earlier tokens seated in the document's own vectors by the restaurant (join a table: size - a; open
   one: (b + a T) P_parent(w)), exact for p(w | the frozen shared state); over several frozen parents mixed by rho
   :func:`inference.pdpnet.own_word_particles.own_word_particles`, the same with a new table
-  sent up edge e with weight (b + a T) rho_e P_e(w); other own shapes (a chain of own vectors, several own
-  families): the frozen means of the empty own vectors (the protocol says so).
+  sent up edge e with weight (b + a T) rho_e P_e(w); a chain of own vectors (burst[topic, segment] over
+  burst[topic, document] over shared parents) the same kernel, a new table's customer seated one level up by the
+  same process, and so for own vectors over own and shared parents mixed by rho; other own shapes (own families
+  that are not Pitman-Yor, or beside the token's): the frozen means of the empty own vectors (the protocol says so).
 """
 from __future__ import annotations
 
@@ -241,38 +243,101 @@ def scored_rows(model, observed, state, scored, hyper, obs_cnt) -> np.ndarray:
     return token_rows(sc, cnt, *model._values(sc, hyper), scored.words)
 
 
+def _own_graph(spec) -> list | None:
+    """The token's word family and the own families above it (through own parents), when every one is a Pitman-Yor
+    family and they are the document's only own word families; else None."""
+    own = word_families(spec)[1]
+    names, todo = [], [spec.word.node]
+    while todo:
+        name = todo.pop()
+        if name in names:
+            continue
+        if spec.order.index(name) not in own or spec.nodes[name].kind != "pyp":
+            return None
+        names.append(name)
+        todo += [p.node for p in spec.nodes[name].parents if spec.order.index(p.node) in own]
+    return names if sorted(spec.order.index(nm) for nm in names) == sorted(own) else None
+
+
 def own_shape(spec) -> str | None:
     """"one" when the token's word family is the document's only own word family, a Pitman-Yor vector over one
-    shared parent (what :func:`bigram_particles` seats), "several" over several shared parents mixed by rho
-    (:func:`inference.pdpnet.own_word_particles.own_word_particles`), else None."""
-    shared, own = word_families(spec)
-    node = spec.nodes[spec.word.node]
-    if own != [spec.order.index(spec.word.node)] or node.kind != "pyp" \
-            or any(spec.order.index(p.node) not in shared for p in node.parents):
+    shared parent (what :func:`bigram_particles` seats), "several" over several shared parents mixed by rho,
+    "chain" several own Pitman-Yor families, each over the next (the top over shared parents), "graph" several
+    own families otherwise (an own vector over own and shared parents; both and "several":
+    :func:`inference.pdpnet.own_word_particles.own_word_particles`), else None."""
+    names = _own_graph(spec)
+    if names is None:
         return None
-    return "one" if len(node.parents) == 1 else "several"
+    if len(names) == 1:
+        return "one" if len(spec.nodes[names[0]].parents) == 1 else "several"
+    return "chain" if all(len(spec.nodes[nm].parents) == 1 for nm in names[:-1]) else "graph"
+
+
+def _own_paths(net) -> tuple:
+    """The tokens' own vectors reached up own parents: [(N, K) vectors], [(path, edge rank, parent path)]."""
+    own = word_families(net.spec)[1]
+    paths, links, p = [net.word_inst], [], 0
+    while p < len(paths):
+        j = paths[p]
+        for r in range(int(net.par_ptr[j[0, 0] + 1] - net.par_ptr[j[0, 0]])):
+            up = net.par_node[net.par_ptr[j] + r]
+            if net.family[up[0, 0]] in own:
+                links.append((p, r, len(paths)))
+                paths.append(up)
+        p += 1
+    return paths, links
+
+
+def _ancestors(upw) -> tuple:
+    """(optr, order): every pair and its own ancestors, parents first."""
+    memo: dict = {}
+
+    def walk(u):
+        if u not in memo:
+            out = []
+            for v in upw[u]:
+                out += [x for x in (walk(int(v)) if v >= 0 else []) if x not in out]
+            memo[u] = out + [u]
+        return memo[u]
+
+    lists = [walk(u) for u in range(len(upw))]
+    return (np.concatenate([[0], np.cumsum([len(x) for x in lists])]).astype(np.int64),
+            np.array([x for lst in lists for x in lst], np.int64))
 
 
 def own_words(model, doc, hyper, topic_net) -> tuple:
     """A test document's word-side arguments of :func:`inference.pdpnet.own_word_particles.own_word_particles`:
-    its own word vectors' contexts, its distinct (context, word) pairs, the frozen parents' means at them (U, K,
-    E), the own vector's gamma and its sum, its discount and concentration (a mixture node is over topics only)."""
+    its own word vectors (the token's and those above it) the contexts, their distinct (vector, word) the pairs,
+    each pair's own parents' pairs and its ancestors, the frozen parents' means at the pairs (U, K, E), every own
+    vector's gamma and its sum, discount and concentration (a mixture node is over topics only)."""
     net = frozen_net(model, doc, hyper)
-    node = net.spec.nodes[net.spec.word.node]
-    inst = net.word_inst
-    ctx_keys, ctx = np.unique(inst[:, 0], return_inverse=True)
+    paths, links = _own_paths(net)
+    N, K = net.word_inst.shape
+    keys, ctx = np.unique(np.stack([j[:, 0] for j in paths]), return_inverse=True)     # (paths, N) contexts
+    ctx = ctx.reshape(len(paths), N)
     words, widx = np.unique(doc.words, return_inverse=True)
-    pair, first, uidx = np.unique(ctx.reshape(-1) * len(words) + widx.reshape(-1), return_index=True,
-                                  return_inverse=True)
-    j = inst[first]                                                           # (U, K) the pairs' own vectors
-    E = int(net.par_ptr[j[0, 0] + 1] - net.par_ptr[j[0, 0]])
-    P = np.stack([net.means[net.off[net.par_node[net.par_ptr[j] + e]] + words[pair % len(words)][:, None]]
-                  for e in range(E)], axis=2)
-    j0 = int(j[0, 0])
-    gamma = np.ascontiguousarray(net.par_gamma[net.par_ptr[j0]:net.par_ptr[j0 + 1]], np.float64)
-    a, b = float(hyper["a_values"][node.a]), float(hyper["b_values"][node.b])
-    return (uidx.reshape(-1).astype(np.int64), (pair // len(words)).astype(np.int64), len(ctx_keys),
-            np.ascontiguousarray(P), gamma, float(net.gamma_sum[j0]), a, b)
+    pair, inv = np.unique(ctx * len(words) + widx.reshape(1, -1), return_inverse=True)
+    inv = inv.reshape(len(paths), N)
+    deg = net.par_ptr[keys + 1] - net.par_ptr[keys]
+    E = int(deg.max())
+    upw = np.full((len(pair), E), -1, np.int64)
+    for p, r, q in links:
+        upw[inv[p], r] = inv[q]
+    P = np.zeros((len(pair), K, E))
+    word = words[widx.reshape(-1)][:, None]
+    for p, j in enumerate(paths):
+        for r in range(int(net.par_ptr[j[0, 0] + 1] - net.par_ptr[j[0, 0]])):
+            if not any(link[:2] == (p, r) for link in links):
+                P[inv[p], :, r] = net.means[net.off[net.par_node[net.par_ptr[j] + r]] + word]
+    gamma = np.zeros((len(keys), E))
+    for c, j in enumerate(keys):
+        gamma[c, :deg[c]] = net.par_gamma[net.par_ptr[j]:net.par_ptr[j + 1]]
+    names = net.spec.order
+    a = np.array([hyper["a_values"][net.spec.nodes[names[net.family[j]]].a] for j in keys], np.float64)
+    b = np.array([hyper["b_values"][net.spec.nodes[names[net.family[j]]].b] for j in keys], np.float64)
+    optr, order = _ancestors(upw)
+    return (inv[0].astype(np.int64), (pair // len(words)).astype(np.int64), upw, optr, order, len(keys), P, gamma,
+            np.ascontiguousarray(net.gamma_sum[keys], np.float64), a, b)
 
 
 def document_words(model, doc, hyper, topic_net) -> tuple:
