@@ -97,6 +97,17 @@ def write_back(loc: dict, nwk) -> None:
         loc["derived"]["nk"][:] = loc["Nk"]
 
 
+def grown_rows(table, P: int, V0: int, V: int) -> np.ndarray:
+    """``word_mix`` of P edges over V0 words (rows e V0 + w) laid out for V >= V0 words (rows e V + w, the rest 0)."""
+    table = np.asarray(table)
+    if table.shape[0] != P * V0 or V < V0:
+        raise RefusedError(f"the chain's table {TABLE} of {table.shape[0]} rows is not {P} edges over {V0} words "
+                           f"(or {V} < {V0})")
+    out = np.zeros((P, V, table.shape[1]), table.dtype)
+    out[:, :V0] = table.reshape(P, V0, -1)
+    return out.reshape(P * V, -1)
+
+
 def parent_means(n, s, side: dict) -> np.ndarray:
     """(P, V, K) every parent's posterior mean at every topic: (alpha + c)/(V alpha + C), or 1/V."""
     kinds, alphas, _, _ = edges(side)
@@ -170,7 +181,8 @@ def sample_hyper(side: dict, tables: dict, hyper: dict, sampled: dict, rng) -> d
 class MixWords(DirichletWords):
     """The word side object (:mod:`.word_sides`) of a word vector with several parents: the functions above; no
     owned kernel (beside a shared Pitman-Yor topic vector the split engine refuses it: :func:`.shared_pyp.check`);
-    the held-out hooks the base's (None: the model's paths read its posterior means); refresh refused."""
+    the held-out hooks the base's (None: the model's paths read its posterior means); ``refresh`` continues the
+    chain (:meth:`grown_tables`)."""
 
     kernel = staticmethod(word_mix.mix_word_sweep)
     owned_kernel = None
@@ -201,4 +213,8 @@ class MixWords(DirichletWords):
         return sample_hyper(self.side, tables, hyper, sampled, rng)
 
     def grown_tables(self, model, tables: dict, hyper: dict, old_vocab_size: int) -> tuple[dict, dict]:
-        raise RefusedError("refresh: a word vector with several parents mixed by rho is not continued (retrain)")
+        """``refresh`` (issue 30, 2): ``word_mix``'s rows e V0 + w moved to e V + w (:func:`grown_rows`), the new
+        words' rows empty; ``nwk`` is padded by the model; a partition's ``word_ms`` stays (its words keep their
+        ids and order); the batch's documents start at their partitions' :func:`initial_state`."""
+        return dict(tables, **{TABLE: grown_rows(tables[TABLE], len(self.side["mix"]), old_vocab_size,
+                                                 model.vocab_size)}), hyper
