@@ -143,19 +143,18 @@ def bigram_word_sweep(start, reseed, seed, uidx, pword, pctx, z, topic_inst, anc
         pos = N + ncell
     U = own_n.shape[0]
     first = pos - N - ncell
-    for cell in range(first, U * K):
-        u = cell // K
-        k = cell % K
+    for u in range(first // K, U):            # the cells (u, k) in order u K + k, from ``first``
         w = pword[u]
         c = pctx[u]
-        for _ in range(own_n[u, k]):          # every own customer of the cell once
-            if mx[0] + 3 > rows or mx[1] + 3 > cols:
-                return N + ncell + cell
-            held = _leave(u, u, k, own_n, own_t, nloc, tloc)
-            if held < 0:
-                continue
-            _move(u, c, w, k, -1, held == 1, nloc, tloc, Nc, Tc, troot, Troot, own_n, own_t, mx)
-            nu = root_weight(w, k, troot, Troot, beta0, V)
-            jn, op = word_terms(nloc[u, k], tloc[u, k], Nc[c, k], Tc[c, k], a, b, nu, RJw, ROw)
-            _move(u, c, w, k, 1, opens(jn, op), nloc, tloc, Nc, Tc, troot, Troot, own_n, own_t, mx)
+        for k in range(first % K if u == first // K else 0, K):
+            for _ in range(own_n[u, k]):      # every own customer of the cell once
+                if mx[0] + 3 > rows or mx[1] + 3 > cols:
+                    return N + ncell + u * K + k
+                held = _leave(u, u, k, own_n, own_t, nloc, tloc)
+                if held < 0:
+                    continue
+                _move(u, c, w, k, -1, held == 1, nloc, tloc, Nc, Tc, troot, Troot, own_n, own_t, mx)
+                nu = root_weight(w, k, troot, Troot, beta0, V)
+                jn, op = word_terms(nloc[u, k], tloc[u, k], Nc[c, k], Tc[c, k], a, b, nu, RJw, ROw)
+                _move(u, c, w, k, 1, opens(jn, op), nloc, tloc, Nc, Tc, troot, Troot, own_n, own_t, mx)
     return -1
