@@ -91,7 +91,9 @@ def main():
         print("%-12s" % r.name + "".join("%9.4f" % (r.acc[h] / n) for h in HOOKS)
               + "%9.4f  %.6e" % (sum(r.acc.values()) / n, r.loglik), flush=True)
     if args.profile:
-        pstats.Stats(prof).sort_stats("tottime").print_stats(25)
+        st = pstats.Stats(prof).sort_stats("tottime")
+        st.print_stats(25)
+        st.print_callers(8)
 
 
 if __name__ == "__main__":

@@ -94,8 +94,10 @@ def word_rows(words, arr, K: int, found=None) -> tuple[np.ndarray, np.ndarray]:
     """(the distinct words, (W, K) ``arr``'s rows summed per word); ``found``: ``np.unique(words,
     return_inverse=True)`` already known."""
     vocab, inv = np.unique(words, return_inverse=True) if found is None else found
-    keys = (inv.reshape(-1)[:, None] * K + np.arange(K)[None, :]).ravel()
-    out = np.bincount(keys, weights=np.asarray(arr, np.float64).ravel(), minlength=len(vocab) * K)
+    flat = np.asarray(arr).reshape(-1)
+    cells = np.flatnonzero(flat)                # (the nonzero cells only: the same sums)
+    keys = inv.reshape(-1)[cells // K] * K + cells % K
+    out = np.bincount(keys, weights=flat[cells].astype(np.float64), minlength=len(vocab) * K)
     return vocab, out.reshape(len(vocab), K).astype(np.int64)
 
 
@@ -123,7 +125,7 @@ def table_counts(model, block, state: dict) -> dict:
 def _pairs_counted(x, y) -> tuple:
     """(x, y, count) of the distinct pairs of two non-negative integer arrays, sorted by (x, y) (np.unique's
     order of the histogram's keys), by one bincount when max x times max y is small, else np.unique."""
-    x, y = np.asarray(x, np.int64).ravel(), np.asarray(y, np.int64).ravel()
+    x, y = np.asarray(x, np.int64), np.asarray(y, np.int64)
     if not len(x):
         return x, y, np.zeros(0, np.int64)
     ny = int(y.max()) + 1
@@ -142,12 +144,11 @@ def histogram(pairs, own_n, own_t, D: int, V: int, N=None, T=None) -> tuple:
     orders (part, x, y))."""
     if N is None:
         N, T = restaurants(pairs, own_n, D, V), restaurants(pairs, own_t, D, V)
-    c, t, wc = _pairs_counted(own_n, own_t)     # every cell, then the empty ones (n = 0) dropped
-    cell = c > 0
-    live = N > 0
+    occ, live = own_n > 0, N > 0
+    c, t, wc = _pairs_counted(own_n[occ], own_t[occ])
     NN, TT, wr = _pairs_counted(N[live], T[live])
-    keys = np.concatenate([engine_stats.hist_keys(0, 0, 0, c[cell], t[cell]), engine_stats.hist_keys(1, 0, 0, NN, TT)])
-    return keys, np.concatenate([wc[cell], wr]).astype(np.int32)[:, None]
+    keys = np.concatenate([engine_stats.hist_keys(0, 0, 0, c, t), engine_stats.hist_keys(1, 0, 0, NN, TT)])
+    return keys, np.concatenate([wc, wr]).astype(np.int32)[:, None]
 
 
 def sweep_args(model, block, state, net, nwk, mx, side: dict, derived: dict) -> tuple:
@@ -164,7 +165,7 @@ def sweep_args(model, block, state, net, nwk, mx, side: dict, derived: dict) -> 
         state["word_t"] = state["word_t"].astype(np.int32)
     own_n, N, T = own_counts(model, block, state, take=True)    # the kernel moves them: remembered after it
     own_t = state["word_t"]
-    troot = np.asarray(nwk, np.int64).copy() if frozen is None else frozen.copy()
+    troot = np.array(nwk, np.int32) if frozen is None else frozen.copy()    # (int32: the kernel's cache)
     beta0 = float(side["beta0"]) if frozen is None else PSEUDO
     nloc, tloc = own_n.copy(), own_t.copy()
     mx[0] = max(int(mx[0]), int(nloc.max(initial=0)))
