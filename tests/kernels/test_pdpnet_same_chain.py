@@ -78,3 +78,25 @@ def test_the_chain_is_the_code_befores(network):
     got = _run(network, forget=False)
     assert got == BEFORE[network], (network, got)
     assert _run(network, forget=True) == got
+
+
+def test_a_held_out_sweep_of_burst_pyp_lda_leaves_its_word_side_object_as_it_was():
+    """The frozen (held-out) sweep's kernels are the burst side's (the bigram kernel), chosen by ``kernels``
+    without changing the object: a word side object kept across sweeps trains with the column kernel after it."""
+    from drivers.models.pdp_network import burst_heldout, word_sides, words_burst
+    from inference.pdpnet import word_bigram, word_column
+
+    model = PdpNetwork(K, V)
+    hyper = model.initial_hyper(network="burst-pyp-lda")
+    model.bind_hyper(hyper)
+    side = word_sides.of(hyper["word_pyp"])
+    block = _blocks()[0]
+    state = {"z": np.zeros(block.n_tokens, np.int32)}
+    frozen = (None, {words_burst.FROZEN: burst_heldout.frozen_root(np.full((V, K), 1.0 / V))}, None)
+    before = dict(vars(side))
+    (head, tail), _ = side.sweep_args(model, block, state, model._compiled(block, hyper), np.zeros((V, K), np.int32),
+                                      frozen, np.zeros(2, np.int64))
+    assert vars(side) == before and side.kernel is word_column.column_word_sweep
+    assert side.kernels(frozen)[0] is word_bigram.bigram_word_sweep
+    assert side.kernels((None, {}, None))[0] is word_column.column_word_sweep
+    assert len(tail) == 11 and "word_t" in state        # the burst side's arguments, its indicators seated

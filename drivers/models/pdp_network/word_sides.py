@@ -49,6 +49,10 @@ class DirichletWords:
     def write_back(self, loc, nwk, words, z) -> None:
         return None
 
+    def kernels(self, words) -> tuple:
+        """(the sweep kernel, the one beside shared Pitman-Yor topic vectors) of a sweep with ``words``."""
+        return self.kernel, self.owned_kernel
+
     def topic_word(self, model, tables, derived, hyper):
         """(K, V) the topics, or None: the engine's (from ``nwk`` and beta)."""
         return None
@@ -275,9 +279,14 @@ class BurstChainWords(BurstWords):
     def table_counts(self, model, block, state: dict) -> dict:
         return words_burst_chain.table_counts(model, block, state)
 
+    def kernels(self, words) -> tuple:
+        """A held-out sweep's (phi frozen) are :class:`BurstWords`' (the object is not changed)."""
+        if words[1].get(words_burst.FROZEN) is not None:
+            return BurstWords.kernel, BurstWords.owned_kernel
+        return self.kernel, self.owned_kernel
+
     def sweep_args(self, model, block, state, net, nwk, words, mx) -> tuple:
         if words[1].get(words_burst.FROZEN) is not None:
-            self.kernel, self.owned_kernel = word_bigram.bigram_word_sweep, owned_words.owned_word_sweep
             return super().sweep_args(model, block, state, net, nwk, words, mx)
         return words_burst_chain.sweep_args(model, block, state, net, nwk, words, mx, self.side)
 
