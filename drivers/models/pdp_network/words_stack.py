@@ -194,6 +194,9 @@ class StackWords:
     def __init__(self, side: dict):
         self.side = side
 
+    def kernels(self, words) -> tuple:
+        return self.kernel, self.owned_kernel
+
     def count_tables(self, model) -> tuple:
         return count_tables(model, self.side)
 
