@@ -243,10 +243,11 @@ def tiny_models(spark_session, tiny_corpora_of_kind, tmp_path_factory):
 def local1_models(tiny_corpora_of_kind, synthetic_lda, tmp_path_factory):
     """One other Spark application on local[1] (tests/train_every_model.py; a JVM start costs 15-20 s, so the
     tests share it): every registered model on the tiny corpora (named by the model) and ``hybrid``, the hybrid
-    model on ``synthetic_lda``. The folder of the models; the tests compare them with this session's."""
-    import subprocess
-
+    model on ``synthetic_lda``. The folder of the models; the tests compare them with this session's. The fixture
+    waits while a step finishes every ``train_every_model.STALL`` seconds (no fixed time for the whole run, which
+    the trainings outgrew on a loaded host); the steps' seconds are in ``steps.txt`` there."""
     from drivers import registry
+    from train_every_model import run_watched
 
     out = tmp_path_factory.mktemp("local1")
     extra = {"hybrid": ["--corpus", synthetic_lda[0], *map(str, HYBRID_SYNTHETIC)],
@@ -261,11 +262,8 @@ def local1_models(tiny_corpora_of_kind, synthetic_lda, tmp_path_factory):
                                   *map(str, PDP_PYP_LDA_CMGS)],
              "pdp-pyp-lda-4": ["--corpus", tiny_corpora_of_kind[registry.SEGMENTED], *map(str, pdp_pyp_lda_4(out))]}
     env = dict(os.environ, SPARK_TOPICS_SPARK_LOG_LEVEL="ERROR")
-    run = subprocess.run([sys.executable, os.path.join(TESTS, "train_every_model.py"), "local[1]", str(out),
-                          tiny_corpora_of_kind[registry.SEGMENTED], tiny_corpora_of_kind[registry.ALIGNED],
-                          tiny_corpora_of_kind[registry.ORDERED], json.dumps(extra)],
-                         capture_output=True, text=True, timeout=900, env=env)
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    run_watched(["local[1]", str(out), tiny_corpora_of_kind[registry.SEGMENTED], tiny_corpora_of_kind[registry.ALIGNED],
+                 tiny_corpora_of_kind[registry.ORDERED], json.dumps(extra)], str(out), env)
     return out
 
 

@@ -56,12 +56,15 @@ def seeded_topic(tokens, log_base, scale: float, alpha_beta: float, minibatch: i
 
 def reseed_starved(sets: list, documents: list, log_base, below: float, scale: float, alpha_beta: float,
                    truncation: int, seed: int, minibatch: int, draw: str = "words",
-                   against: str = "mean") -> tuple[list, list]:
+                   against: str = "mean", nominal: int | None = None) -> tuple[list, list]:
     """(``sets`` with every starved topic re-seeded from one of ``documents`` [(doc_id, tokens)], the
-    (topic, doc_id) pairs re-seeded). ``against``: mean (the topics' mean evidence) or document (``scale`` x the
-    documents' mean tokens)."""
+    (topic, doc_id) pairs re-seeded). ``against``: mean (the topics' mean evidence) or document (D/|S| x the
+    documents' mean tokens, |S| the stream's minibatch size ``nominal``: ``scale`` = D/|documents| x |documents| /
+    nominal, so a pass's short last minibatch does not inflate it; None: |documents|)."""
     if against == "document":
-        reference = scale * float(np.mean([len(tokens) for _, tokens in documents])) if documents else 0.0
+        size = max(len(documents), int(nominal or 0), 1)
+        reference = scale * len(documents) / size * float(np.mean([len(tokens) for _, tokens in documents])) \
+            if documents else 0.0
     elif against == "mean":
         reference = None
     else:

@@ -153,6 +153,8 @@ class OnlineSettings:
     reseed_draw: str = "words"   # the re-seed documents' draw: words, by distinct words (h30); uniform (h30b)
     reseed_against: str = "mean"  # reseed's fraction of: mean, the topics' mean evidence; document, one average
     #                              document of the minibatch's (D/|S| x its mean tokens; h30c)
+    refresh_weight: str = "schedule"  # a refresh's eps: schedule, eps_i of the continued counter; share, the batch
+    #                              weighs its share of the documents seen (share_step; issue 30, session 26)
 
     def check(self) -> None:
         if not self.alpha_beta > 0:
@@ -177,6 +179,25 @@ class OnlineSettings:
             raise ValueError(f"reseed draw: one of {', '.join(RESEED_DRAWS)}")
         if self.reseed_against not in RESEED_AGAINST:
             raise ValueError(f"reseed against: one of {', '.join(RESEED_AGAINST)}")
+        if self.refresh_weight not in REFRESH_WEIGHTS:
+            raise ValueError(f"refresh weight: one of {', '.join(REFRESH_WEIGHTS)}")
+
+
+#: how a refresh weighs the model before it against its batch (``OnlineSettings.refresh_weight``, :func:`share_step`)
+REFRESH_WEIGHTS = ("schedule", "share")
+
+
+def share_step(batch_documents: int, documents_seen: int, steps: int) -> float:
+    """The constant eps of a refresh's ``steps`` online steps under ``refresh_weight="share"``: each step keeps
+    1 - eps of the topics before it (7.6-7.8), so after all of them the model before the batch keeps
+    (1 - eps)^steps = 1 - n/D of its weight and the batch has n/D, its share of the ``documents_seen`` D (the
+    batch's n documents included). With the schedule's eps_i the batch's weight is 1 - prod(1 - eps_i): 0.87-0.95
+    over the 60 steps of ``--passes auto``, whatever its share (README, "Why the joined stream's whole-stream
+    NPMI trails fixvoc's")."""
+    share = min(1.0, max(0.0, float(batch_documents) / max(float(documents_seen), 1.0)))
+    if share >= 1.0:
+        return 1.0
+    return float(1.0 - (1.0 - share) ** (1.0 / max(int(steps), 1)))
 
 
 #: how the re-seed documents are drawn (``OnlineSettings.reseed_draw``, inference.infvoc.reseed)

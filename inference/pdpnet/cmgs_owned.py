@@ -43,8 +43,6 @@ document vector with several parents) are refused (:func:`check_shape`).
 """
 from __future__ import annotations
 
-import math
-
 import numba
 import numpy as np
 
@@ -53,12 +51,9 @@ from inference.gibbs.common import BIG, draw_scan, rescale_weights, token_kernel
 from inference.pdpnet.cmgs import table_draw_scratch
 from inference.pdpnet.cmgs_run import stirling_ratios
 from inference.pdpnet.kernels import PYP, ancestor_lists
+from inference.pdpnet.mult_removal import RIGHT, WRONG_REMOVAL, sat_alone  # noqa: F401 (the switch, as before)
 from inference.pdpnet.owned import owned_add, owned_prologue, owned_remove, owned_reseat
 from inference.pdpnet.sweep import draw_topic, topic_zplus_rows
-
-#: test switch of :func:`hybrid_sweep` (``wrong``): 1 the exact removal with t/c (the indicators' probability,
-#: wrong at a multiplicity cell)
-RIGHT, WRONG_REMOVAL = 0, 1
 
 
 def check_shape(net, shared: np.ndarray) -> None:
@@ -85,22 +80,6 @@ def doc_table(x, k, d, off, par_ptr, eoff, tp, TP, s, Se):
     e = par_ptr[x]
     s[eoff[e] + k] += d
     Se[e] += d
-
-
-@token_kernel
-def sat_alone(x, k, exact, wrong, off, a_of, logS3, n, tc, tp):
-    """Whether the leaving token of cell (x, k) takes its table (before the decrement): cmgs only when forced (t = c);
-    exact with probability S^{c-1}_{t-1} / S^c_t (no random number at t = c or t = 1 < c)."""
-    o = off[x] + k
-    c = n[o] + tc[o]
-    t = tp[o]
-    if t == c:
-        return True
-    if not exact or t == 1:
-        return False
-    if wrong == WRONG_REMOVAL:
-        return np.random.random() < t / c
-    return np.random.random() < math.exp(logS3[a_of[x], c - 1, t - 1] - logS3[a_of[x], c, t])
 
 
 @token_kernel
@@ -162,6 +141,91 @@ def table_redraw(x, k, xs, wt, off, a_of, b_of, avals, bvals, cratio3, RJ, n, tc
 
 
 @numba.njit(cache=True, error_model="numpy")
+def hybrid_prologue(start, reseed, seed, cdoc, shared, own_c, own_t, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of,
+                    par_ptr, par_node, par_gamma, gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff,
+                    mx, V, nk, beta):
+    """The prologue of both hybrid kernels (:func:`hybrid_sweep`, :func:`inference.pdpnet.cmgs_owned_words.
+    hybrid_word_sweep`): the table count draws' scratch, then :func:`owned.owned_prologue`'s. Returns (wt, Z,
+    terms, Zb, slot, pn, pe, cum, oc, ot, inv, V beta)."""
+    wt = table_draw_scratch(kind, dim, off, n, tc, cdoc)
+    Z, terms, Zb, slot, pn, pe, cum, oc, ot, inv, vbeta = owned_prologue(
+        start, reseed, seed, shared, own_c, own_t, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node,
+        par_gamma, gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx, V, nk, beta)
+    return wt, Z, terms, Zb, slot, pn, pe, cum, oc, ot, inv, vbeta
+
+
+@token_kernel
+def doc_leave(x0, k0, xs, exact, wrong, wt, shared, own_c, own_t, oc, ot, anc_ptr, anc, pn, pe, kind, off, a_of, b_of,
+              par_ptr, par_node, avals, bvals, logS3, cratio3, RJ, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx):
+    """Move 1 of the module docstring: the token out of document cell (x_0, k0), its table with it when it sat alone
+    (:func:`mult_removal.sat_alone`), that table's customer out of x_s (:func:`owned.owned_remove`). Returns whether
+    it was refused (then the identity, and move 3 at k0 taken here)."""
+    o = off[x0] + k0
+    gone = sat_alone(n[o] + tc[o], tp[o], exact, wrong, logS3, a_of[x0])
+    n[o] -= 1
+    Nn[x0] -= 1
+    if gone:
+        doc_table(x0, k0, -1, off, par_ptr, eoff, tp, TP, s, Se)
+        _, refused = owned_remove(xs, k0, False, shared, own_c, own_t, oc, ot, anc_ptr, anc, pn, pe, kind, off,
+                                  par_ptr, par_node, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
+        if refused:                         # the identity move (owned_remove put x_s back); the table count's
+            doc_table(x0, k0, 1, off, par_ptr, eoff, tp, TP, s, Se)     # redraw all the same (skipping it there
+            n[o] += 1                                                   # would bias it: tested)
+            Nn[x0] += 1
+            table_redraw(x0, k0, xs, wt, off, a_of, b_of, avals, bvals, cratio3, RJ, n, tc, tp, Nn, TC, TP, s, Se,
+                         par_ptr, eoff, own_c, own_t, mx)
+            return True
+    return False
+
+
+@token_kernel
+def doc_rows(x0, xs, K, Zb, slot, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma,
+             gamma_sum, avals, bvals, RJ, RO, n, tc, tp, Nn, TC, TP, Se):
+    """(the row of Z_s in ``Zb``, x_0's discount's index, a_0, g_0 = b_0 + a_0 T_0) of move 2."""
+    r = topic_zplus_rows(xs, K, Zb, slot, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node,
+                         par_gamma, gamma_sum, avals, bvals, RJ, RO, n, tc, tp, Nn, TC, TP, Se)
+    q0 = a_of[x0]
+    a0 = avals[q0]
+    return r, q0, a0, bvals[b_of[x0]] + a0 * TP[x0]
+
+
+@token_kernel
+def doc_weight(x0, k, r, exact, q0, a0, g0, Zb, ratio3, off, n, tc, tp):
+    """W(k) of move 2 (cmgs: join x_0's tables where t > 0, else open; exact: the seating predictive)."""
+    o = off[x0] + k
+    c = n[o] + tc[o]
+    t = tp[o]
+    if exact:
+        return (c - a0 * t) + g0 * Zb[r, k]
+    if t > 0:
+        return ratio3[q0, c, t]
+    return g0 * Zb[r, k]
+
+
+@token_kernel
+def doc_arrive(x0, xs, k, r, exact, a0, g0, Z, terms, Zb, slot, shared, own_c, own_t, oc, ot, anc_ptr, anc, kind, dim,
+               off, alpha, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn,
+               TC, TP, s, Se, eoff, mx):
+    """The token into document cell (x_0, k) (move 2's seating): exact joins with probability (c - a_0 t) / W(k),
+    cmgs where t > 0; an opened table's customer seated at x_s by :func:`owned.owned_add`."""
+    o = off[x0] + k
+    stay = n[o] + tc[o] - a0 * tp[o]
+    if exact:
+        opens = stay <= 0.0 or np.random.random() * (stay + g0 * Zb[r, k]) >= stay
+    else:
+        opens = tp[o] == 0
+    if opens:
+        for q in range(anc_ptr[xs], anc_ptr[xs + 1]):
+            Z[anc[q]] = Zb[slot[anc[q]], k]
+        doc_table(x0, k, 1, off, par_ptr, eoff, tp, TP, s, Se)
+        owned_add(xs, k, False, Z, terms, shared, own_c, own_t, oc, ot, anc_ptr, anc, kind, dim, off, alpha, a_of,
+                  b_of, par_ptr, par_node, par_gamma, gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se,
+                  eoff, mx)
+    n[o] += 1
+    Nn[x0] += 1
+
+
+@numba.njit(cache=True, error_model="numpy")
 def hybrid_sweep(start, reseed, seed, exact, wrong, words, z, topic_inst, anc_ptr, anc, kind, dim, off, alpha, a_of,
                  b_of, par_ptr, par_node, par_gamma, gamma_sum, avals, bvals, RJ, RO, EO, logS3, ratio3, cratio3, n,
                  tc, tp, Nn, TC, TP, s, Se, eoff, mx, cdoc, nwk, nk, beta, frozen_phi, frozen, shared, own_c, own_t):
@@ -172,10 +236,10 @@ def hybrid_sweep(start, reseed, seed, exact, wrong, words, z, topic_inst, anc_pt
     Returns -1 when done or the position to resume from once ``RJ`` covers max c + cdoc + 3 and max t + 3."""
     N = words.shape[0]
     K = nwk.shape[1]
-    wt = table_draw_scratch(kind, dim, off, n, tc, cdoc)
-    Z, terms, Zb, slot, pn, pe, cum, oc, ot, inv, vbeta = owned_prologue(
-        start, reseed, seed, shared, own_c, own_t, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node,
-        par_gamma, gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx, nwk.shape[0], nk, beta)
+    wt, Z, terms, Zb, slot, pn, pe, cum, oc, ot, inv, vbeta = hybrid_prologue(
+        start, reseed, seed, cdoc, shared, own_c, own_t, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr,
+        par_node, par_gamma, gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx, nwk.shape[0], nk,
+        beta)
     rows = RJ.shape[1] + 1
     cols = RJ.shape[2] + 1
     pos = start
@@ -188,60 +252,26 @@ def hybrid_sweep(start, reseed, seed, exact, wrong, words, z, topic_inst, anc_pt
         x0 = topic_inst[i]
         xs = par_node[par_ptr[x0]]
         k0 = z[i]
-        gone = sat_alone(x0, k0, exact, wrong, off, a_of, logS3, n, tc, tp)
-        n[off[x0] + k0] -= 1
-        Nn[x0] -= 1
-        if gone:
-            doc_table(x0, k0, -1, off, par_ptr, eoff, tp, TP, s, Se)
-            _, refused = owned_remove(xs, k0, False, shared, own_c, own_t, oc, ot, anc_ptr, anc, pn, pe, kind, off,
-                                      par_ptr, par_node, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
-            if refused:                     # the identity move (owned_remove put x_s back); the table count's
-                doc_table(x0, k0, 1, off, par_ptr, eoff, tp, TP, s, Se)     # redraw all the same (skipping it
-                n[off[x0] + k0] += 1                                        # there would bias it: tested)
-                Nn[x0] += 1
-                table_redraw(x0, k0, xs, wt, off, a_of, b_of, avals, bvals, cratio3, RJ, n, tc, tp, Nn, TC,
-                             TP, s, Se, par_ptr, eoff, own_c, own_t, mx)
-                continue
+        if doc_leave(x0, k0, xs, exact, wrong, wt, shared, own_c, own_t, oc, ot, anc_ptr, anc, pn, pe, kind, off, a_of,
+                     b_of, par_ptr, par_node, avals, bvals, logS3, cratio3, RJ, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx):
+            continue
         if not frozen:
             nwk[w, k0] -= 1
             nk[k0] -= 1
             inv[k0] = 1.0 / (nk[k0] + vbeta)
-        r = topic_zplus_rows(xs, K, Zb, slot, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node,
-                             par_gamma, gamma_sum, avals, bvals, RJ, RO, n, tc, tp, Nn, TC, TP, Se)
-        q0 = a_of[x0]
-        a0 = avals[q0]
-        g0 = bvals[b_of[x0]] + a0 * TP[x0]
+        r, q0, a0, g0 = doc_rows(x0, xs, K, Zb, slot, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr,
+                                 par_node, par_gamma, gamma_sum, avals, bvals, RJ, RO, n, tc, tp, Nn, TC, TP, Se)
         total = 0.0
         for k in range(K):
-            o = off[x0] + k
-            c = n[o] + tc[o]
-            t = tp[o]
-            if exact:
-                f = (c - a0 * t) + g0 * Zb[r, k]
-            elif t > 0:
-                f = ratio3[q0, c, t]
-            else:
-                f = g0 * Zb[r, k]
+            f = doc_weight(x0, k, r, exact, q0, a0, g0, Zb, ratio3, off, n, tc, tp)
             total += f * (frozen_phi[w, k] if frozen else (nwk[w, k] + beta) * inv[k])
             cum[k] = total
         if not (total > 0.0 and total < np.inf):
             raise FloatingPointError("hybrid_sweep: a token's topic weights sum to NaN, inf or 0")
         k = draw_topic(cum, total, K)
-        o = off[x0] + k
-        stay = n[o] + tc[o] - a0 * tp[o]
-        if exact:
-            opens = stay <= 0.0 or np.random.random() * (stay + g0 * Zb[r, k]) >= stay
-        else:
-            opens = tp[o] == 0
-        if opens:
-            for q in range(anc_ptr[xs], anc_ptr[xs + 1]):
-                Z[anc[q]] = Zb[slot[anc[q]], k]
-            doc_table(x0, k, 1, off, par_ptr, eoff, tp, TP, s, Se)
-            owned_add(xs, k, False, Z, terms, shared, own_c, own_t, oc, ot, anc_ptr, anc, kind, dim, off, alpha,
-                      a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum, avals, bvals, RJ, EO, n, tc, tp, Nn, TC,
-                      TP, s, Se, eoff, mx)
-        n[o] += 1
-        Nn[x0] += 1
+        doc_arrive(x0, xs, k, r, exact, a0, g0, Z, terms, Zb, slot, shared, own_c, own_t, oc, ot, anc_ptr, anc, kind,
+                   dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum, avals, bvals, RJ, EO, n, tc,
+                   tp, Nn, TC, TP, s, Se, eoff, mx)
         z[i] = k
         if not frozen:
             nwk[w, k] += 1
@@ -265,18 +295,29 @@ def run_hybrid(net, z, s, cnt: dict, avals, bvals, nwk, nk, beta: float, frozen_
     """One cycle of :func:`hybrid_sweep` on a partition's counts (``cnt["own"]`` = (shared, own_c, own_t):
     :func:`drivers.models.pdp_network.shared_pyp.substitute`; in process, one partition: the counts themselves);
     ``tables(mx)``: the shared vector's ratio tables (RJ, RO, EO) covering ``mx``. z, s and the counts in place."""
-    shared, own_c, own_t, cdoc, anc_ptr, anc, logs = hybrid_setup(net, cnt, avals)
     frozen = frozen_phi is not None
     phi = np.ascontiguousarray(frozen_phi, dtype=np.float64) if frozen else np.zeros((1, 1))
+
+    def sweep(pos, reseed, middle, owned):
+        return hybrid_sweep(pos, reseed, int(seed), net.spec.sampler == "exact", int(wrong), net.words, z,
+                            net.topic_inst, *middle, nwk, nk, float(beta), phi, frozen, *owned)
+    hybrid_cycle(net, s, cnt, avals, bvals, tables, sweep)
+
+
+def hybrid_cycle(net, s, cnt: dict, avals, bvals, tables, sweep) -> None:
+    """The calls of one hybrid cycle (:func:`run_hybrid`, :func:`inference.pdpnet.cmgs_owned_words.
+    run_hybrid_words`): ``sweep(pos, reseed, middle, owned)`` (the kernel's call) resumed until it returns -1, the
+    shared vector's ratio tables ``tables(mx)`` grown before each call; ``middle`` the kernel's arguments from
+    ``anc_ptr`` to ``cdoc`` (the topic side's, the ratio and Stirling tables, the counts), ``owned`` (shared, own_c,
+    own_t) (:func:`hybrid_setup`)."""
+    shared, own_c, own_t, cdoc, anc_ptr, anc, logs = hybrid_setup(net, cnt, avals)
+    topic = (anc_ptr, anc, net.kind, net.dim, net.off, net.alpha, net.a_of, net.b_of, net.par_ptr, net.par_node,
+             net.par_gamma, net.gamma_sum, np.asarray(avals, np.float64), np.asarray(bvals, np.float64))
+    counts = (cnt["n"], cnt["tc"], cnt["tp"], cnt["Nn"], cnt["TC"], cnt["TP"], s, cnt["Se"], net.eoff, cnt["mx"], cdoc)
     pos, reseed = 0, True
     while pos >= 0:
         ratios = tables(np.array([int(cnt["mx"][0]) + cdoc, int(cnt["mx"][1])], np.int64))
-        pos = hybrid_sweep(pos, reseed, int(seed), net.spec.sampler == "exact", int(wrong), net.words, z,
-                           net.topic_inst, anc_ptr, anc, net.kind, net.dim, net.off, net.alpha, net.a_of, net.b_of,
-                           net.par_ptr, net.par_node, net.par_gamma, net.gamma_sum, np.asarray(avals, np.float64),
-                           np.asarray(bvals, np.float64), *ratios, *logs, cnt["n"], cnt["tc"], cnt["tp"], cnt["Nn"],
-                           cnt["TC"], cnt["TP"], s, cnt["Se"], net.eoff, cnt["mx"], cdoc, nwk, nk, float(beta), phi,
-                           frozen, shared, own_c, own_t)
+        pos = sweep(pos, reseed, topic + tuple(ratios) + tuple(logs) + counts, (shared, own_c, own_t))
         reseed = False
 
 

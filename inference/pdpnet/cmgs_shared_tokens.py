@@ -21,9 +21,9 @@ import numpy as np
 from inference.errors import UsageError
 from inference.pdpnet.cmgs import _move_table
 from inference.pdpnet.kernels import DIR, PYP
+from inference.pdpnet.mult_removal import RIGHT, own_removal
 from inference.pdpnet.sweep import draw_topic
-from inference.pdpnet.word_mult import (RIGHT, own_table_draw, stirling_steps, word_opens, word_sat_alone,
-                                        word_weight)
+from inference.pdpnet.word_mult import own_table_draw, stirling_steps, word_opens, word_weight
 
 
 def tokens_at_shared(net, shared: np.ndarray) -> bool:
@@ -84,15 +84,14 @@ def shared_token_sweep(start, reseed, seed, exact, wrong, words, z, topic_inst, 
         w = words[i]
         xs = topic_inst[i]
         r = par_node[par_ptr[xs]]
-        Lp = L3[a_of[xs]]
         SR = SRs[a_of[xs]]
         a = avals[a_of[xs]]
         b = bvals[b_of[xs]]
         root = kind[r] == DIR
         k = z[i]
         o = off[xs] + k
-        gone = word_sat_alone(n[o] + tc[o], tp[o], exact, wrong, Lp)
-        if not ((gone and own_t[o] == 0) or (not gone and own_t[o] == n[o])):
+        gone, refused = own_removal(n[o] + tc[o], tp[o], own_t[o], n[o], exact, wrong, L3, a_of[xs])
+        if not refused:
             n[o] -= 1
             Nn[xs] -= 1
             if gone:

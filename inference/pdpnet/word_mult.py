@@ -43,26 +43,10 @@ import numpy as np
 
 from inference.gibbs.common import BIG, draw_scan, token_kernel
 from inference.pdpnet.kernels import remove_path, undo_path
+from inference.pdpnet.mult_removal import RIGHT, WRONG_REMOVAL, own_removal  # noqa: F401 (the switch, as before)
 from inference.pdpnet.ratio_path import add_path_r
 from inference.pdpnet.sweep import draw_topic, topic_scratch, topic_zplus_rows
 from inference.pdpnet.word_bigram import root_weight
-
-#: test switch (``wrong``): 1 the exact removal with t/c (the indicators' probability, wrong at a multiplicity cell)
-RIGHT, WRONG_REMOVAL = 0, 1
-
-
-@token_kernel
-def word_sat_alone(c, t, exact, wrong, Lp):
-    """Whether the leaving customer of a word cell with c customers, t tables (before the decrement) takes its
-    table: cmgs only when forced (t = c); exact with probability S^{c-1}_{t-1} / S^c_t."""
-    if t == c:
-        return True
-    if not exact or t == 1:
-        return False
-    if wrong == WRONG_REMOVAL:
-        return np.random.random() < t / c
-    return np.random.random() < math.exp(Lp[c - 1, t - 1] - Lp[c, t])
-
 
 @numba.njit(cache=True)
 def stirling_steps(L3):
@@ -90,6 +74,51 @@ def word_weight(c, t, N, T, a, b, nu, exact, SR):
     if t > 0:
         return SR[0, c, t] * inv
     return (b + a * T) * nu * inv
+
+
+@numba.njit(cache=True)
+def word_prologue(L3, q, nloc, tloc, N, mx):
+    """(the table count draws' scratch, :func:`stirling_steps` of the discount ``q``'s ``L3[q]``) of a sweep over
+    ``N`` tokens; ``mx`` raised to the cells' largest c and t as given (the Stirling table must cover them)."""
+    cmax = 1
+    for u in range(nloc.shape[0]):
+        for k in range(nloc.shape[1]):
+            cmax = max(cmax, nloc[u, k])
+    mx[0] = max(mx[0], cmax)
+    for u in range(tloc.shape[0]):
+        for k in range(tloc.shape[1]):
+            mx[1] = max(mx[1], tloc[u, k])
+    return np.empty(cmax + N + 2), stirling_steps(L3[q:q + 1])[0]
+
+
+@token_kernel
+def word_factor(u, cc, w, k, a, b, beta0, exact, SR, nloc, tloc, Nc, Tc, troot, Troot):
+    """F(k) of move 2 at word cell (u, k) of context ``cc`` (:func:`word_weight` with the root's predictive)."""
+    nu = root_weight(w, k, troot, Troot, beta0, troot.shape[0])
+    return word_weight(nloc[u, k], tloc[u, k], Nc[cc, k], Tc[cc, k], a, b, nu, exact, SR)
+
+
+@token_kernel
+def word_leave(u, cc, w, k, gone, nloc, tloc, Nc, Tc, troot, Troot, own_n, own_t, mx):
+    """The leaving token out of word cell (u, k) (its table with it when ``gone``)."""
+    own_n[u, k] -= 1
+    nloc[u, k] -= 1
+    Nc[cc, k] -= 1
+    if gone:
+        _tables(u, cc, w, k, -1, tloc, Tc, troot, Troot, own_t, mx)
+
+
+@token_kernel
+def word_arrive(u, cc, w, k, a, b, beta0, exact, nloc, tloc, Nc, Tc, troot, Troot, own_n, own_t, mx):
+    """The arriving token into word cell (u, k): a table opened (:func:`word_opens`), its customer counted."""
+    nu = root_weight(w, k, troot, Troot, beta0, troot.shape[0])
+    if word_opens(nloc[u, k], tloc[u, k], Tc[cc, k], a, b, nu, exact):
+        _tables(u, cc, w, k, 1, tloc, Tc, troot, Troot, own_t, mx)
+    own_n[u, k] += 1
+    nloc[u, k] += 1
+    Nc[cc, k] += 1
+    if nloc[u, k] > mx[0]:
+        mx[0] = nloc[u, k]
 
 
 @token_kernel
@@ -218,21 +247,10 @@ def mult_word_sweep(start, reseed, seed, uidx, pword, pctx, z, topic_inst, anc_p
     Z, terms, Zb, slot, pnA, peA, cum, maxpar, maxanc = topic_scratch(par_ptr, anc_ptr, J, K)
     rows = L3.shape[1]
     cols = L3.shape[2]
-    Lp = L3[pw]
-    SR = stirling_steps(L3[pw:pw + 1])[0]
+    wt, SR = word_prologue(L3, pw, nloc, tloc, N, mx)
     RJ = np.zeros((1, 1, 1))                   # (the topic side has no Pitman-Yor vector: never read)
     a = avals[pw]
     b = bvals[bw]
-    V = troot.shape[0]
-    cmax = 1
-    for u in range(nloc.shape[0]):
-        for k in range(K):
-            cmax = max(cmax, nloc[u, k])
-    wt = np.empty(cmax + N + 2)
-    mx[0] = max(mx[0], cmax)                   # (the table must cover the cells as given)
-    for u in range(tloc.shape[0]):
-        for k in range(K):
-            mx[1] = max(mx[1], tloc[u, k])
     pos = start
     while pos < N:
         if mx[0] + 3 > rows or mx[1] + 3 > cols:
@@ -244,9 +262,8 @@ def mult_word_sweep(start, reseed, seed, uidx, pword, pctx, z, topic_inst, anc_p
         cc = pctx[u]
         jt = topic_inst[i]
         k0 = z[i]
-        c0 = nloc[u, k0]
-        gone = word_sat_alone(c0, tloc[u, k0], exact, wrong, Lp)
-        if (gone and own_t[u, k0] == 0) or (not gone and own_t[u, k0] == own_n[u, k0]):
+        gone, refused = own_removal(nloc[u, k0], tloc[u, k0], own_t[u, k0], own_n[u, k0], exact, wrong, L3, pw)
+        if refused:
             word_table_redraw(u, cc, w, k0, wt, a, b, beta0, SR, nloc, tloc, Tc, troot, Troot, own_n, own_t, mx)
             continue                           # (several partitions only: the identity, then move 3)
         da, ia = remove_path(jt, k0, True, pnA, peA, kind, off, par_ptr, par_node, n, tc, tp, Nn, TC, TP, s, Se,
@@ -254,17 +271,12 @@ def mult_word_sweep(start, reseed, seed, uidx, pword, pctx, z, topic_inst, anc_p
         if ia:
             undo_path(da, k0, True, pnA, peA, off, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
             continue
-        own_n[u, k0] -= 1
-        nloc[u, k0] -= 1
-        Nc[cc, k0] -= 1
-        if gone:
-            _tables(u, cc, w, k0, -1, tloc, Tc, troot, Troot, own_t, mx)
+        word_leave(u, cc, w, k0, gone, nloc, tloc, Nc, Tc, troot, Troot, own_n, own_t, mx)
         r = topic_zplus_rows(jt, K, Zb, slot, anc_ptr, anc, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node,
                              par_gamma, gamma_sum, avals, bvals, RJ, RJ, n, tc, tp, Nn, TC, TP, Se)
         total = 0.0
         for kk in range(K):
-            nu = root_weight(w, kk, troot, Troot, beta0, V)
-            total += Zb[r, kk] * word_weight(nloc[u, kk], tloc[u, kk], Nc[cc, kk], Tc[cc, kk], a, b, nu, exact, SR)
+            total += Zb[r, kk] * word_factor(u, cc, w, kk, a, b, beta0, exact, SR, nloc, tloc, Nc, Tc, troot, Troot)
             cum[kk] = total
         if not (total > 0.0 and total < np.inf):
             raise FloatingPointError("mult_word_sweep: a token's topic weights sum to NaN, inf or 0 (illegal tables)")
@@ -273,14 +285,7 @@ def mult_word_sweep(start, reseed, seed, uidx, pword, pctx, z, topic_inst, anc_p
             Z[anc[q]] = Zb[slot[anc[q]], k]
         add_path_r(jt, k, True, Z, terms, kind, dim, off, alpha, a_of, b_of, par_ptr, par_node, par_gamma,
                    gamma_sum, avals, bvals, RJ, RJ, n, tc, tp, Nn, TC, TP, s, Se, eoff, mx)
-        nu = root_weight(w, k, troot, Troot, beta0, V)
-        if word_opens(nloc[u, k], tloc[u, k], Tc[cc, k], a, b, nu, exact):
-            _tables(u, cc, w, k, 1, tloc, Tc, troot, Troot, own_t, mx)
-        own_n[u, k] += 1
-        nloc[u, k] += 1
-        Nc[cc, k] += 1
-        if nloc[u, k] > mx[0]:
-            mx[0] = nloc[u, k]
+        word_arrive(u, cc, w, k, a, b, beta0, exact, nloc, tloc, Nc, Tc, troot, Troot, own_n, own_t, mx)
         z[i] = k
         word_table_redraw(u, cc, w, k, wt, a, b, beta0, SR, nloc, tloc, Tc, troot, Troot, own_n, own_t, mx)
     return -1

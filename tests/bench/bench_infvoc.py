@@ -38,6 +38,21 @@ carry it (whole tf-idf, linear SVM: 0.667 balanced on this split, chance 0.333, 
 stream) **holds** if infvoc > fixvoc on both seeds; classification **holds** if for both seeds and both classifiers
 infvoc's balanced accuracy >= fixvoc's - the spread (the larger of the two models' |seed 0 - seed 1| for that
 classifier). Reported whatever it shows.
+
+**Pre-registered (session 26, issue 30), before any run of it: ``--refresh-weight share``.** Today a refresh's
+steps take the schedule's eps_i, the counter going on from the model's (with ``--passes auto`` >= 60 steps, which
+keep prod(1 - eps_i) = 5-13% of the topics before the batch whatever its share: the lean to the last batch). With
+``share`` all of a refresh's steps take one eps, 1 - (1 - n/D)^(1/steps) (n the batch's documents, D the documents
+seen, the batch's included; ``inference.infvoc.tos.share_step``), so the batch weighs n/D (1/2, 1/3, 1/4 for 3
+equal batches) and the model before it the rest; passes, the local step and train are unchanged. Runs: infvoc
+only (``--fixvoc none``; fixvoc's code is unchanged, its committed numbers are used: joined ``h30def`` 0.099 / 0.097
+NPMI, SVM 0.645 / 0.610, logistic 0.555 / 0.542; git-relnotes ``h30git`` 0.052 / 0.052, 0.333 / 0.361, 0.410 /
+0.420), ``--refresh-weight share --tag h30share``, seeds 0 and 1, on python-news-joined (the ``h30def`` flags),
+git-relnotes and debian-changelogs (the bench's defaults, ``--batches 3``). Rule: ``share`` becomes the default only
+if on python-news-joined AND git-relnotes, for both seeds, the whole-stream NPMI is > fixvoc's and for both seeds
+and both classifiers infvoc's balanced accuracy >= fixvoc's - the spread (the larger of the two models' |seed 0 -
+seed 1|), AND on debian-changelogs the whole-stream NPMI is >= the defaults' (0.245 / 0.275) - their spread (0.030)
+on each seed run. A stream not run by the deadline counts as not met. Reported whatever it shows.
 """
 from __future__ import annotations
 
@@ -53,6 +68,7 @@ from collections import Counter
 
 from bench_common import CACHE, bench_session  # noqa: E402  (first: puts the project on sys.path)
 from infvoc_corpora import CORPORA, digest
+from infvoc_fixvoc import fixvoc_on_minibatches
 from infvoc_folds import pooled_accuracy
 from infvoc_package_label import package_labels
 from infvoc_reference import REFERENCES
@@ -124,34 +140,6 @@ def npmi(topics: list[list[str]], documents: list[set]) -> float:
     return sum(scores) / len(scores)
 
 
-def fixvoc_on_minibatches(spark, work, parts, options, parse) -> list:
-    """The thesis' fixvoc hybrid-null (§7.5): online hybrid LDA over the minibatches infvoc sees (each part of the
-    stream cut into --minibatch-size documents, as ``run_stream`` cuts it), one pass, one online step per
-    minibatch (``refresh --mode online --iterations 1``), the vocabulary the first minibatch's words (prepared
-    with --min-df 1; no word enters later). Returns the seconds of the first training and of all refreshes."""
-    from drivers.preparation.corpus import prepare_corpus
-    from jobs import refresh, train
-
-    size = options.minibatch_size
-    chunks = [part[i:i + size] for part in parts for i in range(0, len(part), size)]
-    first = write_jsonl(work / "fix-mb0.jsonl", chunks[0])
-    began = time.time()
-    prepare_corpus(spark, first, str(work / "fix-c0"), min_df=1)
-    train.train(spark, train.parse_request(["--corpus", work / "fix-c0", "--output", work / "fix-base", "--topics",
-                                            options.topics, "--iterations", 1, "--seed", options.seed]))
-    seconds = [time.time() - began]
-    began = time.time()
-    for j, chunk in enumerate(chunks[1:], 1):
-        path = write_jsonl(work / "fix-mb.jsonl", chunk)
-        flags = ["--model", work / "fix-root", "--input", path, "--mode", "online", "--iterations", 1,
-                 "--min-new-df", 10 ** 9, "--tau0", options.tau0, "--kappa", options.kappa,
-                 "--corpus-size", options.corpus_size]
-        refresh.refresh_root(spark, refresh.request_from(parse(refresh, flags + (["--base", work / "fix-base"]
-                                                                              if j == 1 else []))))
-    seconds.append(time.time() - began)
-    return seconds
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     for flag, kind, default in (("--topics", int, 20), ("--batches", int, 3), ("--minibatch-size", int, 256),
@@ -173,10 +161,12 @@ def main() -> None:
                              "documents seen so far) or the stream's size")
     parser.add_argument("--iterations", type=int, default=20, help="fixvoc: EM iterations (base and refreshes)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--fixvoc", choices=("batches", "minibatches"), default="batches",
+    parser.add_argument("--refresh-weight", default=None, help="infvoc's --refresh-weight (default: the CLI's)")
+    parser.add_argument("--fixvoc", choices=("batches", "minibatches", "none"), default="batches",
                         help="fixvoc: train on the base, then one online refresh per batch of --iterations EM "
                              "iterations (batches), or the thesis' fixvoc hybrid-null (minibatches): online over "
-                             "infvoc's minibatches, one pass, one step each, the vocabulary of the first minibatch")
+                             "infvoc's minibatches, one pass, one step each, the vocabulary of the first minibatch; "
+                             "none: not trained nor scored (compare with an earlier run's fixvoc)")
     parser.add_argument("--expand", choices=("sampled", "every"), default=None,
                         help="infvoc's --expand: every topic (its code) or the topics a word is sampled into "
                              "(default: none given, the CLI's default)")
@@ -245,7 +235,8 @@ def main() -> None:
                     *(["--passes", options.passes] if options.passes is not None else []),
                     *(["--reseed-below", options.reseed_below] if options.reseed_below is not None else []),
                     *(["--reseed-draw", options.reseed_draw] if options.reseed_draw is not None else []),
-                    *(["--reseed-against", options.reseed_against] if options.reseed_against else [])]
+                    *(["--reseed-against", options.reseed_against] if options.reseed_against else []),
+                    *(["--refresh-weight", options.refresh_weight] if options.refresh_weight else [])]
         began = time.time()
         infinite.train(spark, parse(train, ["--corpus", work / "c0", "--output", work / "inf-base", "--topics",
                                             options.topics, "--vocabulary", "infinite", "--tau0", options.tau0,
@@ -266,6 +257,7 @@ def main() -> None:
             inf_seconds.append(time.time() - began)
             sizes.append((min(report["tos_sizes"]), max(report["tos_sizes"]), report["new_words_in_topics"]))
             print(f"infvoc refresh {i + 1}: {report.get('passes')} passes, minibatches {report['minibatches']}, "
+                  f"eps {report.get('eps') or 'the schedule'}, "
                   f"{inf_seconds[-1]:.0f} s")
     inf_model = InfVocModel.load(model_store.resolve(str(work / "inf-root")))
 
@@ -273,8 +265,8 @@ def main() -> None:
         for name in ("fix-base", "fix-root"):
             shutil.copytree(CACHE / options.fixvoc_from / name, work / name, symlinks=True)
     elif not options.reuse and options.fixvoc == "minibatches":
-        fix_seconds = fixvoc_on_minibatches(spark, work, [base_rows, *batch_rows], options, parse)
-    elif not options.reuse:
+        fix_seconds = fixvoc_on_minibatches(spark, work, [base_rows, *batch_rows], options, parse, write_jsonl)
+    elif not options.reuse and options.fixvoc == "batches":
         # fixvoc: online LDA on the base vocabulary
         began = time.time()
         train.train(spark, train.parse_request(["--corpus", work / "c0", "--output", work / "fix-base", "--topics",
@@ -288,7 +280,8 @@ def main() -> None:
             refresh.refresh_root(spark, refresh.request_from(parse(refresh, flags + (["--base", work / "fix-base"]
                                                                                   if i == 0 else []))))
             fix_seconds.append(time.time() - began)
-    fix_model = model_store.load_model(str(work / "fix-root"))
+    models = ("infvoc", "fixvoc") if options.fixvoc != "none" else ("infvoc",)
+    fix_model = model_store.load_model(str(work / "fix-root")) if "fixvoc" in models else None
     if options.retrain and not options.reuse:   # issue 30's cost: a refresh against a retrain on the whole stream
         began = time.time()
         prepare_corpus(spark, write_jsonl(work / "all.jsonl", rows), str(work / "c-all"))
@@ -327,7 +320,7 @@ def main() -> None:
     everything_path = write_jsonl(work / "stream.jsonl", rows)
     package_split = package_labels(rows) if debian else None
     accuracy = {}
-    for name, root in (("infvoc", work / "inf-root"), ("fixvoc", work / "fix-root")):
+    for name, root in (("infvoc", work / "inf-root"), ("fixvoc", work / "fix-root"))[:len(models)]:
         out = work / f"{name}-inferred"
         infer_job(spark, InferRequest(model_store.resolve(str(root)), everything_path, str(out)))
         accuracy[name] = classification_accuracy(pd.read_parquet(out / "doc_topics.parquet"), labels, test_ids)
@@ -352,11 +345,11 @@ def main() -> None:
         reference_name = f"{len(reference)} paragraphs, digest {reference_digest[:16]}"
     df = Counter(w for d in everything for w in d)
     inf_words = [[w for w, _, _ in t] for t in inf_model.top_words(300)]
-    fix_words = [[w for w, _ in t] for t in fix_model.top_words(300)]
+    fix_words = [[w for w, _ in t] for t in fix_model.top_words(300)] if fix_model is not None else []
     new = sum(m for t in inf_model.top_words(10) for _, _, m in t)
     print(f"\n{'model':<8} {'NPMI (whole stream)':>20} {'NPMI (last batch)':>18} {'NPMI, words df>=50':>19} "
           f"{'NPMI (reference)':>17} {'median df':>10} {'SVM':>6} {'logistic':>9} {'seconds: base, refreshes':>26}")
-    for name, words, seconds in (("infvoc", inf_words, inf_seconds), ("fixvoc", fix_words, fix_seconds)):
+    for name, words, seconds in (("infvoc", inf_words, inf_seconds), ("fixvoc", fix_words, fix_seconds))[:len(models)]:
         top = [t[:10] for t in words]
         common = [[w for w in t if df[w] >= 50][:10] for t in words]
         median = sorted(df[w] for t in top for w in t)[len(top) * 5]
@@ -367,31 +360,30 @@ def main() -> None:
     print(f"NPMI (reference): {reference_name}")
     print(f"infvoc: TOS sizes (min, max, words new to the base in the topics) after each refresh: {sizes}; "
           f"{new} of the {10 * options.topics} top words are new to the base; base vocabulary "
-          f"{len(inf_model.known)} words, fixvoc's {fix_model.lambda_.shape[1]}")
+          f"{len(inf_model.known)} words" + (f", fixvoc's {fix_model.lambda_.shape[1]}" if fix_model else ""))
     a = accuracy
     print(f"classification: majority class {a['infvoc']['majority']:.3f} of {a['infvoc']['test_documents']} test "
-          f"entries; balanced accuracy (mean recall over classes), SVM: infvoc {a['infvoc']['svm_balanced']:.3f}, "
-          f"fixvoc {a['fixvoc']['svm_balanced']:.3f}; logistic: infvoc {a['infvoc']['logistic_balanced']:.3f}, "
-          f"fixvoc {a['fixvoc']['logistic_balanced']:.3f}; chance {1 / a['infvoc']['classes']:.3f}")
+          f"entries; chance {1 / a['infvoc']['classes']:.3f}; balanced accuracy (mean recall over classes): "
+          + "; ".join(f"{m}: SVM {a[m]['svm_balanced']:.3f}, logistic {a[m]['logistic_balanced']:.3f}" for m in models))
     for features in ("", "-stream"):
         print(f"classification, theta {'inferred under the final model' if not features else 'as the stream reached each document'}: "
               + "; ".join(f"{m}: SVM {a[m + features]['svm']:.3f} (balanced {a[m + features]['svm_balanced']:.3f}), "
                           f"logistic {a[m + features]['logistic']:.3f} (balanced {a[m + features]['logistic_balanced']:.3f})"
-                          for m in ("infvoc", "fixvoc")))
+                          for m in models))
     if debian:
         print("classification, 5 folds of the packages pooled (infvoc_folds), balanced: " + "; ".join(
             f"{m}: per entry SVM {a[m + '-folds']['entry_svm_balanced']:.3f}, logistic "
             f"{a[m + '-folds']['entry_logistic_balanced']:.3f}; per package ({a[m + '-folds']['package_count']}) SVM "
             f"{a[m + '-folds']['package_svm_balanced']:.3f}, logistic {a[m + '-folds']['package_logistic_balanced']:.3f}"
-            for m in ("infvoc", "fixvoc")))
+            for m in models))
         print("classification, label the source package (top 20, each one's last 40% by date tested), balanced: "
               + "; ".join(f"{m}: SVM {a[m + '-package']['svm_balanced']:.3f}, logistic "
-                          f"{a[m + '-package']['logistic_balanced']:.3f}" for m in ("infvoc", "fixvoc"))
+                          f"{a[m + '-package']['logistic_balanced']:.3f}" for m in models)
               + f"; majority {a['infvoc-package']['majority']:.3f}, chance {1 / a['infvoc-package']['classes']:.3f}")
     print("accuracy " + json.dumps(accuracy))
     for k, words in enumerate(inf_model.top_words(10)[:5]):
         print(f"  infvoc topic {k}: " + " ".join(w + ("+" if m else "") for w, _, m in words))
-    for k, words in enumerate(fix_model.top_words(10)[:5]):
+    for k, words in enumerate(fix_model.top_words(10)[:5] if fix_model is not None else []):
         print(f"  fixvoc topic {k}: " + " ".join(w for w, _ in words))
     spark.stop()
 

@@ -25,6 +25,9 @@ same K, iterations, seed and priors (alpha 0.1 fixed, beta 0.01; b = 10 sampled,
   topic; no target).
 * ``burst-pyp``: ``lda-gibbs --fixed-alpha``, ``--network burst-lda`` and ``--network burst-pyp-lda`` (the burst
   vectors over a Pitman-Yor phi[topic] over a corpus root: hca's full burstiness; no target).
+* ``whole``: ``lda-gibbs --fixed-alpha``, ``--network pyp-lda-2`` and ``tests/bench/pyp-lda-2-mix.json``
+  (pyp-lda-2 with phi[topic] over two parents, a level per topic and the corpus-level vector, mixed by rho: the
+  split engine refuses it, so it trains in whole-network mode on one partition; no target).
 
 ``--corpus FILE.jsonl[.gz]`` (one document per line, ``id`` and ``text``) replaces the default corpus: prepared with
 ``--holdout-fraction 0.2`` and no segments (the results file's name gets the file's stem), e.g. the manual pages of
@@ -70,6 +73,7 @@ RUNS = {   # name -> (model, extra train flags)
     "pyp-lda-4": ("pdp-network", ("--network", str(REPO / "tests" / "bench" / "pyp-lda-4.json"))),
     "burst-pyp-lda.json": ("pdp-network", ("--network", "burst-pyp-lda")),
     "hca-burst.json": ("pdp-network", ("--network", "hca-burst")),
+    "pyp-lda-2-mix (whole)": ("pdp-network", ("--network", str(REPO / "tests" / "bench" / "pyp-lda-2-mix.json"))),
 }
 GROUPS = {"stm": ["stm", "stm.json"], "seqlda": ["seqlda", "seqlda.json"], "adatm": ["adatm", "adatm.json"],
           "pyp-lda": ["lda-gibbs", "pyp-lda.json", "lda-gibbs (alpha optimised)"],
@@ -80,7 +84,8 @@ GROUPS = {"stm": ["stm", "stm.json"], "seqlda": ["seqlda", "seqlda.json"], "adat
           "burst": ["lda-gibbs", "lda.json", "pyp-lda.json", "burst-lda.json"],
           "burst-pyp": ["lda-gibbs", "burst-lda.json", "burst-pyp-lda.json"],
           "burst-pyp-only": ["burst-pyp-lda.json"], "hca-burst": ["hca.json", "hca-burst.json"],
-          "pyp-lda-3": ["lda-gibbs", "pyp-lda-2.json", "pyp-lda-3.json", "pyp-lda-4"]}
+          "pyp-lda-3": ["lda-gibbs", "pyp-lda-2.json", "pyp-lda-3.json", "pyp-lda-4"],
+          "whole": ["lda-gibbs", "pyp-lda-2.json", "pyp-lda-2-mix (whole)"]}
 
 
 

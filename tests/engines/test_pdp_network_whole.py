@@ -50,7 +50,7 @@ def deep_spec() -> dict:
 
 SPECS = {"word": WORD, "topic": deep_spec()}
 REFUSALS = {"word": "node 'theta' shares a discount or concentration with the word side's 'phi' (not on the Gibbs",
-            "topic": "more than 8 shared topic families"}
+            "topic": "node 'c8': more than 8 shared topic families (base, c1, c2, c3, c4, c5, c6, c7, c8; the split"}
 
 
 def test_the_split_engine_refuses_both_specs_and_runs_stm_split():

@@ -281,3 +281,27 @@ def test_expand_every_appends_missing_words_at_the_prior_and_changes_nothing_els
         np.testing.assert_allclose(getattr(expanded, name)[:2], getattr(plain, name), rtol=1e-12)
     np.testing.assert_allclose(expanded.nu1[2:], 1.0)
     np.testing.assert_allclose(expanded.nu2[2:], 30.0)
+
+
+def test_a_share_weighted_refresh_leaves_the_batch_its_share_of_the_documents_seen():
+    """Session 26 (issue 30, ``--refresh-weight share``): one eps for a refresh's N steps, 1 - (1 - n/D)^(1/N), so
+    the topics before the batch keep (1 - eps)^N = 1 - n/D of their evidence (7.6) and the batch's counts get n/D of
+    the fixed point: a word only the old stream had (nu1 - 1 = 40) keeps 40 (1 - n/D), a word only the batch has
+    reaches n/D of its (D/|S|) c. The schedule's eps_i over the same 60 steps (tau0 64, kappa 0.6, steps 61-120)
+    would keep 4.9%."""
+    from inference.infvoc.tos import TopicSet, share_step, step_size, update_topic
+
+    n, D, N = 349, 1396, 60                                                 # the joined stream's last batch
+    eps = share_step(n, D, N)
+    assert abs((1 - eps) ** N - (1 - n / D)) < 1e-12
+    assert share_step(10, 10, 5) == 1.0 and share_step(0, 10, 5) == 0.0
+    old = TopicSet(np.array(["old"], dtype=object), np.array([41.0]), np.array([50.0]), np.array([1.0]),
+                   np.zeros(1, dtype=np.int64))
+    topic = old
+    for i in range(N):
+        topic = update_topic(topic, np.array(["new"], dtype=object), np.array([3.0]), np.zeros(1), 4.0, eps, 50.0, i)
+    nu1 = dict(zip(topic.terms, topic.nu1))
+    assert abs((nu1["old"] - 1) - 40 * (1 - n / D)) < 1e-9
+    assert abs((nu1["new"] - 1) - 12 * n / D) < 1e-9
+    kept = np.prod([1 - step_size(i, 64, 0.6) for i in range(61, 121)])
+    assert 0.04 < kept < 0.06

@@ -111,3 +111,24 @@ def test_against_document_the_fraction_is_of_one_average_document_of_the_minibat
     OnlineSettings(reseed=0.5, reseed_against="document").check()
     with pytest.raises(ValueError, match="reseed against"):
         OnlineSettings(reseed=0.5, reseed_against="median").check()
+
+
+def test_the_document_reference_is_of_the_streams_minibatch_size_not_a_short_last_one():
+    """Session 26 (a defect h30c found): against one document, the reference is (D/|S|) x the mean tokens with |S|
+    the stream's minibatch size (``nominal``), not the current minibatch's: a pass's short last minibatch of 4
+    documents in a stream cut in 16 has scale D/4, four times the scale at which the topics' evidence was gathered.
+    Evidence [80, 2, 50, 8]; D = 32, documents of 3, 1, 4, 0 tokens (mean 2): with |S| 16 one document is 4, so
+    f = 0.75 re-seeds the topics below 3 (topic 1); read at the short minibatch's |S| 4 the reference was 16 and
+    f = 0.75 re-seeded the topics below 12 (topics 1 and 3)."""
+    sets = [topic(["x", "y"], [41.0, 41.0]), topic(["x"], [3.0]), topic(["y", "z"], [31.0, 21.0]),
+            topic(["z"], [9.0])]                                            # evidence [80, 2, 50, 8]
+    documents = [("d0", ["a", "b", "a"]), ("d1", ["c"]), ("d2", ["d", "e", "f", "g"]), ("d3", [])]
+    scale = 32 / len(documents)                                             # D/|S| of the short minibatch: 8
+    short = reseed_starved(sets, documents, log_g0, 0.75, scale, 10.0, 100, seed=3, minibatch=20, against="document")
+    assert [k for k, _ in short[1]] == [1, 3]                               # reference 16: below 12
+    _, pairs = reseed_starved(sets, documents, log_g0, 0.75, scale, 10.0, 100, seed=3, minibatch=20,
+                              against="document", nominal=16)
+    assert [k for k, _ in pairs] == [1]                                     # reference 32/16 x 2 = 4: below 3
+    full = [(f"e{i}", ["a", "b"]) for i in range(16)]                       # a full minibatch: nominal changes nothing
+    assert reseed_starved(sets, full, log_g0, 0.75, 2.0, 10.0, 100, 3, 20, against="document", nominal=16)[1] == \
+        reseed_starved(sets, full, log_g0, 0.75, 2.0, 10.0, 100, 3, 20, against="document")[1]

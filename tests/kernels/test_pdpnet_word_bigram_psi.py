@@ -153,12 +153,10 @@ def test_two_partitions_sum_to_the_recount_and_every_level_stays_legal(tmp_path)
     sweeps per synchronisation) for 8 iterations over a tlm-h2b network with a corpus-level PYP above psi; the
     summed keyed tables are the partitions' states, 0 <= t^p <= c^p and t <= c at every level (psi's customers the
     bigram cells' tables), every level's b moves, the topics and every context's held-out predictive sum to 1."""
-    import json
 
     from drivers.models.pdp_network import words_bigram_psi, words_chain, words_pyp
-    from drivers.models.pdp_network.model import PdpNetwork
     from inference.gibbs.block import SegmentedBlock
-    from inference.gibbs.tables import merge
+    from pdp_hooks import Partitions, spec_model
 
     V9 = 9
     rng = np.random.default_rng(7)
@@ -167,36 +165,21 @@ def test_two_partitions_sum_to_the_recount_and_every_level_stays_legal(tmp_path)
     for node in ("phi", "psi", "nu"):
         law = "pyp" if "pyp" in spec["nodes"][node] else "dp"
         spec["nodes"][node][law] = {k: {"value": v, "sample": True} for k, v in spec["nodes"][node][law].items()}
-    (tmp_path / "h2b.json").write_text(json.dumps(spec))
-    model = PdpNetwork(K, V9)
-    hyper = model.initial_hyper(network=str(tmp_path / "h2b.json"))
+    model, hyper = spec_model(tmp_path, spec, K, V9, "h2b.json")
     assert words_bigram_psi.is_psi(hyper["word_pyp"])
-    blocks = [SegmentedBlock.from_segments(docs[p::2]) for p in range(2)]
-    states = [model.initial_state(blk, hyper, 5 + p) for p, blk in enumerate(blocks)]
+    run = Partitions(model, hyper, docs)
+    blocks = run.blocks
     start = dict(hyper["b_values"])
-
-    def summed():
-        parts = [model.table_counts(blk, st, np.unique(blk.words, return_inverse=True))
-                 for blk, st in zip(blocks, states)]
-        return {tb.name: merge(tb, [c[tb.name] for c in parts]) for tb in model.count_tables()}
     moved = 0
     for it in range(8):
-        tables = summed()
-        before = [st["z"].copy() for st in states]
-        for p, (blk, st) in enumerate(zip(blocks, states)):
-            own = {name: (np.array(tab, copy=True) if isinstance(tab, np.ndarray) else tab)
-                   for name, tab in tables.items()}
-            derived = model.derive(own)
-            model.sweep_tables(blk, st, hyper, own, derived, 100 * it + p)
-            model.sweep_tables(blk, st, hyper, own, derived, 100 * it + p + 50)
-        moved += sum(int((b0 != st["z"]).sum()) for b0, st in zip(before, states))
-        new = summed()
+        changed, new = run.sweep(it, sweeps=2)
+        moved += changed
         der = model.derive(new)
         n, t = der["bigram_n"], der["bigram_t"]
         assert np.all(t <= n) and np.all(t >= 1) and int(n.sum()) == sum(b.n_tokens for b in blocks)
         t0, tnu = new[words_pyp.TABLE], new[words_chain.TABLE][:, 0]
         assert np.all(t0 <= der["bigram_troot"]) and np.all(tnu <= t0.sum(axis=1))
-        for blk, st in zip(blocks, states):
+        for blk, st in zip(blocks, run.states):
             pairs, uidx, pword, vocab = words_bigram_psi.pair_words(model, blk)
             own_bn = words_pyp.own_customers(uidx, st["z"], len(pairs), K)
             own0 = np.zeros((len(vocab), K), np.int64)
@@ -204,12 +187,11 @@ def test_two_partitions_sum_to_the_recount_and_every_level_stays_legal(tmp_path)
             assert np.all((0 <= st["word_bt"]) & (st["word_bt"] <= own_bn))
             assert np.all((0 <= st["word_t"]) & (st["word_t"] <= own0))
             assert np.all((0 <= st["word_up"][:, 0]) & (st["word_up"][:, 0] <= st["word_t"].sum(axis=1)))
-        hyper = model.global_step(new, hyper, model.partition_stats(blocks[0], states[0], hyper, it), it)[1]
+        hyper = run.step(new, it)
         assert np.isfinite(model.loglik(new, der, hyper))
     assert moved > 20 and (t < n).any()
     assert all(hyper["b_values"][name] != value for name, value in start.items()), (hyper["b_values"], start)
-    np.testing.assert_allclose(model.sample_topic_word(new, der, hyper).sum(axis=1), 1.0)
-    model.bind_result(type("Result", (), {"tables": new, "hyper": hyper})())
+    np.testing.assert_allclose(run.trained(new).sum(axis=1), 1.0)
     # held out with psi frozen at its trained predictive: every context's word factors a distribution
     for prev in range(V9 + 1):
         doc = [(f"p{w}", [[w]] if prev == V9 else [[prev, w]]) for w in range(V9)]
@@ -222,12 +204,10 @@ def test_a_level_per_topic_on_the_engine_two_partitions(tmp_path):
     """phi[topic] over phi1[topic] over a corpus-level PYP (the column side with one value, G = 1) through the
     engine's hooks: two partitions, 6 iterations; the summed tables are the states', t <= c at every level, b moves,
     the topics sum to 1, a held-out document's rows are distributions."""
-    import json
 
     from drivers.models.pdp_network import words_column, words_pyp
-    from drivers.models.pdp_network.model import PdpNetwork
     from inference.gibbs.block import SegmentedBlock
-    from inference.gibbs.tables import merge
+    from pdp_hooks import Partitions, spec_model
 
     V9 = 9
     rng = np.random.default_rng(3)
@@ -235,33 +215,20 @@ def test_a_level_per_topic_on_the_engine_two_partitions(tmp_path):
     spec = topic_chain_spec("pyp")
     for node in ("phi", "psi", "nu"):
         spec["nodes"][node]["pyp"] = {k: {"value": v, "sample": True} for k, v in spec["nodes"][node]["pyp"].items()}
-    (tmp_path / "chain.json").write_text(json.dumps(spec))
-    model = PdpNetwork(K, V9)
-    hyper = model.initial_hyper(network=str(tmp_path / "chain.json"))
+    model, hyper = spec_model(tmp_path, spec, K, V9, "chain.json")
     assert hyper["word_pyp"]["column"] == words_pyp.ONE_VALUE
-    blocks = [SegmentedBlock.from_segments(docs[p::2]) for p in range(2)]
-    states = [model.initial_state(blk, hyper, 5 + p) for p, blk in enumerate(blocks)]
+    run = Partitions(model, hyper, docs)
     start = dict(hyper["b_values"])
-
-    def summed():
-        parts = [model.table_counts(blk, st, np.unique(blk.words, return_inverse=True))
-                 for blk, st in zip(blocks, states)]
-        return {tb.name: merge(tb, [c[tb.name] for c in parts]) for tb in model.count_tables()}
     for it in range(6):
-        tables = summed()
-        for p, (blk, st) in enumerate(zip(blocks, states)):
-            own = {name: np.array(tab, copy=True) for name, tab in tables.items() if isinstance(tab, np.ndarray)}
-            model.sweep_tables(blk, st, hyper, own, model.derive(own), 100 * it + p)
-        new = summed()
+        new = run.sweep(it)[1]
         bn, bt = new[words_column.CUSTOMERS], new[words_column.TABLES]
         np.testing.assert_array_equal(bn, new["nwk"])               # one value: the bottom cells are (w, k)
         assert np.all(bt <= bn) and np.all(new[words_pyp.TABLE] <= bt)
         assert np.all(new["word_chain"][:, 0] <= new[words_pyp.TABLE].sum(axis=1))
-        hyper = model.global_step(new, hyper, model.partition_stats(blocks[0], states[0], hyper, it), it)[1]
+        hyper = run.step(new, it)
     assert all(hyper["b_values"][name] != value for name, value in start.items())
-    phi1 = model.sample_topic_word(new, model.derive(new), hyper)
+    phi1 = run.trained(new)
     np.testing.assert_allclose(phi1.sum(axis=1), 1.0)
-    model.bind_result(type("Result", (), {"tables": new, "hyper": hyper})())
     full = model.column_rows(SegmentedBlock.from_segments([("d00", [list(range(V9))])]), hyper, phi1.T)
     np.testing.assert_allclose(full.sum(axis=0), 1.0)
 

@@ -5,16 +5,14 @@ joint enumerated over every legal state; the bookkeeping: ``nwk`` is the tables 
 recount of the kept state equals the sweeps' running copies, 0 < t <= n in every occupied cell."""
 from __future__ import annotations
 
-import json
+from types import SimpleNamespace
 
 import numpy as np
 
 from drivers.models.pdp_network import words_burst
-from drivers.models.pdp_network.model import PdpNetwork
-from inference.gibbs.block import SegmentedBlock
-from inference.gibbs.tables import merge
 from inference.pdpnet.compile import CorpusLayout, compile_network
 from inference.pdpnet.spec import parse_network
+from pdp_hooks import one_block, spec_model, summed, swept
 
 
 def burst_spec(beta0=0.4, a=0.3, b=1.5, sample=False):
@@ -29,16 +27,26 @@ def burst_spec(beta0=0.4, a=0.3, b=1.5, sample=False):
             "word": {"node": "burst", "index": ["topic", "document"]}}
 
 
-def _model(tmp_path, spec, K, V):
-    path = tmp_path / "burst.json"
-    path.write_text(json.dumps(spec))
-    model = PdpNetwork(K, V)
-    return model, model.initial_hyper(network=str(path))
-
-
 def _summed(model, block, state):
-    got = model.table_counts(block, state, np.unique(block.words, return_inverse=True))
-    return {t.name: merge(t, [got[t.name]]) for t in model.count_tables()}
+    """The tables of one partition's state (:func:`pdp_hooks.summed`)."""
+    return summed(model, [block], [state])
+
+
+def swept_burst(tmp_path, spec, V=8, K=3) -> SimpleNamespace:
+    """Six documents (6-19 words of V) on one partition of ``spec``'s model after 30 sweeps: (docs, model, hyper,
+    block, state, the tables recounted, the burst cells' pairs d V + w, each token's cell ``uidx``, the cells'
+    customers ``n`` (pairs, K))."""
+    rng = np.random.default_rng(6)
+    docs = [list(rng.integers(0, V, rng.integers(6, 20))) for _ in range(6)]
+    model, hyper = spec_model(tmp_path, spec, K, V)
+    block = one_block(docs)
+    state = model.initial_state(block, hyper, 3)
+    tables = swept(model, hyper, block, state, 30, 50)
+    pairs, uidx = words_burst.local_pairs(model, block)
+    n = np.zeros((len(pairs), K), np.int64)
+    np.add.at(n, (uidx, state["z"]), 1)
+    return SimpleNamespace(docs=docs, model=model, hyper=hyper, block=block, state=state, tables=tables, pairs=pairs,
+                           uidx=uidx, n=n)
 
 
 def test_one_engine_partition_samples_the_networks_joint(tmp_path):
@@ -53,8 +61,8 @@ def test_one_engine_partition_samples_the_networks_joint(tmp_path):
 
     V, K = 2, 2
     docs = [[0, 1, 0, 0], [1, 1]]
-    model, hyper = _model(tmp_path, burst_spec(), K, V)
-    block = SegmentedBlock.from_segments([(f"d{i}", [d]) for i, d in enumerate(docs)])
+    model, hyper = spec_model(tmp_path, burst_spec(), K, V)
+    block = one_block(docs)
     state = model.initial_state(block, hyper, 3)
     tables = _summed(model, block, state)
     derived = model.derive(tables)
@@ -86,19 +94,9 @@ def test_driver_steps_from_the_histogram_are_the_cells_steps(tmp_path):
     from drivers.models.pdp_network import words_pyp
 
     V, K = 8, 3
-    rng = np.random.default_rng(6)
-    docs = [list(rng.integers(0, V, rng.integers(6, 20))) for _ in range(6)]
-    model, hyper = _model(tmp_path, burst_spec(0.4, 0.3, 1.5, sample=True), K, V)
-    block = SegmentedBlock.from_segments([(f"d{i}", [d]) for i, d in enumerate(docs)])
-    state = model.initial_state(block, hyper, 3)
-    tables = _summed(model, block, state)
-    derived = model.derive(tables)
-    for it in range(30):
-        model.sweep_tables(block, state, hyper, tables, derived, 50 + it)
-    tables = _summed(model, block, state)
-    pairs, uidx = words_burst.local_pairs(model, block)
-    n = np.zeros((len(pairs), K), np.int64)
-    np.add.at(n, (uidx, state["z"]), 1)
+    run = swept_burst(tmp_path, burst_spec(0.4, 0.3, 1.5, sample=True), V, K)
+    docs, model, hyper, state = run.docs, run.model, run.hyper, run.state
+    tables, pairs, n = run.tables, run.pairs, run.n
     t = state["word_t"]
     occ = n > 0
     N, T = words_burst.restaurants(pairs, n, len(docs), V), words_burst.restaurants(pairs, t, len(docs), V)

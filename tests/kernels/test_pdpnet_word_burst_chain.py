@@ -5,18 +5,15 @@ level fails it); the bookkeeping: ``nwk`` phi's customers (the burst tables summ
 equals the sweeps' running copies, 0 < t <= n at every level; the driver's steps from the histogram."""
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 
 from drivers.models.pdp_network import words_burst, words_burst_chain, words_chain, words_pyp
-from drivers.models.pdp_network.model import PdpNetwork
 from inference.errors import UsageError
-from inference.gibbs.block import SegmentedBlock
 from inference.pdpnet.compile import CorpusLayout, compile_network
 from inference.pdpnet.spec import parse_network
-from tests.kernels.test_pdpnet_word_burst import _summed, burst_spec
+from pdp_hooks import one_block, spec_model
+from tests.kernels.test_pdpnet_word_burst import _summed, burst_spec, swept_burst
 
 
 def chain_spec(root="dirichlet", sample=False, levels=0):
@@ -34,13 +31,6 @@ def chain_spec(root="dirichlet", sample=False, levels=0):
                             "pyp": {"a": {"value": 0.4, "sample": sample}, "b": {"value": 2.0, "sample": sample}},
                             "parents": [{"node": above, "index": ["corpus"]}]}
     return spec
-
-
-def _model(tmp_path, spec, K, V):
-    path = tmp_path / "burst-chain.json"
-    path.write_text(json.dumps(spec))
-    model = PdpNetwork(K, V)
-    return model, model.initial_hyper(network=str(path))
 
 
 def _edge(net, inst, w):
@@ -81,8 +71,8 @@ def test_one_engine_partition_is_the_network_sampler_draw_for_draw(tmp_path, roo
     rng = np.random.default_rng(5)
     docs = [list(rng.integers(0, V, rng.integers(3, 12))) for _ in range(6)]
     spec = chain_spec(root, levels=levels)
-    model, hyper = _model(tmp_path, spec, K, V)
-    block = SegmentedBlock.from_segments([(f"d{i}", [d]) for i, d in enumerate(docs)])
+    model, hyper = spec_model(tmp_path, spec, K, V)
+    block = one_block(docs)
     net = compile_network(parse_network(spec), CorpusLayout.of([[d] for d in docs], V), K)
     sm = NetworkSampler(net, seed=2)
     state = _network_state(net, sm, model, block, levels)
@@ -115,8 +105,8 @@ def test_one_engine_partition_samples_the_networks_joint(tmp_path, root="dirichl
     V, K = 2, 2
     docs = [[0, 1, 0], [1]]
     spec = chain_spec(root)
-    model, hyper = _model(tmp_path, spec, K, V)
-    block = SegmentedBlock.from_segments([(f"d{i}", [d]) for i, d in enumerate(docs)])
+    model, hyper = spec_model(tmp_path, spec, K, V)
+    block = one_block(docs)
     state = model.initial_state(block, hyper, 3)
     tables = _summed(model, block, state)
     derived = model.derive(tables)
@@ -152,21 +142,11 @@ def test_sweeps_keep_every_level_legal_and_the_steps_read_the_histogram(tmp_path
     (pyp-lda's cells_loglik on the cells themselves) plus words_chain's over phi; the a and b steps move every
     level's parameters."""
     V, K = 8, 3
-    rng = np.random.default_rng(6)
-    docs = [list(rng.integers(0, V, rng.integers(6, 20))) for _ in range(6)]
-    model, hyper = _model(tmp_path, chain_spec(sample=True, levels=1), K, V)
+    run = swept_burst(tmp_path, chain_spec(sample=True, levels=1), V, K)
+    docs, model, hyper, state = run.docs, run.model, run.hyper, run.state
+    tables, pairs, n = run.tables, run.pairs, run.n
     side = hyper["word_pyp"]
     assert side["bottom"][:2] == ["burst.a", "burst.b"] and side["a"] == "phi.a" and len(side["chain"]) == 1
-    block = SegmentedBlock.from_segments([(f"d{i}", [d]) for i, d in enumerate(docs)])
-    state = model.initial_state(block, hyper, 3)
-    tables = _summed(model, block, state)
-    derived = model.derive(tables)
-    for it in range(30):
-        model.sweep_tables(block, state, hyper, tables, derived, 50 + it)
-    tables = _summed(model, block, state)
-    pairs, uidx = words_burst.local_pairs(model, block)
-    n = np.zeros((len(pairs), K), np.int64)
-    np.add.at(n, (uidx, state["z"]), 1)
     t = np.asarray(state["word_bt"], np.int64)
     assert np.all((t <= n) & ((t > 0) == (n > 0))) and (t < n).any()
     twk = np.zeros((V, K), np.int64)
@@ -196,9 +176,9 @@ def test_what_the_engine_does_not_run_is_refused_in_one_line(tmp_path):
     spec["nodes"]["base"]["index"] = ["topic"]
     spec["nodes"]["phi"]["parents"][0]["index"] = ["topic"]
     with pytest.raises(UsageError, match="node 'phi': a Pitman-Yor phi\\[topic\\] under a word side indexed"):
-        _model(tmp_path, spec, 2, 3)
+        spec_model(tmp_path, spec, 2, 3)
     shared = chain_spec()
     shared["parameters"] = {"A": {"kind": "a", "value": 0.3, "sample": False}}
     shared["nodes"]["phi"]["pyp"]["a"] = shared["nodes"]["burst"]["pyp"]["a"] = "A"
     with pytest.raises(UsageError, match="shares a discount"):
-        _model(tmp_path, shared, 2, 3)
+        spec_model(tmp_path, shared, 2, 3)

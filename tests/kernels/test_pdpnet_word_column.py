@@ -125,7 +125,7 @@ def test_two_partitions_sum_to_the_recount_and_every_level_stays_legal(tmp_path)
     from drivers.models.pdp_network import words_column, words_pyp
     from drivers.models.pdp_network.model import PdpNetwork
     from inference.gibbs.block import SegmentedBlock
-    from inference.gibbs.tables import merge
+    from pdp_hooks import Partitions
 
     rng = np.random.default_rng(7)
     docs = [(f"d{i:02d}", [list(rng.integers(0, 9, rng.integers(2, 12)))]) for i in range(16)]
@@ -139,28 +139,18 @@ def test_two_partitions_sum_to_the_recount_and_every_level_stays_legal(tmp_path)
     model = PdpNetwork(K, 9)
     model._corpus_dir = str(tmp_path)
     hyper = model.initial_hyper(network=str(tmp_path / "dtm.json"))
-    blocks = [SegmentedBlock.from_segments(docs[p::2]) for p in range(2)]
-    states = [model.initial_state(blk, hyper, 5 + p) for p, blk in enumerate(blocks)]
+    run = Partitions(model, hyper, docs)
+    blocks = run.blocks
     start = {k: dict(hyper[k]) for k in ("a_values", "b_values")}
-
-    def summed():
-        parts = [model.table_counts(blk, st, np.unique(blk.words, return_inverse=True))
-                 for blk, st in zip(blocks, states)]
-        return {tb.name: merge(tb, [c[tb.name] for c in parts]) for tb in model.count_tables()}
     moved = 0
     for it in range(8):
-        tables = summed()
-        before = [st["z"].copy() for st in states]
-        for p, (blk, st) in enumerate(zip(blocks, states)):
-            own = {name: np.array(tab, copy=True) for name, tab in tables.items() if isinstance(tab, np.ndarray)}
-            model.sweep_tables(blk, st, hyper, own, model.derive(own), 100 * it + p)
-        moved += sum(int((b0 != st["z"]).sum()) for b0, st in zip(before, states))
-        new = summed()
+        changed, new = run.sweep(it)
+        moved += changed
         bn, bt = new[words_column.CUSTOMERS], new[words_column.TABLES]
         t0, tnu = new[words_pyp.TABLE], new["word_chain"][:, 0]
         np.testing.assert_array_equal(bn.reshape(4, 9, K).sum(axis=0), new["nwk"])     # G = 3 values + unseen
         assert np.all(bt <= bn) and np.all(t0 <= bt.reshape(4, 9, K).sum(axis=0)) and np.all(tnu <= t0.sum(axis=1))
-        for blk, st in zip(blocks, states):
+        for blk, st in zip(blocks, run.states):
             pairs, pidx, pword, _, _ = words_column.local_pairs(model, blk, hyper["word_pyp"])
             own_bn = words_pyp.own_customers(pidx, st["z"], len(pairs), K)
             own0 = np.zeros_like(st["word_t"], dtype=np.int64)
@@ -168,14 +158,13 @@ def test_two_partitions_sum_to_the_recount_and_every_level_stays_legal(tmp_path)
             assert np.all((0 <= st["word_bt"]) & (st["word_bt"] <= own_bn))
             assert np.all((0 <= st["word_t"]) & (st["word_t"] <= own0))
             assert np.all((0 <= st["word_up"][:, 0]) & (st["word_up"][:, 0] <= st["word_t"].sum(axis=1)))
-        hyper = model.global_step(new, hyper, model.partition_stats(blocks[0], states[0], hyper, it), it)[1]
+        hyper = run.step(new, it)
     assert moved > 20 and (bt < bn).any()
     for kind in ("a_values", "b_values"):
         assert all(hyper[kind][n] != v for n, v in start[kind].items()), (hyper[kind], start[kind])
-    phi0 = model.sample_topic_word(new, model.derive(new), hyper)
-    np.testing.assert_allclose(phi0.sum(axis=1), 1.0)
     assert np.isfinite(model.loglik(new, model.derive(new), hyper))
-    model.bind_result(type("Result", (), {"tables": new, "hyper": hyper})())
+    phi0 = run.trained(new)
+    np.testing.assert_allclose(phi0.sum(axis=1), 1.0)
     rows = model.column_rows(blocks[0], hyper, phi0.T)
     full = model.column_rows(SegmentedBlock.from_segments([("d00", [list(range(9))])]), hyper, phi0.T)
     assert rows.shape == (blocks[0].n_tokens, K) and np.allclose(full.sum(axis=0), 1.0)

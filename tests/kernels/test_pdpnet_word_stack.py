@@ -133,12 +133,10 @@ def test_three_levels_per_topic_on_the_engine_two_partitions(tmp_path):
     (0 <= t^p <= c^p at every level, a level's own customers its own indicators one level down), t <= c at every
     level of the summed tables, every a and b moves, the topics sum to 1, a held-out document's rows are
     distributions."""
-    import json
 
     from drivers.models.pdp_network import words_column, words_pyp, words_stack
-    from drivers.models.pdp_network.model import PdpNetwork
     from inference.gibbs.block import SegmentedBlock
-    from inference.gibbs.tables import merge
+    from pdp_hooks import Partitions, spec_model
 
     V9 = 9
     rng = np.random.default_rng(3)
@@ -146,50 +144,34 @@ def test_three_levels_per_topic_on_the_engine_two_partitions(tmp_path):
     spec = deep_spec("pyp", 3)
     for node in ("phi", "phi1", "phi2", "nu"):
         spec["nodes"][node]["pyp"] = {k: {"value": v, "sample": True} for k, v in spec["nodes"][node]["pyp"].items()}
-    (tmp_path / "deep.json").write_text(json.dumps(spec))
-    model = PdpNetwork(K, V9)
-    hyper = model.initial_hyper(network=str(tmp_path / "deep.json"))
+    model, hyper = spec_model(tmp_path, spec, K, V9, "deep.json")
     side = hyper["word_pyp"]
     assert side["column"] == words_pyp.ONE_VALUE and side["bottom"][2] == "phi" and side["middle"][0][2] == "phi1"
     assert side["a"] == "phi2.a" and side["chain"][0][2] == "nu"
-    blocks = [SegmentedBlock.from_segments(docs[p::2]) for p in range(2)]
-    states = [model.initial_state(blk, hyper, 5 + p) for p, blk in enumerate(blocks)]
+    run = Partitions(model, hyper, docs)
     start = dict(hyper["b_values"], **hyper["a_values"])
-
-    def summed():
-        parts = [model.table_counts(blk, st, np.unique(blk.words, return_inverse=True))
-                 for blk, st in zip(blocks, states)]
-        return {tb.name: merge(tb, [c[tb.name] for c in parts]) for tb in model.count_tables()}
     moved = 0
     for it in range(6):
-        tables = summed()
-        before = [st["z"].copy() for st in states]
-        for p, (blk, st) in enumerate(zip(blocks, states)):
-            own = {name: np.array(tab, copy=True) for name, tab in tables.items() if isinstance(tab, np.ndarray)}
-            derived = model.derive(own)
-            model.sweep_tables(blk, st, hyper, own, derived, 100 * it + p)
-            model.sweep_tables(blk, st, hyper, own, derived, 100 * it + p + 50)
-        moved += sum(int((b0 != st["z"]).sum()) for b0, st in zip(before, states))
-        new = summed()
+        changed, new = run.sweep(it, sweeps=2)
+        moved += changed
         bn, bt = new[words_column.CUSTOMERS], new[words_column.TABLES]
         mid = new[words_stack.MID]
         np.testing.assert_array_equal(bn, new["nwk"])               # one value: phi's cells are (w, k)
         assert np.all(bt <= bn) and np.all(mid <= bt) and np.all(new[words_pyp.TABLE] <= mid)
         assert np.all(new["word_chain"][:, 0] <= new[words_pyp.TABLE].sum(axis=1))
-        for blk, st in zip(blocks, states):
+        for blk, st in zip(run.blocks, run.states):
             vocab, uidx = np.unique(blk.words, return_inverse=True)
             bst = st[words_stack.STATE]
             own = words_pyp.own_customers(uidx.reshape(-1), st["z"], len(vocab), K)
             assert np.all((0 <= bst[0]) & (bst[0] <= own)) and np.all((0 <= bst[1]) & (bst[1] <= bst[0]))
             assert np.all((0 <= st["word_t"]) & (st["word_t"] <= bst[1]))
-        hyper = model.global_step(new, hyper, model.partition_stats(blocks[0], states[0], hyper, it), it)[1]
+        hyper = run.step(new, it)
         assert np.isfinite(model.loglik(new, model.derive(new), hyper))
     assert moved > 20 and (mid < bt).any() and (bt < bn).any()
     now = dict(hyper["b_values"], **hyper["a_values"])
     assert all(now[name] != value for name, value in start.items() if name != "theta"), (now, start)
-    phi2 = model.sample_topic_word(new, model.derive(new), hyper)
+    phi2 = run.trained(new)
     np.testing.assert_allclose(phi2.sum(axis=1), 1.0)
-    model.bind_result(type("Result", (), {"tables": new, "hyper": hyper})())
     full = model.column_rows(SegmentedBlock.from_segments([("d00", [list(range(V9))])]), hyper, phi2.T)
     np.testing.assert_allclose(full.sum(axis=0), 1.0)
 

@@ -22,14 +22,16 @@ def point_estimates():
     return VariationalFamily()
 
 
-def write_proportions(spark, model: GibbsModel, states, directory: str, heldout: bool | None = None) -> None:
+def write_proportions(spark, model: GibbsModel, states, directory: str, heldout: bool | None = None,
+                      documents=None) -> None:
     """doc_topics.parquet (doc_id, theta) and segment_topics.parquet (doc_id, segment, theta) (the model's
     ``document_proportions``), and the model's own per-document tables (``document_files``): each task writes its
     partition's rows (sorted by document, segments in order) as one Parquet part of each directory. ``heldout``
     (a model trained with a held-out split): every table gets a ``heldout`` column of that value, and True adds
-    the parts (``heldout-<partition>.parquet``) to the directories the training documents' parts are in."""
+    the parts (``heldout-<partition>.parquet``) to the directories the training documents' parts are in.
+    ``documents``: the rows of those ids only (None: every document's)."""
     outputs.write_partition_tables(spark, states, proportion_paths(model, directory),
-                                   partial(proportion_tables, model, heldout=heldout),
+                                   partial(proportion_tables, model, heldout=heldout, documents=documents),
                                    "write document and segment topic proportions", "heldout" if heldout else "part")
 
 
@@ -39,12 +41,19 @@ def proportion_paths(model: GibbsModel, directory: str) -> list:
     return [storage.join(directory, name) for name in files]
 
 
-def proportion_tables(model: GibbsModel, _partition, item, heldout: bool | None = None) -> list:
+def proportion_tables(model: GibbsModel, _partition, item, heldout: bool | None = None, documents=None) -> list:
     """The Arrow tables of one partition's ``item``, in the order of :func:`proportion_paths` (``heldout``: with
-    a ``heldout`` column of that value)."""
+    a ``heldout`` column of that value; ``documents``: the rows of those ids only)."""
     own = model.document_outputs(item)
     tables = list(outputs.proportion_tables(item["orig"], *model.document_proportions(item))) + \
         [outputs.columns_table(own[name]) for name in model.document_files]
+    if documents is not None:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        keep = pa.array(sorted(documents), pa.string())
+        tables = [t.filter(pc.is_in(t["doc_id"].cast(pa.string()), value_set=keep)) if "doc_id" in t.column_names
+                  else t for t in tables]
     if heldout is None:
         return tables
     import pyarrow as pa
@@ -53,11 +62,11 @@ def proportion_tables(model: GibbsModel, _partition, item, heldout: bool | None 
 
 
 def write_model_files(spark, model, result, output: str, vocab, layout=None, heldout: bool | None = None,
-                      first_partition: int = 0) -> None:
+                      first_partition: int = 0, documents=None) -> None:
     """The model files of a finished run (``result``: the engine's GibbsResult): topic_word.npy and the
     vocabulary, the document and segment proportions (``heldout`` False: a column saying these documents are
-    the training split's; of the partitions from ``first_partition`` on: a refresh's batch), the model's own
-    files and arrays."""
+    the training split's; of the partitions from ``first_partition`` on, or of the ids ``documents``: a refresh's
+    batch), the model's own files and arrays."""
     if not np.allclose(result.topic_word.sum(axis=1), 1.0):
         raise RuntimeError("topic_word rows do not sum to 1")
     storage.makedirs(output)
@@ -65,7 +74,7 @@ def write_model_files(spark, model, result, output: str, vocab, layout=None, hel
     model.bind_result(result)        # what the outputs and the predictive need of the final state
     states = result.states if not first_partition else result.states.mapPartitionsWithIndex(
         lambda p, items: items if p >= first_partition else iter(()), preservesPartitioning=True)
-    write_proportions(spark, model, states, output, heldout)      # an earlier partition: its state never read
+    write_proportions(spark, model, states, output, heldout, documents)      # an earlier partition: its state never read
     model.save_files(output, result)
     arrays = model.saved_arrays()
     for name in model.array_files:

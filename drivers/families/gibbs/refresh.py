@@ -34,6 +34,11 @@ partitions' words and paths move onto it (:mod:`drivers.models.tree.chain_growth
 from the moved states. A version's per-document tables (doc_topics, segment_topics, doc_clusters) hold the batch's
 documents, written by the batch's partitions alone (``--reinfer-old``: every document's).
 
+pdp-network in whole-network mode (one partition holding the whole network) takes the batch's documents into that
+partition instead of new ones: its ``continued_chain`` returns a rewrite with the batch's ``doc_ids``
+(:mod:`drivers.models.pdp_network.whole_refresh`); no new partition is made, the version's per-document tables hold
+those ids' rows, and ``--chain-sweeps new`` is refused (nothing would sweep the batch).
+
 cluster-lda's author variant keeps every document's authors and lets new authors in
 (:mod:`drivers.models.cluster_lda.authors`; the refresh carries the input's author column into the batch's
 corpus, :mod:`drivers.refresh.batch_columns`).
@@ -161,6 +166,7 @@ def refresh_chain(spark, spec, base, corpus_dir: str | None, request, output: st
     model.bind_hyper(hyper)
     old_model.bind_directory(base.directory)
     rewrite = model.continued_chain(spark, old_model, base, batch, seed, N)
+    taken = getattr(rewrite, "doc_ids", None)     # the batch's documents put in the old partition (whole-network mode)
     if rewrite is None and vocab["term"].astype(str).tolist()[:V_old] != \
             base.vocab["term"].astype(str).tolist()[:V_old]:
         raise RefusedError(f"{corpus_dir}: its vocabulary does not extend the model's")
@@ -171,6 +177,8 @@ def refresh_chain(spark, spec, base, corpus_dir: str | None, request, output: st
     declared = model.count_tables()
     work = storage.join(output, WORK)
     frozen = request.chain_sweeps == "new"
+    if frozen and taken is not None:
+        raise RefusedError(f"refresh --chain-sweeps new: {model.name} in whole-network mode sweeps its one partition")
     revised = revised_ids(output)
     revisions = RevisedOut(model, revised, rewrite) if revised else None
     chain.copy_chain(base.directory, work, N, P, frozen=frozen, apply_directive=None if directive is None else (
@@ -179,11 +187,13 @@ def refresh_chain(spark, spec, base, corpus_dir: str | None, request, output: st
     if rewrite is not None or revisions:   # the states moved onto the grown model or lost documents: recounted
         tables = recounted_tables(model, work, N, P)
     Q, documents, tokens = 0, int(chain_meta["documents"]), int(chain_meta["tokens"])
+    if taken is not None:
+        documents, tokens = documents + rewrite.documents, tokens + rewrite.tokens
     if revisions:
         documents, tokens = documents - revisions.documents, tokens - revisions.tokens
         log.info("%s: %d revised documents' old copies (%d tokens) taken out of the chain", model.name,
                  revisions.found, revisions.tokens)
-    if corpus_dir is not None:
+    if corpus_dir is not None and taken is None:
         Q = request.partitions or max(1, min(P, math.ceil(P * int(batch.meta.get("tokens") or 1)
                                                          / max(1, tokens))))
         corpus = load_segmented_corpus(spark, corpus_dir, Q, require_segments=needs_segments(spec, hyper),
@@ -219,13 +229,14 @@ def refresh_chain(spark, spec, base, corpus_dir: str | None, request, output: st
     engine = GibbsEngine(sc, model, settings, work)
     try:
         result = engine.fit(blocks, P + Q, hyper, resume=True, fingerprint={})
-        write_model_files(spark, model, result, output, vocab, batch_layout(base.meta, batch),
-                          first_partition=0 if request.reinfer_old or Q == 0 else P)   # the batch's partitions
+        write_model_files(spark, model, result, output, vocab, batch_layout(base.meta, batch),   # the batch's
+                          first_partition=0 if request.reinfer_old or Q == 0 else P,     # partitions or documents
+                          documents=None if request.reinfer_old else taken)
         publish.step("model-written")         # a test kills the run here: the version half written
         chain.save_chain(work, output, result.iterations, declared)
     finally:
         engine.release()
-    if not request.reinfer_old and Q == 0:
+    if not request.reinfer_old and Q == 0 and taken is None:
         empty_document_tables(spark, model, output)
     storage.delete(work)
     meta = dict(base.meta)

@@ -28,8 +28,8 @@ from drivers.store import lease, model_root, model_store, publish
 from drivers.store.manifest import new_token, write_marker
 from inference.errors import UsageError
 from inference.infvoc.base_measure import CharNgramBase
-from inference.infvoc.tos import (DROPPED_WORDS, EXPANSIONS, RANKINGS, RESEED_AGAINST, RESEED_DRAWS, OnlineSettings,
-                                  with_filters)
+from inference.infvoc.tos import (DROPPED_WORDS, EXPANSIONS, RANKINGS, REFRESH_WEIGHTS, RESEED_AGAINST, RESEED_DRAWS,
+                                  OnlineSettings, share_step, with_filters)
 
 log = logging.getLogger("spark_topics.infvoc")
 
@@ -75,6 +75,10 @@ def add_flags(group, schedule: bool) -> None:
     group.add_argument("--reseed-against", choices=RESEED_AGAINST, default=None,
                        help="infinite: what --reseed-below is a fraction of: the topics' mean evidence (mean, the "
                             "default, or the model's) or one average document of the minibatch (document)")
+    group.add_argument("--refresh-weight", choices=REFRESH_WEIGHTS, default=None,
+                       help="infinite: a refresh's step: eps_i = (tau0 + i)^-kappa, i counting on from the model's "
+                            "minibatches (schedule, the default, or the model's), or one eps for all its steps that "
+                            "leaves the batch its share of the documents seen, n/D (share)")
     group.add_argument("--passes", default=AUTO,
                        help=f"infinite: passes over the documents, one online step per minibatch each; D of (7.6) "
                             f"counts a document once. 'auto' (the default): enough passes that the documents make "
@@ -120,7 +124,8 @@ def _settings(args, previous: OnlineSettings | None) -> OnlineSettings:
         expand=getattr(args, "expand", None) or base.expand,
         reseed=args.reseed_below if getattr(args, "reseed_below", None) is not None else base.reseed,
         reseed_draw=getattr(args, "reseed_draw", None) or base.reseed_draw,
-        reseed_against=getattr(args, "reseed_against", None) or base.reseed_against)
+        reseed_against=getattr(args, "reseed_against", None) or base.reseed_against,
+        refresh_weight=getattr(args, "refresh_weight", None) or base.refresh_weight)
     try:
         settings.check()
     except ValueError as exc:
@@ -173,9 +178,11 @@ def train(spark, args) -> dict:
     partitions = args.partitions or max(1, spark.sparkContext.defaultParallelism)
     frames = []
     passes = passes_of(args, len(documents))
+    per_pass = max(1, -(-len(documents) // args.minibatch_size))
     for p in range(passes):
         frames.append(run_stream(spark.sparkContext, model, documents, args.minibatch_size, partitions,
-                                 args.reducers, progress=f"train --vocabulary infinite, pass {p + 1}: ", new=p == 0))
+                                 args.reducers, progress=f"train --vocabulary infinite, pass {p + 1}: ", new=p == 0,
+                                 after=(passes - 1 - p) * per_pass))
     with publish.published(args.output, "spark-topics train --vocabulary infinite", is_model_file) as staging:
         meta = model.save(staging, {"data": {"corpus": storage.absolute(args.corpus)},
                                     "minibatch_size": args.minibatch_size, "corpus_documents": len(documents),
@@ -253,10 +260,14 @@ def refresh(spark, args) -> dict:
         before = set(model.new_words())
         first = model.minibatches
         passes = passes_of(args, len(documents))
+        per_pass = max(1, -(-len(documents) // args.minibatch_size))
+        eps = share_step(len(documents), model.documents + len(documents), passes * per_pass) \
+            if model.settings.refresh_weight == "share" else None
         for p in range(passes):
             frame = run_stream(spark.sparkContext, model, documents, args.minibatch_size,
                                args.partitions or max(1, spark.sparkContext.defaultParallelism), None,
-                               progress=f"refresh {root}, pass {p + 1}: ", new=p == 0)
+                               progress=f"refresh {root}, pass {p + 1}: ", new=p == 0, eps=eps,
+                               after=(passes - 1 - p) * per_pass)
         version = model_root.next_version(root)
         token = new_token()
         staging = model_root.staging_version(root, version, token)
@@ -267,7 +278,7 @@ def refresh(spark, args) -> dict:
                 refresh_sources.base_parent(source, int(meta.get("corpus_documents") or 0))
             report = {"version": version, "parent": parent, "vocabulary": "infinite",
                       "documents": {"ingested": len(documents), "rejected": rejected},
-                      "minibatches": [first + 1, model.minibatches], "passes": passes,
+                      "minibatches": [first + 1, model.minibatches], "passes": passes, "eps": eps,
                       "new_words_in_topics": len(entered),
                       "new_words": entered[:200], "tos_sizes": [len(s) for s in model.sets]}
             model.save(staging, {"refresh": report})

@@ -51,13 +51,12 @@ def mapper_task(documents, bc_state, minibatch: int):
     yield STATISTICS_KEY, (block.doc_ids, theta / theta.sum(axis=1, keepdims=True))
 
 
-def reducer_task(records, bc_state, settings, scale: float, minibatch: int):
-    """Sum each topic's records and update its TOS; the statistics records pass through."""
+def reducer_task(records, bc_state, settings, scale: float, minibatch: int, eps: float):
+    """Sum each topic's records and update its TOS with step ``eps``; the statistics records pass through."""
     sets, base, _, _, samples, _ = bc_state.value
     by_topic: dict = {}
     for key, value in records:
         by_topic.setdefault(key, []).append(value)
-    eps = step_size(minibatch, settings.tau0, settings.kappa)
     for key, values in by_topic.items():
         if key == STATISTICS_KEY:
             for value in values:
@@ -75,15 +74,21 @@ def reducer_task(records, bc_state, settings, scale: float, minibatch: int):
         yield key, topic
 
 
-def run_minibatch(sc, model, documents: list, partitions: int, reducers: int | None = None, new: bool = True):
+def run_minibatch(sc, model, documents: list, partitions: int, reducers: int | None = None, new: bool = True,
+                  eps: float | None = None, remaining: int | None = None, nominal: int | None = None):
     """One minibatch (Algorithm 4) over ``documents`` [(doc_id, tokens)]: updates ``model`` in place (its sets,
     counters) and returns the documents' topic proportions as a DataFrame (doc_id, theta, minibatch).
     ``new=False``: documents an earlier pass counted, so D of (7.6) (``--corpus-size cumulative``: the documents
-    seen so far) does not count them again (a second pass over a corpus is not a corpus twice the size)."""
+    seen so far) does not count them again (a second pass over a corpus is not a corpus twice the size).
+    ``eps``: the step of (7.6)-(7.8) (default eps_i of the model's counter; a refresh's ``share``, tos.share_step).
+    ``remaining``: the run's minibatches after this one (None: unknown); a re-seed needs U of them, else the seed
+    would be saved with almost no data (issue 30, session 26). ``nominal``: the stream's minibatch size, the re-seed
+    reference's |S| (a pass's short last minibatch is not the size the topics' evidence was gathered at)."""
     minibatch = model.minibatches + 1
     settings = model.settings
     documents_seen = model.documents + (len(documents) if new else 0)
     scale = float(settings.corpus_size or documents_seen) / max(len(documents), 1)
+    eps = step_size(minibatch, settings.tau0, settings.kappa) if eps is None else float(eps)
     K = model.num_topics
     if settings.expand == "every":       # every topic takes the minibatch's words first (tos.expand_topic)
         words = {w for _, tokens in documents for w in tokens}
@@ -98,7 +103,7 @@ def run_minibatch(sc, model, documents: list, partitions: int, reducers: int | N
                .mapPartitions(lambda group: mapper_task([doc for docs in group for doc in docs], bc_state,
                                                         minibatch))
                .partitionBy(partitioner.num_reducers, partitioner)
-               .mapPartitions(lambda records: reducer_task(records, bc_state, settings, scale, minibatch)))
+               .mapPartitions(lambda records: reducer_task(records, bc_state, settings, scale, minibatch, eps)))
         results = rdd.collect()
     finally:
         bc_state.unpersist()
@@ -112,18 +117,18 @@ def run_minibatch(sc, model, documents: list, partitions: int, reducers: int | N
         else:
             sets[key] = value
             touched.add(key)
-    eps = step_size(minibatch, settings.tau0, settings.kappa)
     for k in range(K):                  # a topic no token visited: nu and R still decay (7.7, 7.8)
         if k not in touched:
             sets[k] = update_topic(sets[k], np.empty(0, dtype=object), np.zeros(0), np.zeros(0), scale, eps,
                                    settings.alpha_beta, minibatch)
             if minibatch % settings.delay == 0:
                 sets[k] = reorder_topic(sets[k], settings.truncation)
-    if settings.reseed > 0 and minibatch % settings.delay == 0:     # starved topics (inference.infvoc.reseed)
+    usable = remaining is None or remaining >= settings.delay      # the seed gets U steps of data before a save
+    if settings.reseed > 0 and minibatch % settings.delay == 0 and usable:     # starved topics (infvoc.reseed)
         before = sets
         sets, pairs = reseed_starved(sets, documents, lambda t: ranking_log_base(model.base.log_probs(t), settings),
                                      settings.reseed, scale, settings.alpha_beta, settings.truncation, model.seed,
-                                     minibatch, settings.reseed_draw, settings.reseed_against)
+                                     minibatch, settings.reseed_draw, settings.reseed_against, nominal)
         if pairs:
             log.info("minibatch %d: re-seeded %d starved topics (topic, document): %s", minibatch, len(pairs), pairs)
             log_reseeds(minibatch, before, sets, pairs, dict(documents))
@@ -150,9 +155,11 @@ def log_reseeds(minibatch: int, before: list, after: list, pairs: list, document
 
 
 def run_stream(sc, model, documents: list, minibatch_size: int, partitions: int, reducers: int | None = None,
-               progress: str = "", new: bool = True) -> pd.DataFrame:
+               progress: str = "", new: bool = True, eps: float | None = None, after: int | None = None
+               ) -> pd.DataFrame:
     """The documents [(doc_id, tokens)] in order, in minibatches of ``minibatch_size``; the proportions of all
-    (``new=False``: a later pass over documents already counted in D, :func:`run_minibatch`)."""
+    (``new=False``: a later pass over documents already counted in D; ``eps``: the step; ``after``: the run's
+    minibatches after this stream, None unknown; :func:`run_minibatch`)."""
     frames = []
     batches = max(1, -(-len(documents) // minibatch_size))
     for b in range(batches):
@@ -160,7 +167,9 @@ def run_stream(sc, model, documents: list, minibatch_size: int, partitions: int,
         if not chunk:
             continue
         sc.setJobDescription(f"{progress}minibatch {b + 1}/{batches} ({len(chunk)} documents)")
-        frames.append(run_minibatch(sc, model, chunk, partitions, reducers, new))
+        frames.append(run_minibatch(sc, model, chunk, partitions, reducers, new, eps,
+                                    None if after is None else after + batches - 1 - b,
+                                    min(minibatch_size, len(documents))))
         log.info("%sminibatch %d/%d: %d documents; TOS sizes %d-%d", progress, b + 1, batches, len(chunk),
                  min(len(s) for s in model.sets), max(len(s) for s in model.sets))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame({"doc_id": [], "theta": []})

@@ -45,7 +45,8 @@ def check_engine_network(spec: NetworkSpec) -> tuple[float, list[str]]:
                          "shared by several documents, not on the Gibbs engine yet (only document/segment vectors "
                          "and vectors indexed by the corpus, kept columns or the previous word)")
     if len(global_families) > MAX_GLOBAL:
-        raise UsageError(f"network spec: more than {MAX_GLOBAL} shared topic families")
+        raise UsageError(f"network spec: node '{global_families[MAX_GLOBAL]}': more than {MAX_GLOBAL} shared topic "
+                         f"families ({', '.join(global_families)}; the split engine has {MAX_GLOBAL} rows for them)")
     if len(spec.params) > MAX_PARAMS:
         raise UsageError(f"network spec: more than {MAX_PARAMS} discount or concentration parameters")
     return beta, global_families

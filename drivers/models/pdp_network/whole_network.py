@@ -24,7 +24,7 @@ import logging
 import numpy as np
 
 from drivers.engines import memory
-from drivers.models.pdp_network import shared_pyp, whole_heldout, words_pyp
+from drivers.models.pdp_network import shared_pyp, whole_heldout, whole_refresh, words_pyp
 from drivers.models.pdp_network.engine_specs import NETWORK, check_engine_network, read_spec_file
 from drivers.models.pdp_network.model import PdpNetwork
 from inference.errors import RefusedError, UsageError
@@ -324,10 +324,10 @@ class WholeNetworkMode:
         self.bind_hyper(meta.get("hyper", {}))
 
     def continued_chain(self, spark, old_model, base, batch, seed: int, iteration: int):
-        """``refresh``: refused in whole-network mode (its one partition would have to take the batch's documents)."""
+        """``refresh`` in whole-network mode: the batch's documents join the one partition
+        (:mod:`drivers.models.pdp_network.whole_refresh`)."""
         if self.whole:
-            raise RefusedError("refresh: a network trained in whole-network mode is not continued (retrain on the "
-                               "union)")
+            return whole_refresh.continued_chain(self, spark, old_model, base, batch, iteration)
         return super().continued_chain(spark, old_model, base, batch, seed, iteration)
 
 

@@ -2,7 +2,7 @@
 tables, a partition's initial tables and contributions, the sweep kernel and its arguments, the write-back, the
 topics, the likelihood and the hyperparameter steps), each answered once here so the model never asks which kind.
 
-- :class:`DirichletWords`: one Dirichlet family indexed by topic, the engine's topic-word table M_kw with its prior
+- :class:`.words_dirichlet.DirichletWords` (the base of them all): one Dirichlet family indexed by topic, the engine's topic-word table M_kw with its prior
   as beta (the generic sweep, :func:`inference.pdpnet.sweep.network_sweep`);
 - :class:`PypWords`: one Pitman-Yor family by topic over a corpus-level root (pyp-lda, :mod:`.words_pyp`); under
   ``cmgs``/``exact`` :class:`MultWords` (its cells in multiplicity form, :mod:`inference.pdpnet.word_mult`);
@@ -23,71 +23,8 @@ import numpy as np
 
 from drivers.models.pdp_network import (burst_heldout, words_bigram, words_bigram_psi, words_burst, words_burst_chain,
                                         words_chain, words_column, words_pyp, words_stack)
+from drivers.models.pdp_network.words_dirichlet import DirichletWords
 from inference.pdpnet import owned_chain, owned_words, word_bigram, word_chain, word_column, word_mult
-
-
-class DirichletWords:
-    """The engine's own topic-word table: nothing of its own to keep, sweep, write back or step."""
-
-    kernel = owned_kernel = None
-
-    def __init__(self, side: dict | None = None):
-        self.side = side
-
-    def count_tables(self, model) -> tuple:
-        return ()
-
-    def initial_state(self, model, block, state: dict) -> None:
-        return None
-
-    def table_counts(self, model, block, state: dict) -> dict:
-        return {}
-
-    def sweep_args(self, model, block, state, net, nwk, words, mx) -> tuple:
-        return None, None
-
-    def write_back(self, loc, nwk, words, z) -> None:
-        return None
-
-    def kernels(self, words) -> tuple:
-        """(the sweep kernel, the one beside shared Pitman-Yor topic vectors) of a sweep with ``words``."""
-        return self.kernel, self.owned_kernel
-
-    def topic_word(self, model, tables, derived, hyper):
-        """(K, V) the topics, or None: the engine's (from ``nwk`` and beta)."""
-        return None
-
-    def loglik(self, model, tables, derived, hyper):
-        """log p(w | z) of the word side, or None: the engine's."""
-        return None
-
-    def sample_hyper(self, model, tables, hyper, sampled, rng) -> dict:
-        return hyper
-
-    # ---- held out (None: the model's own paths)
-    def frozen_words(self, frozen_phi):
-        """The ``words`` of a held-out sweep with the topics frozen, or None (the Dirichlet sweep's frozen phi)."""
-        return None
-
-    def heldout_loglik(self, model, block, hyper, phi_vk, schedule, seed, partition):
-        """Document completion's [log p, tokens, documents], or None."""
-        return None
-
-    def left_to_right(self, model, block, hyper, phi_vk, settings):
-        """Left to right's scores, or None."""
-        return None
-
-    def grown_tables(self, model, tables: dict, hyper: dict, old_vocab_size: int) -> tuple[dict, dict]:
-        """``refresh``: the side's own tables grown to the new vocabulary (before the model's padding of the dense
-        ones). The burst side's need nothing: ``nwk``, phi's and the corpus levels' tables are dense (padded),
-        ``burst_hist`` holds no word, and a partition's cells keep their order (pairs d V + w sorted by (d, w) for
-        any V >= the old); new documents' burst vectors start at their partitions' ``initial_state``."""
-        return tables, hyper
-
-    def values(self, hyper) -> tuple:
-        """(a, b, beta0) of a one-level Pitman-Yor side."""
-        return (float(hyper["a_values"][self.side["a"]]), float(hyper["b_values"][self.side["b"]]),
-                float(self.side["beta0"]))
 
 
 class PypWords(DirichletWords):
@@ -265,7 +202,7 @@ class BurstWords(PypWords):
 class BurstChainWords(BurstWords):
     """hca's full burstiness: the burst vectors over a Pitman-Yor phi[topic] over a corpus root or chain
     (:mod:`.words_burst_chain`: the [topic, column] side's kernel with the document as the value); a held-out
-    sweep (phi frozen) is :class:`BurstWords`' (its kernel chosen by :meth:`sweep_args`)."""
+    sweep (phi frozen) is :class:`BurstWords`' (its kernels chosen by :meth:`kernels`, the object unchanged)."""
 
     kernel = staticmethod(word_column.column_word_sweep)
     owned_kernel = staticmethod(owned_chain.owned_chain_sweep)      # beside a shared Pitman-Yor topic vector

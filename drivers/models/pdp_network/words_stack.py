@@ -17,6 +17,7 @@ import numpy as np
 
 from drivers import storage
 from drivers.models.pdp_network import words_chain, words_column, words_pyp
+from drivers.models.pdp_network.words_dirichlet import DirichletWords
 from inference.errors import RefusedError
 from inference.gibbs.tables import CountTable
 from inference.pdpnet import word_stack
@@ -183,19 +184,14 @@ def sample_hyper(side: dict, tables: dict, hyper: dict, sampled: dict, rng) -> d
     return words_chain.sample_hyper(side, up, hyper, sampled, rng)
 
 
-class StackWords:
+class StackWords(DirichletWords):
     """The word side object (:mod:`.word_sides`) of a chain with more than two levels per topic: the functions
     above; no owned kernel (the split engine refuses it beside a shared Pitman-Yor topic vector:
-    :func:`.shared_pyp.check`)."""
+    :func:`.shared_pyp.check`); the held-out hooks the base's (None: the model's, StackWordArrays.column_rows), its
+    refresh hook too (refused: StackWordArrays.grown_chain)."""
 
     kernel = staticmethod(word_stack.stack_word_sweep)
     owned_kernel = None
-
-    def __init__(self, side: dict):
-        self.side = side
-
-    def kernels(self, words) -> tuple:
-        return self.kernel, self.owned_kernel
 
     def count_tables(self, model) -> tuple:
         return count_tables(model, self.side)
@@ -220,18 +216,6 @@ class StackWords:
 
     def sample_hyper(self, model, tables, hyper, sampled, rng) -> dict:
         return sample_hyper(self.side, tables, hyper, sampled, rng)
-
-    def frozen_words(self, frozen_phi):             # (held out: the model's, StackWordArrays.column_rows)
-        return None
-
-    def heldout_loglik(self, model, block, hyper, phi_vk, schedule, seed, partition):
-        return None
-
-    def left_to_right(self, model, block, hyper, phi_vk, settings):
-        return None
-
-    def grown_tables(self, model, tables: dict, hyper: dict, old_vocab_size: int) -> tuple[dict, dict]:
-        return tables, hyper        # (refresh refused: StackWordArrays.grown_chain)
 
 
 class StackWordArrays:
