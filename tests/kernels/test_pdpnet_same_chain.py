@@ -97,6 +97,6 @@ def test_a_held_out_sweep_of_burst_pyp_lda_leaves_its_word_side_object_as_it_was
     (head, tail), _ = side.sweep_args(model, block, state, model._compiled(block, hyper), np.zeros((V, K), np.int32),
                                       frozen, np.zeros(2, np.int64))
     assert vars(side) == before and side.kernel is word_column.column_word_sweep
-    assert side.kernels(frozen)[0] is word_bigram.bigram_word_sweep
+    assert side.kernels(frozen)[0] is word_bigram.burst_word_sweep
     assert side.kernels((None, {}, None))[0] is word_column.column_word_sweep
     assert len(tail) == 11 and "word_t" in state        # the burst side's arguments, its indicators seated

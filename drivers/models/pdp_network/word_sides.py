@@ -162,6 +162,7 @@ class BurstWords(PypWords):
     """A word vector per topic per document over phi[topic] (:mod:`.words_burst`): the documents' cells local to
     their partition, ``nwk`` phi's customers (the tables), the bigram side's kernel with the document as context."""
 
+    kernel = staticmethod(word_bigram.burst_word_sweep)         # (the bigram kernel, the documents' rows read first)
     owned_kernel = staticmethod(owned_words.owned_word_sweep)   # beside a shared Pitman-Yor topic vector
 
     def count_tables(self, model) -> tuple:
