@@ -78,6 +78,30 @@ def bigram_word_sweep(start, reseed, seed, uidx, pword, pctx, z, topic_inst, anc
     side is the network's (:mod:`inference.pdpnet.sweep`), the word side the module docstring's (token i's pair
     ``uidx[i]``, its word ``pword[u]``, its context ``pctx[u]``). Returns -1 when done or the position to resume
     from once the Stirling table covers max c + 2 and max t + 2 (``mx``, both sides)."""
+    return bigram_cycle(start, reseed, seed, uidx, pword, pctx, z, topic_inst, anc_ptr, anc, kind, dim, off, alpha,
+                        a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum, avals, bvals, L3, n, tc, tp, Nn, TC, TP,
+                        s, Se, eoff, mx, nloc, tloc, Nc, Tc, troot, Troot, own_n, own_t, pw, bw, beta0, False)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def burst_word_sweep(start, reseed, seed, uidx, pword, pctx, z, topic_inst, anc_ptr, anc, kind, dim, off, alpha,
+                     a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum, avals, bvals, L3, n, tc, tp, Nn, TC, TP,
+                     s, Se, eoff, mx, nloc, tloc, Nc, Tc, troot, Troot, own_n, own_t, pw, bw, beta0):
+    """:func:`bigram_word_sweep` (the same arguments, moves and draws) for contexts whose pairs are contiguous and
+    whose tokens come context by context (the burst side: the document the context, pairs sorted by (d, w)): when
+    a token starts a new context, that context's cell rows are read once in order first (a sequential read the
+    memory prefetches, instead of a cache miss per row at its first token: 37 -> 27 ms per sweep of 113,420 WEB
+    tokens; read only, so the chain is the same)."""
+    return bigram_cycle(start, reseed, seed, uidx, pword, pctx, z, topic_inst, anc_ptr, anc, kind, dim, off, alpha,
+                        a_of, b_of, par_ptr, par_node, par_gamma, gamma_sum, avals, bvals, L3, n, tc, tp, Nn, TC, TP,
+                        s, Se, eoff, mx, nloc, tloc, Nc, Tc, troot, Troot, own_n, own_t, pw, bw, beta0, True)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def bigram_cycle(start, reseed, seed, uidx, pword, pctx, z, topic_inst, anc_ptr, anc, kind, dim, off, alpha, a_of,
+                 b_of, par_ptr, par_node, par_gamma, gamma_sum, avals, bvals, L3, n, tc, tp, Nn, TC, TP, s, Se, eoff,
+                 mx, nloc, tloc, Nc, Tc, troot, Troot, own_n, own_t, pw, bw, beta0, touch):
+    """:func:`bigram_word_sweep`'s cycle; ``touch``: :func:`burst_word_sweep`'s read of a new context's rows."""
     if reseed:
         np.random.seed(seed)
     N = uidx.shape[0]
@@ -93,6 +117,14 @@ def bigram_word_sweep(start, reseed, seed, uidx, pword, pctx, z, topic_inst, anc
     ROw = RO[pw]
     a = avals[pw]
     b = bvals[bw]
+    ctx_ptr = np.zeros(pctx.max() + 2 if touch and pctx.shape[0] else 1, np.int64)   # (touch: contexts' pair runs)
+    if touch:
+        for v in range(pctx.shape[0]):
+            ctx_ptr[pctx[v] + 1] = v + 1
+        for v in range(1, ctx_ptr.shape[0]):
+            ctx_ptr[v] = max(ctx_ptr[v], ctx_ptr[v - 1])
+    cur = -1
+    sink = 0
     pos = start
     while pos < N:
         if mx[0] + 3 > rows or mx[1] + 3 > cols:
@@ -101,6 +133,11 @@ def bigram_word_sweep(start, reseed, seed, uidx, pword, pctx, z, topic_inst, anc
         u = uidx[i]
         w = pword[u]
         c = pctx[u]
+        if touch and c != cur:                # (read only: no count or draw changes)
+            cur = c
+            for v in range(ctx_ptr[c], ctx_ptr[c + 1]):
+                for kk in range(K):
+                    sink += nloc[v, kk] + tloc[v, kk] + own_n[v, kk] + own_t[v, kk]
         jt = topic_inst[i]
         k0 = z[i]
         da, ia = remove_path(jt, k0, True, pnA, peA, kind, off, par_ptr, par_node, n, tc, tp, Nn, TC, TP, s, Se,
@@ -143,19 +180,20 @@ def bigram_word_sweep(start, reseed, seed, uidx, pword, pctx, z, topic_inst, anc
         pos = N + ncell
     U = own_n.shape[0]
     first = pos - N - ncell
-    for cell in range(first, U * K):
-        u = cell // K
-        k = cell % K
+    for u in range(first // K, U):            # the cells (u, k) in order u K + k, from ``first``
         w = pword[u]
         c = pctx[u]
-        for _ in range(own_n[u, k]):          # every own customer of the cell once
-            if mx[0] + 3 > rows or mx[1] + 3 > cols:
-                return N + ncell + cell
-            held = _leave(u, u, k, own_n, own_t, nloc, tloc)
-            if held < 0:
-                continue
-            _move(u, c, w, k, -1, held == 1, nloc, tloc, Nc, Tc, troot, Troot, own_n, own_t, mx)
-            nu = root_weight(w, k, troot, Troot, beta0, V)
-            jn, op = word_terms(nloc[u, k], tloc[u, k], Nc[c, k], Tc[c, k], a, b, nu, RJw, ROw)
-            _move(u, c, w, k, 1, opens(jn, op), nloc, tloc, Nc, Tc, troot, Troot, own_n, own_t, mx)
+        for k in range(first % K if u == first // K else 0, K):
+            for _ in range(own_n[u, k]):      # every own customer of the cell once
+                if mx[0] + 3 > rows or mx[1] + 3 > cols:
+                    return N + ncell + u * K + k
+                held = _leave(u, u, k, own_n, own_t, nloc, tloc)
+                if held < 0:
+                    continue
+                _move(u, c, w, k, -1, held == 1, nloc, tloc, Nc, Tc, troot, Troot, own_n, own_t, mx)
+                nu = root_weight(w, k, troot, Troot, beta0, V)
+                jn, op = word_terms(nloc[u, k], tloc[u, k], Nc[c, k], Tc[c, k], a, b, nu, RJw, ROw)
+                _move(u, c, w, k, 1, opens(jn, op), nloc, tloc, Nc, Tc, troot, Troot, own_n, own_t, mx)
+    if sink < 0:                              # (sink read: the touch is not optimised away)
+        raise FloatingPointError("bigram_cycle: negative cell counts")
     return -1

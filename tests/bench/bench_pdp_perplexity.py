@@ -88,8 +88,9 @@ GROUPS = {"stm": ["stm", "stm.json"], "seqlda": ["seqlda", "seqlda.json"], "adat
           "burst-pyp": ["lda-gibbs", "burst-lda.json", "burst-pyp-lda.json"],
           "burst-pyp-only": ["burst-pyp-lda.json"], "hca-burst": ["hca.json", "hca-burst.json"],
           "pyp-lda-3": ["lda-gibbs", "pyp-lda-2.json", "pyp-lda-3.json", "pyp-lda-4"],
-          "pyp-lda-mix": ["lda-gibbs", "pyp-lda-2.json", "pyp-lda-mix.json"],
-          "whole": ["lda-gibbs", "pyp-lda-2.json", "pyp-lda-2-mix (whole)"]}
+           "pyp-lda-mix": ["lda-gibbs", "pyp-lda-2.json", "pyp-lda-mix.json"],
+           "whole": ["lda-gibbs", "pyp-lda-2.json", "pyp-lda-2-mix (whole)"],
+           "slow-sides": ["lda.json", "burst-lda.json", "pyp-lda-2.json", "pyp-lda-3.json"]}   # (issue 28's speed)
 
 
 def cpu_seconds() -> float:

@@ -167,6 +167,7 @@ class PdpNetwork(words_stack.StackWordArrays, words_column.ColumnWordArrays, wor
         mxw = np.zeros(2, np.int64) if hybrid else cnt["mx"]     # (the hybrid's word cells: their own maxima)
         (head, tail), loc = ((None, None), None) if words is None else side.sweep_args(self, block, state, net, nwk,
                                                                                        words, mxw)
+        kernel, owned_kernel = (None, None) if words is None else side.kernels(words)
         if multiplicity and (init or hybrid or words is None):      # (else pyp-lda's word side: word_mult, below)
             sampled = [net.spec.params[n].sample for n in net.a_names]
             tables = lambda mx: self._memo("owned").get(avals, sampled, mx)     # noqa: E731
@@ -190,14 +191,14 @@ class PdpNetwork(words_stack.StackWordArrays, words_column.ColumnWordArrays, wor
             if "own" in cnt and not init:       # a shared Pitman-Yor vector's own tables (inference.pdpnet.owned)
                 ratios = self._memo("owned").get(avals, [net.spec.params[n].sample for n in net.a_names], cnt["mx"])
                 if words is not None:           # both sides' indicators owned (hca: owned_words, hca-2: owned_chain)
-                    pos = side.owned_kernel(pos, reseed, seed, *head, *topic, *ratios, *counts, *cnt["own"], *tail)
+                    pos = owned_kernel(pos, reseed, seed, *head, *topic, *ratios, *counts, *cnt["own"], *tail)
                 else:
                     pos = owned.owned_sweep(pos, reseed, seed, words_of, *topic, *ratios, *counts, *dirichlet,
                                             *cnt["own"])
             else:
                 stirling.ensure(cnt["mx"][0], cnt["mx"][1])
                 if words is not None:           # the word side's own kernel (word_sides)
-                    pos = side.kernel(pos, reseed, seed, *head, *topic, stirling.L3, *counts, *tail)
+                    pos = kernel(pos, reseed, seed, *head, *topic, stirling.L3, *counts, *tail)
                 else:
                     pos = sweep.network_sweep(pos, reseed, seed, True, words_of, *topic[:2], net.word_inst,
                                               *topic[2:], stirling.L3, *counts, init, True, *dirichlet, NO_DRIFT)

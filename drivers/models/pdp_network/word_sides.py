@@ -163,6 +163,7 @@ class BurstWords(PypWords):
     """A word vector per topic per document over phi[topic] (:mod:`.words_burst`): the documents' cells local to
     their partition, ``nwk`` phi's customers (the tables), the bigram side's kernel with the document as context."""
 
+    kernel = staticmethod(word_bigram.burst_word_sweep)         # (the bigram kernel, the documents' rows read first)
     owned_kernel = staticmethod(owned_words.owned_word_sweep)   # beside a shared Pitman-Yor topic vector
 
     def count_tables(self, model) -> tuple:
@@ -203,7 +204,7 @@ class BurstWords(PypWords):
 class BurstChainWords(BurstWords):
     """hca's full burstiness: the burst vectors over a Pitman-Yor phi[topic] over a corpus root or chain
     (:mod:`.words_burst_chain`: the [topic, column] side's kernel with the document as the value); a held-out
-    sweep (phi frozen) is :class:`BurstWords`' (its kernel chosen by :meth:`sweep_args`)."""
+    sweep (phi frozen) is :class:`BurstWords`' (its kernels chosen by :meth:`kernels`, the object unchanged)."""
 
     kernel = staticmethod(word_column.column_word_sweep)
     owned_kernel = staticmethod(owned_chain.owned_chain_sweep)      # beside a shared Pitman-Yor topic vector
@@ -217,9 +218,14 @@ class BurstChainWords(BurstWords):
     def table_counts(self, model, block, state: dict) -> dict:
         return words_burst_chain.table_counts(model, block, state)
 
+    def kernels(self, words) -> tuple:
+        """A held-out sweep's (phi frozen) are :class:`BurstWords`' (the object is not changed)."""
+        if words[1].get(words_burst.FROZEN) is not None:
+            return BurstWords.kernel, BurstWords.owned_kernel
+        return self.kernel, self.owned_kernel
+
     def sweep_args(self, model, block, state, net, nwk, words, mx) -> tuple:
         if words[1].get(words_burst.FROZEN) is not None:
-            self.kernel, self.owned_kernel = word_bigram.bigram_word_sweep, owned_words.owned_word_sweep
             return super().sweep_args(model, block, state, net, nwk, words, mx)
         return words_burst_chain.sweep_args(model, block, state, net, nwk, words, mx, self.side)
 

@@ -49,9 +49,29 @@ def local_pairs(model, block) -> tuple[np.ndarray, np.ndarray]:
 
 
 def initial_state(model, block, state: dict) -> None:
-    """One indicator per occupied cell (a legal start; the re-seating moves t)."""
+    """One indicator per occupied cell (a legal start; the re-seating moves t). int32: the sweep's U x K arrays
+    are int32 (half the memory traffic of int64; the same counts, the same draws)."""
     pairs, uidx = local_pairs(model, block)
-    state["word_t"] = (own_customers(uidx, state["z"], len(pairs), model.num_topics) > 0).astype(np.int64)
+    state["word_t"] = (own_customers(uidx, state["z"], len(pairs), model.num_topics) > 0).astype(np.int32)
+
+
+def own_counts(model, block, state: dict, indicators: str = "word_t", take: bool = False) -> tuple:
+    """(own_n (U, K) int32, N_dk, T_dk (D, K) int64) of the state: those the last sweep left (its kernel keeps them;
+    remembered while ``state``'s z and indicators are the very arrays it left, as :mod:`.block_memo`'s counts),
+    else recounted from z. ``take``: forget them (a sweep that changes them in place)."""
+    memo = model._memo("burst_counts")
+    item = memo.pop(block) if take else memo.get(block)
+    if item is not None and item[0] is state["z"] and item[1] is state[indicators]:
+        return item[2]
+    pairs, uidx = local_pairs(model, block)
+    own_n = own_customers(uidx, state["z"], len(pairs), model.num_topics).astype(np.int32)
+    V, D = model.vocab_size, block.n_docs
+    return own_n, restaurants(pairs, own_n, D, V), restaurants(pairs, state[indicators], D, V)
+
+
+def remember_counts(model, block, state: dict, counts: tuple, indicators: str = "word_t") -> None:
+    """Remember a sweep's own counts (:func:`own_counts`) for the state it left."""
+    model._memo("burst_counts").put(block, (state["z"], state[indicators], counts))
 
 
 def restaurants(pairs, arr, D: int, V: int) -> np.ndarray:
@@ -70,12 +90,24 @@ def own_customers(uidx, z, U: int, K: int) -> np.ndarray:
     return np.bincount(uidx * K + np.asarray(z, np.int64), minlength=U * K).reshape(U, K)
 
 
-def word_rows(words, arr, K: int) -> tuple[np.ndarray, np.ndarray]:
-    """(the distinct words, (W, K) ``arr``'s rows summed per word)."""
-    vocab, inv = np.unique(words, return_inverse=True)
-    keys = (inv.reshape(-1)[:, None] * K + np.arange(K)[None, :]).ravel()
-    out = np.bincount(keys, weights=np.asarray(arr, np.float64).ravel(), minlength=len(vocab) * K)
+def word_rows(words, arr, K: int, found=None) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct words, (W, K) ``arr``'s rows summed per word); ``found``: ``np.unique(words,
+    return_inverse=True)`` already known."""
+    vocab, inv = np.unique(words, return_inverse=True) if found is None else found
+    flat = np.asarray(arr).reshape(-1)
+    cells = np.flatnonzero(flat)                # (the nonzero cells only: the same sums)
+    keys = inv.reshape(-1)[cells // K] * K + cells % K
+    out = np.bincount(keys, weights=flat[cells].astype(np.float64), minlength=len(vocab) * K)
     return vocab, out.reshape(len(vocab), K).astype(np.int64)
+
+
+def pair_vocab(model, block) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique`` of the block's pairs' words with the inverse (remembered)."""
+    got = model._memo("burst_vocab").get(block)
+    if got is None:
+        vocab, inv = np.unique(local_pairs(model, block)[0] % model.vocab_size, return_inverse=True)
+        got = model._memo("burst_vocab").put(block, (vocab, inv.reshape(-1)))
+    return got
 
 
 def table_counts(model, block, state: dict) -> dict:
@@ -83,20 +115,40 @@ def table_counts(model, block, state: dict) -> dict:
     cells' (n, t) and restaurants' (N, T)."""
     V = model.vocab_size
     pairs, uidx = local_pairs(model, block)
-    own_n = own_customers(uidx, state["z"], len(pairs), model.num_topics)
-    own_t = np.asarray(state["word_t"], np.int64)
-    vocab, twk = word_rows(pairs % V, own_t, model.num_topics)
-    return {"nwk": (vocab.astype(np.int64), twk.astype(np.int32)), HIST: histogram(pairs, own_n, own_t, block.n_docs, V)}
+    own_n, N, T = own_counts(model, block, state)
+    own_t = state["word_t"]
+    vocab, twk = word_rows(None, own_t, model.num_topics, pair_vocab(model, block))
+    return {"nwk": (vocab.astype(np.int64), twk.astype(np.int32)),
+            HIST: histogram(pairs, own_n, own_t, block.n_docs, V, N, T)}
 
 
-def histogram(pairs, own_n, own_t, D: int, V: int) -> tuple:
-    """``burst_hist``'s keys and counts: the occupied cells' (n, t), the live restaurants' (N_dk, T_dk)."""
-    N, T = restaurants(pairs, own_n, D, V), restaurants(pairs, own_t, D, V)
+def _pairs_counted(x, y) -> tuple:
+    """(x, y, count) of the distinct pairs of two non-negative integer arrays, sorted by (x, y) (np.unique's
+    order of the histogram's keys), by one bincount when max x times max y is small, else np.unique."""
+    x, y = np.asarray(x, np.int64), np.asarray(y, np.int64)
+    if not len(x):
+        return x, y, np.zeros(0, np.int64)
+    ny = int(y.max()) + 1
+    if (int(x.max()) + 1) * ny > 4 * len(x) + 65536:
+        uniq, inv, counts = np.unique(x * ny + y, return_inverse=True, return_counts=True)
+    else:
+        flat = np.bincount(x * ny + y)
+        uniq = np.flatnonzero(flat)
+        counts = flat[uniq]
+    return uniq // ny, uniq % ny, counts
+
+
+def histogram(pairs, own_n, own_t, D: int, V: int, N=None, T=None) -> tuple:
+    """``burst_hist``'s keys and counts: the occupied cells' (n, t), the live restaurants' (N_dk, T_dk) (``N``,
+    ``T``: the restaurants when known). Keys ascending, as np.unique of them gives (engine_stats.hist_keys
+    orders (part, x, y))."""
+    if N is None:
+        N, T = restaurants(pairs, own_n, D, V), restaurants(pairs, own_t, D, V)
     occ, live = own_n > 0, N > 0
-    keys = np.concatenate([engine_stats.hist_keys(0, 0, 0, own_n[occ], own_t[occ]),
-                           engine_stats.hist_keys(1, 0, 0, N[live], T[live])])
-    uniq, counts = np.unique(keys, return_counts=True)
-    return uniq, counts.astype(np.int32)[:, None]
+    c, t, wc = _pairs_counted(own_n[occ], own_t[occ])
+    NN, TT, wr = _pairs_counted(N[live], T[live])
+    keys = np.concatenate([engine_stats.hist_keys(0, 0, 0, c, t), engine_stats.hist_keys(1, 0, 0, NN, TT)])
+    return keys, np.concatenate([wc, wr]).astype(np.int32)[:, None]
 
 
 def sweep_args(model, block, state, net, nwk, mx, side: dict, derived: dict) -> tuple:
@@ -106,26 +158,30 @@ def sweep_args(model, block, state, net, nwk, mx, side: dict, derived: dict) -> 
     started here)."""
     V = model.vocab_size
     pairs, uidx = local_pairs(model, block)
-    own_n = own_customers(uidx, state["z"], len(pairs), model.num_topics)
     frozen = derived.get(FROZEN)
     if frozen is not None and "word_t" not in state:
         initial_state(model, block, state)
+    if state["word_t"].dtype != np.int32:      # (a state of an older run: int64 indicators)
+        state["word_t"] = state["word_t"].astype(np.int32)
+    own_n, N, T = own_counts(model, block, state, take=True)    # the kernel moves them: remembered after it
     own_t = state["word_t"]
-    troot = np.asarray(nwk, np.int64).copy() if frozen is None else frozen.copy()
+    troot = np.array(nwk, np.int32) if frozen is None else frozen.copy()    # (int32: the kernel's cache)
     beta0 = float(side["beta0"]) if frozen is None else PSEUDO
-    nloc, tloc = own_n.copy(), np.asarray(own_t, np.int64).copy()
+    nloc, tloc = own_n.copy(), own_t.copy()
     mx[0] = max(int(mx[0]), int(nloc.max(initial=0)))
     mx[1] = max(int(mx[1]), int(tloc.max(initial=0)))
     head = (uidx, pairs % V, pairs // V)
-    tail = (nloc, tloc, restaurants(pairs, own_n, block.n_docs, V), restaurants(pairs, tloc, block.n_docs, V),
-            troot, troot.sum(axis=0), own_n, own_t, net.a_names.index(names(side)[0]),
+    tail = (nloc, tloc, N, T, troot, troot.sum(axis=0), own_n, own_t, net.a_names.index(names(side)[0]),
             net.b_names.index(names(side)[1]), beta0)
-    return (head, tail), ({"troot": troot} if frozen is None else None)
+    return (head, tail), {"troot": troot if frozen is None else None, "own": (model, block, state, (own_n, N, T))}
 
 
 def write_back(loc: dict, nwk) -> None:
+    """phi's customers into ``nwk`` (not in a held-out sweep); the sweep's own counts remembered."""
     if loc is not None:
-        nwk[:] = loc["troot"]
+        if loc["troot"] is not None:
+            nwk[:] = loc["troot"]
+        remember_counts(*loc["own"])
 
 
 def split(table) -> tuple:

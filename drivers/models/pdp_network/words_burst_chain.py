@@ -35,9 +35,7 @@ def pair_words(model, block) -> tuple:
 
 def phi_customers(pword, own_bt, U: int) -> np.ndarray:
     """(U, K) phi's own customers per word of the block: the partition's burst tables t_dkw summed over d."""
-    out = np.zeros((U, own_bt.shape[1]), np.int64)
-    np.add.at(out, pword, own_bt)
-    return out
+    return words_pyp.summed_rows(pword, own_bt, U)
 
 
 def initial_state(model, block, state: dict, side: dict) -> None:

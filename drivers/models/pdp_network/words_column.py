@@ -37,12 +37,16 @@ def values(model, block, side: dict) -> tuple[np.ndarray, int]:
 def local_pairs(model, block, side: dict) -> tuple:
     """(pair keys g V + w (P,), every token's pair (N,), a pair's word as a row of the block's vocabulary (P,),
     its value (P,), G)."""
-    codes, G = values(model, block, side)
-    V = model.vocab_size
-    keys = np.repeat(codes, np.diff(block.token_ptr())) * V + block.words.astype(np.int64)
-    pairs, pidx = np.unique(keys, return_inverse=True)
-    vocab = model._local_vocab(block)[0]
-    return pairs, pidx.reshape(-1).astype(np.int64), np.searchsorted(vocab, pairs % V), pairs // V, G
+    got = model._memo("column_pairs").get(block, side["column"])      # (remembered: read only)
+    if got is None:
+        codes, G = values(model, block, side)
+        V = model.vocab_size
+        keys = np.repeat(codes, np.diff(block.token_ptr())) * V + block.words.astype(np.int64)
+        pairs, pidx = np.unique(keys, return_inverse=True)
+        vocab = model._local_vocab(block)[0]
+        got = model._memo("column_pairs").put(block, (pairs, pidx.reshape(-1).astype(np.int64),
+                                                      np.searchsorted(vocab, pairs % V), pairs // V, G), side["column"])
+    return got
 
 
 def column_size(model, side: dict) -> int:
@@ -116,8 +120,7 @@ def word_args(model, block, state, nwk, words, mx, side, net) -> tuple:
     own_bt = state["word_bt"]
     own_bt[(bn[pairs] > 0) & (np.asarray(tables[TABLES])[pairs] == 0) & (own_bn > 0)] += 1
     vocab = model._local_vocab(block)[0]
-    own0 = np.zeros((len(vocab), K), np.int64)
-    np.add.at(own0, pword, own_bt)
+    own0 = words_pyp.summed_rows(pword, own_bt, len(vocab))
     state.setdefault("word_up", np.zeros((len(vocab), 0), np.int32))
     loc = words_chain.local_arrays(vocab, None, own0, state["word_t"], state["word_up"], up["nwk"],
                                  up[words_pyp.TABLE], up[words_chain.TABLE],
@@ -147,9 +150,13 @@ def write_back(loc: dict, nwk, words, z) -> None:
     tables[words_pyp.TABLE][vocab] = loc["tloc"]
     if words_chain.TABLE in tables:
         tables[words_chain.TABLE][vocab] = loc["tup"]
-    words = vocab[loc["pword"][loc["pidx"]]]
-    np.add.at(nwk, (words, np.asarray(z, np.int64)), 1)
-    np.add.at(nwk, (words, loc["z0"].astype(np.int64)), -1)
+    words = vocab[loc["pword"][loc["pidx"]]]       # the tokens' moves, as np.add.at's +1 at z, -1 at z0
+    K = nwk.shape[1]
+    moved = np.asarray(z, np.int64) != loc["z0"]
+    keys = words[moved] * K
+    delta = np.bincount(keys + np.asarray(z, np.int64)[moved], minlength=nwk.size) \
+        - np.bincount(keys + loc["z0"][moved].astype(np.int64), minlength=nwk.size)
+    nwk += delta.reshape(nwk.shape).astype(nwk.dtype)
 
 
 def _bottom_values(side: dict, hyper: dict) -> tuple:

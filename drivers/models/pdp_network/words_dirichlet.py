@@ -27,6 +27,10 @@ class DirichletWords:
     def write_back(self, loc, nwk, words, z) -> None:
         return None
 
+    def kernels(self, words) -> tuple:
+        """(the sweep kernel, the one beside shared Pitman-Yor topic vectors) of a sweep with ``words``."""
+        return self.kernel, self.owned_kernel
+
     def topic_word(self, model, tables, derived, hyper):
         """(K, V) the topics, or None: the engine's (from ``nwk`` and beta)."""
         return None

@@ -240,9 +240,20 @@ def initial_tables(own_n: np.ndarray) -> np.ndarray:
 
 
 def own_customers(uidx: np.ndarray, z: np.ndarray, U: int, K: int) -> np.ndarray:
-    out = np.zeros((U, K), np.int64)
-    np.add.at(out, (uidx, z), 1)
-    return out
+    """(U, K) int64 the tokens counted per (row uidx, topic z) (one bincount)."""
+    keys = np.asarray(uidx, np.int64) * K + np.asarray(z, np.int64)
+    return np.bincount(keys, minlength=U * K).reshape(U, K)
+
+
+def summed_rows(rows: np.ndarray, arr: np.ndarray, R: int) -> np.ndarray:
+    """(R, K) int64: ``arr``'s (n, K) integer rows summed into rows ``rows`` (n,) (np.add.at's sums by one
+    bincount over the nonzero entries; exact below 2^53)."""
+    arr = np.asarray(arr)
+    K = arr.shape[1]
+    flat = arr.reshape(-1)
+    cells = np.flatnonzero(flat)
+    keys = np.asarray(rows, np.int64)[cells // K] * K + cells % K
+    return np.bincount(keys, weights=flat[cells].astype(np.float64), minlength=R * K).reshape(R, K).astype(np.int64)
 
 
 def local_arrays(vocab, uidx, own_n, own_t, nwk, twk, der: dict) -> dict:
