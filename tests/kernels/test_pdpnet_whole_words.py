@@ -352,3 +352,48 @@ def test_own_vectors_over_own_parents_are_seated_level_by_level_and_unbiased(res
     assert abs(weights.mean() - wrong / exact) > 4 * se, (wrong / exact, se)
     first = 0.5 * sum(g / sum(g for g, _ in above) * m[:, TEST_DOC[0]] for g, m in above).sum()     # empty vectors
     np.testing.assert_allclose(probs[:, 0] * scale[0], first, rtol=1e-9)
+
+
+DCM = {"name": "dcm-whole",
+       "nodes": {"theta": THETA, "dcm": {"index": ["topic", "document"], "over": "word", "dirichlet": 0.3}},
+       "topic": {"node": "theta", "index": ["document"]}, "word": {"node": "dcm", "index": ["topic", "document"]}}
+
+
+def dcm_exact(words, alpha, beta) -> float:
+    """p(w) of DCMLDA's document enumerated over z: z_n ~ (alpha + c_k) / (K alpha + n), w_n ~ (beta + c_kw) /
+    (V beta + c_k), the document's own Dirichlet(beta) word vector per topic (a Polya urn)."""
+
+    def rec(i, ck, ckw):
+        if i == len(words):
+            return 1.0
+        total = 0.0
+        for k in range(K):
+            w = words[i]
+            p = (alpha + ck[k]) / (K * alpha + i) * (beta + ckw.get((k, w), 0)) / (V * beta + ck[k])
+            total += p * rec(i + 1, ck[:k] + (ck[k] + 1,) + ck[k + 1:], {**ckw, (k, w): ckw.get((k, w), 0) + 1})
+        return total
+
+    return rec(0, (0,) * K, {})
+
+
+@pytest.mark.parametrize("resample", [True, False], ids=["resample", "no-resample"])
+def test_an_own_dirichlet_word_vector_is_a_polya_urn_per_particle(resample):
+    """DCMLDA written as a network (a Dirichlet(0.3) word vector per topic per document, no parent): left to right
+    seats the document's tokens in its own vectors (a DP(0, V beta) over the uniform: the same urn), unbiased for
+    the enumerated p(w); the frozen prior means (every token 1/V) are told apart."""
+    model, hyper, net, _ = trained(DCM)
+    assert model.word_predictive and whole_words.own_shape(net.spec) == "several"
+    doc = SegmentedBlock.from_segments([("t0", [TEST_DOC])])
+    hooks = whole_heldout.word_hooks(model, hyper)
+    exact = dcm_exact(TEST_DOC, 0.6, 0.3)
+    weights = []
+    for seed in (2, 3, 4, 5):     # 80,000 particles (the weights vary by 2.6%: the mean is checked to 0.04%)
+        probs, scale = document_particles(doc, np.ones((V, K)), LeftToRight(particles=20000, resample=resample,
+                                                                             seed=seed),
+                                          lambda d: whole_heldout.document_start(model, d, hyper), hooks["words_of"],
+                                          word_kernel=hooks["word_kernel"])
+        weights.append(np.exp(np.log(probs * scale).sum(axis=1)) / exact)
+    weights = np.concatenate(weights)
+    se = weights.std() / np.sqrt(len(weights))
+    assert abs(weights.mean() - 1.0) < 4 * se, (weights.mean(), se)
+    assert abs(V ** -len(TEST_DOC) / exact - 1.0) > 4 * se       # the empty vectors' means: 1/V a token

@@ -26,8 +26,10 @@ the network), their tables sent up to the frozen parents. What is scored:
   :func:`inference.pdpnet.own_word_particles.own_word_particles`, the same with a new table
   sent up edge e with weight (b + a T) rho_e P_e(w); a chain of own vectors (burst[topic, segment] over
   burst[topic, document] over shared parents) the same kernel, a new table's customer seated one level up by the
-  same process, and so for own vectors over own and shared parents mixed by rho; other own shapes (own families
-  that are not Pitman-Yor, or beside the token's): the frozen means of the empty own vectors (the protocol says so).
+  same process, and so for own vectors over own and shared parents mixed by rho; an own Dirichlet(beta) root
+  (DCMLDA's word vector per topic per document) as a DP(0, V beta) over the uniform, whose predictive is the same
+  Polya urn (beta + c_w) / (V beta + C); other own shapes (an own uniform family, own families beside the
+  token's): the frozen means of the empty own vectors (the protocol says so).
 """
 from __future__ import annotations
 
@@ -245,14 +247,15 @@ def scored_rows(model, observed, state, scored, hyper, obs_cnt) -> np.ndarray:
 
 def _own_graph(spec) -> list | None:
     """The token's word family and the own families above it (through own parents), when every one is a Pitman-Yor
-    family and they are the document's only own word families; else None."""
+    family or a Dirichlet root (:func:`own_words` seats it as a DP over the uniform) and they are the document's
+    only own word families; else None."""
     own = word_families(spec)[1]
     names, todo = [], [spec.word.node]
     while todo:
         name = todo.pop()
         if name in names:
             continue
-        if spec.order.index(name) not in own or spec.nodes[name].kind != "pyp":
+        if spec.order.index(name) not in own or spec.nodes[name].kind not in ("pyp", "dirichlet"):
             return None
         names.append(name)
         todo += [p.node for p in spec.nodes[name].parents if spec.order.index(p.node) in own]
@@ -319,25 +322,32 @@ def own_words(model, doc, hyper, topic_net) -> tuple:
     pair, inv = np.unique(ctx * len(words) + widx.reshape(1, -1), return_inverse=True)
     inv = inv.reshape(len(paths), N)
     deg = net.par_ptr[keys + 1] - net.par_ptr[keys]
-    E = int(deg.max())
+    names = net.spec.order
+    nodes = [net.spec.nodes[names[net.family[j]]] for j in keys]
+    root = np.array([nd.kind == "dirichlet" for nd in nodes])     # an own Dirichlet(alpha) root: a DP(0, V alpha)
+    E = max(1, int(deg.max()))                                    # over the uniform (the same Polya urn predictive)
     upw = np.full((len(pair), E), -1, np.int64)
     for p, r, q in links:
         upw[inv[p], r] = inv[q]
     P = np.zeros((len(pair), K, E))
     word = words[widx.reshape(-1)][:, None]
     for p, j in enumerate(paths):
+        if root[np.searchsorted(keys, j[0, 0])]:
+            P[inv[p], :, 0] = 1.0 / net.V
         for r in range(int(net.par_ptr[j[0, 0] + 1] - net.par_ptr[j[0, 0]])):
             if not any(link[:2] == (p, r) for link in links):
                 P[inv[p], :, r] = net.means[net.off[net.par_node[net.par_ptr[j] + r]] + word]
     gamma = np.zeros((len(keys), E))
     for c, j in enumerate(keys):
         gamma[c, :deg[c]] = net.par_gamma[net.par_ptr[j]:net.par_ptr[j + 1]]
-    names = net.spec.order
-    a = np.array([hyper["a_values"][net.spec.nodes[names[net.family[j]]].a] for j in keys], np.float64)
-    b = np.array([hyper["b_values"][net.spec.nodes[names[net.family[j]]].b] for j in keys], np.float64)
+    gamma[root, 0] = 1.0
+    gamma_sum = np.where(root, 1.0, net.gamma_sum[keys])
+    a = np.array([0.0 if nd.kind == "dirichlet" else hyper["a_values"][nd.a] for nd in nodes], np.float64)
+    b = np.array([net.V * nd.alpha if nd.kind == "dirichlet" else hyper["b_values"][nd.b] for nd in nodes],
+                 np.float64)
     optr, order = _ancestors(upw)
     return (inv[0].astype(np.int64), (pair // len(words)).astype(np.int64), upw, optr, order, len(keys), P, gamma,
-            np.ascontiguousarray(net.gamma_sum[keys], np.float64), a, b)
+            np.ascontiguousarray(gamma_sum, np.float64), a, b)
 
 
 def document_words(model, doc, hyper, topic_net) -> tuple:
