@@ -105,6 +105,16 @@ def split_observed(block: SegmentedBlock, fraction: float, seed: int) -> tuple[S
     return build(obs_ptr, obs_words), build(sc_ptr, sc_words)
 
 
+def completion_blocks(model, block: SegmentedBlock, schedule: HeldoutSchedule, seed: int) -> tuple:
+    """``(observed, scored)`` blocks of document completion, each prepared by the model (``schedule.observed``
+    None: the whole block both)."""
+    if schedule.observed is None:
+        block = model.prepare_block(block)
+        return block, block
+    observed, scored = split_observed(block, schedule.observed, seed)
+    return model.prepare_block(observed), model.prepare_block(scored)
+
+
 def heldout_loglik(model, block: SegmentedBlock, hyper: dict, phi_vk: np.ndarray,
                    schedule: HeldoutSchedule, seed: int, partition: int, token_rows=None) -> np.ndarray:
     """``[sum_tokens log mean_s p_s(w), tokens, documents]`` of one block (as it comes from the corpus); with
@@ -117,13 +127,7 @@ def heldout_loglik(model, block: SegmentedBlock, hyper: dict, phi_vk: np.ndarray
     gives the same number.
     """
     n_docs = float(block.n_docs)
-    scored = None
-    if schedule.observed is not None:
-        block, scored = split_observed(block, schedule.observed, seed)
-        scored = model.prepare_block(scored)
-    block = model.prepare_block(block)
-    if scored is None:
-        scored = block
+    block, scored = completion_blocks(model, block, schedule, seed)
     if block.n_tokens == 0 or scored.n_tokens == 0:
         return np.array([0.0, 0.0, n_docs])
     phi_vk = np.ascontiguousarray(phi_vk, dtype=np.float64)

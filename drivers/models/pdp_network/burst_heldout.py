@@ -73,12 +73,7 @@ def heldout_loglik(model, block, hyper, phi_vk, schedule, seed, partition) -> np
     """Document completion (:func:`inference.gibbs.heldout.heldout_loglik`'s split and chain), every scored token's
     rows from the sample's burst cells (:func:`scored_rows`)."""
     n_docs = float(block.n_docs)
-    scored = None
-    if schedule.observed is not None:
-        block, scored = heldout.split_observed(block, schedule.observed, seed)
-        scored = model.prepare_block(scored)
-    block = model.prepare_block(block)
-    scored = block if scored is None else scored
+    block, scored = heldout.completion_blocks(model, block, schedule, seed)
     if block.n_tokens == 0 or scored.n_tokens == 0:
         return np.array([0.0, 0.0, n_docs])
     phi_vk = np.ascontiguousarray(phi_vk, dtype=np.float64)

@@ -205,12 +205,7 @@ def completion(model, block, hyper, schedule, seed, partition) -> np.ndarray:
     """Document completion (:func:`inference.gibbs.heldout.heldout_loglik`'s split and chain; the block's sweep
     samples its own word vectors), every scored token's rows :func:`.whole_words.scored_rows`."""
     n_docs = float(block.n_docs)
-    scored = None
-    if schedule.observed is not None:
-        block, scored = heldout.split_observed(block, schedule.observed, seed)
-        scored = model.prepare_block(scored)
-    block = model.prepare_block(block)
-    scored = block if scored is None else scored
+    block, scored = heldout.completion_blocks(model, block, schedule, seed)
     if block.n_tokens == 0 or scored.n_tokens == 0:
         return np.array([0.0, 0.0, n_docs])
     seg = np.repeat(np.arange(scored.n_segments), np.diff(scored.seg_ptr))
