@@ -265,9 +265,11 @@ def word_hooks(model, hyper) -> dict:
     if shape in ("several", "chain", "graph"):
         how = {"several": " (mixed by rho)", "chain": " (a chain of own vectors, seated level by level)",
                "graph": " (own vectors over own and shared parents mixed by rho, seated level by level)"}[shape]
+        said = whole_words.BURST_PROTOCOL + how
+        if spec.nodes[spec.word.node].kind == "dirichlet":      # an own root: no shared parent (whole_words.own_words)
+            said = whole_words.URN_PROTOCOL
         return {"words_of": lambda doc, net: whole_words.own_words(model, doc, hyper, net),
-                "word_kernel": own_word_particles,
-                "protocol": protocol + "; the word side: " + whole_words.BURST_PROTOCOL + how}
+                "word_kernel": own_word_particles, "protocol": protocol + "; the word side: " + said}
     own = whole_words.word_families(spec)[1]
     return {"rows_of": lambda doc: whole_words.prior_rows(model, doc, hyper),
             "protocol": protocol + "; the word side: " + whole_words.FROZEN_PROTOCOL

@@ -187,6 +187,8 @@ FROZEN_PROTOCOL = "every token's word vector's posterior mean, the shared word v
 OWN_NOT_CARRIED = " (the document's own word vectors empty: not carried by the particles in this shape)"
 BURST_PROTOCOL = ("every particle's earlier tokens seated in the document's own word vectors (empty at the start) "
                   "over their shared parent frozen at the trained state")
+URN_PROTOCOL = ("every particle's earlier tokens counted in the document's own Dirichlet word vectors (empty at the "
+                "start): a Polya urn per topic")
 
 
 def prior_rows(model, doc, hyper) -> np.ndarray:
