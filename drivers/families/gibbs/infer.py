@@ -44,20 +44,18 @@ def proportion_paths(model: GibbsModel, directory: str) -> list:
 def proportion_tables(model: GibbsModel, _partition, item, heldout: bool | None = None, documents=None) -> list:
     """The Arrow tables of one partition's ``item``, in the order of :func:`proportion_paths` (``heldout``: with
     a ``heldout`` column of that value; ``documents``: the rows of those ids only)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     own = model.document_outputs(item)
     tables = list(outputs.proportion_tables(item["orig"], *model.document_proportions(item))) + \
         [outputs.columns_table(own[name]) for name in model.document_files]
     if documents is not None:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
         keep = pa.array(sorted(documents), pa.string())
         tables = [t.filter(pc.is_in(t["doc_id"].cast(pa.string()), value_set=keep)) if "doc_id" in t.column_names
                   else t for t in tables]
     if heldout is None:
         return tables
-    import pyarrow as pa
-
     return [t.append_column("heldout", pa.array([heldout] * t.num_rows, pa.bool_())) for t in tables]
 
 
