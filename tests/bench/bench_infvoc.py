@@ -53,6 +53,20 @@ if on python-news-joined AND git-relnotes, for both seeds, the whole-stream NPMI
 and both classifiers infvoc's balanced accuracy >= fixvoc's - the spread (the larger of the two models' |seed 0 -
 seed 1|), AND on debian-changelogs the whole-stream NPMI is >= the defaults' (0.245 / 0.275) - their spread (0.030)
 on each seed run. A stream not run by the deadline counts as not met. Reported whatever it shows.
+
+**Pre-registered (session 27, issue 30, h30s), before any of its runs: five seeds.** Today's defaults (main's code
+at 46b0aa7, no new flags), both models (fixvoc ``batches``), seeds 2, 3 and 4 (``--tag h30s-sN``), one run at a
+time, stream by stream in this order: debian-changelogs (``--topics 20 --batches 3``), git-relnotes (the bench's
+defaults, session 25's settings), python-news-joined (``--topics 50 --minibatch-size 155 --alpha-beta 1000
+--truncation 2000 --reorder-delay 10 --tau0 64 --kappa 0.6``). Seeds 0 and 1 are the committed runs: changelogs
+``lead27-sN`` (2026-11-29: NPMI 0.2469 / 0.2806 vs 0.2578 / 0.2513; source-package SVM 0.344 / 0.376 vs 0.358 /
+0.392, logistic 0.349 / 0.377 vs 0.347 / 0.357), git-relnotes ``h30git``, python-news-joined ``h30def``. Rule, per
+stream over seeds 0-4: the NPMI target (whole stream) **holds** if infvoc's is above fixvoc's on at least 4 of the 5
+seeds AND the mean paired difference (infvoc - fixvoc) is above 0; **level** if neither model wins 4 of 5 (else it
+fails: fixvoc wins 4 of 5, or infvoc wins 4 with a mean difference <= 0); classification (the headline balanced
+accuracies, SVM and logistic, each; the changelogs' on the source-package label) **holds** if infvoc's mean over
+the seeds >= fixvoc's mean - the standard error of the paired differences. A stream whose seeds do not all finish
+by the deadline is reported as partial (which seeds). Reported whatever it shows; no default changes.
 """
 from __future__ import annotations
 
