@@ -26,8 +26,10 @@ EARLIER = {
 }
 
 
-def read_run(text: str) -> tuple[str, int, dict]:
-    """(corpus, seed, {measure: (infvoc, fixvoc)}) of one run's printed output."""
+def read_run(text: str) -> tuple[str, int, dict] | None:
+    """(corpus, seed, {measure: (infvoc, fixvoc)}) of one run's printed output; None if the run has not finished."""
+    if not re.search(r"^accuracy \{", text, re.M):
+        return None
     corpus = re.search(r"^(\S+): \d+ entries \(", text, re.M).group(1)
     seed = int(re.search(rf"infvoc-{re.escape(corpus)}-K\d+-tau[^-/]+-(\d+)", text).group(1))
     npmi = {m.group(1): float(m.group(2)) for m in re.finditer(r"^(infvoc|fixvoc)\s+(-?\d+\.\d+)\s", text, re.M)}
@@ -65,7 +67,11 @@ def reading(runs: dict[int, dict]) -> dict:
 def main(paths: list[str]) -> None:
     streams = {corpus: dict(seeds) for corpus, seeds in EARLIER.items()}
     for path in paths:
-        corpus, seed, pairs = read_run(open(path, encoding="utf-8").read())
+        run = read_run(open(path, encoding="utf-8").read())
+        if run is None:
+            print(f"{path}: not finished, left out")
+            continue
+        corpus, seed, pairs = run
         streams.setdefault(corpus, {})[seed] = pairs
     for corpus, runs in streams.items():
         print(f"\n{corpus}: seeds {sorted(runs)}" + ("" if len(runs) >= 5 else " (partial)"))
