@@ -50,32 +50,53 @@ def stream_parts(rows, batches: int, stop: set):
     return vocab, [[(d, t) for d, t in part if t] for part in parts]
 
 
+def passes_of(passes: str, documents: int, minibatch_size: int) -> int:
+    """A part's passes as ``train``/``refresh --passes`` gives them: a number, or 'auto' (commands.passes_of)."""
+    from drivers.models.infvoc.commands import AUTO, AUTO_MAX_PASSES, AUTO_STEPS
+
+    if str(passes) != AUTO:
+        return int(passes)
+    return int(min(AUTO_MAX_PASSES, max(1, -(-AUTO_STEPS // max(1, -(-documents // minibatch_size))))))
+
+
 def run_model(parts, base, settings, K: int, minibatch_size: int, seed: int, burn_in: int = 5, samples: int = 10,
-              start=None):
+              start=None, passes="1"):
     """The sets after the stream (the kernels of ``drivers.models.infvoc.engine.run_minibatch``, in process),
-    from ``start`` (K TopicSets) or empty sets."""
-    from inference.infvoc.local_step import StringBlock, sample_block
-    from inference.infvoc.tos import TopicSet, expand_topic, update_sets, with_filters
+    from ``start`` (K TopicSets) or empty sets; each part taken ``passes`` times over (a number or 'auto', as
+    ``train``/``refresh --passes``: D counts a document in its first pass only)."""
+    from inference.infvoc.tos import TopicSet, with_filters
 
     sets = start if start is not None else with_filters([TopicSet.empty() for _ in range(K)], settings)
     alpha = np.full(K, 1.0 / K)
     minibatch, seen = 0, 0
     for part in parts:
-        for start in range(0, len(part), minibatch_size):
-            chunk = part[start:start + minibatch_size]
-            minibatch += 1
-            seen += len(chunk)
-            if settings.expand == "every":
-                words = {w for _, t in chunk for w in t}
-                sets = [expand_topic(ts, words, settings.alpha_beta, minibatch) for ts in sets]
-            block = StringBlock.from_documents(chunk)
-            log_base = base.log_probs(block.terms)
-            phi, _ = sample_block(block, sets, log_base, alpha, seed, minibatch, burn_in, samples)
-            kept = np.rint(phi * samples) / samples
-            counts = {k: (block.terms[np.flatnonzero(kept[:, k])], kept[np.flatnonzero(kept[:, k]), k])
-                      for k in range(K) if np.any(kept[:, k])}
-            sets = update_sets(sets, counts, dict(zip(block.terms, log_base)), len(chunk), seen, minibatch, settings)
+        for p in range(passes_of(passes, len(part), minibatch_size)):
+            sets, minibatch, seen = run_pass(part, sets, base, settings, alpha, K, minibatch_size, seed, burn_in,
+                                             samples, minibatch, seen, p == 0)
     return sets, alpha
+
+
+def run_pass(part, sets, base, settings, alpha, K: int, minibatch_size: int, seed: int, burn_in: int, samples: int,
+             minibatch: int, seen: int, new: bool):
+    """One pass over ``part``: ``(sets, the minibatch counter, the documents seen)`` after it."""
+    from inference.infvoc.local_step import StringBlock, sample_block
+    from inference.infvoc.tos import expand_topic, update_sets
+
+    for start in range(0, len(part), minibatch_size):
+        chunk = part[start:start + minibatch_size]
+        minibatch += 1
+        seen += len(chunk) if new else 0
+        if settings.expand == "every":
+            words = {w for _, t in chunk for w in t}
+            sets = [expand_topic(ts, words, settings.alpha_beta, minibatch, settings.discount) for ts in sets]
+        block = StringBlock.from_documents(chunk)
+        log_base = base.log_probs(block.terms)
+        phi, _ = sample_block(block, sets, log_base, alpha, seed, minibatch, burn_in, samples)
+        kept = np.rint(phi * samples) / samples
+        counts = {k: (block.terms[np.flatnonzero(kept[:, k])], kept[np.flatnonzero(kept[:, k]), k])
+                  for k in range(K) if np.any(kept[:, k])}
+        sets = update_sets(sets, counts, dict(zip(block.terms, log_base)), len(chunk), seen, minibatch, settings)
+    return sets, minibatch, seen
 
 
 def infer_thetas(model, documents) -> pd.DataFrame:
@@ -146,8 +167,10 @@ def main() -> None:
                                                           "the base corpus' vocabulary")
     parser.add_argument("--grid", nargs="*", default=[],
                         help="NAME=V1,V2 over OnlineSettings' fields (alpha_beta, truncation, delay, tau0, kappa, "
-                             "expand, ranking); every combination is run")
+                             "expand, ranking, discount); every combination is run")
     parser.add_argument("--no-classify", action="store_true")
+    parser.add_argument("--passes", default="1", help="passes over each part: a number or 'auto' (as train/refresh "
+                                                       "--passes; the product's default)")
     options = parser.parse_args()
 
     rows = CORPORA[options.corpus]()
@@ -173,7 +196,8 @@ def main() -> None:
             fields[name] = type(default)(value) if not isinstance(default, str) else value
         settings = OnlineSettings(**fields)
         began = time.time()
-        sets, alpha = run_model(parts, base, settings, options.topics, options.minibatch_size, options.seed)
+        sets, alpha = run_model(parts, base, settings, options.topics, options.minibatch_size, options.seed,
+                                passes=options.passes)
         model = InfVocModel(sets, base, alpha, settings, pd.Index(vocab, dtype=object))
         top = [[w for w, _, _ in t] for t in model.top_words(10)]
         scores = {"whole": npmi(top, everything), "last": npmi(top, last),
@@ -182,7 +206,7 @@ def main() -> None:
             accuracy = classification_accuracy(infer_thetas(model, every_doc), labels, test_ids)
             scores.update(svm_balanced=accuracy["svm_balanced"], logistic_balanced=accuracy["logistic_balanced"])
         new = sum(m for t in model.top_words(10) for _, _, m in t)
-        print("RESULT " + json.dumps({**{k: v for k, v in fields.items()}, "seed": options.seed,
+        print("RESULT " + json.dumps({**{k: v for k, v in fields.items()}, "seed": options.seed, "passes": options.passes,
                                       **{k: round(v, 4) for k, v in scores.items()}, "new_top_words": new,
                                       "seconds": round(time.time() - began, 1)}), flush=True)
         for k, words in enumerate(model.top_words(10)[:8]):

@@ -79,6 +79,10 @@ def add_flags(group, schedule: bool) -> None:
                        help="infinite: a refresh's step: eps_i = (tau0 + i)^-kappa, i counting on from the model's "
                             "minibatches (schedule, the default, or the model's), or one eps for all its steps that "
                             "leaves the batch its share of the documents seen, n/D (share)")
+    group.add_argument("--discount", type=float, default=None,
+                       help="infinite: d in [0, 1) of the sticks' Pitman-Yor GEM(d, alpha^beta): a word a topic has "
+                            "not seen keeps the pseudo-count 1 - d (default 0, the thesis' GEM(alpha^beta), or the "
+                            "model's)")
     group.add_argument("--passes", default=AUTO,
                        help=f"infinite: passes over the documents, one online step per minibatch each; D of (7.6) "
                             f"counts a document once. 'auto' (the default): enough passes that the documents make "
@@ -125,7 +129,8 @@ def _settings(args, previous: OnlineSettings | None) -> OnlineSettings:
         reseed=args.reseed_below if getattr(args, "reseed_below", None) is not None else base.reseed,
         reseed_draw=getattr(args, "reseed_draw", None) or base.reseed_draw,
         reseed_against=getattr(args, "reseed_against", None) or base.reseed_against,
-        refresh_weight=getattr(args, "refresh_weight", None) or base.refresh_weight)
+        refresh_weight=getattr(args, "refresh_weight", None) or base.refresh_weight,
+        discount=args.discount if getattr(args, "discount", None) is not None else base.discount)
     try:
         settings.check()
     except ValueError as exc:

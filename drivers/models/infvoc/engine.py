@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from inference.infvoc.local_step import StringBlock, sample_block
-from inference.infvoc.reseed import reseed_starved
+from inference.infvoc.reseed import evidence, reseed_starved
 from inference.infvoc.tos import TopicSet, expand_topic, ranking_log_base, reorder_topic, step_size, update_topic
 from partitioners.topic import STATISTICS_KEY, TopicPartitioner
 
@@ -68,7 +68,7 @@ def reducer_task(records, bc_state, settings, scale: float, minibatch: int, eps:
         terms = summed.index.to_numpy(dtype=object)
         topic = update_topic(sets[key], terms, summed.to_numpy(dtype=np.float64) / samples,
                              ranking_log_base(base.log_probs(terms), settings), scale, eps, settings.alpha_beta,
-                             minibatch)
+                             minibatch, settings.discount)
         if minibatch % settings.delay == 0:
             topic = reorder_topic(topic, settings.truncation)
         yield key, topic
@@ -92,7 +92,7 @@ def run_minibatch(sc, model, documents: list, partitions: int, reducers: int | N
     K = model.num_topics
     if settings.expand == "every":       # every topic takes the minibatch's words first (tos.expand_topic)
         words = {w for _, tokens in documents for w in tokens}
-        model.sets = [expand_topic(ts, words, settings.alpha_beta, minibatch) for ts in model.sets]
+        model.sets = [expand_topic(ts, words, settings.alpha_beta, minibatch, settings.discount) for ts in model.sets]
     partitioner = TopicPartitioner.for_topics(K, reducers, sc.defaultParallelism)
     bc_state = sc.broadcast((model.sets, model.base, model.alpha, model.burn_in, model.samples, model.seed))
     try:
@@ -120,7 +120,7 @@ def run_minibatch(sc, model, documents: list, partitions: int, reducers: int | N
     for k in range(K):                  # a topic no token visited: nu and R still decay (7.7, 7.8)
         if k not in touched:
             sets[k] = update_topic(sets[k], np.empty(0, dtype=object), np.zeros(0), np.zeros(0), scale, eps,
-                                   settings.alpha_beta, minibatch)
+                                   settings.alpha_beta, minibatch, settings.discount)
             if minibatch % settings.delay == 0:
                 sets[k] = reorder_topic(sets[k], settings.truncation)
     usable = remaining is None or remaining >= settings.delay      # the seed gets U steps of data before a save
@@ -128,10 +128,11 @@ def run_minibatch(sc, model, documents: list, partitions: int, reducers: int | N
         before = sets
         sets, pairs = reseed_starved(sets, documents, lambda t: ranking_log_base(model.base.log_probs(t), settings),
                                      settings.reseed, scale, settings.alpha_beta, settings.truncation, model.seed,
-                                     minibatch, settings.reseed_draw, settings.reseed_against, nominal)
+                                     minibatch, settings.reseed_draw, settings.reseed_against, nominal,
+                                     settings.discount)
         if pairs:
             log.info("minibatch %d: re-seeded %d starved topics (topic, document): %s", minibatch, len(pairs), pairs)
-            log_reseeds(minibatch, before, sets, pairs, dict(documents))
+            log_reseeds(minibatch, before, sets, pairs, dict(documents), settings.discount)
     model.sets = sets
     model.minibatches = minibatch
     model.documents = documents_seen
@@ -140,17 +141,19 @@ def run_minibatch(sc, model, documents: list, partitions: int, reducers: int | N
                          "minibatch": np.full(len(ids), minibatch, dtype=np.int64)})
 
 
-def log_reseeds(minibatch: int, before: list, after: list, pairs: list, documents: dict) -> None:
+def log_reseeds(minibatch: int, before: list, after: list, pairs: list, documents: dict, discount: float = 0.0
+                ) -> None:
     """What a re-seeding replaced (issue 30, session 25): each topic's evidence over the mean before and after, its
-    5 words of most evidence before and after, the document's tokens."""
-    mean = float(np.mean([np.sum(ts.nu1 - 1.0) for ts in before])) or 1.0
+    5 words of most evidence before and after, the document's tokens (evidence: nu1 - (1 - d), reseed.evidence)."""
+    held_before, held_after = evidence(before, discount), evidence(after, discount)
+    mean = float(np.mean(held_before)) or 1.0
 
     def held(ts):
-        return " ".join(str(w) for w in ts.terms[np.argsort(-(ts.nu1 - 1.0), kind="stable")[:5]])
+        return " ".join(str(w) for w in ts.terms[np.argsort(-ts.nu1, kind="stable")[:5]])
 
     for k, doc_id in pairs:
         log.info("minibatch %d: re-seed topic %d: evidence/mean %.3f -> %.3f, %d tokens; was [%s], now [%s]",
-                 minibatch, k, float(np.sum(before[k].nu1 - 1.0)) / mean, float(np.sum(after[k].nu1 - 1.0)) / mean,
+                 minibatch, k, held_before[k] / mean, held_after[k] / mean,
                  len(documents[doc_id]), held(before[k]), held(after[k]))
 
 
