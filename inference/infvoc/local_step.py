@@ -49,17 +49,21 @@ class StringBlock:
 
 
 def sample_block(block: StringBlock, topic_sets, log_base: np.ndarray, alpha: np.ndarray, seed: int,
-                 minibatch: int, burn_in: int, samples: int, with_base: bool = True):
-    """``(phi sums (U, K) of the block's words, document-topic counts of the last sample (D, K))``."""
+                 minibatch: int, burn_in: int, samples: int, with_base: bool = True, alpha_statistics: bool = False):
+    """``(phi sums (U, K) of the block's words, document-topic counts of the last sample (D, K))``, and with
+    ``alpha_statistics`` a third, (K,) sum_d mean_s [Psi(alpha_k + n^(s)_dk)] - Psi(A + N_d) over the kept samples
+    (the kernel's ``average_digammas``; :mod:`inference.infvoc.doc_prior`; the same samples either way)."""
     K = len(topic_sets)
     alpha = np.ascontiguousarray(alpha, dtype=np.float64)
     if block.n_docs == 0 or block.terms.shape[0] == 0:
-        return np.zeros((block.terms.shape[0], K)), np.zeros((block.n_docs, K))
+        empty = np.zeros((block.terms.shape[0], K)), np.zeros((block.n_docs, K))
+        return (*empty, np.zeros(K)) if alpha_statistics else empty
     log_weights = word_log_weights(block.terms, topic_sets, log_base, with_base)
     eb = np.exp(log_weights - log_weights.max(axis=1, keepdims=True))
     tokens = int(block.counts.sum())
     z = np.zeros(tokens, dtype=np.int32)
     seeds = document_seeds(block.doc_ids, seed, minibatch)
-    sstats, _, _, _ = hybrid_documents(block.indptr, block.local_terms, block.counts, z, sampling_weights(eb),
-                                       alpha, int(burn_in), int(samples), seeds, True, False)
-    return np.asarray(sstats, dtype=np.float64), doc_topic_counts(block, z, K)
+    sstats, stats, _, _ = hybrid_documents(block.indptr, block.local_terms, block.counts, z, sampling_weights(eb),
+                                           alpha, int(burn_in), int(samples), seeds, True, False, alpha_statistics)
+    out = np.asarray(sstats, dtype=np.float64), doc_topic_counts(block, z, K)
+    return (*out, np.asarray(stats, dtype=np.float64)) if alpha_statistics else out

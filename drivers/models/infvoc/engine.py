@@ -3,7 +3,9 @@
 * **Mappers**: each partition of the minibatch's documents (strings, not ids: any word can come) runs the hybrid
   local step (7.2-7.4) over a broadcast of every topic's truncation ordered set, G_0 and alpha, and emits per
   topic the sampled counts of its words (integers: the kept samples' assignments, so the reduction is exact in
-  any order) and, under the reserved statistics key, its documents' topic proportions.
+  any order) and, under the reserved statistics key, its documents' topic proportions (with ``--alpha-theta fit``
+  also their alpha statistics, which the driver sums in document order for the step of
+  :mod:`inference.infvoc.doc_prior`).
 * **Reducers**: the :class:`~partitioners.topic.TopicPartitioner` routes each topic's records to one reducer
   (thesis Alg. 2), which sums them and updates that topic's TOS: expand, nu (7.6-7.7), R (7.8) and, every U
   minibatches, reorder and contract to T (:func:`inference.infvoc.tos.update_topic`). The driver collects the K
@@ -20,6 +22,7 @@ import zlib
 import numpy as np
 import pandas as pd
 
+from inference.infvoc.doc_prior import online_step
 from inference.infvoc.local_step import StringBlock, sample_block
 from inference.infvoc.reseed import reseed_starved
 from inference.infvoc.tos import TopicSet, expand_topic, ranking_log_base, reorder_topic, step_size, update_topic
@@ -33,22 +36,24 @@ def partition_of(doc_id: str, partitions: int) -> int:
     return zlib.crc32(str(doc_id).encode("utf-8")) % partitions
 
 
-def mapper_task(documents, bc_state, minibatch: int):
+def mapper_task(documents, bc_state, minibatch: int, fit_alpha: bool = False):
     """The local step over one partition's documents ``(doc_id, tokens)``: ``(topic, (terms, int counts))``
-    records and one ``(STATISTICS_KEY, (doc_ids, theta))``."""
+    records and one ``(STATISTICS_KEY, (doc_ids, theta))``, ``(doc_ids, theta, alpha statistics)`` with
+    ``fit_alpha``."""
     sets, base, alpha, burn_in, samples, seed = bc_state.value
     block = StringBlock.from_documents(documents)
     if block.n_docs == 0:
         return
     log_base = base.log_probs(block.terms)
-    phi, doc_topics = sample_block(block, sets, log_base, alpha, seed, minibatch, burn_in, samples)
+    phi, doc_topics, *alpha_stats = sample_block(block, sets, log_base, alpha, seed, minibatch, burn_in, samples,
+                                                 alpha_statistics=fit_alpha)
     kept = np.rint(phi * samples).astype(np.int64)          # exact: the kept samples' assignment counts
     for k in range(kept.shape[1]):
         nonzero = np.flatnonzero(kept[:, k])
         if nonzero.size:
             yield k, (block.terms[nonzero], kept[nonzero, k])
     theta = doc_topics + alpha[None, :]
-    yield STATISTICS_KEY, (block.doc_ids, theta / theta.sum(axis=1, keepdims=True))
+    yield STATISTICS_KEY, (block.doc_ids, theta / theta.sum(axis=1, keepdims=True), *alpha_stats)
 
 
 def reducer_task(records, bc_state, settings, scale: float, minibatch: int, eps: float):
@@ -93,6 +98,7 @@ def run_minibatch(sc, model, documents: list, partitions: int, reducers: int | N
     if settings.expand == "every":       # every topic takes the minibatch's words first (tos.expand_topic)
         words = {w for _, tokens in documents for w in tokens}
         model.sets = [expand_topic(ts, words, settings.alpha_beta, minibatch) for ts in model.sets]
+    fit_alpha = settings.alpha_theta == "fit"
     partitioner = TopicPartitioner.for_topics(K, reducers, sc.defaultParallelism)
     bc_state = sc.broadcast((model.sets, model.base, model.alpha, model.burn_in, model.samples, model.seed))
     try:
@@ -101,7 +107,7 @@ def run_minibatch(sc, model, documents: list, partitions: int, reducers: int | N
             groups[partition_of(d, partitions)].append((d, t))
         rdd = (sc.parallelize(groups, partitions)
                .mapPartitions(lambda group: mapper_task([doc for docs in group for doc in docs], bc_state,
-                                                        minibatch))
+                                                        minibatch, fit_alpha))
                .partitionBy(partitioner.num_reducers, partitioner)
                .mapPartitions(lambda records: reducer_task(records, bc_state, settings, scale, minibatch, eps)))
         results = rdd.collect()
@@ -109,11 +115,13 @@ def run_minibatch(sc, model, documents: list, partitions: int, reducers: int | N
         bc_state.unpersist()
     sets = list(model.sets)
     touched = set()
-    ids, thetas = [], []
+    ids, thetas, alpha_parts = [], [], []
     for key, value in results:
         if key == STATISTICS_KEY:
             ids.extend(value[0].tolist())
             thetas.extend(value[1])
+            if fit_alpha:
+                alpha_parts.append((str(value[0][0]), value[2]))
         else:
             sets[key] = value
             touched.add(key)
@@ -133,6 +141,12 @@ def run_minibatch(sc, model, documents: list, partitions: int, reducers: int | N
             log.info("minibatch %d: re-seeded %d starved topics (topic, document): %s", minibatch, len(pairs), pairs)
             log_reseeds(minibatch, before, sets, pairs, dict(documents))
     model.sets = sets
+    if fit_alpha:         # summed in the order of the partitions' first documents: the same in any shuffle order
+        statistics = np.zeros(K)
+        for _, part in sorted(alpha_parts, key=lambda item: item[0]):
+            statistics = statistics + part
+        model.alpha = online_step(model.alpha, statistics, len(ids), float(settings.corpus_size or documents_seen),
+                                  eps)
     model.minibatches = minibatch
     model.documents = documents_seen
     order = np.argsort(np.array(ids, dtype=object).astype(str), kind="stable")
