@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from inference.hybrid import document_seeds, hybrid_documents, sampling_weights
+from inference.infvoc.doc_prior import posterior_statistics
 from inference.infvoc.stick import word_log_weights
 from inference.mapper import doc_topic_counts
 
@@ -57,7 +58,7 @@ def sample_block(block: StringBlock, topic_sets, log_base: np.ndarray, alpha: np
     alpha = np.ascontiguousarray(alpha, dtype=np.float64)
     if block.n_docs == 0 or block.terms.shape[0] == 0:
         empty = np.zeros((block.terms.shape[0], K)), np.zeros((block.n_docs, K))
-        return (*empty, np.zeros(K)) if alpha_statistics else empty
+        return (*empty, posterior_statistics(empty[1][None], alpha)) if alpha_statistics else empty
     log_weights = word_log_weights(block.terms, topic_sets, log_base, with_base)
     eb = np.exp(log_weights - log_weights.max(axis=1, keepdims=True))
     tokens = int(block.counts.sum())

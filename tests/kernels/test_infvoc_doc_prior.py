@@ -110,3 +110,13 @@ def test_online_steps_recover_a_known_asymmetric_alpha(fit):
     ok = (alpha[0] > alpha[1] > max(alpha[2], alpha[3])
           and np.all(np.abs(np.log(alpha / true)) < np.log([1.3, 1.3, 1.6, 1.6])))
     assert ok == fit, alpha
+
+
+def test_documents_without_words_give_the_prior_e_log_theta():
+    """A block whose documents have no token: each contributes Psi(alpha_k) - Psi(A), as the kernel's empty
+    documents do."""
+    block = StringBlock.from_documents([("a", []), ("b", [])])
+    alpha = np.array([0.3, 0.1])
+    _, _, stats = sample_block(block, [known_topic(0), known_topic(1)], np.zeros(0), alpha, 0, 1, 2, 2,
+                               alpha_statistics=True)
+    np.testing.assert_allclose(stats, 2 * posterior_statistics(np.zeros((1, 1, 2)), alpha), rtol=1e-12)
