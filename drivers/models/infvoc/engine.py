@@ -22,6 +22,7 @@ import zlib
 import numpy as np
 import pandas as pd
 
+from drivers.progress import Steps
 from inference.infvoc.doc_prior import online_step
 from inference.infvoc.local_step import StringBlock, sample_block
 from inference.infvoc.reseed import reseed_starved
@@ -169,11 +170,12 @@ def log_reseeds(minibatch: int, before: list, after: list, pairs: list, document
 
 
 def run_stream(sc, model, documents: list, minibatch_size: int, partitions: int, reducers: int | None = None,
-               progress: str = "", new: bool = True, eps: float | None = None, after: int | None = None
-               ) -> pd.DataFrame:
+               progress: str = "", new: bool = True, eps: float | None = None, after: int | None = None,
+               steps: Steps | None = None) -> pd.DataFrame:
     """The documents [(doc_id, tokens)] in order, in minibatches of ``minibatch_size``; the proportions of all
     (``new=False``: a later pass over documents already counted in D; ``eps``: the step; ``after``: the run's
-    minibatches after this stream, None unknown; :func:`run_minibatch`)."""
+    minibatches after this stream, None unknown; :func:`run_minibatch`; ``steps``: the run's progress line, one
+    step per minibatch, with the time left)."""
     frames = []
     batches = max(1, -(-len(documents) // minibatch_size))
     for b in range(batches):
@@ -184,8 +186,11 @@ def run_stream(sc, model, documents: list, minibatch_size: int, partitions: int,
         frames.append(run_minibatch(sc, model, chunk, partitions, reducers, new, eps,
                                     None if after is None else after + batches - 1 - b,
                                     min(minibatch_size, len(documents))))
-        log.info("%sminibatch %d/%d: %d documents; TOS sizes %d-%d", progress, b + 1, batches, len(chunk),
-                 min(len(s) for s in model.sets), max(len(s) for s in model.sets))
+        sizes = f"TOS sizes {min(len(s) for s in model.sets)}-{max(len(s) for s in model.sets)}"
+        (log.debug if steps else log.info)("%sminibatch %d/%d: %d documents; %s", progress, b + 1, batches,
+                                           len(chunk), sizes)
+        if steps:
+            steps.step(f"{progress}minibatch {b + 1}/{batches}, {sizes}")
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame({"doc_id": [], "theta": []})
 
 
