@@ -80,7 +80,7 @@ def run_model(parts, base, settings, K: int, minibatch_size: int, seed: int, bur
         phi, _, *stats = sample_block(block, sets, log_base, alpha, seed, minibatch, burn_in, samples,
                                       alpha_statistics=fit)
         if fit:
-            alpha = online_step(alpha, stats[0], block.n_docs, settings.corpus_size or seen,
+            alpha = online_step(alpha, stats[0].sum(axis=0), block.n_docs, settings.corpus_size or seen,
                                 step_size(minibatch, settings.tau0, settings.kappa))
         kept = np.rint(phi * samples) / samples
         counts = {k: (block.terms[np.flatnonzero(kept[:, k])], kept[np.flatnonzero(kept[:, k]), k])

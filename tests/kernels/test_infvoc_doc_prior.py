@@ -54,8 +54,19 @@ def test_statistics_are_the_kept_samples_mean_of_the_posterior_e_log_theta():
     kept = np.stack([sample_block(block, sets, log_g0, alpha, 7, 2, burn_in + s, 1)[1] for s in range(samples)])
     np.testing.assert_array_equal(kept[-1], last)
     assert len({kept[s].tobytes() for s in range(samples)}) > 1     # the samples differ: a mean, not one of them
-    np.testing.assert_allclose(stats, posterior_statistics(kept, alpha), rtol=1e-10)
-    assert not np.allclose(stats, posterior_statistics(kept[-1:], alpha), rtol=1e-6)
+    assert stats.shape == (block.n_docs, K)                 # one row per document, summed by the driver
+    np.testing.assert_allclose(stats.sum(axis=0), posterior_statistics(kept, alpha), rtol=1e-10)
+    assert not np.allclose(stats.sum(axis=0), posterior_statistics(kept[-1:], alpha), rtol=1e-6)
+    half = block.n_docs // 2                                # a partition of the block: its rows to the bit
+    for part in (slice(0, half), slice(half, block.n_docs)):
+        documents = [(str(d), []) for d in block.doc_ids[part]]
+        for d, (lo, hi) in zip(range(len(documents)), zip(block.indptr[part], block.indptr[1:][part])):
+            documents[d] = (documents[d][0], [str(block.terms[t]) for t, n in
+                                              zip(block.local_terms[lo:hi], block.counts[lo:hi]) for _ in range(int(n))])
+        sub = StringBlock.from_documents(documents)
+        _, _, rows = sample_block(sub, sets, np.full(sub.terms.shape[0], -8.0), alpha, 7, 2, burn_in, samples,
+                                  alpha_statistics=True)
+        np.testing.assert_array_equal(rows, stats[part])
 
 
 def test_posterior_statistics_are_e_log_theta_of_the_dirichlet_posterior():
@@ -106,7 +117,7 @@ def test_online_steps_recover_a_known_asymmetric_alpha(fit):
         _, _, stats = sample_block(block, sets, np.full(block.terms.shape[0], -12.0), alpha, 0, i, 5, 10,
                                    alpha_statistics=True)
         if fit:
-            alpha = online_step(alpha, stats, block.n_docs, seen, step_size(i, 1.0, 0.6))
+            alpha = online_step(alpha, stats.sum(axis=0), block.n_docs, seen, step_size(i, 1.0, 0.6))
     ok = (alpha[0] > alpha[1] > max(alpha[2], alpha[3])
           and np.all(np.abs(np.log(alpha / true)) < np.log([1.3, 1.3, 1.6, 1.6])))
     assert ok == fit, alpha
@@ -119,4 +130,4 @@ def test_documents_without_words_give_the_prior_e_log_theta():
     alpha = np.array([0.3, 0.1])
     _, _, stats = sample_block(block, [known_topic(0), known_topic(1)], np.zeros(0), alpha, 0, 1, 2, 2,
                                alpha_statistics=True)
-    np.testing.assert_allclose(stats, 2 * posterior_statistics(np.zeros((1, 1, 2)), alpha), rtol=1e-12)
+    np.testing.assert_allclose(stats, np.tile(posterior_statistics(np.zeros((1, 1, 2)), alpha), (2, 1)), rtol=1e-12)

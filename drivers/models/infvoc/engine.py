@@ -122,7 +122,7 @@ def run_minibatch(sc, model, documents: list, partitions: int, reducers: int | N
             ids.extend(value[0].tolist())
             thetas.extend(value[1])
             if fit_alpha:
-                alpha_parts.append((str(value[0][0]), value[2]))
+                alpha_parts.extend(value[2])
         else:
             sets[key] = value
             touched.add(key)
@@ -142,15 +142,15 @@ def run_minibatch(sc, model, documents: list, partitions: int, reducers: int | N
             log.info("minibatch %d: re-seeded %d starved topics (topic, document): %s", minibatch, len(pairs), pairs)
             log_reseeds(minibatch, before, sets, pairs, dict(documents))
     model.sets = sets
-    if fit_alpha:         # summed in the order of the partitions' first documents: the same in any shuffle order
+    order = np.argsort(np.array(ids, dtype=object).astype(str), kind="stable")
+    if fit_alpha:         # each document's statistics summed in document order: the same for any partitioning
         statistics = np.zeros(K)
-        for _, part in sorted(alpha_parts, key=lambda item: item[0]):
-            statistics = statistics + part
+        for i in order:
+            statistics = statistics + alpha_parts[i]
         model.alpha = online_step(model.alpha, statistics, len(ids), float(settings.corpus_size or documents_seen),
                                   eps)
     model.minibatches = minibatch
     model.documents = documents_seen
-    order = np.argsort(np.array(ids, dtype=object).astype(str), kind="stable")
     return pd.DataFrame({"doc_id": [str(ids[i]) for i in order], "theta": [np.asarray(thetas[i]) for i in order],
                          "minibatch": np.full(len(ids), minibatch, dtype=np.int64)})
 
