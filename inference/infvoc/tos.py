@@ -173,6 +173,7 @@ class OnlineSettings:
     refresh_weight: str = "schedule"  # a refresh's eps: schedule, eps_i of the continued counter; share, the batch
     #                              weighs its share of the documents seen (share_step; issue 30, session 26)
     discount: float = 0.0        # d of the sticks' GEM(d, alpha^beta) (prior_sticks; issue 30, session 27)
+    alpha_theta: str = "fixed"   # the document-topic prior: fixed, 1/K; fit, learned online (infvoc.doc_prior)
 
     def check(self) -> None:
         if not self.alpha_beta > 0:
@@ -201,6 +202,8 @@ class OnlineSettings:
             raise ValueError(f"refresh weight: one of {', '.join(REFRESH_WEIGHTS)}")
         if not 0.0 <= self.discount < 1.0:
             raise ValueError("discount: d of the sticks' GEM(d, alpha^beta) must be in [0, 1)")
+        if self.alpha_theta not in ("fixed", "fit"):
+            raise ValueError("alpha theta: fixed or fit")
 
 
 #: how a refresh weighs the model before it against its batch (``OnlineSettings.refresh_weight``, :func:`share_step`)
