@@ -29,6 +29,7 @@ from drivers.store import lease, model_root, model_store, publish
 from drivers.store.manifest import new_token, write_marker
 from inference.errors import UsageError
 from inference.infvoc.base_measure import CharNgramBase
+from inference.infvoc.doc_prior import ALPHA_THETA
 from inference.infvoc.tos import (DROPPED_WORDS, EXPANSIONS, RANKINGS, REFRESH_WEIGHTS, RESEED_AGAINST, RESEED_DRAWS,
                                   OnlineSettings, share_step, with_filters)
 
@@ -80,6 +81,14 @@ def add_flags(group, schedule: bool) -> None:
                        help="infinite: a refresh's step: eps_i = (tau0 + i)^-kappa, i counting on from the model's "
                             "minibatches (schedule, the default, or the model's), or one eps for all its steps that "
                             "leaves the batch its share of the documents seen, n/D (share)")
+    group.add_argument("--discount", type=float, default=None,
+                       help="infinite: d in [0, 1) of the sticks' Pitman-Yor GEM(d, alpha^beta): a word a topic has "
+                            "not seen keeps the pseudo-count 1 - d (default 0, the thesis' GEM(alpha^beta), or the "
+                            "model's)")
+    group.add_argument("--alpha-theta", choices=ALPHA_THETA, default=None,
+                       help="infinite: the document-topic prior alpha^theta: 1/K for every topic (fixed, the default, "
+                            "or the model's) or learned online, a Newton step per minibatch weighted by eps_i (fit; "
+                            "inference.infvoc.doc_prior)")
     group.add_argument("--passes", default=AUTO,
                        help=f"infinite: passes over the documents, one online step per minibatch each; D of (7.6) "
                             f"counts a document once. 'auto' (the default): enough passes that the documents make "
@@ -126,7 +135,9 @@ def _settings(args, previous: OnlineSettings | None) -> OnlineSettings:
         reseed=args.reseed_below if getattr(args, "reseed_below", None) is not None else base.reseed,
         reseed_draw=getattr(args, "reseed_draw", None) or base.reseed_draw,
         reseed_against=getattr(args, "reseed_against", None) or base.reseed_against,
-        refresh_weight=getattr(args, "refresh_weight", None) or base.refresh_weight)
+        refresh_weight=getattr(args, "refresh_weight", None) or base.refresh_weight,
+        discount=args.discount if getattr(args, "discount", None) is not None else base.discount,
+        alpha_theta=getattr(args, "alpha_theta", None) or base.alpha_theta)
     try:
         settings.check()
     except ValueError as exc:

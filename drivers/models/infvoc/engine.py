@@ -3,7 +3,9 @@
 * **Mappers**: each partition of the minibatch's documents (strings, not ids: any word can come) runs the hybrid
   local step (7.2-7.4) over a broadcast of every topic's truncation ordered set, G_0 and alpha, and emits per
   topic the sampled counts of its words (integers: the kept samples' assignments, so the reduction is exact in
-  any order) and, under the reserved statistics key, its documents' topic proportions.
+  any order) and, under the reserved statistics key, its documents' topic proportions (with ``--alpha-theta fit``
+  also their alpha statistics, which the driver sums in document order for the step of
+  :mod:`inference.infvoc.doc_prior`).
 * **Reducers**: the :class:`~partitioners.topic.TopicPartitioner` routes each topic's records to one reducer
   (thesis Alg. 2), which sums them and updates that topic's TOS: expand, nu (7.6-7.7), R (7.8) and, every U
   minibatches, reorder and contract to T (:func:`inference.infvoc.tos.update_topic`). The driver collects the K
@@ -21,8 +23,9 @@ import numpy as np
 import pandas as pd
 
 from drivers.progress import Steps
+from inference.infvoc.doc_prior import online_step
 from inference.infvoc.local_step import StringBlock, sample_block
-from inference.infvoc.reseed import reseed_starved
+from inference.infvoc.reseed import evidence, reseed_starved
 from inference.infvoc.tos import TopicSet, expand_topic, ranking_log_base, reorder_topic, step_size, update_topic
 from partitioners.topic import STATISTICS_KEY, TopicPartitioner
 
@@ -34,22 +37,24 @@ def partition_of(doc_id: str, partitions: int) -> int:
     return zlib.crc32(str(doc_id).encode("utf-8")) % partitions
 
 
-def mapper_task(documents, bc_state, minibatch: int):
+def mapper_task(documents, bc_state, minibatch: int, fit_alpha: bool = False):
     """The local step over one partition's documents ``(doc_id, tokens)``: ``(topic, (terms, int counts))``
-    records and one ``(STATISTICS_KEY, (doc_ids, theta))``."""
+    records and one ``(STATISTICS_KEY, (doc_ids, theta))``, ``(doc_ids, theta, alpha statistics)`` with
+    ``fit_alpha``."""
     sets, base, alpha, burn_in, samples, seed = bc_state.value
     block = StringBlock.from_documents(documents)
     if block.n_docs == 0:
         return
     log_base = base.log_probs(block.terms)
-    phi, doc_topics = sample_block(block, sets, log_base, alpha, seed, minibatch, burn_in, samples)
+    phi, doc_topics, *alpha_stats = sample_block(block, sets, log_base, alpha, seed, minibatch, burn_in, samples,
+                                                 alpha_statistics=fit_alpha)
     kept = np.rint(phi * samples).astype(np.int64)          # exact: the kept samples' assignment counts
     for k in range(kept.shape[1]):
         nonzero = np.flatnonzero(kept[:, k])
         if nonzero.size:
             yield k, (block.terms[nonzero], kept[nonzero, k])
     theta = doc_topics + alpha[None, :]
-    yield STATISTICS_KEY, (block.doc_ids, theta / theta.sum(axis=1, keepdims=True))
+    yield STATISTICS_KEY, (block.doc_ids, theta / theta.sum(axis=1, keepdims=True), *alpha_stats)
 
 
 def reducer_task(records, bc_state, settings, scale: float, minibatch: int, eps: float):
@@ -69,7 +74,7 @@ def reducer_task(records, bc_state, settings, scale: float, minibatch: int, eps:
         terms = summed.index.to_numpy(dtype=object)
         topic = update_topic(sets[key], terms, summed.to_numpy(dtype=np.float64) / samples,
                              ranking_log_base(base.log_probs(terms), settings), scale, eps, settings.alpha_beta,
-                             minibatch)
+                             minibatch, settings.discount)
         if minibatch % settings.delay == 0:
             topic = reorder_topic(topic, settings.truncation)
         yield key, topic
@@ -93,7 +98,8 @@ def run_minibatch(sc, model, documents: list, partitions: int, reducers: int | N
     K = model.num_topics
     if settings.expand == "every":       # every topic takes the minibatch's words first (tos.expand_topic)
         words = {w for _, tokens in documents for w in tokens}
-        model.sets = [expand_topic(ts, words, settings.alpha_beta, minibatch) for ts in model.sets]
+        model.sets = [expand_topic(ts, words, settings.alpha_beta, minibatch, settings.discount) for ts in model.sets]
+    fit_alpha = settings.alpha_theta == "fit"
     partitioner = TopicPartitioner.for_topics(K, reducers, sc.defaultParallelism)
     bc_state = sc.broadcast((model.sets, model.base, model.alpha, model.burn_in, model.samples, model.seed))
     try:
@@ -102,7 +108,7 @@ def run_minibatch(sc, model, documents: list, partitions: int, reducers: int | N
             groups[partition_of(d, partitions)].append((d, t))
         rdd = (sc.parallelize(groups, partitions)
                .mapPartitions(lambda group: mapper_task([doc for docs in group for doc in docs], bc_state,
-                                                        minibatch))
+                                                        minibatch, fit_alpha))
                .partitionBy(partitioner.num_reducers, partitioner)
                .mapPartitions(lambda records: reducer_task(records, bc_state, settings, scale, minibatch, eps)))
         results = rdd.collect()
@@ -110,18 +116,20 @@ def run_minibatch(sc, model, documents: list, partitions: int, reducers: int | N
         bc_state.unpersist()
     sets = list(model.sets)
     touched = set()
-    ids, thetas = [], []
+    ids, thetas, alpha_parts = [], [], []
     for key, value in results:
         if key == STATISTICS_KEY:
             ids.extend(value[0].tolist())
             thetas.extend(value[1])
+            if fit_alpha:
+                alpha_parts.extend(value[2])
         else:
             sets[key] = value
             touched.add(key)
     for k in range(K):                  # a topic no token visited: nu and R still decay (7.7, 7.8)
         if k not in touched:
             sets[k] = update_topic(sets[k], np.empty(0, dtype=object), np.zeros(0), np.zeros(0), scale, eps,
-                                   settings.alpha_beta, minibatch)
+                                   settings.alpha_beta, minibatch, settings.discount)
             if minibatch % settings.delay == 0:
                 sets[k] = reorder_topic(sets[k], settings.truncation)
     usable = remaining is None or remaining >= settings.delay      # the seed gets U steps of data before a save
@@ -129,29 +137,38 @@ def run_minibatch(sc, model, documents: list, partitions: int, reducers: int | N
         before = sets
         sets, pairs = reseed_starved(sets, documents, lambda t: ranking_log_base(model.base.log_probs(t), settings),
                                      settings.reseed, scale, settings.alpha_beta, settings.truncation, model.seed,
-                                     minibatch, settings.reseed_draw, settings.reseed_against, nominal)
+                                     minibatch, settings.reseed_draw, settings.reseed_against, nominal,
+                                     settings.discount)
         if pairs:
             log.info("minibatch %d: re-seeded %d starved topics (topic, document): %s", minibatch, len(pairs), pairs)
-            log_reseeds(minibatch, before, sets, pairs, dict(documents))
+            log_reseeds(minibatch, before, sets, pairs, dict(documents), settings.discount)
     model.sets = sets
+    order = np.argsort(np.array(ids, dtype=object).astype(str), kind="stable")
+    if fit_alpha:         # each document's statistics summed in document order: the same for any partitioning
+        statistics = np.zeros(K)
+        for i in order:
+            statistics = statistics + alpha_parts[i]
+        model.alpha = online_step(model.alpha, statistics, len(ids), float(settings.corpus_size or documents_seen),
+                                  eps)
     model.minibatches = minibatch
     model.documents = documents_seen
-    order = np.argsort(np.array(ids, dtype=object).astype(str), kind="stable")
     return pd.DataFrame({"doc_id": [str(ids[i]) for i in order], "theta": [np.asarray(thetas[i]) for i in order],
                          "minibatch": np.full(len(ids), minibatch, dtype=np.int64)})
 
 
-def log_reseeds(minibatch: int, before: list, after: list, pairs: list, documents: dict) -> None:
+def log_reseeds(minibatch: int, before: list, after: list, pairs: list, documents: dict, discount: float = 0.0
+                ) -> None:
     """What a re-seeding replaced (issue 30, session 25): each topic's evidence over the mean before and after, its
-    5 words of most evidence before and after, the document's tokens."""
-    mean = float(np.mean([np.sum(ts.nu1 - 1.0) for ts in before])) or 1.0
+    5 words of most evidence before and after, the document's tokens (evidence: nu1 - (1 - d), reseed.evidence)."""
+    held_before, held_after = evidence(before, discount), evidence(after, discount)
+    mean = float(np.mean(held_before)) or 1.0
 
     def held(ts):
-        return " ".join(str(w) for w in ts.terms[np.argsort(-(ts.nu1 - 1.0), kind="stable")[:5]])
+        return " ".join(str(w) for w in ts.terms[np.argsort(-ts.nu1, kind="stable")[:5]])
 
     for k, doc_id in pairs:
         log.info("minibatch %d: re-seed topic %d: evidence/mean %.3f -> %.3f, %d tokens; was [%s], now [%s]",
-                 minibatch, k, float(np.sum(before[k].nu1 - 1.0)) / mean, float(np.sum(after[k].nu1 - 1.0)) / mean,
+                 minibatch, k, held_before[k] / mean, held_after[k] / mean,
                  len(documents[doc_id]), held(before[k]), held(after[k]))
 
 
