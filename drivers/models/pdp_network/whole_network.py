@@ -139,7 +139,7 @@ class WholeNetworkMode:
         raw = raw if sampler is None else dict(raw, sampler=sampler)
         self._raw, self._roots, self._word_pyp = raw, None, None
         self.read_columns(spec)
-        columns = self.__dict__.get("_columns")
+        columns = self.column_values
         docs, segments, tokens = self.__dict__.get("_corpus_sizes", (0, 0, 0))
         check_memory(state_bytes(spec, self.num_topics, self.vocab_size, docs, segments, tokens,
                                  columns.sizes() if columns is not None else {}))
