@@ -55,6 +55,28 @@ def seconds_since_step() -> float:
     return time.perf_counter() - _last_step[0]
 
 
+class Steps:
+    """``what``'s progress line for ``total`` steps counted one at a time (:meth:`step`), logged through ``log``
+    every ``every`` seconds and at the last step (a phase whose steps are not one loop over items: infvoc's online
+    steps, which run over passes and minibatches)."""
+
+    def __init__(self, total: int, what: str, log, every: float = EVERY, clock=None):
+        import time
+
+        self.total, self.what, self.log, self.every = int(total), what, log, float(every)
+        self.clock = clock or time.perf_counter
+        self.done = 0
+        self.started = self.last = self.clock()
+
+    def step(self, figure: str = "") -> None:
+        """One more step done: log the line if ``every`` seconds passed since the last one, or this is the last."""
+        self.done += 1
+        now = self.clock()
+        if now - self.last >= self.every or self.done == self.total:
+            self.log.info("%s", line(self.done, self.total, now - self.started, what=self.what, figure=figure))
+            self.last = now
+
+
 def ticking(items, total: int, what: str, log, every: float = EVERY, clock=None):
     """``items`` (``total`` of them) as they are, logging ``what``'s progress line through ``log`` every
     ``every`` seconds while the caller works on them (a phase in this process: prepare's documents, evaluate's

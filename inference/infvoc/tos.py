@@ -155,6 +155,7 @@ class OnlineSettings:
     #                              document of the minibatch's (D/|S| x its mean tokens; h30c)
     refresh_weight: str = "schedule"  # a refresh's eps: schedule, eps_i of the continued counter; share, the batch
     #                              weighs its share of the documents seen (share_step; issue 30, session 26)
+    alpha_theta: str = "fixed"   # the document-topic prior: fixed, 1/K; fit, learned online (infvoc.doc_prior)
 
     def check(self) -> None:
         if not self.alpha_beta > 0:
@@ -181,6 +182,8 @@ class OnlineSettings:
             raise ValueError(f"reseed against: one of {', '.join(RESEED_AGAINST)}")
         if self.refresh_weight not in REFRESH_WEIGHTS:
             raise ValueError(f"refresh weight: one of {', '.join(REFRESH_WEIGHTS)}")
+        if self.alpha_theta not in ("fixed", "fit"):
+            raise ValueError("alpha theta: fixed or fit")
 
 
 #: how a refresh weighs the model before it against its batch (``OnlineSettings.refresh_weight``, :func:`share_step`)

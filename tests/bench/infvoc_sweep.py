@@ -51,30 +51,41 @@ def stream_parts(rows, batches: int, stop: set):
 
 
 def run_model(parts, base, settings, K: int, minibatch_size: int, seed: int, burn_in: int = 5, samples: int = 10,
-              start=None):
-    """The sets after the stream (the kernels of ``drivers.models.infvoc.engine.run_minibatch``, in process),
-    from ``start`` (K TopicSets) or empty sets."""
+              start=None, auto_passes: bool = False):
+    """(the sets, alpha^theta) after the stream (the kernels of ``drivers.models.infvoc.engine.run_minibatch``, in
+    process), from ``start`` (K TopicSets) or empty sets; ``auto_passes``: each part as ``--passes auto`` passes
+    it (:func:`drivers.models.infvoc.commands.passes_of`; D counts a document once), else one pass."""
+    from drivers.models.infvoc.commands import AUTO_MAX_PASSES, AUTO_STEPS
+    from inference.infvoc.doc_prior import online_step
     from inference.infvoc.local_step import StringBlock, sample_block
-    from inference.infvoc.tos import TopicSet, expand_topic, update_sets, with_filters
+    from inference.infvoc.tos import TopicSet, expand_topic, step_size, update_sets, with_filters
 
     sets = start if start is not None else with_filters([TopicSet.empty() for _ in range(K)], settings)
     alpha = np.full(K, 1.0 / K)
     minibatch, seen = 0, 0
+    steps = []                      # (a minibatch's documents, new: its first pass) in stream order
     for part in parts:
-        for start in range(0, len(part), minibatch_size):
-            chunk = part[start:start + minibatch_size]
-            minibatch += 1
-            seen += len(chunk)
-            if settings.expand == "every":
-                words = {w for _, t in chunk for w in t}
-                sets = [expand_topic(ts, words, settings.alpha_beta, minibatch) for ts in sets]
-            block = StringBlock.from_documents(chunk)
-            log_base = base.log_probs(block.terms)
-            phi, _ = sample_block(block, sets, log_base, alpha, seed, minibatch, burn_in, samples)
-            kept = np.rint(phi * samples) / samples
-            counts = {k: (block.terms[np.flatnonzero(kept[:, k])], kept[np.flatnonzero(kept[:, k]), k])
-                      for k in range(K) if np.any(kept[:, k])}
-            sets = update_sets(sets, counts, dict(zip(block.terms, log_base)), len(chunk), seen, minibatch, settings)
+        minibatches = [part[i:i + minibatch_size] for i in range(0, len(part), minibatch_size)]
+        passes = min(AUTO_MAX_PASSES, max(1, -(-AUTO_STEPS // max(1, len(minibatches))))) if auto_passes else 1
+        steps.extend((chunk, p == 0) for p in range(passes) for chunk in minibatches)
+    for chunk, new in steps:
+        minibatch += 1
+        seen += len(chunk) if new else 0
+        if settings.expand == "every":
+            words = {w for _, t in chunk for w in t}
+            sets = [expand_topic(ts, words, settings.alpha_beta, minibatch) for ts in sets]
+        block = StringBlock.from_documents(chunk)
+        log_base = base.log_probs(block.terms)
+        fit = settings.alpha_theta == "fit"     # alpha^theta learned online (engine.run_minibatch's step)
+        phi, _, *stats = sample_block(block, sets, log_base, alpha, seed, minibatch, burn_in, samples,
+                                      alpha_statistics=fit)
+        if fit:
+            alpha = online_step(alpha, stats[0].sum(axis=0), block.n_docs, settings.corpus_size or seen,
+                                step_size(minibatch, settings.tau0, settings.kappa))
+        kept = np.rint(phi * samples) / samples
+        counts = {k: (block.terms[np.flatnonzero(kept[:, k])], kept[np.flatnonzero(kept[:, k]), k])
+                  for k in range(K) if np.any(kept[:, k])}
+        sets = update_sets(sets, counts, dict(zip(block.terms, log_base)), len(chunk), seen, minibatch, settings)
     return sets, alpha
 
 
@@ -146,8 +157,11 @@ def main() -> None:
                                                           "the base corpus' vocabulary")
     parser.add_argument("--grid", nargs="*", default=[],
                         help="NAME=V1,V2 over OnlineSettings' fields (alpha_beta, truncation, delay, tau0, kappa, "
-                             "expand, ranking); every combination is run")
+                             "expand, ranking, alpha_theta); every combination is run")
     parser.add_argument("--no-classify", action="store_true")
+    parser.add_argument("--product", action="store_true",
+                        help="the product's defaults besides the grid: --expand every and --passes auto (without it "
+                             "expand sampled and one pass, the grid's rows before session 21)")
     options = parser.parse_args()
 
     rows = CORPORA[options.corpus]()
@@ -167,13 +181,14 @@ def main() -> None:
           f"seed {options.seed}", flush=True)
     for combination in itertools.product(*[values for _, values in grid]):
         fields = dict(alpha_beta=1000.0, truncation=2000, delay=10, tau0=options.tau0, kappa=options.kappa,
-                      expand="sampled")     # the default before session 21 (the README's grid rows)
+                      expand="every" if options.product else "sampled")    # sampled: the README's grid rows
         for (name, _), value in zip(grid, combination):
             default = getattr(OnlineSettings(), name)
             fields[name] = type(default)(value) if not isinstance(default, str) else value
         settings = OnlineSettings(**fields)
         began = time.time()
-        sets, alpha = run_model(parts, base, settings, options.topics, options.minibatch_size, options.seed)
+        sets, alpha = run_model(parts, base, settings, options.topics, options.minibatch_size, options.seed,
+                                auto_passes=options.product)
         model = InfVocModel(sets, base, alpha, settings, pd.Index(vocab, dtype=object))
         top = [[w for w, _, _ in t] for t in model.top_words(10)]
         scores = {"whole": npmi(top, everything), "last": npmi(top, last),
@@ -185,8 +200,11 @@ def main() -> None:
         print("RESULT " + json.dumps({**{k: v for k, v in fields.items()}, "seed": options.seed,
                                       **{k: round(v, 4) for k, v in scores.items()}, "new_top_words": new,
                                       "seconds": round(time.time() - began, 1)}), flush=True)
-        for k, words in enumerate(model.top_words(10)[:8]):
-            print(f"  topic {k}: " + " ".join(w + ("+" if m else "") for w, _, m in words))
+        print("  alpha^theta sorted: " + " ".join(f"{a:.3f}" for a in np.sort(alpha)[::-1]), flush=True)
+        shown = np.argsort(-alpha, kind="stable")[:3] if settings.alpha_theta == "fit" else range(8)
+        for k in shown:
+            print(f"  topic {k} (alpha {alpha[k]:.3f}): "
+                  + " ".join(w + ("+" if m else "") for w, _, m in model.top_words(10)[k]))
 
 
 if __name__ == "__main__":

@@ -37,3 +37,17 @@ def test_ticking_logs_every_few_seconds_with_the_time_left(monkeypatch):
     assert list(progress.ticking(range(3), 3, "x", quiet, every=10.0, clock=lambda: 0.0)) == [0, 1, 2]
     assert quiet.lines == []
 
+
+
+def test_steps_log_every_few_seconds_and_the_last_step_with_the_time_left(monkeypatch):
+    """Steps counted one at a time (infvoc's online steps over passes and minibatches): a line when ``every``
+    seconds have passed since the last one and at the last step, each with the figure the caller gives."""
+    monkeypatch.setattr("sys.stderr.isatty", lambda: False)
+    now = [0.0]
+    log = Lines()
+    steps = progress.Steps(5, "train: online step", log, every=10.0, clock=lambda: now[0])
+    for i in range(5):
+        now[0] += 4.0                       # each step takes 4 s
+        steps.step(f"minibatch {i + 1}/5")
+    assert log.lines == ["train: online step 3/5 60%, 12 s, about 8 s left: minibatch 3/5",
+                         "train: online step 5/5 100%, 20 s: minibatch 5/5"]

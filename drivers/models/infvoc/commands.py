@@ -20,6 +20,7 @@ import pandas as pd
 from drivers import storage
 from drivers.corpora.files import DOCS, VOCAB, require_corpus
 from drivers.models.infvoc.engine import empty_sets, run_stream
+from drivers.progress import Steps
 from drivers.models.infvoc.model import InfVocModel, is_infinite, is_model_file
 from drivers.refresh import sources as refresh_sources
 from drivers.corpora import tokenizer
@@ -28,6 +29,7 @@ from drivers.store import lease, model_root, model_store, publish
 from drivers.store.manifest import new_token, write_marker
 from inference.errors import UsageError
 from inference.infvoc.base_measure import CharNgramBase
+from inference.infvoc.doc_prior import ALPHA_THETA
 from inference.infvoc.tos import (DROPPED_WORDS, EXPANSIONS, RANKINGS, REFRESH_WEIGHTS, RESEED_AGAINST, RESEED_DRAWS,
                                   OnlineSettings, share_step, with_filters)
 
@@ -79,6 +81,10 @@ def add_flags(group, schedule: bool) -> None:
                        help="infinite: a refresh's step: eps_i = (tau0 + i)^-kappa, i counting on from the model's "
                             "minibatches (schedule, the default, or the model's), or one eps for all its steps that "
                             "leaves the batch its share of the documents seen, n/D (share)")
+    group.add_argument("--alpha-theta", choices=ALPHA_THETA, default=None,
+                       help="infinite: the document-topic prior alpha^theta: 1/K for every topic (fixed, the default, "
+                            "or the model's) or learned online, a Newton step per minibatch weighted by eps_i (fit; "
+                            "inference.infvoc.doc_prior)")
     group.add_argument("--passes", default=AUTO,
                        help=f"infinite: passes over the documents, one online step per minibatch each; D of (7.6) "
                             f"counts a document once. 'auto' (the default): enough passes that the documents make "
@@ -125,7 +131,8 @@ def _settings(args, previous: OnlineSettings | None) -> OnlineSettings:
         reseed=args.reseed_below if getattr(args, "reseed_below", None) is not None else base.reseed,
         reseed_draw=getattr(args, "reseed_draw", None) or base.reseed_draw,
         reseed_against=getattr(args, "reseed_against", None) or base.reseed_against,
-        refresh_weight=getattr(args, "refresh_weight", None) or base.refresh_weight)
+        refresh_weight=getattr(args, "refresh_weight", None) or base.refresh_weight,
+        alpha_theta=getattr(args, "alpha_theta", None) or base.alpha_theta)
     try:
         settings.check()
     except ValueError as exc:
@@ -179,10 +186,11 @@ def train(spark, args) -> dict:
     frames = []
     passes = passes_of(args, len(documents))
     per_pass = max(1, -(-len(documents) // args.minibatch_size))
+    steps = Steps(passes * per_pass, "train --vocabulary infinite: online step", log)
     for p in range(passes):
         frames.append(run_stream(spark.sparkContext, model, documents, args.minibatch_size, partitions,
-                                 args.reducers, progress=f"train --vocabulary infinite, pass {p + 1}: ", new=p == 0,
-                                 after=(passes - 1 - p) * per_pass))
+                                 args.reducers, progress=f"pass {p + 1}/{passes}, ", new=p == 0,
+                                 after=(passes - 1 - p) * per_pass, steps=steps))
     with publish.published(args.output, "spark-topics train --vocabulary infinite", is_model_file) as staging:
         meta = model.save(staging, {"data": {"corpus": storage.absolute(args.corpus)},
                                     "minibatch_size": args.minibatch_size, "corpus_documents": len(documents),
@@ -263,11 +271,12 @@ def refresh(spark, args) -> dict:
         per_pass = max(1, -(-len(documents) // args.minibatch_size))
         eps = share_step(len(documents), model.documents + len(documents), passes * per_pass) \
             if model.settings.refresh_weight == "share" else None
+        steps = Steps(passes * per_pass, f"refresh {root}: online step", log)
         for p in range(passes):
             frame = run_stream(spark.sparkContext, model, documents, args.minibatch_size,
                                args.partitions or max(1, spark.sparkContext.defaultParallelism), None,
-                               progress=f"refresh {root}, pass {p + 1}: ", new=p == 0, eps=eps,
-                               after=(passes - 1 - p) * per_pass)
+                               progress=f"pass {p + 1}/{passes}, ", new=p == 0, eps=eps,
+                               after=(passes - 1 - p) * per_pass, steps=steps)
         version = model_root.next_version(root)
         token = new_token()
         staging = model_root.staging_version(root, version, token)

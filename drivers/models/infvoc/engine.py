@@ -3,7 +3,9 @@
 * **Mappers**: each partition of the minibatch's documents (strings, not ids: any word can come) runs the hybrid
   local step (7.2-7.4) over a broadcast of every topic's truncation ordered set, G_0 and alpha, and emits per
   topic the sampled counts of its words (integers: the kept samples' assignments, so the reduction is exact in
-  any order) and, under the reserved statistics key, its documents' topic proportions.
+  any order) and, under the reserved statistics key, its documents' topic proportions (with ``--alpha-theta fit``
+  also their alpha statistics, which the driver sums in document order for the step of
+  :mod:`inference.infvoc.doc_prior`).
 * **Reducers**: the :class:`~partitioners.topic.TopicPartitioner` routes each topic's records to one reducer
   (thesis Alg. 2), which sums them and updates that topic's TOS: expand, nu (7.6-7.7), R (7.8) and, every U
   minibatches, reorder and contract to T (:func:`inference.infvoc.tos.update_topic`). The driver collects the K
@@ -20,6 +22,8 @@ import zlib
 import numpy as np
 import pandas as pd
 
+from drivers.progress import Steps
+from inference.infvoc.doc_prior import online_step
 from inference.infvoc.local_step import StringBlock, sample_block
 from inference.infvoc.reseed import reseed_starved
 from inference.infvoc.tos import TopicSet, expand_topic, ranking_log_base, reorder_topic, step_size, update_topic
@@ -33,22 +37,24 @@ def partition_of(doc_id: str, partitions: int) -> int:
     return zlib.crc32(str(doc_id).encode("utf-8")) % partitions
 
 
-def mapper_task(documents, bc_state, minibatch: int):
+def mapper_task(documents, bc_state, minibatch: int, fit_alpha: bool = False):
     """The local step over one partition's documents ``(doc_id, tokens)``: ``(topic, (terms, int counts))``
-    records and one ``(STATISTICS_KEY, (doc_ids, theta))``."""
+    records and one ``(STATISTICS_KEY, (doc_ids, theta))``, ``(doc_ids, theta, alpha statistics)`` with
+    ``fit_alpha``."""
     sets, base, alpha, burn_in, samples, seed = bc_state.value
     block = StringBlock.from_documents(documents)
     if block.n_docs == 0:
         return
     log_base = base.log_probs(block.terms)
-    phi, doc_topics = sample_block(block, sets, log_base, alpha, seed, minibatch, burn_in, samples)
+    phi, doc_topics, *alpha_stats = sample_block(block, sets, log_base, alpha, seed, minibatch, burn_in, samples,
+                                                 alpha_statistics=fit_alpha)
     kept = np.rint(phi * samples).astype(np.int64)          # exact: the kept samples' assignment counts
     for k in range(kept.shape[1]):
         nonzero = np.flatnonzero(kept[:, k])
         if nonzero.size:
             yield k, (block.terms[nonzero], kept[nonzero, k])
     theta = doc_topics + alpha[None, :]
-    yield STATISTICS_KEY, (block.doc_ids, theta / theta.sum(axis=1, keepdims=True))
+    yield STATISTICS_KEY, (block.doc_ids, theta / theta.sum(axis=1, keepdims=True), *alpha_stats)
 
 
 def reducer_task(records, bc_state, settings, scale: float, minibatch: int, eps: float):
@@ -93,6 +99,7 @@ def run_minibatch(sc, model, documents: list, partitions: int, reducers: int | N
     if settings.expand == "every":       # every topic takes the minibatch's words first (tos.expand_topic)
         words = {w for _, tokens in documents for w in tokens}
         model.sets = [expand_topic(ts, words, settings.alpha_beta, minibatch) for ts in model.sets]
+    fit_alpha = settings.alpha_theta == "fit"
     partitioner = TopicPartitioner.for_topics(K, reducers, sc.defaultParallelism)
     bc_state = sc.broadcast((model.sets, model.base, model.alpha, model.burn_in, model.samples, model.seed))
     try:
@@ -101,7 +108,7 @@ def run_minibatch(sc, model, documents: list, partitions: int, reducers: int | N
             groups[partition_of(d, partitions)].append((d, t))
         rdd = (sc.parallelize(groups, partitions)
                .mapPartitions(lambda group: mapper_task([doc for docs in group for doc in docs], bc_state,
-                                                        minibatch))
+                                                        minibatch, fit_alpha))
                .partitionBy(partitioner.num_reducers, partitioner)
                .mapPartitions(lambda records: reducer_task(records, bc_state, settings, scale, minibatch, eps)))
         results = rdd.collect()
@@ -109,11 +116,13 @@ def run_minibatch(sc, model, documents: list, partitions: int, reducers: int | N
         bc_state.unpersist()
     sets = list(model.sets)
     touched = set()
-    ids, thetas = [], []
+    ids, thetas, alpha_parts = [], [], []
     for key, value in results:
         if key == STATISTICS_KEY:
             ids.extend(value[0].tolist())
             thetas.extend(value[1])
+            if fit_alpha:
+                alpha_parts.extend(value[2])
         else:
             sets[key] = value
             touched.add(key)
@@ -133,9 +142,15 @@ def run_minibatch(sc, model, documents: list, partitions: int, reducers: int | N
             log.info("minibatch %d: re-seeded %d starved topics (topic, document): %s", minibatch, len(pairs), pairs)
             log_reseeds(minibatch, before, sets, pairs, dict(documents))
     model.sets = sets
+    order = np.argsort(np.array(ids, dtype=object).astype(str), kind="stable")
+    if fit_alpha:         # each document's statistics summed in document order: the same for any partitioning
+        statistics = np.zeros(K)
+        for i in order:
+            statistics = statistics + alpha_parts[i]
+        model.alpha = online_step(model.alpha, statistics, len(ids), float(settings.corpus_size or documents_seen),
+                                  eps)
     model.minibatches = minibatch
     model.documents = documents_seen
-    order = np.argsort(np.array(ids, dtype=object).astype(str), kind="stable")
     return pd.DataFrame({"doc_id": [str(ids[i]) for i in order], "theta": [np.asarray(thetas[i]) for i in order],
                          "minibatch": np.full(len(ids), minibatch, dtype=np.int64)})
 
@@ -155,11 +170,12 @@ def log_reseeds(minibatch: int, before: list, after: list, pairs: list, document
 
 
 def run_stream(sc, model, documents: list, minibatch_size: int, partitions: int, reducers: int | None = None,
-               progress: str = "", new: bool = True, eps: float | None = None, after: int | None = None
-               ) -> pd.DataFrame:
+               progress: str = "", new: bool = True, eps: float | None = None, after: int | None = None,
+               steps: Steps | None = None) -> pd.DataFrame:
     """The documents [(doc_id, tokens)] in order, in minibatches of ``minibatch_size``; the proportions of all
     (``new=False``: a later pass over documents already counted in D; ``eps``: the step; ``after``: the run's
-    minibatches after this stream, None unknown; :func:`run_minibatch`)."""
+    minibatches after this stream, None unknown; :func:`run_minibatch`; ``steps``: the run's progress line, one
+    step per minibatch, with the time left)."""
     frames = []
     batches = max(1, -(-len(documents) // minibatch_size))
     for b in range(batches):
@@ -170,8 +186,11 @@ def run_stream(sc, model, documents: list, minibatch_size: int, partitions: int,
         frames.append(run_minibatch(sc, model, chunk, partitions, reducers, new, eps,
                                     None if after is None else after + batches - 1 - b,
                                     min(minibatch_size, len(documents))))
-        log.info("%sminibatch %d/%d: %d documents; TOS sizes %d-%d", progress, b + 1, batches, len(chunk),
-                 min(len(s) for s in model.sets), max(len(s) for s in model.sets))
+        sizes = f"TOS sizes {min(len(s) for s in model.sets)}-{max(len(s) for s in model.sets)}"
+        (log.debug if steps else log.info)("%sminibatch %d/%d: %d documents; %s", progress, b + 1, batches,
+                                           len(chunk), sizes)
+        if steps:
+            steps.step(f"{progress}minibatch {b + 1}/{batches}, {sizes}")
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame({"doc_id": [], "theta": []})
 
 
