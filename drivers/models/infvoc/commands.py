@@ -192,8 +192,8 @@ def train(spark, args) -> dict:
     passes = passes_of(args, len(documents))
     per_pass = max(1, -(-len(documents) // args.minibatch_size))
     steps = Steps(passes * per_pass, "train --vocabulary infinite: online step", log)
-    in_process = steps_in_process(getattr(args, "master", None) is not None, spark.sparkContext.master, args.minibatch_size,
-                                  len(documents))
+    in_process = steps_in_process(getattr(args, "master", None) is not None, spark.sparkContext.master,
+                                  documents, args.minibatch_size)
     for p in range(passes):
         frames.append(run_stream(spark.sparkContext, model, documents, args.minibatch_size, partitions,
                                  args.reducers, progress=f"pass {p + 1}/{passes}, ", new=p == 0,
@@ -279,8 +279,8 @@ def refresh(spark, args) -> dict:
         eps = share_step(len(documents), model.documents + len(documents), passes * per_pass) \
             if model.settings.refresh_weight == "share" else None
         steps = Steps(passes * per_pass, f"refresh {root}: online step", log)
-        in_process = steps_in_process(getattr(args, "master", None) is not None, spark.sparkContext.master, args.minibatch_size,
-                                      len(documents))
+        in_process = steps_in_process(getattr(args, "master", None) is not None, spark.sparkContext.master,
+                                      documents, args.minibatch_size)
         for p in range(passes):
             frame = run_stream(spark.sparkContext, model, documents, args.minibatch_size,
                                args.partitions or max(1, spark.sparkContext.defaultParallelism), None,

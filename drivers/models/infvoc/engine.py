@@ -220,26 +220,30 @@ def run_stream(sc, model, documents: list, minibatch_size: int, partitions: int,
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame({"doc_id": [], "theta": []})
 
 
-#: the largest minibatch whose online step runs in this process under ``auto`` (no ``--master``, a local session):
-#: measured on the bench streams' documents, a step of 256 documents took ~1 s as a Spark job on local[2] and
-#: ~X s in this process; at 5,000 documents ... (README "Infinite vocabulary", 2026-11-29)
-IN_PROCESS_DOCUMENTS = 2048
+#: the most tokens a minibatch may hold for its online step to run in this process under ``auto`` (no ``--master``,
+#: a local session). Measured (2026-11-29, debian-changelogs documents of 22 tokens, local[2] on a loaded 2-core
+#: machine; median seconds per step, Spark job / in this process): 155 documents 0.42 / 0.056, 256: 0.50 / 0.063,
+#: 5,000: 0.83 / 0.31, 10,000: 0.93 / 0.43, 25,000 (562k tokens): 1.41 / 0.98. Spark's fixed ~0.4 s a step wins
+#: back only when the two cores halve a large step's work: the limit stays well below that point.
+IN_PROCESS_TOKENS = 250_000
 
 
-def steps_in_process(named_master: bool, master: str, minibatch_size: int, documents: int) -> bool:
-    """Whether the online steps run in this process: without ``--master`` (``named_master`` False) when the
-    session is local (``master``, the session's: spark-submit to a cluster keeps Spark) and a step holds at most
-    :data:`IN_PROCESS_DOCUMENTS` documents; a master the user named (a cluster, or ``local[N]`` given explicitly)
-    keeps a Spark job per step. Logs the choice once."""
-    size = min(int(minibatch_size), int(documents))
+def steps_in_process(named_master: bool, master: str, documents: list, minibatch_size: int) -> bool:
+    """Whether the online steps over ``documents`` [(doc_id, tokens)] run in this process: without ``--master``
+    (``named_master`` False) when the session is local (``master``, the session's: spark-submit to a cluster keeps
+    Spark) and every minibatch of ``minibatch_size`` holds at most :data:`IN_PROCESS_TOKENS` tokens; a master the
+    user named (a cluster, or ``local[N]`` given explicitly) keeps a Spark job per step. Logs the choice once."""
+    size = max(1, int(minibatch_size))
+    lengths = np.array([len(tokens) for _, tokens in documents], dtype=np.int64)
+    largest = int(max((lengths[i:i + size].sum() for i in range(0, len(lengths), size)), default=0))
     if named_master:
         chosen, why = False, "a Spark master was named (--master)"
     elif not str(master).startswith("local"):
         chosen, why = False, f"the session's master is {master}"
-    elif size > IN_PROCESS_DOCUMENTS:
-        chosen, why = False, f"a minibatch of {size} documents is above {IN_PROCESS_DOCUMENTS}"
+    elif largest > IN_PROCESS_TOKENS:
+        chosen, why = False, f"a minibatch holds up to {largest} tokens, above {IN_PROCESS_TOKENS}"
     else:
-        chosen, why = True, f"a minibatch of {size} documents is at most {IN_PROCESS_DOCUMENTS} and the session is local"
+        chosen, why = True, f"a minibatch holds at most {largest} tokens (<= {IN_PROCESS_TOKENS}), the session is local"
     log.info("online steps %s: %s", "in this process" if chosen else "as one Spark job each", why)
     return chosen
 
