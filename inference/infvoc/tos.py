@@ -44,6 +44,7 @@ import numpy as np
 import pandas as pd
 
 from inference.infvoc import dropped as dropped_words
+from inference.infvoc.doc_prior import ALPHA_THETA
 
 
 @dataclass
@@ -202,8 +203,8 @@ class OnlineSettings:
             raise ValueError(f"refresh weight: one of {', '.join(REFRESH_WEIGHTS)}")
         if not 0.0 <= self.discount < 1.0:
             raise ValueError("discount: d of the sticks' GEM(d, alpha^beta) must be in [0, 1)")
-        if self.alpha_theta not in ("fixed", "fit"):
-            raise ValueError("alpha theta: fixed or fit")
+        if self.alpha_theta not in ALPHA_THETA:
+            raise ValueError(f"alpha theta: one of {', '.join(ALPHA_THETA)}")
 
 
 #: how a refresh weighs the model before it against its batch (``OnlineSettings.refresh_weight``, :func:`share_step`)
