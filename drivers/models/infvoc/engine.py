@@ -1,4 +1,4 @@
-"""Online inference of the infinite-vocabulary model on Spark (thesis Algorithm 4), one job per minibatch.
+"""Online inference of the infinite-vocabulary model (thesis Algorithm 4): a Spark job per minibatch, or in process.
 
 * **Mappers**: each partition of the minibatch's documents (strings, not ids: any word can come) runs the hybrid
   local step (7.2-7.4) over a broadcast of every topic's truncation ordered set, G_0 and alpha, and emits per
@@ -12,7 +12,9 @@
   updated sets (bounded: at most T words each after a reordering) and broadcasts them to the next minibatch.
 
 Draws are seeded by (seed, minibatch, document id), so the same seed gives the same model in local[1],
-local[2] or on a cluster.
+local[2] or on a cluster. A small minibatch's step runs the same tasks in this process instead
+(:func:`step_in_process`, chosen by :func:`steps_in_process`): the same model to the bit, without a Spark job's
+fixed cost (about 0.4 s a step on the local master).
 """
 from __future__ import annotations
 
