@@ -223,10 +223,10 @@ def run_stream(sc, model, documents: list, minibatch_size: int, partitions: int,
 
 
 #: the most tokens a minibatch may hold for its online step to run in this process under ``auto`` (no ``--master``,
-#: a local session). Measured (2026-11-29, debian-changelogs documents of 22 tokens, local[2] on a loaded 2-core
-#: machine; median seconds per step, Spark job / in this process): 155 documents 0.42 / 0.056, 256: 0.50 / 0.063,
-#: 5,000: 0.83 / 0.31, 10,000: 0.93 / 0.43, 25,000 (562k tokens): 1.41 / 0.98. Spark's fixed ~0.4 s a step wins
-#: back only when the two cores halve a large step's work: the limit stays well below that point.
+#: a local session). Measured (2026-11-29, ``tests/bench/bench_infvoc_steps.py``: debian-changelogs documents of 22
+#: tokens, local[2], two busy cores; median seconds a step, Spark job / in this process): 256 documents 0.37 /
+#: 0.069, 5,000 (109k tokens) 0.58 / 0.27, 25,000 (559k tokens) 1.44 / 0.90. Spark's fixed ~0.4 s a step is won
+#: back only where two free cores halve a large step's work: the limit stays well below that.
 IN_PROCESS_TOKENS = 250_000
 
 
