@@ -28,6 +28,13 @@ comes back it is new again (R from 0; with ``"bloom"`` the word is added to the 
 comes back with the TOS' smallest R: the thesis' "reset scores for dropped words"). So a topic holds at most T words
 after a reordering and T + (the new words of U minibatches) before one, plus a filter of fixed size: memory is
 bounded by the stream's rate of new words, not by every word ever seen.
+
+**Discount** (issue 30, session 27; ``discount`` = d, 0 <= d < 1, default 0): the two-parameter (Pitman-Yor)
+stick-breaking GEM(d, alpha^beta), V_t ~ Beta(1 - d, alpha^beta + t d), in place of the thesis' GEM(alpha^beta)
+(d = 0): the prior of the atom at TOS position t (1-based, at the update) is :func:`prior_sticks`, (7.6)-(7.7)
+become nu1_kt += eps (1 - d + scale c_k(rho_kt) - nu1_kt), nu2_kt += eps (alpha^beta + t d + scale sum_{s>t} c -
+nu2_kt), and a word enters at its position's prior. An unseen word keeps the pseudo-count 1 - d instead of 1 (at
+d = 0.95 about fixvoc's eta = 1/K at K 20). d = 0 is the thesis' update, bit for bit.
 """
 from __future__ import annotations
 
@@ -37,6 +44,7 @@ import numpy as np
 import pandas as pd
 
 from inference.infvoc import dropped as dropped_words
+from inference.infvoc.doc_prior import ALPHA_THETA
 
 
 @dataclass
@@ -66,10 +74,17 @@ def step_size(minibatch: int, tau0: float, kappa: float) -> float:
     return float((tau0 + minibatch) ** -kappa)
 
 
+def prior_sticks(positions, alpha_beta: float, discount: float = 0.0) -> tuple[float, np.ndarray]:
+    """The prior Beta(1 - d, alpha^beta + t d) of the sticks at TOS ``positions`` t (1-based): ``(nu1, nu2 array)``
+    (GEM(d, alpha^beta); d = 0: Beta(1, alpha^beta), exactly)."""
+    return 1.0 - float(discount), float(alpha_beta) + np.asarray(positions, dtype=np.float64) * float(discount)
+
+
 def update_topic(topic: TopicSet, terms, counts, log_base, scale: float, eps: float, alpha_beta: float,
-                 minibatch: int) -> TopicSet:
+                 minibatch: int, discount: float = 0.0) -> TopicSet:
     """Expand, update nu (7.6-7.7) and R (7.8) of one topic with its minibatch counts ``counts`` of the words
-    ``terms`` (unique strings; ``log_base``: their log G_0). See the module docstring."""
+    ``terms`` (unique strings; ``log_base``: their log G_0); ``discount``: d of GEM(d, alpha^beta). See the module
+    docstring."""
     terms = np.asarray(terms, dtype=object)
     counts = np.asarray(counts, dtype=np.float64)
     log_base = np.asarray(log_base, dtype=np.float64)
@@ -80,24 +95,26 @@ def update_topic(topic: TopicSet, terms, counts, log_base, scale: float, eps: fl
     new = new[np.lexsort((terms[new].astype(str), -counts[new]))]        # most counts first, then the string
     T_old = len(topic)
     all_terms = np.concatenate([topic.terms, terms[new]])
-    nu1 = np.concatenate([topic.nu1, np.ones(new.shape[0])])
-    nu2 = np.concatenate([topic.nu2, np.full(new.shape[0], float(alpha_beta))])     # the prior: module docstring
+    prior1, prior2 = prior_sticks(np.arange(1, all_terms.shape[0] + 1), alpha_beta, discount)
+    nu1 = np.concatenate([topic.nu1, np.full(new.shape[0], prior1)])
+    nu2 = np.concatenate([topic.nu2, prior2[T_old:]])     # the prior: module docstring
     rank = np.concatenate([topic.rank, returning_ranks(topic, terms[new])])
     since = np.concatenate([topic.since, np.full(new.shape[0], minibatch, dtype=np.int64)])
     position[new] = T_old + np.arange(new.shape[0])
     c = np.zeros(all_terms.shape[0])
     c[position] = counts
     after = np.concatenate([np.cumsum(c[::-1])[::-1][1:], [0.0]])         # sum_{s>t} c_s
-    nu1 = nu1 + eps * (1.0 + scale * c - nu1)
-    nu2 = nu2 + eps * (alpha_beta + scale * after - nu2)
+    nu1 = nu1 + eps * (prior1 + scale * c - nu1)
+    nu2 = nu2 + eps * (prior2 + scale * after - nu2)
     g0 = np.zeros(all_terms.shape[0])
     g0[position] = np.exp(log_base)
     rank = (1.0 - eps) * rank + eps * g0 * scale * c
     return TopicSet(all_terms, nu1, nu2, rank, since, topic.dropped)
 
 
-def expand_topic(topic: TopicSet, words, alpha_beta: float, minibatch: int) -> TopicSet:
-    """The TOS with every word of ``words`` it lacks appended (sorted by string) at the prior Beta(1, alpha^beta),
+def expand_topic(topic: TopicSet, words, alpha_beta: float, minibatch: int, discount: float = 0.0) -> TopicSet:
+    """The TOS with every word of ``words`` it lacks appended (sorted by string) at the prior of its position
+    (:func:`prior_sticks`; d = 0: Beta(1, alpha^beta)),
     R as :func:`returning_ranks` gives, entered at ``minibatch``: ``expand="every"``, done for every topic with the
     minibatch's words before its local step (the thesis' code: a word new to the model is appended to every
     topic's TOS), so a word is in every topic's TOS and (7.4) never applies. Appended at the prior, the words
@@ -107,8 +124,9 @@ def expand_topic(topic: TopicSet, words, alpha_beta: float, minibatch: int) -> T
         words = words[topic.index.get_indexer(words) < 0]
     if not len(words):
         return topic
-    return TopicSet(np.concatenate([topic.terms, words]), np.concatenate([topic.nu1, np.ones(len(words))]),
-                    np.concatenate([topic.nu2, np.full(len(words), float(alpha_beta))]),
+    prior1, prior2 = prior_sticks(len(topic) + np.arange(1, len(words) + 1), alpha_beta, discount)
+    return TopicSet(np.concatenate([topic.terms, words]), np.concatenate([topic.nu1, np.full(len(words), prior1)]),
+                    np.concatenate([topic.nu2, prior2]),
                     np.concatenate([topic.rank, returning_ranks(topic, words)]),
                     np.concatenate([topic.since, np.full(len(words), minibatch, dtype=np.int64)]), topic.dropped)
 
@@ -155,6 +173,7 @@ class OnlineSettings:
     #                              document of the minibatch's (D/|S| x its mean tokens; h30c)
     refresh_weight: str = "schedule"  # a refresh's eps: schedule, eps_i of the continued counter; share, the batch
     #                              weighs its share of the documents seen (share_step; issue 30, session 26)
+    discount: float = 0.0        # d of the sticks' GEM(d, alpha^beta) (prior_sticks; issue 30, session 27)
     alpha_theta: str = "fixed"   # the document-topic prior: fixed, 1/K; fit, learned online (infvoc.doc_prior)
 
     def check(self) -> None:
@@ -182,8 +201,10 @@ class OnlineSettings:
             raise ValueError(f"reseed against: one of {', '.join(RESEED_AGAINST)}")
         if self.refresh_weight not in REFRESH_WEIGHTS:
             raise ValueError(f"refresh weight: one of {', '.join(REFRESH_WEIGHTS)}")
-        if self.alpha_theta not in ("fixed", "fit"):
-            raise ValueError("alpha theta: fixed or fit")
+        if not 0.0 <= self.discount < 1.0:
+            raise ValueError("discount: d of the sticks' GEM(d, alpha^beta) must be in [0, 1)")
+        if self.alpha_theta not in ALPHA_THETA:
+            raise ValueError(f"alpha theta: one of {', '.join(ALPHA_THETA)}")
 
 
 #: how a refresh weighs the model before it against its batch (``OnlineSettings.refresh_weight``, :func:`share_step`)
@@ -247,7 +268,7 @@ def update_sets(sets: list, topic_counts: dict, log_base: dict, batch_docs: int,
         terms, counts = topic_counts.get(k, (np.empty(0, dtype=object), np.zeros(0)))
         logs = np.array([log_base[w] for w in terms], dtype=np.float64)
         topic = update_topic(topic, terms, counts, ranking_log_base(logs, settings), scale, eps, settings.alpha_beta,
-                             minibatch)
+                             minibatch, settings.discount)
         if minibatch % settings.delay == 0:
             topic = reorder_topic(topic, settings.truncation)
         out.append(topic)

@@ -73,7 +73,7 @@ def run_model(parts, base, settings, K: int, minibatch_size: int, seed: int, bur
         seen += len(chunk) if new else 0
         if settings.expand == "every":
             words = {w for _, t in chunk for w in t}
-            sets = [expand_topic(ts, words, settings.alpha_beta, minibatch) for ts in sets]
+            sets = [expand_topic(ts, words, settings.alpha_beta, minibatch, settings.discount) for ts in sets]
         block = StringBlock.from_documents(chunk)
         log_base = base.log_probs(block.terms)
         fit = settings.alpha_theta == "fit"     # alpha^theta learned online (engine.run_minibatch's step)
@@ -157,7 +157,7 @@ def main() -> None:
                                                           "the base corpus' vocabulary")
     parser.add_argument("--grid", nargs="*", default=[],
                         help="NAME=V1,V2 over OnlineSettings' fields (alpha_beta, truncation, delay, tau0, kappa, "
-                             "expand, ranking, alpha_theta); every combination is run")
+                             "expand, ranking, alpha_theta, discount); every combination is run")
     parser.add_argument("--no-classify", action="store_true")
     parser.add_argument("--product", action="store_true",
                         help="the product's defaults besides the grid: --expand every and --passes auto (without it "

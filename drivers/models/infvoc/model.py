@@ -33,6 +33,8 @@ BASE_MEASURE_FILE = "base_measure.json"
 DROPPED_FILE = "dropped.npy"
 #: the files of this model beyond :data:`drivers.store.model_store.MODEL_FILES`
 OWN_FILES = (TOS_FILE, BASE_MEASURE_FILE, DROPPED_FILE)
+#: settings a model.json saved before them lacks, at the values those models ran with (the discount: session 27)
+LEGACY_SETTINGS = {"discount": 0.0}
 #: ``topics`` marks a word the base vocabulary does not have with this
 NEW_MARK = "+"
 
@@ -152,7 +154,8 @@ class InfVocModel:
                 raise DamagedError(f"{directory}: {TOS_FILE} has non-finite or non-positive parameters in topic {k}")
             sets.append(TopicSet(rows["term"].to_numpy(dtype=object), *[v.astype(np.float64) for v in values],
                                  rows["since"].to_numpy(dtype=np.int64), None if filters is None else filters[k]))
-        return cls(sets, base, np.asarray(meta["alpha"], dtype=np.float64), OnlineSettings(**meta["settings"]),
+        settings = OnlineSettings(**{**LEGACY_SETTINGS, **meta["settings"]})
+        return cls(sets, base, np.asarray(meta["alpha"], dtype=np.float64), settings,
                    pd.Index(vocab.sort_values("id")["term"].astype(str).to_numpy(), dtype=object),
                    int(meta["minibatches"]), int(meta["documents"]), int(meta["hybrid_burn_in"]),
                    int(meta["hybrid_samples"]), int(meta["seed"]), meta)
