@@ -31,6 +31,10 @@ class ChainContinuation:
     #: axis runs over the block's "token"s, "segment"s or "document"s. A state holding an array not named here
     #: (seated tables over the partition's words) cannot lose a document: a revision is refused
     state_axes: dict = {"z": "token"}
+    #: whether :meth:`continued_chain`'s rewrite moves the old words to other ids (a tree over an aligned
+    #: corpus: every old word found by (language, word) in the batch's vocabulary); else the batch's vocabulary must
+    #: extend the kept one, which ``refresh`` checks once before the chain is continued
+    continuation_moves_words = False
 
     def without_documents(self, orig, state: dict, keep: np.ndarray):
         """A revised document's old copy taken out of the chain: the kept block ``orig`` without the documents

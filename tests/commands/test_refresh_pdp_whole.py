@@ -15,8 +15,10 @@ from drivers.engines.gibbs import chain
 from drivers.families.gibbs.models import make_model
 from drivers.families.gibbs.refresh import refresh_chain
 from drivers.models.pdp_network import whole_heldout
+from drivers.preparation.corpus import prepare_corpus
 from drivers.refresh.update import RefreshRequest
 from drivers.store import model_root, model_store, publish
+from inference.errors import RefusedError
 from jobs.evaluate import evaluate_model
 from test_refresh import NEW_WORDS, Killed, _raise, run, texts, write_batch
 from test_refresh_gibbs import chain_arrays, train_gibbs
@@ -122,3 +124,25 @@ def test_new_documents_and_words_are_sampled_in_and_a_killed_refresh_leaves_the_
     last = model_store.resolve(str(root))
     ids = chain_arrays(last)["blocks/part-00000.npz:doc_ids"]
     assert len(ids) == len(set(ids)) == 47 == model_store.read_meta(last)["data"]["documents"]
+
+
+def test_a_batch_whose_vocabulary_does_not_extend_the_models_is_refused_alike_in_both_modes(spark_session, bow_corpus,
+                                                                                          spec_file, tmp_path):
+    """refresh's one vocabulary check (``refresh_chain``, before the chain is continued; whole-network mode's
+    ``continued_chain`` repeated it before): a split pdp-network and one in whole-network mode refuse a batch whose
+    vocabulary does not extend theirs with the same line, and no version is written (split: pyp-lda.json)."""
+    raw = write_batch(tmp_path / "z.jsonl", texts(8, 5, "z", vocab=12))
+    batch = str(tmp_path / "z")
+    prepare_corpus(spark_session, raw, batch, min_df=1, max_df=1.0, language="none")
+    messages = []
+    for name, flags in (("split", ("--network", "pyp-lda")), ("whole", ("--network", spec_file))):
+        first, version = tmp_path / name, tmp_path / f"{name}-version"
+        train_gibbs(spark_session, "pdp-network", bow_corpus, first, N, *flags)
+        assert (model_store.read_meta(str(first))["partitions"] == 1) == (name == "whole")
+        request = RefreshRequest(root=str(tmp_path / f"{name}-root"), input=None, iterations=M, reinfer_old=True)
+        with pytest.raises(RefusedError) as info:
+            refresh_chain(spark_session, registry.MODELS["pdp-network"], model_store.load_model(str(first)), batch,
+                          request, str(version), registry)
+        messages.append(str(info.value))
+        assert not version.exists() or not any(version.iterdir())
+    assert messages == [f"{batch}: its vocabulary does not extend the model's"] * 2, messages

@@ -1,8 +1,9 @@
-"""pdp-network's whole-network mode (issue 28, 2): two specs the split engine refuses (one on the word side: a
-concentration shared by the documents' vectors and the word side; one on the topic side: more corpus-level topic
-families than the engine's rows) train on one partition that is the in-process sampler draw for draw (z, s, the
-sampled discounts and concentrations), a run interrupted and resumed is the uninterrupted chain, the same seed gives
-the same model, and a spec the split engine runs still runs split."""
+"""pdp-network's whole-network mode (issue 28, 2): specs the split engine refuses (on the word side: a concentration
+shared by the documents' vectors and the word side, also with burst vectors per (topic, document) below it; on the
+topic side: more corpus-level topic families than the engine's rows) train on one partition that is the in-process
+sampler draw for draw (z, s, the sampled discounts and concentrations), the word side's keyed table published only
+where the held-out path reads it, a run interrupted and resumed is the uninterrupted chain, the same seed gives the
+same model, and a spec the split engine runs still runs split."""
 from __future__ import annotations
 
 import json
@@ -11,7 +12,7 @@ import numpy as np
 import pytest
 
 from drivers.engines.gibbs.settings import SampleSchedule
-from drivers.models.pdp_network import whole_heldout
+from drivers.models.pdp_network import whole_heldout, whole_words
 from drivers.models.pdp_network.whole_network import (WHOLE, NetworkModel, check_memory, split_refusal, spec_of,
                                                        state_bytes)
 from engine_runs import Interrupted, assert_same_runs, fit_and_recount
@@ -48,9 +49,16 @@ def deep_spec() -> dict:
             "word": {"node": "phi", "index": ["topic"]}}
 
 
-SPECS = {"word": WORD, "topic": deep_spec()}
+#: the word side's spec with burst vectors per (topic, document) over phi (the held-out path reads the whole_words
+#: table: whole_words.needs_predictive), refused as WORD is
+BURST = dict(WORD, nodes=dict(WORD["nodes"], burst={"index": ["topic", "document"], "over": "word",
+                                                   "pyp": {"a": 0.3, "b": 1.5},
+                                                   "parents": [{"node": "phi", "index": ["topic"]}]}),
+             word={"node": "burst", "index": ["topic", "document"]})
+SPECS = {"word": WORD, "topic": deep_spec(), "burst": BURST}
 REFUSALS = {"word": "node 'theta' shares a discount or concentration with the word side's 'phi' (not on the Gibbs",
-            "topic": "node 'c8': more than 8 shared topic families (base, c1, c2, c3, c4, c5, c6, c7, c8; the split"}
+            "topic": "node 'c8': more than 8 shared topic families (base, c1, c2, c3, c4, c5, c6, c7, c8; the split",
+            "burst": "node 'theta' shares a discount or concentration with the word side's 'phi' (not on the Gibbs"}
 
 
 def test_the_split_engine_refuses_both_specs_and_runs_stm_split():
@@ -78,7 +86,7 @@ def _fit(spark_session, rdd, directory, path, resume=False, stop_after=None, syn
                            SEED, sync, model.initial_hyper(network=path), resume, stop_after)
 
 
-@pytest.mark.parametrize("which", ["word", "topic"])
+@pytest.mark.parametrize("which", ["word", "topic", "burst"])
 def test_one_partition_is_the_in_process_sampler_draw_for_draw_and_resumes(spark_session, one_block, tmp_path,
                                                                           caplog, which):
     block, rdd = one_block
@@ -116,6 +124,13 @@ def test_one_partition_is_the_in_process_sampler_draw_for_draw_and_resumes(spark
         np.testing.assert_array_equal(table.keys, keys[live][np.argsort(keys[live])])
         np.testing.assert_array_equal(table.counts, rows[live][np.argsort(keys[live])])
         assert table.equals(recount[name])
+    # the word side's keyed table only where the held-out path reads it (burst vectors: not the posterior means)
+    assert (whole_words.TABLE in result.tables) == (which == "burst") == whole_words.needs_predictive(net.spec)
+    if which == "burst":
+        keys, rows = whole_words.contribution(net, counts, sampler.s)
+        np.testing.assert_array_equal(result.tables[whole_words.TABLE].keys, np.sort(keys))
+        np.testing.assert_array_equal(result.tables[whole_words.TABLE].counts, rows[np.argsort(keys)])
+        assert result.tables[whole_words.TABLE].equals(recount[whole_words.TABLE])
     np.testing.assert_allclose(result.topic_word, topics, rtol=1e-12)
     # an interrupted run resumed (the resident sampler) is the uninterrupted chain; the same seed, the same model
     with pytest.raises(Interrupted):

@@ -235,6 +235,40 @@ def test_the_trained_word_side_is_saved_and_read_back_and_an_old_directory_is_sc
                 np.testing.assert_array_equal(a, b)
 
 
+def test_the_word_table_is_published_only_where_the_held_out_path_reads_it_and_old_directories_score_the_same():
+    """A word side indexed by [topic] alone (scored by the topics' posterior means) declares no ``whole_words``
+    table and saves no ``whole_word_*.npy``; burst vectors do. A [topic] directory written before (with the files)
+    loads them and scores as one without: document completion and left to right equal."""
+    from drivers.models.pdp_network.whole_network import WHOLE
+    from inference.gibbs.heldout import HeldoutSchedule
+
+    burst, topic = trained(BURST)[0], trained(TOPIC)[0]
+    assert burst.publishes_words and whole_words.TABLE in {t.name for t in burst.count_tables()}
+    assert not topic.publishes_words and whole_words.TABLE not in {t.name for t in topic.count_tables()}
+    model, hyper, net, sampler = trained(TOPIC)
+    old = model.saved_arrays()                       # the files a training before this change saved
+    assert set(whole_words.ARRAYS) <= set(old)
+    model._trained_words = None                      # bind_result of tables without whole_words
+    assert set(model.array_files) == set(model.saved_arrays()) and not set(whole_words.ARRAYS) & set(model.array_files)
+    phi_vk = model.topics_of(net, {k: getattr(sampler, k) for k in ("n", "tc", "tp", "Nn", "TC", "TP", "Se")},
+                             sampler.avals, sampler.bvals).T
+    rng = np.random.default_rng(11)
+    test = SegmentedBlock.from_segments([(f"t{i}", [[int(w) for w in rng.integers(0, V, 8)]]) for i in range(4)])
+    schedule = HeldoutSchedule(iterations=6, burn_in=2, lag=2, samples=2, observed=0.5)
+    meta = {"hyper": dict(hyper, **{WHOLE: "test"})}
+    scores = []
+    for files in (old, {k: v for k, v in old.items() if k not in whole_words.ARRAYS}):
+        back = NetworkModel(K, V)
+        back._whole_files, back._whole_word_files = True, whole_words.ARRAYS[0] in files
+        assert set(back.array_files) == set(files)
+        back.bind_arrays(files, meta)
+        assert not back.word_predictive
+        scores.append((back.heldout_loglik(test, meta["hyper"], phi_vk, schedule, 7, 0),
+                       back.left_to_right(test, meta["hyper"], phi_vk, LeftToRight(particles=20, seed=3)).per_document))
+    for a, b in zip(*scores):
+        np.testing.assert_array_equal(a, b)
+
+
 ROOT = {"index": ["corpus"], "over": "word", "dirichlet": 0.5}
 TWO = {"phi": {"node": "phi", "index": ["topic"], "gamma": 0.8}, "root": {"node": "root", "index": ["corpus"],
                                                                        "gamma": 1.3}}

@@ -268,3 +268,60 @@ def test_the_drivers_a_and_b_step_is_the_in_process_step():
                np.random.default_rng(7))
     assert got["a_values"]["phi.a"] == avals[net.a_names.index("phi.a")] != 0.4
     assert got["b_values"]["phi.b"] == bvals[net.b_names.index("phi.b")] != 1.5
+
+
+MISLAID = '''
+import json, sys, tempfile, pathlib
+import numpy as np
+from pdp_hooks import spec_model, summed
+from drivers.models.pdp_network import words_mix
+from inference.gibbs.block import SegmentedBlock
+
+spec, mode = json.loads(sys.argv[1]), sys.argv[2]
+V, K, P = 9, 3, 2
+rng = np.random.default_rng(3)
+docs = [(f"d{i:02d}", [[int(w) for w in rng.integers(0, V, rng.integers(20, 60))]]) for i in range(30)]
+model, hyper = spec_model(pathlib.Path(tempfile.mkdtemp()), spec, K, V, "mix.json")
+block = SegmentedBlock.from_segments(docs)
+state = model.initial_state(block, hyper, 5)
+tables = summed(model, [block], [state])
+good = tables[words_mix.TABLE].reshape(P, V, K)
+tables[words_mix.TABLE] = np.ascontiguousarray({
+    "interleaved": lambda: good.transpose(1, 0, 2).reshape(P * V, K),      # rows w P + e (same shape)
+    "transposed": lambda: good.reshape(P * V, K).T,                        # K x P V
+    "old-vocabulary": lambda: good[:, :V - 2].reshape(P * (V - 2), K)}[mode]())
+try:
+    for it in range(3):
+        model.sweep_tables(block, state, hyper, tables, model.derive(tables), 100 + it)
+except ValueError as exc:
+    print("ValueError:", exc)
+else:
+    print("no error")
+'''
+
+
+@pytest.mark.parametrize("mode,message", [
+    ("interleaved", r"node 'phi': its table word_mix \(18 x 3\) is not laid out as rows e V \+ w of 2 edges over 9 "
+                    r"words: \d+ cell\(s\) hold more tables than customers"),
+    ("transposed", r"node 'phi': its table word_mix is 3 x 18, not 18 x 3 \(2 edges over 9 words at rows e V \+ w"),
+    ("old-vocabulary", r"node 'phi': its table word_mix is 14 x 3, not 18 x 3 \(2 edges over 9 words"),
+])
+def test_a_mislaid_table_is_refused_before_the_sweep_reads_it(mode, message):
+    """A ``word_mix`` table of another layout (rows w P + e: the same shape) or shape (transposed; a refresh's
+    table not moved to the grown vocabulary) reaching a partition's sweep is refused in one line naming the node and
+    the expected and actual shape (before: the sweep read other cells' counts and ran on, or failed later in the
+    write-back; reported to hang). Run in a subprocess with a timeout, so the test cannot hang the suite."""
+    import json
+    import os
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), str(root / "tests")]))
+    out = subprocess.run([sys.executable, "-c", MISLAID, json.dumps(mix_spec(sample=True)), mode], env=env,
+                         cwd=root, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    line = out.stdout.strip().splitlines()[-1]
+    assert re.search(message, line) and "\n" not in line, line

@@ -165,11 +165,11 @@ def refresh_chain(spark, spec, base, corpus_dir: str | None, request, output: st
     old_model.bind_hyper(hyper)
     model.bind_hyper(hyper)
     old_model.bind_directory(base.directory)
+    if not model.continuation_moves_words and vocab["term"].astype(str).tolist()[:V_old] != \
+            base.vocab["term"].astype(str).tolist()[:V_old]:      # (every mode's one check, before the chain moves)
+        raise RefusedError(f"{corpus_dir}: its vocabulary does not extend the model's")
     rewrite = model.continued_chain(spark, old_model, base, batch, seed, N)
     taken = getattr(rewrite, "doc_ids", None)     # the batch's documents put in the old partition (whole-network mode)
-    if rewrite is None and vocab["term"].astype(str).tolist()[:V_old] != \
-            base.vocab["term"].astype(str).tolist()[:V_old]:
-        raise RefusedError(f"{corpus_dir}: its vocabulary does not extend the model's")
     tables = chain.load_chain_tables(base.directory, old_model.count_tables(), N)
     tables, hyper, directive = stepped_chain(old_model, base.directory, N, tables, hyper, seed)
     if rewrite is None:

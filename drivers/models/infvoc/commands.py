@@ -19,7 +19,7 @@ import pandas as pd
 
 from drivers import storage
 from drivers.corpora.files import DOCS, VOCAB, require_corpus
-from drivers.models.infvoc.engine import empty_sets, run_stream
+from drivers.models.infvoc.engine import empty_sets, run_stream, steps_in_process
 from drivers.progress import Steps
 from drivers.models.infvoc.model import InfVocModel, is_infinite, is_model_file
 from drivers.refresh import sources as refresh_sources
@@ -192,10 +192,12 @@ def train(spark, args) -> dict:
     passes = passes_of(args, len(documents))
     per_pass = max(1, -(-len(documents) // args.minibatch_size))
     steps = Steps(passes * per_pass, "train --vocabulary infinite: online step", log)
+    in_process = steps_in_process(getattr(args, "master", None) is not None, spark.sparkContext.master,
+                                  documents, args.minibatch_size)
     for p in range(passes):
         frames.append(run_stream(spark.sparkContext, model, documents, args.minibatch_size, partitions,
                                  args.reducers, progress=f"pass {p + 1}/{passes}, ", new=p == 0,
-                                 after=(passes - 1 - p) * per_pass, steps=steps))
+                                 after=(passes - 1 - p) * per_pass, steps=steps, in_process=in_process))
     with publish.published(args.output, "spark-topics train --vocabulary infinite", is_model_file) as staging:
         meta = model.save(staging, {"data": {"corpus": storage.absolute(args.corpus)},
                                     "minibatch_size": args.minibatch_size, "corpus_documents": len(documents),
@@ -277,11 +279,13 @@ def refresh(spark, args) -> dict:
         eps = share_step(len(documents), model.documents + len(documents), passes * per_pass) \
             if model.settings.refresh_weight == "share" else None
         steps = Steps(passes * per_pass, f"refresh {root}: online step", log)
+        in_process = steps_in_process(getattr(args, "master", None) is not None, spark.sparkContext.master,
+                                      documents, args.minibatch_size)
         for p in range(passes):
             frame = run_stream(spark.sparkContext, model, documents, args.minibatch_size,
                                args.partitions or max(1, spark.sparkContext.defaultParallelism), None,
                                progress=f"pass {p + 1}/{passes}, ", new=p == 0, eps=eps,
-                               after=(passes - 1 - p) * per_pass, steps=steps)
+                               after=(passes - 1 - p) * per_pass, steps=steps, in_process=in_process)
         version = model_root.next_version(root)
         token = new_token()
         staging = model_root.staging_version(root, version, token)

@@ -1,4 +1,4 @@
-"""Online inference of the infinite-vocabulary model on Spark (thesis Algorithm 4), one job per minibatch.
+"""Online inference of the infinite-vocabulary model (thesis Algorithm 4): a Spark job per minibatch, or in process.
 
 * **Mappers**: each partition of the minibatch's documents (strings, not ids: any word can come) runs the hybrid
   local step (7.2-7.4) over a broadcast of every topic's truncation ordered set, G_0 and alpha, and emits per
@@ -12,12 +12,15 @@
   updated sets (bounded: at most T words each after a reordering) and broadcasts them to the next minibatch.
 
 Draws are seeded by (seed, minibatch, document id), so the same seed gives the same model in local[1],
-local[2] or on a cluster.
+local[2] or on a cluster. A small minibatch's step runs the same tasks in this process instead
+(:func:`step_in_process`, chosen by :func:`steps_in_process`): the same model to the bit, without a Spark job's
+fixed cost (about 0.4 s a step on the local master).
 """
 from __future__ import annotations
 
 import logging
 import zlib
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -80,8 +83,23 @@ def reducer_task(records, bc_state, settings, scale: float, minibatch: int, eps:
         yield key, topic
 
 
+def step_in_process(groups: list, state: tuple, partitioner: TopicPartitioner, settings, scale: float,
+                    minibatch: int, eps: float, fit_alpha: bool) -> list:
+    """The Spark job of :func:`run_minibatch` in this process: :func:`mapper_task` over each partition's group,
+    its records routed to the reducer ``partitioner`` picks (in partition order, as the shuffle reads them),
+    :func:`reducer_task` per reducer, the results in reducer order (as ``collect`` returns them)."""
+    held = SimpleNamespace(value=state)          # what a broadcast's tasks read
+    routed = [[] for _ in range(partitioner.num_reducers)]
+    for group in groups:
+        for record in mapper_task(group, held, minibatch, fit_alpha):
+            routed[partitioner(record[0])].append(record)
+    return [result for records in routed
+            for result in reducer_task(records, held, settings, scale, minibatch, eps)]
+
+
 def run_minibatch(sc, model, documents: list, partitions: int, reducers: int | None = None, new: bool = True,
-                  eps: float | None = None, remaining: int | None = None, nominal: int | None = None):
+                  eps: float | None = None, remaining: int | None = None, nominal: int | None = None,
+                  in_process: bool = False):
     """One minibatch (Algorithm 4) over ``documents`` [(doc_id, tokens)]: updates ``model`` in place (its sets,
     counters) and returns the documents' topic proportions as a DataFrame (doc_id, theta, minibatch).
     ``new=False``: documents an earlier pass counted, so D of (7.6) (``--corpus-size cumulative``: the documents
@@ -89,7 +107,9 @@ def run_minibatch(sc, model, documents: list, partitions: int, reducers: int | N
     ``eps``: the step of (7.6)-(7.8) (default eps_i of the model's counter; a refresh's ``share``, tos.share_step).
     ``remaining``: the run's minibatches after this one (None: unknown); a re-seed needs U of them, else the seed
     would be saved with almost no data (issue 30, session 26). ``nominal``: the stream's minibatch size, the re-seed
-    reference's |S| (a pass's short last minibatch is not the size the topics' evidence was gathered at)."""
+    reference's |S| (a pass's short last minibatch is not the size the topics' evidence was gathered at).
+    ``in_process``: the step's mappers and reducers in this process (:func:`step_in_process`, the same model to the
+    bit), not a Spark job (:func:`steps_in_process` chooses)."""
     minibatch = model.minibatches + 1
     settings = model.settings
     documents_seen = model.documents + (len(documents) if new else 0)
@@ -101,19 +121,24 @@ def run_minibatch(sc, model, documents: list, partitions: int, reducers: int | N
         model.sets = [expand_topic(ts, words, settings.alpha_beta, minibatch, settings.discount) for ts in model.sets]
     fit_alpha = settings.alpha_theta == "fit"
     partitioner = TopicPartitioner.for_topics(K, reducers, sc.defaultParallelism)
-    bc_state = sc.broadcast((model.sets, model.base, model.alpha, model.burn_in, model.samples, model.seed))
-    try:
-        groups = [[] for _ in range(partitions)]
-        for d, t in documents:
-            groups[partition_of(d, partitions)].append((d, t))
-        rdd = (sc.parallelize(groups, partitions)
-               .mapPartitions(lambda group: mapper_task([doc for docs in group for doc in docs], bc_state,
-                                                        minibatch, fit_alpha))
-               .partitionBy(partitioner.num_reducers, partitioner)
-               .mapPartitions(lambda records: reducer_task(records, bc_state, settings, scale, minibatch, eps)))
-        results = rdd.collect()
-    finally:
-        bc_state.unpersist()
+    state = (model.sets, model.base, model.alpha, model.burn_in, model.samples, model.seed)
+    groups = [[] for _ in range(partitions)]
+    for d, t in documents:
+        groups[partition_of(d, partitions)].append((d, t))
+    if in_process:
+        results = step_in_process(groups, state, partitioner, settings, scale, minibatch, eps, fit_alpha)
+    else:
+        bc_state = sc.broadcast(state)
+        try:
+            rdd = (sc.parallelize(groups, partitions)
+                   .mapPartitions(lambda group: mapper_task([doc for docs in group for doc in docs], bc_state,
+                                                            minibatch, fit_alpha))
+                   .partitionBy(partitioner.num_reducers, partitioner)
+                   .mapPartitions(lambda records: reducer_task(records, bc_state, settings, scale, minibatch,
+                                                               eps)))
+            results = rdd.collect()
+        finally:
+            bc_state.unpersist()
     sets = list(model.sets)
     touched = set()
     ids, thetas, alpha_parts = [], [], []
@@ -174,11 +199,11 @@ def log_reseeds(minibatch: int, before: list, after: list, pairs: list, document
 
 def run_stream(sc, model, documents: list, minibatch_size: int, partitions: int, reducers: int | None = None,
                progress: str = "", new: bool = True, eps: float | None = None, after: int | None = None,
-               steps: Steps | None = None) -> pd.DataFrame:
+               steps: Steps | None = None, in_process: bool = False) -> pd.DataFrame:
     """The documents [(doc_id, tokens)] in order, in minibatches of ``minibatch_size``; the proportions of all
     (``new=False``: a later pass over documents already counted in D; ``eps``: the step; ``after``: the run's
     minibatches after this stream, None unknown; :func:`run_minibatch`; ``steps``: the run's progress line, one
-    step per minibatch, with the time left)."""
+    step per minibatch, with the time left; ``in_process``: the steps in this process, :func:`steps_in_process`)."""
     frames = []
     batches = max(1, -(-len(documents) // minibatch_size))
     for b in range(batches):
@@ -188,13 +213,41 @@ def run_stream(sc, model, documents: list, minibatch_size: int, partitions: int,
         sc.setJobDescription(f"{progress}minibatch {b + 1}/{batches} ({len(chunk)} documents)")
         frames.append(run_minibatch(sc, model, chunk, partitions, reducers, new, eps,
                                     None if after is None else after + batches - 1 - b,
-                                    min(minibatch_size, len(documents))))
+                                    min(minibatch_size, len(documents)), in_process))
         sizes = f"TOS sizes {min(len(s) for s in model.sets)}-{max(len(s) for s in model.sets)}"
         (log.debug if steps else log.info)("%sminibatch %d/%d: %d documents; %s", progress, b + 1, batches,
                                            len(chunk), sizes)
         if steps:
             steps.step(f"{progress}minibatch {b + 1}/{batches}, {sizes}")
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame({"doc_id": [], "theta": []})
+
+
+#: the most tokens a minibatch may hold for its online step to run in this process under ``auto`` (no ``--master``,
+#: a local session). Measured (2026-11-29, ``tests/bench/bench_infvoc_steps.py``: debian-changelogs documents of 22
+#: tokens, local[2], two busy cores; median seconds a step, Spark job / in this process): 256 documents 0.37 /
+#: 0.069, 5,000 (109k tokens) 0.58 / 0.27, 25,000 (559k tokens) 1.44 / 0.90. Spark's fixed ~0.4 s a step is won
+#: back only where two free cores halve a large step's work: the limit stays well below that.
+IN_PROCESS_TOKENS = 250_000
+
+
+def steps_in_process(named_master: bool, master: str, documents: list, minibatch_size: int) -> bool:
+    """Whether the online steps over ``documents`` [(doc_id, tokens)] run in this process: without ``--master``
+    (``named_master`` False) when the session is local (``master``, the session's: spark-submit to a cluster keeps
+    Spark) and every minibatch of ``minibatch_size`` holds at most :data:`IN_PROCESS_TOKENS` tokens; a master the
+    user named (a cluster, or ``local[N]`` given explicitly) keeps a Spark job per step. Logs the choice once."""
+    size = max(1, int(minibatch_size))
+    lengths = np.array([len(tokens) for _, tokens in documents], dtype=np.int64)
+    largest = int(max((lengths[i:i + size].sum() for i in range(0, len(lengths), size)), default=0))
+    if named_master:
+        chosen, why = False, "a Spark master was named (--master)"
+    elif not str(master).startswith("local"):
+        chosen, why = False, f"the session's master is {master}"
+    elif largest > IN_PROCESS_TOKENS:
+        chosen, why = False, f"a minibatch holds up to {largest} tokens, above {IN_PROCESS_TOKENS}"
+    else:
+        chosen, why = True, f"a minibatch holds at most {largest} tokens (<= {IN_PROCESS_TOKENS}), the session is local"
+    log.info("online steps %s: %s", "in this process" if chosen else "as one Spark job each", why)
+    return chosen
 
 
 def empty_sets(num_topics: int) -> list:

@@ -103,7 +103,7 @@ class PdpNetwork(words_stack.StackWordArrays, words_column.ColumnWordArrays, wor
 
     def corpus_layout(self, block) -> CorpusLayout:
         """The block's documents, segments, words and kept columns' values as the network compiler reads them."""
-        columns = self.__dict__.get("_columns")
+        columns = self.column_values
         return CorpusLayout(block.doc_ptr.astype(np.int64), block.seg_ptr.astype(np.int64),
                             block.words.astype(np.int64), self.vocab_size,
                             columns.layout(block.doc_ids) if columns is not None else {})

@@ -260,6 +260,11 @@ class SharedRootsModel:
     """``pdp-network``'s part that knows its shared roots: the kept columns' values (read at training from the
     corpus, ``bind_corpus``; kept beside the model), and where every root vector sits in ``network_tc``."""
 
+    @property
+    def column_values(self) -> ColumnValues | None:
+        """The kept columns' values the model is bound to (None: its spec reads no column, or none is bound)."""
+        return self.__dict__.get("_columns")
+
     def read_columns(self, spec: NetworkSpec) -> None:
         """The values of the columns ``spec`` indexes vectors by, from the training corpus (none: nothing)."""
         if spec.columns:
@@ -271,8 +276,7 @@ class SharedRootsModel:
     def _shared_roots(self) -> SharedRoots:
         if self.__dict__.get("_roots") is None:
             spec = parse_network(self._raw)
-            self._roots = SharedRoots(spec, shared_families(spec)[0], self.__dict__.get("_columns"),
-                                      self.vocab_size)
+            self._roots = SharedRoots(spec, shared_families(spec)[0], self.column_values, self.vocab_size)
         return self._roots
 
     def bind_corpus(self, corpus, request) -> None:
@@ -334,7 +338,7 @@ class SharedRootsModel:
         return super().grown_chain(tables, hyper, old_vocab_size)
 
     def save_files(self, directory: str, result) -> None:
-        if self.__dict__.get("_columns") is not None:
+        if self.column_values is not None:
             self._columns.save(directory)
             if self.__dict__.get("_keeps_documents"):
                 self._columns.save_documents(directory)
@@ -344,5 +348,5 @@ class SharedRootsModel:
 
     def bind_scored_corpus(self, directory: str) -> None:
         """Held-out or new documents take their own column values (a value training did not see: the prior)."""
-        if self.__dict__.get("_columns") is not None:
+        if self.column_values is not None:
             self._columns = self._columns.with_documents(directory)

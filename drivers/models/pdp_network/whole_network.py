@@ -117,6 +117,14 @@ class WholeNetworkMode:
         return bool(self.whole) and self.__dict__.get("_trained_words") is not None and \
             whole_words.needs_predictive(parse_network(self._raw))
 
+    @property
+    def publishes_words(self) -> bool:
+        """Whether training publishes the word side's keyed table ``whole_words`` (and saves ``whole_word_*.npy``):
+        only when the held-out path reads it (:func:`.whole_words.needs_predictive`; a word side indexed by [topic]
+        alone is scored by the topics' posterior means) and the vocabulary fits its keys (V < 2^20)."""
+        return bool(self.whole) and self.vocab_size < whole_words.MAX_V and \
+            whole_words.needs_predictive(parse_network(self._raw))
+
     def bind_corpus(self, corpus, request) -> None:
         super().bind_corpus(corpus, request)
         self._corpus_sizes = (corpus.num_documents, corpus.num_segments, corpus.num_tokens)
@@ -131,7 +139,7 @@ class WholeNetworkMode:
         raw = raw if sampler is None else dict(raw, sampler=sampler)
         self._raw, self._roots, self._word_pyp = raw, None, None
         self.read_columns(spec)
-        columns = self.__dict__.get("_columns")
+        columns = self.column_values
         docs, segments, tokens = self.__dict__.get("_corpus_sizes", (0, 0, 0))
         check_memory(state_bytes(spec, self.num_topics, self.vocab_size, docs, segments, tokens,
                                  columns.sizes() if columns is not None else {}))
@@ -172,8 +180,7 @@ class WholeNetworkMode:
         spec = parse_network(self._raw)
         cells, edges = whole_heldout.cells_per_token(spec)
         words = (CountTable(whole_words.TABLE, whole_words.rows(self.vocab_size), 1, "keyed",
-                            cells_per_token=whole_words.cells_per_token(spec)),) \
-            if self.vocab_size < whole_words.MAX_V else ()        # a larger vocabulary: the posterior means held out
+                            cells_per_token=whole_words.cells_per_token(spec)),) if self.publishes_words else ()
         return (CountTable("nwk", self.vocab_size, self.num_topics, "dense", cells_per_token=1),
                 CountTable(whole_heldout.CELLS, whole_heldout.ROWS, self.num_topics, "keyed", cells_per_token=cells),
                 CountTable(whole_heldout.EDGES, whole_heldout.ROWS, self.num_topics, "keyed",
@@ -228,7 +235,7 @@ class WholeNetworkMode:
         return {"nwk": GibbsModel.shared_counts(self, block, state, local),
                 **whole_heldout.shared_contribution(net, cnt, state["s"]),
                 **({whole_words.TABLE: whole_words.contribution(net, cnt, state["s"])}
-                   if self.vocab_size < whole_words.MAX_V else {})}
+                   if self.publishes_words else {})}
 
     def topics_of(self, net, cnt, avals, bvals) -> np.ndarray:
         """(K, V) the word side's posterior means at every topic (module docstring)."""
@@ -332,7 +339,8 @@ class WholeNetworkMode:
     def array_files(self) -> tuple:
         if not (self.whole or self.__dict__.get("_whole_files")):
             return super().array_files
-        return whole_heldout.ARRAYS + (whole_words.ARRAYS if self.__dict__.get("_whole_word_files", True) else ())
+        files = self.__dict__.get("_whole_word_files")       # a directory's; a training's: what it publishes
+        return whole_heldout.ARRAYS + (whole_words.ARRAYS if (self.publishes_words if files is None else files) else ())
 
     def saved_arrays(self) -> dict:
         if not self.whole:

@@ -156,8 +156,8 @@ def grown_state(model, old_model, old_block: SegmentedBlock, block: SegmentedBlo
     if len(state["z"]) != N0 or not np.array_equal(net.words[:N0], old_net.words):
         raise RuntimeError("whole-network refresh: the kept state does not fit its block")
     old_sizes, new_sizes = _sizes(old_net, old_layout), _sizes(net, layout)
-    inst = instance_map(old_net, net, old_sizes, new_sizes, code_maps(
-        old_sizes, new_sizes, old_model.__dict__.get("_columns"), model.__dict__.get("_columns")))
+    inst = instance_map(old_net, net, old_sizes, new_sizes, code_maps(old_sizes, new_sizes, old_model.column_values,
+                                                                      model.column_values))
     s = moved_s(old_net, net, inst, np.asarray(state["s"], np.int64))
     z = np.zeros(block.n_tokens, np.int64)
     z[:N0] = state["z"]
@@ -204,7 +204,8 @@ def continued_chain(model, spark, old_model, base, batch, iteration: int):
     :class:`BatchInChain` over the batch's documents. A spec indexed by kept columns: the old documents keep their
     values, the batch's bring theirs, values never seen are appended (:meth:`ColumnValues.kept`, ``grown``; the old
     model reads the kept ones, the grown model all). (The refresh's ``--seed`` is not read: the chain's draws are
-    its clock's, as in training.)"""
+    its clock's, as in training. A batch whose vocabulary does not extend the model's: refused before, by
+    :func:`drivers.families.gibbs.refresh.refresh_chain`, as in every mode.)"""
     spec = parse_network(model._raw)
     if spec.columns:
         kept = ColumnValues.kept(base)
@@ -212,9 +213,6 @@ def continued_chain(model, spark, old_model, base, batch, iteration: int):
         model._columns = kept if batch is None else kept.grown(batch.directory)
     if batch is None:
         return None
-    old_terms = base.vocab["term"].astype(str).tolist()
-    if batch.vocab["term"].astype(str).tolist()[:len(old_terms)] != old_terms:
-        raise RefusedError(f"{batch.directory}: its vocabulary does not extend the model's")
     log.info("%s: whole-network mode: the batch's documents join its one partition, after the old ones",
              model.name)
     return BatchInChain(model, old_model, batch_block(spark, model, batch.directory), iteration)

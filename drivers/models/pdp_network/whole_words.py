@@ -4,7 +4,8 @@
 A word family indexed by neither document nor segment is *shared* ([topic], [topic, previous_word], [topic,
 column:X], a chain's levels, a word vector's several parents); one indexed by document or segment is the held-out
 document's *own* (burst[topic, document]). Training publishes every shared word cell's (n, tc, tp) and its parent
-edges' s in the keyed table ``whole_words`` (1 column; row ((base 16 + slot) V + word), base = (family << 32) +
+edges' s in the keyed table ``whole_words`` when the held-out path reads it (:func:`needs_predictive`; a word side
+indexed by [topic] alone neither publishes nor saves it) (1 column; row ((base 16 + slot) V + word), base = (family << 32) +
 key, slot 0 n, 1 tc, 2 tp, 3 + r the s of the vector's r-th parent edge), saved as ``whole_word_*.npy``. Held out,
 a shared word vector is FROZEN at its trained posterior mean (thesis (7.12) of those counts, the trained a and b):
 as the topics of eq 5.10 and the split engine's burst side (phi[topic] fixed), so that a word side indexed by

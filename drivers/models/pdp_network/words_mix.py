@@ -55,11 +55,30 @@ def table_counts(model, block, state: dict) -> dict:
                     np.concatenate(list(ms)).astype(np.int32))}
 
 
-def read(nwk, table, P: int) -> tuple[np.ndarray, np.ndarray]:
-    """(n (V, K), s (P, V, K)) int64 as read: a cell with customers and no table one table on edge 0 (race rule)."""
+def word_node(hyper: dict) -> str:
+    """The name of the spec's word vector (for messages)."""
+    raw = hyper.get("network")
+    return raw["word"]["node"] if isinstance(raw, dict) else "the word vector"
+
+
+def read(nwk, table, P: int, node: str = "the word vector") -> tuple[np.ndarray, np.ndarray]:
+    """(n (V, K), s (P, V, K)) int64 as read: a cell with customers and no table one table on edge 0 (race rule).
+    A table of another shape than (P V, K), or not laid out as rows e V + w (a cell with more tables than customers,
+    or a negative count: every partition's own 0 <= sum_e s^p <= n^p, so their sum too), is refused with a
+    ValueError naming ``node`` (the sweep would read another cell's counts)."""
     n = np.asarray(nwk, np.int64)
-    s = np.asarray(table, np.int64).reshape(P, n.shape[0], -1).copy()
-    s[0][(n > 0) & (s.sum(axis=0) == 0)] = 1
+    V, K = n.shape
+    table = np.asarray(table)
+    if table.shape != (P * V, K):
+        raise ValueError(f"node '{node}': its table {TABLE} is {' x '.join(map(str, table.shape))}, not {P * V} x {K} "
+                         f"({P} edges over {V} words at rows e V + w, {K} topics)")
+    s = table.astype(np.int64).reshape(P, V, K)
+    t = s.sum(axis=0)
+    bad = int(((t > n) | (s < 0).any(axis=0)).sum())
+    if bad:
+        raise ValueError(f"node '{node}': its table {TABLE} ({P * V} x {K}) is not laid out as rows e V + w of {P} "
+                         f"edges over {V} words: {bad} cell(s) hold more tables than customers or a negative count")
+    s[0][(n > 0) & (t == 0)] = 1
     return n, s
 
 
@@ -69,7 +88,7 @@ def sweep_args(model, block, state, net, nwk, words, mx, side) -> tuple:
     opened on edge 0."""
     tables, V, K, P = words[2], model.vocab_size, model.num_topics, len(side["mix"])
     vocab, uidx = model._local_vocab(block)
-    n, s = read(nwk, tables[TABLE], P)
+    n, s = read(nwk, tables[TABLE], P, net.spec.word.node)
     raw = np.asarray(tables[TABLE]).reshape(P, V, K)[:, vocab].sum(axis=0)
     own_n = words_pyp.own_customers(uidx, state["z"], len(vocab), K)
     ms = state[STATE]
@@ -136,7 +155,7 @@ def rho(s, side: dict) -> np.ndarray:
 def topic_word(tables: dict, side: dict, hyper: dict) -> np.ndarray:
     """(K, V) phi's posterior mean ((n - a t) + (b + a T_k) sum_e rho_ke nu_e) / (b + N_k) (thesis (7.12))."""
     a, b = float(hyper["a_values"][side["a"]]), float(hyper["b_values"][side["b"]])
-    n, s = read(tables["nwk"], tables[TABLE], len(side["mix"]))
+    n, s = read(tables["nwk"], tables[TABLE], len(side["mix"]), word_node(hyper))
     t = s.sum(axis=0)
     base = (rho(s, side)[:, None, :] * parent_means(n, s, side)).sum(axis=0)
     phi = ((n - a * t) + (b + a * t.sum(axis=0)) * base) / (b + n.sum(axis=0))
@@ -148,7 +167,7 @@ def loglik(tables: dict, side: dict, hyper: dict) -> float:
     """log p(w, t, s | z) of the word side, its part of (E12) as :func:`inference.pdpnet.hyper.log_joint`: phi's
     cells and restaurants, the rho factor per topic, C^t_s per cell, the parents' Dirichlet-multinomials."""
     a, b = float(hyper["a_values"][side["a"]]), float(hyper["b_values"][side["b"]])
-    n, s = read(tables["nwk"], tables[TABLE], len(side["mix"]))
+    n, s = read(tables["nwk"], tables[TABLE], len(side["mix"]), word_node(hyper))
     t = s.sum(axis=0)
     occ = n > 0
     total = words_pyp.cells_loglik(n[occ], t[occ], n.sum(axis=0), t.sum(axis=0), a, b)
@@ -172,7 +191,7 @@ def loglik(tables: dict, side: dict, hyper: dict) -> float:
 
 def sample_hyper(side: dict, tables: dict, hyper: dict, sampled: dict, rng) -> dict:
     """phi's b and a from the global cells (c, t = sum_e s) and restaurants (:func:`words_pyp.sample_cells_hyper`)."""
-    n, s = read(tables["nwk"], tables[TABLE], len(side["mix"]))
+    n, s = read(tables["nwk"], tables[TABLE], len(side["mix"]), word_node(hyper))
     t = s.sum(axis=0)
     occ = n > 0
     return words_pyp.sample_cells_hyper(side, n[occ], t[occ], n.sum(axis=0), t.sum(axis=0), hyper, sampled, rng)

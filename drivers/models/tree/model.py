@@ -135,6 +135,8 @@ class TreeLDAGibbs(TreeGibbs):
     construction_options = ("link_strength",)
     #: an aligned corpus: one document per tuple and language (drivers.corpora.segmented)
     aligned_documents_per = "language"
+    #: the chain's words move to their columns in the batch's vocabulary (chain_growth.GrownChain)
+    continuation_moves_words = True
 
     def __init__(self, num_topics: int, vocab_size: int, link_strength: float | None = None):
         super().__init__(num_topics, vocab_size, 100.0 if link_strength is None else link_strength)
