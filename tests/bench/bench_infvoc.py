@@ -103,6 +103,14 @@ fails: fixvoc wins 4 of 5, or infvoc wins 4 with a mean difference <= 0); classi
 accuracies, SVM and logistic, each; the changelogs' on the source-package label) **holds** if infvoc's mean over
 the seeds >= fixvoc's mean - the standard error of the paired differences. A stream whose seeds do not all finish
 by the deadline is reported as partial (which seeds). Reported whatever it shows; no default changes.
+
+**Pre-registered (session 27, issue 30, lead), before any of its runs: python-news, five seeds.** The same rule as
+h30s' paragraph above, on the fourth stream, python-news' single entries (``--corpus python-news --topics 50
+--minibatch-size 155 --alpha-beta 1000 --truncation 2000 --reorder-delay 10 --tau0 64 --kappa 0.6``; today's
+defaults, both models), seeds 2, 3 and 4 (``--tag lead27-sN``, code of main at 77bd2df), seeds 0 and 1 the committed
+``h30def`` runs (NPMI whole stream infvoc 0.053 / 0.034 vs fixvoc 0.015 / 0.035; SVM balanced 0.289 / 0.234 vs
+0.210 / 0.183; logistic balanced 0.297 / 0.254 vs 0.231 / 0.198). A seed not finished by 15:35 UTC is reported as
+partial. Reported whatever it shows; no default changes.
 """
 from __future__ import annotations
 
