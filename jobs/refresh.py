@@ -97,7 +97,7 @@ def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
     parser.add_argument("--text-column", default="text")
     parser.add_argument("--lang-column", default="lang",
                         help="a model of an aligned corpus (polylda, ptlda): the batch's language column (as prepare's)")
-    infinite.add_flags(parser.add_argument_group("online LDA with an infinite vocabulary"), False)
+    infinite.add_flags(parser.add_argument_group("online LDA with an infinite vocabulary"), False, parser)
 
 
 def request_from(args) -> RefreshRequest:

@@ -69,7 +69,7 @@ def add_arguments(parser: argparse.ArgumentParser, argv=None) -> None:
     parser.add_argument("--resume", action="store_true", help="continue from the last checkpoint")
     parser.add_argument("--keep-checkpoint", action="store_true", help="keep the checkpoint after success")
     parser.add_argument("--top-words", type=int, default=10, help="words per topic in the printed summary")
-    infinite.add_flags(parser.add_argument_group("online LDA with an infinite vocabulary (--model lda)"), True)
+    infinite.add_flags(parser.add_argument_group("online LDA with an infinite vocabulary (--model lda)"), True, parser)
     family = spec.family_object()
     family.add_train_flags(parser.add_argument_group(
         f"{family.name} family ({', '.join(s.name for s in registry.models_of(family.name))})"))

@@ -20,8 +20,8 @@ import pandas as pd
 from drivers import storage
 from drivers.corpora.files import DOCS, VOCAB, require_corpus
 from drivers.models.infvoc.engine import empty_sets, run_stream, steps_in_process
-from drivers.progress import Steps
 from drivers.models.infvoc.model import InfVocModel, is_infinite, is_model_file
+from drivers.progress import Steps
 from drivers.refresh import sources as refresh_sources
 from drivers.corpora import tokenizer
 from drivers.spark_parquet import read_parquet
@@ -42,8 +42,16 @@ VOCABULARIES = ("fixed", "infinite")
 AUTO, AUTO_STEPS, AUTO_MAX_PASSES = "auto", 60, 20
 
 
-def add_flags(group, schedule: bool) -> None:
-    """The flags of ``--vocabulary infinite`` (``schedule``: also --tau0/--kappa, which ``refresh`` has already)."""
+#: the help section of the infinite vocabulary's flags that are measured variants, not defaults
+EXPERIMENTS_GROUP = ("infinite vocabulary, measured variants (not defaults: each failed its pre-registered rule; "
+                     "README, \"Infinite vocabulary\")")
+
+
+def add_flags(group, schedule: bool, parser=None) -> None:
+    """The flags of ``--vocabulary infinite`` (``schedule``: also --tau0/--kappa, which ``refresh`` has already);
+    with ``parser``, the flags of measured variants that are not defaults (each failed its pre-registered rule,
+    README "Infinite vocabulary") in a group of their own, :data:`EXPERIMENTS_GROUP`."""
+    experiments = group if parser is None else parser.add_argument_group(EXPERIMENTS_GROUP)
     group.add_argument("--vocabulary", choices=VOCABULARIES, default="fixed",
                        help="infinite: online LDA whose topics take in words never seen before (Zhai & "
                             "Boyd-Graber 2013); the flags below apply to it")
@@ -67,25 +75,25 @@ def add_flags(group, schedule: bool) -> None:
                             "local step (every, as the thesis' code; the default for a new model, or the model's), "
                             "or the topics a token of it is sampled into, through G_0 (sampled; with --passes 1 "
                             "the thesis' Algorithm 4 as printed)")
-    group.add_argument("--reseed-below", type=float, default=None,
+    experiments.add_argument("--reseed-below", type=float, default=None,
                        help="infinite: at each reordering, re-seed a topic whose evidence (its sticks' counts) is "
                             "below this fraction of the topics' mean from one document of the minibatch (default 0: "
                             "off, as the thesis; or the model's)")
-    group.add_argument("--reseed-draw", choices=RESEED_DRAWS, default=None,
+    experiments.add_argument("--reseed-draw", choices=RESEED_DRAWS, default=None,
                        help="infinite: how --reseed-below draws its documents from the minibatch: by their distinct "
                             "words (words, the default, or the model's) or uniformly (uniform)")
-    group.add_argument("--reseed-against", choices=RESEED_AGAINST, default=None,
+    experiments.add_argument("--reseed-against", choices=RESEED_AGAINST, default=None,
                        help="infinite: what --reseed-below is a fraction of: the topics' mean evidence (mean, the "
                             "default, or the model's) or one average document of the minibatch (document)")
-    group.add_argument("--refresh-weight", choices=REFRESH_WEIGHTS, default=None,
+    experiments.add_argument("--refresh-weight", choices=REFRESH_WEIGHTS, default=None,
                        help="infinite: a refresh's step: eps_i = (tau0 + i)^-kappa, i counting on from the model's "
                             "minibatches (schedule, the default, or the model's), or one eps for all its steps that "
                             "leaves the batch its share of the documents seen, n/D (share)")
-    group.add_argument("--discount", type=float, default=None,
+    experiments.add_argument("--discount", type=float, default=None,
                        help="infinite: d in [0, 1) of the sticks' Pitman-Yor GEM(d, alpha^beta): a word a topic has "
                             "not seen keeps the pseudo-count 1 - d (default 0, the thesis' GEM(alpha^beta), or the "
                             "model's)")
-    group.add_argument("--alpha-theta", choices=ALPHA_THETA, default=None,
+    experiments.add_argument("--alpha-theta", choices=ALPHA_THETA, default=None,
                        help="infinite: the document-topic prior alpha^theta: 1/K for every topic (fixed, the default, "
                             "or the model's) or learned online, a Newton step per minibatch weighted by eps_i (fit; "
                             "inference.infvoc.doc_prior)")
