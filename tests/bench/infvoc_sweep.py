@@ -55,7 +55,9 @@ def run_model(parts, base, settings, K: int, minibatch_size: int, seed: int, bur
     """(the sets, alpha^theta) after the stream (the kernels of ``drivers.models.infvoc.engine.run_minibatch``, in
     process), from ``start`` (K TopicSets) or empty sets; ``auto_passes``: each part as ``--passes auto`` passes
     it (:func:`drivers.models.infvoc.commands.passes_of`; D counts a document once), else one pass."""
-    from drivers.models.infvoc.commands import AUTO_MAX_PASSES, AUTO_STEPS
+    from types import SimpleNamespace
+
+    from drivers.models.infvoc.commands import passes_of
     from inference.infvoc.doc_prior import online_step
     from inference.infvoc.local_step import StringBlock, sample_block
     from inference.infvoc.tos import TopicSet, expand_topic, step_size, update_sets, with_filters
@@ -66,7 +68,7 @@ def run_model(parts, base, settings, K: int, minibatch_size: int, seed: int, bur
     steps = []                      # (a minibatch's documents, new: its first pass) in stream order
     for part in parts:
         minibatches = [part[i:i + minibatch_size] for i in range(0, len(part), minibatch_size)]
-        passes = min(AUTO_MAX_PASSES, max(1, -(-AUTO_STEPS // max(1, len(minibatches))))) if auto_passes else 1
+        passes = passes_of(SimpleNamespace(minibatch_size=minibatch_size), len(part)) if auto_passes else 1
         steps.extend((chunk, p == 0) for p in range(passes) for chunk in minibatches)
     for chunk, new in steps:
         minibatch += 1
